@@ -1,0 +1,108 @@
+"""Small value types and interfaces shared by the pure core and the IO edges.
+
+The interpreter talks to processes, LLMs and the run store only through these, so the core can be
+tested without IO and each IO part can be tested for real on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from engine.model import EMPTY, Evaluate, Loop, State
+
+Outcome = Literal["success", "failure", "inconclusive", "error"]
+TerminatedBy = Literal["terminal", "max_steps", "timeout", "error", "max_cost", "stopped"]
+
+EXIT_CODES: Mapping[str, int] = {"success": 0, "failure": 1, "error": 2, "inconclusive": 3}
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What one action produced. `output` may be bounded; `output_path` then holds it whole."""
+
+    output: str = ""
+    stderr: str = ""
+    exit_code: int | None = 0
+    duration_ms: int = 0
+    timed_out: bool = False
+    signal: int | None = None
+    spawn_error: str | None = None
+    output_path: str | None = None
+    cost_usd: float = 0.0
+
+    @property
+    def crashed(self) -> bool:
+        """Timed out, could not start, or was killed by a signal: never judged (DESIGN §3)."""
+        return self.timed_out or self.spawn_error is not None or self.signal is not None
+
+    def failure_reason(self) -> str:
+        if self.timed_out:
+            return "action timed out"
+        if self.spawn_error is not None:
+            return f"action could not start: {self.spawn_error}"
+        if self.signal is not None:
+            return f"action was killed by signal {self.signal}"
+        return f"action exited with code {self.exit_code}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An evaluator's answer: the verdict name and why (shown in events and captures)."""
+
+    name: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended; `run --json` prints exactly these fields (plus nothing)."""
+
+    run_id: str
+    loop: str
+    final_state: str | None
+    outcome: Outcome
+    terminated_by: TerminatedBy
+    steps: int
+    duration_ms: int
+    cost_usd: float = 0.0
+    error: str | None = None
+    outputs: Mapping[str, Any] = EMPTY
+    terminal: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.outcome]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "loop": self.loop,
+            "final_state": self.final_state,
+            "outcome": self.outcome,
+            "terminated_by": self.terminated_by,
+            "steps": self.steps,
+            "duration_ms": self.duration_ms,
+            "cost_usd": round(self.cost_usd, 6),
+            "error": self.error,
+        }
+
+
+class Recorder(Protocol):
+    """Where run events go (events.jsonl in a run directory, or memory in tests)."""
+
+    def emit(self, event: str, **fields: Any) -> None: ...
+
+
+class LlmServices(Protocol):
+    """The LLM layer as the interpreter sees it: judge a text, or run a prompt action."""
+
+    def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict: ...
+
+    def run_prompt(
+        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
+    ) -> ActionResult: ...
+
+    @property
+    def cost_usd(self) -> float: ...
