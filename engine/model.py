@@ -85,7 +85,7 @@ class Dimension:
 
 @dataclass(frozen=True)
 class Evaluate:
-    """An `evaluate:` block. Only the fields of its `type` are meaningful (the schema enforces it)."""
+    """An `evaluate:` block; only the fields of its `type` are meaningful (schema-enforced)."""
 
     type: str
     source: str | None = None
