@@ -1,0 +1,3 @@
+"""Shared pytest configuration. Fixture modules from each area are registered here."""
+
+from __future__ import annotations
