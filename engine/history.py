@@ -1,0 +1,411 @@
+"""The SQLite history database `.loops/history.db`: one row per run and per harness attempt (IO).
+
+Why SQLite: several processes (parallel runs, `ll-harness --jobs`, nested runs) write at once, and
+readers want SQL over the rows. WAL mode lets readers proceed while one writer writes; the busy
+timeout makes concurrent writers wait instead of failing.
+
+The schema is versioned with `PRAGMA user_version`. `MIGRATIONS` is an ordered list; opening a
+database applies the missing ones in one transaction, so an old database is upgraded in place and
+keeps its rows — it is never dropped and recreated. A database newer than this code is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.errors import LoopError
+from engine.ports import RunResult
+
+DB_NAME = "history.db"
+BUSY_TIMEOUT_S = 30.0
+
+AttemptOutcome = Literal["pass", "fail", "abstain", "error"]
+AttemptKind = Literal["repetition", "retry", "baseline", "task"]
+
+# Each entry moves the schema from version i to i+1. Append only; never edit a shipped entry.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # v1: the run table as first shipped.
+    (
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            loop TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            terminated_by TEXT,
+            final_state TEXT,
+            outcome TEXT,
+            steps INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            error TEXT
+        )""",
+        "CREATE INDEX runs_by_loop ON runs (loop, started_at)",
+    ),
+    # v2: nested runs (a sub-loop or a loop started from an action) point at their parent.
+    (
+        "ALTER TABLE runs ADD COLUMN parent_run_id TEXT",
+        "ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0",
+    ),
+    # v3: one row per ll-harness sample (attempt).
+    (
+        """CREATE TABLE harness_attempts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            invocation_id TEXT NOT NULL,
+            runner TEXT NOT NULL,
+            target TEXT NOT NULL,
+            input_hash TEXT NOT NULL,
+            target_content_hash TEXT NOT NULL,
+            conditions_fp TEXT NOT NULL,
+            sample_index INTEGER NOT NULL DEFAULT 0,
+            attempt_kind TEXT NOT NULL DEFAULT 'repetition',
+            exit_code INTEGER,
+            expected_exit_code INTEGER,
+            exit_passed INTEGER,
+            semantic_criterion TEXT,
+            semantic_verdict TEXT,
+            confidence REAL,
+            reason TEXT,
+            evidence TEXT,
+            model TEXT,
+            judge_model TEXT,
+            timed_out INTEGER NOT NULL DEFAULT 0,
+            errored INTEGER NOT NULL DEFAULT 0,
+            outcome TEXT NOT NULL,
+            duration_ms INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            git_head TEXT,
+            git_dirty INTEGER,
+            superseded_by INTEGER REFERENCES harness_attempts (id),
+            retry_of INTEGER REFERENCES harness_attempts (id),
+            created_at TEXT NOT NULL
+        )""",
+        "CREATE INDEX attempts_by_target ON harness_attempts (target, created_at)",
+        "CREATE INDEX attempts_by_invocation ON harness_attempts (invocation_id)",
+        """CREATE INDEX attempts_by_cell ON harness_attempts
+            (runner, target, input_hash, target_content_hash, conditions_fp)""",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class HistoryError(LoopError):
+    """The history database cannot be used (newer schema, corrupt file)."""
+
+    code = "HISTORY"
+
+
+def utc_now() -> str:
+    """A sortable UTC timestamp; every time column uses this one format."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One `ll-loop run` as recorded (ended_at and outcome are None while it runs)."""
+
+    run_id: str
+    loop: str
+    started_at: str
+    ended_at: str | None
+    terminated_by: str | None
+    final_state: str | None
+    outcome: str | None
+    steps: int
+    cost_usd: float
+    error: str | None
+    parent_run_id: str | None
+    depth: int
+
+
+@dataclass(frozen=True)
+class NewAttempt:
+    """One graded ll-harness sample, as the harness hands it over for recording."""
+
+    invocation_id: str
+    runner: str
+    target: str
+    input_hash: str
+    target_content_hash: str
+    conditions_fp: str
+    outcome: AttemptOutcome
+    sample_index: int = 0
+    attempt_kind: AttemptKind = "repetition"
+    exit_code: int | None = None
+    expected_exit_code: int | None = None
+    exit_passed: bool | None = None
+    semantic_criterion: str | None = None
+    semantic_verdict: str | None = None
+    confidence: float | None = None
+    reason: str | None = None
+    evidence: str | None = None
+    model: str | None = None
+    judge_model: str | None = None
+    timed_out: bool = False
+    errored: bool = False
+    duration_ms: int = 0
+    cost_usd: float = 0.0
+    git_head: str | None = None
+    git_dirty: bool | None = None
+    retry_of: int | None = None
+
+
+@dataclass(frozen=True)
+class Attempt(NewAttempt):
+    """A recorded attempt: the row id, when, and the retry that replaced it (if any)."""
+
+    id: int = 0
+    created_at: str = ""
+    superseded_by: int | None = None
+
+    @property
+    def authoritative(self) -> bool:
+        """Counted in rates: not replaced by a later infra retry."""
+        return self.superseded_by is None
+
+
+_RUN_COLUMNS = tuple(f.name for f in fields(RunRow))
+_ATTEMPT_COLUMNS = tuple(f.name for f in fields(Attempt))
+_BOOL_COLUMNS = frozenset({"exit_passed", "timed_out", "errored", "git_dirty"})
+
+
+class History:
+    """An open history database. Safe to share between threads; each call is one transaction."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            migrate(self._db)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(
+                f"cannot open the history database {path}: {exc}",
+                hint="move the file aside; ll-loop creates a new one on the next run",
+            ) from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            cursor = self._db.execute(sql, params)
+            cursor.row_factory = sqlite3.Row
+            return list(cursor.fetchall())
+
+    # ---- runs -----------------------------------------------------------------------------
+
+    def record_run_start(
+        self,
+        run_id: str,
+        loop: str,
+        *,
+        started_at: str | None = None,
+        parent_run_id: str | None = None,
+        depth: int = 0,
+    ) -> None:
+        """Insert the row of a run that just started (a resumed run keeps its first row)."""
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, loop, started_at or utc_now(), parent_run_id, depth),
+            )
+
+    def record_run_end(
+        self,
+        result: RunResult,
+        *,
+        ended_at: str | None = None,
+        parent_run_id: str | None = None,
+        depth: int = 0,
+    ) -> None:
+        """Fill in how a run ended; creates the row too if its start was never recorded."""
+        now = ended_at or utc_now()
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (result.run_id, result.loop, now, parent_run_id, depth),
+            )
+            db.execute(
+                "UPDATE runs SET ended_at = ?, terminated_by = ?, final_state = ?, outcome = ?, "
+                "steps = ?, cost_usd = ?, error = ? WHERE run_id = ?",
+                (
+                    now,
+                    result.terminated_by,
+                    result.final_state,
+                    result.outcome,
+                    result.steps,
+                    result.cost_usd,
+                    result.error,
+                    result.run_id,
+                ),
+            )
+
+    def run(self, run_id: str) -> RunRow | None:
+        rows = self._read(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,))
+        return RunRow(**dict(rows[0])) if rows else None
+
+    def runs(self, loop: str | None = None, limit: int = 50) -> list[RunRow]:
+        """The most recent runs first, optionally of one loop."""
+        where, params = ("WHERE loop = ?", [loop]) if loop is not None else ("", [])
+        rows = self._read(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} "
+            "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [RunRow(**dict(row)) for row in rows]
+
+    # ---- harness attempts -----------------------------------------------------------------
+
+    def record_attempt(self, attempt: NewAttempt, *, created_at: str | None = None) -> Attempt:
+        """Insert one attempt row; a retry (`retry_of`) supersedes its predecessor atomically."""
+        values = asdict(attempt)
+        values["created_at"] = created_at or utc_now()
+        names = list(values)
+        with self._write() as db:
+            cursor = db.execute(
+                f"INSERT INTO harness_attempts ({', '.join(names)}) "
+                f"VALUES ({', '.join('?' for _ in names)})",
+                [_to_sql(values[name]) for name in names],
+            )
+            new_id = int(cursor.lastrowid or 0)
+            if attempt.retry_of is not None:
+                db.execute(
+                    "UPDATE harness_attempts SET superseded_by = ? WHERE id = ?",
+                    (new_id, attempt.retry_of),
+                )
+        return Attempt(**{**asdict(attempt), "id": new_id, "created_at": values["created_at"]})
+
+    def attempt(self, attempt_id: int) -> Attempt | None:
+        rows = self._select_attempts("WHERE id = ?", [attempt_id])
+        return rows[0] if rows else None
+
+    def invocation(self, invocation_id: str) -> list[Attempt]:
+        """Every attempt one ll-harness invocation wrote, in sample order."""
+        return self._select_attempts(
+            "WHERE invocation_id = ? ORDER BY sample_index, id", [invocation_id]
+        )
+
+    def attempts(
+        self,
+        target: str,
+        *,
+        since: str | None = None,
+        runner: str | None = None,
+        authoritative_only: bool = False,
+        limit: int | None = None,
+    ) -> list[Attempt]:
+        """Attempts on `target`, newest first; `since` is an ISO date or timestamp (UTC)."""
+        clauses, params = ["target = ?"], [target]
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
+        if runner is not None:
+            clauses.append("runner = ?")
+            params.append(runner)
+        if authoritative_only:
+            clauses.append("superseded_by IS NULL")
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
+        return self._select_attempts(
+            f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
+        )
+
+    def cell_attempts(
+        self, runner: str, target: str, input_hash: str, target_content_hash: str
+    ) -> list[Attempt]:
+        """Authoritative attempts of one (runner, target, input, content), any conditions."""
+        return self._select_attempts(
+            "WHERE runner = ? AND target = ? AND input_hash = ? AND target_content_hash = ? "
+            "AND superseded_by IS NULL ORDER BY created_at DESC, id DESC",
+            [runner, target, input_hash, target_content_hash],
+        )
+
+    def _select_attempts(self, tail: str, params: Sequence[Any]) -> list[Attempt]:
+        rows = self._read(
+            f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM harness_attempts {tail}", params
+        )
+        return [_attempt_from_row(row) for row in rows]
+
+
+def _to_sql(value: object) -> object:
+    return int(value) if isinstance(value, bool) else value
+
+
+def _attempt_from_row(row: sqlite3.Row) -> Attempt:
+    values = dict(row)
+    for name in _BOOL_COLUMNS:
+        if values[name] is not None:
+            values[name] = bool(values[name])
+    return Attempt(**values)
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring `db` (autocommit connection) to version `target`, in one write transaction.
+
+    The version is re-read after taking the write lock, so two processes opening an old
+    database at once apply each migration exactly once.
+    """
+    if schema_version(db) == target:
+        return target
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        current = schema_version(db)
+        if current > SCHEMA_VERSION:
+            raise HistoryError(
+                f"the history database has schema version {current}, newer than this "
+                f"ll-loop understands ({SCHEMA_VERSION})",
+                hint="upgrade ll-loop, or move .loops/history.db aside",
+            )
+        for version in range(current, target):
+            for statement in MIGRATIONS[version]:
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {version + 1}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return target
+
+
+def history_path(root: Path) -> Path:
+    return root / ".loops" / DB_NAME
+
+
+def open_history(root: Path) -> History:
+    """Open (creating and migrating as needed) the history database of project `root`."""
+    path = history_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return History(path)

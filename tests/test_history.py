@@ -1,0 +1,198 @@
+"""The SQLite history: runs, harness attempts, versioned migrations, concurrent writers."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine.history import (
+    SCHEMA_VERSION,
+    HistoryError,
+    NewAttempt,
+    history_path,
+    migrate,
+    open_history,
+)
+from engine.ports import RunResult
+
+
+def _attempt(target: str = "echo hi", **overrides: object) -> NewAttempt:
+    values: dict[str, object] = {
+        "invocation_id": "inv-1",
+        "runner": "cmd",
+        "target": target,
+        "input_hash": "i",
+        "target_content_hash": "c",
+        "conditions_fp": "f",
+        "outcome": "pass",
+    }
+    values.update(overrides)
+    return NewAttempt(**values)  # type: ignore[arg-type]
+
+
+def test_fresh_database_is_current_version_in_wal_mode(tmp_path: Path) -> None:
+    with open_history(tmp_path) as history:
+        assert history.path == tmp_path / ".loops" / "history.db"
+    db = sqlite3.connect(history_path(tmp_path))
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_run_rows_round_trip(tmp_path: Path) -> None:
+    with open_history(tmp_path) as history:
+        history.record_run_start("r1", "demo", started_at="2026-01-01T00:00:00+00:00")
+        history.record_run_start("r2", "child", parent_run_id="r1", depth=1)
+        assert history.run("r1") is not None
+        assert history.run("r1").outcome is None  # type: ignore[union-attr]
+        result = RunResult(
+            run_id="r1",
+            loop="demo",
+            final_state="done",
+            outcome="success",
+            terminated_by="terminal",
+            steps=4,
+            duration_ms=10,
+            cost_usd=0.25,
+        )
+        history.record_run_end(result)
+        row = history.run("r1")
+        assert row is not None
+        assert (row.outcome, row.terminated_by, row.final_state, row.steps, row.cost_usd) == (
+            "success",
+            "terminal",
+            "done",
+            4,
+            0.25,
+        )
+        assert row.started_at == "2026-01-01T00:00:00+00:00"
+        assert row.ended_at is not None
+        child = history.run("r2")
+        assert child is not None and (child.parent_run_id, child.depth) == ("r1", 1)
+        assert [r.run_id for r in history.runs(loop="demo")] == ["r1"]
+        assert {r.run_id for r in history.runs()} == {"r1", "r2"}
+
+
+def test_run_end_without_start_still_creates_the_row(tmp_path: Path) -> None:
+    with open_history(tmp_path) as history:
+        refused = RunResult(
+            run_id="r9",
+            loop="bad",
+            final_state=None,
+            outcome="error",
+            terminated_by="error",
+            steps=0,
+            duration_ms=0,
+            error="invalid loop",
+        )
+        history.record_run_end(refused)
+        row = history.run("r9")
+        assert row is not None and row.error == "invalid loop" and row.outcome == "error"
+
+
+def test_attempts_round_trip_and_retry_supersedes(tmp_path: Path) -> None:
+    with open_history(tmp_path) as history:
+        first = history.record_attempt(
+            _attempt(outcome="error", timed_out=True, errored=True, git_dirty=False)
+        )
+        assert first.authoritative
+        assert first.timed_out is True and first.git_dirty is False
+        retry = history.record_attempt(
+            _attempt(outcome="pass", retry_of=first.id, attempt_kind="retry", exit_passed=True)
+        )
+        old = history.attempt(first.id)
+        assert old is not None and old.superseded_by == retry.id and not old.authoritative
+        again = history.attempt(retry.id)
+        assert again is not None and again.exit_passed is True and again.retry_of == first.id
+        assert [a.id for a in history.attempts("echo hi")] == [retry.id, first.id]
+        assert [a.id for a in history.attempts("echo hi", authoritative_only=True)] == [retry.id]
+        assert history.attempts("other") == []
+
+
+def test_attempts_since_filters_by_date(tmp_path: Path) -> None:
+    with open_history(tmp_path) as history:
+        history.record_attempt(_attempt(), created_at="2026-01-01T10:00:00.000000+00:00")
+        history.record_attempt(_attempt(), created_at="2026-03-01T10:00:00.000000+00:00")
+        assert len(history.attempts("echo hi", since="2026-02-01")) == 1
+        assert len(history.attempts("echo hi", since="2026-01-01")) == 2
+
+
+def test_v1_database_rows_survive_migration(tmp_path: Path) -> None:
+    path = history_path(tmp_path)
+    path.parent.mkdir()
+    old = sqlite3.connect(path, isolation_level=None)
+    migrate(old, target=1)
+    assert old.execute("PRAGMA user_version").fetchone()[0] == 1
+    old.execute(
+        "INSERT INTO runs (run_id, loop, started_at, ended_at, outcome, steps, cost_usd) "
+        "VALUES ('old-run', 'legacy', '2025-01-01T00:00:00+00:00', "
+        "'2025-01-01T00:01:00+00:00', 'failure', 7, 0.5)"
+    )
+    old.close()
+
+    with open_history(tmp_path) as history:
+        row = history.run("old-run")
+        assert row is not None
+        assert (row.loop, row.outcome, row.steps, row.cost_usd) == ("legacy", "failure", 7, 0.5)
+        assert (row.parent_run_id, row.depth) == (None, 0)  # columns added by v2
+        history.record_attempt(_attempt())  # table added by v3
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_failed_migration_rolls_back_whole_transaction(tmp_path: Path) -> None:
+    path = history_path(tmp_path)
+    path.parent.mkdir()
+    db = sqlite3.connect(path, isolation_level=None)
+    migrate(db, target=1)
+    # Sabotage: a column the v2 migration wants to add already exists.
+    db.execute("ALTER TABLE runs ADD COLUMN depth INTEGER")
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(db)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "harness_attempts" not in names
+
+
+def test_newer_database_is_refused(tmp_path: Path) -> None:
+    path = history_path(tmp_path)
+    path.parent.mkdir()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(HistoryError, match="newer than this"):
+        open_history(tmp_path)
+
+
+def test_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = history_path(tmp_path)
+    path.parent.mkdir()
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(HistoryError, match="cannot open the history database"):
+        open_history(tmp_path)
+
+
+def test_concurrent_processes_all_write(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from engine.history import NewAttempt, open_history
+        n = sys.argv[1]
+        with open_history(Path({str(tmp_path)!r})) as h:
+            for i in range(25):
+                h.record_run_start(f"run-{{n}}-{{i}}", "par")
+                h.record_attempt(NewAttempt(invocation_id=n, runner="cmd", target="t",
+                    input_hash="i", target_content_hash="c", conditions_fp="f",
+                    outcome="pass", sample_index=i))
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(n)]) for n in range(4)]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    with open_history(tmp_path) as history:
+        assert len(history.runs(loop="par", limit=1000)) == 100
+        assert len(history.attempts("t")) == 100
