@@ -1,0 +1,408 @@
+"""Scope locks: a run holds the paths in its `scope`, so two runs never change the same files.
+
+The registry is a directory, `.loops/locks/`, with one JSON record per holder or waiter. Every
+check-and-insert happens under one `filelock.FileLock` (`.loops/locks/.registry.lock`), so the
+records themselves need no locking. A record names its process by pid *and* start time (field 22
+of `/proc/<pid>/stat`): a record whose process is gone, or whose pid now belongs to another
+process, is dead and is reaped by whoever looks next. Nothing has to clean up after a SIGKILL.
+
+Two scopes overlap when a path is the same or one contains the other; no `scope` means the whole
+project root. A conflicting live holder makes `acquire_scope` fail fast with `LockConflict`
+(exit 2); with `queue=True` it waits its turn: tickets are handed out in order of arrival, and a
+waiter takes the lock only when no holder and no earlier live waiter overlaps it.
+
+A run that holds a lease passes it to its actions as `LL_LOCK_LEASE` (the run id),
+`LL_LOCK_PATHS` (JSON list) and `LL_LOCK_ROOT`. An `ll-loop run` started from such an action,
+whose scope lies within the leased paths, inherits the lease instead of waiting for its own
+parent (a deadlock); it does not release what it did not take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from filelock import FileLock
+
+from engine.errors import LockConflict
+
+LEASE_ENV = "LL_LOCK_LEASE"
+PATHS_ENV = "LL_LOCK_PATHS"
+ROOT_ENV = "LL_LOCK_ROOT"
+POLL_SECONDS = 0.05  # how often a queued run looks again
+_TICKET_FILE = ".ticket"
+_REGISTRY_LOCK = ".registry.lock"
+
+
+# --- processes -----------------------------------------------------------------------------
+
+
+def process_start_time(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat), or None.
+
+    None means the process does not exist (or /proc cannot tell). The command name (field 2) may
+    contain spaces and parentheses, so the fields are counted from the last `)`.
+    """
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])  # fields[0] is field 3 (state), so field 22 is fields[19]
+    except (IndexError, ValueError):
+        return None
+
+
+def process_alive(pid: int, start_time: int | None) -> bool:
+    """True when `pid` runs and is the same process that was recorded (same start time)."""
+    if pid <= 0:
+        return False
+    current = process_start_time(pid)
+    if current is not None:
+        if _is_zombie(pid):
+            return False
+        return start_time is None or current == start_time
+    if Path("/proc/self/stat").exists():
+        return False  # /proc works, so the pid is gone
+    try:  # no /proc (not Linux): fall back to a signal probe, pid alone
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_zombie(pid: int) -> bool:
+    """A zombie has exited; its pid stays until the parent reaps it, but it holds nothing."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return raw[raw.rfind(")") + 2 :].startswith("Z")
+
+
+# --- scopes --------------------------------------------------------------------------------
+
+
+def scope_paths(root: Path, scope: Sequence[str] | None) -> tuple[str, ...]:
+    """The absolute, normalised paths a scope covers; no scope (or `[]`) means the whole root."""
+    base = Path(root).resolve()
+    if not scope:
+        return (str(base),)
+    paths = {str((base / entry).resolve()) for entry in scope}
+    return tuple(sorted(paths))
+
+
+def _contains(outer: str, inner: str) -> bool:
+    return inner == outer or Path(inner).is_relative_to(outer)
+
+
+def overlap(mine: Sequence[str], theirs: Sequence[str]) -> str | None:
+    """The first of `mine` that equals, contains or lies inside one of `theirs`; else None."""
+    for path in mine:
+        for other in theirs:
+            if _contains(path, other) or _contains(other, path):
+                return path if len(path) >= len(other) else other
+    return None
+
+
+def within(paths: Sequence[str], leased: Sequence[str]) -> bool:
+    """True when every path lies inside (or equals) one of the leased paths."""
+    return all(any(_contains(outer, p) for outer in leased) for p in paths)
+
+
+# --- the registry --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    """One holder or waiter in `.loops/locks/`."""
+
+    run_id: str
+    pid: int
+    start_time: int | None
+    paths: tuple[str, ...]
+    ticket: int
+    holding: bool
+    queued_at: float
+    acquired_at: float | None = None
+
+    @property
+    def filename(self) -> str:
+        return f"{self.ticket:012d}.json"
+
+    def live(self) -> bool:
+        return process_alive(self.pid, self.start_time)
+
+    def describe(self) -> str:
+        role = "held" if self.holding else "queued"
+        return f"run {self.run_id} (pid {self.pid}, {role})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "pid": self.pid,
+            "start_time": self.start_time,
+            "paths": list(self.paths),
+            "ticket": self.ticket,
+            "holding": self.holding,
+            "queued_at": self.queued_at,
+            "acquired_at": self.acquired_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        start = data.get("start_time")
+        acquired = data.get("acquired_at")
+        return cls(
+            run_id=str(data["run_id"]),
+            pid=int(data["pid"]),
+            start_time=int(start) if start is not None else None,
+            paths=tuple(str(p) for p in data["paths"]),
+            ticket=int(data["ticket"]),
+            holding=bool(data["holding"]),
+            queued_at=float(data.get("queued_at", 0.0)),
+            acquired_at=float(acquired) if acquired is not None else None,
+        )
+
+
+class Registry:
+    """The records of one project root; every method but `records` needs `self.guard` held."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self.dir = self.root / ".loops" / "locks"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.guard = FileLock(str(self.dir / _REGISTRY_LOCK))
+
+    def records(self) -> list[Record]:
+        """Every readable record, oldest ticket first (a torn or foreign file is skipped)."""
+        found: list[Record] = []
+        for path in sorted(self.dir.glob("*.json")):
+            try:
+                found.append(Record.from_json(json.loads(path.read_text(encoding="utf-8"))))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return found
+
+    def live_records(self) -> list[Record]:
+        """The records whose process still runs; dead ones are deleted on the way."""
+        live: list[Record] = []
+        for record in self.records():
+            if record.live():
+                live.append(record)
+            else:
+                self.remove(record)
+        return live
+
+    def next_ticket(self) -> int:
+        path = self.dir / _TICKET_FILE
+        try:
+            last = int(path.read_text(encoding="utf-8").strip() or 0)
+        except (OSError, ValueError):
+            last = max((r.ticket for r in self.records()), default=0)
+        ticket = last + 1
+        _write_atomic(path, str(ticket))
+        return ticket
+
+    def write(self, record: Record) -> None:
+        _write_atomic(self.dir / record.filename, json.dumps(record.to_json()))
+
+    def remove(self, record: Record) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.dir / record.filename).unlink()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def blocker(record: Record, others: Sequence[Record]) -> tuple[Record, str] | None:
+    """Who keeps `record` from taking its paths: an overlapping holder, else an earlier waiter."""
+    for other in others:
+        if other.ticket != record.ticket and other.holding:
+            path = overlap(record.paths, other.paths)
+            if path is not None:
+                return other, path
+    for other in others:
+        if other.ticket < record.ticket and not other.holding:
+            path = overlap(record.paths, other.paths)
+            if path is not None:
+                return other, path
+    return None
+
+
+# --- leases --------------------------------------------------------------------------------
+
+
+@dataclass
+class Lease:
+    """The right to change `paths` for the life of a run; a context manager that releases."""
+
+    run_id: str
+    paths: tuple[str, ...]
+    root: Path
+    inherited_from: str | None = None  # the parent run id when the lease was inherited
+    record: Record | None = None
+    waited_s: float = 0.0
+    _released: bool = field(default=False, repr=False)
+
+    @property
+    def holder(self) -> str:
+        """The run id whose lease this is (the parent's, when inherited)."""
+        return self.inherited_from or self.run_id
+
+    def env(self) -> dict[str, str]:
+        """What actions of this run get, so a nested `ll-loop run` inherits the lease."""
+        if not self.paths:
+            return {}
+        return {
+            LEASE_ENV: self.holder,
+            PATHS_ENV: json.dumps(list(self.paths)),
+            ROOT_ENV: str(self.root),
+        }
+
+    def release(self) -> None:
+        """Give the paths back (idempotent); an inherited lease is the parent's to release."""
+        if self._released:
+            return
+        self._released = True
+        if self.record is None:
+            return
+        registry = Registry(self.root)
+        with registry.guard:
+            registry.remove(self.record)
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+def acquire_scope(
+    root: Path,
+    run_id: str,
+    scope: Sequence[str] | None,
+    *,
+    queue: bool = False,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Lease:
+    """Take the scope's paths for `run_id`, or raise `LockConflict`.
+
+    `queue` waits FIFO (up to `timeout` seconds when given); `env` is where an inherited lease
+    is looked for (`os.environ` when None).
+    """
+    registry = Registry(root)
+    paths = scope_paths(registry.root, scope)
+    inherited = _inherit(registry, paths, os.environ if env is None else env)
+    if inherited is not None:
+        return Lease(run_id, inherited.paths, registry.root, inherited_from=inherited.run_id)
+    pid = os.getpid()
+    started = time.monotonic()
+    with registry.guard:
+        registry.live_records()
+        record = Record(
+            run_id=run_id,
+            pid=pid,
+            start_time=process_start_time(pid),
+            paths=paths,
+            ticket=registry.next_ticket(),
+            holding=False,
+            queued_at=time.time(),
+        )
+        registry.write(record)
+    try:
+        held = _wait_turn(registry, record, queue, timeout, started, env)
+    except BaseException:
+        with registry.guard:
+            registry.remove(record)
+        raise
+    return Lease(run_id, paths, registry.root, record=held, waited_s=time.monotonic() - started)
+
+
+def _wait_turn(
+    registry: Registry,
+    record: Record,
+    queue: bool,
+    timeout: float | None,
+    started: float,
+    env: Mapping[str, str] | None,
+) -> Record:
+    """Poll until nothing blocks `record`, then mark it holding; raise on conflict or timeout."""
+    parent = (os.environ if env is None else env).get(LEASE_ENV)
+    while True:
+        with registry.guard:
+            found = blocker(record, registry.live_records())
+            if found is None:
+                held = replace(record, holding=True, acquired_at=time.time())
+                registry.write(held)
+                return held
+        other, path = found
+        if other.run_id == parent:
+            raise LockConflict(
+                f"scope path {path} is held by this run's parent, {other.describe()}",
+                hint="a nested run inherits its parent's lock only when its scope lies within "
+                "the parent's scope; narrow the child's scope: or run it with --no-lock",
+            )
+        if not queue:
+            raise LockConflict(
+                f"scope path {path} is locked by {other.describe()}",
+                hint="wait for it with --queue, stop it with `ll-loop stop "
+                f"{other.run_id}`, or skip locking with --no-lock",
+            )
+        if timeout is not None and time.monotonic() - started >= timeout:
+            raise LockConflict(
+                f"gave up after {timeout:g}s waiting for scope path {path}, "
+                f"locked by {other.describe()}",
+                hint="raise --queue-timeout, or stop the holder with `ll-loop stop "
+                f"{other.run_id}`",
+            )
+        time.sleep(POLL_SECONDS)
+
+
+def _inherit(registry: Registry, paths: tuple[str, ...], env: Mapping[str, str]) -> Record | None:
+    """The parent's live holding record when `env` carries a lease that covers `paths`."""
+    parent = env.get(LEASE_ENV)
+    if not parent:
+        return None
+    try:
+        leased = tuple(str(p) for p in json.loads(env.get(PATHS_ENV, "[]")))
+    except ValueError:
+        return None
+    if not within(paths, leased):
+        return None
+    with registry.guard:
+        for record in registry.live_records():
+            if record.run_id == parent and record.holding and within(paths, record.paths):
+                return record
+    return None
+
+
+def holders(root: Path) -> list[Record]:
+    """The live records (holders and waiters) of a project, dead ones reaped on the way."""
+    registry = Registry(root)
+    with registry.guard:
+        return registry.live_records()
+
+
+def no_lock(root: Path, run_id: str) -> Lease:
+    """A lease that holds nothing (for `--no-lock`), so callers need only one code path."""
+    return Lease(run_id, (), Path(root).resolve(), _released=True)

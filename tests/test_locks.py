@@ -1,0 +1,251 @@
+"""Scope locks: overlap, fail-fast, FIFO queueing, reaping, pid reuse, lease inheritance.
+
+Holders are real processes (`tests/locks_helpers.py`) sharing a real `.loops/locks/` registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from engine.errors import LockConflict
+from engine.locks import (
+    LEASE_ENV,
+    PATHS_ENV,
+    Record,
+    Registry,
+    acquire_scope,
+    holders,
+    overlap,
+    process_alive,
+    process_start_time,
+    scope_paths,
+    within,
+)
+
+HELPER = Path(__file__).with_name("locks_helpers.py")
+
+
+def start(root: Path, run_id: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(HELPER), str(root), run_id, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached in time")
+
+
+def registered(root: Path, run_id: str, *, holding: bool | None = None) -> bool:
+    return any(
+        r.run_id == run_id and (holding is None or r.holding == holding)
+        for r in Registry(root).records()
+    )
+
+
+# --- pure parts ------------------------------------------------------------------------------
+
+
+def test_scope_paths_resolve_against_root_and_default_to_the_root(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    assert scope_paths(tmp_path, None) == (str(root),)
+    assert scope_paths(tmp_path, []) == (str(root),)
+    assert scope_paths(tmp_path, ["src/../src/a", "docs/"]) == (
+        str(root / "docs"),
+        str(root / "src" / "a"),
+    )
+
+
+def test_overlap_is_same_path_or_containment_not_a_shared_prefix() -> None:
+    assert overlap(["/p/src"], ["/p/src"]) == "/p/src"
+    assert overlap(["/p/src"], ["/p/src/a"]) == "/p/src/a"
+    assert overlap(["/p/src/a/b"], ["/p"]) == "/p/src/a/b"
+    assert overlap(["/p/src"], ["/p/srcx"]) is None
+    assert overlap(["/p/a", "/p/b"], ["/p/c"]) is None
+    assert within(["/p/src/a", "/p/src"], ["/p/src"])
+    assert not within(["/p/src", "/p/docs"], ["/p/src"])
+
+
+def test_start_time_identifies_this_process() -> None:
+    me = process_start_time(os.getpid())
+    assert me is not None
+    assert process_alive(os.getpid(), me)
+    assert not process_alive(os.getpid(), me + 1)  # same pid, another process: a recycled pid
+
+
+# --- one process -------------------------------------------------------------------------------
+
+
+def test_lease_releases_on_exit_and_on_exception(tmp_path: Path) -> None:
+    with acquire_scope(tmp_path, "r1", ["src"]) as lease:
+        assert registered(tmp_path, "r1", holding=True)
+        assert lease.env()[LEASE_ENV] == "r1"
+        assert json.loads(lease.env()[PATHS_ENV]) == [str(tmp_path.resolve() / "src")]
+    assert not registered(tmp_path, "r1")
+    with pytest.raises(RuntimeError), acquire_scope(tmp_path, "r2", ["src"]):
+        raise RuntimeError("boom")
+    assert not registered(tmp_path, "r2")
+
+
+def test_disjoint_scopes_do_not_conflict(tmp_path: Path) -> None:
+    with acquire_scope(tmp_path, "a", ["src"]), acquire_scope(tmp_path, "b", ["docs"]):
+        assert {r.run_id for r in holders(tmp_path)} == {"a", "b"}
+
+
+def test_a_recycled_pid_is_not_a_live_holder(tmp_path: Path) -> None:
+    registry = Registry(tmp_path)
+    me = process_start_time(os.getpid())
+    assert me is not None
+    fake = Record(
+        run_id="ghost",
+        pid=os.getpid(),  # alive, but not the process that took the lock
+        start_time=me - 100,
+        paths=(str(tmp_path.resolve()),),
+        ticket=1,
+        holding=True,
+        queued_at=time.time(),
+    )
+    registry.write(fake)
+    with acquire_scope(tmp_path, "fresh", None):
+        assert [r.run_id for r in holders(tmp_path)] == ["fresh"]
+    assert not (registry.dir / fake.filename).exists()
+
+
+# --- real processes ---------------------------------------------------------------------------
+
+
+def test_conflict_fails_fast_naming_holder_pid_and_path(tmp_path: Path) -> None:
+    holder = start(tmp_path, "holder-1", "--scope", "src", "--hold", "30")
+    try:
+        wait_for(lambda: registered(tmp_path, "holder-1", holding=True))
+        began = time.monotonic()
+        with pytest.raises(LockConflict) as caught:
+            acquire_scope(tmp_path, "second", ["src/engine"])
+        assert time.monotonic() - began < 2.0
+        message = caught.value.message
+        assert "holder-1" in message
+        assert f"pid {holder.pid}" in message
+        assert str(tmp_path.resolve() / "src" / "engine") in message
+        assert caught.value.exit_code == 2
+        assert not registered(tmp_path, "second")  # a refused run leaves no record behind
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_an_unscoped_run_locks_the_whole_repository(tmp_path: Path) -> None:
+    holder = start(tmp_path, "everything", "--hold", "30")
+    try:
+        wait_for(lambda: registered(tmp_path, "everything", holding=True))
+        with pytest.raises(LockConflict, match="everything"):
+            acquire_scope(tmp_path, "narrow", ["deep/inside/x.txt"])
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_sigkilled_holder_is_reaped(tmp_path: Path) -> None:
+    holder = start(tmp_path, "doomed", "--scope", "src", "--hold", "60")
+    wait_for(lambda: registered(tmp_path, "doomed", holding=True))
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert registered(tmp_path, "doomed")  # its record is still on disk...
+    with acquire_scope(tmp_path, "next", ["src"]):  # ...but it holds nothing
+        assert [r.run_id for r in holders(tmp_path)] == ["next"]
+    assert not registered(tmp_path, "doomed")
+
+
+def test_queue_times_out_with_a_clear_message(tmp_path: Path) -> None:
+    holder = start(tmp_path, "slow", "--scope", "src", "--hold", "30")
+    try:
+        wait_for(lambda: registered(tmp_path, "slow", holding=True))
+        began = time.monotonic()
+        with pytest.raises(LockConflict, match=r"gave up after 0\.5s .* slow"):
+            acquire_scope(tmp_path, "waiter", ["src"], queue=True, timeout=0.5)
+        assert 0.5 <= time.monotonic() - began < 3.0
+        assert not registered(tmp_path, "waiter")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_queue_is_fifo_and_an_earlier_waiter_blocks_a_later_one(tmp_path: Path) -> None:
+    log = tmp_path / "marks.jsonl"
+    first = start(tmp_path, "h", "--scope", "a", "--hold", "1.0", "--log", str(log))
+    wait_for(lambda: registered(tmp_path, "h", holding=True))
+    # w1 needs a (held) and b (free); w2 needs only b. FIFO: w2 must not overtake w1.
+    w1 = start(tmp_path, "w1", "--scope", "a", "--scope", "b", "--queue", "--log", str(log))
+    wait_for(lambda: registered(tmp_path, "w1", holding=False))
+    w2 = start(tmp_path, "w2", "--scope", "b", "--queue", "--log", str(log))
+    wait_for(lambda: registered(tmp_path, "w2"))
+    w3 = start(tmp_path, "w3", "--scope", "a", "--queue", "--log", str(log))
+    for proc in (first, w1, w2, w3):
+        assert proc.wait(timeout=30) == 0, proc.stdout.read() if proc.stdout else ""
+    order = [
+        m["run"] for m in map(json.loads, log.read_text().splitlines()) if m["kind"] == "begin"
+    ]
+    assert order.index("w1") < order.index("w2")
+    assert order.index("w1") < order.index("w3")
+
+
+def test_eight_queued_runs_over_overlapping_scopes_never_share_a_path(tmp_path: Path) -> None:
+    log = tmp_path / "marks.jsonl"
+    scopes = [["."], ["src"], ["src/a"], ["docs"], ["src/a", "docs"], ["src/b"], ["tests"], ["src"]]
+    procs = []
+    for i, scope in enumerate(scopes):
+        args = [arg for path in scope for arg in ("--scope", path)]
+        procs.append(
+            start(tmp_path, f"run{i}", *args, "--queue", "--hold", "0.15", "--log", str(log))
+        )
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0, proc.stdout.read() if proc.stdout else ""
+    marks = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(m["run"] for m in marks if m["kind"] == "begin") == [f"run{i}" for i in range(8)]
+    active: dict[str, list[str]] = {}
+    for mark in marks:
+        if mark["kind"] == "begin":
+            for run, paths in active.items():
+                assert overlap(mark["paths"], paths) is None, f"{mark['run']} ran with {run}"
+            active[mark["run"]] = mark["paths"]
+        else:
+            del active[mark["run"]]
+    assert not active
+    assert holders(tmp_path) == []
+
+
+def test_a_nested_run_inside_the_lease_inherits_it(tmp_path: Path) -> None:
+    parent = start(tmp_path, "parent", "--scope", "src", "--nested", "src/engine")
+    out, _ = parent.communicate(timeout=30)
+    assert parent.returncode == 0, out
+    assert "child 0 acquired parent" in out  # the child ran under the parent's lease
+    assert holders(tmp_path) == []  # and the parent released it once, at its own end
+
+
+def test_a_nested_run_outside_the_lease_fails_fast_naming_its_parent(tmp_path: Path) -> None:
+    parent = start(tmp_path, "parent", "--scope", "src", "--nested", ".")
+    out, _ = parent.communicate(timeout=30)
+    assert "child 2" in out
+    assert "held by this run's parent, run parent" in out
+
+
+def test_a_stale_lease_in_the_environment_is_not_inherited(tmp_path: Path) -> None:
+    env = {LEASE_ENV: "gone", PATHS_ENV: json.dumps([str(tmp_path.resolve())])}
+    with acquire_scope(tmp_path, "real", ["src"], env=env) as lease:
+        assert lease.inherited_from is None
+        assert registered(tmp_path, "real", holding=True)
