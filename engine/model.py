@@ -40,6 +40,11 @@ SUBLOOP_VERDICTS = frozenset({"yes", "no", "error"})
 CURRENT = "$current"
 
 
+def _empty() -> Mapping[str, Any]:
+    """The shared read-only empty mapping (a dataclass default must come from a factory)."""
+    return EMPTY
+
+
 @dataclass(frozen=True)
 class Suppression:
     """A lint rule switched off on purpose, with the reason the author gave."""
@@ -135,14 +140,14 @@ class State:
     timeout: float | None = None
     evaluate: Evaluate | None = None
     next: str | None = None
-    routes: Mapping[str, str] = EMPTY
+    routes: Mapping[str, str] = field(default_factory=_empty)
     route: Mapping[str, str] | None = None
     terminal: bool = False
     failure: bool = False
     capture: str | None = None
     loop: str | None = None
-    with_: Mapping[str, Any] = EMPTY
-    on_terminal: Mapping[str, str] = EMPTY
+    with_: Mapping[str, Any] = field(default_factory=_empty)
+    on_terminal: Mapping[str, str] = field(default_factory=_empty)
     max_retries: int | None = None
     on_retry_exhausted: str | None = None
     model: str | None = None
@@ -180,9 +185,9 @@ class Loop:
     timeout: float | None = None
     default_timeout: float | None = None
     scope: tuple[str, ...] | None = None
-    context: Mapping[str, Any] = EMPTY
-    parameters: Mapping[str, Parameter] = EMPTY
-    outputs: Mapping[str, str] = EMPTY
+    context: Mapping[str, Any] = field(default_factory=_empty)
+    parameters: Mapping[str, Parameter] = field(default_factory=_empty)
+    outputs: Mapping[str, str] = field(default_factory=_empty)
     llm: LlmConfig = field(default_factory=LlmConfig)
     max_cost_usd: float | None = None
     category: str | None = None
