@@ -1,0 +1,381 @@
+"""YAML text → plain JSON-like data plus the line/column of every node.
+
+`yaml.safe_load` throws positions away and silently keeps the last of two duplicate keys, so we
+compose the node graph (libyaml when available) and build the data ourselves. Doing it ourselves
+also lets us read scalars the way loop authors expect (YAML 1.2 core rules): only `true`/`false`
+are booleans, so `on_terminal: {yes: done}` or `verdicts: [yes, no]` keep their words, and
+`1:30` stays a string instead of becoming the sexagesimal 90.
+
+Every problem becomes a `Diagnostic`; nothing here raises anything but `YamlProblems`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+from engine.errors import Diagnostic
+
+PathKey = tuple[str | int, ...]
+Position = tuple[int, int]
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+MAX_DEPTH = 64  # real loops nest ~8 deep; deeper is junk, and keeps our recursion bounded
+ALIAS_EXPANSION_FACTOR = 10  # alias expansion beyond 10x the distinct nodes is a "billion laughs"
+ALIAS_EXPANSION_SLACK = 10_000
+
+_TAG = "tag:yaml.org,2002:"
+_BOOL_WORDS = frozenset({"true", "false"})
+_KEY_TAGS = frozenset({"str", "int", "float", "bool", "null", "timestamp"})
+_CONSTRUCTOR = SafeConstructor()
+
+
+@dataclass(frozen=True)
+class Positions:
+    """Where each node of a loaded document sits: 1-based (line, column).
+
+    `keys` holds the position of a mapping entry's key (or a list item), `values` the position
+    of the value node. `of(path)` answers with the key position, falling back to the nearest
+    ancestor that is known, so every diagnostic can be placed.
+    """
+
+    keys: Mapping[PathKey, Position]
+    values: Mapping[PathKey, Position]
+
+    def of(self, path: PathKey) -> Position:
+        """Position of the node at `path` (its key for mapping entries), else nearest ancestor."""
+        return self._find(tuple(path), self.keys, self.values)
+
+    def value_of(self, path: PathKey) -> Position:
+        """Position of the value node at `path`, else of its key, else nearest ancestor."""
+        return self._find(tuple(path), self.values, self.keys)
+
+    @staticmethod
+    def _find(
+        path: PathKey, first: Mapping[PathKey, Position], second: Mapping[PathKey, Position]
+    ) -> Position:
+        while True:
+            found = first.get(path) or second.get(path)
+            if found is not None:
+                return found
+            if not path:
+                return (1, 1)
+            path = path[:-1]
+
+
+class YamlProblems(Exception):
+    """The text is not a usable YAML document; `diagnostics` say where and why."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__(diagnostics[0].message if diagnostics else "invalid YAML")
+        self.diagnostics = diagnostics
+
+
+def parse_yaml(text: str, file: str) -> tuple[Any, Positions]:
+    """Parse `text` into data and positions, or raise `YamlProblems` with every problem found."""
+    node = _compose(text, file)
+    builder = _Builder(file)
+    data = builder.build(node, (), 0)
+    if builder.problems:
+        raise YamlProblems(sorted(builder.problems, key=lambda d: (d.line, d.column)))
+    return data, Positions(builder.keys, builder.values)
+
+
+def decode(raw: bytes, file: str) -> str:
+    """Bytes of a loop file → text; a binary or non-UTF-8 file becomes a diagnostic."""
+    if b"\x00" in raw:
+        line, column = _line_col(raw, raw.index(b"\x00"))
+        raise YamlProblems(
+            [
+                _diag(
+                    "F002",
+                    "the file is binary, not YAML text (it contains NUL bytes)",
+                    file,
+                    line,
+                    column,
+                    "a loop file is UTF-8 YAML text; check the path",
+                )
+            ]
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line, column = _line_col(raw, exc.start)
+        raise YamlProblems(
+            [
+                _diag(
+                    "F002",
+                    f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+                    file,
+                    line,
+                    column,
+                    "save the loop file as UTF-8",
+                )
+            ]
+        ) from None
+
+
+def _line_col(raw: bytes, offset: int) -> Position:
+    line = raw.count(b"\n", 0, offset) + 1
+    start = raw.rfind(b"\n", 0, offset) + 1
+    return line, offset - start + 1
+
+
+def _compose(text: str, file: str) -> yaml.Node:
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        raise YamlProblems([_syntax_diag(exc, file)]) from None
+    except yaml.reader.ReaderError as exc:
+        line, column = _text_line_col(text, exc.position)
+        raise YamlProblems(
+            [
+                _diag(
+                    "F002",
+                    f"the text contains a character YAML does not allow ({exc.character!r})",
+                    file,
+                    line,
+                    column,
+                    "a loop file is printable UTF-8 text; remove control characters",
+                )
+            ]
+        ) from None
+    except yaml.YAMLError as exc:
+        raise YamlProblems([_diag("F001", f"invalid YAML: {exc}", file, 1, 1)]) from None
+    except UnicodeError:
+        raise YamlProblems(
+            [_diag("F002", "the text is not valid Unicode (it holds lone surrogates)", file, 1, 1)]
+        ) from None
+    except RecursionError:
+        raise YamlProblems([_too_deep(file, 1, 1)]) from None
+    if node is None:
+        raise YamlProblems(
+            [
+                _diag(
+                    "F003",
+                    "the file is empty: a loop needs at least name, initial and states",
+                    file,
+                    1,
+                    1,
+                    "run `ll-loop schema` or see docs/format.md for a minimal loop",
+                )
+            ]
+        )
+    return node
+
+
+def _text_line_col(text: str, offset: int) -> Position:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _syntax_diag(exc: yaml.MarkedYAMLError, file: str) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = exc.problem or "invalid YAML"
+    if "maximum nesting depth" in problem:
+        return _too_deep(file, line, column)
+    message = f"YAML syntax error: {problem}"
+    if exc.context:
+        message += f" ({exc.context}"
+        if exc.context_mark is not None and exc.context_mark is not mark:
+            message += f" at line {exc.context_mark.line + 1}"
+        message += ")"
+    hint = "check indentation and quoting around this line"
+    if "expected a single document" in problem:
+        hint = "a loop file holds one YAML document: remove the extra `---`"
+    elif "found character '\\t'" in problem:
+        hint = "YAML indentation uses spaces, not tabs"
+    return _diag("F001", message, file, line, column, hint)
+
+
+def _too_deep(file: str, line: int, column: int) -> Diagnostic:
+    return _diag(
+        "F007",
+        f"the document nests deeper than {MAX_DEPTH} levels",
+        file,
+        line,
+        column,
+        "a loop file is shallow (states → state → evaluate); this looks like generated junk",
+    )
+
+
+def _diag(code: str, message: str, file: str, line: int, column: int, hint: str = "") -> Diagnostic:
+    return Diagnostic(code, "error", message, file, "", line, column, hint)
+
+
+class _Builder:
+    """Walks the composed node graph once, recording positions and collecting problems."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.keys: dict[PathKey, Position] = {}
+        self.values: dict[PathKey, Position] = {}
+        self.problems: list[Diagnostic] = []
+        self.visits = 0
+        self.distinct: set[int] = set()
+        self.aborted = False
+
+    def problem(self, code: str, message: str, node: yaml.Node, hint: str = "") -> None:
+        mark = node.start_mark
+        self.problems.append(_diag(code, message, self.file, mark.line + 1, mark.column + 1, hint))
+
+    def build(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+        if self.aborted:
+            return None
+        self.visits += 1
+        self.distinct.add(id(node))
+        limit = ALIAS_EXPANSION_FACTOR * len(self.distinct) + ALIAS_EXPANSION_SLACK
+        if self.visits > limit:
+            self.problem(
+                "F007",
+                "YAML aliases expand this document beyond a sane size",
+                node,
+                "anchors and aliases (&a / *a) may share a block, not multiply it",
+            )
+            self.aborted = True
+            return None
+        if depth > MAX_DEPTH:
+            self.problems.append(
+                _too_deep(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
+            )
+            self.aborted = True
+            return None
+        self.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _TAG + "seq":
+                return self.bad_tag(node)
+            items = []
+            for index, item in enumerate(node.value):
+                self.keys.setdefault(
+                    (*path, index), (item.start_mark.line + 1, item.start_mark.column + 1)
+                )
+                items.append(self.build(item, (*path, index), depth + 1))
+            return items
+        assert isinstance(node, yaml.ScalarNode)
+        return self.scalar(node)
+
+    def mapping(
+        self, node: yaml.MappingNode, path: PathKey, depth: int, merging: bool = False
+    ) -> dict[str, Any]:
+        if node.tag != _TAG + "map":
+            self.bad_tag(node)
+            return {}
+        result: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
+        seen: dict[str, yaml.Node] = {}
+        merges = [value for key, value in node.value if key.tag == _TAG + "merge"]
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG + "merge":
+                continue
+            key = self.key(key_node)
+            if key is None:
+                continue
+            if key in seen:
+                first = seen[key].start_mark
+                self.problem(
+                    "F005",
+                    f"duplicate key {key!r} (first defined at line {first.line + 1})",
+                    key_node,
+                    "YAML would silently keep only the last one; remove or rename one of them",
+                )
+                continue
+            seen[key] = key_node
+            position = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if merging:
+                self.keys.setdefault((*path, key), position)
+            else:
+                self.keys[(*path, key)] = position
+            result[key] = self.build(value_node, (*path, key), depth + 1)
+        for value_node in merges:  # after the explicit keys, whose positions win
+            self.merge(value_node, path, depth, merged)
+        if merged:
+            return {**{k: v for k, v in merged.items() if k not in result}, **result}
+        return result
+
+    def merge(self, value: yaml.Node, path: PathKey, depth: int, merged: dict[str, Any]) -> None:
+        """`<<: *defaults` merges (earlier sources win, explicit keys win over all)."""
+        sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                self.problem(
+                    "F007",
+                    "a `<<` merge key needs a mapping (or a list of mappings) to merge",
+                    source,
+                )
+                continue
+            built = self.mapping(source, path, depth + 1, merging=True)
+            for key, item in built.items():
+                merged.setdefault(key, item)
+
+    def key(self, node: yaml.Node) -> str | None:
+        """A mapping key as text; keys are names in our format, so plain `yes:` is "yes"."""
+        if not isinstance(node, yaml.ScalarNode):
+            self.problem(
+                "F006",
+                "a mapping key must be a plain name, not a list or a mapping",
+                node,
+                "keys in a loop file are names such as `states`, `on_yes` or a state name",
+            )
+            return None
+        if not node.tag.startswith(_TAG) or node.tag[len(_TAG) :] not in _KEY_TAGS:
+            self.problem(
+                "F006", f"a mapping key must be a plain name, not a value tagged {node.tag}", node
+            )
+            return None
+        if node.value == "" or node.tag == _TAG + "null":
+            self.problem(
+                "F006",
+                "a mapping key is empty",
+                node,
+                "write a name before the colon, or quote a key that should be text",
+            )
+            return None
+        return str(node.value)
+
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        tag = node.tag
+        value = node.value
+        if tag == _TAG + "str":
+            return value
+        if tag == _TAG + "null":
+            return None
+        if tag == _TAG + "bool":
+            if value.lower() in _BOOL_WORDS:
+                return value.lower() == "true"
+            return value  # yes/no/on/off: words, as in YAML 1.2
+        if tag == _TAG + "int":
+            if ":" in value:
+                return value  # YAML 1.1 base-60 (1:30): keep the text
+            try:
+                return _CONSTRUCTOR.construct_yaml_int(node)
+            except (ValueError, TypeError):
+                return value
+        if tag == _TAG + "float":
+            if ":" in value:
+                return value
+            try:
+                return _CONSTRUCTOR.construct_yaml_float(node)
+            except (ValueError, TypeError):
+                return value
+        if tag in (_TAG + "timestamp", _TAG + "value"):
+            return value
+        return self.bad_tag(node)
+
+    def bad_tag(self, node: yaml.Node) -> None:
+        tag = node.tag
+        shown = "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
+        self.problem(
+            "F007",
+            f"the YAML tag {shown} is not supported in a loop file",
+            node,
+            "use plain YAML values (strings, numbers, true/false, lists, mappings)",
+        )
+        return None
