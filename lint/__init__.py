@@ -1,0 +1,31 @@
+"""Static checks for loops: a registry of small rules over the model and the compiled graph.
+
+`lint_loop(loop, positions)` returns positioned diagnostics; `RULES` maps each stable code to
+its rule (documented in docs/lint-rules.md); `lint.report` renders diagnostics for people and CI.
+"""
+
+from __future__ import annotations
+
+from lint import (  # noqa: F401  (importing registers the rules)
+    rules_graph,
+    rules_interpolation,
+    rules_llm,
+    rules_states,
+    rules_subloop,
+    rules_suppress,
+)
+from lint._context import LintContext, LoopResolver
+from lint._engine import PositionLookup, lint_loop
+from lint._registry import RULES, Finding, Rule, find_rule, rule
+
+__all__ = [
+    "RULES",
+    "Finding",
+    "LintContext",
+    "LoopResolver",
+    "PositionLookup",
+    "Rule",
+    "find_rule",
+    "lint_loop",
+    "rule",
+]

@@ -23,6 +23,13 @@ def make_state(name: str, spec: dict[str, Any]) -> State:
         evaluate = Evaluate(
             **{k: tuple(v) if isinstance(v, list) else v for k, v in evaluate.items()}
         )
+    routed = routes or "route" in spec
+    if evaluate is None and routed and "next" not in spec and "loop" not in spec:
+        # the loader's defaults (DESIGN §3): exit_code for shell, an implicit judge for prompts
+        if spec.get("action_type") == "prompt":
+            evaluate = Evaluate(type="llm_structured", implicit=True)
+        elif not spec.get("terminal"):
+            evaluate = Evaluate(type="exit_code")
     lint = tuple(Suppression(**s) for s in spec.pop("lint", ()))
     if "with" in spec:
         spec["with_"] = spec.pop("with")

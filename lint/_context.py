@@ -1,0 +1,81 @@
+"""What every rule may look at: the loop, its compiled graph, and analyses computed once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from engine.errors import LoopError
+from engine.graph import (
+    LoopGraph,
+    can_reach,
+    immediate_dominators,
+    reachable_from,
+    retry_edges,
+)
+from engine.model import Loop, State
+
+# Resolves a literal `loop:` reference of a sub-loop state to the child loop, or None when it
+# does not resolve. Supplied by the caller (the CLI knows about files; lint does not).
+LoopResolver = Callable[[str], Loop | None]
+
+
+@dataclass(frozen=True)
+class LintContext:
+    """The loop under lint plus lazily computed, shared graph facts."""
+
+    loop: Loop
+    graph: LoopGraph
+    resolve_loop: LoopResolver | None = None
+
+    @cached_property
+    def reachable(self) -> frozenset[str]:
+        """States a run can enter along routes from `initial` (budget exits not included)."""
+        return reachable_from(self.graph, self.loop.initial)
+
+    @cached_property
+    def entered(self) -> frozenset[str]:
+        """States that can run at all: reachable, or the `on_max_steps` state."""
+        extra = (self.loop.on_max_steps,) if self.loop.on_max_steps else ()
+        return reachable_from(self.graph, self.loop.initial, *extra)
+
+    @cached_property
+    def finishing(self) -> frozenset[str]:
+        """States with a path to some terminal."""
+        return can_reach(self.graph, self.graph.terminals)
+
+    @cached_property
+    def idom(self) -> dict[str, str]:
+        return immediate_dominators(self.graph, self.loop.initial)
+
+    @cached_property
+    def retries(self) -> frozenset[tuple[str, str]]:
+        return retry_edges(self.graph)
+
+    @cached_property
+    def _children(self) -> dict[str, tuple[Loop | None, str]]:
+        return {}
+
+    def child_loop(self, ref: str) -> tuple[Loop | None, str]:
+        """The child loop `ref` names and, when it cannot be loaded, why (resolved once)."""
+        if ref not in self._children:
+            self._children[ref] = _resolve(self.resolve_loop, ref)
+        return self._children[ref]
+
+    @property
+    def initial_known(self) -> bool:
+        return self.loop.initial in self.loop.states
+
+    def reachable_states(self) -> list[State]:
+        """Reachable states in file order."""
+        return [s for s in self.loop.states.values() if s.name in self.reachable]
+
+
+def _resolve(resolver: LoopResolver | None, ref: str) -> tuple[Loop | None, str]:
+    if resolver is None:
+        return None, "no resolver"
+    try:
+        return resolver(ref), ""
+    except LoopError as exc:
+        return None, exc.message

@@ -1,0 +1,40 @@
+"""YAML paths of the things rules talk about, so each diagnostic points at the right key."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from engine.model import State
+from lint._registry import PathKey
+
+
+def state_path(state: State, *rest: str | int) -> PathKey:
+    return ("states", state.name, *rest)
+
+
+def route_path(state: State, label: str) -> PathKey:
+    """The key that declares the edge `label` of `state` (see `State.targets`)."""
+    if label == "next":
+        return state_path(state, "next")
+    if label == "retry_exhausted":
+        return state_path(state, "on_retry_exhausted")
+    if label.startswith("terminal:"):
+        return state_path(state, "on_terminal", label.removeprefix("terminal:"))
+    if state.route is not None:
+        return state_path(state, "route", label)
+    return state_path(state, f"on_{label}")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` when something close exists, else empty."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def names(items: Iterable[str]) -> str:
+    """`a, b and c` — for messages."""
+    listed = [f"{i!r}" for i in items]
+    if len(listed) <= 1:
+        return "".join(listed)
+    return ", ".join(listed[:-1]) + " and " + listed[-1]

@@ -1,0 +1,76 @@
+"""The rule registry: each rule is a small pure function registered under a stable code.
+
+A rule yields `Finding`s (what and where, in loop terms); `lint_loop` turns them into
+positioned `Diagnostic`s, applies suppressions and sorts. Rules never see files or positions,
+so each one is testable on a `Loop` built in Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from engine.errors import Severity
+
+if TYPE_CHECKING:
+    from lint._context import LintContext
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a rule found: a sentence, the YAML path it is about, and how to fix it."""
+
+    message: str
+    path: PathKey = ()
+    hint: str = ""
+
+    @property
+    def state(self) -> str | None:
+        """The state this finding is about (for state-level suppressions), if any."""
+        if len(self.path) >= 2 and self.path[0] == "states":
+            return str(self.path[1])
+        return None
+
+
+Check = Callable[["LintContext"], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered rule: stable `code`, default `severity`, kebab-case `name`, the check."""
+
+    code: str
+    severity: Severity
+    name: str
+    summary: str
+    check: Check
+
+
+_RULES: dict[str, Rule] = {}
+RULES: Mapping[str, Rule] = MappingProxyType(_RULES)
+
+
+def rule(code: str, severity: Severity, name: str) -> Callable[[Check], Check]:
+    """Register the decorated function as rule `code`; its docstring's first line is the summary."""
+
+    def register(check: Check) -> Check:
+        if code in _RULES:
+            raise ValueError(f"lint rule {code} registered twice")
+        summary = (check.__doc__ or name).strip().splitlines()[0]
+        _RULES[code] = Rule(code, severity, name, summary, check)
+        return check
+
+    return register
+
+
+def find_rule(key: str) -> Rule | None:
+    """A rule by its code (`LL003`, `MR-8`) or its name (`trap-state`), case-insensitive."""
+    wanted = key.strip().lower()
+    for item in _RULES.values():
+        if wanted in (item.code.lower(), item.name):
+            return item
+    return None

@@ -1,0 +1,161 @@
+"""Rules about one state's own configuration: dead or contradictory keys, typos in routes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from engine.model import State
+from engine.routing import possible_verdicts
+from lint._context import LintContext
+from lint._paths import did_you_mean, names, route_path, state_path
+from lint._registry import Finding, rule
+
+_TABLE_KEYS = frozenset({"_", "_error"})
+
+
+def _is_step(state: State) -> bool:
+    """A `next:` state without evaluator or child loop: its action either worked or failed."""
+    return state.next is not None and state.evaluate is None and not state.is_subloop
+
+
+@rule("LL010", "error", "terminal-with-action")
+def terminal_with_action(ctx: LintContext) -> Iterator[Finding]:
+    """A terminal state that has an action, evaluator, sub-loop or routes: none of it ever runs."""
+    for state in ctx.loop.terminals():
+        dead = [
+            key
+            for key, present in (
+                ("action", state.action is not None),
+                ("loop", state.loop is not None),
+                ("evaluate", state.evaluate is not None),
+                ("next", state.next is not None),
+                ("route", state.route is not None),
+            )
+            if present
+        ] + [f"on_{v}" for v in state.routes]
+        if dead:
+            yield Finding(
+                f"terminal state {state.name!r} has {', '.join(dead)}, which never runs: "
+                "a terminal ends the run",
+                state_path(state, dead[0]),
+                "move the work into a non-terminal state that routes to this terminal",
+            )
+
+
+@rule("LL011", "error", "failure-on-non-terminal")
+def failure_on_non_terminal(ctx: LintContext) -> Iterator[Finding]:
+    """`failure: true` on a state that is not terminal, where it means nothing."""
+    for state in ctx.loop.states.values():
+        if state.failure and not state.terminal:
+            yield Finding(
+                f"state {state.name!r} sets `failure: true` but is not terminal; "
+                "only a terminal state has an outcome",
+                state_path(state, "failure"),
+                "add `terminal: true`, or remove `failure`",
+            )
+
+
+@rule("LL012", "warning", "next-with-routes")
+def next_with_routes(ctx: LintContext) -> Iterator[Finding]:
+    """`next` combined with `evaluate` or verdict routes other than `on_error`: dead config."""
+    for state in ctx.loop.states.values():
+        if state.next is None or state.terminal:
+            continue
+        if state.evaluate is not None:
+            yield Finding(
+                f"state {state.name!r} has both `next` and `evaluate`; `next` is only a fallback "
+                "for a yes verdict, so one of them is dead configuration",
+                state_path(state, "next"),
+                "route the verdicts with on_yes/on_no and drop `next`, or drop `evaluate`",
+            )
+        elif not state.is_subloop:
+            dead = [f"on_{v}" for v in state.routes if v != "error"]
+            if state.route is not None:
+                dead.append("route")
+            if dead:
+                yield Finding(
+                    f"state {state.name!r} has `next`, so {', '.join(dead)} never "
+                    "applies: a successful step always follows `next`",
+                    state_path(state, dead[0]),
+                    "remove them (only on_error combines with next), or add an `evaluate` "
+                    "block and route its verdicts instead of `next`",
+                )
+
+
+@rule("LL013", "error", "route-with-shorthands")
+def route_with_shorthands(ctx: LintContext) -> Iterator[Finding]:
+    """A state uses both a `route` table and `on_*` shorthands; the engine cannot pick one."""
+    for state in ctx.loop.states.values():
+        if state.route is not None and state.routes:
+            first = next(iter(state.routes))
+            yield Finding(
+                f"state {state.name!r} has both a `route` table and on_* shorthands "
+                f"({', '.join('on_' + v for v in state.routes)})",
+                state_path(state, f"on_{first}"),
+                "move the on_* entries into the `route` table (on_no: x → no: x), or drop `route`",
+            )
+
+
+@rule("LL014", "error", "impossible-verdict")
+def impossible_verdict(ctx: LintContext) -> Iterator[Finding]:
+    """A route for a verdict this state's evaluator can never produce (often a typo)."""
+    for state in ctx.loop.states.values():
+        if state.terminal or _is_step(state):
+            continue
+        possible = possible_verdicts(state)
+        table = state.route if state.route is not None else state.routes
+        for verdict in table:
+            if verdict in possible or verdict in _TABLE_KEYS:
+                continue
+            producer = state.evaluate.type if state.evaluate else "this state"
+            yield Finding(
+                f"state {state.name!r} routes verdict {verdict!r}, which {producer} never "
+                f"produces{did_you_mean(verdict, possible)}",
+                route_path(state, verdict),
+                f"route one of its verdicts: {names(sorted(possible))}",
+            )
+
+
+_FAILURE_WORDS = frozenset(
+    [
+        "fail",
+        "failed",
+        "failure",
+        "failing",
+        "error",
+        "errored",
+        "errors",
+        "abort",
+        "aborted",
+        "crash",
+        "crashed",
+        "fatal",
+        "reject",
+        "rejected",
+        "broken",
+        "gave",
+        "giveup",
+        "cancelled",
+        "canceled",
+        "invalid",
+        "timeout",
+        "timedout",
+    ]
+)
+
+
+@rule("LL015", "warning", "failure-sounding-terminal")
+def failure_sounding_terminal(ctx: LintContext) -> Iterator[Finding]:
+    """A terminal named like a failure (`failed`, `error`, `abort`, …) without `failure: true`."""
+    for state in ctx.loop.terminals():
+        words = set(
+            re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", state.name).lower())
+        )
+        if not state.failure and words & _FAILURE_WORDS:
+            yield Finding(
+                f"terminal {state.name!r} sounds like a failure but counts as success: "
+                "the outcome comes from `failure: true`, never from the name",
+                state_path(state, "terminal"),
+                "add `failure: true` (exit code 1), or rename the state",
+            )

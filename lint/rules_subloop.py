@@ -1,0 +1,110 @@
+"""Rules for sub-loop states: the child must resolve and `with:` must fit its `parameters`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from engine.model import Loop, Parameter, State
+from lint._context import LintContext
+from lint._paths import did_you_mean, names, state_path
+from lint._registry import Finding, rule
+
+_TYPES: Mapping[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict, Mapping),
+}
+
+
+def _children(ctx: LintContext) -> Iterator[tuple[State, Loop | None, str]]:
+    """Sub-loop states with a literal `loop:` reference, their child (or None) and why not."""
+    if ctx.resolve_loop is None:
+        return
+    for state in ctx.loop.states.values():
+        if state.loop is not None and "${" not in state.loop and not state.terminal:
+            child, why = ctx.child_loop(state.loop)
+            yield state, child, why
+
+
+@rule("LL040", "error", "unresolved-loop")
+def unresolved_loop(ctx: LintContext) -> Iterator[Finding]:
+    """A sub-loop state's `loop:` names no loop file or built-in, or the child does not load."""
+    for state, child, why in _children(ctx):
+        if child is None:
+            reason = f": {why}" if why else ""
+            yield Finding(
+                f"state {state.name!r} runs loop {state.loop!r}, which cannot be "
+                f"found or loaded{reason}",
+                state_path(state, "loop"),
+                "use a path relative to this file, a name in .loops/, or a built-in from "
+                "`ll-loop list`",
+            )
+
+
+@rule("LL041", "error", "loop-arguments")
+def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
+    """`with:` does not match the child loop's `parameters` (missing, unknown or mistyped)."""
+    for state, child, _ in _children(ctx):
+        if child is None:
+            continue
+        params = child.parameters
+        for name, declared in params.items():
+            if declared.required and not declared.has_default and name not in state.with_:
+                yield Finding(
+                    f"state {state.name!r} does not pass required parameter {name!r} of "
+                    f"loop {child.name!r}",
+                    state_path(state, "with"),
+                    f"add `{name}: <value>` under `with:`",
+                )
+        for name, value in state.with_.items():
+            param = params.get(name)
+            if param is None:
+                known = f"; it takes {names(params)}" if params else "; it takes no parameters"
+                yield Finding(
+                    f"loop {child.name!r} has no parameter {name!r}"
+                    f"{did_you_mean(name, params)}{known}",
+                    state_path(state, "with", name),
+                    "pass only the names declared under the child's `parameters:`",
+                )
+                continue
+            problem = _literal_problem(param, value)
+            if problem:
+                yield Finding(
+                    f"parameter {name!r} of loop {child.name!r} {problem}",
+                    state_path(state, "with", name),
+                    "pass a value of the declared type (or an ${...} expression)",
+                )
+
+
+def _literal_problem(param: Parameter, value: Any) -> str:
+    """Why a literal `with:` value does not fit `param`, or empty when it fits (or is dynamic)."""
+    if isinstance(value, str) and "${" in value:
+        return ""
+    accepted = _TYPES.get(param.type)
+    wrong_bool = isinstance(value, bool) and param.type in ("integer", "number")
+    if accepted is not None and (wrong_bool or not isinstance(value, accepted)):
+        return f"expects {param.type}, got {type(value).__name__} {value!r}"
+    if param.enum is not None and value not in param.enum:
+        return f"must be one of {names(str(v) for v in param.enum)}, got {value!r}"
+    return ""
+
+
+@rule("LL042", "error", "unknown-child-terminal")
+def unknown_child_terminal(ctx: LintContext) -> Iterator[Finding]:
+    """`on_terminal` names a terminal state the child loop does not have."""
+    for state, child, _ in _children(ctx):
+        if child is None:
+            continue
+        terminals = [s.name for s in child.terminals()]
+        for name in state.on_terminal:
+            if name not in terminals:
+                yield Finding(
+                    f"state {state.name!r} routes on child terminal {name!r}, but loop "
+                    f"{child.name!r} has no such terminal{did_you_mean(name, terminals)}",
+                    state_path(state, "on_terminal", name),
+                    f"use one of {names(terminals)}",
+                )

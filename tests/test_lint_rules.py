@@ -1,0 +1,412 @@
+"""Each lint rule on loops built in Python: the mistake it catches, and silence on a good loop.
+(The YAML examples of docs/lint-rules.md are checked by tests/test_lint_docs.py.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.model import Loop
+from lint import RULES, lint_loop
+from tests.lint_helpers import make_loop
+
+GOOD: dict[str, dict[str, Any]] = {
+    "check": {
+        "action": "make test",
+        "on_yes": "done",
+        "on_no": "fix",
+        "on_error": "failed",
+        "max_retries": 3,
+        "on_retry_exhausted": "failed",
+    },
+    "fix": {"action": "make fix", "next": "check", "on_error": "failed"},
+    "done": {"terminal": True},
+    "failed": {"terminal": True, "failure": True},
+}
+
+
+def codes(loop: Loop, **kw: Any) -> list[str]:
+    return [d.code for d in lint_loop(loop, **kw)]
+
+
+def loop_of(states: dict[str, dict[str, Any]], **top: Any) -> Loop:
+    top.setdefault("scope", ["."])
+    return make_loop(states, **top)
+
+
+def test_a_good_loop_is_clean() -> None:
+    assert codes(loop_of(GOOD)) == []
+
+
+def test_every_rule_has_a_code_severity_name_and_summary() -> None:
+    for code, item in RULES.items():
+        assert item.code == code
+        assert item.severity in ("error", "warning", "info")
+        assert item.name and item.summary.endswith(".")
+
+
+def test_unknown_targets_everywhere_with_did_you_mean() -> None:
+    loop = loop_of(
+        {
+            "check": {"action": "x", "on_yes": "dnoe", "on_no": "done", "on_error": "done"},
+            "kid": {
+                "loop": "child",
+                "on_yes": "done",
+                "on_no": "done",
+                "on_error": "done",
+                "on_terminal": {"blocked": "escalate"},
+                "max_retries": 2,
+                "on_retry_exhausted": "nope",
+            },
+            "done": {"terminal": True},
+        },
+        on_max_steps="summary",
+    )
+    found = [d for d in lint_loop(loop) if d.code == "LL001"]
+    messages = " | ".join(d.message for d in found)
+    assert len(found) == 4
+    assert "'dnoe', which does not exist (did you mean 'done'?)" in messages
+    assert {d.path for d in found} == {
+        "on_max_steps",
+        "states.check.on_yes",
+        "states.kid.on_terminal.blocked",
+        "states.kid.on_retry_exhausted",
+    }
+    assert "LL001" in codes(loop_of(GOOD, initial="chekc"))
+
+
+def test_unreachable_state() -> None:
+    loop = loop_of({**GOOD, "orphan": {"action": "x", "next": "done"}})
+    found = [d for d in lint_loop(loop) if d.code == "LL002"]
+    assert [d.path for d in found] == ["states.orphan"]
+
+
+def test_on_max_steps_state_is_reachable_but_not_a_trap() -> None:
+    loop = loop_of({**GOOD, "report": {"action": "echo out of budget"}}, on_max_steps="report")
+    assert codes(loop) == []
+
+
+def test_trap_state_and_inescapable_cycle() -> None:
+    loop = loop_of(
+        {
+            "start": {"action": "x", "on_yes": "done", "on_no": "spin", "on_error": "sink"},
+            "spin": {"action": "x", "on_yes": "$current", "on_no": "$current", "on_error": "spin"},
+            "sink": {"action": "x", "next": "spin", "on_error": "spin"},
+            "done": {"terminal": True},
+        }
+    )
+    found = {d.code: d for d in lint_loop(loop)}
+    assert found["LL004"].path == "states.spin"
+    assert "routes every verdict back to itself" in found["LL004"].message
+    assert found["LL003"].path == "states.sink"
+
+
+def test_no_success_terminal_reachable() -> None:
+    loop = loop_of(
+        {
+            "check": {"action": "x", "on_yes": "failed", "on_no": "failed", "on_error": "failed"},
+            "done": {"terminal": True},
+            "failed": {"terminal": True, "failure": True},
+        }
+    )
+    assert sorted(codes(loop)) == ["LL002", "LL005"]
+
+
+def test_max_steps_shorter_than_shortest_success_path() -> None:
+    chain = {f"s{i}": {"action": "x", "next": f"s{i + 1}", "on_error": "failed"} for i in range(4)}
+    chain["s4"] = {"terminal": True}
+    chain["failed"] = {"terminal": True, "failure": True}
+    assert codes(loop_of(chain, max_steps=4)) == []
+    found = [d for d in lint_loop(loop_of(chain, max_steps=3)) if d.code == "LL006"]
+    assert "max_steps is 3 but the shortest path from 's0' to a success terminal takes 4" in (
+        found[0].message
+    )
+
+
+def test_unrouted_verdicts_come_from_closed_sets_and_fallbacks() -> None:
+    judged = {
+        "judge": {
+            "action": "x",
+            "evaluate": {"type": "llm_structured", "prompt": "Quote verbatim evidence."},
+            "on_yes": "done",
+            "on_no": "judge",
+            "on_error": "done",
+        },
+        "done": {"terminal": True},
+    }
+    assert "LL007" not in codes(loop_of(judged))  # partial/blocked → on_no, cannot_judge → on_error
+    del judged["judge"]["on_no"]
+    found = [d for d in lint_loop(loop_of(judged)) if d.code == "LL007"]
+    assert "'blocked', 'no' and 'partial'" in found[0].message
+    conv = {
+        "measure": {
+            "action": "x",
+            "evaluate": {"type": "convergence", "target": 0},
+            "on_target": "done",
+            "on_progress": "measure",
+            "on_error": "done",
+        },
+        "done": {"terminal": True},
+    }
+    assert "'stall'" in next(d.message for d in lint_loop(loop_of(conv)) if d.code == "LL007")
+
+
+def test_unrouted_error_is_only_info() -> None:
+    loop = loop_of({"run": {"action": "x", "next": "done"}, "done": {"terminal": True}})
+    found = lint_loop(loop)
+    assert [(d.code, d.severity) for d in found] == [("LL008", "info")]
+
+
+def test_retries_never_counted() -> None:
+    """In check → fix → check the retry is the entry into check, so max_retries on fix is dead."""
+    misplaced = {**GOOD, "fix": {**GOOD["fix"], "max_retries": 2, "on_retry_exhausted": "failed"}}
+    assert codes(loop_of(misplaced)) == ["LL009"]
+    loop = loop_of(
+        {
+            "start": {
+                "action": "x",
+                "next": "done",
+                "on_error": "done",
+                "max_retries": 2,
+                "on_retry_exhausted": "done",
+            },
+            "done": {"terminal": True},
+        }
+    )
+    assert codes(loop) == ["LL009"]
+
+
+def test_state_configuration_rules() -> None:
+    loop = loop_of(
+        {
+            "a": {"action": "x", "next": "b", "on_no": "done", "on_error": "done"},
+            "b": {
+                "action": "x",
+                "failure": True,
+                "on_yes": "done",
+                "on_no": "done",
+                "on_error": "done",
+                "on_yess": "done",
+            },
+            "c": {"action": "x", "route": {"yes": "done", "_": "done"}, "on_no": "done"},
+            "done": {"terminal": True, "action": "echo bye"},
+            "failed": {"terminal": True},
+        },
+        initial="a",
+    )
+    found = {d.code: d for d in lint_loop(loop)}
+    assert found["LL012"].path == "states.a.on_no"
+    assert found["LL011"].path == "states.b.failure"
+    assert found["LL014"].path == "states.b.on_yess"
+    assert "(did you mean 'yes'?)" in found["LL014"].message
+    assert found["LL013"].path == "states.c.on_no"
+    assert found["LL010"].path == "states.done.action"
+    assert found["LL015"].path == "states.failed.terminal"
+
+
+@pytest.mark.parametrize("name", ["failed", "error", "abort", "gave_up", "buildFailure"])
+def test_failure_sounding_names(name: str) -> None:
+    loop = loop_of(
+        {
+            "s": {"action": "x", "on_yes": "ok", "on_no": name, "on_error": name},
+            "ok": {"terminal": True},
+            name: {"terminal": True},
+        }
+    )
+    assert "LL015" in codes(loop)
+
+
+def test_llm_rules() -> None:
+    loop = make_loop(
+        {
+            "ask": {"action": "do it", "action_type": "prompt", "next": "judge"},
+            "judge": {
+                "action": "grade",
+                "action_type": "prompt",
+                "timeout": 60,
+                "evaluate": {"type": "llm_structured", "prompt": "Is it good?"},
+                "on_yes": "done",
+                "on_error": "done",
+            },
+            "guess": {
+                "action": "grade",
+                "action_type": "prompt",
+                "timeout": 60,
+                "evaluate": {"type": "llm_structured", "implicit": True},
+                "on_yes": "done",
+                "on_no": "done",
+                "on_error": "done",
+            },
+            "done": {"terminal": True},
+        },
+        initial="ask",
+    )
+    found = {d.code: d for d in lint_loop(loop)}
+    assert found["scope"].severity == "warning"
+    assert "repo-root lock" in found["scope"].message
+    assert 'scope: ["."]' in found["scope"].hint
+    assert found["MR-8"].path == "states.judge.evaluate.prompt"
+    assert found["MR-4"].path == "states.judge.on_yes"
+    assert found["LL021"].path == "states.ask.action_type"
+    assert found["LL020"].path == "states.guess"
+
+
+def test_default_timeout_satisfies_prompt_timeout() -> None:
+    loop = loop_of(
+        {
+            "ask": {"action": "x", "action_type": "prompt", "next": "done", "on_error": "done"},
+            "done": {"terminal": True},
+        },
+        default_timeout=60,
+    )
+    assert codes(loop) == []
+
+
+def test_suppressions_loop_and_state_level_and_unknown_code() -> None:
+    states = {**GOOD, "orphan": {"action": "x", "next": "done", "on_error": "done"}}
+    assert "LL002" in codes(loop_of(states))
+    assert codes(loop_of(states, lint=[{"code": "LL002", "reason": "kept for later"}])) == []
+    by_name = {
+        **states,
+        "orphan": {**states["orphan"], "lint": [{"code": "unreachable-state", "reason": "x"}]},
+    }
+    assert codes(loop_of(by_name)) == []
+    other = {**states, "orphan": {**states["orphan"], "lint": [{"code": "LL003", "reason": "x"}]}}
+    assert codes(loop_of(other)) == ["LL002"]  # a state suppression only covers its own code
+    typo = loop_of(GOOD, lint=[{"code": "LL0002", "reason": "x"}])
+    found = lint_loop(typo)
+    assert [d.code for d in found] == ["LL050"]
+    assert "did you mean 'LL002'" in found[0].message
+
+
+class FakePositions:
+    def of(self, path: tuple[str | int, ...]) -> tuple[int, int]:
+        return (len(path) * 10, 3)
+
+
+def test_positions_come_from_the_loader_positions() -> None:
+    loop = loop_of({**GOOD, "orphan": {"action": "x", "next": "done", "on_error": "done"}})
+    [diag] = lint_loop(loop, FakePositions())
+    assert (diag.line, diag.column) == (20, 3)
+
+
+def test_expressions_must_parse_and_use_known_roots() -> None:
+    loop = loop_of(
+        {
+            "s": {
+                "action": 'echo "${context.x | }" ${contxt.y} ${HOME} ${x:-d}',
+                "next": "done",
+                "on_error": "done",
+            },
+            "done": {"terminal": True},
+        }
+    )
+    found = [d for d in lint_loop(loop) if d.code == "LL030"]
+    messages = " | ".join(d.message for d in found)
+    assert len(found) == 2, messages
+    assert "${context.x | } does not parse" in messages
+    assert "root 'contxt' is not a namespace (did you mean 'context'?)" in messages
+
+
+CAPTURE_FLOW: dict[str, dict[str, Any]] = {
+    "start": {"action": "x", "on_yes": "test", "on_no": "report", "on_error": "done"},
+    "test": {"action": "make test", "capture": "tests", "next": "report", "on_error": "done"},
+    "report": {"action": 'echo "${captured.tests.output}"', "next": "done", "on_error": "done"},
+    "done": {"terminal": True},
+}
+
+
+def test_capture_read_where_it_may_be_unset() -> None:
+    found = [d for d in lint_loop(loop_of(CAPTURE_FLOW)) if d.code == "LL031"]
+    assert [d.path for d in found] == ["states.report.action"]
+    assert "on some path from 'start' no state with `capture: tests` runs before it" in (
+        found[0].message
+    )
+
+
+def test_capture_read_is_safe_when_dominated_or_defaulted() -> None:
+    dominated = {**CAPTURE_FLOW, "start": {**CAPTURE_FLOW["start"], "on_no": "test"}}
+    assert "LL031" not in codes(loop_of(dominated))
+    for guarded in ("${captured.tests.output | default('none')}", "${captured.tests.output?}"):
+        flow = {**CAPTURE_FLOW, "report": {**CAPTURE_FLOW["report"], "action": f"echo {guarded}"}}
+        assert "LL031" not in codes(loop_of(flow)), guarded
+
+
+def test_a_state_reading_its_own_capture_is_unsafe_on_first_entry() -> None:
+    loop = loop_of(
+        {
+            "poll": {
+                "action": "echo ${captured.poll.output}",
+                "capture": "poll",
+                "on_yes": "done",
+                "on_no": "poll",
+                "on_error": "done",
+            },
+            "done": {"terminal": True},
+        }
+    )
+    assert "LL031" in codes(loop)
+
+
+def test_raw_capture_in_shell() -> None:
+    flow = {
+        **CAPTURE_FLOW,
+        "start": {**CAPTURE_FLOW["start"], "on_no": "test"},
+        "report": {**CAPTURE_FLOW["report"], "action": "${captured.tests.output | raw}"},
+    }
+    found = [d for d in lint_loop(loop_of(flow)) if d.code == "LL032"]
+    assert [d.path for d in found] == ["states.report.action"]
+
+
+CHILD = make_loop(
+    {
+        "work": {"action": "x", "on_yes": "done", "on_no": "stuck"},
+        "done": {"terminal": True},
+        "stuck": {"terminal": True, "failure": True},
+    },
+    name="child",
+    parameters={
+        "target": {"type": "string", "required": True},
+        "retries": {"type": "integer", "default": 2, "has_default": True},
+    },
+)
+
+
+def resolver(ref: str) -> Loop | None:
+    return CHILD if ref == "child" else None
+
+
+def parent(**state: Any) -> Loop:
+    body = {"loop": "child", "on_yes": "done", "on_no": "done", "on_error": "done", **state}
+    return loop_of({"call": body, "done": {"terminal": True}})
+
+
+def test_sub_loop_must_resolve() -> None:
+    assert "LL040" not in codes(parent(with_={"target": "x"}), resolve_loop=resolver)
+    found = [d for d in lint_loop(parent(loop="chld"), resolve_loop=resolver) if d.code == "LL040"]
+    assert found[0].path == "states.call.loop"
+    assert "LL040" not in codes(parent(loop="${context.which}"), resolve_loop=resolver)
+    assert "LL040" not in codes(parent(loop="chld"))  # no resolver: not checked
+
+
+def test_with_must_match_the_child_parameters() -> None:
+    def messages(**with_: Any) -> list[str]:
+        loop = parent(**{"with": with_})
+        return [d.message for d in lint_loop(loop, resolve_loop=resolver) if d.code == "LL041"]
+
+    assert messages(target="src/") == []
+    assert messages(target="${context.t}", retries="${context.n}") == []
+    assert messages() == ["state 'call' does not pass required parameter 'target' of loop 'child'"]
+    [unknown] = messages(target="x", retires=3)
+    assert "no parameter 'retires' (did you mean 'retries'?)" in unknown
+    [typed] = messages(target="x", retries="three")
+    assert "expects integer, got str 'three'" in typed
+    [boolean] = messages(target="x", retries=True)
+    assert "expects integer, got bool True" in boolean
+
+
+def test_on_terminal_names_must_be_child_terminals() -> None:
+    loop = parent(**{"with": {"target": "x"}, "on_terminal": {"stuk": "done"}})
+    found = [d for d in lint_loop(loop, resolve_loop=resolver) if d.code == "LL042"]
+    assert "(did you mean 'stuck'?)" in found[0].message
