@@ -1,9 +1,337 @@
-"""Placeholder: this command module registers its commands in `register`."""
+"""`ll-loop run LOOP [INPUT]`: preflight (load, lint, LLM), run, report (DESIGN §5).
+
+stdout carries only the result: one JSON object with `--json` (for every outcome, a refusal
+before the first step included), else a short summary. Progress and diagnostics go to stderr.
+Exit codes: 0 success · 1 failure terminal · 2 error · 3 inconclusive.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
 import typer
+
+from engine.cli.common import err, resolve_loop
+from engine.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
+from engine.model import Loop
+from engine.ports import RunResult
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The parsed command line of `run` (and, later, `resume`)."""
+
+    loop_ref: str
+    input: str | None = None
+    context: tuple[str, ...] = ()
+    max_steps: int | None = None
+    json: bool = False
+    quiet: bool = False
+    replay: str | None = None
+    cache: bool = False
+    queue: bool = False
+    no_lock: bool = False
+
+
+class Refused(LoopError):
+    """The run did not start: invalid loop, lint errors, failed preflight, bad arguments."""
+
+    code = "REFUSED"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `run` to `app`."""
+
+    @app.command("run")
+    def run_command(
+        loop: Annotated[
+            str, typer.Argument(help="Loop file path, or a name in .loops/ or the built-ins.")
+        ],
+        input: Annotated[
+            str | None, typer.Argument(help="Input for the loop, available as ${context.input}.")
+        ] = None,
+        context: Annotated[
+            list[str] | None,
+            typer.Option("--context", "-c", help="Set a context value: K=V (repeatable)."),
+        ] = None,
+        max_steps: Annotated[
+            int | None, typer.Option("--max-steps", min=1, help="Override the loop's max_steps.")
+        ] = None,
+        json_output: Annotated[
+            bool, typer.Option("--json", help="Print one JSON result object on stdout.")
+        ] = False,
+        quiet: Annotated[
+            bool, typer.Option("--quiet", "-q", help="No progress; errors only.")
+        ] = False,
+        replay: Annotated[
+            str | None,
+            typer.Option(
+                "--replay", help="Answer LLM calls from an earlier run's log (RUN id or dir)."
+            ),
+        ] = None,
+        cache: Annotated[bool, typer.Option("--cache", help="Reuse cached LLM answers.")] = False,
+        queue: Annotated[
+            bool,
+            typer.Option(
+                "--queue", help="Wait for overlapping runs instead of failing (scope locks)."
+            ),
+        ] = False,
+        no_lock: Annotated[
+            bool, typer.Option("--no-lock", help="Do not take the scope lock.")
+        ] = False,
+    ) -> None:
+        """Run a loop to its end. Exit 0 success, 1 failure, 2 error, 3 inconclusive."""
+        options = RunOptions(
+            loop_ref=loop,
+            input=input,
+            context=tuple(context or ()),
+            max_steps=max_steps,
+            json=json_output,
+            quiet=quiet,
+            replay=replay,
+            cache=cache,
+            queue=queue,
+            no_lock=no_lock,
+        )
+        raise typer.Exit(execute_run(options))
+
+
+def execute_run(options: RunOptions) -> int:
+    """Preflight, run and report; the exit code. Never raises for a refused or failed run."""
+    started = time.monotonic()
+    try:
+        loop, replay_dir = preflight(options)
+    except LoopError as exc:
+        return _refuse(options, exc, started)
+    result = start_run(loop, options, replay_dir)
+    _report(result, options)
+    return result.exit_code
+
+
+def preflight(options: RunOptions) -> tuple[Loop, Path | None]:
+    """Load, lint and check the loop before the first step; raise on anything that stops it."""
+    from engine.load import load_loop_with_positions
+    from lint import lint_loop
+
+    path = resolve_loop(options.loop_ref)
+    loop, positions = load_loop_with_positions(path)
+    diagnostics = lint_loop(loop, positions)
+    errors = [d for d in diagnostics if d.severity == "error"]
+    shown = errors if options.quiet else [d for d in diagnostics if d.severity != "info"]
+    for diagnostic in shown:
+        err(diagnostic.render())
+    if errors:
+        raise Refused(
+            f"{_count(len(errors), 'lint error')} in {loop.source}; the run did not start",
+            hint=f"fix it, or see `ll-loop validate {options.loop_ref}`",
+        )
+    if options.max_steps is not None:
+        loop = replace(loop, max_steps=options.max_steps)
+    replay_dir = _replay_dir(options.replay)
+    if loop.uses_llm():
+        _llm_preflight(loop, replay_dir)
+    return loop, replay_dir
+
+
+def start_run(loop: Loop, options: RunOptions, replay_dir: Path | None) -> RunResult:
+    """Create the run directory, wire the IO, and run the loop to its end."""
+    from engine.actions import ActionRunner
+    from engine.interpreter import RunState, Runtime, StopSignal, run
+    from engine.progress import Progress, choose_mode
+    from engine.runstore import RunStore, now_iso, runs_root
+
+    context = build_context(loop, options)
+    store = RunStore.create(runs_root())
+    env = dict(os.environ, LL_RUN_ID=store.run_id, LL_RUN_DIR=str(store.artifacts_dir))
+    actions = ActionRunner(cwd=Path.cwd(), env=env, outputs_dir=store.outputs_dir)
+    stop = StopSignal(listeners=[actions.terminate])
+    progress = Progress(
+        store,
+        run_id=store.run_id,
+        mode=choose_mode(quiet=options.quiet, stream=sys.stderr),
+        max_steps=loop.max_steps,
+    )
+    runtime = Runtime(
+        recorder=progress,
+        actions=actions,
+        artifacts_dir=store.artifacts_dir,
+        outputs_dir=store.outputs_dir,
+        save_state=store.save_state,
+        stop=stop,
+    )
+    if loop.uses_llm():
+        from engine.llm import create_llm_services
+
+        llm = create_llm_services(
+            loop, run_dir=store.dir, recorder=progress, replay_from=replay_dir, cache=options.cache
+        )
+        runtime.llm = llm
+        progress.cost = lambda: llm.cost_usd
+    state = RunState(
+        run_id=store.run_id,
+        loop=loop.name,
+        loop_file=str(Path(loop.source).resolve()) if loop.source else "",
+        current=loop.initial,
+        context=context,
+        started_at=now_iso(),
+    )
+    previous = _install_stop_handlers(stop)
+    try:
+        return run(loop, state, runtime)
+    finally:
+        _restore_handlers(previous)
+        progress.close()
+        store.close()
+
+
+def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
+    """`context` defaults ← parameter defaults ← `--context K=V` ← INPUT as `context.input`.
+
+    Command-line values are strings; a value for a declared parameter is converted to the
+    parameter's type (`--context n=3` is the integer 3 when `n` is an integer parameter).
+    """
+    from engine.subloop import SubloopError, coerce
+
+    context = dict(loop.context)
+    for name, param in loop.parameters.items():
+        if param.has_default and name not in context:
+            context[name] = param.default
+    given: dict[str, str] = {}
+    for item in options.context:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--context {item!r} is not KEY=VALUE", hint="write it as --context name=value"
+            )
+        given[key.strip()] = value
+    if options.input is not None:
+        given["input"] = options.input
+    for key, value in given.items():
+        param = loop.parameters.get(key)
+        if param is None:
+            context[key] = value
+            continue
+        try:
+            context[key] = coerce(param, value, loop.name)
+        except SubloopError as exc:
+            raise UsageError(exc.message, hint=f"fix --context {key}=...") from None
+    missing = [n for n, p in loop.parameters.items() if p.required and n not in context]
+    if missing:
+        raise UsageError(
+            f"loop {loop.name!r} requires parameter {missing[0]!r}",
+            hint=f"pass --context {missing[0]}=VALUE",
+        )
+    return context
+
+
+def _llm_preflight(loop: Loop, replay_dir: Path | None) -> None:
+    try:
+        from engine.llm import llm_preflight
+    except ImportError:
+        raise PreflightError(
+            f"loop {loop.name!r} has LLM states, and the LLM layer is not available yet",
+            hint="use shell states with deterministic evaluators for now",
+        ) from None
+    problems = llm_preflight(loop, replay=replay_dir is not None, replay_from=replay_dir)
+    if problems:
+        for problem in problems[1:]:
+            err(f"error: {problem}")
+        raise PreflightError(problems[0], hint="fix the LLM settings, or use --replay RUN")
+
+
+def _replay_dir(replay: str | None) -> Path | None:
+    """`--replay RUN`: a run id under .loops/runs/, or a run directory path."""
+    if replay is None:
+        return None
+    from engine.runstore import runs_root
+
+    for candidate in (runs_root() / replay, Path(replay)):
+        if candidate.is_dir():
+            return candidate
+    raise UsageError(
+        f"no run {replay!r} to replay", hint="pass a run id from .loops/runs/ or a run directory"
+    )
+
+
+def _install_stop_handlers(stop: Any) -> dict[int, Any]:
+    """SIGTERM / SIGINT stop the run gracefully: the action's group is killed, state is saved."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.request(f"stopped by {signal.Signals(signum).name}")
+
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, handle)
+    return previous
+
+
+def _restore_handlers(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def _refuse(options: RunOptions, exc: LoopError, started: float) -> int:
+    """A run that never started: say why (stderr), and with --json print the result object."""
+    if isinstance(exc, LoadError):
+        for diagnostic in exc.diagnostics:
+            err(diagnostic.render())
+        message = _load_message(exc.diagnostics)
+    else:
+        err(exc.render())
+        message = exc.message
+    if options.json:
+        refusal = {
+            "run_id": None,
+            "loop": options.loop_ref,
+            "final_state": None,
+            "outcome": "error",
+            "terminated_by": "error",
+            "steps": 0,
+            "duration_ms": int((time.monotonic() - started) * 1000),
+            "cost_usd": 0.0,
+            "error": message,
+        }
+        print(json.dumps(refusal))
+    return 2
+
+
+def _load_message(diagnostics: list[Diagnostic]) -> str:
+    if not diagnostics:
+        return "the loop could not be loaded"
+    first = diagnostics[0]
+    more = f" (and {_count(len(diagnostics) - 1, 'more problem')})" if len(diagnostics) > 1 else ""
+    return f"{first.location()}: {first.message}{more}"
+
+
+def _report(result: RunResult, options: RunOptions) -> None:
+    """The result on stdout: JSON, or a short human summary."""
+    if options.json:
+        print(json.dumps(result.to_json()))
+        return
+    seconds = result.duration_ms / 1000
+    steps = _count(result.steps, "step")
+    cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
+    if result.terminated_by == "terminal":
+        mark = "✔" if result.outcome == "success" else "✘"
+        line = f"{mark} {result.outcome}: {result.loop} reached {result.final_state!r}"
+    elif result.outcome == "error":
+        line = f"✘ error: {result.error}"
+    else:
+        line = (
+            f"… inconclusive ({result.terminated_by}): {result.loop} stopped "
+            f"in {result.final_state!r}"
+        )
+    print(f"{line} after {steps} ({seconds:.1f}s{cost})")
+    print(f"  run {result.run_id}: .loops/runs/{result.run_id}/")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -1,0 +1,228 @@
+"""Shell actions: run a script in `bash`, in its own process group, with a timeout (IO).
+
+This is the hot path of every run, so it avoids threads and `communicate()` (measurably slower):
+one `Popen`, a poll loop over stdout, stderr and a pidfd, and nothing else. Output is kept in
+memory up to `memory_limit` bytes per stream; beyond that the whole stream is spilled to a file in
+the run's `outputs/` directory and `ActionResult.output_path` points at it.
+
+On timeout (or a stop request) the whole process group gets SIGTERM, then SIGKILL after a grace
+period, so a `sleep` started in the background by the action does not outlive it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from engine.ports import ActionResult
+
+MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
+GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the action's process group
+_READ_SIZE = 65536
+_DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
+_HAS_PIDFD = hasattr(os, "pidfd_open")
+
+
+@dataclass
+class _Stream:
+    """One captured stream: bounded in memory, spilled whole to `path` when it grows too big."""
+
+    limit: int
+    spill_path: Path | None
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    file: IO[bytes] | None = None
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.file is not None:
+            self.file.write(data)
+            return
+        self.chunks.append(data)
+        if self.size > self.limit and self.spill_path is not None:
+            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+            self.file = self.spill_path.open("wb")
+            for chunk in self.chunks:
+                self.file.write(chunk)
+            self.chunks = [b"".join(self.chunks)[: self.limit]]
+
+    def finish(self) -> tuple[str, str | None]:
+        """The (possibly truncated) text and the path of the whole output, if spilled."""
+        data = b"".join(self.chunks)
+        if self.file is not None:
+            self.file.close()
+            return data[: self.limit].decode("utf-8", "replace"), str(self.spill_path)
+        return data.decode("utf-8", "replace"), None
+
+
+class ActionRunner:
+    """Runs shell actions for one run; `terminate()` (signal-safe) kills the running one."""
+
+    def __init__(
+        self,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        outputs_dir: Path | None = None,
+        memory_limit: int = MEMORY_LIMIT,
+        grace: float = GRACE_SECONDS,
+    ) -> None:
+        self.cwd = str(cwd)
+        self.env = dict(env)
+        self.outputs_dir = outputs_dir
+        self.memory_limit = memory_limit
+        self.grace = grace
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._terminated = False
+        self._spawns = 0
+
+    def terminate(self) -> None:
+        """Ask the running action (if any) to stop: SIGTERM to its process group."""
+        self._terminated = True
+        proc = self._proc
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGTERM)
+
+    def run_shell(self, script: str, *, state: str, timeout: float | None) -> ActionResult:
+        """Run `script` with `bash -c`; never raises for a failing or unspawnable action."""
+        self._spawns += 1
+        self.env["LL_STATE"] = state
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", script],
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ActionResult(
+                output="", stderr="", exit_code=None, spawn_error=str(exc), duration_ms=0
+            )
+        self._proc = proc
+        self._terminated = False
+        try:
+            out, err, timed_out = self._collect(proc, start, timeout, state)
+        finally:
+            self._proc = None
+        output, output_path = out.finish()
+        stderr, _ = err.finish()
+        code = proc.returncode
+        sig = -code if code is not None and code < 0 else None
+        return ActionResult(
+            output=output,
+            stderr=stderr,
+            exit_code=None if sig is not None else code,
+            duration_ms=int((time.monotonic() - start) * 1000),
+            timed_out=timed_out,
+            signal=None if timed_out else sig,
+            output_path=output_path,
+        )
+
+    def _collect(
+        self, proc: subprocess.Popen[bytes], start: float, timeout: float | None, state: str
+    ) -> tuple[_Stream, _Stream, bool]:
+        """Read both pipes until the process exits and the pipes drain (or time runs out)."""
+        assert proc.stdout is not None and proc.stderr is not None
+        spill = self.outputs_dir
+        tag = f"{self._spawns:06d}-{state}"
+        streams = {
+            proc.stdout.fileno(): _Stream(
+                self.memory_limit, spill / f"{tag}.stdout" if spill else None
+            ),
+            proc.stderr.fileno(): _Stream(
+                self.memory_limit, spill / f"{tag}.stderr" if spill else None
+            ),
+        }
+        poller = select.poll()
+        for fd in streams:
+            poller.register(fd, select.POLLIN)
+        pidfd = _open_pidfd(proc.pid)
+        if pidfd is not None:
+            poller.register(pidfd, select.POLLIN)
+        deadline = None if timeout is None else start + timeout
+        kill_at: float | None = None  # when SIGKILL follows the SIGTERM already sent
+        timed_out = killed = False
+        open_fds = len(streams)
+        drain_until: float | None = None  # set when bash has exited
+        try:
+            while open_fds:
+                events = poller.poll(_wait_ms(deadline, kill_at, drain_until))
+                now = time.monotonic()
+                if drain_until is None and pidfd is None and proc.poll() is not None:
+                    drain_until = now + _DRAIN_SECONDS
+                if drain_until is not None and now >= drain_until:
+                    break  # bash is done; only a detached child still holds the pipes
+                if kill_at is not None and now >= kill_at:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    kill_at, killed = None, True
+                elif deadline is not None and now >= deadline:
+                    timed_out = True
+                    _signal_group(proc.pid, signal.SIGTERM)
+                    kill_at, deadline = now + self.grace, None
+                elif self._terminated and kill_at is None and not killed:
+                    kill_at, deadline = now + self.grace, None  # stop: SIGTERM already sent
+                if not events:
+                    continue
+                for fd, _mask in events:
+                    if fd == pidfd:
+                        poller.unregister(fd)
+                        drain_until = now + _DRAIN_SECONDS
+                        continue
+                    data = os.read(fd, _READ_SIZE)
+                    if data:
+                        streams[fd].add(data)
+                    else:
+                        poller.unregister(fd)
+                        open_fds -= 1
+            self._reap(proc, kill_at, timed_out or self._terminated)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            proc.stdout.close()
+            proc.stderr.close()
+        out_stream, err_stream = streams.values()
+        return out_stream, err_stream, timed_out
+
+    def _reap(self, proc: subprocess.Popen[bytes], kill_at: float | None, killing: bool) -> None:
+        """Wait for bash; after a timeout or stop, sweep the group with SIGKILL."""
+        if kill_at is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, kill_at - time.monotonic()))
+        if killing or kill_at is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _wait_ms(deadline: float | None, kill_at: float | None, drain_until: float | None) -> int:
+    """How long to block in poll(): until the next deadline (or drain end), else forever."""
+    upcoming = [t for t in (deadline, kill_at, drain_until) if t is not None]
+    if not upcoming:
+        return -1 if _HAS_PIDFD else 100
+    return max(0, int((min(upcoming) - time.monotonic()) * 1000) + 1)
+
+
+def _open_pidfd(pid: int) -> int | None:
+    if not _HAS_PIDFD:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal the action's whole process group (its pgid is its pid: start_new_session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

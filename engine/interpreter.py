@@ -1,0 +1,563 @@
+"""The interpreter: run a loaded loop, one state at a time, exactly per DESIGN §3.
+
+Each turn, in this order: (1) a terminal state finishes the run; (2) an exhausted step budget runs
+`on_max_steps` once (if set; it is not counted as a step and is not routed) and finishes
+`max_steps`; (3) a passed loop `timeout` finishes `timeout`; (4) otherwise the state runs
+(`steps += 1`), is evaluated and routed. A stop request is honoured between steps and interrupts
+the running action.
+
+All mutable data of a run lives in one `RunState`, saved to `state.json` at every state boundary,
+so `run(loop, run_state, runtime)` continues from any boundary: resuming is "load, then run".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.actions import ActionRunner
+from engine.errors import InterpolationError
+from engine.evaluators import Judged, crash_verdict, error, judge, step_verdict
+from engine.graph import compile_graph, retry_edges
+from engine.model import Evaluate, Loop, State
+from engine.ports import (
+    ActionResult,
+    LlmServices,
+    Outcome,
+    Recorder,
+    RunResult,
+    TerminatedBy,
+    Verdict,
+)
+from engine.routing import route_for
+
+CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
+PREVIEW_LIMIT = 2000  # characters of an output shown in an event
+
+
+@dataclass
+class RunState:
+    """Everything that changes while a loop runs; JSON-serialisable (`state.json`)."""
+
+    run_id: str
+    loop: str
+    current: str
+    loop_file: str = ""
+    steps: int = 0
+    context: dict[str, Any] = field(default_factory=dict)
+    captured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    retries: dict[str, int] = field(default_factory=dict)
+    prev: dict[str, Any] | None = None
+    last_values: dict[str, float] = field(default_factory=dict)  # convergence memory per state
+    cost_usd: float = 0.0
+    started_at: str = ""
+    elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
+    status: str = "running"  # running | finished
+    ran_on_max_steps: bool = False
+    result: dict[str, Any] | None = None  # RunResult.to_json() once finished
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunState:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class StopSignal:
+    """A cooperative stop: checked between steps; `request()` also kills the running action."""
+
+    requested: bool = False
+    reason: str = ""
+    listeners: list[Callable[[], None]] = field(default_factory=list)
+
+    def request(self, reason: str = "stop requested") -> None:
+        if not self.requested:
+            self.requested, self.reason = True, reason
+        for listener in self.listeners:
+            listener()
+
+
+# Runs a `loop:` state's child to its end: (verdict, capture, next state or None to route it).
+SubloopHook = Callable[["Loop", "State", "RunState", "Runtime", "Namespaces"], Verdict]
+
+
+@dataclass
+class Runtime:
+    """The IO a run uses. A sub-loop shares it with `depth + 1` and no `save_state`."""
+
+    recorder: Recorder
+    actions: ActionRunner
+    artifacts_dir: Path
+    outputs_dir: Path
+    save_state: Callable[[dict[str, Any]], None] | None = None
+    llm: LlmServices | None = None
+    stop: StopSignal = field(default_factory=StopSignal)
+    depth: int = 0
+    deadline: float | None = None  # monotonic time the loop must end by (its `timeout`)
+    run_subloop: SubloopHook | None = None
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One executed state: its action's result, verdict, and where it routes (None: nowhere)."""
+
+    result: ActionResult
+    verdict: Verdict
+    target: str | None
+    error: str | None = None
+
+
+def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
+    """Run `loop` from wherever `rs` stands until it finishes; never raises for a bad step."""
+    started = time.monotonic() - rs.elapsed_ms / 1000
+    if loop.timeout is not None and rt.deadline is None:
+        rt.deadline = started + loop.timeout
+    retry = retry_edges(compile_graph(loop))
+    if rs.steps == 0 and rs.prev is None:
+        persist(rs, rt, started)
+        rt.recorder.emit(
+            "loop_start",
+            depth=rt.depth,
+            step=0,
+            loop=loop.name,
+            file=loop.source,
+            initial=loop.initial,
+            max_steps=loop.max_steps,
+            context=rs.context,
+        )
+    while True:
+        state = loop.states[rs.current]
+        if state.terminal:
+            outcome: Outcome = "failure" if state.failure else "success"
+            return _finish(loop, rs, rt, started, outcome, "terminal", terminal=state.name)
+        if rs.steps >= loop.max_steps:
+            return _finish_budget(loop, rs, rt, started)
+        if rt.deadline is not None and time.monotonic() >= rt.deadline:
+            return _finish(loop, rs, rt, started, "inconclusive", "timeout")
+        if rt.stop.requested:
+            return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
+        rs.steps += 1
+        step = execute_and_evaluate(loop, state, rs, rt)
+        if rt.stop.requested:  # interrupted mid-action: not judged, the state runs again on resume
+            rs.steps -= 1
+            return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
+        if step.result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline:
+            return _finish(loop, rs, rt, started, "inconclusive", "timeout")
+        if step.target is None:
+            return _finish(loop, rs, rt, started, "error", "error", error=step.error)
+        target = enter(loop, state.name, step.target, rs, rt, retry)
+        if target is None:
+            reason = f"state {step.target!r} exhausted its retries and has no on_retry_exhausted"
+            return _finish(loop, rs, rt, started, "error", "error", error=reason)
+        rs.current = target
+        persist(rs, rt, started)
+        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
+            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
+
+
+def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) -> StepResult:
+    """Run one state's action, judge it, store its capture, and pick its route."""
+    rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
+    ns = Namespaces(loop, rs, rt, state)
+    result, verdict = execute(loop, state, rs, rt, ns)
+    if not rt.stop.requested and verdict is None:
+        verdict = evaluate(loop, state, result, rs, rt, ns)
+    if verdict is None:  # stopped
+        return StepResult(result, Verdict("error", {"reason": "stopped"}), None)
+    rt.recorder.emit(
+        "evaluate",
+        depth=rt.depth,
+        step=rs.steps,
+        state=state.name,
+        evaluator=_evaluator_name(state),
+        verdict=verdict.name,
+        details=verdict.details,
+    )
+    remember(state, result, verdict, rs, rt)
+    target = route_for(state, verdict.name)
+    problem = None if target is not None else _unrouted(state, verdict, result)
+    rt.recorder.emit(
+        "route",
+        depth=rt.depth,
+        step=rs.steps,
+        state=state.name,
+        verdict=verdict.name,
+        target=target,
+        **({"error": problem} if problem else {}),
+    )
+    return StepResult(result, verdict, target, problem)
+
+
+def execute(
+    loop: Loop, state: State, rs: RunState, rt: Runtime, ns: Namespaces
+) -> tuple[ActionResult, Verdict | None]:
+    """Run the state's action (shell, prompt, sub-loop or none). A verdict here means the
+    action never ran properly (missing interpolation value, sub-loop outcome)."""
+    if state.is_subloop:
+        if rt.run_subloop is None:
+            return ActionResult(exit_code=None), error("sub-loops are not available in this run")
+        return ActionResult(), rt.run_subloop(loop, state, rs, rt, ns)
+    if state.action is None:
+        return ActionResult(), None
+    timeout = _state_timeout(loop, state, rt)
+    try:
+        if state.action_type == "prompt":
+            text = ns.render_text(state.action)
+        else:
+            text = ns.render_shell(state.action)
+    except InterpolationError as exc:  # judged as error, never a crash
+        return ActionResult(exit_code=None), _interpolation_error(exc)
+    rt.recorder.emit(
+        "action_start",
+        depth=rt.depth,
+        step=rs.steps,
+        state=state.name,
+        action_type=state.action_type,
+        action=text[:PREVIEW_LIMIT],
+        timeout=timeout,
+    )
+    if state.action_type == "prompt":
+        if rt.llm is None:
+            result = ActionResult(exit_code=None, spawn_error="no LLM services in this run")
+        else:
+            result = rt.llm.run_prompt(text, state=state, loop=loop, timeout=timeout)
+            rs.cost_usd = rt.llm.cost_usd
+    else:
+        result = rt.actions.run_shell(text, state=state.name, timeout=timeout)
+    rt.recorder.emit(
+        "action_complete",
+        depth=rt.depth,
+        step=rs.steps,
+        state=state.name,
+        exit_code=result.exit_code,
+        duration_ms=result.duration_ms,
+        timed_out=result.timed_out,
+        signal=result.signal,
+        spawn_error=result.spawn_error,
+        output=result.output[:PREVIEW_LIMIT],
+        output_path=result.output_path,
+    )
+    return result, None
+
+
+def evaluate(
+    loop: Loop, state: State, result: ActionResult, rs: RunState, rt: Runtime, ns: Namespaces
+) -> Verdict:
+    """The verdict for a result: crashed → error; then the state's evaluator (or its default)."""
+    if result.crashed:
+        return crash_verdict(result)
+    spec = state.evaluate
+    if spec is None:
+        if state.next is not None or not (state.routes or state.route):
+            return step_verdict(result)
+        if state.action_type == "prompt":
+            spec = Evaluate(type="llm_structured", implicit=True)
+        else:
+            spec = Evaluate(type="exit_code")
+    try:
+        text = result.output if spec.source is None else ns.render_text(spec.source)
+        target = spec.target
+        if isinstance(target, str):
+            target = ns.render_text(target)
+    except InterpolationError as exc:
+        return _interpolation_error(exc)
+    if spec.type == "llm_structured":
+        if result.exit_code != 0 and not spec.ignore_exit_code:
+            return step_verdict(result)
+        if rt.llm is None:
+            return error("no LLM services in this run")
+        verdict = rt.llm.judge(spec, text, state=state, loop=loop)
+        rs.cost_usd = rt.llm.cost_usd
+        return verdict
+    previous: Any = None
+    if spec.type == "convergence":
+        previous = _previous_value(spec, state, rs, ns)
+    verdict = judge(spec, Judged(text, result, target=target, previous=previous))
+    if spec.type == "convergence" and "value" in verdict.details:
+        rs.last_values[state.name] = verdict.details["value"]
+    return verdict
+
+
+def remember(
+    state: State, result: ActionResult, verdict: Verdict, rs: RunState, rt: Runtime
+) -> None:
+    """Store the capture (if any) and `prev`, with outputs bounded in memory."""
+    output = _bounded(result.output, result.output_path, state, rs, rt)
+    if state.capture and not state.is_subloop:
+        rs.captured[state.capture] = {
+            "output": output,
+            "stderr": result.stderr[-CAPTURE_LIMIT:].rstrip("\n"),
+            "exit_code": result.exit_code,
+            "duration_ms": result.duration_ms,
+            "timed_out": result.timed_out,
+            "verdict": verdict.name,
+            "details": dict(verdict.details),
+            **({"output_path": result.output_path} if result.output_path else {}),
+        }
+    rs.prev = {
+        "state": state.name,
+        "output": output,
+        "exit_code": result.exit_code,
+        "verdict": verdict.name,
+        "details": dict(verdict.details),
+    }
+
+
+def enter(
+    loop: Loop,
+    source: str,
+    target: str,
+    rs: RunState,
+    rt: Runtime,
+    retry: frozenset[tuple[str, str]],
+) -> str | None:
+    """Apply the retry rule to entering `target` from `source`; the state actually entered.
+
+    An entry along a retry (back) edge counts; any other entry resets the count. When the count
+    would exceed `max_retries`, `on_retry_exhausted` is entered instead (None when unset).
+    """
+    for _ in range(len(loop.states) + 1):
+        state = loop.states.get(target)
+        if state is None:
+            return target
+        if (source, target) not in retry:
+            rs.retries.pop(target, None)
+            return target
+        count = rs.retries.get(target, 0) + 1
+        limit = state.max_retries
+        if limit is None or count <= limit:
+            rs.retries[target] = count
+            if limit is not None:
+                rt.recorder.emit(
+                    "retry",
+                    depth=rt.depth,
+                    step=rs.steps,
+                    state=target,
+                    retries=count,
+                    max_retries=limit,
+                    exhausted=False,
+                )
+            return target
+        rs.retries.pop(target, None)
+        rt.recorder.emit(
+            "retry",
+            depth=rt.depth,
+            step=rs.steps,
+            state=target,
+            retries=count,
+            max_retries=limit,
+            exhausted=True,
+            target=state.on_retry_exhausted,
+        )
+        if state.on_retry_exhausted is None:
+            return None
+        source, target = target, state.on_retry_exhausted
+    return target
+
+
+def persist(rs: RunState, rt: Runtime, started: float) -> None:
+    """Write state.json (atomically) at a state boundary."""
+    if rt.save_state is not None:
+        rs.elapsed_ms = int((time.monotonic() - started) * 1000)
+        rt.save_state(rs.to_json())
+
+
+class Namespaces:
+    """The interpolation namespaces of one step, built only when a template needs them."""
+
+    def __init__(self, loop: Loop, rs: RunState, rt: Runtime, state: State) -> None:
+        self.loop, self.rs, self.rt, self.state = loop, rs, rt, state
+        self._ns: dict[str, Any] | None = None
+
+    def mapping(self) -> dict[str, Any]:
+        if self._ns is None:
+            loop, rs = self.loop, self.rs
+            self._ns = {
+                "context": rs.context,
+                "param": {k: rs.context[k] for k in loop.parameters if k in rs.context},
+                "captured": rs.captured,
+                "prev": rs.prev or {},
+                "state": {
+                    "name": self.state.name,
+                    "step": rs.steps,
+                    "retries": rs.retries.get(self.state.name, 0),
+                },
+                "loop": {"name": loop.name, "max_steps": loop.max_steps, "steps": rs.steps},
+                "run": {
+                    "id": rs.run_id,
+                    "dir": str(self.rt.artifacts_dir),
+                    "started_at": rs.started_at,
+                },
+                "env": dict(os.environ),
+            }
+        return self._ns
+
+    def render_shell(self, template: str) -> str:
+        if "${" not in template:
+            return template
+        from engine.interpolate import render_shell
+
+        return render_shell(template, self.mapping())
+
+    def render_text(self, template: str) -> str:
+        if "${" not in template:
+            return template
+        from engine.interpolate import render_text
+
+        return render_text(template, self.mapping())
+
+    def value(self, expression: str) -> Any:
+        from engine.interpolate import evaluate
+
+        return evaluate(expression, self.mapping())
+
+
+def _finish_budget(loop: Loop, rs: RunState, rt: Runtime, started: float) -> RunResult:
+    """Steps exhausted: run `on_max_steps` once (not counted, not routed), then finish."""
+    final = rs.current
+    if loop.on_max_steps is not None and not rs.ran_on_max_steps:
+        rs.ran_on_max_steps = True
+        final = loop.on_max_steps
+        state = loop.states.get(final)
+        if state is not None and not state.terminal:
+            rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
+            ns = Namespaces(loop, rs, rt, state)
+            result, verdict = execute(loop, state, rs, rt, ns)
+            verdict = verdict or evaluate(loop, state, result, rs, rt, ns)
+            rt.recorder.emit(
+                "evaluate",
+                depth=rt.depth,
+                step=rs.steps,
+                state=state.name,
+                evaluator=_evaluator_name(state),
+                verdict=verdict.name,
+                details=verdict.details,
+            )
+            remember(state, result, verdict, rs, rt)
+        rs.current = final
+    return _finish(loop, rs, rt, started, "inconclusive", "max_steps")
+
+
+def _finish(
+    loop: Loop,
+    rs: RunState,
+    rt: Runtime,
+    started: float,
+    outcome: Outcome,
+    terminated_by: TerminatedBy,
+    *,
+    terminal: str | None = None,
+    error: str | None = None,
+) -> RunResult:
+    """End the run: outputs, the `loop_complete` event, and the final state.json."""
+    if rt.llm is not None:
+        rs.cost_usd = rt.llm.cost_usd
+    outputs = _outputs(loop, rs, rt) if terminal is not None and loop.outputs else {}
+    duration_ms = int((time.monotonic() - started) * 1000)
+    result = RunResult(
+        run_id=rs.run_id,
+        loop=loop.name,
+        final_state=rs.current,
+        outcome=outcome,
+        terminated_by=terminated_by,
+        steps=rs.steps,
+        duration_ms=duration_ms,
+        cost_usd=rs.cost_usd,
+        error=error,
+        outputs=outputs,
+        terminal=terminal,
+    )
+    rt.recorder.emit(
+        "loop_complete",
+        depth=rt.depth,
+        step=rs.steps,
+        **result.to_json(),
+        **({"outputs": outputs} if outputs else {}),
+    )
+    # A stopped run stays resumable; every other ending is final.
+    rs.status = "stopped" if terminated_by == "stopped" else "finished"
+    rs.result = result.to_json()
+    persist(rs, rt, started)
+    return result
+
+
+def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
+    """Evaluate the loop's `outputs:` in its final namespaces (a failing one says why)."""
+    ns = Namespaces(loop, rs, rt, loop.states[rs.current])
+    values: dict[str, Any] = {}
+    for name, template in loop.outputs.items():
+        stripped = template.strip()
+        try:
+            if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
+                values[name] = ns.value(stripped[2:-1])
+            else:
+                values[name] = ns.render_text(template)
+        except InterpolationError as exc:
+            values[name] = None
+            rt.recorder.emit(
+                "output_error", depth=rt.depth, step=rs.steps, output=name, error=str(exc)
+            )
+    return values
+
+
+def _state_timeout(loop: Loop, state: State, rt: Runtime) -> float | None:
+    """The state's timeout (else the loop default), clamped to the loop's remaining time."""
+    own = state.timeout if state.timeout is not None else loop.default_timeout
+    if rt.deadline is None:
+        return own
+    remaining = max(0.0, rt.deadline - time.monotonic())
+    return remaining if own is None else min(own, remaining)
+
+
+def _previous_value(spec: Evaluate, state: State, rs: RunState, ns: Namespaces) -> Any:
+    """`previous` rendered (a missing value means none yet), else this state's last value."""
+    if spec.previous is None:
+        return rs.last_values.get(state.name)
+    try:
+        return ns.render_text(spec.previous)
+    except InterpolationError:  # a missing value: no previous value yet
+        return None
+
+
+def _bounded(output: str, output_path: str | None, state: State, rs: RunState, rt: Runtime) -> str:
+    """An output for captures/prev: trailing newline stripped, at most CAPTURE_LIMIT chars."""
+    text = output[:-1] if output.endswith("\n") else output
+    if len(text) > CAPTURE_LIMIT:
+        if output_path is None:
+            path = rt.outputs_dir / f"{rs.steps:06d}-{state.name}.out"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(output, encoding="utf-8")
+        text = text[:CAPTURE_LIMIT]
+    return text
+
+
+def _interpolation_error(exc: InterpolationError) -> Verdict:
+    """A missing value or bad expression: verdict error naming the expression."""
+    return Verdict("error", {"reason": exc.message, "expression": "${" + exc.expression + "}"})
+
+
+def _unrouted(state: State, verdict: Verdict, result: ActionResult) -> str:
+    """Why the run ends: a failed `next:` step, or a verdict with no route."""
+    if verdict.name == "error" and state.next is not None and state.evaluate is None:
+        why = verdict.details.get("reason") or result.failure_reason()
+        return f"state {state.name!r} failed ({why}) and has no on_error route"
+    reason = verdict.details.get("reason")
+    suffix = f" ({reason})" if verdict.name == "error" and reason else ""
+    return f"state {state.name!r} produced verdict {verdict.name!r}{suffix}, which has no route"
+
+
+def _evaluator_name(state: State) -> str:
+    if state.evaluate is not None:
+        return state.evaluate.type
+    if state.is_subloop:
+        return "subloop"
+    if state.next is not None or not (state.routes or state.route):
+        return "step"
+    return "llm_structured" if state.action_type == "prompt" else "exit_code"
