@@ -43,7 +43,9 @@ def create_llm_services(
     )
 
 
-def llm_preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = None) -> list[str]:
+def llm_preflight(
+    loop: Loop, *, replay: bool = False, replay_from: Path | None = None
+) -> list[str]:
     """Problems that would stop this loop's LLM states; each is one sentence naming what to set."""
     from engine.llm.preflight import preflight
 

@@ -1,0 +1,120 @@
+"""The files behind record, replay and cache: `llm.jsonl` of a run and `.loops/llm-cache/`.
+
+Every call is keyed by `request_hash(request, sample)`: sha256 of the canonical JSON of the full
+request plus the sample index, so the N samples of one judge are N distinct keys. Replay serves a
+key's recorded answers in the order they were recorded (the k-th call with a key gets the k-th
+entry); the cache keeps only successful answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.errors import PreflightError
+
+LOG_NAME = "llm.jsonl"
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_hash(request: Mapping[str, Any], sample: int) -> str:
+    """The identity of a call: the full request and which sample it is."""
+    payload = canonical_json({"request": request, "sample": sample})
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class CallLog:
+    """Appends one JSON line per call to `<run_dir>/llm.jsonl` (thread-safe, flushed per line)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / LOG_NAME
+        self._lock = threading.Lock()
+
+    def append(self, entry: Mapping[str, Any]) -> None:
+        line = canonical_json(entry) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+
+
+class ReplayLog:
+    """The recorded calls of an earlier run, served by request hash in recorded order."""
+
+    def __init__(self, entries: Mapping[str, deque[dict[str, Any]]], source: Path) -> None:
+        self._entries = entries
+        self.source = source
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, run_dir: Path) -> ReplayLog:
+        """Read `<run_dir>/llm.jsonl`; a missing or unreadable log is a `PreflightError`."""
+        path = run_dir / LOG_NAME
+        if not path.is_file():
+            raise PreflightError(
+                f"cannot replay: {path} does not exist",
+                hint="pass the run directory (or id) of a run that made LLM calls",
+            )
+        entries: dict[str, deque[dict[str, Any]]] = {}
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError as exc:
+                raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
+            if isinstance(entry, dict) and isinstance(entry.get("hash"), str):
+                entries.setdefault(entry["hash"], deque()).append(entry)
+        return cls(entries, path)
+
+    def take(self, key: str) -> dict[str, Any] | None:
+        """The next recorded entry for `key`, or None when the log has no (more) answers for it."""
+        with self._lock:
+            queue = self._entries.get(key)
+            return queue.popleft() if queue else None
+
+
+class ResponseCache:
+    """Successful answers on disk, one file per request hash; errors are never stored."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def get(self, key: str, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        path = self.directory / f"{key}.json"
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(stored, dict) or stored.get("request") != json.loads(
+            canonical_json(request)
+        ):
+            return None
+        response = stored.get("response")
+        return response if isinstance(response, dict) else None
+
+    def put(self, key: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{key}.json"
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(canonical_json({"request": request, "response": response}), "utf-8")
+        os.replace(tmp, path)
+
+
+def cache_dir(run_dir: Path | None) -> Path:
+    """`LL_LLM_CACHE_DIR`, else the `.loops/llm-cache/` next to `.loops/runs/<id>/`, else cwd's."""
+    env = os.environ.get("LL_LLM_CACHE_DIR", "").strip()
+    if env:
+        return Path(env)
+    if run_dir is not None and run_dir.parent.name == "runs" and run_dir.parent.parent.name:
+        return run_dir.parent.parent / "llm-cache"
+    return Path.cwd() / ".loops" / "llm-cache"

@@ -1,0 +1,264 @@
+"""Every LLM call goes through here: replay or cache or live, then log, account and emit.
+
+The gateway is the one place that knows about `llm.jsonl`, the cache, prices and the `llm_call`
+event, so the judge and the runners only build requests and read answers. It is thread-safe:
+the samples of one judge call it concurrently.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, request_hash
+from engine.llm.client import LlmCallError, LlmResponse
+from engine.llm.prices import PriceTable
+from engine.ports import Recorder
+
+Status = Literal["ok", "invalid", "error"]
+Source = Literal["live", "cache", "replay"]
+Validator = Callable[[Mapping[str, Any]], str | None]
+
+
+class Transport(Protocol):
+    """Sends one Messages API request (with retries); `AnthropicClient` is the real one."""
+
+    def create(
+        self, request: Mapping[str, Any], *, deadline: float | None = None
+    ) -> LlmResponse: ...
+
+
+class NullRecorder:
+    """A recorder for standalone use that keeps nothing."""
+
+    def emit(self, event: str, **fields: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The outcome of one logical call. `body` is the answer when one was received."""
+
+    status: Status
+    body: Mapping[str, Any] | None
+    error: str | None
+    request_hash: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: int = 0
+    attempts: int = 1
+    source: Source = "live"
+    timed_out: bool = False
+
+
+def _usage(body: Mapping[str, Any] | None) -> tuple[int, int]:
+    usage = body.get("usage") if body else None
+    if not isinstance(usage, Mapping):
+        return 0, 0
+    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+    return (
+        tokens_in if isinstance(tokens_in, int) else 0,
+        tokens_out if isinstance(tokens_out, int) else 0,
+    )
+
+
+class LlmGateway:
+    """Replay → cache → live, then `llm.jsonl`, cost accounting and an `llm_call` event."""
+
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        prices: PriceTable,
+        recorder: Recorder | None = None,
+        log: CallLog | None = None,
+        replay: ReplayLog | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        self.transport = transport
+        self.prices = prices
+        self.recorder: Recorder = recorder or NullRecorder()
+        self.log = log
+        self.replay = replay
+        self.cache = cache
+        self._lock = threading.Lock()
+        self._cost = 0.0
+        self._by_state: dict[str, float] = {}
+
+    @property
+    def cost_usd(self) -> float:
+        with self._lock:
+            return self._cost
+
+    def cost_by_state(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._by_state)
+
+    def call(
+        self,
+        request: Mapping[str, Any],
+        *,
+        sample: int = 0,
+        state: str | None = None,
+        purpose: str = "judge",
+        validate: Validator | None = None,
+        deadline: float | None = None,
+    ) -> CallResult:
+        """Answer `request`; never raises for API trouble (that is a `status="error"` result)."""
+        key = request_hash(request, sample)
+        model = str(request.get("model", ""))
+        if self.replay is not None:
+            result = self._from_replay(key, model, state)
+        else:
+            result = self._from_cache(key, model, request) or self._live(
+                key, model, request, deadline
+            )
+        if result.status == "ok" and validate is not None and result.body is not None:
+            problem = validate(result.body)
+            if problem is not None:
+                result = _with(result, status="invalid", error=problem)
+        if result.status == "ok" and result.source == "live" and self.cache is not None:
+            assert result.body is not None
+            self.cache.put(key, request, result.body)
+        self._record(request, sample, state, purpose, result)
+        return result
+
+    def _from_replay(self, key: str, model: str, state: str | None) -> CallResult:
+        assert self.replay is not None
+        entry = self.replay.take(key)
+        if entry is None:
+            where = f" for state {state!r}" if state else ""
+            return CallResult(
+                "error",
+                None,
+                f"replay miss: {self.replay.source} has no recorded answer{where} for this "
+                f"request (model {model}, hash {key[:12]}); the prompt, text or settings changed",
+                key,
+                model,
+                source="replay",
+                attempts=0,
+            )
+        body = entry.get("response")
+        body = body if isinstance(body, dict) else None
+        tokens_in, tokens_out = _usage(body)
+        if body is None:
+            return CallResult(
+                "error",
+                None,
+                str(entry.get("error") or "recorded call failed"),
+                key,
+                model,
+                tokens_in,
+                tokens_out,
+                source="replay",
+                attempts=0,
+            )
+        return CallResult(
+            "ok", body, None, key, model, tokens_in, tokens_out, source="replay", attempts=0
+        )
+
+    def _from_cache(self, key: str, model: str, request: Mapping[str, Any]) -> CallResult | None:
+        if self.cache is None:
+            return None
+        body = self.cache.get(key, request)
+        if body is None:
+            return None
+        tokens_in, tokens_out = _usage(body)
+        return CallResult(
+            "ok", body, None, key, model, tokens_in, tokens_out, source="cache", attempts=0
+        )
+
+    def _live(
+        self, key: str, model: str, request: Mapping[str, Any], deadline: float | None
+    ) -> CallResult:
+        started = time.monotonic()
+        try:
+            response = self.transport.create(request, deadline=deadline)
+        except LlmCallError as exc:
+            latency = int((time.monotonic() - started) * 1000)
+            return CallResult(
+                "error",
+                None,
+                exc.message,
+                key,
+                model,
+                latency_ms=latency,
+                attempts=len(exc.attempts),
+                timed_out=exc.timed_out,
+            )
+        tokens_in, tokens_out = _usage(response.body)
+        return CallResult(
+            "ok",
+            response.body,
+            None,
+            key,
+            model,
+            tokens_in,
+            tokens_out,
+            cost_usd=self.prices.cost(model, tokens_in, tokens_out),
+            latency_ms=response.latency_ms,
+            attempts=len(response.attempts) + 1,
+        )
+
+    def _record(
+        self,
+        request: Mapping[str, Any],
+        sample: int,
+        state: str | None,
+        purpose: str,
+        result: CallResult,
+    ) -> None:
+        with self._lock:
+            self._cost += result.cost_usd
+            if state is not None:
+                self._by_state[state] = self._by_state.get(state, 0.0) + result.cost_usd
+            if self.log is not None:
+                self.log.append(
+                    {
+                        "ts": time.time(),
+                        "hash": result.request_hash,
+                        "sample": sample,
+                        "state": state,
+                        "purpose": purpose,
+                        "source": result.source,
+                        "status": result.status,
+                        "request": request,
+                        "response": result.body,
+                        "error": result.error,
+                        "attempts": result.attempts,
+                        "latency_ms": result.latency_ms,
+                        "model": result.model,
+                        "usage": {
+                            "input_tokens": result.input_tokens,
+                            "output_tokens": result.output_tokens,
+                        },
+                        "cost_usd": result.cost_usd,
+                    }
+                )
+            self.recorder.emit(
+                "llm_call",
+                state=state,
+                purpose=purpose,
+                model=result.model,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+                cost_usd=result.cost_usd,
+                latency_ms=result.latency_ms,
+                request_hash=result.request_hash,
+                sample=sample,
+                attempt=result.attempts,
+                status=result.status,
+                source=result.source,
+                error=result.error,
+            )
+
+
+def _with(result: CallResult, **changes: Any) -> CallResult:
+    from dataclasses import replace
+
+    return replace(result, **changes)

@@ -1,0 +1,99 @@
+"""Before the first step: can this loop's LLM states run at all? (DESIGN §5)
+
+Problems are sentences naming what to set, so `ll-loop run` can stop with exit 2 before doing any
+work instead of failing halfway through a run.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from pathlib import Path
+
+from engine.errors import LoopError
+from engine.llm import settings
+from engine.llm.calllog import LOG_NAME
+from engine.llm.prices import load_prices
+from engine.llm.runners import RUNNERS, split_runner
+from engine.model import Loop
+
+CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
+
+
+def has_credentials() -> bool:
+    """Does the environment give the SDK a way to authenticate?"""
+    return any(os.environ.get(name, "").strip() for name in CREDENTIAL_VARS)
+
+
+def runner_problem(spec: str) -> str | None:
+    """Why a runner value cannot be used here, or None."""
+    name, argument = split_runner(spec)
+    if name not in RUNNERS:
+        return f"unknown prompt runner {spec!r}: use 'anthropic' or 'cmd:<command>'"
+    if name != "cmd":
+        return None
+    try:
+        words = shlex.split(argument)
+    except ValueError as exc:
+        return f"runner {spec!r} is not a valid command line ({exc})"
+    if not words:
+        return f"runner {spec!r} names no command: write 'cmd:<command>', e.g. 'cmd:claude -p'"
+    executable = words[0]
+    if "/" in executable:
+        found = Path(executable).is_file() and os.access(executable, os.X_OK)
+    else:
+        found = shutil.which(executable) is not None
+    if not found:
+        return (
+            f"runner {spec!r}: {executable!r} is not an executable on PATH; install it, "
+            "fix the path, or set another runner"
+        )
+    return None
+
+
+def sdk_states(loop: Loop) -> list[str]:
+    """States that call the Messages API: judges, and prompt states whose runner is `anthropic`."""
+    names = []
+    for state in loop.states.values():
+        judge = state.evaluate is not None and state.evaluate.type == "llm_structured"
+        prompt_sdk = (
+            state.action_type == "prompt"
+            and split_runner(settings.prompt_runner(state, loop))[0] == "anthropic"
+        )
+        if judge or prompt_sdk:
+            names.append(state.name)
+    return names
+
+
+def preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = None) -> list[str]:
+    """Every reason this loop's LLM states could not run; `[]` when they can."""
+    if not loop.uses_llm():
+        return []
+    problems: list[str] = []
+    for state in loop.states.values():
+        if state.action_type != "prompt":
+            continue
+        problem = runner_problem(settings.prompt_runner(state, loop))
+        if problem is not None:
+            problems.append(f"state {state.name!r}: {problem}")
+    needs_sdk = sdk_states(loop)
+    if replay:
+        if replay_from is not None and not (replay_from / LOG_NAME).is_file():
+            problems.append(
+                f"cannot replay: {replay_from / LOG_NAME} does not exist; pass the "
+                "run id of a run that made LLM calls"
+            )
+    elif needs_sdk and not has_credentials():
+        listed = ", ".join(repr(n) for n in needs_sdk)
+        problems.append(
+            f"state {listed} call{'s' if len(needs_sdk) == 1 else ''} the Anthropic API but no "
+            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+            "or replay an earlier run with --replay RUN"
+        )
+    if needs_sdk:
+        try:
+            load_prices()
+        except LoopError as exc:
+            problems.append(exc.message)
+    return problems

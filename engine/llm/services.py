@@ -1,0 +1,212 @@
+"""The LLM layer as the interpreter and the harness see it (`engine.ports.LlmServices`).
+
+The interpreter renders everything before calling: `judge(spec, text)` gets the evaluator with
+its `prompt` already interpolated and `text` already chosen (the rendered `source`, else the
+action output). `run_prompt(prompt)` gets the rendered prompt. This module only resolves models,
+runners and limits, and wires the gateway (log, replay, cache, prices, events).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import LoopError
+from engine.llm import settings
+from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
+from engine.llm.client import AnthropicClient
+from engine.llm.gateway import LlmGateway
+from engine.llm.judge import JudgeSettings, judge_structured
+from engine.llm.prices import load_prices
+from engine.llm.rubric import judge_rubric
+from engine.llm.runners import PromptCall, resolve_runner
+from engine.model import Evaluate, Loop, State
+from engine.ports import ActionResult, Recorder, Verdict
+
+
+def project_root(run_dir: Path | None) -> Path | None:
+    """The directory holding `.loops/`, when `run_dir` is `.loops/runs/<id>`."""
+    if run_dir is not None and run_dir.parent.name == "runs" and run_dir.parent.parent.name:
+        return run_dir.parent.parent.parent
+    return None
+
+
+def build_gateway(
+    *,
+    loop: Loop | None,
+    run_dir: Path | None,
+    recorder: Recorder | None,
+    replay_from: Path | None = None,
+    cache: bool = False,
+) -> LlmGateway:
+    """A gateway with the run's log, optional replay source and optional cache."""
+    return LlmGateway(
+        transport=AnthropicClient(timeout=settings.request_timeout(loop)),
+        prices=load_prices(project_root(run_dir)),
+        recorder=recorder,
+        log=CallLog(run_dir) if run_dir is not None else None,
+        replay=ReplayLog.load(replay_from) if replay_from is not None else None,
+        cache=ResponseCache(cache_dir(run_dir)) if cache else None,
+    )
+
+
+@dataclass
+class RunLlmServices:
+    """`LlmServices` for one run. The gateway is built on first use, so a run that never calls
+    a model (or only uses `cmd:` runners) never touches prices, caches or the SDK."""
+
+    loop: Loop
+    run_dir: Path
+    recorder: Recorder
+    replay_from: Path | None = None
+    cache: bool = False
+    _gateway: LlmGateway | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    @classmethod
+    def create(
+        cls,
+        loop: Loop,
+        *,
+        run_dir: Path,
+        recorder: Recorder,
+        replay_from: Path | None = None,
+        cache: bool = False,
+    ) -> RunLlmServices:
+        services = cls(loop, run_dir, recorder, replay_from, cache or loop.llm.cache)
+        if replay_from is not None:
+            services.gateway()  # a missing replay log fails now, before the first step
+        return services
+
+    def gateway(self) -> LlmGateway:
+        with self._lock:
+            if self._gateway is None:
+                self._gateway = build_gateway(
+                    loop=self.loop,
+                    run_dir=self.run_dir,
+                    recorder=self.recorder,
+                    replay_from=self.replay_from,
+                    cache=self.cache,
+                )
+            return self._gateway
+
+    @property
+    def cost_usd(self) -> float:
+        return self._gateway.cost_usd if self._gateway is not None else 0.0
+
+    def cost_by_state(self) -> dict[str, float]:
+        return self._gateway.cost_by_state() if self._gateway is not None else {}
+
+    def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict:
+        try:
+            gateway = self.gateway()
+        except LoopError as exc:
+            return Verdict("error", {"error": exc.message})
+        return judge_with(gateway, spec, text, state=state, loop=loop)
+
+    def run_prompt(
+        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
+    ) -> ActionResult:
+        runner_spec = settings.prompt_runner(state, loop)
+        try:
+            runner = resolve_runner(runner_spec)
+        except ValueError as exc:
+            return ActionResult(exit_code=None, spawn_error=str(exc))
+        call = PromptCall(
+            gateway=self.gateway,
+            model=settings.prompt_model(state, loop),
+            max_tokens=loop.llm.max_tokens or settings.DEFAULT_PROMPT_MAX_TOKENS,
+            temperature=loop.llm.temperature,
+            timeout=timeout,
+            state=state.name,
+        )
+        return runner.run(prompt, call)
+
+
+def judge_with(
+    gateway: LlmGateway,
+    spec: Evaluate,
+    text: str,
+    *,
+    state: State | None,
+    loop: Loop | None,
+    model: str | None = None,
+) -> Verdict:
+    """Run the judge `spec` describes (structured, or rubric when it has dimensions)."""
+    judge_settings = JudgeSettings(
+        model=settings.judge_model(spec, state, loop, model),
+        max_tokens=spec.max_tokens
+        or (loop.llm.max_tokens if loop else None)
+        or settings.DEFAULT_MAX_TOKENS,
+        temperature=spec.temperature
+        if spec.temperature is not None
+        else (loop.llm.temperature if loop else None),
+        state=state.name if state else None,
+    )
+    if spec.dimensions:
+        return judge_rubric(
+            gateway,
+            judge_settings,
+            criterion=spec.prompt,
+            text=text,
+            dimensions=spec.dimensions,
+            reviewers=spec.reviewers,
+            threshold=spec.threshold,
+        )
+    return judge_structured(
+        gateway,
+        judge_settings,
+        criterion=spec.prompt,
+        text=text,
+        samples=spec.samples,
+        min_confidence=spec.min_confidence,
+    )
+
+
+def standalone_judge(
+    criterion: str,
+    text: str,
+    *,
+    model: str | None = None,
+    samples: int = 1,
+    run_dir: Path | None = None,
+    recorder: Recorder | None = None,
+) -> Verdict:
+    """`judge_text`: one judge outside a loop; API trouble is an `error` verdict."""
+    try:
+        gateway = build_gateway(loop=None, run_dir=run_dir, recorder=recorder)
+    except LoopError as exc:  # a bad price table or replay log: a verdict, never a traceback
+        return Verdict("error", {"error": exc.message})
+    spec = Evaluate(type="llm_structured", prompt=criterion, samples=samples)
+    return judge_with(gateway, spec, text, state=None, loop=None, model=model)
+
+
+def standalone_prompt(
+    prompt: str,
+    *,
+    model: str | None = None,
+    runner: str | None = None,
+    timeout: float | None = None,
+    run_dir: Path | None = None,
+) -> ActionResult:
+    """`run_prompt_text`: one prompt outside a loop through the resolved runner."""
+    spec = settings.prompt_runner(None, None, runner)
+    try:
+        chosen = resolve_runner(spec)
+    except ValueError as exc:
+        return ActionResult(exit_code=None, spawn_error=str(exc))
+    gateway: list[LlmGateway] = []
+
+    def lazy_gateway() -> LlmGateway:
+        if not gateway:
+            gateway.append(build_gateway(loop=None, run_dir=run_dir, recorder=None))
+        return gateway[0]
+
+    call = PromptCall(
+        gateway=lazy_gateway,
+        model=settings.prompt_model(None, None, model),
+        max_tokens=settings.DEFAULT_PROMPT_MAX_TOKENS,
+        timeout=timeout,
+    )
+    return chosen.run(prompt, call)

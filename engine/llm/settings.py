@@ -1,0 +1,119 @@
+"""Where each LLM setting comes from: the loop, the state, or the environment (pure, no IO).
+
+Precedence is fixed by DESIGN §3 and written down once here:
+- judge model: state `model` → evaluate `model` → loop `llm.model` → `LL_JUDGE_MODEL` →
+  `LL_MODEL` → `DEFAULT_MODEL`;
+- prompt model: state `model` → loop `llm.model` → `LL_MODEL` → `DEFAULT_MODEL`;
+- runner: state `runner` → loop `llm.runner` → `LL_PROMPT_RUNNER` → `anthropic`.
+Retry waits and the request timeout come from `LL_LLM_*` variables so tests can shrink them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from engine.model import Evaluate, Loop, State
+
+DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_RUNNER = "anthropic"
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_PROMPT_MAX_TOKENS = 4096
+DEFAULT_TIMEOUT = 120.0
+
+
+def _env(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    value = (os.environ if environ is None else environ).get(name, "").strip()
+    return value or None
+
+
+def _env_float(name: str, default: float) -> float:
+    value = _env(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        return default
+
+
+def judge_model(
+    spec: Evaluate | None, state: State | None, loop: Loop | None, explicit: str | None = None
+) -> str:
+    """The model a judge uses (first non-empty wins)."""
+    for candidate in (
+        explicit,
+        state.model if state else None,
+        spec.model if spec else None,
+        loop.llm.model if loop else None,
+        _env("LL_JUDGE_MODEL"),
+        _env("LL_MODEL"),
+    ):
+        if candidate:
+            return candidate
+    return DEFAULT_MODEL
+
+
+def prompt_model(state: State | None, loop: Loop | None, explicit: str | None = None) -> str:
+    """The model a prompt action uses with the `anthropic` runner."""
+    for candidate in (
+        explicit,
+        state.model if state else None,
+        loop.llm.model if loop else None,
+        _env("LL_MODEL"),
+    ):
+        if candidate:
+            return candidate
+    return DEFAULT_MODEL
+
+
+def prompt_runner(state: State | None, loop: Loop | None, explicit: str | None = None) -> str:
+    """The runner name of a prompt action (`anthropic` or `cmd:<command>`)."""
+    for candidate in (
+        explicit,
+        state.runner if state else None,
+        loop.llm.runner if loop else None,
+        _env("LL_PROMPT_RUNNER"),
+    ):
+        if candidate:
+            return candidate
+    return DEFAULT_RUNNER
+
+
+def request_timeout(loop: Loop | None) -> float:
+    """Seconds one HTTP attempt may take: loop `llm.timeout` → `LL_LLM_TIMEOUT` → 120."""
+    if loop is not None and loop.llm.timeout:
+        return float(loop.llm.timeout)
+    return _env_float("LL_LLM_TIMEOUT", DEFAULT_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter, bounded by attempts and by total time spent waiting.
+
+    Attempt n (1-based) that fails retryably waits `min(cap, base * 2**(n-1))` scaled by a random
+    factor in [0.5, 1.0] — or exactly the server's `retry-after` when it sent one. A wait that
+    would push the total past `max_wait` is not taken: the call fails at once instead.
+    """
+
+    base: float = 1.0
+    cap: float = 30.0
+    max_wait: float = 60.0
+    max_attempts: int = 5
+
+    @classmethod
+    def from_env(cls) -> RetryPolicy:
+        """`LL_LLM_RETRY_BASE`, `LL_LLM_RETRY_CAP`, `LL_LLM_MAX_WAIT`, `LL_LLM_MAX_ATTEMPTS`."""
+        attempts = _env("LL_LLM_MAX_ATTEMPTS")
+        return cls(
+            base=_env_float("LL_LLM_RETRY_BASE", cls.base),
+            cap=_env_float("LL_LLM_RETRY_CAP", cls.cap),
+            max_wait=_env_float("LL_LLM_MAX_WAIT", cls.max_wait),
+            max_attempts=int(attempts) if attempts and attempts.isdigit() else cls.max_attempts,
+        )
+
+    def backoff(self, attempt: int, jitter: float) -> float:
+        """The wait after failed attempt `attempt`, `jitter` drawn from [0, 1)."""
+        exponential: float = self.base * 2.0 ** (attempt - 1)
+        return min(self.cap, exponential) * (0.5 + jitter / 2)
