@@ -1,0 +1,462 @@
+"""Read issue files: markdown with optional YAML front matter, split into the sections we use.
+
+Issue files are written by people, so the parser is tolerant: headings at any level (or a bold
+line used as a heading), case and spelling variants ("Expected Behaviour", "Success Criteria"),
+checkbox / plain / numbered bullets with continuation lines. It never invents content: a section
+the issue does not have stays empty, and the scaffolder turns that into a visible placeholder.
+
+`parse_issue` is pure; `load_issue` and `find_issue` are the only functions that touch files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from engine.errors import UsageError
+
+# ID like FEAT-919, BUG-12, ENH-3415 (letters, a dash, digits).
+_ID_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]{2,12}-\d+)(?![A-Za-z0-9])")
+_PRIORITY_RE = re.compile(r"^P\d-", re.IGNORECASE)
+
+KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "FEAT": "feature",
+        "FEATURE": "feature",
+        "BUG": "bug",
+        "FIX": "bug",
+        "ENH": "enhancement",
+        "ENHANCEMENT": "enhancement",
+        "DOC": "docs",
+        "DOCS": "docs",
+        "CHORE": "chore",
+        "TASK": "task",
+        "REFACTOR": "refactor",
+        "PERF": "performance",
+        "SEC": "security",
+    }
+)
+
+# Normalised heading text → section key. Matching is on the normalised heading (lowercase,
+# punctuation and numbering stripped), first by exact name, then by prefix.
+_SECTION_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "summary": ("summary", "overview", "description", "problem", "problem statement", "tldr"),
+        "expected_behavior": (
+            "expected behavior",
+            "expected behaviour",
+            "expected result",
+            "expected results",
+            "expected outcome",
+            "desired behavior",
+            "desired behaviour",
+            "proposed behavior",
+            "proposed behaviour",
+            "expected",
+        ),
+        "use_case": (
+            "use case",
+            "use cases",
+            "user story",
+            "user stories",
+            "scenario",
+            "motivation",
+        ),
+        "acceptance_criteria": (
+            "acceptance criteria",
+            "acceptance criterion",
+            "acceptance",
+            "success criteria",
+            "definition of done",
+            "acceptance tests",
+            "criteria",
+        ),
+        "steps_to_reproduce": (
+            "steps to reproduce",
+            "steps to reproduction",
+            "reproduction steps",
+            "repro steps",
+            "how to reproduce",
+            "reproduction",
+            "to reproduce",
+            "repro",
+        ),
+        "actual_behavior": (
+            "actual behavior",
+            "actual behaviour",
+            "actual result",
+            "actual results",
+            "current behavior",
+            "current behaviour",
+            "observed behavior",
+            "observed behaviour",
+            "actual",
+        ),
+    }
+)
+
+_NEGATIVE_RE = re.compile(
+    r"\b(should\s+not|shouldn'?t|must\s+not|mustn'?t|never|may\s+not|must\s+never|"
+    r"should\s+never|no\s+longer)\b",
+    re.IGNORECASE,
+)
+_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_BOLD_HEADING_RE = re.compile(r"^\s{0,3}(?:\*\*|__)([^*_]{2,60}?):?(?:\*\*|__):?\s*$")
+_ITEM_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s*)?(.*)$")
+_FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
+# YAML 1.1 treats these as line breaks; issue text must not smuggle them into a block scalar.
+_ODD_BREAKS = str.maketrans({"\u0085": "\n", "\u2028": "\n", "\u2029": "\n", "\r": None})
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One issue file, reduced to what an eval needs. Empty strings mean "the issue lacks it"."""
+
+    id: str
+    title: str
+    kind: str
+    path: Path | None
+    summary: str = ""
+    expected_behavior: str = ""
+    use_case: str = ""
+    acceptance_criteria: tuple[str, ...] = ()
+    steps_to_reproduce: str = ""
+    actual_behavior: str = ""
+    should_not: tuple[str, ...] = ()
+    front_matter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def is_bug(self) -> bool:
+        return self.kind == "bug"
+
+
+def load_issue(path: Path) -> Issue:
+    """Read and parse one issue file; unreadable or malformed files are a `UsageError`."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read issue file {path}: {exc.strerror or exc}",
+            hint="pass an existing markdown file or an issue ID found under .issues/",
+        ) from exc
+    text = raw.decode("utf-8", errors="replace")
+    return parse_issue(text, path=path)
+
+
+def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = None) -> Issue:
+    """Parse issue markdown. `issue_id` overrides what the front matter and file name say."""
+    text = text.lstrip("\ufeff").translate(_ODD_BREAKS)
+    front, body = _split_front_matter(text, path)
+    title, sections = _split_sections(body)
+    fm_title = _fm_str(front, "title")
+    found_id = issue_id or _fm_str(front, "id") or _id_from(path, title)
+    title = fm_title or _strip_id_prefix(title, found_id) or (path.stem if path else found_id)
+    kind = _kind(front, found_id)
+    criteria = _criteria(front, sections.get("acceptance_criteria", ""))
+    expected = sections.get("expected_behavior", "")
+    return Issue(
+        id=found_id,
+        title=_one_line(title),
+        kind=kind,
+        path=path,
+        summary=sections.get("summary", "") or _fm_str(front, "summary"),
+        expected_behavior=expected,
+        use_case=sections.get("use_case", ""),
+        acceptance_criteria=criteria,
+        steps_to_reproduce=sections.get("steps_to_reproduce", ""),
+        actual_behavior=sections.get("actual_behavior", ""),
+        should_not=_should_not(criteria, expected, sections.get("use_case", "")),
+        front_matter=MappingProxyType(dict(front)),
+    )
+
+
+def find_issue(id_or_path: str, root: Path) -> Path:
+    """A path to an existing file, or the one file under `root/.issues/` whose name has the ID.
+
+    The ID must appear as a whole token (FEAT-91 does not match FEAT-919), case-insensitively.
+    """
+    ref = id_or_path.strip()
+    as_path = Path(ref) if Path(ref).is_absolute() else root / ref
+    looks_like_path = ref.endswith((".md", ".markdown")) or "/" in ref or "\\" in ref
+    if as_path.is_file():
+        return as_path
+    if looks_like_path:
+        raise UsageError(
+            f"no issue file at {ref}",
+            hint="pass an existing markdown file, or an issue ID such as FEAT-919",
+        )
+    if not ref:
+        raise UsageError("empty issue ID", hint="pass an issue ID such as FEAT-919, or a path")
+    issues_dir = root / ".issues"
+    if not issues_dir.is_dir():
+        raise UsageError(
+            f"no .issues/ directory under {root} to look up {ref}",
+            hint="run from the project root, or pass the issue file's path",
+        )
+    files = sorted(
+        p for p in issues_dir.rglob("*") if p.is_file() and p.suffix in {".md", ".markdown"}
+    )
+    token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(ref)}(?![A-Za-z0-9])", re.IGNORECASE)
+    matches = [p for p in files if token.search(p.name)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        listing = ", ".join(_rel(p, root) for p in matches)
+        raise UsageError(
+            f"issue ID {ref} is ambiguous: {len(matches)} files match: {listing}",
+            hint="pass the file's path instead of the ID",
+        )
+    raise UsageError(
+        f"no issue {ref} under {_rel(issues_dir, root)}/",
+        hint=_candidates_hint(ref, files, root),
+    )
+
+
+def slugify(text: str, *, max_len: int = 48) -> str:
+    """Lowercase ASCII words joined by dashes, for file and loop names."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_len].rstrip("-") or "issue"
+
+
+# --- parsing helpers -----------------------------------------------------------------------------
+
+
+def _split_front_matter(text: str, path: Path | None) -> tuple[dict[str, Any], str]:
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    for end in range(1, len(lines)):
+        if lines[end].strip() in {"---", "..."}:
+            break
+    else:
+        return {}, text  # an opening rule with no closing one is just markdown
+    block = "\n".join(lines[1:end])
+    try:
+        data = yaml.safe_load(block) if block.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = (mark.line + 2) if mark is not None else 1
+        where = f"{path}:{line}" if path else f"line {line}"
+        reason = getattr(exc, "problem", None) or "invalid YAML"
+        raise UsageError(
+            f"{where}: the issue's front matter is not valid YAML ({reason})",
+            hint="fix the YAML between the two --- lines, or remove them",
+        ) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        where = f"{path}:2" if path else "line 2"
+        raise UsageError(
+            f"{where}: the issue's front matter must be a mapping of keys to values",
+            hint="write it as `key: value` lines between the two --- lines",
+        )
+    return {str(k): v for k, v in data.items()}, "\n".join(lines[end + 1 :])
+
+
+def _split_sections(body: str) -> tuple[str, dict[str, str]]:
+    """The first level-1 heading (the title) and the text under each recognised heading.
+
+    Text between the title and the first heading is the summary when there is no Summary section.
+    """
+    title = ""
+    preamble: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = preamble
+    in_fence = False
+    for line in body.split("\n"):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        heading = None if in_fence else _heading(line)
+        if heading is not None:
+            level, text = heading
+            if not title and level == 1 and not sections:
+                title = text
+                current = preamble
+                continue
+            key = _section_key(text)
+            if key is not None and key not in sections:
+                current = sections.setdefault(key, [])
+            else:
+                current = None  # an unknown or repeated heading ends the section
+            continue
+        if current is not None:
+            current.append(line.rstrip())
+    found = {k: _tidy("\n".join(v)) for k, v in sections.items()}
+    if not found.get("summary"):
+        found["summary"] = _tidy("\n".join(preamble))
+    return title, {k: v for k, v in found.items() if v}
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    match = _HEADING_RE.match(line)
+    if match:
+        return len(match.group(1)), match.group(2).strip()
+    bold = _BOLD_HEADING_RE.match(line)
+    if bold and _section_key(bold.group(1)) is not None:
+        return 2, bold.group(1).strip()
+    return None
+
+
+def _normalise_heading(text: str) -> str:
+    text = re.sub(r"[*_`]", "", text).lower()
+    text = re.sub(r"^\s*(\d+[.)]|[ivx]+\.)\s*", "", text)  # "2. Expected behavior"
+    text = re.sub(r"\(.*?\)", "", text)  # "Acceptance Criteria (must all hold)"
+    return re.sub(r"[^a-z0-9]+", " ", text).strip()
+
+
+def _section_key(heading: str) -> str | None:
+    norm = _normalise_heading(heading)
+    if not norm:
+        return None
+    for key, names in _SECTION_NAMES.items():
+        if norm in names:
+            return key
+    for key, names in _SECTION_NAMES.items():
+        if any(norm.startswith(name + " ") for name in names if " " in name):
+            return key
+    return None
+
+
+def _tidy(text: str) -> str:
+    """Strip blank edges and trailing spaces; drop HTML comments (issue templates use them)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def list_items(text: str) -> tuple[str, ...]:
+    """Bullet, checkbox or numbered items; continuation lines and sub-bullets join their item.
+
+    After a blank line only indented text continues an item; an unindented paragraph or code
+    fence between items is commentary and is left out. A section with no list at all yields one
+    item per paragraph.
+    """
+    items: list[list[str]] = []
+    current: list[str] | None = None  # the item that continuation lines join, if any
+    base_indent: int | None = None
+    in_fence = after_blank = False
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" \t"))
+        fence = _FENCE_RE.match(line) is not None
+        if fence and not in_fence and after_blank and indent <= (base_indent or 0):
+            current = None  # a code block between items belongs to no item
+        if fence or in_fence:
+            in_fence = in_fence != fence
+            if current is not None:
+                current.append(line.strip())
+            after_blank = False
+            continue
+        match = _ITEM_RE.match(line)
+        if match:
+            item_indent = len(match.group(1).expandtabs(4))
+            if base_indent is None or item_indent <= base_indent or current is None:
+                base_indent = item_indent if base_indent is None else min(base_indent, item_indent)
+                current = [match.group(2).strip()]
+                items.append(current)
+            else:  # a nested bullet elaborates its parent
+                current.append(match.group(2).strip())
+            after_blank = False
+            continue
+        if not line.strip():
+            after_blank = True
+            continue
+        if after_blank and indent <= (base_indent or 0):
+            current = None  # an unindented paragraph closes the item; it is not a criterion
+        if current is not None:
+            current.append(line.strip())
+        after_blank = False
+    if base_indent is None:
+        paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+        return tuple(_join(p.split("\n")) for p in paragraphs)
+    return tuple(joined for joined in (_join(parts) for parts in items) if joined)
+
+
+def _join(parts: Iterable[str]) -> str:
+    return " ".join(part.strip() for part in parts if part.strip())
+
+
+def _criteria(front: Mapping[str, Any], section: str) -> tuple[str, ...]:
+    from_front = front.get("acceptance_criteria")
+    if isinstance(from_front, list) and from_front:
+        return tuple(_join(str(item).split("\n")) for item in from_front if str(item).strip())
+    if isinstance(from_front, str) and from_front.strip():
+        return list_items(from_front)
+    return list_items(section) if section else ()
+
+
+def _should_not(criteria: tuple[str, ...], *texts: str) -> tuple[str, ...]:
+    """Criteria and sentences that state what must not happen: the judge's material for NO."""
+    found: list[str] = [c for c in criteria if _NEGATIVE_RE.search(c)]
+    for text in texts:
+        for item in list_items(text) if text else ():
+            for sentence in re.split(r"(?<=[.!?])\s+", item):
+                if _NEGATIVE_RE.search(sentence) and sentence not in found:
+                    found.append(sentence.strip())
+    return tuple(dict.fromkeys(found))
+
+
+def _fm_str(front: Mapping[str, Any], key: str) -> str:
+    value = front.get(key)
+    return _one_line(str(value)) if value not in (None, "") else ""
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _id_from(path: Path | None, title: str) -> str:
+    for text in (path.name if path else "", title):
+        match = _ID_RE.search(_PRIORITY_RE.sub("", text))
+        if match:
+            return match.group(1).upper()
+    return path.stem if path else "ISSUE"
+
+
+def _strip_id_prefix(title: str, issue_id: str) -> str:
+    pattern = rf"^\s*\[?{re.escape(issue_id)}\]?\s*[:\-—–]?\s*"
+    return re.sub(pattern, "", title, flags=re.IGNORECASE).strip()
+
+
+def _kind(front: Mapping[str, Any], issue_id: str) -> str:
+    for key in ("kind", "type"):
+        value = front.get(key)
+        if isinstance(value, str) and value.strip():
+            raw = value.strip()
+            return KINDS.get(raw.upper(), raw.lower())
+    prefix = issue_id.split("-", 1)[0].upper() if "-" in issue_id else ""
+    return KINDS.get(prefix, "issue")
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _candidates_hint(ref: str, files: list[Path], root: Path) -> str:
+    known: dict[str, Path] = {}
+    for path in files:
+        for match in _ID_RE.finditer(_PRIORITY_RE.sub("", path.name)):
+            known.setdefault(match.group(1).upper(), path)
+    number = re.search(r"\d+", ref)
+    close = difflib.get_close_matches(ref.upper(), list(known), n=5, cutoff=0.6)
+    if number:
+        close += [k for k in known if k.split("-")[-1] == number.group(0) and k not in close]
+    if close:
+        listed = ", ".join(f"{k} ({_rel(known[k], root)})" for k in close[:5])
+        return f"did you mean: {listed}"
+    if not files:
+        return "the .issues/ directory has no markdown files"
+    return "no similar IDs; pass the issue file's path, or check `ls .issues/`"

@@ -1,0 +1,187 @@
+"""Issue files: sections, criteria lists, front matter, should-not lines, and finding by ID."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engine.errors import UsageError
+from engine.issuefile import find_issue, list_items, load_issue, parse_issue
+
+DATA = Path(__file__).parent / "data" / "issues"
+
+
+def fixture(name: str) -> Path:
+    return next(DATA.rglob(name))
+
+
+def test_feature_with_checkbox_criteria() -> None:
+    issue = load_issue(fixture("P2-FEAT-919-sprint-dashboard.md"))
+    assert (issue.id, issue.kind, issue.title) == ("FEAT-919", "feature", "Sprint dashboard")
+    assert issue.use_case.startswith("A team lead opens the dashboard")
+    assert "grouped by priority" in issue.expected_behavior
+    assert issue.acceptance_criteria == (
+        "The dashboard loads and shows the issues of the current sprint grouped by priority.",
+        "Filtering to P1 shows only P1 issues, with the count matching the header.",
+        "Reassignment persists after a page refresh.",
+        "Issues from a closed sprint must not appear.",
+    )
+    # A later, repeated "Acceptance ..." heading does not add to or replace the criteria.
+    assert not any("Not part of the criteria" in c for c in issue.acceptance_criteria)
+    assert issue.should_not == (
+        "Issues from a closed sprint must not appear.",
+        "The page should never show issues from a closed sprint.",
+    )
+
+
+def test_bug_with_numbered_multiline_criteria_and_reproduction() -> None:
+    issue = load_issue(fixture("P1-BUG-204-export-crash.md"))
+    assert (issue.id, issue.kind) == ("BUG-204", "bug")
+    assert issue.title == "CSV export crashes on empty projects"
+    assert issue.steps_to_reproduce.splitlines()[0] == "1. Create a new project with no issues."
+    assert "ZeroDivisionError" in issue.actual_behavior
+    assert issue.expected_behavior.startswith("The export writes a CSV file")  # "Behaviour"
+    assert issue.acceptance_criteria[0].endswith("the header row `id,title,priority,assignee`.")
+    assert issue.acceptance_criteria[1] == (
+        "Exporting a project with issues still writes one row per issue, in the same column "
+        "order as before."
+    )
+    assert issue.should_not == ("The command never prints a Python traceback.",)
+
+
+def test_front_matter_overrides_and_odd_characters_survive() -> None:
+    issue = load_issue(fixture("P3-ENH-77-config-reload.md"))
+    assert issue.id == "ENH-77"
+    assert issue.kind == "enhancement"
+    assert issue.title == "Reload config: without restart (#hot-reload)"
+    assert issue.front_matter["labels"] == ["config", "ops: runtime"]
+    assert len(issue.acceptance_criteria) == 4
+    assert "`{{ user }}`, `${ENV_VAR}` and `$${literal}`" in issue.acceptance_criteria[3]
+    assert "${context.secret}" in issue.summary
+
+
+def test_criteria_from_front_matter_list() -> None:
+    issue = load_issue(fixture("FEAT-88-api-keys.md"))
+    assert issue.title == "API keys for the REST API"
+    assert issue.acceptance_criteria[1] == (
+        "`tracker keys revoke KEY` makes the next API call with that key fail with 401 and the "
+        "message `key revoked`."
+    )
+
+
+def test_bold_headings_nested_bullets_fences_and_comments() -> None:
+    issue = load_issue(fixture("P2-FEAT-31-cli-colours.md"))
+    assert issue.title == "Colourful CLI output ✨"
+    assert issue.use_case.startswith("As a developer on a dark terminal")
+    assert "\u2028" not in issue.use_case  # YAML would read it as a line break
+    assert issue.acceptance_criteria == (
+        "Blocked issues are shown in red, done issues in green (ANSI codes `\\033[31m` and "
+        "`\\033[32m`). With `NO_COLOR=1` set, no escape codes are printed at all.",
+        "Piping the output (`tracker list | cat`) prints no escape codes.",
+        "Column widths line up with and without colour — e.g. `|  done  |`.",
+    )
+
+
+def test_missing_sections_stay_empty_and_preamble_is_the_summary() -> None:
+    issue = load_issue(fixture("BUG-555-bare.md"))
+    assert (issue.id, issue.kind, issue.title) == ("BUG-555", "bug", "Notifications arrive twice")
+    assert issue.summary == "Some users get every notification e-mail twice."
+    assert issue.acceptance_criteria == ()
+    assert issue.expected_behavior == issue.use_case == issue.steps_to_reproduce == ""
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        ("- [ ] one\n- [x] two\n", ("one", "two")),
+        ("1. one\n   continued\n2) two\n", ("one continued", "two")),
+        ("* one\n  - detail\n* two\n", ("one detail", "two")),
+        ("- one\n\n  still one\n\nnot an item\n\n- two\n", ("one still one", "two")),
+        ("First paragraph\nwrapped.\n\nSecond.\n", ("First paragraph wrapped.", "Second.")),
+        ("- one\n\n```\n# code\n```\n- two\n", ("one", "two")),
+    ],
+)
+def test_list_items_shapes(section: str, expected: tuple[str, ...]) -> None:
+    assert list_items(section) == expected
+
+
+def test_heading_levels_and_variants() -> None:
+    text = (
+        "# Title\n\n#### Expected Results\nworks\n\n## 3. Acceptance Criteria (all must hold)\n"
+        "- a\n\n##### Reproduction Steps\n1. go\n\n## Current behaviour\nbreaks\n"
+    )
+    issue = parse_issue(text, issue_id="BUG-1")
+    assert issue.expected_behavior == "works"
+    assert issue.acceptance_criteria == ("a",)
+    assert issue.steps_to_reproduce == "1. go"
+    assert issue.actual_behavior == "breaks"
+    assert issue.kind == "bug"
+
+
+def test_bad_front_matter_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "FEAT-1-x.md"
+    path.write_text("---\nid: FEAT-1\ntitle: [unclosed\n---\n# x\n")
+    with pytest.raises(UsageError) as caught:
+        load_issue(path)
+    assert f"{path}:" in caught.value.message
+    assert "front matter is not valid YAML" in caught.value.message
+
+
+def test_front_matter_must_be_a_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "FEAT-2-x.md"
+    path.write_text("---\n- a\n- b\n---\n# x\n")
+    with pytest.raises(UsageError, match="must be a mapping"):
+        load_issue(path)
+
+
+# --- find_issue ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(DATA, tmp_path / ".issues")
+    return tmp_path
+
+
+def test_find_by_id_case_insensitive(project: Path) -> None:
+    found = find_issue("feat-919", project)
+    assert found.name == "P2-FEAT-919-sprint-dashboard.md"
+
+
+def test_find_whole_token_only_and_suggest(project: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        find_issue("FEAT-91", project)  # must not match FEAT-919
+    assert "no issue FEAT-91" in caught.value.message
+    assert "FEAT-919" in caught.value.hint
+
+
+def test_find_suggests_same_number_other_prefix(project: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        find_issue("ENH-204", project)
+    assert "BUG-204" in caught.value.hint
+
+
+def test_find_ambiguous_lists_every_match(project: Path) -> None:
+    completed = project / ".issues" / "completed"
+    completed.mkdir()
+    (completed / "P2-FEAT-919-old-dashboard.md").write_text("# FEAT-919: old\n")
+    with pytest.raises(UsageError) as caught:
+        find_issue("FEAT-919", project)
+    message = caught.value.message
+    assert "ambiguous" in message
+    assert "completed/P2-FEAT-919-old-dashboard.md" in message
+    assert "features/P2-FEAT-919-sprint-dashboard.md" in message
+
+
+def test_find_by_path_and_missing_path(project: Path) -> None:
+    rel = ".issues/bugs/BUG-555-bare.md"
+    assert find_issue(rel, project) == project / rel
+    with pytest.raises(UsageError, match="no issue file at"):
+        find_issue("nope/BUG-1.md", project)
+
+
+def test_find_without_issues_dir(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"no \.issues/ directory"):
+        find_issue("FEAT-1", tmp_path)
