@@ -1,9 +1,216 @@
-"""Placeholder: this command module registers its commands in `register`."""
+"""`ll-loop scaffold-eval` and `ll-loop scaffold-verify`: write eval loops from issue files.
+
+Each command finds the issues, asks `engine.scaffold` for the YAML, checks it in-process with the
+loader and lint (a generated loop that does not load is a bug in ll-loop: exit 2), writes it
+under `.loops/` and says what to do next. Placeholders left for the user are warnings.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from engine.errors import Diagnostic, LoopError, UsageError
+from engine.issuefile import Issue, find_issue, load_issue
+from engine.scaffold import Scaffold, scaffold_eval, scaffold_verify
+
+
+class GeneratedLoopInvalid(LoopError):
+    """The scaffolder produced a loop that does not load or lint with errors: a bug."""
+
+    code = "SCAFFOLD"
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a scaffold command did: where the loop went and what is still to do."""
+
+    scaffold: Scaffold
+    path: Path | None
+    diagnostics: tuple[Diagnostic, ...]
+
+    def to_json(self, root: Path) -> dict[str, object]:
+        return {
+            "path": _display(self.path, root) if self.path else None,
+            "name": self.scaffold.name,
+            "issues": list(self.scaffold.issue_ids),
+            "variant": self.scaffold.variant,
+            "placeholders": [
+                {"issue": p.issue_id, "path": p.path, "what": p.what}
+                for p in self.scaffold.placeholders
+            ],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+def load_issues(refs: str, root: Path) -> list[Issue]:
+    """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped."""
+    wanted = [part.strip() for part in refs.replace(" ", ",").split(",") if part.strip()]
+    if not wanted:
+        raise UsageError("--issues is empty", hint="pass --issues FEAT-919 or --issues A-1,B-2")
+    issues: list[Issue] = []
+    seen: set[Path] = set()
+    for ref in wanted:
+        path = find_issue(ref, root)
+        if path.resolve() in seen:
+            continue
+        seen.add(path.resolve())
+        issues.append(load_issue(_relative(path, root)))
+    return issues
+
+
+def check_generated(scaffold: Scaffold, file: str) -> tuple[Diagnostic, ...]:
+    """Load and lint the generated text; raise on anything that makes it unusable.
+
+    Returns the warnings worth showing: lint warnings (none expected) and the placeholders.
+    """
+    from engine.load import check_loop_text
+    from lint import lint_loop
+
+    loop, positions, problems = check_loop_text(scaffold.text, file)
+    if loop is None:
+        raise _invalid(problems)
+    found = [d for d in lint_loop(loop, positions) if d.severity != "info"]
+    errors = [d for d in found if d.severity == "error"]
+    if errors:
+        raise _invalid(errors)
+    return tuple(found) + tuple(scaffold.diagnostics(file))
+
+
+def write_scaffold(
+    scaffold: Scaffold, *, root: Path, out: Path | None, stdout: bool, force: bool
+) -> Written:
+    """Check the scaffold, then write it (unless `stdout`); refuse to overwrite without force."""
+    target = (
+        None if stdout else (out if out is not None else root / ".loops" / f"{scaffold.name}.yaml")
+    )
+    file = _display(target, root) if target else f"{scaffold.name}.yaml"
+    diagnostics = check_generated(scaffold, file)
+    if target is not None:
+        if target.exists() and not force:
+            raise UsageError(
+                f"{_display(target, root)} already exists; not overwriting it",
+                hint="pass --force to replace it, --out PATH to write elsewhere, or --stdout",
+            )
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(scaffold.text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {_display(target, root)}: {exc.strerror or exc}",
+                hint="choose another place with --out PATH, or print it with --stdout",
+            ) from exc
+    return Written(scaffold, target, diagnostics)
+
+
+def report(written: Written, *, root: Path, as_json: bool, stdout: bool) -> None:
+    """Print the result: the YAML, JSON, or the path and the next steps (diagnostics: stderr)."""
+    if as_json:
+        payload = written.to_json(root)
+        if stdout:
+            payload["text"] = written.scaffold.text
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    for diagnostic in written.diagnostics:
+        print(diagnostic.render(), file=sys.stderr)
+    if stdout:
+        sys.stdout.write(written.scaffold.text)
+        return
+    assert written.path is not None
+    shown = _display(written.path, root)
+    count = len(written.scaffold.issue_ids)
+    print(f"wrote {shown} ({_variant_label(written.scaffold.variant, count)})")
+    holes = len(written.scaffold.placeholders)
+    if holes:
+        print(f"{holes} placeholder{'s' if holes > 1 else ''} to fill first (listed above)")
+    run_ref = written.scaffold.name if written.path.parent == root / ".loops" else shown
+    print("next:")
+    print(f"  ll-loop validate {shown}")
+    print(f"  ll-loop run {run_ref}")
+
+
+_Out = Annotated[Path | None, typer.Option("--out", help="Write here instead of .loops/.")]
+_Stdout = Annotated[bool, typer.Option("--stdout", help="Print the YAML; write no file.")]
+_Json = Annotated[bool, typer.Option("--json", help="Print a JSON summary.")]
+_Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `scaffold-eval` and `scaffold-verify` to `app`."""
+
+    @app.command("scaffold-eval")
+    def scaffold_eval_cmd(
+        issues: Annotated[
+            str,
+            typer.Option("--issues", help="Issue IDs or paths, comma-separated (FEAT-919,BUG-12)."),
+        ],
+        out: _Out = None,
+        stdout: _Stdout = False,
+        as_json: _Json = False,
+        force: _Force = False,
+    ) -> None:
+        """Write an eval harness for one issue (Variant A) or several (Variant B, a work list)."""
+        root = Path.cwd()
+        scaffold = scaffold_eval(load_issues(issues, root))
+        written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
+        report(written, root=root, as_json=as_json, stdout=stdout)
+
+    @app.command("scaffold-verify")
+    def scaffold_verify_cmd(
+        issue: Annotated[str, typer.Argument(help="Issue ID or path.")],
+        adversarial: Annotated[
+            bool,
+            typer.Option("--adversarial", help="Probe to break it instead of checking criteria."),
+        ] = False,
+        out: _Out = None,
+        stdout: _Stdout = False,
+        as_json: _Json = False,
+        force: _Force = False,
+    ) -> None:
+        """Write a loop that verifies each acceptance criterion, or tries to break the feature."""
+        root = Path.cwd()
+        found = load_issues(issue, root)
+        if len(found) != 1:
+            raise UsageError(
+                "scaffold-verify takes exactly one issue",
+                hint="run it once per issue, or use scaffold-eval --issues A,B for several",
+            )
+        scaffold = scaffold_verify(found[0], adversarial=adversarial)
+        written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
+        report(written, root=root, as_json=as_json, stdout=stdout)
+
+
+def _invalid(problems: list[Diagnostic]) -> GeneratedLoopInvalid:
+    shown = "\n".join(d.render() for d in problems[:10]) or "(no diagnostics)"
+    error = GeneratedLoopInvalid(
+        f"the generated loop is invalid; this is a bug in ll-loop scaffold:\n{shown}",
+        hint="please report it with the issue file that produced it",
+    )
+    return error
+
+
+def _variant_label(variant: str, count: int) -> str:
+    return {
+        "A": "Variant A: one issue, execute → check_skill",
+        "B": f"Variant B: a work list of {count} issues",
+        "verify": "criteria mode: one judged state per acceptance criterion",
+        "adversarial": "adversarial mode: three probe classes",
+    }[variant]
+
+
+def _relative(path: Path, root: Path) -> Path:
+    try:
+        return path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return path
+
+
+def _display(path: Path | None, root: Path) -> str:
+    if path is None:
+        return ""
+    return str(_relative(path, root))

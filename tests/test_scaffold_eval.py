@@ -1,0 +1,270 @@
+"""scaffold-eval: generated harnesses load, lint clean, and carry the issue's own words."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.interpolate import render_text
+from engine.issuefile import Issue, load_issue, parse_issue
+from engine.load import check_loop_text
+from engine.scaffold import (
+    NO_SIGNALS,
+    criteria_prompt,
+    execute_prompt,
+    scaffold_eval,
+    yaml_quoted,
+    yaml_scalar,
+)
+from lint import lint_loop
+
+DATA = Path(__file__).parent / "data" / "issues"
+FIXTURES = sorted(DATA.rglob("*.md"))
+
+
+def issue_of(name: str) -> Issue:
+    return load_issue(next(DATA.rglob(name)))
+
+
+def lint_findings(text: str) -> list[tuple[str, str]]:
+    """Load (must succeed) and lint; (code, message) of every warning and error."""
+    loop, positions, problems = check_loop_text(text, "gen.yaml")
+    assert loop is not None, [p.render() for p in problems]
+    return [(d.code, d.message) for d in lint_loop(loop, positions) if d.severity != "info"]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_every_fixture_scaffolds_to_a_lint_clean_variant_a(path: Path) -> None:
+    scaffold = scaffold_eval([load_issue(path)])
+    assert scaffold.variant == "A"
+    assert lint_findings(scaffold.text) == []
+    data = yaml.safe_load(scaffold.text)
+    assert data["max_steps"] == 5
+    assert data["category"] == "harness"
+    assert data["scope"] == [f".loops/{scaffold.name}"]
+    check = data["states"]["check_skill"]
+    assert check["evaluate"]["type"] == "llm_structured"
+    assert (check["on_yes"], check["on_no"], check["on_partial"]) == ("done", "execute", "execute")
+    assert data["states"]["execute"]["action_type"] == "prompt"
+
+
+def rendered(scaffold_text: str, *keys: str) -> str:
+    """A field of the generated YAML after ll-loop interpolation (what the LLM receives)."""
+    node: Any = yaml.safe_load(scaffold_text)
+    for key in keys:
+        node = node[key]
+    return render_text(node, {"captured": {}, "context": {}})
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_criteria_prompt_has_every_criterion_numbered_and_the_evidence_demand(path: Path) -> None:
+    issue = load_issue(path)
+    text = scaffold_eval([issue]).text
+    prompt = rendered(text, "states", "check_skill", "evaluate", "prompt")
+    for number, criterion in enumerate(issue.acceptance_criteria, 1):
+        assert f"({number}) {criterion}\n" in prompt + "\n"
+    assert "quote verbatim" in prompt
+    assert "without a verbatim quote is not acceptable" in prompt
+    assert NO_SIGNALS in prompt
+    assert "Answer NO" in prompt
+    # Exactly what the pure prompt builder wrote, so `${`, `{{` and quotes survived emission.
+    assert prompt == criteria_prompt(issue)[0]
+
+
+def test_no_clause_draws_on_should_not_lines() -> None:
+    issue = issue_of("P2-FEAT-919-sprint-dashboard.md")
+    prompt, _ = criteria_prompt(issue)
+    no_clause = prompt.split("Answer NO", 1)[1]
+    assert "anything condition (4) rules out" in no_clause
+    assert "The page should never show issues from a closed sprint." in no_clause
+
+
+def test_bug_no_clause_names_the_reported_problem() -> None:
+    prompt, _ = criteria_prompt(issue_of("P1-BUG-204-export-crash.md"))
+    assert "the reported problem still happening: The command prints `Traceback" in prompt
+
+
+def test_execute_prompt_is_an_instruction_not_the_grade() -> None:
+    issue = issue_of("P2-FEAT-919-sprint-dashboard.md")
+    text = scaffold_eval([issue]).text
+    action = rendered(text, "states", "execute", "action")
+    assert action == execute_prompt(issue)[0]
+    assert issue.use_case in action
+    assert issue.expected_behavior in action
+    assert "do not grade it" in action
+    for criterion in issue.acceptance_criteria:  # the executor never sees the criteria
+        assert criterion not in action
+
+
+def test_bug_execute_prompt_follows_the_reproduction_steps() -> None:
+    issue = issue_of("P1-BUG-204-export-crash.md")
+    action, missing = execute_prompt(issue)
+    assert missing == ()
+    assert "Follow these steps exactly" in action
+    assert issue.steps_to_reproduce in action
+
+
+def test_issue_text_with_interpolation_syntax_reaches_the_llm_verbatim() -> None:
+    issue = issue_of("P3-ENH-77-config-reload.md")
+    text = scaffold_eval([issue]).text
+    assert "$${context.secret}" in text  # escaped in the file...
+    action = rendered(text, "states", "execute", "action")
+    assert "${HOME} and {{ jinja }} and ${context.secret}" in action  # ...literal when run
+    prompt = rendered(text, "states", "check_skill", "evaluate", "prompt")
+    assert "`{{ user }}`, `${ENV_VAR}` and `$${literal}`" in prompt
+
+
+def test_missing_criteria_become_one_placeholder_with_a_positioned_warning() -> None:
+    scaffold = scaffold_eval([issue_of("P2-FEAT-1001-saved-searches.md")])
+    assert [p.path for p in scaffold.placeholders] == ["states.check_skill.evaluate.prompt"]
+    diagnostics = scaffold.diagnostics("eval.yaml")
+    assert len(diagnostics) == 1
+    found = diagnostics[0]
+    assert (found.code, found.severity, found.path) == (
+        "placeholder",
+        "warning",
+        "states.check_skill.evaluate.prompt",
+    )
+    assert "has no Acceptance Criteria section" in found.message
+    assert "<FILL:" in scaffold.text.splitlines()[found.line - 1]
+    assert scaffold.text.splitlines()[found.line - 1].index("<FILL:") == found.column - 1
+    # The judge is told it cannot pass an unfilled condition.
+    assert "answer CANNOT_JUDGE" in rendered(
+        scaffold.text, "states", "check_skill", "evaluate", "prompt"
+    )
+    # Expected Behavior exists, so the execute prompt needed no placeholder.
+    assert "<FILL" not in rendered(scaffold.text, "states", "execute", "action")
+
+
+def test_bare_issue_gets_both_placeholders_and_nothing_else_invented() -> None:
+    scaffold = scaffold_eval([issue_of("BUG-555-bare.md")])
+    assert sorted(p.path for p in scaffold.placeholders) == [
+        "states.check_skill.evaluate.prompt",
+        "states.execute.action",
+    ]
+    assert len(scaffold.diagnostics()) == 2
+    assert "Some users get every notification e-mail twice." in scaffold.text
+    assert "TO FILL before this harness means anything" in scaffold.text
+
+
+def test_complete_issue_has_no_placeholders() -> None:
+    scaffold = scaffold_eval([issue_of("P2-FEAT-919-sprint-dashboard.md")])
+    assert scaffold.placeholders == ()
+    assert scaffold.diagnostics() == []
+    assert "<FILL" not in scaffold.text
+
+
+# --- Variant B -----------------------------------------------------------------------------------
+
+
+def test_several_issues_make_a_work_list_loop_with_a_computed_budget() -> None:
+    issues = [load_issue(p) for p in FIXTURES]
+    scaffold = scaffold_eval(issues)
+    assert scaffold.variant == "B"
+    assert lint_findings(scaffold.text) == []
+    data = yaml.safe_load(scaffold.text)
+    n = len(issues)
+    assert data["max_steps"] == 8 * n + 2
+    assert f"max_steps = 8 x {n} issues + 2 = {8 * n + 2}" in scaffold.text
+    states = data["states"]
+    assert data["initial"] == "discover"
+    assert "${run.dir}/worklist.txt" in states["discover"]["action"]
+    assert (states["discover"]["on_yes"], states["discover"]["on_no"]) == ("execute", "report")
+    assert states["check_skill"]["on_yes"] == "advance"
+    assert states["check_skill"]["on_no"] == "execute"
+    assert states["check_skill"]["on_blocked"] == "record_blocked"
+    assert states["execute"]["max_retries"] == 2
+    assert states["execute"]["on_retry_exhausted"] == "record_failure"
+    assert states["advance"]["next"] == "discover"
+    assert states["failed"]["failure"] is True
+    assert set(data["context"]["execute_prompts"]) == {i.id for i in issues}
+    # Context values are not interpolated by ll-loop, so they hold the issue text unescaped.
+    enh = data["context"]["criteria"]["ENH-77"]
+    assert "`{{ user }}`, `${ENV_VAR}` and `$${literal}`" in enh
+    assert "quote verbatim" in states["check_skill"]["evaluate"]["prompt"]
+
+
+def test_variant_b_judge_prompt_renders_per_issue() -> None:
+    issues = [issue_of("P2-FEAT-919-sprint-dashboard.md"), issue_of("P1-BUG-204-export-crash.md")]
+    data = yaml.safe_load(scaffold_eval(issues).text)
+    template = data["states"]["check_skill"]["evaluate"]["prompt"]
+    ns = {"context": data["context"], "captured": {"item": {"output": "BUG-204"}}}
+    prompt = render_text(template, ns)
+    for number, criterion in enumerate(issues[1].acceptance_criteria, 1):
+        assert f"({number}) {criterion}" in prompt
+    assert "quote verbatim" in prompt
+    action = render_text(data["states"]["execute"]["action"], ns)
+    assert action == execute_prompt(issues[1])[0]
+
+
+def test_duplicate_issues_collapse_to_variant_a() -> None:
+    issue = issue_of("P2-FEAT-919-sprint-dashboard.md")
+    assert scaffold_eval([issue, issue]).variant == "A"
+
+
+# --- emission ------------------------------------------------------------------------------------
+
+weird = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80
+) | st.sampled_from(
+    [
+        "key: value # not a comment",
+        "'single' \"double\" `back`",
+        "${context.x} ${HOME} $${lit} {{ jinja }} {% block %}",
+        "  leading spaces\nsecond line",
+        "trailing spaces  \nnext",
+        "tab\there\n\tindented",
+        "line\u2028separator\u0085nel",
+        "- a list?\n- [ ] box\n---\n...",
+        "|\n>\n&anchor *alias !tag %",
+        "ends with newline\n",
+        "",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(weird)
+def test_yaml_scalar_reads_back_exactly(text: str) -> None:
+    document = f"outer:\n  key: {yaml_scalar(text, 4)}\n  after: 1\n"
+    loaded = yaml.safe_load(document)
+    assert loaded["outer"]["key"] == text.replace("${", "$${")
+    assert loaded["outer"]["after"] == 1
+    raw = yaml.safe_load(f"k: {yaml_scalar(text, 2, escape=False)}\n")
+    assert raw["k"] == text
+    assert yaml.safe_load(f"k: {yaml_quoted(text)}\n")["k"] == text
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(weird.filter(lambda s: s.strip() != ""), min_size=1, max_size=4), weird)
+def test_any_issue_text_scaffolds_to_a_loadable_loop(criteria: list[str], use_case: str) -> None:
+    body = "# FEAT-7: odd {title} ${x} #1\n\n## Use Case\n\n" + use_case + "\n\n"
+    issue = parse_issue(body, issue_id="FEAT-7")
+    issue = Issue(
+        id=issue.id,
+        title=issue.title,
+        kind=issue.kind,
+        path=None,
+        use_case=issue.use_case,
+        acceptance_criteria=tuple(criteria),
+    )
+    scaffold = scaffold_eval([issue])
+    loop, _, problems = check_loop_text(scaffold.text)
+    assert loop is not None, [p.render() for p in problems]
+    prompt = rendered(scaffold.text, "states", "check_skill", "evaluate", "prompt")
+    assert prompt == criteria_prompt(issue)[0]
+    for number, criterion in enumerate(criteria, 1):
+        assert f"({number}) {criterion}" in prompt
+
+
+def test_comments_never_break_out_of_their_line() -> None:
+    issue = Issue(id="FEAT-8", title="two\nlines: #x", kind="feature", path=None)
+    text = scaffold_eval([issue]).text
+    assert re.search(r"^# Eval harness for FEAT-8: two lines: #x$", text, re.MULTILINE)
+    assert yaml.safe_load(text)["description"].startswith("Evaluate FEAT-8 (two\nlines: #x)")
