@@ -142,7 +142,7 @@ def render_shell(template: str, ns: Mapping[str, Any]) -> str:
             quoted.append(quote(value, context))
         except UnsafeValue as problem:
             raise InterpolationError(
-                expression.text, f"{problem.reason} (it sits in {context.value} text)"
+                expression.text, f"{problem.reason} (position: {context.value})"
             ) from None
     _check_heredocs(scanned, segments, quoted, expressions)
     out = [segments[0]]
@@ -311,16 +311,19 @@ def _spec(text: str) -> _Spec | str:
         base = base[:-1].rstrip()
     default: str | None = None
     shell = False
-    while suffixes:
+    while colon >= 0:
         if suffixes.startswith("default="):
             default = suffixes[len("default=") :]
             break
-        name, _, rest = suffixes.partition(":")
-        if name.strip() == "shell":
-            shell = True
-            suffixes = rest
-            continue
-        return f"unknown suffix ':{name}' (known: ':default=VALUE', ':shell', '?')"
+        name, separator, suffixes = suffixes.partition(":")
+        if name.strip() != "shell":
+            known = "(known: ':default=VALUE', ':shell', '?')"
+            return (
+                f"unknown suffix ':{name}' {known}" if name else f"empty suffix after ':' {known}"
+            )
+        shell = True
+        if not separator:
+            break
     if not base:
         return "the expression is empty"
     return _Spec(base, default, optional, shell)

@@ -129,7 +129,8 @@ def quote(value: str, context: Context) -> str:
 _REFUSALS = {
     Context.BACKTICK: "inside backticks only plain values can be quoted safely; "
     "use $(...) instead of backticks",
-    Context.ARITHMETIC: "inside arithmetic only plain numbers and names can be interpolated",
+    Context.ARITHMETIC: "bash evaluates this position as arithmetic, where a value like "
+    "a[$(cmd)] would run cmd, so only plain numbers and names can go here",
     Context.PARAMETER: "inside a bash ${...} expansion only plain values can be quoted safely; "
     "assign the value to a variable first",
     Context.DELIMITER: "a here-document delimiter cannot be interpolated",
@@ -210,6 +211,70 @@ def scan(script: str) -> Scan:
     return Scan(contexts, positions, tuple(scanner.heredocs))
 
 
+_REPARSED = frozenset(
+    {Context.UNQUOTED, Context.DOUBLE, Context.SINGLE, Context.ANSI_C, Context.BACKTICK}
+)
+_TEST_ARITHMETIC = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v"})
+_DECLARE = frozenset({"declare", "typeset", "local", "readonly", "export"})
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"})
+_SUBSCRIPT = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*)?\[[^\]]*")
+
+
+@dataclass
+class _ArithmeticWords:
+    """Words whose text bash evaluates as arithmetic, where `a[$(cmd)]` would run `cmd` even
+    from a quoted string: `let ...`, `declare -i ...`, `[[ x -gt y ]]`, `name[subscript]=`."""
+
+    command_start: bool = True
+    let_from: int | None = None
+    declare_from: int | None = None
+    test_from: int | None = None
+    test_arithmetic: bool = False
+    subscript_from: int | None = None
+
+    def plain(
+        self, scanner: _Scanner, start: int, word: str, word_start: bool, whole: bool
+    ) -> None:
+        """A run of plain characters (`whole` when it is a complete word)."""
+        if word_start and _SUBSCRIPT.fullmatch(word):
+            self.subscript_from = start
+        elif self.subscript_from is not None and "]" in word:
+            scanner.restrict(self.subscript_from, start + word.index("]"))
+            self.subscript_from = None
+        if not whole:
+            self.command_start = False
+            return
+        if word == "[[" and self.test_from is None:
+            self.test_from, self.test_arithmetic = start, False
+        elif word == "]]" and self.test_from is not None:
+            if self.test_arithmetic:
+                scanner.restrict(self.test_from, start)
+            self.test_from = None
+        elif self.test_from is not None and word in _TEST_ARITHMETIC:
+            self.test_arithmetic = True
+        if self.command_start and word == "let":
+            self.let_from = start
+        elif self.command_start and word in _DECLARE:
+            self.declare_from = start
+        elif self.declare_from is not None and re.fullmatch(r"-[A-Za-z]*i[A-Za-z]*", word):
+            self.let_from = self.declare_from
+        self.command_start = word in _KEYWORDS
+
+    def word_end(self, scanner: _Scanner, pos: int) -> None:
+        """A word ended: an unclosed subscript is restricted up to here, to be safe."""
+        if self.subscript_from is not None:
+            scanner.restrict(self.subscript_from, pos)
+            self.subscript_from = None
+
+    def separator(self, scanner: _Scanner, pos: int) -> None:
+        """`;`, `&`, `|`, newline or a parenthesis: a simple command ended."""
+        self.word_end(scanner, pos)
+        if self.let_from is not None:
+            scanner.restrict(self.let_from, pos)
+        self.let_from = self.declare_from = None
+        self.command_start = True
+
+
 @dataclass
 class _Pending:
     delimiter: str
@@ -238,8 +303,11 @@ class _Scanner:
         word_start = True
         parens = 0
         cases = 0
+        arith = _ArithmeticWords()
         while self.i < self.n:
             c = s[self.i]
+            if c in _METACHARS or (c == "#" and word_start):
+                arith.word_end(self, self.i)
             if c == PLACEHOLDER:
                 self.mark(self.i, Context.UNQUOTED)
                 self.i += 1
@@ -263,10 +331,14 @@ class _Scanner:
             elif c == "#" and word_start:
                 self.comment()
             elif c == "\n":
+                arith.separator(self, self.i)
                 self.i += 1
                 self.read_heredocs()
                 word_start = True
-            elif c == "<" and s.startswith("<<", self.i) and not s.startswith("<<<", self.i):
+            elif c == "<" and s.startswith("<<<", self.i):
+                self.i += 3  # a here-string: the next word is an ordinary word
+                word_start = True
+            elif c == "<" and s.startswith("<<", self.i):
                 self.heredoc_operator()
                 word_start = True
             elif c == "(":
@@ -274,10 +346,12 @@ class _Scanner:
                     self.i += 2
                     self.opaque("(", ")", depth=2, context=Context.ARITHMETIC)
                 else:
+                    arith.separator(self, self.i)
                     parens += 1
                     self.i += 1
                 word_start = True
             elif c == ")":
+                arith.separator(self, self.i)
                 self.i += 1
                 if parens:
                     parens -= 1
@@ -287,6 +361,8 @@ class _Scanner:
                     return
                 word_start = True
             elif c in _METACHARS:
+                if c in ";&|":
+                    arith.separator(self, self.i)
                 self.i += 1
                 word_start = True
             else:
@@ -294,12 +370,20 @@ class _Scanner:
                 while self.i < self.n and s[self.i] not in _WORD_END:
                     self.i += 1
                 word = s[start : self.i]
-                if word_start and (self.i >= self.n or s[self.i] in _METACHARS):
-                    if word == "case":
-                        cases += 1
-                    elif word == "esac" and cases:
-                        cases -= 1
+                whole = word_start and (self.i >= self.n or s[self.i] in _METACHARS)
+                if whole and word == "case":
+                    cases += 1
+                elif whole and word == "esac" and cases:
+                    cases -= 1
+                arith.plain(self, start, word, word_start, whole)
                 word_start = False
+        arith.separator(self, self.i)
+
+    def restrict(self, start: int, end: int) -> None:
+        """Placeholders in `[start, end)` reach bash arithmetic, which expands `a[$(...)]`."""
+        for pos in range(start, min(end, self.n)):
+            if self.s[pos] == PLACEHOLDER and self.found.get(pos) in _REPARSED:
+                self.found[pos] = Context.ARITHMETIC
 
     def escape(self, context: Context) -> None:
         """A backslash outside quotes: it escapes the next character (newline = continuation)."""

@@ -1,0 +1,228 @@
+"""`${...}` interpolation as a user sees it: what is ours, what is bash's, how values render."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InterpolationError
+from engine.interpolate import (
+    ROOTS,
+    Expression,
+    check_expression,
+    evaluate,
+    find_expressions,
+    render_shell,
+    render_text,
+    to_text,
+)
+
+NS = {
+    "context": {"name": "world", "n": 3, "flags": {"a": True, "b": None}, "items": "x"},
+    "captured": {"t": {"output": "5 passed", "exit_code": 0, "details": {"k": [1, 2]}}},
+    "env": {"HOME": "/home/me"},
+}
+
+
+# --- what is ours ----------------------------------------------------------------------------
+
+
+def test_roots_are_the_documented_namespaces() -> None:
+    assert {"context", "captured", "prev", "state", "loop", "run", "env", "param"} == ROOTS
+
+
+def test_find_expressions_reports_text_span_root_and_raw() -> None:
+    template = "a ${context.x} b ${captured.t.output | raw} ${HOME}"
+    found = find_expressions(template)
+    assert found == [
+        Expression("context.x", 2, 14, "context", False),
+        Expression("captured.t.output | raw", 17, 43, "captured", True),
+    ]
+    assert template[found[0].start : found[0].end] == "${context.x}"
+
+
+@pytest.mark.parametrize(
+    "bash",
+    [
+        "${HOME}",
+        "${x:-default}",
+        "${#a[@]}",
+        "${!ref}",
+        "${a[0]}",
+        "${x/a/b}",
+        "${contexts}",
+        "${ HOME }",
+        "$HOME $1 $$ $",
+        "${",
+        "}",
+    ],
+)
+def test_bash_expansions_pass_through_byte_for_byte(bash: str) -> None:
+    assert find_expressions(bash) == []
+    assert render_text(bash, NS) == bash
+    assert render_shell(bash, NS) == bash
+
+
+def test_double_dollar_is_a_literal_dollar_brace() -> None:
+    assert render_text("$${context.name} and ${context.name}", NS) == "${context.name} and world"
+    assert render_shell("echo '$${context.name}'", NS) == "echo '${context.name}'"
+    assert find_expressions("$${context.name}") == []
+
+
+def test_closing_brace_inside_a_jinja_string_does_not_end_the_expression() -> None:
+    template = "${context.missing | default('}{')}!"
+    assert find_expressions(template)[0].text == "context.missing | default('}{')"
+    assert render_text(template, NS) == "}{!"
+
+
+def test_dict_literal_braces_are_matched() -> None:
+    # The `:` inside the dict literal is not the reference system's suffix separator either.
+    assert render_text("${context.missing | default({'a': {'b': 1}})}", NS) == '{"a": {"b": 1}}'
+
+
+# --- rendering values ------------------------------------------------------------------------
+
+
+def test_strings_render_as_is_everything_else_as_json() -> None:
+    assert render_text("${context.name}", NS) == "world"
+    assert render_text("${context.n}", NS) == "3"
+    assert render_text("${context.flags}", NS) == '{"a": true, "b": null}'
+    assert render_text("${captured.t.details.k}", NS) == "[1, 2]"
+    assert render_text("${context.flags.a}", NS) == "true"
+
+
+def test_to_text_never_uses_python_repr() -> None:
+    @dataclass
+    class Point:
+        x: int
+
+    assert to_text({"ü": (1, 2)}) == '{"ü": [1, 2]}'
+    assert to_text(Point(1)) == '{"x": 1}'
+    assert to_text(Path("/a b")) == '"/a b"'
+    assert to_text(1.5) == "1.5"
+    assert to_text(None) == "null"
+
+
+def test_attribute_access_reads_dict_keys_even_when_they_shadow_dict_methods() -> None:
+    assert render_text("${captured.t.output}", NS) == "5 passed"
+    assert render_text("${context.items}", NS) == "x"
+    assert render_text("${captured['t']['exit_code']}", NS) == "0"
+
+
+def test_jinja_filters_default_and_plain_tojson() -> None:
+    assert render_text("${context.missing | default(7)}", NS) == "7"
+    assert render_text("${context.a.b.c | default('deep')}", NS) == "deep"
+    # Plain json.dumps: no HTML escaping of <, > or '.
+    assert render_text("${context.tag | tojson}", {"context": {"tag": "<a'>"}}) == '"<a\'>"'
+    assert render_text("${captured.t | tojson}", NS).startswith('{"output": "5 passed"')
+
+
+def test_evaluate_returns_python_values() -> None:
+    assert evaluate("context.n + 1", NS) == 4
+    assert evaluate("captured.t.details.k", NS) == [1, 2]
+
+
+# --- reference-system suffixes ---------------------------------------------------------------
+
+
+def test_default_suffix_gives_a_literal_string_for_a_missing_value() -> None:
+    assert render_text("${context.url:default=http://x:8080/}", NS) == "http://x:8080/"
+    assert render_text("${context.name:default=foo}", NS) == "world"
+
+
+def test_question_mark_suffix_makes_a_missing_value_empty() -> None:
+    assert render_text("[${captured.nothing?}]", NS) == "[]"
+    assert render_text("[${captured.t.output?}]", NS) == "[5 passed]"
+
+
+def test_shell_suffix_quotes_the_value_as_one_word() -> None:
+    ns = {"context": {"msg": "it's here"}}
+    assert render_text("${context.msg:shell}", ns) == "'it'\\''s here'"
+    assert render_text("${context.msg | shell}", ns) == "'it'\\''s here'"
+    # Unquoted in a shell action it is already one word: not quoted twice.
+    assert render_shell("echo ${context.msg:shell}", ns) == "echo 'it'\\''s here'"
+
+
+def test_unknown_suffix_is_a_clear_error() -> None:
+    assert "unknown suffix ':upper'" in (check_expression("context.x:upper") or "")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def test_missing_value_error_names_the_expression_and_what_is_set() -> None:
+    with pytest.raises(InterpolationError) as caught:
+        render_text("hello ${context.nmae}", NS)
+    assert caught.value.expression == "context.nmae"
+    assert "${context.nmae}" in str(caught.value)
+    assert "'nmae' is not set" in caught.value.reason
+    assert "name" in caught.value.reason  # the keys that are set, to spot the typo
+
+
+def test_missing_root_namespace_is_a_missing_value() -> None:
+    with pytest.raises(InterpolationError, match=r"\$\{prev.output\}: missing value"):
+        render_text("${prev.output}", NS)
+
+
+@pytest.mark.parametrize(
+    ("expression", "reason"),
+    [
+        ("context.", "syntax error"),
+        ("context.x |", "syntax error"),
+        ("context.x | nosuchfilter", "No filter named 'nosuchfilter'"),
+        ("context.x:", "empty suffix"),
+        ("context.x:shell:", "empty suffix"),
+        ("context.x:shell:default", "unknown suffix ':default'"),
+        ("context.x +", "syntax error"),
+    ],
+)
+def test_bad_syntax_is_an_interpolation_error(expression: str, reason: str) -> None:
+    assert reason in (check_expression(expression) or "")
+    with pytest.raises(InterpolationError) as caught:
+        render_text("${" + expression + "}", NS)
+    assert caught.value.expression == expression
+    assert reason in caught.value.reason
+
+
+def test_check_expression_accepts_valid_expressions() -> None:
+    assert check_expression("captured.t.output | default('') | tojson") is None
+    assert check_expression("context.x:default=1") is None
+    assert check_expression("captured.y?") is None
+
+
+def test_runtime_errors_are_interpolation_errors_not_crashes() -> None:
+    for expression in ["context.n / 0", "context.name + 1", "context.name.__class__.__mro__"]:
+        with pytest.raises(InterpolationError):
+            render_text("${" + expression + "}", NS)
+
+
+def test_sandbox_blocks_mutation() -> None:
+    with pytest.raises(InterpolationError, match="sandbox"):
+        evaluate("context.flags.update({'a': 1})", NS)
+    assert NS["context"]["flags"] == {"a": True, "b": None}
+
+
+def test_unclosed_expression_is_an_error_not_a_passthrough() -> None:
+    with pytest.raises(InterpolationError, match="no closing"):
+        render_text("echo ${context.name", NS)
+
+
+# --- performance shape -----------------------------------------------------------------------
+
+
+def test_templates_without_our_expressions_never_import_jinja() -> None:
+    code = (
+        "import sys\n"
+        "from engine.interpolate import render_shell, render_text, find_expressions\n"
+        "render_text('plain text', {})\n"
+        "render_shell('echo ${HOME} ${x:-d} $${context.x}', {})\n"
+        "find_expressions('echo ${HOME}')\n"
+        "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
+        "render_text('${context.x}', {'context': {'x': 1}})\n"
+        "assert 'jinja2' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
