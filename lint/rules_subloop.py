@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from engine.model import Loop, Parameter, State
+from engine.subloop import SubloopError, coerce
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, state_path
 from lint._registry import Finding, rule
-
-_TYPES: Mapping[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "object": (dict, Mapping),
-}
 
 
 def _children(ctx: LintContext) -> Iterator[tuple[State, Loop | None, str]]:
@@ -71,25 +63,24 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
                     "pass only the names declared under the child's `parameters:`",
                 )
                 continue
-            problem = _literal_problem(param, value)
+            problem = _literal_problem(param, value, child.name)
             if problem:
                 yield Finding(
-                    f"parameter {name!r} of loop {child.name!r} {problem}",
+                    problem,
                     state_path(state, "with", name),
                     "pass a value of the declared type (or an ${...} expression)",
                 )
 
 
-def _literal_problem(param: Parameter, value: Any) -> str:
-    """Why a literal `with:` value does not fit `param`, or empty when it fits (or is dynamic)."""
+def _literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
+    """Why a literal `with:` value fails the runtime's own binding (`engine.subloop.coerce`),
+    or empty when it fits or is an `${...}` expression known only at run time."""
     if isinstance(value, str) and "${" in value:
         return ""
-    accepted = _TYPES.get(param.type)
-    wrong_bool = isinstance(value, bool) and param.type in ("integer", "number")
-    if accepted is not None and (wrong_bool or not isinstance(value, accepted)):
-        return f"expects {param.type}, got {type(value).__name__} {value!r}"
-    if param.enum is not None and value not in param.enum:
-        return f"must be one of {names(str(v) for v in param.enum)}, got {value!r}"
+    try:
+        coerce(param, value, loop_name)
+    except SubloopError as exc:
+        return exc.message
     return ""
 
 

@@ -401,9 +401,10 @@ def test_with_must_match_the_child_parameters() -> None:
     [unknown] = messages(target="x", retires=3)
     assert "no parameter 'retires' (did you mean 'retries'?)" in unknown
     [typed] = messages(target="x", retries="three")
-    assert "expects integer, got str 'three'" in typed
+    assert "parameter 'retries' of loop 'child' must be an integer, got \"three\"" in typed
+    assert messages(target="x", retries="3") == []  # text is coerced at run time, so here too
     [boolean] = messages(target="x", retries=True)
-    assert "expects integer, got bool True" in boolean
+    assert "must be an integer, got true" in boolean
 
 
 def test_on_terminal_names_must_be_child_terminals() -> None:

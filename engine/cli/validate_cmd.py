@@ -1,9 +1,111 @@
-"""Placeholder: this command module registers its commands in `register`."""
+"""`ll-loop validate LOOP...`: schema (the loader) then lint, rendered for people or CI.
+
+Exit codes (DESIGN §5): 0 clean or warnings only, 1 errors (warnings too with `--strict`),
+2 usage error (e.g. no such loop). Machine formats stay parseable whatever happens: a file that
+does not exist or does not parse is a diagnostic in the report, never a bare message.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from engine.cli.common import err, resolve_loop
+from engine.errors import Diagnostic, LoopError
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `validate` to `app`."""
+    app.command("validate")(validate)
+
+
+def validate(
+    loops: Annotated[list[str], typer.Argument(metavar="LOOP...", help="Loop files or names.")],
+    format: Annotated[Format, typer.Option("--format", "-f", help="Report format.")] = Format.text,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")
+    ] = False,
+) -> int:
+    """Check loops against the schema and every lint rule; report where and how to fix."""
+    from lint.report import RENDERERS
+
+    reports, usage_error = check_all(loops)
+    output = RENDERERS[format.value](reports)
+    if output:
+        print(output)
+    if format is Format.text:
+        err(summary(reports))
+    if usage_error:
+        return 2
+    severities = {d.severity for r in reports for d in r.diagnostics}
+    failing = {"error", "warning"} if strict else {"error"}
+    return 1 if severities & failing else 0
+
+
+def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
+    """A report per reference; True when some reference named no loop at all (usage error)."""
+    reports = []
+    usage_error = False
+    for ref in refs:
+        try:
+            path = resolve_loop(ref)
+        except LoopError as exc:
+            usage_error = True
+            reports.append(LoopReport(ref, (_usage_diagnostic(ref, exc),)))
+            continue
+        reports.append(LoopReport(str(path), tuple(check_file(path))))
+    return reports, usage_error
+
+
+def check_file(path: Path) -> list[Diagnostic]:
+    """Load-time diagnostics, or (when the loop loads) every lint diagnostic."""
+    from engine.load import check_loop_file
+    from lint import lint_loop
+
+    loop, positions, problems = check_loop_file(path)
+    if loop is None:
+        return problems
+    return lint_loop(loop, positions, resolve_loop=child_resolver(loop.source))
+
+
+def child_resolver(parent_source: str) -> LoopResolver:
+    """Resolve `loop:` references exactly like the runtime does (`engine.subloop`)."""
+    from engine.subloop import load_child, resolve_child
+
+    def resolve(ref: str) -> Loop | None:
+        return load_child(resolve_child(ref, parent_source, Path.cwd()))
+
+    return resolve
+
+
+def _usage_diagnostic(ref: str, exc: LoopError) -> Diagnostic:
+    return Diagnostic("USAGE", "error", exc.message, file=ref, hint=exc.hint)
+
+
+def summary(reports: list[LoopReport]) -> str:
+    """`2 loops: 1 error, 3 warnings` — the line people read last."""
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for report in reports:
+        for d in report.diagnostics:
+            counts[d.severity] += 1
+    parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
+    loops = f"{len(reports)} loop{'s' if len(reports) != 1 else ''}"
+    if not parts:
+        return f"{loops}: no problems"
+    return f"{loops}: {', '.join(parts)}"
+
+
+# Typing-only names kept at the bottom so the command module imports nothing heavy at load time.
+from engine.model import Loop  # noqa: E402
+from lint._context import LoopResolver  # noqa: E402
+from lint.report import LoopReport  # noqa: E402

@@ -1,0 +1,306 @@
+"""`ll-loop validate`: a loop YAML, the command, the report and the exit code."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.lint_cli_helpers import ll_loop
+
+CLEAN = """\
+name: fix-until-green
+initial: check
+scope: ["src/"]
+states:
+  check:
+    action: make test
+    on_yes: done
+    on_no: fix
+    on_error: failed
+    max_retries: 3
+    on_retry_exhausted: failed
+  fix:
+    action: make fix
+    next: check
+    on_error: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+    failure: true
+"""
+
+BROKEN = CLEAN.replace("next: check", "next: chekc")
+WARNS = CLEAN.replace('scope: ["src/"]\n', "")
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_clean_loop_exits_0(tmp_path: Path) -> None:
+    write(tmp_path, "fix.yaml", CLEAN)
+    result = ll_loop("validate", "fix.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert "1 loop: no problems" in result.stderr
+
+
+def test_errors_exit_1_with_file_line_col_code_and_hint(tmp_path: Path) -> None:
+    write(tmp_path, "fix.yaml", BROKEN)
+    result = ll_loop("validate", "fix.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (
+        "fix.yaml:14:5: error LL001 state 'fix' routes `next` to 'chekc', which does not exist "
+        "(did you mean 'check'?)" in result.stdout
+    )
+    assert "    hint: name one of the states" in result.stdout
+    assert "error" in result.stderr  # the summary line
+
+
+def test_warnings_pass_unless_strict(tmp_path: Path) -> None:
+    write(tmp_path, "fix.yaml", WARNS)
+    relaxed = ll_loop("validate", "fix.yaml", cwd=tmp_path)
+    assert relaxed.returncode == 0
+    assert "warning scope Loop declares no 'scope:'" in relaxed.stdout
+    assert ll_loop("validate", "--strict", "fix.yaml", cwd=tmp_path).returncode == 1
+
+
+def test_no_such_loop_is_a_usage_error(tmp_path: Path) -> None:
+    result = ll_loop("validate", "no-such-loop", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "no loop named 'no-such-loop'" in result.stdout + result.stderr
+
+
+def test_json_is_always_valid_json(tmp_path: Path) -> None:
+    write(tmp_path, "good.yaml", CLEAN)
+    write(tmp_path, "bad.yaml", BROKEN)
+    write(tmp_path, "syntax.yaml", "name: x\ninitial: a\nstates: [\n")
+    (tmp_path / "binary.yaml").write_bytes(b"\x00\x01junk")
+    result = ll_loop(
+        "validate",
+        "--format",
+        "json",
+        "good.yaml",
+        "bad.yaml",
+        "syntax.yaml",
+        "binary.yaml",
+        "missing.yaml",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2  # missing.yaml is a usage error, still reported in the JSON
+    report = json.loads(result.stdout)
+    by_path = {entry["path"]: entry for entry in report["loops"]}
+    assert list(by_path) == ["good.yaml", "bad.yaml", "syntax.yaml", "binary.yaml", "missing.yaml"]
+    assert by_path["good.yaml"] == {"path": "good.yaml", "valid": True, "diagnostics": []}
+    assert by_path["bad.yaml"]["valid"] is False
+    [diag] = [d for d in by_path["bad.yaml"]["diagnostics"] if d["code"] == "LL001"]
+    assert {k: diag[k] for k in ("severity", "path", "line", "column")} == {
+        "severity": "error",
+        "path": "states.fix.next",
+        "line": 14,
+        "column": 5,
+    }
+    for name in ("syntax.yaml", "binary.yaml", "missing.yaml"):
+        entry = by_path[name]
+        assert entry["valid"] is False and entry["diagnostics"], name
+        for d in entry["diagnostics"]:
+            assert set(d) >= {"code", "severity", "message", "path", "line", "column"}
+
+
+def test_github_annotations(tmp_path: Path) -> None:
+    write(tmp_path, "fix.yaml", BROKEN)
+    result = ll_loop("validate", "--format", "github", "fix.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert (
+        "::error file=fix.yaml,line=14,col=5,title=LL001::state 'fix' routes `next` to 'chekc'"
+        in result.stdout
+    )
+    assert all(line.startswith("::") for line in result.stdout.splitlines())
+
+
+# The official SARIF 2.1.0 schema is not shipped by any installed package and there is no network,
+# so this checks the structure GitHub code scanning relies on, with the spec's required fields.
+SARIF_SUBSET: dict[str, Any] = {
+    "type": "object",
+    "required": ["version", "runs"],
+    "properties": {
+        "version": {"const": "2.1.0"},
+        "$schema": {"type": "string", "format": "uri"},
+        "runs": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["tool", "results"],
+                "properties": {
+                    "tool": {
+                        "type": "object",
+                        "required": ["driver"],
+                        "properties": {
+                            "driver": {
+                                "type": "object",
+                                "required": ["name", "rules"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "rules": {
+                                        "type": "array",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["id", "shortDescription", "help"],
+                                            "properties": {
+                                                "id": {"type": "string"},
+                                                "shortDescription": {"$ref": "#/$defs/message"},
+                                                "help": {"$ref": "#/$defs/message"},
+                                                "defaultConfiguration": {
+                                                    "type": "object",
+                                                    "properties": {
+                                                        "level": {"$ref": "#/$defs/level"}
+                                                    },
+                                                },
+                                            },
+                                        },
+                                    },
+                                },
+                            }
+                        },
+                    },
+                    "results": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["ruleId", "message", "locations", "level"],
+                            "properties": {
+                                "ruleId": {"type": "string"},
+                                "ruleIndex": {"type": "integer", "minimum": 0},
+                                "level": {"$ref": "#/$defs/level"},
+                                "message": {"$ref": "#/$defs/message"},
+                                "locations": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["physicalLocation"],
+                                        "properties": {
+                                            "physicalLocation": {
+                                                "type": "object",
+                                                "required": ["artifactLocation"],
+                                                "properties": {
+                                                    "artifactLocation": {
+                                                        "type": "object",
+                                                        "required": ["uri"],
+                                                        "properties": {"uri": {"type": "string"}},
+                                                    },
+                                                    "region": {
+                                                        "type": "object",
+                                                        "required": ["startLine"],
+                                                        "properties": {
+                                                            "startLine": {
+                                                                "type": "integer",
+                                                                "minimum": 1,
+                                                            },
+                                                            "startColumn": {
+                                                                "type": "integer",
+                                                                "minimum": 1,
+                                                            },
+                                                        },
+                                                    },
+                                                },
+                                            }
+                                        },
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+    "$defs": {
+        "level": {"enum": ["none", "note", "warning", "error"]},
+        "message": {
+            "type": "object",
+            "required": ["text"],
+            "properties": {"text": {"type": "string", "minLength": 1}},
+        },
+    },
+}
+
+
+def test_sarif_report(tmp_path: Path) -> None:
+    write(tmp_path, "fix.yaml", BROKEN)
+    write(tmp_path, "syntax.yaml", "name: [\n")
+    result = ll_loop("validate", "--format", "sarif", "fix.yaml", "syntax.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    log = json.loads(result.stdout)
+    jsonschema.validate(log, SARIF_SUBSET)
+    run = log["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    for res in run["results"]:
+        assert rules[res["ruleIndex"]]["id"] == res["ruleId"]
+    [unknown] = [r for r in run["results"] if r["ruleId"] == "LL001"]
+    assert unknown["level"] == "error"
+    location = unknown["locations"][0]["physicalLocation"]
+    assert location == {
+        "artifactLocation": {"uri": "fix.yaml"},
+        "region": {"startLine": 14, "startColumn": 5},
+    }
+    assert any(r["ruleId"].startswith("F") for r in run["results"])  # the YAML error is there too
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
+def test_unknown_format_is_a_usage_error(tmp_path: Path, fmt: str) -> None:
+    write(tmp_path, "fix.yaml", CLEAN)
+    assert ll_loop("validate", "--format", fmt, "fix.yaml", cwd=tmp_path).returncode == 0
+    assert ll_loop("validate", "--format", fmt + "x", "fix.yaml", cwd=tmp_path).returncode == 2
+
+
+def test_sub_loop_references_are_checked_like_the_runtime_resolves_them(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "child.yaml",
+        """\
+        name: child
+        initial: work
+        scope: ["."]
+        parameters:
+          target: {type: string, required: true}
+        states:
+          work:
+            action: echo ${context.target}
+            next: done
+            on_error: done
+          done:
+            terminal: true
+        """,
+    )
+    parent = """\
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: CHILD
+            with: {WITH}
+            on_yes: done
+            on_no: done
+            on_error: done
+          done:
+            terminal: true
+        """
+    write(tmp_path, "ok.yaml", parent.replace("CHILD", "child").replace("WITH", "target: x"))
+    write(tmp_path, "typo.yaml", parent.replace("CHILD", "chlid").replace("WITH", "target: x"))
+    write(tmp_path, "args.yaml", parent.replace("CHILD", "child.yaml").replace("WITH", "traget: x"))
+    assert ll_loop("validate", "ok.yaml", cwd=tmp_path).returncode == 0
+    typo = ll_loop("validate", "typo.yaml", cwd=tmp_path)
+    assert typo.returncode == 1 and "LL040" in typo.stdout
+    args = ll_loop("validate", "--format", "json", "args.yaml", cwd=tmp_path)
+    codes = [d["code"] for d in json.loads(args.stdout)["loops"][0]["diagnostics"]]
+    assert codes.count("LL041") == 2  # target missing, traget unknown
