@@ -134,10 +134,11 @@ def check_loop_text(
 def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
     """Regexes of output_contains evaluators must compile (the schema cannot check that)."""
     out = []
-    for name, state in data["states"].items():
-        evaluate = state.get("evaluate") or {}
-        pattern = evaluate.get("pattern")
-        if evaluate.get("type") != "output_contains" or not isinstance(pattern, str):
+    states = data.get("states")
+    for name, state in states.items() if isinstance(states, dict) else ():
+        evaluate = state.get("evaluate") if isinstance(state, dict) else None
+        pattern = evaluate.get("pattern") if isinstance(evaluate, dict) else None
+        if not isinstance(pattern, str):
             continue
         try:
             re.compile(pattern)

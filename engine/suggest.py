@@ -25,11 +25,24 @@ class Unsupported(NamedTuple):
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate to `word`, or None when nothing is close enough."""
     options = sorted(set(candidates))
+    alias = ALIASES.get(word.strip().lower())
+    if alias in options:
+        return alias
     lowered = {c.lower(): c for c in options}
     if word.lower() in lowered:
         return lowered[word.lower()]
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+# Common spellings from other tools that difflib cannot guess (gte is closer to gt than to ge).
+ALIASES = {
+    "gte": "ge", ">=": "ge", "lte": "le", "<=": "le", ">": "gt", "<": "lt",
+    "==": "eq", "=": "eq", "equals": "eq", "!=": "ne", "neq": "ne",
+    "min": "minimize", "max": "maximize", "llm": "llm_structured", "judge": "llm_structured",
+    "contains": "output_contains", "regex": "output_contains", "json": "output_json",
+    "numeric": "output_numeric", "exit": "exit_code",
+}  # fmt: skip
 
 
 def place_of(path: PathKey) -> str:

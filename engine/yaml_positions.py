@@ -130,7 +130,7 @@ def _compose(text: str, file: str) -> yaml.Node:
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        raise YamlProblems([_syntax_diag(exc, file)]) from None
+        raise YamlProblems([_syntax_diag(exc, file, text)]) from None
     except yaml.reader.ReaderError as exc:
         line, column = _text_line_col(text, exc.position)
         raise YamlProblems(
@@ -174,7 +174,7 @@ def _text_line_col(text: str, offset: int) -> Position:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def _syntax_diag(exc: yaml.MarkedYAMLError, file: str) -> Diagnostic:
+def _syntax_diag(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
     mark = exc.problem_mark or exc.context_mark
     line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     problem = exc.problem or "invalid YAML"
@@ -187,9 +187,9 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, file: str) -> Diagnostic:
             message += f" at line {exc.context_mark.line + 1}"
         message += ")"
     hint = "check indentation and quoting around this line"
-    if "expected a single document" in problem:
+    if "another document" in problem or "single document" in (exc.context or ""):
         hint = "a loop file holds one YAML document: remove the extra `---`"
-    elif "found character '\\t'" in problem:
+    elif mark is not None and 0 <= mark.index < len(text) and text[mark.index] == "\t":
         hint = "YAML indentation uses spaces, not tabs"
     return _diag("F001", message, file, line, column, hint)
 
