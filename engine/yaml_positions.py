@@ -330,7 +330,7 @@ class _Builder:
                 "F006", f"a mapping key must be a plain name, not a value tagged {node.tag}", node
             )
             return None
-        if node.value == "" or node.tag == _TAG + "null":
+        if node.tag == _TAG + "null":
             self.problem(
                 "F006",
                 "a mapping key is empty",
