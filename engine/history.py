@@ -90,6 +90,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX attempts_by_cell ON harness_attempts
             (runner, target, input_hash, target_content_hash, conditions_fp)""",
     ),
+    # v4: the sample count an attempt's invocation asked for, so an infra retry (always one
+    # sample) can rebuild the conditions fingerprint of the invocation it retries.
+    ("ALTER TABLE harness_attempts ADD COLUMN samples_requested INTEGER NOT NULL DEFAULT 1",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -135,6 +138,7 @@ class NewAttempt:
     conditions_fp: str
     outcome: AttemptOutcome
     sample_index: int = 0
+    samples_requested: int = 1
     attempt_kind: AttemptKind = "repetition"
     exit_code: int | None = None
     expected_exit_code: int | None = None

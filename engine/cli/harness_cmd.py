@@ -1,14 +1,359 @@
-"""Placeholder for the `ll-harness` command (its own typer app)."""
+"""`ll-harness`: measure a command, a prompt, a loop or a batch of DSL tasks (thin CLI).
+
+Each command parses its options, builds a subject, calls `engine.harness`, and renders. The
+exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCONCLUSIVE.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import run_guarded
+from engine.cli.common import resolve_loop, run_guarded
+from engine.errors import LoopError, UsageError
 
-app = typer.Typer(name="ll-harness", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    name="ll-harness",
+    help="Measure whether something works: exit-code and semantic gates, N samples, "
+    "Wilson intervals, baselines and history.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+ExitCodeOpt = Annotated[
+    int | None, typer.Option("--exit-code", help="Gate: the subject's exit code must equal N.")
+]
+SemanticOpt = Annotated[
+    str | None,
+    typer.Option("--semantic", help="Gate: an LLM judge must answer yes to this criterion."),
+]
+JudgeModelOpt = Annotated[
+    str | None, typer.Option("--judge-model", help="Model of the --semantic judge.")
+]
+SamplesOpt = Annotated[
+    int | None,
+    typer.Option("--samples", help="Samples to run (default 3 for stochastic subjects, else 1)."),
+]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", help="Seconds one sample may take (an overrun is an error).")
+]
+OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text or json.")]
+MeasureOpt = Annotated[
+    bool, typer.Option("--measure-baseline", help="Record this run as the incumbent's baseline.")
+]
+CompareOpt = Annotated[
+    bool, typer.Option("--compare-baseline", help="Report the delta against a measured baseline.")
+]
+BaselineOfOpt = Annotated[
+    str | None,
+    typer.Option("--baseline-of", help="Attempt or invocation id of the incumbent (cmd/prompt)."),
+]
+RetryOfOpt = Annotated[
+    int | None,
+    typer.Option("--retry-of", help="Attempt id of a timed-out sample this run replaces."),
+]
+
+
+def _options(
+    exit_code: int | None,
+    semantic: str | None,
+    judge_model: str | None,
+    samples: int | None,
+    timeout: float,
+    measure: bool,
+    compare: bool,
+    baseline_of: str | None,
+    retry_of: int | None,
+) -> Any:
+    from engine.harness.grading import Gates
+    from engine.harness.session import Options
+
+    resolved_judge: str | None = None
+    if semantic is not None:
+        from engine.llm.settings import judge_model as resolve_judge
+
+        resolved_judge = resolve_judge(None, None, None, judge_model)
+    return Options(
+        gates=Gates(exit_code=exit_code, semantic=semantic, judge_model=resolved_judge),
+        samples=samples,
+        timeout=timeout if timeout > 0 else None,
+        measure_baseline=measure,
+        compare_baseline=compare,
+        baseline_of=baseline_of,
+        retry_of=retry_of,
+    )
+
+
+def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], int]]) -> int:
+    """Print what `build` returns; under --output json a refusal is still one JSON object."""
+    try:
+        text, data, code = build()
+    except LoopError as exc:
+        if output is OutputFormat.json:
+            print(
+                json.dumps(
+                    {
+                        "result": "ERROR",
+                        "exit_code": exc.exit_code,
+                        "error": exc.message,
+                        "hint": exc.hint or None,
+                        "refused": True,
+                    }
+                )
+            )
+        raise
+    if output is OutputFormat.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(text)
+    return code
+
+
+def _evaluate(subject_factory: Callable[[Path], Any], options: Any, output: OutputFormat) -> int:
+    from engine.harness.render import report_json, report_text
+    from engine.harness.session import check_options, evaluate
+    from engine.history import open_history
+
+    def build() -> tuple[str, dict[str, Any], int]:
+        check_options(options)
+        cwd = Path.cwd()
+        subject = subject_factory(cwd)
+        with open_history(cwd) as history:
+            report = evaluate(subject, options, history, cwd)
+        return report_text(report), report_json(report), report.exit_code
+
+    return _emit(output, build)
+
+
+@app.command("cmd")
+def cmd_command(
+    command: Annotated[str, typer.Argument(help="The shell command to measure (run with bash).")],
+    exit_code: ExitCodeOpt = None,
+    semantic: SemanticOpt = None,
+    judge_model: JudgeModelOpt = None,
+    samples: SamplesOpt = None,
+    timeout: TimeoutOpt = 300.0,
+    output: OutputOpt = OutputFormat.text,
+    measure_baseline: MeasureOpt = False,
+    compare_baseline: CompareOpt = False,
+    baseline_of: BaselineOfOpt = None,
+    retry_of: RetryOfOpt = None,
+) -> int:
+    """Measure a shell command (deterministic: one sample by default)."""
+    from engine.harness.subjects import cmd_subject
+
+    options = _options(
+        exit_code,
+        semantic,
+        judge_model,
+        samples,
+        timeout,
+        measure_baseline,
+        compare_baseline,
+        baseline_of,
+        retry_of,
+    )
+    return _evaluate(lambda cwd: cmd_subject(command, cwd=cwd), options, output)
+
+
+@app.command("prompt")
+def prompt_command(
+    prompt: Annotated[str, typer.Argument(help="The prompt text to send.")],
+    model: Annotated[str | None, typer.Option("--model", help="Subject model.")] = None,
+    runner: Annotated[
+        str | None, typer.Option("--runner", help="Prompt runner: anthropic or cmd:<command>.")
+    ] = None,
+    exit_code: ExitCodeOpt = None,
+    semantic: SemanticOpt = None,
+    judge_model: JudgeModelOpt = None,
+    samples: SamplesOpt = None,
+    timeout: TimeoutOpt = 300.0,
+    output: OutputOpt = OutputFormat.text,
+    measure_baseline: MeasureOpt = False,
+    compare_baseline: CompareOpt = False,
+    baseline_of: BaselineOfOpt = None,
+    retry_of: RetryOfOpt = None,
+) -> int:
+    """Measure a raw prompt (stochastic: three samples by default)."""
+    from engine.harness.subjects import prompt_subject
+
+    options = _options(
+        exit_code,
+        semantic,
+        judge_model,
+        samples,
+        timeout,
+        measure_baseline,
+        compare_baseline,
+        baseline_of,
+        retry_of,
+    )
+    return _evaluate(
+        lambda _cwd: prompt_subject(prompt, model=model, prompt_runner=runner), options, output
+    )
+
+
+@app.command("loop")
+def loop_command(
+    loop: Annotated[str, typer.Argument(help="Loop name or path, as for `ll-loop run`.")],
+    input_text: Annotated[str | None, typer.Argument(metavar="[INPUT]", help="Loop input.")] = None,
+    context: Annotated[
+        list[str] | None, typer.Option("--context", help="K=V passed to the run (repeatable).")
+    ] = None,
+    exit_code: ExitCodeOpt = None,
+    semantic: SemanticOpt = None,
+    judge_model: JudgeModelOpt = None,
+    samples: SamplesOpt = None,
+    timeout: TimeoutOpt = 1800.0,
+    output: OutputOpt = OutputFormat.text,
+    measure_baseline: MeasureOpt = False,
+    compare_baseline: CompareOpt = False,
+    baseline_of: BaselineOfOpt = None,
+    retry_of: RetryOfOpt = None,
+) -> int:
+    """Measure a whole loop run (stochastic when it has LLM states: three samples by default)."""
+    from engine.harness.subjects import loop_subject
+
+    pairs = _context_pairs(context or [])
+    options = _options(
+        exit_code,
+        semantic,
+        judge_model,
+        samples,
+        timeout,
+        measure_baseline,
+        compare_baseline,
+        baseline_of,
+        retry_of,
+    )
+    return _evaluate(
+        lambda cwd: loop_subject(
+            resolve_loop(loop, cwd), input_text=input_text, context=pairs, cwd=cwd
+        ),
+        options,
+        output,
+    )
+
+
+@app.command("dsl")
+def dsl_command(
+    path: Annotated[Path, typer.Argument(help="A task file, or a directory of *.yaml tasks.")],
+    model: Annotated[str | None, typer.Option("--model", help="Subject model.")] = None,
+    runner: Annotated[
+        str | None, typer.Option("--runner", help="Prompt runner: anthropic or cmd:<command>.")
+    ] = None,
+    semantic: SemanticOpt = None,
+    judge_model: JudgeModelOpt = None,
+    samples: SamplesOpt = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Tasks run concurrently.")] = 1,
+    timeout: TimeoutOpt = 300.0,
+    output: OutputOpt = OutputFormat.text,
+    retry_of: RetryOfOpt = None,
+) -> int:
+    """Run a batch of DSL task files and report the pass rate with a 95% Wilson interval."""
+    from engine.harness.dsl import DslOptions, run_dsl
+    from engine.harness.render_dsl import dsl_json, dsl_text
+    from engine.history import open_history
+
+    def build() -> tuple[str, dict[str, Any], int]:
+        if samples is not None and samples > 1:
+            raise UsageError(
+                "dsl does not take --samples > 1: the task set is already the sample",
+                hint="add task files instead of resampling each task",
+            )
+        if jobs < 1:
+            raise UsageError("--jobs must be at least 1", hint="pass --jobs 1 or more")
+        resolved_judge: str | None = None
+        if semantic is not None:
+            from engine.llm.settings import judge_model as resolve_judge
+
+            resolved_judge = resolve_judge(None, None, None, judge_model)
+        cwd = Path.cwd()
+        options = DslOptions(
+            model=model,
+            runner=runner,
+            semantic=semantic,
+            judge_model=resolved_judge,
+            jobs=jobs,
+            timeout=timeout if timeout > 0 else None,
+            retry_of=retry_of,
+        )
+        with open_history(cwd) as history:
+            report = run_dsl(path, options, history, cwd)
+        return dsl_text(report), dsl_json(report), report.exit_code
+
+    return _emit(output, build)
+
+
+@app.command("history")
+def history_command(
+    target: Annotated[str, typer.Argument(help="A target as recorded (command text, loop name…).")],
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only attempts on or after this date (UTC).")
+    ] = None,
+    semantic: Annotated[
+        str | None, typer.Option("--semantic", help="Only attempts judged by this criterion.")
+    ] = None,
+    last: Annotated[int, typer.Option("--last", help="How many recent attempts to list.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> int:
+    """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    from engine.harness.history_report import summarize
+    from engine.harness.render import history_text
+    from engine.history import history_path, open_history
+
+    since_value = _check_date(since) if since is not None else None
+    cwd = Path.cwd()
+    if not history_path(cwd).exists():
+        raise UsageError(
+            f"no history database at {history_path(cwd)}",
+            hint="run ll-harness or ll-loop from this directory first",
+        )
+    with open_history(cwd) as history:
+        rows = history.attempts(target, since=since_value)
+    if semantic is not None:
+        rows = [r for r in rows if r.semantic_criterion == semantic]
+    summary = summarize(target, rows, since_value)
+    if as_json:
+        print(json.dumps(summary.to_json(last), indent=2))
+    else:
+        print(history_text(summary, last))
+    return 0
+
+
+def _check_date(value: str) -> str:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise UsageError(
+            f"--since {value!r} is not a date", hint="use YYYY-MM-DD or an ISO timestamp (UTC)"
+        ) from None
+    return value
+
+
+def _context_pairs(items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--context {item!r} is not K=V", hint="write --context name=value")
+        pairs[key] = value
+    return pairs
 
 
 def main() -> None:

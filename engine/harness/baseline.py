@@ -1,0 +1,239 @@
+"""Baselines and deltas: "this change improved things" must be a claim against a measured number.
+
+The compare gate runs before the candidate does and refuses (exit 2, nothing run) when the
+baseline is missing, partial, measured under other conditions or another input, or when the
+subject is unchanged. A delta is a rate difference shown with both Wilson intervals; it never
+decides the exit code, which still comes from the candidate's own banding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.harness.banding import Tally
+from engine.harness.provenance import head_content_hash
+from engine.harness.refusal import Refusal
+from engine.harness.stats import Rate
+from engine.harness.subjects import Subject
+from engine.history import Attempt, History
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What a baseline is keyed on, apart from the conditions fingerprint."""
+
+    runner: str
+    target: str
+    input_hash: str
+    content_hash: str
+
+
+def lookup_attempt(history: History, ref: str) -> Attempt | None:
+    """An attempt id (digits) or an invocation id (its first sample)."""
+    if ref.isdigit():
+        return history.attempt(int(ref))
+    rows = history.invocation(ref)
+    return rows[0] if rows else None
+
+
+def resolve_incumbent(history: History, subject: Subject, baseline_of: str | None) -> Cell:
+    """The incumbent a candidate is compared with: `--baseline-of`, else the loop file at HEAD."""
+    if baseline_of is not None:
+        attempt = lookup_attempt(history, baseline_of)
+        if attempt is None:
+            raise Refusal(
+                f"--baseline-of {baseline_of}: no such attempt or invocation in the history",
+                hint="ids are printed by every ll-harness run; see `ll-harness history TARGET`",
+            )
+        if attempt.runner != subject.runner:
+            raise Refusal(
+                f"--baseline-of {baseline_of} is a {attempt.runner} measurement, "
+                f"not a {subject.runner} one",
+                hint="compare like with like: the same runner on both arms",
+            )
+        return Cell(attempt.runner, attempt.target, attempt.input_hash, attempt.target_content_hash)
+    if subject.runner == "loop" and subject.source_path is not None:
+        committed = head_content_hash(subject.source_path)
+        if committed is None:
+            raise Refusal(
+                f"cannot find {subject.source_path} at git HEAD to resolve the incumbent",
+                hint="commit the incumbent first, or name it with --baseline-of ATTEMPT_ID",
+            )
+        return Cell(subject.runner, subject.target, subject.input_hash, committed)
+    raise Refusal(
+        f"--compare-baseline on a {subject.runner} subject needs --baseline-of ATTEMPT_ID",
+        hint=f"a {subject.runner} target is its own text, so name the incumbent's attempt id",
+    )
+
+
+def baseline_rows(
+    history: History,
+    incumbent: Cell,
+    subject: Subject,
+    fingerprint: str,
+    samples: int,
+) -> list[Attempt]:
+    """The baseline's authoritative rows under these conditions, or a refusal saying why not."""
+    if incumbent.input_hash != subject.input_hash:
+        raise Refusal(
+            "the baseline was measured on another input than this run",
+            hint="pass the same INPUT and --context values on both arms",
+        )
+    if incumbent.content_hash == subject.content_hash:
+        raise Refusal(
+            "the subject is unchanged since the baseline (same content hash): there is no delta "
+            "to measure",
+            hint="edit the subject first, or use --measure-baseline to measure this content",
+        )
+    if subject.stochastic and samples < 2:
+        raise Refusal(
+            "a delta over one sample of a stochastic subject means nothing",
+            hint="use --samples 3 or more on both arms",
+        )
+    rows = history.cell_attempts(
+        incumbent.runner, incumbent.target, incumbent.input_hash, incumbent.content_hash
+    )
+    if not rows:
+        raise Refusal(
+            f"no baseline is measured for {incumbent.target!r} at content "
+            f"{incumbent.content_hash[:12]}",
+            hint="run the incumbent with --measure-baseline (same flags) before changing it",
+        )
+    same = [r for r in rows if r.conditions_fp == fingerprint]
+    if not same:
+        raise Refusal(
+            "the baseline was measured under other conditions (gates, criterion, judge or "
+            "subject model, timeout or sample count differ)",
+            hint="re-measure the incumbent with --measure-baseline and exactly these flags",
+        )
+    graded = Tally.of(r.outcome for r in same).graded
+    if graded < samples:
+        raise Refusal(
+            f"the baseline is partial: {graded} graded of the {samples} samples needed",
+            hint="retry its timed-out attempts with --retry-of ID, or re-measure the baseline",
+        )
+    return same
+
+
+def measured_baseline(
+    history: History, subject: Subject, fingerprint: str, samples: int
+) -> list[Attempt]:
+    """Rows already measured for this exact content and conditions (reused, not re-run)."""
+    rows = history.cell_attempts(
+        subject.runner, subject.target, subject.input_hash, subject.content_hash
+    )
+    same = [r for r in rows if r.conditions_fp == fingerprint]
+    return same if Tally.of(r.outcome for r in same).graded >= samples else []
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Candidate rate minus baseline rate, both with intervals; provenance flags, no verdict."""
+
+    baseline: Rate
+    candidate: Rate
+    baseline_content_hash: str
+    baseline_heads: tuple[str, ...]
+    candidate_head: str | None
+
+    @classmethod
+    def of(cls, rows: Sequence[Attempt], candidate: Tally, candidate_head: str | None) -> Delta:
+        heads = tuple(sorted({r.git_head for r in rows if r.git_head}))
+        return cls(
+            baseline=Tally.of(r.outcome for r in rows).pass_rate,
+            candidate=candidate.pass_rate,
+            baseline_content_hash=rows[0].target_content_hash if rows else "",
+            baseline_heads=heads,
+            candidate_head=candidate_head,
+        )
+
+    @property
+    def difference(self) -> float | None:
+        if self.baseline.value is None or self.candidate.value is None:
+            return None
+        return self.candidate.value - self.baseline.value
+
+    @property
+    def other_head(self) -> bool:
+        """Provenance only: the baseline was measured at another commit than the candidate."""
+        return self.candidate_head is not None and any(
+            h != self.candidate_head for h in self.baseline_heads
+        )
+
+    @property
+    def overlapping(self) -> bool:
+        b_low, b_high = self.baseline.interval
+        c_low, c_high = self.candidate.interval
+        return b_low <= c_high and c_low <= b_high
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline.to_json(),
+            "candidate": self.candidate.to_json(),
+            "delta": self.difference,
+            "intervals_overlap": self.overlapping,
+            "baseline_content_hash": self.baseline_content_hash,
+            "measured_at_other_head": self.other_head,
+        }
+
+    def render(self) -> str:
+        diff = "n/a" if self.difference is None else f"{self.difference:+.2f}"
+        text = (
+            f"Delta     {diff}  (candidate {self.candidate.render()} vs baseline "
+            f"{self.baseline.render()})"
+        )
+        if self.overlapping:
+            text += "\n          the intervals overlap: this delta may be noise"
+        if self.other_head:
+            text += "\n          note: the baseline was measured at a different HEAD"
+        return text
+
+
+def check_retry(
+    history: History, attempt_id: int, subject: Subject, fingerprint_at: Callable[[int], str]
+) -> Attempt:
+    """The attempt a `--retry-of` supersedes, if it may be retried; else a refusal.
+
+    `fingerprint_at(n)` is this invocation's conditions fingerprint at sample count `n`: a retry
+    runs one sample of an invocation that may have asked for several.
+    """
+    attempt = history.attempt(attempt_id)
+    if attempt is None:
+        raise Refusal(
+            f"--retry-of {attempt_id}: no such attempt in the history",
+            hint="see `ll-harness history TARGET` for attempt ids",
+        )
+    if attempt.superseded_by is not None:
+        raise Refusal(
+            f"attempt {attempt_id} was already superseded by attempt {attempt.superseded_by}",
+            hint=f"if attempt {attempt.superseded_by} timed out too, retry that one",
+        )
+    if not attempt.timed_out:
+        raise Refusal(
+            f"attempt {attempt_id} did not time out (it ended {attempt.outcome}); only a "
+            "timed-out attempt may be retried",
+            hint="run a fresh measurement instead; a retry must not replace a real result",
+        )
+    same_cell = (attempt.runner, attempt.target, attempt.input_hash) == (
+        subject.runner,
+        subject.target,
+        subject.input_hash,
+    )
+    if not same_cell:
+        raise Refusal(
+            f"attempt {attempt_id} measured another subject ({attempt.runner} {attempt.target!r})",
+            hint="run the retry with the same runner, target and input as the attempt",
+        )
+    if attempt.target_content_hash != subject.content_hash:
+        raise Refusal(
+            f"the subject changed since attempt {attempt_id} (content hash differs)",
+            hint="a changed subject needs a fresh measurement, not a retry",
+        )
+    if fingerprint_at(attempt.samples_requested) != attempt.conditions_fp:
+        raise Refusal(
+            f"attempt {attempt_id} was measured under other conditions than this retry",
+            hint="repeat the original flags (gates, criterion, models, timeout) exactly",
+        )
+    return attempt

@@ -1,0 +1,152 @@
+"""One sample's grade from the gates the user asked for: exit code and/or a semantic judge.
+
+The semantic gate uses the same judge as a loop's `llm_structured` state. Only `yes` passes;
+`no`, `partial` and `blocked` fail; `cannot_judge` abstains; `error` (API trouble, malformed
+answers after retries) is an infra error. A sample whose subject timed out or could not run is
+an error and is never judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.harness.banding import SampleOutcome, combine_gates
+from engine.harness.subjects import SubjectRun
+from engine.ports import Verdict
+
+Judge = Callable[[str, str], Verdict]
+
+_SEMANTIC_OUTCOMES: Mapping[str, SampleOutcome] = {
+    "yes": "pass",
+    "no": "fail",
+    "partial": "fail",
+    "blocked": "fail",
+    "cannot_judge": "abstain",
+    "error": "error",
+}
+
+
+def semantic_outcome(verdict: str) -> SampleOutcome:
+    """A judge verdict as a sample outcome; an unknown verdict is an error, never a pass."""
+    return _SEMANTIC_OUTCOMES.get(verdict, "error")
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What is measured. With neither gate nothing is, and the harness refuses to run."""
+
+    exit_code: int | None = None
+    semantic: str | None = None
+    judge_model: str | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.exit_code is not None or self.semantic is not None
+
+
+@dataclass(frozen=True)
+class SemanticResult:
+    criterion: str
+    verdict: str
+    confidence: float | None
+    reason: str | None
+    evidence: str | None
+    model: str | None
+    cost_usd: float
+
+    @property
+    def outcome(self) -> SampleOutcome:
+        return semantic_outcome(self.verdict)
+
+    @classmethod
+    def from_verdict(cls, criterion: str, verdict: Verdict, model: str | None) -> SemanticResult:
+        details = verdict.details
+        return cls(
+            criterion=criterion,
+            verdict=verdict.name,
+            confidence=_float(details.get("confidence")),
+            reason=_text(details.get("reason") or details.get("error")),
+            evidence=_text(details.get("evidence")),
+            model=_text(details.get("model")) or model,
+            cost_usd=_float(details.get("cost_usd")) or 0.0,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "criterion": self.criterion,
+            "verdict": self.verdict,
+            "confidence": self.confidence,
+            "reason": self.reason,
+            "evidence": self.evidence,
+            "model": self.model,
+        }
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One graded sample: what ran, each gate's answer, and the combined outcome."""
+
+    index: int
+    run: SubjectRun
+    expected_exit_code: int | None
+    exit_passed: bool | None
+    semantic: SemanticResult | None
+    outcome: SampleOutcome
+    reason: str
+
+    @property
+    def cost_usd(self) -> float:
+        return self.run.cost_usd + (self.semantic.cost_usd if self.semantic else 0.0)
+
+
+def grade_sample(index: int, run: SubjectRun, gates: Gates, judge: Judge) -> SampleResult:
+    """Apply every requested gate to one sample (the judge is called only when asked for)."""
+    if run.infra_error is not None:
+        return SampleResult(
+            index, run, gates.exit_code, None, None, "error", f"infra error: {run.infra_error}"
+        )
+    outcomes: list[SampleOutcome] = []
+    reasons: list[str] = []
+    exit_passed: bool | None = None
+    if gates.exit_code is not None:
+        exit_passed = run.exit_code == gates.exit_code
+        outcomes.append("pass" if exit_passed else "fail")
+        if not exit_passed:
+            reasons.append(f"exit code {run.exit_code}, expected {gates.exit_code}")
+    semantic: SemanticResult | None = None
+    if gates.semantic is not None:
+        verdict = judge(gates.semantic, run.stdout)
+        semantic = SemanticResult.from_verdict(gates.semantic, verdict, gates.judge_model)
+        outcomes.append(semantic.outcome)
+        if semantic.outcome != "pass":
+            why = f": {semantic.reason}" if semantic.reason else ""
+            reasons.append(f"judge said {semantic.verdict}{why}")
+    outcome = combine_gates(outcomes)
+    return SampleResult(
+        index, run, gates.exit_code, exit_passed, semantic, outcome, "; ".join(reasons)
+    )
+
+
+def llm_judge(model: str | None) -> Judge:
+    """The real judge: `engine.llm.judge_text` (imported only when a criterion is judged)."""
+
+    def judge(criterion: str, text: str) -> Verdict:
+        from engine.llm import judge_text
+
+        return judge_text(criterion, text, model=model)
+
+    return judge
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)

@@ -1,0 +1,173 @@
+"""Text and JSON renderings of harness reports (pure: strings and dicts in, nothing printed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.harness.grading import SampleResult
+from engine.harness.history_report import HistorySummary, attempt_json
+from engine.harness.session import Report
+
+
+def _exit_cell(sample: SampleResult) -> str:
+    run = sample.run
+    if run.infra_error is not None:
+        return f"[{run.infra_error}]"
+    text = str(run.exit_code)
+    if sample.expected_exit_code is not None:
+        mark = "ok" if sample.exit_passed else "MISMATCH"
+        text += f" (expected {sample.expected_exit_code}: {mark})"
+    return text
+
+
+def _semantic_cell(sample: SampleResult, asked: bool) -> str:
+    if not asked:
+        return "[not checked]"
+    if sample.semantic is None:
+        return "[not judged: no output to judge]"
+    sem = sample.semantic
+    text = sem.verdict
+    if sem.confidence is not None:
+        text += f" (confidence {sem.confidence:.2f})"
+    if sem.reason:
+        text += f" — {sem.reason}"
+    return text
+
+
+def report_text(report: Report) -> str:
+    """The human report: Exit, Semantic and Result rows, one block per sample when several."""
+    asked = report.conditions.semantic is not None
+    lines = [f"ll-harness {report.subject.runner}: {_short(report.subject.target)}"]
+    if report.reused_baseline:
+        lines.append(
+            f"Baseline  reused {len(report.reused_baseline)} measured rows for this content and "
+            "these conditions (nothing was run)"
+        )
+    many = len(report.samples) > 1
+    for sample in report.samples:
+        indent = "  " if many else ""
+        if many:
+            lines.append(f"Sample {sample.index + 1}/{len(report.samples)}: {sample.outcome}")
+        lines.append(f"{indent}Exit      {_exit_cell(sample)}")
+        lines.append(f"{indent}Semantic  {_semantic_cell(sample, asked)}")
+        if sample.semantic is not None and sample.semantic.evidence:
+            lines.append(f"{indent}Evidence  {_short(sample.semantic.evidence, 200)}")
+    if not report.samples and not report.reused_baseline:
+        lines.append("Exit      [no sample ran]")
+    tally = report.tally
+    lines.append(
+        f"Result    {report.band.value}  {tally.render()}; pass rate {tally.pass_rate.render()}"
+    )
+    if report.delta is not None:
+        lines.append(report.delta.render())
+    if report.history is not None:
+        lines.append(_history_line(report.history))
+    ids = ", ".join(str(a.id) for a in report.attempts)
+    if ids:
+        lines.append(f"Recorded  invocation {report.invocation_id}, attempts {ids}")
+    if report.retry_of is not None:
+        lines.append(f"Retry     supersedes attempt {report.retry_of}")
+    return "\n".join(lines)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    subject = report.subject
+    samples = [
+        {
+            "index": s.index,
+            "attempt_id": a.id if a else None,
+            "outcome": s.outcome,
+            "reason": s.reason or None,
+            "exit_code": s.run.exit_code,
+            "expected_exit_code": s.expected_exit_code,
+            "exit_passed": s.exit_passed,
+            "semantic": s.semantic.to_json() if s.semantic else None,
+            "timed_out": s.run.timed_out,
+            "infra_error": s.run.infra_error,
+            "duration_ms": s.run.duration_ms,
+            "cost_usd": round(s.cost_usd, 6),
+            "stdout": s.run.stdout,
+            "stderr": s.run.stderr,
+        }
+        for s, a in zip(report.samples, _pad(report), strict=True)
+    ]
+    data: dict[str, Any] = {
+        "invocation_id": report.invocation_id,
+        "runner": subject.runner,
+        "target": subject.target,
+        "content_hash": subject.content_hash,
+        "input_hash": subject.input_hash,
+        "conditions_fp": report.conditions.fingerprint(),
+        "samples_requested": report.conditions.samples,
+        "result": report.band.value,
+        "exit_code": report.exit_code,
+        "tally": report.tally.to_json(),
+        "sample_pass_rate": report.tally.pass_rate.to_json(),
+        "semantic_checked": report.conditions.semantic is not None,
+        "stdout": report.samples[0].run.stdout if report.samples else None,
+        "stderr": report.samples[0].run.stderr if report.samples else None,
+        "samples": samples,
+        "git_head": report.provenance.head,
+        "git_dirty": report.provenance.dirty,
+        "retry_of": report.retry_of,
+        "history_pass_rate": None,
+        "history_abstention_rate": None,
+    }
+    if report.history is not None:
+        data["history_pass_rate"] = report.history.pass_rate.to_json()
+        data["history_abstention_rate"] = report.history.abstention_rate.to_json()
+        if report.history.admissions:
+            data["history_admissions"] = report.history.admissions
+    if report.reused_baseline:
+        data["baseline_reused"] = [attempt_json(a) for a in report.reused_baseline]
+    if report.delta is not None:
+        data["baseline"] = report.delta.to_json()
+    return data
+
+
+def history_text(summary: HistorySummary, last: int = 10) -> str:
+    since = f" since {summary.since}" if summary.since else ""
+    lines = [f"History of {summary.target!r}{since}"]
+    if not summary.attempts:
+        lines.append("  no attempts recorded")
+        return "\n".join(lines)
+    t = summary.tally
+    lines += [
+        f"  attempts      {len(summary.attempts)} rows, {t.total} authoritative, "
+        f"{summary.superseded} superseded by a retry",
+        f"  outcomes      {t.passed} pass, {t.failed} fail, {t.abstained} abstain, "
+        f"{t.errored} error",
+        f"  pass rate     {summary.pass_rate.render()}",
+        f"  abstention    {summary.abstention_rate.render()}",
+    ]
+    if summary.admissions:
+        admitted = ", ".join(f"{k}×{v}" for k, v in sorted(summary.admissions.items()))
+        lines.append(f"  admissions    {sum(summary.admissions.values())} ({admitted})")
+    lines.append(f"  last {min(last, len(summary.attempts))}:")
+    for a in summary.attempts[:last]:
+        verdict = f" semantic={a.semantic_verdict}" if a.semantic_verdict else ""
+        exit_ = f" exit={a.exit_code}" if a.exit_code is not None else ""
+        flags = " timed-out" if a.timed_out else ""
+        flags += f" superseded-by={a.superseded_by}" if a.superseded_by else ""
+        flags += f" retry-of={a.retry_of}" if a.retry_of else ""
+        lines.append(
+            f"    #{a.id} {a.created_at[:19]} {a.runner} {a.outcome}{exit_}{verdict}{flags}"
+        )
+    return "\n".join(lines)
+
+
+def _history_line(summary: HistorySummary) -> str:
+    return (
+        f"History   last 30 days: pass rate {summary.pass_rate.render()}, abstention "
+        f"{summary.abstention_rate.render()} over {summary.tally.total} prior attempts"
+    )
+
+
+def _pad(report: Report) -> list[Any]:
+    attempts: list[Any] = list(report.attempts)
+    return attempts + [None] * (len(report.samples) - len(attempts))
+
+
+def _short(text: str, limit: int = 80) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"

@@ -1,0 +1,199 @@
+"""The things ll-harness measures: a shell command, a prompt, a whole loop run (IO at the edges).
+
+A `Subject` knows how it is keyed in history (runner, target, content hash, input hash), whether
+it is stochastic (decides the default sample count), and how to run one sample.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from engine.harness.keys import input_hash, sha256_bytes, sha256_text
+from engine.harness.process import run_process
+from engine.ports import ActionResult
+
+Runner = Literal["cmd", "prompt", "loop", "dsl"]
+
+
+@dataclass(frozen=True)
+class SubjectRun:
+    """What one sample of a subject produced. `infra_error` set → the sample cannot be graded."""
+
+    stdout: str
+    stderr: str = ""
+    exit_code: int | None = 0
+    duration_ms: int = 0
+    timed_out: bool = False
+    infra_error: str | None = None
+    cost_usd: float = 0.0
+
+    @classmethod
+    def from_action(cls, result: ActionResult, timeout: float | None) -> SubjectRun:
+        infra: str | None = None
+        if result.timed_out:
+            infra = f"timed out after {timeout:g}s" if timeout else "timed out"
+        elif result.crashed:
+            infra = result.failure_reason()
+        return cls(
+            stdout=result.output,
+            stderr=result.stderr,
+            exit_code=result.exit_code,
+            duration_ms=result.duration_ms,
+            timed_out=result.timed_out,
+            infra_error=infra,
+            cost_usd=result.cost_usd,
+        )
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One measurable thing and how to run a sample of it."""
+
+    runner: Runner
+    target: str
+    content_hash: str
+    input_hash: str
+    stochastic: bool
+    run: Callable[[float | None], SubjectRun]
+    subject_model: str | None = None
+    prompt_runner: str | None = None
+    source_path: Path | None = None  # the file whose bytes are the content (loop, dsl task)
+
+
+def cmd_subject(command: str, *, cwd: Path) -> Subject:
+    """`ll-harness cmd`: the command text is both the target and its content."""
+
+    def run(timeout: float | None) -> SubjectRun:
+        result = run_process(["bash", "-c", command], timeout=timeout, cwd=cwd)
+        return SubjectRun.from_action(result, timeout)
+
+    return Subject(
+        runner="cmd",
+        target=command,
+        content_hash=sha256_text(command),
+        input_hash=input_hash(),
+        stochastic=False,
+        run=run,
+    )
+
+
+def prompt_subject(prompt: str, *, model: str | None, prompt_runner: str | None) -> Subject:
+    """`ll-harness prompt`: one completion per sample through the LLM layer's prompt runner."""
+    from engine.llm.settings import prompt_model
+    from engine.llm.settings import prompt_runner as resolve_runner
+
+    runner_name = resolve_runner(None, None, prompt_runner)
+    model_name = prompt_model(None, None, model) if runner_name == "anthropic" else model
+
+    def run(timeout: float | None) -> SubjectRun:
+        return SubjectRun.from_action(run_prompt(prompt, model, runner_name, timeout), timeout)
+
+    return Subject(
+        runner="prompt",
+        target=prompt,
+        content_hash=sha256_text(prompt),
+        input_hash=input_hash(),
+        stochastic=True,
+        run=run,
+        subject_model=model_name,
+        prompt_runner=runner_name,
+    )
+
+
+def run_prompt(prompt: str, model: str | None, runner: str, timeout: float | None) -> ActionResult:
+    """One prompt through `engine.llm.run_prompt_text`; a runner with no text is an infra error."""
+    from engine.llm import run_prompt_text
+
+    result = run_prompt_text(prompt, model=model, runner=runner, timeout=timeout)
+    if result.exit_code is None and not result.crashed:
+        return ActionResult(
+            output=result.output,
+            stderr=result.stderr,
+            exit_code=None,
+            duration_ms=result.duration_ms,
+            spawn_error=result.stderr.strip() or "the prompt runner returned no exit status",
+            cost_usd=result.cost_usd,
+        )
+    return result
+
+
+def loop_subject(
+    path: Path,
+    *,
+    input_text: str | None,
+    context: Mapping[str, str],
+    cwd: Path,
+) -> Subject:
+    """`ll-harness loop`: a whole `ll-loop run --json` in a subprocess is one sample.
+
+    The target is the loop's `name`; its content is the loop file's bytes, so an edited loop is
+    a different subject. The run's exit code (0 success terminal, 1 failure terminal, 2 error,
+    3 inconclusive) is what `--exit-code` checks; its stdout is what `--semantic` judges.
+    """
+    from engine.load import load_loop_file
+
+    loop = load_loop_file(path)
+    argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
+    if input_text is not None:
+        argv.append(input_text)
+    for key, value in context.items():
+        argv += ["--context", f"{key}={value}"]
+    argv.append("--json")
+
+    def run(timeout: float | None) -> SubjectRun:
+        sample = SubjectRun.from_action(run_process(argv, timeout=timeout, cwd=cwd), timeout)
+        if sample.infra_error is not None:
+            return sample
+        problem = _run_refusal(sample.stdout)
+        if problem is None:
+            return sample
+        return SubjectRun(
+            stdout=sample.stdout,
+            stderr=sample.stderr,
+            exit_code=sample.exit_code,
+            duration_ms=sample.duration_ms,
+            infra_error=problem,
+        )
+
+    return Subject(
+        runner="loop",
+        target=loop.name,
+        content_hash=sha256_bytes(path.read_bytes()),
+        input_hash=input_hash(input_text, context),
+        stochastic=loop.uses_llm(),
+        run=run,
+        source_path=path,
+    )
+
+
+def _run_refusal(stdout: str) -> str | None:
+    """Why a nested run never really ran (no result, or refused before its first step)."""
+    result = last_json_object(stdout)
+    if result is None:
+        return "ll-loop run printed no JSON result"
+    if result.get("outcome") == "error" and not result.get("steps"):
+        return f"the loop run was refused before its first step: {result.get('error')}"
+    return None
+
+
+def last_json_object(text: str) -> dict[str, object] | None:
+    """`text` as one JSON object, else its last line that is one."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return whole
+    for line in reversed(text.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None

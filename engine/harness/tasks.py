@@ -1,0 +1,243 @@
+"""DSL task files: load and validate them, build the prompt with its answer contract, and grade
+an answer key by key (pure apart from reading the files).
+
+A task that declares `expected` is graded deterministically against the last fenced ```json
+object of the response — no extra LLM call. The answer contract appended to the prompt asks for
+exactly that object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.errors import UsageError
+from engine.harness.keys import sha256_bytes
+from engine.resources import schema_path
+
+TASK_SUFFIXES = (".yaml", ".yml")
+_FENCED_JSON = re.compile(r"```[ \t]*json[^\n]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One loaded, schema-valid task file."""
+
+    path: Path
+    name: str
+    prompt: str
+    blanks: tuple[tuple[str, str], ...]  # (name, description) in file order
+    expected: Mapping[str, Any] | None
+    task_type: str | None
+    source: str | None
+    content_hash: str
+
+    @property
+    def answer_keys(self) -> tuple[str, ...]:
+        keys = [name for name, _ in self.blanks]
+        keys += [k for k in (self.expected or {}) if k not in keys]
+        return tuple(keys)
+
+    def full_prompt(self) -> str:
+        """The prompt plus the answer contract (when the task names answer keys)."""
+        keys = self.answer_keys
+        if not keys:
+            return self.prompt
+        described = dict(self.blanks)
+        lines = [
+            self.prompt.rstrip(),
+            "",
+            "Answer contract: end your reply with one fenced ```json block holding a single "
+            "JSON object with exactly these keys:",
+        ]
+        for key in keys:
+            note = described.get(key, "")
+            lines.append(f"- {json.dumps(key)}" + (f": {note}" if note else ""))
+        lines.append('For example:\n```json\n{"' + keys[0] + '": "..."}\n```')
+        return "\n".join(lines)
+
+
+def task_files(path: Path) -> list[Path]:
+    """`path` itself, or the *.yaml / *.yml files directly in the directory, sorted."""
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.suffix in TASK_SUFFIXES and p.is_file())
+    raise UsageError(
+        f"no task file or directory at {path}", hint="pass a task .yaml file or a directory"
+    )
+
+
+def load_tasks(path: Path, cwd: Path) -> list[Task]:
+    """Load and validate every task under `path`; the first invalid one stops the run."""
+    files = task_files(path)
+    if not files:
+        raise UsageError(
+            f"no *.yaml task files in {path}",
+            hint="see docs/harness.md for the task file format",
+        )
+    return [load_task(file, cwd) for file in files]
+
+
+def load_task(file: Path, cwd: Path) -> Task:
+    raw = file.read_bytes()
+    text = raw.decode("utf-8", "replace")
+    name = _display_name(file, cwd)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise UsageError(
+            f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})",
+            hint="fix the YAML syntax of the task file",
+        ) from None
+    _validate(data, text, name)
+    assert isinstance(data, dict)
+    blanks_raw = data.get("blanks") or []
+    blanks = (
+        tuple((str(k), str(v)) for k, v in blanks_raw.items())
+        if isinstance(blanks_raw, dict)
+        else tuple((str(k), "") for k in blanks_raw)
+    )
+    expected = data.get("expected")
+    if expected is not None and blanks:
+        extra = [k for k in expected if k not in dict(blanks)]
+        if extra:
+            line = _line_of(text, ("expected", extra[0]))
+            raise UsageError(
+                f"{name}:{line}: expected key {extra[0]!r} is not one of the task's blanks",
+                hint="add it to `blanks`, or remove it from `expected`",
+            )
+    return Task(
+        path=file,
+        name=name,
+        prompt=data["prompt"],
+        blanks=blanks,
+        expected=expected,
+        task_type=data.get("task_type"),
+        source=data.get("source"),
+        content_hash=sha256_bytes(raw),
+    )
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema  # not on the validate/run hot path: only dsl loads task files
+
+    schema = json.loads(schema_path("harness-task.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _validate(data: object, text: str, name: str) -> None:
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    error = errors[0]
+    path = tuple(error.absolute_path)
+    line = _line_of(text, path) if path else 1
+    where = "/".join(str(p) for p in path) or "the top level"
+    message = error.message
+    hint = "see docs/harness.md for the task file format"
+    if error.validator == "additionalProperties" and isinstance(data, dict):
+        unknown = sorted(set(data) - set(error.schema.get("properties", {})))
+        if unknown:
+            message = f"unknown key {unknown[0]!r}"
+            line = _line_of(text, (unknown[0],))
+            if unknown[0] == "source_dsl":
+                hint = "not supported: use `source`"
+            else:
+                hint = "allowed keys: prompt, blanks, expected, task_type, source, description"
+    raise UsageError(f"{name}:{line}: {where}: {message}", hint=hint)
+
+
+def _line_of(text: str, path: Sequence[str | int]) -> int:
+    """1-based line of the YAML node at `path` (the key's line for mapping entries)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return 1
+    line = 1 if node is None else node.start_mark.line + 1
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == str(part)]
+            if not match:
+                break
+            line = match[0][0].start_mark.line + 1
+            node = match[0][1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _display_name(file: Path, cwd: Path) -> str:
+    try:
+        return file.resolve().relative_to(cwd.resolve()).as_posix()
+    except ValueError:
+        return file.as_posix()
+
+
+def extract_answer(text: str) -> dict[str, Any] | None:
+    """The answer object: the last fenced ```json block that is an object, else the last {...}."""
+    for block in reversed(_FENCED_JSON.findall(text)):
+        try:
+            value = json.loads(block)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    found: dict[str, Any] | None = None
+    index = text.find("{")
+    while index != -1:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except ValueError:
+            index = text.find("{", index + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        index = text.find("{", end)
+    return found
+
+
+def grade_answer(expected: Mapping[str, Any], answer: Mapping[str, Any]) -> list[str]:
+    """Every key whose answer differs from the expected value, as `key: expected X got Y`."""
+    problems = []
+    for key, want in expected.items():
+        if key not in answer:
+            problems.append(f"{key}: missing from the answer")
+        elif not same_value(want, answer[key]):
+            problems.append(f"{key}: expected {_show(want)} got {_show(answer[key])}")
+    return problems
+
+
+def same_value(want: Any, got: Any) -> bool:
+    """Equal as JSON values; strings compare with surrounding whitespace ignored."""
+    if isinstance(want, str) and isinstance(got, str):
+        return want.strip() == got.strip()
+    if isinstance(want, bool) or isinstance(got, bool):
+        return type(want) is type(got) and want == got
+    if isinstance(want, int | float) and isinstance(got, int | float):
+        return float(want) == float(got)
+    if isinstance(want, list) and isinstance(got, list):
+        return len(want) == len(got) and all(map(same_value, want, got))
+    if isinstance(want, dict) and isinstance(got, dict):
+        return want.keys() == got.keys() and all(same_value(want[k], got[k]) for k in want)
+    return bool(want == got)
+
+
+def _show(value: Any) -> str:
+    return f"'{value}'" if isinstance(value, str) else json.dumps(value)
