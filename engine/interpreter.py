@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,8 @@ class RunState:
     result: dict[str, Any] | None = None  # RunResult.to_json() once finished
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A shallow dict (json.dumps walks the nested values; no deep copy per step)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunState:

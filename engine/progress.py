@@ -48,6 +48,7 @@ class Progress:
         self.loop = ""
         self.state = ""
         self.step = 0
+        self.output = ""  # the last action's output (preview), shown with its route
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._ticker: threading.Thread | None = None
@@ -67,11 +68,16 @@ class Progress:
             self.state, self.step = str(fields.get("state", "")), int(fields.get("step", 0))
             if self.mode == "live":
                 self._redraw()
+        elif event == "action_complete":
+            self.output = str(fields.get("output") or "")
         elif event == "route" and self.mode == "lines":
             target = fields.get("target") or "(no route)"
+            verdict = str(fields.get("verdict"))
+            note = _last_line(self.output, skip=verdict)
+            self.output = ""
             self._line(
                 f"  step {fields.get('step')}/{self.max_steps}  {fields.get('state')} "
-                f"→ {fields.get('verdict')} → {target}"
+                f"→ {verdict} → {target}" + (f"   · {note}" if note else "")
             )
         elif event == "retry" and self.mode == "lines" and fields.get("exhausted"):
             self._line(f"  retries of {fields.get('state')} exhausted")
@@ -111,6 +117,17 @@ class Progress:
     def _line(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def _last_line(output: str, *, skip: str) -> str:
+    """The last meaningful output line (not the bare verdict a classify state printed)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if lines and lines[-1] == skip:
+        lines.pop()
+    if not lines:
+        return ""
+    line = lines[-1]
+    return line if len(line) <= 72 else line[:69] + "..."
 
 
 def _duration(seconds: float) -> str:

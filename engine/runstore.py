@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import IO, Any
 
 RUNS_DIR = Path(".loops") / "runs"
+# Events after which the log is flushed at once: the run may block (an action, an LLM call) or end.
+_FLUSH_AFTER = frozenset({"loop_start", "action_start", "llm_call", "loop_complete", "loop_resume"})
 
 
 def new_run_id() -> str:
@@ -62,15 +64,23 @@ class RunStore:
         return cls(root / run_id, run_id)
 
     def emit(self, event: str, **fields: Any) -> None:
-        """Append one event line and flush it (no fsync: a boundary write is enough)."""
+        """Append one event line. Lines are flushed before anything that can block or end the
+        run (an action starting, the end) and at every state boundary (`save_state`), so the
+        log on disk is never behind state.json; no fsync."""
         if self._events is None:
             self._events = self.events_path.open("a", encoding="utf-8")
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
         self._events.write(self._dumps(record) + "\n")
-        self._events.flush()
+        if event in _FLUSH_AFTER:
+            self._events.flush()
+
+    def flush(self) -> None:
+        if self._events is not None:
+            self._events.flush()
 
     def save_state(self, data: dict[str, Any]) -> None:
-        """Replace state.json atomically."""
+        """Flush the events, then replace state.json atomically."""
+        self.flush()
         temp = self.state_path.with_name("state.json.tmp")
         temp.write_text(self._dumps(data), encoding="utf-8")
         os.replace(temp, self.state_path)

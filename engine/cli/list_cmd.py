@@ -1,9 +1,126 @@
-"""Placeholder: this command module registers its commands in `register`."""
+"""`ll-loop list` (project and built-in loops) and `ll-loop install NAME` (copy a built-in).
+
+A loop that does not load is still listed, with its first problem, so a broken file is visible
+instead of silently missing (or crashing the listing).
+"""
 
 from __future__ import annotations
 
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
 import typer
+
+from engine.cli.common import err, project_loops_dir
+from engine.errors import LoadError, UsageError
+from engine.resources import builtin_loops_dir
+
+Source = Literal["project", "builtin"]
+
+
+@dataclass(frozen=True)
+class LoopEntry:
+    """One loop file as `list` shows it."""
+
+    name: str
+    source: Source
+    path: str
+    description: str = ""
+    category: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "path": self.path,
+            "description": self.description,
+            "category": self.category,
+            "error": self.error,
+        }
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `list` and `install` to `app`."""
+
+    @app.command("list")
+    def list_command(
+        json_output: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+    ) -> None:
+        """List the loops here (.loops/*.yaml) and the built-in ones."""
+        entries = list_loops(project_loops_dir())
+        if json_output:
+            print(json.dumps([e.to_json() for e in entries], indent=2))
+            return
+        if not entries:
+            print("no loops found (add one to .loops/, or see `ll-loop install`)")
+            return
+        width = max(len(e.name) for e in entries)
+        for entry in entries:
+            about = f"error: {entry.error}" if entry.error else entry.description
+            print(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
+
+    @app.command("install")
+    def install_command(
+        name: Annotated[str, typer.Argument(help="Name of a built-in loop (see `ll-loop list`).")],
+        force: Annotated[
+            bool, typer.Option("--force", help="Overwrite an existing .loops/NAME.yaml.")
+        ] = False,
+    ) -> None:
+        """Copy a built-in loop into .loops/NAME.yaml so you can change it."""
+        target = install_builtin(name, project_loops_dir(), force=force)
+        err(f"installed {name} → {target}")
+
+
+def list_loops(project_dir: Path) -> list[LoopEntry]:
+    """Project loops first, then built-ins; each sorted by name."""
+    entries = [_entry(p, "project") for p in _loop_files(project_dir)]
+    entries += [_entry(p, "builtin") for p in _loop_files(builtin_loops_dir())]
+    return entries
+
+
+def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Path:
+    """Copy built-in `name` to `project_dir/NAME.yaml`; refuse to overwrite unless `force`."""
+    source = next(
+        (p for p in _loop_files(builtin_loops_dir()) if p.stem == name),
+        None,
+    )
+    if source is None:
+        available = ", ".join(p.stem for p in _loop_files(builtin_loops_dir())) or "none"
+        raise UsageError(f"no built-in loop named {name!r}", hint=f"built-ins: {available}")
+    target = project_dir / f"{name}.yaml"
+    if target.exists() and not force:
+        raise UsageError(f"{target} already exists", hint="pass --force to overwrite it")
+    project_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return target
+
+
+def _loop_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(
+        (p for p in folder.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file()),
+        key=lambda p: p.stem,
+    )
+
+
+def _entry(path: Path, source: Source) -> LoopEntry:
+    from engine.load import load_loop_file
+
+    try:
+        loop = load_loop_file(path)
+    except LoadError as exc:
+        first = exc.diagnostics[0] if exc.diagnostics else None
+        problem = f"{first.location()}: {first.message}" if first else exc.message
+        return LoopEntry(path.stem, source, str(path), error=problem)
+    # The name is what `ll-loop run NAME` resolves: the file name, not the `name:` inside.
+    return LoopEntry(path.stem, source, str(path), loop.description, loop.category)
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 100 else text[:97] + "..."

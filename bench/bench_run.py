@@ -1,0 +1,136 @@
+"""Run-path benchmarks (issue 2, "Performance"), each against a baseline measured in this run.
+
+(a) 1000 steps of `action: "true"` through the real `ll-loop run` (a fresh process: startup,
+    load, lint, 1000 spawns, events, state.json) vs 1000 bare `bash -c true` spawns from Python.
+    Target: ratio ≤ 1.3 (the reference system: 2.4).
+(b) 100,000 steps of an action-less state (evaluated, captured, routed, an event per phase and
+    state.json per step, like any state; only the bash spawn is left out, which would take minutes
+    and tells nothing about the interpreter's memory). Peak RSS of the `ll-loop` process from
+    `wait4` (the child's own rusage). Target: < 100 MB.
+
+`python -m bench run` runs it; `python bench/bench_run.py [--steps N]` too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TRUE_LOOP = """\
+name: bench-true
+description: 1000 steps of a trivial shell action.
+initial: tick
+scope: ["."]
+max_steps: {steps}
+states:
+  tick:
+    action: "true"
+    on_yes: $current
+    on_no: done
+  done:
+    terminal: true
+"""
+
+IDLE_LOOP = """\
+name: bench-idle
+description: Many steps of an action-less state, for memory.
+initial: tick
+scope: ["."]
+max_steps: {steps}
+states:
+  tick:
+    evaluate:
+      type: exit_code
+    capture: tick
+    on_yes: $current
+    on_no: done
+  done:
+    terminal: true
+"""
+
+
+def ll_loop() -> str:
+    """The installed CLI next to this interpreter (the venv's), else the one on PATH."""
+    candidate = Path(sys.executable).with_name("ll-loop")
+    return str(candidate) if candidate.exists() else shutil.which("ll-loop") or "ll-loop"
+
+
+def bare_spawns(count: int) -> float:
+    start = time.perf_counter()
+    for _ in range(count):
+        subprocess.run(["bash", "-c", "true"], check=False)
+    return time.perf_counter() - start
+
+
+def cli_run(loop_file: Path, cwd: Path) -> tuple[float, int, int]:
+    """Wall seconds, exit code and peak RSS (KiB) of one `ll-loop run`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [ll_loop(), "run", str(loop_file), "--quiet", "--json"],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 3:  # max_steps is the expected end of both benchmark loops
+        assert proc.stderr is not None
+        print(proc.stderr.read().decode(), file=sys.stderr)
+    proc.returncode = code
+    if proc.stderr is not None:
+        proc.stderr.close()
+    return elapsed, code, usage.ru_maxrss
+
+
+def bench_spawn_ratio(steps: int = 1000, trials: int = 3) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        loop_file = work / "true.yaml"
+        loop_file.write_text(TRUE_LOOP.format(steps=steps))
+        cli_run(loop_file, work)  # warm the page cache and .pyc files
+        bare, ours = [], []
+        for _ in range(trials):
+            bare.append(bare_spawns(steps))
+            elapsed, code, _ = cli_run(loop_file, work)
+            ours.append(elapsed)
+            if code != 3:
+                print(f"ll-loop run exited {code}, expected 3 (max_steps)")
+        b, o = statistics.median(bare), statistics.median(ours)
+    print(f"(a) {steps} bare `bash -c true` spawns: {b:.3f}s (median of {trials})")
+    print(f"    ll-loop run, {steps} steps of `true`: {o:.3f}s")
+    print(f"    ratio {o / b:.2f}x (target <= 1.30x; reference system 2.4x)")
+    return o / b
+
+
+def bench_memory(steps: int = 100_000) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        loop_file = work / "idle.yaml"
+        loop_file.write_text(IDLE_LOOP.format(steps=steps))
+        elapsed, code, rss_kib = cli_run(loop_file, work)
+        events = sum(
+            1 for _ in next((work / ".loops" / "runs").iterdir()).joinpath("events.jsonl").open()
+        )
+    mib = rss_kib / 1024
+    print(f"(b) {steps} action-less steps: {elapsed:.1f}s, exit {code}, {events} events")
+    print(f"    peak RSS {mib:.1f} MiB (target < 100 MB)")
+    return mib
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    steps = int(args[args.index("--steps") + 1]) if "--steps" in args else 1000
+    bench_spawn_ratio(steps)
+    if "--no-memory" not in args:
+        bench_memory()
+
+
+if __name__ == "__main__":
+    main()
