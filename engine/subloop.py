@@ -1,0 +1,324 @@
+"""Sub-loops (DESIGN §3): a state with `loop:` runs another loop in-process and routes on its end.
+
+The interpreter calls `run_subloop(...)` for a state with `loop:` and hands over a `RunChild`
+callable that runs a loaded loop to its end; everything else happens here: resolving the child's
+name (relative to the parent file, then `.loops/`, then the built-ins), loading it, binding `with:`
+to its `parameters` (types, required, defaults, enum), clamping its timeout to the parent's
+remaining time, bounding the nesting depth, and turning the child's `RunResult` into the parent's
+verdict and capture. A child that cannot be found, loaded or bound yields verdict `error` with the
+reason in the details; it never crashes the parent.
+
+Verdicts: yes (success terminal), no (failure terminal, step or cost budget exhausted, timeout),
+error (the child could not start, errored, or was stopped). `on_terminal` routes on the child's
+terminal name before the verdict is looked at (`route_subloop`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import LoopError
+from engine.model import CURRENT, Loop, Parameter, State
+from engine.ports import RunResult, Verdict
+from engine.resources import builtin_loops_dir
+from engine.routing import route_for
+
+MAX_DEPTH = 8
+_SUFFIXES = (".yaml", ".yml")
+
+
+class SubloopError(LoopError):
+    """A sub-loop could not be started: not found, invalid, bad `with:` values, too deep."""
+
+    code = "SUBLOOP"
+
+
+@dataclass(frozen=True)
+class ChildRequest:
+    """Everything the interpreter needs to run one child loop in-process."""
+
+    loop: Loop
+    context: Mapping[str, Any]  # the child's `context` defaults with the bound parameters
+    timeout: float | None  # the child's own timeout, clamped to the parent's remaining time
+    depth: int  # the child's depth: 1 for a child of the top-level run
+    run_dir: Path  # `<parent run dir>/children/<state>-<n>/`
+    state: str  # the parent state that started it
+    chain: tuple[str, ...]  # loop names from the top-level run down to this child
+
+
+RunChild = Callable[[ChildRequest], RunResult]
+
+
+@dataclass(frozen=True)
+class SubloopOutcome:
+    """What the parent state produced: a verdict for routing and the capture to store."""
+
+    verdict: Verdict
+    capture: Mapping[str, Any]
+    terminal: str | None = None
+    result: RunResult | None = None
+    cost_usd: float = 0.0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+# --- resolution and loading ------------------------------------------------------------------
+
+
+def resolve_child(ref: str, parent_source: str, project_root: Path) -> Path:
+    """The file a `loop:` reference names, looked up like the CLI does (raises SubloopError).
+
+    A path (has a `/` or a YAML suffix) is relative to the parent file's directory. A name is
+    looked for next to the parent file, then in `<project>/.loops/`, then in the built-ins.
+    """
+    ref = ref.strip()
+    if not ref:
+        raise SubloopError("the `loop:` reference is empty", hint="name a loop or a .yaml path")
+    parent_dir = Path(parent_source).resolve().parent if parent_source else project_root
+    candidate = Path(ref).expanduser()
+    if candidate.suffix in _SUFFIXES or "/" in ref:
+        path = candidate if candidate.is_absolute() else parent_dir / candidate
+        if path.is_file():
+            return path
+        raise SubloopError(
+            f"no loop file at {path}",
+            hint="a `loop:` path is relative to the file of the loop that calls it",
+        )
+    for folder in (parent_dir, project_root / ".loops", builtin_loops_dir()):
+        for suffix in _SUFFIXES:
+            path = folder / f"{ref}{suffix}"
+            if path.is_file():
+                return path
+    raise SubloopError(
+        f"no loop named {ref!r} next to the parent loop, in .loops/ or in the built-ins",
+        hint="check the name with `ll-loop list`, or give a path relative to the parent file",
+    )
+
+
+_cache: dict[tuple[str, int, int], Loop] = {}
+
+
+def load_child(path: Path) -> Loop:
+    """Load (and cache by path, size and mtime) a child loop; LoadError when it is invalid."""
+    from engine.load import load_loop_file
+
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    loop = _cache.get(key)
+    if loop is None:
+        loop = load_loop_file(path)
+        _cache[key] = loop
+    return loop
+
+
+# --- parameters ------------------------------------------------------------------------------
+
+
+def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The child's context: its `context` defaults, then defaults and `with:` values of params.
+
+    Strings are coerced where the type asks for it (`"3"` for an integer), because `with:` values
+    are often interpolated from text output; anything else that does not fit is an error.
+    """
+    unknown = sorted(set(values) - set(child.parameters))
+    if unknown:
+        declared = ", ".join(sorted(child.parameters)) or "none"
+        raise SubloopError(
+            f"loop {child.name!r} has no parameter {unknown[0]!r} (declared: {declared})",
+            hint="pass only declared parameters in `with:`, or declare it under `parameters:`",
+        )
+    bound = dict(child.context)
+    for name, param in child.parameters.items():
+        if name in values:
+            bound[name] = coerce(param, values[name], child.name)
+        elif param.has_default:
+            bound[name] = param.default
+        elif param.required:
+            raise SubloopError(
+                f"loop {child.name!r} requires parameter {name!r}, and `with:` does not give it",
+                hint=f"add `{name}: ...` under the state's `with:`",
+            )
+    return bound
+
+
+def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
+    """`value` as `param.type` (strings parsed when they read as that type), checked for enum."""
+    converted = _convert(param.type, value)
+    if converted is _MISMATCH:
+        raise SubloopError(
+            f"parameter {param.name!r} of loop {loop_name!r} must be {_ARTICLE[param.type]}, "
+            f"got {json.dumps(value, default=str)}",
+            hint="fix the value in the state's `with:`",
+        )
+    if param.enum is not None and converted not in param.enum:
+        allowed = ", ".join(json.dumps(v) for v in param.enum)
+        raise SubloopError(
+            f"parameter {param.name!r} of loop {loop_name!r} must be one of {allowed}, "
+            f"got {json.dumps(converted, default=str)}",
+            hint="fix the value in the state's `with:`",
+        )
+    return converted
+
+
+_MISMATCH = object()
+_ARTICLE = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "any": "any value",
+}
+
+
+def _convert(kind: str, value: Any) -> Any:
+    if kind == "any":
+        return value
+    if kind == "string":
+        return value if isinstance(value, str) else _MISMATCH
+    if isinstance(value, str):
+        value = _parse_text(kind, value.strip())
+    if kind == "boolean":
+        return value if isinstance(value, bool) else _MISMATCH
+    if isinstance(value, bool):
+        return _MISMATCH  # True is an int in Python, never an integer or number here
+    if kind == "integer":
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) else _MISMATCH
+    if kind == "number":
+        return value if isinstance(value, int | float) else _MISMATCH
+    if kind == "array":
+        return list(value) if isinstance(value, list | tuple) else _MISMATCH
+    if kind == "object":
+        return dict(value) if isinstance(value, Mapping) else _MISMATCH
+    return _MISMATCH
+
+
+def _parse_text(kind: str, text: str) -> Any:
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(text.lower(), text)
+    try:
+        return json.loads(text) if kind in {"integer", "number", "array", "object"} else text
+    except ValueError:
+        return text
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+def capture_of(result: RunResult) -> dict[str, Any]:
+    """The parent's `captured.<name>` for a child that ran (DESIGN §3 Sub-loops)."""
+    return {
+        "terminal": result.terminal,
+        "outcome": result.outcome,
+        "terminated_by": result.terminated_by,
+        "steps": result.steps,
+        "outputs": dict(result.outputs),
+    }
+
+
+def verdict_of(result: RunResult) -> Verdict:
+    """yes for a success terminal; no for a failure terminal or an exhausted budget; else error."""
+    details: dict[str, Any] = {
+        "loop": result.loop,
+        "run_id": result.run_id,
+        "terminal": result.terminal,
+        "terminated_by": result.terminated_by,
+        "steps": result.steps,
+    }
+    if result.error:
+        details["error"] = result.error
+    if result.terminated_by == "terminal":
+        return Verdict("yes" if result.outcome == "success" else "no", details)
+    if result.terminated_by in {"max_steps", "timeout", "max_cost"}:
+        return Verdict("no", details)
+    return Verdict("error", details)
+
+
+def failed_start(reason: str, *, loop_ref: str) -> SubloopOutcome:
+    """The outcome of a child that never ran: verdict error, a capture that says so."""
+    capture: dict[str, Any] = {
+        "terminal": None,
+        "outcome": "error",
+        "terminated_by": "error",
+        "steps": 0,
+        "outputs": {},
+    }
+    details = {"loop": loop_ref, "error": reason}
+    return SubloopOutcome(Verdict("error", details), capture, details=details)
+
+
+def route_subloop(state: State, outcome: SubloopOutcome) -> str | None:
+    """Next state: `on_terminal[<child terminal>]` first, then the usual verdict routing."""
+    if outcome.terminal is not None and outcome.terminal in state.on_terminal:
+        target = state.on_terminal[outcome.terminal]
+        return state.name if target == CURRENT else target
+    return route_for(state, outcome.verdict.name)
+
+
+def clamp_timeout(own: float | None, remaining: float | None) -> float | None:
+    """The child's wall clock: its own timeout, never beyond what the parent has left."""
+    if remaining is None:
+        return own
+    remaining = max(remaining, 0.0)
+    return remaining if own is None else min(own, remaining)
+
+
+# --- the whole step --------------------------------------------------------------------------
+
+
+def run_subloop(
+    state: State,
+    *,
+    loop_ref: str,
+    with_values: Mapping[str, Any],
+    parent: Loop,
+    project_root: Path,
+    chain: tuple[str, ...],
+    remaining: float | None,
+    run_dir: Path,
+    index: int,
+    run_child: RunChild,
+) -> SubloopOutcome:
+    """Run `state`'s child loop to its end and say how the parent should see it.
+
+    `loop_ref` and `with_values` are already interpolated by the caller; `chain` holds the loop
+    names from the top-level run down to `parent`; `index` numbers this state's child runs.
+    """
+    depth = len(chain)
+    if depth > MAX_DEPTH:
+        return failed_start(
+            f"sub-loops nest deeper than {MAX_DEPTH} levels: {' -> '.join(chain)} -> {loop_ref}",
+            loop_ref=loop_ref,
+        )
+    try:
+        path = resolve_child(loop_ref, parent.source, project_root)
+        child = load_child(path)
+        context = bind_parameters(child, with_values)
+    except LoopError as exc:
+        reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"
+        return failed_start(reason, loop_ref=loop_ref)
+    request = ChildRequest(
+        loop=child,
+        context=context,
+        timeout=clamp_timeout(child.timeout, remaining),
+        depth=depth,
+        run_dir=run_dir / "children" / f"{state.name}-{index}",
+        state=state.name,
+        chain=(*chain, child.name),
+    )
+    result = run_child(request)
+    verdict = verdict_of(result)
+    return SubloopOutcome(
+        verdict,
+        capture_of(result),
+        terminal=result.terminal,
+        result=result,
+        cost_usd=result.cost_usd,
+        details=verdict.details,
+    )
