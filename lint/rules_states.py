@@ -1,4 +1,8 @@
-"""Rules about one state's own configuration: dead or contradictory keys, typos in routes."""
+"""Rules about one state's own configuration: dead or contradictory keys, typos in routes.
+
+Contradictions the JSON Schema already rejects at load time (`failure` on a non-terminal,
+`route` mixed with `on_*` or `next`, an invalid regex) are not repeated here.
+"""
 
 from __future__ import annotations
 
@@ -43,19 +47,6 @@ def terminal_with_action(ctx: LintContext) -> Iterator[Finding]:
             )
 
 
-@rule("LL011", "error", "failure-on-non-terminal")
-def failure_on_non_terminal(ctx: LintContext) -> Iterator[Finding]:
-    """`failure: true` on a state that is not terminal, where it means nothing."""
-    for state in ctx.loop.states.values():
-        if state.failure and not state.terminal:
-            yield Finding(
-                f"state {state.name!r} sets `failure: true` but is not terminal; "
-                "only a terminal state has an outcome",
-                state_path(state, "failure"),
-                "add `terminal: true`, or remove `failure`",
-            )
-
-
 @rule("LL012", "warning", "next-with-routes")
 def next_with_routes(ctx: LintContext) -> Iterator[Finding]:
     """`next` combined with `evaluate` or verdict routes other than `on_error`: dead config."""
@@ -81,20 +72,6 @@ def next_with_routes(ctx: LintContext) -> Iterator[Finding]:
                     "remove them (only on_error combines with next), or add an `evaluate` "
                     "block and route its verdicts instead of `next`",
                 )
-
-
-@rule("LL013", "error", "route-with-shorthands")
-def route_with_shorthands(ctx: LintContext) -> Iterator[Finding]:
-    """A state uses both a `route` table and `on_*` shorthands; the engine cannot pick one."""
-    for state in ctx.loop.states.values():
-        if state.route is not None and state.routes:
-            first = next(iter(state.routes))
-            yield Finding(
-                f"state {state.name!r} has both a `route` table and on_* shorthands "
-                f"({', '.join('on_' + v for v in state.routes)})",
-                state_path(state, f"on_{first}"),
-                "move the on_* entries into the `route` table (on_no: x → no: x), or drop `route`",
-            )
 
 
 @rule("LL014", "error", "impossible-verdict")

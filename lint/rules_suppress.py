@@ -13,11 +13,12 @@ from lint._registry import RULES, Finding, PathKey, find_rule, rule
 def unknown_suppression(ctx: LintContext) -> Iterator[Finding]:
     """A `lint:` suppression names a rule code that does not exist."""
     places: list[tuple[PathKey, str]] = [
-        (("lint", i, "code"), s.code) for i, s in enumerate(ctx.loop.lint)
+        (("lint", "suppress", i, "code"), s.code) for i, s in enumerate(ctx.loop.lint)
     ]
     for state in ctx.loop.states.values():
         places += [
-            (("states", state.name, "lint", i, "code"), s.code) for i, s in enumerate(state.lint)
+            (("states", state.name, "lint", "suppress", i, "code"), s.code)
+            for i, s in enumerate(state.lint)
         ]
     known = [*RULES, *(r.name for r in RULES.values())]
     for path, code in places:
