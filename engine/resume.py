@@ -1,0 +1,241 @@
+"""Reading runs back from `.loops/runs/<run_id>/` (IO): status, events, and what resume needs.
+
+A run directory is the truth about a run: `state.json` (atomic, rewritten at every state
+boundary) says where it stands, `events.jsonl` says how it got there. A record that says
+`running` is believed only while its process lives: `state.json` names the process by pid and
+start time (as the lock registry does), so a run killed with SIGKILL, or by a power cut, shows as
+`interrupted` and can be resumed.
+
+`events.jsonl` is appended line by line, so a crash can leave half a line at its end. Readers
+skip such a torn tail; `repair_events` cuts it off before a resumed run appends to the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.errors import UsageError
+from engine.locks import holders, process_alive
+
+Status = Literal["running", "interrupted", "stopped", "finished"]
+RUNS_DIR = Path(".loops") / "runs"
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """What one run directory says about its run, with the liveness of its process."""
+
+    run_id: str
+    dir: Path
+    loop: str
+    loop_file: str
+    current: str
+    steps: int
+    recorded_status: str  # running | stopped | finished, as state.json says
+    started_at: str
+    elapsed_ms: int
+    pid: int | None
+    pid_start: int | None
+    alive: bool
+    result: dict[str, Any] | None
+    updated_at: float  # mtime of state.json
+
+    @property
+    def status(self) -> Status:
+        """`running` only while its process lives; a dead `running` record is `interrupted`."""
+        if self.recorded_status == "finished":
+            return "finished"
+        if self.recorded_status == "stopped" and not self.alive:
+            return "stopped"
+        if self.alive:
+            return "running"
+        return "interrupted"
+
+    @property
+    def resumable(self) -> bool:
+        return self.status in {"interrupted", "stopped"}
+
+    def elapsed_s(self) -> float:
+        """Wall time: since the start for a live run, else what state.json recorded."""
+        if self.status == "running":
+            started = _parse_time(self.started_at)
+            if started is not None:
+                return max(0.0, time.time() - started)
+        return self.elapsed_ms / 1000
+
+    def to_json(self) -> dict[str, Any]:
+        result = self.result or {}
+        return {
+            "run_id": self.run_id,
+            "loop": self.loop,
+            "status": self.status,
+            "state": self.current,
+            "steps": self.steps,
+            "elapsed_ms": int(self.elapsed_s() * 1000),
+            "started_at": self.started_at,
+            "pid": self.pid,
+            "alive": self.alive,
+            "outcome": result.get("outcome"),
+            "terminated_by": result.get("terminated_by"),
+            "run_dir": str(self.dir),
+        }
+
+
+def runs_root(root: Path | None = None) -> Path:
+    return (root or Path.cwd()) / RUNS_DIR
+
+
+def read_run(
+    directory: Path, *, lock_pids: dict[str, tuple[int, int | None]] | None = None
+) -> RunSnapshot | None:
+    """The snapshot of one run directory, or None when it has no readable state.json."""
+    try:
+        data = json.loads((directory / "state.json").read_text(encoding="utf-8"))
+        mtime = (directory / "state.json").stat().st_mtime
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    run_id = str(data.get("run_id") or directory.name)
+    pid = _int_or_none(data.get("pid"))
+    pid_start = _int_or_none(data.get("pid_start"))
+    if pid is None and lock_pids and run_id in lock_pids:
+        pid, pid_start = lock_pids[run_id]
+    recorded = str(data.get("status", "running"))
+    alive = pid is not None and recorded != "finished" and process_alive(pid, pid_start)
+    result = data.get("result")
+    return RunSnapshot(
+        run_id=run_id,
+        dir=directory,
+        loop=str(data.get("loop", "")),
+        loop_file=str(data.get("loop_file", "")),
+        current=str(data.get("current", "")),
+        steps=int(data.get("steps", 0)),
+        recorded_status=recorded,
+        started_at=str(data.get("started_at", "")),
+        elapsed_ms=int(data.get("elapsed_ms", 0)),
+        pid=pid,
+        pid_start=pid_start,
+        alive=alive,
+        result=result if isinstance(result, dict) else None,
+        updated_at=mtime,
+    )
+
+
+def list_runs(root: Path | None = None) -> list[RunSnapshot]:
+    """Every readable run of the project, newest first (run ids sort by start time)."""
+    folder = runs_root(root)
+    if not folder.is_dir():
+        return []
+    pids = _lock_pids(root or Path.cwd())
+    found = (read_run(d, lock_pids=pids) for d in sorted(folder.iterdir(), reverse=True))
+    return [s for s in found if s is not None]
+
+
+def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
+    """A run by id (a unique prefix will do) or by directory path; UsageError otherwise."""
+    folder = runs_root(root)
+    direct = Path(ref)
+    candidates: list[Path] = []
+    if (folder / ref).is_dir():
+        candidates = [folder / ref]
+    elif direct.is_dir() and (direct / "state.json").exists():
+        candidates = [direct]
+    elif folder.is_dir():
+        candidates = sorted(d for d in folder.iterdir() if d.name.startswith(ref))
+    if len(candidates) > 1:
+        names = ", ".join(d.name for d in candidates[:4])
+        raise UsageError(f"run id {ref!r} is ambiguous: {names}", hint="give more of the id")
+    if not candidates:
+        raise UsageError(
+            f"no run {ref!r} in {folder}", hint="`ll-loop status --all` lists the runs here"
+        )
+    snapshot = read_run(candidates[0], lock_pids=_lock_pids(root or Path.cwd()))
+    if snapshot is None:
+        raise UsageError(
+            f"run {candidates[0].name} has no readable state.json",
+            hint="the run died before its first state boundary; start it again",
+        )
+    return snapshot
+
+
+def _lock_pids(root: Path) -> dict[str, tuple[int, int | None]]:
+    """Run id → (pid, start time) of live lock holders: liveness for records without a pid."""
+    if not (root / ".loops" / "locks").is_dir():
+        return {}
+    return {r.run_id: (r.pid, r.start_time) for r in holders(root)}
+
+
+# --- events --------------------------------------------------------------------------------
+
+
+def read_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of a log, skipping a torn (unterminated or unparsable) last line."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                return  # a torn tail: the writer died mid-line
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                yield event
+
+
+def repair_events(path: Path) -> int:
+    """Cut a torn last line off `path` so appended events start on a line of their own.
+
+    Returns how many bytes were dropped. Only the tail after the last newline is ever cut; a
+    complete line is never touched.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with path.open("rb+") as handle:
+        tail_start = max(0, size - (1 << 20))
+        handle.seek(tail_start)
+        tail = handle.read()
+        if tail.endswith(b"\n"):
+            return 0
+        cut = tail.rfind(b"\n")
+        keep = tail_start + cut + 1 if cut >= 0 else tail_start
+        if cut < 0 and tail_start > 0:
+            return 0  # a single line over 1 MiB without a newline: leave it to the reader
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+        return size - keep
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_time(text: str) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
