@@ -84,7 +84,10 @@ def forced_tool_name(request: dict[str, Any]) -> str:
     return str(tools[0]["name"])
 
 
-def tool_reply(tool_input: dict[str, Any], *, delay: float = 0.0, **usage: int) -> Script:
+def tool_reply(
+    tool_input: dict[str, Any], *, delay: float = 0.0, input_tokens: int = 100,
+    output_tokens: int = 20,
+) -> Script:
     """An answer that calls the request's forced tool with `tool_input`."""
 
     def build(request: dict[str, Any]) -> Reply:
@@ -95,7 +98,7 @@ def tool_reply(tool_input: dict[str, Any], *, delay: float = 0.0, **usage: int) 
             "input": tool_input,
         }
         body = message([block], model=request.get("model", "claude-test"), stop_reason="tool_use",
-                       **usage)
+                       input_tokens=input_tokens, output_tokens=output_tokens)
         return Reply(body=body, delay=delay)
 
     return build
@@ -108,19 +111,22 @@ def verdict_reply(
     reason: str = "because",
     evidence: str = "",
     delay: float = 0.0,
-    **usage: int,
+    input_tokens: int = 100,
+    output_tokens: int = 20,
 ) -> Script:
     """A judge answer `{verdict, confidence, reason, evidence}` through the forced tool."""
     answer = {"verdict": verdict, "confidence": confidence, "reason": reason, "evidence": evidence}
-    return tool_reply(answer, delay=delay, **usage)
+    return tool_reply(answer, delay=delay, input_tokens=input_tokens, output_tokens=output_tokens)
 
 
-def text_reply(text: str, *, delay: float = 0.0, **usage: int) -> Script:
+def text_reply(
+    text: str, *, delay: float = 0.0, input_tokens: int = 100, output_tokens: int = 20
+) -> Script:
     """A plain text answer (what a prompt action gets, or a judge that ignored its tool)."""
 
     def build(request: dict[str, Any]) -> Reply:
         body = message([{"type": "text", "text": text}], model=request.get("model", "claude-test"),
-                       **usage)
+                       input_tokens=input_tokens, output_tokens=output_tokens)
         return Reply(body=body, delay=delay)
 
     return build
@@ -153,7 +159,9 @@ class LoopbackServer:
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:

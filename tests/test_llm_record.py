@@ -1,0 +1,204 @@
+"""Record, replay, cache and cost accounting, through the real SDK and real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import PreflightError
+from engine.llm import create_llm_services, llm_preflight
+from engine.llm.prices import PriceTable, load_prices
+from engine.model import Evaluate, LlmConfig, Loop, State
+from engine.ports import LlmServices, Verdict
+from tests.loopback_server import (
+    LoopbackServer,
+    MemoryRecorder,
+    error_reply,
+    text_reply,
+    verdict_reply,
+)
+
+TEXT = "lint: 0 problems"
+QUOTE = "0 problems"
+
+
+def make(samples: int = 1, model: str = "claude-haiku-4-5") -> tuple[Loop, State, Evaluate]:
+    spec = Evaluate(type="llm_structured", prompt="Is lint clean?", samples=samples)
+    state = State(name="check", action="lint", evaluate=spec, routes={"yes": "d", "no": "d"})
+    loop = Loop(name="t", initial="check", llm=LlmConfig(model=model),
+                states={"check": state, "d": State("d", terminal=True)})
+    return loop, state, spec
+
+
+def services(run_dir: Path, recorder: MemoryRecorder | None = None, **kwargs: Any
+             ) -> tuple[LlmServices, Loop, State, Evaluate]:
+    loop, state, spec = make(kwargs.pop("samples", 1))
+    made = create_llm_services(loop, run_dir=run_dir, recorder=recorder or MemoryRecorder(),
+                               **kwargs)
+    return made, loop, state, spec
+
+
+def judge_once(run_dir: Path, text: str = TEXT, **kwargs: Any) -> tuple[Verdict, LlmServices]:
+    made, loop, state, spec = services(run_dir, **kwargs)
+    return made.judge(spec, text, state=state, loop=loop), made
+
+
+def log_entries(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "llm.jsonl").read_text().splitlines()]
+
+
+def test_every_call_is_logged_with_request_and_response(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(error_reply(500), verdict_reply("yes", evidence=QUOTE))
+    judge_once(tmp_path / "r1")
+    [entry] = log_entries(tmp_path / "r1")
+    assert entry["status"] == "ok"
+    assert entry["attempts"] == 2
+    content = entry["request"]["messages"][0]["content"]
+    assert content.endswith(f"<judged_text>\n{TEXT}\n</judged_text>")
+    assert entry["response"]["content"][0]["name"] == "submit_verdict"
+    assert len(entry["hash"]) == 64 and entry["sample"] == 0
+
+
+def test_replay_serves_from_the_log_without_http(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(verdict_reply("yes", evidence=QUOTE), verdict_reply("no"),
+                  verdict_reply("yes", evidence=QUOTE))
+    first, _ = judge_once(tmp_path / "r1", samples=3)
+    served = len(loopback.requests)
+    recorder = MemoryRecorder()
+    again, made = judge_once(tmp_path / "r2", samples=3, replay_from=tmp_path / "r1",
+                             recorder=recorder)
+    assert len(loopback.requests) == served  # the server received nothing
+    assert again.name == first.name == "yes"
+    assert [s["verdict"] for s in again.details["samples"]] == [
+        s["verdict"] for s in first.details["samples"]]
+    assert {c["source"] for c in recorder.of("llm_call")} == {"replay"}
+    assert made.cost_usd == 0.0
+    assert len(log_entries(tmp_path / "r2")) == 3  # the replayed run has its own log
+
+
+def test_replay_serves_repeated_requests_in_recorded_order(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(verdict_reply("no"), verdict_reply("yes", evidence=QUOTE))
+    made, loop, state, spec = services(tmp_path / "r1")
+    recorded = [made.judge(spec, TEXT, state=state, loop=loop).name for _ in range(2)]
+    replayed_services, *_ = services(tmp_path / "r2", replay_from=tmp_path / "r1")
+    replayed = [replayed_services.judge(spec, TEXT, state=state, loop=loop).name for _ in range(2)]
+    assert recorded == replayed == ["no", "yes"]
+
+
+def test_replay_miss_is_an_error_verdict_not_a_live_call(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(verdict_reply("yes", evidence=QUOTE))
+    judge_once(tmp_path / "r1")
+    loopback.default = verdict_reply("yes", evidence="changed")
+    verdict, _ = judge_once(tmp_path / "r2", text="lint: changed",
+                            replay_from=tmp_path / "r1")
+    assert verdict.name == "error"
+    assert "replay miss" in verdict.details["error"]
+    assert "'check'" in verdict.details["error"]
+    assert len(loopback.requests) == 1
+
+
+def test_replay_of_a_run_without_log_fails_before_any_step(tmp_path: Path) -> None:
+    loop, _, _ = make()
+    (tmp_path / "old").mkdir()
+    with pytest.raises(PreflightError, match=r"llm\.jsonl does not exist"):
+        create_llm_services(loop, run_dir=tmp_path / "new", recorder=MemoryRecorder(),
+                            replay_from=tmp_path / "old")
+    [problem] = llm_preflight(loop, replay=True, replay_from=tmp_path / "old")
+    assert "llm.jsonl does not exist" in problem
+
+
+def test_cache_serves_identical_requests_and_never_errors(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_LLM_CACHE_DIR", str(tmp_path / "cache"))
+    loopback.push(error_reply(400), verdict_reply("yes", evidence=QUOTE))
+    assert judge_once(tmp_path / "r1", cache=True)[0].name == "error"
+    assert not list((tmp_path / "cache").glob("*.json"))
+    assert judge_once(tmp_path / "r2", cache=True)[0].name == "yes"  # the error was not cached
+    assert len(loopback.requests) == 2
+    recorder = MemoryRecorder()
+    verdict, made = judge_once(tmp_path / "r3", cache=True, recorder=recorder)
+    assert verdict.name == "yes"
+    assert len(loopback.requests) == 2  # served from the cache
+    assert recorder.of("llm_call")[0]["source"] == "cache"
+    assert made.cost_usd == 0.0
+
+
+def test_invalid_answers_are_not_cached(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_LLM_CACHE_DIR", str(tmp_path / "cache"))
+    loopback.push(text_reply("no tool"), verdict_reply("no"))
+    assert judge_once(tmp_path / "r1", cache=True)[0].name == "no"
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+    assert judge_once(tmp_path / "r2", cache=True)[0].name == "no"
+    assert len(loopback.requests) == 2
+
+
+def test_loop_llm_cache_switches_the_cache_on(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / ".loops" / "runs" / "run-1"
+    loop, state, spec = make()
+    loop = Loop(name=loop.name, initial=loop.initial, states=loop.states,
+                llm=LlmConfig(model="claude-haiku-4-5", cache=True))
+    loopback.push(verdict_reply("no"))
+    create_llm_services(loop, run_dir=run_dir, recorder=MemoryRecorder()).judge(
+        spec, TEXT, state=state, loop=loop)
+    assert len(list((tmp_path / ".loops" / "llm-cache").glob("*.json"))) == 1
+
+
+def test_cost_per_call_state_and_run(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=500),
+                  verdict_reply("no", input_tokens=2000, output_tokens=100))
+    recorder = MemoryRecorder()
+    made, loop, state, spec = services(tmp_path / "r1", recorder, samples=2)
+    verdict = made.judge(spec, TEXT, state=state, loop=loop)
+    expected = (3000 * 1.0 + 600 * 5.0) / 1e6  # claude-haiku-4-5: $1 / $5 per million tokens
+    assert made.cost_usd == pytest.approx(expected)
+    assert verdict.details["cost_usd"] == pytest.approx(expected)
+    assert verdict.details["input_tokens"] == 3000
+    calls = recorder.of("llm_call")
+    assert sum(c["cost_usd"] for c in calls) == pytest.approx(expected)
+    assert {c["state"] for c in calls} == {"check"}
+    assert set(calls[0]) >= {"model", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
+                             "request_hash", "attempt", "status"}
+    assert made.cost_by_state() == {"check": pytest.approx(expected)}  # type: ignore[attr-defined]
+
+
+def test_price_table_lookup() -> None:
+    table = PriceTable()
+    assert table.price_for("claude-haiku-4-5-20251001").input == 1.0
+    assert table.price_for("claude-sonnet-9").output == 15.0  # family
+    assert table.price_for("some-other-model") == table.default
+
+
+def test_price_override_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"claude-haiku-4-5": {"input": 2, "output": 4},
+                                  "default": {"input": 9, "output": 9}}))
+    monkeypatch.setenv("LL_PRICES", str(prices))
+    table = load_prices()
+    assert table.cost("claude-haiku-4-5", 1_000_000, 1_000_000) == 6.0
+    assert table.cost("mystery", 1_000_000, 0) == 9.0
+    prices.write_text('{"claude-x": {"input": "cheap"}}')
+    with pytest.raises(PreflightError, match="needs numeric 'input' and 'output'"):
+        load_prices()
+
+
+def test_project_prices_json_is_used(loopback: LoopbackServer, tmp_path: Path) -> None:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "prices.json").write_text(
+        json.dumps({"claude-haiku-4-5": {"input": 1000, "output": 0}}))
+    loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=0))
+    _, made = judge_once(tmp_path / ".loops" / "runs" / "run-1")
+    assert made.cost_usd == pytest.approx(1.0)
