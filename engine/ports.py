@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from engine.model import EMPTY, Evaluate, Loop, State
+from engine.model import Evaluate, Loop, State
 
 Outcome = Literal["success", "failure", "inconclusive", "error"]
 TerminatedBy = Literal["terminal", "max_steps", "timeout", "error", "max_cost", "stopped"]
@@ -68,7 +68,7 @@ class RunResult:
     duration_ms: int
     cost_usd: float = 0.0
     error: str | None = None
-    outputs: Mapping[str, Any] = EMPTY
+    outputs: Mapping[str, Any] = field(default_factory=dict)
     terminal: str | None = None
 
     @property
