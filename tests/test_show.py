@@ -1,0 +1,98 @@
+"""`ll-loop show`: the loop's graph as a table, Mermaid, dot and networkx node-link JSON, with
+retry edges and terminal outcomes marked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import networkx as nx
+from networkx.readwrite import json_graph
+
+from engine.graph import compile_graph
+from engine.load import load_loop_text
+from engine.show import render
+from tests.lint_cli_helpers import ll_loop
+
+HARNESS = """\
+name: eval-harness
+initial: discover
+scope: [".loops/"]
+states:
+  discover:
+    action: ./next-item.sh
+    on_yes: execute
+    on_no: done
+    on_error: failed
+  execute:
+    action: ./run-item.sh
+    next: check
+    on_error: failed
+  check:
+    action: ./grade-item.sh
+    on_yes: discover
+    on_no: execute
+    on_error: failed
+    max_retries: 2
+    on_retry_exhausted: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+    failure: true
+"""
+
+
+def test_text_marks_retry_edges_and_terminal_outcomes() -> None:
+    text = render(load_loop_text(HARNESS), "text")
+    assert "eval-harness: initial discover, max_steps 50" in text
+    assert "→ discover" in text  # the initial state is marked
+    assert "    no → execute  ↺ retry" in text  # check → execute closes the cycle
+    assert "    on_yes" not in text
+    assert "    yes → execute\n" in text  # discover → execute is a first entry, not a retry
+    assert "  done      terminal ✓ success" in text
+    assert "  failed    terminal ✗ failure" in text
+    assert "    error → failed (failure)" in text
+
+
+def test_mermaid_and_dot() -> None:
+    loop = load_loop_text(HARNESS)
+    mermaid = render(loop, "mermaid")
+    assert mermaid.startswith("stateDiagram-v2\n")
+    assert "[*] --> s0" in mermaid
+    assert "s2 --> s1: no ↺ retry" in mermaid
+    assert "class s4 failure" in mermaid and "class s3 success" in mermaid
+    dot = render(loop, "dot")
+    assert '"check" -> "execute" [label="no ↺ retry", style=dashed];' in dot
+    assert '"failed" [shape=doublecircle, color=red, label="failed\\n(failure)"];' in dot
+    assert dot.startswith('digraph "eval-harness" {') and dot.endswith("}")
+
+
+def test_json_is_networkx_node_link_data_plus_metadata() -> None:
+    loop = load_loop_text(HARNESS)
+    data = json.loads(render(loop, "json"))
+    assert data["initial"] == "discover" and data["scope"] == [".loops/"]
+    assert data["retry_edges"] == [["check", "discover"], ["check", "execute"]]
+    graph = json_graph.node_link_graph(data["graph"], edges="edges")
+    expected = compile_graph(loop).to_networkx()
+    assert nx.utils.edges_equal(graph.edges(keys=True), expected.edges(keys=True))
+    assert graph.nodes["failed"]["outcome"] == "failure"
+    assert {(u, v) for u, v, retry in graph.edges(data="retry") if retry} == {
+        ("check", "discover"),
+        ("check", "execute"),
+    }
+
+
+def test_show_command(tmp_path: Path) -> None:
+    (tmp_path / "harness.yaml").write_text(HARNESS)
+    result = ll_loop("show", "harness.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "↺ retry" in result.stdout
+    as_json = ll_loop("show", "harness.yaml", "--format", "json", cwd=tmp_path)
+    assert json.loads(as_json.stdout)["name"] == "eval-harness"
+    missing = ll_loop("show", "nope.yaml", cwd=tmp_path)
+    assert missing.returncode == 2 and "no loop file at nope.yaml" in missing.stderr
+    (tmp_path / "bad.yaml").write_text("name: x\nstates: {}\n")
+    bad = ll_loop("show", "bad.yaml", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "bad.yaml:" in bad.stderr and "Traceback" not in bad.stderr
