@@ -12,8 +12,10 @@ The import chain stays light on purpose (yaml + stdlib): `ll-loop validate` has 
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -101,6 +103,27 @@ def check_loop_text(
     text: str, file: str = "<string>"
 ) -> tuple[Loop | None, Positions | None, list[Diagnostic]]:
     """Every load-time diagnostic of a loop, sorted by line; the loop when there are none."""
+    with _collector_paused():
+        return _check(text, file)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while loading.
+
+    Loading allocates many small acyclic objects; each generation-2 collection walks the whole
+    growing heap, which made a 4000-state loop cost 2.7x a 2000-state one. Paused, it is linear.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Diagnostic]]:
     try:
         data, positions = parse_yaml(text, file)
     except YamlProblems as failed:

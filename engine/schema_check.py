@@ -41,6 +41,7 @@ ANNOTATION_KEYWORDS = frozenset(
     {"$schema", "$id", "$defs", "$comment", "title", "description", "default"}
 )
 SUPPORTED_KEYWORDS = VALIDATION_KEYWORDS | ANNOTATION_KEYWORDS
+_COMBINATORS = frozenset({"allOf", "anyOf", "oneOf", "not", "if"})
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ def has_type(value: Any, name: str) -> bool:
 
 def json_equal(one: Any, two: Any) -> bool:
     """JSON equality: 1 == 1.0, but true != 1; lists and objects compared deeply."""
+    if type(one) is str and type(two) is str:
+        return one == two
     if isinstance(one, bool) or isinstance(two, bool):
         return isinstance(one, bool) and isinstance(two, bool) and one == two
     if isinstance(one, list) and isinstance(two, list):
@@ -129,8 +132,30 @@ class _Validator:
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
+        self.refs: dict[str, Schema] = {}
+
+    @staticmethod
+    def fail(
+        out: list[Violation] | None,
+        schema: Mapping[str, Any],
+        reason: str,
+        keyword: str,
+        path: PathKey,
+        value: Any,
+        detail: Any = None,
+    ) -> bool:
+        if out is not None:
+            out.append(Violation(keyword, path, value, detail, schema, reason))
+        return False
 
     def resolve(self, ref: str) -> Schema:
+        cached = self.refs.get(ref)
+        if cached is not None:
+            return cached
+        self.refs[ref] = self._resolve(ref)
+        return self.refs[ref]
+
+    def _resolve(self, ref: str) -> Schema:
         if not ref.startswith("#"):
             raise ValueError(f"only local $ref is supported, got {ref!r}")
         node: Any = self.root
@@ -153,25 +178,18 @@ class _Validator:
             if out is not None:
                 out.append(Violation("false", path, value, reason=reason))
             return False
-        assert isinstance(schema, Mapping)
-
-        def fail(keyword: str, detail: Any = None, at: PathKey = path, val: Any = value) -> bool:
-            if out is not None:
-                out.append(Violation(keyword, at, val, detail, schema, reason))
-            return False
-
         ok = True
         expected = schema.get("type")
         if expected is not None:
             names = [expected] if isinstance(expected, str) else list(expected)
             if not any(has_type(value, name) for name in names):
-                return fail("type", names)
+                return self.fail(out, schema, reason, "type", path, value, names)
         if "enum" in schema and not any(json_equal(value, e) for e in schema["enum"]):
-            ok = fail("enum", schema["enum"])
+            ok = self.fail(out, schema, reason, "enum", path, value, schema["enum"])
             if out is None:
                 return False
         if "const" in schema and not json_equal(value, schema["const"]):
-            ok = fail("const", schema["const"])
+            ok = self.fail(out, schema, reason, "const", path, value, schema["const"])
             if out is None:
                 return False
         if "$ref" in schema:
@@ -179,24 +197,28 @@ class _Validator:
             if not ok and out is None:
                 return False
         if isinstance(value, dict):
-            ok = self.check_object(value, schema, path, out, reason, fail) and ok
+            ok = self.check_object(value, schema, path, out, reason) and ok
         elif isinstance(value, list):
-            ok = self.check_array(value, schema, path, out, reason, fail) and ok
+            ok = self.check_array(value, schema, path, out, reason) and ok
         elif isinstance(value, str):
             if "minLength" in schema and len(value) < schema["minLength"]:
-                ok = fail("minLength", schema["minLength"])
+                ok = self.fail(out, schema, reason, "minLength", path, value, schema["minLength"])
             if "pattern" in schema and not _regex(schema["pattern"]).search(value):
-                ok = fail("pattern", schema["pattern"])
+                ok = self.fail(out, schema, reason, "pattern", path, value, schema["pattern"])
         elif _is_number(value):
             if "minimum" in schema and value < schema["minimum"]:
-                ok = fail("minimum", schema["minimum"])
+                ok = self.fail(out, schema, reason, "minimum", path, value, schema["minimum"])
             if "maximum" in schema and value > schema["maximum"]:
-                ok = fail("maximum", schema["maximum"])
+                ok = self.fail(out, schema, reason, "maximum", path, value, schema["maximum"])
             if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-                ok = fail("exclusiveMinimum", schema["exclusiveMinimum"])
+                ok = self.fail(
+                    out, schema, reason, "exclusiveMinimum", path, value, schema["exclusiveMinimum"]
+                )
         if not ok and out is None:
             return False
-        return self.check_combinators(value, schema, path, out, reason, fail) and ok
+        if _COMBINATORS.isdisjoint(schema):
+            return ok
+        return self.check_combinators(value, schema, path, out, reason) and ok
 
     def check_object(
         self,
@@ -205,21 +227,24 @@ class _Validator:
         path: PathKey,
         out: list[Violation] | None,
         reason: str,
-        fail: Any,
     ) -> bool:
         ok = True
         for key in schema.get("required", ()):
             if key not in value:
-                ok = fail("required", key)
+                ok = self.fail(out, schema, reason, "required", path, value, key)
                 if out is None:
                     return False
         for key, needs in schema.get("dependentRequired", {}).items():
             if key in value:
                 for need in needs:
                     if need not in value:
-                        ok = fail("dependentRequired", (key, need))
+                        ok = self.fail(
+                            out, schema, reason, "dependentRequired", path, value, (key, need)
+                        )
         if "minProperties" in schema and len(value) < schema["minProperties"]:
-            ok = fail("minProperties", schema["minProperties"])
+            ok = self.fail(
+                out, schema, reason, "minProperties", path, value, schema["minProperties"]
+            )
         if not ok and out is None:
             return False
         names = schema.get("propertyNames")
@@ -231,7 +256,9 @@ class _Validator:
                     continue
                 inner: list[Violation] = []
                 if not self.check(key, names, (*path, key), inner, reason):
-                    ok = fail("propertyNames", (inner, value), (*path, key), key)
+                    ok = self.fail(
+                        out, schema, reason, "propertyNames", (*path, key), key, (inner, value)
+                    )
         properties = schema.get("properties", {})
         patterns = schema.get("patternProperties", {})
         additional = schema.get("additionalProperties")
@@ -254,7 +281,9 @@ class _Validator:
                             return False
             if not matched and additional is not None:
                 if additional is False:
-                    ok = fail("additionalProperties", key, (*path, key), item)
+                    ok = self.fail(
+                        out, schema, reason, "additionalProperties", (*path, key), item, key
+                    )
                     if out is None:
                         return False
                 elif not self.check(item, additional, (*path, key), out, reason):
@@ -270,15 +299,14 @@ class _Validator:
         path: PathKey,
         out: list[Violation] | None,
         reason: str,
-        fail: Any,
     ) -> bool:
         ok = True
         if "minItems" in schema and len(value) < schema["minItems"]:
-            ok = fail("minItems", schema["minItems"])
+            ok = self.fail(out, schema, reason, "minItems", path, value, schema["minItems"])
         if schema.get("uniqueItems"):
             for index, item in enumerate(value):
                 if any(json_equal(item, earlier) for earlier in value[:index]):
-                    ok = fail("uniqueItems", item, (*path, index), item)
+                    ok = self.fail(out, schema, reason, "uniqueItems", (*path, index), item, item)
                     break
         if not ok and out is None:
             return False
@@ -298,7 +326,6 @@ class _Validator:
         path: PathKey,
         out: list[Violation] | None,
         reason: str,
-        fail: Any,
     ) -> bool:
         ok = True
         for sub in schema.get("allOf", ()):
@@ -320,16 +347,57 @@ class _Validator:
                     inner: list[Violation] = []
                     self.check(value, sub, path, inner, reason)
                     per_branch.append(inner)
-                ok = fail(keyword, per_branch if passing == 0 else passing)
+                detail = per_branch if passing == 0 else passing
+                ok = self.fail(out, schema, reason, keyword, path, value, detail)
         if "not" in schema and self.check(value, schema["not"], path, None, reason):
-            ok = fail("not", schema["not"])
+            ok = self.fail(out, schema, reason, "not", path, value, schema["not"])
             if out is None:
                 return False
         if "if" in schema:
-            branch = "then" if self.check(value, schema["if"], path, None, reason) else "else"
+            condition = schema["if"]
+            quick = _quick_condition(condition)
+            holds = quick(value) if quick else self.check(value, condition, path, None, reason)
+            branch = "then" if holds else "else"
             if branch in schema and not self.check(value, schema[branch], path, out, reason):
                 ok = False
         return ok
+
+
+_QUICK: dict[int, Any] = {}
+
+
+def _quick_condition(schema: Schema) -> Any:
+    """A direct test for the two `if` shapes our schema uses, else None.
+
+    `{"required": [k...]}` and `{"properties": {k: {"const": c}}, "required": [k]}` are asked
+    once per state and seven times per evaluate block; testing them directly keeps validation
+    cheap. Any other shape goes through the general interpreter.
+    """
+    key = id(schema)
+    known = _QUICK.get(key)
+    if known is not None and known[0] is schema:
+        return known[1]
+    quick: Any = None
+    if isinstance(schema, Mapping) and set(schema) == {"required"}:
+        needed = tuple(schema["required"])
+
+        def quick(value: Any) -> bool:
+            return not isinstance(value, dict) or all(k in value for k in needed)
+
+    elif isinstance(schema, Mapping) and set(schema) == {"properties", "required"}:
+        properties = schema["properties"]
+        if len(properties) == 1 and list(properties) == list(schema["required"]):
+            ((name, sub),) = properties.items()
+            if isinstance(sub, Mapping) and set(sub) == {"const"}:
+                constant = sub["const"]
+
+                def quick(value: Any) -> bool:
+                    if not isinstance(value, dict):
+                        return True
+                    return name in value and json_equal(value[name], constant)
+
+    _QUICK[key] = (schema, quick)  # the schema is kept alive, so its id stays unique
+    return quick
 
 
 # ---------------------------------------------------------------------------------------------
