@@ -1,0 +1,151 @@
+"""Helpers for the scaffold and built-in eval loop tests: a project with issues, the real CLI,
+and a scripted loopback LLM that answers prompt actions with text and judges with verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.loopback_server import LoopbackServer, Reply, text_reply, verdict_reply
+
+REPO = Path(__file__).resolve().parent.parent
+ISSUES = Path(__file__).parent / "data" / "issues"
+
+
+def make_project(root: Path) -> Path:
+    """A project directory whose `.issues/` holds every fixture issue."""
+    shutil.copytree(ISSUES, root / ".issues")
+    return root
+
+
+def ll_loop(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the real `ll-loop` command line in a child process (environment inherited)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    code = "import sys; sys.argv[0] = 'll-loop'; from engine.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@dataclass
+class Judge:
+    """One scripted judge answer; `evidence=None` quotes the start of the judged text."""
+
+    verdict: str
+    evidence: str | None = None
+    confidence: float = 0.9
+
+
+@dataclass
+class ScriptedLlm:
+    """Answers prompt actions from `texts` and judge calls from `verdicts`, in order.
+
+    Requests are told apart by the forced tool a judge call carries, so the order of prompt
+    and judge calls does not have to be scripted; running out of answers is a 500.
+    """
+
+    server: LoopbackServer
+    texts: deque[str] = field(default_factory=deque)
+    verdicts: deque[Judge] = field(default_factory=deque)
+    judged: list[dict[str, Any]] = field(default_factory=list)
+    prompted: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.server.default = self._answer
+
+    def say(self, *texts: str) -> ScriptedLlm:
+        self.texts.extend(texts)
+        return self
+
+    def judge(self, *verdicts: Judge | str) -> ScriptedLlm:
+        self.verdicts.extend(v if isinstance(v, Judge) else Judge(v) for v in verdicts)
+        return self
+
+    def _answer(self, request: dict[str, Any]) -> Reply:
+        if request.get("tools"):
+            self.judged.append(request)
+            if not self.verdicts:
+                return Reply(status=500, body={"type": "error", "error": {"type": "api_error",
+                                                                          "message": "no more"}})
+            wanted = self.verdicts.popleft()
+            evidence = wanted.evidence
+            if evidence is None:
+                evidence = _judged_text(request).split("\n", 1)[0][:60]
+            build = verdict_reply(wanted.verdict, evidence=evidence, confidence=wanted.confidence)
+        else:
+            self.prompted.append(request)
+            if not self.texts:
+                return Reply(status=500, body={"type": "error", "error": {"type": "api_error",
+                                                                          "message": "no more"}})
+            build = text_reply(self.texts.popleft())
+        return build(request) if callable(build) else build
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """Everything a request sends as text: system prompt and every message block."""
+    parts: list[str] = []
+    system = request.get("system")
+    if isinstance(system, str):
+        parts.append(system)
+    elif isinstance(system, list):
+        parts += [b.get("text", "") for b in system if isinstance(b, dict)]
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [b.get("text", "") for b in content if isinstance(b, dict)]
+    return "\n".join(parts)
+
+
+def _judged_text(request: dict[str, Any]) -> str:
+    """The judged text inside a judge request, from the last transcript marker on."""
+    text = request_text(request)
+    for marker in ("TRANSCRIPT:", "REPORT:"):
+        if marker in text:
+            return text[text.rindex(marker) :]
+    return text
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished `ll-loop run --json`: exit code, the JSON result and the path it took."""
+
+    exit_code: int
+    result: dict[str, Any]
+    path: tuple[str, ...]
+    run_dir: Path
+    stderr: str
+
+
+def run_loop(loop: str, *, cwd: Path, args: Iterable[str] = ()) -> Run:
+    """`ll-loop run LOOP --json` and the states it entered at depth 0, in order."""
+    done = ll_loop("run", loop, "--json", *args, cwd=cwd)
+    try:
+        result = json.loads(done.stdout)
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"no JSON result: {done.stdout!r}\n{done.stderr}") from exc
+    run_dir = cwd / ".loops" / "runs" / str(result.get("run_id"))
+    path: list[str] = []
+    events = run_dir / "events.jsonl"
+    if events.is_file():
+        for line in events.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("event") == "state_enter" and event.get("depth", 0) == 0:
+                path.append(event["state"])
+    if result.get("final_state") and (not path or path[-1] != result["final_state"]):
+        path.append(result["final_state"])
+    return Run(done.returncode, result, tuple(path), run_dir, done.stderr)

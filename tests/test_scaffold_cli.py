@@ -1,0 +1,144 @@
+"""`ll-loop scaffold-eval` / `scaffold-verify` as a user runs them: files, refusals, JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.scaffold_helpers import ll_loop, make_project
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path)
+
+
+def test_scaffold_eval_writes_the_harness_and_says_what_next(project: Path) -> None:
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=project)
+    assert done.returncode == 0, done.stderr
+    target = project / ".loops" / "eval-harness-feat-919.yaml"
+    assert target.is_file()
+    assert done.stdout.splitlines() == [
+        "wrote .loops/eval-harness-feat-919.yaml (Variant A: one issue, execute → check_skill)",
+        "next:",
+        "  ll-loop validate .loops/eval-harness-feat-919.yaml",
+        "  ll-loop run eval-harness-feat-919",
+    ]
+    assert yaml.safe_load(target.read_text())["name"] == "eval-harness-feat-919"
+
+
+def test_refuses_to_overwrite_without_force(project: Path) -> None:
+    assert ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=project).returncode == 0
+    target = project / ".loops" / "eval-harness-feat-919.yaml"
+    target.write_text("# my edits\n")
+    again = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=project)
+    assert again.returncode == 2
+    assert "already exists; not overwriting it" in again.stderr
+    assert "--force" in again.stderr
+    assert target.read_text() == "# my edits\n"
+    forced = ll_loop("scaffold-eval", "--issues", "FEAT-919", "--force", cwd=project)
+    assert forced.returncode == 0
+    assert target.read_text().startswith("# Eval harness for FEAT-919")
+
+
+def test_stdout_prints_yaml_and_writes_nothing(project: Path) -> None:
+    done = ll_loop("scaffold-eval", "--issues", "BUG-204", "--stdout", cwd=project)
+    assert done.returncode == 0
+    assert yaml.safe_load(done.stdout)["name"] == "eval-harness-bug-204"
+    assert not (project / ".loops").exists()
+
+
+def test_json_summary_lists_placeholders_and_diagnostics(project: Path) -> None:
+    done = ll_loop("scaffold-eval", "--issues", "BUG-555", "--json", cwd=project)
+    assert done.returncode == 0
+    summary = json.loads(done.stdout)
+    assert summary["path"] == ".loops/eval-harness-bug-555.yaml"
+    assert summary["issues"] == ["BUG-555"]
+    assert summary["variant"] == "A"
+    assert [p["path"] for p in summary["placeholders"]] == [
+        "states.execute.action",
+        "states.check_skill.evaluate.prompt",
+    ]
+    codes = [(d["code"], d["severity"]) for d in summary["diagnostics"]]
+    assert codes == [("placeholder", "warning")] * 2
+    text = (project / ".loops" / "eval-harness-bug-555.yaml").read_text().splitlines()
+    for diagnostic in summary["diagnostics"]:
+        assert "<FILL:" in text[diagnostic["line"] - 1]
+
+
+def test_placeholders_are_reported_on_stderr_with_file_and_line(project: Path) -> None:
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-1001", cwd=project)
+    assert done.returncode == 0
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(".loops/eval-harness-feat-1001.yaml:")
+    assert "warning placeholder unfilled placeholder: numbered observable conditions" in first
+    assert "1 placeholder to fill first" in done.stdout
+
+
+def test_several_issues_and_out_path(project: Path) -> None:
+    out = project / "evals" / "sprint.yaml"
+    done = ll_loop(
+        "scaffold-eval", "--issues", "FEAT-919, BUG-204,ENH-77", "--out", str(out), cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(Variant B: a work list of 3 issues)" in done.stdout
+    assert "  ll-loop run evals/sprint.yaml" in done.stdout
+    assert yaml.safe_load(out.read_text())["initial"] == "discover"
+
+
+def test_issue_by_path(project: Path) -> None:
+    done = ll_loop(
+        "scaffold-eval", "--issues", ".issues/bugs/BUG-555-bare.md", "--stdout", cwd=project
+    )
+    assert done.returncode == 0
+    assert "name: eval-harness-bug-555" in done.stdout
+
+
+def test_unknown_id_lists_close_candidates(project: Path) -> None:
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-91", cwd=project)
+    assert done.returncode == 2
+    assert "error: no issue FEAT-91 under .issues/" in done.stderr
+    assert "did you mean: FEAT-919 (.issues/features/P2-FEAT-919-sprint-dashboard.md)" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_ambiguous_id_lists_every_match(project: Path) -> None:
+    extra = project / ".issues" / "completed"
+    extra.mkdir()
+    (extra / "P3-BUG-204-old.md").write_text("# BUG-204: old\n")
+    done = ll_loop("scaffold-verify", "BUG-204", cwd=project)
+    assert done.returncode == 2
+    assert "ambiguous" in done.stderr
+    assert ".issues/completed/P3-BUG-204-old.md" in done.stderr
+    assert ".issues/bugs/P1-BUG-204-export-crash.md" in done.stderr
+
+
+def test_scaffold_verify_files_and_modes(project: Path) -> None:
+    done = ll_loop("scaffold-verify", "FEAT-919", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert (project / ".loops" / "verify-FEAT-919-sprint-dashboard.yaml").is_file()
+    adversarial = ll_loop("scaffold-verify", "FEAT-919", "--adversarial", "--json", cwd=project)
+    assert adversarial.returncode == 0
+    summary = json.loads(adversarial.stdout)
+    assert summary["path"] == ".loops/adversarial-FEAT-919-sprint-dashboard.yaml"
+    assert summary["variant"] == "adversarial"
+
+
+def test_scaffold_verify_without_criteria_is_a_clear_error(project: Path) -> None:
+    done = ll_loop("scaffold-verify", "FEAT-1001", cwd=project)
+    assert done.returncode == 2
+    assert "has no acceptance criteria, so there is nothing to verify" in done.stderr
+    assert not (project / ".loops").exists()
+
+
+def test_bad_front_matter_is_a_clear_error(project: Path) -> None:
+    (project / ".issues" / "FEAT-5-broken.md").write_text("---\ntitle: [x\n---\n# FEAT-5\n")
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-5", cwd=project)
+    assert done.returncode == 2
+    assert ".issues/FEAT-5-broken.md:" in done.stderr
+    assert "front matter is not valid YAML" in done.stderr

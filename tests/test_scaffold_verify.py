@@ -1,0 +1,120 @@
+"""scaffold-verify: criteria mode runs every criterion, adversarial mode demands three probes."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.errors import UsageError
+from engine.interpolate import render_shell, render_text
+from engine.issuefile import load_issue
+from engine.load import check_loop_text
+from engine.scaffold import scaffold_verify
+from lint import lint_loop
+
+DATA = Path(__file__).parent / "data" / "issues"
+WITH_CRITERIA = [p for p in sorted(DATA.rglob("*.md")) if load_issue(p).acceptance_criteria]
+
+
+def lint_findings(text: str) -> list[tuple[str, str]]:
+    loop, positions, problems = check_loop_text(text, "gen.yaml")
+    assert loop is not None, [p.render() for p in problems]
+    return [(d.code, d.message) for d in lint_loop(loop, positions) if d.severity != "info"]
+
+
+@pytest.mark.parametrize("path", WITH_CRITERIA, ids=lambda p: p.name)
+def test_criteria_mode_one_state_per_criterion_none_short_circuits(path: Path) -> None:
+    issue = load_issue(path)
+    scaffold = scaffold_verify(issue)
+    assert lint_findings(scaffold.text) == []
+    data = yaml.safe_load(scaffold.text)
+    states = data["states"]
+    count = len(issue.acceptance_criteria)
+    assert data["max_steps"] == count + 1
+    for n, criterion in enumerate(issue.acceptance_criteria, 1):
+        state = states[f"criterion_{n}"]
+        following = f"criterion_{n + 1}" if n < count else "aggregate"
+        # Every verdict, error included, moves on to the next criterion.
+        assert state["route"] == {"_": following}
+        assert state["capture"] == f"c{n}"
+        prompt = render_text(state["evaluate"]["prompt"], {})
+        assert f"({n}) {criterion}\n" in prompt
+        assert "quote verbatim" in prompt
+        assert criterion in render_text(state["action"], {})
+    assert states["aggregate"]["on_yes"] == "done"
+    assert states["aggregate"]["on_no"] == "failed"
+    assert states["failed"] == {
+        "description": states["failed"]["description"],
+        "terminal": True,
+        "failure": True,
+    }
+
+
+def aggregate(verdicts: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run the generated aggregate action in bash with these captured verdicts."""
+    issue = load_issue(next(DATA.rglob("P2-FEAT-919-sprint-dashboard.md")))
+    data = yaml.safe_load(scaffold_verify(issue).text)
+    ns = {"captured": {f"c{n}": {"verdict": v} for n, v in enumerate(verdicts, 1)}}
+    script = render_shell(data["states"]["aggregate"]["action"], ns)
+    return subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=10
+    )
+
+
+def test_aggregate_passes_only_when_every_verdict_is_yes(tmp_path: Path) -> None:
+    ok = aggregate(["yes", "yes", "yes", "yes"], tmp_path)
+    assert ok.returncode == 0
+    assert ok.stdout.splitlines()[-1] == "all 4 criteria met"
+    bad = aggregate(["yes", "no", "partial", "error"], tmp_path)
+    assert bad.returncode == 1
+    assert bad.stdout.splitlines() == [
+        "(1) yes",
+        "(2) no",
+        "(3) partial",
+        "(4) error",
+        "3 of 4 criteria not met",
+    ]
+
+
+def test_verify_needs_criteria() -> None:
+    issue = load_issue(next(DATA.rglob("P2-FEAT-1001-saved-searches.md")))
+    with pytest.raises(UsageError) as caught:
+        scaffold_verify(issue)
+    assert "has no acceptance criteria" in caught.value.message
+    assert "scaffold-eval" in caught.value.hint
+
+
+@pytest.mark.parametrize("path", sorted(DATA.rglob("*.md")), ids=lambda p: p.name)
+def test_adversarial_mode_three_probes_then_coverage_then_findings(path: Path) -> None:
+    issue = load_issue(path)
+    scaffold = scaffold_verify(issue, adversarial=True)
+    assert scaffold.name.startswith(f"adversarial-{issue.id}-")
+    assert lint_findings(scaffold.text) == []
+    data = yaml.safe_load(scaffold.text)
+    states = data["states"]
+    assert data["initial"] == "probe_boundary"
+    assert [states[p]["next"] for p in ("probe_boundary", "probe_hostile", "probe_failure")] == [
+        "probe_hostile",
+        "probe_failure",
+        "judge_coverage",
+    ]
+    coverage = states["judge_coverage"]
+    assert coverage["on_yes"] == "judge_findings"
+    for verdict in ("no", "partial", "blocked", "cannot_judge"):
+        assert coverage[f"on_{verdict}"] == "under_probed"
+    assert states["under_probed"]["failure"] is True
+    assert states["broken"]["failure"] is True
+    assert "even if every attempt that was made passed" in coverage["evaluate"]["prompt"]
+    assert "quote verbatim" in coverage["evaluate"]["prompt"]
+    source = render_text(
+        coverage["evaluate"]["source"],
+        {"captured": {k: {"output": k.upper()} for k in ("boundary", "hostile", "failure")}},
+    )
+    assert source.split("\n\n") == [
+        "## boundary values\nBOUNDARY",
+        "## malformed or hostile input\nHOSTILE",
+        "## failure modes\nFAILURE",
+    ]
