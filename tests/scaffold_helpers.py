@@ -78,8 +78,10 @@ class ScriptedLlm:
         if request.get("tools"):
             self.judged.append(request)
             if not self.verdicts:
-                return Reply(status=500, body={"type": "error", "error": {"type": "api_error",
-                                                                          "message": "no more"}})
+                return Reply(
+                    status=500,
+                    body={"type": "error", "error": {"type": "api_error", "message": "no more"}},
+                )
             wanted = self.verdicts.popleft()
             evidence = wanted.evidence
             if evidence is None:
@@ -88,8 +90,10 @@ class ScriptedLlm:
         else:
             self.prompted.append(request)
             if not self.texts:
-                return Reply(status=500, body={"type": "error", "error": {"type": "api_error",
-                                                                          "message": "no more"}})
+                return Reply(
+                    status=500,
+                    body={"type": "error", "error": {"type": "api_error", "message": "no more"}},
+                )
             build = text_reply(self.texts.popleft())
         return build(request) if callable(build) else build
 

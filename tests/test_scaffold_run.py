@@ -35,7 +35,8 @@ def scaffold(project: Path, *args: str) -> dict[str, object]:
 
 
 def test_variant_a_passes_on_a_yes_backed_by_a_real_quote(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     llm = ScriptedLlm(loopback).say(SAW).judge("yes")
     made = scaffold(project, "scaffold-eval", "--issues", "FEAT-919")
@@ -52,7 +53,8 @@ def test_variant_a_passes_on_a_yes_backed_by_a_real_quote(
 
 
 def test_variant_a_yes_with_invented_evidence_is_not_a_pass(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     ScriptedLlm(loopback).say(SAW, SAW).judge(
         Judge("yes", evidence="the dashboard worked perfectly"), "yes"
@@ -64,7 +66,8 @@ def test_variant_a_yes_with_invented_evidence_is_not_a_pass(
 
 
 def test_variant_a_repeated_no_ends_on_the_budget_not_a_pass(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     ScriptedLlm(loopback).say(SAW, SAW, SAW).judge("no", "partial")
     made = scaffold(project, "scaffold-eval", "--issues", "FEAT-919")
@@ -75,7 +78,8 @@ def test_variant_a_repeated_no_ends_on_the_budget_not_a_pass(
 
 
 def test_variant_a_with_placeholders_still_runs_to_a_verdict(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     llm = ScriptedLlm(loopback).say(SAW).judge("blocked")
     made = scaffold(project, "scaffold-eval", "--issues", "BUG-555")
@@ -87,7 +91,8 @@ def test_variant_a_with_placeholders_still_runs_to_a_verdict(
 
 
 def test_variant_b_walks_the_work_list_and_reports_each_issue(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     llm = ScriptedLlm(loopback).say(*[SAW] * 5).judge("yes", "no", "no", "no", "yes")
     made = scaffold(project, "scaffold-eval", "--issues", "FEAT-919,BUG-204,ENH-77")
@@ -125,7 +130,8 @@ def test_variant_b_all_pass_is_done(project: Path, loopback: LoopbackServer) -> 
 
 
 def test_verify_runs_every_criterion_then_fails_on_one_no(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     llm = ScriptedLlm(loopback).say(*[SAW] * 4).judge("yes", "no", "yes", "yes")
     made = scaffold(project, "scaffold-verify", "FEAT-919")
@@ -147,13 +153,18 @@ def test_verify_all_yes_is_done(project: Path, loopback: LoopbackServer) -> None
 
 
 def test_adversarial_fails_when_probing_was_not_genuine_even_if_nothing_broke(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    llm = ScriptedLlm(loopback).say(
-        "REPORT: tried '' and 10000 chars; output: error: empty name",
-        "NOT ATTEMPTED: no idea how",
-        "REPORT: deleted settings.yaml; output: error: settings.yaml not found",
-    ).judge("no", "yes")
+    llm = (
+        ScriptedLlm(loopback)
+        .say(
+            "REPORT: tried '' and 10000 chars; output: error: empty name",
+            "NOT ATTEMPTED: no idea how",
+            "REPORT: deleted settings.yaml; output: error: settings.yaml not found",
+        )
+        .judge("no", "yes")
+    )
     made = scaffold(project, "scaffold-verify", "ENH-77", "--adversarial")
     run = run_loop(str(made["path"]), cwd=project)
     assert run.path == (
@@ -165,7 +176,8 @@ def test_adversarial_fails_when_probing_was_not_genuine_even_if_nothing_broke(
 
 
 def test_adversarial_done_when_all_three_classes_attempted_and_survived(
-    project: Path, loopback: LoopbackServer  # noqa: F811
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     ScriptedLlm(loopback).say("REPORT: a", "REPORT: b", "REPORT: c").judge("yes", "yes")
     made = scaffold(project, "scaffold-verify", "ENH-77", "--adversarial")
@@ -176,7 +188,9 @@ def test_adversarial_done_when_all_three_classes_attempted_and_survived(
 
 @pytest.mark.parametrize("path", sorted(ISSUES.rglob("*.md")), ids=lambda p: p.name)
 def test_every_fixture_validates_and_runs_to_a_verdict(
-    path: Path, project: Path, loopback: LoopbackServer  # noqa: F811
+    path: Path,
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     ScriptedLlm(loopback).say(SAW).judge("yes")
     issue_path = str(path.relative_to(ISSUES.parent).as_posix()).replace("issues/", ".issues/", 1)
