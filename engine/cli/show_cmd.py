@@ -1,4 +1,5 @@
-"""`ll-loop show LOOP [--format text|mermaid|dot|json]`: the loop's graph, to read or to draw."""
+"""Static views of a loop, nothing executed: `ll-loop show` draws its graph, `ll-loop simulate`
+walks it with scripted verdicts."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import typer
 
 from engine.cli.common import err, resolve_loop
 from engine.errors import LoadError
+from engine.model import Loop
 
 
 class Format(StrEnum):
@@ -19,8 +21,9 @@ class Format(StrEnum):
 
 
 def register(app: typer.Typer) -> None:
-    """Add `show` to `app`."""
+    """Add `show` and `simulate` to `app`."""
     app.command("show")(show)
+    app.command("simulate")(simulate)
 
 
 def show(
@@ -28,15 +31,60 @@ def show(
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
 ) -> int:
     """Print the loop's states and transitions; retry edges and terminal outcomes are marked."""
-    from engine.load import load_loop_file
     from engine.show import render
 
-    path = resolve_loop(loop)
-    try:
-        loaded = load_loop_file(path)
-    except LoadError as exc:
-        for diagnostic in exc.diagnostics:
-            err(diagnostic.render())
+    loaded = _load(loop)
+    if loaded is None:
         return 2
     print(render(loaded, format.value))
     return 0
+
+
+def simulate(
+    loop: Annotated[str, typer.Argument(metavar="LOOP", help="Loop file or name.")],
+    scenario: Annotated[
+        str,
+        typer.Option(
+            "--scenario",
+            "-s",
+            help="all-yes, all-no, all-error or first-no (fail once, then pass).",
+        ),
+    ] = "all-yes",
+    verdict: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--verdict",
+            "-v",
+            help="STATE=VERDICT, or STATE=v1,v2,... one per visit (repeatable); wins over "
+            "the scenario.",
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=0, help="Override the loop's max_steps.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> int:
+    """Walk the loop without running actions; exit codes like `run` (0/1/2/3)."""
+    import json
+
+    from engine import simulate as sim
+
+    loaded = _load(loop)
+    if loaded is None:
+        return 2
+    overrides = sim.parse_overrides(loaded, verdict or [])
+    result = sim.simulate(loaded, scenario, overrides, max_steps)
+    print(json.dumps(result.to_json(), indent=2) if as_json else sim.render_text(result))
+    return result.exit_code
+
+
+def _load(ref: str) -> Loop | None:
+    """The loaded loop, or None after printing every load diagnostic to stderr."""
+    from engine.load import load_loop_file
+
+    try:
+        return load_loop_file(resolve_loop(ref))
+    except LoadError as exc:
+        for diagnostic in exc.diagnostics:
+            err(diagnostic.render())
+        return None
