@@ -91,7 +91,8 @@ def check_loop_file(path: str | Path) -> tuple[Loop | None, Positions | None, li
         raw = Path(path).read_bytes()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        return None, None, [Diagnostic("F000", "error", f"cannot read the file: {reason}", file)]
+        message = f"cannot read the file: {reason}"
+        return None, None, [Diagnostic("F000", "error", message, file, "", 1, 1, "check the path")]
     try:
         text = decode(raw, file)
     except YamlProblems as failed:

@@ -1,0 +1,36 @@
+"""`ll-loop schema` prints the shipped schema; an unknown or missing schema is a usage error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from engine.schema_check import load_schema
+
+LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([LL_LOOP, *args], capture_output=True, text=True, timeout=60)
+
+
+def test_schema_prints_the_loop_schema_as_json_on_stdout() -> None:
+    result = run("schema")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == load_schema()
+
+
+def test_schema_by_name() -> None:
+    result = run("schema", "--name", "loop")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["title"] == "ll-loop loop file"
+
+
+def test_unknown_schema_name_is_a_usage_error() -> None:
+    result = run("schema", "--name", "nope")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "no schema named 'nope'" in result.stderr
+    assert "harness-task" in result.stderr
