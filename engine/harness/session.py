@@ -250,7 +250,7 @@ def _attempt_row(
         semantic_criterion=semantic.criterion if semantic else None,
         semantic_verdict=semantic.verdict if semantic else None,
         confidence=semantic.confidence if semantic else None,
-        reason=result.reason or None,
+        reason=result.reason or (semantic.reason if semantic else None),
         evidence=semantic.evidence if semantic else None,
         model=subject.subject_model,
         judge_model=semantic.model if semantic else None,

@@ -1,0 +1,111 @@
+"""The `ll-harness` command line: refusals, the text and JSON reports, and `history`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
+
+
+def test_no_gate_refuses_with_exit_2(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    done = harness(tmp_path, "cmd", f"touch {marker}")
+    assert done.returncode == 2
+    assert "nothing is measured" in done.stderr and "hint:" in done.stderr
+    assert done.stdout == "" and not marker.exists()
+
+
+def test_a_refusal_is_still_one_json_object(tmp_path: Path) -> None:
+    code, data = harness_json(tmp_path, "cmd", "true")
+    assert code == 2
+    assert data["refused"] is True and data["result"] == "ERROR"
+    assert data["error"].startswith("nothing is measured")
+
+
+def test_text_report_rows(tmp_path: Path) -> None:
+    done = harness(tmp_path, "cmd", "echo hi", "--exit-code", "0")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[:4] == [
+        "ll-harness cmd: echo hi",
+        "Exit      0 (expected 0: ok)",
+        "Semantic  [not checked]",
+        "Result    PASS  1/1 passed; pass rate 1/1 [0.21, 1.00] (95% CI)",
+    ]
+
+
+def test_flaky_command_through_the_cli_is_inconclusive(tmp_path: Path) -> None:
+    command = flaky_command(tmp_path / "count", failing_call=2)
+    done = harness(tmp_path, "cmd", command, "--exit-code", "0", "--samples", "3")
+    assert done.returncode == 3
+    assert "Sample 2/3: fail" in done.stdout
+    assert "Result    INCONCLUSIVE  2/3 passed, 1 failed" in done.stdout
+
+
+def test_json_report_fields(tmp_path: Path) -> None:
+    code, data = harness_json(tmp_path, "cmd", "echo out; echo err >&2", "--exit-code", "0")
+    assert code == 0
+    assert data["result"] == "PASS" and data["exit_code"] == 0
+    assert data["stdout"] == "out\n" and data["stderr"] == "err\n"
+    assert data["semantic_checked"] is False
+    assert data["samples"][0]["attempt_id"] >= 1
+    assert data["history_pass_rate"] is None  # fewer than 3 prior rows
+
+
+def test_history_rates_fold_into_the_json_report(tmp_path: Path) -> None:
+    for _ in range(3):
+        harness(tmp_path, "cmd", "true", "--exit-code", "0")
+    _, data = harness_json(tmp_path, "cmd", "true", "--exit-code", "0")
+    assert data["history_pass_rate"]["k"] == 3 and data["history_pass_rate"]["n"] == 3
+    assert data["history_abstention_rate"]["k"] == 0
+
+
+def test_history_reader(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -eq 1 ]; then sleep 30; fi; [ $n -ne 3 ]")
+    _, first = harness_json(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "0.5")
+    timed_out = first["samples"][0]["attempt_id"]
+    harness(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "0.5",
+            "--retry-of", str(timed_out))  # fmt: skip
+    for _ in range(2):  # call 3 fails, call 4 passes
+        harness(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "0.5")
+
+    done = harness(tmp_path, "history", command, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["rows"], data["authoritative"], data["superseded"]) == (4, 3, 1)
+    assert data["tally"] == {"pass": 2, "fail": 1, "abstain": 0, "error": 0}
+    assert (data["pass_rate"]["k"], data["pass_rate"]["n"]) == (2, 3)
+    assert data["admissions"] == {"timeout": 1}
+    assert data["last"][-1]["timed_out"] is True
+
+    text = harness(tmp_path, "history", command).stdout
+    assert "4 rows, 3 authoritative, 1 superseded by a retry" in text
+    assert "pass rate     2/3 [0.21, 0.94] (95% CI)" in text
+    assert "abstention    0/3 [0.00, 0.56] (95% CI)" in text
+    assert "timed-out superseded-by=" in text
+
+    later = json.loads(
+        harness(tmp_path, "history", command, "--json", "--since", "2999-01-01").stdout
+    )
+    assert later["rows"] == 0 and later["pass_rate"]["rate"] is None
+
+
+def test_history_refuses_bad_input(tmp_path: Path) -> None:
+    missing = harness(tmp_path, "history", "true")
+    assert missing.returncode == 2 and "no history database" in missing.stderr
+    harness(tmp_path, "cmd", "true", "--exit-code", "0")
+    bad = harness(tmp_path, "history", "true", "--since", "last tuesday")
+    assert bad.returncode == 2 and "is not a date" in bad.stderr
+
+
+def test_malformed_context_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "l.yaml").write_text("name: l\ninitial: d\nstates:\n  d:\n    terminal: true\n")
+    done = harness(tmp_path, "loop", "l.yaml", "--exit-code", "0", "--context", "novalue")
+    assert done.returncode == 2 and "is not K=V" in done.stderr
+
+
+def test_unknown_option_is_one_clear_error(tmp_path: Path) -> None:
+    done = harness(tmp_path, "cmd", "true", "--exit-cod", "0")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
