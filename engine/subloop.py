@@ -16,16 +16,21 @@ terminal name before the verdict is looked at (`route_subloop`).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.errors import LoopError
+from engine.errors import InterpolationError, LoadError, LoopError
 from engine.model import CURRENT, Loop, Parameter, State
 from engine.ports import RunResult, Verdict
 from engine.resources import builtin_loops_dir
 from engine.routing import route_for
+
+if TYPE_CHECKING:
+    from engine.interpreter import Namespaces, RunState, Runtime, SubloopHook
 
 MAX_DEPTH = 8
 _SUFFIXES = (".yaml", ".yml")
@@ -47,7 +52,7 @@ class ChildRequest:
     depth: int  # the child's depth: 1 for a child of the top-level run
     run_dir: Path  # `<parent run dir>/children/<state>-<n>/`
     state: str  # the parent state that started it
-    chain: tuple[str, ...]  # loop names from the top-level run down to this child
+    run_id: str  # `<parent run id>:<state>-<n>`, as the child's events name it
 
 
 RunChild = Callable[[ChildRequest], RunResult]
@@ -102,14 +107,30 @@ _cache: dict[tuple[str, int, int], Loop] = {}
 
 
 def load_child(path: Path) -> Loop:
-    """Load (and cache by path, size and mtime) a child loop; LoadError when it is invalid."""
-    from engine.load import load_loop_file
+    """Load and lint a child loop (cached by path, size and mtime); SubloopError if invalid.
+
+    The child is held to the same bar as a top-level run: schema and lint errors refuse it.
+    """
+    from engine.load import load_loop_with_positions
+    from lint import lint_loop
 
     stat = path.stat()
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     loop = _cache.get(key)
     if loop is None:
-        loop = load_loop_file(path)
+        try:
+            loop, positions = load_loop_with_positions(path)
+        except LoadError as exc:
+            raise SubloopError(
+                f"child loop is invalid: {exc.message}", hint=f"see `ll-loop validate {path}`"
+            ) from None
+        errors = [d for d in lint_loop(loop, positions) if d.severity == "error"]
+        if errors:
+            first = errors[0]
+            raise SubloopError(
+                f"child loop is invalid: {first.location()}: {first.code} {first.message}",
+                hint=f"see `ll-loop validate {path}`",
+            )
         _cache[key] = loop
     return loop
 
@@ -279,7 +300,8 @@ def run_subloop(
     with_values: Mapping[str, Any],
     parent: Loop,
     project_root: Path,
-    chain: tuple[str, ...],
+    depth: int,
+    parent_run_id: str,
     remaining: float | None,
     run_dir: Path,
     index: int,
@@ -287,13 +309,13 @@ def run_subloop(
 ) -> SubloopOutcome:
     """Run `state`'s child loop to its end and say how the parent should see it.
 
-    `loop_ref` and `with_values` are already interpolated by the caller; `chain` holds the loop
-    names from the top-level run down to `parent`; `index` numbers this state's child runs.
+    `loop_ref` and `with_values` are already interpolated by the caller; `depth` is the child's
+    depth (1 under a top-level run); `index` numbers this state's child runs.
     """
-    depth = len(chain)
     if depth > MAX_DEPTH:
         return failed_start(
-            f"sub-loops nest deeper than {MAX_DEPTH} levels: {' -> '.join(chain)} -> {loop_ref}",
+            f"sub-loops nest deeper than {MAX_DEPTH} levels: loop {parent.name!r} calls "
+            f"{loop_ref!r} at depth {depth} (a loop that calls itself without end?)",
             loop_ref=loop_ref,
         )
     try:
@@ -310,7 +332,7 @@ def run_subloop(
         depth=depth,
         run_dir=run_dir / "children" / f"{state.name}-{index}",
         state=state.name,
-        chain=(*chain, child.name),
+        run_id=f"{parent_run_id}:{state.name}-{index}",
     )
     result = run_child(request)
     verdict = verdict_of(result)
@@ -322,3 +344,117 @@ def run_subloop(
         cost_usd=result.cost_usd,
         details=verdict.details,
     )
+
+
+# --- the interpreter hook ----------------------------------------------------------------------
+
+
+def route_verdict(state: State, verdict: Verdict) -> str | None:
+    """Routing for any state: a sub-loop's `on_terminal` first, then `route_for`."""
+    if state.is_subloop and state.on_terminal:
+        terminal = verdict.details.get("terminal")
+        if isinstance(terminal, str) and terminal in state.on_terminal:
+            target = state.on_terminal[terminal]
+            return state.name if target == CURRENT else target
+    return route_for(state, verdict.name)
+
+
+def make_hook(project_root: Path) -> SubloopHook:
+    """The `Runtime.run_subloop` hook of a run in `project_root` (shared by its children)."""
+
+    def hook(loop: Loop, state: State, rs: RunState, rt: Runtime, ns: Namespaces) -> Verdict:
+        ref = state.loop or ""
+        try:
+            ref = ns.render_text(ref)
+            values = {name: _interpolate(value, ns) for name, value in state.with_.items()}
+        except InterpolationError as exc:
+            outcome = failed_start(exc.message, loop_ref=ref)
+        else:
+            parent_dir = rt.artifacts_dir.parent
+            outcome = run_subloop(
+                state,
+                loop_ref=ref,
+                with_values=values,
+                parent=loop,
+                project_root=project_root,
+                depth=rt.depth + 1,
+                parent_run_id=rs.run_id,
+                remaining=None if rt.deadline is None else rt.deadline - time.monotonic(),
+                run_dir=parent_dir,
+                index=_next_index(parent_dir / "children", state.name),
+                run_child=lambda request: _run_child(request, rt),
+            )
+        if rt.llm is None:
+            rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)
+        rs.captured[state.capture or state.name] = dict(outcome.capture)
+        return Verdict(
+            outcome.verdict.name, {**outcome.verdict.details, "terminal": outcome.terminal}
+        )
+
+    return hook
+
+
+def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
+    """Run a child in this process, sharing the parent's event log, actions, LLM and stop."""
+    from engine.interpreter import RunState, Runtime, run
+
+    artifacts = request.run_dir / "artifacts"
+    outputs = request.run_dir / "outputs"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    outputs.mkdir(exist_ok=True)
+    llm = rt.llm
+    if llm is None and request.loop.uses_llm():
+        from engine.llm import create_llm_services
+
+        llm = create_llm_services(request.loop, run_dir=request.run_dir, recorder=rt.recorder)
+    child_rt = Runtime(
+        recorder=rt.recorder,
+        actions=rt.actions,
+        artifacts_dir=artifacts,
+        outputs_dir=outputs,
+        save_state=None,  # only the top-level run has a state.json; a resume reruns the child
+        llm=llm,
+        stop=rt.stop,
+        depth=request.depth,
+        deadline=None if request.timeout is None else time.monotonic() + request.timeout,
+        run_subloop=rt.run_subloop,
+    )
+    child_rs = RunState(
+        run_id=request.run_id,
+        loop=request.loop.name,
+        current=request.loop.initial,
+        loop_file=request.loop.source,
+        context=dict(request.context),
+        started_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    )
+    env = rt.actions.env  # the child's actions see its own directory as $LL_RUN_DIR
+    outer = env.get("LL_RUN_DIR")
+    env["LL_RUN_DIR"] = str(artifacts)
+    try:
+        return run(request.loop, child_rs, child_rt)
+    finally:
+        if outer is None:
+            env.pop("LL_RUN_DIR", None)
+        else:
+            env["LL_RUN_DIR"] = outer
+
+
+def _next_index(children: Path, state: str) -> int:
+    """1 + the number of earlier child runs of `state` (a resumed run keeps counting)."""
+    if not children.is_dir():
+        return 1
+    return 1 + sum(1 for d in children.glob(f"{state}-*") if d.name[len(state) + 1 :].isdigit())
+
+
+def _interpolate(value: Any, ns: Namespaces) -> Any:
+    """A `with:` value: a lone `${expr}` keeps its type; other strings render as text."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
+            return ns.value(stripped[2:-1])
+        return ns.render_text(value)
+    if isinstance(value, Mapping):
+        return {k: _interpolate(v, ns) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_interpolate(v, ns) for v in value]
+    return value
