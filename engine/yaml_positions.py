@@ -181,16 +181,26 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
     if "maximum nesting depth" in problem:
         return _too_deep(file, line, column)
     message = f"YAML syntax error: {problem}"
+    context_mark = exc.context_mark
     if exc.context:
         message += f" ({exc.context}"
-        if exc.context_mark is not None and exc.context_mark is not mark:
-            message += f" at line {exc.context_mark.line + 1}"
+        if context_mark is not None and mark is not None and context_mark.line != mark.line:
+            message += f" at line {context_mark.line + 1}"
         message += ")"
+    char = text[mark.index] if mark is not None and 0 <= mark.index < len(text) else ""
     hint = "check indentation and quoting around this line"
     if "another document" in problem or "single document" in (exc.context or ""):
         hint = "a loop file holds one YAML document: remove the extra `---`"
-    elif mark is not None and 0 <= mark.index < len(text) and text[mark.index] == "\t":
+    elif char == "\t":
         hint = "YAML indentation uses spaces, not tabs"
+    elif "mapping values are not allowed" in problem:
+        hint = 'quote a value that contains ": ", e.g. action: "echo a: b"'
+    elif "cannot start any token" in problem and char in "`@%":
+        hint = f"quote a value that starts with {char}"
+    elif "undefined alias" in problem:
+        hint = "define the anchor (&name) before using the alias (*name)"
+    elif "could not find expected ':'" in problem:
+        hint = "a key needs a colon; a multi-line text value needs | or > after the key"
     return _diag("F001", message, file, line, column, hint)
 
 

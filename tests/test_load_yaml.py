@@ -212,3 +212,14 @@ def test_load_error_message_starts_with_file_line_column() -> None:
 
 def test_lone_surrogates_in_text_are_a_diagnostic() -> None:
     one("name: \ud800\n", "F002")
+
+
+def test_unquoted_colon_in_a_value_gets_a_quoting_hint() -> None:
+    d = one(MINIMAL.replace('action: "true"', "action: echo a: b"), "F001")
+    assert (d.line, d.column) == (5, 19)
+    assert "quote" in d.hint
+
+
+def test_backtick_at_start_of_a_value_gets_a_quoting_hint() -> None:
+    d = one(MINIMAL.replace('action: "true"', "action: `date`"), "F001")
+    assert d.hint == "quote a value that starts with `"
