@@ -136,10 +136,12 @@ def render_shell(template: str, ns: Mapping[str, Any]) -> str:
             expressions[0].text, "the shell action itself contains a NUL character"
         )
     quoted: list[str] = []
-    for expression, context in zip(expressions, scanned.contexts, strict=True):
+    for expression, context, in_heredoc in zip(
+        expressions, scanned.contexts, scanned.in_heredoc, strict=True
+    ):
         value = _text(expression.text, evaluate(expression.text, ns))
         try:
-            quoted.append(quote(value, context))
+            quoted.append(quote(value, context, in_heredoc))
         except UnsafeValue as problem:
             raise InterpolationError(
                 expression.text, f"{problem.reason} (position: {context.value})"

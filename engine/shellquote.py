@@ -80,6 +80,9 @@ class Scan:
     contexts: tuple[Context, ...]
     positions: tuple[int, ...]
     heredocs: tuple[Heredoc, ...]
+    in_heredoc: tuple[bool, ...]
+    """Per placeholder: inside an unquoted heredoc body, whose backslash-newlines bash joins
+    before it parses any `$(...)` in the body."""
 
 
 def is_safe(value: str) -> bool:
@@ -94,8 +97,13 @@ def shell_quote(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
 
-def quote(value: str, context: Context) -> str:
-    """Text that bash, at `context`, reads back as exactly `value` and nothing else."""
+def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
+    """Text that bash, at `context`, reads back as exactly `value` and nothing else.
+
+    `in_heredoc`: the position is nested (in a `$(...)`) inside an unquoted heredoc body, where
+    bash removes every backslash-newline before parsing; backslashes are then written as
+    `"\\"` between single-quoted parts, so no backslash can meet a newline.
+    """
     if PLACEHOLDER in value:
         raise UnsafeValue("the value contains a NUL character, which bash cannot pass on")
     if isinstance(value, Raw):
@@ -108,11 +116,11 @@ def quote(value: str, context: Context) -> str:
     if is_safe(value):
         return value
     if context is Context.UNQUOTED:
-        return "'" + value.replace("'", "'\\''") + "'"
+        return "'" + _single(value, in_heredoc) + "'"
     if context is Context.DOUBLE:
         return re.sub(r'([\\"$`])', r"\\\1", value)
     if context is Context.SINGLE:
-        return value.replace("'", "'\\''")
+        return _single(value, in_heredoc)
     if context is Context.ANSI_C:
         return value.replace("\\", "\\\\").replace("'", "\\'")
     if context is Context.HEREDOC:
@@ -124,6 +132,14 @@ def quote(value: str, context: Context) -> str:
     if value == "" and context in (Context.ARITHMETIC, Context.PARAMETER, Context.BACKTICK):
         return ""
     raise UnsafeValue(_REFUSALS[context] + f"; the value {_preview(value)} is not plain")
+
+
+def _single(value: str, in_heredoc: bool) -> str:
+    """The inside of a single-quoted string: `'` becomes `'\\''`, or, in a heredoc body, `'"'"'`
+    and each backslash `'"\\\\"'`, so that no backslash is left to meet a newline."""
+    if not in_heredoc:
+        return value.replace("'", "'\\''")
+    return value.replace("'", "'\"'\"'").replace("\\", "'\"\\\\\"'")
 
 
 _REFUSALS = {
@@ -208,7 +224,8 @@ def scan(script: str) -> Scan:
     positions = tuple(i for i, c in enumerate(script) if c == PLACEHOLDER)
     # A placeholder the walk never classified is treated as the most restrictive context.
     contexts = tuple(scanner.found.get(p, Context.BACKTICK) for p in positions)
-    return Scan(contexts, positions, tuple(scanner.heredocs))
+    in_heredoc = tuple(p in scanner.continued for p in positions)
+    return Scan(contexts, positions, tuple(scanner.heredocs), in_heredoc)
 
 
 _REPARSED = frozenset(
@@ -292,9 +309,13 @@ class _Scanner:
         self.found: dict[int, Context] = {}
         self.heredocs: list[Heredoc] = []
         self.pending: list[_Pending] = []
+        self.continued: set[int] = set()
+        self.heredoc_depth = 0
 
     def mark(self, pos: int, context: Context) -> None:
         self.found.setdefault(pos, context)
+        if self.heredoc_depth:
+            self.continued.add(pos)
 
     # --- unquoted command text -------------------------------------------------------------
     def command(self, closer: str | None) -> None:
@@ -567,7 +588,9 @@ class _Scanner:
             else:
                 saved_n, saved_pending = self.n, self.pending
                 self.n, self.pending = body_end, []
+                self.heredoc_depth += 1
                 self.double(end=None)
+                self.heredoc_depth -= 1
                 self.n, self.pending = saved_n, saved_pending
             self.i = after
 

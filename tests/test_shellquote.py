@@ -250,3 +250,13 @@ def test_quote_and_shell_quote_are_pure_functions() -> None:
     assert quote("", Context.UNQUOTED) == "''"
     assert shell_quote("plain") == "plain"
     assert shell_quote("a'b") == "'a'\\''b'"
+
+
+def test_backslash_newline_inside_command_substitution_in_a_heredoc_survives() -> None:
+    # Bash joins backslash-newlines of an unquoted heredoc body before it parses the `$(...)`.
+    for template in [
+        "cat <<EOF\n$(printf %s ${context.v})\nEOF\n",
+        "cat <<EOF\n$(printf %s '${context.v}'\n)\nEOF\n",
+    ]:
+        for value in ["a\\\nb", "a\\", "it's\\\n'"]:
+            assert run_rendered(template, value).stdout == value + "\n"

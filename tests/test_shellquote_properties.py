@@ -7,6 +7,9 @@ directory still being empty.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -37,10 +40,14 @@ values = st.one_of(
     ).map("".join),
 )
 
+# CI runs a fixed set of 150 examples per property; `LL_QUOTE_EXAMPLES=5000` fuzzes deeper,
+# with fresh random examples each time.
+_DEEP = int(os.environ.get("LL_QUOTE_EXAMPLES", "0"))
 checks = settings(
-    max_examples=150,
+    max_examples=_DEEP or 150,
     deadline=None,
-    derandomize=True,
+    derandomize=not _DEEP,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -147,3 +154,67 @@ def test_value_in_a_comment_runs_nothing(value: str) -> None:
     ran = run_rendered("# note: ${context.v}\nprintf done", value)
     assert ran.created == []
     assert ran.stdout == "done"
+
+
+# --- nested structures: interpolation never changes a command's structure ----------------------
+# A generated shell program is built from printers of the value and wrappers around them
+# (command substitution, subshells, groups, pipes, case, if, heredocs, comments). Its exact
+# output is known for any value, so a value that changed the structure would show up as a wrong
+# output, a syntax error or a canary file.
+
+Program = tuple[str, Callable[[str], str]]
+
+_leaves: list[Program] = [
+    ("printf '%s' ${context.v}", lambda v: v),
+    ("printf '%s' \"${context.v}\"", lambda v: v),
+    ("printf '%s' '${context.v}'", lambda v: v),
+    ("printf '%s' $'${context.v}'", lambda v: v),
+    ("printf '%s' \"[${context.v}]\"x'${context.v}'", lambda v: f"[{v}]x{v}"),
+    ("printf '%s' ok # ${context.v}\ntrue", lambda v: "ok"),
+]
+
+
+def _wrap(inner: Program, shape: str) -> Program:
+    # Commands are joined by newlines: bash 5.2 mis-reprints `;` after a heredoc in `$(...)`.
+    code, out = inner
+    eof = f"EOF{code.count('<<EOF')}"
+    shapes: dict[str, Program] = {
+        "subst": (f"x=$( {code}\nprintf .); printf '%s' \"${{x%.}}\"", out),
+        "subst-in-dq": (f"printf '%s' \"<$( {code}\nprintf .)>\"", lambda v: f"<{out(v)}.>"),
+        "subshell": (f"( {code}\n)", out),
+        "group": (f"{{ {code}\n}}", out),
+        "pipe": (f"{{ {code}\n}} | cat", out),
+        "if": (f"if true; then {code}\nfi", out),
+        "case": (f"case a in a) {code}\n;; esac", out),
+        "and": (f"true && {code}", out),
+        "procsub": (f"cat <( {code}\n)", out),
+        "heredoc": (f"cat <<{eof}\n$( {code}\nprintf .)\n{eof}\n", lambda v: out(v) + ".\n"),
+        "twice": (f"{code}\n{code}", lambda v: out(v) + out(v)),
+    }
+    return shapes[shape]
+
+
+_SHAPES = ["subst", "subst-in-dq", "subshell", "group", "pipe", "if", "case", "and",
+           "procsub", "heredoc", "twice"]  # fmt: skip
+
+programs = st.recursive(
+    st.sampled_from(_leaves),
+    lambda inner: st.builds(_wrap, inner, st.sampled_from(_SHAPES)),
+    max_leaves=4,
+)
+
+
+@checks
+@given(programs, values)
+@example(("printf '%s' ${context.v}", lambda v: v), "$(touch CANARY)")
+def test_nested_programs_print_exactly_and_run_nothing_else(program: Program, value: str) -> None:
+    template, expected = program
+    try:
+        ran = run_rendered(template, value)
+    except InterpolationError as refused:
+        # The only refusal a value can earn here: putting the heredoc's delimiter on a line.
+        assert "EOF" in value and "end it early" in refused.message, refused.message
+        return
+    assert ran.created == [], f"{template!r} with {value!r} ran a command"
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == expected(value), template
