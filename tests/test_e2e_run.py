@@ -1,0 +1,660 @@
+"""End to end: the installed `ll-loop run` in a temp directory, real bash, real files.
+
+Each test reads like the docs: a loop, the command, and what comes out (exit code, the one JSON
+object on stdout, the run directory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
+
+RESULT_KEYS = {
+    "run_id",
+    "loop",
+    "final_state",
+    "outcome",
+    "terminated_by",
+    "steps",
+    "duration_ms",
+    "cost_usd",
+    "error",
+}
+
+
+# --- evaluators ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "evaluate", "verdict"),
+    [
+        ("exit 0", "{type: exit_code}", "yes"),
+        ("exit 1", "{type: exit_code}", "no"),
+        ("echo 'build OK'", "{type: output_contains, pattern: 'O[K]'}", "yes"),
+        ("echo 'build OK'", "{type: output_contains, pattern: FAIL}", "no"),
+        ("echo 'build OK'", "{type: output_contains, pattern: FAIL, negate: true}", "yes"),
+        ("echo ' 4.5 '", "{type: output_numeric, operator: lt, target: 5}", "yes"),
+        ("echo 7", "{type: output_numeric, operator: le, target: 5}", "no"),
+        (
+            'echo \'{"a": {"b": [3, 9]}}\'',
+            "{type: output_json, path: .a.b.1, operator: eq, target: 9}",
+            "yes",
+        ),
+        (
+            "echo '{\"ok\": false}'",
+            "{type: output_json, path: .ok, operator: eq, target: true}",
+            "no",
+        ),
+        ("echo 0.98", "{type: convergence, target: 1.0, tolerance: 0.05}", "target"),
+        ("echo 3", "{type: convergence, target: 0}", "progress"),
+        ("echo 3", "{type: convergence, target: 0, previous: '2'}", "stall"),
+        (
+            "echo 9",
+            "{type: convergence, target: 10, direction: maximize, previous: '8'}",
+            "progress",
+        ),
+        (
+            "printf 'thinking\\napprove\\n\\n'",
+            "{type: classify, verdicts: [approve, reject]}",
+            "approve",
+        ),
+        (
+            "printf 'reject\\nmaybe\\n'",
+            "{type: classify, verdicts: [approve, reject], line: first}",
+            "reject",
+        ),
+        ("echo maybe", "{type: classify, verdicts: [approve, reject]}", "error"),
+        ("echo 'not json'", "{type: output_json, path: .a, operator: eq, target: 1}", "error"),
+        ("echo '{}'", "{type: output_json, path: .missing, operator: eq, target: 1}", "error"),
+        ("echo OK; exit 3", "{type: output_contains, pattern: OK}", "error"),
+        ("echo OK; exit 3", "{type: output_contains, pattern: OK, ignore_exit_code: true}", "yes"),
+        ("exit 7", "{type: exit_code}", "error"),
+    ],
+)
+def test_each_evaluator_gives_its_verdict(
+    tmp_path: Path, action: str, evaluate: str, verdict: str
+) -> None:
+    ran = run_yaml(
+        tmp_path,
+        f"""
+        name: judge
+        initial: probe
+        scope: ["."]
+        states:
+          probe:
+            action: {json.dumps(action)}
+            evaluate: {evaluate}
+            route: {{{verdict}: seen, _: other, _error: other}}
+          seen: {{terminal: true}}
+          other: {{terminal: true, failure: true}}
+        """,
+    )
+    assert ran.verdicts() == [("probe", verdict)], ran.stderr
+    assert (ran.code, ran.json["final_state"]) == (0, "seen")
+
+
+def test_json_details_say_why(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: why
+        initial: probe
+        scope: ["."]
+        states:
+          probe:
+            action: echo 4.2
+            evaluate: {type: output_numeric, operator: ge, target: 5}
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    evaluate = next(e for e in ran.events() if e["event"] == "evaluate")
+    assert evaluate["details"] == {"value": 4.2, "operator": "ge", "target": 5.0}
+
+
+# --- termination order -----------------------------------------------------------------------
+
+COUNTDOWN = """
+name: countdown
+initial: work
+scope: ["."]
+max_steps: {max_steps}
+{extra}
+states:
+  work:
+    action: 'n=$(cat n 2>/dev/null || echo 0); echo $((n + 1)) > n; [ $((n + 1)) -ge 3 ]'
+    on_yes: done
+    on_no: $current
+  report:
+    action: echo reporting > report.txt
+    next: done
+  done: {{terminal: true}}
+"""
+
+
+def test_terminal_reached_on_the_last_permitted_step_is_success(tmp_path: Path) -> None:
+    ran = run_yaml(tmp_path, COUNTDOWN.format(max_steps=3, extra=""))
+    assert (ran.code, ran.json["outcome"], ran.json["terminated_by"]) == (0, "success", "terminal")
+    assert ran.json["steps"] == 3
+
+
+def test_budget_exhausted_is_inconclusive(tmp_path: Path) -> None:
+    ran = run_yaml(tmp_path, COUNTDOWN.format(max_steps=2, extra=""))
+    assert ran.code == 3
+    assert ran.json["terminated_by"] == "max_steps"
+    assert ran.json["outcome"] == "inconclusive"
+    assert not (tmp_path / "report.txt").exists()
+
+
+def test_on_max_steps_runs_once_then_the_run_ends_max_steps(tmp_path: Path) -> None:
+    ran = run_yaml(tmp_path, COUNTDOWN.format(max_steps=2, extra="on_max_steps: report"))
+    assert (tmp_path / "report.txt").read_text() == "reporting\n"
+    assert (ran.code, ran.json["terminated_by"], ran.json["final_state"]) == (
+        3,
+        "max_steps",
+        "report",
+    )
+    assert ran.json["steps"] == 2  # on_max_steps does not count as a step
+
+
+def test_max_steps_flag_overrides_the_loop(tmp_path: Path) -> None:
+    ran = run_yaml(tmp_path, COUNTDOWN.format(max_steps=10, extra=""), "--max-steps", "1")
+    assert (ran.code, ran.json["steps"], ran.json["terminated_by"]) == (3, 1, "max_steps")
+
+
+def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        timeout: 1
+        states:
+          wait:
+            action: sleep 0.3
+            on_yes: $current
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    assert (ran.code, ran.json["terminated_by"], ran.json["outcome"]) == (
+        3,
+        "timeout",
+        "inconclusive",
+    )
+    assert 2 <= ran.json["steps"] <= 5
+
+
+# --- actions that fail -----------------------------------------------------------------------
+
+
+def test_state_timeout_kills_the_process_group_and_is_an_error_never_judged(
+    tmp_path: Path,
+) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: hang
+        initial: hang
+        scope: ["."]
+        states:
+          hang:
+            action: 'sleep 300 & echo $! > child.pid; echo OK; wait'
+            timeout: 0.5
+            evaluate: {type: output_contains, pattern: OK}
+            on_yes: done
+            on_no: done
+            on_error: timed_out
+          done: {terminal: true}
+          timed_out: {terminal: true, failure: true}
+        """,
+    )
+    assert (ran.code, ran.json["final_state"]) == (1, "timed_out")
+    evaluate = next(e for e in ran.events() if e["event"] == "evaluate")
+    assert evaluate["verdict"] == "error" and evaluate["details"]["timed_out"] is True
+    child = int((tmp_path / "child.pid").read_text())
+    time.sleep(0.1)
+    assert not _alive(child), "the backgrounded sleep outlived the timed-out action"
+
+
+def test_next_never_advances_on_failure(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: chain
+        initial: build
+        scope: ["."]
+        states:
+          build:
+            action: exit 2
+            next: deploy
+          deploy:
+            action: touch deployed
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    assert ran.code == 2
+    assert ran.json["terminated_by"] == "error"
+    assert "'build'" in ran.json["error"] and "exited with code 2" in ran.json["error"]
+    assert not (tmp_path / "deployed").exists()
+
+
+def test_next_failure_goes_to_on_error_when_set(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: chain
+        initial: build
+        scope: ["."]
+        states:
+          build:
+            action: exit 2
+            next: done
+            on_error: cleanup
+          cleanup:
+            action: touch cleaned
+            next: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    assert (ran.code, ran.json["final_state"]) == (1, "failed")
+    assert (tmp_path / "cleaned").exists()
+
+
+def test_unspawnable_or_killed_action_is_an_error(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: killed
+        initial: die
+        scope: ["."]
+        states:
+          die:
+            action: kill -9 $$
+            on_yes: done
+            on_no: done
+            on_error: crashed
+          done: {terminal: true}
+          crashed: {terminal: true, failure: true}
+        """,
+    )
+    assert ran.json["final_state"] == "crashed"
+    evaluate = next(e for e in ran.events() if e["event"] == "evaluate")
+    assert evaluate["details"]["signal"] == 9
+
+
+# --- routing ---------------------------------------------------------------------------------
+
+
+def test_unrouted_verdict_ends_the_run_with_exit_2(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: unrouted
+        initial: pick
+        scope: ["."]
+        states:
+          pick:
+            action: echo maybe
+            evaluate: {type: classify, verdicts: [yes_please, maybe]}
+            route: {yes_please: done, _error: done}
+          done: {terminal: true}
+        lint:
+          suppress:
+            - {code: LL007, reason: this test needs an unrouted verdict at run time}
+        """,
+    )
+    assert (ran.code, ran.json["terminated_by"]) == (2, "error"), ran.stderr
+    assert "'pick'" in ran.json["error"] and "'maybe'" in ran.json["error"]
+
+
+def test_current_routes_back_to_the_same_state(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: again
+        initial: poll
+        scope: ["."]
+        states:
+          poll:
+            action: 'echo x >> polls; [ $(wc -l < polls) -ge 3 ]'
+            on_yes: done
+            on_no: $current
+          done: {terminal: true}
+        """,
+    )
+    assert ran.verdicts() == [("poll", "no"), ("poll", "no"), ("poll", "yes")]
+    assert ran.code == 0
+
+
+def test_retries_count_along_back_edges_and_reset_on_a_fresh_entry(tmp_path: Path) -> None:
+    # discover → execute → check → execute is a retry; discover → execute starts fresh.
+    # Item 1 fails check twice then passes (2 retries); item 2 fails three times: the third
+    # failing check would be its third retry, over max_retries 2 → on_retry_exhausted.
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: harness
+        initial: discover
+        scope: ["."]
+        max_steps: 40
+        states:
+          discover:
+            action: 'n=$(( $(cat item 2>/dev/null || echo 0) + 1 )); echo $n > item; rm -f tries; [ $n -le 2 ]'
+            on_yes: execute
+            on_no: done
+          execute:
+            action: 'echo x >> tries'
+            next: check
+            max_retries: 2
+            on_retry_exhausted: gave_up
+          check:
+            action: '[ "$(cat item)" = 1 ] && [ $(wc -l < tries) -ge 3 ]'
+            on_yes: discover
+            on_no: execute
+          done: {terminal: true}
+          gave_up: {terminal: true, failure: true}
+        """,
+    )
+    assert (ran.code, ran.json["final_state"]) == (1, "gave_up"), ran.stderr
+    retries = [(e["retries"], e["exhausted"]) for e in ran.events() if e["event"] == "retry"]
+    assert retries == [(1, False), (2, False), (1, False), (2, False), (3, True)]
+    assert (tmp_path / "item").read_text() == "2\n"
+
+
+def test_partial_falls_back_to_on_no(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: partial
+        initial: grade
+        scope: ["."]
+        states:
+          grade:
+            action: echo partial
+            evaluate: {type: classify, verdicts: ["yes", "no", partial]}
+            on_yes: done
+            on_no: redo
+            on_error: redo
+          redo:
+            action: 'true'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    assert ran.code == 0, ran.stderr
+    route = next(e for e in ran.events() if e["event"] == "route")
+    assert (route["verdict"], route["target"]) == ("partial", "redo")
+
+
+# --- captures, context, interpolation --------------------------------------------------------
+
+
+def test_captures_hold_the_result_and_render_as_json(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: capture
+        initial: measure
+        scope: ["."]
+        states:
+          measure:
+            action: echo 42
+            capture: m
+            evaluate: {type: output_numeric, operator: gt, target: 40}
+            on_yes: show
+            on_no: show
+          show:
+            action: |
+              printf '%s' '${captured.m | tojson}' > capture.json
+              echo "${captured.m.output}" > value.txt
+              echo "${prev.state}:${prev.verdict}" > prev.txt
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    assert ran.code == 0, ran.stderr
+
+    capture = json.loads((tmp_path / "capture.json").read_text())
+    assert capture["output"] == "42" and capture["exit_code"] == 0
+    assert capture["verdict"] == "yes" and capture["details"]["value"] == 42.0
+    assert set(capture) >= {"output", "stderr", "exit_code", "duration_ms", "timed_out"}
+    assert (tmp_path / "value.txt").read_text() == "42\n"
+    assert (tmp_path / "prev.txt").read_text() == "measure:yes\n"
+    assert ran.state()["captured"]["m"]["output"] == "42"
+
+
+def test_missing_interpolation_value_is_an_error_verdict_that_routes(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: missing
+        initial: use
+        scope: ["."]
+        states:
+          use:
+            action: echo "${context.nope}" > used
+            next: done
+            on_error: handled
+          done: {terminal: true}
+          handled: {terminal: true, failure: true}
+        """,
+    )
+    assert (ran.code, ran.json["final_state"]) == (1, "handled"), ran.stderr
+    evaluate = next(e for e in ran.events() if e["event"] == "evaluate")
+    assert evaluate["verdict"] == "error" and "context.nope" in evaluate["details"]["expression"]
+    assert not (tmp_path / "used").exists()
+
+
+def test_context_flag_and_input_reach_the_action_verbatim(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: ctx
+        initial: say
+        scope: ["."]
+        context: {greeting: hello, n: 1}
+        parameters:
+          n: {type: integer}
+        states:
+          say:
+            action: |
+              printf '%s|%s|%s' "${context.greeting}" "${context.input}" '${context.n | tojson}' > out
+              echo "$LL_STATE $LL_RUN_ID" > env
+            next: done
+          done: {terminal: true}
+        """,
+        'it\'s "$(rm -rf /)"',
+        "--context",
+        "greeting=hi there",
+        "--context",
+        "n=7",
+    )
+    assert ran.code == 0, ran.stderr
+    assert (tmp_path / "out").read_text() == 'hi there|it\'s "$(rm -rf /)"|7'
+    assert (tmp_path / "env").read_text() == f"say {ran.json['run_id']}\n"
+
+
+def test_run_dir_is_the_artifacts_folder(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: artifacts
+        initial: write
+        scope: ["."]
+        states:
+          write:
+            action: echo made > "${run.dir}/made.txt"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    assert (ran.run_dir / "artifacts" / "made.txt").read_text() == "made\n"
+
+
+# --- --json for every outcome ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("action", "code", "outcome", "terminated_by"),
+    [
+        ("exit 0", 0, "success", "terminal"),
+        ("exit 1", 1, "failure", "terminal"),
+        ("exit 5", 2, "error", "error"),
+    ],
+)
+def test_json_result_for_each_outcome(
+    tmp_path: Path, action: str, code: int, outcome: str, terminated_by: str
+) -> None:
+    ran = run_yaml(
+        tmp_path,
+        f"""
+        name: outcome
+        initial: go
+        scope: ["."]
+        states:
+          go:
+            action: {action}
+            on_yes: good
+            on_no: bad
+          good: {{terminal: true}}
+          bad: {{terminal: true, failure: true}}
+        """,
+    )
+    assert set(ran.json) == RESULT_KEYS
+    assert (ran.code, ran.json["outcome"], ran.json["terminated_by"]) == (
+        code,
+        outcome,
+        terminated_by,
+    )
+    assert ran.stdout.count("\n") == 1  # exactly one JSON object on stdout
+
+
+def test_refusal_before_the_first_step_still_prints_json(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: broken
+        initial: start
+        states:
+          start:
+            action: 'true'
+            on_yes: nowhere
+        """,
+    )
+    assert ran.code == 2
+    assert set(ran.json) == RESULT_KEYS
+    assert ran.json["run_id"] is None and ran.json["outcome"] == "error"
+    assert ran.json["error"]
+    assert "nowhere" in ran.stderr
+    assert not (tmp_path / ".loops" / "runs").exists()
+
+
+def test_invalid_yaml_and_missing_loop_are_refusals(tmp_path: Path) -> None:
+    write_loop(tmp_path, "name: [unclosed\n")
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert ran.code == 2 and ran.json["error"] and "Traceback" not in ran.stderr
+    ran = ll_loop(tmp_path, "run", "no-such-loop", "--json")
+    assert ran.code == 2 and "no-such-loop" in ran.json["error"]
+
+
+def test_human_summary_without_json(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 0
+    assert "success" in ran.stdout and "'done'" in ran.stdout
+    assert "step 1/5" in ran.stderr  # plain progress lines when stderr is not a TTY
+    quiet = ll_loop(tmp_path, "run", "loop.yaml", "--quiet")
+    assert quiet.stderr == ""
+
+
+# --- stop ------------------------------------------------------------------------------------
+
+
+def test_sigterm_stops_gracefully_and_writes_state(tmp_path: Path) -> None:
+    write_loop(
+        tmp_path,
+        """
+        name: long
+        initial: nap
+        scope: ["."]
+        states:
+          nap:
+            action: 'sleep 300 & echo $! > child.pid; wait'
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    proc = subprocess.Popen(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "child.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=10)
+
+    result = json.loads(out)
+    assert (proc.returncode, result["terminated_by"], result["outcome"]) == (
+        3,
+        "stopped",
+        "inconclusive",
+    )
+    run_dir = next((tmp_path / ".loops" / "runs").iterdir())
+    state = json.loads((run_dir / "state.json").read_text())
+    assert (state["status"], state["current"], state["steps"]) == ("stopped", "nap", 0)
+    assert not _alive(int((tmp_path / "child.pid").read_text()))
+
+
+# --- built-ins -------------------------------------------------------------------------------
+
+
+def test_demo_goes_green_from_an_empty_directory(tmp_path: Path) -> None:
+    ran = ll_loop(tmp_path, "run", "fix-until-green-demo", "--json")
+    assert (ran.code, ran.json["final_state"], ran.json["steps"]) == (0, "green", 6), ran.stderr
+
+
+def test_list_shows_project_builtin_and_broken_loops(tmp_path: Path) -> None:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "broken.yaml").write_text("name: [\n")
+    ran = ll_loop(tmp_path, "list", "--json")
+
+    entries = {e["name"]: e for e in json.loads(ran.stdout)}
+    assert ran.code == 0
+    assert entries["broken"]["source"] == "project" and entries["broken"]["error"]
+    assert entries["fix-until-green-demo"]["source"] == "builtin"
+    assert "fix" in entries["fix-until-green-demo"]["description"]
+
+
+def test_install_copies_a_builtin_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    assert ll_loop(tmp_path, "install", "fix-until-green-demo").code == 0
+    assert (tmp_path / ".loops" / "fix-until-green-demo.yaml").is_file()
+    again = ll_loop(tmp_path, "install", "fix-until-green-demo")
+    assert again.code == 2 and "--force" in again.stderr
+    assert ll_loop(tmp_path, "install", "fix-until-green-demo", "--force").code == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and ") Z" in stat.read_text())
