@@ -86,6 +86,7 @@ def test_a_loop_with_llm_states_is_stochastic(tmp_path: Path) -> None:
     path.write_text(WITH_PROMPT)
     subject = loop_subject(path, input_text=None, context={}, cwd=tmp_path)
     assert subject.stochastic
+    assert subject.subject_model is not None  # ambient models are conditions of the measurement
     gate = tmp_path / "gate.yaml"
     gate.write_text(PASSING)
     assert not loop_subject(gate, input_text=None, context={}, cwd=tmp_path).stochastic
@@ -135,6 +136,18 @@ def test_baseline_from_head_then_compare_after_an_edit(project: Path) -> None:
         project, "loop", "gate.yaml", "--exit-code", "1", "--samples", "2", "--compare-baseline"
     )
     assert other.returncode == 2 and "other conditions" in other.stderr
+
+
+def test_measuring_an_edited_loop_warns(project: Path) -> None:
+    git(project, "init", "-q")
+    git(project, "add", "gate.yaml")
+    git(project, "commit", "-q", "-m", "incumbent")
+    clean = harness(project, "loop", "gate.yaml", "--exit-code", "0", "--measure-baseline")
+    assert clean.returncode == 0 and "warning" not in clean.stderr
+    (project / "gate.yaml").write_text(PASSING + "description: edited\n")
+    edited = harness(project, "loop", "gate.yaml", "--exit-code", "0", "--measure-baseline")
+    assert edited.returncode == 0
+    assert "differs from HEAD: this baseline measures the working copy" in edited.stderr
 
 
 def test_compare_outside_git_needs_baseline_of(project: Path) -> None:

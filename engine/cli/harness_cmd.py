@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import resolve_loop, run_guarded
+from engine.cli.common import err, resolve_loop, run_guarded
 from engine.errors import LoopError, UsageError
 
 app = typer.Typer(
@@ -133,6 +133,8 @@ def _evaluate(subject_factory: Callable[[Path], Any], options: Any, output: Outp
         subject = subject_factory(cwd)
         with open_history(cwd) as history:
             report = evaluate(subject, options, history, cwd)
+        for note in report.notes:
+            err(f"warning: {note}")
         return report_text(report), report_json(report), report.exit_code
 
     return _emit(output, build)

@@ -27,7 +27,7 @@ from engine.harness.history_report import (
     summarize,
 )
 from engine.harness.keys import Conditions
-from engine.harness.provenance import Provenance, git_provenance
+from engine.harness.provenance import Provenance, git_provenance, head_content_hash
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
 from engine.history import Attempt, AttemptKind, History, NewAttempt
@@ -63,6 +63,7 @@ class Report:
     delta: Delta | None = None
     retry_of: int | None = None
     reused_baseline: tuple[Attempt, ...] = ()
+    notes: tuple[str, ...] = ()  # warnings for stderr
 
     @property
     def tally(self) -> Tally:
@@ -165,7 +166,9 @@ def evaluate(
         history.attempts(subject.target, since=recent_since(), runner=subject.runner),
         recent_since(),
     )
+    notes: list[str] = []
     if options.measure_baseline:
+        notes += _working_copy_note(subject)
         reuse = measured_baseline(history, subject, fingerprint, samples)
         if reuse:
             return Report(
@@ -177,6 +180,7 @@ def evaluate(
                 provenance,
                 history=prior if prior.tally.total >= MIN_PRIOR_ROWS else None,
                 reused_baseline=tuple(reuse),
+                notes=tuple(notes),
             )
 
     kind: AttemptKind = "repetition"
@@ -217,7 +221,21 @@ def evaluate(
         history=prior if prior.tally.total >= MIN_PRIOR_ROWS else None,
         delta=Delta.of(baseline, tally, provenance.head) if options.compare_baseline else None,
         retry_of=retried.id if retried is not None else None,
+        notes=tuple(notes),
     )
+
+
+def _working_copy_note(subject: Subject) -> list[str]:
+    """A baseline of a loop is meant for the committed incumbent; say so when it is not that."""
+    if subject.runner != "loop" or subject.source_path is None:
+        return []
+    committed = head_content_hash(subject.source_path)
+    if committed is None or committed == subject.content_hash:
+        return []
+    return [
+        f"{subject.source_path} differs from HEAD: this baseline measures the working copy, "
+        "not the committed incumbent --compare-baseline will look for"
+    ]
 
 
 def _attempt_row(

@@ -160,6 +160,15 @@ def loop_subject(
             infra_error=problem,
         )
 
+    subject_model: str | None = None
+    runner_name: str | None = None
+    if loop.uses_llm():
+        # Models a state does not pin come from the environment, which the file's content hash
+        # does not cover: they are conditions of the measurement.
+        from engine.llm.settings import judge_model, prompt_model, prompt_runner
+
+        subject_model = f"{prompt_model(None, loop)} (judge {judge_model(None, None, loop)})"
+        runner_name = prompt_runner(None, loop)
     return Subject(
         runner="loop",
         target=loop.name,
@@ -167,6 +176,8 @@ def loop_subject(
         input_hash=input_hash(input_text, context),
         stochastic=loop.uses_llm(),
         run=run,
+        subject_model=subject_model,
+        prompt_runner=runner_name,
         source_path=path,
     )
 
