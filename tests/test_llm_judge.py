@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.llm import create_llm_services, judge_text
+from engine.llm import create_llm_services, implicit_judge_prompt, judge_text
 from engine.model import Evaluate, LlmConfig, Loop, State
 from engine.ports import Verdict
 from tests.loopback_server import LoopbackServer, MemoryRecorder, verdict_reply
@@ -199,3 +199,20 @@ def test_judge_text_standalone_logs_calls(loopback: LoopbackServer, tmp_path: Pa
     entries = [json.loads(x) for x in (tmp_path / "llm.jsonl").read_text().splitlines()]
     assert entries[0]["model"] == "claude-haiku-4-5"
     assert entries[0]["status"] == "ok"
+
+
+def test_implicit_judge_prompt_names_the_task(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(verdict_reply("no"))
+    spec = Evaluate(type="llm_structured", implicit=True,
+                    prompt=implicit_judge_prompt("Write a haiku about loops."))
+    judge(spec, "an answer", tmp_path)
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert "<task>\nWrite a haiku about loops.\n</task>" in content
+    assert "Evidence contract" in content
+
+
+def test_no_prompt_uses_the_default_criterion(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(verdict_reply("no"))
+    judge(Evaluate(type="llm_structured", implicit=True), "an answer", tmp_path)
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert content.startswith("Does the judged text show that the task")

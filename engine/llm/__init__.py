@@ -8,6 +8,7 @@ for it. Everything here delegates to the private modules, imported when a functi
   interpreter (`judge`, `run_prompt`, `cost_usd`).
 - `llm_preflight(loop)` → a list of problems (one sentence each, naming what to set); `[]` is OK.
 - `judge_text(criterion, text)` / `run_prompt_text(prompt)` → standalone use (`ll-harness`).
+- `implicit_judge_prompt(task)` → the criterion of a prompt state's default judge.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ if TYPE_CHECKING:
     from engine.model import Loop
     from engine.ports import ActionResult, LlmServices, Recorder, Verdict
 
-__all__ = ["create_llm_services", "judge_text", "llm_preflight", "run_prompt_text"]
+__all__ = [
+    "create_llm_services",
+    "implicit_judge_prompt",
+    "judge_text",
+    "llm_preflight",
+    "run_prompt_text",
+]
 
 
 def create_llm_services(
@@ -81,3 +88,11 @@ def run_prompt_text(
     from engine.llm.services import standalone_prompt
 
     return standalone_prompt(prompt, model=model, runner=runner, timeout=timeout, run_dir=run_dir)
+
+
+def implicit_judge_prompt(task: str) -> str:
+    """The criterion for a prompt state's default judge (no `evaluate:`), given its rendered
+    prompt: the interpreter passes it as `spec.prompt` so the judge knows what was asked."""
+    from engine.llm.judge import implicit_prompt
+
+    return implicit_prompt(task)

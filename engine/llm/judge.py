@@ -74,6 +74,11 @@ VERDICT_TOOL: Mapping[str, Any] = {
 }
 
 
+def implicit_prompt(task: str) -> str:
+    """The criterion of a prompt state's default judge: did the answer do what was asked?"""
+    return f"{DEFAULT_PROMPT}\n\nThe task the judged text responds to:\n<task>\n{task}\n</task>"
+
+
 @dataclass(frozen=True)
 class JudgeSettings:
     """What every request of one judge call shares."""
