@@ -272,6 +272,11 @@ timeout: 1800
 # runs of it never overlap; widen it if using the feature changes files in the repository.
 scope:
   - .loops/{name}
+# What a parent loop (e.g. eval-driven-development) sees when it runs this harness as a sub-loop.
+outputs:
+  verdict: "${{captured.judgement.verdict | default('not judged')}}"
+  reason: "${{captured.judgement.details.reason | default('')}}"
+  evidence: "${{captured.judgement.details.evidence | default('')}}"
 states:
   # A user instruction, not an assertion: the agent does the task and reports; it is never
   # shown the criteria, so it cannot optimise for the grade.
@@ -288,6 +293,7 @@ states:
       type: llm_structured
       source: "${{captured.transcript.output}}"
       prompt: {yaml_scalar(criteria, 8)}
+    capture: judgement
     on_yes: done
     on_no: execute
     on_partial: execute
@@ -353,6 +359,8 @@ timeout: {max(1800, 600 * len(issues))}
 # runs of it never overlap; widen it if using the features changes files in the repository.
 scope:
   - .loops/{name}
+outputs:
+  results: "${{run.dir}}/results.txt"
 context:
   # One user instruction per issue (what a person does, never what should be true after).
   # Context values are data: ll-loop does not interpolate them, so `${{` here stays as written.
