@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 from pathlib import Path
 
 import pytest
 
-from engine.llm import create_llm_services, llm_preflight, run_prompt_text
+from engine.llm import create_llm_services, judge_text, llm_preflight, run_prompt_text
 from engine.model import Evaluate, LlmConfig, Loop, State
 from engine.ports import ActionResult
 from tests.loopback_server import LoopbackServer, MemoryRecorder, Reply, error_reply, message
@@ -118,9 +117,19 @@ def test_cmd_runner_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     assert result.timed_out and result.crashed
     assert time.monotonic() - started < 5
     child = int(pid_file.read_text())
-    time.sleep(0.1)
-    with pytest.raises(ProcessLookupError):
-        os.kill(child, 0)
+    deadline = time.monotonic() + 3
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.mark.parametrize(
@@ -216,3 +225,22 @@ def test_preflight_reports_a_bad_price_file(
     monkeypatch.setenv("LL_PRICES", str(tmp_path / "p.json"))
     [problem] = llm_preflight(judge_loop())
     assert "is not a JSON object" in problem
+
+
+def test_two_states_without_credentials_are_named_together(no_credentials: None) -> None:
+    spec = Evaluate(type="llm_structured", prompt="ok?")
+    states = {
+        "a": State("a", action="Do it", action_type="prompt", next="b"),
+        "b": State("b", action="true", evaluate=spec, routes={"yes": "d", "no": "d"}),
+        "d": State("d", terminal=True),
+    }
+    [problem] = llm_preflight(Loop(name="t", initial="a", states=states))
+    assert problem.startswith("states 'a', 'b' call the Anthropic API but no credentials are set")
+
+
+def test_judging_without_credentials_is_an_error_verdict(
+    loopback: LoopbackServer, no_credentials: None, tmp_path: Path
+) -> None:
+    verdict = judge_text("ok?", "text", run_dir=tmp_path)
+    assert verdict.name == "error"
+    assert loopback.requests == []

@@ -86,8 +86,9 @@ def preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = No
             )
     elif needs_sdk and not has_credentials():
         listed = ", ".join(repr(n) for n in needs_sdk)
+        subject = f"state {listed} calls" if len(needs_sdk) == 1 else f"states {listed} call"
         problems.append(
-            f"state {listed} call{'s' if len(needs_sdk) == 1 else ''} the Anthropic API but no "
+            f"{subject} the Anthropic API but no "
             "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
             "or replay an earlier run with --replay RUN"
         )
