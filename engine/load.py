@@ -31,7 +31,8 @@ from engine.model import (
     State,
     Suppression,
 )
-from engine.schema_check import explain, violations
+from engine.schema_check import violations
+from engine.suggest import explain
 from engine.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""Help for a key that is wrong: "did you mean", and the reference system's keys we refuse.
+"""Turn schema violations into diagnostics a person can act on.
 
+Each violation becomes one sentence with a stable code, placed at file:line:column, and a hint.
 A typo such as `timout` gets the closest valid key *at that place*. A key that the reference
 system (little-loops) accepts but we deliberately do not — `max_iterations`, `flow`,
 `on_success`… — gets a "not supported: use …" hint, so a ported loop fails loudly instead of
@@ -9,10 +10,13 @@ losing behaviour silently (DESIGN §9: "unknown keys silently dropped").
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-PathKey = tuple[str | int, ...]
+from engine.errors import Diagnostic
+from engine.schema_check import Violation
+from engine.yaml_positions import PathKey, Positions
 
 
 class Unsupported(NamedTuple):
@@ -178,3 +182,281 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
 def unsupported(place: str, key: str) -> Unsupported | None:
     """The refusal for a reference-system key at `place`, if it is one."""
     return UNSUPPORTED.get((place, key))
+
+
+# ---------------------------------------------------------------------------------------------
+# Violations → diagnostics: one readable sentence each, placed at file:line:column.
+
+_TYPE_WORDS = {
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "empty",
+}
+
+
+def render_path(path: PathKey) -> str:
+    """`states.check.timeout`, `lint.suppress[0].reason`; the root is "the loop"."""
+    if not path:
+        return "the loop"
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + part
+    return text
+
+
+def describe(value: Any) -> str:
+    """A short, typed rendering of a value for messages: string 'abc', number 5, a list."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {shown!r}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"number {value}"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def explain(found: list[Violation], positions: Positions, file: str) -> list[Diagnostic]:
+    """Diagnostics for schema violations, sorted by line."""
+    out: list[Diagnostic] = []
+    for violation in found:
+        for code, message, hint, at, of_value in _explain(violation):
+            line, column = positions.value_of(at) if of_value else positions.of(at)
+            out.append(
+                Diagnostic(code, "error", message, file, render_path(at), line, column, hint)
+            )
+    unique = {(d.line, d.column, d.code, d.message): d for d in out}
+    return sorted(unique.values(), key=lambda d: (d.line, d.column, d.code))
+
+
+_Explained = tuple[str, str, str, PathKey, bool]
+
+
+def _explain(v: Violation) -> list[_Explained]:
+    where = render_path(v.path)
+    kind = v.keyword
+    if kind == "type":
+        expected = " or ".join(_TYPE_WORDS.get(t, t) for t in v.detail)
+        return [
+            (
+                "F011",
+                f"{where} must be {expected}, got {describe(v.value)}",
+                _type_hint(v.detail, v.value),
+                v.path,
+                True,
+            )
+        ]
+    if kind == "required":
+        owner = "the loop" if not v.path else where
+        hint = _required_hint(v.path, v.detail) or v.reason
+        return [("F010", f"{owner} is missing the required key '{v.detail}'", hint, v.path, False)]
+    if kind == "additionalProperties":
+        parent, key = v.path[:-1], str(v.path[-1])
+        place = place_of(parent)
+        refused = unsupported(place, key)
+        if refused is not None:
+            return [("F013", refused.message, refused.hint, v.path, False)]
+        allowed = sorted(v.schema.get("properties", {}))
+        owner = "the top level of the loop" if not parent else render_path(parent)
+        return [
+            (
+                "F012",
+                f"unknown key '{key}' in {owner}",
+                _unknown_hint(key, allowed, place, did_you_mean(key, allowed)),
+                v.path,
+                False,
+            )
+        ]
+    if kind == "propertyNames":
+        return [_explain_name(v, place_of(v.path[:-1]))]
+    if kind == "enum":
+        allowed = [str(a) for a in v.detail]
+        guess = did_you_mean(v.value, allowed) if isinstance(v.value, str) else None
+        hint = f"did you mean '{guess}'?" if guess else ""
+        return [
+            (
+                "F014",
+                f"{where} must be one of {', '.join(allowed)}; got {describe(v.value)}",
+                hint,
+                v.path,
+                True,
+            )
+        ]
+    if kind == "const":
+        message = f"{where} must be {json.dumps(v.detail)}, got {describe(v.value)}"
+        return [("F017" if v.reason else "F014", message, v.reason, v.path, True)]
+    if kind in ("minimum", "maximum", "exclusiveMinimum"):
+        relation = {
+            "minimum": "at least",
+            "maximum": "at most",
+            "exclusiveMinimum": "greater than",
+        }[kind]
+        hint = "timeouts are seconds, greater than 0" if "timeout" in where else ""
+        return [
+            ("F015", f"{where} must be {relation} {v.detail}, got {v.value}", hint, v.path, True)
+        ]
+    if kind in ("minLength", "minItems", "minProperties"):
+        return [("F015", f"{where} must not be empty", _empty_hint(v.path), v.path, True)]
+    if kind == "pattern":
+        hint = str(v.schema.get("description", ""))
+        return [("F016", f"{where} has an invalid value: {describe(v.value)}", hint, v.path, True)]
+    if kind == "uniqueItems":
+        return [
+            (
+                "F018",
+                f"{render_path(v.path[:-1])} lists {describe(v.value)} more than once",
+                "remove the repeated entry",
+                v.path,
+                True,
+            )
+        ]
+    if kind == "dependentRequired":
+        key, need = v.detail
+        return [
+            (
+                "F017",
+                f"{where}.{key} needs {need} in the same state",
+                _DEPENDENT_HINTS.get((key, need), f"add {need}, or remove {key}"),
+                (*v.path, key),
+                False,
+            )
+        ]
+    if kind == "not":
+        return [
+            (
+                "F017",
+                f"{where}: {_sentence(v.reason or 'this combination is not allowed')}",
+                "",
+                v.path,
+                False,
+            )
+        ]
+    if kind == "false":
+        return [
+            (
+                "F017",
+                f"{where} is not allowed here: {_sentence(v.reason)}",
+                _false_hint(v.path),
+                v.path,
+                False,
+            )
+        ]
+    if kind in ("anyOf", "oneOf"):
+        return _explain_alternatives(v)
+    return [("F019", f"{where} does not match the loop schema ({kind})", "", v.path, True)]
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text else "not allowed"
+
+
+def _explain_name(v: Violation, place: str) -> _Explained:
+    key = str(v.path[-1])
+    inner: list[Violation] = v.detail[0]
+    owner_value = v.detail[1]
+    allowed_keys = next((i.detail for i in inner if i.keyword == "enum"), None)
+    if allowed_keys is not None:
+        owner = render_path(v.path[:-1])
+        container = owner
+        if place == "evaluate" and isinstance(owner_value.get("type"), str):
+            container = f"an evaluate of type {owner_value['type']} ({owner})"
+        guess = did_you_mean(key, allowed_keys)
+        hint = f"did you mean '{guess}'? " if guess and guess != key else ""
+        hint += "keys allowed here: " + ", ".join(allowed_keys)
+        return ("F012", f"'{key}' does not belong in {container}", hint, v.path, False)
+    described = {
+        "loop": "a state name: letters, digits, _ and -, starting with a letter or _",
+        "route": "a route key: a verdict name (lowercase), _ (default) or _error",
+    }
+    owner = render_path(v.path[:-1])
+    rule = described.get(
+        "loop" if v.path[:-1] == ("states",) else place,
+        "a name: letters, digits and _, not starting with a digit",
+    )
+    return ("F016", f"'{key}' is not a valid key in {owner}", f"expected {rule}", v.path, False)
+
+
+def _explain_alternatives(v: Violation) -> list[_Explained]:
+    where = render_path(v.path)
+    if not isinstance(v.detail, list):
+        return [
+            ("F019", f"{where} matches more than one alternative of the schema", "", v.path, False)
+        ]
+    branches: list[list[Violation]] = v.detail
+    if all(b and all(i.keyword == "required" for i in b) for b in branches):
+        options = " or ".join(str(i.detail) for b in branches for i in b)
+        return [("F010", f"{where} needs {options}", "", v.path, False)]
+    best = min(branches, key=len)
+    return [item for inner in best for item in _explain(inner)]
+
+
+def _type_hint(expected: list[str], value: Any) -> str:
+    if "boolean" in expected and isinstance(value, str):
+        return "write true or false (yes/no/on/off are read as text)"
+    if "number" in expected and isinstance(value, str):
+        return "write a plain number of seconds, e.g. 30 (no unit, no quotes)"
+    if "integer" in expected and isinstance(value, str | float):
+        return "write a whole number without quotes"
+    if "object" in expected and value is None:
+        return "this key needs indented entries below it"
+    if "string" in expected and isinstance(value, bool):
+        return 'quote the word if you meant text, e.g. "yes"'
+    return ""
+
+
+def _required_hint(path: PathKey, key: str) -> str:
+    if not path:
+        return {
+            "name": "add name: my-loop",
+            "initial": "add initial: NAME_OF_FIRST_STATE",
+            "states": "add states: with at least one state",
+        }.get(key, "")
+    if path[-1] == "evaluate" and key == "type":
+        return (
+            "add type: one of exit_code, output_contains, output_numeric, output_json, "
+            "convergence, classify, llm_structured"
+        )
+    return ""
+
+
+def _unknown_hint(key: str, allowed: list[str], place: str, guess: str | None) -> str:
+    extra = ", on_<verdict>" if place == "state" else ""
+    if guess:
+        return f"did you mean '{guess}'?"
+    return "keys allowed here: " + ", ".join(allowed) + extra
+
+
+def _empty_hint(path: PathKey) -> str:
+    if path == ("states",):
+        return "a loop needs at least one state"
+    return ""
+
+
+def _false_hint(path: PathKey) -> str:
+    key = str(path[-1]) if path else ""
+    if key.startswith("on_"):
+        return f"with a route table, write the verdict inside it: route: {{{key[3:]}: STATE}}"
+    return ""
+
+
+_DEPENDENT_HINTS = {
+    ("with", "loop"): "with: passes parameters to a sub-loop; add loop: NAME or remove with:",
+    ("on_terminal", "loop"): "on_terminal routes on a sub-loop's terminal; add loop: NAME",
+    ("on_retry_exhausted", "max_retries"): "add max_retries: N (entries along a cycle allowed)",
+    ("max_retries", "on_retry_exhausted"): (
+        "add on_retry_exhausted: STATE — where to go when the retries run out"
+    ),
+    ("action_type", "action"): "action_type describes action:, which is missing",
+}
