@@ -193,57 +193,81 @@ def shortest_path_length(graph: LoopGraph, source: str, targets: Iterable[str]) 
     return None
 
 
-def _dfs_postorder(graph: LoopGraph, start: str) -> list[str]:
-    """Postorder of the iterative depth-first walk from `start`, successors in file order."""
-    post: list[str] = []
-    seen = {start}
-    stack: list[tuple[str, Iterator[str]]] = [(start, iter(graph.successors(start)))]
-    while stack:
-        node, children = stack[-1]
-        for child in children:
-            if child not in seen:
-                seen.add(child)
-                stack.append((child, iter(graph.successors(child))))
-                break
-        else:
-            stack.pop()
-            post.append(node)
-    return post
-
-
 def immediate_dominators(graph: LoopGraph, start: str) -> dict[str, str]:
     """Immediate dominator of every state reachable from `start` (start maps to itself).
 
-    Cooper, Harvey and Kennedy, "A Simple, Fast Dominance Algorithm": iterate over reverse
-    postorder, intersecting the dominators of processed predecessors, until nothing changes.
+    Lengauer-Tarjan with path compression (Appel's formulation, iterative), O(m log n). The
+    simpler Cooper-Harvey-Kennedy iteration is quadratic on deep dominator trees with a
+    high fan-in node — exactly a long loop whose every state routes `on_error: failed`.
     """
     if start not in graph.order:
         return {}
-    post = _dfs_postorder(graph, start)
-    number = {node: i for i, node in enumerate(post)}
-    rpo = post[::-1]
-    idom: dict[str, str] = {start: start}
+    vertex, parent = _dfs_tree(graph, start)
+    number = {node: i for i, node in enumerate(vertex)}
+    count = len(vertex)
+    semi = list(range(count))  # semidominator, as a DFS number
+    ancestor = [-1] * count
+    best = list(range(count))
+    idom = [0] * count
+    samedom = [-1] * count
+    bucket: list[list[int]] = [[] for _ in range(count)]
 
-    def intersect(a: str, b: str) -> str:
-        while a != b:
-            while number[a] < number[b]:
-                a = idom[a]
-            while number[b] < number[a]:
-                b = idom[b]
-        return a
+    def lowest_semi(v: int) -> int:
+        path = []
+        while ancestor[ancestor[v]] != -1:
+            path.append(v)
+            v = ancestor[v]
+        for node in reversed(path):
+            up = ancestor[node]
+            if semi[best[up]] < semi[best[node]]:
+                best[node] = best[up]
+            ancestor[node] = ancestor[up]
+        return best[path[0]] if path else best[v]
 
-    changed = True
-    while changed:
-        changed = False
-        for node in rpo[1:]:
-            new: str | None = None
-            for pred in graph.predecessors(node):
-                if pred in idom:
-                    new = pred if new is None else intersect(pred, new)
-            if new is not None and idom.get(node) != new:
-                idom[node] = new
-                changed = True
-    return idom
+    for n in range(count - 1, 0, -1):
+        p = parent[n]
+        s = p
+        for pred in graph.predecessors(vertex[n]):
+            v = number.get(pred)
+            if v is None:
+                continue  # not reachable from start
+            candidate = v if v <= n else semi[lowest_semi(v)]
+            s = min(s, candidate)
+        semi[n] = s
+        bucket[s].append(n)
+        ancestor[n], best[n] = p, n
+        for v in bucket[p]:
+            y = lowest_semi(v)
+            if semi[y] == semi[v]:
+                idom[v] = p
+            else:
+                samedom[v] = y
+        bucket[p] = []
+    for n in range(1, count):
+        if samedom[n] != -1:
+            idom[n] = idom[samedom[n]]
+    return {vertex[n]: vertex[idom[n]] for n in range(count)}
+
+
+def _dfs_tree(graph: LoopGraph, start: str) -> tuple[list[str], list[int]]:
+    """Preorder of the depth-first walk from `start` (successors in file order) and each
+    node's tree parent, as preorder numbers (the start is its own parent)."""
+    vertex = [start]
+    parent = [0]
+    number = {start: 0}
+    stack: list[tuple[int, Iterator[str]]] = [(0, iter(graph.successors(start)))]
+    while stack:
+        node, children = stack[-1]
+        for child in children:
+            if child not in number:
+                number[child] = len(vertex)
+                vertex.append(child)
+                parent.append(node)
+                stack.append((number[child], iter(graph.successors(child))))
+                break
+        else:
+            stack.pop()
+    return vertex, parent
 
 
 def dominators_of(idom: Mapping[str, str], node: str) -> Iterator[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar, cast
 
 from engine.errors import LoopError
 from engine.graph import (
@@ -19,6 +20,7 @@ from engine.model import Loop, State
 # Resolves a literal `loop:` reference of a sub-loop state to the child loop, or None when it
 # does not resolve. Supplied by the caller (the CLI knows about files; lint does not).
 LoopResolver = Callable[[str], Loop | None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,16 @@ class LintContext:
     @cached_property
     def retries(self) -> frozenset[tuple[str, str]]:
         return retry_edges(self.graph)
+
+    @cached_property
+    def _memo(self) -> dict[str, Any]:
+        return {}
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """A value computed once per lint run and shared by the rules that need it."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(T, self._memo[key])
 
     @cached_property
     def _children(self) -> dict[str, tuple[Loop | None, str]]:

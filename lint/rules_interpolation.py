@@ -59,7 +59,12 @@ def _strings(value: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
             yield from _strings(item, (*path, index))
 
 
-def _uses(loop: Loop) -> Iterator[Use]:
+def _uses(ctx: LintContext) -> list[Use]:
+    """Every expression use in the loop, found once per lint run and shared by the rules."""
+    return ctx.memo("interpolation.uses", lambda: list(_find_uses(ctx.loop)))
+
+
+def _find_uses(loop: Loop) -> Iterator[Use]:
     for state in loop.states.values():
         for path, template in _fields(state):
             yield from _in_template(state, path, template)
@@ -80,8 +85,11 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
 def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
     roots = sorted(ROOTS)
-    for use in _uses(ctx.loop):
-        problem = check_expression(use.text)
+    checked: dict[str, str | None] = {}
+    for use in _uses(ctx):
+        if use.text not in checked:
+            checked[use.text] = check_expression(use.text)
+        problem = checked[use.text]
         if problem:
             yield Finding(
                 f"expression ${{{use.text}}} does not parse: {problem}",
@@ -111,7 +119,7 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             capturers.setdefault(name, []).append(state.name)
     tree = _DominatorTree(ctx.idom)
     budget_state = ctx.loop.on_max_steps
-    for use in _uses(ctx.loop):
+    for use in _uses(ctx):
         name = use.capture
         if use.state is None or name is None or use.guarded:
             continue
@@ -172,7 +180,7 @@ class _DominatorTree:
 @rule("LL032", "warning", "raw-capture-in-shell")
 def raw_capture_in_shell(ctx: LintContext) -> Iterator[Finding]:
     """A capture interpolated `| raw` into a shell action: its text runs as shell code."""
-    for use in _uses(ctx.loop):
+    for use in _uses(ctx):
         state = use.state
         if state is None or use.path[-1] != "action" or state.action_type != "shell":
             continue

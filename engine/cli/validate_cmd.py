@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from engine.cli.common import err, resolve_loop
 from engine.errors import Diagnostic, LoopError
+
+if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
+    from engine.model import Loop
+    from lint._context import LoopResolver
+    from lint.report import LoopReport
 
 
 class Format(StrEnum):
@@ -54,6 +59,8 @@ def validate(
 
 def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
     """A report per reference; True when some reference named no loop at all (usage error)."""
+    from lint.report import LoopReport
+
     reports = []
     usage_error = False
     for ref in refs:
@@ -103,9 +110,3 @@ def summary(reports: list[LoopReport]) -> str:
     if not parts:
         return f"{loops}: no problems"
     return f"{loops}: {', '.join(parts)}"
-
-
-# Typing-only names kept at the bottom so the command module imports nothing heavy at load time.
-from engine.model import Loop  # noqa: E402
-from lint._context import LoopResolver  # noqa: E402
-from lint.report import LoopReport  # noqa: E402

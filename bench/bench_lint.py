@@ -1,0 +1,98 @@
+"""Validation scales linearly: load + every lint rule on generated 2000- and 4000-state loops.
+
+Targets (issue 4): 2000 states under 2 s, 4000 states at most 2.2x the 2000-state time. Also
+times `ll-loop validate` of a 20-state loop end to end (target: under 0.2 s median wall).
+Run: `.venv/bin/python bench/bench_lint.py`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def generate(n: int, salt: str = "") -> str:
+    """A loop of `n` work states: check/fix pairs with captures, retries and interpolation.
+
+    `salt` makes every expression text new, so no cache from an earlier repetition helps.
+    """
+    lines = [
+        f"name: generated-{n}",
+        "initial: s0",
+        'scope: ["."]',
+        f"max_steps: {4 * n}",
+        "states:",
+    ]
+    for i in range(0, n, 2):
+        check, fix, after = f"s{i}", f"s{i + 1}", f"s{i + 2}" if i + 2 < n else "done"
+        previous = f"${{captured.c{i - 2}{salt}.output | default('')}}" if i else "start"
+        lines += [
+            f"  {check}:",
+            f'    action: echo "{previous}" && test -f ok{i}',
+            f"    capture: c{i}{salt}",
+            f"    on_yes: {after}",
+            f"    on_no: {fix}",
+            "    on_error: failed",
+            "    max_retries: 3",
+            "    on_retry_exhausted: failed",
+            f"  {fix}:",
+            f'    action: touch ok{i} && echo "${{captured.c{i}{salt}.output}}"',
+            f"    next: {check}",
+            "    on_error: failed",
+        ]
+    lines += [
+        "  done:",
+        "    terminal: true",
+        "  failed:",
+        "    terminal: true",
+        "    failure: true",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def validate_seconds(n: int, repeat: int = 3) -> float:
+    """Median wall time of load (schema) + lint of an `n`-state loop, in process."""
+    from engine.load import check_loop_text
+    from lint import lint_loop
+
+    times = []
+    for rep in range(repeat):
+        text = generate(n, salt=f"_{n}_{rep}")
+        start = time.perf_counter()
+        loop, positions, problems = check_loop_text(text, "generated.yaml")
+        assert loop is not None and not problems, problems[:3]
+        diagnostics = lint_loop(loop, positions)
+        times.append(time.perf_counter() - start)
+        assert not [d for d in diagnostics if d.severity != "info"], diagnostics[:3]
+    return statistics.median(times)
+
+
+def cli_seconds(n_states: int = 20, repeat: int = 7) -> float:
+    """Median wall time of `ll-loop validate` on a generated loop, as a user runs it."""
+    exe = Path(sys.executable).with_name("ll-loop")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "loop.yaml"
+        path.write_text(generate(n_states))
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([str(exe), "validate", str(path)], check=True, capture_output=True)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    validate_seconds(20, repeat=1)  # warm-up: imports (jinja2 for expressions) are paid once
+    small, large = validate_seconds(2000), validate_seconds(4000)
+    print(f"validate 2000 states: {small:.3f} s  (target < 2 s)")
+    print(f"validate 4000 states: {large:.3f} s")
+    print(f"ratio 4000/2000:      {large / small:.2f}x  (target <= 2.2x)")
+    print(f"ll-loop validate, 20 states (median wall): {cli_seconds():.3f} s  (target < 0.2 s)")
+
+
+if __name__ == "__main__":
+    main()
