@@ -113,6 +113,7 @@ class StepResult:
     verdict: Verdict
     target: str | None
     error: str | None = None
+    interrupted: bool = False  # a stop came while the action ran
 
 
 def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
@@ -146,7 +147,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         rs.steps += 1
         step = execute_and_evaluate(loop, state, rs, rt)
-        if rt.stop.requested:  # interrupted mid-action: not judged, the state runs again on resume
+        if step.interrupted:  # stopped mid-action: not judged; the state runs again on resume
             rs.steps -= 1
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         if step.result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline:
@@ -168,10 +169,10 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
     rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
     ns = Namespaces(loop, rs, rt, state)
     result, verdict = execute(loop, state, rs, rt, ns)
-    if not rt.stop.requested and verdict is None:
+    if rt.stop.requested:
+        return StepResult(result, Verdict("error", {"reason": "stopped"}), None, interrupted=True)
+    if verdict is None:
         verdict = evaluate(loop, state, result, rs, rt, ns)
-    if verdict is None:  # stopped
-        return StepResult(result, Verdict("error", {"reason": "stopped"}), None)
     rt.recorder.emit(
         "evaluate",
         depth=rt.depth,

@@ -352,7 +352,9 @@ def test_retries_count_along_back_edges_and_reset_on_a_fresh_entry(tmp_path: Pat
         max_steps: 40
         states:
           discover:
-            action: 'n=$(( $(cat item 2>/dev/null || echo 0) + 1 )); echo $n > item; rm -f tries; [ $n -le 2 ]'
+            action: |
+              n=$(( $(cat item 2>/dev/null || echo 0) + 1 )); echo $n > item
+              rm -f tries; [ $n -le 2 ]
             on_yes: execute
             on_no: done
           execute:
@@ -471,7 +473,8 @@ def test_context_flag_and_input_reach_the_action_verbatim(tmp_path: Path) -> Non
         states:
           say:
             action: |
-              printf '%s|%s|%s' "${context.greeting}" "${context.input}" '${context.n | tojson}' > out
+              printf '%s|%s|%s' "${context.greeting}" "${context.input}" \
+                '${context.n | tojson}' > out
               echo "$LL_STATE $LL_RUN_ID" > env
             next: done
           done: {terminal: true}

@@ -215,12 +215,12 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
     if options.input is not None:
         given["input"] = options.input
     for key, value in given.items():
-        param = loop.parameters.get(key)
-        if param is None:
+        declared = loop.parameters.get(key)
+        if declared is None:
             context[key] = value
             continue
         try:
-            context[key] = coerce(param, value, loop.name)
+            context[key] = coerce(declared, value, loop.name)
         except SubloopError as exc:
             raise UsageError(exc.message, hint=f"fix --context {key}=...") from None
     missing = [n for n, p in loop.parameters.items() if p.required and n not in context]

@@ -1,0 +1,90 @@
+"""Shell actions for real: bash, process groups, timeouts, signals, big outputs."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from engine.actions import ActionRunner
+
+
+def runner(tmp_path: Path, **kwargs: object) -> ActionRunner:
+    return ActionRunner(
+        cwd=tmp_path,
+        env=dict(os.environ, LL_RUN_ID="r1"),
+        outputs_dir=tmp_path / "outputs",
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_output_exit_code_cwd_and_environment(tmp_path: Path) -> None:
+    result = runner(tmp_path).run_shell(
+        'echo "out $LL_RUN_ID $LL_STATE $(pwd)"; echo err >&2; exit 3', state="s1", timeout=5
+    )
+    assert result.output == f"out r1 s1 {tmp_path}\n"
+    assert result.stderr == "err\n"
+    assert (result.exit_code, result.crashed) == (3, False)
+
+
+def test_script_runs_in_bash(tmp_path: Path) -> None:
+    result = runner(tmp_path).run_shell(
+        "a=(x y z); echo ${#a[@]} $BASH_VERSION", state="s", timeout=5
+    )
+    assert result.output.startswith("3 ")
+
+
+def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result = runner(tmp_path).run_shell(
+        "echo before; sleep 300 & echo $! > pid; wait", state="s", timeout=0.4
+    )
+    assert result.timed_out and result.crashed and result.exit_code is None
+    assert result.output == "before\n"
+    assert time.monotonic() - start < 3
+    pid = int((tmp_path / "pid").read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_sigterm_ignoring_action_gets_sigkill_after_the_grace(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result = runner(tmp_path, grace=0.3).run_shell(
+        "trap '' TERM; sleep 300", state="s", timeout=0.2
+    )
+    assert result.timed_out
+    assert time.monotonic() - start < 2
+
+
+def test_killed_by_signal_and_unspawnable(tmp_path: Path) -> None:
+    killed = runner(tmp_path).run_shell("kill -KILL $$", state="s", timeout=5)
+    assert (killed.signal, killed.exit_code, killed.crashed) == (9, None, True)
+    missing = ActionRunner(cwd=tmp_path / "does-not-exist", env={}).run_shell(
+        "true", state="s", timeout=5
+    )
+    assert missing.spawn_error and missing.crashed
+
+
+def test_large_output_spills_to_a_file(tmp_path: Path) -> None:
+    result = runner(tmp_path, memory_limit=1000).run_shell(
+        "head -c 50000 /dev/zero | tr '\\0' a", state="big", timeout=5
+    )
+    assert len(result.output) == 1000
+    assert result.output_path is not None
+    assert Path(result.output_path).read_text() == "a" * 50000
+
+
+def test_background_child_holding_the_pipe_does_not_block(tmp_path: Path) -> None:
+    start = time.monotonic()
+    result = runner(tmp_path).run_shell("sleep 5 & echo done", state="s", timeout=10)
+    assert result.output == "done\n" and result.exit_code == 0
+    assert time.monotonic() - start < 2
+
+
+def test_terminate_stops_the_running_action(tmp_path: Path) -> None:
+    actions = runner(tmp_path)
+    threading.Timer(0.3, actions.terminate).start()
+    start = time.monotonic()
+    result = actions.run_shell("sleep 300", state="s", timeout=None)
+    assert time.monotonic() - start < 3
+    assert result.signal == 15
