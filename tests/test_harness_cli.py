@@ -42,6 +42,14 @@ def test_flaky_command_through_the_cli_is_inconclusive(tmp_path: Path) -> None:
     assert "Result    INCONCLUSIVE  2/3 passed, 1 failed" in done.stdout
 
 
+def test_a_timeout_is_reported_with_a_retry_hint(tmp_path: Path) -> None:
+    done = harness(tmp_path, "cmd", "sleep 30", "--exit-code", "0", "--timeout", "0.5")
+    assert done.returncode == 2
+    assert "Exit      [timed out after 0.5s]" in done.stdout
+    assert "Result    ERROR  0/1 passed, 1 errored" in done.stdout
+    assert "Timeouts  attempt 1: rerun with --retry-of ID to replace one" in done.stdout
+
+
 def test_json_report_fields(tmp_path: Path) -> None:
     code, data = harness_json(tmp_path, "cmd", "echo out; echo err >&2", "--exit-code", "0")
     assert code == 0

@@ -42,7 +42,10 @@ class Conditions:
     prompt_runner: str | None
 
     def fingerprint(self) -> str:
-        return sha256_text(json.dumps(asdict(self), sort_keys=True))
+        values = asdict(self)
+        if self.timeout is not None:
+            values["timeout"] = float(self.timeout)  # 10 and 10.0 are the same condition
+        return sha256_text(json.dumps(values, sort_keys=True))
 
     def with_samples(self, samples: int) -> Conditions:
         return Conditions(**{**asdict(self), "samples": samples})

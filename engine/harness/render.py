@@ -24,7 +24,7 @@ def _semantic_cell(sample: SampleResult, asked: bool) -> str:
     if not asked:
         return "[not checked]"
     if sample.semantic is None:
-        return "[not judged: no output to judge]"
+        return "[not judged: the sample did not complete]"
     sem = sample.semantic
     text = sem.verdict
     if sem.confidence is not None:
@@ -67,6 +67,10 @@ def report_text(report: Report) -> str:
         lines.append(f"Recorded  invocation {report.invocation_id}, attempts {ids}")
     if report.retry_of is not None:
         lines.append(f"Retry     supersedes attempt {report.retry_of}")
+    timed_out = [a.id for a in report.attempts if a.timed_out]
+    if timed_out:
+        ids = ", ".join(str(i) for i in timed_out)
+        lines.append(f"Timeouts  attempt {ids}: rerun with --retry-of ID to replace one")
     return "\n".join(lines)
 
 
@@ -99,6 +103,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "input_hash": subject.input_hash,
         "conditions_fp": report.conditions.fingerprint(),
         "samples_requested": report.conditions.samples,
+        "samples_run": len(report.samples),
         "result": report.band.value,
         "exit_code": report.exit_code,
         "tally": report.tally.to_json(),
