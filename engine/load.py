@@ -32,7 +32,7 @@ from engine.model import (
     Suppression,
 )
 from engine.schema_check import violations
-from engine.suggest import explain
+from engine.suggest import describe, explain
 from engine.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
 
 __all__ = [
@@ -131,29 +131,23 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
     except YamlProblems as failed:
         return None, None, failed.diagnostics
     if not isinstance(data, dict):
-        line, column = positions.value_of(())
-        found = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
-        return (
-            None,
-            positions,
-            [
-                Diagnostic(
-                    "F004",
-                    "error",
-                    f"the top level of a loop file must be a mapping of keys, got {found}",
-                    file,
-                    "",
-                    line,
-                    column,
-                    "start the file with name:, initial: and states:",
-                )
-            ],
-        )
+        return None, positions, [_not_a_mapping(data, positions, file)]
     problems = explain(violations(data), positions, file)
     problems += _pattern_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
+
+
+def _not_a_mapping(data: Any, positions: Positions, file: str) -> Diagnostic:
+    line, column = positions.value_of(())
+    hint = "start the file with name:, initial: and states:"
+    if data is None:
+        message = "the file holds an empty YAML document: a loop needs name, initial and states"
+        return Diagnostic("F003", "error", message, file, "", line, column, hint)
+    found = "a list" if isinstance(data, list) else describe(data)
+    message = f"the top level of a loop file must be a mapping of keys, got {found}"
+    return Diagnostic("F004", "error", message, file, "", line, column, hint)
 
 
 def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:

@@ -38,16 +38,16 @@ def test_two_documents_are_refused() -> None:
     assert "---" in d.hint
 
 
-@pytest.mark.parametrize("text", ["", "   \n", "# only a comment\n"])
+@pytest.mark.parametrize("text", ["", "   \n", "# only a comment\n", "---\n", "~\n"])
 def test_empty_file(text: str) -> None:
     d = one(text, "F003")
     assert "empty" in d.message
-    assert (d.line, d.column) == (1, 1)
+    assert d.line in (1, 2) and d.column == 1
 
 
 @pytest.mark.parametrize(
     ("text", "found"),
-    [("- a\n- b\n", "a list"), ("just words\n", "a single value"), ("42\n", "a single value")],
+    [("- a\n- b\n", "a list"), ("just words\n", "string 'just words'"), ("42\n", "number 42")],
 )
 def test_top_level_must_be_a_mapping(text: str, found: str) -> None:
     d = one(text, "F004")
