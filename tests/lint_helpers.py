@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
 from engine.model import Evaluate, Loop, Parameter, State, Suppression
 
 
@@ -50,3 +52,31 @@ def make_loop(states: dict[str, dict[str, Any]], initial: str | None = None, **t
         lint=lint,
         **top,
     )
+
+
+@st.composite
+def random_loops(draw: st.DrawFn) -> Loop:
+    """Random loops: exit_code checks, LLM judges and `next:` steps routed anywhere."""
+    n = draw(st.integers(min_value=1, max_value=14))
+    names = [f"s{i}" for i in range(n)]
+    terminal = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    states: dict[str, dict[str, object]] = {}
+    for i, name in enumerate(names):
+        if terminal[i] and i > 0:
+            states[name] = {"terminal": True, "failure": draw(st.booleans())}
+            continue
+        kind = draw(st.sampled_from(["exit_code", "llm", "next"]))
+        target = st.sampled_from(names)
+        if kind == "next":
+            states[name] = {"action": "x", "next": draw(target)}
+            if draw(st.booleans()):
+                states[name]["on_error"] = draw(target)
+            continue
+        pool = ["yes", "no", "error"] + (
+            ["partial", "blocked", "cannot_judge"] if kind == "llm" else []
+        )
+        labels = draw(st.lists(st.sampled_from(pool), unique=True, max_size=len(pool)))
+        states[name] = {"action": "x", **{f"on_{v}": draw(target) for v in labels}}
+        if kind == "llm":
+            states[name]["evaluate"] = {"type": "llm_structured", "prompt": "Quote evidence."}
+    return make_loop(states, max_steps=draw(st.integers(min_value=0, max_value=30)))

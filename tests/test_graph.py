@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import networkx as nx
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from engine.graph import (
     back_edges,
@@ -21,7 +20,7 @@ from engine.graph import (
     success_terminals,
 )
 from engine.model import Loop
-from tests.lint_helpers import make_loop
+from tests.lint_helpers import make_loop, random_loops
 
 FIX_UNTIL_GREEN = make_loop(
     {
@@ -95,27 +94,6 @@ def test_closed_cycle_is_found() -> None:
 
 
 # --- networkx as the oracle on random graphs ---------------------------------------------
-
-
-@st.composite
-def random_loops(draw: st.DrawFn) -> Loop:
-    n = draw(st.integers(min_value=1, max_value=14))
-    names = [f"s{i}" for i in range(n)]
-    terminal = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    states: dict[str, dict[str, object]] = {}
-    for i, name in enumerate(names):
-        if terminal[i] and i > 0:
-            states[name] = {"terminal": True, "failure": draw(st.booleans())}
-            continue
-        labels = draw(
-            st.lists(
-                st.sampled_from(["yes", "no", "error", "partial", "blocked"]),
-                unique=True,
-                max_size=4,
-            )
-        )
-        states[name] = {"action": "x", **{f"on_{v}": draw(st.sampled_from(names)) for v in labels}}
-    return make_loop(states)
 
 
 def _nx(loop: Loop) -> nx.MultiDiGraph:

@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.model import Loop
+from engine.simulate import SCENARIOS, simulate
 from lint import RULES, lint_loop
-from tests.lint_helpers import make_loop
+from tests.lint_helpers import make_loop, random_loops
 
 GOOD: dict[str, dict[str, Any]] = {
     "check": {
@@ -409,3 +412,16 @@ def test_on_terminal_names_must_be_child_terminals() -> None:
     loop = parent(**{"with": {"target": "x"}, "on_terminal": {"stuk": "done"}})
     found = [d for d in lint_loop(loop, resolve_loop=resolver) if d.code == "LL042"]
     assert "(did you mean 'stuck'?)" in found[0].message
+
+
+@settings(max_examples=300, deadline=None)
+@given(random_loops(), st.sampled_from(sorted(SCENARIOS)))
+def test_lint_proof_holds_for_every_simulated_run(loop: Loop, scenario: str) -> None:
+    """Lint never crashes, and when it reports no unknown target (LL001) and no unrouted verdict
+    (LL007, LL008), no simulated run of any scenario ends on an unrouted verdict."""
+    found = lint_loop(loop)
+    assert all(d.code in RULES for d in found)
+    sim = simulate(loop, scenario)
+    assert len(sim.steps) <= loop.max_steps
+    if not {"LL001", "LL007", "LL008"} & {d.code for d in found}:
+        assert sim.terminated_by != "error", (sim.reason, found)
