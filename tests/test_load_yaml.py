@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
 
 from engine.errors import LoadError
 from engine.load import check_loop_file, load_loop_file, load_loop_text, load_loop_with_positions
+from engine.yaml_positions import parse_yaml
 from tests.load_helpers import MINIMAL, one, problems
+from tests.test_load_validator import mutated_loops
 
 
 def test_syntax_error_names_line_and_column_from_the_yaml_mark() -> None:
@@ -223,3 +229,27 @@ def test_unquoted_colon_in_a_value_gets_a_quoting_hint() -> None:
 def test_backtick_at_start_of_a_value_gets_a_quoting_hint() -> None:
     d = one(MINIMAL.replace('action: "true"', "action: `date`"), "F001")
     assert d.hint == "quote a value that starts with `"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_loops())
+def test_every_key_position_points_at_that_key_in_the_text(data: Any) -> None:
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000)
+    parsed, positions = parse_yaml(text, "p.yaml")
+    lines = text.splitlines()
+
+    def walk(node: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                line, column = positions.of((*path, key))
+                written = lines[line - 1][column - 1 :]
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                    assert written.startswith((f"{key}:", f"'{key}':")), (key, written)
+                else:  # other keys may be quoted or escaped by the dumper
+                    assert written.startswith((key, "'", '"', "? ")), (key, written)
+                walk(value, (*path, key))
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, (*path, index))
+
+    walk(parsed, ())
