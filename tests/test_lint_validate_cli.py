@@ -304,3 +304,37 @@ def test_sub_loop_references_are_checked_like_the_runtime_resolves_them(tmp_path
     args = ll_loop("validate", "--format", "json", "args.yaml", cwd=tmp_path)
     codes = [d["code"] for d in json.loads(args.stdout)["loops"][0]["diagnostics"]]
     assert codes.count("LL041") == 2  # target missing, traget unknown
+
+
+def test_a_directory_validates_every_loop_in_it(tmp_path: Path) -> None:
+    write(tmp_path, "a.yaml", CLEAN)
+    write(tmp_path, "b.yml", BROKEN)
+    (tmp_path / "notes.txt").write_text("not a loop")
+    result = ll_loop("validate", "--format", "json", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    paths = [entry["path"] for entry in json.loads(result.stdout)["loops"]]
+    assert [Path(p).name for p in paths] == ["a.yaml", "b.yml"]
+
+
+def test_suppressions_in_yaml_and_infos_never_fail_strict(tmp_path: Path) -> None:
+    noisy = CLEAN.replace(
+        "  done:\n",
+        "  debug:\n    action: ./debug.sh\n    next: done\n  done:\n",
+    )
+    write(tmp_path, "noisy.yaml", noisy)
+    result = ll_loop("validate", "--strict", "noisy.yaml", cwd=tmp_path)
+    assert result.returncode == 1 and "warning LL002" in result.stdout
+    quiet = noisy.replace(
+        "    next: done\n  done:",
+        "    next: done\n    lint:\n      suppress:\n        - code: unreachable-state\n"
+        "          reason: run by hand while debugging\n  done:",
+    )
+    write(tmp_path, "quiet.yaml", quiet)
+    result = ll_loop("validate", "--strict", "quiet.yaml", cwd=tmp_path)
+    assert "LL002" not in result.stdout
+    assert "info LL008" not in result.stdout  # debug is unreachable, so not reported either
+    assert result.returncode == 0, result.stdout
+    info_only = CLEAN.replace("    next: check\n    on_error: failed\n", "    next: check\n")
+    write(tmp_path, "info.yaml", info_only)
+    result = ll_loop("validate", "--strict", "info.yaml", cwd=tmp_path)
+    assert "info LL008" in result.stdout and result.returncode == 0

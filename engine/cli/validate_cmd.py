@@ -35,7 +35,9 @@ def register(app: typer.Typer) -> None:
 
 
 def validate(
-    loops: Annotated[list[str], typer.Argument(metavar="LOOP...", help="Loop files or names.")],
+    loops: Annotated[
+        list[str], typer.Argument(metavar="LOOP...", help="Loop files, names or directories.")
+    ],
     format: Annotated[Format, typer.Option("--format", "-f", help="Report format.")] = Format.text,
     strict: Annotated[
         bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")
@@ -63,7 +65,7 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
 
     reports = []
     usage_error = False
-    for ref in refs:
+    for ref in _expand(refs):
         try:
             path = resolve_loop(ref)
         except LoopError as exc:
@@ -72,6 +74,19 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
             continue
         reports.append(LoopReport(str(path), tuple(check_file(path))))
     return reports, usage_error
+
+
+def _expand(refs: list[str]) -> list[str]:
+    """A directory stands for the loop files in it (so CI can run `validate --strict loops/`)."""
+    expanded: list[str] = []
+    for ref in refs:
+        folder = Path(ref)
+        if folder.is_dir():
+            files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+            expanded += [str(p) for p in files] or [ref]
+        else:
+            expanded.append(ref)
+    return expanded
 
 
 def check_file(path: Path) -> list[Diagnostic]:
