@@ -70,13 +70,15 @@ class ActionRunner:
         self,
         *,
         cwd: Path,
-        env: Mapping[str, str],
+        env: Mapping[str, str] | None = None,
         outputs_dir: Path | None = None,
         memory_limit: int = MEMORY_LIMIT,
         grace: float = GRACE_SECONDS,
     ) -> None:
         self.cwd = str(cwd)
-        self.env = dict(env)
+        # None: the process's own environment (os.environ), which spawns cheapest: nothing to
+        # encode per spawn. LL_STATE is then set in os.environ itself before each spawn.
+        self.env = None if env is None else dict(env)
         self.outputs_dir = outputs_dir
         self.memory_limit = memory_limit
         self.grace = grace
@@ -94,7 +96,10 @@ class ActionRunner:
     def run_shell(self, script: str, *, state: str, timeout: float | None) -> ActionResult:
         """Run `script` with `bash -c`; never raises for a failing or unspawnable action."""
         self._spawns += 1
-        self.env["LL_STATE"] = state
+        if self.env is None:
+            os.environ["LL_STATE"] = state
+        else:
+            self.env["LL_STATE"] = state
         start = time.monotonic()
         try:
             proc = subprocess.Popen(

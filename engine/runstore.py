@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sys
 import time
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -44,6 +46,9 @@ class RunStore:
         self.artifacts_dir = directory / "artifacts"
         self.state_path = directory / "state.json"
         self.events_path = directory / "events.jsonl"
+        self._state_temp = str(directory / "state.json.tmp")
+        self._state_written = self.state_path.exists()
+        self._exchange: bool | None = None  # False once the exchange proved unsupported
         self._events: IO[str] | None = None
         self._dumps = json.JSONEncoder(
             ensure_ascii=False, separators=(",", ":"), default=_jsonable
@@ -79,11 +84,33 @@ class RunStore:
             self._events.flush()
 
     def save_state(self, data: dict[str, Any]) -> None:
-        """Flush the events, then replace state.json atomically."""
+        """Flush the events, then replace state.json atomically (a reader or a crash sees the
+        previous boundary or this one, never a mix).
+
+        The new content goes to a fresh temp file that is then swapped in. On Linux the swap is
+        `renameat2(RENAME_EXCHANGE)` and the old file is unlinked: ext4 flushes data to disk on
+        every rename *over* an existing file (auto_da_alloc), which made each state boundary
+        cost 0.3-1.5 ms, a third of a trivial step; an exchange is atomic too and does not
+        trigger it. (Like any write without fsync, a power cut may lose the last boundaries;
+        a killed process loses nothing.) Elsewhere it is a plain `os.replace`.
+        """
         self.flush()
-        temp = self.state_path.with_name("state.json.tmp")
-        temp.write_text(self._dumps(data), encoding="utf-8")
+        temp = self._state_temp
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(self._dumps(data).encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        if self._exchange is not False and self._state_written:
+            swapped = _exchange(temp, str(self.state_path))
+            if swapped:
+                os.unlink(temp)
+                return
+            self._exchange = False
         os.replace(temp, self.state_path)
+        self._state_written = True
 
     def load_state(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.state_path.read_text(encoding="utf-8"))
@@ -100,6 +127,34 @@ class RunStore:
         if self._events is not None:
             self._events.close()
             self._events = None
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@cache
+def _renameat2() -> Any:
+    """libc's renameat2, or None where there is none (not Linux, old libc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+
+
+def _exchange(source: str, target: str) -> bool:
+    """Atomically swap two existing paths; False when the system or filesystem cannot."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    code = renameat2(
+        _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE
+    )
+    return bool(code == 0)
 
 
 def _jsonable(value: Any) -> Any:

@@ -3,9 +3,10 @@
 stdout carries only the result: one JSON object with `--json` (for every outcome, a refusal
 before the first step included), else a short summary. Progress and diagnostics go to stderr.
 Exit codes: 0 success · 1 failure terminal · 2 error · 3 inconclusive.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` and no module-level `import typer` here: `fast_main`
+runs without typer, and `register` imports it and builds its annotations at definition time.
+"""
 
 import json
 import os
@@ -15,9 +16,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Annotated, Any
 
 from engine.cli.common import err, resolve_loop
 from engine.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
@@ -47,8 +46,13 @@ class Refused(LoopError):
     code = "REFUSED"
 
 
-def register(app: typer.Typer) -> None:
+if TYPE_CHECKING:
+    import typer
+
+
+def register(app: "typer.Typer") -> None:
     """Add `run` to `app`."""
+    import typer
 
     @app.command("run")
     def run_command(
@@ -81,11 +85,13 @@ def register(app: typer.Typer) -> None:
         queue: Annotated[
             bool,
             typer.Option(
-                "--queue", help="Wait for overlapping runs instead of failing (scope locks)."
+                "--queue",
+                help="Wait for overlapping runs (scope locks: accepted, not enforced yet).",
             ),
         ] = False,
         no_lock: Annotated[
-            bool, typer.Option("--no-lock", help="Do not take the scope lock.")
+            bool,
+            typer.Option("--no-lock", help="Skip the scope lock (accepted, not enforced yet)."),
         ] = False,
     ) -> None:
         """Run a loop to its end. Exit 0 success, 1 failure, 2 error, 3 inconclusive."""
@@ -104,19 +110,57 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(execute_run(options))
 
 
+def fast_main(argv: list[str]) -> int:
+    """`ll-loop run ...` without building the typer app: the same options, parsed by argparse.
+
+    The whole command line app (typer imports pydantic, every command module imports its own
+    dependencies) costs more start-up time than a short loop's steps; `engine.cli.main` can send
+    `run` here directly. `--help` stays with typer.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="ll-loop run", add_help=False)
+    parser.add_argument("loop")
+    parser.add_argument("input", nargs="?")
+    parser.add_argument("--context", "-c", action="append", default=[])
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quiet", "-q", action="store_true")
+    parser.add_argument("--replay")
+    parser.add_argument("--cache", action="store_true")
+    parser.add_argument("--queue", action="store_true")
+    parser.add_argument("--no-lock", action="store_true")
+    args = parser.parse_args(argv)
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error("--max-steps must be at least 1")
+    options = RunOptions(
+        loop_ref=args.loop,
+        input=args.input,
+        context=tuple(args.context),
+        max_steps=args.max_steps,
+        json=args.json,
+        quiet=args.quiet,
+        replay=args.replay,
+        cache=args.cache,
+        queue=args.queue,
+        no_lock=args.no_lock,
+    )
+    return execute_run(options)
+
+
 def execute_run(options: RunOptions) -> int:
     """Preflight, run and report; the exit code. Never raises for a refused or failed run."""
     started = time.monotonic()
     try:
-        loop, replay_dir = preflight(options)
+        loop, context, replay_dir = preflight(options)
     except LoopError as exc:
         return _refuse(options, exc, started)
-    result = start_run(loop, options, replay_dir)
+    result = start_run(loop, context, options, replay_dir)
     _report(result, options)
     return result.exit_code
 
 
-def preflight(options: RunOptions) -> tuple[Loop, Path | None]:
+def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
     """Load, lint and check the loop before the first step; raise on anything that stops it."""
     from engine.load import load_loop_with_positions
     from lint import lint_loop
@@ -135,23 +179,27 @@ def preflight(options: RunOptions) -> tuple[Loop, Path | None]:
         )
     if options.max_steps is not None:
         loop = replace(loop, max_steps=options.max_steps)
+    context = build_context(loop, options)
     replay_dir = _replay_dir(options.replay)
     if loop.uses_llm():
         _llm_preflight(loop, replay_dir)
-    return loop, replay_dir
+    return loop, context, replay_dir
 
 
-def start_run(loop: Loop, options: RunOptions, replay_dir: Path | None) -> RunResult:
+def start_run(
+    loop: Loop, context: dict[str, Any], options: RunOptions, replay_dir: Path | None
+) -> RunResult:
     """Create the run directory, wire the IO, and run the loop to its end."""
     from engine.actions import ActionRunner
     from engine.interpreter import RunState, Runtime, StopSignal, run
     from engine.progress import Progress, choose_mode
     from engine.runstore import RunStore, now_iso, runs_root
 
-    context = build_context(loop, options)
     store = RunStore.create(runs_root())
-    env = dict(os.environ, LL_RUN_ID=store.run_id, LL_RUN_DIR=str(store.artifacts_dir))
-    actions = ActionRunner(cwd=Path.cwd(), env=env, outputs_dir=store.outputs_dir)
+    # Actions inherit this process's environment (cheapest to spawn) plus the run's identity.
+    os.environ["LL_RUN_ID"] = store.run_id
+    os.environ["LL_RUN_DIR"] = str(store.artifacts_dir)
+    actions = ActionRunner(cwd=Path.cwd(), outputs_dir=store.outputs_dir)
     stop = StopSignal(listeners=[actions.terminate])
     progress = Progress(
         store,
