@@ -230,6 +230,7 @@ class _Builder:
         self.visits = 0
         self.distinct: set[int] = set()
         self.aborted = False
+        self.open: set[int] = set()  # mappings and sequences being built: a cycle check
 
     def problem(self, code: str, message: str, node: yaml.Node, hint: str = "") -> None:
         mark = node.start_mark
@@ -257,20 +258,36 @@ class _Builder:
             self.aborted = True
             return None
         self.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-        if isinstance(node, yaml.MappingNode):
-            return self.mapping(node, path, depth)
-        if isinstance(node, yaml.SequenceNode):
-            if node.tag != _TAG + "seq":
-                return self.bad_tag(node)
-            items = []
-            for index, item in enumerate(node.value):
-                self.keys.setdefault(
-                    (*path, index), (item.start_mark.line + 1, item.start_mark.column + 1)
-                )
-                items.append(self.build(item, (*path, index), depth + 1))
-            return items
-        assert isinstance(node, yaml.ScalarNode)
-        return self.scalar(node)
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node)
+        if id(node) in self.open:
+            self.problem(
+                "F007",
+                "a YAML alias refers to a block that contains it (a cycle)",
+                node,
+                "an alias (*name) may not point into its own anchor (&name)",
+            )
+            self.aborted = True
+            return None
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self.mapping(node, path, depth)
+            return self.sequence(node, path, depth)
+        finally:
+            self.open.discard(id(node))
+
+    def sequence(self, node: yaml.Node, path: PathKey, depth: int) -> list[Any] | None:
+        if node.tag != _TAG + "seq":
+            self.bad_tag(node)
+            return None
+        items = []
+        for index, item in enumerate(node.value):
+            self.keys.setdefault(
+                (*path, index), (item.start_mark.line + 1, item.start_mark.column + 1)
+            )
+            items.append(self.build(item, (*path, index), depth + 1))
+        return items
 
     def mapping(
         self, node: yaml.MappingNode, path: PathKey, depth: int, merging: bool = False

@@ -253,3 +253,9 @@ def test_every_key_position_points_at_that_key_in_the_text(data: Any) -> None:
                 walk(value, (*path, index))
 
     walk(parsed, ())
+
+
+@pytest.mark.parametrize("text", ["a: &a [*a]\n", "a: &a {b: *a}\n"])
+def test_recursive_aliases_are_refused(text: str) -> None:
+    d = one(text, "F007")
+    assert "cycle" in d.message
