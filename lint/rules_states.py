@@ -117,6 +117,7 @@ _FAILURE_WORDS = frozenset(
         "canceled",
         "invalid",
         "timeout",
+        "timed",
         "timedout",
     ]
 )
