@@ -661,3 +661,53 @@ def _alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")
     return not (stat.exists() and ") Z" in stat.read_text())
+
+
+def test_loop_timeout_clamps_a_long_state(tmp_path: Path) -> None:
+    start = time.monotonic()
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: clamp
+        initial: hang
+        scope: ["."]
+        timeout: 0.7
+        states:
+          hang:
+            action: sleep 60
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    assert (ran.code, ran.json["terminated_by"]) == (3, "timeout")
+    assert time.monotonic() - start < 10
+
+
+def test_live_progress_line_on_a_tty(tmp_path: Path) -> None:
+    import pty
+
+    write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        text=True,
+    )
+    out, _ = proc.communicate(timeout=30)
+    os.close(follower)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(leader)
+    assert proc.returncode == 0 and json.loads(out)["outcome"] == "success"
+    text = screen.decode()
+    assert "\r\x1b[K" in text and "step 3/5" in text and "work" in text

@@ -18,7 +18,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
-from engine.cli.common import err, resolve_loop
 from engine.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
 from engine.model import Loop
 from engine.ports import RunResult
@@ -130,7 +129,7 @@ def fast_main(argv: list[str]) -> int:
     parser.add_argument("--cache", action="store_true")
     parser.add_argument("--queue", action="store_true")
     parser.add_argument("--no-lock", action="store_true")
-    args = parser.parse_args(argv)
+    args = parser.parse_args([a for a in argv if a != "--debug"])
     if args.max_steps is not None and args.max_steps < 1:
         parser.error("--max-steps must be at least 1")
     options = RunOptions(
@@ -145,7 +144,26 @@ def fast_main(argv: list[str]) -> int:
         queue=args.queue,
         no_lock=args.no_lock,
     )
-    return execute_run(options)
+    try:
+        return execute_run(options)
+    except LoopError as exc:
+        err(exc.render())
+        return exc.exit_code
+    except Exception as exc:  # a bug: one sentence, the traceback only with --debug
+        if "--debug" in argv or os.environ.get("LL_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        err(
+            f"internal error: {type(exc).__name__}: {exc}\n  hint: this is a bug in ll-loop; "
+            "re-run with --debug for the traceback and report it"
+        )
+        return 2
+
+
+def err(message: str) -> None:
+    """Progress and diagnostics go to stderr; stdout carries only results."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def execute_run(options: RunOptions) -> int:
@@ -162,6 +180,7 @@ def execute_run(options: RunOptions) -> int:
 
 def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
     """Load, lint and check the loop before the first step; raise on anything that stops it."""
+    from engine.cli.common import resolve_loop
     from engine.load import load_loop_with_positions
     from lint import lint_loop
 
