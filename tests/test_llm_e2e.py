@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from engine.resources import schema_path
 from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
 from tests.run_helpers import run_yaml
 
@@ -45,8 +47,12 @@ def test_judge_yes_routes_to_success_and_reports_cost(
     assert ran.json["final_state"] == "done"
     assert ran.json["cost_usd"] > 0
     [call] = [e for e in ran.events() if e["event"] == "llm_call"]
-    assert call["status"] == "ok" and call["state"] == "build"
+    assert call["status"] == "ok" and call["state"] == "build" and call["depth"] == 0
     assert (ran.run_dir / "llm.jsonl").is_file()
+    validator = jsonschema.Draft202012Validator(
+        json.loads(schema_path("events.schema.json").read_text()))
+    for event in ran.events():
+        validator.validate(event)
 
 
 @pytest.mark.xfail(strict=True, reason="the interpreter does not render evaluate.prompt yet (D)")

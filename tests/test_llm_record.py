@@ -202,3 +202,17 @@ def test_project_prices_json_is_used(loopback: LoopbackServer, tmp_path: Path) -
     loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=0))
     _, made = judge_once(tmp_path / ".loops" / "runs" / "run-1")
     assert made.cost_usd == pytest.approx(1.0)
+
+
+def test_bound_views_tag_events_and_share_costs(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=0),
+                  verdict_reply("no", input_tokens=1000, output_tokens=0))
+    recorder = MemoryRecorder()
+    made, loop, state, spec = services(tmp_path / "r1", recorder)
+    made.judge(spec, TEXT, state=state, loop=loop)
+    child = made.bind(depth=1, step=4)  # type: ignore[attr-defined]
+    child.judge(spec, TEXT + " (child)", state=state, loop=loop)
+    first, second = recorder.of("llm_call")
+    assert (first["depth"], "step" in first) == (0, False)
+    assert (second["depth"], second["step"]) == (1, 4)
+    assert made.cost_usd == child.cost_usd == pytest.approx(2 * 1000 * 1.0 / 1e6)

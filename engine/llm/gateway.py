@@ -39,6 +39,22 @@ class NullRecorder:
 
 
 @dataclass(frozen=True)
+class CallTag:
+    """Where a call comes from, for events and per-state costs: the state, and the run's depth
+    (0 = top-level loop) and step when the interpreter bound them."""
+
+    state: str | None = None
+    depth: int = 0
+    step: int | None = None
+
+    def fields(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"state": self.state, "depth": self.depth}
+        if self.step is not None:
+            found["step"] = self.step
+        return found
+
+
+@dataclass(frozen=True)
 class CallResult:
     """The outcome of one logical call. `body` is the answer when one was received."""
 
@@ -104,7 +120,7 @@ class LlmGateway:
         request: Mapping[str, Any],
         *,
         sample: int = 0,
-        state: str | None = None,
+        tag: CallTag | None = None,
         purpose: str = "judge",
         validate: Validator | None = None,
         deadline: float | None = None,
@@ -112,8 +128,9 @@ class LlmGateway:
         """Answer `request`; never raises for API trouble (that is a `status="error"` result)."""
         key = request_hash(request, sample)
         model = str(request.get("model", ""))
+        tag = tag or CallTag()
         if self.replay is not None:
-            result = self._from_replay(key, model, state)
+            result = self._from_replay(key, model, tag.state)
         else:
             result = self._from_cache(key, model, request) or self._live(
                 key, model, request, deadline
@@ -125,7 +142,7 @@ class LlmGateway:
         if result.status == "ok" and result.source == "live" and self.cache is not None:
             assert result.body is not None
             self.cache.put(key, request, result.body)
-        self._record(request, sample, state, purpose, result)
+        self._record(request, sample, tag, purpose, result)
         return result
 
     def _from_replay(self, key: str, model: str, state: str | None) -> CallResult:
@@ -209,10 +226,11 @@ class LlmGateway:
         self,
         request: Mapping[str, Any],
         sample: int,
-        state: str | None,
+        tag: CallTag,
         purpose: str,
         result: CallResult,
     ) -> None:
+        state = tag.state
         with self._lock:
             self._cost += result.cost_usd
             if state is not None:
@@ -242,7 +260,7 @@ class LlmGateway:
                 )
             self.recorder.emit(
                 "llm_call",
-                state=state,
+                **tag.fields(),
                 purpose=purpose,
                 model=result.model,
                 input_tokens=result.input_tokens,

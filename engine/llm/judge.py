@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.llm.evidence import evidence_problem, has_evidence_contract
-from engine.llm.gateway import CallResult, LlmGateway
+from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.ports import Verdict
 
 JUDGE_TOOL = "submit_verdict"
@@ -86,7 +86,7 @@ class JudgeSettings:
     model: str
     max_tokens: int
     temperature: float | None = None
-    state: str | None = None
+    tag: CallTag = field(default_factory=CallTag)
 
 
 def judge_prompt(criterion: str | None, text: str) -> str:
@@ -156,15 +156,15 @@ def call_with_one_retry(
     request: Mapping[str, Any],
     *,
     sample: int,
-    state: str | None,
+    tag: CallTag,
     purpose: str,
     validate: Callable[[Mapping[str, Any]], str | None],
 ) -> tuple[CallResult, list[CallResult]]:
     """Call; a malformed (`invalid`) answer is asked once more. Returns the last and all calls."""
-    calls = [gateway.call(request, sample=sample, state=state, purpose=purpose, validate=validate)]
+    calls = [gateway.call(request, sample=sample, tag=tag, purpose=purpose, validate=validate)]
     if calls[-1].status == "invalid":
         calls.append(
-            gateway.call(request, sample=sample, state=state, purpose=purpose, validate=validate)
+            gateway.call(request, sample=sample, tag=tag, purpose=purpose, validate=validate)
         )
     return calls[-1], calls
 
@@ -175,10 +175,10 @@ def _one_sample(
     text: str,
     min_confidence: float,
     sample: int,
-    state: str | None,
+    tag: CallTag,
 ) -> dict[str, Any]:
     last, calls = call_with_one_retry(
-        gateway, request, sample=sample, state=state, purpose="judge", validate=_problem
+        gateway, request, sample=sample, tag=tag, purpose="judge", validate=_problem
     )
     record: dict[str, Any] = {
         "sample": sample,
@@ -249,7 +249,7 @@ def judge_structured(
     request = base_request(settings, SYSTEM, judge_prompt(criterion, text), VERDICT_TOOL)
     records = run_concurrently(
         max(1, samples),
-        lambda i: _one_sample(gateway, request, text, min_confidence, i, settings.state),
+        lambda i: _one_sample(gateway, request, text, min_confidence, i, settings.tag),
     )
     winner = majority([r["verdict"] for r in records])
     agreeing = [r for r in records if r["verdict"] == winner]

@@ -125,7 +125,7 @@ def judge_rubric(
 
     def review(index: int) -> dict[str, Any]:
         last, calls = call_with_one_retry(
-            gateway, request, sample=index, state=settings.state, purpose="rubric", validate=problem
+            gateway, request, sample=index, tag=settings.tag, purpose="rubric", validate=problem
         )
         record: dict[str, Any] = {
             "reviewer": index,

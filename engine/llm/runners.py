@@ -16,10 +16,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine.llm.gateway import LlmGateway
+from engine.llm.gateway import CallTag, LlmGateway
 from engine.ports import ActionResult
 
 KILL_GRACE_S = 2.0
@@ -34,7 +34,7 @@ class PromptCall:
     max_tokens: int
     temperature: float | None = None
     timeout: float | None = None
-    state: str | None = None
+    tag: CallTag = field(default_factory=CallTag)
 
 
 class PromptRunner(Protocol):
@@ -93,7 +93,7 @@ class AnthropicRunner:
             request["temperature"] = call.temperature
         started = time.monotonic()
         deadline = started + call.timeout if call.timeout else None
-        result = call.gateway().call(request, state=call.state, purpose="prompt", deadline=deadline)
+        result = call.gateway().call(request, tag=call.tag, purpose="prompt", deadline=deadline)
         duration = int((time.monotonic() - started) * 1000)
         if result.status != "ok" or result.body is None:
             return ActionResult(

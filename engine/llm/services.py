@@ -9,14 +9,14 @@ runners and limits, and wires the gateway (log, replay, cache, prices, events).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.errors import LoopError
 from engine.llm import settings
 from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
 from engine.llm.client import AnthropicClient
-from engine.llm.gateway import LlmGateway
+from engine.llm.gateway import CallTag, LlmGateway
 from engine.llm.judge import JudgeSettings, judge_structured
 from engine.llm.prices import load_prices
 from engine.llm.rubric import judge_rubric
@@ -51,18 +51,39 @@ def build_gateway(
     )
 
 
-@dataclass
-class RunLlmServices:
-    """`LlmServices` for one run. The gateway is built on first use, so a run that never calls
-    a model (or only uses `cmd:` runners) never touches prices, caches or the SDK."""
+class RunGateway:
+    """The gateway of one run, built on first use, so a run that never calls a model (or only
+    uses `cmd:` runners) never touches prices, caches or the SDK."""
 
-    loop: Loop
-    run_dir: Path
-    recorder: Recorder
-    replay_from: Path | None = None
-    cache: bool = False
-    _gateway: LlmGateway | None = field(default=None, init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    def __init__(
+        self, loop: Loop, run_dir: Path, recorder: Recorder, replay_from: Path | None, cache: bool
+    ) -> None:
+        self.loop, self.run_dir, self.recorder = loop, run_dir, recorder
+        self.replay_from, self.cache = replay_from, cache
+        self.built: LlmGateway | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> LlmGateway:
+        with self._lock:
+            if self.built is None:
+                self.built = build_gateway(
+                    loop=self.loop,
+                    run_dir=self.run_dir,
+                    recorder=self.recorder,
+                    replay_from=self.replay_from,
+                    cache=self.cache,
+                )
+            return self.built
+
+
+@dataclass(frozen=True)
+class RunLlmServices:
+    """`LlmServices` for one run. `bind(depth=, step=)` gives a view whose `llm_call` events
+    carry the interpreter's depth and step; every view shares the run's gateway and costs."""
+
+    gateway: RunGateway
+    depth: int = 0
+    step: int | None = None
 
     @classmethod
     def create(
@@ -74,36 +95,32 @@ class RunLlmServices:
         replay_from: Path | None = None,
         cache: bool = False,
     ) -> RunLlmServices:
-        services = cls(loop, run_dir, recorder, replay_from, cache or loop.llm.cache)
+        services = cls(RunGateway(loop, run_dir, recorder, replay_from, cache or loop.llm.cache))
         if replay_from is not None:
             services.gateway()  # a missing replay log fails now, before the first step
         return services
 
-    def gateway(self) -> LlmGateway:
-        with self._lock:
-            if self._gateway is None:
-                self._gateway = build_gateway(
-                    loop=self.loop,
-                    run_dir=self.run_dir,
-                    recorder=self.recorder,
-                    replay_from=self.replay_from,
-                    cache=self.cache,
-                )
-            return self._gateway
+    def bind(self, *, depth: int = 0, step: int | None = None) -> RunLlmServices:
+        return replace(self, depth=depth, step=step)
+
+    def _tag(self, state: State) -> CallTag:
+        return CallTag(state.name, self.depth, self.step)
 
     @property
     def cost_usd(self) -> float:
-        return self._gateway.cost_usd if self._gateway is not None else 0.0
+        built = self.gateway.built
+        return built.cost_usd if built is not None else 0.0
 
     def cost_by_state(self) -> dict[str, float]:
-        return self._gateway.cost_by_state() if self._gateway is not None else {}
+        built = self.gateway.built
+        return built.cost_by_state() if built is not None else {}
 
     def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict:
         try:
             gateway = self.gateway()
         except LoopError as exc:
             return Verdict("error", {"error": exc.message})
-        return judge_with(gateway, spec, text, state=state, loop=loop)
+        return judge_with(gateway, spec, text, state=state, loop=loop, tag=self._tag(state))
 
     def run_prompt(
         self, prompt: str, *, state: State, loop: Loop, timeout: float | None
@@ -119,9 +136,12 @@ class RunLlmServices:
             max_tokens=loop.llm.max_tokens or settings.DEFAULT_PROMPT_MAX_TOKENS,
             temperature=loop.llm.temperature,
             timeout=timeout,
-            state=state.name,
+            tag=self._tag(state),
         )
-        return runner.run(prompt, call)
+        try:
+            return runner.run(prompt, call)
+        except LoopError as exc:  # the gateway could not be built (price table, replay log)
+            return ActionResult(exit_code=None, spawn_error=exc.message)
 
 
 def judge_with(
@@ -132,6 +152,7 @@ def judge_with(
     state: State | None,
     loop: Loop | None,
     model: str | None = None,
+    tag: CallTag | None = None,
 ) -> Verdict:
     """Run the judge `spec` describes (structured, or rubric when it has dimensions)."""
     judge_settings = JudgeSettings(
@@ -142,7 +163,7 @@ def judge_with(
         temperature=spec.temperature
         if spec.temperature is not None
         else (loop.llm.temperature if loop else None),
-        state=state.name if state else None,
+        tag=tag or CallTag(state.name if state else None),
     )
     if spec.dimensions:
         return judge_rubric(
