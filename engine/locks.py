@@ -204,14 +204,19 @@ class Registry:
                 self.remove(record)
         return live
 
-    def next_ticket(self) -> int:
+    def next_ticket(self, live: Sequence[Record]) -> int:
+        """One more than any ticket handed out (the counter file) or still in use (`live`).
+
+        The counter is written in place, not renamed (a rename over a file makes ext4 flush);
+        a torn counter can only read low, and `live` keeps the result above every record.
+        """
         path = self.dir / _TICKET_FILE
         try:
             last = int(path.read_text(encoding="utf-8").strip() or 0)
         except (OSError, ValueError):
-            last = max((r.ticket for r in self.records()), default=0)
-        ticket = last + 1
-        _write_atomic(path, str(ticket))
+            last = 0
+        ticket = max(last, *(r.ticket for r in live), 0) + 1
+        path.write_text(str(ticket), encoding="utf-8")
         return ticket
 
     def write(self, record: Record) -> None:
@@ -308,29 +313,38 @@ def acquire_scope(
     """Take the scope's paths for `run_id`, or raise `LockConflict`.
 
     `queue` waits FIFO (up to `timeout` seconds when given); `env` is where an inherited lease
-    is looked for (`os.environ` when None).
+    is looked for (`os.environ` when None). An uncontended lock costs one pass under the
+    registry lock and two small file writes.
     """
+    env = os.environ if env is None else env
     registry = Registry(root)
     paths = scope_paths(registry.root, scope)
-    inherited = _inherit(registry, paths, os.environ if env is None else env)
-    if inherited is not None:
-        return Lease(run_id, inherited.paths, registry.root, inherited_from=inherited.run_id)
-    pid = os.getpid()
+    parent = env.get(LEASE_ENV) or None
     started = time.monotonic()
     with registry.guard:
-        registry.live_records()
+        live = registry.live_records()
+        inherited = _inherited(live, paths, env)
+        if inherited is not None:
+            return Lease(run_id, inherited.paths, registry.root, inherited_from=inherited.run_id)
+        pid = os.getpid()
         record = Record(
             run_id=run_id,
             pid=pid,
             start_time=process_start_time(pid),
             paths=paths,
-            ticket=registry.next_ticket(),
+            ticket=registry.next_ticket(live),
             holding=False,
             queued_at=time.time(),
         )
-        registry.write(record)
+        found = blocker(record, live)
+        if found is None:
+            held = replace(record, holding=True, acquired_at=time.time())
+            registry.write(held)
+            return Lease(run_id, paths, registry.root, record=held)
+        _refuse_unless_queued(found, queue, parent)
+        registry.write(record)  # a waiter: its ticket keeps its place in the queue
     try:
-        held = _wait_turn(registry, record, queue, timeout, started, env)
+        held = _wait_turn(registry, record, timeout, started, parent)
     except BaseException:
         with registry.guard:
             registry.remove(record)
@@ -341,33 +355,21 @@ def acquire_scope(
 def _wait_turn(
     registry: Registry,
     record: Record,
-    queue: bool,
     timeout: float | None,
     started: float,
-    env: Mapping[str, str] | None,
+    parent: str | None,
 ) -> Record:
-    """Poll until nothing blocks `record`, then mark it holding; raise on conflict or timeout."""
-    parent = (os.environ if env is None else env).get(LEASE_ENV)
+    """Poll until nothing blocks the queued `record`, then mark it holding; raise on timeout."""
     while True:
+        time.sleep(POLL_SECONDS)
         with registry.guard:
             found = blocker(record, registry.live_records())
             if found is None:
                 held = replace(record, holding=True, acquired_at=time.time())
                 registry.write(held)
                 return held
+        _refuse_unless_queued(found, True, parent)
         other, path = found
-        if other.run_id == parent:
-            raise LockConflict(
-                f"scope path {path} is held by this run's parent, {other.describe()}",
-                hint="a nested run inherits its parent's lock only when its scope lies within "
-                "the parent's scope; narrow the child's scope: or run it with --no-lock",
-            )
-        if not queue:
-            raise LockConflict(
-                f"scope path {path} is locked by {other.describe()}",
-                hint="wait for it with --queue, stop it with `ll-loop stop "
-                f"{other.run_id}`, or skip locking with --no-lock",
-            )
         if timeout is not None and time.monotonic() - started >= timeout:
             raise LockConflict(
                 f"gave up after {timeout:g}s waiting for scope path {path}, "
@@ -375,10 +377,28 @@ def _wait_turn(
                 hint="raise --queue-timeout, or stop the holder with `ll-loop stop "
                 f"{other.run_id}`",
             )
-        time.sleep(POLL_SECONDS)
 
 
-def _inherit(registry: Registry, paths: tuple[str, ...], env: Mapping[str, str]) -> Record | None:
+def _refuse_unless_queued(found: tuple[Record, str], queue: bool, parent: str | None) -> None:
+    """Fail fast on a conflict, or on any conflict with our own parent (waiting would hang)."""
+    other, path = found
+    if other.run_id == parent:
+        raise LockConflict(
+            f"scope path {path} is held by this run's parent, {other.describe()}",
+            hint="a nested run inherits its parent's lock only when its scope lies within "
+            "the parent's scope; narrow the child's scope: or run it with --no-lock",
+        )
+    if not queue:
+        raise LockConflict(
+            f"scope path {path} is locked by {other.describe()}",
+            hint="wait for it with --queue, stop it with `ll-loop stop "
+            f"{other.run_id}`, or skip locking with --no-lock",
+        )
+
+
+def _inherited(
+    live: Sequence[Record], paths: tuple[str, ...], env: Mapping[str, str]
+) -> Record | None:
     """The parent's live holding record when `env` carries a lease that covers `paths`."""
     parent = env.get(LEASE_ENV)
     if not parent:
@@ -389,10 +409,9 @@ def _inherit(registry: Registry, paths: tuple[str, ...], env: Mapping[str, str])
         return None
     if not within(paths, leased):
         return None
-    with registry.guard:
-        for record in registry.live_records():
-            if record.run_id == parent and record.holding and within(paths, record.paths):
-                return record
+    for record in live:
+        if record.run_id == parent and record.holding and within(paths, record.paths):
+            return record
     return None
 
 
