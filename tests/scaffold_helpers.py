@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,47 @@ def run_loop(loop: str, *, cwd: Path, args: Iterable[str] = ()) -> Run:
     if result.get("final_state") and (not path or path[-1] != result["final_state"]):
         path.append(result["final_state"])
     return Run(done.returncode, result, tuple(path), run_dir, done.stderr)
+
+
+def put_cli_on_path(bin_dir: Path) -> str:
+    """A directory holding an `ll-loop` script for this checkout; returns a PATH with it first.
+
+    Loops that call `ll-loop` from a shell state (outer-loop-eval) then run this code, not
+    whatever `ll-loop` happens to be installed.
+    """
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "ll-loop"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="{REPO}" exec "{sys.executable}" -c '
+        '"import sys; sys.argv[0] = \'ll-loop\'; from engine.cli import main; main()" "$@"\n'
+    )
+    script.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def counter_script(path: Path, outputs: list[tuple[int, str]]) -> Path:
+    """A bash script that, on its n-th call, prints outputs[n][1] and exits outputs[n][0]
+    (the last entry repeats). The call count lives next to the script."""
+    cases = "\n".join(
+        f"  {n}) printf '%s\\n' {shlex.quote(text)}; exit {code} ;;"
+        for n, (code, text) in enumerate(outputs[:-1], start=1)
+    )
+    last_code, last_text = outputs[-1]
+    count = path.with_suffix(".count")
+    path.write_text(
+        "#!/bin/bash\n"
+        f'n=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 ))\n'
+        f'echo "$n" > "{count}"\n'
+        'case "$n" in\n'
+        f"{cases}\n"
+        f"  *) printf '%s\\n' {shlex.quote(last_text)}; exit {last_code} ;;\n"
+        "esac\n"
+    )
+    return path
