@@ -113,6 +113,25 @@ def test_attribute_access_reads_dict_keys_even_when_they_shadow_dict_methods() -
     assert render_text("${captured['t']['exit_code']}", NS) == "0"
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["context.name", "context.flags.a", "captured.t.details", "context.items", "context.keys",
+     "context.nope", "context.name.nope", "prev.output", "captured.t.details.k"],
+)  # fmt: skip
+def test_fast_dotted_paths_agree_with_the_jinja_sandbox(path: str) -> None:
+    # A parenthesised path is not a plain dotted path, so Jinja evaluates it.
+    def outcome(expression: str) -> object:
+        try:
+            return evaluate(expression, NS)
+        except InterpolationError as problem:
+            return problem.reason
+
+    assert outcome(path) == outcome(f"({path})")
+    assert (
+        outcome("context.keys") == "missing value: 'keys' is not set (set: flags, items, n, name)"
+    )
+
+
 def test_jinja_filters_default_and_plain_tojson() -> None:
     assert render_text("${context.missing | default(7)}", NS) == "7"
     assert render_text("${context.a.b.c | default('deep')}", NS) == "deep"
@@ -200,10 +219,15 @@ def test_runtime_errors_are_interpolation_errors_not_crashes() -> None:
             render_text("${" + expression + "}", NS)
 
 
-def test_sandbox_blocks_mutation() -> None:
-    with pytest.raises(InterpolationError, match="sandbox"):
-        evaluate("context.flags.update({'a': 1})", NS)
-    assert NS["context"]["flags"] == {"a": True, "b": None}
+def test_sandbox_blocks_mutation_and_dict_methods() -> None:
+    ns = {"context": {"names": ["a"], "flags": {"a": True}}}
+    with pytest.raises(InterpolationError, match="not allowed in the sandbox"):
+        evaluate("context.names.append('b')", ns)
+    with pytest.raises(InterpolationError, match="'update' is not set"):
+        evaluate("context.flags.update({'a': 1})", ns)
+    with pytest.raises(InterpolationError):
+        evaluate("context.names.__class__.__subclasses__()", ns)
+    assert ns == {"context": {"names": ["a"], "flags": {"a": True}}}
 
 
 def test_unclosed_expression_is_an_error_not_a_passthrough() -> None:
@@ -214,15 +238,18 @@ def test_unclosed_expression_is_an_error_not_a_passthrough() -> None:
 # --- performance shape -----------------------------------------------------------------------
 
 
-def test_templates_without_our_expressions_never_import_jinja() -> None:
+def test_jinja_is_imported_only_for_expressions_beyond_a_dotted_path() -> None:
     code = (
         "import sys\n"
-        "from engine.interpolate import render_shell, render_text, find_expressions\n"
+        "from engine.interpolate import *\n"
         "render_text('plain text', {})\n"
         "render_shell('echo ${HOME} ${x:-d} $${context.x}', {})\n"
-        "find_expressions('echo ${HOME}')\n"
+        "find_expressions('echo ${HOME} ${context.x | tojson}')\n"
+        "render_shell('echo ${context.x.y} ${context.z?} ${context.z:default=1}',"
+        " {'context': {'x': {'y': 1}}})\n"
+        "assert check_expression('captured.t.output') is None\n"
         "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
-        "render_text('${context.x}', {'context': {'x': 1}})\n"
+        "render_text('${context.x | tojson}', {'context': {'x': 1}})\n"
         "assert 'jinja2' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
