@@ -386,7 +386,8 @@ def make_hook(project_root: Path) -> SubloopHook:
             )
         if rt.llm is None:
             rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)
-        rs.captured[state.capture or state.name] = dict(outcome.capture)
+        if not rt.stop.requested:  # a stopped child is no result: the state runs again
+            rs.captured[state.capture or state.name] = dict(outcome.capture)
         return Verdict(
             outcome.verdict.name, {**outcome.verdict.details, "terminal": outcome.terminal}
         )
