@@ -228,7 +228,7 @@ class _Builder:
         self.values: dict[PathKey, Position] = {}
         self.problems: list[Diagnostic] = []
         self.visits = 0
-        self.distinct: set[int] = set()
+        self.distinct = 0  # nodes seen once; visits beyond that are alias expansions
         self.aborted = False
         self.open: set[int] = set()  # mappings and sequences being built: a cycle check
 
@@ -240,9 +240,10 @@ class _Builder:
         if self.aborted:
             return None
         self.visits += 1
-        self.distinct.add(id(node))
-        limit = ALIAS_EXPANSION_FACTOR * len(self.distinct) + ALIAS_EXPANSION_SLACK
-        if self.visits > limit:
+        if not getattr(node, "_ll_seen", False):
+            node._ll_seen = True  # type: ignore[attr-defined]  # a plain object; marks a revisit
+            self.distinct += 1
+        if self.visits > ALIAS_EXPANSION_FACTOR * self.distinct + ALIAS_EXPANSION_SLACK:
             self.problem(
                 "F007",
                 "YAML aliases expand this document beyond a sane size",
@@ -283,10 +284,9 @@ class _Builder:
             return None
         items = []
         for index, item in enumerate(node.value):
-            self.keys.setdefault(
-                (*path, index), (item.start_mark.line + 1, item.start_mark.column + 1)
-            )
-            items.append(self.build(item, (*path, index), depth + 1))
+            child = (*path, index)
+            self.keys.setdefault(child, (item.start_mark.line + 1, item.start_mark.column + 1))
+            items.append(self.build(item, child, depth + 1))
         return items
 
     def mapping(
@@ -315,12 +315,13 @@ class _Builder:
                 )
                 continue
             seen[key] = key_node
+            child = (*path, key)
             position = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             if merging:
-                self.keys.setdefault((*path, key), position)
+                self.keys.setdefault(child, position)
             else:
-                self.keys[(*path, key)] = position
-            result[key] = self.build(value_node, (*path, key), depth + 1)
+                self.keys[child] = position
+            result[key] = self.build(value_node, child, depth + 1)
         for value_node in merges:  # after the explicit keys, whose positions win
             self.merge(value_node, path, depth, merged)
         if merged:
