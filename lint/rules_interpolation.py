@@ -29,6 +29,7 @@ class Use:
     root: str
     raw: bool
     guarded: bool
+    closed: bool = True
 
     @property
     def capture(self) -> str | None:
@@ -78,7 +79,8 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
     for expr in find_expressions(template):
         whole = template[expr.start : expr.end]
         guarded = "default" in whole or whole.rstrip("}").rstrip().endswith("?")
-        yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded)
+        closed = whole.endswith("}")
+        yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded, closed)
 
 
 @rule("LL030", "error", "bad-expression")
@@ -87,6 +89,13 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     roots = sorted(ROOTS)
     checked: dict[str, str | None] = {}
     for use in _uses(ctx):
+        if not use.closed:
+            yield Finding(
+                f"expression ${{{use.text.rstrip()} is never closed with `}}`",
+                use.path,
+                "close it with }, or write $${ for a literal ${",
+            )
+            continue
         if use.text not in checked:
             checked[use.text] = check_expression(use.text)
         problem = checked[use.text]

@@ -308,6 +308,14 @@ def test_expressions_must_parse_and_use_known_roots() -> None:
     assert len(found) == 2, messages
     assert "${context.x | } does not parse" in messages
     assert "root 'contxt' is not a namespace (did you mean 'context'?)" in messages
+    unclosed = loop_of(
+        {
+            "s": {"action": "echo ${context.x", "next": "done", "on_error": "done"},
+            "done": {"terminal": True},
+        }
+    )
+    [diag] = [d for d in lint_loop(unclosed) if d.code == "LL030"]
+    assert diag.message == "expression ${context.x is never closed with `}`"
 
 
 CAPTURE_FLOW: dict[str, dict[str, Any]] = {
