@@ -52,7 +52,7 @@ class ChildRequest:
     depth: int  # the child's depth: 1 for a child of the top-level run
     run_dir: Path  # `<parent run dir>/children/<state>-<n>/`
     state: str  # the parent state that started it
-    run_id: str  # `<parent run id>:<state>-<n>`, as the child's events name it
+    run_id: str  # the parent's run id: one run, one event log (child events have `depth`)
 
 
 RunChild = Callable[[ChildRequest], RunResult]
@@ -247,7 +247,6 @@ def verdict_of(result: RunResult) -> Verdict:
     """yes for a success terminal; no for a failure terminal or an exhausted budget; else error."""
     details: dict[str, Any] = {
         "loop": result.loop,
-        "run_id": result.run_id,
         "terminal": result.terminal,
         "terminated_by": result.terminated_by,
         "steps": result.steps,
@@ -332,10 +331,11 @@ def run_subloop(
         depth=depth,
         run_dir=run_dir / "children" / f"{state.name}-{index}",
         state=state.name,
-        run_id=f"{parent_run_id}:{state.name}-{index}",
+        run_id=parent_run_id,
     )
     result = run_child(request)
     verdict = verdict_of(result)
+    verdict = Verdict(verdict.name, {**verdict.details, "child_dir": str(request.run_dir)})
     return SubloopOutcome(
         verdict,
         capture_of(result),
