@@ -135,7 +135,12 @@ def render_shell(template: str, ns: Mapping[str, Any]) -> str:
     expressions = [p for p in parsed.pieces if isinstance(p, Expression)]
     if not expressions:
         return "".join(p for p in parsed.pieces if isinstance(p, str))
-    segments, scanned = _shell_plan(template)
+    try:
+        segments, scanned = _shell_plan(template)
+    except RecursionError:
+        raise InterpolationError(
+            expressions[0].text, "the shell action nests too deeply to be checked"
+        ) from None
     if len(segments) != len(expressions) + 1:
         raise InterpolationError(
             expressions[0].text, "the shell action itself contains a NUL character"
@@ -414,6 +419,8 @@ def _compile(source: str) -> tuple[Callable[..., Any] | None, str | None]:
         return _environment().compile_expression(source, undefined_to_none=False), None
     except TemplateSyntaxError as problem:
         return None, f"syntax error: {problem.message or problem}"
+    except RecursionError:
+        return None, "the expression nests too deeply"
 
 
 @lru_cache(maxsize=1)

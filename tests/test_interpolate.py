@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import InterpolationError
 from engine.interpolate import (
@@ -253,3 +255,33 @@ def test_jinja_is_imported_only_for_expressions_beyond_a_dotted_path() -> None:
         "assert 'jinja2' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
+
+
+# --- robustness ------------------------------------------------------------------------------
+
+_PIECES = ["${", "$${", "}", "{", "context", "captured", ".", "x", "|", " ", "'", '"', ":",
+           "?", "(", ")", "[", "]", "default", "shell", "raw", "=", "\n", "$(", "`", "<<",
+           "EOF", "\\", "#", "tojson", "1", "+", "\x00"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=25).map("".join))
+def test_any_template_renders_or_raises_interpolation_error(template: str) -> None:
+    ns = {"context": {"x": "v"}, "captured": {"x": {"output": "o"}}}
+    for render in (render_text, render_shell):
+        try:
+            assert isinstance(render(template, ns), str)
+        except InterpolationError as problem:
+            assert problem.expression in template or "closing" in problem.reason
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    with pytest.raises(InterpolationError, match="too deeply"):
+        render_shell("$(" * 5000 + "echo ${context.name}" + ")" * 5000, NS)
+    with pytest.raises(InterpolationError, match="too deeply"):
+        render_text("${context.name" + "+(1" * 3000 + ")" * 3000 + "}", NS)
+
+
+def test_nul_in_the_action_itself_is_refused() -> None:
+    with pytest.raises(InterpolationError, match="NUL"):
+        render_shell("echo \x00 ${context.name}", NS)
