@@ -17,7 +17,7 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -76,9 +76,10 @@ class ActionRunner:
         grace: float = GRACE_SECONDS,
     ) -> None:
         self.cwd = str(cwd)
-        # None: the process's own environment (os.environ), which spawns cheapest: nothing to
-        # encode per spawn. LL_STATE is then set in os.environ itself before each spawn.
-        self.env = None if env is None else dict(env)
+        # None: the process's own environment, `os.environ` itself, which spawns cheapest
+        # (nothing to encode per spawn); setting a variable in `self.env` then sets it there.
+        self._inherit = env is None
+        self.env: MutableMapping[str, str] = os.environ if env is None else dict(env)
         self.outputs_dir = outputs_dir
         self.memory_limit = memory_limit
         self.grace = grace
@@ -96,16 +97,13 @@ class ActionRunner:
     def run_shell(self, script: str, *, state: str, timeout: float | None) -> ActionResult:
         """Run `script` with `bash -c`; never raises for a failing or unspawnable action."""
         self._spawns += 1
-        if self.env is None:
-            os.environ["LL_STATE"] = state
-        else:
-            self.env["LL_STATE"] = state
+        self.env["LL_STATE"] = state
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
                 ["bash", "-c", script],
                 cwd=self.cwd,
-                env=self.env,
+                env=None if self._inherit else self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -33,7 +33,7 @@ from engine.ports import (
     TerminatedBy,
     Verdict,
 )
-from engine.routing import route_for
+from engine.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 PREVIEW_LIMIT = 2000  # characters of an output shown in an event
@@ -183,7 +183,7 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         details=verdict.details,
     )
     remember(state, result, verdict, rs, rt)
-    target = route_for(state, verdict.name)
+    target = route_verdict(state, verdict)
     problem = None if target is not None else _unrouted(state, verdict, result)
     rt.recorder.emit(
         "route",

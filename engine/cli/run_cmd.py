@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -186,7 +187,7 @@ def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
 
     path = resolve_loop(options.loop_ref)
     loop, positions = load_loop_with_positions(path)
-    diagnostics = lint_loop(loop, positions)
+    diagnostics = lint_loop(loop, positions, resolve_loop=_child_resolver(loop))
     errors = [d for d in diagnostics if d.severity == "error"]
     shown = errors if options.quiet else [d for d in diagnostics if d.severity != "info"]
     for diagnostic in shown:
@@ -234,6 +235,10 @@ def start_run(
         save_state=store.save_state,
         stop=stop,
     )
+    if any(s.is_subloop for s in loop.states.values()):
+        from engine.subloop import make_hook
+
+        runtime.run_subloop = make_hook(Path.cwd())
     if loop.uses_llm():
         from engine.llm import create_llm_services
 
@@ -297,6 +302,18 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
             hint=f"pass --context {missing[0]}=VALUE",
         )
     return context
+
+
+def _child_resolver(loop: Loop) -> Callable[[str], Loop | None] | None:
+    """For lint: find `loop:` children exactly as the run will (only when there are any)."""
+    if not any(s.is_subloop for s in loop.states.values()):
+        return None
+    from engine.subloop import load_child, resolve_child
+
+    def resolve(ref: str) -> Loop | None:
+        return load_child(resolve_child(ref, loop.source, Path.cwd()))
+
+    return resolve
 
 
 def _llm_preflight(loop: Loop, replay_dir: Path | None) -> None:
