@@ -711,3 +711,54 @@ def test_live_progress_line_on_a_tty(tmp_path: Path) -> None:
     assert proc.returncode == 0 and json.loads(out)["outcome"] == "success"
     text = screen.decode()
     assert "\r\x1b[K" in text and "step 3/5" in text and "work" in text
+
+
+def test_a_sub_loop_returns_its_terminal_and_outputs(tmp_path: Path) -> None:
+    write_loop(
+        tmp_path,
+        """
+        name: child
+        initial: work
+        scope: ["."]
+        parameters:
+          n: {type: integer, required: true}
+        outputs:
+          doubled: ${captured.calc.output}
+        states:
+          work:
+            action: echo $(( ${context.n} * 2 ))
+            capture: calc
+            evaluate: {type: output_numeric, operator: gt, target: 5}
+            on_yes: big
+            on_no: blocked
+          big: {terminal: true}
+          blocked: {terminal: true, failure: true}
+        """,
+        name="child.yaml",
+    )
+    parent = """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: child.yaml
+            with: {{n: {n}}}
+            capture: kid
+            on_terminal: {{blocked: escalate}}
+            on_yes: show
+            on_no: show
+          show:
+            action: echo "${{captured.kid.outputs.doubled}} ${{captured.kid.terminal}}" > out.txt
+            next: done
+          escalate:
+            action: echo escalated > out.txt
+            next: done
+          done: {{terminal: true}}
+        """
+    ran = run_yaml(tmp_path, parent.format(n=4))
+    assert (ran.code, ran.json["steps"]) == (0, 2), ran.stderr
+    assert (tmp_path / "out.txt").read_text() == "8 big\n"
+    assert {e["depth"] for e in ran.events()} == {0, 1}
+    ran = run_yaml(tmp_path, parent.format(n=1))
+    assert (tmp_path / "out.txt").read_text() == "escalated\n"
