@@ -716,7 +716,11 @@ def _context_lines(issue: Issue, *, with_criteria: bool = False) -> str:
 
 # --- YAML emission -------------------------------------------------------------------------------
 
-_NEEDS_ESCAPE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+# Characters YAML will not take literally: non-printables (PyYAML's reader rejects them), line
+# breaks other than \n, the BOM, and surrogates. Inside double quotes they are escaped.
+_NEEDS_ESCAPE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\uffff]"
+)
 
 
 def yaml_scalar(text: str, indent: int, *, escape: bool = True) -> str:
