@@ -44,8 +44,12 @@ def time_judge(server: LoopbackServer, samples: int) -> float:
     """Median wall seconds of one judge call with `samples` samples."""
     walls = []
     for _ in range(REPEATS):
-        server.push(*[verdict_reply("yes", evidence="all 40 tests passed", delay=LATENCY)
-                      for _ in range(samples)])
+        server.push(
+            *[
+                verdict_reply("yes", evidence="all 40 tests passed", delay=LATENCY)
+                for _ in range(samples)
+            ]
+        )
         started = time.perf_counter()
         verdict = judge_text("Did all tests pass?", TEXT, samples=samples)
         walls.append(time.perf_counter() - started)
@@ -64,19 +68,23 @@ def bench_samples() -> bool:
         server.stop()
     ratio = three / one
     ok = ratio <= 1.5
-    print(f"judge samples=1: {one * 1000:.0f} ms   samples=3: {three * 1000:.0f} ms   "
-          f"ratio {ratio:.2f}x (budget 1.5x) {'OK' if ok else 'OVER BUDGET'}")
+    print(
+        f"judge samples=1: {one * 1000:.0f} ms   samples=3: {three * 1000:.0f} ms   "
+        f"ratio {ratio:.2f}x (budget 1.5x) {'OK' if ok else 'OVER BUDGET'}"
+    )
     return ok
 
 
-def imports_anthropic(
-    code: str, *args: str, cwd: Path | None = None
-) -> tuple[bool, float, int]:
+def imports_anthropic(code: str, *args: str, cwd: Path | None = None) -> tuple[bool, float, int]:
     """Run `code` in a fresh interpreter with -X importtime: (imported anthropic?, ms, exit)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code, *args],
-        capture_output=True, text=True, cwd=cwd or ROOT, env=env, check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env=env,
+        check=False,
     )
     cost = 0.0
     found = False
@@ -91,17 +99,35 @@ def bench_imports() -> bool:
     ok = True
     checks: list[tuple[str, str, tuple[str, ...], Path | None, bool]] = [
         ("import engine.llm", "import engine.llm", (), None, False),
-        ("import engine.interpreter", "import engine.interpreter, engine.llm.services", (), None,
-         False),
+        (
+            "import engine.interpreter",
+            "import engine.interpreter, engine.llm.services",
+            (),
+            None,
+            False,
+        ),
     ]
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "loop.yaml").write_text(NO_LLM_LOOP)
-        checks.append(("ll-loop run (no LLM states)",
-                       "import sys; from engine.cli import main; sys.exit(main())",
-                       ("run", "loop.yaml", "--quiet"), Path(tmp), False))
-        checks.append(("an SDK client (reference)",
-                       "from engine.llm.client import AnthropicClient; "
-                       "AnthropicClient(timeout=1)._client()", (), None, True))
+        checks.append(
+            (
+                "ll-loop run (no LLM states)",
+                "import sys; from engine.cli import main; sys.exit(main())",
+                ("run", "loop.yaml", "--quiet"),
+                Path(tmp),
+                False,
+            )
+        )
+        checks.append(
+            (
+                "an SDK client (reference)",
+                "from engine.llm.client import AnthropicClient; "
+                "AnthropicClient(timeout=1)._client()",
+                (),
+                None,
+                True,
+            )
+        )
         for label, code, args, cwd, expected in checks:
             found, cost, code_ = imports_anthropic(code, *args, cwd=cwd)
             good = found == expected and code_ == 0

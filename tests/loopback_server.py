@@ -85,7 +85,10 @@ def forced_tool_name(request: dict[str, Any]) -> str:
 
 
 def tool_reply(
-    tool_input: dict[str, Any], *, delay: float = 0.0, input_tokens: int = 100,
+    tool_input: dict[str, Any],
+    *,
+    delay: float = 0.0,
+    input_tokens: int = 100,
     output_tokens: int = 20,
 ) -> Script:
     """An answer that calls the request's forced tool with `tool_input`."""
@@ -97,8 +100,13 @@ def tool_reply(
             "name": forced_tool_name(request),
             "input": tool_input,
         }
-        body = message([block], model=request.get("model", "claude-test"), stop_reason="tool_use",
-                       input_tokens=input_tokens, output_tokens=output_tokens)
+        body = message(
+            [block],
+            model=request.get("model", "claude-test"),
+            stop_reason="tool_use",
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
         return Reply(body=body, delay=delay)
 
     return build
@@ -125,8 +133,12 @@ def text_reply(
     """A plain text answer (what a prompt action gets, or a judge that ignored its tool)."""
 
     def build(request: dict[str, Any]) -> Reply:
-        body = message([{"type": "text", "text": text}], model=request.get("model", "claude-test"),
-                       input_tokens=input_tokens, output_tokens=output_tokens)
+        body = message(
+            [{"type": "text", "text": text}],
+            model=request.get("model", "claude-test"),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
         return Reply(body=body, delay=delay)
 
     return build
@@ -134,8 +146,12 @@ def text_reply(
 
 def error_reply(status: int, *, retry_after: float | None = None) -> Reply:
     """An API error with the real error body; `retry_after` sets the header."""
-    kind = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error",
-            401: "authentication_error"}.get(status, "api_error")
+    kind = {
+        429: "rate_limit_error",
+        529: "overloaded_error",
+        400: "invalid_request_error",
+        401: "authentication_error",
+    }.get(status, "api_error")
     headers = (("retry-after", f"{retry_after:g}"),) if retry_after is not None else ()
     return Reply(
         status=status,
@@ -214,8 +230,15 @@ class LoopbackServer:
 
             def _answer(self, body: dict[str, Any]) -> None:
                 if self.path.split("?")[0] != "/v1/messages":
-                    self._send(Reply(status=404, body={"type": "error", "error": {
-                        "type": "not_found_error", "message": self.path}}))
+                    self._send(
+                        Reply(
+                            status=404,
+                            body={
+                                "type": "error",
+                                "error": {"type": "not_found_error", "message": self.path},
+                            },
+                        )
+                    )
                     return
                 reply = server._next(body)
                 if reply.delay:
@@ -227,8 +250,9 @@ class LoopbackServer:
                 self._send(reply)
 
             def _send(self, reply: Reply) -> None:
-                data = reply.body if isinstance(reply.body, bytes) else json.dumps(
-                    reply.body).encode()
+                data = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
                 self.send_header("request-id", f"req_loopback_{next(_ids)}")
@@ -254,8 +278,14 @@ def loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
     server = LoopbackServer().start()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-loopback-test")
-    for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE", "LL_JUDGE_MODEL", "LL_MODEL",
-                 "LL_PROMPT_RUNNER", "LL_PRICES"):
+    for name in (
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "LL_JUDGE_MODEL",
+        "LL_MODEL",
+        "LL_PROMPT_RUNNER",
+        "LL_PRICES",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LL_LLM_RETRY_BASE", "0.01")
     monkeypatch.setenv("LL_LLM_MAX_WAIT", "3")

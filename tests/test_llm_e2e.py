@@ -40,8 +40,11 @@ states:
 def test_judge_yes_routes_to_success_and_reports_cost(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:
-    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000,
-                                output_tokens=0))
+    loopback.push(
+        verdict_reply(
+            "yes", evidence="All 5 checks passed", input_tokens=1_000_000, output_tokens=0
+        )
+    )
     ran = run_yaml(tmp_path, JUDGED)
     assert ran.code == 0, ran.stderr
     assert ran.json["final_state"] == "done"
@@ -50,7 +53,8 @@ def test_judge_yes_routes_to_success_and_reports_cost(
     assert call["status"] == "ok" and call["state"] == "build" and call["depth"] == 0
     assert (ran.run_dir / "llm.jsonl").is_file()
     validator = jsonschema.Draft202012Validator(
-        json.loads(schema_path("events.schema.json").read_text()))
+        json.loads(schema_path("events.schema.json").read_text())
+    )
     for event in ran.events():
         validator.validate(event)
 
@@ -84,9 +88,7 @@ def test_api_failure_is_an_error_verdict_routed_by_the_loop(
     assert ran.verdicts() == [("build", "error")]
 
 
-def test_replay_reruns_the_judgement_without_http(
-    loopback: LoopbackServer, tmp_path: Path
-) -> None:
+def test_replay_reruns_the_judgement_without_http(loopback: LoopbackServer, tmp_path: Path) -> None:
     loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
     first = run_yaml(tmp_path, JUDGED)
     served = len(loopback.requests)

@@ -42,8 +42,9 @@ ANSWER_FAULTS: dict[str, Script] = {
     "invalid-verdict": verdict_reply("definitely", evidence=QUOTE),
     "confidence-out-of-range": verdict_reply("yes", confidence=7, evidence=QUOTE),
     "confidence-not-number": verdict_reply("yes", confidence="high", evidence=QUOTE),
-    "reason-not-string": tool_reply({"verdict": "yes", "confidence": 0.9, "reason": 3,
-                                     "evidence": QUOTE}),
+    "reason-not-string": tool_reply(
+        {"verdict": "yes", "confidence": 0.9, "reason": 3, "evidence": QUOTE}
+    ),
     "missing-fields": tool_reply({"verdict": "yes"}),
 }
 
@@ -56,10 +57,17 @@ def _fast(loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def judge(tmp_path: Path, recorder: MemoryRecorder | None = None) -> Verdict:
-    state = State(name="check", action="deploy", evaluate=SPEC,
-                  routes={"yes": "done", "no": "done", "error": "done"})
-    loop = Loop(name="t", initial="check",
-                states={"check": state, "done": State(name="done", terminal=True)})
+    state = State(
+        name="check",
+        action="deploy",
+        evaluate=SPEC,
+        routes={"yes": "done", "no": "done", "error": "done"},
+    )
+    loop = Loop(
+        name="t",
+        initial="check",
+        states={"check": state, "done": State(name="done", terminal=True)},
+    )
     services = create_llm_services(loop, run_dir=tmp_path, recorder=recorder or MemoryRecorder())
     return services.judge(SPEC, TEXT, state=state, loop=loop)
 
@@ -162,9 +170,13 @@ def test_one_failing_sample_does_not_sink_the_others(
     loopback.push(error_reply(400))
     spec = Evaluate(type="llm_structured", prompt="Is every service healthy?", samples=3)
     state = State(name="check", action="deploy", evaluate=spec, routes={"yes": "done"})
-    loop = Loop(name="t", initial="check",
-                states={"check": state, "done": State(name="done", terminal=True)})
+    loop = Loop(
+        name="t",
+        initial="check",
+        states={"check": state, "done": State(name="done", terminal=True)},
+    )
     verdict = create_llm_services(loop, run_dir=tmp_path, recorder=MemoryRecorder()).judge(
-        spec, TEXT, state=state, loop=loop)
+        spec, TEXT, state=state, loop=loop
+    )
     assert verdict.name == "yes"
     assert verdict.details["votes"] == {"yes": 2, "error": 1}

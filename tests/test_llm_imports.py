@@ -9,8 +9,9 @@ import sys
 def modules_after(code: str) -> set[str]:
     """The top-level modules a fresh interpreter has imported after running `code`."""
     probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     return set(out.split())
 
 

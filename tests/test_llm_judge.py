@@ -16,20 +16,36 @@ from tests.loopback_server import LoopbackServer, MemoryRecorder, verdict_reply
 TEXT = "Ran 12 tests.\nAll 12 tests passed.\nCoverage:   93%\n"
 
 
-def make_loop(spec: Evaluate, *, state_model: str | None = None,
-              llm: LlmConfig | None = None) -> tuple[Loop, State]:
-    state = State(name="check", action="make test", evaluate=spec, model=state_model,
-                  routes={"yes": "done", "no": "done"})
-    loop = Loop(name="t", initial="check", llm=llm or LlmConfig(),
-                states={"check": state, "done": State(name="done", terminal=True)})
+def make_loop(
+    spec: Evaluate, *, state_model: str | None = None, llm: LlmConfig | None = None
+) -> tuple[Loop, State]:
+    state = State(
+        name="check",
+        action="make test",
+        evaluate=spec,
+        model=state_model,
+        routes={"yes": "done", "no": "done"},
+    )
+    loop = Loop(
+        name="t",
+        initial="check",
+        llm=llm or LlmConfig(),
+        states={"check": state, "done": State(name="done", terminal=True)},
+    )
     return loop, state
 
 
-def judge(spec: Evaluate, text: str, tmp_path: Path, recorder: MemoryRecorder | None = None,
-          **loop_kwargs: Any) -> Verdict:
+def judge(
+    spec: Evaluate,
+    text: str,
+    tmp_path: Path,
+    recorder: MemoryRecorder | None = None,
+    **loop_kwargs: Any,
+) -> Verdict:
     loop, state = make_loop(spec, **loop_kwargs)
-    services = create_llm_services(loop, run_dir=tmp_path / "run",
-                                   recorder=recorder or MemoryRecorder())
+    services = create_llm_services(
+        loop, run_dir=tmp_path / "run", recorder=recorder or MemoryRecorder()
+    )
     return services.judge(spec, text, state=state, loop=loop)
 
 
@@ -101,8 +117,11 @@ def test_samples_majority_and_every_sample_recorded(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:
     quote = "All 12 tests passed."
-    loopback.push(verdict_reply("yes", evidence=quote), verdict_reply("no"),
-                  verdict_reply("yes", evidence=quote))
+    loopback.push(
+        verdict_reply("yes", evidence=quote),
+        verdict_reply("no"),
+        verdict_reply("yes", evidence=quote),
+    )
     spec = Evaluate(type="llm_structured", prompt="Did all tests pass?", samples=3)
     verdict = judge(spec, TEXT, tmp_path)
     assert verdict.name == "yes"
@@ -121,8 +140,10 @@ def test_samples_tie_goes_to_less_favourable(loopback: LoopbackServer, tmp_path:
 
 
 def test_samples_tie_partial_vs_yes_is_partial(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(verdict_reply("yes", evidence="All 12 tests passed."),
-                  verdict_reply("partial", evidence="Ran 12 tests."))
+    loopback.push(
+        verdict_reply("yes", evidence="All 12 tests passed."),
+        verdict_reply("partial", evidence="Ran 12 tests."),
+    )
     spec = Evaluate(type="llm_structured", prompt="Did all tests pass?", samples=2)
     assert judge(spec, TEXT, tmp_path).name == "partial"
 
@@ -138,9 +159,7 @@ def test_samples_run_concurrently(loopback: LoopbackServer, tmp_path: Path) -> N
     assert max(starts) < min(ends)
 
 
-def test_samples_are_distinct_requests_by_hash(
-    loopback: LoopbackServer, tmp_path: Path
-) -> None:
+def test_samples_are_distinct_requests_by_hash(loopback: LoopbackServer, tmp_path: Path) -> None:
     loopback.push(verdict_reply("no"), verdict_reply("no"))
     recorder = MemoryRecorder()
     spec = Evaluate(type="llm_structured", prompt="Did all tests pass?", samples=2)
@@ -168,9 +187,14 @@ def test_source_text_is_what_gets_judged(loopback: LoopbackServer, tmp_path: Pat
     ],
 )
 def test_model_precedence(
-    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    state_model: str | None, spec_model: str | None, loop_model: str | None,
-    env: dict[str, str], expected: str,
+    loopback: LoopbackServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    state_model: str | None,
+    spec_model: str | None,
+    loop_model: str | None,
+    env: dict[str, str],
+    expected: str,
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -203,8 +227,11 @@ def test_judge_text_standalone_logs_calls(loopback: LoopbackServer, tmp_path: Pa
 
 def test_implicit_judge_prompt_names_the_task(loopback: LoopbackServer, tmp_path: Path) -> None:
     loopback.push(verdict_reply("no"))
-    spec = Evaluate(type="llm_structured", implicit=True,
-                    prompt=implicit_judge_prompt("Write a haiku about loops."))
+    spec = Evaluate(
+        type="llm_structured",
+        implicit=True,
+        prompt=implicit_judge_prompt("Write a haiku about loops."),
+    )
     judge(spec, "an answer", tmp_path)
     content = loopback.requests[0].body["messages"][0]["content"]
     assert "<task>\nWrite a haiku about loops.\n</task>" in content

@@ -28,16 +28,22 @@ QUOTE = "0 problems"
 def make(samples: int = 1, model: str = "claude-haiku-4-5") -> tuple[Loop, State, Evaluate]:
     spec = Evaluate(type="llm_structured", prompt="Is lint clean?", samples=samples)
     state = State(name="check", action="lint", evaluate=spec, routes={"yes": "d", "no": "d"})
-    loop = Loop(name="t", initial="check", llm=LlmConfig(model=model),
-                states={"check": state, "d": State("d", terminal=True)})
+    loop = Loop(
+        name="t",
+        initial="check",
+        llm=LlmConfig(model=model),
+        states={"check": state, "d": State("d", terminal=True)},
+    )
     return loop, state, spec
 
 
-def services(run_dir: Path, recorder: MemoryRecorder | None = None, **kwargs: Any
-             ) -> tuple[LlmServices, Loop, State, Evaluate]:
+def services(
+    run_dir: Path, recorder: MemoryRecorder | None = None, **kwargs: Any
+) -> tuple[LlmServices, Loop, State, Evaluate]:
     loop, state, spec = make(kwargs.pop("samples", 1))
-    made = create_llm_services(loop, run_dir=run_dir, recorder=recorder or MemoryRecorder(),
-                               **kwargs)
+    made = create_llm_services(
+        loop, run_dir=run_dir, recorder=recorder or MemoryRecorder(), **kwargs
+    )
     return made, loop, state, spec
 
 
@@ -65,17 +71,22 @@ def test_every_call_is_logged_with_request_and_response(
 
 
 def test_replay_serves_from_the_log_without_http(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(verdict_reply("yes", evidence=QUOTE), verdict_reply("no"),
-                  verdict_reply("yes", evidence=QUOTE))
+    loopback.push(
+        verdict_reply("yes", evidence=QUOTE),
+        verdict_reply("no"),
+        verdict_reply("yes", evidence=QUOTE),
+    )
     first, _ = judge_once(tmp_path / "r1", samples=3)
     served = len(loopback.requests)
     recorder = MemoryRecorder()
-    again, made = judge_once(tmp_path / "r2", samples=3, replay_from=tmp_path / "r1",
-                             recorder=recorder)
+    again, made = judge_once(
+        tmp_path / "r2", samples=3, replay_from=tmp_path / "r1", recorder=recorder
+    )
     assert len(loopback.requests) == served  # the server received nothing
     assert again.name == first.name == "yes"
     assert [s["verdict"] for s in again.details["samples"]] == [
-        s["verdict"] for s in first.details["samples"]]
+        s["verdict"] for s in first.details["samples"]
+    ]
     assert {c["source"] for c in recorder.of("llm_call")} == {"replay"}
     assert made.cost_usd == 0.0
     assert len(log_entries(tmp_path / "r2")) == 3  # the replayed run has its own log
@@ -98,8 +109,7 @@ def test_replay_miss_is_an_error_verdict_not_a_live_call(
     loopback.push(verdict_reply("yes", evidence=QUOTE))
     judge_once(tmp_path / "r1")
     loopback.default = verdict_reply("yes", evidence="changed")
-    verdict, _ = judge_once(tmp_path / "r2", text="lint: changed",
-                            replay_from=tmp_path / "r1")
+    verdict, _ = judge_once(tmp_path / "r2", text="lint: changed", replay_from=tmp_path / "r1")
     assert verdict.name == "error"
     assert "replay miss" in verdict.details["error"]
     assert "'check'" in verdict.details["error"]
@@ -110,8 +120,9 @@ def test_replay_of_a_run_without_log_fails_before_any_step(tmp_path: Path) -> No
     loop, _, _ = make()
     (tmp_path / "old").mkdir()
     with pytest.raises(PreflightError, match=r"llm\.jsonl does not exist"):
-        create_llm_services(loop, run_dir=tmp_path / "new", recorder=MemoryRecorder(),
-                            replay_from=tmp_path / "old")
+        create_llm_services(
+            loop, run_dir=tmp_path / "new", recorder=MemoryRecorder(), replay_from=tmp_path / "old"
+        )
     [problem] = llm_preflight(loop, replay=True, replay_from=tmp_path / "old")
     assert "llm.jsonl does not exist" in problem
 
@@ -144,22 +155,27 @@ def test_invalid_answers_are_not_cached(
     assert len(loopback.requests) == 2
 
 
-def test_loop_llm_cache_switches_the_cache_on(
-    loopback: LoopbackServer, tmp_path: Path
-) -> None:
+def test_loop_llm_cache_switches_the_cache_on(loopback: LoopbackServer, tmp_path: Path) -> None:
     run_dir = tmp_path / ".loops" / "runs" / "run-1"
     loop, state, spec = make()
-    loop = Loop(name=loop.name, initial=loop.initial, states=loop.states,
-                llm=LlmConfig(model="claude-haiku-4-5", cache=True))
+    loop = Loop(
+        name=loop.name,
+        initial=loop.initial,
+        states=loop.states,
+        llm=LlmConfig(model="claude-haiku-4-5", cache=True),
+    )
     loopback.push(verdict_reply("no"))
     create_llm_services(loop, run_dir=run_dir, recorder=MemoryRecorder()).judge(
-        spec, TEXT, state=state, loop=loop)
+        spec, TEXT, state=state, loop=loop
+    )
     assert len(list((tmp_path / ".loops" / "llm-cache").glob("*.json"))) == 1
 
 
 def test_cost_per_call_state_and_run(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=500),
-                  verdict_reply("no", input_tokens=2000, output_tokens=100))
+    loopback.push(
+        verdict_reply("no", input_tokens=1000, output_tokens=500),
+        verdict_reply("no", input_tokens=2000, output_tokens=100),
+    )
     recorder = MemoryRecorder()
     made, loop, state, spec = services(tmp_path / "r1", recorder, samples=2)
     verdict = made.judge(spec, TEXT, state=state, loop=loop)
@@ -170,8 +186,16 @@ def test_cost_per_call_state_and_run(loopback: LoopbackServer, tmp_path: Path) -
     calls = recorder.of("llm_call")
     assert sum(c["cost_usd"] for c in calls) == pytest.approx(expected)
     assert {c["state"] for c in calls} == {"check"}
-    assert set(calls[0]) >= {"model", "input_tokens", "output_tokens", "cost_usd", "latency_ms",
-                             "request_hash", "attempt", "status"}
+    assert set(calls[0]) >= {
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_ms",
+        "request_hash",
+        "attempt",
+        "status",
+    }
     assert made.cost_by_state() == {"check": pytest.approx(expected)}  # type: ignore[attr-defined]
 
 
@@ -184,8 +208,11 @@ def test_price_table_lookup() -> None:
 
 def test_price_override_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prices = tmp_path / "prices.json"
-    prices.write_text(json.dumps({"claude-haiku-4-5": {"input": 2, "output": 4},
-                                  "default": {"input": 9, "output": 9}}))
+    prices.write_text(
+        json.dumps(
+            {"claude-haiku-4-5": {"input": 2, "output": 4}, "default": {"input": 9, "output": 9}}
+        )
+    )
     monkeypatch.setenv("LL_PRICES", str(prices))
     table = load_prices()
     assert table.cost("claude-haiku-4-5", 1_000_000, 1_000_000) == 6.0
@@ -198,15 +225,18 @@ def test_price_override_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_project_prices_json_is_used(loopback: LoopbackServer, tmp_path: Path) -> None:
     (tmp_path / ".loops").mkdir()
     (tmp_path / ".loops" / "prices.json").write_text(
-        json.dumps({"claude-haiku-4-5": {"input": 1000, "output": 0}}))
+        json.dumps({"claude-haiku-4-5": {"input": 1000, "output": 0}})
+    )
     loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=0))
     _, made = judge_once(tmp_path / ".loops" / "runs" / "run-1")
     assert made.cost_usd == pytest.approx(1.0)
 
 
 def test_bound_views_tag_events_and_share_costs(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(verdict_reply("no", input_tokens=1000, output_tokens=0),
-                  verdict_reply("no", input_tokens=1000, output_tokens=0))
+    loopback.push(
+        verdict_reply("no", input_tokens=1000, output_tokens=0),
+        verdict_reply("no", input_tokens=1000, output_tokens=0),
+    )
     recorder = MemoryRecorder()
     made, loop, state, spec = services(tmp_path / "r1", recorder)
     made.judge(spec, TEXT, state=state, loop=loop)

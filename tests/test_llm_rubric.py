@@ -33,8 +33,9 @@ def scores(correctness: Any, style: Any, *, delay: float = 0.0) -> Any:
 
 def review(evaluate: Evaluate, tmp_path: Path) -> Verdict:
     state = State(name="review", action="diff", evaluate=evaluate, routes={"yes": "d", "no": "d"})
-    loop = Loop(name="t", initial="review",
-                states={"review": state, "d": State("d", terminal=True)})
+    loop = Loop(
+        name="t", initial="review", states={"review": state, "d": State("d", terminal=True)}
+    )
     services = create_llm_services(loop, run_dir=tmp_path, recorder=MemoryRecorder())
     return services.judge(evaluate, "the patch text", state=state, loop=loop)
 

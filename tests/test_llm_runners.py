@@ -14,17 +14,33 @@ from engine.ports import ActionResult
 from tests.loopback_server import LoopbackServer, MemoryRecorder, Reply, error_reply, message
 
 
-def prompt_loop(*, runner: str | None = None, loop_runner: str | None = None,
-                model: str | None = None, loop_model: str | None = None) -> tuple[Loop, State]:
-    state = State(name="ask", action="Say hi", action_type="prompt", runner=runner, model=model,
-                  next="done")
-    loop = Loop(name="t", initial="ask", llm=LlmConfig(runner=loop_runner, model=loop_model),
-                states={"ask": state, "done": State("done", terminal=True)})
+def prompt_loop(
+    *,
+    runner: str | None = None,
+    loop_runner: str | None = None,
+    model: str | None = None,
+    loop_model: str | None = None,
+) -> tuple[Loop, State]:
+    state = State(
+        name="ask", action="Say hi", action_type="prompt", runner=runner, model=model, next="done"
+    )
+    loop = Loop(
+        name="t",
+        initial="ask",
+        llm=LlmConfig(runner=loop_runner, model=loop_model),
+        states={"ask": state, "done": State("done", terminal=True)},
+    )
     return loop, state
 
 
-def run(loop: Loop, state: State, tmp_path: Path, prompt: str = "Say hi",
-        timeout: float | None = None, recorder: MemoryRecorder | None = None) -> ActionResult:
+def run(
+    loop: Loop,
+    state: State,
+    tmp_path: Path,
+    prompt: str = "Say hi",
+    timeout: float | None = None,
+    recorder: MemoryRecorder | None = None,
+) -> ActionResult:
     services = create_llm_services(loop, run_dir=tmp_path, recorder=recorder or MemoryRecorder())
     return services.run_prompt(prompt, state=state, loop=loop, timeout=timeout)
 
@@ -37,9 +53,15 @@ def script(tmp_path: Path, body: str) -> Path:
 
 
 def test_anthropic_runner_joins_text_blocks(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(Reply(body=message([{"type": "text", "text": "Hello, "},
-                                      {"type": "text", "text": "world"}],
-                                     input_tokens=1_000_000, output_tokens=0)))
+    loopback.push(
+        Reply(
+            body=message(
+                [{"type": "text", "text": "Hello, "}, {"type": "text", "text": "world"}],
+                input_tokens=1_000_000,
+                output_tokens=0,
+            )
+        )
+    )
     recorder = MemoryRecorder()
     loop, state = prompt_loop(loop_model="claude-haiku-4-5")
     result = run(loop, state, tmp_path, prompt="Greet me", recorder=recorder)
@@ -76,13 +98,21 @@ def test_anthropic_runner_timeout_bounds_retries(
 
 @pytest.mark.parametrize(
     ("state_model", "loop_model", "env", "expected"),
-    [("s", "l", {"LL_MODEL": "m"}, "s"), (None, "l", {"LL_MODEL": "m"}, "l"),
-     (None, None, {"LL_MODEL": "m", "LL_JUDGE_MODEL": "j"}, "m"),
-     (None, None, {"LL_JUDGE_MODEL": "j"}, "claude-sonnet-4-6")],
+    [
+        ("s", "l", {"LL_MODEL": "m"}, "s"),
+        (None, "l", {"LL_MODEL": "m"}, "l"),
+        (None, None, {"LL_MODEL": "m", "LL_JUDGE_MODEL": "j"}, "m"),
+        (None, None, {"LL_JUDGE_MODEL": "j"}, "claude-sonnet-4-6"),
+    ],
 )
 def test_prompt_model_precedence(
-    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    state_model: str | None, loop_model: str | None, env: dict[str, str], expected: str,
+    loopback: LoopbackServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    state_model: str | None,
+    loop_model: str | None,
+    env: dict[str, str],
+    expected: str,
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -134,13 +164,19 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.parametrize(
     ("state_runner", "loop_runner", "env", "expected"),
-    [("cmd:echo state", "cmd:echo loop", "cmd:echo env", "state"),
-     (None, "cmd:echo loop", "cmd:echo env", "loop"),
-     (None, None, "cmd:echo env", "env")],
+    [
+        ("cmd:echo state", "cmd:echo loop", "cmd:echo env", "state"),
+        (None, "cmd:echo loop", "cmd:echo env", "loop"),
+        (None, None, "cmd:echo env", "env"),
+    ],
 )
 def test_runner_precedence(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    state_runner: str | None, loop_runner: str | None, env: str, expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    state_runner: str | None,
+    loop_runner: str | None,
+    env: str,
+    expected: str,
 ) -> None:
     monkeypatch.setenv("LL_PROMPT_RUNNER", env)
     loop, state = prompt_loop(runner=state_runner, loop_runner=loop_runner)
@@ -162,6 +198,7 @@ def test_run_prompt_text_standalone(tmp_path: Path) -> None:
 
 # -- preflight ------------------------------------------------------------------------------
 
+
 def judge_loop() -> Loop:
     spec = Evaluate(type="llm_structured", prompt="ok?")
     check = State(name="check", action="true", evaluate=spec, routes={"yes": "d", "no": "d"})
@@ -170,8 +207,13 @@ def judge_loop() -> Loop:
 
 @pytest.fixture
 def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE",
-                 "LL_PROMPT_RUNNER", "LL_PRICES"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "LL_PROMPT_RUNNER",
+        "LL_PRICES",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -194,8 +236,11 @@ def test_preflight_replay_needs_no_credentials(no_credentials: None, tmp_path: P
 
 
 def test_preflight_ignores_loops_without_llm_states(no_credentials: None) -> None:
-    loop = Loop(name="t", initial="a", states={"a": State("a", action="true", next="b"),
-                                               "b": State("b", terminal=True)})
+    loop = Loop(
+        name="t",
+        initial="a",
+        states={"a": State("a", action="true", next="b"), "b": State("b", terminal=True)},
+    )
     assert llm_preflight(loop) == []
 
 

@@ -103,11 +103,15 @@ class ResponseCache:
         return response if isinstance(response, dict) else None
 
     def put(self, key: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Store an answer atomically; a cache that cannot be written is skipped, not fatal."""
         path = self.directory / f"{key}.json"
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(canonical_json({"request": request, "response": response}), "utf-8")
-        os.replace(tmp, path)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(canonical_json({"request": request, "response": response}), "utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
 
 
 def cache_dir(run_dir: Path | None) -> Path:

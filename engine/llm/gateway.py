@@ -150,33 +150,19 @@ class LlmGateway:
         entry = self.replay.take(key)
         if entry is None:
             where = f" for state {state!r}" if state else ""
-            return CallResult(
-                "error",
-                None,
+            miss = (
                 f"replay miss: {self.replay.source} has no recorded answer{where} for this "
-                f"request (model {model}, hash {key[:12]}); the prompt, text or settings changed",
-                key,
-                model,
-                source="replay",
-                attempts=0,
+                f"request (model {model}, hash {key[:12]}); the prompt, text or settings changed"
             )
+            return CallResult("error", None, miss, key, model, source="replay", attempts=0)
         body = entry.get("response")
         body = body if isinstance(body, dict) else None
         tokens_in, tokens_out = _usage(body)
-        if body is None:
-            return CallResult(
-                "error",
-                None,
-                str(entry.get("error") or "recorded call failed"),
-                key,
-                model,
-                tokens_in,
-                tokens_out,
-                source="replay",
-                attempts=0,
-            )
+        # a recorded failure replays as that failure; a recorded answer is validated again
+        status: Status = "ok" if body is not None else "error"
+        error = None if body is not None else str(entry.get("error") or "recorded call failed")
         return CallResult(
-            "ok", body, None, key, model, tokens_in, tokens_out, source="replay", attempts=0
+            status, body, error, key, model, tokens_in, tokens_out, source="replay", attempts=0
         )
 
     def _from_cache(self, key: str, model: str, request: Mapping[str, Any]) -> CallResult | None:
