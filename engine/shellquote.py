@@ -319,7 +319,18 @@ class _Scanner:
 
     # --- unquoted command text -------------------------------------------------------------
     def command(self, closer: str | None) -> None:
-        """Unquoted shell text, until `closer` (`)` of a `$(`) or the end."""
+        """Unquoted shell text, until `closer` (`)` of a `$(`) or the end.
+
+        Heredocs opened before a `$(` are read after the newline that ends the outer line,
+        not at a newline inside the `$(...)`: each level keeps its own pending list.
+        """
+        outer_pending, self.pending = self.pending, []
+        try:
+            self.command_body(closer)
+        finally:
+            self.pending = outer_pending + self.pending
+
+    def command_body(self, closer: str | None) -> None:
         s = self.s
         word_start = True
         parens = 0
@@ -392,9 +403,10 @@ class _Scanner:
                     self.i += 1
                 word = s[start : self.i]
                 whole = word_start and (self.i >= self.n or s[self.i] in _METACHARS)
-                if whole and word == "case":
+                # Reserved words only count where a command starts (`echo esac` is an argument).
+                if whole and arith.command_start and word == "case":
                     cases += 1
-                elif whole and word == "esac" and cases:
+                elif whole and arith.command_start and word == "esac" and cases:
                     cases -= 1
                 arith.plain(self, start, word, word_start, whole)
                 word_start = False

@@ -260,3 +260,21 @@ def test_backslash_newline_inside_command_substitution_in_a_heredoc_survives() -
     ]:
         for value in ["a\\\nb", "a\\", "it's\\\n'"]:
             assert run_rendered(template, value).stdout == value + "\n"
+
+
+def test_esac_as_an_argument_does_not_end_the_case() -> None:
+    template = (
+        'printf %s "$(case b in a) echo esac;; b) printf %s "${context.v}";; esac)"'
+        "; printf %s \"$(case a in a) echo 'esac' esac;; esac)\""
+    )
+    assert run_rendered(template, NASTY).stdout == NASTY + "esac esac"
+
+
+def test_heredoc_body_starts_after_the_line_not_inside_a_command_substitution() -> None:
+    # Bash reads the body after the newline ending the `cat <<EOF` line, even when a `$(...)`
+    # on that line spans lines itself.
+    template = (
+        'cat <<EOF; x=$(printf a\nprintf b); printf \'%s\' "[$x]" "${context.v}"\n'
+        "${context.v}\nEOF\n"
+    )
+    assert run_rendered(template, NASTY).stdout == f"{NASTY}\n[ab]{NASTY}"
