@@ -42,6 +42,7 @@ ANNOTATION_KEYWORDS = frozenset(
 )
 SUPPORTED_KEYWORDS = VALIDATION_KEYWORDS | ANNOTATION_KEYWORDS
 _COMBINATORS = frozenset({"allOf", "anyOf", "oneOf", "not", "if"})
+_IF_THEN = frozenset({"if", "then", "description"})
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,11 @@ class _Validator:
         ok = True
         expected = schema.get("type")
         if expected is not None:
-            names = [expected] if isinstance(expected, str) else list(expected)
-            if not any(has_type(value, name) for name in names):
-                return self.fail(out, schema, reason, "type", path, value, names)
+            if isinstance(expected, str):
+                if not has_type(value, expected):
+                    return self.fail(out, schema, reason, "type", path, value, [expected])
+            elif not any(has_type(value, name) for name in expected):
+                return self.fail(out, schema, reason, "type", path, value, list(expected))
         if "enum" in schema and not any(json_equal(value, e) for e in schema["enum"]):
             ok = self.fail(out, schema, reason, "enum", path, value, schema["enum"])
             if out is None:
@@ -329,7 +332,11 @@ class _Validator:
     ) -> bool:
         ok = True
         for sub in schema.get("allOf", ()):
-            why = sub.get("description", reason) if isinstance(sub, Mapping) else reason
+            if isinstance(sub, dict) and "if" in sub and sub.keys() <= _IF_THEN:
+                quick = _quick_condition(sub["if"])
+                if quick is not None and not quick(value):
+                    continue  # a rule whose condition does not hold (no `else` here)
+            why = sub.get("description", reason) if isinstance(sub, dict) else reason
             if not self.check(value, sub, path, out, why):
                 ok = False
                 if out is None:
