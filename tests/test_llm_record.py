@@ -197,6 +197,7 @@ def test_cost_per_call_state_and_run(loopback: LoopbackServer, tmp_path: Path) -
         "status",
     }
     assert made.cost_by_state() == {"check": pytest.approx(expected)}  # type: ignore[attr-defined]
+    assert calls[-1]["state_cost_usd"] == calls[-1]["run_cost_usd"] == pytest.approx(expected)
 
 
 def test_price_table_lookup() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, request_hash
@@ -259,10 +259,10 @@ class LlmGateway:
                 status=result.status,
                 source=result.source,
                 error=result.error,
+                state_cost_usd=self._by_state.get(state, 0.0) if state is not None else None,
+                run_cost_usd=self._cost,
             )
 
 
 def _with(result: CallResult, **changes: Any) -> CallResult:
-    from dataclasses import replace
-
     return replace(result, **changes)
