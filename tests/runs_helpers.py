@@ -1,0 +1,69 @@
+"""Helpers for the run-management tests: the real `ll-loop` CLI in a temp project directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
+
+
+def ll_loop(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run `ll-loop ARGS` in `cwd` and wait for it."""
+    return subprocess.run(
+        [LL_LOOP, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start `ll-loop ARGS` in `cwd` without waiting."""
+    return subprocess.Popen(
+        [LL_LOOP, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+def result_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The `--json` result object a run printed (fails loudly with stderr when there is none)."""
+    try:
+        data: dict[str, Any] = json.loads(done.stdout)
+    except ValueError as exc:
+        raise AssertionError(f"no JSON on stdout: {done.stdout!r}\nstderr: {done.stderr}") from exc
+    return data
+
+
+def run_dir(cwd: Path, run_id: str) -> Path:
+    return cwd / ".loops" / "runs" / run_id
+
+
+def state_of(cwd: Path, run_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir(cwd, run_id) / "state.json").read_text())
+    return data
+
+
+def events_of(cwd: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]

@@ -1,0 +1,215 @@
+"""Sub-loops end to end: the real `ll-loop run` with a parent that calls a child loop.
+
+One child, driven by its `mode` parameter, can succeed, fail, exhaust its budget, time out, end
+in a failure terminal named `blocked`, or error; the parent routes each to its own terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.runs_helpers import events_of, ll_loop, result_of, run_dir, state_of, write
+
+CHILD = """
+name: child
+initial: work
+max_steps: 4
+parameters:
+  mode: {type: string, required: true, enum: [ok, fail, spin, slow, blocked, crash]}
+  times: {type: integer, default: 2}
+outputs:
+  said: "${captured.w.output}"
+  doubled: "${context.times * 2}"
+states:
+  work:
+    action: |
+      echo "$LL_RUN_DIR ${run.dir}" > "$LL_RUN_DIR/../where"
+      case "${context.mode}" in
+        ok) echo fine;; fail) echo bad;; spin) echo again;;
+        blocked) echo stuck;; slow) sleep 20; echo fine;; crash) exit 7;;
+      esac
+    capture: w
+    evaluate: {type: classify, verdicts: [fine, bad, again, stuck]}
+    route:
+      fine: done
+      bad: failed
+      again: work
+      stuck: blocked
+      _error: crashed
+  crashed:
+    action: "exit 9"
+    next: done
+  failed: {terminal: true, failure: true}
+  blocked: {terminal: true, failure: true}
+  done: {terminal: true}
+"""
+
+PARENT = """
+name: parent
+initial: call
+max_steps: 5
+timeout: 3
+parameters:
+  mode: {type: string, required: true}
+states:
+  call:
+    loop: child
+    with:
+      mode: "${context.mode}"
+      times: "${context.times | default(2)}"
+    capture: sub
+    on_terminal:
+      blocked: escalate
+    on_yes: ok
+    on_no: notok
+    on_error: broken
+  ok: {terminal: true}
+  notok: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+  escalate: {terminal: true, failure: true}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / ".loops" / "child.yaml", CHILD)
+    write(tmp_path / "parent.yaml", PARENT)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("mode", "final", "terminal", "terminated_by"),
+    [
+        ("ok", "ok", "done", "terminal"),
+        ("fail", "notok", "failed", "terminal"),
+        ("spin", "notok", None, "max_steps"),
+        ("slow", "notok", None, "timeout"),
+        ("blocked", "escalate", "blocked", "terminal"),
+        ("crash", "broken", None, "error"),
+    ],
+)
+def test_parent_routes_on_how_the_child_ended(
+    project: Path, mode: str, final: str, terminal: str | None, terminated_by: str
+) -> None:
+    done = ll_loop(project, "run", "parent.yaml", "-c", f"mode={mode}", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == final, done.stderr
+    assert result["steps"] == 1  # the parent pays one step for the whole child run
+    sub = state_of(project, result["run_id"])["captured"]["sub"]
+    assert sub["terminal"] == terminal
+    assert sub["terminated_by"] == terminated_by
+    if terminated_by == "max_steps":
+        assert sub["steps"] == 4  # the child keeps its own budget
+    if terminal is not None:
+        assert sub["outputs"] == {
+            "said": {"done": "fine", "failed": "bad", "blocked": "stuck"}[terminal],
+            "doubled": 4,
+        }
+
+
+def test_child_timeout_is_clamped_to_the_parents_remaining_time(project: Path) -> None:
+    done = ll_loop(project, "run", "parent.yaml", "-c", "mode=slow", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == "notok"
+    assert result["duration_ms"] < 8000  # the child's sleep 20 was cut at the parent's 3 s
+
+
+def dynamic(project: Path, which: str) -> dict[str, Any]:
+    """Run a parent whose `loop:` is interpolated, so only the run can find out it is bad."""
+    write(project / "dyn.yaml", PARENT.replace("loop: child", 'loop: "${context.which}"'))
+    done = ll_loop(project, "run", "dyn.yaml", "-c", "mode=ok", "-c", f"which={which}", "--json")
+    return result_of(done)
+
+
+def test_a_literal_child_that_cannot_load_refuses_the_run_before_step_one(project: Path) -> None:
+    write(project / "missing.yaml", PARENT.replace("loop: child", "loop: nosuchloop"))
+    done = ll_loop(project, "run", "missing.yaml", "-c", "mode=ok", "--json")
+    assert done.returncode == 2
+    assert result_of(done)["steps"] == 0
+    assert "no loop named 'nosuchloop'" in done.stderr
+
+
+def test_a_child_that_cannot_load_is_an_error_verdict_with_the_reason(project: Path) -> None:
+    result = dynamic(project, "nosuchloop")
+    assert result["final_state"] == "broken"
+    events = events_of(project, result["run_id"])
+    evaluate = next(e for e in events if e["event"] == "evaluate" and e["state"] == "call")
+    assert evaluate["verdict"] == "error"
+    assert "no loop named 'nosuchloop'" in evaluate["details"]["error"]
+
+
+def test_bad_parameter_values_are_caught_at_run_time(project: Path) -> None:
+    result = result_of(ll_loop(project, "run", "parent.yaml", "-c", "mode=bogus", "--json", "-q"))
+    assert result["final_state"] == "broken"
+    events = events_of(project, result["run_id"])
+    evaluate = next(e for e in events if e["event"] == "evaluate" and e["state"] == "call")
+    assert "must be one of" in evaluate["details"]["error"]
+    done = ll_loop(project, "run", "parent.yaml", "-c", "mode=ok", "-c", "times=x", "--json")
+    evaluate = next(
+        e
+        for e in events_of(project, result_of(done)["run_id"])
+        if e["event"] == "evaluate" and e["state"] == "call"
+    )
+    assert "parameter 'times' of loop 'child' must be an integer" in evaluate["details"]["error"]
+
+
+def test_an_invalid_child_is_an_error_verdict_naming_the_problem(project: Path) -> None:
+    write(project / ".loops" / "bad.yaml", CHILD.replace("next: done", "nxet: done"))
+    result = dynamic(project, "bad")
+    assert result["final_state"] == "broken"
+    evaluate = next(
+        e
+        for e in events_of(project, result["run_id"])
+        if e["event"] == "evaluate" and e["state"] == "call"
+    )
+    assert "child loop is invalid" in evaluate["details"]["error"]
+    assert "bad.yaml:28:5" in evaluate["details"]["error"]
+    assert "nxet" in evaluate["details"]["error"]
+
+
+def test_child_events_share_the_log_with_depth_and_artifacts_nest(project: Path) -> None:
+    result = result_of(ll_loop(project, "run", "parent.yaml", "-c", "mode=ok", "--json", "-q"))
+    events = events_of(project, result["run_id"])
+    starts = [e for e in events if e["event"] == "loop_start"]
+    assert [e["depth"] for e in starts] == [0, 1]
+    child_events = [e for e in events if e.get("depth") == 1]
+    assert {e["event"] for e in child_events} >= {"state_enter", "action_start", "loop_complete"}
+    assert all(e.get("state") != "call" for e in child_events)
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "events.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    for event in events:
+        validator.validate(event)  # child events are valid events of the same run
+    assert {e["run_id"] for e in events} == {result["run_id"]}
+    child_dir = run_dir(project, result["run_id"]) / "children" / "call-1"
+    artifacts = str(child_dir / "artifacts")
+    assert (child_dir / "where").read_text().split() == [artifacts, artifacts]
+
+
+def test_recursion_is_bounded_with_a_clear_error(tmp_path: Path) -> None:
+    write(
+        tmp_path / "self.yaml",
+        """
+        name: self
+        initial: again
+        max_steps: 3
+        states:
+          again:
+            loop: self.yaml
+            on_yes: done
+            on_no: too_deep
+            on_error: too_deep
+          done: {terminal: true}
+          too_deep: {terminal: true, failure: true}
+        """,
+    )
+    result = result_of(ll_loop(tmp_path, "run", "self.yaml", "--json", "-q"))
+    assert result["final_state"] == "too_deep"  # the failure bubbles up level by level
+    events = events_of(tmp_path, result["run_id"])
+    assert max(e.get("depth", 0) for e in events) == 8
+    deepest = [e for e in events if e["event"] == "evaluate" and e.get("depth") == 8]
+    assert "sub-loops nest deeper than 8 levels" in deepest[0]["details"]["error"]
