@@ -338,3 +338,30 @@ def test_suppressions_in_yaml_and_infos_never_fail_strict(tmp_path: Path) -> Non
     write(tmp_path, "info.yaml", info_only)
     result = ll_loop("validate", "--strict", "info.yaml", cwd=tmp_path)
     assert "info LL008" in result.stdout and result.returncode == 0
+
+
+def test_validate_imports_no_heavy_library(tmp_path: Path) -> None:
+    """networkx, jsonschema and anthropic cost more than the whole validate budget to import;
+    jinja2 is paid only when a loop has ${...} expressions to check."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.lint_cli_helpers import REPO
+
+    write(tmp_path, "fix.yaml", CLEAN)
+    probe = (
+        "import sys; from pathlib import Path; from engine.cli import app; "
+        "from engine.cli.validate_cmd import check_file; check_file(Path('fix.yaml')); "
+        "print(sorted(m for m in ('networkx', 'jsonschema', 'anthropic', 'jinja2') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.strip() == "[]"
