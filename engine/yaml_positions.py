@@ -240,8 +240,8 @@ class _Builder:
         if self.aborted:
             return None
         self.visits += 1
-        if not getattr(node, "_ll_seen", False):
-            node._ll_seen = True  # type: ignore[attr-defined]  # a plain object; marks a revisit
+        if getattr(node, "_ll_seen_by", None) is not self:
+            node._ll_seen_by = self  # type: ignore[attr-defined]  # marks a revisit (an alias)
             self.distinct += 1
         if self.visits > ALIAS_EXPANSION_FACTOR * self.distinct + ALIAS_EXPANSION_SLACK:
             self.problem(
