@@ -1,5 +1,7 @@
 """Rules over `${...}` expressions: they must parse, use a known root, and read captures only
-where every path has set them (dominance on the graph), never raw into a shell."""
+where every path has set them (dominance on the graph), never raw into a shell.
+
+`engine.interpolate` (and through it jinja2) is imported only when a loop has `${`."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.interpolate import ROOTS, check_expression, find_expressions
 from engine.model import Loop, State
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
@@ -76,6 +77,8 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
 def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[Use]:
     if "${" not in template:
         return
+    from engine.interpolate import find_expressions  # only loops with ${...} pay its import
+
     for expr in find_expressions(template):
         whole = template[expr.start : expr.end]
         guarded = "default" in whole or whole.rstrip("}").rstrip().endswith("?")
@@ -86,9 +89,14 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
 @rule("LL030", "error", "bad-expression")
 def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
+    uses = _uses(ctx)
+    if not uses and not any("${" in t for s in ctx.loop.states.values() for _, t in _fields(s)):
+        return
+    from engine.interpolate import ROOTS, check_expression
+
     roots = sorted(ROOTS)
     checked: dict[str, str | None] = {}
-    for use in _uses(ctx):
+    for use in uses:
         if not use.closed:
             yield Finding(
                 f"expression ${{{use.text.rstrip()} is never closed with `}}`",

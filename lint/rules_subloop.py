@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.model import Loop, Parameter, State
-from engine.subloop import SubloopError, coerce
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, state_path
 from lint._registry import Finding, rule
@@ -77,6 +76,8 @@ def _literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
     or empty when it fits or is an `${...}` expression known only at run time."""
     if isinstance(value, str) and "${" in value:
         return ""
+    from engine.subloop import SubloopError, coerce  # the runtime's own conversion
+
     try:
         coerce(param, value, loop_name)
     except SubloopError as exc:
