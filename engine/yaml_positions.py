@@ -137,7 +137,7 @@ def _compose(text: str, file: str) -> yaml.Node:
             [
                 _diag(
                     "F002",
-                    f"the text contains a character YAML does not allow ({exc.character!r})",
+                    f"the text holds a character YAML does not allow: {_codepoint(exc.character)}",
                     file,
                     line,
                     column,
@@ -167,6 +167,11 @@ def _compose(text: str, file: str) -> yaml.Node:
             ]
         )
     return node
+
+
+def _codepoint(character: object) -> str:
+    code = ord(character) if isinstance(character, str) and len(character) == 1 else character
+    return f"U+{code:04X}" if isinstance(code, int) else repr(character)
 
 
 def _text_line_col(text: str, offset: int) -> Position:
