@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import UsageError
 from engine.load import load_loop_text
@@ -201,3 +204,44 @@ def test_simulate_command_text(tmp_path: Path) -> None:
     assert lines[-1].startswith("ended: terminal — reached terminal 'done' (success); 3 of 20")
     bad = ll_loop("simulate", "fix.yaml", "--verdict", "check=maybe", cwd=tmp_path)
     assert bad.returncode == 2 and "can never produce verdict 'maybe'" in bad.stderr
+
+
+@st.composite
+def shell_loops(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A random loop of shell states whose actions fix their verdicts (true → yes, false → no
+    or, on a `next:` step, error; exit 2 → error), and the matching --verdict overrides."""
+    n = draw(st.integers(min_value=1, max_value=6))
+    names = [f"s{i}" for i in range(n)] + ["ok", "bad"]
+    lines = ["name: random", "initial: s0", 'scope: ["."]']
+    lines.append(f"max_steps: {draw(st.integers(min_value=1, max_value=12))}")
+    lines.append("states:")
+    overrides = []
+    for name in names[:n]:
+        target = st.sampled_from(names)
+        action = draw(st.sampled_from(["true", "false", "exit 2"]))
+        lines += [f"  {name}:", f'    action: "{action}"']
+        if draw(st.booleans()):
+            lines += [f"    next: {draw(target)}", f"    on_error: {draw(target)}"]
+            verdict = "yes" if action == "true" else "error"
+        else:
+            lines += [f"    on_{v}: {draw(target)}" for v in ("yes", "no", "error")]
+            verdict = {"true": "yes", "false": "no", "exit 2": "error"}[action]
+        overrides.append(f"{name}={verdict}")
+    lines += ["  ok:", "    terminal: true", "  bad:", "    terminal: true", "    failure: true"]
+    return "\n".join(lines) + "\n", overrides
+
+
+@settings(max_examples=8, deadline=None)
+@given(shell_loops())
+def test_simulate_agrees_with_real_runs_of_random_loops(case: tuple[str, list[str]]) -> None:
+    text, overrides = case
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "loop.yaml").write_text(text)
+        real = ll_loop("run", "loop.yaml", "--json", cwd=Path(tmp))
+        ran = json.loads(real.stdout)
+        if ran["steps"] == 0 and ran["error"]:
+            return  # refused before the first step (lint errors): nothing to compare
+        args = [a for o in overrides for a in ("-v", o)]
+        walked = json.loads(ll_loop("simulate", "loop.yaml", "--json", *args, cwd=Path(tmp)).stdout)
+    for key in ("final_state", "outcome", "terminated_by", "steps"):
+        assert ran[key] == walked[key], (key, text, ran, walked)
