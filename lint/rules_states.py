@@ -55,8 +55,9 @@ def next_with_routes(ctx: LintContext) -> Iterator[Finding]:
             continue
         if state.evaluate is not None:
             yield Finding(
-                f"state {state.name!r} has both `next` and `evaluate`; `next` is only a fallback "
-                "for a yes verdict, so one of them is dead configuration",
+                f"state {state.name!r} has both `next` and `evaluate`; with an evaluator `next` "
+                "only stands in for on_yes"
+                + (", which is also set, so `next` is dead" if "yes" in state.routes else ""),
                 state_path(state, "next"),
                 "route the verdicts with on_yes/on_no and drop `next`, or drop `evaluate`",
             )
