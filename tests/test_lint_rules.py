@@ -433,3 +433,20 @@ def test_lint_proof_holds_for_every_simulated_run(loop: Loop, scenario: str) -> 
     assert len(sim.steps) <= loop.max_steps
     if not {"LL001", "LL007", "LL008"} & {d.code for d in found}:
         assert sim.terminated_by != "error", (sim.reason, found)
+
+
+def test_next_with_evaluate_says_which_part_is_dead() -> None:
+    state = {
+        "action": "x",
+        "evaluate": {"type": "output_contains", "pattern": "ok"},
+        "next": "done",
+        "on_no": "done",
+        "on_error": "done",
+    }
+    loop = loop_of({"s": state, "done": {"terminal": True}})
+    [diag] = [d for d in lint_loop(loop) if d.code == "LL012"]
+    assert diag.path == "states.s.next"
+    assert diag.message.endswith("only stands in for on_yes")
+    loop = loop_of({"s": {**state, "on_yes": "done"}, "done": {"terminal": True}})
+    [diag] = [d for d in lint_loop(loop) if d.code == "LL012"]
+    assert diag.message.endswith("which is also set, so `next` is dead")
