@@ -230,7 +230,11 @@ def describe(value: Any) -> str:
 def explain(found: list[Violation], positions: Positions, file: str) -> list[Diagnostic]:
     """Diagnostics for schema violations, sorted by line."""
     out: list[Diagnostic] = []
+    unknown = {v.path for v in found if v.keyword == "additionalProperties"}
     for violation in found:
+        if violation.keyword == "propertyNames" and violation.path in unknown:
+            continue  # already reported as an unknown key
+
         for code, message, hint, at, of_value in _explain(violation):
             line, column = positions.value_of(at) if of_value else positions.of(at)
             out.append(
@@ -433,9 +437,27 @@ def _required_hint(path: PathKey, key: str) -> str:
 
 def _unknown_hint(key: str, allowed: list[str], place: str, guess: str | None) -> str:
     extra = ", on_<verdict>" if place == "state" else ""
+    elsewhere = _belongs_elsewhere(key, place)
+    if elsewhere:
+        return elsewhere
     if guess:
         return f"did you mean '{guess}'?"
     return "keys allowed here: " + ", ".join(allowed) + extra
+
+
+def _belongs_elsewhere(key: str, place: str) -> str:
+    """A key written one level off: routes inside evaluate:, a pattern beside it, and so on."""
+    from engine.schema_check import load_schema
+
+    defs = load_schema()["$defs"]
+    is_route = key.startswith("on_") and key not in ("on_max_steps",)
+    if place == "evaluate" and (is_route or key in defs["state"]["properties"]):
+        return f"'{key}' belongs to the state: move it out of evaluate: one level up"
+    if place == "state" and key in defs["evaluate"]["properties"]:
+        return f"'{key}' belongs in the state's evaluate: block"
+    if place == "loop" and (is_route or key in defs["state"]["properties"]):
+        return f"'{key}' belongs inside a state: indent it under states: NAME:"
+    return ""
 
 
 def _empty_hint(path: PathKey) -> str:

@@ -324,3 +324,32 @@ def test_all_errors_are_reported_sorted_by_line() -> None:
         ("F013", 12),
     ]
     assert all(d.file == "loop.yaml" and d.line and d.column for d in found)
+
+
+def test_a_route_inside_evaluate_is_pointed_one_level_up() -> None:
+    d = one(
+        """\
+        name: x
+        initial: a
+        states:
+          a:
+            action: "true"
+            evaluate:
+              type: exit_code
+              on_yes: a
+        """,
+        "F012",
+    )
+    assert d.message == "unknown key 'on_yes' in states.a.evaluate"
+    assert d.hint == "'on_yes' belongs to the state: move it out of evaluate: one level up"
+    assert (d.line, d.column) == (8, 7)
+
+
+def test_an_evaluator_field_beside_evaluate_is_pointed_into_it() -> None:
+    d = one(MINIMAL.replace('action: "true"', 'action: "true"\n    negate: true'), "F012")
+    assert d.hint == "'negate' belongs in the state's evaluate: block"
+
+
+def test_a_state_key_at_the_top_is_pointed_into_a_state() -> None:
+    d = one(MINIMAL + "action: make\n", "F012")
+    assert d.hint == "'action' belongs inside a state: indent it under states: NAME:"
