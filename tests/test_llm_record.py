@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def test_every_call_is_logged_with_request_and_response(
     assert entry["status"] == "ok"
     assert entry["attempts"] == 2
     content = entry["request"]["messages"][0]["content"]
-    assert content.endswith(f"<judged_text>\n{TEXT}\n</judged_text>")
+    assert re.search(rf"<(judged_text_[0-9a-f]{{12}})>\n{TEXT}\n</\1>$", content)
     assert entry["response"]["content"][0]["name"] == "submit_verdict"
     assert len(entry["hash"]) == 64 and entry["sample"] == 0
 
