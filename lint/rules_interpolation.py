@@ -128,22 +128,37 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
 
 @rule("LL031", "warning", "capture-maybe-unset")
 def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
-    """A `${captured.X...}` read in a state that some path reaches before any `capture: X` ran."""
+    """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet."""
     capturers: dict[str, list[str]] = {}
     for state in ctx.loop.states.values():
         name = state.capture or (state.name if state.is_subloop else None)
         if name:
             capturers.setdefault(name, []).append(state.name)
     tree = _DominatorTree(ctx.idom)
-    budget_state = ctx.loop.on_max_steps
+
+    def set_before(name: str, reader: str) -> bool:
+        """Some state capturing `name` runs on every path to `reader` (and is not `reader`)."""
+        return any(d != reader and tree.dominates(d, reader) for d in capturers.get(name, ()))
+
     for use in _uses(ctx):
         name = use.capture
-        if use.state is None or name is None or use.guarded:
+        if name is None or use.guarded:
+            continue
+        if use.state is None:  # an `outputs:` entry, evaluated at whichever terminal is reached
+            ends = sorted(ctx.reachable & ctx.graph.terminals, key=ctx.graph.order.__getitem__)
+            unsafe = [t for t in ends if not set_before(name, t)]
+            if unsafe:
+                yield Finding(
+                    f"output reads ${{{use.text}}}, but terminal {unsafe[0]!r} can be reached "
+                    f"before any state with `capture: {name}` ran",
+                    use.path,
+                    f"guard the read: ${{captured.{name}.output | default('')}}",
+                )
             continue
         reader = use.state.name
         if reader in ctx.reachable:
-            safe = any(d != reader and tree.dominates(d, reader) for d in capturers.get(name, ()))
-        elif reader == budget_state:  # entered after any step: only `initial` surely ran
+            safe = set_before(name, reader)
+        elif reader == ctx.loop.on_max_steps:  # entered after any step: only `initial` surely ran
             safe = ctx.loop.initial in capturers.get(name, ()) and reader != ctx.loop.initial
         else:
             continue  # unreachable: reported by LL002

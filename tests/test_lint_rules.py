@@ -450,3 +450,23 @@ def test_next_with_evaluate_says_which_part_is_dead() -> None:
     loop = loop_of({"s": {**state, "on_yes": "done"}, "done": {"terminal": True}})
     [diag] = [d for d in lint_loop(loop) if d.code == "LL012"]
     assert diag.message.endswith("which is also set, so `next` is dead")
+
+
+def test_outputs_read_captures_set_on_every_path_to_a_terminal() -> None:
+    states = {
+        "lint": {"action": "x", "on_yes": "test", "on_no": "failed", "on_error": "failed"},
+        "test": {"action": "x", "capture": "tests", "next": "done", "on_error": "failed"},
+        "done": {"terminal": True},
+        "failed": {"terminal": True, "failure": True},
+    }
+    unsafe = loop_of(states, outputs={"summary": "${captured.tests.output}"})
+    [diag] = [d for d in lint_loop(unsafe) if d.code == "LL031"]
+    assert diag.path == "outputs.summary"
+    assert "terminal 'failed' can be reached before any state with `capture: tests`" in (
+        diag.message
+    )
+    guarded = loop_of(states, outputs={"summary": "${captured.tests.output | default('')}"})
+    assert "LL031" not in codes(guarded)
+    only_done = {**states, "lint": {**states["lint"], "on_no": "test", "on_error": "test"}}
+    only_done["test"] = {**states["test"], "on_error": "done"}
+    assert "LL031" not in codes(loop_of(only_done, outputs={"s": "${captured.tests.output}"}))
