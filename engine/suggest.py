@@ -256,7 +256,7 @@ def _explain(v: Violation) -> list[_Explained]:
             (
                 "F011",
                 f"{where} must be {expected}, got {describe(v.value)}",
-                _type_hint(v.detail, v.value),
+                _type_hint(v.detail, v.value, v.path),
                 v.path,
                 True,
             )
@@ -406,15 +406,22 @@ def _explain_alternatives(v: Violation) -> list[_Explained]:
     return [item for inner in best for item in _explain(inner)]
 
 
-def _type_hint(expected: list[str], value: Any) -> str:
+def _type_hint(expected: list[str], value: Any, path: PathKey) -> str:
+    last = str(path[-1]) if path else ""
+    if last == "evaluate" and isinstance(value, str):
+        return f"write evaluate: {{type: {value}}}"
     if "boolean" in expected and isinstance(value, str):
         return "write true or false (yes/no/on/off are read as text)"
     if "number" in expected and isinstance(value, str):
-        return "write a plain number of seconds, e.g. 30 (no unit, no quotes)"
+        if "timeout" in last:
+            return "write a plain number of seconds, e.g. 30 (no unit, no quotes)"
+        return "write a plain number without quotes"
     if "integer" in expected and isinstance(value, str | float):
         return "write a whole number without quotes"
     if "object" in expected and value is None:
         return "this key needs indented entries below it"
+    if "object" in expected and isinstance(value, list):
+        return "write NAME: value entries here, not a list of `- ` items"
     if "string" in expected and isinstance(value, bool):
         return 'quote the word if you meant text, e.g. "yes"'
     return ""

@@ -353,3 +353,20 @@ def test_an_evaluator_field_beside_evaluate_is_pointed_into_it() -> None:
 def test_a_state_key_at_the_top_is_pointed_into_a_state() -> None:
     d = one(MINIMAL + "action: make\n", "F012")
     assert d.hint == "'action' belongs inside a state: indent it under states: NAME:"
+
+
+def test_evaluate_written_as_a_word_gets_the_mapping_form() -> None:
+    d = one(MINIMAL.replace("next: done", "evaluate: exit_code\n    on_yes: done"), "F011")
+    assert d.message == "states.start.evaluate must be a mapping, got string 'exit_code'"
+    assert d.hint == "write evaluate: {type: exit_code}"
+
+
+def test_states_written_as_a_list_gets_a_hint() -> None:
+    d = one("name: x\ninitial: a\nstates:\n  - name: a\n    action: t\n", "F011")
+    assert d.message == "states must be a mapping, got a list"
+    assert "not a list" in d.hint
+
+
+def test_a_quoted_cost_is_not_called_seconds() -> None:
+    d = one(MINIMAL + 'max_cost_usd: "2"\n', "F011")
+    assert d.hint == "write a plain number without quotes"
