@@ -59,6 +59,9 @@ class RunState:
     status: str = "running"  # running | finished
     ran_on_max_steps: bool = False
     result: dict[str, Any] | None = None  # RunResult.to_json() once finished
+    max_steps: int | None = None  # the budget the run started with (a --max-steps override)
+    pid: int | None = None  # the process running it, with its start time (liveness for status)
+    pid_start: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A shallow dict (json.dumps walks the nested values; no deep copy per step)."""

@@ -254,6 +254,9 @@ def start_run(
         current=loop.initial,
         context=context,
         started_at=now_iso(),
+        max_steps=loop.max_steps,
+        pid=os.getpid(),
+        pid_start=_process_start_time(),
     )
     previous = _install_stop_handlers(stop)
     try:
@@ -302,6 +305,16 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
             hint=f"pass --context {missing[0]}=VALUE",
         )
     return context
+
+
+def _process_start_time() -> int | None:
+    """This process's start time in clock ticks since boot (field 22 of /proc/self/stat), so
+    `status` can tell this run's process from a later one that reuses its pid."""
+    try:
+        raw = Path("/proc/self/stat").read_text(encoding="utf-8", errors="replace")
+        return int(raw[raw.rfind(")") + 2 :].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _child_resolver(loop: Loop) -> Callable[[str], Loop | None] | None:
