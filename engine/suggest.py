@@ -133,7 +133,7 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
         "evaluator is not supported: use evaluate", "evaluate: {type: exit_code} (or another type)"
     ),
     ("state", "type"): Unsupported(
-        "a state has no type",
+        "type is not supported on a state",
         "use action_type: shell|prompt for the action, terminal: true for a final state, "
         "or loop: NAME for a sub-loop",
     ),
@@ -159,7 +159,7 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
         "command is not supported: use action", "action: <command> runs in bash"
     ),
     ("state", "prompt"): Unsupported(
-        "a state has no prompt: use action with action_type: prompt",
+        "prompt is not supported on a state: use action with action_type: prompt",
         "action: <prompt text> and action_type: prompt; a judge's prompt goes in evaluate:",
     ),
     ("state", "fragment"): Unsupported(
