@@ -188,8 +188,8 @@ def test_semantic_grades_tasks_without_expected(workdir: Path, loopback: Loopbac
 
 def test_semantic_abstention_exits_3(workdir: Path, loopback: LoopbackServer) -> None:
     loopback.push(verdict_reply("cannot_judge"))
-    code, out, _ = dsl(workdir, "tasks/describe.yaml", "--semantic", "Is it accurate?")
-    assert code == 3
+    code, out, err = dsl(workdir, "tasks/describe.yaml", "--semantic", "Is it accurate?")
+    assert code == 3, out + err
     assert "abstained: tasks/describe.yaml" in out
 
 

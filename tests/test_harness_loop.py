@@ -150,6 +150,18 @@ def test_measuring_an_edited_loop_warns(project: Path) -> None:
     assert "differs from HEAD: this baseline measures the working copy" in edited.stderr
 
 
+def test_baseline_of_names_the_incumbent_and_must_share_the_input(project: Path) -> None:
+    _, measured = harness_json(
+        project, "loop", "gate.yaml", "first", "--exit-code", "0", "--measure-baseline"
+    )
+    (project / "gate.yaml").write_text(PASSING + "description: edited\n")
+    compare = ("--exit-code", "0", "--compare-baseline", "--baseline-of", measured["invocation_id"])
+    other = harness(project, "loop", "gate.yaml", "second", *compare)
+    assert other.returncode == 2 and "another input" in other.stderr
+    code, compared = harness_json(project, "loop", "gate.yaml", "first", *compare)
+    assert code == 0 and compared["baseline"]["delta"] == 0.0
+
+
 def test_compare_outside_git_needs_baseline_of(project: Path) -> None:
     done = harness(project, "loop", "gate.yaml", "--exit-code", "0", "--compare-baseline")
     assert done.returncode == 2

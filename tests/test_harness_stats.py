@@ -62,7 +62,7 @@ def test_known_published_values() -> None:
     assert [round(x, 4) for x in wilson_interval(15, 148)] == [0.0624, 0.1605]
 
 
-def test_the_guide_example_renders_as_documented() -> None:
+def test_rate_renders_ratio_and_interval() -> None:
     assert Rate(12, 14).render() == "12/14 [0.60, 0.96] (95% CI)"
 
 
