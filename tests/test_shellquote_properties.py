@@ -175,27 +175,44 @@ _leaves: list[Program] = [
 
 
 def _wrap(inner: Program, shape: str) -> Program:
-    # Commands are joined by newlines: bash 5.2 mis-reprints `;` after a heredoc in `$(...)`.
+    # Commands are joined by newlines: bash 5.2 drops a `;` following a heredoc in `$(...)`.
     code, out = inner
     eof = f"EOF{code.count('<<EOF')}"
     shapes: dict[str, Program] = {
-        "subst": (f"x=$( {code}\nprintf .); printf '%s' \"${{x%.}}\"", out),
+        "subst": (f"x=$( {code}\nprintf .)\nprintf '%s' \"${{x%.}}\"", out),
         "subst-in-dq": (f"printf '%s' \"<$( {code}\nprintf .)>\"", lambda v: f"<{out(v)}.>"),
         "subshell": (f"( {code}\n)", out),
         "group": (f"{{ {code}\n}}", out),
         "pipe": (f"{{ {code}\n}} | cat", out),
-        "if": (f"if true; then {code}\nfi", out),
+        "if": (f"if true\nthen {code}\nfi", out),
         "case": (f"case a in a) {code}\n;; esac", out),
         "and": (f"true && {code}", out),
         "procsub": (f"cat <( {code}\n)", out),
         "heredoc": (f"cat <<{eof}\n$( {code}\nprintf .)\n{eof}\n", lambda v: out(v) + ".\n"),
         "twice": (f"{code}\n{code}", lambda v: out(v) + out(v)),
+        # Decoys: text that a naive scanner would take for the end of a construct.
+        "decoy-comment": (f"# ) \" ' ` $( <<X\n{code}", out),
+        "decoy-case": (f"case b in a) echo esac;; b) {code}\n;; esac", out),
+        "decoy-quotes": (f": ')' \")\" \\) '\"' \\' $')\\''\n{code}", out),
+        "decoy-arith": (f": $(( (1+2) * 3 ))\n(( 1 )) && {code}", out),
+        "decoy-param": (f': "${{X:-)}}" ${{X:-\'}}\'}} "${{#X}}"\n{code}', out),
+        "decoy-backtick": (f": `echo ')'`\n{code}", out),
+        "quoted-heredoc-first": (
+            f"cat <<'Q{eof}'\n) \" ' $(\nQ{eof}\n{code}",
+            lambda v: ") \" ' $(\n" + out(v),
+        ),
+        "function": (f"f() {{ {code}\n}}\nf", out),
+        "for": (f"for i in 1\ndo {code}\ndone", out),
+        "test": (f"[[ a == a && 1 -lt 2 ]] && {code}", out),
+        "herestring": (f'cat <<< "$( {code}\nprintf .)"', lambda v: out(v) + ".\n"),
     }
     return shapes[shape]
 
 
 _SHAPES = ["subst", "subst-in-dq", "subshell", "group", "pipe", "if", "case", "and",
-           "procsub", "heredoc", "twice"]  # fmt: skip
+           "procsub", "heredoc", "twice", "decoy-comment", "decoy-case", "decoy-quotes",
+           "decoy-arith", "decoy-param", "decoy-backtick", "quoted-heredoc-first", "function",
+           "for", "test", "herestring"]  # fmt: skip
 
 programs = st.recursive(
     st.sampled_from(_leaves),
