@@ -13,7 +13,8 @@ Scenarios pick each state's verdict from the state's closed verdict set:
   a `next:` step, which has no "no", succeeds),
 - `all-error`: every state errors,
 - `first-no`: a state's first visit is unfavourable, later visits favourable (one fix cycle).
-Overrides `STATE=VERDICT` (or `STATE=v1,v2,...`, one per visit, the last repeating) win.
+Overrides `STATE=VERDICT` (or `STATE=v1,v2,...`, one per visit, the last repeating) win; a
+sub-loop state also takes `terminal:NAME`, the child ending in NAME, routed by `on_terminal`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 from engine.errors import UsageError
 from engine.graph import compile_graph, retry_edges
-from engine.model import Loop, State
+from engine.model import CURRENT, Loop, State
 from engine.ports import EXIT_CODES, Outcome
 from engine.routing import possible_verdicts, route_for
 
@@ -130,7 +131,7 @@ def parse_overrides(loop: Loop, items: Sequence[str]) -> dict[str, tuple[str, ..
             close = difflib.get_close_matches(name, list(loop.states), n=1)
             maybe = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"--verdict names state {name!r}, which does not exist{maybe}")
-        possible = possible_verdicts(state)
+        possible = possible_verdicts(state) | {f"terminal:{t}" for t in state.on_terminal}
         for verdict in verdicts:
             if verdict not in possible:
                 choices = ", ".join(sorted(possible)) or "none: it is terminal"
@@ -194,7 +195,7 @@ def simulate(
             return end("max_steps", "inconclusive", current, why)
         visit = walk.visits[current] = walk.visits.get(current, 0) + 1
         verdict = _verdict(state, visit, choose, overrides)
-        target = route_for(state, verdict)
+        target = _route(state, verdict)
         if target is None:
             walk.steps.append(Step(len(walk.steps) + 1, current, verdict, None, "unrouted"))
             return end(
@@ -210,6 +211,15 @@ def simulate(
                 f"state {target!r} exhausted its retries and has no on_retry_exhausted",
             )
         current = entered
+
+
+def _route(state: State, verdict: str) -> str | None:
+    """`route_for`, plus a sub-loop child's terminal (`terminal:NAME`) routed by `on_terminal`."""
+    child_terminal = verdict.removeprefix("terminal:")
+    if child_terminal != verdict:
+        target = state.on_terminal[child_terminal]
+        return state.name if target == CURRENT else target
+    return route_for(state, verdict)
 
 
 def _verdict(

@@ -245,3 +245,34 @@ def test_simulate_agrees_with_real_runs_of_random_loops(case: tuple[str, list[st
         walked = json.loads(ll_loop("simulate", "loop.yaml", "--json", *args, cwd=Path(tmp)).stdout)
     for key in ("final_state", "outcome", "terminated_by", "steps"):
         assert ran[key] == walked[key], (key, text, ran, walked)
+
+
+def test_sub_loop_child_terminal_override_routes_by_on_terminal() -> None:
+    text = textwrap.dedent(
+        """\
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: child
+            on_terminal: {blocked: escalate}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          escalate:
+            action: ./page.sh
+            next: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """
+    )
+    loop = load_loop_text(text)
+    sim = simulate(loop, "all-yes", parse_overrides(loop, ["call=terminal:blocked"]))
+    assert [(s.state, s.verdict, s.target) for s in sim.steps] == [
+        ("call", "terminal:blocked", "escalate"),
+        ("escalate", "yes", "failed"),
+    ]
+    with pytest.raises(UsageError, match="can never produce verdict 'terminal:stuck'"):
+        parse_overrides(loop, ["call=terminal:stuck"])
