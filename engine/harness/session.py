@@ -8,7 +8,7 @@ on sample 1 and skip the rest. Each sample is one history row.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.harness.banding import EXIT_CODES, Band, Tally, band
@@ -139,90 +139,80 @@ def evaluate(
     history: History,
     cwd: Path,
 ) -> Report:
-    """Run one invocation end to end (see the module docstring for the order of things)."""
+    """Run one invocation end to end: admit (refusals), run every sample, record, band."""
     check_options(options)
     samples = effective_samples(subject, options)
     conditions = conditions_of(subject, options, samples)
-    fingerprint = conditions.fingerprint()
-    invocation_id = uuid.uuid4().hex[:16]
-    provenance = git_provenance(cwd)
-
     retried: Attempt | None = None
     if options.retry_of is not None:
+        at_n = conditions  # the fingerprint of the invocation being retried, at its own N
         retried = check_retry(
-            history,
-            options.retry_of,
-            subject,
-            lambda n: conditions.with_samples(n).fingerprint(),
+            history, options.retry_of, subject, lambda n: at_n.with_samples(n).fingerprint()
         )
         conditions = conditions.with_samples(retried.samples_requested)
-        fingerprint = conditions.fingerprint()
     baseline: list[Attempt] = []
     if options.compare_baseline:
         incumbent = resolve_incumbent(history, subject, options.baseline_of)
-        baseline = baseline_rows(history, incumbent, subject, fingerprint, samples)
-    prior = summarize(
-        subject.target,
-        history.attempts(subject.target, since=recent_since(), runner=subject.runner),
-        recent_since(),
+        baseline = baseline_rows(history, incumbent, subject, conditions.fingerprint(), samples)
+    report = Report(
+        invocation_id=uuid.uuid4().hex[:16],
+        subject=subject,
+        conditions=conditions,
+        samples=(),
+        attempts=(),
+        provenance=git_provenance(cwd),
+        history=_prior_history(history, subject),
+        retry_of=retried.id if retried is not None else None,
+        notes=tuple(_working_copy_note(subject)) if options.measure_baseline else (),
     )
-    notes: list[str] = []
     if options.measure_baseline:
-        notes += _working_copy_note(subject)
-        reuse = measured_baseline(history, subject, fingerprint, samples)
+        reuse = measured_baseline(history, subject, conditions.fingerprint(), samples)
         if reuse:
-            return Report(
-                invocation_id,
-                subject,
-                conditions,
-                (),
-                (),
-                provenance,
-                history=prior if prior.tally.total >= MIN_PRIOR_ROWS else None,
-                reused_baseline=tuple(reuse),
-                notes=tuple(notes),
-            )
-
+            return replace(report, reused_baseline=tuple(reuse))
     kind: AttemptKind = "repetition"
     if retried is not None:
         kind = "retry"
     elif options.measure_baseline:
         kind = "baseline"
+    results, recorded = _run_samples(report, options, history, samples, kind, retried)
+    delta = None
+    if options.compare_baseline:
+        delta = Delta.of(baseline, Tally.of(r.outcome for r in results), report.provenance.head)
+    return replace(report, samples=results, attempts=recorded, delta=delta)
+
+
+def _prior_history(history: History, subject: Subject) -> HistorySummary | None:
+    """The target's recent rates from earlier invocations, once there are enough rows."""
+    since = recent_since()
+    rows = history.attempts(subject.target, since=since, runner=subject.runner)
+    prior = summarize(subject.target, rows, since)
+    return prior if prior.tally.total >= MIN_PRIOR_ROWS else None
+
+
+def _run_samples(
+    report: Report,
+    options: Options,
+    history: History,
+    samples: int,
+    kind: AttemptKind,
+    retried: Attempt | None,
+) -> tuple[tuple[SampleResult, ...], tuple[Attempt, ...]]:
+    """Run all `samples` (never stopping early), grading and recording each one as it ends."""
     grader = llm_judge(options.gates.judge_model)
     results: list[SampleResult] = []
     recorded: list[Attempt] = []
     for index in range(samples):
-        run = subject.run(options.timeout)
-        result = grade_sample(index, run, options.gates, grader)
+        result = grade_sample(index, report.subject.run(options.timeout), options.gates, grader)
         results.append(result)
-        recorded.append(
-            history.record_attempt(
-                _attempt_row(
-                    result,
-                    subject=subject,
-                    conditions=conditions,
-                    invocation_id=invocation_id,
-                    fingerprint=fingerprint,
-                    provenance=provenance,
-                    kind=kind,
-                    sample_index=retried.sample_index if retried is not None else index,
-                    retry_of=retried.id if retried is not None else None,
-                )
-            )
+        row = _attempt_row(
+            result,
+            report=report,
+            kind=kind,
+            sample_index=retried.sample_index if retried is not None else index,
+            retry_of=retried.id if retried is not None else None,
         )
-    tally = Tally.of(r.outcome for r in results)
-    return Report(
-        invocation_id,
-        subject,
-        conditions,
-        tuple(results),
-        tuple(recorded),
-        provenance,
-        history=prior if prior.tally.total >= MIN_PRIOR_ROWS else None,
-        delta=Delta.of(baseline, tally, provenance.head) if options.compare_baseline else None,
-        retry_of=retried.id if retried is not None else None,
-        notes=tuple(notes),
-    )
+        recorded.append(history.record_attempt(row))
+    return tuple(results), tuple(recorded)
 
 
 def _working_copy_note(subject: Subject) -> list[str]:
@@ -241,23 +231,20 @@ def _working_copy_note(subject: Subject) -> list[str]:
 def _attempt_row(
     result: SampleResult,
     *,
-    subject: Subject,
-    conditions: Conditions,
-    invocation_id: str,
-    fingerprint: str,
-    provenance: Provenance,
+    report: Report,
     kind: AttemptKind,
     sample_index: int,
     retry_of: int | None,
 ) -> NewAttempt:
+    subject, conditions, provenance = report.subject, report.conditions, report.provenance
     semantic = result.semantic
     return NewAttempt(
-        invocation_id=invocation_id,
+        invocation_id=report.invocation_id,
         runner=subject.runner,
         target=subject.target,
         input_hash=subject.input_hash,
         target_content_hash=subject.content_hash,
-        conditions_fp=fingerprint,
+        conditions_fp=conditions.fingerprint(),
         outcome=result.outcome,
         sample_index=sample_index,
         samples_requested=conditions.samples,
