@@ -289,3 +289,19 @@ def test_judging_without_credentials_is_an_error_verdict(
     verdict = judge_text("ok?", "text", run_dir=tmp_path)
     assert verdict.name == "error"
     assert loopback.requests == []
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "exit_code", "note"),
+    [("end_turn", 0, ""), ("max_tokens", 0, "cut off at max_tokens"), ("refusal", 1, "refused")],
+)
+def test_anthropic_runner_reports_how_the_answer_stopped(
+    loopback: LoopbackServer, tmp_path: Path, stop_reason: str, exit_code: int, note: str
+) -> None:
+    loopback.push(
+        Reply(body=message([{"type": "text", "text": "partial"}], stop_reason=stop_reason))
+    )
+    loop, state = prompt_loop()
+    result = run(loop, state, tmp_path)
+    assert result.exit_code == exit_code
+    assert note in result.stderr and (note or result.stderr == "")

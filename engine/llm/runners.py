@@ -24,6 +24,12 @@ from engine.ports import ActionResult
 
 KILL_GRACE_S = 2.0
 
+# Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
+STOP_NOTES = {
+    "max_tokens": "the answer was cut off at max_tokens (raise llm.max_tokens)",
+    "refusal": "the model refused to answer",
+}
+
 
 @dataclass(frozen=True)
 class PromptCall:
@@ -105,9 +111,11 @@ class AnthropicRunner:
                 spawn_error=None if result.timed_out else f"LLM call failed: {result.error}",
                 cost_usd=result.cost_usd,
             )
+        stop = result.body.get("stop_reason")
         return ActionResult(
             output=answer_text(result.body),
-            exit_code=0,
+            stderr=STOP_NOTES.get(str(stop), ""),
+            exit_code=1 if stop == "refusal" else 0,
             duration_ms=duration,
             cost_usd=result.cost_usd,
         )
