@@ -305,3 +305,21 @@ def test_anthropic_runner_reports_how_the_answer_stopped(
     result = run(loop, state, tmp_path)
     assert result.exit_code == exit_code
     assert note in result.stderr and (note or result.stderr == "")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LL_LLM_TIMEOUT", "soon"),
+        ("LL_LLM_TIMEOUT", "0"),
+        ("LL_LLM_MAX_ATTEMPTS", "2.5"),
+        ("LL_LLM_MAX_WAIT", "-1"),
+    ],
+)
+def test_preflight_rejects_bad_retry_settings(
+    no_credentials: None, monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv(name, value)
+    [problem] = llm_preflight(judge_loop())
+    assert problem.startswith(f"{name}={value!r} is not")

@@ -78,6 +78,8 @@ def preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = No
         if problem is not None:
             problems.append(f"state {state.name!r}: {problem}")
     needs_sdk = sdk_states(loop)
+    if needs_sdk:
+        problems.extend(settings.env_problems())
     if replay:
         if replay_from is not None and not (replay_from / LOG_NAME).is_file():
             problems.append(

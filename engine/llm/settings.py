@@ -117,3 +117,29 @@ class RetryPolicy:
         """The wait after failed attempt `attempt`, `jitter` drawn from [0, 1)."""
         exponential: float = self.base * 2.0 ** (attempt - 1)
         return min(self.cap, exponential) * (0.5 + jitter / 2)
+
+
+NUMERIC_ENV = {
+    "LL_LLM_TIMEOUT": "a number of seconds > 0",
+    "LL_LLM_RETRY_BASE": "a number of seconds >= 0",
+    "LL_LLM_RETRY_CAP": "a number of seconds >= 0",
+    "LL_LLM_MAX_WAIT": "a number of seconds >= 0",
+    "LL_LLM_MAX_ATTEMPTS": "a whole number >= 1",
+}
+
+
+def env_problems() -> list[str]:
+    """`LL_LLM_*` values that would silently fall back to defaults; one sentence each."""
+    problems = []
+    for name, wanted in NUMERIC_ENV.items():
+        value = _env(name)
+        if value is None:
+            continue
+        try:
+            number = int(value) if name == "LL_LLM_MAX_ATTEMPTS" else float(value)
+        except ValueError:
+            number = -1
+        low_ok = number > 0 if name in ("LL_LLM_TIMEOUT", "LL_LLM_MAX_ATTEMPTS") else number >= 0
+        if not low_ok:
+            problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
+    return problems
