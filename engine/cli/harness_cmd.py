@@ -11,12 +11,16 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from engine.cli.common import err, resolve_loop, run_guarded
 from engine.errors import LoopError, UsageError
+
+if TYPE_CHECKING:  # the harness is imported only when a command runs
+    from engine.harness.session import Options
+    from engine.harness.subjects import Subject
 
 app = typer.Typer(
     name="ll-harness",
@@ -77,7 +81,7 @@ def _options(
     compare: bool,
     baseline_of: str | None,
     retry_of: int | None,
-) -> Any:
+) -> Options:
     from engine.harness.grading import Gates
     from engine.harness.session import Options
 
@@ -122,7 +126,9 @@ def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], i
     return code
 
 
-def _evaluate(subject_factory: Callable[[Path], Any], options: Any, output: OutputFormat) -> int:
+def _evaluate(
+    subject_factory: Callable[[Path], Subject], options: Options, output: OutputFormat
+) -> int:
     from engine.harness.render import report_json, report_text
     from engine.harness.session import check_options, evaluate
     from engine.history import open_history
