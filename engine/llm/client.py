@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import inspect
+import json
 import random
 import threading
 import time
@@ -124,7 +125,7 @@ def _classify(exc: Exception) -> _Failure:
         return _Failure(None, f"connection failed: {why}", True)
     if isinstance(exc, anthropic.APIResponseValidationError):
         return _Failure(exc.status_code, f"invalid response: {exc.message}", True)
-    if isinstance(exc, ValueError):  # json.JSONDecodeError: a malformed body
+    if isinstance(exc, json.JSONDecodeError):  # a malformed body
         return _Failure(None, f"malformed response body: {exc}", True)
     if isinstance(exc, anthropic.AnthropicError):
         return _Failure(None, f"{type(exc).__name__}: {exc}", False)
