@@ -139,3 +139,31 @@ def test_prompt_costs_end_the_run_at_max_cost(loopback: LoopbackServer, tmp_path
     assert len(loopback.requests) == 2
     logged = [json.loads(x) for x in (ran.run_dir / "llm.jsonl").read_text().splitlines()]
     assert [e["purpose"] for e in logged] == ["prompt", "prompt"]
+
+
+TIMED_OUT = """
+name: slow
+initial: build
+scope: [src]
+states:
+  build:
+    action: "sleep 5; echo 'All 5 checks passed'"
+    timeout: 0.5
+    evaluate:
+      type: llm_structured
+      prompt: "Did every check pass? Quote the line that shows it."
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_timed_out_action_is_never_judged(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.default = verdict_reply("yes", evidence="All 5 checks passed")
+    ran = run_yaml(tmp_path, TIMED_OUT)
+    assert ran.json["final_state"] == "broken"
+    assert ran.verdicts() == [("build", "error")]
+    assert loopback.requests == []
