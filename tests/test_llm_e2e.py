@@ -167,3 +167,45 @@ def test_a_timed_out_action_is_never_judged(loopback: LoopbackServer, tmp_path: 
     assert ran.json["final_state"] == "broken"
     assert ran.verdicts() == [("build", "error")]
     assert loopback.requests == []
+
+
+SAMPLED = """
+name: sampled
+initial: build
+scope: [src]
+states:
+  build:
+    action: "echo 'All 5 checks passed'"
+    capture: build
+    evaluate:
+      type: llm_structured
+      prompt: "Did every check pass? Quote the line that shows it."
+      samples: 3
+    on_yes: report
+    on_no: report
+    on_error: report
+  report:
+    action: "echo '${captured.build.details.votes | tojson}'"
+    capture: report
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_every_sample_is_in_the_event_and_the_capture(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(
+        verdict_reply("yes", evidence="All 5 checks passed"),
+        verdict_reply("no"),
+        verdict_reply("yes", evidence="checks passed"),
+    )
+    ran = run_yaml(tmp_path, SAMPLED)
+    assert ran.code == 0, ran.stderr
+    [evaluate] = [e for e in ran.events() if e["event"] == "evaluate" and e["state"] == "build"]
+    assert evaluate["verdict"] == "yes"
+    assert sorted(s["verdict"] for s in evaluate["details"]["samples"]) == ["no", "yes", "yes"]
+    [report] = [
+        e for e in ran.events() if e["event"] == "action_complete" and e["state"] == "report"
+    ]
+    assert json.loads(report["output"]) == {"yes": 2, "no": 1}
