@@ -17,7 +17,7 @@ from engine.harness.dsl import TaskOutcome, dsl_exit_code
 from engine.harness.tasks import extract_answer, grade_answer, load_task
 from engine.history import open_history
 from tests.harness_helpers import DATA, harness
-from tests.loopback_server import LoopbackServer, verdict_reply
+from tests.loopback_server import LoopbackServer, Reply, message, text_reply, verdict_reply
 
 # ---- answer extraction and grading (pure) ---------------------------------------------------
 
@@ -234,3 +234,28 @@ def test_jobs_run_tasks_concurrently(workdir: Path) -> None:
     elapsed = time.monotonic() - started
     assert code == 1
     assert elapsed < 6.5, f"4 tasks of 2 s with --jobs 4 took {elapsed:.1f}s"
+
+
+def test_anthropic_runner_answers_and_refusals(workdir: Path, loopback: LoopbackServer) -> None:
+    loopback.push(text_reply('```json\n{"on_yes": "done", "on_no": "fix"}\n```'))
+    refusal = message([{"type": "text", "text": "I can't help."}], stop_reason="refusal")
+    loopback.push(Reply(body=refusal))
+    code, out, err = dsl_with(workdir, "anthropic", "tasks/route-ok.yaml", "--model", "m-1")
+    assert code == 0, out + err
+    assert "Answer contract" in loopback.requests[0].body["messages"][0]["content"]
+    assert loopback.requests[0].body["model"] == "m-1"
+    code, out, err = dsl_with(workdir, "anthropic", "tasks/route-ok.yaml")
+    assert code == 1, out + err  # a refusal is a failed task, not an infra error
+    assert "tasks/route-ok.yaml (the model refused to answer)" in out
+
+
+def test_agent_cli_crash_is_an_infra_error(workdir: Path) -> None:
+    _set_answer(workdir, "route-ok", exit=3)
+    code, out, _ = dsl(workdir, "tasks/route-ok.yaml")
+    assert code == 2
+    assert "errors: tasks/route-ok.yaml (the prompt runner exited with code 3)" in out
+
+
+def dsl_with(workdir: Path, runner: str, target: str, *extra: str) -> tuple[int, str, str]:
+    done = harness(workdir, "dsl", target, "--runner", runner, *extra)
+    return done.returncode, done.stdout, done.stderr

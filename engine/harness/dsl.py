@@ -101,7 +101,8 @@ def task_subject(task: Task, options: DslOptions) -> Subject:
     def run(timeout: float | None) -> SubjectRun:
         result = run_prompt(task.full_prompt(), options.model, runner, timeout)
         sample = SubjectRun.from_action(result, timeout)
-        if sample.infra_error is None and sample.exit_code not in (0, None):
+        if runner != "anthropic" and sample.infra_error is None and sample.exit_code != 0:
+            # An agent CLI that exits non-zero crashed; it did not answer the task.
             return SubjectRun(
                 stdout=sample.stdout,
                 stderr=sample.stderr,
@@ -146,6 +147,9 @@ def grade_task(task: Task, subject: Subject, options: DslOptions) -> TaskResult:
     run = subject.run(options.timeout)
     if run.infra_error is not None:
         return TaskResult(task, "error", run.infra_error, run)
+    if run.exit_code != 0:  # the model answered, but not normally (a refusal): a failed task
+        why = run.stderr.strip() or f"the prompt runner exited with code {run.exit_code}"
+        return TaskResult(task, "fail", why, run)
     if task.expected is not None:
         answer = extract_answer(run.stdout)
         if answer is None:
