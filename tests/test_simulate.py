@@ -188,6 +188,7 @@ def test_simulate_agrees_with_a_real_run(
         f"fix={fix}",
         cwd=tmp_path,
     )
+    assert real.stdout and sim.stdout, real.stderr + sim.stderr
     ran, walked = json.loads(real.stdout), json.loads(sim.stdout)
     for key in ("final_state", "outcome", "terminated_by", "steps"):
         assert ran[key] == walked[key], (key, ran, walked)
