@@ -258,9 +258,10 @@ def _variant_a(issue: Issue) -> Scaffold:
 #
 # `execute` uses the feature the way a person would and reports what happened; `check_skill`
 # judges that report against the issue's acceptance criteria. NO or PARTIAL sends the harness
-# back to `execute` for another attempt. Each attempt costs two steps, so max_steps 5 allows
-# two full attempts and then ends the run on the budget (exit 3): that is NOT a pass. Only the
-# `done` terminal (exit 0) is a pass; `blocked` (exit 1) means the user could not get started.
+# back to `execute` for one more attempt; a second NO ends in `failed` (exit 1), so the verdict
+# and the judge's reason reach the outputs. Only `done` (exit 0) is a pass; `blocked` (exit 1)
+# means the user could not get started. Two attempts take 4 steps; max_steps 5 is a backstop,
+# and a run that ends on it (exit 3, inconclusive) has NOT passed either.
 {_placeholder_banner(holes)}name: {name}
 description: {yaml_quoted(f"Evaluate {issue.id} ({issue.title}) the way a user experiences it.")}
 category: harness
@@ -286,6 +287,9 @@ states:
     capture: transcript
     timeout: 300
     next: check_skill
+    # Re-entered from check_skill after NO, PARTIAL or CANNOT_JUDGE: one retry, then `failed`.
+    max_retries: 1
+    on_retry_exhausted: failed
   # Judge the report of `execute`: numbered observable conditions, an explicit NO clause, and
   # a verbatim quote as evidence (ll-loop checks the quote really occurs in the report).
   check_skill:
@@ -303,6 +307,10 @@ states:
     timeout: 180
   done:
     terminal: true
+  failed:
+    description: Two attempts were judged and neither met every condition; see the outputs.
+    terminal: true
+    failure: true
   blocked:
     description: The user could not get far enough to try the feature.
     terminal: true

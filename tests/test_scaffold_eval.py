@@ -51,7 +51,14 @@ def test_every_fixture_scaffolds_to_a_lint_clean_variant_a(path: Path) -> None:
     check = data["states"]["check_skill"]
     assert check["evaluate"]["type"] == "llm_structured"
     assert (check["on_yes"], check["on_no"], check["on_partial"]) == ("done", "execute", "execute")
-    assert data["states"]["execute"]["action_type"] == "prompt"
+    execute = data["states"]["execute"]
+    assert execute["action_type"] == "prompt"
+    assert (execute["max_retries"], execute["on_retry_exhausted"]) == (1, "failed")
+    assert data["states"]["failed"] == {
+        "description": data["states"]["failed"]["description"],
+        "terminal": True,
+        "failure": True,
+    }
 
 
 def rendered(scaffold_text: str, *keys: str) -> str:

