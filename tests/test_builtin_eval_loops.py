@@ -291,11 +291,11 @@ def test_eval_driven_development_files_failures_and_refines_until_the_harness_pa
     assert made.returncode == 0, made.stderr
     said = "TRANSCRIPT: the P1 filter showed P2 issues too."
     wrong = Judge("no", evidence="the P1 filter showed P2 issues too.")
-    # The harness itself re-executes after a NO, so one failing harness run is three executes
-    # and two judgements before its own budget (max_steps 5) ends it.
+    # The harness itself re-executes once after a NO, so one failing harness run is two
+    # executes and two judgements, ending in its `failed` terminal.
     llm = (
         ScriptedLlm(loopback)
-        .say("implemented the dashboard", said, said, said)
+        .say("implemented the dashboard", said, said)
         .say("fixed the filter", "TRANSCRIPT: the P1 filter shows only P1 issues")
         .judge(wrong, wrong, "yes")
     )
@@ -315,7 +315,8 @@ def test_eval_driven_development_files_failures_and_refines_until_the_harness_pa
     assert issue.acceptance_criteria == ("`ll-loop run eval-harness-feat-919` exits 0.",)
     assert "Evidence: the P1 filter showed P2 issues too." in issue.actual_behavior
     assert "Verdict: no" in issue.actual_behavior
-    refine = request_text(llm.prompted[4])
+    refine = request_text(llm.prompted[3])
+    assert 'ended in terminal\n"failed"' in refine or 'terminal "failed"' in refine
     assert "P2-BUG-556-eval-harness-feat-919.md" in refine
     assert "Its evidence: the P1 filter showed P2 issues too." in refine
 
