@@ -37,6 +37,7 @@ class RunOptions:
     replay: str | None = None
     cache: bool = False
     queue: bool = False
+    queue_timeout: float | None = None
     no_lock: bool = False
 
 
@@ -48,6 +49,11 @@ class Refused(LoopError):
 
 if TYPE_CHECKING:
     import typer
+
+    from engine.history import History
+    from engine.interpreter import RunState
+    from engine.locks import Lease
+    from engine.runstore import RunStore
 
 
 def register(app: "typer.Typer") -> None:
@@ -84,14 +90,14 @@ def register(app: "typer.Typer") -> None:
         cache: Annotated[bool, typer.Option("--cache", help="Reuse cached LLM answers.")] = False,
         queue: Annotated[
             bool,
-            typer.Option(
-                "--queue",
-                help="Wait for overlapping runs (scope locks: accepted, not enforced yet).",
-            ),
+            typer.Option("--queue", help="Wait for overlapping runs instead of failing."),
         ] = False,
+        queue_timeout: Annotated[
+            float | None,
+            typer.Option("--queue-timeout", min=0, help="With --queue: give up after S seconds."),
+        ] = None,
         no_lock: Annotated[
-            bool,
-            typer.Option("--no-lock", help="Skip the scope lock (accepted, not enforced yet)."),
+            bool, typer.Option("--no-lock", help="Do not take the scope lock.")
         ] = False,
     ) -> None:
         """Run a loop to its end. Exit 0 success, 1 failure, 2 error, 3 inconclusive."""
@@ -105,6 +111,7 @@ def register(app: "typer.Typer") -> None:
             replay=replay,
             cache=cache,
             queue=queue,
+            queue_timeout=queue_timeout,
             no_lock=no_lock,
         )
         raise typer.Exit(execute_run(options))
@@ -129,6 +136,7 @@ def fast_main(argv: list[str]) -> int:
     parser.add_argument("--replay")
     parser.add_argument("--cache", action="store_true")
     parser.add_argument("--queue", action="store_true")
+    parser.add_argument("--queue-timeout", type=float)
     parser.add_argument("--no-lock", action="store_true")
     args = parser.parse_args([a for a in argv if a != "--debug"])
     if args.max_steps is not None and args.max_steps < 1:
@@ -143,6 +151,7 @@ def fast_main(argv: list[str]) -> int:
         replay=args.replay,
         cache=args.cache,
         queue=args.queue,
+        queue_timeout=args.queue_timeout,
         no_lock=args.no_lock,
     )
     try:
@@ -170,13 +179,34 @@ def err(message: str) -> None:
 def execute_run(options: RunOptions) -> int:
     """Preflight, run and report; the exit code. Never raises for a refused or failed run."""
     started = time.monotonic()
+    from engine.runstore import new_run_id
+
+    run_id = new_run_id()
     try:
         loop, context, replay_dir = preflight(options)
+        lease = take_lock(loop, run_id, options)
     except LoopError as exc:
         return _refuse(options, exc, started)
-    result = start_run(loop, context, options, replay_dir)
+    with lease:
+        result = start_run(loop, context, options, replay_dir, run_id=run_id)
     _report(result, options)
     return result.exit_code
+
+
+def take_lock(loop: Loop, run_id: str, options: RunOptions) -> "Lease":
+    """Hold the loop's `scope` for this run (DESIGN §4): fail fast on an overlapping live run
+    (`LockConflict`, exit 2), or wait in line with `--queue`; `--no-lock` holds nothing. The
+    lease goes into the environment, so an `ll-loop run` inside an action inherits it."""
+    from engine.locks import acquire_scope, no_lock
+
+    root = Path.cwd()
+    if options.no_lock:
+        return no_lock(root, run_id)
+    lease = acquire_scope(
+        root, run_id, loop.scope, queue=options.queue, timeout=options.queue_timeout
+    )
+    os.environ.update(lease.env())
+    return lease
 
 
 def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
@@ -207,15 +237,21 @@ def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
 
 
 def start_run(
-    loop: Loop, context: dict[str, Any], options: RunOptions, replay_dir: Path | None
+    loop: Loop,
+    context: dict[str, Any],
+    options: RunOptions,
+    replay_dir: Path | None,
+    *,
+    run_id: str | None = None,
+    resume: "tuple[RunStore, RunState] | None" = None,
 ) -> RunResult:
-    """Create the run directory, wire the IO, and run the loop to its end."""
+    """Create the run directory (or take a resumed run's), wire the IO, run to the end."""
     from engine.actions import ActionRunner
     from engine.interpreter import RunState, Runtime, StopSignal, run
     from engine.progress import Progress, choose_mode
     from engine.runstore import RunStore, now_iso, runs_root
 
-    store = RunStore.create(runs_root())
+    store = resume[0] if resume is not None else RunStore.create(runs_root(), run_id)
     # Actions inherit this process's environment (cheapest to spawn) plus the run's identity.
     os.environ["LL_RUN_ID"] = store.run_id
     os.environ["LL_RUN_DIR"] = str(store.artifacts_dir)
@@ -247,24 +283,42 @@ def start_run(
         )
         runtime.llm = llm
         progress.cost = lambda: llm.cost_usd
-    state = RunState(
-        run_id=store.run_id,
-        loop=loop.name,
-        loop_file=str(Path(loop.source).resolve()) if loop.source else "",
-        current=loop.initial,
-        context=context,
-        started_at=now_iso(),
-        max_steps=loop.max_steps,
-        pid=os.getpid(),
-        pid_start=_process_start_time(),
-    )
+    if resume is not None:
+        state = resume[1]
+    else:
+        state = RunState(
+            run_id=store.run_id,
+            loop=loop.name,
+            loop_file=str(Path(loop.source).resolve()) if loop.source else "",
+            current=loop.initial,
+            context=context,
+            started_at=now_iso(),
+            max_steps=loop.max_steps,
+        )
+    state.pid, state.pid_start = os.getpid(), _process_start_time()
+    _record_history(lambda h: h.record_run_start(state.run_id, loop.name, started_at=now_iso()))
     previous = _install_stop_handlers(stop)
     try:
-        return run(loop, state, runtime)
+        result = run(loop, state, runtime)
     finally:
         _restore_handlers(previous)
         progress.close()
         store.close()
+    _record_history(lambda h: h.record_run_end(result))
+    return result
+
+
+def _record_history(write: "Callable[[History], None]") -> None:
+    """One row per run in `.loops/history.db`; a history problem never fails the run."""
+    import sqlite3
+
+    from engine.history import open_history
+
+    try:
+        with open_history(Path.cwd()) as history:
+            write(history)
+    except (LoopError, sqlite3.Error, OSError) as exc:
+        err(f"warning: could not record the run in .loops/history.db: {exc}")
 
 
 def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
