@@ -10,7 +10,6 @@ the issue does not have stays empty, and the scaffolder turns that into a visibl
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -446,6 +445,8 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _candidates_hint(ref: str, files: list[Path], root: Path) -> str:
+    import difflib  # only on the error path
+
     known: dict[str, Path] = {}
     for path in files:
         for match in _ID_RE.finditer(_PRIORITY_RE.sub("", path.name)):

@@ -11,13 +11,15 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from engine.errors import Diagnostic, LoopError, UsageError
-from engine.issuefile import Issue, find_issue, load_issue
-from engine.scaffold import Scaffold, scaffold_eval, scaffold_verify
+
+if TYPE_CHECKING:  # the scaffolder is imported only when a scaffold command runs
+    from engine.issuefile import Issue
+    from engine.scaffold import Scaffold
 
 
 class GeneratedLoopInvalid(LoopError):
@@ -50,6 +52,8 @@ class Written:
 
 def load_issues(refs: str, root: Path) -> list[Issue]:
     """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped."""
+    from engine.issuefile import find_issue, load_issue
+
     wanted = [part.strip() for part in refs.replace(" ", ",").split(",") if part.strip()]
     if not wanted:
         raise UsageError("--issues is empty", hint="pass --issues FEAT-919 or --issues A-1,B-2")
@@ -155,6 +159,8 @@ def register(app: typer.Typer) -> None:
         force: _Force = False,
     ) -> None:
         """Write an eval harness for one issue (Variant A) or several (Variant B, a work list)."""
+        from engine.scaffold import scaffold_eval
+
         root = Path.cwd()
         scaffold = scaffold_eval(load_issues(issues, root))
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
@@ -173,6 +179,8 @@ def register(app: typer.Typer) -> None:
         force: _Force = False,
     ) -> None:
         """Write a loop that verifies each acceptance criterion, or tries to break the feature."""
+        from engine.scaffold import scaffold_verify
+
         root = Path.cwd()
         found = load_issues(issue, root)
         if len(found) != 1:
