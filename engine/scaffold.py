@@ -237,7 +237,10 @@ def _no_conditions(issue: Issue) -> list[str]:
             lines.append(f"a case the issue rules out: {rule}")
     if issue.is_bug and issue.actual_behavior:
         lines.append(f"the reported problem still happening: {_flat(issue.actual_behavior)}")
-    lines.append(f"{NO_SIGNALS} (an action that seemed to work but changed nothing) in any step")
+    lines.append(
+        f"{NO_SIGNALS} (an action that seemed to work but changed nothing) in any step, "
+        "unless a condition above asks for that error"
+    )
     return lines
 
 
@@ -564,7 +567,10 @@ def _criterion_no(issue: Issue, number: int, criterion: str) -> list[str]:
     lines = [f"anything criterion ({number}) rules out"] if criterion in issue.should_not else []
     if issue.is_bug and issue.actual_behavior:
         lines.append(f"the reported problem still happening: {_flat(issue.actual_behavior)}")
-    lines.append(f"{NO_SIGNALS} (an action that seemed to work but changed nothing)")
+    lines.append(
+        f"{NO_SIGNALS} (an action that seemed to work but changed nothing), unless the "
+        "criterion asks for that error"
+    )
     return lines
 
 
@@ -716,6 +722,8 @@ def _context_lines(issue: Issue, *, with_criteria: bool = False) -> str:
         parts.append(f"How people use it:\n{issue.use_case}")
     if issue.expected_behavior:
         parts.append(f"What it should do:\n{issue.expected_behavior}")
+    if issue.steps_to_reproduce:
+        parts.append(f"How the problem was reproduced:\n{issue.steps_to_reproduce}")
     if with_criteria and issue.acceptance_criteria:
         listed = "\n".join(f"- {c}" for c in issue.acceptance_criteria)
         parts.append(f"What it promises:\n{listed}")

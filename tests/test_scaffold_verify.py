@@ -118,3 +118,22 @@ def test_adversarial_mode_three_probes_then_coverage_then_findings(path: Path) -
         "## malformed or hostile input\nHOSTILE",
         "## failure modes\nFAILURE",
     ]
+
+
+def test_bug_criteria_are_tried_with_the_reproduction_steps() -> None:
+    issue = load_issue(next(DATA.rglob("P1-BUG-204-export-crash.md")))
+    state = yaml.safe_load(scaffold_verify(issue).text)["states"]["criterion_2"]
+    action = render_text(state["action"], {})
+    assert f"How the problem was reproduced:\n{issue.steps_to_reproduce}" in action
+    prompt = render_text(state["evaluate"]["prompt"], {})
+    assert "the reported problem still happening: The command prints `Traceback" in prompt
+
+
+def test_an_error_the_criterion_asks_for_is_not_a_reason_for_no() -> None:
+    # ENH-77 (3): "A broken settings.yaml is rejected with a message naming the line".
+    issue = load_issue(next(DATA.rglob("P3-ENH-77-config-reload.md")))
+    state = yaml.safe_load(scaffold_verify(issue).text)["states"]["criterion_3"]
+    prompt = render_text(state["evaluate"]["prompt"], {})
+    assert "a stack trace, an error message or a silent no-op" in prompt
+    assert "unless the criterion asks for that error" in prompt
+    assert "anything criterion (3) rules out" in prompt
