@@ -11,16 +11,28 @@ import json
 import os
 import signal
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from engine.cli.common import err
-from engine.errors import UsageError
+from engine.errors import LoopError, UsageError
 from engine.locks import process_alive
-from engine.resume import RunSnapshot, find_run, list_runs, read_events, read_run, runs_root
+from engine.model import Loop
+from engine.resume import (
+    RunSnapshot,
+    find_run,
+    list_runs,
+    read_events,
+    read_run,
+    repair_events,
+    runs_root,
+)
+
+if TYPE_CHECKING:
+    from engine.cli.run_cmd import RunOptions
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +40,7 @@ def register(app: typer.Typer) -> None:
     app.command("status")(status_command)
     app.command("stop")(stop_command)
     app.command("history")(history_command)
+    app.command("resume")(resume_command)
 
 
 # --- status --------------------------------------------------------------------------------
@@ -127,6 +140,148 @@ def stop_command(
         )
     if not stopped:
         raise typer.Exit(1)
+
+
+# --- resume --------------------------------------------------------------------------------
+
+
+def resume_command(
+    run: Annotated[str, typer.Argument(help="The run id (or unique prefix) to continue.")],
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print one JSON result object on stdout.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress; errors only.")] = False,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="Wait for overlapping runs instead of failing.")
+    ] = False,
+    queue_timeout: Annotated[
+        float | None,
+        typer.Option("--queue-timeout", min=0, help="With --queue: give up after S seconds."),
+    ] = None,
+    no_lock: Annotated[bool, typer.Option("--no-lock", help="Do not take the scope lock.")] = False,
+) -> None:
+    """Continue an interrupted or stopped run from its last state boundary."""
+    from engine.cli.run_cmd import RunOptions
+
+    options = RunOptions(
+        loop_ref=run,
+        json=json_output,
+        quiet=quiet,
+        queue=queue,
+        queue_timeout=queue_timeout,
+        no_lock=no_lock,
+    )
+    raise typer.Exit(execute_resume(run, options))
+
+
+def execute_resume(ref: str, options: RunOptions) -> int:
+    """Reload the run's loop and state, repair its log, and run on from the saved boundary.
+
+    The state that was running when the run died runs again from its start (its effects may
+    happen twice: actions should be idempotent). Context, captures, step and retry counters are
+    those of the last boundary.
+    """
+    from engine.cli.run_cmd import _report, preflight, start_run, take_lock
+    from engine.interpreter import RunState
+    from engine.runstore import RunStore
+
+    started = time.monotonic()
+    snapshot: RunSnapshot | None = None
+    try:
+        snapshot = find_run(ref)
+        _check_resumable(snapshot)
+        saved = json.loads((snapshot.dir / "state.json").read_text(encoding="utf-8"))
+        options = replace(
+            options,
+            loop_ref=snapshot.loop_file or snapshot.loop,
+            context=_as_arguments(saved.get("context", {})),
+        )
+        loop, context, replay_dir = preflight(options)
+        loop = _with_original_budget(loop, saved)
+        if snapshot.current not in loop.states:
+            raise UsageError(
+                f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
+                f"{loop.source} no longer has",
+                hint="restore the state in the loop file, or start a new run",
+            )
+        lease = take_lock(loop, snapshot.run_id, options)
+    except LoopError as exc:
+        return _refuse_resume(ref, snapshot, options, exc, started)
+    with lease:
+        store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
+        dropped = repair_events(store.events_path)
+        state = RunState.from_json(store.load_state())
+        state.status, state.result = "running", None
+        store.emit(
+            "loop_resume",
+            depth=0,
+            step=state.steps,
+            state=state.current,
+            previous_status=snapshot.status,
+            repaired_bytes=dropped,
+        )
+        result = start_run(loop, context, options, replay_dir, resume=(store, state))
+    _report(result, options)
+    return result.exit_code
+
+
+def _refuse_resume(
+    ref: str, snapshot: RunSnapshot | None, options: RunOptions, exc: LoopError, started: float
+) -> int:
+    """A resume that did not start: the reason on stderr, and the result object with --json."""
+    from engine.cli.run_cmd import _refuse
+
+    code = _refuse(replace(options, json=False), exc, started)  # the reason, on stderr
+    if not options.json:
+        return code
+    refusal = {
+        "run_id": snapshot.run_id if snapshot else ref,
+        "loop": snapshot.loop if snapshot else None,
+        "final_state": snapshot.current if snapshot else None,
+        "outcome": "error",
+        "terminated_by": "error",
+        "steps": snapshot.steps if snapshot else 0,
+        "duration_ms": int((time.monotonic() - started) * 1000),
+        "cost_usd": 0.0,
+        "error": exc.message,
+    }
+    print(json.dumps(refusal))
+    return code
+
+
+def _as_arguments(context: dict[str, Any]) -> tuple[str, ...]:
+    """The saved context as `--context K=V` text, so preflight checks it like a run's.
+
+    Only the check matters: the resumed run continues with the saved context itself.
+    """
+    return tuple(
+        f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+        for key, value in context.items()
+    )
+
+
+def _check_resumable(snapshot: RunSnapshot) -> None:
+    if snapshot.status == "finished":
+        result = snapshot.result or {}
+        raise UsageError(
+            f"run {snapshot.run_id} already finished ({result.get('outcome')}, "
+            f"{result.get('terminated_by')} in state {snapshot.current!r}); there is nothing "
+            "to resume",
+            hint=f"start a new run with `ll-loop run {snapshot.loop_file or snapshot.loop}`",
+        )
+    if snapshot.status == "running":
+        raise UsageError(
+            f"run {snapshot.run_id} is still running (pid {snapshot.pid})",
+            hint=f"stop it first with `ll-loop stop {snapshot.run_id}`",
+        )
+
+
+def _with_original_budget(loop: Loop, saved: dict[str, Any]) -> Loop:
+    """The loop with the `max_steps` the run started with (`run --max-steps` is not in the file)."""
+    budget = saved.get("max_steps")
+    if isinstance(budget, int) and budget >= 1 and budget != loop.max_steps:
+        return replace(loop, max_steps=budget)
+    return loop
 
 
 # --- history -------------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""Crash safety: SIGKILL a real `ll-loop run` at random moments, then `ll-loop resume` it.
+
+Whatever the moment, the resumed run must end exactly like an uninterrupted one (final state,
+steps, captures, retry counters), `events.jsonl` must parse line by line, and every state
+boundary of the run must be in the log. A handful of trials run by default; the soak test
+(`-m slow`) runs 50 with up to three kills each.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runs_helpers import ll_loop, result_of, run_dir, spawn, state_of, write
+
+# Idempotent actions: every value is computed from restored captures and context, so running
+# the interrupted state again gives the same result. Retries are counted on `add`.
+LOOP = """
+name: crashy
+initial: init
+max_steps: 40
+scope: [work]
+context: {goal: 9}
+states:
+  init:
+    action: "echo 0"
+    capture: total
+    next: add
+  add:
+    action: "sleep 0.03; echo $(( ${captured.total.output} + 1 ))"
+    capture: total
+    evaluate: {type: output_numeric, operator: ge, target: "${context.goal}"}
+    on_yes: check
+    on_no: add
+    max_retries: 20
+    on_retry_exhausted: failed
+  check:
+    action: "echo total=${captured.total.output} step=${state.step}"
+    capture: summary
+    evaluate: {type: output_contains, pattern: "total=9 "}
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+_STABLE = ("output", "exit_code", "verdict", "details")
+
+
+def essence(cwd: Path, run_id: str) -> dict[str, Any]:
+    """What must not depend on interruptions: where it ended and what it captured."""
+    state = state_of(cwd, run_id)
+    return {
+        "current": state["current"],
+        "steps": state["steps"],
+        "status": state["status"],
+        "retries": state["retries"],
+        "captured": {
+            name: {k: v for k, v in capture.items() if k in _STABLE}
+            for name, capture in state["captured"].items()
+        },
+        "outcome": state["result"]["outcome"],
+    }
+
+
+def boundaries(cwd: Path, run_id: str) -> dict[int, tuple[str, str]]:
+    """step → (state, target) of the last top-level `route` event of each step."""
+    routes: dict[int, tuple[str, str]] = {}
+    lines = (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
+    for line in lines:
+        event = json.loads(line)  # every line parses: a torn tail was repaired
+        if event["event"] == "route" and event["depth"] == 0:
+            routes[event["step"]] = (event["state"], event["target"])
+    return routes
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Any, float]:
+    """An uninterrupted run: its essence, its boundaries, and how long it took."""
+    cwd = tmp_path_factory.mktemp("reference")
+    write(cwd / "crashy.yaml", LOOP)
+    began = time.monotonic()
+    result = result_of(ll_loop(cwd, "run", "crashy.yaml", "--json", "-q"))
+    took = time.monotonic() - began
+    assert result["final_state"] == "done"
+    return essence(cwd, result["run_id"]), boundaries(cwd, result["run_id"]), took
+
+
+def crash_and_resume(cwd: Path, rng: random.Random, kills: int, span: float) -> tuple[str, int]:
+    """Run, SIGKILL at random moments (also during resumes), resume until finished."""
+    write(cwd / "crashy.yaml", LOOP)
+    proc = spawn(cwd, "run", "crashy.yaml", "--json", "-q")
+    interrupted = 0
+    for attempt in range(kills + 2):
+        if attempt < kills:  # the last attempt runs undisturbed
+            time.sleep(rng.uniform(0.0, span))
+            proc.send_signal(signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+        runs = sorted((cwd / ".loops" / "runs").glob("*/state.json"))
+        if not runs:  # killed before the first boundary: nothing to resume, start again
+            proc = spawn(cwd, "run", "crashy.yaml", "--json", "-q")
+            continue
+        run_id = runs[0].parent.name
+        if state_of(cwd, run_id)["status"] == "finished":  # it got there before the kill
+            assert proc.returncode in (0, -signal.SIGKILL), err
+            return run_id, interrupted
+        assert proc.returncode == -signal.SIGKILL, (out, err)
+        interrupted += 1
+        proc = spawn(cwd, "resume", run_id, "--json", "-q")
+    raise AssertionError("the run did not finish")
+
+
+def check_trial(cwd: Path, run_id: str, interrupted: int, reference: Any) -> None:
+    expected, expected_routes, _ = reference
+    assert essence(cwd, run_id) == expected
+    assert boundaries(cwd, run_id) == expected_routes  # no boundary lost, none changed
+    resumes = [
+        line
+        for line in (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
+        if '"event":"loop_resume"' in line
+    ]
+    # each interruption is followed by a resume; one killed while starting up may not get far
+    # enough to log its `loop_resume`, but the one that finished did
+    assert (interrupted == 0) == (not resumes)
+    assert len(resumes) <= interrupted
+    done = ll_loop(cwd, "resume", run_id)
+    assert done.returncode == 2
+    assert "already finished" in done.stderr
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kill_minus_nine_then_resume_ends_like_an_uninterrupted_run(
+    tmp_path: Path, seed: int, reference: Any
+) -> None:
+    rng = random.Random(seed)
+    run_id, interrupted = crash_and_resume(tmp_path, rng, kills=1 + seed % 2, span=reference[2])
+    check_trial(tmp_path, run_id, interrupted, reference)
+
+
+@pytest.mark.slow
+def test_crash_soak_fifty_trials(tmp_path: Path, reference: Any) -> None:
+    rng = random.Random(20261130)
+    for trial in range(50):
+        cwd = tmp_path / f"trial{trial}"
+        cwd.mkdir()
+        run_id, interrupted = crash_and_resume(cwd, rng, kills=rng.randint(1, 3), span=reference[2])
+        check_trial(cwd, run_id, interrupted, reference)
+
+
+def test_a_torn_last_line_is_repaired_on_resume(tmp_path: Path) -> None:
+    write(tmp_path / "crashy.yaml", LOOP)
+    proc = spawn(tmp_path, "run", "crashy.yaml", "--json", "-q")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # kill it somewhere in the middle
+        states = list((tmp_path / ".loops" / "runs").glob("*/state.json"))
+        if states and state_of(tmp_path, states[0].parent.name)["steps"] >= 3:
+            break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+    log = run_dir(tmp_path, run_id) / "events.jsonl"
+    with log.open("a") as handle:
+        handle.write('{"ts":"2026-11-30T00:00:00Z","event":"action_sta')  # died mid-write
+    status = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+    assert status["status"] == "interrupted"
+    done = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert result_of(done)["final_state"] == "done"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    resume = next(e for e in events if e["event"] == "loop_resume")
+    assert resume["repaired_bytes"] == len('{"ts":"2026-11-30T00:00:00Z","event":"action_sta')
+
+
+def test_resume_keeps_the_budget_the_run_started_with(tmp_path: Path) -> None:
+    write(tmp_path / "crashy.yaml", LOOP)
+    proc = spawn(tmp_path, "run", "crashy.yaml", "--max-steps", "6", "--json", "-q")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        states = list((tmp_path / ".loops" / "runs").glob("*/state.json"))
+        if states and state_of(tmp_path, states[0].parent.name)["steps"] >= 2:
+            break
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+    result = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "-q"))
+    assert result["terminated_by"] == "max_steps"
+    assert result["steps"] == 6  # not the file's 40

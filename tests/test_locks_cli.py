@@ -1,0 +1,183 @@
+"""Scope locks through the real `ll-loop run`: queueing, fail-fast, nesting, --no-lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.locks import overlap
+from tests.runs_helpers import ll_loop, result_of, spawn, write
+
+
+def marker_loop(name: str, scope: list[str], hold: float = 0.2) -> str:
+    """A loop whose one action appends `begin`/`end` markers to the shared `marks.log`."""
+    return f"""
+    name: {name}
+    initial: work
+    scope: {json.dumps(scope)}
+    states:
+      work:
+        action: |
+          echo "begin {name}" >> marks.log
+          sleep {hold}
+          echo "end {name}" >> marks.log
+        next: done
+      done: {{terminal: true}}
+    """
+
+
+HOLDER = """
+name: holder
+initial: hold
+scope: [src]
+states:
+  hold:
+    action: "touch holding; while [ ! -f go ]; do sleep 0.05; done"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_eight_queued_runs_never_hold_one_path_at_the_same_time(tmp_path: Path) -> None:
+    scopes = [
+        ["area"],
+        ["area/a"],
+        ["area/a/deep"],
+        ["area/b"],
+        ["area/b", "area/c"],
+        ["area/c"],
+        ["elsewhere"],
+        ["area/a"],
+    ]
+    for i, scope in enumerate(scopes):
+        write(tmp_path / f"w{i}.yaml", marker_loop(f"w{i}", scope))
+    procs = [spawn(tmp_path, "run", f"w{i}.yaml", "--queue", "--json", "-q") for i in range(8)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert json.loads(out)["final_state"] == "done"
+    root = tmp_path.resolve()
+    paths = {f"w{i}": [str(root / p) for p in scope] for i, scope in enumerate(scopes)}
+    active: set[str] = set()
+    begun = []
+    for line in (tmp_path / "marks.log").read_text().splitlines():
+        kind, name = line.split()
+        if kind == "begin":
+            for other in active:
+                assert overlap(paths[name], paths[other]) is None, f"{name} ran beside {other}"
+            active.add(name)
+            begun.append(name)
+        else:
+            active.remove(name)
+    assert sorted(begun) == sorted(paths)
+    assert not list((tmp_path / ".loops" / "locks").glob("*.json"))  # all released
+
+
+def test_a_conflicting_run_fails_fast_naming_the_holder(tmp_path: Path) -> None:
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src/engine"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        holder_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        began = time.monotonic()
+        done = ll_loop(tmp_path, "run", "second.yaml", "--json", "-q")
+        assert time.monotonic() - began < 5
+        assert done.returncode == 2
+        refusal = result_of(done)
+        assert refusal["outcome"] == "error" and refusal["steps"] == 0
+        assert holder_id in refusal["error"]
+        assert f"pid {holder.pid}" in refusal["error"]
+        assert str(tmp_path.resolve() / "src" / "engine") in refusal["error"]
+        assert "--queue" in done.stderr  # the hint says what to do
+        assert not (tmp_path / "marks.log").exists()  # not a single step ran
+        timed = ll_loop(tmp_path, "run", "second.yaml", "--queue", "--queue-timeout", "0.5")
+        assert timed.returncode == 2 and "gave up after 0.5s" in timed.stderr
+        free = ll_loop(tmp_path, "run", "second.yaml", "--no-lock", "--json", "-q")
+        assert result_of(free)["final_state"] == "done"
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+    assert holder.returncode == 0
+
+
+def test_a_nested_run_inherits_its_parents_lease(tmp_path: Path) -> None:
+    write(tmp_path / "inner.yaml", marker_loop("inner", ["src/engine"], hold=0))
+    write(tmp_path / "outside.yaml", marker_loop("outside", ["docs"], hold=0))
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: nest
+        scope: [src]
+        states:
+          nest:
+            action: "ll-loop run inner.yaml --json -q"
+            capture: inner
+            evaluate: {type: output_json, path: .final_state, operator: eq, target: done}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    done = ll_loop(tmp_path, "run", "outer.yaml", "--json", "-q", env=env, timeout=60)
+    assert result_of(done)["final_state"] == "done", done.stderr
+    assert (tmp_path / "marks.log").read_text().split() == ["begin", "inner", "end", "inner"]
+    # a nested run whose scope is not inside the parent's takes its own lock (docs is free)
+    outer2 = (tmp_path / "outer.yaml").read_text().replace("inner.yaml", "outside.yaml")
+    write(tmp_path / "outer2.yaml", outer2.replace("name: outer", "name: outer2"))
+    done = ll_loop(tmp_path, "run", "outer2.yaml", "--json", "-q", env=env, timeout=60)
+    assert result_of(done)["final_state"] == "done", done.stderr
+
+
+def test_a_nested_run_reaching_outside_its_parents_lease_fails_fast(tmp_path: Path) -> None:
+    write(tmp_path / "wide.yaml", marker_loop("wide", ["."], hold=0))
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: nest
+        scope: [src]
+        states:
+          nest:
+            action: "ll-loop run wide.yaml --json -q"
+            capture: inner
+            evaluate: {type: exit_code}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    began = time.monotonic()
+    done = ll_loop(tmp_path, "run", "outer.yaml", "--json", "-q", env=env, timeout=60)
+    assert time.monotonic() - began < 20  # no deadlock
+    result = result_of(done)
+    assert result["final_state"] == "failed"
+    run_id = result["run_id"]
+    state = json.loads((tmp_path / ".loops" / "runs" / run_id / "state.json").read_text())
+    inner = json.loads(state["captured"]["inner"]["output"])
+    assert "held by this run's parent" in inner["error"]
+
+
+def _bin_dir() -> str:
+    """Where `ll-loop` is, so an action can call it."""
+    return str(Path(sys.executable).parent)

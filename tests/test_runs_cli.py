@@ -1,0 +1,187 @@
+"""`ll-loop status`, `stop`, `resume` and `history` against real runs in a temp project."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.runs_helpers import (
+    events_of,
+    ll_loop,
+    result_of,
+    run_dir,
+    spawn,
+    state_of,
+    write,
+)
+
+# `wait` sleeps until the file `go` exists (so a test can hold a run in its action), and
+# records its own pid so the test can check that a stop kills the action's process group.
+LOOP = """
+name: waiter
+initial: prepare
+max_steps: 10
+scope: [work]
+states:
+  prepare:
+    action: "echo ready"
+    capture: first
+    next: wait
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+      echo went
+    capture: waited
+    next: done
+  done: {terminal: true}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / "waiter.yaml", LOOP)
+    return tmp_path
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def started_run(project: Path) -> tuple[subprocess.Popen[str], str]:
+    """A run held in its `wait` action; (process, run id)."""
+    proc = spawn(project, "run", "waiter.yaml", "--json", "-q")
+    wait_until(lambda: (project / "action.pid").exists())
+    run_id = next((project / ".loops" / "runs").iterdir()).name
+    return proc, run_id
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_status_shows_a_live_run_with_its_state_steps_and_process(project: Path) -> None:
+    proc, run_id = started_run(project)
+    try:
+        listing = json.loads(ll_loop(project, "status", "--json").stdout)["runs"]
+        assert [r["run_id"] for r in listing] == [run_id]
+        live = listing[0]
+        assert live["status"] == "running"
+        assert live["state"] == "wait"
+        assert live["steps"] == 1
+        assert live["alive"] is True
+        assert live["pid"] == proc.pid
+        text = ll_loop(project, "status").stdout
+        assert run_id in text and "running" in text and "wait" in text
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_stop_terminates_the_action_and_leaves_a_resumable_run(project: Path) -> None:
+    proc, run_id = started_run(project)
+    action_pid = int((project / "action.pid").read_text())
+    stopped = ll_loop(project, "stop", run_id[:10])
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"stopped run {run_id} in state 'wait'" in stopped.stdout
+    out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 3
+    assert json.loads(out)["terminated_by"] == "stopped"
+    assert not alive(action_pid)  # the action's process group was terminated
+    status = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
+    assert status["status"] == "stopped"
+    (project / "go").touch()
+    resumed = result_of(ll_loop(project, "resume", run_id, "--json", "-q"))
+    assert resumed["final_state"] == "done"
+    assert resumed["steps"] == 2  # the interrupted `wait` ran again, counted once
+    captured = state_of(project, run_id)["captured"]
+    assert captured["first"]["output"] == "ready"
+    assert captured["waited"]["output"] == "went"
+    kinds = [e["event"] for e in events_of(project, run_id)]
+    assert kinds.count("loop_resume") == 1
+    assert kinds.index("loop_resume") < len(kinds) - kinds[::-1].index("loop_complete")
+
+
+def test_a_killed_run_shows_as_interrupted_and_resumes(project: Path) -> None:
+    proc, run_id = started_run(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert state_of(project, run_id)["status"] == "running"  # what the file says...
+    status = json.loads(ll_loop(project, "status", "--json").stdout)["runs"][0]
+    assert status["status"] == "interrupted"  # ...and what is true
+    assert status["alive"] is False
+    assert "interrupted" in ll_loop(project, "status").stdout
+    stop = ll_loop(project, "stop", run_id)
+    assert stop.returncode == 2
+    assert "is not running" in stop.stderr and f"ll-loop resume {run_id}" in stop.stderr
+    (project / "go").touch()
+    assert result_of(ll_loop(project, "resume", run_id, "--json"))["outcome"] == "success"
+
+
+def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    again = ll_loop(project, "resume", run_id, "--json")
+    assert again.returncode == 2
+    assert "already finished (success, terminal in state 'done')" in again.stderr
+    refusal = json.loads(again.stdout)
+    assert refusal["run_id"] == run_id and refusal["outcome"] == "error"
+    stop = ll_loop(project, "stop", run_id)
+    assert stop.returncode == 2 and "already finished" in stop.stderr
+    assert ll_loop(project, "status").stdout.startswith("no live runs")
+    assert run_id in ll_loop(project, "status", "--all").stdout
+
+
+def test_unknown_run_ids_are_usage_errors(project: Path) -> None:
+    for command in ("status", "stop", "resume"):
+        done = ll_loop(project, command, "20990101-nope")
+        assert done.returncode == 2
+        assert "no run '20990101-nope'" in done.stderr
+
+
+def test_history_lists_runs_per_loop_and_shows_one_runs_events(project: Path) -> None:
+    (project / "go").touch()
+    first = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    write(project / "other.yaml", LOOP.replace("name: waiter", "name: other"))
+    other = result_of(ll_loop(project, "run", "other.yaml", "--json", "-q"))["run_id"]
+    rows = json.loads(ll_loop(project, "history", "--json").stdout)["runs"]
+    assert [r["run_id"] for r in rows] == [other, first]
+    assert rows[1]["outcome"] == "success" and rows[1]["steps"] == 2
+    assert rows[1]["final_state"] == "done" and rows[1]["ended_at"] is not None
+    only = json.loads(ll_loop(project, "history", "waiter", "--json").stdout)["runs"]
+    assert [r["run_id"] for r in only] == [first]
+    text = ll_loop(project, "history").stdout
+    assert first in text and "success (terminal)" in text
+    events = ll_loop(project, "history", first)
+    assert events.returncode == 0
+    assert "state_enter state=wait" in events.stdout
+    assert "loop_complete" in events.stdout
+    data = json.loads(ll_loop(project, "history", first, "--json").stdout)
+    assert data["events"][0]["event"] == "loop_start"
+    assert data["events"][-1]["event"] == "loop_complete"
+
+
+def test_history_shows_an_unfinished_run_as_interrupted(project: Path) -> None:
+    proc, run_id = started_run(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    rows = json.loads(ll_loop(project, "history", "--json").stdout)["runs"]
+    assert rows[0]["run_id"] == run_id
+    assert rows[0]["ended_at"] is None and rows[0]["status"] == "interrupted"
+    assert run_dir(project, run_id).is_dir()
