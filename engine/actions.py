@@ -5,7 +5,8 @@ one `Popen`, a poll loop over stdout, stderr and a pidfd, and nothing else. Outp
 memory up to `memory_limit` bytes per stream; beyond that the whole stream is spilled to a file in
 the run's `outputs/` directory and `ActionResult.output_path` points at it.
 
-On timeout (or a stop request) the whole process group gets SIGTERM, then SIGKILL after a grace
+Each action runs in its own process group (its pgid is its pid). On timeout (or a stop request)
+the whole process group gets SIGTERM, then SIGKILL after a grace
 period, so a `sleep` started in the background by the action does not outlive it.
 """
 
@@ -83,6 +84,11 @@ class ActionRunner:
         self.outputs_dir = outputs_dir
         self.memory_limit = memory_limit
         self.grace = grace
+        # Its own process group either way (killpg). A new session also detaches the action
+        # from our controlling terminal, so a program that opens /dev/tty fails instead of being
+        # stopped by SIGTTIN; without a terminal there is nothing to detach from, and setpgid
+        # spawns measurably faster than setsid (~0.3 ms per action).
+        self._detach = _has_controlling_tty()
         self._proc: subprocess.Popen[bytes] | None = None
         self._terminated = False
         self._spawns = 0
@@ -107,7 +113,8 @@ class ActionRunner:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                start_new_session=True,
+                start_new_session=self._detach,
+                process_group=None if self._detach else 0,
             )
         except OSError as exc:
             return ActionResult(
@@ -216,6 +223,15 @@ def _wait_ms(deadline: float | None, kill_at: float | None, drain_until: float |
     return max(0, int((min(upcoming) - time.monotonic()) * 1000) + 1)
 
 
+def _has_controlling_tty() -> bool:
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
 def _open_pidfd(pid: int) -> int | None:
     if not _HAS_PIDFD:
         return None
@@ -226,6 +242,6 @@ def _open_pidfd(pid: int) -> int | None:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal the action's whole process group (its pgid is its pid: start_new_session)."""
+    """Signal the action's whole process group (its pgid is its pid)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
