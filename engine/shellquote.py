@@ -71,6 +71,9 @@ class Heredoc:
     delimiter: str
     strip_tabs: bool
     expands: bool
+    in_substitution: bool = False
+    """Opened inside `$(...)`, `<(...)` or `>(...)`, where bash 5 also ends the body at a line
+    `DELIM )` (the delimiter, blanks, then the closing parenthesis) and runs the rest."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,8 @@ def check_heredoc(body: list[tuple[str, bool]], doc: Heredoc) -> str | None:
     """Why the rendered body (chunks, True = from a value) would not reach bash intact, or None.
 
     A value must not produce a line equal to the delimiter (the heredoc would end early and the
-    rest would run as commands), nor a leading tab that `<<-` would strip.
+    rest would run as commands) or, inside a substitution, starting with it; nor a leading tab
+    that `<<-` would strip.
     """
     text = "".join(chunk for chunk, _ in body)
     from_value = [flag for chunk, flag in body for _ in chunk]
@@ -175,10 +179,16 @@ def check_heredoc(body: list[tuple[str, bool]], doc: Heredoc) -> str | None:
                 if from_value[pos]:
                     return "the value starts a line with a tab, which <<- would strip; use <<"
                 pos += 1
-        if _unfold(text[pos:end], doc.expands) == doc.delimiter:
+        line = _unfold(text[pos:end], doc.expands)
+        if line == doc.delimiter:
             return (
                 f"the value would put the line {doc.delimiter!r} into the here-document, "
                 "which would end it early"
+            )
+        if doc.in_substitution and line.startswith(doc.delimiter):
+            return (
+                f"the value would start a line with {doc.delimiter!r} in a here-document inside "
+                "$(...), where bash may end it early"
             )
         start = end + 1
     return None
@@ -297,6 +307,7 @@ class _Pending:
     delimiter: str
     strip_tabs: bool
     quoted: bool
+    in_substitution: bool
 
 
 class _Scanner:
@@ -311,6 +322,7 @@ class _Scanner:
         self.pending: list[_Pending] = []
         self.continued: set[int] = set()
         self.heredoc_depth = 0
+        self.substitution_depth = 0
 
     def mark(self, pos: int, context: Context) -> None:
         self.found.setdefault(pos, context)
@@ -377,6 +389,9 @@ class _Scanner:
                 if word_start and s.startswith("((", self.i):
                     self.i += 2
                     self.opaque("(", ")", depth=2, context=Context.ARITHMETIC)
+                elif self.i and s[self.i - 1] in "<>":
+                    self.i += 1  # process substitution <(...) or >(...)
+                    self.substitution(")")
                 else:
                     arith.separator(self, self.i)
                     parens += 1
@@ -417,6 +432,14 @@ class _Scanner:
         for pos in range(start, min(end, self.n)):
             if self.s[pos] == PLACEHOLDER and self.found.get(pos) in _REPARSED:
                 self.found[pos] = Context.ARITHMETIC
+
+    def substitution(self, closer: str) -> None:
+        """The commands of a `$(...)`, `<(...)` or `>(...)`, up to and including `closer`."""
+        self.substitution_depth += 1
+        try:
+            self.command(closer)
+        finally:
+            self.substitution_depth -= 1
 
     def escape(self, context: Context) -> None:
         """A backslash outside quotes: it escapes the next character (newline = continuation)."""
@@ -484,7 +507,7 @@ class _Scanner:
             self.opaque("(", ")", depth=2, context=Context.ARITHMETIC)
         elif nxt == "(":
             self.i += 2
-            self.command(closer=")")
+            self.substitution(")")
         elif nxt == "[":
             self.i += 2
             self.opaque("[", "]", depth=1, context=Context.ARITHMETIC)
@@ -582,7 +605,8 @@ class _Scanner:
                 word.append(c)
                 self.i += 1
         if word:
-            self.pending.append(_Pending("".join(word), strip_tabs, quoted))
+            nested = self.substitution_depth > 0
+            self.pending.append(_Pending("".join(word), strip_tabs, quoted, nested))
 
     def read_heredocs(self) -> None:
         """After a newline: consume the bodies of the heredocs opened on the previous line."""
@@ -591,7 +615,14 @@ class _Scanner:
             start = self.i
             body_end, after = self.find_delimiter(doc)
             self.heredocs.append(
-                Heredoc(start, body_end, doc.delimiter, doc.strip_tabs, not doc.quoted)
+                Heredoc(
+                    start,
+                    body_end,
+                    doc.delimiter,
+                    doc.strip_tabs,
+                    not doc.quoted,
+                    doc.in_substitution,
+                )
             )
             if doc.quoted:
                 for p in range(start, body_end):
@@ -622,5 +653,11 @@ class _Scanner:
                 line = line.lstrip("\t")
             if _unfold(line, not doc.quoted) == doc.delimiter:
                 return line_start, min(end + 1, self.n)
+            if doc.in_substitution and line.startswith(doc.delimiter):
+                rest = line[len(doc.delimiter) :]
+                blanks = len(rest) - len(rest.lstrip(" \t"))
+                if rest[blanks : blanks + 1] == ")":
+                    # `$(cat <<EOF ... EOF)`: the body ends and the `)` closes the substitution.
+                    return line_start, end - len(rest) + blanks
             line_start = end + 1
         return self.n, self.n

@@ -278,3 +278,27 @@ def test_heredoc_body_starts_after_the_line_not_inside_a_command_substitution() 
         "${context.v}\nEOF\n"
     )
     assert run_rendered(template, NASTY).stdout == f"{NASTY}\n[ab]{NASTY}"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'x=$(cat <<EOF\n${context.v}\nEOF\n); printf %s "$x"',
+        'x="$(cat <<EOF\n${context.v}\nEOF\n)"; printf %s "$x"',
+        "cat <(cat <<'EOF'\n${context.v}\nEOF\n)",
+    ],
+)
+def test_inside_a_substitution_a_line_starting_with_the_delimiter_is_refused(
+    template: str,
+) -> None:
+    # Bash 5 ends a heredoc inside $(...) at `EOF)` or `EOF )` and runs the rest of the line.
+    for value in ["EOF) ; touch CANARY", "EOF\t)", "a\nEOF )", "EOF"]:
+        assert "end it early" in refusal(template, value)
+    assert run_rendered(template, "x EOF) ; touch CANARY").created == []
+
+
+def test_heredoc_closed_by_delimiter_and_parenthesis_ends_where_bash_ends_it() -> None:
+    template = "x=$(cat <<EOF\nhi\nEOF)\nprintf '%s' \"[$x]${context.v}\""
+    assert run_rendered(template, NASTY).stdout == f"[hi]{NASTY}"
+    template = "cat <(cat <<EOF\nhi\nEOF )\nprintf '%s' \"${context.v}\""
+    assert run_rendered(template, NASTY).stdout == f"hi\n{NASTY}"

@@ -143,7 +143,9 @@ def test_heredoc_inside_command_substitution_prints_the_value(value: str) -> Non
     try:
         ran = run_rendered(template, value)
     except InterpolationError:
-        assert "EOF" in value.split("\n")
+        # Inside $(...) bash also ends the heredoc at a line `EOF )`: lines starting with the
+        # delimiter are refused there.
+        assert any(line.startswith("EOF") for line in value.split("\n"))
         return
     assert ran.created == []
     assert ran.stdout == value.rstrip("\n")
