@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import UsageError
 from engine.issuefile import find_issue, list_items, load_issue, parse_issue
@@ -185,3 +187,42 @@ def test_find_by_path_and_missing_path(project: Path) -> None:
 def test_find_without_issues_dir(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"no \.issues/ directory"):
         find_issue("FEAT-1", tmp_path)
+
+
+# --- never a crash on odd input ------------------------------------------------------------------
+
+_markdown_bits = st.sampled_from(
+    [
+        "# FEAT-1: t\n",
+        "## Acceptance Criteria\n",
+        "### expected behaviour\n",
+        "**Use Case:**\n",
+        "- [ ] a\n",
+        "  continued\n",
+        "1) b\n",
+        "* c\n",
+        "```\n",
+        "---\n",
+        "id: X-1\n",
+        "title: [\n",
+        "<!-- c -->\n",
+        "\n",
+        "text ${context.x} {{ y }}\n",
+        "\u2028\u0085\ufeff\x00",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_markdown_bits | st.text(max_size=20), max_size=25))
+def test_parse_issue_never_raises_anything_but_a_usage_error(parts: list[str]) -> None:
+    from engine.load import check_loop_text
+    from engine.scaffold import scaffold_eval
+
+    try:
+        issue = parse_issue("".join(parts))
+    except UsageError:
+        return
+    assert all(c.strip() for c in issue.acceptance_criteria)
+    loop, _, problems = check_loop_text(scaffold_eval([issue]).text)
+    assert loop is not None, [p.render() for p in problems]
