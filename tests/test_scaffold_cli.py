@@ -142,3 +142,16 @@ def test_bad_front_matter_is_a_clear_error(project: Path) -> None:
     assert done.returncode == 2
     assert ".issues/FEAT-5-broken.md:" in done.stderr
     assert "front matter is not valid YAML" in done.stderr
+
+
+def test_a_generated_loop_that_does_not_load_is_reported_as_a_bug() -> None:
+    from engine.cli.scaffold_cmd import GeneratedLoopInvalid, check_generated
+    from engine.scaffold import Scaffold
+
+    text = "name: x\ninitial: nowhere\nstates:\n  a:\n    terminal: true\n"
+    broken = Scaffold("x", text, "A", ())
+    with pytest.raises(GeneratedLoopInvalid) as caught:
+        check_generated(broken, "x.yaml")
+    assert caught.value.exit_code == 2
+    assert "this is a bug in ll-loop scaffold" in caught.value.message
+    assert "x.yaml:2" in caught.value.message  # the diagnostics, with file and line
