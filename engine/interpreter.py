@@ -294,7 +294,7 @@ def remember(
     state: State, result: ActionResult, verdict: Verdict, rs: RunState, rt: Runtime
 ) -> None:
     """Store the capture (if any) and `prev`, with outputs bounded in memory."""
-    output = _bounded(result.output, result.output_path, state, rs, rt)
+    output, output_path = _bounded(result.output, result.output_path, state, rs, rt)
     if state.capture and not state.is_subloop:
         rs.captured[state.capture] = {
             "output": output,
@@ -304,7 +304,7 @@ def remember(
             "timed_out": result.timed_out,
             "verdict": verdict.name,
             "details": dict(verdict.details),
-            **({"output_path": result.output_path} if result.output_path else {}),
+            **({"output_path": output_path} if output_path else {}),
         }
     rs.prev = {
         "state": state.name,
@@ -531,16 +531,20 @@ def _previous_value(spec: Evaluate, state: State, rs: RunState, ns: Namespaces) 
         return None
 
 
-def _bounded(output: str, output_path: str | None, state: State, rs: RunState, rt: Runtime) -> str:
-    """An output for captures/prev: trailing newline stripped, at most CAPTURE_LIMIT chars."""
+def _bounded(
+    output: str, output_path: str | None, state: State, rs: RunState, rt: Runtime
+) -> tuple[str, str | None]:
+    """An output for captures/prev (trailing newline stripped, at most CAPTURE_LIMIT chars)
+    and the file holding it whole when it was cut."""
     text = output[:-1] if output.endswith("\n") else output
     if len(text) > CAPTURE_LIMIT:
         if output_path is None:
             path = rt.outputs_dir / f"{rs.steps:06d}-{state.name}.out"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(output, encoding="utf-8")
+            output_path = str(path)
         text = text[:CAPTURE_LIMIT]
-    return text
+    return text, output_path
 
 
 def _interpolation_error(exc: InterpolationError) -> Verdict:

@@ -185,6 +185,7 @@ def test_captures_are_bounded_and_the_whole_output_is_kept(tmp_path: Path) -> No
     assert store.state_path.stat().st_size < 3 * CAPTURE_LIMIT
     kept = list(store.outputs_dir.iterdir())
     assert [p.read_text() for p in kept] == ["b" * 200000]
+    assert saved["captured"]["spew"]["output_path"] == str(kept[0])
 
 
 def test_run_state_round_trips_through_json(tmp_path: Path) -> None:
