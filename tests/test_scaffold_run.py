@@ -104,11 +104,6 @@ def test_variant_a_with_placeholders_still_runs_to_a_verdict(
     assert "<FILL:" in request_text(llm.judged[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.interpreter does not render ${...} in evaluate.prompt before judging yet; "
-    "the per-issue conditions reach the judge as the literal expression",
-)
 def test_variant_b_walks_the_work_list_and_reports_each_issue(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811
@@ -118,10 +113,10 @@ def test_variant_b_walks_the_work_list_and_reports_each_issue(
     assert made["variant"] == "B"
     run = run_loop(str(made["path"]), cwd=project)
     assert run.path == (
-        "discover", "execute", "check_skill", "advance",
-        "discover", "execute", "check_skill", "execute", "check_skill", "execute", "check_skill",
-        "record_failure",
-        "discover", "execute", "check_skill", "advance",
+        "discover", "execute_feat_919", "check_skill_feat_919", "advance",
+        "discover", "execute_bug_204", "check_skill_bug_204", "execute_bug_204",
+        "check_skill_bug_204", "execute_bug_204", "check_skill_bug_204", "record_failure",
+        "discover", "execute_enh_77", "check_skill_enh_77", "advance",
         "discover", "report", "failed",
     )  # fmt: skip
     assert run.exit_code == 1
