@@ -27,11 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-from filelock import FileLock
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import LockConflict
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 LEASE_ENV = "LL_LOCK_LEASE"
 PATHS_ENV = "LL_LOCK_PATHS"
@@ -182,7 +183,9 @@ class Registry:
         self.root = Path(root).resolve()
         self.dir = self.root / ".loops" / "locks"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.guard = FileLock(str(self.dir / _REGISTRY_LOCK))
+        from filelock import FileLock  # ~35 ms to import: only when a lock is really taken
+
+        self.guard: FileLock = FileLock(str(self.dir / _REGISTRY_LOCK))
 
     def records(self) -> list[Record]:
         """Every readable record, oldest ticket first (a torn or foreign file is skipped)."""

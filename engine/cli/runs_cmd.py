@@ -19,20 +19,11 @@ import typer
 
 from engine.cli.common import err
 from engine.errors import LoopError, UsageError
-from engine.locks import process_alive
-from engine.model import Loop
-from engine.resume import (
-    RunSnapshot,
-    find_run,
-    list_runs,
-    read_events,
-    read_run,
-    repair_events,
-    runs_root,
-)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
     from engine.cli.run_cmd import RunOptions
+    from engine.model import Loop
+    from engine.resume import RunSnapshot
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +43,8 @@ def status_command(
     all_runs: Annotated[bool, typer.Option("--all", "-a", help="Include finished runs.")] = False,
 ) -> None:
     """Show live runs (running, interrupted, stopped): state, steps, elapsed, process."""
+    from engine.resume import find_run, list_runs
+
     if run is not None:
         snapshot = find_run(run)
         if json_output:
@@ -111,6 +104,9 @@ def stop_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Stop a running loop gracefully: its action is terminated, the run stays resumable."""
+    from engine.locks import process_alive
+    from engine.resume import find_run, read_run
+
     snapshot = find_run(run)
     if snapshot.status == "finished":
         raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
@@ -183,6 +179,7 @@ def execute_resume(ref: str, options: RunOptions) -> int:
     """
     from engine.cli.run_cmd import _report, preflight, start_run, take_lock
     from engine.interpreter import RunState
+    from engine.resume import find_run, repair_events
     from engine.runstore import RunStore
 
     started = time.monotonic()
@@ -295,6 +292,8 @@ def history_command(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N runs.")] = 20,
 ) -> None:
     """List past runs (optionally of one loop), or the events of one run."""
+    from engine.resume import find_run
+
     if target is not None and _is_run(target):
         _show_events(find_run(target), json_output)
         return
@@ -318,6 +317,8 @@ def history_command(
 
 def _is_run(target: str) -> bool:
     """A run id (or a prefix of one: run ids start with the date), not a loop name."""
+    from engine.resume import runs_root
+
     folder = runs_root()
     if (folder / target).is_dir():
         return True
@@ -331,6 +332,7 @@ def _is_run(target: str) -> bool:
 def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
     """Rows of `.loops/history.db`; an unfinished row gets its live status from the run dir."""
     from engine.history import history_path, open_history
+    from engine.resume import read_run, runs_root
 
     rows: list[dict[str, Any]] = []
     if history_path(Path.cwd()).exists():
@@ -344,6 +346,8 @@ def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _show_events(snapshot: RunSnapshot, json_output: bool) -> None:
+    from engine.resume import read_events
+
     events = list(read_events(snapshot.dir / "events.jsonl"))
     if json_output:
         print(json.dumps({"run": snapshot.to_json(), "events": events}))
