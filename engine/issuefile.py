@@ -204,6 +204,8 @@ def find_issue(id_or_path: str, root: Path) -> Path:
     )
     token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(ref)}(?![A-Za-z0-9])", re.IGNORECASE)
     matches = [p for p in files if token.search(p.name)]
+    if not matches:  # file names without IDs: the front matter `id:` or the title may say it
+        matches = [p for p in files if _declares_id(p, token)]
     if len(matches) == 1:
         return matches[0]
     if matches:
@@ -216,6 +218,22 @@ def find_issue(id_or_path: str, root: Path) -> Path:
         f"no issue {ref} under {_rel(issues_dir, root)}/",
         hint=_candidates_hint(ref, files, root),
     )
+
+
+def _declares_id(path: Path, token: re.Pattern[str]) -> bool:
+    """True when the file's front matter `id:` or its first `# ` heading names the ID."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    for line in head.split("\n"):
+        stripped = line.strip()
+        if re.match(r"^id\s*:", stripped):
+            return token.search(stripped.split(":", 1)[1]) is not None
+        if stripped.startswith("# "):
+            return token.search(stripped) is not None
+    return False
 
 
 def slugify(text: str, *, max_len: int = 48) -> str:

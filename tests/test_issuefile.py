@@ -177,6 +177,15 @@ def test_find_ambiguous_lists_every_match(project: Path) -> None:
     assert "features/P2-FEAT-919-sprint-dashboard.md" in message
 
 
+def test_find_by_front_matter_id_or_title_when_the_name_has_none(project: Path) -> None:
+    (project / ".issues" / "dashboard-v2.md").write_text("---\nid: ENH-5\n---\n# Dashboard\n")
+    (project / ".issues" / "exports.md").write_text("# BUG-900: export is slow\n")
+    assert find_issue("ENH-5", project).name == "dashboard-v2.md"
+    assert find_issue("bug-900", project).name == "exports.md"
+    with pytest.raises(UsageError):
+        find_issue("BUG-90", project)  # still a whole token
+
+
 def test_find_by_path_and_missing_path(project: Path) -> None:
     rel = ".issues/bugs/BUG-555-bare.md"
     assert find_issue(rel, project) == project / rel
