@@ -181,3 +181,31 @@ def test_a_nested_run_reaching_outside_its_parents_lease_fails_fast(tmp_path: Pa
 def _bin_dir() -> str:
     """Where `ll-loop` is, so an action can call it."""
     return str(Path(sys.executable).parent)
+
+
+def test_status_lists_queued_runs_and_stop_removes_them(tmp_path: Path) -> None:
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+
+        def queued() -> list[dict[str, object]]:
+            runs = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+            return [r for r in runs if r["status"] == "queued"]
+
+        wait_until(lambda: bool(queued()))
+        entry = queued()[0]
+        assert entry["pid"] == waiter.pid
+        assert entry["waiting_for"] == [str(tmp_path.resolve() / "src")]
+        assert "queued" in ll_loop(tmp_path, "status").stdout
+        stopped = ll_loop(tmp_path, "stop", str(entry["run_id"]))
+        assert stopped.returncode == 0 and "had not started" in stopped.stdout
+        waiter.communicate(timeout=15)
+        assert waiter.returncode != 0
+        assert not queued()
+        assert not (tmp_path / "marks.log").exists()
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)

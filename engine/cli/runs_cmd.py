@@ -22,6 +22,7 @@ from engine.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
     from engine.cli.run_cmd import RunOptions
+    from engine.locks import Record
     from engine.model import Loop
     from engine.resume import RunSnapshot
 
@@ -53,13 +54,21 @@ def status_command(
             print(_status_detail(snapshot))
         return
     snapshots = [s for s in list_runs() if all_runs or s.status != "finished"]
+    queued = _queued({s.run_id for s in snapshots})
     if json_output:
-        print(json.dumps({"runs": [s.to_json() for s in snapshots]}))
+        print(
+            json.dumps(
+                {"runs": [*(_queued_json(r) for r in queued), *(s.to_json() for s in snapshots)]}
+            )
+        )
         return
-    if not snapshots:
+    if not snapshots and not queued:
         print("no live runs" + ("" if all_runs else " (use --all to include finished runs)"))
         return
     rows = [["RUN", "LOOP", "STATUS", "STATE", "STEPS", "ELAPSED", "PID"]]
+    for record in queued:
+        waited = _duration(max(0.0, time.time() - record.queued_at))
+        rows.append([record.run_id, "-", "queued", "-", "0", waited, str(record.pid)])
     for s in snapshots:
         pid = "-" if s.pid is None else f"{s.pid}{'' if s.alive else ' (gone)'}"
         status: str = s.status
@@ -69,6 +78,33 @@ def status_command(
             [s.run_id, s.loop, status, s.current, str(s.steps), _duration(s.elapsed_s()), pid]
         )
     print(_table(rows))
+
+
+def _queued(known: set[str]) -> list[Record]:
+    """Runs waiting with `--queue` for a scope lock: they have no run directory yet."""
+    if not (Path.cwd() / ".loops" / "locks").is_dir():
+        return []
+    from engine.locks import holders
+
+    return [r for r in holders(Path.cwd()) if not r.holding and r.run_id not in known]
+
+
+def _queued_json(record: Record) -> dict[str, Any]:
+    return {
+        "run_id": record.run_id,
+        "loop": None,
+        "status": "queued",
+        "state": None,
+        "steps": 0,
+        "elapsed_ms": int(max(0.0, time.time() - record.queued_at) * 1000),
+        "started_at": None,
+        "pid": record.pid,
+        "alive": True,
+        "outcome": None,
+        "terminated_by": None,
+        "run_dir": None,
+        "waiting_for": list(record.paths),
+    }
 
 
 def _status_detail(s: RunSnapshot) -> str:
@@ -107,6 +143,12 @@ def stop_command(
     from engine.locks import process_alive
     from engine.resume import find_run, read_run
 
+    waiting = [r for r in _queued(set()) if r.run_id.startswith(run)]
+    if len(waiting) == 1:  # still in the lock queue: nothing ran, nothing to resume
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(waiting[0].pid, signal.SIGTERM)
+        print(f"stopped queued run {waiting[0].run_id} (it had not started)")
+        return
     snapshot = find_run(run)
     if snapshot.status == "finished":
         raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
