@@ -552,6 +552,8 @@ timeout: {max(1800, 480 * count)}
 # never overlap. Widen it if trying the criteria changes files in the repository.
 scope:
   - .loops/{name}
+outputs:
+  verdicts: "${{captured.aggregate.output | default('')}}"
 states:
 {chr(10).join(blocks)}
   # Every verdict other than yes (no, partial, blocked, cannot_judge, error) fails its criterion.
@@ -568,6 +570,7 @@ states:
         exit 1
       fi
       printf 'all {count} criteria met\\n'
+    capture: aggregate
     evaluate:
       type: exit_code
     on_yes: done
