@@ -44,6 +44,8 @@ def test_criteria_mode_one_state_per_criterion_none_short_circuits(path: Path) -
         assert f"({n}) {criterion}\n" in prompt
         assert "quote verbatim" in prompt
         assert criterion in render_text(state["action"], {})
+    assert states["aggregate"]["capture"] == "aggregate"
+    assert data["outputs"] == {"verdicts": "${captured.aggregate.output | default('')}"}
     assert states["aggregate"]["on_yes"] == "done"
     assert states["aggregate"]["on_no"] == "failed"
     assert states["failed"] == {
