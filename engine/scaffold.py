@@ -6,7 +6,7 @@ Every prompt is assembled from the issue's own words; what the issue lacks becom
 `<FILL: ...>` placeholder that `placeholder_diagnostics` reports with the exact thing to write.
 
 The YAML is written as text (so it can carry comments) and every string that came from an issue
-goes through `_scalar`, which emits a block scalar or a double-quoted scalar that reads back
+goes through `yaml_scalar`, which emits a block scalar or a double-quoted scalar that reads back
 exactly; literal `${` from an issue is escaped as `$${` so ll-loop never interpolates it.
 """
 
@@ -33,10 +33,6 @@ class Placeholder:
     issue_id: str
     path: str
     what: str
-
-    @property
-    def marker(self) -> str:
-        return f"<FILL: {self.what}>"
 
 
 @dataclass(frozen=True)
