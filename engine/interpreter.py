@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,8 @@ def execute(
         if rt.llm is None:
             result = ActionResult(exit_code=None, spawn_error="no LLM services in this run")
         else:
-            result = rt.llm.run_prompt(text, state=state, loop=loop, timeout=timeout)
+            llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
+            result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout)
             rs.cost_usd = rt.llm.cost_usd
     else:
         result = rt.actions.run_shell(text, state=state.name, timeout=timeout)
@@ -271,6 +272,8 @@ def evaluate(
         target = spec.target
         if isinstance(target, str):
             target = ns.render_text(target)
+        if spec.prompt is not None:  # the judge sees the prompt rendered, like any action
+            spec = replace(spec, prompt=ns.render_text(spec.prompt))
     except InterpolationError as exc:
         return _interpolation_error(exc)
     if spec.type == "llm_structured":
@@ -278,7 +281,8 @@ def evaluate(
             return step_verdict(result)
         if rt.llm is None:
             return error("no LLM services in this run")
-        verdict = rt.llm.judge(spec, text, state=state, loop=loop)
+        llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
+        verdict = llm.judge(spec, text, state=state, loop=loop)
         rs.cost_usd = rt.llm.cost_usd
         return verdict
     previous: Any = None

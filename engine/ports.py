@@ -106,3 +106,7 @@ class LlmServices(Protocol):
 
     @property
     def cost_usd(self) -> float: ...
+
+    def bind(self, *, depth: int = 0, step: int | None = None) -> LlmServices:
+        """A view whose `llm_call` events carry this depth and step."""
+        ...

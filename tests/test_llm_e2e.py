@@ -59,7 +59,6 @@ def test_judge_yes_routes_to_success_and_reports_cost(
         validator.validate(event)
 
 
-@pytest.mark.xfail(strict=True, reason="the interpreter does not render evaluate.prompt yet (D)")
 def test_judge_prompt_is_rendered_by_the_interpreter(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:
