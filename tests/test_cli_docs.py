@@ -1,0 +1,99 @@
+"""docs/cli.md is generated from the real command tree, so it cannot drift from the code.
+
+Regenerate after changing a command: `.venv/bin/python -m tests.test_cli_docs`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+import typer.main
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+
+INTRO = """# Command-line reference
+
+Generated from the commands themselves (`python -m tests.test_cli_docs` rewrites it; a test fails
+when it is stale). For a walkthrough see [guide.md](guide.md).
+
+Conventions shared by every command: results go to stdout, progress and diagnostics to stderr;
+errors are one sentence with a hint (add `--debug` for a traceback). Exit codes of `run`, `resume`,
+`simulate` and `ll-harness`: **0** success/pass, **1** failure/fail, **2** error (invalid loop,
+unrouted verdict, crash, lock conflict, usage), **3** inconclusive (budget or time exhausted,
+stopped, cost limit, abstained). `validate`: 0 clean or warnings only, 1 errors (warnings too with
+`--strict`), 2 usage error.
+"""
+
+
+def _param_row(param: Any) -> str:
+    if type(param).__name__.endswith("Argument"):
+        name = f"`{param.name.upper()}`" + ("" if param.required else " (optional)")
+        if getattr(param, "nargs", 1) == -1:
+            name += " …"
+    else:
+        name = ", ".join(f"`{opt}`" for opt in param.opts)
+        if not getattr(param, "is_flag", False):
+            name += " VALUE"
+        if getattr(param, "multiple", False):
+            name += " (repeatable)"
+    help_text = (getattr(param, "help", None) or "").replace("|", "\\|").replace("\n", " ")
+    default = param.default
+    if default not in (None, False, (), []) and not getattr(param, "is_flag", False):
+        help_text += f" Default: `{default}`."
+    return f"| {name} | {help_text.strip()} |"
+
+
+def _command_doc(program: str, name: str, command: Any) -> list[str]:
+    lines = [f"### `{program} {name}`", ""]
+    if command.help:
+        lines += [" ".join(command.help.split()), ""]
+    params = [p for p in command.params if p.name != "help"]
+    if params:
+        lines += ["| argument / option | meaning |", "|---|---|"]
+        lines += [_param_row(p) for p in params]
+        lines.append("")
+    return lines
+
+
+def _program_doc(program: str, app: typer.Typer) -> list[str]:
+    group: Any = typer.main.get_command(app)
+    ctx = group.context_class(group)
+    lines = [f"## `{program}`", ""]
+    if group.help:
+        lines += [" ".join(group.help.split()), ""]
+    for name in group.list_commands(ctx):
+        lines += _command_doc(program, name, group.get_command(ctx, name))
+    return lines
+
+
+def render() -> str:
+    from engine.cli import app as loop_app
+    from engine.cli.harness_cmd import app as harness_app
+
+    lines = [INTRO]
+    lines += _program_doc("ll-loop", loop_app)
+    lines += _program_doc("ll-harness", harness_app)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def test_cli_reference_is_current() -> None:
+    assert DOC.is_file(), "docs/cli.md is missing: run `python -m tests.test_cli_docs`"
+    assert DOC.read_text() == render(), "docs/cli.md is stale: run `python -m tests.test_cli_docs`"
+
+
+def test_every_command_is_documented_with_a_sentence() -> None:
+    text = render()
+    for program, module in (("ll-loop", "engine.cli"), ("ll-harness", "engine.cli.harness_cmd")):
+        app = sys.modules[module].app
+        group: Any = typer.main.get_command(app)
+        for name in group.list_commands(group.context_class(group)):
+            assert f"### `{program} {name}`" in text
+            assert group.get_command(group.context_class(group), name).help, (program, name)
+
+
+if __name__ == "__main__":
+    DOC.write_text(render())
+    print(f"wrote {DOC}")
