@@ -8,14 +8,17 @@ system's suffixes `:default=x`, `?` and `:shell` are translated. Non-strings ren
 `render_shell` additionally quotes each value for the exact bash context it sits in (see
 `engine.shellquote`), so a value can never change the structure of a shell action.
 
-Jinja2 costs ~50 ms to import, so it is imported only when an expression is compiled; a
-template without `${` is returned as is without any parsing.
+Jinja2 costs ~50 ms to import, so it is imported only when an expression beyond a dotted path
+is parsed or compiled; a template without `${` is returned as is without any parsing. Checking
+an expression (`check_expression`, run by lint on every `${...}`) only parses it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
+import itertools
 import json
 import os
 import re
@@ -76,13 +79,16 @@ def find_expressions(template: str) -> list[Expression]:
 
 
 def check_expression(text: str) -> str | None:
-    """Why the expression (the text inside `${...}`) cannot be parsed, or None when it can."""
+    """Why the expression (the text inside `${...}`) cannot be parsed, or None when it can.
+
+    Parse-only (lint calls this for every `${...}`): compiling would cost ~2 ms each.
+    """
     spec = _spec(text)
     if isinstance(spec, str):
         return spec
     if _PATH.fullmatch(spec.base):
         return None  # a dotted path is always valid: no need to load Jinja
-    return _compile(spec.base)[1]
+    return _syntax_problem(spec.base)
 
 
 def evaluate(expr: str, ns: Mapping[str, Any]) -> Any:
@@ -411,14 +417,70 @@ def _text(expr: str, value: Any) -> str:
 
 
 @lru_cache(maxsize=4096)
+def _syntax_problem(source: str) -> str | None:
+    """Why a Jinja expression would not compile, found by parsing alone (no code generation).
+
+    Besides the grammar this checks what Jinja's compiler would refuse: unknown filters and
+    tests (everywhere, also in an `if` branch the compiler would let through), and a keyword
+    argument given twice (Python itself refuses that compiled code).
+    """
+    from jinja2 import TemplateSyntaxError, nodes
+    from jinja2.parser import Parser
+
+    env = _environment()
+    try:
+        parser = Parser(env, source, state="variable")
+        tree = parser.parse_expression()
+        if parser.stream.current.type != "eof":
+            return "syntax error: chunk after expression"
+        calls = (nodes.Filter, nodes.Test, nodes.Call)
+        for node in itertools.chain((tree,), tree.find_all(calls)):  # find_all skips the root
+            problem = _node_problem(env, node) if isinstance(node, calls) else None
+            if problem is not None:
+                return problem
+    except TemplateSyntaxError as problem:
+        return f"syntax error: {problem.message or problem}"
+    except RecursionError:
+        return "the expression nests too deeply"
+    return None
+
+
+def _node_problem(env: Any, node: Any) -> str | None:
+    """An unknown filter or test, or a repeated keyword argument, in one call-like node."""
+    from jinja2 import nodes
+
+    if isinstance(node, nodes.Filter | nodes.Test):
+        known = env.filters if isinstance(node, nodes.Filter) else env.tests
+        if node.name not in known:
+            kind = "filter" if isinstance(node, nodes.Filter) else "test"
+            close = difflib.get_close_matches(node.name, list(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return f"syntax error: No {kind} named {node.name!r}.{hint}"
+    seen: set[str] = set()
+    for keyword in node.kwargs:
+        if keyword.key in seen:
+            return f"syntax error: keyword argument repeated: {keyword.key}"
+        seen.add(keyword.key)
+    return None
+
+
+@lru_cache(maxsize=4096)
 def _compile(source: str) -> tuple[Callable[..., Any] | None, str | None]:
-    """Compile a Jinja expression once: (callable, None) or (None, error message)."""
+    """Compile a Jinja expression once: (callable, None) or (None, error message).
+
+    The parse check runs first so that evaluation refuses exactly what `check_expression` does.
+    """
     from jinja2 import TemplateSyntaxError
 
+    problem = _syntax_problem(source)
+    if problem is not None:
+        return None, problem
     try:
         return _environment().compile_expression(source, undefined_to_none=False), None
-    except TemplateSyntaxError as problem:
-        return None, f"syntax error: {problem.message or problem}"
+    except TemplateSyntaxError as error:
+        return None, f"syntax error: {error.message or error}"
+    except SyntaxError as error:  # Python refusing the generated code: never a traceback
+        return None, f"syntax error: {error.msg}"
     except RecursionError:
         return None, "the expression nests too deeply"
 

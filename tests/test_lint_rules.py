@@ -318,6 +318,26 @@ def test_expressions_must_parse_and_use_known_roots() -> None:
     assert diag.message == "expression ${context.x is never closed with `}`"
 
 
+def test_unknown_filter_is_a_bad_expression_and_suffixes_are_fine() -> None:
+    action = (
+        'echo "${context.x | nosuchfilter}" ${context.y:default=x} ${context.z?} '
+        "${context.w:shell} ${context.v | default('') | tojsn}"
+    )
+    loop = loop_of(
+        {
+            "s": {"action": action, "next": "done", "on_error": "done"},
+            "done": {"terminal": True},
+        }
+    )
+    found = [d.message for d in lint_loop(loop) if d.code == "LL030"]
+    assert found == [
+        "expression ${context.x | nosuchfilter} does not parse: syntax error: No filter named "
+        "'nosuchfilter'.",
+        "expression ${context.v | default('') | tojsn} does not parse: syntax error: No filter "
+        "named 'tojsn'. (did you mean 'tojson'?)",
+    ]
+
+
 CAPTURE_FLOW: dict[str, dict[str, Any]] = {
     "start": {"action": "x", "on_yes": "test", "on_no": "report", "on_error": "done"},
     "test": {"action": "make test", "capture": "tests", "next": "report", "on_error": "done"},
