@@ -82,7 +82,7 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
     for expr in find_expressions(template):
         whole = template[expr.start : expr.end]
         guarded = "default" in whole or whole.rstrip("}").rstrip().endswith("?")
-        closed = whole.endswith("}")
+        closed = expr.end < len(template) or template.endswith("}")
         yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded, closed)
 
 
@@ -98,12 +98,7 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     checked: dict[str, str | None] = {}
     for use in uses:
         if not use.closed:
-            yield Finding(
-                f"expression ${{{use.text.rstrip()} is never closed with `}}`",
-                use.path,
-                "close it with }, or write $${ for a literal ${",
-            )
-            continue
+            continue  # LL033
         if use.text not in checked:
             checked[use.text] = check_expression(use.text)
         problem = checked[use.text]
@@ -124,6 +119,21 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                         f"start the expression with one of {', '.join(roots)}; write $${{ for "
                         "a literal ${",
                     )
+
+
+@rule("LL033", "error", "unclosed-expression")
+def unclosed_expression(ctx: LintContext) -> Iterator[Finding]:
+    """An `${root...` that is never closed with `}`: at run time it is an error, not text."""
+    for use in _uses(ctx):
+        if use.closed:
+            continue
+        start = " ".join(use.text.split())
+        start = start if len(start) <= 60 else start[:57].rstrip() + "..."
+        yield Finding(
+            f"expression ${{{start} is never closed with `}}`: it runs to the end of the text",
+            use.path,
+            "close it with }, or write $${ for a literal ${",
+        )
 
 
 @rule("LL031", "warning", "capture-maybe-unset")

@@ -314,8 +314,30 @@ def test_expressions_must_parse_and_use_known_roots() -> None:
             "done": {"terminal": True},
         }
     )
-    [diag] = [d for d in lint_loop(unclosed) if d.code == "LL030"]
-    assert diag.message == "expression ${context.x is never closed with `}`"
+    assert [d.code for d in lint_loop(unclosed)] == ["LL033"]  # not also a parse error
+
+
+def test_unclosed_expression_has_its_own_code_and_names_the_start() -> None:
+    long_action = "echo ${captured.tests.output | default('none')\n" + "echo more\n" * 20
+    loop = loop_of(
+        {
+            "s": {"action": "echo ${context.x", "next": "t", "on_error": "done"},
+            "t": {"action": long_action, "next": "done", "on_error": "done"},
+            "u": {"action": "echo ${context.y} ${HOME} done}", "next": "done"},
+            "done": {"terminal": True},
+        }
+    )
+    found = [d for d in lint_loop(loop) if d.code == "LL033"]
+    assert [(d.path, d.severity) for d in found] == [
+        ("states.s.action", "error"),
+        ("states.t.action", "error"),
+    ]
+    assert found[0].message == (
+        "expression ${context.x is never closed with `}`: it runs to the end of the text"
+    )
+    assert found[1].message.startswith("expression ${captured.tests.output | default('none') echo ")
+    assert "... is never closed" in found[1].message and len(found[1].message) < 140
+    assert found[0].hint.startswith("close it with }")
 
 
 def test_unknown_filter_is_a_bad_expression_and_suffixes_are_fine() -> None:
