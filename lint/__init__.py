@@ -10,6 +10,7 @@ from lint import (  # noqa: F401  (importing registers the rules)
     rules_graph,
     rules_interpolation,
     rules_llm,
+    rules_placeholder,
     rules_states,
     rules_subloop,
     rules_suppress,

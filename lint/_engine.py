@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
 from typing import Protocol
 
 from engine.errors import Diagnostic
@@ -22,11 +24,12 @@ def lint_loop(
 ) -> list[Diagnostic]:
     """Every diagnostic of every rule for `loop`, suppressions applied, in file order."""
     ctx = LintContext(loop, compile_graph(loop), resolve_loop)
+    placer = _Placer(loop, positions)
     found: list[Diagnostic] = []
     for item in RULES.values():
         for finding in item.check(ctx):
             if not _suppressed(loop, item, finding):
-                found.append(_diagnostic(loop, item, finding, positions))
+                found.append(_diagnostic(loop, item, finding, placer))
     return sorted(found, key=lambda d: (d.line, d.column, d.code))
 
 
@@ -38,10 +41,8 @@ def _suppressed(loop: Loop, item: Rule, finding: Finding) -> bool:
     return any(find_rule(s.code) is item for s in scoped)
 
 
-def _diagnostic(
-    loop: Loop, item: Rule, finding: Finding, positions: PositionLookup | None
-) -> Diagnostic:
-    line, column = _locate(loop, finding.path, positions)
+def _diagnostic(loop: Loop, item: Rule, finding: Finding, placer: _Placer) -> Diagnostic:
+    line, column = placer.place(finding)
     return Diagnostic(
         code=item.code,
         severity=item.severity,
@@ -63,3 +64,51 @@ def _locate(loop: Loop, path: PathKey, positions: PositionLookup | None) -> tupl
         if state is not None:
             return state.line, state.column
     return 0, 0
+
+
+class _Placer:
+    """Positions of findings: the loader's position of the path, refined to the finding's
+    `needle` inside the value when the loop's file holds it (the k-th finding with the same
+    needle in one value goes to its k-th occurrence). The file is read once, only if needed."""
+
+    def __init__(self, loop: Loop, positions: PositionLookup | None) -> None:
+        self.loop = loop
+        self.positions = positions
+        self._text: str | None = None
+        self._seen: dict[tuple[PathKey, str], int] = {}
+
+    def place(self, finding: Finding) -> tuple[int, int]:
+        line, column = _locate(self.loop, finding.path, self.positions)
+        if not finding.needle or self.positions is None or line < 1:
+            return line, column
+        key = (finding.path, finding.needle)
+        nth = self._seen.get(key, 0)
+        self._seen[key] = nth + 1
+        return _find(self._source(), finding.needle, line, column, nth) or (line, column)
+
+    def _source(self) -> str:
+        if self._text is None:
+            self._text = ""
+            if self.loop.source:
+                with contextlib.suppress(OSError):
+                    source = Path(self.loop.source)
+                    self._text = source.read_text(encoding="utf-8", errors="replace")
+        return self._text
+
+
+def _find(text: str, needle: str, line: int, column: int, nth: int) -> tuple[int, int] | None:
+    """(line, column) of the `nth` occurrence of `needle` at or after (line, column), if any."""
+    offset = 0
+    for _ in range(line - 1):
+        offset = text.find("\n", offset) + 1
+        if offset == 0:
+            return None
+    at = offset + column - 1
+    for _ in range(nth + 1):
+        at = text.find(needle, at)
+        if at < 0:
+            return None
+        at += 1
+    at -= 1
+    start_of_line = text.rfind("\n", 0, at) + 1
+    return text.count("\n", 0, at) + 1, at - start_of_line + 1

@@ -27,6 +27,9 @@ class Finding:
     message: str
     path: PathKey = ()
     hint: str = ""
+    # Text inside the value at `path` the finding is really about (e.g. a `<FILL: ...>` marker):
+    # `lint_loop` places the diagnostic on it in the loop's file when it can find it there.
+    needle: str = ""
 
     @property
     def state(self) -> str | None:
