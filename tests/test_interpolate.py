@@ -307,6 +307,56 @@ def test_unclosed_expression_is_an_error_not_a_passthrough() -> None:
         render_text("echo ${context.name", NS)
 
 
+# --- docs/format.md, "Interpolation in shell actions: what is refused and why" ----------------
+
+EVIL = {"context": {"v": "a b$(touch pwned)", "nl": "x\nEOF\ny", "tab": "\tx", "nul": "a\x00"}}
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        ("echo ${context.nul}", "NUL"),
+        ("echo ${context.nul | raw}", "NUL"),
+        ("cat <<EOF\n${context.nl}\nEOF", "end it early"),
+        ("cat <<EOF\n${context.nl | raw}\nEOF", "end it early"),
+        ('echo "$(cat <<EOF\n${context.nl}\nEOF\n)"', "end it early"),
+        ("cat <<-EOF\n${context.tab}\nEOF", "<<- would strip"),
+        ("cat <<${context.v}\nx", "delimiter cannot be interpolated"),
+        ("echo \\${context.v}", "backslash right before"),
+        ("echo `echo ${context.v}`", "use $(...) instead of backticks"),
+        ("echo $((${context.v} + 1))", "arithmetic"),
+        ("(( ${context.v} ))", "arithmetic"),
+        ("echo $[${context.v}]", "arithmetic"),
+        ("let x=${context.v}", "arithmetic"),
+        ('declare -i x="${context.v}"', "arithmetic"),
+        ('local -ri x="${context.v}"', "arithmetic"),
+        ('[[ "${context.v}" -gt 3 ]]', "arithmetic"),
+        ("a[${context.v}]=1", "arithmetic"),
+        ("echo ${HOME:-${context.v}}", "assign the value to a variable first"),
+    ],
+)
+def test_documented_refusals(action: str, reason: str) -> None:
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(action, EVIL)
+    assert reason in caught.value.reason
+
+
+def test_documented_acceptances() -> None:
+    ns = {"context": {"v": "a b$(x)", "q": "it's", "n": "3", "re": "^a.*b$", "items": "v"}}
+    assert render_shell('[ "${context.v}" -gt 3 ]', ns) == '[ "a b\\$(x)" -gt 3 ]'
+    assert render_shell('[[ "${context.v}" == x ]]', ns) == '[[ "a b\\$(x)" == x ]]'
+    assert render_shell("echo $((${context.n} + 1)) `echo ${context.n}`", ns) == (
+        "echo $((3 + 1)) `echo 3`"
+    )
+    assert render_shell("echo ${context.v | raw}", ns) == "echo a b$(x)"
+    assert render_shell("echo ${context.q:shell}", ns) == "echo 'it'\\''s'"
+    assert render_shell('echo "${context.q:shell}"', ns) == "echo \"'it'\\\\''s'\""
+    assert render_shell("[[ $x =~ ${context.re} ]]", ns) == "[[ $x =~ '^a.*b$' ]]"
+    script = render_shell("re=${context.re}\n[[ axxb =~ $re ]] && [[ ! axxb =~ '^a.*b$' ]]", ns)
+    assert subprocess.run(["bash", "-c", script]).returncode == 0  # regex via a variable
+    assert render_shell("echo ${context.items}", ns) == "echo v"
+
+
 # --- performance shape -----------------------------------------------------------------------
 
 
