@@ -13,7 +13,7 @@ exactly; literal `${` from an issue is escaped as `$${` so ll-loop never interpo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.errors import Diagnostic, UsageError
@@ -46,8 +46,17 @@ class Scaffold:
     placeholders: tuple[Placeholder, ...] = ()
 
     def diagnostics(self, file: str = "") -> list[Diagnostic]:
-        """One warning per placeholder, positioned in the text, saying what to fill."""
-        return placeholder_diagnostics(self.text, file, self.placeholders)
+        """One warning per placeholder, positioned in the text, saying what to fill.
+
+        Lint's `placeholder` rule (LL060) is the one implementation; this asks it.
+        """
+        from engine.load import check_loop_text
+        from lint import lint_loop
+
+        loop, positions, problems = check_loop_text(self.text, file)
+        if loop is None:
+            return problems
+        return [d for d in lint_loop(loop, positions) if d.code == "LL060"]
 
 
 # --- public entry points ------------------------------------------------------------------------
@@ -89,35 +98,6 @@ def verify_file_stem(issue: Issue, *, adversarial: bool) -> str:
     """`verify-FEAT-919-sprint-dashboard` / `adversarial-FEAT-919-sprint-dashboard`."""
     kind = "adversarial" if adversarial else "verify"
     return f"{kind}-{_safe_id(issue.id)}-{slugify(issue.title, max_len=40)}"
-
-
-def placeholder_diagnostics(
-    text: str, file: str = "", known: Iterable[Placeholder] = ()
-) -> list[Diagnostic]:
-    """A `placeholder` warning for every `<FILL: ...>` in a loop's text, with line and column.
-
-    Works on any loop text (so `validate` can call it); `known` adds the YAML path and issue.
-    """
-    by_what = {p.what: p for p in known}
-    found: list[Diagnostic] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        for match in PLACEHOLDER_RE.finditer(line):
-            what = match.group(1).strip()
-            origin = by_what.get(what)
-            found.append(
-                Diagnostic(
-                    code="placeholder",
-                    severity="warning",
-                    message=f"unfilled placeholder: {what}",
-                    file=file,
-                    path=origin.path if origin else "",
-                    line=number,
-                    column=match.start() + 1,
-                    hint="replace the whole <FILL: ...> marker with the real text; until then "
-                    "the judge is told it cannot judge, so no run of this loop can pass",
-                )
-            )
-    return found
 
 
 # --- prompts (pure text; escaping for interpolation happens at emission) -----------------------

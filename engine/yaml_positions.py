@@ -46,6 +46,7 @@ class Positions:
 
     keys: Mapping[PathKey, Position]
     values: Mapping[PathKey, Position]
+    text: str = ""  # the source text, so findings can point inside a value without re-reading
 
     def of(self, path: PathKey) -> Position:
         """Position of the node at `path` (its key for mapping entries), else nearest ancestor."""
@@ -83,7 +84,7 @@ def parse_yaml(text: str, file: str) -> tuple[Any, Positions]:
     data = builder.build(node, (), 0)
     if builder.problems:
         raise YamlProblems(sorted(builder.problems, key=lambda d: (d.line, d.column)))
-    return data, Positions(builder.keys, builder.values)
+    return data, Positions(builder.keys, builder.values, text)
 
 
 def decode(raw: bytes, file: str) -> str:

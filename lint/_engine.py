@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
 from typing import Protocol
 
 from engine.errors import Diagnostic
@@ -17,6 +15,11 @@ class PositionLookup(Protocol):
     """What lint needs from the loader's positions: (line, column) of a YAML path."""
 
     def of(self, path: PathKey) -> tuple[int, int]: ...
+
+    @property
+    def text(self) -> str:
+        """The source text the positions refer to ("" when unknown)."""
+        ...
 
 
 def lint_loop(
@@ -68,13 +71,12 @@ def _locate(loop: Loop, path: PathKey, positions: PositionLookup | None) -> tupl
 
 class _Placer:
     """Positions of findings: the loader's position of the path, refined to the finding's
-    `needle` inside the value when the loop's file holds it (the k-th finding with the same
-    needle in one value goes to its k-th occurrence). The file is read once, only if needed."""
+    `needle` inside the value when the source text holds it (the k-th finding with the same
+    needle in one value goes to its k-th occurrence)."""
 
     def __init__(self, loop: Loop, positions: PositionLookup | None) -> None:
         self.loop = loop
         self.positions = positions
-        self._text: str | None = None
         self._seen: dict[tuple[PathKey, str], int] = {}
 
     def place(self, finding: Finding) -> tuple[int, int]:
@@ -84,16 +86,8 @@ class _Placer:
         key = (finding.path, finding.needle)
         nth = self._seen.get(key, 0)
         self._seen[key] = nth + 1
-        return _find(self._source(), finding.needle, line, column, nth) or (line, column)
-
-    def _source(self) -> str:
-        if self._text is None:
-            self._text = ""
-            if self.loop.source:
-                with contextlib.suppress(OSError):
-                    source = Path(self.loop.source)
-                    self._text = source.read_text(encoding="utf-8", errors="replace")
-        return self._text
+        found = _find(self.positions.text, finding.needle, line, column, nth)
+        return found or (line, column)
 
 
 def _find(text: str, needle: str, line: int, column: int, nth: int) -> tuple[int, int] | None:

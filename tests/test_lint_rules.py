@@ -282,6 +282,8 @@ def test_suppressions_loop_and_state_level_and_unknown_code() -> None:
 
 
 class FakePositions:
+    text = ""
+
     def of(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         return (len(path) * 10, 3)
 

@@ -63,7 +63,7 @@ def test_json_summary_lists_placeholders_and_diagnostics(project: Path) -> None:
         "states.check_skill.evaluate.prompt",
     ]
     codes = [(d["code"], d["severity"]) for d in summary["diagnostics"]]
-    assert codes == [("placeholder", "warning")] * 2
+    assert codes == [("LL060", "warning")] * 2
     text = (project / ".loops" / "eval-harness-bug-555.yaml").read_text().splitlines()
     for diagnostic in summary["diagnostics"]:
         assert "<FILL:" in text[diagnostic["line"] - 1]
@@ -74,7 +74,7 @@ def test_placeholders_are_reported_on_stderr_with_file_and_line(project: Path) -
     assert done.returncode == 0
     first = done.stderr.splitlines()[0]
     assert first.startswith(".loops/eval-harness-feat-1001.yaml:")
-    assert "warning placeholder unfilled placeholder: numbered observable conditions" in first
+    assert "warning LL060 unfilled placeholder: numbered observable conditions" in first
     assert "1 placeholder to fill first" in done.stdout
 
 

@@ -22,7 +22,8 @@ WITH_CRITERIA = [p for p in sorted(DATA.rglob("*.md")) if load_issue(p).acceptan
 def lint_findings(text: str) -> list[tuple[str, str]]:
     loop, positions, problems = check_loop_text(text, "gen.yaml")
     assert loop is not None, [p.render() for p in problems]
-    return [(d.code, d.message) for d in lint_loop(loop, positions) if d.severity != "info"]
+    found = lint_loop(loop, positions)
+    return [(d.code, d.message) for d in found if d.severity != "info" and d.code != "LL060"]
 
 
 @pytest.mark.parametrize("path", WITH_CRITERIA, ids=lambda p: p.name)
