@@ -40,8 +40,7 @@ def run_guarded(app: typer.Typer) -> int:
         if debug_enabled():
             traceback.print_exc()
         name = type(exc).__name__
-        if _is_click_usage_error(exc):
-            print(f"error: {exc}", file=sys.stderr)
+        if _is_click_usage_error(exc):  # already shown with its usage line
             return 2
         print(
             f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "

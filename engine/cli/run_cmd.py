@@ -63,10 +63,16 @@ def register(app: "typer.Typer") -> None:
     @app.command("run")
     def run_command(
         loop: Annotated[
-            str, typer.Argument(help="Loop file path, or a name in .loops/ or the built-ins.")
+            str,
+            typer.Argument(
+                metavar="LOOP", help="Loop file path, or a name in .loops/ or the built-ins."
+            ),
         ],
         input: Annotated[
-            str | None, typer.Argument(help="Input for the loop, available as ${context.input}.")
+            str | None,
+            typer.Argument(
+                metavar="[INPUT]", help="Input for the loop, available as ${context.input}."
+            ),
         ] = None,
         context: Annotated[
             list[str] | None,
