@@ -15,6 +15,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m compileall -q engine lint >/dev/null
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
