@@ -70,7 +70,9 @@ def status_command(
         waited = _duration(max(0.0, time.time() - record.queued_at))
         rows.append([record.run_id, "-", "queued", "-", "0", waited, str(record.pid)])
     for s in snapshots:
-        pid = "-" if s.pid is None else f"{s.pid}{'' if s.alive else ' (gone)'}"
+        pid = "-" if s.pid is None or s.status == "finished" else f"{s.pid}"
+        if s.pid is not None and s.status in {"interrupted", "stopped"}:
+            pid += " (gone)"
         status: str = s.status
         if status == "finished" and s.result:
             status = f"{s.result.get('outcome')} ({s.result.get('terminated_by')})"
