@@ -337,6 +337,9 @@ def test_suppressions_in_yaml_and_infos_never_fail_strict(tmp_path: Path) -> Non
     info_only = CLEAN.replace("    next: check\n    on_error: failed\n", "    next: check\n")
     write(tmp_path, "info.yaml", info_only)
     result = ll_loop("validate", "--strict", "info.yaml", cwd=tmp_path)
+    assert "info LL008" not in result.stdout and result.returncode == 0
+    assert "1 info (--verbose shows the infos)" in result.stderr
+    result = ll_loop("validate", "--strict", "--verbose", "info.yaml", cwd=tmp_path)
     assert "info LL008" in result.stdout and result.returncode == 0
 
 

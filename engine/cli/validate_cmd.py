@@ -42,16 +42,27 @@ def validate(
     strict: Annotated[
         bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")
     ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Text format: show info findings too.")
+    ] = False,
 ) -> int:
     """Check loops against the schema and every lint rule; report where and how to fix."""
+    from dataclasses import replace
+
     from lint.report import RENDERERS
 
     reports, usage_error = check_all(loops)
-    output = RENDERERS[format.value](reports)
+    shown = reports
+    if format is Format.text and not verbose:  # infos restate semantics; machines get them all
+        shown = [
+            replace(r, diagnostics=tuple(d for d in r.diagnostics if d.severity != "info"))
+            for r in reports
+        ]
+    output = RENDERERS[format.value](shown)
     if output:
         print(output)
     if format is Format.text:
-        err(summary(reports))
+        err(summary(reports, infos_hidden=not verbose))
     if usage_error:
         return 2
     severities = {d.severity for r in reports for d in r.diagnostics}
@@ -114,7 +125,7 @@ def _usage_diagnostic(ref: str, exc: LoopError) -> Diagnostic:
     return Diagnostic("USAGE", "error", exc.message, file=ref, hint=exc.hint)
 
 
-def summary(reports: list[LoopReport]) -> str:
+def summary(reports: list[LoopReport], *, infos_hidden: bool = False) -> str:
     """`2 loops: 1 error, 3 warnings` — the line people read last."""
     counts = {"error": 0, "warning": 0, "info": 0}
     for report in reports:
@@ -124,4 +135,5 @@ def summary(reports: list[LoopReport]) -> str:
     loops = f"{len(reports)} loop{'s' if len(reports) != 1 else ''}"
     if not parts:
         return f"{loops}: no problems"
-    return f"{loops}: {', '.join(parts)}"
+    hidden = " (--verbose shows the infos)" if infos_hidden and counts["info"] else ""
+    return f"{loops}: {', '.join(parts)}{hidden}"
