@@ -71,6 +71,20 @@ RetryOfOpt = Annotated[
 ]
 
 
+def _judge(semantic: str | None, judge_model: str | None) -> str | None:
+    """The --semantic judge's model, resolved only when there is a semantic gate."""
+    if semantic is None:
+        return None
+    from engine.llm.settings import judge_model as resolve_judge
+
+    return resolve_judge(None, None, None, judge_model)
+
+
+def _sample_timeout(timeout: float) -> float | None:
+    """--timeout 0 (or less) means no limit on a sample."""
+    return timeout if timeout > 0 else None
+
+
 def _options(
     exit_code: int | None,
     semantic: str | None,
@@ -85,15 +99,12 @@ def _options(
     from engine.harness.grading import Gates
     from engine.harness.session import Options
 
-    resolved_judge: str | None = None
-    if semantic is not None:
-        from engine.llm.settings import judge_model as resolve_judge
-
-        resolved_judge = resolve_judge(None, None, None, judge_model)
     return Options(
-        gates=Gates(exit_code=exit_code, semantic=semantic, judge_model=resolved_judge),
+        gates=Gates(
+            exit_code=exit_code, semantic=semantic, judge_model=_judge(semantic, judge_model)
+        ),
         samples=samples,
-        timeout=timeout if timeout > 0 else None,
+        timeout=_sample_timeout(timeout),
         measure_baseline=measure,
         compare_baseline=compare,
         baseline_of=baseline_of,
@@ -284,19 +295,14 @@ def dsl_command(
             )
         if jobs < 1:
             raise UsageError("--jobs must be at least 1", hint="pass --jobs 1 or more")
-        resolved_judge: str | None = None
-        if semantic is not None:
-            from engine.llm.settings import judge_model as resolve_judge
-
-            resolved_judge = resolve_judge(None, None, None, judge_model)
         cwd = Path.cwd()
         options = DslOptions(
             model=model,
             runner=runner,
             semantic=semantic,
-            judge_model=resolved_judge,
+            judge_model=_judge(semantic, judge_model),
             jobs=jobs,
-            timeout=timeout if timeout > 0 else None,
+            timeout=_sample_timeout(timeout),
             retry_of=retry_of,
         )
         with open_history(cwd) as history:
