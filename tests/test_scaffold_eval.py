@@ -232,9 +232,9 @@ def test_variant_b_discover_walks_the_list_in_bash(tmp_path: Path) -> None:
 
 
 def test_state_keys_stay_distinct() -> None:
-    from engine.scaffold import _state_keys
+    from engine.scaffold.eval_loops import state_keys
 
-    assert _state_keys(["FEAT-1", "feat.1", "9-X"]) == ["feat_1", "feat_1_2", "9_x"]
+    assert state_keys(["FEAT-1", "feat.1", "9-X"]) == ["feat_1", "feat_1_2", "9_x"]
 
 
 def test_duplicate_issues_collapse_to_variant_a() -> None:

@@ -1,0 +1,70 @@
+"""Write eval loops from issues: deterministic prompts, commented YAML, no LLM involved.
+
+`scaffold_eval` builds an evaluation harness (is this a good experience?), `scaffold_verify` a
+verification loop (does it meet each criterion?) or an adversarial one (can it be broken?).
+Every prompt is assembled from the issue's own words; what the issue lacks becomes a visible
+`<FILL: ...>` placeholder that `placeholder_diagnostics` reports with the exact thing to write.
+
+The package: `prompts` (the prompt text), `text` (YAML emission), `eval_loops` and
+`verify_loops` (the loop builders), `result` (what they return).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engine.errors import UsageError
+from engine.issuefile import Issue
+from engine.scaffold.eval_loops import ISSUE_RETRIES, eval_name, variant_a, variant_b
+from engine.scaffold.prompts import (
+    NO_SIGNALS,
+    criteria_conditions,
+    criteria_prompt,
+    evidence_demand,
+    execute_prompt,
+)
+from engine.scaffold.result import PLACEHOLDER_RE, Placeholder, Scaffold
+from engine.scaffold.text import yaml_quoted, yaml_scalar
+from engine.scaffold.verify_loops import adversarial_loop, criteria_loop, verify_file_stem
+
+__all__ = [
+    "ISSUE_RETRIES",
+    "NO_SIGNALS",
+    "PLACEHOLDER_RE",
+    "Placeholder",
+    "Scaffold",
+    "criteria_conditions",
+    "criteria_prompt",
+    "eval_name",
+    "evidence_demand",
+    "execute_prompt",
+    "scaffold_eval",
+    "scaffold_verify",
+    "verify_file_stem",
+    "yaml_quoted",
+    "yaml_scalar",
+]
+
+
+def scaffold_eval(issues: Sequence[Issue]) -> Scaffold:
+    """Variant A for one issue, Variant B (a work list) for several."""
+    unique = list({issue.id.upper(): issue for issue in issues}.values())
+    if not unique:
+        raise UsageError("no issues to scaffold", hint="pass --issues ID[,ID...]")
+    if len(unique) == 1:
+        return variant_a(unique[0])
+    return variant_b(unique)
+
+
+def scaffold_verify(issue: Issue, *, adversarial: bool = False) -> Scaffold:
+    """A criteria-by-criteria verification loop, or an adversarial probing loop."""
+    if adversarial:
+        return adversarial_loop(issue)
+    if not issue.acceptance_criteria:
+        where = f" ({issue.path})" if issue.path else ""
+        raise UsageError(
+            f"{issue.id}{where} has no acceptance criteria, so there is nothing to verify",
+            hint="add an `## Acceptance Criteria` list to the issue, or use `ll-loop scaffold-eval`"
+            " (which leaves a placeholder to fill) or `scaffold-verify --adversarial`",
+        )
+    return criteria_loop(issue)
