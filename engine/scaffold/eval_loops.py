@@ -210,31 +210,7 @@ states:
       none: report
 {chr(10).join(blocks)}
   # ---- outcomes: one line per issue in results.txt, then back to the work list
-  advance:
-    action: |-
-      id=$(printf '%s\\n' "${{captured.item.output}}" | head -n 1)
-      printf '%s pass\\n' "$id" >> "${{run.dir}}/results.txt"
-      printf '%s\\n' "$id" >> "${{run.dir}}/processed.txt"
-    next: discover
-  record_failure:
-    action: |-
-      id=$(printf '%s\\n' "${{captured.item.output}}" | head -n 1)
-      printf '%s fail\\n' "$id" >> "${{run.dir}}/results.txt"
-      printf '%s\\n' "$id" >> "${{run.dir}}/processed.txt"
-    next: discover
-  record_blocked:
-    action: |-
-      id=$(printf '%s\\n' "${{captured.item.output}}" | head -n 1)
-      printf '%s blocked\\n' "$id" >> "${{run.dir}}/results.txt"
-      printf '%s\\n' "$id" >> "${{run.dir}}/processed.txt"
-    next: discover
-  # The prompt action or the judge failed for this issue (API error, timeout): record, move on.
-  record_error:
-    action: |-
-      id=$(printf '%s\\n' "${{captured.item.output}}" | head -n 1)
-      printf '%s error\\n' "$id" >> "${{run.dir}}/results.txt"
-      printf '%s\\n' "$id" >> "${{run.dir}}/processed.txt"
-    next: discover
+{chr(10).join(_record_state(*outcome) for outcome in _OUTCOMES)}
   # Print every issue's outcome; succeed only when all of them passed.
   report:
     action: |-
@@ -257,6 +233,32 @@ states:
     failure: true
 """
     return Scaffold(name, text, "B", tuple(i.id for i in issues), tuple(holes))
+
+
+# The states that write one issue's outcome to results.txt: state, word written, why it exists.
+_OUTCOMES = (
+    ("advance", "pass", ""),
+    ("record_failure", "fail", ""),
+    ("record_blocked", "blocked", ""),
+    (
+        "record_error",
+        "error",
+        "The prompt action or the judge failed for this issue (API error, timeout): "
+        "record, move on.",
+    ),
+)
+
+
+def _record_state(state: str, outcome: str, why: str) -> str:
+    """A Variant B state that records `outcome` for the current issue and returns to the list."""
+    comment_line = f"  # {why}\n" if why else ""
+    return f"""\
+{comment_line}  {state}:
+    action: |-
+      id=$(printf '%s\\n' "${{captured.item.output}}" | head -n 1)
+      printf '%s {outcome}\\n' "$id" >> "${{run.dir}}/results.txt"
+      printf '%s\\n' "$id" >> "${{run.dir}}/processed.txt"
+    next: discover"""
 
 
 def state_keys(ids: Sequence[str]) -> list[str]:

@@ -217,28 +217,8 @@ scope:
 states:
 {chr(10).join(blocks)}
   # Were all three classes really attempted? Judged over the three reports together.
-  judge_coverage:
-    evaluate:
-      type: llm_structured
-      source: {yaml_scalar(source, 8, escape=False)}
-      prompt: {yaml_scalar(coverage, 8)}
-    on_yes: judge_findings
-    on_no: under_probed
-    on_partial: under_probed
-    on_blocked: under_probed
-    on_cannot_judge: under_probed
-    timeout: 180
-  judge_findings:
-    evaluate:
-      type: llm_structured
-      source: {yaml_scalar(source, 8, escape=False)}
-      prompt: {yaml_scalar(findings, 8)}
-    on_yes: done
-    on_no: broken
-    on_partial: broken
-    on_blocked: broken
-    on_cannot_judge: broken
-    timeout: 180
+{_judge_state("judge_coverage", source, coverage, "judge_findings", "under_probed")}
+{_judge_state("judge_findings", source, findings, "done", "broken")}
   done:
     terminal: true
   under_probed:
@@ -251,3 +231,19 @@ states:
     failure: true
 """
     return Scaffold(name, text, "adversarial", (issue.id,), ())
+
+
+def _judge_state(state: str, source: str, prompt: str, on_yes: str, otherwise: str) -> str:
+    """A judge over the probe reports: YES goes to `on_yes`, any other verdict to `otherwise`."""
+    return f"""\
+  {state}:
+    evaluate:
+      type: llm_structured
+      source: {yaml_scalar(source, 8, escape=False)}
+      prompt: {yaml_scalar(prompt, 8)}
+    on_yes: {on_yes}
+    on_no: {otherwise}
+    on_partial: {otherwise}
+    on_blocked: {otherwise}
+    on_cannot_judge: {otherwise}
+    timeout: 180"""
