@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from engine.model import State
 from lint._registry import PathKey
@@ -38,3 +39,15 @@ def names(items: Iterable[str]) -> str:
     if len(listed) <= 1:
         return "".join(listed)
     return ", ".join(listed[:-1]) + " and " + listed[-1]
+
+
+def strings_in(value: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
+    """The strings in a YAML value (nested mappings and lists included), with their paths."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from strings_in(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from strings_in(item, (*path, index))

@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from engine.model import Loop, State
 from lint._context import LintContext
-from lint._paths import did_you_mean, state_path
+from lint._paths import did_you_mean, state_path, strings_in
 from lint._registry import Finding, PathKey, rule
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
@@ -47,18 +46,7 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
             value = getattr(state.evaluate, key)
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
-    yield from _strings(state.with_, state_path(state, "with"))
-
-
-def _strings(value: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _strings(item, (*path, str(key)))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, (*path, index))
+    yield from strings_in(state.with_, state_path(state, "with"))
 
 
 def _uses(ctx: LintContext) -> list[Use]:
@@ -70,7 +58,7 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
     for state in loop.states.values():
         for path, template in _fields(state):
             yield from _in_template(state, path, template)
-    for path, template in _strings(loop.outputs, ("outputs",)):
+    for path, template in strings_in(loop.outputs, ("outputs",)):
         yield from _in_template(None, path, template)
 
 

@@ -10,12 +10,11 @@ marker as its `needle`, so `lint_loop` can place it at the marker's own line and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from engine.model import Evaluate, Loop, State
 from lint._context import LintContext
-from lint._paths import state_path
+from lint._paths import state_path, strings_in
 from lint._registry import Finding, PathKey, rule
 
 # The same marker `engine.scaffold.PLACEHOLDER_RE` writes and finds (one line, lazily closed).
@@ -42,42 +41,30 @@ def placeholder(ctx: LintContext) -> Iterator[Finding]:
 
 def _strings_of_loop(loop: Loop) -> Iterator[tuple[PathKey, str]]:
     """Every string value of the loop a person writes, with its YAML path, in file order."""
-    yield from _strings(loop.description, ("description",))
-    yield from _strings(loop.category, ("category",))
-    yield from _strings(loop.labels, ("labels",))
-    yield from _strings(loop.context, ("context",))
+    yield from strings_in(loop.description, ("description",))
+    yield from strings_in(loop.category, ("category",))
+    yield from strings_in(loop.labels, ("labels",))
+    yield from strings_in(loop.context, ("context",))
     for name, parameter in loop.parameters.items():
         path: PathKey = ("parameters", name)
-        yield from _strings(parameter.description, (*path, "description"))
-        yield from _strings(parameter.default, (*path, "default"))
-        yield from _strings(parameter.enum, (*path, "enum"))
-    yield from _strings(loop.outputs, ("outputs",))
+        yield from strings_in(parameter.description, (*path, "description"))
+        yield from strings_in(parameter.default, (*path, "default"))
+        yield from strings_in(parameter.enum, (*path, "enum"))
+    yield from strings_in(loop.outputs, ("outputs",))
     for state in loop.states.values():
         yield from _strings_of_state(state)
 
 
 def _strings_of_state(state: State) -> Iterator[tuple[PathKey, str]]:
-    yield from _strings(state.description, state_path(state, "description"))
-    yield from _strings(state.action, state_path(state, "action"))
+    yield from strings_in(state.description, state_path(state, "description"))
+    yield from strings_in(state.action, state_path(state, "action"))
     if state.evaluate is not None and not state.evaluate.implicit:
         yield from _strings_of_evaluate(state.evaluate, state_path(state, "evaluate"))
-    yield from _strings(state.with_, state_path(state, "with"))
+    yield from strings_in(state.with_, state_path(state, "with"))
 
 
 def _strings_of_evaluate(evaluate: Evaluate, path: PathKey) -> Iterator[tuple[PathKey, str]]:
     for key in ("prompt", "source", "pattern", "path", "previous", "target"):
-        yield from _strings(getattr(evaluate, key), (*path, key))
+        yield from strings_in(getattr(evaluate, key), (*path, key))
     for index, dimension in enumerate(evaluate.dimensions):
-        yield from _strings(dimension.description, (*path, "dimensions", index, "description"))
-
-
-def _strings(value: Any, path: PathKey) -> Iterator[tuple[PathKey, str]]:
-    """The strings in a YAML value (nested mappings and lists included), with their paths."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _strings(item, (*path, str(key)))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, (*path, index))
+        yield from strings_in(dimension.description, (*path, "dimensions", index, "description"))
