@@ -132,12 +132,10 @@ def output_contains(spec: Evaluate, judged: Judged) -> Verdict:
 @evaluator("output_numeric")
 def output_numeric(spec: Evaluate, judged: Judged) -> Verdict:
     """The whole trimmed text is a number, compared with `target` by `operator`."""
-    value = parse_number(judged.text)
-    if value is None:
-        return error(f"output is not a number: {_preview(judged.text)}")
-    target = parse_number(judged.target)
-    if target is None:
-        return error(f"target is not a number: {judged.target!r}")
+    numbers = _output_and_target(judged)
+    if isinstance(numbers, Verdict):
+        return numbers
+    value, target = numbers
     return _compare(spec.operator or "eq", value, target)
 
 
@@ -167,12 +165,10 @@ def output_json(spec: Evaluate, judged: Judged) -> Verdict:
 @evaluator("convergence")
 def convergence(spec: Evaluate, judged: Judged) -> Verdict:
     """Within `tolerance` of `target` → target; better than `previous` → progress; else stall."""
-    value = parse_number(judged.text)
-    if value is None:
-        return error(f"output is not a number: {_preview(judged.text)}")
-    target = parse_number(judged.target)
-    if target is None:
-        return error(f"target is not a number: {judged.target!r}")
+    numbers = _output_and_target(judged)
+    if isinstance(numbers, Verdict):
+        return numbers
+    value, target = numbers
     details: dict[str, Any] = {"value": value, "target": target, "direction": spec.direction}
     if abs(value - target) <= spec.tolerance:
         return Verdict("target", {**details, "tolerance": spec.tolerance})
@@ -255,6 +251,17 @@ def _compare(operator: str, value: Any, target: Any, **extra: Any) -> Verdict:
     except TypeError:
         return error(f"cannot compare {to_json_text(value)} with {to_json_text(target)}")
     return Verdict("yes" if passed else "no", details)
+
+
+def _output_and_target(judged: Judged) -> tuple[float, float] | Verdict:
+    """The output and the target as numbers, or the error verdict naming the one that is not."""
+    value = parse_number(judged.text)
+    if value is None:
+        return error(f"output is not a number: {_preview(judged.text)}")
+    target = parse_number(judged.target)
+    if target is None:
+        return error(f"target is not a number: {judged.target!r}")
+    return value, target
 
 
 def _preview(text: str) -> str:
