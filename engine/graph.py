@@ -17,7 +17,7 @@ not part of the graph.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
@@ -149,25 +149,25 @@ def failure_terminals(graph: LoopGraph) -> frozenset[str]:
 
 def reachable_from(graph: LoopGraph, *starts: str) -> frozenset[str]:
     """Every state a run can enter from `starts` (included), by BFS; unknown starts ignored."""
-    seen = {s for s in starts if s in graph.order}
-    queue = deque(seen)
-    while queue:
-        for nxt in graph.successors(queue.popleft()):
-            if nxt not in seen:
-                seen.add(nxt)
-                queue.append(nxt)
-    return frozenset(seen)
+    return _closure(graph, starts, graph.successors)
 
 
 def can_reach(graph: LoopGraph, targets: Iterable[str]) -> frozenset[str]:
     """Every state with a path to one of `targets` (targets included): BFS on reversed edges."""
-    seen = {t for t in targets if t in graph.order}
+    return _closure(graph, targets, graph.predecessors)
+
+
+def _closure(
+    graph: LoopGraph, starts: Iterable[str], step: Callable[[str], Iterable[str]]
+) -> frozenset[str]:
+    """`starts` (known states only) and everything `step` leads to from them, by BFS."""
+    seen = {s for s in starts if s in graph.order}
     queue = deque(seen)
     while queue:
-        for prev in graph.predecessors(queue.popleft()):
-            if prev not in seen:
-                seen.add(prev)
-                queue.append(prev)
+        for nxt in step(queue.popleft()):
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
     return frozenset(seen)
 
 
