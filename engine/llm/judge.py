@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,6 +179,16 @@ def call_with_one_retry(
     return calls[-1], calls
 
 
+def call_usage(calls: Sequence[CallResult]) -> dict[str, Any]:
+    """How many calls one judgement took, and their summed cost and tokens (for its record)."""
+    return {
+        "calls": len(calls),
+        "cost_usd": sum(c.cost_usd for c in calls),
+        "input_tokens": sum(c.input_tokens for c in calls),
+        "output_tokens": sum(c.output_tokens for c in calls),
+    }
+
+
 def _one_sample(
     gateway: LlmGateway,
     request: Mapping[str, Any],
@@ -190,13 +200,7 @@ def _one_sample(
     last, calls = call_with_one_retry(
         gateway, request, sample=sample, tag=tag, purpose="judge", validate=_problem
     )
-    record: dict[str, Any] = {
-        "sample": sample,
-        "calls": len(calls),
-        "cost_usd": sum(c.cost_usd for c in calls),
-        "input_tokens": sum(c.input_tokens for c in calls),
-        "output_tokens": sum(c.output_tokens for c in calls),
-    }
+    record: dict[str, Any] = {"sample": sample, **call_usage(calls)}
     if last.status != "ok" or last.body is None:
         kind = "malformed answer" if last.status == "invalid" else "call failed"
         record.update(

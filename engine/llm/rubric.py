@@ -17,6 +17,7 @@ from engine.llm.gateway import LlmGateway
 from engine.llm.judge import (
     JudgeSettings,
     base_request,
+    call_usage,
     call_with_one_retry,
     judged_block,
     run_concurrently,
@@ -129,13 +130,7 @@ def judge_rubric(
         last, calls = call_with_one_retry(
             gateway, request, sample=index, tag=settings.tag, purpose="rubric", validate=problem
         )
-        record: dict[str, Any] = {
-            "reviewer": index,
-            "calls": len(calls),
-            "cost_usd": sum(c.cost_usd for c in calls),
-            "input_tokens": sum(c.input_tokens for c in calls),
-            "output_tokens": sum(c.output_tokens for c in calls),
-        }
+        record: dict[str, Any] = {"reviewer": index, **call_usage(calls)}
         if last.status != "ok" or last.body is None:
             kind = "malformed answer" if last.status == "invalid" else "call failed"
             record["error"] = f"{kind}: {last.error}"
