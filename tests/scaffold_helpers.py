@@ -15,10 +15,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.issuefile import Issue, load_issue
+from engine.load import check_loop_text
+from lint import lint_loop
 from tests.loopback_server import LoopbackServer, Reply, text_reply, verdict_reply
 
 REPO = Path(__file__).resolve().parent.parent
 ISSUES = Path(__file__).parent / "data" / "issues"
+
+
+def issue_of(name: str) -> Issue:
+    """The fixture issue whose file is called `name`."""
+    return load_issue(next(ISSUES.rglob(name)))
+
+
+def lint_findings(text: str) -> list[tuple[str, str]]:
+    """Load (must succeed) and lint; (code, message) of every warning and error but LL060."""
+    loop, positions, problems = check_loop_text(text, "gen.yaml")
+    assert loop is not None, [p.render() for p in problems]
+    found = lint_loop(loop, positions)
+    return [(d.code, d.message) for d in found if d.severity != "info" and d.code != "LL060"]
 
 
 def make_project(root: Path) -> Path:

@@ -23,22 +23,9 @@ from engine.scaffold import (
     yaml_quoted,
     yaml_scalar,
 )
-from lint import lint_loop
+from tests.scaffold_helpers import ISSUES, issue_of, lint_findings
 
-DATA = Path(__file__).parent / "data" / "issues"
-FIXTURES = sorted(DATA.rglob("*.md"))
-
-
-def issue_of(name: str) -> Issue:
-    return load_issue(next(DATA.rglob(name)))
-
-
-def lint_findings(text: str) -> list[tuple[str, str]]:
-    """Load (must succeed) and lint; (code, message) of every warning and error."""
-    loop, positions, problems = check_loop_text(text, "gen.yaml")
-    assert loop is not None, [p.render() for p in problems]
-    found = lint_loop(loop, positions)
-    return [(d.code, d.message) for d in found if d.severity != "info" and d.code != "LL060"]
+FIXTURES = sorted(ISSUES.rglob("*.md"))
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)

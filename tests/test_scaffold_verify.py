@@ -11,19 +11,10 @@ import yaml
 from engine.errors import UsageError
 from engine.interpolate import render_shell, render_text
 from engine.issuefile import load_issue
-from engine.load import check_loop_text
 from engine.scaffold import scaffold_verify
-from lint import lint_loop
+from tests.scaffold_helpers import ISSUES, issue_of, lint_findings
 
-DATA = Path(__file__).parent / "data" / "issues"
-WITH_CRITERIA = [p for p in sorted(DATA.rglob("*.md")) if load_issue(p).acceptance_criteria]
-
-
-def lint_findings(text: str) -> list[tuple[str, str]]:
-    loop, positions, problems = check_loop_text(text, "gen.yaml")
-    assert loop is not None, [p.render() for p in problems]
-    found = lint_loop(loop, positions)
-    return [(d.code, d.message) for d in found if d.severity != "info" and d.code != "LL060"]
+WITH_CRITERIA = [p for p in sorted(ISSUES.rglob("*.md")) if load_issue(p).acceptance_criteria]
 
 
 @pytest.mark.parametrize("path", WITH_CRITERIA, ids=lambda p: p.name)
@@ -58,7 +49,7 @@ def test_criteria_mode_one_state_per_criterion_none_short_circuits(path: Path) -
 
 def aggregate(verdicts: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Run the generated aggregate action in bash with these captured verdicts."""
-    issue = load_issue(next(DATA.rglob("P2-FEAT-919-sprint-dashboard.md")))
+    issue = issue_of("P2-FEAT-919-sprint-dashboard.md")
     data = yaml.safe_load(scaffold_verify(issue).text)
     ns = {"captured": {f"c{n}": {"verdict": v} for n, v in enumerate(verdicts, 1)}}
     script = render_shell(data["states"]["aggregate"]["action"], ns)
@@ -83,14 +74,14 @@ def test_aggregate_passes_only_when_every_verdict_is_yes(tmp_path: Path) -> None
 
 
 def test_verify_needs_criteria() -> None:
-    issue = load_issue(next(DATA.rglob("P2-FEAT-1001-saved-searches.md")))
+    issue = issue_of("P2-FEAT-1001-saved-searches.md")
     with pytest.raises(UsageError) as caught:
         scaffold_verify(issue)
     assert "has no acceptance criteria" in caught.value.message
     assert "scaffold-eval" in caught.value.hint
 
 
-@pytest.mark.parametrize("path", sorted(DATA.rglob("*.md")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(ISSUES.rglob("*.md")), ids=lambda p: p.name)
 def test_adversarial_mode_three_probes_then_coverage_then_findings(path: Path) -> None:
     issue = load_issue(path)
     scaffold = scaffold_verify(issue, adversarial=True)
@@ -124,7 +115,7 @@ def test_adversarial_mode_three_probes_then_coverage_then_findings(path: Path) -
 
 
 def test_bug_criteria_are_tried_with_the_reproduction_steps() -> None:
-    issue = load_issue(next(DATA.rglob("P1-BUG-204-export-crash.md")))
+    issue = issue_of("P1-BUG-204-export-crash.md")
     state = yaml.safe_load(scaffold_verify(issue).text)["states"]["criterion_2"]
     action = render_text(state["action"], {})
     assert f"How the problem was reproduced:\n{issue.steps_to_reproduce}" in action
@@ -134,7 +125,7 @@ def test_bug_criteria_are_tried_with_the_reproduction_steps() -> None:
 
 def test_an_error_the_criterion_asks_for_is_not_a_reason_for_no() -> None:
     # ENH-77 (3): "A broken settings.yaml is rejected with a message naming the line".
-    issue = load_issue(next(DATA.rglob("P3-ENH-77-config-reload.md")))
+    issue = issue_of("P3-ENH-77-config-reload.md")
     state = yaml.safe_load(scaffold_verify(issue).text)["states"]["criterion_3"]
     prompt = render_text(state["evaluate"]["prompt"], {})
     assert "a stack trace, an error message or a silent no-op" in prompt
