@@ -77,6 +77,12 @@ _STEPS = (
     "max_steps counts executions of non-terminal states (every state run is one step), "
     "not trips around the loop: a 3-state cycle repeated 10 times needs max_steps: 30"
 )
+_CONTEXT = "context: holds default variables, read as ${context.NAME}"
+_INITIAL = "initial: NAME_OF_FIRST_STATE"
+_RETRIES = (
+    "max_retries: N counts entries along a cycle; on_retry_exhausted: STATE names "
+    "where to go when they run out"
+)
 
 UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
     ("loop", "max_iterations"): Unsupported(
@@ -97,24 +103,14 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
         "extends is not supported: loops do not inherit from each other",
         "copy the states you need, or " + _SUBLOOP,
     ),
-    ("loop", "variables"): Unsupported(
-        "variables is not supported: use context",
-        "context: holds default variables, read as ${context.NAME}",
-    ),
-    ("loop", "vars"): Unsupported(
-        "vars is not supported: use context",
-        "context: holds default variables, read as ${context.NAME}",
-    ),
+    ("loop", "variables"): Unsupported("variables is not supported: use context", _CONTEXT),
+    ("loop", "vars"): Unsupported("vars is not supported: use context", _CONTEXT),
     ("loop", "inputs"): Unsupported(
         "inputs is not supported: use parameters",
         "parameters: NAME: {type, required, default, description}",
     ),
-    ("loop", "initial_state"): Unsupported(
-        "initial_state is not supported: use initial", "initial: NAME_OF_FIRST_STATE"
-    ),
-    ("loop", "start"): Unsupported(
-        "start is not supported: use initial", "initial: NAME_OF_FIRST_STATE"
-    ),
+    ("loop", "initial_state"): Unsupported("initial_state is not supported: use initial", _INITIAL),
+    ("loop", "start"): Unsupported("start is not supported: use initial", _INITIAL),
     ("state", "on_success"): Unsupported(
         "on_success is not supported: use on_yes",
         "evaluators answer yes/no; for a classify verdict literally named `success` "
@@ -143,13 +139,11 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
     ),
     ("state", "retry"): Unsupported(
         "retry is not supported: use max_retries with on_retry_exhausted",
-        "max_retries: N counts entries along a cycle; on_retry_exhausted: STATE names "
-        "where to go when they run out",
+        _RETRIES,
     ),
     ("state", "retries"): Unsupported(
         "retries is not supported: use max_retries with on_retry_exhausted",
-        "max_retries: N counts entries along a cycle; on_retry_exhausted: STATE names "
-        "where to go when they run out",
+        _RETRIES,
     ),
     ("state", "shell"): Unsupported(
         "shell is not supported: put the command in action",
