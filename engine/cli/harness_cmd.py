@@ -65,6 +65,10 @@ BaselineOfOpt = Annotated[
     str | None,
     typer.Option("--baseline-of", help="Attempt or invocation id of the incumbent (cmd/prompt)."),
 ]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Subject model.")]
+RunnerOpt = Annotated[
+    str | None, typer.Option("--runner", help="Prompt runner: anthropic or cmd:<command>.")
+]
 RetryOfOpt = Annotated[
     int | None,
     typer.Option("--retry-of", help="Attempt id of a timed-out sample this run replaces."),
@@ -191,10 +195,8 @@ def cmd_command(
 @app.command("prompt")
 def prompt_command(
     prompt: Annotated[str, typer.Argument(help="The prompt text to send.")],
-    model: Annotated[str | None, typer.Option("--model", help="Subject model.")] = None,
-    runner: Annotated[
-        str | None, typer.Option("--runner", help="Prompt runner: anthropic or cmd:<command>.")
-    ] = None,
+    model: ModelOpt = None,
+    runner: RunnerOpt = None,
     exit_code: ExitCodeOpt = None,
     semantic: SemanticOpt = None,
     judge_model: JudgeModelOpt = None,
@@ -270,10 +272,8 @@ def loop_command(
 @app.command("dsl")
 def dsl_command(
     path: Annotated[Path, typer.Argument(help="A task file, or a directory of *.yaml tasks.")],
-    model: Annotated[str | None, typer.Option("--model", help="Subject model.")] = None,
-    runner: Annotated[
-        str | None, typer.Option("--runner", help="Prompt runner: anthropic or cmd:<command>.")
-    ] = None,
+    model: ModelOpt = None,
+    runner: RunnerOpt = None,
     semantic: SemanticOpt = None,
     judge_model: JudgeModelOpt = None,
     samples: SamplesOpt = None,
