@@ -103,14 +103,7 @@ def task_subject(task: Task, options: DslOptions) -> Subject:
         sample = SubjectRun.from_action(result, timeout)
         if runner != "anthropic" and sample.infra_error is None and sample.exit_code != 0:
             # An agent CLI that exits non-zero crashed; it did not answer the task.
-            return SubjectRun(
-                stdout=sample.stdout,
-                stderr=sample.stderr,
-                exit_code=sample.exit_code,
-                duration_ms=sample.duration_ms,
-                infra_error=f"the prompt runner exited with code {sample.exit_code}",
-                cost_usd=sample.cost_usd,
-            )
+            return sample.ungradable(f"the prompt runner exited with code {sample.exit_code}")
         return sample
 
     return Subject(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -31,6 +31,10 @@ class SubjectRun:
     timed_out: bool = False
     infra_error: str | None = None
     cost_usd: float = 0.0
+
+    def ungradable(self, reason: str) -> SubjectRun:
+        """This sample with `reason` as its infra error; what it printed and cost is kept."""
+        return replace(self, infra_error=reason)
 
     @classmethod
     def from_action(cls, result: ActionResult, timeout: float | None) -> SubjectRun:
@@ -152,13 +156,7 @@ def loop_subject(
         problem = _run_refusal(sample.stdout)
         if problem is None:
             return sample
-        return SubjectRun(
-            stdout=sample.stdout,
-            stderr=sample.stderr,
-            exit_code=sample.exit_code,
-            duration_ms=sample.duration_ms,
-            infra_error=problem,
-        )
+        return sample.ungradable(problem)
 
     subject_model: str | None = None
     runner_name: str | None = None
