@@ -38,47 +38,46 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+def _first_set(*candidates: str | None, default: str) -> str:
+    """The first non-empty candidate (the precedence order), else `default`."""
+    return next((c for c in candidates if c), default)
+
+
 def judge_model(
     spec: Evaluate | None, state: State | None, loop: Loop | None, explicit: str | None = None
 ) -> str:
     """The model a judge uses (first non-empty wins)."""
-    for candidate in (
+    return _first_set(
         explicit,
         state.model if state else None,
         spec.model if spec else None,
         loop.llm.model if loop else None,
         _env("LL_JUDGE_MODEL"),
         _env("LL_MODEL"),
-    ):
-        if candidate:
-            return candidate
-    return DEFAULT_MODEL
+        default=DEFAULT_MODEL,
+    )
 
 
 def prompt_model(state: State | None, loop: Loop | None, explicit: str | None = None) -> str:
     """The model a prompt action uses with the `anthropic` runner."""
-    for candidate in (
+    return _first_set(
         explicit,
         state.model if state else None,
         loop.llm.model if loop else None,
         _env("LL_MODEL"),
-    ):
-        if candidate:
-            return candidate
-    return DEFAULT_MODEL
+        default=DEFAULT_MODEL,
+    )
 
 
 def prompt_runner(state: State | None, loop: Loop | None, explicit: str | None = None) -> str:
     """The runner name of a prompt action (`anthropic` or `cmd:<command>`)."""
-    for candidate in (
+    return _first_set(
         explicit,
         state.runner if state else None,
         loop.llm.runner if loop else None,
         _env("LL_PROMPT_RUNNER"),
-    ):
-        if candidate:
-            return candidate
-    return DEFAULT_RUNNER
+        default=DEFAULT_RUNNER,
+    )
 
 
 def request_timeout(loop: Loop | None) -> float:
