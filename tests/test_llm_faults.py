@@ -129,13 +129,20 @@ def test_retry_after_is_honoured(loopback: LoopbackServer, tmp_path: Path) -> No
     assert second.started - first.finished >= 0.38
 
 
-def test_retry_after_beyond_the_budget_gives_up_at_once(
-    loopback: LoopbackServer, tmp_path: Path
+@pytest.mark.parametrize(
+    ("fault", "why"),
+    [
+        pytest.param(error_reply(429, retry_after=30), "retry budget", id="retry-after-too-long"),
+        pytest.param(error_reply(400), "HTTP 400", id="client-error"),
+    ],
+)
+def test_fault_not_worth_retrying_gives_up_at_once(
+    loopback: LoopbackServer, tmp_path: Path, fault: Script, why: str
 ) -> None:
-    loopback.push(error_reply(429, retry_after=30), verdict_reply("yes", evidence=QUOTE))
+    loopback.push(fault, verdict_reply("yes", evidence=QUOTE))
     verdict = judge(tmp_path)
     assert verdict.name == "error"
-    assert "retry budget" in verdict.details["error"]
+    assert why in verdict.details["error"]
     assert len(loopback.requests) == 1
 
 
@@ -145,14 +152,6 @@ def test_hang_is_a_client_timeout(loopback: LoopbackServer, tmp_path: Path) -> N
     assert verdict.name == "error"
     assert "timed out" in verdict.details["error"]
     assert all(r.finished == 0.0 for r in loopback.requests)  # none was answered
-
-
-def test_client_error_is_not_retried(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(error_reply(400), verdict_reply("yes", evidence=QUOTE))
-    verdict = judge(tmp_path)
-    assert verdict.name == "error"
-    assert "HTTP 400" in verdict.details["error"]
-    assert len(loopback.requests) == 1
 
 
 def test_our_retries_are_the_only_retries(loopback: LoopbackServer, tmp_path: Path) -> None:
