@@ -167,46 +167,43 @@ def test_prompt_timeout_is_a_persisted_infra_error(
     assert row.timed_out is True and row.semantic_verdict is None  # never judged
 
 
-def test_prompt_with_one_sample_cannot_serve_a_delta(
-    loopback: LoopbackServer, history: History, tmp_path: Path
+@pytest.mark.parametrize(
+    ("samples", "old_model", "new_model", "refusal"),
+    [
+        # A prompt is stochastic: one sample of it cannot serve a delta.
+        pytest.param(1, "m", "m", "one sample of a stochastic subject", id="one-sample"),
+        # The prompt model is a condition of the baseline.
+        pytest.param(2, "model-a", "model-b", "other conditions", id="other-model"),
+    ],
+)
+def test_prompt_baseline_refuses_a_candidate_it_cannot_compare(
+    loopback: LoopbackServer,
+    history: History,
+    tmp_path: Path,
+    samples: int,
+    old_model: str,
+    new_model: str,
+    refusal: str,
 ) -> None:
-    loopback.push(text_reply(OUTPUT), verdict_reply("yes", evidence="all 12 passed"))
-    gates = Gates(semantic=CRITERION, judge_model="j")
-    old = evaluate(
-        prompt_subject("old prompt", model="m", prompt_runner=None),
-        Options(gates=gates, samples=1, measure_baseline=True),
-        history,
-        tmp_path,
-    )
-    with pytest.raises(Refusal, match="one sample of a stochastic subject"):
-        evaluate(
-            prompt_subject("new prompt", model="m", prompt_runner=None),
-            Options(gates=gates, samples=1, compare_baseline=True, baseline_of=old.invocation_id),
-            history,
-            tmp_path,
-        )
-    assert len(loopback.requests) == 2  # nothing ran for the refused candidate
-
-
-def test_prompt_model_is_a_condition_of_the_baseline(
-    loopback: LoopbackServer, history: History, tmp_path: Path
-) -> None:
-    for _ in range(2):
+    for _ in range(samples):
         loopback.push(text_reply(OUTPUT), verdict_reply("yes", evidence="all 12 passed"))
     gates = Gates(semantic=CRITERION, judge_model="j")
     old = evaluate(
-        prompt_subject("old prompt", model="model-a", prompt_runner=None),
-        Options(gates=gates, samples=2, measure_baseline=True),
+        prompt_subject("old prompt", model=old_model, prompt_runner=None),
+        Options(gates=gates, samples=samples, measure_baseline=True),
         history,
         tmp_path,
     )
-    with pytest.raises(Refusal, match="other conditions"):
+    with pytest.raises(Refusal, match=refusal):
         evaluate(
-            prompt_subject("new prompt", model="model-b", prompt_runner=None),
-            Options(gates=gates, samples=2, compare_baseline=True, baseline_of=old.invocation_id),
+            prompt_subject("new prompt", model=new_model, prompt_runner=None),
+            Options(
+                gates=gates, samples=samples, compare_baseline=True, baseline_of=old.invocation_id
+            ),
             history,
             tmp_path,
         )
+    assert len(loopback.requests) == 2 * samples  # nothing ran for the refused candidate
 
 
 def test_cli_prompt_json_has_every_sample_and_the_judge(
