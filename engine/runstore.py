@@ -4,6 +4,14 @@
 leaves either the previous or the next boundary, never half a file. `events.jsonl` is appended
 one JSON object per line and flushed per event; nothing is accumulated in memory, so a run of
 100,000 steps costs no more memory than a run of ten. `llm.jsonl` belongs to the LLM layer.
+
+Durability: a killed process loses nothing (every event reached the OS when it was emitted, and
+state.json is swapped in only after the events that lead to it). Against a power cut the files
+are fsynced at a state boundary at most once per `SYNC_INTERVAL` and always when the run ends or
+is stopped (`close`): an fsync costs ~3 ms here, more than a trivial shell step, so one per
+boundary would more than double the cost of a short step (measured on the 1000-step benchmark:
+ratio 1.9x -> 2.7x). A power cut therefore loses at most the last second of boundaries, and
+`ll-loop resume` continues from the last one that reached the disk.
 """
 
 from __future__ import annotations
@@ -19,8 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 RUNS_DIR = Path(".loops") / "runs"
-# Events after which the log is flushed at once: the run may block (an action, an LLM call) or end.
-_FLUSH_AFTER = frozenset({"loop_start", "action_start", "llm_call", "loop_complete", "loop_resume"})
+SYNC_INTERVAL = 1.0  # seconds: at most one fsync of events + state.json per this, at a boundary
 
 
 def new_run_id() -> str:
@@ -50,6 +57,7 @@ class RunStore:
         self._state_written = self.state_path.exists()
         self._exchange: bool | None = None  # False once the exchange proved unsupported
         self._events: IO[str] | None = None
+        self._synced = time.monotonic()  # when the files were last fsynced
         self._dumps = json.JSONEncoder(
             ensure_ascii=False, separators=(",", ":"), default=_jsonable
         ).encode
@@ -69,15 +77,13 @@ class RunStore:
         return cls(root / run_id, run_id)
 
     def emit(self, event: str, **fields: Any) -> None:
-        """Append one event line. Lines are flushed before anything that can block or end the
-        run (an action starting, the end) and at every state boundary (`save_state`), so the
-        log on disk is never behind state.json; no fsync."""
+        """Append one event line and flush it to the OS (a few microseconds): a reader (`ll-loop
+        history RUN`, `tail -f`) sees every event at once, and a killed run loses none."""
         if self._events is None:
             self._events = self.events_path.open("a", encoding="utf-8")
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
         self._events.write(self._dumps(record) + "\n")
-        if event in _FLUSH_AFTER:
-            self._events.flush()
+        self._events.flush()
 
     def flush(self) -> None:
         if self._events is not None:
@@ -95,12 +101,18 @@ class RunStore:
         a killed process loses nothing.) Elsewhere it is a plain `os.replace`.
         """
         self.flush()
+        sync = time.monotonic() - self._synced >= SYNC_INTERVAL
+        if sync and self._events is not None:
+            os.fsync(self._events.fileno())
         temp = self._state_temp
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(self._dumps(data).encode("utf-8"))
             while view:
                 view = view[os.write(fd, view) :]
+            if sync:
+                os.fsync(fd)
+                self._synced = time.monotonic()
         finally:
             os.close(fd)
         if self._exchange is not False and self._state_written:
@@ -123,8 +135,26 @@ class RunStore:
         path.write_text(text, encoding="utf-8")
         return path
 
-    def close(self) -> None:
+    def sync(self) -> None:
+        """fsync the event log, state.json and the directory (the run ends or is stopped)."""
         if self._events is not None:
+            self._events.flush()
+            os.fsync(self._events.fileno())
+        for path in (self.state_path, self.dir):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._synced = time.monotonic()
+
+    def close(self) -> None:
+        """Sync and close: a finished or stopped run is on disk, power cut or not."""
+        if self._events is not None:
+            self.sync()
             self._events.close()
             self._events = None
 
