@@ -4,8 +4,8 @@ stdout carries only the result: one JSON object with `--json` (for every outcome
 before the first step included), else a short summary. Progress and diagnostics go to stderr.
 Exit codes: 0 success · 1 failure terminal · 2 error · 3 inconclusive.
 
-No `from __future__ import annotations` and no module-level `import typer` here: `fast_main`
-runs without typer, and `register` imports it and builds its annotations at definition time.
+`register` imports typer and builds the command's annotations at definition time, so this
+module has no `from __future__ import annotations`.
 """
 
 import json
@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
+from engine.cli.common import err
 from engine.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
 from engine.model import Loop
 from engine.ports import RunResult
@@ -121,65 +122,6 @@ def register(app: "typer.Typer") -> None:
             no_lock=no_lock,
         )
         raise typer.Exit(execute_run(options))
-
-
-def fast_main(argv: list[str]) -> int:
-    """`ll-loop run ...` without building the typer app: the same options, parsed by argparse.
-
-    The whole command line app (typer imports pydantic, every command module imports its own
-    dependencies) costs more start-up time than a short loop's steps; `engine.cli.main` can send
-    `run` here directly. `--help` stays with typer.
-    """
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="ll-loop run", add_help=False)
-    parser.add_argument("loop")
-    parser.add_argument("input", nargs="?")
-    parser.add_argument("--context", "-c", action="append", default=[])
-    parser.add_argument("--max-steps", type=int)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--quiet", "-q", action="store_true")
-    parser.add_argument("--replay")
-    parser.add_argument("--cache", action="store_true")
-    parser.add_argument("--queue", action="store_true")
-    parser.add_argument("--queue-timeout", type=float)
-    parser.add_argument("--no-lock", action="store_true")
-    args = parser.parse_args([a for a in argv if a != "--debug"])
-    if args.max_steps is not None and args.max_steps < 1:
-        parser.error("--max-steps must be at least 1")
-    options = RunOptions(
-        loop_ref=args.loop,
-        input=args.input,
-        context=tuple(args.context),
-        max_steps=args.max_steps,
-        json=args.json,
-        quiet=args.quiet,
-        replay=args.replay,
-        cache=args.cache,
-        queue=args.queue,
-        queue_timeout=args.queue_timeout,
-        no_lock=args.no_lock,
-    )
-    try:
-        return execute_run(options)
-    except LoopError as exc:
-        err(exc.render())
-        return exc.exit_code
-    except Exception as exc:  # a bug: one sentence, the traceback only with --debug
-        if "--debug" in argv or os.environ.get("LL_DEBUG") == "1":
-            import traceback
-
-            traceback.print_exc()
-        err(
-            f"internal error: {type(exc).__name__}: {exc}\n  hint: this is a bug in ll-loop; "
-            "re-run with --debug for the traceback and report it"
-        )
-        return 2
-
-
-def err(message: str) -> None:
-    """Progress and diagnostics go to stderr; stdout carries only results."""
-    print(message, file=sys.stderr, flush=True)
 
 
 def execute_run(options: RunOptions) -> int:
