@@ -169,23 +169,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
 
 def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) -> StepResult:
     """Run one state's action, judge it, store its capture, and pick its route."""
-    rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
-    ns = Namespaces(loop, rs, rt, state)
-    result, verdict = execute(loop, state, rs, rt, ns)
-    if rt.stop.requested:
-        return StepResult(result, Verdict("error", {"reason": "stopped"}), None, interrupted=True)
-    if verdict is None:
-        verdict = evaluate(loop, state, result, rs, rt, ns)
-    rt.recorder.emit(
-        "evaluate",
-        depth=rt.depth,
-        step=rs.steps,
-        state=state.name,
-        evaluator=_evaluator_name(state),
-        verdict=verdict.name,
-        details=verdict.details,
-    )
-    remember(state, result, verdict, rs, rt)
+    result, verdict, stopped = run_state(loop, state, rs, rt)
+    if stopped:
+        return StepResult(result, verdict, None, interrupted=True)
     target = route_verdict(state, verdict)
     problem = None if target is not None else _unrouted(state, verdict, result)
     rt.recorder.emit(
@@ -198,6 +184,33 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         **({"error": problem} if problem else {}),
     )
     return StepResult(result, verdict, target, problem)
+
+
+def run_state(
+    loop: Loop, state: State, rs: RunState, rt: Runtime
+) -> tuple[ActionResult, Verdict, bool]:
+    """Enter `state`, run its action, judge it and remember the result.
+
+    The flag is True when a stop arrived during the action: the result is then not judged.
+    """
+    rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
+    ns = Namespaces(loop, rs, rt, state)
+    result, verdict = execute(loop, state, rs, rt, ns)
+    if rt.stop.requested:
+        return result, Verdict("error", {"reason": "stopped"}), True
+    if verdict is None:
+        verdict = evaluate(loop, state, result, rs, rt, ns)
+    rt.recorder.emit(
+        "evaluate",
+        depth=rt.depth,
+        step=rs.steps,
+        state=state.name,
+        evaluator=_evaluator_name(state),
+        verdict=verdict.name,
+        details=verdict.details,
+    )
+    remember(state, result, verdict, rs, rt)
+    return result, verdict, False
 
 
 def execute(
@@ -436,20 +449,7 @@ def _finish_budget(loop: Loop, rs: RunState, rt: Runtime, started: float) -> Run
         final = loop.on_max_steps
         state = loop.states.get(final)
         if state is not None and not state.terminal:
-            rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
-            ns = Namespaces(loop, rs, rt, state)
-            result, verdict = execute(loop, state, rs, rt, ns)
-            verdict = verdict or evaluate(loop, state, result, rs, rt, ns)
-            rt.recorder.emit(
-                "evaluate",
-                depth=rt.depth,
-                step=rs.steps,
-                state=state.name,
-                evaluator=_evaluator_name(state),
-                verdict=verdict.name,
-                details=verdict.details,
-            )
-            remember(state, result, verdict, rs, rt)
+            run_state(loop, state, rs, rt)
         rs.current = final
     return _finish(loop, rs, rt, started, "inconclusive", "max_steps")
 
