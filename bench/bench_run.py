@@ -112,12 +112,36 @@ def bench_spawn_ratio(steps: int = 1000, trials: int = 3) -> float:
     return o / b
 
 
+# Linux carries a process's peak RSS across fork and exec, so a child forked from a large parent
+# (e.g. `python -m bench` after the lint benchmark built 4000-state loops) would report the
+# parent's peak. A small fresh Python process launches `ll-loop` and reports the child's own peak.
+MEASURE = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(proc.pid, 0)
+print(time.perf_counter() - start, os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def measured_run(loop_file: Path, cwd: Path) -> tuple[float, int, int]:
+    """Like `cli_run`, launched from a fresh small process so the peak RSS is ll-loop's own."""
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, ll_loop(), "run", str(loop_file), "--quiet", "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return float(out[0]), int(out[1]), int(out[2])
+
+
 def bench_memory(steps: int = 100_000) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         loop_file = work / "idle.yaml"
         loop_file.write_text(IDLE_LOOP.format(steps=steps))
-        elapsed, code, rss_kib = cli_run(loop_file, work)
+        elapsed, code, rss_kib = measured_run(loop_file, work)
         events = sum(
             1 for _ in next((work / ".loops" / "runs").iterdir()).joinpath("events.jsonl").open()
         )
