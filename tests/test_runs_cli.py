@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,9 +47,15 @@ states:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path) -> Iterator[Path]:
     write(tmp_path / "waiter.yaml", LOOP)
-    return tmp_path
+    yield tmp_path
+    # A test that SIGKILLs ll-loop leaves its action's process group behind (nothing can forward
+    # a SIGKILL): end it, so no waiter outlives the test.
+    pid_file = tmp_path / "action.pid"
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
