@@ -354,30 +354,22 @@ def enter(
             return target
         count = rs.retries.get(target, 0) + 1
         limit = state.max_retries
-        if limit is None or count <= limit:
+        exhausted = limit is not None and count > limit
+        if limit is not None:
+            rt.recorder.emit(
+                "retry",
+                depth=rt.depth,
+                step=rs.steps,
+                state=target,
+                retries=count,
+                max_retries=limit,
+                exhausted=exhausted,
+                **({"target": state.on_retry_exhausted} if exhausted else {}),
+            )
+        if not exhausted:
             rs.retries[target] = count
-            if limit is not None:
-                rt.recorder.emit(
-                    "retry",
-                    depth=rt.depth,
-                    step=rs.steps,
-                    state=target,
-                    retries=count,
-                    max_retries=limit,
-                    exhausted=False,
-                )
             return target
         rs.retries.pop(target, None)
-        rt.recorder.emit(
-            "retry",
-            depth=rt.depth,
-            step=rs.steps,
-            state=target,
-            retries=count,
-            max_retries=limit,
-            exhausted=True,
-            target=state.on_retry_exhausted,
-        )
         if state.on_retry_exhausted is None:
             return None
         source, target = target, state.on_retry_exhausted
