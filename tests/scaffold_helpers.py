@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.errors import Diagnostic
 from engine.issuefile import Issue, load_issue
 from engine.load import check_loop_text
 from lint import lint_loop
@@ -35,6 +36,13 @@ def lint_findings(text: str) -> list[tuple[str, str]]:
     assert loop is not None, [p.render() for p in problems]
     found = lint_loop(loop, positions)
     return [(d.code, d.message) for d in found if d.severity != "info" and d.code != "LL060"]
+
+
+def placeholder_warnings(text: str, file: str = "") -> list[Diagnostic]:
+    """What `validate` says about a scaffold's unfilled markers: lint's LL060 findings."""
+    loop, positions, problems = check_loop_text(text, file)
+    assert loop is not None, [p.render() for p in problems]
+    return [d for d in lint_loop(loop, positions) if d.code == "LL060"]
 
 
 def make_project(root: Path) -> Path:

@@ -23,7 +23,7 @@ from engine.scaffold import (
     yaml_quoted,
     yaml_scalar,
 )
-from tests.scaffold_helpers import ISSUES, issue_of, lint_findings
+from tests.scaffold_helpers import ISSUES, issue_of, lint_findings, placeholder_warnings
 
 FIXTURES = sorted(ISSUES.rglob("*.md"))
 
@@ -119,7 +119,7 @@ def test_issue_text_with_interpolation_syntax_reaches_the_llm_verbatim() -> None
 def test_missing_criteria_become_one_placeholder_with_a_positioned_warning() -> None:
     scaffold = scaffold_eval([issue_of("P2-FEAT-1001-saved-searches.md")])
     assert [p.path for p in scaffold.placeholders] == ["states.check_skill.evaluate.prompt"]
-    diagnostics = scaffold.diagnostics("eval.yaml")
+    diagnostics = placeholder_warnings(scaffold.text, "eval.yaml")
     assert len(diagnostics) == 1
     found = diagnostics[0]
     assert (found.code, found.severity, found.path) == (
@@ -144,7 +144,7 @@ def test_bare_issue_gets_both_placeholders_and_nothing_else_invented() -> None:
         "states.check_skill.evaluate.prompt",
         "states.execute.action",
     ]
-    assert len(scaffold.diagnostics()) == 2
+    assert len(placeholder_warnings(scaffold.text)) == 2
     assert "Some users get every notification e-mail twice." in scaffold.text
     assert "TO FILL before this harness means anything" in scaffold.text
 
@@ -152,7 +152,7 @@ def test_bare_issue_gets_both_placeholders_and_nothing_else_invented() -> None:
 def test_complete_issue_has_no_placeholders() -> None:
     scaffold = scaffold_eval([issue_of("P2-FEAT-919-sprint-dashboard.md")])
     assert scaffold.placeholders == ()
-    assert scaffold.diagnostics() == []
+    assert placeholder_warnings(scaffold.text) == []
     assert "<FILL" not in scaffold.text
 
 
@@ -197,7 +197,7 @@ def test_variant_b_placeholders_point_at_the_issue_states() -> None:
         "states.check_skill_bug_555.evaluate.prompt",
         "states.execute_bug_555.action",
     ]
-    assert [d.code for d in scaffold.diagnostics()] == ["LL060", "LL060"]
+    assert [d.code for d in placeholder_warnings(scaffold.text)] == ["LL060", "LL060"]
 
 
 def test_variant_b_discover_walks_the_list_in_bash(tmp_path: Path) -> None:

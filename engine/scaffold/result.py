@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.errors import Diagnostic
-
 PLACEHOLDER_RE = re.compile(r"<FILL:\s*(.*?)>")
 
 
@@ -28,16 +26,3 @@ class Scaffold:
     variant: str
     issue_ids: tuple[str, ...]
     placeholders: tuple[Placeholder, ...] = ()
-
-    def diagnostics(self, file: str = "") -> list[Diagnostic]:
-        """One warning per placeholder, positioned in the text, saying what to fill.
-
-        Lint's `placeholder` rule (LL060) is the one implementation; this asks it.
-        """
-        from engine.load import check_loop_text
-        from lint import lint_loop
-
-        loop, positions, problems = check_loop_text(self.text, file)
-        if loop is None:
-            return problems
-        return [d for d in lint_loop(loop, positions) if d.code == "LL060"]
