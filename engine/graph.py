@@ -270,18 +270,6 @@ def _dfs_tree(graph: LoopGraph, start: str) -> tuple[list[str], list[int]]:
     return vertex, parent
 
 
-def dominators_of(idom: Mapping[str, str], node: str) -> Iterator[str]:
-    """`node` and every state that dominates it, walking up the dominator tree."""
-    if node not in idom:
-        return
-    while True:
-        yield node
-        parent = idom[node]
-        if parent == node:
-            return
-        node = parent
-
-
 def back_edges(graph: LoopGraph, start: str) -> list[Edge]:
     """Edges that close a cycle in the depth-first walk from `start` (the retry edges).
 

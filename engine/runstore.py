@@ -128,13 +128,6 @@ class RunStore:
         data: dict[str, Any] = json.loads(self.state_path.read_text(encoding="utf-8"))
         return data
 
-    def write_output(self, name: str, text: str) -> Path:
-        """Keep a whole output (too big for memory copies) in `outputs/`; returns its path."""
-        path = self.outputs_dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return path
-
     def sync(self) -> None:
         """fsync the event log, state.json and the directory (the run ends or is stopped)."""
         if self._events is not None:
