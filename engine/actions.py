@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -37,7 +38,8 @@ class _Stream:
     """One captured stream: bounded in memory, spilled whole to `path` when it grows too big."""
 
     limit: int
-    spill_path: Path | None
+    spill_dir: Path | None
+    spill_name: str  # the file in `spill_dir` (joined only when it spills: most never do)
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     file: IO[bytes] | None = None
@@ -48,9 +50,9 @@ class _Stream:
             self.file.write(data)
             return
         self.chunks.append(data)
-        if self.size > self.limit and self.spill_path is not None:
-            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self.file = self.spill_path.open("wb")
+        if self.size > self.limit and self.spill_dir is not None:
+            self.spill_dir.mkdir(parents=True, exist_ok=True)
+            self.file = (self.spill_dir / self.spill_name).open("wb")
             for chunk in self.chunks:
                 self.file.write(chunk)
             self.chunks = [b"".join(self.chunks)[: self.limit]]
@@ -60,7 +62,7 @@ class _Stream:
         data = b"".join(self.chunks)
         if self.file is not None:
             self.file.close()
-            return data[: self.limit].decode("utf-8", "replace"), str(self.spill_path)
+            return data[: self.limit].decode("utf-8", "replace"), self.file.name
         return data.decode("utf-8", "replace"), None
 
 
@@ -89,9 +91,18 @@ class ActionRunner:
         # stopped by SIGTTIN; without a terminal there is nothing to detach from, and setpgid
         # spawns measurably faster than setsid (~0.3 ms per action).
         self._detach = _has_controlling_tty()
+        # Found once: Popen would otherwise search PATH for `bash` on every spawn.
+        self._bash = shutil.which("bash") or "bash"
+        self._devnull: int | None = None  # stdin of every action, opened once per run
         self._proc: subprocess.Popen[bytes] | None = None
         self._terminated = False
         self._spawns = 0
+
+    def close(self) -> None:
+        """Release what the runner keeps open between actions."""
+        if self._devnull is not None:
+            os.close(self._devnull)
+            self._devnull = None
 
     def terminate(self) -> None:
         """Ask the running action (if any) to stop: SIGTERM to its process group."""
@@ -105,27 +116,41 @@ class ActionRunner:
         self._spawns += 1
         self.env["LL_STATE"] = state
         start = time.monotonic()
+        if self._devnull is None:
+            self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        # Our own pipes, passed as plain fds: Popen's PIPE wraps each in a file object we would
+        # not use (measurably slower per spawn). Both ends are close-on-exec in this process.
+        out_read, out_write = os.pipe2(os.O_CLOEXEC)
+        err_read, err_write = os.pipe2(os.O_CLOEXEC)
         try:
             proc = subprocess.Popen(
                 ["bash", "-c", script],
+                executable=self._bash,
                 cwd=self.cwd,
                 env=None if self._inherit else self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=self._devnull,
+                stdout=out_write,
+                stderr=err_write,
                 start_new_session=self._detach,
                 process_group=None if self._detach else 0,
             )
         except OSError as exc:
+            for fd in (out_read, err_read):
+                os.close(fd)
             return ActionResult(
                 output="", stderr="", exit_code=None, spawn_error=str(exc), duration_ms=0
             )
+        finally:
+            os.close(out_write)
+            os.close(err_write)
         self._proc = proc
         self._terminated = False
         try:
-            out, err, timed_out = self._collect(proc, start, timeout, state)
+            out, err, timed_out = self._collect(proc, out_read, err_read, start, timeout, state)
         finally:
             self._proc = None
+            os.close(out_read)
+            os.close(err_read)
         output, output_path = out.finish()
         stderr, _ = err.finish()
         code = proc.returncode
@@ -141,19 +166,19 @@ class ActionRunner:
         )
 
     def _collect(
-        self, proc: subprocess.Popen[bytes], start: float, timeout: float | None, state: str
+        self,
+        proc: subprocess.Popen[bytes],
+        out_fd: int,
+        err_fd: int,
+        start: float,
+        timeout: float | None,
+        state: str,
     ) -> tuple[_Stream, _Stream, bool]:
         """Read both pipes until the process exits and the pipes drain (or time runs out)."""
-        assert proc.stdout is not None and proc.stderr is not None
-        spill = self.outputs_dir
         tag = f"{self._spawns:06d}-{state}"
         streams = {
-            proc.stdout.fileno(): _Stream(
-                self.memory_limit, spill / f"{tag}.stdout" if spill else None
-            ),
-            proc.stderr.fileno(): _Stream(
-                self.memory_limit, spill / f"{tag}.stderr" if spill else None
-            ),
+            out_fd: _Stream(self.memory_limit, self.outputs_dir, f"{tag}.stdout"),
+            err_fd: _Stream(self.memory_limit, self.outputs_dir, f"{tag}.stderr"),
         }
         poller = select.poll()
         for fd in streams:
@@ -200,8 +225,6 @@ class ActionRunner:
         finally:
             if pidfd is not None:
                 os.close(pidfd)
-            proc.stdout.close()
-            proc.stderr.close()
         out_stream, err_stream = streams.values()
         return out_stream, err_stream, timed_out
 

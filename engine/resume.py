@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from engine.errors import UsageError
 from engine.locks import holders, process_alive
+from engine.runstore import read_state
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
 RUNS_DIR = Path(".loops") / "runs"
@@ -97,11 +98,9 @@ def read_run(
 ) -> RunSnapshot | None:
     """The snapshot of one run directory, or None when it has no readable state.json."""
     try:
-        data = json.loads((directory / "state.json").read_text(encoding="utf-8"))
+        data = read_state(directory / "state.json")
         mtime = (directory / "state.json").stat().st_mtime
     except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
         return None
     run_id = str(data.get("run_id") or directory.name)
     pid = _int_or_none(data.get("pid"))

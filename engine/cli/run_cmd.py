@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from engine.history import History
     from engine.interpreter import RunState
     from engine.locks import Lease
+    from engine.ports import Recorder
     from engine.runstore import RunStore
 
 
@@ -211,8 +212,10 @@ def start_run(
         mode=choose_mode(quiet=options.quiet, stream=sys.stderr),
         max_steps=loop.max_steps,
     )
+    # With nothing to display, events go straight to the store (no tee per event).
+    recorder: Recorder = store if progress.mode == "quiet" else progress
     runtime = Runtime(
-        recorder=progress,
+        recorder=recorder,
         actions=actions,
         artifacts_dir=store.artifacts_dir,
         outputs_dir=store.outputs_dir,
@@ -227,7 +230,7 @@ def start_run(
         from engine.llm import create_llm_services
 
         llm = create_llm_services(
-            loop, run_dir=store.dir, recorder=progress, replay_from=replay_dir, cache=options.cache
+            loop, run_dir=store.dir, recorder=recorder, replay_from=replay_dir, cache=options.cache
         )
         runtime.llm = llm
         progress.cost = lambda: llm.cost_usd
@@ -251,6 +254,7 @@ def start_run(
     finally:
         _restore_handlers(previous)
         progress.close()
+        actions.close()
         store.close()
     _record_history(lambda h: h.record_run_end(result))
     return result

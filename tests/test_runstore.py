@@ -1,0 +1,101 @@
+"""The run directory on disk: state.json swaps, the event log, timestamps (engine/runstore.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.runstore import RunStore, new_run_id, now_iso, read_state
+
+
+def test_state_json_holds_exactly_the_last_boundary_when_it_shrinks(tmp_path: Path) -> None:
+    """The temp file is rewritten in place; a shorter state must not keep the longer tail."""
+    store = RunStore.create(tmp_path)
+    boundaries: list[dict[str, Any]] = [
+        {"steps": 1, "prev": {"output": "x" * 5000}},
+        {"steps": 2, "prev": {"output": "short"}},
+        {"steps": 3, "prev": {"output": "y" * 300}},
+        {"steps": 4, "prev": None},
+    ]
+    for data in boundaries:
+        store.save_state(data)
+        assert json.loads(store.state_path.read_text(encoding="utf-8")) == data
+        assert store.load_state() == data
+    store.close()
+    assert read_state(store.state_path) == boundaries[-1]
+
+
+def test_a_closed_run_leaves_no_temp_file(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path)
+    for step in range(3):
+        store.save_state({"steps": step})
+    store.emit("loop_complete", step=3)
+    store.close()
+    names = sorted(p.name for p in store.dir.iterdir())
+    assert names == ["artifacts", "events.jsonl", "outputs", "state.json"]
+
+
+def test_a_reopened_run_writes_over_a_stale_temp_file(tmp_path: Path) -> None:
+    """A run killed between write and swap leaves a torn temp; the resumed store copes."""
+    store = RunStore.create(tmp_path)
+    store.save_state({"steps": 1})
+    (store.dir / "state.json.tmp").write_text('{"steps": 2, "torn', encoding="utf-8")
+    again = RunStore.open(tmp_path, store.run_id)
+    again.save_state({"steps": 2})
+    assert again.load_state() == {"steps": 2}
+
+
+def test_every_event_is_one_json_line_on_disk_at_once(tmp_path: Path) -> None:
+    store = RunStore.create(tmp_path)
+    store.emit("state_enter", depth=0, step=1, state="tick")
+    lines = store.events_path.read_text(encoding="utf-8").splitlines()  # before any close
+    assert len(lines) == 1
+    event = json.loads(lines[0])
+    assert (event["event"], event["run_id"], event["state"]) == (
+        "state_enter",
+        store.run_id,
+        "tick",
+    )
+    store.emit("route", depth=0, step=1, state="tick", verdict="yes", target="done", note="é\n")
+    assert (
+        json.loads(store.events_path.read_text(encoding="utf-8").splitlines()[1])["note"] == "é\n"
+    )
+    store.close()
+
+
+def test_read_state_refuses_what_is_not_a_state(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError):
+        read_state(path)
+    path.write_text('{"steps": 1', encoding="utf-8")
+    with pytest.raises(ValueError):
+        read_state(path)
+    with pytest.raises(OSError):
+        read_state(tmp_path / "missing.json")
+
+
+def test_timestamps_are_utc_milliseconds_and_track_the_clock() -> None:
+    before = datetime.now(UTC)
+    stamps = [now_iso() for _ in range(3)]
+    time.sleep(1.05)  # across a second boundary: the cached part must move on
+    stamps.append(now_iso())
+    after = datetime.now(UTC)
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", stamp)
+        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= parsed <= after
+    assert stamps == sorted(stamps)
+    assert stamps[-1][:19] != stamps[0][:19]
+
+
+def test_run_ids_sort_by_time_and_do_not_collide() -> None:
+    ids = {new_run_id() for _ in range(200)}
+    assert len(ids) == 200
+    assert all(re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id) for run_id in ids)
