@@ -54,8 +54,8 @@ def generate(n: int, salt: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def validate_seconds(n: int, repeat: int = 3) -> tuple[float, float]:
-    """Median (wall, CPU) seconds of load (schema) + lint of an `n`-state loop, in process.
+def validate_once(n: int, rep: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of load (schema) + lint of a fresh `n`-state loop, in process.
 
     CPU time is printed too because the machines this runs on are often shared: wall time then
     measures the neighbours as much as the code, CPU time of this process much less so.
@@ -63,17 +63,52 @@ def validate_seconds(n: int, repeat: int = 3) -> tuple[float, float]:
     from engine.load import check_loop_text
     from lint import lint_loop
 
-    walls, cpus = [], []
+    text = generate(n, salt=f"_{n}_{rep}")
+    wall, cpu = time.perf_counter(), time.process_time()
+    loop, positions, problems = check_loop_text(text, "generated.yaml")
+    assert loop is not None and not problems, problems[:3]
+    diagnostics = lint_loop(loop, positions)
+    elapsed = time.perf_counter() - wall, time.process_time() - cpu
+    assert not [d for d in diagnostics if d.severity != "info"], diagnostics[:3]
+    return elapsed
+
+
+# One measurement per fresh process, as `ll-loop validate` runs: in a long-lived process the
+# second size inherits the heap (and the warm pages) the first one grew, which skews the ratio
+# by +-15% depending on the order. Imports and a 20-state warm-up are not timed.
+FRESH = """
+import sys
+from bench.bench_lint import validate_once
+validate_once(20, 0)
+wall, cpu = validate_once(int(sys.argv[1]), int(sys.argv[2]))
+print(wall, cpu)
+"""
+
+
+def validate_fresh(n: int, rep: int) -> tuple[float, float]:
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH, str(n), str(rep)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def validate_pair(repeat: int = 5) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Median (wall, CPU) of 2000 and of 4000 states, measured alternately so that a noisy
+    neighbour or a clock change during the run weighs on both sizes alike."""
+    small, large = [], []
     for rep in range(repeat):
-        text = generate(n, salt=f"_{n}_{rep}")
-        wall, cpu = time.perf_counter(), time.process_time()
-        loop, positions, problems = check_loop_text(text, "generated.yaml")
-        assert loop is not None and not problems, problems[:3]
-        diagnostics = lint_loop(loop, positions)
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-        assert not [d for d in diagnostics if d.severity != "info"], diagnostics[:3]
-    return statistics.median(walls), statistics.median(cpus)
+        small.append(validate_fresh(2000, rep))
+        large.append(validate_fresh(4000, rep))
+
+    def median(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+        return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+
+    return median(small), median(large)
 
 
 def cli_seconds(n_states: int = 20, repeat: int = 7) -> float:
@@ -91,8 +126,7 @@ def cli_seconds(n_states: int = 20, repeat: int = 7) -> float:
 
 
 def main() -> None:
-    validate_seconds(20, repeat=1)  # warm-up: imports (jinja2 for expressions) are paid once
-    (small, small_cpu), (large, large_cpu) = validate_seconds(2000), validate_seconds(4000)
+    (small, small_cpu), (large, large_cpu) = validate_pair()
     print(f"validate 2000 states: {small:.3f} s wall, {small_cpu:.3f} s CPU  (target < 2 s)")
     print(f"validate 4000 states: {large:.3f} s wall, {large_cpu:.3f} s CPU")
     print(

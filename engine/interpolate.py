@@ -318,7 +318,9 @@ def _is_raw(text: str) -> bool:
     return not isinstance(spec, str) and _RAW_TAIL.search(spec.base) is not None
 
 
-@lru_cache(maxsize=2048)
+# Lint asks for every expression's spec twice (finding it, checking it); a cache smaller than a
+# big loop's expression count would miss on every second ask, a cliff in validate's scaling.
+@lru_cache(maxsize=16384)
 def _spec(text: str) -> _Spec | str:
     """Translate `x:default=v`, `x?`, `x:shell` (and combinations); a str is a parse error."""
     colon = _top_level_colon(text)

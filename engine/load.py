@@ -12,15 +12,14 @@ The import chain stays light on purpose (yaml + stdlib): `ll-loop validate` has 
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from engine.errors import Diagnostic, LoadError
+from engine.gcpause import collector_paused
 from engine.model import (
     EMPTY,
     Dimension,
@@ -105,24 +104,8 @@ def check_loop_text(
     text: str, file: str = "<string>"
 ) -> tuple[Loop | None, Positions | None, list[Diagnostic]]:
     """Every load-time diagnostic of a loop, sorted by line; the loop when there are none."""
-    with _collector_paused():
+    with collector_paused():
         return _check(text, file)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while loading.
-
-    Loading allocates many small acyclic objects; each generation-2 collection walks the whole
-    growing heap, which made a 4000-state loop cost 2.7x a 2000-state one. Paused, it is linear.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Diagnostic]]:

@@ -45,7 +45,7 @@ def _empty() -> Mapping[str, Any]:
     return EMPTY
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Suppression:
     """A lint rule switched off on purpose, with the reason the author gave."""
 
@@ -54,7 +54,7 @@ class Suppression:
     line: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Parameter:
     """One entry of a loop's caller contract (`parameters:`)."""
 
@@ -67,7 +67,7 @@ class Parameter:
     enum: tuple[Any, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LlmConfig:
     """Loop-wide LLM settings; each field may be overridden per state or per evaluator."""
 
@@ -79,7 +79,7 @@ class LlmConfig:
     cache: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dimension:
     """A rubric dimension for Polpo-style multi-reviewer scoring."""
 
@@ -88,7 +88,7 @@ class Dimension:
     weight: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Evaluate:
     """An `evaluate:` block; only the fields of its `type` are meaningful (schema-enforced)."""
 
@@ -127,7 +127,7 @@ class Evaluate:
         return VERDICTS[self.type]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class State:
     """One state of the machine; `routes` holds the `on_<verdict>` shorthands."""
 
@@ -172,7 +172,7 @@ class State:
         return {k: (self.name if v == CURRENT else v) for k, v in edges.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loop:
     """A whole loop file, validated and typed. `states` keeps file order."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from engine.errors import Diagnostic
+from engine.gcpause import collector_paused
 from engine.graph import compile_graph
 from engine.model import Loop, Suppression
 from lint._context import LintContext, LoopResolver
@@ -26,13 +27,14 @@ def lint_loop(
     loop: Loop, positions: PositionLookup | None = None, *, resolve_loop: LoopResolver | None = None
 ) -> list[Diagnostic]:
     """Every diagnostic of every rule for `loop`, suppressions applied, in file order."""
-    ctx = LintContext(loop, compile_graph(loop), resolve_loop)
-    placer = _Placer(loop, positions)
-    found: list[Diagnostic] = []
-    for item in RULES.values():
-        for finding in item.check(ctx):
-            if not _suppressed(loop, item, finding):
-                found.append(_diagnostic(loop, item, finding, placer))
+    with collector_paused():
+        ctx = LintContext(loop, compile_graph(loop), resolve_loop)
+        placer = _Placer(loop, positions)
+        found: list[Diagnostic] = []
+        for item in RULES.values():
+            for finding in item.check(ctx):
+                if not _suppressed(loop, item, finding):
+                    found.append(_diagnostic(loop, item, finding, placer))
     return sorted(found, key=lambda d: (d.line, d.column, d.code))
 
 
