@@ -62,7 +62,8 @@ class RunStore:
         self.artifacts_dir = directory / "artifacts"
         self.state_path = directory / "state.json"
         self.events_path = directory / "events.jsonl"
-        self._state_temp = str(directory / "state.json.tmp")
+        self._state_temp = os.fsencode(directory / "state.json.tmp")
+        self._state_target = os.fsencode(self.state_path)  # both encoded once, not per boundary
         self._state_written = self.state_path.exists()
         self._exchange: bool | None = None  # False once the exchange proved unsupported
         self._events: int | None = None  # O_APPEND fd: one write(2) per event, no buffer
@@ -122,7 +123,7 @@ class RunStore:
         finally:
             os.close(fd)
         if self._exchange is not False and self._state_written:
-            if _exchange(temp, str(self.state_path)):
+            if _exchange(temp, self._state_target):
                 return
             self._exchange = False
         os.replace(temp, self.state_path)
@@ -192,15 +193,12 @@ def _renameat2() -> Any:
         return None
 
 
-def _exchange(source: str, target: str) -> bool:
+def _exchange(source: bytes, target: bytes) -> bool:
     """Atomically swap two existing paths; False when the system or filesystem cannot."""
     renameat2 = _renameat2()
     if renameat2 is None:
         return False
-    code = renameat2(
-        _AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE
-    )
-    return bool(code == 0)
+    return bool(renameat2(_AT_FDCWD, source, _AT_FDCWD, target, _RENAME_EXCHANGE) == 0)
 
 
 def _write_all(fd: int, data: bytes) -> None:

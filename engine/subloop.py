@@ -135,6 +135,28 @@ def load_child(path: Path) -> Loop:
     return loop
 
 
+def static_family(loop: Loop, project_root: Path) -> list[Loop]:
+    """`loop` and every descendant its `loop:` states name literally (a `${...}` reference is
+    only known at run time), each once, for checks that must cover the whole run before it
+    starts. A child that cannot be found or loaded is left out: lint and the run report it."""
+    family: list[Loop] = [loop]
+    seen = {str(Path(loop.source).resolve()) if loop.source else loop.name}
+    for parent in family:  # grows while it is walked: breadth first, cycles cut by `seen`
+        for state in parent.states.values():
+            if state.loop is None or "${" in state.loop:
+                continue
+            try:
+                path = resolve_child(state.loop, parent.source, project_root)
+                key = str(path.resolve())
+                if key in seen:
+                    continue
+                seen.add(key)
+                family.append(load_child(path))
+            except (SubloopError, OSError):
+                continue
+    return family
+
+
 # --- parameters ------------------------------------------------------------------------------
 
 
@@ -386,6 +408,8 @@ def make_hook(project_root: Path) -> SubloopHook:
             )
         if rt.llm is None:
             rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)
+        else:
+            rs.cost_usd = rt.llm.cost_usd  # shared services: the parent's max_cost_usd sees it
         if not rt.stop.requested:  # a stopped child is no result: the state runs again
             rs.captured[state.capture or state.name] = dict(outcome.capture)
         return Verdict(

@@ -180,8 +180,9 @@ def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
         loop = replace(loop, max_steps=options.max_steps)
     context = build_context(loop, options)
     replay_dir = _replay_dir(options.replay)
-    if loop.uses_llm():
-        _llm_preflight(loop, replay_dir)
+    llm_loops = _llm_loops(loop)
+    if llm_loops:
+        _llm_preflight(loop, llm_loops, replay_dir)
     return loop, context, replay_dir
 
 
@@ -226,7 +227,7 @@ def start_run(
         from engine.subloop import make_hook
 
         runtime.run_subloop = make_hook(Path.cwd())
-    if loop.uses_llm():
+    if _llm_loops(loop):  # one set of services for the run's sub-loops too (replay, cost)
         from engine.llm import create_llm_services
 
         llm = create_llm_services(
@@ -335,15 +336,27 @@ def _child_resolver(loop: Loop) -> Callable[[str], Loop | None] | None:
     return resolve
 
 
-def _llm_preflight(loop: Loop, replay_dir: Path | None) -> None:
-    try:
-        from engine.llm import llm_preflight
-    except ImportError:
-        raise PreflightError(
-            f"loop {loop.name!r} has LLM states, and the LLM layer is not available yet",
-            hint="use shell states with deterministic evaluators for now",
-        ) from None
-    problems = llm_preflight(loop, replay=replay_dir is not None, replay_from=replay_dir)
+def _llm_loops(loop: Loop) -> list[Loop]:
+    """The loops of this run that call an LLM: `loop` and the sub-loops it names literally, so
+    a child's judge without credentials stops the run before its first step, not halfway."""
+    family = [loop]
+    if any(s.is_subloop for s in loop.states.values()):
+        from engine.subloop import static_family
+
+        family = static_family(loop, Path.cwd())
+    return [member for member in family if member.uses_llm()]
+
+
+def _llm_preflight(top: Loop, loops: list[Loop], replay_dir: Path | None) -> None:
+    """Stop with every LLM problem of the run's loops (a child's named as such), each once."""
+    from engine.llm import llm_preflight
+
+    problems: list[str] = []
+    for member in loops:
+        found = llm_preflight(member, replay=replay_dir is not None, replay_from=replay_dir)
+        if member is not top:
+            found = [f"child loop {member.name!r}: {problem}" for problem in found]
+        problems += [problem for problem in found if problem not in problems]
     if problems:
         for problem in problems[1:]:
             err(f"error: {problem}")

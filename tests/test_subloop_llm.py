@@ -1,0 +1,118 @@
+"""A parent without LLM states whose sub-loop judges with an LLM: preflight and services.
+
+The run's credentials preflight covers the sub-loops it names literally, so a missing key stops
+the run before its first step; the child's calls go through the run's own LLM services, so
+`--replay` and the run's cost cover them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.loopback_server import LoopbackServer, error_reply, verdict_reply
+from tests.run_helpers import ll_loop, write_loop
+
+PARENT = """
+name: parent
+initial: prepare
+scope: ["."]
+states:
+  prepare:
+    action: "touch prepared && echo ready"
+    next: judge
+  judge:
+    loop: judged-child
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+CHILD = """
+name: judged-child
+initial: check
+scope: ["."]
+states:
+  check:
+    action: "echo 'All 3 checks passed'"
+    evaluate:
+      type: llm_structured
+      prompt: "Did every check pass? Quote the line that shows it."
+    on_yes: ok
+    on_no: bad
+    on_error: bad
+  ok: {terminal: true}
+  bad: {terminal: true, failure: true}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write_loop(tmp_path, PARENT, "parent.yaml")
+    write_loop(tmp_path, CHILD, "judged-child.yaml")
+    return tmp_path
+
+
+def test_a_childs_missing_credentials_stop_the_run_before_its_first_step(
+    loopback: LoopbackServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    ran = ll_loop(project, "run", "parent.yaml", "--json")
+    assert ran.code == 2, ran.stderr
+    error = ran.json["error"]
+    assert "child loop 'judged-child'" in error and "ANTHROPIC_API_KEY" in error
+    assert not (project / "prepared").exists()  # the parent's first action never ran
+    assert loopback.requests == []
+
+
+def test_a_childs_judge_uses_the_runs_services_and_replays(
+    loopback: LoopbackServer, project: Path
+) -> None:
+    loopback.push(verdict_reply("yes", evidence="All 3 checks passed", input_tokens=1_000_000))
+    first = ll_loop(project, "run", "parent.yaml", "--json")
+    assert first.code == 0, first.stderr
+    assert first.json["final_state"] == "done"
+    assert first.json["cost_usd"] > 0  # the child's judge is in the run's cost
+    assert (first.run_dir / "llm.jsonl").is_file()  # logged where --replay looks for it
+    [call] = [e for e in first.events() if e["event"] == "llm_call"]
+    assert call["depth"] == 1 and call["status"] == "ok"
+
+    served = len(loopback.requests)
+    loopback.default = error_reply(500)
+    again = ll_loop(project, "run", "parent.yaml", "--json", "--replay", first.run_dir.name)
+    assert again.code == 0, again.stderr
+    assert again.json["final_state"] == "done"
+    assert len(loopback.requests) == served  # answered from the log, no HTTP
+
+
+def test_an_interpolated_child_is_left_to_the_run(
+    loopback: LoopbackServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loop: ${...}` is only known at run time: no preflight error, the judge fails then."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    dynamic = PARENT.replace("loop: judged-child", 'loop: "${context.child}"')
+    write_loop(project, dynamic, "dynamic.yaml")
+    ran = ll_loop(project, "run", "dynamic.yaml", "--json", "--context", "child=judged-child")
+    assert (project / "prepared").exists()
+    assert ran.json["final_state"] == "failed"
+    assert ran.code == 1
+
+
+def test_a_childs_cost_counts_against_the_parents_max_cost(
+    loopback: LoopbackServer, project: Path
+) -> None:
+    """The parent has no LLM state of its own; its budget still stops it after the child."""
+    looping = (
+        PARENT.replace("on_yes: done", "on_yes: judge")
+        .replace("on_no: failed", "on_no: done")
+        .replace('scope: ["."]\n', 'scope: ["."]\nmax_cost_usd: 0.01\n', 1)
+    )
+    write_loop(project, looping, "budget.yaml")
+    loopback.default = verdict_reply("yes", evidence="All 3 checks passed", input_tokens=1_000_000)
+    ran = ll_loop(project, "run", "budget.yaml", "--json")
+    assert ran.json["terminated_by"] == "max_cost", ran.stdout
+    assert ran.code == 3
+    assert len([e for e in ran.events() if e["event"] == "llm_call"]) == 1
