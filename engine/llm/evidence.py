@@ -3,12 +3,14 @@
 A `yes`/`partial` is only believed when its `evidence` is a verbatim quote of the judged text.
 Matching is case-sensitive and whitespace-normalised (every run of whitespace is one space), and an
 ellipsis (`...` or `…`) splits the quote into fragments that must each occur, in order. One layer
-of quotation marks around the whole quote is forgiven, since models like to add them.
+of quotation marks around the whole quote is forgiven, since models like to add them. When the
+judge was shown a shortened text, the quote is checked against what it was shown, part by part.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _SPACE = re.compile(r"\s+")
 _ELLIPSIS = re.compile(r"\.\.\.+|…")
@@ -25,30 +27,52 @@ def has_evidence_contract(prompt: str) -> bool:
     return _CONTRACT.search(prompt) is not None
 
 
-def _fragments_in_order(quote: str, text: str) -> str | None:
+def _missing(fragment: str, haystacks: Sequence[str]) -> str:
+    """Why a fragment was not found after the previous one."""
+    if any(fragment in haystack for haystack in haystacks):
+        return f"the evidence fragment {fragment!r} occurs in the text, but out of order"
+    if len(haystacks) == 1:
+        return f"the evidence {fragment!r} does not occur in the judged text"
+    if fragment in normalise(" ".join(haystacks)):
+        return (
+            f"the evidence {fragment!r} runs across the omission marker: it does not occur in "
+            "the judged text as shortened for the judge"
+        )
+    return f"the evidence {fragment!r} does not occur in the judged text as shortened for the judge"
+
+
+def _fragments_in_order(quote: str, haystacks: Sequence[str]) -> str | None:
     fragments = [normalise(f) for f in _ELLIPSIS.split(quote)]
     fragments = [f for f in fragments if f]
     if not fragments:
         return "the evidence is empty"
-    position = 0
+    part, position = 0, 0
     for fragment in fragments:
-        found = text.find(fragment, position)
-        if found < 0:
-            if text.find(fragment) >= 0:
-                return f"the evidence fragment {fragment!r} occurs in the text, but out of order"
-            return f"the evidence {fragment!r} does not occur in the judged text"
-        position = found + len(fragment)
+        while part < len(haystacks):
+            found = haystacks[part].find(fragment, position)
+            if found >= 0:
+                position = found + len(fragment)
+                break
+            part, position = part + 1, 0
+        else:
+            return _missing(fragment, haystacks)
     return None
 
 
-def evidence_problem(quote: str, text: str) -> str | None:
-    """Why `quote` is not verbatim evidence from `text`, or None when it is."""
-    haystack = normalise(text)
-    problem = _fragments_in_order(quote, haystack)
+def evidence_problem(quote: str, text: str | Sequence[str]) -> str | None:
+    """Why `quote` is not verbatim evidence from `text`, or None when it is.
+
+    `text` is the judged text, or the parts of it a judge was shown when it was shortened (head,
+    tail): each fragment must then lie within one part, since nothing across the omission was
+    seen, while `...` may skip from one part to a later one as it skips any text.
+    """
+    parts = [text] if isinstance(text, str) else list(text)
+    haystacks = [normalise(part) for part in parts] or [""]
+    problem = _fragments_in_order(quote, haystacks)
     stripped = quote.strip()
     if problem is not None:
         for left, right in _WRAPPERS:
             wrapped = len(stripped) > 2 and stripped[0] == left and stripped[-1] == right
-            if wrapped and _fragments_in_order(stripped[1:-1], haystack) is None:
+            if wrapped and _fragments_in_order(stripped[1:-1], haystacks) is None:
                 return None
     return problem

@@ -7,6 +7,10 @@ whose answer is malformed (no tool call, a verdict outside the set, confidence n
 evidence is not a verbatim quote of the judged text becomes `no`; confidence below
 `min_confidence` becomes `cannot_judge`. The majority wins; a tie goes to the less favourable
 verdict in the order error < cannot_judge < blocked < no < partial < yes.
+
+A judged text longer than `LL_JUDGE_MAX_CHARS` (default 100,000) characters is shortened to its
+head and tail around one marker line (`shorten_judged_text`): the prompt says so, the evidence is
+checked against what the judge was shown, and the details record it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.llm import settings as llm_settings
 from engine.llm.evidence import evidence_problem, has_evidence_contract
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.ports import Verdict
@@ -27,6 +32,9 @@ ANSWERS = ("yes", "no", "partial", "blocked", "cannot_judge")
 # Less favourable first: ties in the vote go to the lowest rank.
 FAVOUR = {"error": 0, "cannot_judge": 1, "blocked": 2, "no": 3, "partial": 4, "yes": 5}
 MAX_PARALLEL = 16
+# Of a shortened text's budget, the head keeps this share and the tail the rest: test and build
+# outputs put their summary at the end.
+HEAD_SHARE = 0.2
 
 SYSTEM = (
     "You are a careful, sceptical evaluator. Judge only the text inside the judged-text block "
@@ -82,6 +90,95 @@ def implicit_prompt(task: str) -> str:
 
 
 @dataclass(frozen=True)
+class JudgedText:
+    """The judged text as a judge is shown it: whole, or its head and tail around one marker line.
+
+    `parts` are the pieces of the original text that were shown (one when whole; head and tail
+    when shortened); `shown` is what goes into the judged block.
+    """
+
+    shown: str
+    parts: tuple[str, ...]
+    original_chars: int
+    limit: int
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.parts) > 1
+
+    @property
+    def shown_chars(self) -> int:
+        """Characters of the original text that were shown (the marker line not counted)."""
+        return sum(len(part) for part in self.parts)
+
+    def details(self) -> dict[str, Any]:
+        """What a verdict records about the text: its length, and how it was cut if it was."""
+        if not self.truncated:
+            return {"judged_chars": self.original_chars}
+        return {
+            "judged_chars": self.original_chars,
+            "judged_text_truncated": True,
+            "judged_chars_shown": self.shown_chars,
+            "judged_chars_limit": self.limit,
+        }
+
+    def note(self) -> str | None:
+        """The paragraph telling the judge the text was shortened (None when it was not)."""
+        if not self.truncated:
+            return None
+        head, tail = len(self.parts[0]), len(self.parts[-1])
+        return (
+            f"Note: the judged text has {self.original_chars:,} characters, more than the "
+            f"{self.limit:,} ll-loop sends to a judge, so it was shortened: the block below holds "
+            f"its first {head:,} and its last {tail:,} characters, with one marker line "
+            f"'[... N characters omitted by ll-loop ...]' in place of the "
+            f"{self.original_chars - head - tail:,} characters between them. The omission is "
+            "ll-loop's, not a flaw of the text: do not count anything as missing only because it "
+            "could be in the omitted middle. Quote only text you were shown, never across the "
+            "marker line."
+        )
+
+
+def _cut_head(text: str, budget: int) -> str:
+    """The first `budget` characters or fewer, ending at a line end when one is in the last half."""
+    head = text[:budget]
+    newline = head.rfind("\n")
+    return head[: newline + 1] if newline >= budget // 2 else head
+
+
+def _cut_tail(text: str, budget: int) -> str:
+    """The last `budget` characters or fewer, starting a line when one starts in the first half."""
+    tail = text[len(text) - budget :] if budget else ""
+    newline = tail.find("\n", 0, budget // 2)
+    return tail[newline + 1 :] if newline >= 0 else tail
+
+
+def shorten_judged_text(text: str, limit: int) -> JudgedText:
+    """`text` whole when it fits in `limit` characters, else its head (~20% of the limit) and
+    tail (~80%, where build and test summaries are) around one marker line saying how much was
+    left out. Cuts fall on line ends where that costs less than half of a part."""
+    limit = max(1, limit)
+    if len(text) <= limit:
+        return JudgedText(text, (text,), len(text), limit)
+    head_budget = int(limit * HEAD_SHARE)
+    head = _cut_head(text, head_budget)
+    tail = _cut_tail(text, limit - head_budget)
+    omitted = len(text) - len(head) - len(tail)
+    marker = (
+        f"[... {omitted:,} characters omitted by ll-loop: the judged text was longer than "
+        f"{limit:,} characters ...]"
+    )
+    separator = "" if not head or head.endswith("\n") else "\n"
+    shown = f"{head}{separator}{marker}\n{tail}"
+    return JudgedText(shown, (head, tail), len(text), limit)
+
+
+def prepare_judged_text(text: str, limit: int | None = None) -> JudgedText:
+    """`text` shortened to `limit`, by default the `LL_JUDGE_MAX_CHARS` setting."""
+    return shorten_judged_text(text, llm_settings.judge_max_chars() if limit is None else limit)
+
+
+@dataclass(frozen=True)
 class JudgeSettings:
     """What every request of one judge call shares."""
 
@@ -99,13 +196,17 @@ def judged_block(text: str) -> str:
     return f"The judged text is everything between <{tag}> and </{tag}>.\n<{tag}>\n{text}\n</{tag}>"
 
 
-def judge_prompt(criterion: str | None, text: str) -> str:
-    """The user message: the criterion, the evidence contract unless present, the judged text."""
+def judge_prompt(criterion: str | None, judged: JudgedText) -> str:
+    """The user message: the criterion, the evidence contract unless present, a note when the
+    text was shortened, the judged text."""
     criterion = (criterion or "").strip() or DEFAULT_PROMPT
     parts = [criterion]
     if not has_evidence_contract(criterion):
         parts.append(EVIDENCE_CONTRACT)
-    parts.append(judged_block(text))
+    note = judged.note()
+    if note is not None:
+        parts.append(f"{note} If what you were shown does not let you decide, answer cannot_judge.")
+    parts.append(judged_block(judged.shown))
     return "\n\n".join(parts)
 
 
@@ -192,7 +293,7 @@ def call_usage(calls: Sequence[CallResult]) -> dict[str, Any]:
 def _one_sample(
     gateway: LlmGateway,
     request: Mapping[str, Any],
-    text: str,
+    judged: JudgedText,
     min_confidence: float,
     sample: int,
     tag: CallTag,
@@ -220,7 +321,7 @@ def _one_sample(
         answered=verdict, confidence=confidence, reason=str(answer["reason"]), evidence=evidence
     )
     if verdict in ("yes", "partial"):
-        problem = evidence_problem(evidence, text)
+        problem = evidence_problem(evidence, judged.parts)
         if problem is not None:
             check = f"{verdict} rejected: {problem}"
             verdict = "no"
@@ -258,12 +359,15 @@ def judge_structured(
     text: str,
     samples: int = 1,
     min_confidence: float = 0.5,
+    max_chars: int | None = None,
 ) -> Verdict:
-    """Judge `text` against `criterion` with `samples` concurrent independent calls."""
-    request = base_request(settings, SYSTEM, judge_prompt(criterion, text), VERDICT_TOOL)
+    """Judge `text` against `criterion` with `samples` concurrent independent calls; a text
+    longer than `max_chars` (default: `LL_JUDGE_MAX_CHARS`, else 100,000) is shortened."""
+    judged = prepare_judged_text(text, max_chars)
+    request = base_request(settings, SYSTEM, judge_prompt(criterion, judged), VERDICT_TOOL)
     records = run_concurrently(
         max(1, samples),
-        lambda i: _one_sample(gateway, request, text, min_confidence, i, settings.tag),
+        lambda i: _one_sample(gateway, request, judged, min_confidence, i, settings.tag),
     )
     winner = majority([r["verdict"] for r in records])
     agreeing = [r for r in records if r["verdict"] == winner]
@@ -281,6 +385,7 @@ def judge_structured(
         "cost_usd": sum(r["cost_usd"] for r in records),
         "input_tokens": sum(r["input_tokens"] for r in records),
         "output_tokens": sum(r["output_tokens"] for r in records),
+        **judged.details(),
     }
     if winner == "error":
         details["error"] = first.get("error", "judge failed")

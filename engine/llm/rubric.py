@@ -15,11 +15,13 @@ from typing import Any
 
 from engine.llm.gateway import LlmGateway
 from engine.llm.judge import (
+    JudgedText,
     JudgeSettings,
     base_request,
     call_usage,
     call_with_one_retry,
     judged_block,
+    prepare_judged_text,
     run_concurrently,
     tool_input,
 )
@@ -55,14 +57,21 @@ def score_tool(dimensions: Sequence[Dimension]) -> dict[str, Any]:
     }
 
 
-def rubric_prompt(criterion: str | None, dimensions: Sequence[Dimension], text: str) -> str:
+def rubric_prompt(
+    criterion: str | None, dimensions: Sequence[Dimension], judged: JudgedText
+) -> str:
+    """The user message: the criterion, the dimensions, a note when the text was shortened, the
+    judged text."""
     lines = [
         (criterion or "").strip() or "Review the quality of the judged text.",
         "",
         "Dimensions (score each 1-5):",
     ]
     lines += [f"- {d.name} (weight {d.weight:g}): {d.description}" for d in dimensions]
-    lines += ["", judged_block(text)]
+    note = judged.note()
+    if note is not None:
+        lines += ["", f"{note} Score what the parts you were shown show."]
+    lines += ["", judged_block(judged.shown)]
     return "\n".join(lines)
 
 
@@ -116,10 +125,13 @@ def judge_rubric(
     dimensions: Sequence[Dimension],
     reviewers: int = 3,
     threshold: float = 3.0,
+    max_chars: int | None = None,
 ) -> Verdict:
-    """Score `text` with `reviewers` concurrent reviewers and compare the total with `threshold`."""
+    """Score `text` with `reviewers` concurrent reviewers and compare the total with `threshold`;
+    a text longer than `max_chars` (default: `LL_JUDGE_MAX_CHARS`, else 100,000) is shortened."""
+    judged = prepare_judged_text(text, max_chars)
     request = base_request(
-        settings, SYSTEM, rubric_prompt(criterion, dimensions, text), score_tool(dimensions)
+        settings, SYSTEM, rubric_prompt(criterion, dimensions, judged), score_tool(dimensions)
     )
 
     def problem(body: Mapping[str, Any]) -> str | None:
@@ -152,6 +164,7 @@ def judge_rubric(
         "cost_usd": sum(r["cost_usd"] for r in records),
         "input_tokens": sum(r["input_tokens"] for r in records),
         "output_tokens": sum(r["output_tokens"] for r in records),
+        **judged.details(),
     }
     if not ok:
         details["error"] = "no reviewer returned usable scores: " + "; ".join(

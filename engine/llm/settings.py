@@ -5,7 +5,8 @@ Precedence is fixed by DESIGN §3 and written down once here:
   `LL_MODEL` → `DEFAULT_MODEL`;
 - prompt model: state `model` → loop `llm.model` → `LL_MODEL` → `DEFAULT_MODEL`;
 - runner: state `runner` → loop `llm.runner` → `LL_PROMPT_RUNNER` → `anthropic`.
-Retry waits and the request timeout come from `LL_LLM_*` variables so tests can shrink them.
+Retry waits and the request timeout come from `LL_LLM_*` variables so tests can shrink them;
+the judged-text limit from `LL_JUDGE_MAX_CHARS`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ DEFAULT_RUNNER = "anthropic"
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_PROMPT_MAX_TOKENS = 4096
 DEFAULT_TIMEOUT = 120.0
+DEFAULT_JUDGE_MAX_CHARS = 100_000
 
 
 def _env(name: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -36,6 +38,18 @@ def _env_float(name: str, default: float) -> float:
         return float(value)
     except ValueError:
         return default
+
+
+def _env_positive_int(name: str, default: int) -> int:
+    """A whole number >= 1 from the environment; unset, unparsable or < 1 gives `default`."""
+    value = _env(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        return default
+    return number if number >= 1 else default
 
 
 def _first_set(*candidates: str | None, default: str) -> str:
@@ -85,6 +99,15 @@ def request_timeout(loop: Loop | None) -> float:
     if loop is not None and loop.llm.timeout:
         return float(loop.llm.timeout)
     return _env_float("LL_LLM_TIMEOUT", DEFAULT_TIMEOUT)
+
+
+def judge_max_chars() -> int:
+    """Characters of judged text one judge request carries: `LL_JUDGE_MAX_CHARS` → 100,000.
+
+    A longer text is shortened to its head and tail (`engine.llm.judge.shorten_judged_text`), so
+    a huge action output neither overflows the model's context nor costs a fortune.
+    """
+    return _env_positive_int("LL_JUDGE_MAX_CHARS", DEFAULT_JUDGE_MAX_CHARS)
 
 
 @dataclass(frozen=True)
