@@ -12,8 +12,10 @@ skip such a torn tail; `repair_events` cuts it off before a resumed run appends 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -219,6 +221,66 @@ def repair_events(path: Path) -> int:
         handle.flush()
         os.fsync(handle.fileno())
         return size - keep
+
+
+# --- actions a killed run left running ----------------------------------------------------
+
+
+def orphaned_actions(run_id: str, proc: Path = Path("/proc")) -> list[int]:
+    """Process groups of actions the dead run `run_id` left running (SIGKILL cannot take them).
+
+    An action is `bash -c SCRIPT` leading its own process group, with `LL_RUN_ID=<run_id>` in
+    the environment it was started with; run ids are unique, so nothing else matches. Sub-loop
+    actions carry their top-level run's id. A process an action detached on purpose (its own
+    session, another program) is not an action and is left alone.
+    """
+    wanted = f"LL_RUN_ID={run_id}".encode()
+    groups: list[int] = []
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        pid = int(entry.name)
+        try:
+            argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
+            environ = Path(entry.path, "environ").read_bytes().split(b"\0")
+            leads = os.getpgid(pid) == pid
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if leads and argv[1:2] == [b"-c"] and argv[0].endswith(b"bash") and wanted in environ:
+            groups.append(pid)
+    return sorted(groups)
+
+
+def end_orphaned_actions(run_id: str, grace: float = 2.0) -> list[int]:
+    """SIGTERM each orphaned action group of `run_id`, SIGKILL what is left after `grace`
+    seconds, as a timeout would; the groups that were ended."""
+    groups = orphaned_actions(run_id)
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_running(g) for g in groups):
+        time.sleep(0.02)
+    for pgid in groups:  # the rest of each group (a leader that obeyed may leave children)
+        _signal_group(pgid, signal.SIGKILL)
+    return groups
+
+
+def _running(pid: int) -> bool:
+    """Is `pid` alive and not a zombie waiting to be reaped (by init, not by us)?"""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return raw[raw.rfind(")") + 2 : raw.rfind(")") + 3] not in ("Z", "X", "")
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
 
 
 # --- helpers -------------------------------------------------------------------------------

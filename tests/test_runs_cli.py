@@ -141,6 +141,38 @@ def test_a_killed_run_shows_as_interrupted_and_resumes(project: Path) -> None:
     assert result_of(ll_loop(project, "resume", run_id, "--json"))["outcome"] == "success"
 
 
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+def test_resume_ends_the_action_a_killed_run_left_running(project: Path) -> None:
+    """SIGKILL cannot take the action with it; resume must not run the state beside it."""
+    proc, run_id = started_run(project)
+    orphan = int((project / "action.pid").read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert running(orphan)  # the killed run's action is still waiting
+    (project / "action.pid").unlink()
+    resumed = spawn(project, "resume", run_id, "--json")
+    try:
+        wait_until(lambda: (project / "action.pid").exists())  # the state runs again...
+        assert not running(orphan)  # ...and the old action was ended before it
+        [event] = [e for e in events_of(project, run_id) if e["event"] == "loop_resume"]
+        assert event["ended_actions"] == [orphan]
+        (project / "go").touch()
+        out, err = resumed.communicate(timeout=15)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+    assert json.loads(out)["outcome"] == "success"
+    assert f"ended 1 action(s) the interrupted run left running: [{orphan}]" in err
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]

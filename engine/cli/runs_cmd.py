@@ -223,7 +223,7 @@ def execute_resume(ref: str, options: RunOptions) -> int:
     """
     from engine.cli.run_cmd import _report, preflight, start_run, take_lock
     from engine.interpreter import RunState
-    from engine.resume import find_run, repair_events
+    from engine.resume import end_orphaned_actions, find_run, repair_events
     from engine.runstore import RunStore
 
     started = time.monotonic()
@@ -251,6 +251,10 @@ def execute_resume(ref: str, options: RunOptions) -> int:
     with lease:
         store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
         dropped = repair_events(store.events_path)
+        # The state runs again: an action the killed run left running must not run alongside.
+        ended = end_orphaned_actions(snapshot.run_id)
+        if ended and not options.quiet:
+            err(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
         state = RunState.from_json(store.load_state())
         state.status, state.result = "running", None
         store.emit(
@@ -260,6 +264,7 @@ def execute_resume(ref: str, options: RunOptions) -> int:
             state=state.current,
             previous_status=snapshot.status,
             repaired_bytes=dropped,
+            ended_actions=ended,
         )
         result = start_run(loop, context, options, replay_dir, resume=(store, state))
     _report(result, options)
