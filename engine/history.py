@@ -94,6 +94,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # v4: the sample count an attempt's invocation asked for, so an infra retry (always one
     # sample) can rebuild the conditions fingerprint of the invocation it retries.
     ("ALTER TABLE harness_attempts ADD COLUMN samples_requested INTEGER NOT NULL DEFAULT 1",),
+    # v5: the git branch checked out when the attempt ran (NULL: detached HEAD, no repository,
+    # or a row recorded before v5).
+    ("ALTER TABLE harness_attempts ADD COLUMN git_branch TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -157,6 +160,7 @@ class NewAttempt:
     cost_usd: float = 0.0
     git_head: str | None = None
     git_dirty: bool | None = None
+    git_branch: str | None = None
     retry_of: int | None = None
 
 

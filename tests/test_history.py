@@ -144,6 +144,36 @@ def test_v1_database_rows_survive_migration(tmp_path: Path) -> None:
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+def test_v4_attempt_rows_survive_the_git_branch_migration(tmp_path: Path) -> None:
+    path = history_path(tmp_path)
+    path.parent.mkdir()
+    old = sqlite3.connect(path, isolation_level=None)
+    migrate(old, target=4)
+    old.execute(
+        "INSERT INTO harness_attempts (invocation_id, runner, target, input_hash, "
+        "target_content_hash, conditions_fp, outcome, git_head, git_dirty, created_at) "
+        "VALUES ('old-inv', 'cmd', 'make test', 'i', 'c', 'f', 'fail', 'abc123', 1, "
+        "'2025-06-01T00:00:00.000000+00:00')"
+    )
+    old.close()
+
+    with open_history(tmp_path) as history:
+        [legacy] = history.invocation("old-inv")
+        assert (legacy.outcome, legacy.git_head, legacy.git_dirty) == ("fail", "abc123", True)
+        assert legacy.git_branch is None  # recorded before v5: no branch known
+        fresh = history.record_attempt(_attempt(git_head="def456", git_branch="feature-x"))
+        again = history.attempt(fresh.id)
+        assert again is not None and again.git_branch == "feature-x"
+        assert [a.id for a in history.attempts("make test")] == [legacy.id]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    columns = {r[1] for r in db.execute("PRAGMA table_info(harness_attempts)")}
+    assert "git_branch" in columns
+    assert db.execute(
+        "SELECT git_branch FROM harness_attempts WHERE invocation_id = 'old-inv'"
+    ).fetchone() == (None,)
+
+
 def test_failed_migration_rolls_back_whole_transaction(tmp_path: Path) -> None:
     path = history_path(tmp_path)
     path.parent.mkdir()

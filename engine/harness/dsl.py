@@ -241,5 +241,6 @@ def _row(
         cost_usd=result.run.cost_usd + (semantic.cost_usd if semantic else 0.0),
         git_head=provenance.head,
         git_dirty=provenance.dirty,
+        git_branch=provenance.branch,
         retry_of=retried.id if retried else None,
     )

@@ -94,4 +94,5 @@ def attempt_json(attempt: Attempt) -> dict[str, Any]:
         "content_hash": attempt.target_content_hash,
         "git_head": attempt.git_head,
         "git_dirty": attempt.git_dirty,
+        "git_branch": attempt.git_branch,
     }

@@ -1,4 +1,4 @@
-"""Where a measurement was taken: git HEAD, dirtiness, and a file's committed bytes (IO).
+"""Where a measurement was taken: git HEAD, branch, dirtiness, and a file's committed bytes (IO).
 
 Provenance is recorded, never required: outside a git repository every value is None.
 """
@@ -11,11 +11,14 @@ from pathlib import Path
 
 from engine.harness.keys import sha256_bytes
 
+_BRANCH_REF = "refs/heads/"
+
 
 @dataclass(frozen=True)
 class Provenance:
     head: str | None
     dirty: bool | None
+    branch: str | None = None  # None on a detached HEAD
 
 
 def _git(args: list[str], cwd: Path) -> bytes | None:
@@ -27,11 +30,25 @@ def _git(args: list[str], cwd: Path) -> bytes | None:
 
 
 def git_provenance(cwd: Path) -> Provenance:
-    head = _git(["rev-parse", "HEAD"], cwd)
-    if head is None:
+    # One rev-parse answers both the commit and the ref HEAD points at ("HEAD" when detached),
+    # so recording the branch costs no extra git process.
+    out = _git(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], cwd)
+    if out is None:
         return Provenance(None, None)
+    head, _, ref = out.decode(errors="replace").strip().partition("\n")
     status = _git(["status", "--porcelain"], cwd)
-    return Provenance(head.decode().strip(), None if status is None else bool(status.strip()))
+    return Provenance(
+        head.strip(),
+        None if status is None else bool(status.strip()),
+        _branch_of(ref.strip()),
+    )
+
+
+def _branch_of(ref: str) -> str | None:
+    """`refs/heads/feature-x` -> `feature-x`; a detached HEAD (`HEAD`) or anything else -> None."""
+    if ref.startswith(_BRANCH_REF) and len(ref) > len(_BRANCH_REF):
+        return ref[len(_BRANCH_REF) :]
+    return None
 
 
 def head_content_hash(path: Path) -> str | None:

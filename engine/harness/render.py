@@ -114,6 +114,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "samples": samples,
         "git_head": report.provenance.head,
         "git_dirty": report.provenance.dirty,
+        "git_branch": report.provenance.branch,
         "retry_of": report.retry_of,
         "history_pass_rate": None,
         "history_abstention_rate": None,

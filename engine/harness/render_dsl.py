@@ -60,6 +60,7 @@ def dsl_json(report: DslReport) -> dict[str, Any]:
         "retry_of": report.retry_of,
         "git_head": report.provenance.head,
         "git_dirty": report.provenance.dirty,
+        "git_branch": report.provenance.branch,
         "results": [
             {
                 "task": r.task.name,

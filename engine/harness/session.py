@@ -265,5 +265,6 @@ def _attempt_row(
         cost_usd=result.cost_usd,
         git_head=provenance.head,
         git_dirty=provenance.dirty,
+        git_branch=provenance.branch,
         retry_of=retry_of,
     )
