@@ -83,6 +83,15 @@ def alive(pid: int) -> bool:
     return True
 
 
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
 def test_status_shows_a_live_run_with_its_state_steps_and_process(project: Path) -> None:
     proc, run_id = started_run(project)
     try:
@@ -134,20 +143,16 @@ def test_a_killed_run_shows_as_interrupted_and_resumes(project: Path) -> None:
     assert status["status"] == "interrupted"  # ...and what is true
     assert status["alive"] is False
     assert "interrupted" in ll_loop(project, "status").stdout
+    orphan = int((project / "action.pid").read_text())
+    first = ll_loop(project, "stop", run_id, "--json")  # ends what the dead run left running
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["ended_actions"] == [orphan]
+    wait_until(lambda: not running(orphan))
     stop = ll_loop(project, "stop", run_id)
     assert stop.returncode == 2
     assert "is not running" in stop.stderr and f"ll-loop resume {run_id}" in stop.stderr
     (project / "go").touch()
     assert result_of(ll_loop(project, "resume", run_id, "--json"))["outcome"] == "success"
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def test_resume_ends_the_action_a_killed_run_left_running(project: Path) -> None:

@@ -143,7 +143,7 @@ def stop_command(
 ) -> None:
     """Stop a running loop gracefully: its action is terminated, the run stays resumable."""
     from engine.locks import process_alive
-    from engine.resume import find_run, read_run
+    from engine.resume import end_orphaned_actions, find_run, read_run
 
     waiting = [r for r in _queued(set()) if r.run_id.startswith(run)]
     if len(waiting) == 1:  # still in the lock queue: nothing ran, nothing to resume
@@ -155,6 +155,17 @@ def stop_command(
     if snapshot.status == "finished":
         raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
     if not snapshot.alive or snapshot.pid is None:
+        ended = end_orphaned_actions(snapshot.run_id)  # a killed run's action may still run
+        if ended:
+            if json_output:
+                print(json.dumps({**snapshot.to_json(), "stopped": True, "ended_actions": ended}))
+            else:
+                print(
+                    f"run {snapshot.run_id} was not running (status {snapshot.status}); ended "
+                    f"{len(ended)} action(s) it left running: {ended}; continue it with "
+                    f"`ll-loop resume {snapshot.run_id}`"
+                )
+            return
         raise UsageError(
             f"run {snapshot.run_id} is not running (status {snapshot.status}, its process is gone)",
             hint=f"continue it with `ll-loop resume {snapshot.run_id}`",
