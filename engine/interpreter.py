@@ -36,6 +36,7 @@ from engine.ports import (
 from engine.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
+WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
 PREVIEW_LIMIT = 2000  # characters of an output shown in an event
 
 
@@ -280,8 +281,16 @@ def evaluate(
             spec = Evaluate(type="llm_structured", implicit=True)
         else:
             spec = Evaluate(type="exit_code")
+    # exit_code never reads the text, nor does any evaluator of a failed action (error)
+    skips_text = spec.type == "exit_code" or (result.exit_code != 0 and not spec.ignore_exit_code)
     try:
-        text = result.output if spec.source is None else ns.render_text(spec.source)
+        if spec.source is None:
+            whole = result.output if skips_text else _whole_output(result)
+            if isinstance(whole, Verdict):
+                return whole
+            text = whole
+        else:
+            text = ns.render_text(spec.source)
         target = spec.target
         if isinstance(target, str):
             target = ns.render_text(target)
@@ -541,6 +550,27 @@ def _bounded(
             output_path = str(path)
         text = text[:CAPTURE_LIMIT]
     return text, output_path
+
+
+def _whole_output(result: ActionResult) -> str | Verdict:
+    """The action's whole stdout for its evaluator: the runner keeps only the first MiB in
+    memory and spills the rest to a file, but `output_contains`, a JSON parse or a judge reading
+    a test log's summary need all of it (the end most of all). Beyond `WHOLE_OUTPUT_LIMIT` an
+    honest error beats a verdict on part of the output."""
+    if result.output_path is None:
+        return result.output
+    path = Path(result.output_path)
+    try:
+        size = path.stat().st_size
+        if size > WHOLE_OUTPUT_LIMIT:
+            return error(
+                f"the output is {size:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} an "
+                f"evaluator reads (all of it is in {path}); make the action print less, e.g. "
+                "`... | tail -c 1000000`"
+            )
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return error(f"cannot read the action's output from {path}: {exc.strerror or exc}")
 
 
 def _interpolation_error(exc: InterpolationError) -> Verdict:

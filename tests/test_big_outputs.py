@@ -1,0 +1,85 @@
+"""Evaluators judge the whole output, also when it is too big to keep in memory.
+
+The action runner keeps the first MiB of a stream in memory and spills the whole stream to the
+run's `outputs/`; the verdict must still be about all of it (a test log's summary is at its end).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.interpreter import WHOLE_OUTPUT_LIMIT
+from tests.loopback_server import LoopbackServer, verdict_reply
+from tests.run_helpers import run_yaml
+
+# ~2 MB of numbers, then the line that matters.
+BIG = "seq 1 300000; echo 'SUMMARY: 300000 passed'"
+
+
+def loop_with(evaluate: str) -> str:
+    return f"""
+name: big
+initial: test
+scope: ["."]
+states:
+  test:
+    action: "{BIG}"
+    evaluate: {evaluate}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+  broken: {{terminal: true, failure: true}}
+"""
+
+
+def test_output_contains_finds_the_summary_after_the_first_mib(tmp_path: Path) -> None:
+    ran = run_yaml(tmp_path, loop_with("{type: output_contains, pattern: 'SUMMARY: \\d+ passed'}"))
+    assert ran.code == 0, ran.stdout
+    assert ran.json["final_state"] == "done"
+    [spilled] = (ran.run_dir / "outputs").glob("*.stdout")
+    assert spilled.stat().st_size > 1024 * 1024
+    assert spilled.read_text().endswith("SUMMARY: 300000 passed\n")
+
+
+def test_classify_reads_the_last_line_of_the_whole_output(tmp_path: Path) -> None:
+    loop = """
+name: big-classify
+initial: test
+scope: ["."]
+states:
+  test:
+    action: "seq 1 300000; echo passed"
+    evaluate: {type: classify, verdicts: [passed, failed]}
+    route: {passed: done, failed: failed, _error: broken}
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+    ran = run_yaml(tmp_path, loop)
+    assert ran.verdicts() == [("test", "passed")], ran.stdout
+    assert ran.json["final_state"] == "done"
+
+
+def test_a_judge_is_shown_the_end_of_a_spilled_output(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(verdict_reply("yes", evidence="SUMMARY: 300000 passed"))
+    ran = run_yaml(tmp_path, loop_with("{type: llm_structured, prompt: 'Did it pass? Quote.'}"))
+    assert ran.code == 0, ran.stderr
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert "SUMMARY: 300000 passed" in content  # the tail of the whole output, not of 1 MiB
+    assert ran.json["final_state"] == "done"
+
+
+def test_an_output_too_big_to_read_back_is_an_error_not_a_guess(tmp_path: Path) -> None:
+    size = WHOLE_OUTPUT_LIMIT + 1
+    loop = loop_with("{type: output_contains, pattern: x}").replace(
+        BIG, f"head -c {size} /dev/zero"
+    )
+    ran = run_yaml(tmp_path, loop)
+    assert ran.json["final_state"] == "broken", ran.stdout
+    [evaluated] = [e for e in ran.events() if e["event"] == "evaluate"]
+    assert evaluated["verdict"] == "error"
+    assert f"{size:,} bytes" in evaluated["details"]["reason"]
