@@ -282,3 +282,27 @@ def test_a_run_judges_a_huge_action_output_within_the_limit(
     assert evaluate["details"]["judged_text_truncated"] is True
     assert evaluate["details"]["judged_chars_limit"] == 20_000
     assert evaluate["details"]["judged_chars"] > 900_000
+
+
+def test_an_invalid_limit_stops_a_run_in_preflight(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like every LL_LLM_* number: a typo must not silently judge with another limit."""
+    monkeypatch.setenv("LL_JUDGE_MAX_CHARS", "100k")
+    loop = """
+name: limited
+initial: check
+scope: ["."]
+states:
+  check:
+    action: "echo 'All 3 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+    ran = run_yaml(tmp_path, loop)
+    assert ran.code == 2, ran.stderr
+    assert "LL_JUDGE_MAX_CHARS='100k' is not a whole number >= 1" in ran.json["error"]
+    assert loopback.requests == []

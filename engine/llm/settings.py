@@ -147,21 +147,24 @@ NUMERIC_ENV = {
     "LL_LLM_RETRY_CAP": "a number of seconds >= 0",
     "LL_LLM_MAX_WAIT": "a number of seconds >= 0",
     "LL_LLM_MAX_ATTEMPTS": "a whole number >= 1",
+    "LL_JUDGE_MAX_CHARS": "a whole number >= 1",
 }
+_WHOLE_NUMBERS = ("LL_LLM_MAX_ATTEMPTS", "LL_JUDGE_MAX_CHARS")
 
 
 def env_problems() -> list[str]:
-    """`LL_LLM_*` values that would silently fall back to defaults; one sentence each."""
+    """`LL_LLM_*` / `LL_JUDGE_MAX_CHARS` values that would silently fall back to defaults; one
+    sentence each (the run's preflight stops on them)."""
     problems = []
     for name, wanted in NUMERIC_ENV.items():
         value = _env(name)
         if value is None:
             continue
         try:
-            number = int(value) if name == "LL_LLM_MAX_ATTEMPTS" else float(value)
+            number = int(value) if name in _WHOLE_NUMBERS else float(value)
         except ValueError:
             number = -1
-        low_ok = number > 0 if name in ("LL_LLM_TIMEOUT", "LL_LLM_MAX_ATTEMPTS") else number >= 0
+        low_ok = number > 0 if name == "LL_LLM_TIMEOUT" or name in _WHOLE_NUMBERS else number >= 0
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
     return problems
