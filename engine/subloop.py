@@ -8,6 +8,10 @@ remaining time, bounding the nesting depth, and turning the child's `RunResult` 
 verdict and capture. A child that cannot be found, loaded or bound yields verdict `error` with the
 reason in the details; it never crashes the parent.
 
+A child keeps its own `state.json` in its directory (`children/<state>-<n>/`), written at each
+of its boundaries: a run that died or was stopped inside a child continues that child from its
+last boundary on resume (`unfinished_child`), instead of starting it afresh.
+
 Verdicts: yes (success terminal), no (failure terminal, step or cost budget exhausted, timeout),
 error (the child could not start, errored, or was stopped). `on_terminal` routes on the child's
 terminal name before the verdict is looked at (`route_subloop`).
@@ -19,7 +23,6 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +31,7 @@ from engine.model import CURRENT, Loop, Parameter, State
 from engine.ports import RunResult, Verdict
 from engine.resources import builtin_loops_dir
 from engine.routing import route_for
+from engine.runstore import RunStore, now_iso, read_state
 
 if TYPE_CHECKING:
     from engine.interpreter import Namespaces, RunState, Runtime, SubloopHook
@@ -53,6 +57,7 @@ class ChildRequest:
     run_dir: Path  # `<parent run dir>/children/<state>-<n>/`
     state: str  # the parent state that started it
     run_id: str  # the parent's run id: one run, one event log (child events have `depth`)
+    resume: Mapping[str, Any] | None = None  # the child's saved state.json when continuing it
 
 
 RunChild = Callable[[ChildRequest], RunResult]
@@ -346,15 +351,31 @@ def run_subloop(
     except LoopError as exc:
         reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"
         return failed_start(reason, loop_ref=loop_ref)
-    request = ChildRequest(
-        loop=child,
-        context=context,
-        timeout=clamp_timeout(child.timeout, remaining),
-        depth=depth,
-        run_dir=run_dir / "children" / f"{state.name}-{index}",
-        state=state.name,
-        run_id=parent_run_id,
-    )
+    unfinished = unfinished_child(run_dir / "children", state.name, index - 1, child)
+    if unfinished is not None:  # the run died (or was stopped) inside this child: continue it
+        child_dir, saved = unfinished
+        spent = int(saved.get("elapsed_ms") or 0) / 1000
+        own = None if child.timeout is None else max(0.0, child.timeout - spent)
+        request = ChildRequest(
+            loop=child,
+            context=saved.get("context", context),
+            timeout=clamp_timeout(own, remaining),
+            depth=depth,
+            run_dir=child_dir,
+            state=state.name,
+            run_id=parent_run_id,
+            resume=saved,
+        )
+    else:
+        request = ChildRequest(
+            loop=child,
+            context=context,
+            timeout=clamp_timeout(child.timeout, remaining),
+            depth=depth,
+            run_dir=run_dir / "children" / f"{state.name}-{index}",
+            state=state.name,
+            run_id=parent_run_id,
+        )
     result = run_child(request)
     verdict = verdict_of(result)
     verdict = Verdict(verdict.name, {**verdict.details, "child_dir": str(request.run_dir)})
@@ -366,6 +387,23 @@ def run_subloop(
         cost_usd=result.cost_usd,
         details=verdict.details,
     )
+
+
+def unfinished_child(
+    children: Path, state: str, index: int, child: Loop
+) -> tuple[Path, dict[str, Any]] | None:
+    """The latest child run of `state` (`<state>-<index>`) when it did not finish: its directory
+    and saved state. A finished child, another loop, or a state the loop no longer has: None."""
+    directory = children / f"{state}-{index}"
+    try:
+        saved = read_state(directory / "state.json")
+    except (OSError, ValueError):
+        return None
+    if saved.get("status") == "finished" or saved.get("loop") != child.name:
+        return None
+    if saved.get("current") not in child.states:
+        return None
+    return directory, saved
 
 
 # --- the interpreter hook ----------------------------------------------------------------------
@@ -432,32 +470,47 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         from engine.llm import create_llm_services
 
         llm = create_llm_services(request.loop, run_dir=request.run_dir, recorder=rt.recorder)
+    # The child's own state.json, at every boundary of the child: a resume continues it there.
+    store = RunStore(request.run_dir, request.run_id)
     child_rt = Runtime(
         recorder=rt.recorder,
         actions=rt.actions,
         artifacts_dir=artifacts,
         outputs_dir=outputs,
-        save_state=None,  # only the top-level run has a state.json; a resume reruns the child
+        save_state=store.save_state,
         llm=llm,
         stop=rt.stop,
         depth=request.depth,
         deadline=None if request.timeout is None else time.monotonic() + request.timeout,
         run_subloop=rt.run_subloop,
     )
-    child_rs = RunState(
-        run_id=request.run_id,
-        loop=request.loop.name,
-        current=request.loop.initial,
-        loop_file=request.loop.source,
-        context=dict(request.context),
-        started_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-    )
+    if request.resume is not None:
+        child_rs = RunState.from_json(request.resume)
+        child_rs.status, child_rs.result = "running", None
+        rt.recorder.emit(
+            "loop_resume",
+            depth=request.depth,
+            step=child_rs.steps,
+            loop=request.loop.name,
+            state=child_rs.current,
+            previous_status=request.resume.get("status"),
+        )
+    else:
+        child_rs = RunState(
+            run_id=request.run_id,
+            loop=request.loop.name,
+            current=request.loop.initial,
+            loop_file=request.loop.source,
+            context=dict(request.context),
+            started_at=now_iso(),
+        )
     env = rt.actions.env  # the child's actions see its own directory as $LL_RUN_DIR
     outer = env.get("LL_RUN_DIR")
     env["LL_RUN_DIR"] = str(artifacts)
     try:
         return run(request.loop, child_rs, child_rt)
     finally:
+        store.close()
         if outer is None:
             env.pop("LL_RUN_DIR", None)
         else:

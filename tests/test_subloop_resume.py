@@ -1,0 +1,143 @@
+"""A run that dies (or is stopped) inside a sub-loop continues the child where it was.
+
+The child keeps its own state.json in `children/<state>-<n>/`; resume finds the unfinished child
+of the interrupted sub-loop state and continues it from its last boundary, so the child's
+finished steps do not run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.runs_helpers import ll_loop, result_of, run_dir, spawn, state_of, write
+
+CHILD = """
+name: three-steps
+initial: one
+scope: ["."]
+states:
+  one:
+    action: "echo one >> ran.log"
+    next: two
+  two:
+    action: |
+      echo two >> ran.log
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: three
+  three:
+    action: "echo three >> ran.log"
+    next: done
+  done: {terminal: true}
+"""
+
+PARENT = """
+name: parent
+initial: call
+scope: ["."]
+states:
+  call:
+    loop: three-steps
+    capture: sub
+    on_yes: ok
+    on_no: bad
+    on_error: bad
+  ok: {terminal: true}
+  bad: {terminal: true, failure: true}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    write(tmp_path / ".loops" / "three-steps.yaml", CHILD)
+    write(tmp_path / "parent.yaml", PARENT)
+    yield tmp_path
+    pid_file = tmp_path / "action.pid"
+    if pid_file.exists():  # never leave a waiting action behind
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def held_in_child(project: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start the parent and wait until its child waits in step `two`; (process, run id)."""
+    proc = spawn(project, "run", "parent.yaml", "--json", "-q")
+    wait_until(lambda: (project / "action.pid").exists())
+    return proc, next((project / ".loops" / "runs").iterdir()).name
+
+
+def finish(project: Path, run_id: str) -> dict[str, object]:
+    """Resume in the background, let the child's waiting step go, and return the result."""
+    (project / "action.pid").unlink()
+    resumed = spawn(project, "resume", run_id, "--json", "-q")
+    try:
+        wait_until(lambda: (project / "action.pid").exists())
+        (project / "go").touch()
+        out, err = resumed.communicate(timeout=30)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+    assert resumed.returncode == 0, err
+    result: dict[str, object] = json.loads(out)
+    return result
+
+
+@pytest.mark.parametrize("interrupt", ["kill", "stop"])
+def test_an_interrupted_child_continues_from_its_last_boundary(
+    project: Path, interrupt: str
+) -> None:
+    proc, run_id = held_in_child(project)
+    if interrupt == "kill":
+        proc.send_signal(signal.SIGKILL)
+    else:
+        stopped = ll_loop(project, "stop", run_id)
+        assert stopped.returncode == 0, stopped.stderr
+    proc.communicate(timeout=15)
+    result = finish(project, run_id)
+    assert result["final_state"] == "ok"
+    # `one` ran once: the child went on from its boundary after `one`, not from the start.
+    assert (project / "ran.log").read_text().split() == ["one", "two", "two", "three"]
+    children = sorted(p.name for p in (run_dir(project, run_id) / "children").iterdir())
+    assert children == ["call-1"]  # the same child run, not a fresh one
+    sub = state_of(project, run_id)["captured"]["sub"]
+    assert sub["terminal"] == "done" and sub["steps"] == 3
+    events = [
+        e for e in _events(project, run_id) if e["event"] == "loop_resume" and e["depth"] == 1
+    ]
+    assert [(e["state"], e["step"]) for e in events] == [("two", 1)]
+
+
+def test_a_finished_child_is_not_continued(project: Path) -> None:
+    """A parent that routes back into the same sub-loop state starts a new child each time."""
+    (project / "go").touch()
+    again = PARENT.replace("on_yes: ok", "on_yes: second").replace(
+        "  ok: {terminal: true}",
+        "  second:\n    loop: three-steps\n    on_yes: ok\n    on_no: bad\n    on_error: bad\n"
+        "  ok: {terminal: true}",
+    )
+    write(project / "parent.yaml", again)
+    result = result_of(ll_loop(project, "run", "parent.yaml", "--json", "-q"))
+    assert result["final_state"] == "ok"
+    assert (project / "ran.log").read_text().split() == ["one", "two", "three"] * 2
+
+
+def _events(project: Path, run_id: str) -> list[dict[str, object]]:
+    lines = (run_dir(project, run_id) / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
