@@ -392,14 +392,17 @@ def run_subloop(
 def unfinished_child(
     children: Path, state: str, index: int, child: Loop
 ) -> tuple[Path, dict[str, Any]] | None:
-    """The latest child run of `state` (`<state>-<index>`) when it did not finish: its directory
-    and saved state. A finished child, another loop, or a state the loop no longer has: None."""
+    """The latest child run of `state` (`<state>-<index>`) when it stopped halfway: its directory
+    and saved state. A finished child, one that never took a step, another loop, or a state the
+    loop no longer has: None."""
     directory = children / f"{state}-{index}"
     try:
         saved = read_state(directory / "state.json")
     except (OSError, ValueError):
         return None
     if saved.get("status") == "finished" or saved.get("loop") != child.name:
+        return None
+    if not saved.get("steps"):  # died before the child's first step: nothing to continue
         return None
     if saved.get("current") not in child.states:
         return None

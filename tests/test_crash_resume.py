@@ -50,12 +50,32 @@ states:
   failed: {terminal: true, failure: true}
 """
 
+# The same loop as a sub-loop: a kill inside the child is resumed inside the child.
+NESTED = """
+name: nest
+initial: call
+max_steps: 5
+scope: [work]
+states:
+  call:
+    loop: crashy
+    capture: inner
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
 _STABLE = ("output", "exit_code", "verdict", "details")
 
 
 def essence(cwd: Path, run_id: str) -> dict[str, Any]:
     """What must not depend on interruptions: where it ended and what it captured."""
-    state = state_of(cwd, run_id)
+    return essence_of(state_of(cwd, run_id))
+
+
+def essence_of(state: dict[str, Any]) -> dict[str, Any]:
     return {
         "current": state["current"],
         "steps": state["steps"],
@@ -92,10 +112,13 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     return essence(cwd, result["run_id"]), boundaries(cwd, result["run_id"]), took
 
 
-def crash_and_resume(cwd: Path, rng: random.Random, kills: int, span: float) -> tuple[str, int]:
+def crash_and_resume(
+    cwd: Path, rng: random.Random, kills: int, span: float, entry: str = "crashy.yaml"
+) -> tuple[str, int]:
     """Run, SIGKILL at random moments (also during resumes), resume until finished."""
     write(cwd / "crashy.yaml", LOOP)
-    proc = spawn(cwd, "run", "crashy.yaml", "--json", "-q")
+    write(cwd / "nest.yaml", NESTED)
+    proc = spawn(cwd, "run", entry, "--json", "-q")
     interrupted = 0
     for attempt in range(kills + 2):
         if attempt < kills:  # the last attempt runs undisturbed
@@ -104,7 +127,7 @@ def crash_and_resume(cwd: Path, rng: random.Random, kills: int, span: float) -> 
         out, err = proc.communicate(timeout=60)
         runs = sorted((cwd / ".loops" / "runs").glob("*/state.json"))
         if not runs:  # killed before the first boundary: nothing to resume, start again
-            proc = spawn(cwd, "run", "crashy.yaml", "--json", "-q")
+            proc = spawn(cwd, "run", entry, "--json", "-q")
             continue
         run_id = runs[0].parent.name
         if state_of(cwd, run_id)["status"] == "finished":  # it got there before the kill
@@ -141,6 +164,25 @@ def test_kill_minus_nine_then_resume_ends_like_an_uninterrupted_run(
     rng = random.Random(seed)
     run_id, interrupted = crash_and_resume(tmp_path, rng, kills=1 + seed % 2, span=reference[2])
     check_trial(tmp_path, run_id, interrupted, reference)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kill_inside_a_sub_loop_then_resume_continues_the_child(
+    tmp_path: Path, seed: int, reference: Any
+) -> None:
+    rng = random.Random(100 + seed)
+    run_id, _ = crash_and_resume(tmp_path, rng, kills=2, span=reference[2], entry="nest.yaml")
+    parent = state_of(tmp_path, run_id)
+    assert parent["current"] == "done" and parent["steps"] == 1
+    children = sorted((run_dir(tmp_path, run_id) / "children").iterdir())
+    last = json.loads((children[-1] / "state.json").read_text())
+    assert essence_of(last) == reference[0]  # the child ended exactly like an uninterrupted run
+    assert parent["captured"]["inner"]["steps"] == reference[0]["steps"]
+    # A kill inside the child continued it: only a kill after the child finished (before the
+    # parent's boundary) or before its first step starts another one.
+    assert len(children) <= 3
+    lines = (run_dir(tmp_path, run_id) / "events.jsonl").read_text().splitlines()
+    assert all(json.loads(line) for line in lines)
 
 
 @pytest.mark.slow
