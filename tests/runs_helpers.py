@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +71,30 @@ def state_of(cwd: Path, run_id: str) -> dict[str, Any]:
 def events_of(cwd: Path, run_id: str) -> list[dict[str, Any]]:
     lines = (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, every: float = 0.05) -> None:
+    """Poll `predicate` until it holds; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    raise AssertionError("condition not reached in time")
+
+
+def end_action_group(pid_file: Path) -> None:
+    """SIGKILL the process group whose leader wrote `pid_file` (`echo $$ > FILE` in an action):
+    a test that SIGKILLs `ll-loop` leaves its action running, and no waiter may outlive it."""
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"

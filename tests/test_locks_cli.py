@@ -6,11 +6,10 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from engine.locks import overlap
-from tests.runs_helpers import ll_loop, result_of, spawn, write
+from tests.runs_helpers import ll_loop, result_of, spawn, wait_until, write
 
 
 def marker_loop(name: str, scope: list[str], hold: float = 0.2) -> str:
@@ -40,15 +39,6 @@ states:
     next: done
   done: {terminal: true}
 """
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_eight_queued_runs_never_hold_one_path_at_the_same_time(tmp_path: Path) -> None:

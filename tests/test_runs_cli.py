@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.runs_helpers import (
+    end_action_group,
     events_of,
     ll_loop,
     result_of,
     run_dir,
+    running,
     spawn,
     state_of,
+    wait_until,
     write,
 )
 
@@ -50,21 +51,7 @@ states:
 def project(tmp_path: Path) -> Iterator[Path]:
     write(tmp_path / "waiter.yaml", LOOP)
     yield tmp_path
-    # A test that SIGKILLs ll-loop leaves its action's process group behind (nothing can forward
-    # a SIGKILL): end it, so no waiter outlives the test.
-    pid_file = tmp_path / "action.pid"
-    if pid_file.exists():
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+    end_action_group(tmp_path / "action.pid")
 
 
 def started_run(project: Path) -> tuple[subprocess.Popen[str], str]:
@@ -81,15 +68,6 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def test_status_shows_a_live_run_with_its_state_steps_and_process(project: Path) -> None:

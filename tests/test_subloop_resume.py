@@ -7,18 +7,24 @@ finished steps do not run again.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.runs_helpers import ll_loop, result_of, run_dir, spawn, state_of, write
+from tests.runs_helpers import (
+    end_action_group,
+    ll_loop,
+    result_of,
+    run_dir,
+    spawn,
+    state_of,
+    wait_until,
+    write,
+)
 
 CHILD = """
 name: three-steps
@@ -61,19 +67,7 @@ def project(tmp_path: Path) -> Iterator[Path]:
     write(tmp_path / ".loops" / "three-steps.yaml", CHILD)
     write(tmp_path / "parent.yaml", PARENT)
     yield tmp_path
-    pid_file = tmp_path / "action.pid"
-    if pid_file.exists():  # never leave a waiting action behind
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+    end_action_group(tmp_path / "action.pid")
 
 
 def held_in_child(project: Path) -> tuple[subprocess.Popen[str], str]:
