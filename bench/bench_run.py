@@ -89,7 +89,9 @@ def cli_run(loop_file: Path, cwd: Path) -> tuple[float, int, int]:
     return elapsed, code, usage.ru_maxrss
 
 
-def bench_spawn_ratio(steps: int = 1000, trials: int = 3) -> float:
+def bench_spawn_ratio(steps: int = 1000, trials: int = 5) -> float:
+    """Median of `trials` interleaved pairs (bare spawns, then a run): this machine's speed
+    drifts by +-10% within a minute, and interleaving puts both sides on the same drift."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         loop_file = work / "true.yaml"

@@ -11,7 +11,9 @@ registered command on each call, and importing and building all of them cost ~25
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -54,9 +56,19 @@ def _group() -> None:
 
 
 def main() -> None:
-    """Console entry point for `ll-loop`."""
+    """Console entry point for `ll-loop`; it ends the process (in-process callers use
+    `run_guarded(build_app())`).
+
+    It leaves with `os._exit` once stdout and stderr are flushed: every file a command writes
+    is closed by the time it returns, and the interpreter's teardown of the modules it imported
+    cost ~15 ms of every command, a tenth of a short run's start-up.
+    """
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    sys.exit(run_guarded(build_app(command)))
+    code = run_guarded(build_app(command))
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 def __getattr__(name: str) -> Any:
