@@ -122,10 +122,17 @@ def test_a_killed_run_shows_as_interrupted_and_resumes(project: Path) -> None:
     assert status["alive"] is False
     assert "interrupted" in ll_loop(project, "status").stdout
     orphan = int((project / "action.pid").read_text())
+    detail = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
+    assert detail["orphaned_actions"] == [orphan]
+    assert (
+        f"action process group(s) {orphan} still running"
+        in ll_loop(project, "status", run_id).stdout
+    )
     first = ll_loop(project, "stop", run_id, "--json")  # ends what the dead run left running
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["ended_actions"] == [orphan]
     wait_until(lambda: not running(orphan))
+    assert json.loads(ll_loop(project, "status", run_id, "--json").stdout)["orphaned_actions"] == []
     stop = ll_loop(project, "stop", run_id)
     assert stop.returncode == 2
     assert "is not running" in stop.stderr and f"ll-loop resume {run_id}" in stop.stderr

@@ -44,14 +44,16 @@ def status_command(
     all_runs: Annotated[bool, typer.Option("--all", "-a", help="Include finished runs.")] = False,
 ) -> None:
     """Show live runs (running, interrupted, stopped): state, steps, elapsed, process."""
-    from engine.resume import find_run, list_runs
+    from engine.resume import find_run, list_runs, orphaned_actions
 
     if run is not None:
         snapshot = find_run(run)
+        # A dead run's actions may still be running (SIGKILL cannot take them along).
+        left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
         if json_output:
-            print(json.dumps(snapshot.to_json()))
+            print(json.dumps({**snapshot.to_json(), "orphaned_actions": left}))
         else:
-            print(_status_detail(snapshot))
+            print(_status_detail(snapshot, left))
         return
     snapshots = [s for s in list_runs() if all_runs or s.status != "finished"]
     queued = _queued({s.run_id for s in snapshots})
@@ -109,7 +111,7 @@ def _queued_json(record: Record) -> dict[str, Any]:
     }
 
 
-def _status_detail(s: RunSnapshot) -> str:
+def _status_detail(s: RunSnapshot, orphaned: list[int]) -> str:
     lines = [
         f"run       {s.run_id}",
         f"loop      {s.loop}" + (f" ({s.loop_file})" if s.loop_file else ""),
@@ -125,6 +127,12 @@ def _status_detail(s: RunSnapshot) -> str:
         lines.append(
             f"result    {s.result.get('outcome')} ({s.result.get('terminated_by')})"
             + (f": {s.result['error']}" if s.result.get("error") else "")
+        )
+    if orphaned:
+        groups = ", ".join(str(g) for g in orphaned)
+        lines.append(
+            f"left      action process group(s) {groups} still running; "
+            f"`ll-loop stop {s.run_id}` or `resume` ends them"
         )
     if s.resumable:
         lines.append(f"resume    ll-loop resume {s.run_id}")
