@@ -92,7 +92,7 @@ class RunStore:
         if self._events is None:
             self._events = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
-        _write_all(self._events, (self._dumps(record) + "\n").encode("utf-8"))
+        _write_all(self._events, _utf8(self._dumps(record) + "\n"))
 
     def save_state(self, data: dict[str, Any]) -> None:
         """Replace state.json atomically: a crash leaves the previous boundary or this one.
@@ -112,7 +112,7 @@ class RunStore:
         if sync and self._events is not None:
             os.fsync(self._events)
         temp = self._state_temp
-        content = self._dumps(data).encode("utf-8")
+        content = _utf8(self._dumps(data))
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             _write_all(fd, content)
@@ -199,6 +199,13 @@ def _exchange(source: bytes, target: bytes) -> bool:
     if renameat2 is None:
         return False
     return bool(renameat2(_AT_FDCWD, source, _AT_FDCWD, target, _RENAME_EXCHANGE) == 0)
+
+
+def _utf8(text: str) -> bytes:
+    """UTF-8 for the run's records. A value that holds bytes that are not UTF-8 (an environment
+    variable, a file name; Python carries them as lone surrogates) is written as `\\udcff`
+    escapes: a record is never lost to an encoding error."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def _write_all(fd: int, data: bytes) -> None:

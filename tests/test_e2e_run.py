@@ -490,6 +490,39 @@ def test_context_flag_and_input_reach_the_action_verbatim(tmp_path: Path) -> Non
     assert (tmp_path / "env").read_text() == f"say {ran.json['run_id']}\n"
 
 
+def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    """On the command line they are refused (one sentence, exit 2); from the environment they
+    reach the action as the same bytes, and the run's records escape them instead of crashing."""
+    loop = """
+        name: raw-bytes
+        initial: say
+        scope: ["."]
+        states:
+          say:
+            action: 'printf "%s" "${env.RAW}" > out'
+            next: done
+          done: {terminal: true}
+        """
+    bad = os.fsdecode(b"a\xffb")  # how Python hands such an argument over
+    refused = run_yaml(tmp_path, loop, "--context", f"x={bad}")
+    assert refused.code == 2
+    assert refused.json["error"] == "--context x is not valid UTF-8 text"
+    assert "internal error" not in refused.stderr
+    assert run_yaml(tmp_path, loop, bad).json["error"] == "INPUT is not valid UTF-8 text"
+
+    write_loop(tmp_path, loop)
+    env = {**os.environ, "RAW": bad}
+    done = subprocess.run(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"], cwd=tmp_path, env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out").read_bytes() == b"a\xffb"
+    run_dir = sorted((tmp_path / ".loops" / "runs").iterdir())[-1]
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    [start] = [e for e in events if e["event"] == "action_start"]
+    assert "a\udcffb" in start["action"]
+
+
 def test_run_dir_is_the_artifacts_folder(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,

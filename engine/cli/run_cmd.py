@@ -297,6 +297,12 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
     if options.input is not None:
         given["input"] = options.input
     for key, value in given.items():
+        if not _is_text(value):
+            where = "INPUT" if key == "input" and value == options.input else f"--context {key}"
+            raise UsageError(
+                f"{where} is not valid UTF-8 text", hint="pass text (loops interpolate text)"
+            )
+    for key, value in given.items():
         declared = loop.parameters.get(key)
         if declared is None:
             context[key] = value
@@ -312,6 +318,15 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
             hint=f"pass --context {missing[0]}=VALUE",
         )
     return context
+
+
+def _is_text(value: str) -> bool:
+    """False for command-line bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _process_start_time() -> int | None:

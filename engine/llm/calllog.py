@@ -43,7 +43,7 @@ class CallLog:
         line = canonical_json(entry) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
+            with self.path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(line)
 
 
