@@ -149,7 +149,8 @@ def stop_command(
     ] = 10.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Stop a running loop gracefully: its action is terminated, the run stays resumable."""
+    """Stop a running loop gracefully: its action is terminated, the run stays resumable. For a
+    killed run, end the actions it left running."""
     from engine.locks import process_alive
     from engine.resume import end_orphaned_actions, find_run, read_run
 
