@@ -230,11 +230,12 @@ def orphaned_actions(run_id: str, proc: Path = Path("/proc")) -> list[int]:
     """Process groups of actions the dead run `run_id` left running (SIGKILL cannot take them).
 
     An action is `bash -c SCRIPT` leading its own process group, with `LL_RUN_ID=<run_id>` in
-    the environment it was started with; run ids are unique, so nothing else matches. Sub-loop
-    actions carry their top-level run's id. A process an action detached on purpose (its own
-    session, another program) is not an action and is left alone.
+    the environment it was started with; run ids are unique, so nothing outside the run
+    matches. Sub-loop actions carry their top-level run's id. A program an action detached into
+    a group of its own is left alone, unless it is itself a `bash -c` (indistinguishable).
     """
     wanted = f"LL_RUN_ID={run_id}".encode()
+    own = os.getpgrp()  # never our own group (a resume started from inside that action)
     groups: list[int] = []
     try:
         entries = list(os.scandir(proc))
@@ -250,7 +251,9 @@ def orphaned_actions(run_id: str, proc: Path = Path("/proc")) -> list[int]:
             leads = os.getpgid(pid) == pid
         except OSError:  # gone meanwhile, or not ours to read
             continue
-        if leads and argv[1:2] == [b"-c"] and argv[0].endswith(b"bash") and wanted in environ:
+        if pid == own or not leads:
+            continue
+        if argv[1:2] == [b"-c"] and argv[0].endswith(b"bash") and wanted in environ:
             groups.append(pid)
     return sorted(groups)
 
