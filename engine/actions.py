@@ -134,7 +134,7 @@ class ActionRunner:
                 start_new_session=self._detach,
                 process_group=None if self._detach else 0,
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the script
             for fd in (out_read, err_read):
                 os.close(fd)
             return ActionResult(

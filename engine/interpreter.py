@@ -107,6 +107,14 @@ class Runtime:
     depth: int = 0
     deadline: float | None = None  # monotonic time the loop must end by (its `timeout`)
     run_subloop: SubloopHook | None = None
+    # This loop's spend = cost_offset + the LLM services' total, which a resumed run starts
+    # from zero and a sub-loop shares with its parent (set when `run` starts).
+    cost_offset: float = 0.0
+
+    def sync_cost(self, rs: RunState) -> None:
+        """Bring `rs.cost_usd` up to date with what the LLM services have spent."""
+        if self.llm is not None:
+            rs.cost_usd = self.cost_offset + self.llm.cost_usd
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,8 @@ class StepResult:
 def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
     """Run `loop` from wherever `rs` stands until it finishes; never raises for a bad step."""
     started = time.monotonic() - rs.elapsed_ms / 1000
+    if rt.llm is not None:
+        rt.cost_offset = rs.cost_usd - rt.llm.cost_usd
     if loop.timeout is not None and rt.deadline is None:
         rt.deadline = started + loop.timeout
     retry = retry_edges(compile_graph(loop))
@@ -248,7 +258,7 @@ def execute(
         else:
             llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
             result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout)
-            rs.cost_usd = rt.llm.cost_usd
+            rt.sync_cost(rs)
     else:
         result = rt.actions.run_shell(text, state=state.name, timeout=timeout)
     rt.recorder.emit(
@@ -305,7 +315,7 @@ def evaluate(
             return error("no LLM services in this run")
         llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
         verdict = llm.judge(spec, text, state=state, loop=loop)
-        rs.cost_usd = rt.llm.cost_usd
+        rt.sync_cost(rs)
         return verdict
     previous: Any = None
     if spec.type == "convergence":
@@ -467,8 +477,7 @@ def _finish(
     error: str | None = None,
 ) -> RunResult:
     """End the run: outputs, the `loop_complete` event, and the final state.json."""
-    if rt.llm is not None:
-        rs.cost_usd = rt.llm.cost_usd
+    rt.sync_cost(rs)
     outputs = _outputs(loop, rs, rt) if terminal is not None and loop.outputs else {}
     duration_ms = int((time.monotonic() - started) * 1000)
     result = RunResult(

@@ -111,6 +111,11 @@ def read_run(
         pid, pid_start = lock_pids[run_id]
     recorded = str(data.get("status", "running"))
     alive = pid is not None and recorded != "finished" and process_alive(pid, pid_start)
+    if not alive and recorded != "finished" and lock_pids and run_id in lock_pids:
+        # A resume holds the run's lock before its state.json names the new process.
+        holder, holder_start = lock_pids[run_id]
+        if process_alive(holder, holder_start):
+            pid, pid_start, alive = holder, holder_start, True
     result = data.get("result")
     return RunSnapshot(
         run_id=run_id,

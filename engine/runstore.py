@@ -43,9 +43,11 @@ def now_iso() -> str:
     global _second_text
     now = time.time()
     second = int(now)
-    if second != _second_text[0]:
-        _second_text = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second_text[1]}.{int((now - second) * 1000):03d}Z"
+    cached = _second_text  # read once: judge threads emit events too
+    if second != cached[0]:
+        cached = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        _second_text = cached
+    return f"{cached[1]}.{int((now - second) * 1000):03d}Z"
 
 
 def runs_root(cwd: Path | None = None) -> Path:
@@ -123,11 +125,13 @@ class RunStore:
         finally:
             os.close(fd)
         if self._exchange is not False and self._state_written:
-            if _exchange(temp, self._state_target):
-                return
-            self._exchange = False
-        os.replace(temp, self.state_path)
-        self._state_written = True
+            swapped = _exchange(temp, self._state_target)
+            self._exchange = swapped
+        if not self._exchange:
+            os.replace(temp, self.state_path)
+            self._state_written = True
+        if sync:  # the swap too reaches the disk at each sync point, not only the content
+            _fsync_path(self.dir)
 
     def load_state(self) -> dict[str, Any]:
         return read_state(self.state_path)
@@ -137,21 +141,15 @@ class RunStore:
         if self._events is not None:
             os.fsync(self._events)
         for path in (self.state_path, self.dir):
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync_path(path)
         self._synced = time.monotonic()
 
     def close(self) -> None:
-        """Sync and close: a finished or stopped run is on disk, power cut or not. The temp
-        file (an earlier boundary) goes."""
-        if self._events is not None:
+        """Sync and close: a finished or stopped run (or sub-loop) is on disk, power cut or
+        not. The temp file (an earlier boundary) goes."""
+        if self._events is not None or self._state_written:
             self.sync()
+        if self._events is not None:
             os.close(self._events)
             self._events = None
         with contextlib.suppress(FileNotFoundError):
@@ -199,6 +197,18 @@ def _exchange(source: bytes, target: bytes) -> bool:
     if renameat2 is None:
         return False
     return bool(renameat2(_AT_FDCWD, source, _AT_FDCWD, target, _RENAME_EXCHANGE) == 0)
+
+
+def _fsync_path(path: Path) -> None:
+    """fsync a file or directory by path; one that is not there is nothing to sync."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _utf8(text: str) -> bytes:

@@ -450,7 +450,7 @@ def make_hook(project_root: Path) -> SubloopHook:
         if rt.llm is None:
             rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)
         else:
-            rs.cost_usd = rt.llm.cost_usd  # shared services: the parent's max_cost_usd sees it
+            rt.sync_cost(rs)  # shared services: the parent's max_cost_usd sees the child's spend
         if not rt.stop.requested:  # a stopped child is no result: the state runs again
             rs.captured[state.capture or state.name] = dict(outcome.capture)
         return Verdict(

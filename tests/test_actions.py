@@ -88,3 +88,13 @@ def test_terminate_stops_the_running_action(tmp_path: Path) -> None:
     result = actions.run_shell("sleep 300", state="s", timeout=None)
     assert time.monotonic() - start < 3
     assert result.signal == 15
+
+
+def test_a_nul_byte_in_the_script_is_a_spawn_error_and_leaks_no_fd(tmp_path: Path) -> None:
+    runner = ActionRunner(cwd=tmp_path, env={"PATH": os.environ["PATH"]})
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        result = runner.run_shell("echo a\0b", state="s", timeout=5)
+        assert result.exit_code is None and result.spawn_error
+    runner.close()
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -509,6 +509,8 @@ def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     assert refused.json["error"] == "--context x is not valid UTF-8 text"
     assert "internal error" not in refused.stderr
     assert run_yaml(tmp_path, loop, bad).json["error"] == "INPUT is not valid UTF-8 text"
+    keyed = run_yaml(tmp_path, loop, "--context", f"{bad}=x")
+    assert (keyed.code, keyed.json["error"]) == (2, "--context is not valid UTF-8 text")
 
     write_loop(tmp_path, loop)
     env = {**os.environ, "RAW": bad}
@@ -521,6 +523,16 @@ def test_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     [start] = [e for e in events if e["event"] == "action_start"]
     assert "a\udcffb" in start["action"]
+
+
+def test_help_lists_every_command_wherever_the_flag_is(tmp_path: Path) -> None:
+    """`main` registers only the command it runs; help must still show them all."""
+    for args in (["--help"], ["--help", "run"], []):
+        shown = ll_loop(tmp_path, *args).stdout
+        for command in ("run", "resume", "validate", "simulate", "install", "scaffold-verify"):
+            assert f" {command} " in shown, (args, command)
+    only_run = ll_loop(tmp_path, "run", "--help")
+    assert only_run.code == 0 and "--max-steps" in only_run.stdout
 
 
 def test_run_dir_is_the_artifacts_folder(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ call of the run goes over HTTP to the scripted server of the test.
 from __future__ import annotations
 
 import json
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -14,7 +16,8 @@ import pytest
 
 from engine.resources import schema_path
 from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
-from tests.run_helpers import run_yaml
+from tests.run_helpers import run_yaml, write_loop
+from tests.runs_helpers import end_action_group, ll_loop, result_of, spawn, wait_until
 
 JUDGED = """
 name: judged
@@ -208,3 +211,43 @@ def test_every_sample_is_in_the_event_and_the_capture(
         e for e in ran.events() if e["event"] == "action_complete" and e["state"] == "report"
     ]
     assert json.loads(report["output"]) == {"yes": 2, "no": 1}
+
+
+def test_the_cost_of_a_run_survives_its_resume(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A resumed run's LLM services start from zero; the run's cost must not."""
+    loop = """
+name: costly
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: failed
+    on_error: failed
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+    write_loop(tmp_path, loop)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists())
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        (tmp_path / "go").touch()
+        resumed = result_of(ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q"))
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed["final_state"] == "done"
+    assert resumed["cost_usd"] >= 3.0  # the judge's $3, spent before the kill
+
+
+def runs(cwd: Path) -> Iterator[str]:
+    return (d.name for d in (cwd / ".loops" / "runs").iterdir())

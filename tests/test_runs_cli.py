@@ -163,6 +163,30 @@ def test_resume_ends_the_action_a_killed_run_left_running(project: Path) -> None
     assert f"ended 1 action(s) the interrupted run left running: [{orphan}]" in err
 
 
+def test_a_resumed_run_is_live_before_its_first_boundary(project: Path) -> None:
+    """status and stop must see the resuming process at once, not the dead one state.json
+    named until the next boundary (stop would otherwise end the live action as an orphan)."""
+    proc, run_id = started_run(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (project / "action.pid").unlink()
+    resumed = spawn(project, "resume", run_id, "--json", "-q")
+    try:
+        wait_until(lambda: (project / "action.pid").exists())  # `wait` runs again, no boundary
+        status = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
+        assert (status["status"], status["alive"], status["pid"]) == ("running", True, resumed.pid)
+        assert status["orphaned_actions"] == []
+        stopped = ll_loop(project, "stop", run_id)
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"stopped run {run_id} in state 'wait'" in stopped.stdout
+        out, _ = resumed.communicate(timeout=15)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+    assert resumed.returncode == 3
+    assert json.loads(out)["terminated_by"] == "stopped"
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]

@@ -116,3 +116,39 @@ def test_a_childs_cost_counts_against_the_parents_max_cost(
     assert ran.json["terminated_by"] == "max_cost", ran.stdout
     assert ran.code == 3
     assert len([e for e in ran.events() if e["event"] == "llm_call"]) == 1
+
+
+def test_a_childs_budget_counts_only_its_own_spend(loopback: LoopbackServer, project: Path) -> None:
+    """The parent spent $3 before calling the child; the child's $1 budget is its own."""
+    parent = """
+name: spender
+initial: expensive
+scope: ["."]
+states:
+  expensive:
+    action: "echo 'All 3 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: judge
+    on_no: failed
+    on_error: failed
+  judge:
+    loop: budgeted-child
+    capture: inner
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+    child = CHILD.replace("name: judged-child", "name: budgeted-child\nmax_cost_usd: 1.0")
+    write_loop(project, parent, "spender.yaml")
+    write_loop(project, child, "budgeted-child.yaml")
+    loopback.push(
+        verdict_reply("yes", evidence="All 3 checks passed", input_tokens=1_000_000),  # $3
+        verdict_reply("yes", evidence="All 3 checks passed", input_tokens=100),
+    )
+    ran = ll_loop(project, "run", "spender.yaml", "--json")
+    assert ran.code == 0, ran.stdout + ran.stderr
+    inner = ran.state()["captured"]["inner"]
+    assert inner["terminated_by"] == "terminal" and inner["terminal"] == "ok"
+    assert ran.json["cost_usd"] > 3.0  # the run's total still counts both

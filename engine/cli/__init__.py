@@ -64,6 +64,8 @@ def main() -> None:
     cost ~15 ms of every command, a tenth of a short run's start-up.
     """
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    if command is not None and {"--help", "-h"} & set(sys.argv[1 : sys.argv.index(command)]):
+        command = None  # `ll-loop --help run` is the top-level help: every command
     code = run_guarded(build_app(command))
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say

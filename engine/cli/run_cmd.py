@@ -248,6 +248,8 @@ def start_run(
             max_steps=loop.max_steps,
         )
     state.pid, state.pid_start = os.getpid(), _process_start_time()
+    if resume is not None:  # name this process at once: `status`/`stop` must see it alive
+        store.save_state(state.to_json())
     _record_history(lambda h: h.record_run_start(state.run_id, loop.name, started_at=now_iso()))
     previous = _install_stop_handlers(stop)
     try:
@@ -297,8 +299,9 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
     if options.input is not None:
         given["input"] = options.input
     for key, value in given.items():
-        if not _is_text(value):
-            where = "INPUT" if key == "input" and value == options.input else f"--context {key}"
+        if not (_is_text(value) and _is_text(key)):
+            where = "INPUT" if key == "input" and value == options.input else "--context"
+            where += "" if where == "INPUT" or not _is_text(key) else f" {key}"
             raise UsageError(
                 f"{where} is not valid UTF-8 text", hint="pass text (loops interpolate text)"
             )

@@ -149,8 +149,7 @@ def stop_command(
     ] = 10.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    """Stop a running loop gracefully: its action is terminated, the run stays resumable. For a
-    killed run, end the actions it left running."""
+    """Stop a run gracefully (it stays resumable); for a killed run, end what it left running."""
     from engine.locks import process_alive
     from engine.resume import end_orphaned_actions, find_run, read_run
 
