@@ -98,12 +98,12 @@ def runs_root(root: Path | None = None) -> Path:
 def read_run(
     directory: Path, *, lock_pids: dict[str, tuple[int, int | None]] | None = None
 ) -> RunSnapshot | None:
-    """The snapshot of one run directory, or None when it has no readable state.json."""
-    try:
-        data = read_state(directory / "state.json")
-        mtime = (directory / "state.json").stat().st_mtime
-    except (OSError, ValueError):
+    """The snapshot of one run directory, or None when it has no readable state.json (nor a
+    readable temp copy of the boundary before, see `restore_state`)."""
+    found = _readable_state(directory)
+    if found is None:
         return None
+    data, mtime = found
     run_id = str(data.get("run_id") or directory.name)
     pid = _int_or_none(data.get("pid"))
     pid_start = _int_or_none(data.get("pid_start"))
@@ -133,6 +133,32 @@ def read_run(
         result=result if isinstance(result, dict) else None,
         updated_at=mtime,
     )
+
+
+def _readable_state(directory: Path) -> tuple[dict[str, Any], float] | None:
+    """state.json and its mtime; if it does not parse, `state.json.tmp` (the boundary before)."""
+    for name in ("state.json", "state.json.tmp"):
+        try:
+            return read_state(directory / name), (directory / name).stat().st_mtime
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def restore_state(directory: Path) -> bool:
+    """Put the boundary before back as state.json when state.json does not parse (a power cut
+    in the middle of its rewrite); True when it did. A kill never needs this."""
+    try:
+        read_state(directory / "state.json")
+        return False
+    except (OSError, ValueError):
+        pass
+    try:
+        read_state(directory / "state.json.tmp")
+    except (OSError, ValueError):
+        return False
+    os.replace(directory / "state.json.tmp", directory / "state.json")
+    return True
 
 
 def list_runs(root: Path | None = None) -> list[RunSnapshot]:

@@ -187,6 +187,25 @@ def test_a_resumed_run_is_live_before_its_first_boundary(project: Path) -> None:
     assert json.loads(out)["terminated_by"] == "stopped"
 
 
+def test_a_torn_state_json_resumes_from_the_boundary_before(project: Path) -> None:
+    """A power cut in the middle of rewriting state.json: the temp copy holds the boundary
+    before it, and resume goes on from there (one state runs again)."""
+    proc, run_id = started_run(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    end_action_group(project / "action.pid")
+    state = run_dir(project, run_id) / "state.json"
+    assert (run_dir(project, run_id) / "state.json.tmp").exists()
+    state.write_bytes(state.read_bytes()[: len(state.read_bytes()) // 2])  # torn
+    listed = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
+    assert (listed["status"], listed["state"], listed["steps"]) == ("interrupted", "prepare", 0)
+    (project / "go").touch()
+    resumed = ll_loop(project, "resume", run_id, "--json")
+    assert "resuming from the boundary before it" in resumed.stderr
+    assert result_of(resumed)["final_state"] == "done"
+    assert state_of(project, run_id)["steps"] == 2
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]

@@ -242,15 +242,17 @@ def execute_resume(ref: str, options: RunOptions) -> int:
     """
     from engine.cli.run_cmd import _report, preflight, start_run, take_lock
     from engine.interpreter import RunState
-    from engine.resume import end_orphaned_actions, find_run, repair_events
-    from engine.runstore import RunStore
+    from engine.resume import end_orphaned_actions, find_run, repair_events, restore_state
+    from engine.runstore import RunStore, read_state
 
     started = time.monotonic()
     snapshot: RunSnapshot | None = None
     try:
         snapshot = find_run(ref)
         _check_resumable(snapshot)
-        saved = json.loads((snapshot.dir / "state.json").read_text(encoding="utf-8"))
+        if restore_state(snapshot.dir) and not options.quiet:
+            err("state.json did not parse; resuming from the boundary before it")
+        saved = read_state(snapshot.dir / "state.json")
         options = replace(
             options,
             loop_ref=snapshot.loop_file or snapshot.loop,
