@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import fresh_process_floats
+
 
 def generate(n: int, salt: str = "") -> str:
     """A loop of `n` work states: check/fix pairs with captures, retries and interpolation.
@@ -86,15 +88,8 @@ print(wall, cpu)
 
 
 def validate_fresh(n: int, rep: int) -> tuple[float, float]:
-    root = Path(__file__).resolve().parent.parent
-    out = subprocess.run(
-        [sys.executable, "-c", FRESH, str(n), str(rep)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return float(out[0]), float(out[1])
+    wall, cpu = fresh_process_floats(FRESH, n, rep)
+    return wall, cpu
 
 
 def validate_pair(repeat: int = 5) -> tuple[tuple[float, float], tuple[float, float]]:

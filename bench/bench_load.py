@@ -7,11 +7,9 @@ Prints the median time for a 20-state loop (budget: well under 20 ms in-process)
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from pathlib import Path
 
+from bench import fresh_process_floats
 from engine.load import check_loop_text
 
 
@@ -78,17 +76,10 @@ print(cpu, wall)
 
 def fresh_best(size: int, repeats: int, processes: int = 3) -> tuple[float, float]:
     """The best (CPU, wall) of `repeats` loads in each of `processes` fresh processes."""
-    root = Path(__file__).resolve().parent.parent
     best = (float("inf"), float("inf"))
     for _ in range(processes):
-        out = subprocess.run(
-            [sys.executable, "-c", FRESH, str(size), str(repeats)],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        best = (min(best[0], float(out[0])), min(best[1], float(out[1])))
+        cpu, wall = fresh_process_floats(FRESH, size, repeats)
+        best = (min(best[0], cpu), min(best[1], wall))
     return best
 
 
