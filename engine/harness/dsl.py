@@ -14,12 +14,12 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from engine.harness.baseline import check_retry
-from engine.harness.grading import SemanticResult, llm_judge, semantic_outcome
+from engine.harness.grading import SemanticResult, attempt_row, llm_judge, semantic_outcome
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.provenance import Provenance, git_provenance
 from engine.harness.refusal import Refusal
@@ -216,31 +216,20 @@ def _row(
     retried: Attempt | None,
 ) -> NewAttempt:
     assert result.run is not None and result.outcome != "ungraded"
-    semantic = result.semantic
-    return NewAttempt(
+    row = attempt_row(
         invocation_id=invocation_id,
         runner="dsl",
-        target=subject.target,
-        input_hash=subject.input_hash,
-        target_content_hash=subject.content_hash,
+        subject=subject,
         conditions_fp=task_conditions(result.task, subject, options).fingerprint(),
         outcome=result.outcome,
+        reason=result.reason,
+        run=result.run,
+        semantic=result.semantic,
+        provenance=provenance,
+    )
+    return replace(
+        row,
         sample_index=retried.sample_index if retried else index,
         attempt_kind="retry" if retried else "repetition",
-        exit_code=result.run.exit_code,
-        semantic_criterion=semantic.criterion if semantic else None,
-        semantic_verdict=semantic.verdict if semantic else None,
-        confidence=semantic.confidence if semantic else None,
-        reason=result.reason or (semantic.reason if semantic else None),
-        evidence=semantic.evidence if semantic else None,
-        model=subject.subject_model,
-        judge_model=semantic.model if semantic else None,
-        timed_out=result.run.timed_out,
-        errored=result.outcome == "error",
-        duration_ms=result.run.duration_ms,
-        cost_usd=result.run.cost_usd + (semantic.cost_usd if semantic else 0.0),
-        git_head=provenance.head,
-        git_dirty=provenance.dirty,
-        git_branch=provenance.branch,
         retry_of=retried.id if retried else None,
     )

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.harness.banding import SampleOutcome, combine_gates
-from engine.harness.subjects import SubjectRun
+from engine.harness.provenance import Provenance
+from engine.harness.subjects import Subject, SubjectRun
+from engine.history import AttemptOutcome, NewAttempt
 from engine.ports import Verdict
 
 Judge = Callable[[str, str], Verdict]
@@ -99,6 +101,46 @@ class SampleResult:
     @property
     def cost_usd(self) -> float:
         return self.run.cost_usd + (self.semantic.cost_usd if self.semantic else 0.0)
+
+
+def attempt_row(
+    *,
+    invocation_id: str,
+    runner: str,
+    subject: Subject,
+    conditions_fp: str,
+    outcome: AttemptOutcome,
+    reason: str | None,
+    run: SubjectRun,
+    semantic: SemanticResult | None,
+    provenance: Provenance,
+) -> NewAttempt:
+    """The history row of one graded sample, as every runner records it; a runner adds what
+    only it knows (sample index, kind, expected exit code, retry link) with `replace`."""
+    return NewAttempt(
+        invocation_id=invocation_id,
+        runner=runner,
+        target=subject.target,
+        input_hash=subject.input_hash,
+        target_content_hash=subject.content_hash,
+        conditions_fp=conditions_fp,
+        outcome=outcome,
+        exit_code=run.exit_code,
+        semantic_criterion=semantic.criterion if semantic else None,
+        semantic_verdict=semantic.verdict if semantic else None,
+        confidence=semantic.confidence if semantic else None,
+        reason=reason or (semantic.reason if semantic else None),
+        evidence=semantic.evidence if semantic else None,
+        model=subject.subject_model,
+        judge_model=semantic.model if semantic else None,
+        timed_out=run.timed_out,
+        errored=outcome == "error",
+        duration_ms=run.duration_ms,
+        cost_usd=run.cost_usd + (semantic.cost_usd if semantic else 0.0),
+        git_head=provenance.head,
+        git_dirty=provenance.dirty,
+        git_branch=provenance.branch,
+    )
 
 
 def grade_sample(index: int, run: SubjectRun, gates: Gates, judge: Judge) -> SampleResult:

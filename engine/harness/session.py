@@ -19,7 +19,7 @@ from engine.harness.baseline import (
     measured_baseline,
     resolve_incumbent,
 )
-from engine.harness.grading import Gates, SampleResult, grade_sample, llm_judge
+from engine.harness.grading import Gates, SampleResult, attempt_row, grade_sample, llm_judge
 from engine.harness.history_report import (
     MIN_PRIOR_ROWS,
     HistorySummary,
@@ -236,35 +236,23 @@ def _attempt_row(
     sample_index: int,
     retry_of: int | None,
 ) -> NewAttempt:
-    subject, conditions, provenance = report.subject, report.conditions, report.provenance
-    semantic = result.semantic
-    return NewAttempt(
+    row = attempt_row(
         invocation_id=report.invocation_id,
-        runner=subject.runner,
-        target=subject.target,
-        input_hash=subject.input_hash,
-        target_content_hash=subject.content_hash,
-        conditions_fp=conditions.fingerprint(),
+        runner=report.subject.runner,
+        subject=report.subject,
+        conditions_fp=report.conditions.fingerprint(),
         outcome=result.outcome,
+        reason=result.reason,
+        run=result.run,
+        semantic=result.semantic,
+        provenance=report.provenance,
+    )
+    return replace(
+        row,
         sample_index=sample_index,
-        samples_requested=conditions.samples,
+        samples_requested=report.conditions.samples,
         attempt_kind=kind,
-        exit_code=result.run.exit_code,
         expected_exit_code=result.expected_exit_code,
         exit_passed=result.exit_passed,
-        semantic_criterion=semantic.criterion if semantic else None,
-        semantic_verdict=semantic.verdict if semantic else None,
-        confidence=semantic.confidence if semantic else None,
-        reason=result.reason or (semantic.reason if semantic else None),
-        evidence=semantic.evidence if semantic else None,
-        model=subject.subject_model,
-        judge_model=semantic.model if semantic else None,
-        timed_out=result.run.timed_out,
-        errored=result.outcome == "error",
-        duration_ms=result.run.duration_ms,
-        cost_usd=result.cost_usd,
-        git_head=provenance.head,
-        git_dirty=provenance.dirty,
-        git_branch=provenance.branch,
         retry_of=retry_of,
     )
