@@ -109,7 +109,7 @@ class ActionRunner:
         self._terminated = True
         proc = self._proc
         if proc is not None:
-            _signal_group(proc.pid, signal.SIGTERM)
+            signal_group(proc.pid, signal.SIGTERM)
 
     def run_shell(self, script: str, *, state: str, timeout: float | None) -> ActionResult:
         """Run `script` with `bash -c`; never raises for a failing or unspawnable action."""
@@ -200,11 +200,11 @@ class ActionRunner:
                 if drain_until is not None and now >= drain_until:
                     break  # bash is done; only a detached child still holds the pipes
                 if kill_at is not None and now >= kill_at:
-                    _signal_group(proc.pid, signal.SIGKILL)
+                    signal_group(proc.pid, signal.SIGKILL)
                     kill_at, killed = None, True
                 elif deadline is not None and now >= deadline:
                     timed_out = True
-                    _signal_group(proc.pid, signal.SIGTERM)
+                    signal_group(proc.pid, signal.SIGTERM)
                     kill_at, deadline = now + self.grace, None
                 elif self._terminated and kill_at is None and not killed:
                     kill_at, deadline = now + self.grace, None  # stop: SIGTERM already sent
@@ -234,7 +234,7 @@ class ActionRunner:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.0, kill_at - time.monotonic()))
         if killing or kill_at is not None:
-            _signal_group(proc.pid, signal.SIGKILL)
+            signal_group(proc.pid, signal.SIGKILL)
         proc.wait()
 
 
@@ -264,7 +264,7 @@ def _open_pidfd(pid: int) -> int | None:
         return None
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal the action's whole process group (its pgid is its pid)."""
+def signal_group(pid: int, sig: signal.Signals) -> None:
+    """Signal a whole process group (an action's pgid is its pid); one already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)

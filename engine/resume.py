@@ -12,7 +12,6 @@ skip such a torn tail; `repair_events` cuts it off before a resumed run appends 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -23,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.actions import signal_group
 from engine.errors import UsageError
 from engine.locks import holders, process_alive
 from engine.runstore import read_state
@@ -294,27 +294,13 @@ def end_orphaned_actions(run_id: str, grace: float = 2.0) -> list[int]:
     seconds, as a timeout would; the groups that were ended."""
     groups = orphaned_actions(run_id)
     for pgid in groups:
-        _signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_running(g) for g in groups):
+    while time.monotonic() < deadline and any(process_alive(g, None) for g in groups):
         time.sleep(0.02)
     for pgid in groups:  # the rest of each group (a leader that obeyed may leave children)
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
     return groups
-
-
-def _running(pid: int) -> bool:
-    """Is `pid` alive and not a zombie waiting to be reaped (by init, not by us)?"""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return raw[raw.rfind(")") + 2 : raw.rfind(")") + 3] not in ("Z", "X", "")
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 # --- helpers -------------------------------------------------------------------------------

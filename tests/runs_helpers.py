@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from engine.locks import process_alive
+
 LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
 
 
@@ -93,8 +95,4 @@ def end_action_group(pid_file: Path) -> None:
 
 def running(pid: int) -> bool:
     """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
+    return process_alive(pid, None)

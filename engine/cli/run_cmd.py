@@ -198,6 +198,7 @@ def start_run(
     """Create the run directory (or take a resumed run's), wire the IO, run to the end."""
     from engine.actions import ActionRunner
     from engine.interpreter import RunState, Runtime, StopSignal, run
+    from engine.locks import process_start_time
     from engine.progress import Progress, choose_mode
     from engine.runstore import RunStore, now_iso, runs_root
 
@@ -247,7 +248,7 @@ def start_run(
             started_at=now_iso(),
             max_steps=loop.max_steps,
         )
-    state.pid, state.pid_start = os.getpid(), _process_start_time()
+    state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     if resume is not None:  # name this process at once: `status`/`stop` must see it alive
         store.save_state(state.to_json())
     _record_history(lambda h: h.record_run_start(state.run_id, loop.name, started_at=now_iso()))
@@ -330,16 +331,6 @@ def _is_text(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _process_start_time() -> int | None:
-    """This process's start time in clock ticks since boot (field 22 of /proc/self/stat), so
-    `status` can tell this run's process from a later one that reuses its pid."""
-    try:
-        raw = Path("/proc/self/stat").read_text(encoding="utf-8", errors="replace")
-        return int(raw[raw.rfind(")") + 2 :].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _child_resolver(loop: Loop) -> Callable[[str], Loop | None] | None:

@@ -7,14 +7,13 @@ must not leave a `sleep` behind, so the child gets its own session and the group
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from engine.actions import signal_group
 from engine.ports import ActionResult
 
 GRACE_SECONDS = 2.0
@@ -62,14 +61,9 @@ def run_process(
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     """SIGTERM the group, SIGKILL it after a grace period, and collect what was written."""
-    _signal_group(proc.pid, signal.SIGTERM)
+    signal_group(proc.pid, signal.SIGTERM)
     try:
         return proc.communicate(timeout=GRACE_SECONDS)
     except subprocess.TimeoutExpired:
-        _signal_group(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         return proc.communicate()
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
