@@ -5,13 +5,13 @@ Holders are real processes (`tests/locks_helpers.py`) sharing a real `.loops/loc
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +30,7 @@ from engine.locks import (
     scope_paths,
     within,
 )
+from tests.runs_helpers import wait_until
 
 HELPER = Path(__file__).with_name("locks_helpers.py")
 
@@ -43,13 +44,7 @@ def start(root: Path, run_id: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached in time")
+wait_for = functools.partial(wait_until, timeout=10.0, every=0.02)
 
 
 def registered(root: Path, run_id: str, *, holding: bool | None = None) -> bool:
