@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from engine.interpolate import render_shell, render_text
+from engine.shell.interpolate import render_shell, render_text
 
 NS = {
     "context": {"msg": 'it\'s a "test" with $(danger)', "n": 3},
@@ -48,12 +48,16 @@ def main() -> None:
     for name, micros in rows:
         print(f"{name:34s}: {micros:8.2f} us/render  ({micros / baseline:6.2f}x baseline)")
     code = (
-        "import time,sys,json,re,dataclasses,enum;t=time.perf_counter();import engine.interpolate;"
+        "import time,sys,json,re,dataclasses,enum;t=time.perf_counter();"
+        "import engine.shell.interpolate;"
     )
     code += "print((time.perf_counter()-t)*1000, 'jinja2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     millis, jinja = out.stdout.split()
-    print(f"import engine.interpolate (stdlib preloaded): {float(millis):.1f} ms (jinja2: {jinja})")
+    print(
+        f"import engine.shell.interpolate (stdlib preloaded): {float(millis):.1f} ms "
+        f"(jinja2: {jinja})"
+    )
 
 
 if __name__ == "__main__":

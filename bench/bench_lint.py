@@ -62,7 +62,7 @@ def validate_once(n: int, rep: int) -> tuple[float, float]:
     CPU time is printed too because the machines this runs on are often shared: wall time then
     measures the neighbours as much as the code, CPU time of this process much less so.
     """
-    from engine.load import check_loop_text
+    from engine.load.loader import check_loop_text
     from lint import lint_loop
 
     text = generate(n, salt=f"_{n}_{rep}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from bench import fresh_process_floats
-from engine.load import check_loop_text
+from engine.load.loader import check_loop_text
 
 
 def generate_loop(states: int) -> str:

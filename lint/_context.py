@@ -7,15 +7,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar, cast
 
-from engine.errors import LoopError
-from engine.graph import (
+from engine.graph.loop_graph import (
     LoopGraph,
     can_reach,
     immediate_dominators,
     reachable_from,
     retry_edges,
 )
-from engine.model import Loop, State
+from engine.model.errors import LoopError
+from engine.model.loop import Loop, State
 
 # Resolves a literal `loop:` reference of a sub-loop state to the child loop, or None when it
 # does not resolve. Supplied by the caller (the CLI knows about files; lint does not).

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engine.errors import Diagnostic
-from engine.gcpause import collector_paused
-from engine.graph import compile_graph
-from engine.model import Loop, Suppression
+from engine.graph.loop_graph import compile_graph
+from engine.load.gcpause import collector_paused
+from engine.model.errors import Diagnostic
+from engine.model.loop import Loop, Suppression
 from lint._context import LintContext, LoopResolver
 from lint._registry import RULES, Finding, PathKey, Rule, find_rule
 

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from engine.model import State
+from engine.model.loop import State
 from lint._registry import PathKey
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from engine.errors import Severity
+from engine.model.errors import Severity
 
 if TYPE_CHECKING:
     from lint._context import LintContext

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engine.graph import closed_components, shortest_path_length, success_terminals
-from engine.routing import unrouted_verdicts
+from engine.graph.loop_graph import closed_components, shortest_path_length, success_terminals
+from engine.graph.routing import unrouted_verdicts
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, route_path, state_path
 from lint._registry import Finding, rule

@@ -1,7 +1,7 @@
 """Rules over `${...}` expressions: they must parse, use a known root, and read captures only
 where every path has set them (dominance on the graph), never raw into a shell.
 
-`engine.interpolate` (and through it jinja2) is imported only when a loop has `${`."""
+`engine.shell.interpolate` (and through it jinja2) is imported only when a loop has `${`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from engine.model import Loop, State
+from engine.model.loop import Loop, State
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path, strings_in
 from lint._registry import Finding, PathKey, rule
@@ -65,7 +65,7 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
 def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[Use]:
     if "${" not in template:
         return
-    from engine.interpolate import find_expressions  # only loops with ${...} pay its import
+    from engine.shell.interpolate import find_expressions  # only loops with ${...} pay its import
 
     for expr in find_expressions(template):
         whole = template[expr.start : expr.end]
@@ -80,7 +80,7 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     uses = _uses(ctx)
     if not uses and not any("${" in t for s in ctx.loop.states.values() for _, t in _fields(s)):
         return
-    from engine.interpolate import ROOTS, check_expression
+    from engine.shell.interpolate import ROOTS, check_expression
 
     roots = sorted(ROOTS)
     checked: dict[str, str | None] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from engine.model import State
+from engine.model.loop import State
 from lint._context import LintContext
 from lint._paths import state_path
 from lint._registry import Finding, rule

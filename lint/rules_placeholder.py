@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from engine.model import Evaluate, Loop, State
+from engine.model.loop import Evaluate, Loop, State
 from lint._context import LintContext
 from lint._paths import state_path, strings_in
 from lint._registry import Finding, PathKey, rule

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from engine.model import State
-from engine.routing import possible_verdicts
+from engine.graph.routing import possible_verdicts
+from engine.model.loop import State
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, route_path, state_path
 from lint._registry import Finding, rule

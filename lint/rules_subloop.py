@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from engine.model import Loop, Parameter, State
+from engine.model.loop import Loop, Parameter, State
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, state_path
 from lint._registry import Finding, rule
@@ -72,11 +72,11 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
 
 
 def _literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
-    """Why a literal `with:` value fails the runtime's own binding (`engine.subloop.coerce`),
+    """Why a literal `with:` value fails the runtime's own binding (`engine.run.subloop.coerce`),
     or empty when it fits or is an `${...}` expression known only at run time."""
     if isinstance(value, str) and "${" in value:
         return ""
-    from engine.subloop import SubloopError, coerce  # the runtime's own conversion
+    from engine.run.subloop import SubloopError, coerce  # the runtime's own conversion
 
     try:
         coerce(param, value, loop_name)

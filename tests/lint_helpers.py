@@ -1,6 +1,6 @@
 """Build `Loop` objects from plain dicts shaped like the YAML, for graph and lint unit tests.
 
-This is deliberately tiny (no validation): tests that need the real loader use `engine.load`.
+This is deliberately tiny (no validation): tests that need the real loader use `engine.load.loader`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from engine.model import Evaluate, Loop, Parameter, State, Suppression
+from engine.model.loop import Evaluate, Loop, Parameter, State, Suppression
 
 
 def make_state(name: str, spec: dict[str, Any]) -> State:

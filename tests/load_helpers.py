@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from engine.errors import Diagnostic
-from engine.load import check_loop_text
+from engine.load.loader import check_loop_text
+from engine.model.errors import Diagnostic
 
 
 def problems(text: str) -> list[Diagnostic]:

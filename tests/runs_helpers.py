@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.locks import process_alive
+from engine.run.locks import process_alive
 
 LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import Diagnostic
-from engine.issuefile import Issue, load_issue
-from engine.load import check_loop_text
+from engine.load.issuefile import Issue, load_issue
+from engine.load.loader import check_loop_text
+from engine.model.errors import Diagnostic
 from lint import lint_loop
 from tests.loopback_server import LoopbackServer, Reply, text_reply, verdict_reply
 

@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from engine.interpolate import render_shell
+from engine.shell.interpolate import render_shell
 
 CANARY_VALUES = [
     "$(touch CANARY)",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.issuefile import load_issue
-from engine.resources import builtin_loops_dir
+from engine.load.issuefile import load_issue
+from engine.load.resources import builtin_loops_dir
 from tests.loopback_server import LoopbackServer, loopback  # noqa: F401  (fixture)
 from tests.scaffold_helpers import (
     Judge,
@@ -238,7 +238,7 @@ def subloops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     result = run_loop(str(probe), cwd=project)
     if "sub-loops are not available" in result.stderr + str(result.result.get("error")):
-        pytest.skip("ll-loop run does not run sub-loops yet (engine.subloop hook not wired)")
+        pytest.skip("ll-loop run does not run sub-loops yet (engine.run.subloop hook not wired)")
     return project
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import networkx as nx
 from hypothesis import given, settings
 
-from engine.graph import (
+from engine.graph.loop_graph import (
     back_edges,
     can_reach,
     closed_components,
@@ -19,7 +19,7 @@ from engine.graph import (
     shortest_path_length,
     success_terminals,
 )
-from engine.model import Loop
+from engine.model.loop import Loop
 from tests.lint_helpers import make_loop, random_loops
 
 FIX_UNTIL_GREEN = make_loop(

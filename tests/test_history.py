@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.history import (
+from engine.model.ports import RunResult
+from engine.run.history import (
     SCHEMA_VERSION,
     HistoryError,
     NewAttempt,
@@ -18,7 +19,6 @@ from engine.history import (
     migrate,
     open_history,
 )
-from engine.ports import RunResult
 
 
 def _attempt(target: str = "echo hi", **overrides: object) -> NewAttempt:
@@ -211,7 +211,7 @@ def test_concurrent_processes_all_write(tmp_path: Path) -> None:
         f"""
         import sys
         from pathlib import Path
-        from engine.history import NewAttempt, open_history
+        from engine.run.history import NewAttempt, open_history
         n = sys.argv[1]
         with open_history(Path({str(tmp_path)!r})) as h:
             for i in range(25):

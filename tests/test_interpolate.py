@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import InterpolationError
-from engine.interpolate import (
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import (
     ROOTS,
     Expression,
     check_expression,
@@ -270,7 +270,7 @@ def test_parsing_refuses_what_compiling_refuses(root: str, rest: str) -> None:
     Expressions start with a root like every `${...}` of ours; a `:` is left out because it
     is a suffix separator for us and a slice for Jinja (`?` is a suffix too, not generated).
     """
-    from engine.interpolate import _environment  # the sandbox the engine evaluates in
+    from engine.shell.interpolate import _environment  # the sandbox the engine evaluates in
 
     expression = root + rest.replace(":", "")
     try:
@@ -363,7 +363,7 @@ def test_documented_acceptances() -> None:
 def test_jinja_is_imported_only_for_expressions_beyond_a_dotted_path() -> None:
     code = (
         "import sys\n"
-        "from engine.interpolate import *\n"
+        "from engine.shell.interpolate import *\n"
         "render_text('plain text', {})\n"
         "render_shell('echo ${HOME} ${x:-d} $${context.x}', {})\n"
         "find_expressions('echo ${HOME} ${context.x | tojson}')\n"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import UsageError
-from engine.issuefile import find_issue, list_items, load_issue, parse_issue
+from engine.load.issuefile import find_issue, list_items, load_issue, parse_issue
+from engine.model.errors import UsageError
 
 DATA = Path(__file__).parent / "data" / "issues"
 
@@ -225,7 +225,7 @@ _markdown_bits = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_markdown_bits | st.text(max_size=20), max_size=25))
 def test_parse_issue_never_raises_anything_but_a_usage_error(parts: list[str]) -> None:
-    from engine.load import check_loop_text
+    from engine.load.loader import check_loop_text
     from engine.scaffold import scaffold_eval
 
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.resources import builtin_loops_dir
+from engine.load.resources import builtin_loops_dir
 from tests.lint_cli_helpers import ll_loop
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
-from engine.issuefile import load_issue
+from engine.load.issuefile import load_issue
 from engine.scaffold import scaffold_eval
 from lint import find_rule, lint_loop
 from tests.lint_helpers import make_loop

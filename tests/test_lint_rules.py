@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.model import Loop
-from engine.simulate import SCENARIOS, simulate
+from engine.graph.simulate import SCENARIOS, simulate
+from engine.model.loop import Loop
 from lint import RULES, lint_loop
 from tests.lint_helpers import make_loop, random_loops
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from engine.resources import schema_path
+from engine.load.resources import schema_path
 from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
 from tests.run_helpers import run_yaml, write_loop
 from tests.runs_helpers import end_action_group, ll_loop, result_of, spawn, wait_until

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.llm import create_llm_services
-from engine.model import Evaluate, Loop, State
-from engine.ports import Verdict
+from engine.model.loop import Evaluate, Loop, State
+from engine.model.ports import Verdict
 from tests.loopback_server import (
     MALFORMED,
     TRUNCATED,

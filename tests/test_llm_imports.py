@@ -16,7 +16,7 @@ def modules_after(code: str) -> set[str]:
 
 
 def test_engine_llm_and_interpreter_do_not_import_anthropic() -> None:
-    loaded = modules_after("import engine.llm, engine.llm.services, engine.interpreter")
+    loaded = modules_after("import engine.llm, engine.llm.services, engine.run.interpreter")
     assert "engine" in loaded
     assert "anthropic" not in loaded
 
@@ -25,7 +25,7 @@ def test_building_services_and_preflight_do_not_import_anthropic() -> None:
     code = (
         "from pathlib import Path\n"
         "from engine.llm import create_llm_services, llm_preflight\n"
-        "from engine.model import Evaluate, Loop, State\n"
+        "from engine.model.loop import Evaluate, Loop, State\n"
         "spec = Evaluate(type='llm_structured', prompt='ok?')\n"
         "s = State('s', action='true', evaluate=spec, routes={'yes': 'd'})\n"
         "loop = Loop(name='t', initial='s', states={'s': s, 'd': State('d', terminal=True)})\n"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from engine.llm import create_llm_services, implicit_judge_prompt, judge_text
-from engine.model import Evaluate, LlmConfig, Loop, State
-from engine.ports import Verdict
+from engine.model.loop import Evaluate, LlmConfig, Loop, State
+from engine.model.ports import Verdict
 from tests.loopback_server import LoopbackServer, MemoryRecorder, verdict_reply
 
 TEXT = "Ran 12 tests.\nAll 12 tests passed.\nCoverage:   93%\n"

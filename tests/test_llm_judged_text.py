@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from engine.llm import create_llm_services
-from engine.model import Dimension, Evaluate, Loop, State
-from engine.ports import Verdict
+from engine.model.loop import Dimension, Evaluate, Loop, State
+from engine.model.ports import Verdict
 from tests.loopback_server import LoopbackServer, MemoryRecorder, tool_reply, verdict_reply
 from tests.run_helpers import run_yaml
 

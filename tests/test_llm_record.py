@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from engine.errors import PreflightError
 from engine.llm import create_llm_services, llm_preflight
 from engine.llm.prices import PriceTable, load_prices
-from engine.model import Evaluate, LlmConfig, Loop, State
-from engine.ports import LlmServices, Verdict
+from engine.model.errors import PreflightError
+from engine.model.loop import Evaluate, LlmConfig, Loop, State
+from engine.model.ports import LlmServices, Verdict
 from tests.loopback_server import (
     LoopbackServer,
     MemoryRecorder,

@@ -7,8 +7,8 @@ from typing import Any
 
 from engine.llm import create_llm_services
 from engine.llm.rubric import aggregate
-from engine.model import Dimension, Evaluate, Loop, State
-from engine.ports import Verdict
+from engine.model.loop import Dimension, Evaluate, Loop, State
+from engine.model.ports import Verdict
 from tests.loopback_server import (
     LoopbackServer,
     MemoryRecorder,

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine.llm import create_llm_services, judge_text, llm_preflight, run_prompt_text
-from engine.model import Evaluate, LlmConfig, Loop, State
-from engine.ports import ActionResult
+from engine.model.loop import Evaluate, LlmConfig, Loop, State
+from engine.model.ports import ActionResult
 from tests.loopback_server import LoopbackServer, MemoryRecorder, Reply, error_reply, message
 
 

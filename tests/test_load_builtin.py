@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.load import check_loop_file
-from engine.resources import builtin_loops_dir
+from engine.load.loader import check_loop_file
+from engine.load.resources import builtin_loops_dir
 
 BUILTINS = sorted(builtin_loops_dir().glob("*.yaml"))
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.load import (
+from engine.graph.routing import route_for
+from engine.load.loader import (
     DEFAULT_JUDGE_PROMPT,
     load_loop_file,
     load_loop_text,
     load_loop_with_positions,
 )
-from engine.model import Dimension, LlmConfig, Parameter, Suppression
-from engine.routing import route_for
+from engine.model.loop import Dimension, LlmConfig, Parameter, Suppression
 from tests.load_helpers import EVERY_EVALUATOR, FIX_UNTIL_GREEN, MINIMAL
 
 

@@ -15,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import LoadError
-from engine.load import check_loop_file, check_loop_text, load_loop_text
-from engine.schema_check import load_schema
+from engine.load.loader import check_loop_file, check_loop_text, load_loop_text
+from engine.load.schema_check import load_schema
+from engine.model.errors import LoadError
 from tests.test_load_validator import mutated_loops
 
 REFERENCE = jsonschema.Draft202012Validator(load_schema())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.suggest import UNSUPPORTED
+from engine.load.suggest import UNSUPPORTED
 from tests.load_helpers import MINIMAL, one, problems
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.schema_check import load_schema
+from engine.load.schema_check import load_schema
 
 LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
 

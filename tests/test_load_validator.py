@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.schema_check import SUPPORTED_KEYWORDS, is_valid, load_schema, violations
+from engine.load.schema_check import SUPPORTED_KEYWORDS, is_valid, load_schema, violations
 from tests.load_helpers import CORPUS
 
 SCHEMA = load_schema()
@@ -196,7 +196,7 @@ def test_our_validator_agrees_with_jsonschema_on_mutations(data: Any) -> None:
 
 def test_loading_does_not_import_jsonschema() -> None:
     code = (
-        "import sys; from engine.load import load_loop_text; "
+        "import sys; from engine.load.loader import load_loop_text; "
         "from tests.load_helpers import MINIMAL; load_loop_text(MINIMAL); "
         "print('jsonschema' in sys.modules)"
     )

@@ -10,9 +10,14 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from engine.errors import LoadError
-from engine.load import check_loop_file, load_loop_file, load_loop_text, load_loop_with_positions
-from engine.yaml_positions import parse_yaml
+from engine.load.loader import (
+    check_loop_file,
+    load_loop_file,
+    load_loop_text,
+    load_loop_with_positions,
+)
+from engine.load.yaml_positions import parse_yaml
+from engine.model.errors import LoadError
 from tests.load_helpers import MINIMAL, one, problems
 from tests.test_load_validator import mutated_loops
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import LockConflict
-from engine.locks import (
+from engine.model.errors import LockConflict
+from engine.run.locks import (
     LEASE_ENV,
     PATHS_ENV,
     Record,

@@ -11,13 +11,13 @@ from typing import Any
 
 import jsonschema
 
-from engine.actions import ActionRunner
-from engine.interpreter import CAPTURE_LIMIT, RunState, Runtime, StopSignal, run
-from engine.load import load_loop_text
-from engine.model import Loop
-from engine.ports import RunResult
-from engine.resources import schema_path
-from engine.runstore import RunStore, now_iso
+from engine.load.loader import load_loop_text
+from engine.load.resources import schema_path
+from engine.model.loop import Loop
+from engine.model.ports import RunResult
+from engine.run.actions import ActionRunner
+from engine.run.interpreter import CAPTURE_LIMIT, RunState, Runtime, StopSignal, run
+from engine.run.runstore import RunStore, now_iso
 
 COUNTER = """
 name: counter

@@ -1,4 +1,7 @@
-"""The run directory on disk: state.json swaps, the event log, timestamps (engine/runstore.py)."""
+"""The run directory on disk: state.json swaps, the event log, timestamps.
+
+(engine/run/runstore.py)
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.runstore import RunStore, new_run_id, now_iso, read_state
+from engine.run.runstore import RunStore, new_run_id, now_iso, read_state
 
 
 def test_state_json_holds_exactly_the_last_boundary_when_it_shrinks(tmp_path: Path) -> None:

@@ -12,9 +12,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.interpolate import render_shell, render_text
-from engine.issuefile import Issue, load_issue, parse_issue
-from engine.load import check_loop_text
+from engine.load.issuefile import Issue, load_issue, parse_issue
+from engine.load.loader import check_loop_text
 from engine.scaffold import (
     NO_SIGNALS,
     criteria_prompt,
@@ -23,6 +22,7 @@ from engine.scaffold import (
     yaml_quoted,
     yaml_scalar,
 )
+from engine.shell.interpolate import render_shell, render_text
 from tests.scaffold_helpers import ISSUES, issue_of, lint_findings, placeholder_warnings
 
 FIXTURES = sorted(ISSUES.rglob("*.md"))

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.errors import UsageError
-from engine.interpolate import render_shell, render_text
-from engine.issuefile import load_issue
+from engine.load.issuefile import load_issue
+from engine.model.errors import UsageError
 from engine.scaffold import scaffold_verify
+from engine.shell.interpolate import render_shell, render_text
 from tests.scaffold_helpers import ISSUES, issue_of, lint_findings
 
 WITH_CRITERIA = [p for p in sorted(ISSUES.rglob("*.md")) if load_issue(p).acceptance_criteria]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import InterpolationError
-from engine.interpolate import render_shell
-from engine.shellquote import Context, is_safe, quote, scan, shell_quote
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import render_shell
+from engine.shell.quoting import Context, is_safe, quote, scan, shell_quote
 from tests.shellquote_helpers import run_bash, run_rendered
 
 NASTY = 'it\'s "$(touch CANARY)" `touch CANARY` \\ $HOME *'

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import InterpolationError
+from engine.model.errors import InterpolationError
 from tests.shellquote_helpers import CANARY_VALUES, run_rendered
 
 # fmt: off

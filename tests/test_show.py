@@ -9,9 +9,9 @@ from pathlib import Path
 import networkx as nx
 from networkx.readwrite import json_graph
 
-from engine.graph import compile_graph
-from engine.load import load_loop_text
-from engine.show import render
+from engine.graph.loop_graph import compile_graph
+from engine.graph.show import render
+from engine.load.loader import load_loop_text
 from tests.lint_cli_helpers import ll_loop
 
 HARNESS = """\

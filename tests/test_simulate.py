@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import UsageError
-from engine.load import load_loop_text
-from engine.simulate import parse_overrides, simulate
+from engine.graph.simulate import parse_overrides, simulate
+from engine.load.loader import load_loop_text
+from engine.model.errors import UsageError
 from tests.lint_cli_helpers import ll_loop
 
 FIX = """\

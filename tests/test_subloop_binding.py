@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engine.model import Loop, Parameter, State
-from engine.ports import RunResult
-from engine.subloop import (
+from engine.model.loop import Loop, Parameter, State
+from engine.model.ports import RunResult
+from engine.run.subloop import (
     SubloopError,
     SubloopOutcome,
     bind_parameters,

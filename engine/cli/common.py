@@ -9,8 +9,8 @@ from pathlib import Path
 
 import typer
 
-from engine.errors import LoopError, UsageError
-from engine.resources import builtin_loops_dir
+from engine.load.resources import builtin_loops_dir
+from engine.model.errors import LoopError, UsageError
 
 
 def debug_enabled() -> bool:

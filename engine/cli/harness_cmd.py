@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.cli.common import err, resolve_loop, run_guarded
-from engine.errors import LoopError, UsageError
+from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the harness is imported only when a command runs
     from engine.harness.session import Options
@@ -146,7 +146,7 @@ def _evaluate(
 ) -> int:
     from engine.harness.render import report_json, report_text
     from engine.harness.session import check_options, evaluate
-    from engine.history import open_history
+    from engine.run.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
         check_options(options)
@@ -285,7 +285,7 @@ def dsl_command(
     """Run a batch of DSL task files and report the pass rate with a 95% Wilson interval."""
     from engine.harness.dsl import DslOptions, run_dsl
     from engine.harness.render_dsl import dsl_json, dsl_text
-    from engine.history import open_history
+    from engine.run.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
         if samples is not None and samples > 1:
@@ -327,7 +327,7 @@ def history_command(
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
-    from engine.history import history_path, open_history
+    from engine.run.history import history_path, open_history
 
     since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()

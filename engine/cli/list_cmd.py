@@ -15,8 +15,8 @@ from typing import Annotated, Literal
 import typer
 
 from engine.cli.common import err, project_loops_dir
-from engine.errors import LoadError, UsageError
-from engine.resources import builtin_loops_dir
+from engine.load.resources import builtin_loops_dir
+from engine.model.errors import LoadError, UsageError
 
 Source = Literal["project", "builtin"]
 
@@ -109,7 +109,7 @@ def _loop_files(folder: Path) -> list[Path]:
 
 
 def _entry(path: Path, source: Source) -> LoopEntry:
-    from engine.load import load_loop_file
+    from engine.load.loader import load_loop_file
 
     try:
         loop = load_loop_file(path)

@@ -20,9 +20,9 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 from engine.cli.common import err
-from engine.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
-from engine.model import Loop
-from engine.ports import RunResult
+from engine.model.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
+from engine.model.loop import Loop
+from engine.model.ports import RunResult
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,11 @@ class Refused(LoopError):
 if TYPE_CHECKING:
     import typer
 
-    from engine.history import History
-    from engine.interpreter import RunState
-    from engine.locks import Lease
-    from engine.ports import Recorder
-    from engine.runstore import RunStore
+    from engine.model.ports import Recorder
+    from engine.run.history import History
+    from engine.run.interpreter import RunState
+    from engine.run.locks import Lease
+    from engine.run.runstore import RunStore
 
 
 def register(app: "typer.Typer") -> None:
@@ -128,7 +128,7 @@ def register(app: "typer.Typer") -> None:
 def execute_run(options: RunOptions) -> int:
     """Preflight, run and report; the exit code. Never raises for a refused or failed run."""
     started = time.monotonic()
-    from engine.runstore import new_run_id
+    from engine.run.runstore import new_run_id
 
     run_id = new_run_id()
     try:
@@ -146,7 +146,7 @@ def take_lock(loop: Loop, run_id: str, options: RunOptions) -> "Lease":
     """Hold the loop's `scope` for this run (DESIGN §4): fail fast on an overlapping live run
     (`LockConflict`, exit 2), or wait in line with `--queue`; `--no-lock` holds nothing. The
     lease goes into the environment, so an `ll-loop run` inside an action inherits it."""
-    from engine.locks import acquire_scope, no_lock
+    from engine.run.locks import acquire_scope, no_lock
 
     root = Path.cwd()
     if options.no_lock:
@@ -161,7 +161,7 @@ def take_lock(loop: Loop, run_id: str, options: RunOptions) -> "Lease":
 def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
     """Load, lint and check the loop before the first step; raise on anything that stops it."""
     from engine.cli.common import resolve_loop
-    from engine.load import load_loop_with_positions
+    from engine.load.loader import load_loop_with_positions
     from lint import lint_loop
 
     path = resolve_loop(options.loop_ref)
@@ -196,11 +196,11 @@ def start_run(
     resume: "tuple[RunStore, RunState] | None" = None,
 ) -> RunResult:
     """Create the run directory (or take a resumed run's), wire the IO, run to the end."""
-    from engine.actions import ActionRunner
-    from engine.interpreter import RunState, Runtime, StopSignal, run
-    from engine.locks import process_start_time
-    from engine.progress import Progress, choose_mode
-    from engine.runstore import RunStore, now_iso, runs_root
+    from engine.run.actions import ActionRunner
+    from engine.run.interpreter import RunState, Runtime, StopSignal, run
+    from engine.run.locks import process_start_time
+    from engine.run.progress import Progress, choose_mode
+    from engine.run.runstore import RunStore, now_iso, runs_root
 
     store = resume[0] if resume is not None else RunStore.create(runs_root(), run_id)
     # Actions inherit this process's environment (cheapest to spawn) plus the run's identity.
@@ -225,7 +225,7 @@ def start_run(
         stop=stop,
     )
     if any(s.is_subloop for s in loop.states.values()):
-        from engine.subloop import make_hook
+        from engine.run.subloop import make_hook
 
         runtime.run_subloop = make_hook(Path.cwd())
     if _llm_loops(loop):  # one set of services for the run's sub-loops too (replay, cost)
@@ -268,7 +268,7 @@ def _record_history(write: "Callable[[History], None]") -> None:
     """One row per run in `.loops/history.db`; a history problem never fails the run."""
     import sqlite3
 
-    from engine.history import open_history
+    from engine.run.history import open_history
 
     try:
         with open_history(Path.cwd()) as history:
@@ -283,7 +283,7 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
     Command-line values are strings; a value for a declared parameter is converted to the
     parameter's type (`--context n=3` is the integer 3 when `n` is an integer parameter).
     """
-    from engine.subloop import SubloopError, coerce
+    from engine.run.subloop import SubloopError, coerce
 
     context = dict(loop.context)
     for name, param in loop.parameters.items():
@@ -337,7 +337,7 @@ def _child_resolver(loop: Loop) -> Callable[[str], Loop | None] | None:
     """For lint: find `loop:` children exactly as the run will (only when there are any)."""
     if not any(s.is_subloop for s in loop.states.values()):
         return None
-    from engine.subloop import load_child, resolve_child
+    from engine.run.subloop import load_child, resolve_child
 
     def resolve(ref: str) -> Loop | None:
         return load_child(resolve_child(ref, loop.source, Path.cwd()))
@@ -350,7 +350,7 @@ def _llm_loops(loop: Loop) -> list[Loop]:
     a child's judge without credentials stops the run before its first step, not halfway."""
     family = [loop]
     if any(s.is_subloop for s in loop.states.values()):
-        from engine.subloop import static_family
+        from engine.run.subloop import static_family
 
         family = static_family(loop, Path.cwd())
     return [member for member in family if member.uses_llm()]
@@ -376,7 +376,7 @@ def _replay_dir(replay: str | None) -> Path | None:
     """`--replay RUN`: a run id under .loops/runs/, or a run directory path."""
     if replay is None:
         return None
-    from engine.runstore import runs_root
+    from engine.run.runstore import runs_root
 
     for candidate in (runs_root() / replay, Path(replay)):
         if candidate.is_dir():

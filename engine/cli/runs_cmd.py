@@ -1,6 +1,6 @@
 """Run management: `ll-loop status`, `stop`, `history` and `resume` (DESIGN §4, §5).
 
-Each command is thin: find the run(s) with `engine.resume`, act, render. Results go to stdout
+Each command is thin: find the run(s) with `engine.run.resume`, act, render. Results go to stdout
 (JSON with `--json`), diagnostics to stderr.
 """
 
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.cli.common import err
-from engine.errors import LoopError, UsageError
+from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
     from engine.cli.run_cmd import RunOptions
-    from engine.locks import Record
-    from engine.model import Loop
-    from engine.resume import RunSnapshot
+    from engine.model.loop import Loop
+    from engine.run.locks import Record
+    from engine.run.resume import RunSnapshot
 
 
 def register(app: typer.Typer) -> None:
@@ -44,7 +44,7 @@ def status_command(
     all_runs: Annotated[bool, typer.Option("--all", "-a", help="Include finished runs.")] = False,
 ) -> None:
     """Show live runs (running, interrupted, stopped): state, steps, elapsed, process."""
-    from engine.resume import find_run, list_runs, orphaned_actions
+    from engine.run.resume import find_run, list_runs, orphaned_actions
 
     if run is not None:
         snapshot = find_run(run)
@@ -88,7 +88,7 @@ def _queued(known: set[str]) -> list[Record]:
     """Runs waiting with `--queue` for a scope lock: they have no run directory yet."""
     if not (Path.cwd() / ".loops" / "locks").is_dir():
         return []
-    from engine.locks import holders
+    from engine.run.locks import holders
 
     return [r for r in holders(Path.cwd()) if not r.holding and r.run_id not in known]
 
@@ -150,8 +150,8 @@ def stop_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Stop a run gracefully (it stays resumable); for a killed run, end what it left running."""
-    from engine.locks import process_alive
-    from engine.resume import end_orphaned_actions, find_run, read_run
+    from engine.run.locks import process_alive
+    from engine.run.resume import end_orphaned_actions, find_run, read_run
 
     waiting = [r for r in _queued(set()) if r.run_id.startswith(run)]
     if len(waiting) == 1:  # still in the lock queue: nothing ran, nothing to resume
@@ -241,9 +241,9 @@ def execute_resume(ref: str, options: RunOptions) -> int:
     those of the last boundary.
     """
     from engine.cli.run_cmd import _report, preflight, start_run, take_lock
-    from engine.interpreter import RunState
-    from engine.resume import end_orphaned_actions, find_run, repair_events, restore_state
-    from engine.runstore import RunStore, read_state
+    from engine.run.interpreter import RunState
+    from engine.run.resume import end_orphaned_actions, find_run, repair_events, restore_state
+    from engine.run.runstore import RunStore, read_state
 
     started = time.monotonic()
     snapshot: RunSnapshot | None = None
@@ -362,7 +362,7 @@ def history_command(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N runs.")] = 20,
 ) -> None:
     """List past runs (optionally of one loop), or the events of one run."""
-    from engine.resume import find_run
+    from engine.run.resume import find_run
 
     if target is not None and _is_run(target):
         _show_events(find_run(target), json_output)
@@ -387,7 +387,7 @@ def history_command(
 
 def _is_run(target: str) -> bool:
     """A run id (or a prefix of one: run ids start with the date), not a loop name."""
-    from engine.resume import runs_root
+    from engine.run.resume import runs_root
 
     folder = runs_root()
     if (folder / target).is_dir():
@@ -401,8 +401,8 @@ def _is_run(target: str) -> bool:
 
 def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
     """Rows of `.loops/history.db`; an unfinished row gets its live status from the run dir."""
-    from engine.history import history_path, open_history
-    from engine.resume import read_run, runs_root
+    from engine.run.history import history_path, open_history
+    from engine.run.resume import read_run, runs_root
 
     rows: list[dict[str, Any]] = []
     if history_path(Path.cwd()).exists():
@@ -416,7 +416,7 @@ def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _show_events(snapshot: RunSnapshot, json_output: bool) -> None:
-    from engine.resume import read_events
+    from engine.run.resume import read_events
 
     events = list(read_events(snapshot.dir / "events.jsonl"))
     if json_output:

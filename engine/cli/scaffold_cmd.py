@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from engine.errors import Diagnostic, LoopError, UsageError
+from engine.model.errors import Diagnostic, LoopError, UsageError
 
 if TYPE_CHECKING:  # the scaffolder is imported only when a scaffold command runs
-    from engine.issuefile import Issue
+    from engine.load.issuefile import Issue
     from engine.scaffold import Scaffold
 
 
@@ -52,7 +52,7 @@ class Written:
 
 def load_issues(refs: str, root: Path) -> list[Issue]:
     """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped."""
-    from engine.issuefile import find_issue, load_issue
+    from engine.load.issuefile import find_issue, load_issue
 
     wanted = [part.strip() for part in refs.replace(" ", ",").split(",") if part.strip()]
     if not wanted:
@@ -73,7 +73,7 @@ def check_generated(scaffold: Scaffold, file: str) -> tuple[Diagnostic, ...]:
 
     Returns the warnings worth showing: lint's placeholder warnings (LL060), nothing else expected.
     """
-    from engine.load import check_loop_text
+    from engine.load.loader import check_loop_text
     from lint import lint_loop
 
     loop, positions, problems = check_loop_text(scaffold.text, file)

@@ -6,8 +6,8 @@ import sys
 
 import typer
 
-from engine.errors import UsageError
-from engine.resources import schema_path
+from engine.load.resources import schema_path
+from engine.model.errors import UsageError
 
 SCHEMAS = {
     "loop": "loop.schema.json",

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from engine.cli.common import err, resolve_loop
-from engine.errors import LoadError
-from engine.model import Loop
+from engine.model.errors import LoadError
+from engine.model.loop import Loop
 
 
 class Format(StrEnum):
@@ -31,7 +31,7 @@ def show(
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
 ) -> int:
     """Print the loop's states and transitions; retry edges and terminal outcomes are marked."""
-    from engine.show import render
+    from engine.graph.show import render
 
     loaded = _load(loop)
     if loaded is None:
@@ -67,7 +67,7 @@ def simulate(
     """Walk the loop without running actions; exit codes like `run` (0/1/2/3)."""
     import json
 
-    from engine import simulate as sim
+    from engine.graph import simulate as sim
 
     loaded = _load(loop)
     if loaded is None:
@@ -80,7 +80,7 @@ def simulate(
 
 def _load(ref: str) -> Loop | None:
     """The loaded loop, or None after printing every load diagnostic to stderr."""
-    from engine.load import load_loop_file
+    from engine.load.loader import load_loop_file
 
     try:
         return load_loop_file(resolve_loop(ref))

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from engine.cli.common import err, resolve_loop
-from engine.errors import Diagnostic, LoopError
+from engine.model.errors import Diagnostic, LoopError
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
-    from engine.model import Loop
+    from engine.model.loop import Loop
     from lint._context import LoopResolver
     from lint.report import LoopReport
 
@@ -102,7 +102,7 @@ def _expand(refs: list[str]) -> list[str]:
 
 def check_file(path: Path) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic."""
-    from engine.load import check_loop_file
+    from engine.load.loader import check_loop_file
     from lint import lint_loop
 
     loop, positions, problems = check_loop_file(path)
@@ -112,8 +112,8 @@ def check_file(path: Path) -> list[Diagnostic]:
 
 
 def child_resolver(parent_source: str) -> LoopResolver:
-    """Resolve `loop:` references exactly like the runtime does (`engine.subloop`)."""
-    from engine.subloop import load_child, resolve_child
+    """Resolve `loop:` references exactly like the runtime does (`engine.run.subloop`)."""
+    from engine.run.subloop import load_child, resolve_child
 
     def resolve(ref: str) -> Loop | None:
         return load_child(resolve_child(ref, parent_source, Path.cwd()))

@@ -17,7 +17,7 @@ from engine.harness.provenance import head_content_hash
 from engine.harness.refusal import Refusal
 from engine.harness.stats import Rate
 from engine.harness.subjects import Subject
-from engine.history import Attempt, History
+from engine.run.history import Attempt, History
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from engine.harness.refusal import Refusal
 from engine.harness.stats import Rate
 from engine.harness.subjects import Subject, SubjectRun, run_prompt
 from engine.harness.tasks import Task, extract_answer, grade_answer, load_tasks
-from engine.history import Attempt, History, NewAttempt
+from engine.run.history import Attempt, History, NewAttempt
 
 TaskOutcome = Literal["pass", "fail", "abstain", "error", "ungraded"]
 

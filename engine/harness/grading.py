@@ -15,8 +15,8 @@ from typing import Any
 from engine.harness.banding import SampleOutcome, combine_gates
 from engine.harness.provenance import Provenance
 from engine.harness.subjects import Subject, SubjectRun
-from engine.history import AttemptOutcome, NewAttempt
-from engine.ports import Verdict
+from engine.model.ports import Verdict
+from engine.run.history import AttemptOutcome, NewAttempt
 
 Judge = Callable[[str, str], Verdict]
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from engine.actions import signal_group
-from engine.ports import ActionResult
+from engine.model.ports import ActionResult
+from engine.run.actions import signal_group
 
 GRACE_SECONDS = 2.0
 

@@ -6,7 +6,7 @@ was measured" (2) from "the subject failed" (1).
 
 from __future__ import annotations
 
-from engine.errors import UsageError
+from engine.model.errors import UsageError
 
 
 class Refusal(UsageError):

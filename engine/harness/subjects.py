@@ -15,7 +15,7 @@ from typing import Literal
 
 from engine.harness.keys import input_hash, sha256_bytes, sha256_text
 from engine.harness.process import run_process
-from engine.ports import ActionResult
+from engine.model.ports import ActionResult
 
 Runner = Literal["cmd", "prompt", "loop", "dsl"]
 
@@ -139,7 +139,7 @@ def loop_subject(
     a different subject. The run's exit code (0 success terminal, 1 failure terminal, 2 error,
     3 inconclusive) is what `--exit-code` checks; its stdout is what `--semantic` judges.
     """
-    from engine.load import load_loop_file
+    from engine.load.loader import load_loop_file
 
     loop = load_loop_file(path)
     argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]

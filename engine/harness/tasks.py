@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from engine.errors import UsageError
 from engine.harness.keys import sha256_bytes
-from engine.resources import schema_path
+from engine.load.resources import schema_path
+from engine.model.errors import UsageError
 
 TASK_SUFFIXES = (".yaml", ".yml")
 _FENCED_JSON = re.compile(r"```[ \t]*json[^\n]*\n(.*?)```", re.DOTALL | re.IGNORECASE)

@@ -4,8 +4,8 @@ This module is the public API other parts wire against. It stays import-light on
 never imports `anthropic` (≈1.5 s) at import time; only a run that actually calls a model pays
 for it. Everything here delegates to the private modules, imported when a function is called.
 
-- `create_llm_services(loop, run_dir=..., recorder=...)` → an `engine.ports.LlmServices` for the
-  interpreter (`judge`, `run_prompt`, `cost_usd`).
+- `create_llm_services(loop, run_dir=..., recorder=...)` → an
+  `engine.model.ports.LlmServices` for the interpreter (`judge`, `run_prompt`, `cost_usd`).
 - `llm_preflight(loop)` → a list of problems (one sentence each, naming what to set); `[]` is OK.
 - `judge_text(criterion, text)` / `run_prompt_text(prompt)` → standalone use (`ll-harness`).
 - `implicit_judge_prompt(task)` → the criterion of a prompt state's default judge.
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.model import Loop
-    from engine.ports import ActionResult, LlmServices, Recorder, Verdict
+    from engine.model.loop import Loop
+    from engine.model.ports import ActionResult, LlmServices, Recorder, Verdict
 
 __all__ = [
     "create_llm_services",

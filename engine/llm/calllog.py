@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.errors import PreflightError
+from engine.model.errors import PreflightError
 
 LOG_NAME = "llm.jsonl"
 

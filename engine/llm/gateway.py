@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, request_hash
 from engine.llm.client import LlmCallError, LlmResponse
 from engine.llm.prices import PriceTable
-from engine.ports import Recorder
+from engine.model.ports import Recorder
 
 Status = Literal["ok", "invalid", "error"]
 Source = Literal["live", "cache", "replay"]

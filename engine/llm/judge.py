@@ -25,7 +25,7 @@ from typing import Any
 from engine.llm import settings as llm_settings
 from engine.llm.evidence import evidence_problem, has_evidence_contract
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
-from engine.ports import Verdict
+from engine.model.ports import Verdict
 
 JUDGE_TOOL = "submit_verdict"
 ANSWERS = ("yes", "no", "partial", "blocked", "cannot_judge")

@@ -11,12 +11,12 @@ import shlex
 import shutil
 from pathlib import Path
 
-from engine.errors import LoopError
 from engine.llm import settings
 from engine.llm.calllog import LOG_NAME
 from engine.llm.prices import load_prices
 from engine.llm.runners import RUNNERS, split_runner
-from engine.model import Loop
+from engine.model.errors import LoopError
+from engine.model.loop import Loop
 
 CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from engine.errors import PreflightError
+from engine.model.errors import PreflightError
 
 
 @dataclass(frozen=True)

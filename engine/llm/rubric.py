@@ -25,8 +25,8 @@ from engine.llm.judge import (
     run_concurrently,
     tool_input,
 )
-from engine.model import Dimension
-from engine.ports import Verdict
+from engine.model.loop import Dimension
+from engine.model.ports import Verdict
 
 SCORE_TOOL = "submit_scores"
 OUTLIER = 1.5

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.llm.gateway import CallTag, LlmGateway
-from engine.ports import ActionResult
+from engine.model.ports import ActionResult
 
 KILL_GRACE_S = 2.0
 

@@ -1,4 +1,4 @@
-"""The LLM layer as the interpreter and the harness see it (`engine.ports.LlmServices`).
+"""The LLM layer as the interpreter and the harness see it (`engine.model.ports.LlmServices`).
 
 The interpreter renders everything before calling: `judge(spec, text)` gets the evaluator with
 its `prompt` already interpolated and `text` already chosen (the rendered `source`, else the
@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from engine.errors import LoopError
 from engine.llm import settings
 from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
 from engine.llm.client import AnthropicClient
@@ -21,8 +20,9 @@ from engine.llm.judge import JudgeSettings, judge_structured
 from engine.llm.prices import load_prices
 from engine.llm.rubric import judge_rubric
 from engine.llm.runners import PromptCall, resolve_runner
-from engine.model import Evaluate, Loop, State
-from engine.ports import ActionResult, Recorder, Verdict
+from engine.model.errors import LoopError
+from engine.model.loop import Evaluate, Loop, State
+from engine.model.ports import ActionResult, Recorder, Verdict
 
 
 def project_root(run_dir: Path | None) -> Path | None:

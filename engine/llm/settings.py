@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.model import Evaluate, Loop, State
+from engine.model.loop import Evaluate, Loop, State
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_RUNNER = "anthropic"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.errors import UsageError
-from engine.issuefile import Issue
+from engine.load.issuefile import Issue
+from engine.model.errors import UsageError
 from engine.scaffold.eval_loops import ISSUE_RETRIES, eval_name, variant_a, variant_b
 from engine.scaffold.prompts import (
     NO_SIGNALS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engine.issuefile import Issue, slugify
+from engine.load.issuefile import Issue, slugify
 from engine.scaffold.prompts import criteria_prompt, execute_prompt
 from engine.scaffold.result import Placeholder, Scaffold
 from engine.scaffold.text import (

@@ -5,7 +5,7 @@ Escaping for interpolation happens at emission (`engine.scaffold.text`), not her
 
 from __future__ import annotations
 
-from engine.issuefile import Issue
+from engine.load.issuefile import Issue
 from engine.scaffold.text import flat
 
 NO_SIGNALS = "a stack trace, an error message or a silent no-op"

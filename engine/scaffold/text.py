@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from engine.issuefile import Issue
+from engine.load.issuefile import Issue
 from engine.scaffold.result import Placeholder
 
 # Characters YAML will not take literally: non-printables (PyYAML's reader rejects them), line

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.issuefile import Issue, slugify
+from engine.load.issuefile import Issue, slugify
 from engine.scaffold.prompts import context_lines, criterion_no_conditions, evidence_demand
 from engine.scaffold.result import Scaffold
 from engine.scaffold.text import comment, safe_id, shorten, source_note, yaml_quoted, yaml_scalar

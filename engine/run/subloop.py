@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import InterpolationError, LoadError, LoopError
-from engine.model import CURRENT, Loop, Parameter, State
-from engine.ports import RunResult, Verdict
-from engine.resources import builtin_loops_dir
-from engine.routing import route_for
-from engine.runstore import RunStore, now_iso, read_state
+from engine.graph.routing import route_for
+from engine.load.resources import builtin_loops_dir
+from engine.model.errors import InterpolationError, LoadError, LoopError
+from engine.model.loop import CURRENT, Loop, Parameter, State
+from engine.model.ports import RunResult, Verdict
+from engine.run.runstore import RunStore, now_iso, read_state
 
 if TYPE_CHECKING:
-    from engine.interpreter import Namespaces, RunState, Runtime, SubloopHook
+    from engine.run.interpreter import Namespaces, RunState, Runtime, SubloopHook
 
 MAX_DEPTH = 8
 _SUFFIXES = (".yaml", ".yml")
@@ -116,7 +116,7 @@ def load_child(path: Path) -> Loop:
 
     The child is held to the same bar as a top-level run: schema and lint errors refuse it.
     """
-    from engine.load import load_loop_with_positions
+    from engine.load.loader import load_loop_with_positions
     from lint import lint_loop
 
     stat = path.stat()
@@ -462,7 +462,7 @@ def make_hook(project_root: Path) -> SubloopHook:
 
 def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     """Run a child in this process, sharing the parent's event log, actions, LLM and stop."""
-    from engine.interpreter import RunState, Runtime, run
+    from engine.run.interpreter import RunState, Runtime, run
 
     artifacts = request.run_dir / "artifacts"
     outputs = request.run_dir / "outputs"

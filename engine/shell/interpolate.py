@@ -6,7 +6,7 @@ Only an expression whose root is one of `ROOTS` is ours; bash's `${HOME}`, `${x:
 system's suffixes `:default=x`, `?` and `:shell` are translated. Non-strings render as JSON.
 
 `render_shell` additionally quotes each value for the exact bash context it sits in (see
-`engine.shellquote`), so a value can never change the structure of a shell action.
+`engine.shell.quoting`), so a value can never change the structure of a shell action.
 
 Jinja2 costs ~50 ms to import, so it is imported only when an expression beyond a dotted path
 is parsed or compiled; a template without `${` is returned as is without any parsing. Checking
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from engine.errors import InterpolationError
-from engine.shellquote import (
+from engine.model.errors import InterpolationError
+from engine.shell.quoting import (
     PLACEHOLDER,
     Raw,
     Scan,

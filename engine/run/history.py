@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.errors import LoopError
-from engine.ports import RunResult
+from engine.model.errors import LoopError
+from engine.model.ports import RunResult
 
 DB_NAME = "history.db"
 BUSY_TIMEOUT_S = 30.0

@@ -18,9 +18,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from engine.errors import Diagnostic, LoadError
-from engine.gcpause import collector_paused
-from engine.model import (
+from engine.load.gcpause import collector_paused
+from engine.load.schema_check import violations
+from engine.load.suggest import describe, explain
+from engine.load.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
+from engine.model.errors import Diagnostic, LoadError
+from engine.model.loop import (
     EMPTY,
     Dimension,
     Evaluate,
@@ -30,9 +33,6 @@ from engine.model import (
     State,
     Suppression,
 )
-from engine.schema_check import violations
-from engine.suggest import describe, explain
-from engine.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",

@@ -6,7 +6,7 @@ The interpreter asks `route_for(state, verdict)` after every step; lint asks
 
 from __future__ import annotations
 
-from engine.model import CURRENT, FALLBACKS, SUBLOOP_VERDICTS, State
+from engine.model.loop import CURRENT, FALLBACKS, SUBLOOP_VERDICTS, State
 
 # Verdicts of a state whose action either worked or failed, with no evaluator (a `next:` state).
 STEP_VERDICTS = frozenset({"yes", "error"})

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from engine.errors import Diagnostic
+from engine.model.errors import Diagnostic
 
 PathKey = tuple[str | int, ...]
 Position = tuple[int, int]

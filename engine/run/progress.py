@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, TextIO
 
-from engine.ports import Recorder
+from engine.model.ports import Recorder
 
 Mode = Literal["live", "lines", "quiet"]
 

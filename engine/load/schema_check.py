@@ -8,7 +8,7 @@ reason a rule exists). Tests keep it honest: the schema is checked against the 2
 metaschema, may only use supported keywords, and this validator must agree with
 `jsonschema.Draft202012Validator` on a corpus of loops and on generated mutations of them.
 
-`violations(data)` returns every failure; `engine.suggest.explain` turns them into diagnostics.
+`violations(data)` returns every failure; `engine.load.suggest.explain` turns them into diagnostics.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from engine.resources import schema_path
+from engine.load.resources import schema_path
 
 PathKey = tuple[str | int, ...]
 Schema = Mapping[str, Any] | bool

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from engine.errors import UsageError
+from engine.model.errors import UsageError
 
 # ID like FEAT-919, BUG-12, ENH-3415 (letters, a dash, digits).
 _ID_RE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z]{2,12}-\d+)(?![A-Za-z0-9])")

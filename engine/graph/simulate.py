@@ -3,8 +3,8 @@
 `simulate` answers "where does this loop go if every check says no?" before a token or a second
 is spent. It applies the interpreter's rules exactly (DESIGN §3): the terminal check comes
 before the budget check, `on_max_steps` runs once when the budget is spent, routing uses
-`engine.routing.route_for`, and a retry is an entry along a retry edge
-(`engine.graph.retry_edges`), counted against `max_retries` and redirected to
+`engine.graph.routing.route_for`, and a retry is an entry along a retry edge
+(`engine.graph.loop_graph.retry_edges`), counted against `max_retries` and redirected to
 `on_retry_exhausted` when exceeded; any other entry resets the count.
 
 Scenarios pick each state's verdict from the state's closed verdict set:
@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from engine.errors import UsageError
-from engine.graph import compile_graph, retry_edges
-from engine.model import CURRENT, Loop, State
-from engine.ports import EXIT_CODES, Outcome
-from engine.routing import possible_verdicts, route_for
+from engine.graph.loop_graph import compile_graph, retry_edges
+from engine.graph.routing import possible_verdicts, route_for
+from engine.model.errors import UsageError
+from engine.model.loop import CURRENT, Loop, State
+from engine.model.ports import EXIT_CODES, Outcome
 
 _FAVOURABLE = ("yes", "target", "progress")
 _UNFAVOURABLE = ("no", "stall", "progress")

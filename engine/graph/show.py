@@ -1,7 +1,8 @@
 """Render a loop's compiled graph for people: a text table, Mermaid, Graphviz dot, or JSON.
 
-Pure functions from (loop, graph) to text. Retry edges (back edges of the depth-first walk from
-`initial`, see `engine.graph.retry_edges`) are marked `↺ retry`; terminals show their outcome.
+Pure functions from (loop, graph) to text. Retry edges (back edges of the depth-first walk
+from `initial`, see `engine.graph.loop_graph.retry_edges`) are marked `↺ retry`; terminals
+show their outcome.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from engine.graph import Edge, LoopGraph, compile_graph, retry_edges
-from engine.model import Loop, State
+from engine.graph.loop_graph import Edge, LoopGraph, compile_graph, retry_edges
+from engine.model.loop import Loop, State
 
 RETRY_MARK = "↺ retry"
 OUTCOME_MARK = {"success": "✓ success", "failure": "✗ failure"}

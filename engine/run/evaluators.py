@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from engine.model import Evaluate
-from engine.ports import ActionResult, Verdict
+from engine.model.loop import Evaluate
+from engine.model.ports import ActionResult, Verdict
 
 Evaluator = Callable[[Evaluate, "Judged"], Verdict]
 

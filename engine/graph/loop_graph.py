@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
-from engine.model import Loop
+from engine.model.loop import Loop
 
 if TYPE_CHECKING:
     import networkx

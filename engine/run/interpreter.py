@@ -19,12 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.actions import ActionRunner
-from engine.errors import InterpolationError
-from engine.evaluators import Judged, crash_verdict, error, judge, step_verdict
-from engine.graph import compile_graph, retry_edges
-from engine.model import Evaluate, Loop, State
-from engine.ports import (
+from engine.graph.loop_graph import compile_graph, retry_edges
+from engine.model.errors import InterpolationError
+from engine.model.loop import Evaluate, Loop, State
+from engine.model.ports import (
     ActionResult,
     LlmServices,
     Outcome,
@@ -33,7 +31,9 @@ from engine.ports import (
     TerminatedBy,
     Verdict,
 )
-from engine.subloop import route_verdict
+from engine.run.actions import ActionRunner
+from engine.run.evaluators import Judged, crash_verdict, error, judge, step_verdict
+from engine.run.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
@@ -435,19 +435,19 @@ class Namespaces:
     def render_shell(self, template: str) -> str:
         if "${" not in template:
             return template
-        from engine.interpolate import render_shell
+        from engine.shell.interpolate import render_shell
 
         return render_shell(template, self.mapping())
 
     def render_text(self, template: str) -> str:
         if "${" not in template:
             return template
-        from engine.interpolate import render_text
+        from engine.shell.interpolate import render_text
 
         return render_text(template, self.mapping())
 
     def value(self, expression: str) -> Any:
-        from engine.interpolate import evaluate
+        from engine.shell.interpolate import evaluate
 
         return evaluate(expression, self.mapping())
 

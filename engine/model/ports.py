@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from engine.model import Evaluate, Loop, State
+from engine.model.loop import Evaluate, Loop, State
 
 Outcome = Literal["success", "failure", "inconclusive", "error"]
 TerminatedBy = Literal["terminal", "max_steps", "timeout", "error", "max_cost", "stopped"]

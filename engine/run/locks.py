@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from engine.errors import LockConflict
+from engine.model.errors import LockConflict
 
 LEASE_ENV = "LL_LOCK_LEASE"
 PATHS_ENV = "LL_LOCK_PATHS"

@@ -1,8 +1,9 @@
 """The loaded loop: frozen, typed, no dicts of unknown shape after loading.
 
-`engine.load` builds these from YAML that already passed the JSON Schema; everything downstream
-(graph, lint, interpreter, show) reads only these types. Field names follow the YAML keys, except
-`with_` (a Python keyword) and `routes` (the `on_<verdict>` shorthands gathered in one mapping).
+`engine.load.loader` builds these from YAML that already passed the JSON Schema; everything
+downstream (graph, lint, interpreter, show) reads only these types. Field names follow the YAML
+keys, except `with_` (a Python keyword) and `routes` (the `on_<verdict>` shorthands gathered in
+one mapping).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import json
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from engine.errors import Diagnostic
-from engine.schema_check import Violation
-from engine.yaml_positions import PathKey, Positions
+from engine.load.schema_check import Violation
+from engine.load.yaml_positions import PathKey, Positions
+from engine.model.errors import Diagnostic
 
 
 class Unsupported(NamedTuple):
@@ -448,7 +448,7 @@ def _unknown_hint(key: str, allowed: list[str], place: str, guess: str | None) -
 
 def _belongs_elsewhere(key: str, place: str) -> str:
     """A key written one level off: routes inside evaluate:, a pattern beside it, and so on."""
-    from engine.schema_check import load_schema
+    from engine.load.schema_check import load_schema
 
     defs = load_schema()["$defs"]
     is_route = key.startswith("on_") and key not in ("on_max_steps",)

@@ -22,10 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.actions import signal_group
-from engine.errors import UsageError
-from engine.locks import holders, process_alive
-from engine.runstore import read_state
+from engine.model.errors import UsageError
+from engine.run.actions import signal_group
+from engine.run.locks import holders, process_alive
+from engine.run.runstore import read_state
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
 RUNS_DIR = Path(".loops") / "runs"

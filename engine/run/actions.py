@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from engine.ports import ActionResult
+from engine.model.ports import ActionResult
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
 GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the action's process group
