@@ -56,7 +56,10 @@ def sdk_states(loop: Loop) -> list[str]:
     """States that call the Messages API: judges, and prompt states whose runner is `anthropic`."""
     names = []
     for state in loop.states.values():
-        judge = state.evaluate is not None and state.evaluate.type == "llm_structured"
+        spec = state.evaluate
+        judge = spec is not None and (
+            spec.type == "llm_structured" or any(j.uses_llm for j in spec.judges)
+        )
         prompt_sdk = (
             state.action_type == "prompt"
             and split_runner(settings.prompt_runner(state, loop))[0] == "anthropic"

@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from engine.load.gcpause import collector_paused
+from engine.load.judges import build_dimensions, build_judge_list, judge_list_problems
 from engine.load.schema_check import violations
 from engine.load.suggest import describe, explain
 from engine.load.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
 from engine.model.errors import Diagnostic, LoadError
+from engine.model.judges import DEFAULT_DIMENSIONS
 from engine.model.loop import (
     EMPTY,
-    Dimension,
     Evaluate,
     LlmConfig,
     Loop,
@@ -117,6 +119,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         return None, positions, [_not_a_mapping(data, positions, file)]
     problems = explain(violations(data), positions, file)
     problems += _pattern_problems(data, positions, file)
+    problems += _judge_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
@@ -162,12 +165,25 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     return out
 
 
+def _judge_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
+    """What the schema cannot say about an assessment's judges (two kinds in one judge, ...)."""
+    out = []
+    states = data.get("states")
+    for name, state in states.items() if isinstance(states, dict) else ():
+        evaluate = state.get("evaluate") if isinstance(state, dict) else None
+        if isinstance(evaluate, dict) and evaluate.get("type") == "assessment":
+            out += judge_list_problems(evaluate, ("states", name, "evaluate"), positions, file)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Model building: data already passed the schema, so shapes and types are known.
 
 
 def _build_loop(data: dict[str, Any], positions: Positions, source: str) -> Loop:
-    states = {name: _build_state(name, body, positions) for name, body in data["states"].items()}
+    states = {
+        name: _build_state(name, body, positions, source) for name, body in data["states"].items()
+    }
     scope = data.get("scope")
     return Loop(
         name=data["name"],
@@ -193,7 +209,7 @@ def _build_loop(data: dict[str, Any], positions: Positions, source: str) -> Loop
     )
 
 
-def _build_state(name: str, body: dict[str, Any], positions: Positions) -> State:
+def _build_state(name: str, body: dict[str, Any], positions: Positions, source: str = "") -> State:
     line, column = positions.of(("states", name))
     routes = {
         key[3:]: target
@@ -202,7 +218,14 @@ def _build_state(name: str, body: dict[str, Any], positions: Positions) -> State
     }
     route = body.get("route")
     action_type = body.get("action_type", "shell")
-    evaluate = _build_evaluate(body["evaluate"]) if "evaluate" in body else None
+    evaluate = None
+    if "evaluate" in body:
+        evaluate = _build_evaluate(body["evaluate"])
+        if evaluate.type == "assessment":
+            judges = build_judge_list(
+                body["evaluate"], ("states", name, "evaluate"), positions, source
+            )
+            evaluate = replace(evaluate, judges=judges)
     if evaluate is None and _needs_implicit_evaluator(body, routes):
         if action_type == "prompt":
             evaluate = Evaluate(type="llm_structured", prompt=DEFAULT_JUDGE_PROMPT, implicit=True)
@@ -249,7 +272,8 @@ def _needs_implicit_evaluator(body: dict[str, Any], routes: dict[str, str]) -> b
 
 def _build_evaluate(body: dict[str, Any]) -> Evaluate:
     fields: dict[str, Any] = {"type": body["type"]}
-    for key in ("source", "pattern", "operator", "path", "previous", "prompt", "model"):
+    text_keys = ("source", "pattern", "operator", "path", "previous", "prompt", "model")
+    for key in (*text_keys, "reasoning"):
         if key in body:
             fields[key] = body[key]
     for key in ("ignore_exit_code", "negate"):
@@ -258,7 +282,7 @@ def _build_evaluate(body: dict[str, Any]) -> Evaluate:
     for key in ("direction", "line"):
         if key in body:
             fields[key] = body[key]
-    for key in ("samples", "reviewers", "max_tokens"):
+    for key in ("samples", "reviewers", "max_tokens", "concurrency"):
         if key in body:
             fields[key] = int(body[key])
     for key in ("tolerance", "min_confidence", "threshold", "temperature"):
@@ -269,10 +293,15 @@ def _build_evaluate(body: dict[str, Any]) -> Evaluate:
     if "verdicts" in body:
         fields["verdicts"] = tuple(body["verdicts"])
     if "dimensions" in body:
-        fields["dimensions"] = tuple(
-            Dimension(d["name"], d.get("description", ""), float(d["weight"]))
-            for d in body["dimensions"]
-        )
+        fields["dimensions"] = build_dimensions(body["dimensions"])
+    elif body["type"] == "llm_structured" and ("threshold" in body or "reviewers" in body):
+        # A threshold (or reviewers) asks for a score: review with the default dimensions
+        # instead of ignoring it (see docs/judges.md).
+        fields["dimensions"] = DEFAULT_DIMENSIONS
+    if "annotations" in body:
+        fields["annotations"] = _frozen(body["annotations"])
+    if "outputs" in body:
+        fields["outputs"] = tuple(body["outputs"])
     return Evaluate(**fields)
 
 

@@ -31,7 +31,7 @@ VALIDATION_KEYWORDS = frozenset(
         "type", "enum", "const",
         "properties", "patternProperties", "additionalProperties", "propertyNames",
         "required", "dependentRequired", "minProperties",
-        "items", "minItems", "uniqueItems",
+        "items", "minItems", "maxItems", "uniqueItems",
         "minLength", "pattern",
         "minimum", "maximum", "exclusiveMinimum",
         "$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
@@ -158,7 +158,7 @@ class _Validator:
 
     def _resolve(self, ref: str) -> Schema:
         if not ref.startswith("#"):
-            raise ValueError(f"only local $ref is supported, got {ref!r}")
+            raise ValueError(f"only local $ref is supported here, got {ref!r}")
         node: Any = self.root
         for part in ref[1:].split("/")[1:]:
             node = node[part.replace("~1", "/").replace("~0", "~")]
@@ -196,7 +196,7 @@ class _Validator:
             if out is None:
                 return False
         if "$ref" in schema:
-            ok = self.check(value, self.resolve(schema["$ref"]), path, out, reason) and ok
+            ok = self.check_ref(value, schema["$ref"], path, out, reason) and ok
             if not ok and out is None:
                 return False
         if isinstance(value, dict):
@@ -222,6 +222,18 @@ class _Validator:
         if _COMBINATORS.isdisjoint(schema):
             return ok
         return self.check_combinators(value, schema, path, out, reason) and ok
+
+    def check_ref(
+        self, value: Any, ref: str, path: PathKey, out: list[Violation] | None, reason: str
+    ) -> bool:
+        """Follow a `$ref`: `#/$defs/x` in this schema, or `other.schema.json#/$defs/x` in a
+        sibling shipped schema (its own local refs then resolve inside it), so a suite schema can
+        reuse the loop schema's judge definitions."""
+        if ref.startswith("#"):
+            return self.check(value, self.resolve(ref), path, out, reason)
+        name, _, pointer = ref.partition("#")
+        other = _validator_for(name)
+        return other.check(value, other.resolve("#" + pointer), path, out, reason)
 
     def check_object(
         self,
@@ -306,6 +318,8 @@ class _Validator:
         ok = True
         if "minItems" in schema and len(value) < schema["minItems"]:
             ok = self.fail(out, schema, reason, "minItems", path, value, schema["minItems"])
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            ok = self.fail(out, schema, reason, "maxItems", path, value, schema["maxItems"])
         if schema.get("uniqueItems"):
             for index, item in enumerate(value):
                 if any(json_equal(item, earlier) for earlier in value[:index]):
@@ -368,6 +382,12 @@ class _Validator:
             if branch in schema and not self.check(value, schema[branch], path, out, reason):
                 ok = False
         return ok
+
+
+@cache
+def _validator_for(name: str) -> _Validator:
+    """The validator of the shipped schema file `name` (for references across files)."""
+    return _Validator(load_schema(name))
 
 
 _QUICK: dict[int, Any] = {}

@@ -59,6 +59,8 @@ def place_of(path: PathKey) -> str:
         return "evaluate"
     if len(path) == 5 and path[0] == "states" and path[3] == "dimensions":
         return "dimension"
+    if len(path) >= 2 and isinstance(path[-1], int) and path[-2] in _JUDGE_LISTS:
+        return _JUDGE_LISTS[str(path[-2])]
     if path == ("llm",):
         return "llm"
     if len(path) == 2 and path[0] == "parameters":
@@ -71,6 +73,10 @@ def place_of(path: PathKey) -> str:
         return "route"
     return "mapping"
 
+
+# A judge list's entries (in a loop's assessment, or a suite): their place names.
+_JUDGE_LISTS = {"judges": "judge", "expectations": "expectation", "metrics": "metric"}
+_JUDGE_KINDS = "use builtin:, check:, prompt: (or prompt_file:, llm_rubric:) or module: + function:"
 
 _SUBLOOP = "run the other loop as a sub-loop state instead (`loop: NAME` with `with:`)"
 _STEPS = (
@@ -165,6 +171,28 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
     ),
     ("state", "params"): Unsupported(
         "params is not supported: use with", "with: passes values to the sub-loop's parameters"
+    ),
+    ("expectation", "path"): Unsupported(
+        "path is not supported in an expectation: use paths",
+        "file_exists takes a list: paths: [dist/index.js]",
+    ),
+    ("expectation", "prompt"): Unsupported(
+        "prompt is not supported in an expectation: use criteria",
+        "an llm_review asks its question in criteria:; a templated LLM judge goes under judges: "
+        "with prompt:",
+    ),
+    ("expectation", "expectExitCode"): Unsupported(
+        "expectExitCode is not supported: test and script checks pass on exit code 0",
+        "make the command exit 0 on success, e.g. `! grep -q ERROR build.log`",
+    ),
+    ("judge", "type"): Unsupported(
+        "type is not a key of a judge: its kind follows from its fields",
+        f"{_JUDGE_KINDS}; Polpo-style typed checks (test, script, ...) go under expectations:",
+    ),
+    ("judge", "criteria"): Unsupported(
+        "criteria is not supported in judges: (it belongs to an llm_review expectation)",
+        "write the criterion as prompt: (a template) or llm_rubric: (one line), or move the "
+        "entry under expectations: with type: llm_review",
     ),
     ("evaluate", "criteria"): Unsupported(
         "criteria is not supported: use prompt",
@@ -304,6 +332,8 @@ def _explain(v: Violation) -> list[_Explained]:
         return [
             ("F015", f"{where} must be {relation} {v.detail}, got {v.value}", hint, v.path, True)
         ]
+    if kind == "maxItems":
+        return [("F015", f"{where} must have at most {v.detail} entries", "", v.path, True)]
     if kind in ("minLength", "minItems", "minProperties"):
         return [("F015", f"{where} must not be empty", _empty_hint(v.path), v.path, True)]
     if kind == "pattern":

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from engine.model.judges import Judge
 
 ActionType = Literal["shell", "prompt"]
 
@@ -27,8 +30,12 @@ VERDICTS: Mapping[str, frozenset[str]] = MappingProxyType(
         "output_json": frozenset({"yes", "no", "error"}),
         "convergence": frozenset({"target", "progress", "stall", "error"}),
         "llm_structured": frozenset({"yes", "no", "partial", "blocked", "cannot_judge", "error"}),
+        "assessment": frozenset({"yes", "no", "error"}),
     }
 )
+# A rubric judge (llm_structured with dimensions) compares a score with a threshold: it never
+# answers partial, blocked or cannot_judge.
+RUBRIC_VERDICTS = frozenset({"yes", "no", "error"})
 
 # Where an unrouted verdict falls back to when no `route` table is used (DESIGN §3 Routing).
 FALLBACKS: Mapping[str, str] = MappingProxyType(
@@ -87,6 +94,7 @@ class Dimension:
     name: str
     description: str
     weight: float
+    rubric: Mapping[str, str] = field(default_factory=_empty)  # "1".."5" -> what it means
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +128,19 @@ class Evaluate:
     max_tokens: int | None = None
     temperature: float | None = None
     implicit: bool = False  # True when defaulted on a prompt state without `evaluate:`
+    # assessment (see engine.model.judges)
+    judges: tuple[Judge, ...] = ()
+    concurrency: int | None = None
+    reasoning: str | int | None = None
+    annotations: Mapping[str, Any] = field(default_factory=_empty)
+    outputs: tuple[str, ...] = ()
 
     def verdict_set(self) -> frozenset[str]:
         """The closed set of verdicts this evaluator can produce."""
         if self.type == "classify":
             return frozenset(self.verdicts) | {"error"}
+        if self.type == "llm_structured" and self.dimensions:
+            return RUBRIC_VERDICTS
         return VERDICTS[self.type]
 
 
@@ -200,9 +216,11 @@ class Loop:
         return [s for s in self.states.values() if s.terminal]
 
     def uses_llm(self) -> bool:
-        """True when any state needs an LLM: a prompt action or an llm_structured judge."""
+        """True when any state needs an LLM: a prompt action, an llm_structured judge, or an
+        assessment with an LLM judge."""
         return any(
             s.action_type == "prompt"
             or (s.evaluate is not None and s.evaluate.type == "llm_structured")
+            or (s.evaluate is not None and any(j.uses_llm for j in s.evaluate.judges))
             for s in self.states.values()
         )
