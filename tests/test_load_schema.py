@@ -280,6 +280,15 @@ def test_every_reference_key_gets_a_not_supported_hint(place: str, key: str) -> 
         "evaluate": MINIMAL.replace(
             "next: done", f"next: done\n    evaluate: {{type: llm_structured, prompt: p, {key}: 1}}"
         ),
+        "expectation": MINIMAL.replace(
+            "next: done",
+            "next: done\n    evaluate: {type: assessment, expectations: "
+            f"[{{type: script, command: 'true', {key}: 1}}]}}",
+        ),
+        "judge": MINIMAL.replace(
+            "next: done",
+            f"next: done\n    evaluate: {{type: assessment, judges: [{{name: j, check: x, {key}: 1}}]}}",
+        ),
     }
     d = one(snippets[place], "F013")
     assert d.message == UNSUPPORTED[(place, key)].message

@@ -9,20 +9,22 @@ runners and limits, and wires the gateway (log, replay, cache, prices, events).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from engine.llm import settings
 from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
 from engine.llm.client import AnthropicClient
-from engine.llm.gateway import CallTag, LlmGateway
+from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.llm.judge import JudgeSettings, judge_structured
 from engine.llm.prices import load_prices
 from engine.llm.rubric import judge_rubric
 from engine.llm.runners import PromptCall, resolve_runner
 from engine.model.errors import LoopError
 from engine.model.loop import Evaluate, Loop, State
-from engine.model.ports import ActionResult, Recorder, Verdict
+from engine.model.ports import ActionResult, MessagesReply, Recorder, Validator, Verdict
 
 
 def project_root(run_dir: Path | None) -> Path | None:
@@ -115,6 +117,9 @@ class RunLlmServices:
         built = self.gateway.built
         return built.cost_by_state() if built is not None else {}
 
+    def messages(self, state: State) -> TaggedMessages:
+        return TaggedMessages(self.gateway, self._tag(state))
+
     def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict:
         try:
             gateway = self.gateway()
@@ -142,6 +147,60 @@ class RunLlmServices:
             return runner.run(prompt, call)
         except LoopError as exc:  # the gateway could not be built (price table, replay log)
             return ActionResult(exit_code=None, spawn_error=exc.message)
+
+
+@dataclass(frozen=True)
+class TaggedMessages:
+    """`MessagesPort` over a (lazily built) gateway: every call carries one tag (state, depth,
+    step), so the judges of a state are logged, priced and evented as that state's."""
+
+    gateway: Callable[[], LlmGateway]
+    tag: CallTag = field(default_factory=CallTag)
+
+    def call(
+        self,
+        request: Mapping[str, Any],
+        *,
+        sample: int = 0,
+        purpose: str = "judge",
+        validate: Validator | None = None,
+    ) -> MessagesReply:
+        try:
+            gateway = self.gateway()
+        except LoopError as exc:  # a bad price table or replay log: an answer, never a raise
+            return CallResult("error", None, exc.message, "", str(request.get("model", "")))
+        return gateway.call(
+            request, sample=sample, tag=self.tag, purpose=purpose, validate=validate
+        )
+
+
+def messages_port(
+    *,
+    run_dir: Path | None = None,
+    recorder: Recorder | None = None,
+    replay_from: Path | None = None,
+    cache: bool = False,
+    tag: CallTag | None = None,
+) -> TaggedMessages:
+    """A `MessagesPort` outside a loop (a suite, a script): its own gateway, built on first use."""
+    built: list[LlmGateway] = []
+    lock = threading.Lock()
+
+    def lazy() -> LlmGateway:
+        with lock:
+            if not built:
+                built.append(
+                    build_gateway(
+                        loop=None,
+                        run_dir=run_dir,
+                        recorder=recorder,
+                        replay_from=replay_from,
+                        cache=cache,
+                    )
+                )
+            return built[0]
+
+    return TaggedMessages(lazy, tag or CallTag())
 
 
 def judge_with(

@@ -110,6 +110,33 @@ def judge_max_chars() -> int:
     return _env_positive_int("LL_JUDGE_MAX_CHARS", DEFAULT_JUDGE_MAX_CHARS)
 
 
+# Extended-thinking budgets (tokens) of the named judge reasoning levels.
+REASONING_LEVELS = {"low": 1024, "medium": 4096, "high": 16384}
+
+
+def judge_reasoning(*candidates: str | int | None) -> int | None:
+    """The thinking budget of a judge: the first set of `candidates` (judge, then its
+    assessment), else `LL_JUDGE_REASONING`; None when off. A value that is not off, low,
+    medium, high or a whole number >= 1024 raises ValueError naming it."""
+    chosen: str | int | None = next((c for c in candidates if c not in (None, "")), None)
+    source = "reasoning"
+    if chosen is None:
+        chosen, source = _env("LL_JUDGE_REASONING"), "LL_JUDGE_REASONING"
+    if chosen is None or chosen == "off":
+        return None
+    if isinstance(chosen, str) and chosen.strip().lower() in REASONING_LEVELS:
+        return REASONING_LEVELS[chosen.strip().lower()]
+    try:
+        budget = int(chosen)
+    except (TypeError, ValueError):
+        budget = 0
+    if budget < 1024:
+        raise ValueError(
+            f"{source}={chosen!r} is not off, low, medium, high or a thinking budget >= 1024"
+        )
+    return budget
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with jitter, bounded by attempts and by total time spent waiting.

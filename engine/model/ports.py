@@ -6,7 +6,7 @@ tested without IO and each IO part can be tested for real on its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -31,6 +31,9 @@ class ActionResult:
     spawn_error: str | None = None
     output_path: str | None = None
     cost_usd: float = 0.0
+    # An agent CLI's streamed events, parsed (conversation, tool_calls, events, token_usage,
+    # cost_usd, num_turns): set when a prompt action's runner printed such a stream.
+    trace: Mapping[str, Any] | None = None
 
     @property
     def crashed(self) -> bool:
@@ -95,6 +98,47 @@ class Recorder(Protocol):
     def emit(self, event: str, **fields: Any) -> None: ...
 
 
+class CommandPort(Protocol):
+    """Runs a judge's command (test, script, metric) in the workspace; never raises."""
+
+    def run_command(self, command: str, *, timeout: float | None, label: str) -> ActionResult: ...
+
+
+class MessagesReply(Protocol):
+    """One Messages API call as a judge sees it: `status` ok / invalid / error."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def body(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def cost_usd(self) -> float: ...
+
+    @property
+    def timed_out(self) -> bool: ...
+
+
+Validator = Callable[[Mapping[str, Any]], "str | None"]
+
+
+class MessagesPort(Protocol):
+    """Sends one Messages API request for a judge (logged, priced, replayable); never raises."""
+
+    def call(
+        self,
+        request: Mapping[str, Any],
+        *,
+        sample: int = 0,
+        purpose: str = "judge",
+        validate: Validator | None = None,
+    ) -> MessagesReply: ...
+
+
 class LlmServices(Protocol):
     """The LLM layer as the interpreter sees it: judge a text, or run a prompt action."""
 
@@ -109,4 +153,8 @@ class LlmServices(Protocol):
 
     def bind(self, *, depth: int = 0, step: int | None = None) -> LlmServices:
         """A view whose `llm_call` events carry this depth and step."""
+        ...
+
+    def messages(self, state: State) -> MessagesPort:
+        """Raw Messages calls for the judges of `state` (its events and costs carry it)."""
         ...

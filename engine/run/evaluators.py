@@ -1,274 +1,30 @@
-"""Deterministic evaluators: turn an action's result into a verdict (pure, no IO).
+"""The deterministic evaluators moved to `engine.judges.evaluators` (each is also a builtin judge);
+this module keeps the old import path working."""
 
-Each evaluator is a small function registered by name with `@evaluator("type")`, so a YAML
-`type:` maps to code without an if/elif ladder. `judge()` applies the rules every evaluator shares
-(DESIGN §3): a crashed action (timed out, unspawnable, killed by a signal) is `error` before any
-evaluator runs, and a non-zero exit is `error` for content evaluators unless `ignore_exit_code`.
-`llm_structured` is not here: it is IO and lives behind `LlmServices.judge`.
-"""
+from engine.judges.evaluators import (
+    Evaluator,
+    Judged,
+    crash_verdict,
+    error,
+    evaluator,
+    json_path,
+    judge,
+    parse_number,
+    registered,
+    step_verdict,
+    to_json_text,
+)
 
-from __future__ import annotations
-
-import json
-import math
-import operator as op
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
-
-from engine.model.loop import Evaluate
-from engine.model.ports import ActionResult, Verdict
-
-Evaluator = Callable[[Evaluate, "Judged"], Verdict]
-
-_REGISTRY: dict[str, Evaluator] = {}
-
-_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
-    "eq": op.eq,
-    "ne": op.ne,
-    "lt": op.lt,
-    "le": op.le,
-    "gt": op.gt,
-    "ge": op.ge,
-}
-
-
-@dataclass(frozen=True)
-class Judged:
-    """What an evaluator looks at: the judged text (output or rendered `source`), the action's
-    result, the rendered `target`, and for `convergence` the previous value (None: none yet)."""
-
-    text: str
-    result: ActionResult
-    target: Any = None
-    previous: Any = None
-
-
-def evaluator(name: str) -> Callable[[Evaluator], Evaluator]:
-    """Register an evaluator function under its YAML `type` name."""
-
-    def register(func: Evaluator) -> Evaluator:
-        _REGISTRY[name] = func
-        return func
-
-    return register
-
-
-def registered() -> frozenset[str]:
-    """The evaluator types this module implements."""
-    return frozenset(_REGISTRY)
-
-
-def error(reason: str, **details: Any) -> Verdict:
-    return Verdict("error", {"reason": reason, **details})
-
-
-def judge(spec: Evaluate, judged: Judged) -> Verdict:
-    """The verdict of a deterministic evaluator, with the shared crash / exit-code rules."""
-    result = judged.result
-    if result.crashed:
-        return crash_verdict(result)
-    func = _REGISTRY.get(spec.type)
-    if func is None:
-        return error(f"evaluator {spec.type!r} cannot run here")
-    if spec.type != "exit_code" and result.exit_code != 0 and not spec.ignore_exit_code:
-        return error(
-            f"action exited with code {result.exit_code}; content was not judged "
-            "(set ignore_exit_code: true to judge it anyway)",
-            exit_code=result.exit_code,
-        )
-    return func(spec, judged)
-
-
-def crash_verdict(result: ActionResult) -> Verdict:
-    """A timed-out, unspawnable or signal-killed action: `error`, never judged."""
-    details: dict[str, Any] = {"reason": result.failure_reason()}
-    if result.timed_out:
-        details["timed_out"] = True
-    if result.signal is not None:
-        details["signal"] = result.signal
-    return Verdict("error", details)
-
-
-def step_verdict(result: ActionResult) -> Verdict:
-    """A state without an evaluator (a `next:` step): it worked (yes) or it failed (error)."""
-    if result.crashed:
-        return crash_verdict(result)
-    if result.exit_code != 0:
-        return error(result.failure_reason(), exit_code=result.exit_code)
-    return Verdict("yes", {"exit_code": 0})
-
-
-@evaluator("exit_code")
-def exit_code(spec: Evaluate, judged: Judged) -> Verdict:
-    """0 → yes, 1 → no, anything else → error."""
-    code = judged.result.exit_code
-    if code == 0:
-        return Verdict("yes", {"exit_code": 0})
-    if code == 1:
-        return Verdict("no", {"exit_code": 1})
-    return error(f"action exited with code {code} (only 0 and 1 are verdicts)", exit_code=code)
-
-
-@evaluator("output_contains")
-def output_contains(spec: Evaluate, judged: Judged) -> Verdict:
-    """yes when `pattern` (a regex) matches somewhere in the text; `negate` flips it."""
-    try:
-        pattern = _regex(spec.pattern or "")
-    except re.error as exc:
-        return error(f"invalid regular expression {spec.pattern!r}: {exc}")
-    match = pattern.search(judged.text)
-    found = match is not None
-    details: dict[str, Any] = {"pattern": spec.pattern, "matched": found}
-    if match is not None:
-        details["match"] = match.group(0)[:200]
-    if spec.negate:
-        details["negate"] = True
-    return Verdict("yes" if found != spec.negate else "no", details)
-
-
-@evaluator("output_numeric")
-def output_numeric(spec: Evaluate, judged: Judged) -> Verdict:
-    """The whole trimmed text is a number, compared with `target` by `operator`."""
-    numbers = _output_and_target(judged)
-    if isinstance(numbers, Verdict):
-        return numbers
-    value, target = numbers
-    return _compare(spec.operator or "eq", value, target)
-
-
-@evaluator("output_json")
-def output_json(spec: Evaluate, judged: Judged) -> Verdict:
-    """The value at `path` (`.a.b.0`) of the JSON text, compared with `target`."""
-    try:
-        document = json.loads(judged.text)
-    except ValueError as exc:
-        return error(f"output is not JSON ({exc}): {_preview(judged.text)}")
-    found, value, why = json_path(document, spec.path or ".")
-    if not found:
-        return error(why, path=spec.path)
-    operator = spec.operator or "eq"
-    target = judged.target
-    if operator not in ("eq", "ne"):
-        number, limit = parse_number(value), parse_number(target)
-        if number is None or limit is None:
-            return error(
-                f"{operator} needs numbers, got {to_json_text(value)} and {to_json_text(target)}",
-                path=spec.path,
-            )
-        value, target = number, limit
-    return _compare(operator, value, target, path=spec.path)
-
-
-@evaluator("convergence")
-def convergence(spec: Evaluate, judged: Judged) -> Verdict:
-    """Within `tolerance` of `target` → target; better than `previous` → progress; else stall."""
-    numbers = _output_and_target(judged)
-    if isinstance(numbers, Verdict):
-        return numbers
-    value, target = numbers
-    details: dict[str, Any] = {"value": value, "target": target, "direction": spec.direction}
-    if abs(value - target) <= spec.tolerance:
-        return Verdict("target", {**details, "tolerance": spec.tolerance})
-    previous = None if judged.previous in (None, "") else parse_number(judged.previous)
-    if judged.previous not in (None, "") and previous is None:
-        return error(f"previous value is not a number: {judged.previous!r}")
-    if previous is None:
-        return Verdict("progress", {**details, "previous": None})
-    better = value < previous if spec.direction == "minimize" else value > previous
-    return Verdict("progress" if better else "stall", {**details, "previous": previous})
-
-
-@evaluator("classify")
-def classify(spec: Evaluate, judged: Judged) -> Verdict:
-    """The last (or first) non-empty line is the verdict; it must be a declared one."""
-    lines = [line.strip() for line in judged.text.splitlines() if line.strip()]
-    if not lines:
-        return error("output is empty: nothing to classify", verdicts=list(spec.verdicts))
-    line = lines[0] if spec.line == "first" else lines[-1]
-    if line in spec.verdicts:
-        return Verdict(line, {"line": line})
-    return error(
-        f"{_preview(line)} is not one of the declared verdicts",
-        line=line[:200],
-        verdicts=list(spec.verdicts),
-    )
-
-
-def json_path(document: Any, path: str) -> tuple[bool, Any, str]:
-    """Follow a dotted path with a leading dot (`.a.b.0`); (found, value, why-not)."""
-    value = document
-    walked = ""
-    for part in [p for p in path.split(".")[1:] if p]:
-        if isinstance(value, dict):
-            if part not in value:
-                keys = ", ".join(sorted(map(str, value))[:10]) or "none"
-                return False, None, f"no key {part!r} at {walked or '.'} (keys: {keys})"
-            value = value[part]
-        elif isinstance(value, list):
-            if not part.isdigit():
-                return False, None, f"{walked or '.'} is a list; {part!r} is not an index"
-            index = int(part)
-            if index >= len(value):
-                return False, None, f"index {index} out of range at {walked or '.'} "
-                f"(length {len(value)})"
-            value = value[index]
-        else:
-            return False, None, f"{walked or '.'} is {to_json_text(value)}, not an object or list"
-        walked += f".{part}"
-    return True, value, ""
-
-
-def parse_number(value: Any) -> float | None:
-    """A finite number from a number or a trimmed string; None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-    else:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def to_json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)[:200]
-
-
-def _compare(operator: str, value: Any, target: Any, **extra: Any) -> Verdict:
-    details: dict[str, Any] = {"value": value, "operator": operator, "target": target, **extra}
-    compare = _COMPARE.get(operator)
-    if compare is None:
-        return error(f"unknown operator {operator!r}", **details)
-    try:
-        passed = compare(value, target)
-    except TypeError:
-        return error(f"cannot compare {to_json_text(value)} with {to_json_text(target)}")
-    return Verdict("yes" if passed else "no", details)
-
-
-def _output_and_target(judged: Judged) -> tuple[float, float] | Verdict:
-    """The output and the target as numbers, or the error verdict naming the one that is not."""
-    value = parse_number(judged.text)
-    if value is None:
-        return error(f"output is not a number: {_preview(judged.text)}")
-    target = parse_number(judged.target)
-    if target is None:
-        return error(f"target is not a number: {judged.target!r}")
-    return value, target
-
-
-def _preview(text: str) -> str:
-    text = text.strip()
-    return repr(text if len(text) <= 80 else text[:77] + "...")
-
-
-@lru_cache(maxsize=128)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.MULTILINE)
+__all__ = [
+    "Evaluator",
+    "Judged",
+    "crash_verdict",
+    "error",
+    "evaluator",
+    "json_path",
+    "judge",
+    "parse_number",
+    "registered",
+    "step_verdict",
+    "to_json_text",
+]

@@ -32,7 +32,7 @@ from engine.model.ports import (
     Verdict,
 )
 from engine.run.actions import ActionRunner
-from engine.run.evaluators import Judged, crash_verdict, error, judge, step_verdict
+from engine.judges.evaluators import Judged, crash_verdict, error, judge, step_verdict
 from engine.run.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json

@@ -1,0 +1,60 @@
+"""The judge engine: checks, scores and reviews of one piece of work (docs/judges.md).
+
+Judges come from a loop's `evaluate: {type: assessment, ...}` or a suite, already normalised
+into `engine.model.judges.Judge` by the loader. This package runs them on an outputs record:
+
+- `build_record(...)` -> the outputs record (a dict) judges read;
+- `compile_judges(judges)` once, then `run_judge(judge, record, env)` per record (never raises)
+  or `assess(judges, record, env)` -> `Assessment` (verdict yes / no / error, every result);
+- `JudgeEnv` carries the IO ports (`CommandPort`, `MessagesPort`), `${...}` rendering and the
+  judge defaults; `JudgeResult` is one judge's value, pass/fail, rationale, evidence and cost;
+- `all_builtins()` / `find_builtin(name)` -> the registry (ours and `ll_loop.judges` plugins).
+
+Importing it stays light: jinja2 and the SDK load only when an LLM judge runs.
+"""
+
+from engine.judges.assess import (
+    Assessment,
+    CompiledJudge,
+    assess,
+    compile_judge,
+    compile_judges,
+    run_judge,
+    run_judges,
+    verdict_of,
+)
+from engine.judges.env import JudgeContext, JudgeEnv
+from engine.judges.record import OutputsRecord, build_record
+from engine.judges.registry import (
+    ENTRY_POINT_GROUP,
+    Argument,
+    Builtin,
+    all_builtins,
+    builtin,
+    find_builtin,
+)
+from engine.judges.result import JudgeError, Judgement, JudgeResult
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Argument",
+    "Assessment",
+    "Builtin",
+    "CompiledJudge",
+    "JudgeContext",
+    "JudgeEnv",
+    "JudgeError",
+    "JudgeResult",
+    "Judgement",
+    "OutputsRecord",
+    "all_builtins",
+    "assess",
+    "build_record",
+    "builtin",
+    "compile_judge",
+    "compile_judges",
+    "find_builtin",
+    "run_judge",
+    "run_judges",
+    "verdict_of",
+]

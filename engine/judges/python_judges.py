@@ -1,0 +1,130 @@
+"""Judges written in Python: inline `check` snippets, `module` + `function` callables, and the
+`if:` conditions every judge may have.
+
+A snippet is compiled once into `__check__(outputs, arguments, annotations, inputs, *, <argument
+names>)` with its line numbers moved to the file's, so an exception names the line of the loop
+file it happened on. A callable is imported from the project root (added to `sys.path`) and
+called as `function(outputs=..., **arguments)`. A condition is a Python expression evaluated
+without builtins over `outputs`, `annotations` and `inputs`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+from engine.judges.result import JudgeError
+from engine.load.judges import keyword_names, snippet_tree
+from engine.model.judges import Judge
+
+_IMPORT_LOCK = threading.Lock()
+_NO_BUILTINS: dict[str, Any] = {}
+
+
+def snippet_file(judge: Judge) -> str:
+    return judge.file or "<check>"
+
+
+def compile_check(judge: Judge) -> Callable[..., Any]:
+    """The snippet of a `check` judge as a function (compiled once per text and place)."""
+    names = tuple(keyword_names(judge.arguments))
+    return _compiled(judge.check or "", names, judge.check_line, snippet_file(judge))
+
+
+@lru_cache(maxsize=512)
+def _compiled(check: str, names: tuple[str, ...], first_line: int, file: str) -> Callable[..., Any]:
+    tree = snippet_tree(check, dict.fromkeys(names), first_line)
+    namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
+    exec(compile(tree, file, "exec"), namespace)
+    function: Callable[..., Any] = namespace["__check__"]
+    return function
+
+
+def check_runner(judge: Judge) -> Callable[[Any], Any]:
+    """`run(ctx)` for a check judge: the snippet called with the record and the arguments."""
+    function = compile_check(judge)
+    arguments = dict(judge.arguments)
+    keywords = {name: arguments[name] for name in keyword_names(arguments)}
+
+    def run(ctx: Any) -> Any:
+        return function(ctx.outputs, arguments, ctx.env.annotations, ctx.env.inputs, **keywords)
+
+    return run
+
+
+def where_it_failed(judge: Judge, exc: BaseException) -> str:
+    """`file:line` of the innermost snippet line in the traceback, else the judge's own place."""
+    file = snippet_file(judge)
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == file]
+    if lines and lines[-1]:
+        return f"{judge.file or '<loop>'}:{lines[-1]}"
+    return judge.where
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# module + function
+
+
+def callable_runner(judge: Judge) -> Callable[[Any], Any]:
+    """`run(ctx)` for a module judge: imported at its first run, from the project root."""
+    arguments = dict(judge.arguments)
+
+    def run(ctx: Any) -> Any:
+        function = load_callable(str(judge.module), str(judge.function), ctx.env.import_root)
+        return function(outputs=ctx.outputs, **arguments)
+
+    return run
+
+
+def load_callable(module: str, function: str, root: Path) -> Callable[..., Any]:
+    """`module.function`, importing `module` with `root` on `sys.path`; JudgeError when it
+    cannot be imported or has no such function."""
+    with _IMPORT_LOCK:
+        where = str(Path(root).resolve())
+        if where not in sys.path:
+            sys.path.insert(0, where)
+        try:
+            loaded = importlib.import_module(module)
+        except Exception as exc:
+            raise JudgeError(
+                f"cannot import module {module!r} from {where}: {describe(exc)}"
+            ) from None
+    found = getattr(loaded, function, None)
+    if not callable(found):
+        raise JudgeError(f"module {module!r} has no function {function!r}")
+    return found  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------------
+# if: conditions
+
+
+@lru_cache(maxsize=512)
+def compile_condition(expression: str, file: str = "<if>") -> CodeType:
+    """The `if:` expression compiled (SyntaxError when it does not parse)."""
+    return compile(expression.strip(), file, "eval")
+
+
+def condition_holds(
+    code: CodeType, outputs: Mapping[str, Any], annotations: Mapping[str, Any], inputs: Any
+) -> bool:
+    """Evaluate a compiled condition without builtins."""
+    scope = {
+        "__builtins__": _NO_BUILTINS,
+        "outputs": outputs,
+        "annotations": dict(annotations),
+        "inputs": dict(inputs) if isinstance(inputs, Mapping) else inputs,
+    }
+    return bool(eval(code, scope))
