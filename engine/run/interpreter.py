@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.graph.loop_graph import compile_graph, retry_edges
+from engine.judges.evaluators import Judged, crash_verdict, error, judge, step_verdict
 from engine.model.errors import InterpolationError
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import (
@@ -32,7 +33,6 @@ from engine.model.ports import (
     Verdict,
 )
 from engine.run.actions import ActionRunner
-from engine.judges.evaluators import Judged, crash_verdict, error, judge, step_verdict
 from engine.run.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
@@ -206,11 +206,16 @@ def run_state(
     """
     rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
     ns = Namespaces(loop, rs, rt, state)
+    before = None
+    if state.evaluate is not None and state.evaluate.type == "assessment":
+        from engine.run.assessment import before_action
+
+        before = before_action(loop, state, rt)  # what modified_files is measured against
     result, verdict = execute(loop, state, rs, rt, ns)
     if rt.stop.requested:
         return result, Verdict("error", {"reason": "stopped"}), True
     if verdict is None:
-        verdict = evaluate(loop, state, result, rs, rt, ns)
+        verdict = evaluate(loop, state, result, rs, rt, ns, before=before)
     rt.recorder.emit(
         "evaluate",
         depth=rt.depth,
@@ -278,7 +283,14 @@ def execute(
 
 
 def evaluate(
-    loop: Loop, state: State, result: ActionResult, rs: RunState, rt: Runtime, ns: Namespaces
+    loop: Loop,
+    state: State,
+    result: ActionResult,
+    rs: RunState,
+    rt: Runtime,
+    ns: Namespaces,
+    *,
+    before: Any = None,
 ) -> Verdict:
     """The verdict for a result: crashed → error; then the state's evaluator (or its default)."""
     if result.crashed:
@@ -308,6 +320,12 @@ def evaluate(
             spec = replace(spec, prompt=ns.render_text(spec.prompt))
     except InterpolationError as exc:
         return _interpolation_error(exc)
+    if spec.type == "assessment":
+        if result.exit_code != 0 and not spec.ignore_exit_code:
+            return step_verdict(result)
+        from engine.run.assessment import assess_state
+
+        return assess_state(loop, state, spec, result, text, rs, rt, ns, before)
     if spec.type == "llm_structured":
         if result.exit_code != 0 and not spec.ignore_exit_code:
             return step_verdict(result)
@@ -331,8 +349,11 @@ def remember(
 ) -> None:
     """Store the capture (if any) and `prev`, with outputs bounded in memory."""
     output, output_path = _bounded(result.output, result.output_path, state, rs, rt)
-    if state.capture and not state.is_subloop:
-        rs.captured[state.capture] = {
+    name = state.capture
+    if state.evaluate is not None and state.evaluate.type == "assessment":
+        name = name or state.name  # an assessment is always captured: its judges' results
+    if name and not state.is_subloop:
+        rs.captured[name] = {
             "output": output,
             "stderr": result.stderr[-CAPTURE_LIMIT:].rstrip("\n"),
             "exit_code": result.exit_code,
@@ -341,6 +362,8 @@ def remember(
             "verdict": verdict.name,
             "details": dict(verdict.details),
             **({"output_path": output_path} if output_path else {}),
+            **_judged(verdict),
+            **_traced(result),
         }
     rs.prev = {
         "state": state.name,
@@ -580,6 +603,29 @@ def _whole_output(result: ActionResult) -> str | Verdict:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return error(f"cannot read the action's output from {path}: {exc.strerror or exc}")
+
+
+def _judged(verdict: Verdict) -> dict[str, Any]:
+    """An assessment's judges in its capture: `captured.<state>.judges.<name>`, the failing
+    ones lowest-scoring first, and their feedback text (what a fix prompt reads)."""
+    details = verdict.details
+    if "judges" not in details:
+        return {}
+    return {key: details.get(key) for key in ("judges", "failing", "feedback")}
+
+
+def _traced(result: ActionResult) -> dict[str, Any]:
+    """What an agent CLI's event stream told about the work (the stream itself is not kept)."""
+    trace = result.trace
+    if not trace:
+        return {}
+    calls = [{"name": c.get("name"), "input": c.get("input")} for c in trace.get("tool_calls", [])]
+    return {
+        "cost_usd": trace.get("cost_usd", 0.0),
+        "num_turns": trace.get("num_turns", 0),
+        "token_usage": trace.get("token_usage", {}),
+        "tool_calls": calls[:200],
+    }
 
 
 def _interpolation_error(exc: InterpolationError) -> Verdict:
