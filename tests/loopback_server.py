@@ -3,7 +3,8 @@
 The LLM layer is tested through the real `anthropic` SDK talking HTTP to this server (DESIGN §7):
 no patching of the SDK or of our client. Each request to `POST /v1/messages` is answered by the
 next scripted `Reply` in the queue (or by `default`, a function of the request body when the queue
-is empty): tool-use or text answers, injected latency, 429 with `retry-after`, 500, 529, hangs past
+is empty): forced-tool answers, tool-use turns (`tool_use_reply`) or text answers, injected
+latency, 429 with `retry-after`, 500, 529, hangs past
 the client timeout, truncated bodies, malformed JSON. Every request is recorded with its arrival and
 completion times so tests can assert on retries and concurrency.
 
@@ -125,6 +126,47 @@ def verdict_reply(
     """A judge answer `{verdict, confidence, reason, evidence}` through the forced tool."""
     answer = {"verdict": verdict, "confidence": confidence, "reason": reason, "evidence": evidence}
     return tool_reply(answer, delay=delay, input_tokens=input_tokens, output_tokens=output_tokens)
+
+
+def tool_use_reply(
+    *calls: tuple[str, dict[str, Any]],
+    text: str = "",
+    delay: float = 0.0,
+    input_tokens: int = 100,
+    output_tokens: int = 20,
+) -> Script:
+    """An answer that chooses to call tools (a tool-use turn, not a forced tool): one
+    `tool_use` block per `(name, input)`, after an optional text block; `stop_reason: tool_use`.
+    The client answers with `tool_result` blocks in its next request (see `tool_results`)."""
+
+    def build(request: dict[str, Any]) -> Reply:
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        for name, given in calls:
+            content.append(
+                {"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": name, "input": given}
+            )
+        body = message(
+            content,
+            model=request.get("model", "claude-test"),
+            stop_reason="tool_use",
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
+        return Reply(body=body, delay=delay)
+
+    return build
+
+
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `tool_result` blocks of a request's last user message (what the client answered to
+    the previous tool-use turn), in order."""
+    messages = request.get("messages") or []
+    if not messages or messages[-1].get("role") != "user":
+        return []
+    content = messages[-1].get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def text_reply(

@@ -3,7 +3,9 @@
 - `anthropic`: one Messages call through the gateway (logged, priced, replayable); the output is
   the answer's text blocks joined.
 - `cmd:<command>`: an agent CLI such as `claude -p`, run with bash in its own process group, the
-  prompt on stdin and stdout as the output; on timeout the group gets SIGTERM, then SIGKILL.
+  prompt on stdin and stdout as the output; on timeout the group gets SIGTERM, then SIGKILL. When
+  it streams JSON events (`--output-format stream-json`), the output is its answer and the
+  result carries the trace and the agent's own cost (`engine.llm.agent_trace`).
 
 Runners are registered by name (`RUNNERS`), so `runner: cmd:...` maps to code without a ladder.
 """
@@ -19,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from engine.llm.agent_trace import parse_agent_stream
 from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult
 
@@ -147,13 +150,17 @@ class CommandRunner:
             out, err = _stop_group(process)
         duration = int((time.monotonic() - started) * 1000)
         code = process.returncode
+        output = out.decode("utf-8", "replace")
+        agent = parse_agent_stream(output)  # an agent CLI streaming JSON events
         return ActionResult(
-            output=out.decode("utf-8", "replace"),
+            output=agent.text if agent is not None else output,
             stderr=err.decode("utf-8", "replace"),
             exit_code=None if timed_out or code < 0 else code,
             duration_ms=duration,
             timed_out=timed_out,
             signal=-code if code < 0 and not timed_out else None,
+            cost_usd=agent.cost_usd if agent is not None else 0.0,
+            trace=agent.trace if agent is not None else None,
         )
 
 

@@ -21,7 +21,7 @@ from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.llm.judge import JudgeSettings, judge_structured
 from engine.llm.prices import load_prices
 from engine.llm.rubric import judge_rubric
-from engine.llm.runners import PromptCall, resolve_runner
+from engine.llm.runners import CommandRunner, PromptCall, resolve_runner
 from engine.model.errors import LoopError
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import ActionResult, MessagesReply, Recorder, Validator, Verdict
@@ -63,7 +63,12 @@ class RunGateway:
         self.loop, self.run_dir, self.recorder = loop, run_dir, recorder
         self.replay_from, self.cache = replay_from, cache
         self.built: LlmGateway | None = None
+        self.agent_cost = 0.0  # what agent CLIs (cmd: runners) reported spending
         self._lock = threading.Lock()
+
+    def add_agent_cost(self, cost: float) -> None:
+        with self._lock:
+            self.agent_cost += cost
 
     def __call__(self) -> LlmGateway:
         with self._lock:
@@ -110,8 +115,9 @@ class RunLlmServices:
 
     @property
     def cost_usd(self) -> float:
+        """The run's LLM spend: the Messages calls plus what agent CLIs reported."""
         built = self.gateway.built
-        return built.cost_usd if built is not None else 0.0
+        return (built.cost_usd if built is not None else 0.0) + self.gateway.agent_cost
 
     def cost_by_state(self) -> dict[str, float]:
         built = self.gateway.built
@@ -144,9 +150,12 @@ class RunLlmServices:
             tag=self._tag(state),
         )
         try:
-            return runner.run(prompt, call)
+            result = runner.run(prompt, call)
         except LoopError as exc:  # the gateway could not be built (price table, replay log)
             return ActionResult(exit_code=None, spawn_error=exc.message)
+        if isinstance(runner, CommandRunner) and result.cost_usd:
+            self.gateway.add_agent_cost(result.cost_usd)  # counts toward max_cost_usd
+        return result
 
 
 @dataclass(frozen=True)

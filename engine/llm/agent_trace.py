@@ -1,0 +1,114 @@
+"""An agent CLI's streamed JSON events, read into a trace (pure, no IO).
+
+`claude -p --output-format stream-json --verbose` prints one JSON object per line: `system`
+(init), `assistant` (a message with text and tool_use blocks), `user` (tool results), and a final
+`result` (the answer, `total_cost_usd`, `num_turns`, `usage`). Other agent CLIs print the same
+shape. When every non-empty line of a prompt action's stdout is such an event, the action's
+output becomes the agent's answer and the trace keeps `conversation` (the top-level assistant
+text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+EVENT_TYPES = frozenset({"system", "assistant", "user", "result"})
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    """What the stream said: the answer text and the trace for the outputs record."""
+
+    text: str
+    trace: dict[str, Any]
+    is_error: bool = False
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self.trace.get("cost_usd") or 0.0)
+
+
+def parse_agent_stream(stdout: str) -> AgentRun | None:
+    """The agent run in `stdout`, or None when it is not an event stream (plain text output)."""
+    events: list[dict[str, Any]] = []
+    for line in stdout.splitlines():
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            return None
+        events.append(event)
+    if not any(e["type"] in ("assistant", "result") for e in events):
+        return None
+    if not all(e["type"] in EVENT_TYPES or "message" in e for e in events):
+        return None
+    return _read(events)
+
+
+def _blocks(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or () if isinstance(b, Mapping)]
+
+
+def _read(events: list[dict[str, Any]]) -> AgentRun:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    usage: dict[str, int] = {}
+    turns = 0
+    for event in events:
+        if event["type"] != "assistant":
+            continue
+        top_level = event.get("parent_tool_use_id") is None
+        turns += 1 if top_level else 0
+        for block in _blocks(event):
+            if block.get("type") == "text" and top_level:
+                texts.append(str(block.get("text", "")))
+            elif block.get("type") == "tool_use":
+                calls.append({"name": str(block.get("name", "")), "input": block.get("input")})
+        message = event.get("message")
+        counted = message.get("usage") if isinstance(message, Mapping) else None
+        for key in _USAGE_KEYS:
+            value = counted.get(key) if isinstance(counted, Mapping) else None
+            if isinstance(value, int):
+                usage[key] = usage.get(key, 0) + value
+    conversation = "\n".join(t for t in texts if t.strip())
+    result = next((e for e in reversed(events) if e["type"] == "result"), None)
+    cost, answer, is_error = 0.0, conversation, False
+    if result is not None:
+        cost = _number(result.get("total_cost_usd", result.get("cost_usd")))
+        turns = int(_number(result.get("num_turns")) or turns)
+        if isinstance(result.get("result"), str):
+            answer = result["result"]
+        if isinstance(result.get("usage"), Mapping):
+            usage = {k: v for k, v in result["usage"].items() if isinstance(v, int)}
+        is_error = bool(result.get("is_error"))
+    trace = {
+        "conversation": conversation,
+        "tool_calls": calls,
+        "events": events,
+        "token_usage": usage,
+        "cost_usd": cost,
+        "num_turns": turns,
+    }
+    return AgentRun(answer, trace, is_error)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value)

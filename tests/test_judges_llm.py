@@ -1,0 +1,387 @@
+"""LLM judges through the real SDK and the loopback server: templates, bool with the evidence
+contract, numeric scores with samples, `llm_review` with reviewers and exploring tool-use turns."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.judges import run_judge
+from tests.judges_helpers import by_tool, judge_of, judges_of, llm_env
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    error_reply,
+    forced_tool_name,
+    text_reply,
+    tool_reply,
+    tool_results,
+    tool_use_reply,
+)
+
+RECORD: dict[str, Any] = {
+    "stdout": "build finished: all 40 tests passed\n",
+    "stderr": "",
+    "exit_code": 0,
+    "files": {},
+    "modified_files": [],
+    "conversation": "",
+    "tool_calls": [],
+}
+
+
+def score(value: Any, reason: str = "fine", evidence: str = "all 40 tests passed") -> Any:
+    return tool_reply({"score": value, "reason": reason, "evidence": evidence})
+
+
+def test_numeric_judge_scores_through_submit_score_and_renders_its_template(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    judge = judge_of(
+        """
+        name: quality
+        prompt: "Rate {{ arguments.what }}. Output:\\n{{ outputs.stdout }}"
+        arguments: {what: the build log}
+        """
+    )
+    loopback.push(score(4))
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert (result.status, result.value, result.passed) == ("ok", 4.0, True)
+    assert result.score_range == (1.0, 5.0)
+    request = loopback.requests[0].body
+    assert request["tool_choice"] == {"type": "tool", "name": "submit_score"}
+    schema = request["tools"][0]["input_schema"]["properties"]["score"]
+    assert (schema["minimum"], schema["maximum"]) == (1, 5)
+    content = request["messages"][0]["content"]
+    assert content.startswith("Rate the build log. Output:\nbuild finished: all 40 tests passed")
+
+
+def test_a_score_below_the_midpoint_fails_and_threshold_moves_the_mark(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(score(2), score(2))
+    plain = judge_of("name: q\nprompt: Rate it.")
+    assert run_judge(plain, RECORD, llm_env(tmp_path)).passed is False
+    lenient = judge_of("name: q\nprompt: Rate it.\nthreshold: 2")
+    assert run_judge(lenient, RECORD, llm_env(tmp_path)).passed is True
+
+
+def test_samples_take_the_median_and_keep_every_sample(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(score(5), score(2), score(4))
+    judge = judge_of("name: q\nprompt: Rate it.\nsamples: 3")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.value == 4.0
+    assert sorted(s["score"] for s in result.samples) == [2.0, 4.0, 5.0]
+    assert len(loopback.requests) == 3
+
+
+def test_a_score_outside_the_range_is_asked_again_then_is_the_judges_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(score(9), score(7))
+    judge = judge_of("name: q\nprompt: Rate it.")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "error" and result.passed is None
+    assert "outside the range 1-5" in str(result.error)
+    assert "judge 'q' at judges.yaml:" in str(result.error)
+
+
+def test_an_unknown_template_variable_is_the_judges_error_naming_it(tmp_path: Path) -> None:
+    judge = judge_of("name: q\nprompt: 'Judge {{ output }}'")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "error"
+    assert "'output', which does not exist" in str(result.error)
+    assert "judges.yaml:10" in str(result.error)  # the line of the judge entry
+
+
+def test_bool_judge_passes_with_a_verbatim_quote(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(
+        tool_reply(
+            {"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "all 40 tests passed"}
+        )
+    )
+    judge = judge_of("name: green\nprompt: Did every test pass?\nfeedback_type: bool")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert (result.value, result.passed, result.evidence) == (True, True, "all 40 tests passed")
+    request = loopback.requests[0].body
+    assert request["tool_choice"]["name"] == "submit_evaluation"
+    assert "verbatim quote" in request["messages"][0]["content"]
+    assert "all 40 tests passed" in request["messages"][0]["content"]  # the appended record
+
+
+def test_bool_pass_with_an_invented_quote_fails(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(
+        tool_reply(
+            {"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "all 41 tests passed"}
+        )
+    )
+    judge = judge_of("name: green\nprompt: Did every test pass?\nfeedback_type: bool")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert (result.value, result.passed) == (False, False)
+    assert "pass rejected" in result.details["evidence_check"]
+
+
+def test_bool_judge_with_low_confidence_abstains_as_an_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(
+        tool_reply(
+            {"passed": True, "confidence": 0.2, "reason": "?", "evidence": "all 40 tests passed"}
+        )
+    )
+    judge = judge_of("name: green\nprompt: Did it pass?\nfeedback_type: bool")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "error" and result.passed is None
+    assert "abstained" in str(result.error)
+
+
+def test_api_failure_is_an_error_never_a_pass(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.default = error_reply(500)
+    judge = judge_of("name: green\nprompt: Did it pass?\nfeedback_type: bool")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "error" and result.passed is None
+
+
+def test_llm_rubric_appends_the_conversation(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(score(5))
+    judge = judge_of("name: polite\nllm_rubric: The agent is polite.")
+    record = {**RECORD, "conversation": "Happy to help! Here is the fix."}
+    run_judge(judge, record, llm_env(tmp_path))
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert content.startswith("The agent is polite.")
+    assert "Happy to help! Here is the fix." in content
+
+
+def test_reasoning_sets_extended_thinking(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_JUDGE_REASONING", "medium")
+    loopback.push(score(4))
+    judge = judge_of("name: q\nprompt: Rate it.")
+    assert run_judge(judge, RECORD, llm_env(tmp_path)).value == 4.0
+    request = loopback.requests[0].body
+    assert request["thinking"] == {"type": "enabled", "budget_tokens": 4096}
+    assert request["tool_choice"] == {"type": "auto"}
+    assert request["max_tokens"] > 4096
+    loopback.push(score(4))
+    explicit = judge_of("name: q\nprompt: Rate it.\nreasoning: 2048")
+    run_judge(explicit, RECORD, llm_env(tmp_path))
+    assert loopback.requests[1].body["thinking"]["budget_tokens"] == 2048
+
+
+# ---------------------------------------------------------------------------------------------
+# llm_review
+
+REVIEW = """
+type: assessment
+expectations:
+  - type: llm_review
+    criteria: The change handles the failure cases.
+"""
+
+
+def scores(**values: int) -> dict[str, Any]:
+    return {**values, "reason": "looked at it"}
+
+
+def test_llm_review_defaults_three_reviewers_median_and_threshold(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    good = scores(correctness=4, completeness=4, code_quality=3, edge_cases=3)
+    outlier = scores(correctness=1, completeness=4, code_quality=3, edge_cases=3)
+    loopback.push(tool_reply(good), tool_reply(good), tool_reply(outlier))
+    [judge] = judges_of(REVIEW)
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "ok"
+    # correctness: median 4, the 1 is dropped (more than 1.5 away)
+    assert result.details["dimensions"]["correctness"] == 4.0
+    assert result.value == pytest.approx(0.35 * 4 + 0.30 * 4 + 0.20 * 3 + 0.15 * 3)
+    assert result.passed is True
+    assert len(loopback.requests) == 3
+    tool = loopback.requests[0].body["tools"][0]
+    assert set(tool["input_schema"]["required"]) == {
+        "correctness",
+        "completeness",
+        "code_quality",
+        "edge_cases",
+        "reason",
+    }
+
+
+def test_llm_review_threshold_is_not_ignored(loopback: LoopbackServer, tmp_path: Path) -> None:
+    mid = scores(correctness=3, completeness=3, code_quality=3, edge_cases=3)
+    loopback.push(*(tool_reply(mid) for _ in range(3)))
+    [judge] = judges_of(REVIEW + "    threshold: 4\n")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert (result.value, result.passed) == (3.0, False)
+
+
+def test_one_reviewer_is_a_fallback_and_none_fails_the_judge(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_LLM_MAX_ATTEMPTS", "1")
+    good = scores(correctness=5, completeness=5, code_quality=5, edge_cases=5)
+    loopback.push(tool_reply(good), error_reply(400), error_reply(400))
+    [judge] = judges_of(REVIEW)
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.value == 5.0 and "fallback" in result.details
+    loopback.default = error_reply(400)
+    failed = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert failed.status == "error" and "no reviewer returned usable scores" in str(failed.error)
+
+
+def test_generated_dimensions_and_their_fallback(loopback: LoopbackServer, tmp_path: Path) -> None:
+    made = {
+        "dimensions": [
+            {"name": "api_stability", "description": "clients keep working", "weight": 0.7},
+            {"name": "docs", "description": "documented", "weight": 0.3},
+        ]
+    }
+    loopback.default = by_tool(
+        {"submit_dimensions": made, "submit_scores": scores(api_stability=4, docs=2)}
+    )
+    [judge] = judges_of(REVIEW + "    generate_dimensions: true\n")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.details["dimensions"] == {"api_stability": 4.0, "docs": 2.0}
+    assert result.value == pytest.approx(0.7 * 4 + 0.3 * 2)
+    loopback.default = by_tool(
+        {
+            "submit_dimensions": {"dimensions": "none"},
+            "submit_scores": scores(correctness=4, completeness=4, code_quality=4, edge_cases=4),
+        }
+    )
+    fallback = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert fallback.value == 4.0
+    assert fallback.details["dimensions_source"] == "defaults"
+
+
+def test_dimension_rubric_text_reaches_the_reviewer(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = by_tool({"submit_scores": scores(compat=5)})
+    block = """
+    type: assessment
+    expectations:
+      - type: llm_review
+        criteria: Review the API.
+        dimensions:
+          - name: compat
+            description: Existing clients keep working.
+            weight: 1
+            rubric: {"1": "breaks every client", "5": "no client notices"}
+    """
+    [judge] = judges_of(block)
+    assert run_judge(judge, RECORD, llm_env(tmp_path)).value == 5.0
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert "5: no client notices" in content and "1: breaks every client" in content
+
+
+# ---------------------------------------------------------------------------------------------
+# Exploring reviewers: real tool-use turns, confined to the workspace
+
+
+def explorer(*turns: tuple[str, dict[str, Any]]) -> Any:
+    """A reviewer that makes one tool call per turn (in order), then summarises, then scores.
+    Stateless in the request, so three concurrent reviewers each get the same conversation."""
+    final = scores(correctness=4, completeness=4, code_quality=4, edge_cases=4)
+
+    def answer(request: dict[str, Any]) -> Reply:
+        if request.get("tool_choice", {}).get("type") == "tool":
+            return tool_reply(final)(request)  # type: ignore[operator, no-any-return]
+        done = sum(1 for m in request["messages"] if m["role"] == "assistant" for _ in [m])
+        if done < len(turns):
+            return tool_use_reply(turns[done])(request)  # type: ignore[operator, no-any-return]
+        return text_reply("I read the change; it looks right.")(request)  # type: ignore[operator, no-any-return]
+
+    return answer
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("def handler():\n    raise ValueError('bad input')\n")
+    (tmp_path / "secret.txt").write_text("TOP SECRET")
+    os.symlink(tmp_path / "secret.txt", root / "link.txt")
+    return root
+
+
+def test_reviewer_of_changed_files_explores_with_tool_use_turns_before_scoring(
+    loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.default = explorer(
+        ("glob", {"pattern": "src/**/*.py"}),
+        ("read_file", {"path": "src/app.py"}),
+        ("grep", {"pattern": "raise", "path": "src"}),
+    )
+    block = REVIEW + "    reviewers: 1\n"
+    [judge] = judges_of(block)
+    record = {**RECORD, "modified_files": ["src/app.py"]}
+    result = run_judge(judge, record, llm_env(workspace))
+    assert result.status == "ok", result.error
+    assert result.samples[0]["tool_steps"] == 3
+    bodies = [r.body for r in loopback.requests]
+    assert [b.get("tool_choice", {}).get("type") for b in bodies] == ["auto"] * 4 + ["tool"]
+    answers = [tool_results(b)[0]["content"] for b in bodies[1:4]]
+    assert answers[0] == "src/app.py"
+    assert "raise ValueError('bad input')" in answers[1]
+    assert answers[2] == "src/app.py:2:     raise ValueError('bad input')"
+    scoring = bodies[-1]
+    assert scoring["tool_choice"] == {"type": "tool", "name": "submit_scores"}
+    assert scoring["messages"][-1]["content"][-1]["text"].startswith("Exploration is over")
+
+
+@pytest.mark.parametrize("path", ["../secret.txt", "link.txt", "/etc/passwd"])
+def test_exploring_outside_the_workspace_is_refused(
+    loopback: LoopbackServer, workspace: Path, path: str
+) -> None:
+    loopback.default = explorer(("read_file", {"path": path}))
+    [judge] = judges_of(REVIEW + "    reviewers: 1\n    explore: true\n")
+    result = run_judge(judge, RECORD, llm_env(workspace))
+    assert result.status == "ok"
+    [answer] = tool_results(loopback.requests[1].body)
+    assert answer["is_error"] is True
+    assert "outside the workspace" in answer["content"]
+    assert all("TOP SECRET" not in str(r.body) for r in loopback.requests)
+
+
+def test_glob_and_grep_skip_symlinks_that_leave_the_workspace(
+    loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.default = explorer(("glob", {"pattern": "**"}), ("grep", {"pattern": "SECRET"}))
+    [judge] = judges_of(REVIEW + "    reviewers: 1\n    explore: true\n")
+    run_judge(judge, RECORD, llm_env(workspace))
+    assert tool_results(loopback.requests[1].body)[0]["content"] == "src/app.py"
+    assert "no line matches" in tool_results(loopback.requests[2].body)[0]["content"]
+
+
+def test_exploration_stops_after_twenty_tool_steps(
+    loopback: LoopbackServer, workspace: Path
+) -> None:
+    def greedy(request: dict[str, Any]) -> Reply:
+        if request.get("tool_choice", {}).get("type") == "tool":
+            final = scores(correctness=3, completeness=3, code_quality=3, edge_cases=3)
+            return tool_reply(final)(request)  # type: ignore[operator, no-any-return]
+        return tool_use_reply(("glob", {"pattern": "*"}))(request)  # type: ignore[operator, no-any-return]
+
+    loopback.default = greedy
+    [judge] = judges_of(REVIEW + "    reviewers: 1\n    explore: true\n")
+    result = run_judge(judge, RECORD, llm_env(workspace))
+    assert result.status == "ok" and result.samples[0]["tool_steps"] == 20
+    assert len(loopback.requests) == 21  # 20 tool-use turns, then the scoring call
+    assert forced_tool_name(loopback.requests[-1].body) == "submit_scores"
+
+
+def test_output_only_work_is_scored_without_exploring(
+    loopback: LoopbackServer, workspace: Path
+) -> None:
+    loopback.default = explorer(("glob", {"pattern": "*"}))
+    [judge] = judges_of(REVIEW + "    reviewers: 1\n")
+    run_judge(judge, RECORD, llm_env(workspace))
+    assert len(loopback.requests) == 1
+    assert forced_tool_name(loopback.requests[0].body) == "submit_scores"
