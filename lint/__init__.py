@@ -9,6 +9,7 @@ from __future__ import annotations
 from lint import (  # noqa: F401  (importing registers the rules)
     rules_graph,
     rules_interpolation,
+    rules_judges,
     rules_llm,
     rules_placeholder,
     rules_states,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from engine.model.loop import Loop, State
 from lint._context import LintContext
+from lint._judges import judge_strings
 from lint._paths import did_you_mean, state_path, strings_in
 from lint._registry import Finding, PathKey, rule
 
@@ -47,6 +48,7 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
     yield from strings_in(state.with_, state_path(state, "with"))
+    yield from judge_strings(state)
 
 
 def _uses(ctx: LintContext) -> list[Use]:
@@ -129,7 +131,10 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
     """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet."""
     capturers: dict[str, list[str]] = {}
     for state in ctx.loop.states.values():
-        name = state.capture or (state.name if state.is_subloop else None)
+        auto = state.is_subloop or (
+            state.evaluate is not None and state.evaluate.type == "assessment"
+        )
+        name = state.capture or (state.name if auto else None)
         if name:
             capturers.setdefault(name, []).append(state.name)
     tree = _DominatorTree(ctx.idom)

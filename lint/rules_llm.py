@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from engine.model.loop import State
 from lint._context import LintContext
+from lint._judges import judges_with_paths
 from lint._paths import state_path
 from lint._registry import Finding, rule
 
@@ -75,6 +76,19 @@ def evidence_contract(ctx: LintContext) -> Iterator[Finding]:
                 "end the prompt with: Provide a VERBATIM quote from the output that supports "
                 "your verdict.",
             )
+    for state in ctx.loop.states.values():  # LLM judges of an assessment: their prompts only
+        for judge, path in judges_with_paths(state):
+            key = next((k for k in ("llm_rubric", "prompt") if getattr(judge, k)), None)
+            if judge.kind != "llm" or key is None:
+                continue
+            if not _EVIDENCE.search(getattr(judge, key)):
+                yield Finding(
+                    f"the prompt of LLM judge {judge.name!r} (state {state.name!r}) does not "
+                    "include evidence-contract keywords, so its judgements default to optimism",
+                    (*path, key),
+                    "end the prompt with: Quote VERBATIM from the outputs the evidence for your "
+                    "answer.",
+                )
 
 
 @rule("MR-4", "warning", "judge-without-no")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.judges import JudgeEnv
-from engine.load.loader import load_loop_text
 from engine.llm.services import messages_port
+from engine.load.loader import load_loop_text
 from engine.model.judges import Judge
 from tests.loopback_server import Reply, forced_tool_name, tool_reply
 

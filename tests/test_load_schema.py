@@ -287,7 +287,8 @@ def test_every_reference_key_gets_a_not_supported_hint(place: str, key: str) -> 
         ),
         "judge": MINIMAL.replace(
             "next: done",
-            f"next: done\n    evaluate: {{type: assessment, judges: [{{name: j, check: x, {key}: 1}}]}}",
+            "next: done\n    evaluate: {type: assessment, judges: "
+            f"[{{name: j, check: x, {key}: 1}}]}}",
         ),
     }
     d = one(snippets[place], "F013")

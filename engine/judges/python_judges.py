@@ -107,6 +107,44 @@ def load_callable(module: str, function: str, root: Path) -> Callable[..., Any]:
     return found  # type: ignore[no-any-return]
 
 
+def static_import_problem(module: str, function: str, root: Path) -> str | None:
+    """Why `module.function` would not import from `root`, found without running any code
+    (lint): the module file under `root` must define `function`; a module not under `root`
+    must at least be an installed top-level package."""
+    import ast
+    import importlib.util
+
+    base = Path(root).joinpath(*module.split("."))
+    file = next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
+    if file is None:
+        top = module.split(".")[0]
+        try:
+            installed = importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            installed = False
+        if installed and top != module:
+            return None  # an installed package: its submodules are not checked without importing
+        if installed:
+            return None
+        return f"module {module!r} is neither under {root} nor installed"
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError) as exc:
+        return f"{file} cannot be read as Python ({exc})"
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        else:
+            continue
+        if function in names:
+            return None
+    return f"{file} defines no function {function!r}"
+
+
 # ---------------------------------------------------------------------------------------------
 # if: conditions
 

@@ -30,7 +30,10 @@ class Argument:
     description: str = ""
 
     def describe(self) -> str:
-        need = "required" if self.required else f"default {self.default!r}"
+        if self.required:
+            need = "required"
+        else:
+            need = "optional" if self.default is None else f"default {self.default!r}"
         return f"{self.name} ({self.type}, {need})"
 
 

@@ -1,0 +1,95 @@
+"""Rules about an assessment's judges: what would only fail at run time, found before it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from engine.model.judges import Judge
+from lint._context import LintContext
+from lint._judges import judges_with_paths
+from lint._registry import Finding, rule
+
+
+def _judges(ctx: LintContext) -> Iterator[tuple[Judge, tuple[str | int, ...]]]:
+    for state in ctx.loop.states.values():
+        yield from judges_with_paths(state)
+
+
+@rule("LL070", "error", "judge-condition")
+def judge_condition(ctx: LintContext) -> Iterator[Finding]:
+    """A judge's `if:` is not a Python expression, so the judge could only ever error."""
+    from engine.judges.python_judges import compile_condition
+
+    for judge, path in _judges(ctx):
+        if judge.condition is None:
+            continue
+        try:
+            compile_condition(judge.condition)
+        except SyntaxError as exc:
+            yield Finding(
+                f"the if: of judge {judge.name!r} is not a Python expression ({exc.msg})",
+                (*path, "if"),
+                "write one expression over outputs, annotations and inputs, e.g. "
+                "\"not annotations.get('skip', False)\" (no statements, no builtins)",
+            )
+
+
+@rule("LL071", "warning", "judge-module")
+def judge_module(ctx: LintContext) -> Iterator[Finding]:
+    """A `module` + `function` judge whose module or function cannot be found."""
+    from engine.judges.python_judges import static_import_problem
+
+    for judge, path in _judges(ctx):
+        if judge.kind != "callable":
+            continue
+        problem = static_import_problem(str(judge.module), str(judge.function), Path.cwd())
+        if problem is not None:
+            yield Finding(
+                f"judge {judge.name!r}: {problem}, so it will be an error at run time",
+                (*path, "module"),
+                "run from the project root (modules resolve against it), fix the dotted name, "
+                "or install the package that provides it",
+            )
+
+
+@rule("LL072", "error", "judge-prompt-file")
+def judge_prompt_file(ctx: LintContext) -> Iterator[Finding]:
+    """An LLM judge's `prompt_file` does not exist."""
+    for judge, path in _judges(ctx):
+        if judge.prompt_file is None or "${" in judge.prompt_file:
+            continue
+        given = Path(judge.prompt_file)
+        where = given if given.is_absolute() else Path(judge.base_dir or ".") / given
+        if not where.is_file():
+            yield Finding(
+                f"the prompt_file of judge {judge.name!r} does not exist: {where}",
+                (*path, "prompt_file"),
+                "prompt_file is relative to the loop file's directory",
+            )
+
+
+@rule("LL073", "error", "judge-builtin")
+def judge_builtin(ctx: LintContext) -> Iterator[Finding]:
+    """A `builtin` judge names no registered builtin, or gives it arguments it does not take."""
+    from engine.judges.registry import all_builtins, find_builtin
+
+    for judge, path in _judges(ctx):
+        if judge.kind != "builtin" or judge.spelling != "judges":
+            continue
+        found = find_builtin(judge.builtin or "")
+        if found is None:
+            names = sorted({b.name for b in all_builtins()})
+            yield Finding(
+                f"judge {judge.name!r} names builtin {judge.builtin!r}, which does not exist",
+                (*path, "builtin"),
+                f"use one of {', '.join(names)} (`ll-loop judges` lists them with arguments)",
+            )
+            continue
+        problem = found.argument_problem(judge.arguments)
+        if problem is not None:
+            yield Finding(
+                f"judge {judge.name!r}: {problem}",
+                (*path, "arguments"),
+                f"`ll-loop judges` lists the arguments of {found.name}",
+            )
