@@ -1,0 +1,209 @@
+"""Agent traces: a prompt state run through an agent CLI that streams JSON events (a real
+process: a small fake agent written by the test prints the `claude -p --output-format
+stream-json --verbose` shape) gives judges its conversation, tool calls, turns, tokens and cost,
+and the cost counts toward `max_cost_usd`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.llm.agent_trace import parse_agent_stream
+from tests.loopback_server import LoopbackServer, tool_reply
+from tests.run_helpers import run_yaml
+
+EVENTS: list[dict[str, Any]] = [
+    {"type": "system", "subtype": "init", "session_id": "s1", "tools": ["Bash", "Edit"]},
+    {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "I will fix the parser."},
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Edit",
+                    "input": {"file_path": "src/fix.py"},
+                },
+            ],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "(sub-agent notes)"},
+                {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "pytest -q"}},
+            ],
+        },
+        "parent_tool_use_id": "t1",
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Done: tests pass."}],
+        },
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "num_turns": 3,
+        "result": "Done: tests pass.",
+        "total_cost_usd": 0.0123,
+        "usage": {"input_tokens": 120, "output_tokens": 40},
+    },
+]
+
+AGENT = """\
+import json, pathlib, sys
+prompt = sys.stdin.read()
+pathlib.Path("src").mkdir(exist_ok=True)
+pathlib.Path("src/fix.py").write_text("print('fixed')\\n")
+for event in json.loads(pathlib.Path(sys.argv[1]).read_text()):
+    print(json.dumps(event), flush=True)
+"""
+
+LOOP = """\
+name: agent
+initial: work
+scope: ["src"]
+{extra}
+states:
+  work:
+    action_type: prompt
+    action: Fix the parser bug.
+    runner: "cmd:python3 agent.py events.json"
+    timeout: 30
+    evaluate:
+      type: assessment
+      judges:
+{judges}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+  broken: {{terminal: true, failure: true}}
+"""
+
+TRACE_JUDGES = """\
+- {name: edited, builtin: tool_called, arguments: {name: Edit}}
+- {name: ran_tests, builtin: tool_called, arguments: {name: Bash, input_pattern: pytest}}
+- {name: few_turns, builtin: max_turns, arguments: {max_turns: 5}}
+- {name: cheap, builtin: cost_budget, arguments: {max_cost_usd: 0.05}}
+- name: changed_the_fix
+  check: |
+    return outputs["modified_files"] == ["src/fix.py"], str(outputs["modified_files"])
+- name: answered
+  check: |
+    ok = outputs["stdout"] == "Done: tests pass." and outputs["num_turns"] == 3
+    return ok, outputs["conversation"]
+"""
+
+
+def write_agent(cwd: Path, events: list[dict[str, Any]] = EVENTS) -> None:
+    (cwd / "agent.py").write_text(AGENT)
+    (cwd / "events.json").write_text(json.dumps(events))
+
+
+def loop(judges: str, extra: str = "") -> str:
+    return LOOP.format(judges=textwrap.indent(judges, " " * 8), extra=extra)
+
+
+def test_the_stream_becomes_a_trace_and_the_answer() -> None:
+    stdout = "\n".join(json.dumps(e) for e in EVENTS)
+    agent = parse_agent_stream(stdout)
+    assert agent is not None
+    assert agent.text == "Done: tests pass."
+    trace = agent.trace
+    assert trace["conversation"] == "I will fix the parser.\nDone: tests pass."
+    assert trace["tool_calls"] == [
+        {"name": "Edit", "input": {"file_path": "src/fix.py"}},
+        {"name": "Bash", "input": {"command": "pytest -q"}},
+    ]
+    assert (trace["num_turns"], trace["cost_usd"]) == (3, 0.0123)
+    assert trace["token_usage"] == {"input_tokens": 120, "output_tokens": 40}
+    assert len(trace["events"]) == len(EVENTS)
+
+
+@pytest.mark.parametrize("stdout", ["plain answer", '{"type": "x"}\nnot json', "[1, 2]", ""])
+def test_plain_output_is_not_a_trace(stdout: str) -> None:
+    assert parse_agent_stream(stdout) is None
+
+
+def test_trace_judges_see_the_agents_run_end_to_end(tmp_path: Path) -> None:
+    write_agent(tmp_path)
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    assert ran.code == 0, (ran.stderr, [e for e in ran.events() if e["event"] == "judge"])
+    assert ran.json["final_state"] == "done"
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    captured = ran.state()["captured"]["work"]
+    assert captured["output"] == "Done: tests pass."
+    assert captured["num_turns"] == 3
+    assert [c["name"] for c in captured["tool_calls"]] == ["Edit", "Bash"]
+    assert all(j["passed"] for j in captured["judges"].values())
+
+
+def test_modified_files_come_from_git_in_a_work_tree(tmp_path: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "0")
+    write_agent(tmp_path)
+    judges = """\
+- name: changed_the_fix
+  check: |
+    return outputs["modified_files"] == ["src/fix.py"], str(outputs["modified_files"])
+"""
+    ran = run_yaml(tmp_path, loop(judges))
+    assert ran.code == 0, ran.state()["captured"]["work"]["judges"]
+
+
+def test_the_agents_cost_counts_toward_max_cost_usd(tmp_path: Path) -> None:
+    write_agent(tmp_path)
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01").replace("on_yes: done", "on_yes: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert (ran.json["steps"], ran.code) == (1, 3)
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+
+
+def test_llm_judges_read_the_conversation_and_tool_trace(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    write_agent(tmp_path)
+    loopback.push(tool_reply({"score": 5, "reason": "ran tests", "evidence": "Done: tests pass."}))
+    judges = """\
+- name: process
+  prompt: |
+    Did the agent test its fix? Quote the evidence.
+    Tools: {{ tool_trace }}
+    Said: {{ conversation }}
+    Facts: {{ evidence }}
+"""
+    ran = run_yaml(tmp_path, loop(judges))
+    assert ran.code == 0, ran.stderr
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert '1. Edit {"file_path": "src/fix.py"}' in content
+    assert '2. Bash {"command": "pytest -q"}' in content
+    assert "Said: I will fix the parser.\nDone: tests pass." in content
+    assert "files modified: src/fix.py" in content
