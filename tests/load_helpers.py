@@ -186,8 +186,53 @@ states:
     terminal: true
 """
 
+EVERY_JUDGE = """\
+name: every-judge
+initial: work
+scope: ["src/"]
+states:
+  work:
+    action: make build
+    evaluate:
+      type: assessment
+      concurrency: 4
+      reasoning: low
+      outputs: [dist]
+      annotations: {difficulty: hard}
+      judges:
+        - {name: budget, builtin: cost_budget, arguments: {max_cost_usd: 5.0}}
+        - name: long_enough
+          if: "not annotations.get('skip', False)"
+          check: |
+            return len(outputs["stdout"]) > 10, "length"
+        - {name: quality, prompt: "Score it. Quote evidence.", samples: 3, score_range: [1, 5]}
+        - {name: green, prompt_file: judge.j2, feedback_type: bool, min_confidence: 0.6}
+        - {name: polite, llm_rubric: The answer is polite, model: claude-haiku-4-5}
+        - {name: schema, module: evals.checks, function: check_schema, arguments: {strict: true}}
+      expectations:
+        - {type: test, command: make test, timeout: 60}
+        - {type: script, command: "make lint\\nmake typecheck"}
+        - {type: file_exists, paths: [dist/index.js]}
+        - type: llm_review
+          criteria: Handles the failure cases.
+          threshold: 3.5
+          reviewers: 3
+          explore: true
+          dimensions:
+            - {name: compatibility, description: clients work, weight: 0.6, rubric: {"1": none work, "5": all work}}
+            - {name: errors, weight: 0.4}
+      metrics:
+        - {name: coverage, command: ./coverage.sh, threshold: 80}
+    on_yes: done
+    on_no: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
 CORPUS = {
     "minimal": MINIMAL,
     "fix-until-green": FIX_UNTIL_GREEN,
     "every-evaluator": EVERY_EVALUATOR,
+    "every-judge": EVERY_JUDGE,
 }

@@ -1,0 +1,381 @@
+"""The judge engine without a model: builtins, inline checks, module judges, conditions, and
+bad input that becomes that judge's error (one sentence with the judge and its file line),
+never a crash and never a pass. Commands run for real through the loop's action runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.judges import (
+    JudgeEnv,
+    JudgeResult,
+    all_builtins,
+    assess,
+    build_record,
+    compile_judge,
+    find_builtin,
+    run_judge,
+    verdict_of,
+)
+from engine.model.ports import ActionResult
+from engine.run.actions import ActionRunner
+from tests.judges_helpers import judge_of, judges_of
+
+LL_LOOP = Path(sys.executable).with_name("ll-loop")
+RECORD = build_record(
+    stdout='{"status": "ok", "items": [1, 2, 3]}\n',
+    exit_code=0,
+    trace={
+        "tool_calls": [{"name": "Bash", "input": {"command": "pytest -q"}}, {"name": "Read"}],
+        "num_turns": 4,
+        "cost_usd": 0.02,
+    },
+)
+
+
+class Commands:
+    """A `CommandPort` running bash in a directory with the loop's own action runner."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+
+    def run_command(self, command: str, *, timeout: float | None, label: str) -> ActionResult:
+        runner = ActionRunner(cwd=self.cwd, env=dict(os.environ))
+        try:
+            return runner.run_shell(command, state=label, timeout=timeout)
+        finally:
+            runner.close()
+
+
+def run(entry: str, record: dict[str, Any] = RECORD, **env: Any) -> JudgeResult:
+    return run_judge(judge_of(entry), record, JudgeEnv(**env))
+
+
+@pytest.mark.parametrize(
+    ("entry", "value"),
+    [
+        ('builtin: regex\narguments: {pattern: \'"status": "ok"\'}', True),
+        ("builtin: regex\narguments: {pattern: ERROR, negate: true}", True),
+        ("builtin: output_contains\narguments: {pattern: missing}", False),
+        ("builtin: output_json\narguments: {path: .items.2, target: 3}", True),
+        ("builtin: output_json\narguments: {path: .items.0, operator: gt, target: 5}", False),
+        ("builtin: exit_code", True),
+        ("builtin: cost_budget\narguments: {max_cost_usd: 0.01}", False),
+        ("builtin: agent/cost_budget\narguments: {max_cost_usd: 1}", True),
+        ("builtin: max_turns\narguments: {max_turns: 4}", True),
+        ("builtin: tool_called\narguments: {name: Bash, input_pattern: pytest}", True),
+        ("builtin: tool_called\narguments: {name: 'mcp__*'}", False),
+        ("builtin: tool_called\narguments: {name: Write, negate: true}", True),
+        (
+            "builtin: json_schema\narguments: {schema: {type: object, required: [status]}}",
+            True,
+        ),
+        (
+            "builtin: json_schema\narguments: {schema: {type: object, required: [owner]}}",
+            False,
+        ),
+    ],
+)
+def test_deterministic_builtins(entry: str, value: bool) -> None:
+    result = run(f"name: b\n{entry}")
+    assert (result.status, result.value, result.passed) == ("ok", value, value), result.error
+
+
+def test_output_numeric_and_classify_judge_any_field() -> None:
+    record = build_record(stdout="41\n", stderr="ready\n")
+    numeric = run("name: n\nbuiltin: output_numeric\narguments: {operator: gt, target: 40}", record)
+    assert numeric.value is True
+    classify = run(
+        "name: c\nbuiltin: classify\narguments: {verdicts: [ready, busy], field: stderr}", record
+    )
+    assert classify.value is True and "ready" in classify.rationale
+
+
+def test_file_exists_is_relative_to_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "index.js").write_text("x")
+    [judge] = judges_of(
+        "type: assessment\nexpectations:\n  - {type: file_exists, paths: [dist/index.js, a.d.ts]}"
+    )
+    result = run_judge(judge, RECORD, JudgeEnv(workspace=tmp_path))
+    assert (result.value, result.rationale) == (False, "missing: a.d.ts")
+
+
+def test_test_script_and_metric_run_real_commands_in_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "cov.txt").write_text("coverage report\n87.5\n")
+    block = """
+    type: assessment
+    expectations:
+      - {type: test, command: "test -f cov.txt"}
+      - {type: script, command: "echo linting\\nexit 3"}
+    metrics:
+      - {name: coverage, command: "cat cov.txt", threshold: 80}
+      - {name: speed, command: "echo 12", threshold: 20}
+    """
+    env = JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path))
+    test, script, coverage, speed = assess(judges_of(block), RECORD, env).results
+    assert (test.value, test.passed) == (True, True)
+    assert (script.value, script.rationale) == (False, "exit code 3; output ends: linting")
+    assert (coverage.value, coverage.passed, coverage.rationale) == (
+        87.5,
+        True,
+        "87.5 >= threshold 80",
+    )
+    assert (speed.value, speed.passed) == (12.0, False)
+
+
+def test_a_metric_that_prints_no_number_is_an_error(tmp_path: Path) -> None:
+    [judge] = judges_of("type: assessment\nmetrics:\n  - {command: 'echo n/a', threshold: 1}")
+    result = run_judge(judge, RECORD, JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path)))
+    assert result.status == "error" and result.passed is None
+    assert (
+        result.error
+        == "judge 'metric' at judges.yaml:10: the metric command printed 'n/a', not a number"
+    )
+
+
+def test_a_command_that_times_out_is_an_error(tmp_path: Path) -> None:
+    [judge] = judges_of(
+        "type: assessment\nexpectations:\n  - {type: test, command: 'sleep 5', timeout: 0.2}"
+    )
+    started = time.monotonic()
+    result = run_judge(judge, RECORD, JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path)))
+    assert result.status == "error" and "did not finish" in str(result.error)
+    assert time.monotonic() - started < 4
+
+
+def test_check_snippets_see_outputs_and_arguments_as_names() -> None:
+    entry = """
+    name: enough
+    arguments: {minimum: 3}
+    check: |
+      items = json.loads(outputs["stdout"])["items"]
+      return len(items) >= minimum, f"{len(items)} items, wanted {arguments['minimum']}"
+    """
+    result = run(textwrap.dedent(entry).replace("check: |\n", "check: |\n  import json\n", 1))
+    assert (result.value, result.rationale) == (True, "3 items, wanted 3")
+
+
+def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
+    middle = run("name: s\ncheck: return 0.5, 'half'")
+    assert (middle.value, middle.passed, middle.score_range) == (0.5, True, (0.0, 1.0))
+    low = run("name: s\ncheck: return 0.49\n")
+    assert low.passed is False
+    strict = run("name: s\ncheck: return 7\nscore_range: [0, 10]\nthreshold: 8")
+    assert (strict.value, strict.passed) == (7.0, False)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            "name: bad\ncheck: |\n  x = 1\n  return outputs['missing']\n",
+            "judge 'bad' at judges.yaml:13: raised KeyError: 'missing'",
+        ),
+        (
+            "name: bad\ncheck: return 'yes', 'it is'\n",
+            "judge 'bad' at judges.yaml:10: returned 'yes' (str), not a bool or a number",
+        ),
+        (
+            "name: bad\ncheck: return float('nan')\n",
+            "judge 'bad' at judges.yaml:10: returned nan, not a finite number",
+        ),
+        (
+            "name: bad\ncheck: return 11\nscore_range: [0, 10]\n",
+            "judge 'bad' at judges.yaml:10: returned 11, outside its score_range [0, 10]",
+        ),
+        (
+            "name: bad\ncheck: return 1, 2, 3\n",
+            "judge 'bad' at judges.yaml:10: returned a tuple of 3 items, not (value, rationale)",
+        ),
+        (
+            "name: bad\nmodule: no_such_package.checks\nfunction: check\n",
+            "judge 'bad' at judges.yaml:10: cannot import module 'no_such_package.checks'",
+        ),
+        (
+            "name: bad\nbuiltin: no_such_builtin\n",
+            "judge 'bad' at judges.yaml:10: there is no builtin judge 'no_such_builtin'",
+        ),
+        (
+            "name: bad\nbuiltin: regex\narguments: {patern: x}\n",
+            "judge 'bad' at judges.yaml:10: builtin 'regex' needs the argument 'pattern'",
+        ),
+        (
+            "name: bad\nif: len(outputs) > 0\ncheck: return True\n",
+            "judge 'bad' at judges.yaml:10: its if: expression failed (NameError: name 'len' "
+            "is not defined)",
+        ),
+        (
+            "name: bad\nbuiltin: regex\narguments: {pattern: x, field: nowhere}\n",
+            "judge 'bad' at judges.yaml:10: the outputs record has no field 'nowhere'",
+        ),
+    ],
+)
+def test_bad_input_is_that_judges_error_naming_it_and_its_line(entry: str, message: str) -> None:
+    result = run(entry)
+    assert result.status == "error" and result.passed is None and result.value is None
+    assert str(result.error).startswith(message), result.error
+
+
+def test_module_judges_import_from_the_project_root(tmp_path: Path) -> None:
+    package = tmp_path / "evals_pkg_a"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "checks.py").write_text(
+        "def has_status(outputs, key):\n    return key in outputs['stdout'], f'looked for {key}'\n"
+    )
+    result = run(
+        "name: m\nmodule: evals_pkg_a.checks\nfunction: has_status\narguments: {key: status}",
+        project_root=tmp_path,
+    )
+    assert (result.value, result.rationale) == (True, "looked for status")
+    missing = run("name: m\nmodule: evals_pkg_a.checks\nfunction: nope", project_root=tmp_path)
+    assert "module 'evals_pkg_a.checks' has no function 'nope'" in str(missing.error)
+
+
+def test_if_false_skips_and_if_sees_annotations_without_builtins() -> None:
+    entry = "name: q\nif: \"not annotations.get('skip', False)\"\ncheck: return False"
+    skipped = run(entry, annotations={"skip": True})
+    assert (skipped.status, skipped.passed, skipped.skipped) == ("skipped", None, True)
+    ran = run(entry, annotations={})
+    assert ran.status == "ok" and ran.passed is False
+
+
+def test_the_verdict_is_yes_no_or_error() -> None:
+    ok = JudgeResult("a", "ok", True, True)
+    failed = JudgeResult("b", "ok", 0.2, False)
+    broken = JudgeResult("c", "error", error="x")
+    skipped = JudgeResult("d", "skipped")
+    assert verdict_of([ok, skipped]) == "yes"
+    assert verdict_of([ok, failed, broken]) == "no"
+    assert verdict_of([ok, broken, skipped]) == "error"
+
+
+def test_assessment_lists_failing_judges_lowest_first() -> None:
+    block = """
+    type: assessment
+    judges:
+      - {name: ok, check: "return True, 'fine'"}
+      - {name: weak, check: "return 0.4, 'thin'"}
+      - {name: bad, check: "return False, 'broken'"}
+      - {name: crash, check: "return 1/0"}
+    """
+    assessment = assess(judges_of(block), RECORD)
+    assert assessment.verdict == "no"
+    assert [r.name for r in assessment.failing()] == ["crash", "bad", "weak"]
+    details = assessment.details()
+    assert details["failing"] == ["crash", "bad", "weak"]
+    assert details["judges"]["weak"]["value"] == 0.4
+    assert details["feedback"].splitlines()[1] == "- bad: failed: broken"
+    assert details["reason"] == "1 of 4 judge(s) passed; failing: crash, bad, weak"
+
+
+def test_judges_run_concurrently(tmp_path: Path) -> None:
+    block = "type: assessment\nexpectations:\n" + "".join(
+        f"  - {{type: test, name: t{i}, command: 'sleep 0.5'}}\n" for i in range(4)
+    )
+    env = JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path))
+    started = time.monotonic()
+    assert assess(judges_of(block), RECORD, env).verdict == "yes"
+    assert time.monotonic() - started < 1.5
+    started = time.monotonic()
+    assess(judges_of(block), RECORD, env, concurrency=1)
+    assert time.monotonic() - started >= 2.0
+
+
+def test_compiled_checks_run_many_times_without_recompiling() -> None:
+    compiled = compile_judge(judge_of("name: c\ncheck: return len(outputs['stdout']) > 3"))
+    results = [run_judge(compiled, RECORD) for _ in range(1000)]
+    assert all(r.value is True for r in results)
+
+
+def test_every_evaluator_is_a_builtin() -> None:
+    from engine.judges.evaluators import registered
+
+    names = {b.name for b in all_builtins()}
+    assert registered() <= names
+    required = {"file_exists", "test", "script", "metric", "cost_budget", "max_turns"}
+    assert required | {"tool_called", "regex", "json_schema", "llm_structured"} <= names
+
+
+# ---------------------------------------------------------------------------------------------
+# Third-party builtins: a real installed distribution (dist-info on the path) with an entry point
+
+PLUGIN = '''
+def word_count(outputs, min_words=1):
+    """The stdout has at least min_words words."""
+    count = len(outputs["stdout"].split())
+    return count >= min_words, f"{count} words"
+'''
+
+
+def install_plugin(root: Path) -> dict[str, str]:
+    (root / "wc_judges.py").write_text(PLUGIN)
+    info = root / "wc_judges-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: wc-judges\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[ll_loop.judges]\ntext/word_count = wc_judges:word_count\n"
+    )
+    return dict(os.environ, PYTHONPATH=str(root))
+
+
+def test_a_plugin_builtin_is_listed_and_runs(tmp_path: Path) -> None:
+    env = install_plugin(tmp_path)
+    listed = subprocess.run(
+        [str(LL_LOOP), "judges", "--json"], capture_output=True, text=True, env=env, check=True
+    )
+    entry = next(b for b in json.loads(listed.stdout) if b["name"] == "word_count")
+    assert (entry["category"], entry["origin"]) == ("text", "wc-judges")
+    assert entry["arguments"] == [
+        {"name": "min_words", "type": "any", "required": False, "default": 1, "description": ""}
+    ]
+    loop = tmp_path / "loop.yaml"
+    loop.write_text(
+        textwrap.dedent(
+            """\
+            name: plugin
+            initial: work
+            scope: ["."]
+            states:
+              work:
+                action: echo three little words
+                evaluate:
+                  type: assessment
+                  judges:
+                    - {name: wordy, builtin: text/word_count, arguments: {min_words: 3}}
+                on_yes: done
+                on_no: failed
+              done: {terminal: true}
+              failed: {terminal: true, failure: true}
+            """
+        )
+    )
+    ran = subprocess.run(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["final_state"] == "done"
+
+
+def test_ll_loop_judges_lists_every_builtin_with_its_arguments() -> None:
+    listed = subprocess.run([str(LL_LOOP), "judges"], capture_output=True, text=True, check=True)
+    assert "commands/metric\n" in listed.stdout
+    assert "      threshold (number, required): the passing minimum" in listed.stdout
+    assert "Polpo expectations" in listed.stdout
+    assert find_builtin("files/file_exists") is not None
+    assert find_builtin("agent/file_exists") is None

@@ -1,0 +1,249 @@
+"""One judge model, three spellings: the seeds' own examples load unchanged into `Judge`, and
+mistakes are load errors at their line with a "use ..." hint, never dropped silently."""
+
+from __future__ import annotations
+
+import textwrap
+
+from engine.load.loader import load_loop_text
+from engine.model.judges import DEFAULT_DIMENSIONS
+from lint import lint_loop
+from tests.judges_helpers import judges_of, loop_text
+from tests.load_helpers import one, problems
+
+# The agent_eval seed's judges, exactly as its documentation writes them.
+AGENT_EVAL_SEED = """
+type: assessment
+judges:
+  - name: budget_check
+    builtin: cost_budget          # or "category/name", e.g. docs/consulted_docs
+    arguments:
+      max_cost_usd: 5.0
+  - name: has_content
+    check: |
+      content = outputs["main_content"]
+      if len(content.strip()) < 100:
+          return False, f"Output too short ({len(content.strip())} chars)"
+      return True, f"Output has {len(content.strip())} chars"
+  - name: output_quality
+    prompt: |
+      Compare the generated output against the reference. Consider
+      completeness, clarity, accuracy. Score 1-5 where 5 is excellent.
+  - name: schema_valid
+    module: eval.judges.schema_checks
+    function: check_schema
+  - name: output_quality_if
+    if: "not annotations.get('skip_quality', False)"
+    prompt: "Score the output 1-5 for completeness, clarity, and accuracy."
+"""
+
+# The Polpo seed's two JSON examples, pasted as they are (JSON is YAML).
+POLPO_SEED = """
+type: assessment
+expectations: [
+    {"type": "test", "command": "pnpm test"},
+    {"type": "file_exists", "paths": ["dist/index.js", "dist/index.d.ts"]},
+    {"type": "script", "command": "pnpm lint\\npnpm typecheck"},
+    {
+      "type": "llm_review",
+      "criteria": "The implementation handles the specified failure cases.",
+      "threshold": 4
+    },
+    {
+      "type": "llm_review",
+      "criteria": "Evaluate the public API design.",
+      "threshold": 3.5,
+      "dimensions": [
+        {
+          "name": "compatibility",
+          "description": "Existing clients continue to work.",
+          "weight": 0.6
+        },
+        {
+          "name": "error_handling",
+          "description": "Failures have stable status codes and response bodies.",
+          "weight": 0.4
+        }
+      ]
+    }
+  ]
+metrics:
+  - {name: coverage, command: "npx c8 report --reporter=text-summary | awk '/Lines/ {print $3+0}'", threshold: 80}
+"""
+
+
+def test_agent_eval_seed_loads_with_kinds_inferred_from_fields() -> None:
+    judges = judges_of(AGENT_EVAL_SEED)
+    assert [(j.name, j.kind) for j in judges] == [
+        ("budget_check", "builtin"),
+        ("has_content", "check"),
+        ("output_quality", "llm"),
+        ("schema_valid", "callable"),
+        ("output_quality_if", "llm"),
+    ]
+    budget, check, quality, module, conditional = judges
+    assert (budget.builtin, dict(budget.arguments)) == ("cost_budget", {"max_cost_usd": 5.0})
+    assert check.check is not None and check.check.startswith('content = outputs["main_content"]')
+    assert check.check_line == check.line + 2  # the snippet starts below `check: |`
+    assert quality.feedback == "score" and quality.value_range() == (1.0, 5.0)
+    assert (module.module, module.function) == ("eval.judges.schema_checks", "check_schema")
+    assert conditional.condition == "not annotations.get('skip_quality', False)"
+    assert all(j.spelling == "judges" and j.file == "judges.yaml" for j in judges)
+
+
+def test_polpo_seed_loads_and_is_normalised_into_builtins_and_reviews() -> None:
+    judges = judges_of(POLPO_SEED)
+    assert [(j.name, j.kind, j.builtin) for j in judges] == [
+        ("test", "builtin", "test"),
+        ("file_exists", "builtin", "file_exists"),
+        ("script", "builtin", "script"),
+        ("llm_review", "review", None),
+        ("llm_review_2", "review", None),
+        ("coverage", "builtin", "metric"),
+    ]
+    test, exists, script, review, api, coverage = judges
+    assert dict(test.arguments) == {"command": "pnpm test"}
+    assert dict(exists.arguments) == {"paths": ["dist/index.js", "dist/index.d.ts"]}
+    assert script.arguments["command"] == "pnpm lint\npnpm typecheck"
+    assert (review.threshold, review.reviewers, review.dimensions) == (4.0, 3, ())
+    assert [d.name for d in api.dimensions] == ["compatibility", "error_handling"]
+    assert api.threshold == 3.5 and api.pass_mark() == 3.5
+    assert (coverage.spelling, coverage.threshold) == ("metrics", 80.0)
+    assert [j.spelling for j in judges] == ["expectations"] * 5 + ["metrics"]
+
+
+def test_seed_loops_lint_without_errors() -> None:
+    for block in (AGENT_EVAL_SEED, POLPO_SEED):
+        loop = load_loop_text(loop_text(block), "judges.yaml")
+        errors = [d for d in lint_loop(loop) if d.severity == "error"]
+        assert errors == [], [d.render() for d in errors]
+
+
+def test_builtin_beside_another_kind_is_an_error_at_its_line() -> None:
+    d = one(
+        loop_text("type: assessment\njudges:\n  - name: b\n    builtin: regex\n    check: x\n"),
+        "F030",
+    )
+    assert d.message == (
+        "states.work.evaluate.judges[0] (judge 'b') sets both builtin and check: "
+        "a judge has exactly one kind"
+    )
+    assert d.line == 12 and "use builtin (with arguments) or an inline check snippet" in d.hint
+
+
+def test_two_kinds_and_no_kind_are_errors() -> None:
+    block = """
+    type: assessment
+    judges:
+      - {name: a, check: "return True", module: m, function: f}
+      - {name: b, arguments: {x: 1}}
+    """
+    found = problems(loop_text(block))
+    assert [d.code for d in found] == ["F030", "F031"]
+    assert "sets both check and module" in found[0].message
+    assert "has no kind" in found[1].message and found[1].line == 11
+
+
+def test_llm_settings_on_a_non_llm_judge_are_refused() -> None:
+    d = one(loop_text("type: assessment\njudges:\n  - {name: a, check: x, samples: 3}\n"), "F030")
+    assert "samples applies to an LLM prompt" in d.message
+
+
+def test_duplicate_names_are_refused_and_generated_names_avoid_taken_ones() -> None:
+    block = """
+    type: assessment
+    judges:
+      - {name: test, check: "return True"}
+    expectations:
+      - {type: test, command: "true"}
+    """
+    assert [j.name for j in judges_of(block)] == ["test", "test_2"]
+    d = one(loop_text(block.replace("{type: test,", "{type: test, name: test,")), "F032")
+    assert "a judge named 'test' is already defined at line 10" in d.message
+
+
+def test_a_check_that_does_not_compile_names_its_file_line() -> None:
+    block = """
+    type: assessment
+    judges:
+      - name: broken
+        check: |
+          value = 1
+          return (value
+    """
+    d = one(loop_text(block), "F033")
+    assert d.line == 13 and "does not compile" in d.message  # the line of `return (value`
+
+
+def test_polpo_misspellings_get_a_use_hint() -> None:
+    path = one(
+        loop_text("type: assessment\nexpectations:\n  - {type: file_exists, path: a.txt}\n"),
+        "F013",
+    )
+    assert path.message == "path is not supported in an expectation: use paths"
+    assert path.line == 10
+    prompt = one(
+        loop_text("type: assessment\nexpectations:\n  - {type: llm_review, prompt: ok?}\n"),
+        "F013",
+    )
+    assert prompt.message == "prompt is not supported in an expectation: use criteria"
+    exit_code = one(
+        loop_text(
+            "type: assessment\nexpectations:\n  - {type: script, command: x, expectExitCode: 1}\n"
+        ),
+        "F013",
+    )
+    assert "pass on exit code 0" in exit_code.message
+
+
+def test_a_type_key_in_judges_points_to_expectations() -> None:
+    d = one(loop_text("type: assessment\njudges:\n  - {name: t, type: test, check: x}\n"), "F013")
+    assert "expectations:" in d.hint
+
+
+def test_an_expectation_key_of_another_type_is_refused() -> None:
+    d = one(
+        loop_text("type: assessment\nexpectations:\n  - {type: test, command: x, paths: [a]}\n"),
+        "F012",
+    )
+    assert "'paths' does not belong" in d.message
+
+
+def test_threshold_on_a_criteria_only_llm_structured_review_uses_the_default_dimensions() -> None:
+    loop = load_loop_text(
+        loop_text("type: llm_structured\nprompt: Is it good? Quote it.\nthreshold: 4\n")
+    )
+    spec = loop.states["work"].evaluate
+    assert spec is not None and spec.dimensions == DEFAULT_DIMENSIONS and spec.threshold == 4.0
+
+
+def test_rubric_judges_need_no_cannot_judge_route_ll007() -> None:
+    text = textwrap.dedent(
+        """\
+        name: rubric
+        initial: work
+        scope: ["."]
+        states:
+          work:
+            action: cat notes.md
+            evaluate:
+              type: llm_structured
+              prompt: Review the notes. Quote the evidence.
+              dimensions: [{name: clarity, weight: 1}]
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """
+    )
+    codes = [d.code for d in lint_loop(load_loop_text(text))]
+    assert "LL007" not in codes
+    without = text.replace("      dimensions: [{name: clarity, weight: 1}]\n", "")
+    assert "LL007" in [d.code for d in lint_loop(load_loop_text(without))]
+
+
+def test_assessment_verdicts_are_closed_yes_no_error() -> None:
+    text = loop_text("type: assessment\njudges:\n  - {name: a, check: x}\n").replace(
+        "    on_no: failed\n", "    on_no: failed\n    on_partial: failed\n"
+    )
+    codes = [d.code for d in lint_loop(load_loop_text(text))]
+    assert "LL014" in codes  # partial is impossible for an assessment
