@@ -219,7 +219,10 @@ states:
           reviewers: 3
           explore: true
           dimensions:
-            - {name: compatibility, description: clients work, weight: 0.6, rubric: {"1": none work, "5": all work}}
+            - name: compatibility
+              description: clients work
+              weight: 0.6
+              rubric: {"1": none work, "5": all work}
             - {name: errors, weight: 0.4}
       metrics:
         - {name: coverage, command: ./coverage.sh, threshold: 80}

@@ -68,7 +68,9 @@ expectations: [
     }
   ]
 metrics:
-  - {name: coverage, command: "npx c8 report --reporter=text-summary | awk '/Lines/ {print $3+0}'", threshold: 80}
+  - name: coverage
+    command: "npx c8 report --reporter=text-summary | awk '/Lines/ {print $3+0}'"
+    threshold: 80
 """
 
 
