@@ -18,7 +18,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Literal
 
-from engine.harness.stats import Rate
+from engine.model.stats import Rate
 
 SampleOutcome = Literal["pass", "fail", "abstain", "error"]
 

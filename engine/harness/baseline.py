@@ -15,7 +15,7 @@ from typing import Any
 from engine.harness.banding import Tally
 from engine.harness.provenance import head_content_hash
 from engine.harness.refusal import Refusal
-from engine.harness.stats import Rate
+from engine.model.stats import Rate
 from engine.harness.subjects import Subject
 from engine.run.history import Attempt, History
 

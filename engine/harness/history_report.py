@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.harness.banding import Tally
-from engine.harness.stats import Rate
+from engine.model.stats import Rate
 from engine.run.history import Attempt
 
 RECENT_DAYS = 30

@@ -97,6 +97,76 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # v5: the git branch checked out when the attempt ran (NULL: detached HEAD, no repository,
     # or a row recorded before v5).
     ("ALTER TABLE harness_attempts ADD COLUMN git_branch TEXT",),
+    # v6: suites. One row per suite run (its options, for --resume), per case and arm (how the
+    # subject ran, its outputs record compressed), and per case x judge x sample. The unique keys
+    # make a resumed run unable to record a case twice.
+    (
+        """CREATE TABLE suite_runs (
+            run_id TEXT PRIMARY KEY,
+            suite TEXT NOT NULL,
+            path TEXT NOT NULL,
+            suite_hash TEXT NOT NULL,
+            conditions_fp TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'run',
+            options TEXT NOT NULL DEFAULT '{}',
+            cases_planned INTEGER NOT NULL DEFAULT 0,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            result TEXT,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            git_head TEXT,
+            git_dirty INTEGER,
+            git_branch TEXT
+        )""",
+        "CREATE INDEX suite_runs_by_suite ON suite_runs (suite, kind, started_at)",
+        """CREATE TABLE suite_cases (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES suite_runs (run_id),
+            arm TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            case_key TEXT NOT NULL,
+            subject_hash TEXT NOT NULL,
+            status TEXT NOT NULL,
+            error TEXT,
+            exit_code INTEGER,
+            timed_out INTEGER NOT NULL DEFAULT 0,
+            duration_ms INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            workspace TEXT,
+            record BLOB,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, arm, case_id)
+        )""",
+        """CREATE TABLE suite_judgements (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES suite_runs (run_id),
+            suite TEXT NOT NULL,
+            arm TEXT NOT NULL,
+            case_id TEXT NOT NULL,
+            case_key TEXT NOT NULL,
+            judge TEXT NOT NULL,
+            judge_kind TEXT NOT NULL,
+            sample_index INTEGER NOT NULL DEFAULT 0,
+            samples INTEGER NOT NULL DEFAULT 1,
+            status TEXT NOT NULL,
+            value REAL,
+            is_bool INTEGER,
+            passed INTEGER,
+            sample_status TEXT,
+            sample_value REAL,
+            rationale TEXT,
+            evidence TEXT,
+            error TEXT,
+            score_low REAL,
+            score_high REAL,
+            duration_ms INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            conditions_fp TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, arm, case_id, judge, sample_index)
+        )""",
+        "CREATE INDEX suite_judgements_by_case ON suite_judgements (suite, judge, case_key)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -178,9 +248,82 @@ class Attempt(NewAttempt):
         return self.superseded_by is None
 
 
+@dataclass(frozen=True)
+class SuiteRunRow:
+    """One `ll-harness suite` run: what ran, under which conditions, and how it ended."""
+
+    run_id: str
+    suite: str
+    path: str
+    suite_hash: str
+    conditions_fp: str
+    started_at: str
+    kind: str = "run"  # run | baseline (measured with --measure-baseline)
+    options: str = "{}"  # JSON: what --resume needs to continue exactly this run
+    cases_planned: int = 0
+    ended_at: str | None = None
+    result: str | None = None
+    cost_usd: float = 0.0
+    git_head: str | None = None
+    git_dirty: bool | None = None
+    git_branch: str | None = None
+
+
+@dataclass(frozen=True)
+class SuiteCaseRow:
+    """How one case's subject ran in one arm (subject, baseline or pairwise)."""
+
+    run_id: str
+    arm: str
+    case_id: str
+    case_key: str
+    subject_hash: str
+    status: str  # ok | error
+    error: str | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_ms: int = 0
+    cost_usd: float = 0.0
+    workspace: str | None = None
+    record: bytes | None = None  # zlib-compressed JSON of the outputs record
+
+
+@dataclass(frozen=True)
+class SuiteJudgementRow:
+    """One judge on one case, one sample of it: the judgement's value and the sample's own."""
+
+    run_id: str
+    suite: str
+    arm: str
+    case_id: str
+    case_key: str
+    judge: str
+    judge_kind: str
+    status: str  # ok | skipped | error | abstain
+    conditions_fp: str
+    sample_index: int = 0
+    samples: int = 1
+    value: float | None = None
+    is_bool: bool | None = None
+    passed: bool | None = None
+    sample_status: str | None = None
+    sample_value: float | None = None
+    rationale: str | None = None
+    evidence: str | None = None
+    error: str | None = None
+    score_low: float | None = None
+    score_high: float | None = None
+    duration_ms: int = 0
+    cost_usd: float = 0.0
+
+
 _RUN_COLUMNS = tuple(f.name for f in fields(RunRow))
 _ATTEMPT_COLUMNS = tuple(f.name for f in fields(Attempt))
 _BOOL_COLUMNS = frozenset({"exit_passed", "timed_out", "errored", "git_dirty"})
+_SUITE_RUN_COLUMNS = tuple(f.name for f in fields(SuiteRunRow))
+_SUITE_CASE_COLUMNS = tuple(f.name for f in fields(SuiteCaseRow))
+_SUITE_JUDGEMENT_COLUMNS = tuple(f.name for f in fields(SuiteJudgementRow))
+_SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed"})
 
 
 class History:
@@ -366,6 +509,99 @@ class History:
             f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM harness_attempts {tail}", params
         )
         return [_attempt_from_row(row) for row in rows]
+
+    # ---- suites ---------------------------------------------------------------------------
+
+    def record_suite_run(self, row: SuiteRunRow) -> None:
+        with self._write() as db:
+            _insert(db, "suite_runs", asdict(row))
+
+    def finish_suite_run(
+        self, run_id: str, *, result: str, cost_usd: float, ended_at: str | None = None
+    ) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE suite_runs SET ended_at = ?, result = ?, cost_usd = ? WHERE run_id = ?",
+                (ended_at or utc_now(), result, cost_usd, run_id),
+            )
+
+    def suite_run(self, run_id: str) -> SuiteRunRow | None:
+        rows = self._read(
+            f"SELECT {', '.join(_SUITE_RUN_COLUMNS)} FROM suite_runs WHERE run_id = ?", (run_id,)
+        )
+        return SuiteRunRow(**_suite_values(rows[0])) if rows else None
+
+    def suite_runs(
+        self, suite: str, *, kind: str | None = None, conditions_fp: str | None = None
+    ) -> list[SuiteRunRow]:
+        """Runs of `suite`, newest first."""
+        clauses, params = ["suite = ?"], [suite]
+        if kind is not None:
+            clauses.append("kind = ?")
+            params.append(kind)
+        if conditions_fp is not None:
+            clauses.append("conditions_fp = ?")
+            params.append(conditions_fp)
+        rows = self._read(
+            f"SELECT {', '.join(_SUITE_RUN_COLUMNS)} FROM suite_runs "
+            f"WHERE {' AND '.join(clauses)} ORDER BY started_at DESC, rowid DESC",
+            params,
+        )
+        return [SuiteRunRow(**_suite_values(r)) for r in rows]
+
+    def record_suite_case(
+        self, cases: Sequence[SuiteCaseRow], judgements: Sequence[SuiteJudgementRow]
+    ) -> None:
+        """One case's rows (each arm, every judge x sample) in one transaction: a run killed
+        at any moment has all of a case or none of it."""
+        now = utc_now()
+        with self._write() as db:
+            for case in cases:
+                _insert(db, "suite_cases", {**asdict(case), "created_at": now})
+            for row in judgements:
+                _insert(db, "suite_judgements", {**asdict(row), "created_at": now})
+
+    def suite_cases(self, run_id: str, *, with_records: bool = False) -> list[SuiteCaseRow]:
+        """The case rows of a run in the order they were recorded (records only if asked)."""
+        columns = [
+            c if c != "record" or with_records else "NULL AS record" for c in _SUITE_CASE_COLUMNS
+        ]
+        rows = self._read(
+            f"SELECT {', '.join(columns)} FROM suite_cases WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        return [SuiteCaseRow(**_suite_values(r)) for r in rows]
+
+    def suite_record(self, run_id: str, arm: str, case_id: str) -> bytes | None:
+        rows = self._read(
+            "SELECT record FROM suite_cases WHERE run_id = ? AND arm = ? AND case_id = ?",
+            (run_id, arm, case_id),
+        )
+        return bytes(rows[0]["record"]) if rows and rows[0]["record"] is not None else None
+
+    def suite_judgements(self, run_id: str) -> list[SuiteJudgementRow]:
+        rows = self._read(
+            f"SELECT {', '.join(_SUITE_JUDGEMENT_COLUMNS)} FROM suite_judgements "
+            "WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        return [SuiteJudgementRow(**_suite_values(r)) for r in rows]
+
+
+def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> None:
+    names = list(values)
+    db.execute(
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
+        [_to_sql(values[name]) for name in names],
+    )
+
+
+def _suite_values(row: sqlite3.Row) -> dict[str, Any]:
+    values = dict(row)
+    for name in _SUITE_BOOLS & values.keys():
+        if values[name] is not None:
+            values[name] = bool(values[name])
+    return values
 
 
 def _to_sql(value: object) -> object:

@@ -42,6 +42,7 @@ from engine.shell.quoting import (
 
 ROOTS: frozenset[str] = frozenset(
     {"context", "captured", "prev", "state", "loop", "run", "env", "param"}
+    | {"inputs", "annotations"}  # a suite's case (docs/suites.md)
 )
 
 _ROOT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")

@@ -1,0 +1,120 @@
+"""Rates and means with honest uncertainty: Wilson and bootstrap intervals (pure).
+
+A 17/20 and a 170/200 run have the same ratio and very different meaning; the interval is what
+says so. Wilson is used rather than the normal approximation because it stays inside [0, 1] and
+behaves at k = 0 and k = n, the cases a small sample count produces all the time. A mean of
+judge scores gets a percentile bootstrap interval: scores are bounded and often skewed (most
+cases 4 or 5), where a normal interval would spill past the scale.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+Z95 = 1.959963984540054  # the two-sided 95% standard-normal quantile
+
+
+def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of `k` successes in `n` trials; (0, 1) when `n` is 0."""
+    if n < 0 or k < 0 or k > n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denominator
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    high = 1.0 if k == n else min(1.0, centre + half)
+    return (low, high)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """`k` of `n` with its 95% Wilson interval; `value` is None when nothing was counted."""
+
+    k: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.k, self.n)
+
+    def to_json(self) -> dict[str, object]:
+        low, high = self.interval
+        return {"k": self.k, "n": self.n, "rate": self.value, "low": low, "high": high}
+
+    def render(self) -> str:
+        """`12/14 [0.57, 0.94] (95% CI)`."""
+        low, high = self.interval
+        return f"{self.k}/{self.n} [{low:.2f}, {high:.2f}] (95% CI)"
+
+
+BOOTSTRAP_RESAMPLES = 2000
+# Above this many values the bootstrap distribution of the mean is its normal limit to within
+# the resampling noise, and resampling would cost seconds: the limit is used instead.
+BOOTSTRAP_MAX_N = 200
+
+
+def bootstrap_interval(
+    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """The 95% percentile bootstrap interval of the mean of `values`.
+
+    Seeded, so the same values always give the same interval (a report must not change between
+    two renderings). All values equal give a point; no values give (nan, nan).
+    """
+    n = len(values)
+    if n == 0:
+        return (math.nan, math.nan)
+    data = [float(v) for v in values]
+    if min(data) == max(data):
+        return (data[0], data[0])
+    if n > BOOTSTRAP_MAX_N:
+        mean = math.fsum(data) / n
+        spread = math.sqrt(math.fsum((v - mean) ** 2 for v in data) / n)
+        half = Z95 * spread / math.sqrt(n)
+        return (max(min(data), mean - half), min(max(data), mean + half))
+    rng = random.Random(seed)
+    means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
+    low = means[int(0.025 * (resamples - 1))]
+    high = means[int(math.ceil(0.975 * (resamples - 1)))]
+    return (low, high)
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean of `values` with its 95% bootstrap interval; `value` is None when empty."""
+
+    values: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def value(self) -> float | None:
+        return math.fsum(self.values) / len(self.values) if self.values else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return bootstrap_interval(self.values) if self.values else None
+
+    def to_json(self) -> dict[str, object]:
+        low, high = self.interval or (None, None)
+        return {"n": self.n, "mean": self.value, "low": low, "high": high}
+
+    def render(self) -> str:
+        """`3.85 [3.52, 4.14] (n=20)`."""
+        if self.value is None or self.interval is None:
+            return "n/a (n=0)"
+        low, high = self.interval
+        return f"{self.value:.2f} [{low:.2f}, {high:.2f}] (n={self.n})"
