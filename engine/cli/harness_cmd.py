@@ -312,6 +312,85 @@ def dsl_command(
     return _emit(output, build)
 
 
+class SuiteOutput(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class SuiteExecutor(StrEnum):
+    threads = "threads"
+    processes = "processes"
+
+
+@app.command("suite")
+def suite_command(
+    path: Annotated[Path, typer.Argument(help="A suite file (*.suite.yaml).")],
+    samples: Annotated[
+        int | None, typer.Option("--samples", help="Samples of every LLM judge per case.")
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", help="Cases run at once (default: CPUs; 8 with LLM work)."),
+    ] = None,
+    cases: Annotated[
+        str | None, typer.Option("--cases", help="Only the cases whose id matches this glob.")
+    ] = None,
+    output: Annotated[SuiteOutput, typer.Option("--output", help="text or json.")] = (
+        SuiteOutput.text
+    ),
+    measure_baseline: MeasureOpt = False,
+    compare_baseline: CompareOpt = False,
+    baseline_of: Annotated[
+        str | None,
+        typer.Option("--baseline-of", help="The suite run to compare with (default: the last "
+                     "--measure-baseline run)."),
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Continue an interrupted run: only what is "
+                                 "missing runs.")
+    ] = None,
+    keep_workspaces: Annotated[
+        bool, typer.Option("--keep-workspaces", help="Keep each case's workspace.")
+    ] = False,
+    executor: Annotated[
+        SuiteExecutor, typer.Option("--executor", help="Where cases run: threads or processes.")
+    ] = SuiteExecutor.threads,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+) -> int:
+    """Run a suite: every case through the subject, every judge on each case's outputs, the
+    per-judge aggregates with 95% intervals, gated by the suite's thresholds."""
+    from engine.run.history import open_history
+    from engine.suite import SuiteOptions, run_suite, suite_json, suite_text
+    from engine.suite.progress import SuiteProgress, choose_mode
+
+    options = SuiteOptions(
+        samples=samples,
+        jobs=jobs,
+        cases=cases,
+        measure_baseline=measure_baseline,
+        compare_baseline=compare_baseline,
+        baseline_of=baseline_of,
+        resume=resume,
+        keep_workspaces=keep_workspaces,
+        executor=executor.value,
+    )
+    mode = choose_mode(quiet=quiet or output is SuiteOutput.json and not sys.stderr.isatty(),
+                       stream=sys.stderr)
+
+    def progress(**kwargs: Any) -> SuiteProgress:
+        return SuiteProgress(mode=mode, **kwargs)
+
+    def build() -> tuple[str, dict[str, Any], int]:
+        cwd = Path.cwd()
+        with open_history(cwd) as history:
+            result = run_suite(path, options, history=history, cwd=cwd, progress=progress)
+        for note in result.notes:
+            err(f"note: {note}")
+        return suite_text(result), suite_json(result), result.exit_code
+
+    return _emit(OutputFormat(output.value), build)
+
+
 @app.command("history")
 def history_command(
     target: Annotated[str, typer.Argument(help="A target as recorded (command text, loop name…).")],

@@ -47,10 +47,11 @@ def _git_top(root: Path) -> Path | None:
     return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
-def baseline(root: Path, scope: Sequence[str] | None) -> Baseline:
-    """Take what is needed to tell, after the action, which files it changed."""
+def baseline(root: Path, scope: Sequence[str] | None, *, git: bool | None = None) -> Baseline:
+    """Take what is needed to tell, after the action, which files it changed (`git`: whether
+    `root` is a git work tree, when the caller knows; else git is asked)."""
     paths = tuple(scope) if scope else (".",)
-    if _git_top(root) is not None:
+    if git if git is not None else _git_top(root) is not None:
         return Baseline(root, paths, True)
     return Baseline(root, paths, False, dict(_snapshot(root, paths)))
 

@@ -1,0 +1,436 @@
+"""One case, start to end: workspace, hooks, subject, outputs record, judges (the worker's job).
+
+`run_case(spec)` is a plain function of a picklable `CaseSpec` returning a picklable
+`CaseOutcome`, so any executor can run it (a thread, a process, a Ray task). It never raises:
+whatever goes wrong in a case (a broken case folder, a hook that fails, a subject that crashes
+or times out, a judge that errors) is that case's recorded error, and the suite goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import traceback
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.judges import CompiledJudge, JudgeEnv, JudgeResult, build_record, compile_judges
+from engine.judges import run_judges
+from engine.model.errors import InterpolationError
+from engine.model.ports import ActionResult
+from engine.model.suite import Case, Hook, Subject, Suite
+from engine.run.actions import ActionRunner
+from engine.run.workspace import baseline, modified_files, read_files
+from engine.shell.interpolate import render_shell, render_text
+from engine.suite import workspace as workspaces
+from engine.suite.pairwise import judge_pair
+from engine.suite.spec import (
+    ArmOutcome,
+    CaseOutcome,
+    CaseSpec,
+    JudgeOutcome,
+    RunSettings,
+    SampleAnswer,
+)
+from engine.suite.subject import Place, SubjectRun, run_subject
+
+MAX_RECORD_BYTES = 2 * 1024 * 1024  # a compressed record kept in history.db at most
+HOOK_OUTPUT_CHARS = 100_000
+
+
+@dataclass
+class _RunEnv:
+    """What a worker prepares once per run: compiled judges, the LLM port, the isolation."""
+
+    compiled: tuple[CompiledJudge, ...]
+    messages: Any  # TaggedMessages, built lazily (its gateway too)
+    mode: str
+    git_root: Path | None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+_RUNS: dict[str, _RunEnv] = {}
+_RUNS_LOCK = threading.Lock()
+
+
+def _prepared(settings: RunSettings) -> _RunEnv:
+    with _RUNS_LOCK:
+        found = _RUNS.get(settings.run_id)
+        if found is None:
+            from engine.llm.services import messages_port
+
+            mode, git_root = workspaces.isolation_of(settings.suite, Path(settings.project_root))
+            found = _RunEnv(
+                compile_judges(settings.suite.judges),
+                messages_port(run_dir=Path(settings.run_dir)),
+                mode,
+                git_root,
+                {**os.environ, "LL_SUITE": settings.suite.name, "LL_SUITE_RUN": settings.run_id},
+            )
+            _RUNS[settings.run_id] = found
+        return found
+
+
+def forget_run(run_id: str) -> None:
+    """Drop a finished run's prepared state from this process."""
+    with _RUNS_LOCK:
+        _RUNS.pop(run_id, None)
+
+
+def run_case(spec: CaseSpec) -> CaseOutcome:
+    """Run every arm of one case and its judges; never raises."""
+    started = time.monotonic()
+    try:
+        outcome = _run_case(spec)
+    except Exception as exc:  # a bug must cost one case, not the suite
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        reason = f"internal error: {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
+        outcome = broken_case(spec, reason)
+    return CaseOutcome(
+        outcome.case_id,
+        outcome.case_key,
+        outcome.index,
+        outcome.arms,
+        outcome.pairwise,
+        int((time.monotonic() - started) * 1000),
+    )
+
+
+def broken_case(spec: CaseSpec, reason: str) -> CaseOutcome:
+    """A case that could not run: every judge of every arm errored with `reason`."""
+    suite = spec.settings.suite
+    arms = tuple(
+        ArmOutcome(arm, "error", _errored(suite, reason), error=reason) for arm in arms_of(suite)
+    )
+    pair = None
+    if suite.pairwise is not None:
+        pair = JudgeOutcome(suite.pairwise.name, "pairwise", "error", rationale=reason, error=reason)
+    return CaseOutcome(spec.case.id, spec.case.key, spec.index, arms, pair)
+
+
+def arms_of(suite: Suite) -> tuple[str, ...]:
+    return ("subject", "baseline") if suite.baseline_subject is not None else ("subject",)
+
+
+def _run_case(spec: CaseSpec) -> CaseOutcome:
+    if spec.case.problem is not None:
+        return broken_case(spec, spec.case.problem)
+    suite = spec.settings.suite
+    prepared = _prepared(spec.settings)
+    arms: list[ArmOutcome] = []
+    records: dict[str, dict[str, Any]] = {}
+    for arm in arms_of(suite):
+        subject = suite.subject if arm == "subject" else suite.baseline_subject
+        assert subject is not None
+        outcome, record = _run_arm(spec, arm, subject, prepared)
+        arms.append(outcome)
+        if record is not None:
+            records[arm] = record
+    pair = None
+    if suite.pairwise is not None:
+        pair = _pairwise(spec, records, prepared)
+    return CaseOutcome(spec.case.id, spec.case.key, spec.index, tuple(arms), pair)
+
+
+def _pairwise(
+    spec: CaseSpec, records: dict[str, dict[str, Any]], prepared: _RunEnv
+) -> JudgeOutcome | None:
+    suite = spec.settings.suite
+    assert suite.pairwise is not None
+    other = records.get("baseline")
+    if other is None and spec.baseline_record is not None:
+        other = decompress(spec.baseline_record)
+    name = suite.pairwise.name
+    if other is None:
+        if suite.baseline_subject is None and spec.baseline_record is None:
+            return None  # no baseline to compare with in this run
+        why = "the baseline subject could not run on this case"
+        return JudgeOutcome(name, "pairwise", "error", rationale=why, error=why)
+    mine = records.get("subject")
+    if mine is None:
+        why = "the subject could not run on this case"
+        return JudgeOutcome(name, "pairwise", "error", rationale=why, error=why)
+    return judge_pair(
+        suite.pairwise,
+        mine,
+        other,
+        inputs=spec.case.inputs,
+        messages=prepared.messages,
+        model=suite.judge_model,
+        samples=spec.settings.samples,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# One arm: a workspace, the hooks, the subject, the record, the judges
+
+
+def _run_arm(
+    spec: CaseSpec, arm: str, subject: Subject, prepared: _RunEnv
+) -> tuple[ArmOutcome, dict[str, Any] | None]:
+    settings, case, suite = spec.settings, spec.case, spec.settings.suite
+    label = f"{spec.index:06d}-{arm}"
+    try:
+        ws = workspaces.create(
+            suite,
+            case,
+            root=Path(settings.scratch_root),
+            label=label,
+            project_root=Path(settings.project_root),
+            mode=prepared.mode,
+            git_root=prepared.git_root,
+        )
+    except (workspaces.WorkspaceError, OSError) as exc:
+        reason = f"no workspace for the case: {exc}"
+        return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
+    kept = str(ws.path) if settings.keep_workspaces else None
+    try:
+        env = {
+            **prepared.env,
+            "LL_CASE_ID": case.id,
+            "LL_CASE_ARM": arm,
+            "LL_WORKSPACE": str(ws.path),
+        }
+        ns = {"inputs": case.inputs, "annotations": case.annotations}
+        hooks, problem = _run_hooks(suite.before_each, ws.path, ws.scratch, env, ns)
+        if problem is not None:
+            return ArmOutcome(
+                arm, "error", _errored(suite, problem), error=problem, workspace=kept
+            ), None
+        before = baseline(ws.path, None, git=ws.mode == "worktree")
+        place = Place(
+            ws.path,
+            ws.scratch,
+            ns,
+            env,
+            suite.source,
+            prepared.messages.gateway,
+            suite.subject_model,
+        )
+        run = run_subject(subject, place)
+        if run.error is not None:
+            return _failed_arm(arm, suite, run, kept), None
+        record = _record(suite, case, ws, before, run, hooks)
+        judge_env = JudgeEnv(
+            workspace=ws.path,
+            commands=_Commands(ws.path, ws.scratch, env),
+            messages=prepared.messages,
+            render=_renderer(ns),
+            model=suite.judge_model,
+            annotations=case.annotations,
+            inputs=case.inputs,
+            project_root=Path(settings.project_root),
+            samples=settings.samples or suite.samples,
+        )
+        concurrency = None if any(j.uses_llm for j in suite.judges) else 1
+        results = run_judges(prepared.compiled, record, judge_env, concurrency=concurrency)
+        result = run.result
+        return (
+            ArmOutcome(
+                arm,
+                "ok",
+                tuple(outcome_of(r, j.judge.kind) for r, j in zip(results, prepared.compiled,
+                                                                  strict=True)),
+                exit_code=result.exit_code,
+                duration_ms=result.duration_ms,
+                cost_usd=_subject_cost(run),
+                stdout=result.output,
+                stderr=result.stderr,
+                workspace=kept,
+                record=compress(record),
+            ),
+            record,
+        )
+    finally:
+        if not settings.keep_workspaces:
+            workspaces.remove(ws)
+
+
+def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> ArmOutcome:
+    reason = str(run.error)
+    result = run.result
+    return ArmOutcome(
+        arm,
+        "error",
+        _errored(suite, reason),
+        error=reason,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_ms=result.duration_ms,
+        cost_usd=_subject_cost(run),
+        stdout=result.output,
+        stderr=result.stderr,
+        workspace=kept,
+    )
+
+
+def _subject_cost(run: SubjectRun) -> float:
+    return float(run.extra.get("cost_usd") or run.result.cost_usd or 0.0)
+
+
+def _errored(suite: Suite, reason: str) -> tuple[JudgeOutcome, ...]:
+    return tuple(
+        JudgeOutcome(j.name, j.kind, "error", rationale=reason, error=reason) for j in suite.judges
+    )
+
+
+def _run_hooks(
+    hooks: tuple[Hook, ...],
+    workspace: Path,
+    scratch: Path,
+    env: Mapping[str, str],
+    ns: Mapping[str, Any],
+) -> tuple[dict[str, Any], str | None]:
+    """Run `before_each` in order; the first failing one is the arm's error."""
+    outputs: dict[str, Any] = {}
+    if not hooks:
+        return outputs, None
+    runner = ActionRunner(cwd=workspace, env=dict(env), outputs_dir=scratch)
+    try:
+        for hook in hooks:
+            try:
+                script = render_shell(hook.command, ns)
+            except InterpolationError as exc:
+                return outputs, f"before_each hook {hook.name!r}: {exc.message}"
+            result = runner.run_shell(script, state=f"hook-{hook.name}", timeout=hook.timeout)
+            if result.crashed or result.exit_code != 0:
+                tail = result.stderr.strip()[-300:]
+                why = result.failure_reason().removeprefix("action ")
+                return outputs, f"before_each hook {hook.name!r} {why}" + (
+                    f": {tail}" if tail else ""
+                )
+            outputs[hook.name] = _hook_value(result.output)
+    finally:
+        runner.close()
+    return outputs, None
+
+
+def _hook_value(text: str) -> Any:
+    text = text.strip()[:HOOK_OUTPUT_CHARS]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _record(
+    suite: Suite,
+    case: Case,
+    ws: workspaces.Workspace,
+    before: Any,
+    run: SubjectRun,
+    hooks: dict[str, Any],
+) -> dict[str, Any]:
+    """The outputs record judges read (docs/suites.md lists its fields)."""
+    placed = ws.case_files
+    changed = [
+        p
+        for p in modified_files(before)
+        if p.split("/", 1)[0] not in placed and not p.startswith(".loops/")
+    ]
+    files, per_dir = read_files(ws.path, [*suite.output_paths, *changed])
+    result, traces = run.result, suite.traces
+    trace = result.trace if traces.events else None
+    record = build_record(
+        stdout=result.output if traces.stdout else "",
+        stderr=result.stderr if traces.stderr else "",
+        exit_code=result.exit_code if traces.metrics else None,
+        duration_s=result.duration_ms / 1000 if traces.metrics else 0.0,
+        trace=trace,
+        files=files,
+        modified_files=changed,
+        output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
+    )
+    if not traces.metrics:
+        record.update(token_usage={}, cost_usd=0.0, num_turns=0)
+    elif run.extra.get("cost_usd"):
+        record["cost_usd"] = float(run.extra["cost_usd"])
+    if traces.events and run.extra.get("events"):
+        record["events"] = list(run.extra["events"])
+    for key in ("run", "loop_outputs"):
+        if key in run.extra:
+            record[key] = run.extra[key]
+    record["inputs"] = case.inputs
+    record["annotations"] = case.annotations
+    record["hook_outputs"] = hooks
+    return record
+
+
+class _Commands:
+    """`CommandPort` for judges: bash in the case's workspace, a runner per command."""
+
+    def __init__(self, workspace: Path, scratch: Path, env: Mapping[str, str]) -> None:
+        self.workspace, self.scratch, self.env = workspace, scratch, env
+
+    def run_command(self, command: str, *, timeout: float | None, label: str) -> ActionResult:
+        runner = ActionRunner(cwd=self.workspace, env=dict(self.env), outputs_dir=self.scratch)
+        try:
+            return runner.run_shell(command, state=f"judge-{label}", timeout=timeout or 300.0)
+        finally:
+            runner.close()
+
+
+def _renderer(ns: Mapping[str, Any]) -> Any:
+    def render(template: str, mode: str) -> str:
+        return render_shell(template, ns) if mode == "shell" else render_text(template, ns)
+
+    return render
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain data
+
+
+def outcome_of(result: JudgeResult, kind: str) -> JudgeOutcome:
+    """A judge's result as plain data (an abstention is its own status)."""
+    status = result.status
+    if status == "error" and result.details.get("abstained"):
+        status = "abstain"
+    value = result.value
+    return JudgeOutcome(
+        result.name,
+        kind,
+        status,
+        None if value is None else float(value),
+        None if value is None else isinstance(value, bool),
+        result.passed,
+        result.rationale,
+        result.evidence,
+        result.error,
+        result.score_range,
+        result.duration_ms,
+        result.cost_usd,
+        tuple(_sample(s) for s in result.samples),
+    )
+
+
+def _sample(sample: Mapping[str, Any]) -> SampleAnswer:
+    reason = str(sample.get("reason") or sample.get("error") or "")
+    if "score" in sample:
+        return SampleAnswer("score", float(sample["score"]), reason)
+    outcome = sample.get("outcome")
+    if outcome in ("pass", "fail"):
+        return SampleAnswer(str(outcome), 1.0 if outcome == "pass" else 0.0, reason)
+    if "error" in sample:
+        return SampleAnswer("error", None, reason)
+    return SampleAnswer(str(outcome or "ok"), None, reason)
+
+
+def compress(record: Mapping[str, Any]) -> bytes:
+    """The record as zlib-compressed JSON; a huge one keeps everything but its files' texts."""
+    data = zlib.compress(json.dumps(record, ensure_ascii=False, default=str).encode(), 1)
+    if len(data) <= MAX_RECORD_BYTES:
+        return data
+    slim = {**record, "files": {path: "(not kept: the record was too large)" for path in
+                                record.get("files") or {}}}
+    return zlib.compress(json.dumps(slim, ensure_ascii=False, default=str).encode(), 1)
+
+
+def decompress(data: bytes) -> dict[str, Any]:
+    loaded = json.loads(zlib.decompress(data))
+    return loaded if isinstance(loaded, dict) else {}

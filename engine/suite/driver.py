@@ -1,0 +1,656 @@
+"""`run_suite`: load, admit (refusals), plan, run the cases through an executor, record, report.
+
+The driver is the only writer: each case's outcome is turned into rows and recorded in one
+transaction as it arrives, so a run killed at any moment (even with SIGKILL) has every finished
+case and no half of one; `--resume RUN` plans the cases that have no row yet and runs only those.
+The report is built from the run's rows, so a resumed run reports what an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from engine.load.dataset import load_cases
+from engine.load.suite import load_suite_file
+from engine.model.errors import UsageError
+from engine.model.suite import Case, Suite
+from engine.run.history import (
+    History,
+    SuiteCaseRow,
+    SuiteJudgementRow,
+    SuiteRunRow,
+    utc_now,
+)
+from engine.run.runstore import new_run_id
+from engine.suite import workspace as workspaces
+from engine.suite.aggregate import JudgeSummary, Scored, Verdict, summarise, suite_verdict
+from engine.suite.casework import broken_case, forget_run
+from engine.suite.executor import Executor, local_executor
+from engine.suite.progress import SuiteProgress
+from engine.suite.result import BaselineDelta, SuiteResult
+from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings
+
+LLM_JOBS = 8
+
+
+class SuiteRefusal(UsageError):
+    """The suite will not run: one sentence why, a hint what to do (exit 2, nothing ran)."""
+
+    code = "SUITE"
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """The command line's choices for one suite run (`ll-harness suite`)."""
+
+    samples: int | None = None
+    jobs: int | None = None  # None: the CPU count for shell subjects, 8 with LLM work
+    cases: str | None = None  # a glob over case ids
+    measure_baseline: bool = False
+    compare_baseline: bool = False
+    baseline_of: str | None = None  # a suite run id
+    resume: str | None = None
+    keep_workspaces: bool = False
+    executor: str = "threads"
+    record: bool = True  # False: nothing is written to history.db (ll-harness dsl)
+
+
+_RESUMED_OPTIONS = ("samples", "cases", "measure_baseline", "compare_baseline", "baseline_of")
+
+
+def run_suite(
+    suite: str | Path | Suite,
+    options: SuiteOptions,
+    *,
+    history: History | None,
+    cwd: Path,
+    progress: Callable[..., SuiteProgress] | None = None,
+    executor: Executor | None = None,
+    on_case: Callable[[CaseOutcome], None] | None = None,
+) -> SuiteResult:
+    """Run a suite end to end (see the module docstring); refusals raise `SuiteRefusal`."""
+    started = time.monotonic()
+    loaded = suite if isinstance(suite, Suite) else load_suite_file(Path(suite))
+    if options.record and history is None:
+        raise ValueError("run_suite records into history: pass history=, or record=False")
+    recording = history if options.record else None
+    plan = _admit(loaded, options, recording, cwd)
+    settings, options = plan.settings, plan.options
+    lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
+    try:
+        done_rows = _previous(recording, settings.run_id)
+        todo = [c for c in plan.cases if c.id not in done_rows.finished]
+        git_root = workspaces.git_toplevel(Path(settings.project_root))
+        kept = {
+            f"{index:06d}-{arm}"
+            for index, case in enumerate(plan.cases)
+            if case.id in done_rows.finished and options.keep_workspaces
+            for arm in ("subject", "baseline")
+        }
+        workspaces.clean_run(Path(settings.scratch_root), git_root, keep=frozenset(kept))
+        display = (progress or _silent)(
+            suite=loaded.name,
+            run_id=settings.run_id,
+            total=len(plan.cases),
+            done_before=len(plan.cases) - len(todo),
+        )
+        display.start(resumed=len(plan.cases) - len(todo))
+        rows = _Rows(done_rows.cases, done_rows.judgements)
+        jobs = options.jobs or default_jobs(loaded)
+        pool = executor or local_executor(options.executor, jobs)
+        try:
+            specs = _specs(settings, plan, todo, recording)
+            for outcome in _stream(pool, specs):
+                cases, judgements = to_rows(outcome, settings)
+                if recording is not None:
+                    recording.record_suite_case(cases, judgements)
+                rows.add(cases, judgements)
+                display.update(outcome)
+                if on_case is not None:
+                    on_case(outcome)
+            pool.shutdown()
+        except BaseException:
+            pool.shutdown(cancel=True)
+            raise
+        finally:
+            display.close()
+            forget_run(settings.run_id)
+        if not options.keep_workspaces:
+            workspaces.clean_run(Path(settings.scratch_root), git_root)
+        result = _result(loaded, settings, plan, rows, recording, started)
+        if recording is not None:
+            recording.finish_suite_run(
+                settings.run_id, result=result.verdict.value, cost_usd=result.cost_usd
+            )
+        return result
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _silent(**kwargs: Any) -> SuiteProgress:
+    return SuiteProgress(mode="quiet", **kwargs)
+
+
+def default_jobs(suite: Suite) -> int:
+    """The CPU count for shell subjects; 8 when cases wait on models or agents."""
+    subjects = [suite.subject, *([suite.baseline_subject] if suite.baseline_subject else [])]
+    if suite.uses_llm or any(s.kind in ("prompt", "agent") for s in subjects):
+        return LLM_JOBS
+    return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Admission: every refusal before the first case runs
+
+
+@dataclass(frozen=True)
+class _Plan:
+    settings: RunSettings
+    options: SuiteOptions
+    cases: list[Case]
+    baseline_run: SuiteRunRow | None
+
+
+def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Path) -> _Plan:
+    root = _project_root(cwd)
+    fingerprint = conditions_fingerprint(suite, options.samples)
+    run_row: SuiteRunRow | None = None
+    if options.resume is not None:
+        run_row, options = _resumed(suite, options, history, fingerprint)
+    _check_options(suite, options)
+    cases = _selected(load_cases(suite), options.cases)
+    _check_workspace(suite, root)
+    baseline_run = _baseline_run(suite, options, history, fingerprint)
+    run_id = run_row.run_id if run_row is not None else new_run_id()
+    run_dir = root / ".loops" / "suites" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    settings = RunSettings(
+        run_id=run_id,
+        suite=suite,
+        project_root=str(root),
+        scratch_root=str(workspaces.scratch_root(run_id)),
+        run_dir=str(run_dir),
+        conditions_fp=fingerprint,
+        samples=options.samples,
+        keep_workspaces=options.keep_workspaces,
+        subject_hashes=subject_hashes(suite),
+    )
+    if history is not None and run_row is None:
+        history.record_suite_run(_run_row(suite, settings, options, len(cases), cwd))
+    return _Plan(settings, options, cases, baseline_run)
+
+
+def _project_root(cwd: Path) -> Path:
+    """Where `.loops/` is (or will be): the nearest ancestor holding it, else the git
+    repository's top, else `cwd` (as for loops, see docs/runs.md)."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".loops").is_dir():
+            return folder
+    top = workspaces.git_toplevel(cwd)
+    return top if top is not None else cwd
+
+
+def _check_options(suite: Suite, options: SuiteOptions) -> None:
+    if options.samples is not None and options.samples < 1:
+        raise SuiteRefusal("--samples must be at least 1", hint="pass --samples 1 or more")
+    if options.jobs is not None and options.jobs < 1:
+        raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
+    if options.measure_baseline and options.compare_baseline:
+        raise SuiteRefusal(
+            "--measure-baseline and --compare-baseline are two separate arms",
+            hint="measure the incumbent first, change it, then compare in a second run",
+        )
+    if options.baseline_of is not None and not options.compare_baseline:
+        raise SuiteRefusal(
+            "--baseline-of only makes sense with --compare-baseline",
+            hint="add --compare-baseline, or drop --baseline-of",
+        )
+    if (options.measure_baseline or options.compare_baseline) and not options.record:
+        raise SuiteRefusal("baselines live in history.db, which this run does not write")
+
+
+def _selected(cases: list[Case], pattern: str | None) -> list[Case]:
+    if not cases:
+        raise SuiteRefusal(
+            "the dataset is empty: there is no case to run",
+            hint="add case folders (each with input.yaml) to the dataset, or cases: to the suite",
+        )
+    if pattern is None:
+        return cases
+    chosen = [c for c in cases if fnmatch.fnmatchcase(c.id, pattern)]
+    if not chosen:
+        shown = ", ".join(c.id for c in cases[:5]) + (", ..." if len(cases) > 5 else "")
+        raise SuiteRefusal(
+            f"--cases {pattern!r} matches none of the {len(cases)} cases",
+            hint=f"case ids are folder names (or cases[].id): {shown}",
+        )
+    return chosen
+
+
+def _check_workspace(suite: Suite, root: Path) -> None:
+    """`workspace:` paths must exist when they will be copied (every case would error)."""
+    try:
+        mode, _ = workspaces.isolation_of(suite, root)
+    except workspaces.WorkspaceError as exc:
+        raise SuiteRefusal(str(exc), hint="use isolation: copy with workspace: paths") from None
+    if mode != "copy":
+        return
+    for given in suite.workspace:
+        if not (root / given).exists():
+            raise SuiteRefusal(
+                f"workspace path {given!r} does not exist under the project root {root}",
+                hint="workspace: lists paths relative to the project root, copied into each case",
+            )
+
+
+def _resumed(
+    suite: Suite, options: SuiteOptions, history: History | None, fingerprint: str
+) -> tuple[SuiteRunRow, SuiteOptions]:
+    if history is None:
+        raise SuiteRefusal("--resume needs the history database")
+    row = history.suite_run(str(options.resume))
+    if row is None:
+        raise SuiteRefusal(
+            f"--resume {options.resume}: there is no such suite run in the history",
+            hint="the run id is printed when a suite starts (and in its report)",
+        )
+    if row.suite != suite.name or row.suite_hash != suite_hash(suite):
+        raise SuiteRefusal(
+            f"run {row.run_id} is of another suite, or the suite file changed since it started",
+            hint="resume with the unchanged suite file, or start a new run",
+        )
+    if row.ended_at is not None:
+        raise SuiteRefusal(
+            f"run {row.run_id} already finished ({row.result})",
+            hint="start a new run; --resume continues an interrupted one",
+        )
+    saved = json.loads(row.options or "{}")
+    given = {name: getattr(options, name) for name in _RESUMED_OPTIONS}
+    for name, value in given.items():
+        default = getattr(SuiteOptions(), name)
+        if value != default and value != saved.get(name):
+            flag = "--" + name.replace("_", "-")
+            raise SuiteRefusal(
+                f"{flag} differs from the run being resumed",
+                hint="--resume continues with the run's own options; drop the flag",
+            )
+    restored = replace(options, **{k: saved.get(k, getattr(options, k)) for k in _RESUMED_OPTIONS})
+    if conditions_fingerprint(suite, restored.samples) != row.conditions_fp:
+        raise SuiteRefusal(f"run {row.run_id} was judged under other conditions")
+    return row, restored
+
+
+def _baseline_run(
+    suite: Suite, options: SuiteOptions, history: History | None, fingerprint: str
+) -> SuiteRunRow | None:
+    if not options.compare_baseline or history is None:
+        return None
+    if options.baseline_of is not None:
+        found = history.suite_run(options.baseline_of)
+        if found is None or found.suite != suite.name:
+            raise SuiteRefusal(
+                f"--baseline-of {options.baseline_of}: no run of suite {suite.name!r} has that id",
+                hint="see the run ids printed by earlier runs of this suite",
+            )
+    else:
+        measured = [
+            r for r in history.suite_runs(suite.name, kind="baseline") if r.ended_at is not None
+        ]
+        if not measured:
+            raise SuiteRefusal(
+                f"no baseline is measured for suite {suite.name!r}",
+                hint="run the incumbent with --measure-baseline first (same suite file)",
+            )
+        found = measured[0]
+    if found.conditions_fp != fingerprint:
+        raise SuiteRefusal(
+            f"the baseline run {found.run_id} was judged under other conditions (judges, "
+            "samples or judge model differ)",
+            hint="re-measure the baseline with --measure-baseline and the same suite and flags",
+        )
+    return found
+
+
+def _run_row(
+    suite: Suite, settings: RunSettings, options: SuiteOptions, planned: int, cwd: Path
+) -> SuiteRunRow:
+    head, dirty, branch = workspaces.git_state(cwd)
+    saved = {name: getattr(options, name) for name in _RESUMED_OPTIONS}
+    return SuiteRunRow(
+        run_id=settings.run_id,
+        suite=suite.name,
+        path=suite.source,
+        suite_hash=suite_hash(suite),
+        conditions_fp=settings.conditions_fp,
+        started_at=utc_now(),
+        kind="baseline" if options.measure_baseline else "run",
+        options=json.dumps(saved),
+        cases_planned=planned,
+        git_head=head,
+        git_dirty=dirty,
+        git_branch=branch,
+    )
+
+
+def _lock_run(run_dir: Path, run_id: str) -> int:
+    """Hold the run (one driver at a time); a second `--resume` of a live run is refused."""
+    fd = os.open(run_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise SuiteRefusal(
+            f"run {run_id} is running in another process", hint="wait for it, or stop it first"
+        ) from None
+    return fd
+
+
+# ---------------------------------------------------------------------------------------------
+# Keys
+
+
+def _digest(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, default=_plain)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    return repr(value)
+
+
+_PLACE_FIELDS = frozenset({"file", "line", "check_line", "base_dir"})
+
+
+def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
+    """What decides a case's judgements besides the subject: the judges, the pairwise judge,
+    samples and the judge model (not where in the file a judge is written)."""
+    judges = [
+        {f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS}
+        for j in suite.judges
+    ]
+    pairwise = None
+    if suite.pairwise is not None:
+        pairwise = {k: v for k, v in _plain(suite.pairwise).items() if k != "line"}
+    return _digest(
+        {
+            "judges": judges,
+            "pairwise": pairwise,
+            "samples": samples or suite.samples,
+            "judge_model": suite.judge_model,
+        }
+    )
+
+
+def suite_hash(suite: Suite) -> str:
+    """The suite file's bytes (a resumed run must run the same suite)."""
+    if suite.source and Path(suite.source).is_file():
+        return hashlib.sha256(Path(suite.source).read_bytes()).hexdigest()
+    return _digest(suite)
+
+
+def subject_hashes(suite: Suite) -> dict[str, str]:
+    """Each arm's subject definition (and a loop subject's file) as a hash."""
+    hashes = {}
+    for arm, subject in (("subject", suite.subject), ("baseline", suite.baseline_subject)):
+        if subject is None:
+            continue
+        described = {k: v for k, v in _plain(subject).items() if k != "line"}
+        hashes[arm] = _digest(described)
+    return hashes
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+@dataclass
+class _Previous:
+    finished: set[str]
+    cases: list[SuiteCaseRow]
+    judgements: list[SuiteJudgementRow]
+
+
+def _previous(history: History | None, run_id: str) -> _Previous:
+    """What earlier invocations of this run recorded (nothing for a new run)."""
+    if history is None:
+        return _Previous(set(), [], [])
+    cases = history.suite_cases(run_id)
+    judgements = history.suite_judgements(run_id)
+    return _Previous({c.case_id for c in cases}, cases, judgements)
+
+
+def _specs(
+    settings: RunSettings, plan: _Plan, todo: Sequence[Case], history: History | None
+) -> Iterator[CaseSpec]:
+    """Specs in order, made as they are submitted (a baseline record is read only then)."""
+    index_of = {c.id: i for i, c in enumerate(plan.cases)}
+    suite = settings.suite
+    stored = (
+        plan.baseline_run is not None
+        and suite.pairwise is not None
+        and suite.baseline_subject is None
+        and history is not None
+    )
+    keys: dict[str, str] = {}
+    if stored and plan.baseline_run is not None and history is not None:
+        keys = {c.case_key: c.case_id for c in history.suite_cases(plan.baseline_run.run_id)}
+    for case in todo:
+        record = None
+        if stored and history is not None and plan.baseline_run is not None:
+            other = keys.get(case.key)
+            if other is not None:
+                record = history.suite_record(plan.baseline_run.run_id, "subject", other)
+        yield CaseSpec(settings, case, index_of[case.id], record)
+
+
+def _stream(pool: Executor, specs: Iterator[CaseSpec]) -> Iterator[CaseOutcome]:
+    """Keep about twice the executor's capacity in flight; yield outcomes as they finish."""
+    window = max(2, pool.capacity * 2)
+    pending: dict[Future[CaseOutcome], CaseSpec] = {}
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < window:
+            spec = next(specs, None)
+            if spec is None:
+                exhausted = True
+                break
+            pending[pool.submit(spec)] = spec
+        if not pending:
+            return
+        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        for future in finished:
+            spec = pending.pop(future)
+            error = future.exception()
+            if error is not None:  # the executor failed to run it (not the case itself)
+                yield broken_case(spec, f"the executor could not run the case: {error}")
+            else:
+                yield future.result()
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows
+
+
+def to_rows(
+    outcome: CaseOutcome, settings: RunSettings
+) -> tuple[list[SuiteCaseRow], list[SuiteJudgementRow]]:
+    """The history rows of one case: one per arm, one per judge x sample."""
+    cases: list[SuiteCaseRow] = []
+    judgements: list[SuiteJudgementRow] = []
+    suite = settings.suite
+    for arm in outcome.arms:
+        cases.append(
+            SuiteCaseRow(
+                run_id=settings.run_id,
+                arm=arm.arm,
+                case_id=outcome.case_id,
+                case_key=outcome.case_key,
+                subject_hash=settings.subject_hashes.get(arm.arm, ""),
+                status=arm.status,
+                error=arm.error,
+                exit_code=arm.exit_code,
+                timed_out=arm.timed_out,
+                duration_ms=arm.duration_ms,
+                cost_usd=arm.cost_usd,
+                workspace=arm.workspace,
+                record=arm.record,
+            )
+        )
+        for judge in arm.judges:
+            judgements += _judgement_rows(judge, arm.arm, outcome, settings, suite.name)
+    if outcome.pairwise is not None:
+        judgements += _judgement_rows(outcome.pairwise, "pairwise", outcome, settings, suite.name)
+    return cases, judgements
+
+
+def _judgement_rows(
+    judge: JudgeOutcome, arm: str, outcome: CaseOutcome, settings: RunSettings, suite: str
+) -> list[SuiteJudgementRow]:
+    low, high = judge.score_range if judge.score_range is not None else (None, None)
+    row = SuiteJudgementRow(
+        run_id=settings.run_id,
+        suite=suite,
+        arm=arm,
+        case_id=outcome.case_id,
+        case_key=outcome.case_key,
+        judge=judge.name,
+        judge_kind=judge.kind,
+        status=judge.status,
+        conditions_fp=settings.conditions_fp,
+        samples=max(1, len(judge.samples)),
+        value=judge.value,
+        is_bool=judge.is_bool,
+        passed=judge.passed,
+        rationale=judge.rationale,
+        evidence=judge.evidence,
+        error=judge.error,
+        score_low=low,
+        score_high=high,
+        duration_ms=judge.duration_ms,
+        cost_usd=judge.cost_usd,
+    )
+    if not judge.samples:
+        return [replace(row, sample_status=judge.status, sample_value=judge.value)]
+    rows = []
+    for index, sample in enumerate(judge.samples):
+        rows.append(
+            replace(
+                row,
+                sample_index=index,
+                sample_status=sample.status,
+                sample_value=sample.value,
+                # the judgement's cost once, on its first row
+                cost_usd=judge.cost_usd if index == 0 else 0.0,
+            )
+        )
+    return rows
+
+
+class _Rows:
+    """The run's rows: those of earlier invocations, then this one's as they arrive."""
+
+    def __init__(self, cases: list[SuiteCaseRow], judgements: list[SuiteJudgementRow]) -> None:
+        self.resumed = len({c.case_id for c in cases})
+        self.cases = list(cases)
+        self.judgements = list(judgements)
+
+    def add(self, cases: list[SuiteCaseRow], judgements: list[SuiteJudgementRow]) -> None:
+        # The driver keeps no records in memory (they are in history.db).
+        self.cases += [replace(c, record=None) for c in cases]
+        self.judgements += judgements
+
+
+# ---------------------------------------------------------------------------------------------
+# The result
+
+
+def _scores(rows: Sequence[SuiteJudgementRow], arm: str) -> Iterator[tuple[str, Scored]]:
+    for r in rows:
+        if r.arm == arm and r.sample_index == 0:
+            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed)
+
+
+def _result(
+    suite: Suite,
+    settings: RunSettings,
+    plan: _Plan,
+    rows: _Rows,
+    history: History | None,
+    started: float,
+) -> SuiteResult:
+    judges = [(j.name, j.kind) for j in suite.judges]
+    summaries = summarise(judges, _scores(rows.judgements, "subject"), suite.thresholds)
+    if suite.pairwise is not None and (
+        suite.baseline_subject is not None or plan.baseline_run is not None
+    ):
+        summaries += summarise(
+            [(suite.pairwise.name, "pairwise")],
+            _scores(rows.judgements, "pairwise"),
+            suite.thresholds,
+        )
+    baseline_summaries: list[JudgeSummary] = []
+    if suite.baseline_subject is not None:
+        baseline_summaries = summarise(judges, _scores(rows.judgements, "baseline"), ())
+    deltas = _deltas(suite, plan, rows, history) if plan.baseline_run is not None else []
+    notes = []
+    gated = {t.judge for t in suite.thresholds}
+    if suite.pairwise is not None and suite.pairwise.name in gated and not (
+        suite.baseline_subject is not None or plan.baseline_run is not None
+    ):
+        notes.append(
+            f"the pairwise judge {suite.pairwise.name!r} had nothing to compare with: add "
+            "baseline_subject:, or run with --compare-baseline"
+        )
+    cost = sum(c.cost_usd for c in rows.cases) + sum(j.cost_usd for j in rows.judgements)
+    verdict = suite_verdict(summaries)
+    if verdict is Verdict.UNGATED:
+        notes.append("the suite has no thresholds: its exit code gates nothing")
+    return SuiteResult(
+        run_id=settings.run_id,
+        suite=suite.name,
+        path=suite.source,
+        verdict=verdict,
+        summaries=tuple(summaries),
+        cases=tuple(rows.cases),
+        judgements=tuple(rows.judgements),
+        planned=len(plan.cases),
+        baseline_summaries=tuple(baseline_summaries),
+        deltas=tuple(deltas),
+        baseline_run=plan.baseline_run.run_id if plan.baseline_run is not None else None,
+        resumed=rows.resumed,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        cost_usd=cost,
+        notes=tuple(notes),
+    )
+
+
+def _deltas(
+    suite: Suite, plan: _Plan, rows: _Rows, history: History | None
+) -> list[BaselineDelta]:
+    """Each judge against the measured baseline, over the cases both runs have."""
+    if history is None or plan.baseline_run is None:
+        return []
+    theirs = [
+        r for r in history.suite_judgements(plan.baseline_run.run_id) if r.arm == "subject"
+    ]
+    ours = [r for r in rows.judgements if r.arm == "subject"]
+    shared = {r.case_key for r in theirs} & {r.case_key for r in ours}
+    judges = [(j.name, j.kind) for j in suite.judges]
+    before = summarise(judges, _scores([r for r in theirs if r.case_key in shared], "subject"), ())
+    after = summarise(judges, _scores([r for r in ours if r.case_key in shared], "subject"), ())
+    return [BaselineDelta(b.name, b, a) for b, a in zip(before, after, strict=True)]

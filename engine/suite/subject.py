@@ -1,0 +1,202 @@
+"""Run a suite's subject once for one case, in the case's workspace (IO).
+
+- `command`: bash, each `${inputs.KEY}` / `${annotations.KEY}` quoted for its position by the
+  shell safety model (`engine.shell`), never pasted in raw;
+- `prompt`: the rendered text through the prompt runner (`anthropic`, or `cmd:` which is an
+  agent);
+- `agent`: an agent CLI through the `cmd:` runner, started in the workspace, the prompt on
+  stdin; a stream-json agent's trace (conversation, tool calls, cost) joins the record;
+- `loop`: `ll-loop run LOOP --json` as a child process in the workspace, the case's inputs
+  bound to its parameters (`with:`, or every input the loop declares a parameter for).
+
+A subject that times out, cannot start, is killed, or (a loop) is refused before its first step
+is that case's error: its judges do not run. A subject that exits non-zero ran: judges judge it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.model.errors import InterpolationError, LoopError
+from engine.model.ports import ActionResult
+from engine.model.suite import Subject
+from engine.run.actions import ActionRunner
+from engine.shell.interpolate import evaluate, find_expressions, render_shell, render_text
+
+MAX_EVENTS = 2000  # events of a loop subject kept in the record
+
+
+@dataclass(frozen=True)
+class SubjectRun:
+    """What the subject did. `error` set: it could not be judged (see the module docstring)."""
+
+    result: ActionResult
+    error: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # record fields (run, loop_outputs)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where and with what a subject runs."""
+
+    workspace: Path
+    scratch: Path
+    namespaces: Mapping[str, Any]  # inputs, annotations
+    env: Mapping[str, str]
+    suite_source: str
+    gateway: Callable[[], Any]  # the run's LLM gateway, built on first use
+    subject_model: str | None = None
+
+
+def run_subject(subject: Subject, place: Place) -> SubjectRun:
+    """Run `subject` once in `place`; never raises."""
+    try:
+        if subject.kind == "command":
+            return _command(subject, place)
+        if subject.kind == "loop":
+            return _loop(subject, place)
+        return _prompt(subject, place)
+    except InterpolationError as exc:
+        return SubjectRun(ActionResult(exit_code=None), f"subject: {exc.message}")
+    except LoopError as exc:
+        return SubjectRun(ActionResult(exit_code=None), f"subject: {exc.message}")
+
+
+def _crash(result: ActionResult, timeout: float) -> str | None:
+    if result.timed_out:
+        return f"the subject timed out after {timeout:g}s"
+    if result.crashed:
+        return f"the subject {result.failure_reason().removeprefix('action ')}"
+    return None
+
+
+def _shell(script: str, place: Place, timeout: float, label: str) -> ActionResult:
+    runner = ActionRunner(cwd=place.workspace, env=dict(place.env), outputs_dir=place.scratch)
+    try:
+        return runner.run_shell(script, state=label, timeout=timeout)
+    finally:
+        runner.close()
+
+
+def _command(subject: Subject, place: Place) -> SubjectRun:
+    script = render_shell(subject.command or "", place.namespaces)
+    result = _shell(script, place, subject.timeout, "subject")
+    return SubjectRun(result, _crash(result, subject.timeout))
+
+
+def _prompt(subject: Subject, place: Place) -> SubjectRun:
+    from engine.llm import settings
+    from engine.llm.runners import AnthropicRunner, CommandRunner, PromptCall
+
+    text = render_text(subject.prompt or "", place.namespaces)
+    if subject.kind == "agent":
+        command = subject.agent or ""
+    else:
+        runner = settings.prompt_runner(None, None, subject.runner)
+        command = runner.removeprefix("cmd:").strip() if runner.startswith("cmd:") else ""
+    call = PromptCall(
+        gateway=place.gateway,
+        model=settings.prompt_model(None, None, subject.model or place.subject_model),
+        max_tokens=settings.DEFAULT_PROMPT_MAX_TOKENS,
+        timeout=subject.timeout,
+    )
+    if command:
+        # The agent starts in the workspace: `cd` first, in the same shell as its command line.
+        located = f"cd -- {shlex.quote(str(place.workspace))} || exit 97\n{command}"
+        result = CommandRunner(located).run(text, call)
+    else:
+        result = AnthropicRunner().run(text, call)
+    error = _crash(result, subject.timeout)
+    if error is None and result.exit_code is None:
+        error = f"the subject gave no answer: {result.stderr.strip() or 'no exit status'}"
+    return SubjectRun(result, error)
+
+
+# ---------------------------------------------------------------------------------------------
+# A loop as the subject
+
+
+def _loop(subject: Subject, place: Place) -> SubjectRun:
+    from engine.run.subloop import load_child, resolve_child
+
+    path = resolve_child(subject.loop or "", place.suite_source, place.workspace)
+    child = load_child(path)
+    values = bind_with(subject.with_, child.parameters, place.namespaces)
+    argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
+    for key, value in values.items():
+        argv += ["--context", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    argv.append("--json")
+    (place.workspace / ".loops").mkdir(exist_ok=True)  # pins the child's project root here
+    result = _shell(" ".join(shlex.quote(a) for a in argv), place, subject.timeout, "subject")
+    error = _crash(result, subject.timeout)
+    if error is not None:
+        return SubjectRun(result, error)
+    run = _last_json_object(result.output)
+    if run is None:
+        return SubjectRun(result, "the loop run printed no JSON result")
+    if run.get("outcome") == "error" and not run.get("steps"):
+        return SubjectRun(result, f"the loop run was refused before its first step: {run.get('error')}")
+    return SubjectRun(result, None, _run_extra(run, place.workspace))
+
+
+def bind_with(
+    given: Mapping[str, Any] | None, parameters: Mapping[str, Any], ns: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The child's parameter values: `with:` rendered (a lone `${...}` keeps its type), or
+    every input the child declares a parameter for."""
+    if given is None:
+        inputs = ns.get("inputs") or {}
+        return {k: v for k, v in inputs.items() if k in parameters}
+    return {key: _value(value, ns) for key, value in given.items()}
+
+
+def _value(value: Any, ns: Mapping[str, Any]) -> Any:
+    if not isinstance(value, str) or "${" not in value:
+        return value
+    found = find_expressions(value)
+    if len(found) == 1 and found[0].start == 0 and found[0].end == len(value):
+        return evaluate(found[0].text, ns)
+    return render_text(value, ns)
+
+
+def _last_json_object(text: str) -> dict[str, Any] | None:
+    for line in reversed(text.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        return None
+    return whole if isinstance(whole, dict) else None
+
+
+def _run_extra(run: dict[str, Any], workspace: Path) -> dict[str, Any]:
+    """The child run's result, its loop outputs and its events (from its run directory)."""
+    extra: dict[str, Any] = {"run": run, "cost_usd": float(run.get("cost_usd") or 0.0)}
+    events: list[dict[str, Any]] = []
+    log = workspace / ".loops" / "runs" / str(run.get("run_id", "")) / "events.jsonl"
+    try:
+        with log.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if len(events) < MAX_EVENTS:
+                    events.append(event)
+                if event.get("event") == "loop_complete" and not event.get("depth"):
+                    extra["loop_outputs"] = event.get("outputs") or {}
+    except OSError:
+        pass
+    extra["events"] = events
+    return extra
