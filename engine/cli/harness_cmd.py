@@ -361,6 +361,7 @@ def suite_command(
     per-judge aggregates with 95% intervals, gated by the suite's thresholds."""
     from engine.run.history import open_history
     from engine.suite import SuiteOptions, run_suite, suite_json, suite_text
+    from engine.suite.driver import project_root
     from engine.suite.progress import SuiteProgress, choose_mode
 
     options = SuiteOptions(
@@ -382,7 +383,7 @@ def suite_command(
 
     def build() -> tuple[str, dict[str, Any], int]:
         cwd = Path.cwd()
-        with open_history(cwd) as history:
+        with open_history(project_root(cwd)) as history:
             result = run_suite(path, options, history=history, cwd=cwd, progress=progress)
         for note in result.notes:
             err(f"note: {note}")

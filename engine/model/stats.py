@@ -75,7 +75,7 @@ def bootstrap_interval(
     n = len(values)
     if n == 0:
         return (math.nan, math.nan)
-    data = [float(v) for v in values]
+    data = sorted(float(v) for v in values)  # the order values arrived in must not matter
     if min(data) == max(data):
         return (data[0], data[0])
     if n > BOOTSTRAP_MAX_N:

@@ -70,10 +70,20 @@ def _prepared(settings: RunSettings) -> _RunEnv:
                 messages_port(run_dir=Path(settings.run_dir)),
                 mode,
                 git_root,
-                {**os.environ, "LL_SUITE": settings.suite.name, "LL_SUITE_RUN": settings.run_id},
+                {
+                    **os.environ,
+                    "LL_SUITE": settings.suite.name,
+                    "LL_SUITE_RUN": settings.run_id,
+                    "LL_SUITE_DIR": _suite_dir(settings.suite),
+                },
             )
             _RUNS[settings.run_id] = found
         return found
+
+
+def _suite_dir(suite: Suite) -> str:
+    """The suite file's directory: where its own scripts live (`$LL_SUITE_DIR`)."""
+    return str(Path(suite.source).resolve().parent) if suite.source else os.getcwd()
 
 
 def forget_run(run_id: str) -> None:

@@ -163,7 +163,7 @@ class _Plan:
 
 
 def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Path) -> _Plan:
-    root = _project_root(cwd)
+    root = project_root(cwd)
     fingerprint = conditions_fingerprint(suite, options.samples)
     run_row: SuiteRunRow | None = None
     if options.resume is not None:
@@ -191,7 +191,7 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     return _Plan(settings, options, cases, baseline_run)
 
 
-def _project_root(cwd: Path) -> Path:
+def project_root(cwd: Path) -> Path:
     """Where `.loops/` is (or will be): the nearest ancestor holding it, else the git
     repository's top, else `cwd` (as for loops, see docs/runs.md)."""
     for folder in (cwd, *cwd.parents):
