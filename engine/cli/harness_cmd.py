@@ -375,7 +375,7 @@ def suite_command(
         keep_workspaces=keep_workspaces,
         executor=executor.value,
     )
-    mode = choose_mode(quiet=quiet or output is SuiteOutput.json and not sys.stderr.isatty(),
+    mode = choose_mode(quiet=quiet or (output is SuiteOutput.json and not sys.stderr.isatty()),
                        stream=sys.stderr)
 
     def progress(**kwargs: Any) -> SuiteProgress:

@@ -15,8 +15,8 @@ from typing import Any
 from engine.harness.banding import Tally
 from engine.harness.provenance import head_content_hash
 from engine.harness.refusal import Refusal
-from engine.model.stats import Rate
 from engine.harness.subjects import Subject
+from engine.model.stats import Rate
 from engine.run.history import Attempt, History
 
 

@@ -23,9 +23,9 @@ from engine.harness.grading import SemanticResult, attempt_row, llm_judge, seman
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.provenance import Provenance, git_provenance
 from engine.harness.refusal import Refusal
-from engine.model.stats import Rate
 from engine.harness.subjects import Subject, SubjectRun, run_prompt
 from engine.harness.tasks import Task, extract_answer, grade_answer, load_tasks
+from engine.model.stats import Rate
 from engine.run.history import Attempt, History, NewAttempt
 
 TaskOutcome = Literal["pass", "fail", "abstain", "error", "ungraded"]

@@ -380,7 +380,7 @@ def _build(data: dict[str, Any], positions: Positions, source: str) -> Suite:
         thresholds=tuple(
             Threshold(
                 judge,
-                gate,
+                gate,  # type: ignore[arg-type]
                 float(gates[gate]),
                 positions.of(("thresholds", judge))[0],
             )

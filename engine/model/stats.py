@@ -86,7 +86,7 @@ def bootstrap_interval(
     rng = random.Random(seed)
     means = sorted(math.fsum(rng.choices(data, k=n)) / n for _ in range(resamples))
     low = means[int(0.025 * (resamples - 1))]
-    high = means[int(math.ceil(0.975 * (resamples - 1)))]
+    high = means[math.ceil(0.975 * (resamples - 1))]
     return (low, high)
 
 

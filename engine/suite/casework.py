@@ -19,8 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.judges import CompiledJudge, JudgeEnv, JudgeResult, build_record, compile_judges
-from engine.judges import run_judges
+from engine.judges import (
+    CompiledJudge,
+    JudgeEnv,
+    JudgeResult,
+    build_record,
+    compile_judges,
+    run_judges,
+)
 from engine.model.errors import InterpolationError
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
@@ -119,7 +125,9 @@ def broken_case(spec: CaseSpec, reason: str) -> CaseOutcome:
     )
     pair = None
     if suite.pairwise is not None:
-        pair = JudgeOutcome(suite.pairwise.name, "pairwise", "error", rationale=reason, error=reason)
+        pair = JudgeOutcome(
+            suite.pairwise.name, "pairwise", "error", rationale=reason, error=reason
+        )
     return CaseOutcome(spec.case.id, spec.case.key, spec.index, arms, pair)
 
 
@@ -244,8 +252,10 @@ def _run_arm(
             ArmOutcome(
                 arm,
                 "ok",
-                tuple(outcome_of(r, j.judge.kind) for r, j in zip(results, prepared.compiled,
-                                                                  strict=True)),
+                tuple(
+                    outcome_of(r, j.judge.kind)
+                    for r, j in zip(results, prepared.compiled, strict=True)
+                ),
                 exit_code=result.exit_code,
                 duration_ms=result.duration_ms,
                 cost_usd=_subject_cost(run),
@@ -398,7 +408,7 @@ def _renderer(ns: Mapping[str, Any]) -> Any:
 
 def outcome_of(result: JudgeResult, kind: str) -> JudgeOutcome:
     """A judge's result as plain data (an abstention is its own status)."""
-    status = result.status
+    status: str = result.status
     if status == "error" and result.details.get("abstained"):
         status = "abstain"
     value = result.value
@@ -436,8 +446,12 @@ def compress(record: Mapping[str, Any]) -> bytes:
     data = zlib.compress(json.dumps(record, ensure_ascii=False, default=str).encode(), 1)
     if len(data) <= MAX_RECORD_BYTES:
         return data
-    slim = {**record, "files": {path: "(not kept: the record was too large)" for path in
-                                record.get("files") or {}}}
+    slim = {
+        **record,
+        "files": {
+            path: "(not kept: the record was too large)" for path in record.get("files") or {}
+        },
+    }
     return zlib.compress(json.dumps(slim, ensure_ascii=False, default=str).encode(), 1)
 
 

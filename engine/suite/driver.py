@@ -33,7 +33,7 @@ from engine.run.history import (
 )
 from engine.run.runstore import new_run_id
 from engine.suite import workspace as workspaces
-from engine.suite.aggregate import JudgeSummary, Scored, Verdict, summarise, suite_verdict
+from engine.suite.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
 from engine.suite.casework import broken_case, forget_run
 from engine.suite.executor import Executor, local_executor
 from engine.suite.progress import SuiteProgress
@@ -609,8 +609,10 @@ def _result(
     deltas = _deltas(suite, plan, rows, history) if plan.baseline_run is not None else []
     notes = []
     gated = {t.judge for t in suite.thresholds}
-    if suite.pairwise is not None and suite.pairwise.name in gated and not (
-        suite.baseline_subject is not None or plan.baseline_run is not None
+    if (
+        suite.pairwise is not None
+        and suite.pairwise.name in gated
+        and not (suite.baseline_subject is not None or plan.baseline_run is not None)
     ):
         notes.append(
             f"the pairwise judge {suite.pairwise.name!r} had nothing to compare with: add "
@@ -639,15 +641,11 @@ def _result(
     )
 
 
-def _deltas(
-    suite: Suite, plan: _Plan, rows: _Rows, history: History | None
-) -> list[BaselineDelta]:
+def _deltas(suite: Suite, plan: _Plan, rows: _Rows, history: History | None) -> list[BaselineDelta]:
     """Each judge against the measured baseline, over the cases both runs have."""
     if history is None or plan.baseline_run is None:
         return []
-    theirs = [
-        r for r in history.suite_judgements(plan.baseline_run.run_id) if r.arm == "subject"
-    ]
+    theirs = [r for r in history.suite_judgements(plan.baseline_run.run_id) if r.arm == "subject"]
     ours = [r for r in rows.judgements if r.arm == "subject"]
     shared = {r.case_key for r in theirs} & {r.case_key for r in ours}
     judges = [(j.name, j.kind) for j in suite.judges]

@@ -117,8 +117,11 @@ def judge_pair(
             assert isinstance(answer, Mapping)
             better = str(answer["better"])
             subject_letter = "A" if order == "subject_first" else "B"
-            picks.append("tie" if better == "tie" else ("subject" if better == subject_letter
-                                                         else "baseline"))
+            picks.append(
+                "tie"
+                if better == "tie"
+                else ("subject" if better == subject_letter else "baseline")
+            )
             reasons.append(str(answer["reason"]))
         if picks[0] == picks[1] == "subject":
             outcome = "win"
@@ -162,6 +165,11 @@ def _error(
 ) -> JudgeOutcome:
     sentence = f"pairwise judge {spec.name!r}: {reason}"
     return JudgeOutcome(
-        spec.name, "pairwise", "error", rationale=sentence, error=sentence, cost_usd=cost,
+        spec.name,
+        "pairwise",
+        "error",
+        rationale=sentence,
+        error=sentence,
+        cost_usd=cost,
         samples=samples,
     )

@@ -103,7 +103,9 @@ class SuiteProgress:
             passed = sum(1 for j in arm.judges if j.passed)
             scored = sum(1 for j in arm.judges if j.status == "ok")
             detail = (
-                f"error: {arm.error}" if arm.status == "error" else f"{passed}/{scored} judges passed"
+                f"error: {arm.error}"
+                if arm.status == "error"
+                else f"{passed}/{scored} judges passed"
             )
             self._write(f"  case {self.done}/{self.total}  {outcome.case_id}  {detail}\n")
         else:

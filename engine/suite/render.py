@@ -83,8 +83,9 @@ def _table(summaries: Sequence[JudgeSummary]) -> list[str]:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
-    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-            for r in rows]
+    return [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
 
 
 def _aggregate(summary: JudgeSummary) -> str:

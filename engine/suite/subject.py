@@ -141,7 +141,9 @@ def _loop(subject: Subject, place: Place) -> SubjectRun:
     if run is None:
         return SubjectRun(result, "the loop run printed no JSON result")
     if run.get("outcome") == "error" and not run.get("steps"):
-        return SubjectRun(result, f"the loop run was refused before its first step: {run.get('error')}")
+        return SubjectRun(
+            result, f"the loop run was refused before its first step: {run.get('error')}"
+        )
     return SubjectRun(result, None, _run_extra(run, place.workspace))
 
 
