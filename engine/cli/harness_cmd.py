@@ -385,8 +385,6 @@ def suite_command(
         cwd = Path.cwd()
         with open_history(project_root(cwd)) as history:
             result = run_suite(path, options, history=history, cwd=cwd, progress=progress)
-        for note in result.notes:
-            err(f"note: {note}")
         return suite_text(result), suite_json(result), result.exit_code
 
     return _emit(OutputFormat(output.value), build)

@@ -86,8 +86,7 @@ class SuiteProgress:
         self._stop.set()
         if self.mode == "live":
             with self._lock:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
+                self._put("\r\x1b[K")
 
     # -----------------------------------------------------------------------------------------
 
@@ -140,13 +139,21 @@ class SuiteProgress:
         if self._stop.is_set():
             return
         with self._lock:
-            self.stream.write(f"\r\x1b[K⟳ {self.suite} · {self._status()}")
-            self.stream.flush()
+            self._put(f"\r\x1b[K⟳ {self.suite} · {self._status()}")
 
     def _write(self, text: str) -> None:
         with self._lock:
+            self._put(text)
+
+    def _put(self, text: str) -> None:
+        """Write to the stream; a closed one (a pipe whose reader left) silences the display
+        instead of ending the suite."""
+        try:
             self.stream.write(text)
             self.stream.flush()
+        except (OSError, ValueError):
+            self.mode = "quiet"
+            self._stop.set()
 
 
 def _duration(seconds: float) -> str:
