@@ -45,7 +45,7 @@ def files_before(index: int) -> list[tuple[str, str]]:
     """The `file=PATH` blocks between the previous run block and this one."""
     start = max([i for i in RUNS if i < index], default=-1) + 1
     found = []
-    for lang, info, body in BLOCKS[start:index]:
+    for _lang, info, body in BLOCKS[start:index]:
         if info.startswith("file="):
             found.append((info.removeprefix("file="), body))
     return found

@@ -3,11 +3,14 @@ the loopback server, captures other states read, preflight, replay, and bad judg
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
 from tests.loopback_server import LoopbackServer
 from tests.run_helpers import run_yaml
@@ -43,7 +46,9 @@ states:
     on_no: failed
     on_error: broken
   report:
-    action: echo "quality ${captured.build.judges.quality.value} tests ${captured.build.judges.tests_count.value}"
+    action: >-
+      echo "quality ${captured.build.judges.quality.value}
+      tests ${captured.build.judges.tests_count.value}"
     next: done
   done: {terminal: true}
   failed: {terminal: true, failure: true}
@@ -94,6 +99,12 @@ def test_every_judge_kind_runs_in_one_state_and_is_captured(
     # score + evaluation + three reviewers, each exploring the changed dist/ for one turn first
     assert len(loopback.requests) == 8
     assert ran.json["cost_usd"] > 0
+    validator = jsonschema.Draft202012Validator(
+        json.loads(schema_path("events.schema.json").read_text())
+    )
+    for event in ran.events():
+        validator.validate(event)
+    assert len([e for e in ran.events() if e["event"] == "judge"]) == 9
 
 
 def test_a_failing_judge_routes_no_and_an_erroring_one_error(
