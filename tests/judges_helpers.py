@@ -11,7 +11,7 @@ from engine.judges import JudgeEnv
 from engine.llm.services import messages_port
 from engine.load.loader import load_loop_text
 from engine.model.judges import Judge
-from tests.loopback_server import Reply, forced_tool_name, tool_reply
+from tests.loopback_server import Reply, forced_tool_name, text_reply, tool_reply
 
 SHELL_LOOP = """\
 name: judged
@@ -55,10 +55,13 @@ def llm_env(workspace: Path, run_dir: Path | None = None, **kwargs: Any) -> Judg
 
 
 def by_tool(answers: dict[str, dict[str, Any]], delay: float = 0.0) -> Any:
-    """A server default answering each request through the tool it forces (or offers first)."""
+    """A server default answering each request through the tool it forces; a request that
+    forces none (an exploring reviewer's turn) gets a text answer, ending the exploration."""
 
     def answer(request: dict[str, Any]) -> Reply:
+        if request.get("tool_choice", {}).get("type") != "tool":
+            return text_reply("Nothing more to look at.", delay=delay)(request)  # type: ignore[operator, no-any-return]
         script = tool_reply(answers[forced_tool_name(request)], delay=delay)
-        return script(request)  # type: ignore[operator]
+        return script(request)  # type: ignore[operator, no-any-return]
 
     return answer

@@ -4,8 +4,6 @@ JSON events) does and fixes the work, a real test command and a three-reviewer `
 
 from __future__ import annotations
 
-import json
-import textwrap
 from pathlib import Path
 from typing import Any
 

@@ -1,0 +1,149 @@
+"""Assessments in loops, end to end through `ll-loop run`: every judge kind in one state against
+the loopback server, captures other states read, preflight, replay, and bad judges as errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from engine.load.resources import schema_path
+from tests.judges_helpers import by_tool
+from tests.loopback_server import LoopbackServer
+from tests.run_helpers import run_yaml
+
+EVERY_KIND = """\
+name: every-kind
+initial: build
+scope: ["."]
+states:
+  build:
+    action: "mkdir -p dist && echo 'built dist/app.js, 40 tests passed' && echo ok > dist/app.js"
+    evaluate:
+      type: assessment
+      outputs: [dist]
+      judges:
+        - {name: exit_ok, builtin: exit_code}
+        - {name: mentions_tests, builtin: regex, arguments: {pattern: '\\d+ tests passed'}}
+        - name: dist_written
+          check: |
+            return outputs["dist_content"].strip() == "ok", outputs["dist_file"]
+        - name: quality
+          prompt: "Rate the build log 1-5. Quote the line you rely on.\\n{{ outputs.stdout }}"
+        - name: green
+          feedback_type: bool
+          prompt: "Did the tests pass? Quote the evidence."
+      expectations:
+        - {type: test, command: "test -s dist/app.js"}
+        - {type: file_exists, paths: [dist/app.js]}
+        - {type: llm_review, criteria: "Is the build sound?", reviewers: 3}
+      metrics:
+        - {name: tests_count, command: "echo 40", threshold: 30}
+    on_yes: report
+    on_no: failed
+    on_error: broken
+  report:
+    action: >-
+      echo "quality ${captured.build.judges.quality.value}
+      tests ${captured.build.judges.tests_count.value}"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+ANSWERS: dict[str, dict[str, Any]] = {
+    "submit_score": {"score": 4, "reason": "clean", "evidence": "40 tests passed"},
+    "submit_evaluation": {
+        "passed": True,
+        "confidence": 0.9,
+        "reason": "all passed",
+        "evidence": "40 tests passed",
+    },
+    "submit_scores": {
+        "correctness": 4,
+        "completeness": 4,
+        "code_quality": 4,
+        "edge_cases": 3,
+        "reason": "sound",
+    },
+}
+
+
+def test_every_judge_kind_runs_in_one_state_and_is_captured(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = by_tool(ANSWERS)
+    ran = run_yaml(tmp_path, EVERY_KIND)
+    assert ran.code == 0, ran.stderr
+    assert ran.json["final_state"] == "done"
+    judges = ran.state()["captured"]["build"]["judges"]
+    assert set(judges) == {
+        "exit_ok", "mentions_tests", "dist_written", "quality", "green", "test", "file_exists",
+        "llm_review", "tests_count",
+    }  # fmt: skip
+    assert all(j["passed"] for j in judges.values()), judges
+    assert judges["quality"]["value"] == 4.0 and judges["quality"]["score_range"] == [1.0, 5.0]
+    assert judges["green"]["evidence"] == "40 tests passed"
+    assert judges["tests_count"]["value"] == 40.0
+    assert judges["dist_written"]["rationale"] == "dist/app.js"
+    assert judges["llm_review"]["value"] == pytest.approx(3.85)
+    assert judges["quality"]["cost_usd"] > 0
+    report = next(
+        e for e in ran.events() if e["event"] == "action_complete" and e["state"] == "report"
+    )
+    assert report["output"] == "quality 4.0 tests 40.0\n"
+    # score + evaluation + three reviewers, each exploring the changed dist/ for one turn first
+    assert len(loopback.requests) == 8
+    assert ran.json["cost_usd"] > 0
+    validator = jsonschema.Draft202012Validator(
+        json.loads(schema_path("events.schema.json").read_text())
+    )
+    for event in ran.events():
+        validator.validate(event)
+    assert len([e for e in ran.events() if e["event"] == "judge"]) == 9
+
+
+def test_a_failing_judge_routes_no_and_an_erroring_one_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = by_tool({**ANSWERS, "submit_score": {**ANSWERS["submit_score"], "score": 2}})
+    ran = run_yaml(tmp_path, EVERY_KIND)
+    assert ran.json["final_state"] == "failed"
+    broken = EVERY_KIND.replace("echo 40", "echo forty")
+    loopback.default = by_tool(ANSWERS)
+    ran = run_yaml(tmp_path, broken)
+    assert ran.json["final_state"] == "broken"
+    [evaluate] = [e for e in ran.events() if e["event"] == "evaluate"]
+    assert evaluate["details"]["failing"] == ["tests_count"]
+    assert "printed 'forty', not a number" in evaluate["details"]["feedback"]
+
+
+def test_llm_judges_need_credentials_before_the_first_step(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    ran = run_yaml(tmp_path, EVERY_KIND)
+    assert ran.code == 2 and "ANTHROPIC_API_KEY" in ran.json["error"]
+    assert "'build'" in ran.json["error"]
+
+
+def test_replay_answers_every_judge_from_the_log(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.default = by_tool(ANSWERS)
+    first = run_yaml(tmp_path, EVERY_KIND)
+    served = len(loopback.requests)
+    loopback.default = by_tool({})  # any live call would now fail
+    again = run_yaml(tmp_path, EVERY_KIND, "--replay", first.run_dir.name)
+    assert again.code == 0, again.stderr
+    assert len(loopback.requests) == served
+
+
+def test_a_crashed_action_is_not_judged(loopback: LoopbackServer, tmp_path: Path) -> None:
+    text = EVERY_KIND.replace('action: "mkdir -p dist', 'action: "exit 7; mkdir -p dist')
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["final_state"] == "broken"
+    assert not [e for e in ran.events() if e["event"] == "judge"]
+    assert loopback.requests == []
