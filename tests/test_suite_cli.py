@@ -1,0 +1,320 @@
+"""`ll-harness suite` through the real CLI with real processes, files and SQLite: thresholds
+gate the exit code, refusals exit 2, per-case errors are recorded and excluded, inputs reach the
+subject verbatim (never as shell code), workspaces are isolated, results land in history.db."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.harness_helpers import REPO
+from tests.suite_helpers import by_judge, dataset, db_rows, suite, suite_json, write
+
+PASSING = """\
+name: gate
+dataset: cases
+subject:
+  command: echo ${inputs.n}
+judges:
+  - name: echoed
+    check: return outputs["stdout"].strip() == str(inputs["n"]), outputs["stdout"].strip()
+thresholds:
+  echoed: {min_pass_rate: 0.8}
+"""
+
+
+def numbered(root: Path, count: int) -> None:
+    dataset(root, {f"c{i:02d}": {"input": {"n": i}} for i in range(count)})
+
+
+def test_the_word_count_example_runs_with_no_api_key(tmp_path: Path) -> None:
+    """docs/suites.md's example, exactly as shipped, from a copy of the repository layout."""
+    target = tmp_path / "examples" / "suites" / "wordcount"
+    shutil.copytree(REPO / "examples" / "suites" / "wordcount", target)
+    code, data, err = suite_json(tmp_path, "examples/suites/wordcount/wordcount.suite.yaml")
+    assert code == 0, err
+    assert data["result"] == "PASS" and data["cases"] == 4
+    judges = by_judge(data)
+    kinds = {j["kind"] for j in data["judges"]}
+    assert kinds == {"builtin", "check", "callable"}
+    assert judges["count_matches"]["pass_rate"]["k"] == 4
+    assert judges["words_per_char"]["value_kind"] == "numeric"
+    assert judges["words_per_char"]["skipped"] == 1  # its if: is false for the empty text
+    assert judges["result_size"]["mean"]["n"] == 4
+    assert len(data["results"]) == 4 * 7  # every case x judge x sample
+    code, out, _ = suite(tmp_path, "examples/suites/wordcount/wordcount.suite.yaml")
+    assert out.startswith("Suite wordcount: PASS")
+
+
+@pytest.mark.parametrize(
+    ("cases", "subject", "code", "verdict"),
+    [
+        (20, "echo ${inputs.n}", 0, "PASS"),  # 20/20: Wilson [0.84, 1] clears 0.8
+        (20, "echo nope", 1, "FAIL"),  # 0/20: [0, 0.16] is below 0.8
+        (3, "echo ${inputs.n}", 3, "INCONCLUSIVE"),  # 3/3: [0.44, 1] straddles 0.8
+    ],
+)
+def test_thresholds_gate_the_exit_code(
+    tmp_path: Path, cases: int, subject: str, code: int, verdict: str
+) -> None:
+    numbered(tmp_path, cases)
+    write(tmp_path / "g.suite.yaml", PASSING.replace("echo ${inputs.n}", subject))
+    got, out, err = suite(tmp_path, "g.suite.yaml", "--jobs", "4")
+    assert got == code, out + err
+    assert out.startswith(f"Suite gate: {verdict}")
+    assert f"min_pass_rate 0.8  {verdict}" in out
+
+
+def test_a_mean_is_gated_by_its_bootstrap_interval(tmp_path: Path) -> None:
+    dataset(tmp_path, {f"c{i}": {"input": {"score": 4 + i % 2}} for i in range(12)})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: means
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 3.5}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 0, err
+    mean = by_judge(data)["score"]["mean"]
+    assert mean["mean"] == 4.5 and 3.5 <= mean["low"] < 4.5 < mean["high"] <= 5
+    text = suite(tmp_path, "m.suite.yaml")[1]
+    assert "mean 4.50 [" in text and "min_mean 3.5  PASS" in text
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("empty", "the dataset is empty: there is no case to run"),
+        ("no-judges", "g.suite.yaml:1:1: the suite has no judges"),
+        ("unknown-threshold", "g.suite.yaml:9:3: thresholds names 'ecoed'"),
+        ("no-match", "--cases 'zz*' matches none of the 2 cases"),
+        ("both-baselines", "--measure-baseline and --compare-baseline are two separate arms"),
+        ("no-baseline", "no baseline is measured for suite 'gate'"),
+    ],
+)
+def test_refusals_exit_2_before_anything_runs(tmp_path: Path, setup: str, message: str) -> None:
+    text = PASSING
+    args: list[str] = []
+    if setup == "empty":
+        (tmp_path / "cases").mkdir()
+    else:
+        numbered(tmp_path, 2)
+    if setup == "no-judges":
+        text = "name: gate\ndataset: cases\nsubject: {command: 'true'}\n"
+    if setup == "unknown-threshold":
+        text = text.replace("  echoed: {min", "  ecoed: {min")
+    if setup == "no-match":
+        args = ["--cases", "zz*"]
+    if setup == "both-baselines":
+        args = ["--measure-baseline", "--compare-baseline"]
+    if setup == "no-baseline":
+        args = ["--compare-baseline"]
+    write(tmp_path / "g.suite.yaml", text)
+    code, out, err = suite(tmp_path, "g.suite.yaml", *args)
+    assert code == 2, out + err
+    assert message in err
+    assert "Traceback" not in err
+    if (tmp_path / ".loops" / "history.db").exists():
+        assert db_rows(tmp_path, "SELECT count(*) FROM suite_judgements") == [(0,)]
+
+
+def test_per_case_errors_are_recorded_excluded_and_the_suite_goes_on(tmp_path: Path) -> None:
+    dataset(
+        tmp_path,
+        {
+            **{f"ok{i}": {"input": {"mode": "ok"}} for i in range(4)},
+            "slow": {"input": {"mode": "slow"}},
+            "killed": {"input": {"mode": "kill"}},
+            "judge-raises": {"input": {"mode": "odd"}},
+            "no-input": {"annotations": {"x": 1}},
+        },
+    )
+    (tmp_path / "cases" / "bad-notes").mkdir()
+    (tmp_path / "cases" / "bad-notes" / "input.yaml").write_text("mode: ok\n")
+    (tmp_path / "cases" / "bad-notes" / "annotations.yaml").write_text("a: [unclosed\n")
+    write(
+        tmp_path / "e.suite.yaml",
+        """\
+        name: errors
+        dataset: cases
+        subject:
+          command: |
+            case ${inputs.mode} in
+              slow) sleep 30 ;;
+              kill) kill -9 $$ ;;
+              *) echo ${inputs.mode} ;;
+            esac
+          timeout: 1
+        judges:
+          - name: said_ok
+            check: |
+              if outputs["stdout"].strip() == "odd":
+                  raise ValueError("cannot judge odd output")
+              return outputs["stdout"].strip() == "ok", "printed " + outputs["stdout"].strip()
+          - name: exit
+            builtin: exit_code
+        thresholds:
+          said_ok: {min_pass_rate: 0.3}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "e.suite.yaml", "--jobs", "4")
+    assert code == 0, err  # 4/4 scored cases pass: [0.51, 1] clears 0.3
+    said = by_judge(data)["said_ok"]
+    assert (said["scored"], said["errored"]) == (4, 5)
+    assert said["pass_rate"]["n"] == 4  # errored cases are excluded from the rate
+    exit_judge = by_judge(data)["exit"]
+    assert (exit_judge["scored"], exit_judge["errored"]) == (5, 4)
+    errors = {r["case"]: r["error"] for r in data["results"] if r["judge"] == "said_ok"}
+    assert errors["slow"] == "the subject timed out after 1s"
+    assert errors["killed"] == "the subject was killed by signal 9"
+    assert errors["no-input"] == "the case folder has no input.yaml"
+    assert "bad-notes/annotations.yaml:2" in errors["bad-notes"]
+    assert "ValueError: cannot judge odd output" in errors["judge-raises"]
+    assert "e.suite.yaml:15" in errors["judge-raises"]  # the raising line in the suite file
+    runs = {c["case"]: c for c in data["case_runs"]}
+    assert runs["slow"]["timed_out"] is True and runs["slow"]["status"] == "error"
+    text = suite(tmp_path, "e.suite.yaml", "--jobs", "4")[1]
+    assert "slow\n    said_ok: error: the subject timed out after 1s" in text
+    # every case x judge is a row, errors included
+    assert db_rows(tmp_path, "SELECT count(*) FROM suite_judgements WHERE judge = 'exit'") == [
+        (18,)
+    ]
+
+
+def test_inputs_reach_the_subject_verbatim_never_as_code(tmp_path: Path) -> None:
+    hostile = [
+        "$(touch pwned1)",
+        "`touch pwned2`",
+        '"; touch pwned3; echo "',
+        "'; touch pwned4; echo '",
+        "a\nb; touch pwned5",
+        "${HOME}",
+    ]
+    dataset(tmp_path, {f"c{i}": {"input": {"text": t}} for i, t in enumerate(hostile)})
+    write(
+        tmp_path / "i.suite.yaml",
+        """\
+        name: inject
+        dataset: cases
+        subject:
+          command: printf '%s' ${inputs.text} > got.txt; printf '%s' "${inputs.text}"
+        outputs: {paths: [got.txt]}
+        judges:
+          - name: verbatim
+            check: |
+              same = outputs["stdout"] == inputs["text"] == outputs["files"]["got.txt"]
+              return same, repr(outputs["stdout"])
+        thresholds:
+          verbatim: {min_pass_rate: 0.5}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "i.suite.yaml", "--keep-workspaces")
+    assert by_judge(data)["verbatim"]["pass_rate"]["k"] == len(hostile), data["results"]
+    for run in data["case_runs"]:
+        assert not any(Path(run["workspace"]).glob("pwned*"))
+    assert not list(tmp_path.glob("pwned*"))
+
+
+def test_workspaces_hold_the_inputs_not_the_annotations_and_are_removed(tmp_path: Path) -> None:
+    dataset(tmp_path, {"a": {"input": {"n": 1}, "annotations": {"secret": "answer"}}})
+    (tmp_path / "cases" / "a" / "fixture.txt").write_text("data\n")
+    write(
+        tmp_path / "w.suite.yaml",
+        """\
+        name: ws
+        dataset: cases
+        subject: {command: "ls -A; pwd"}
+        judges:
+          - {name: listed, check: 'return "input.yaml" in outputs["stdout"], "ls"'}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "w.suite.yaml", "--keep-workspaces")
+    assert code == 0, err  # no thresholds: UNGATED exits 0
+    assert data["result"] == "UNGATED"
+    listing = data["results"][0]
+    assert listing["passed"] is True
+    workspace = Path(data["case_runs"][0]["workspace"])
+    assert sorted(p.name for p in workspace.iterdir()) == ["fixture.txt", "input.yaml"]
+    assert (workspace / "input.yaml").read_text() == '{"n": 1}'
+    shutil.rmtree(workspace.parent.parent)
+    code, data, err = suite_json(tmp_path, "w.suite.yaml")
+    assert data["case_runs"][0]["workspace"] is None
+    assert not list(Path("/tmp").glob(f"ll-suite-{data['run_id']}"))
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def test_git_projects_get_a_worktree_per_case(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    git(project, "config", "user.email", "t@example.com")
+    git(project, "config", "user.name", "t")
+    (project / "app.py").write_text("VALUE = 1\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "initial")
+    dataset(project, {f"c{i}": {"input": {"value": i + 2}} for i in range(3)}, name="evals/cases")
+    write(
+        project / "evals" / "edit.suite.yaml",
+        """\
+        name: edit
+        dataset: cases
+        subject:
+          # each case edits app.py in its own worktree; none sees another's edit
+          command: grep -q 'VALUE = 1' app.py && echo "VALUE = ${inputs.value}" > app.py
+        judges:
+          - name: changed_app
+            check: return outputs["modified_files"] == ["app.py"], str(outputs["modified_files"])
+          - name: own_value
+            check: |
+              return outputs["files"]["app.py"] == f"VALUE = {inputs['value']}\\n", "app.py"
+        """,
+    )
+    code, data, err = suite_json(project, "evals/edit.suite.yaml", "--jobs", "3")
+    assert code == 0, err
+    judges = by_judge(data)
+    assert judges["changed_app"]["pass_rate"]["k"] == 3, data["results"]
+    assert judges["own_value"]["pass_rate"]["k"] == 3, data["results"]
+    assert (project / "app.py").read_text() == "VALUE = 1\n"  # the project is untouched
+    assert git(project, "worktree", "list").count("\n") == 1  # every worktree removed
+
+
+def test_cases_glob_runs_a_subset(tmp_path: Path) -> None:
+    numbered(tmp_path, 12)
+    write(tmp_path / "g.suite.yaml", PASSING)
+    code, data, _ = suite_json(tmp_path, "g.suite.yaml", "--cases", "c1*")
+    assert data["cases"] == 2
+    assert sorted({r["case"] for r in data["results"]}) == ["c10", "c11"]
+
+
+def test_history_rows_and_the_run_row(tmp_path: Path) -> None:
+    numbered(tmp_path, 3)
+    write(tmp_path / "g.suite.yaml", PASSING)
+    code, data, _ = suite_json(tmp_path, "g.suite.yaml")
+    run = data["run_id"]
+    rows = db_rows(
+        tmp_path,
+        "SELECT case_id, judge, sample_index, status, passed FROM suite_judgements "
+        "WHERE run_id = ? ORDER BY case_id",
+        run,
+    )
+    assert rows == [(f"c{i:02d}", "echoed", 0, "ok", 1) for i in range(3)]
+    [(result, planned, ended)] = db_rows(
+        tmp_path, "SELECT result, cases_planned, ended_at IS NOT NULL FROM suite_runs"
+    )
+    assert (result, planned, ended) == ("INCONCLUSIVE", 3, 1)
