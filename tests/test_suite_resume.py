@@ -1,0 +1,119 @@
+"""A suite killed with SIGKILL resumes with `--resume RUN`: only the cases without rows run
+again, no row is lost or duplicated, and the report equals an uninterrupted run's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from tests.harness_helpers import REPO
+from tests.suite_helpers import dataset, db_rows, suite, suite_json, write
+
+SUITE = """\
+name: slow
+dataset: cases
+subject:
+  command: echo ${inputs.n} >> "$LL_SUITE_DIR/calls.log"; sleep 0.3; echo ${inputs.n}
+judges:
+  - name: echoed
+    check: return outputs["stdout"].strip() == str(inputs["n"]), outputs["stdout"].strip()
+  - name: even
+    check: return inputs["n"] % 2 == 0, "parity"
+thresholds:
+  echoed: {min_pass_rate: 0.8}
+"""
+CASES = 24
+
+
+def recorded(root: Path) -> int:
+    db = root / ".loops" / "history.db"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            return int(conn.execute("SELECT count(*) FROM suite_cases").fetchone()[0])
+    except sqlite3.OperationalError:  # the table is not created yet
+        return 0
+
+
+def start(root: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", "suite",
+         "s.suite.yaml", "--jobs", "4", "--quiet"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def test_a_suite_killed_with_sigkill_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:
+    dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(CASES)})
+    write(tmp_path / "s.suite.yaml", SUITE)
+    process = start(tmp_path)
+    deadline = time.monotonic() + 120
+    while recorded(tmp_path) < 8:
+        assert process.poll() is None, "the suite ended before it could be killed"
+        assert time.monotonic() < deadline, "no case was recorded in time"
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    time.sleep(0.6)  # let the orphaned subjects of the killed driver finish
+    [(run_id,)] = db_rows(tmp_path, "SELECT run_id FROM suite_runs")
+    before = {c for (c,) in db_rows(tmp_path, "SELECT case_id FROM suite_cases")}
+    assert 8 <= len(before) < CASES
+    assert db_rows(tmp_path, "SELECT ended_at FROM suite_runs") == [(None,)]
+    calls_before = Counter((tmp_path / "calls.log").read_text().split())
+
+    code, data, err = suite_json(tmp_path, "s.suite.yaml", "--resume", run_id, "--jobs", "4")
+    assert code == 0, err
+    assert data["run_id"] == run_id and data["resumed"] == len(before)
+    calls = Counter((tmp_path / "calls.log").read_text().split())
+    for case in range(CASES):
+        if f"c{case:02d}" in before:
+            assert calls[str(case)] == calls_before[str(case)] == 1, case  # not run again
+        else:
+            assert calls[str(case)] - calls_before[str(case)] == 1, case  # run exactly once now
+    # every case x judge exactly once (the unique keys would refuse a duplicate)
+    assert db_rows(tmp_path, "SELECT count(*), count(DISTINCT case_id) FROM suite_cases") == [
+        (CASES, CASES)
+    ]
+    assert db_rows(
+        tmp_path, "SELECT judge, count(*) FROM suite_judgements GROUP BY judge ORDER BY judge"
+    ) == [("echoed", CASES), ("even", CASES)]
+    assert len(data["results"]) == 2 * CASES
+    assert not list(Path("/tmp").glob(f"ll-suite-{run_id}"))  # the killed run's workspaces
+
+    # the report of the resumed run is the report of an uninterrupted one
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    dataset(fresh, {f"c{i:02d}": {"input": {"n": i}} for i in range(CASES)})
+    write(fresh / "s.suite.yaml", SUITE)
+    _, whole, _ = suite_json(fresh, "s.suite.yaml", "--jobs", "4")
+    assert data["judges"] == whole["judges"] and data["result"] == whole["result"] == "PASS"
+
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", run_id)
+    assert code == 2 and f"run {run_id} already finished (PASS)" in err
+
+
+def test_resume_refuses_a_changed_suite_and_other_options(tmp_path: Path) -> None:
+    dataset(tmp_path, {f"c{i}": {"input": {"n": i}} for i in range(2)})
+    write(tmp_path / "s.suite.yaml", SUITE)
+    code, data, _ = suite_json(tmp_path, "s.suite.yaml")
+    run_id = data["run_id"]
+    with sqlite3.connect(tmp_path / ".loops" / "history.db") as db:  # as if it had been killed
+        db.execute("UPDATE suite_runs SET ended_at = NULL")
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", run_id, "--samples", "3")
+    assert code == 2 and "--samples differs from the run being resumed" in err
+    write(tmp_path / "s.suite.yaml", SUITE.replace("0.8", "0.7"))
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", run_id)
+    assert code == 2 and "the suite file changed since it started" in err
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", "nope")
+    assert code == 2 and "--resume nope: there is no such suite run" in err
