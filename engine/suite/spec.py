@@ -19,8 +19,15 @@ from typing import Any
 from engine.model.suite import Case, Suite
 
 
-def _reduce_proxy(proxy: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
-    return MappingProxyType, (dict(proxy),)
+def read_only(data: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    """Rebuild a read-only mapping on the unpickling side."""
+    return MappingProxyType(data)
+
+
+def _reduce_proxy(
+    proxy: MappingProxyType[Any, Any],
+) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return read_only, (dict(proxy),)
 
 
 # The loaded model freezes its mappings as MappingProxyType, which pickle refuses by default; a

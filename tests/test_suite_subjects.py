@@ -1,0 +1,177 @@
+"""The other subjects and executors: a loop run as a child with the case's inputs bound to its
+parameters, a prompt through the SDK (loopback server), and cases run in worker processes (the
+executor boundary: picklable specs in, picklable outcomes out)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+from engine.load.dataset import load_cases
+from engine.load.suite import load_suite_file
+from engine.suite.casework import run_case
+from engine.suite.driver import SuiteOptions, run_suite
+from engine.suite.executor import LocalExecutor
+from engine.suite.spec import CaseSpec, RunSettings
+from tests.loopback_server import LoopbackServer, text_reply
+from tests.suite_helpers import by_judge, dataset, suite_json, write
+
+CHILD = """\
+name: greet
+initial: greet
+scope: ["."]
+parameters:
+  who: {type: string, required: true}
+  times: {type: integer, default: 1}
+outputs:
+  greeting: ${captured.greet.output}
+states:
+  greet:
+    action: for i in $(seq ${context.times}); do echo "hello ${context.who}"; done
+    capture: greet
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_loop_subject_runs_as_a_child_with_inputs_bound_to_its_parameters(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "greet.yaml", CHILD)
+    dataset(
+        tmp_path,
+        {
+            "bound": {"input": {"who": "ada", "times": 2, "unused": "x"}},
+            "missing": {"input": {"times": 1}},  # `who` is required: the child refuses
+        },
+    )
+    write(
+        tmp_path / "loop.suite.yaml",
+        """\
+        name: loops
+        dataset: cases
+        subject:
+          loop: greet.yaml
+        judges:
+          - name: greeted_twice
+            check: |
+              greeting = outputs["loop_outputs"]["greeting"]
+              return greeting == "hello ada\\nhello ada", repr(greeting)
+          - name: run_succeeded
+            check: return outputs["run"]["outcome"] == "success", outputs["run"]["outcome"]
+          - name: evented
+            check: return any(e["event"] == "loop_complete" for e in outputs["events"]), "events"
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "loop.suite.yaml")
+    assert code == 0, err
+    judges = by_judge(data)
+    for name in ("greeted_twice", "run_succeeded", "evented"):
+        assert (judges[name]["scored"], judges[name]["pass_rate"]["k"]) == (1, 1), data
+    runs = {c["case"]: c for c in data["case_runs"]}
+    assert runs["missing"]["status"] == "error"
+    assert "requires parameter 'who'" in runs["missing"]["error"]
+
+
+def test_with_binds_rendered_values_keeping_a_lone_expression_typed(tmp_path: Path) -> None:
+    write(tmp_path / "greet.yaml", CHILD)
+    dataset(tmp_path, {"a": {"input": {"name": "bob", "n": 3}}})
+    write(
+        tmp_path / "loop.suite.yaml",
+        """\
+        name: loops
+        dataset: cases
+        subject:
+          loop: greet.yaml
+          with: {who: "dr ${inputs.name}", times: "${inputs.n}"}
+        judges:
+          - name: three
+            check: |
+              return outputs["loop_outputs"]["greeting"].count("hello dr bob") == 3, "count"
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "loop.suite.yaml")
+    assert by_judge(data)["three"]["pass_rate"]["k"] == 1, data["results"]
+
+
+def test_a_prompt_subject_goes_through_the_sdk(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.default = text_reply("Paris is the capital.")
+    write(
+        tmp_path / "p.suite.yaml",
+        """\
+        name: prompts
+        cases:
+          - id: france
+            input: {country: France}
+        subject:
+          prompt: "What is the capital of ${inputs.country}? Ignore {{ this }}."
+          model: subject-model
+        judges:
+          - name: paris
+            builtin: regex
+            arguments: {pattern: Paris}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "p.suite.yaml")
+    assert code == 0, err
+    assert by_judge(data)["paris"]["pass_rate"]["k"] == 1
+    [request] = loopback.requests
+    assert request.body["model"] == "subject-model"
+    assert request.body["messages"][0]["content"] == (
+        "What is the capital of France? Ignore {{ this }}."
+    )
+    assert data["cost_usd"] > 0
+
+
+SHELL_SUITE = """\
+name: procs
+cases:
+  - {id: a, input: {n: 1}}
+  - {id: b, input: {n: 2}}
+  - {id: c, input: {n: 3}}
+subject:
+  command: echo $(( ${inputs.n} * 2 ))
+judges:
+  - name: doubled
+    check: return int(outputs["stdout"]) == 2 * inputs["n"], outputs["stdout"]
+"""
+
+
+def test_case_specs_and_outcomes_cross_process_boundaries(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.suite.yaml", SHELL_SUITE.replace("$(( ${inputs.n} * 2 ))",
+                                                                 "${inputs.n}${inputs.n}"))
+    suite = load_suite_file(path)
+    settings = RunSettings(
+        run_id="pickled",
+        suite=suite,
+        project_root=str(tmp_path),
+        scratch_root=str(tmp_path / "scratch"),
+        run_dir=str(tmp_path / "run"),
+        conditions_fp="x",
+    )
+    spec = CaseSpec(settings, load_cases(suite)[0], 0)
+    copy = pickle.loads(pickle.dumps(spec))
+    assert copy.settings.suite.judges == suite.judges
+    outcome = run_case(copy)
+    assert pickle.loads(pickle.dumps(outcome)) == outcome
+    assert outcome.arms[0].stdout == "11\n"
+
+
+def test_the_process_executor_runs_a_suite(tmp_path: Path) -> None:
+    write(
+        tmp_path / "s.suite.yaml",
+        SHELL_SUITE.replace("echo $(( ${inputs.n} * 2 ))", "echo $(( 2 * $(cat input.yaml "
+                            "| tr -dc 0-9) ))"),
+    )
+    seen: list[str] = []
+    result = run_suite(
+        tmp_path / "s.suite.yaml",
+        SuiteOptions(record=False),
+        history=None,
+        cwd=tmp_path,
+        executor=LocalExecutor(2, processes=True),
+        on_case=lambda outcome: seen.append(outcome.case_id),
+    )
+    assert sorted(seen) == ["a", "b", "c"]
+    summary = result.summary("doubled")
+    assert summary is not None and summary.pass_rate.k == 3, result.judgements
