@@ -14,11 +14,13 @@ from lint import (  # noqa: F401  (importing registers the rules)
     rules_placeholder,
     rules_states,
     rules_subloop,
+    rules_suite,
     rules_suppress,
 )
 from lint._context import LintContext, LoopResolver
 from lint._engine import PositionLookup, lint_loop
 from lint._registry import RULES, Finding, Rule, find_rule, rule
+from lint.suite import lint_suite
 
 __all__ = [
     "RULES",
@@ -29,5 +31,6 @@ __all__ = [
     "Rule",
     "find_rule",
     "lint_loop",
+    "lint_suite",
     "rule",
 ]

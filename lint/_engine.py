@@ -32,6 +32,8 @@ def lint_loop(
         placer = _Placer(loop, positions)
         found: list[Diagnostic] = []
         for item in RULES.values():
+            if "loop" not in item.targets:
+                continue
             for finding in item.check(ctx):
                 if not _suppressed(loop, item, finding):
                     found.append(_diagnostic(loop, item, finding, placer))

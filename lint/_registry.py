@@ -10,12 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Any
 
 from engine.model.errors import Severity
-
-if TYPE_CHECKING:
-    from lint._context import LintContext
 
 PathKey = tuple[str | int, ...]
 
@@ -39,32 +36,36 @@ class Finding:
         return None
 
 
-Check = Callable[["LintContext"], Iterable[Finding]]
+Check = Callable[[Any], Iterable[Finding]]  # LintContext (a loop) or SuiteContext (a suite)
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A registered rule: stable `code`, default `severity`, kebab-case `name`, the check."""
+    """A registered rule: stable `code`, default `severity`, kebab-case `name`, the check, and
+    the files it checks (`loop`, `suite`: a rule about judges checks both)."""
 
     code: str
     severity: Severity
     name: str
     summary: str
     check: Check
+    targets: tuple[str, ...] = ("loop",)
 
 
 _RULES: dict[str, Rule] = {}
 RULES: Mapping[str, Rule] = MappingProxyType(_RULES)
 
 
-def rule(code: str, severity: Severity, name: str) -> Callable[[Check], Check]:
+def rule(
+    code: str, severity: Severity, name: str, *, targets: tuple[str, ...] = ("loop",)
+) -> Callable[[Check], Check]:
     """Register the decorated function as rule `code`; its docstring's first line is the summary."""
 
     def register(check: Check) -> Check:
         if code in _RULES:
             raise ValueError(f"lint rule {code} registered twice")
         summary = (check.__doc__ or name).strip().splitlines()[0]
-        _RULES[code] = Rule(code, severity, name, summary, check)
+        _RULES[code] = Rule(code, severity, name, summary, check, targets)
         return check
 
     return register

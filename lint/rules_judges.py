@@ -9,15 +9,23 @@ from engine.model.judges import Judge
 from lint._context import LintContext
 from lint._judges import judges_with_paths
 from lint._registry import Finding, rule
+from lint._suite import SuiteContext
 
 
-def _judges(ctx: LintContext) -> Iterator[tuple[Judge, tuple[str | int, ...]]]:
+def _judges(ctx: LintContext | SuiteContext) -> Iterator[tuple[Judge, tuple[str | int, ...]]]:
+    """The judges of a loop's assessments, or of a suite, with their YAML paths."""
+    if isinstance(ctx, SuiteContext):
+        yield from ctx.judges()
+        return
     for state in ctx.loop.states.values():
         yield from judges_with_paths(state)
 
 
-@rule("LL070", "error", "judge-condition")
-def judge_condition(ctx: LintContext) -> Iterator[Finding]:
+_BOTH = ("loop", "suite")
+
+
+@rule("LL070", "error", "judge-condition", targets=_BOTH)
+def judge_condition(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A judge's `if:` is not a Python expression, so the judge could only ever error."""
     from engine.judges.python_judges import compile_condition
 
@@ -35,8 +43,8 @@ def judge_condition(ctx: LintContext) -> Iterator[Finding]:
             )
 
 
-@rule("LL071", "warning", "judge-module")
-def judge_module(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL071", "warning", "judge-module", targets=_BOTH)
+def judge_module(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A `module` + `function` judge whose module or function cannot be found."""
     from engine.judges.python_judges import static_import_problem
 
@@ -53,8 +61,8 @@ def judge_module(ctx: LintContext) -> Iterator[Finding]:
             )
 
 
-@rule("LL072", "error", "judge-prompt-file")
-def judge_prompt_file(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL072", "error", "judge-prompt-file", targets=_BOTH)
+def judge_prompt_file(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """An LLM judge's `prompt_file` does not exist."""
     for judge, path in _judges(ctx):
         if judge.prompt_file is None or "${" in judge.prompt_file:
@@ -69,8 +77,8 @@ def judge_prompt_file(ctx: LintContext) -> Iterator[Finding]:
             )
 
 
-@rule("LL073", "error", "judge-builtin")
-def judge_builtin(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL073", "error", "judge-builtin", targets=_BOTH)
+def judge_builtin(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A `builtin` judge names no registered builtin, or gives it arguments it does not take."""
     from engine.judges.registry import all_builtins, find_builtin
 

@@ -219,7 +219,7 @@ def test_inputs_reach_the_subject_verbatim_never_as_code(tmp_path: Path) -> None
           verbatim: {min_pass_rate: 0.5}
         """,
     )
-    code, data, err = suite_json(tmp_path, "i.suite.yaml", "--keep-workspaces")
+    _code, data, _err = suite_json(tmp_path, "i.suite.yaml", "--keep-workspaces")
     assert by_judge(data)["verbatim"]["pass_rate"]["k"] == len(hostile), data["results"]
     for run in data["case_runs"]:
         assert not any(Path(run["workspace"]).glob("pwned*"))
@@ -297,7 +297,7 @@ def test_git_projects_get_a_worktree_per_case(tmp_path: Path) -> None:
 def test_cases_glob_runs_a_subset(tmp_path: Path) -> None:
     numbered(tmp_path, 12)
     write(tmp_path / "g.suite.yaml", PASSING)
-    code, data, _ = suite_json(tmp_path, "g.suite.yaml", "--cases", "c1*")
+    _code, data, _ = suite_json(tmp_path, "g.suite.yaml", "--cases", "c1*")
     assert data["cases"] == 2
     assert sorted({r["case"] for r in data["results"]}) == ["c10", "c11"]
 
@@ -305,7 +305,7 @@ def test_cases_glob_runs_a_subset(tmp_path: Path) -> None:
 def test_history_rows_and_the_run_row(tmp_path: Path) -> None:
     numbered(tmp_path, 3)
     write(tmp_path / "g.suite.yaml", PASSING)
-    code, data, _ = suite_json(tmp_path, "g.suite.yaml")
+    _code, data, _ = suite_json(tmp_path, "g.suite.yaml")
     run = data["run_id"]
     rows = db_rows(
         tmp_path,

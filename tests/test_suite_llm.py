@@ -260,5 +260,5 @@ def test_compare_baseline_judges_pairwise_against_the_stored_baseline(
     deltas = {d["judge"]: d for d in compared["deltas"]}
     assert deltas["module_judge"]["delta"] == 1.0  # 0/3 -> 3/3
     assert deltas["quality"]["delta"] == 0.0
-    code, out, _ = suite(root, "agent.suite.yaml", "--compare-baseline", "--samples", "1")
+    code, _out, _ = suite(root, "agent.suite.yaml", "--compare-baseline", "--samples", "1")
     assert code == 2 and "judged under other conditions" in _

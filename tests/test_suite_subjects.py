@@ -90,7 +90,7 @@ def test_with_binds_rendered_values_keeping_a_lone_expression_typed(tmp_path: Pa
               return outputs["loop_outputs"]["greeting"].count("hello dr bob") == 3, "count"
         """,
     )
-    code, data, err = suite_json(tmp_path, "loop.suite.yaml")
+    _code, data, _err = suite_json(tmp_path, "loop.suite.yaml")
     assert by_judge(data)["three"]["pass_rate"]["k"] == 1, data["results"]
 
 

@@ -46,7 +46,8 @@ def validate(
         bool, typer.Option("--verbose", "-v", help="Text format: show info findings too.")
     ] = False,
 ) -> int:
-    """Check loops against the schema and every lint rule; report where and how to fix."""
+    """Check loops (and suite files) against their schema and every lint rule; report where
+    and how to fix."""
     from dataclasses import replace
 
     from lint.report import RENDERERS
@@ -105,10 +106,36 @@ def check_file(path: Path) -> list[Diagnostic]:
     from engine.load.loader import check_loop_file
     from lint import lint_loop
 
+    if _is_suite(path):
+        return check_suite(path)
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
     return lint_loop(loop, positions, resolve_loop=child_resolver(loop.source))
+
+
+def _is_suite(path: Path) -> bool:
+    """A `*.suite.yaml`, or a YAML file whose top level has `subject:` and no `states:`."""
+    from engine.load.suite import is_suite_path, looks_like_suite
+
+    if is_suite_path(path):
+        return True
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return False
+    return looks_like_suite(head)
+
+
+def check_suite(path: Path) -> list[Diagnostic]:
+    """A suite file: its load-time diagnostics, or (when it loads) its lint diagnostics."""
+    from engine.load.suite import check_suite_file
+    from lint import lint_suite
+
+    suite, positions, problems = check_suite_file(path)
+    if suite is None:
+        return problems
+    return lint_suite(suite, positions)
 
 
 def child_resolver(parent_source: str) -> LoopResolver:

@@ -1,0 +1,39 @@
+"""What a rule about a suite file looks at: the suite, its positions, its cases (read once)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from engine.model.errors import LoopError
+from engine.model.judges import Judge
+from engine.model.suite import Case, Suite
+from lint._registry import PathKey
+
+# The YAML list each judge spelling is written in, at the top of a suite file.
+_SPELLINGS = ("judges", "expectations", "metrics")
+
+
+@dataclass(frozen=True)
+class SuiteContext:
+    """The suite under lint, and its cases when they can be read (a lint never fails on data)."""
+
+    suite: Suite
+
+    @cached_property
+    def cases(self) -> list[Case]:
+        from engine.load.dataset import load_cases
+
+        try:
+            return [c for c in load_cases(self.suite) if c.problem is None]
+        except LoopError:
+            return []
+
+    def judges(self) -> Iterator[tuple[Judge, PathKey]]:
+        """Each judge with the YAML path of its entry."""
+        seen = dict.fromkeys(_SPELLINGS, 0)
+        for judge in self.suite.judges:
+            index = seen[judge.spelling]
+            seen[judge.spelling] = index + 1
+            yield judge, (judge.spelling, index)

@@ -1,0 +1,110 @@
+"""Rules about suite files: what would make cases error, or a gate that can never pass."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from engine.model.judges import Judge
+from engine.model.suite import Suite
+from lint._registry import Finding, PathKey, rule
+from lint._suite import SuiteContext
+
+_CASE_KEY = re.compile(r"\s*(inputs|annotations)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_GUARDED = re.compile(r"\|\s*default\b|:default=|\?\s*$")
+
+
+def _templates(suite: Suite) -> Iterator[tuple[PathKey, str, bool]]:
+    """Every interpolated text of the subjects and hooks: (path, text, is it bash?)."""
+    for key, subject in (("subject", suite.subject), ("baseline_subject", suite.baseline_subject)):
+        if subject is None:
+            continue
+        if subject.command is not None:
+            yield (key, "command"), subject.command, True
+        if subject.prompt is not None:
+            yield (key, "prompt"), subject.prompt, False
+        for name, value in (subject.with_ or {}).items():
+            if isinstance(value, str):
+                yield (key, "with", name), value, False
+    for index, hook in enumerate(suite.before_each):
+        yield ("before_each", index), hook.command, True
+
+
+def _case_reads(text: str) -> Iterator[tuple[str, str, bool, bool]]:
+    """(root, key, guarded, raw) of each `${inputs.KEY}` / `${annotations.KEY}` in `text`."""
+    from engine.shell.interpolate import find_expressions
+
+    for expression in find_expressions(text):
+        found = _CASE_KEY.match(expression.text)
+        if found is not None:
+            guarded = _GUARDED.search(expression.text) is not None
+            yield found.group(1), found.group(2), guarded, expression.raw
+
+
+@rule("LL080", "warning", "suite-missing-input", targets=("suite",))
+def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
+    """The subject or a hook reads a case key that some cases do not have (they will error).
+
+    `${inputs.KEY}` or `${annotations.KEY}` without a default, in the subject, the baseline
+    subject or a hook."""
+    cases = ctx.cases
+    if not cases:
+        return
+    for path, text, _ in _templates(ctx.suite):
+        for root, key, guarded, _ in _case_reads(text):
+            if guarded:
+                continue
+            lacking = [c.id for c in cases if key not in getattr(c, root)]
+            if lacking:
+                shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+                yield Finding(
+                    f"${{{root}.{key}}} is missing from {len(lacking)} of {len(cases)} cases "
+                    f"({shown}): they will error",
+                    path,
+                    f"add {key} to those cases' {'input' if root == 'inputs' else root}.yaml, "
+                    f"or write ${{{root}.{key} | default('')}}",
+                )
+
+
+@rule("LL081", "error", "suite-unreachable-gate", targets=("suite",))
+def suite_unreachable_gate(ctx: SuiteContext) -> Iterator[Finding]:
+    """A `min_mean` above the highest value its judge can give: the gate can never pass."""
+    judges = {j.name: j for j in ctx.suite.judges}
+    for threshold in ctx.suite.thresholds:
+        judge = judges.get(threshold.judge)
+        known = _known_range(judge) if judge is not None else None
+        if threshold.gate != "min_mean" or known is None:
+            continue
+        low, high = known
+        if threshold.value > high:
+            yield Finding(
+                f"thresholds.{threshold.judge}.min_mean is {threshold.value:g}, but judge "
+                f"{threshold.judge!r} gives values from {low:g} to {high:g}: it can never pass",
+                ("thresholds", threshold.judge, "min_mean"),
+                f"choose a mean between {low:g} and {high:g}, or set the judge's score_range",
+            )
+
+
+def _known_range(judge: Judge) -> tuple[float, float] | None:
+    """The values a judge can give, when its definition says (else None)."""
+    if judge.kind == "llm" and judge.feedback == "bool":
+        return (0.0, 1.0)
+    if judge.kind in ("llm", "review") or judge.score_range is not None:
+        return judge.value_range()
+    return None
+
+
+@rule("LL082", "warning", "suite-raw-input", targets=("suite",))
+def suite_raw_input(ctx: SuiteContext) -> Iterator[Finding]:
+    """A case's value is pasted raw (`| raw`) into a shell command: a case can run code."""
+    for path, text, is_shell in _templates(ctx.suite):
+        if not is_shell:
+            continue
+        for root, key, _, raw in _case_reads(text):
+            if raw:
+                yield Finding(
+                    f"${{{root}.{key} | raw}} pastes a case's text into bash unquoted: a case "
+                    "holding `; rm -rf ~` runs it",
+                    path,
+                    f"drop `| raw`: ${{{root}.{key}}} is quoted for its place in the command",
+                )

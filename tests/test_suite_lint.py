@@ -1,0 +1,76 @@
+"""`ll-loop validate` accepts suite files: schema and load problems and lint findings, with
+file:line:col and codes, in every format; judge rules check a suite's judges too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.cli.validate_cmd import check_file
+from tests.lint_cli_helpers import ll_loop
+from tests.suite_helpers import write
+
+SUITE = """\
+name: checked
+cases:
+  - id: a
+    input: {text: hi}
+  - id: b
+    input: {other: x}
+subject:
+  command: echo ${inputs.text}
+before_each:
+  - echo ${inputs.text | raw}
+judges:
+  - name: typo
+    builtin: exitcode
+  - name: cond
+    if: "annotations.get('x' "
+    check: return True, "ok"
+  - name: scored
+    prompt: "Score it. {{ outputs }}"
+    feedback_type: bool
+thresholds:
+  scored: {min_mean: 2}
+lint:
+  suppress:
+    - {code: LL999, reason: "no such rule"}
+"""
+
+
+def test_suite_lint_findings_are_positioned(tmp_path: Path) -> None:
+    path = write(tmp_path / "checked.suite.yaml", SUITE)
+    found = {(d.code, d.line) for d in check_file(path)}
+    assert found == {
+        ("LL080", 8),  # subject.command reads inputs.text; case b lacks it
+        ("LL080", 10),  # so does the hook
+        ("LL082", 10),  # ... raw
+        ("LL073", 13),  # no builtin 'exitcode'
+        ("LL070", 15),  # the if: does not parse
+        ("LL081", 21),  # a bool judge's mean cannot reach 2
+        ("LL050", 24),  # unknown suppression
+    }
+
+
+def test_validate_reports_suites_and_loops_alike(tmp_path: Path) -> None:
+    write(tmp_path / "checked.suite.yaml", SUITE)
+    write(tmp_path / "broken.yaml", "name: x\nsubject: {command: a}\ncases: []\n")
+    done = ll_loop(
+        "validate", "checked.suite.yaml", "broken.yaml", "--format", "json", cwd=tmp_path
+    )
+    assert done.returncode == 1
+    reports = {r["path"]: r for r in json.loads(done.stdout)["loops"]}
+    assert not reports["checked.suite.yaml"]["valid"]
+    broken = [(d["code"], d["line"]) for d in reports["broken.yaml"]["diagnostics"]]
+    assert ("F015", 3) in broken and ("F055", 1) in broken
+    done = ll_loop("validate", "checked.suite.yaml", cwd=tmp_path)
+    assert "checked.suite.yaml:13:5: error LL073" in done.stdout
+
+
+def test_a_clean_suite_validates(tmp_path: Path) -> None:
+    fixed = SUITE.replace("{other: x}", "{text: x}").replace(" | raw", "")
+    fixed = fixed.replace("exitcode", "exit_code").replace("'x' ", "'x')")
+    fixed = fixed.replace("min_mean: 2", "min_mean: 0.5").replace("LL999", "LL080")
+    write(tmp_path / "clean.suite.yaml", fixed)
+    done = ll_loop("validate", "--strict", "clean.suite.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
