@@ -320,6 +320,7 @@ class SuiteOutput(StrEnum):
 class SuiteExecutor(StrEnum):
     threads = "threads"
     processes = "processes"
+    ray = "ray"
 
 
 @app.command("suite")
@@ -353,8 +354,14 @@ def suite_command(
         bool, typer.Option("--keep-workspaces", help="Keep each case's workspace.")
     ] = False,
     executor: Annotated[
-        SuiteExecutor, typer.Option("--executor", help="Where cases run: threads or processes.")
+        SuiteExecutor,
+        typer.Option("--executor", help="Where cases run: threads, processes or ray."),
     ] = SuiteExecutor.threads,
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="--executor ray: the cluster to join (default: "
+                     "RAY_ADDRESS, else a Ray instance started for the run)."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
 ) -> int:
     """Run a suite: every case through the subject, every judge on each case's outputs, the
@@ -374,6 +381,7 @@ def suite_command(
         resume=resume,
         keep_workspaces=keep_workspaces,
         executor=executor.value,
+        address=address,
     )
     mode = choose_mode(quiet=quiet or (output is SuiteOutput.json and not sys.stderr.isatty()),
                        stream=sys.stderr)

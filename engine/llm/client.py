@@ -5,6 +5,10 @@ visible: exponential backoff with jitter for 429 / 408 / 5xx / 529, connection e
 unreadable bodies, honouring `retry-after`, bounded by attempts and by total wait. Base URL and
 credentials come from the SDK's own environment (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`,
 `ANTHROPIC_AUTH_TOKEN`). A call that cannot succeed raises `LlmCallError`, never anything else.
+
+A `RateGate` (optional) is consulted before every attempt and told every `retry-after`, so many
+processes that share one gate (the Ray executor's limiter actor, docs/scale.md) slow down together
+when the API says so, instead of each finding out with its own 429.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from engine.llm.settings import RetryPolicy
 
@@ -100,6 +104,18 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
+class RateGate(Protocol):
+    """Admission shared by every client of a run (possibly across processes and machines)."""
+
+    def wait_turn(self) -> None:
+        """Block until this client may send one request."""
+        ...
+
+    def hold(self, seconds: float) -> None:
+        """The API asked for a pause (`retry-after`): nobody sends for `seconds`."""
+        ...
+
+
 class _DeadlineReached(Exception):
     """The action's time ran out before another attempt could start."""
 
@@ -142,8 +158,10 @@ class AnthropicClient:
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        gate: RateGate | None = None,
     ) -> None:
         self.timeout = timeout
+        self.gate = gate
         self.policy = policy or RetryPolicy.from_env()
         self._sleep = sleep
         self._jitter = jitter
@@ -167,6 +185,8 @@ class AnthropicClient:
         number = 0
         while True:
             number += 1
+            if self.gate is not None:
+                self.gate.wait_turn()
             try:
                 failure, body = None, self._once(request, deadline)
             except Exception as exc:
@@ -178,6 +198,8 @@ class AnthropicClient:
                     return LlmResponse(body, tuple(attempts), latency)
                 failure = _Failure(200, f"invalid response: {problem}", True)
             assert failure is not None
+            if self.gate is not None and failure.retry_after is not None:
+                self.gate.hold(failure.retry_after)
             wait, give_up = self._next_wait(failure, number, waited, deadline)
             attempts.append(Attempt(number, failure.status, failure.error, round(wait, 3)))
             if give_up is not None:

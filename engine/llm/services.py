@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.llm import settings
 from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
-from engine.llm.client import AnthropicClient
+from engine.llm.client import AnthropicClient, RateGate
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.llm.judge import JudgeSettings, judge_structured
 from engine.llm.prices import load_prices
@@ -41,10 +41,12 @@ def build_gateway(
     recorder: Recorder | None,
     replay_from: Path | None = None,
     cache: bool = False,
+    gate: RateGate | None = None,
 ) -> LlmGateway:
-    """A gateway with the run's log, optional replay source and optional cache."""
+    """A gateway with the run's log, optional replay source, optional cache and optional shared
+    rate gate (see `RateGate`)."""
     return LlmGateway(
-        transport=AnthropicClient(timeout=settings.request_timeout(loop)),
+        transport=AnthropicClient(timeout=settings.request_timeout(loop), gate=gate),
         prices=load_prices(project_root(run_dir)),
         recorder=recorder,
         log=CallLog(run_dir) if run_dir is not None else None,
@@ -190,8 +192,10 @@ def messages_port(
     replay_from: Path | None = None,
     cache: bool = False,
     tag: CallTag | None = None,
+    gate: RateGate | None = None,
 ) -> TaggedMessages:
-    """A `MessagesPort` outside a loop (a suite, a script): its own gateway, built on first use."""
+    """A `MessagesPort` outside a loop (a suite, a script): its own gateway, built on first use;
+    `gate` is shared admission across workers (the Ray executor's limiter)."""
     built: list[LlmGateway] = []
     lock = threading.Lock()
 
@@ -205,6 +209,7 @@ def messages_port(
                         recorder=recorder,
                         replay_from=replay_from,
                         cache=cache,
+                        gate=gate,
                     )
                 )
             return built[0]

@@ -32,6 +32,7 @@ from engine.model.suite import (
     Hook,
     InlineCase,
     Pairwise,
+    Resources,
     Subject,
     Suite,
     Threshold,
@@ -119,7 +120,7 @@ def _worded(d: Diagnostic) -> Diagnostic:
 
 _TOP_HINT = (
     "a suite has name, subject, dataset or cases, judges (expectations, metrics, pairwise), "
-    "outputs, before_each, samples, models, thresholds, workspace, isolation and lint"
+    "outputs, before_each, samples, models, thresholds, workspace, isolation, resources and lint"
 )
 
 
@@ -389,6 +390,7 @@ def _build(data: dict[str, Any], positions: Positions, source: str) -> Suite:
             if gate in gates
         ),
         lint=_suppressions(data.get("lint"), positions),
+        resources=Resources(**(data.get("resources") or {})),
     )
 
 

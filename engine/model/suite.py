@@ -114,6 +114,14 @@ class Threshold:
 
 
 @dataclass(frozen=True, slots=True)
+class Resources:
+    """What one case asks of a Ray worker node (`resources:`); local executors ignore it."""
+
+    cpus: float = 1.0
+    memory_mb: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InlineCase:
     """A case written in the suite file (`cases:`)."""
 
@@ -146,6 +154,7 @@ class Suite:
     subject_model: str | None = None
     thresholds: tuple[Threshold, ...] = ()
     lint: tuple[Suppression, ...] = ()
+    resources: Resources = field(default_factory=Resources)
 
     def judge_names(self) -> list[str]:
         """Every judge that can be gated, the pairwise one last."""

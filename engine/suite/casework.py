@@ -73,7 +73,7 @@ def _prepared(settings: RunSettings) -> _RunEnv:
             mode, git_root = workspaces.isolation_of(settings.suite, Path(settings.project_root))
             found = _RunEnv(
                 compile_judges(settings.suite.judges),
-                messages_port(run_dir=Path(settings.run_dir)),
+                messages_port(run_dir=Path(settings.run_dir), gate=settings.llm_gate),
                 mode,
                 git_root,
                 {

@@ -61,7 +61,8 @@ class SuiteOptions:
     baseline_of: str | None = None  # a suite run id
     resume: str | None = None
     keep_workspaces: bool = False
-    executor: str = "threads"
+    executor: str = "threads"  # threads | processes | ray
+    address: str | None = None  # --executor ray: the cluster (None: RAY_ADDRESS, else local)
     record: bool = True  # False: nothing is written to history.db (ll-harness dsl)
 
 
@@ -80,6 +81,10 @@ def run_suite(
 ) -> SuiteResult:
     """Run a suite end to end (see the module docstring); refusals raise `SuiteRefusal`."""
     started = time.monotonic()
+    if options.executor == "ray" and executor is None:
+        from engine.suite.ray_executor import require_ray
+
+        require_ray()  # refused before anything is read or recorded
     loaded = suite if isinstance(suite, Suite) else load_suite_file(Path(suite))
     if options.record and history is None:
         raise ValueError("run_suite records into history: pass history=, or record=False")
@@ -106,11 +111,14 @@ def run_suite(
         )
         display.start(resumed=len(plan.cases) - len(todo))
         rows = _Rows(done_rows.cases, done_rows.judgements)
-        jobs = options.jobs or default_jobs(loaded)
-        pool = executor or local_executor(options.executor, jobs)
+        pool = executor or _executor(options, loaded)
+        recorded = set(done_rows.finished)
         try:
             specs = _specs(settings, plan, todo, recording)
             for outcome in _stream(pool, specs):
+                if outcome.case_id in recorded:
+                    continue  # a case is recorded once, whoever delivered it again
+                recorded.add(outcome.case_id)
                 cases, judgements = to_rows(outcome, settings)
                 if recording is not None:
                     recording.record_suite_case(cases, judgements)
@@ -140,6 +148,15 @@ def run_suite(
 
 def _silent(**kwargs: Any) -> SuiteProgress:
     return SuiteProgress(mode="quiet", **kwargs)
+
+
+def _executor(options: SuiteOptions, suite: Suite) -> Executor:
+    """The executor `--executor` names; a Ray cluster sizes `--jobs` itself when not given."""
+    if options.executor == "ray":
+        from engine.suite.ray_executor import RayExecutor
+
+        return RayExecutor(suite, options.jobs, address=options.address)
+    return local_executor(options.executor, options.jobs or default_jobs(suite))
 
 
 def default_jobs(suite: Suite) -> int:
@@ -206,6 +223,11 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         raise SuiteRefusal("--samples must be at least 1", hint="pass --samples 1 or more")
     if options.jobs is not None and options.jobs < 1:
         raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
+    if options.address is not None and options.executor != "ray":
+        raise SuiteRefusal(
+            "--address names a Ray cluster, which only --executor ray uses",
+            hint="add --executor ray, or drop --address",
+        )
     if options.measure_baseline and options.compare_baseline:
         raise SuiteRefusal(
             "--measure-baseline and --compare-baseline are two separate arms",

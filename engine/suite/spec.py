@@ -14,9 +14,12 @@ import copyreg
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.model.suite import Case, Suite
+
+if TYPE_CHECKING:
+    from engine.llm.client import RateGate
 
 
 def read_only(data: dict[Any, Any]) -> MappingProxyType[Any, Any]:
@@ -48,6 +51,7 @@ class RunSettings:
     samples: int | None = None  # --samples: every LLM judge's samples
     keep_workspaces: bool = False
     subject_hashes: Mapping[str, str] = field(default_factory=dict)  # arm -> content hash
+    llm_gate: RateGate | None = None  # shared LLM admission across workers (the Ray limiter)
 
 
 @dataclass(frozen=True)
