@@ -90,6 +90,15 @@ def runtime_env() -> dict[str, Any]:
     }
 
 
+FORWARDED = ("LL_", "ANTHROPIC_")  # environment prefixes every case task gets from the driver
+
+
+def forwarded_env() -> dict[str, str]:
+    """The driver's ll-loop and Anthropic settings (models, retry policy, endpoint, credentials),
+    so a worker judges as a local run would; the rest of a worker's environment is its own."""
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED)}
+
+
 def _case_task(
     settings: RunSettings, case: Case, index: int, baseline_record: bytes | None
 ) -> CaseOutcome:
@@ -124,6 +133,8 @@ class RayExecutor:
             "num_cpus": suite.resources.cpus,
             "max_retries": max_retries,
             "retry_exceptions": False,  # run_case never raises: only a dead worker is retried
+            # merged with the job's runtime env (our packages): Ray merges env_vars
+            "runtime_env": {"env_vars": forwarded_env()},
         }
         if suite.resources.memory_mb is not None:
             options["memory"] = suite.resources.memory_mb * 1024 * 1024
