@@ -4,6 +4,7 @@ when done. Nothing is assumed to be running before; nothing is left running afte
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import secrets
@@ -141,9 +142,7 @@ class LocalCluster:
             if not left:
                 break
             for pid in left:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.25)
         shutil.rmtree(self.temp, ignore_errors=True)

@@ -185,8 +185,6 @@ class AnthropicClient:
         number = 0
         while True:
             number += 1
-            if self.gate is not None:
-                self.gate.wait_turn()
             try:
                 failure, body = None, self._once(request, deadline)
             except Exception as exc:
@@ -213,6 +211,8 @@ class AnthropicClient:
 
     def _once(self, request: Mapping[str, Any], deadline: float | None) -> dict[str, Any]:
         client = self._client()
+        if self.gate is not None:  # as late as possible: a pause that starts now still counts
+            self.gate.wait_turn()
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
