@@ -9,7 +9,8 @@ everything the user waits for: joining the cluster, shipping our code, starting 
 Checks: the same per-judge results (aggregates, and every case x judge row of history.db), and
 the Ray wall within 1.3x of the local one. The cluster is torn down at the end.
 
-`python -m bench run suite_ray` runs it; `LL_BENCH_RAY_CASES=N` changes the case count.
+`python -m bench suite_ray` (or `python bench/bench_suite_ray.py`) runs it; `LL_BENCH_RAY_CASES=N`
+changes the case count.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from engine.suite.casework import run_case
 from engine.suite.spec import CaseOutcome, CaseSpec, RunSettings
 
 MAX_RETRIES = 3  # a case whose worker died is run again this many times, then errored
+PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
 INSTALL = "pip install 'll-loop[ray]'"
 _SKIPPED = ("__pycache__", "*.pyc")
 
@@ -99,11 +100,50 @@ def forwarded_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED)}
 
 
+def adopt_env(env: dict[str, str]) -> None:
+    """On a worker (a process of this driver's job only): take the driver's `LL_*` and
+    `ANTHROPIC_*` variables, and drop the worker's own, before a case reads them."""
+    for name in [k for k in os.environ if k.startswith(FORWARDED) and k not in env]:
+        del os.environ[name]
+    os.environ.update(env)
+
+
 def _case_task(
-    settings: RunSettings, case: Case, index: int, baseline_record: bytes | None
+    shared: tuple[RunSettings, dict[str, str]],
+    case: Case,
+    index: int,
+    baseline_record: bytes | None,
 ) -> CaseOutcome:
-    """The body of one Ray task (Ray resolves `settings` from the object store)."""
+    """The body of one Ray task (Ray resolves `shared` from the object store)."""
+    settings, env = shared
+    adopt_env(env)
     return run_case(CaseSpec(settings, case, index, baseline_record))
+
+
+def code_fingerprint() -> str:
+    """A hash of our code as this process would run it: `engine/` and `lint/` sources and the
+    shipped schemas and built-in loops, named the same in a checkout and in a wheel."""
+    import hashlib
+
+    import engine
+    import lint
+    from engine.load.resources import data_dir
+
+    roots = {
+        "engine": Path(engine.__file__).parent,
+        "lint": Path(lint.__file__).parent,
+        "schemas": data_dir("schemas"),
+        "loops": data_dir("loops"),
+    }
+    digest = hashlib.sha256()
+    for name, root in roots.items():
+        for path in sorted(root.rglob("*")):
+            relative = path.relative_to(root).as_posix()
+            if not path.is_file() or path.suffix == ".pyc" or relative.startswith("_data/"):
+                continue
+            digest.update(f"{name}/{relative}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 class RayExecutor:
@@ -124,17 +164,21 @@ class RayExecutor:
 
         rpm = rpm_from_env() if suite.uses_llm else None
         self.owns_ray = not self.ray.is_initialized()
+        self.shipped = False  # whether our code travels to the workers (`runtime_env()`)
         if self.owns_ray:
-            self._connect(address or os.environ.get("RAY_ADDRESS") or None)
-        # Ray uploads local packages only for a whole job (`ray.init`); a caller who started
-        # Ray itself passes `runtime_env=runtime_env()` there (docs/scale.md).
+            where = address or os.environ.get("RAY_ADDRESS") or None
+            self._connect(where)
+            if where is not None and not self._workers_run_our_code():
+                # Ray uploads local packages only for a whole job: join again with them.
+                self.ray.shutdown()
+                self._connect(where, ship=True)
+        # A caller who started Ray itself passes `runtime_env=runtime_env()` to `ray.init`
+        # when the workers lack our code (docs/scale.md).
         self.jobs = max(1, jobs if jobs is not None else self._cluster_jobs())
         options: dict[str, Any] = {
             "num_cpus": suite.resources.cpus,
             "max_retries": max_retries,
             "retry_exceptions": False,  # run_case never raises: only a dead worker is retried
-            # merged with the job's runtime env (our packages): Ray merges env_vars
-            "runtime_env": {"env_vars": forwarded_env()},
         }
         if suite.resources.memory_mb is not None:
             options["memory"] = suite.resources.memory_mb * 1024 * 1024
@@ -146,12 +190,14 @@ class RayExecutor:
         self._running: dict[Future[CaseOutcome], Any] = {}  # ours -> Ray's ObjectRef
         self._idle = threading.Condition(self._lock)
 
-    def _connect(self, address: str | None) -> None:
-        """Join the cluster at `address`, or start a Ray instance of our own (None)."""
+    def _connect(self, address: str | None, *, ship: bool = False) -> None:
+        """Join the cluster at `address`, or start a Ray instance of our own (None, on this
+        machine: its workers run our code as it is here); `ship` uploads our code."""
+        self.shipped = ship
         try:
             self.ray.init(
                 address=address,
-                runtime_env=runtime_env(),
+                runtime_env=runtime_env() if ship else None,
                 include_dashboard=False,
                 log_to_driver=False,
                 logging_level="ERROR",
@@ -163,6 +209,27 @@ class RayExecutor:
                 f"could not connect to {where}: {reason}",
                 hint="start one with `ray start --head`, or check --address / RAY_ADDRESS",
             ) from None
+
+    def _workers_run_our_code(self) -> bool:
+        """Whether a worker on every node runs exactly our code (the same fingerprint). Not
+        shipping it saves an upload and, above all, a fresh worker start per job."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        probe = self.ray.remote(code_fingerprint)
+        nodes = [n["NodeID"] for n in self.ray.nodes() if n.get("Alive")]
+        refs = [
+            probe.options(
+                num_cpus=0,
+                max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+            ).remote()
+            for node in nodes
+        ]
+        try:
+            found = self.ray.get(refs, timeout=PROBE_TIMEOUT)
+        except Exception:  # no engine there (ModuleNotFoundError), an older one, a slow node
+            return False
+        return bool(found) and set(found) == {code_fingerprint()}
 
     def _cluster_jobs(self) -> int:
         cpus = float(self.ray.cluster_resources().get("CPU", 1))
@@ -215,8 +282,8 @@ class RayExecutor:
             ours.set_exception(exc)
 
     def _shared(self, settings: RunSettings) -> Any:
-        """The run's settings in the object store (put once), with the LLM limiter attached
-        when the suite talks to a model."""
+        """The run's settings and the driver's forwarded environment in the object store (put
+        once), with the LLM limiter attached when the suite talks to a model."""
         if self._settings is not None and self._settings[0] is settings:
             return self._settings[1]
         shipped = settings
@@ -224,7 +291,7 @@ class RayExecutor:
             from engine.suite.ray_limiter import ActorGate
 
             shipped = replace(settings, llm_gate=ActorGate(self.limiter))
-        ref = self.ray.put(shipped)
+        ref = self.ray.put((shipped, forwarded_env()))
         self._settings = (settings, ref)
         return ref
 
