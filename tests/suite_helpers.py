@@ -49,3 +49,10 @@ def db_rows(root: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 def by_judge(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {j["judge"]: j for j in data["judges"]}
+
+
+def leftovers(run_id: str) -> list[Path]:
+    """The run's workspace roots that still exist (none, once it finished)."""
+    from engine.suite.workspace import scratch_roots
+
+    return [root for root in scratch_roots(run_id) if root.exists()]

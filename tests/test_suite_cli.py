@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import by_judge, dataset, db_rows, suite, suite_json, write
+from tests.suite_helpers import by_judge, dataset, db_rows, leftovers, suite, suite_json, write
 
 PASSING = """\
 name: gate
@@ -247,10 +247,10 @@ def test_workspaces_hold_the_inputs_not_the_annotations_and_are_removed(tmp_path
     workspace = Path(data["case_runs"][0]["workspace"])
     assert sorted(p.name for p in workspace.iterdir()) == ["fixture.txt", "input.yaml"]
     assert (workspace / "input.yaml").read_text() == '{"n": 1}'
-    shutil.rmtree(workspace.parent.parent)
+    shutil.rmtree(workspace.parent)
     code, data, err = suite_json(tmp_path, "w.suite.yaml")
     assert data["case_runs"][0]["workspace"] is None
-    assert not list(Path("/tmp").glob(f"ll-suite-{data['run_id']}"))
+    assert leftovers(data["run_id"]) == []
 
 
 def git(cwd: Path, *args: str) -> str:

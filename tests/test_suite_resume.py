@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import dataset, db_rows, suite, suite_json, write
+from tests.suite_helpers import dataset, db_rows, leftovers, suite, suite_json, write
 
 SUITE = """\
 name: slow
@@ -89,7 +89,7 @@ def test_a_suite_killed_with_sigkill_resumes_without_loss_or_duplicates(tmp_path
         tmp_path, "SELECT judge, count(*) FROM suite_judgements GROUP BY judge ORDER BY judge"
     ) == [("echoed", CASES), ("even", CASES)]
     assert len(data["results"]) == 2 * CASES
-    assert not list(Path("/tmp").glob(f"ll-suite-{run_id}"))  # the killed run's workspaces
+    assert leftovers(run_id) == []  # the killed run's workspaces are gone
 
     # the report of the resumed run is the report of an uninterrupted one
     fresh = tmp_path / "fresh"

@@ -174,7 +174,9 @@ class Case:
     `folder` is the dataset folder whose files (all but annotations) are copied into the case's
     workspace; `problem` says why the case cannot run (no input.yaml, an unreadable file): it is
     then recorded as errored for every judge, and the suite goes on. `key` hashes the inputs and
-    annotations, so a baseline's case is matched only when it is the same case.
+    annotations, so a baseline's case is matched only when it is the same case. A case only
+    listed (`loaded` False) is read by the worker that runs it, so thousands of cases are read
+    in parallel rather than before the first one starts.
     """
 
     id: str
@@ -184,3 +186,6 @@ class Case:
     source: str = ""
     folder: str | None = None
     problem: str | None = None
+    files: tuple[str, ...] = ()  # the folder's files copied into the workspace (not annotations)
+    input_text: str | None = None  # input.yaml as read (written into the workspace as is)
+    loaded: bool = True  # False: only listed; its files are read where the case runs

@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -20,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from engine.load.dataset import load_cases
+from engine.load.dataset import list_cases, read_case
 from engine.load.suite import load_suite_file
 from engine.model.errors import UsageError
 from engine.model.suite import Case, Suite
@@ -38,9 +39,13 @@ from engine.suite.casework import broken_case, forget_run
 from engine.suite.executor import Executor, local_executor
 from engine.suite.progress import SuiteProgress
 from engine.suite.result import BaselineDelta, SuiteResult
-from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings
+from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
 
 LLM_JOBS = 8
+# While cases run, a thread waiting for the GIL (a subject that just exited, a pipe to read)
+# gets it after 0.5 ms instead of Python's 5 ms: with several workers busy, the default made a
+# 3 ms spawn take 15 ms.
+SWITCH_INTERVAL = 0.0005
 
 
 class SuiteRefusal(UsageError):
@@ -97,7 +102,10 @@ def run_suite(
             if case.id in done_rows.finished and options.keep_workspaces
             for arm in ("subject", "baseline")
         }
-        workspaces.clean_run(Path(settings.scratch_root), git_root, keep=frozenset(kept))
+        workspaces.clean_run(
+            workspaces.scratch_roots(settings.run_id), git_root, keep=frozenset(kept)
+        )
+        Path(settings.scratch_root).mkdir(parents=True, exist_ok=True)
         display = (progress or _silent)(
             suite=loaded.name,
             run_id=settings.run_id,
@@ -108,12 +116,14 @@ def run_suite(
         rows = _Rows(done_rows.cases, done_rows.judgements)
         jobs = options.jobs or default_jobs(loaded)
         pool = executor or local_executor(options.executor, jobs)
+        batch = _Batch(recording)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         try:
             specs = _specs(settings, plan, todo, recording)
             for outcome in _stream(pool, specs):
                 cases, judgements = to_rows(outcome, settings)
-                if recording is not None:
-                    recording.record_suite_case(cases, judgements)
+                batch.add(cases, judgements)
                 rows.add(cases, judgements)
                 display.update(outcome)
                 if on_case is not None:
@@ -123,10 +133,12 @@ def run_suite(
             pool.shutdown(cancel=True)
             raise
         finally:
+            sys.setswitchinterval(switch)
+            batch.flush()
             display.close()
             forget_run(settings.run_id)
         if not options.keep_workspaces:
-            workspaces.clean_run(Path(settings.scratch_root), git_root)
+            workspaces.clean_run(workspaces.scratch_roots(settings.run_id), git_root)
         result = _result(loaded, settings, plan, rows, recording, started)
         if recording is not None:
             recording.finish_suite_run(
@@ -169,17 +181,20 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     if options.resume is not None:
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
-    cases = _selected(load_cases(suite), options.cases)
+    cases = _selected(list_cases(suite), options.cases)
+    if options.compare_baseline and suite.pairwise is not None:
+        cases = [c if c.loaded else read_case(Path(str(c.folder))) for c in cases]  # their keys
     _check_workspace(suite, root)
     baseline_run = _baseline_run(suite, options, history, fingerprint)
     run_id = run_row.run_id if run_row is not None else new_run_id()
     run_dir = root / ".loops" / "suites" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
+    scratch = workspaces.scratch_root(run_id, in_memory=_small_copies(suite, root))
     settings = RunSettings(
         run_id=run_id,
         suite=suite,
         project_root=str(root),
-        scratch_root=str(workspaces.scratch_root(run_id)),
+        scratch_root=str(scratch),
         run_dir=str(run_dir),
         conditions_fp=fingerprint,
         samples=options.samples,
@@ -199,6 +214,16 @@ def project_root(cwd: Path) -> Path:
             return folder
     top = workspaces.git_toplevel(cwd)
     return top if top is not None else cwd
+
+
+def _small_copies(suite: Suite, root: Path) -> bool:
+    """Copy workspaces small enough to live in memory (see `workspaces.scratch_root`)."""
+    try:
+        mode, _ = workspaces.isolation_of(suite, root)
+    except workspaces.WorkspaceError:
+        return False
+    size = workspaces.copy_size(suite.workspace, root)
+    return mode == "copy" and size <= workspaces.SMALL_COPY_BYTES
 
 
 def _check_options(suite: Suite, options: SuiteOptions) -> None:
@@ -522,43 +547,67 @@ def _judgement_rows(
     judge: JudgeOutcome, arm: str, outcome: CaseOutcome, settings: RunSettings, suite: str
 ) -> list[SuiteJudgementRow]:
     low, high = judge.score_range if judge.score_range is not None else (None, None)
-    row = SuiteJudgementRow(
-        run_id=settings.run_id,
-        suite=suite,
-        arm=arm,
-        case_id=outcome.case_id,
-        case_key=outcome.case_key,
-        judge=judge.name,
-        judge_kind=judge.kind,
-        status=judge.status,
-        conditions_fp=settings.conditions_fp,
-        samples=max(1, len(judge.samples)),
-        value=judge.value,
-        is_bool=judge.is_bool,
-        passed=judge.passed,
-        rationale=judge.rationale,
-        evidence=judge.evidence,
-        error=judge.error,
-        score_low=low,
-        score_high=high,
-        duration_ms=judge.duration_ms,
-        cost_usd=judge.cost_usd,
-    )
-    if not judge.samples:
-        return [replace(row, sample_status=judge.status, sample_value=judge.value)]
-    rows = []
-    for index, sample in enumerate(judge.samples):
-        rows.append(
-            replace(
-                row,
-                sample_index=index,
-                sample_status=sample.status,
-                sample_value=sample.value,
-                # the judgement's cost once, on its first row
-                cost_usd=judge.cost_usd if index == 0 else 0.0,
-            )
+    samples = judge.samples or (SampleAnswer(judge.status, judge.value),)
+    return [
+        SuiteJudgementRow(
+            run_id=settings.run_id,
+            suite=suite,
+            arm=arm,
+            case_id=outcome.case_id,
+            case_key=outcome.case_key,
+            judge=judge.name,
+            judge_kind=judge.kind,
+            status=judge.status,
+            conditions_fp=settings.conditions_fp,
+            sample_index=index,
+            samples=len(samples),
+            value=judge.value,
+            is_bool=judge.is_bool,
+            passed=judge.passed,
+            sample_status=sample.status,
+            sample_value=sample.value,
+            rationale=judge.rationale,
+            evidence=judge.evidence,
+            error=judge.error,
+            score_low=low,
+            score_high=high,
+            duration_ms=judge.duration_ms,
+            cost_usd=judge.cost_usd if index == 0 else 0.0,  # the judgement's cost, once
         )
-    return rows
+        for index, sample in enumerate(samples)
+    ]
+
+
+class _Batch:
+    """Rows waiting to be written: whole cases, committed together at most `SECONDS` after the
+    first of them arrived (one commit per case would cost more than a fast case itself). A run
+    killed before a commit loses those cases' rows, and `--resume` runs them again."""
+
+    SECONDS = 0.25
+    CASES = 256
+
+    def __init__(self, history: History | None) -> None:
+        self.history = history
+        self.cases: list[SuiteCaseRow] = []
+        self.judgements: list[SuiteJudgementRow] = []
+        self.count = 0
+        self.since = 0.0
+
+    def add(self, cases: list[SuiteCaseRow], judgements: list[SuiteJudgementRow]) -> None:
+        if self.history is None:
+            return
+        if not self.count:
+            self.since = time.monotonic()
+        self.cases += cases
+        self.judgements += judgements
+        self.count += 1
+        if self.count >= self.CASES or time.monotonic() - self.since >= self.SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.history is not None and self.count:
+            self.history.record_suite_cases(self.cases, self.judgements)
+        self.cases, self.judgements, self.count = [], [], 0
 
 
 class _Rows:
