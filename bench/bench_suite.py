@@ -87,20 +87,34 @@ def harness_argv(*args: str) -> list[str]:
 # ---- (a) ------------------------------------------------------------------------------------
 
 
+SERVER = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.loopback_server import LoopbackServer, tool_reply
+answer = {{"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "answer"}}
+server = LoopbackServer().start()
+server.default = tool_reply(answer, delay={latency})
+print(server.url, flush=True)
+sys.stdin.read()  # until the benchmark closes our stdin
+server.stop()
+"""
+
+
 def bench_llm() -> bool:
+    """The model is the loopback server in its own process, as a remote API would be: its HTTP
+    handling does not share the suite's interpreter."""
     from engine.run.history import open_history
     from engine.suite.driver import SuiteOptions, run_suite
-    from tests.loopback_server import LoopbackServer, tool_reply
 
-    evidence = "answer"
-
-    def model(request: dict[str, object]) -> object:
-        answer = {"passed": True, "confidence": 0.9, "reason": "ok", "evidence": evidence}
-        return tool_reply(answer, delay=LATENCY)(request)  # type: ignore[operator]
-
-    server = LoopbackServer().start()
-    server.default = model  # type: ignore[assignment]
-    os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-bench")
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER.format(root=str(ROOT), latency=LATENCY)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None and server.stdin is not None
+    url = server.stdout.readline().strip()
+    os.environ.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-bench")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             folder = make_project(Path(tmp), LLM_SUITE, LLM_CASES)
@@ -122,7 +136,8 @@ def bench_llm() -> bool:
                 )
                 wall = time.perf_counter() - started
     finally:
-        server.stop()
+        server.stdin.close()
+        server.wait(timeout=30)
     correct = result.summary("correct")
     assert correct is not None and correct.pass_rate.k == LLM_CASES, result.judgements[:3]
     ideal = LLM_CASES * LATENCY / LLM_JOBS

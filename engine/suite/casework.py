@@ -271,8 +271,7 @@ def _run_arm(
             project_root=Path(settings.project_root),
             samples=settings.samples or suite.samples,
         )
-        concurrency = None if any(j.uses_llm for j in suite.judges) else 1
-        results = run_judges(prepared.compiled, record, judge_env, concurrency=concurrency)
+        results = _judge_all(prepared.compiled, record, judge_env)
         result = run.result
         return (
             ArmOutcome(
@@ -295,6 +294,28 @@ def _run_arm(
     finally:
         if not settings.keep_workspaces:
             workspaces.remove(ws)
+
+
+_SLOW_BUILTINS = frozenset({"test", "script", "metric", "llm_structured"})
+
+
+def _slow(compiled: CompiledJudge) -> bool:
+    """A judge that waits (a model, a command): worth running beside the others."""
+    judge = compiled.judge
+    return judge.uses_llm or judge.kind == "callable" or judge.builtin in _SLOW_BUILTINS
+
+
+def _judge_all(
+    compiled: tuple[CompiledJudge, ...], record: dict[str, Any], env: JudgeEnv
+) -> list[JudgeResult]:
+    """Every judge on the record, in order: the quick ones here, one after the other; the
+    waiting ones at once when there are several (a thread per judge costs more than a check)."""
+    slow = [c for c in compiled if _slow(c)]
+    if len(slow) <= 1:
+        return run_judges(compiled, record, env, concurrency=1)
+    waited = iter(run_judges(slow, record, env))
+    quick = iter(run_judges([c for c in compiled if not _slow(c)], record, env, concurrency=1))
+    return [next(waited) if _slow(c) else next(quick) for c in compiled]
 
 
 def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> ArmOutcome:
