@@ -16,7 +16,7 @@ from engine.model.judges import Judge
 from engine.model.loop import EMPTY, Suppression
 
 SubjectKind = Literal["command", "prompt", "agent", "loop"]
-Isolation = Literal["auto", "worktree", "copy"]
+Isolation = Literal["auto", "worktree", "copy", "none"]
 Gate = Literal["min_pass_rate", "min_mean", "min_win_rate"]
 Arm = Literal["subject", "baseline"]
 
@@ -41,7 +41,7 @@ class Subject:
     with_: Mapping[str, Any] | None = None  # None: bind the inputs the loop's parameters name
     model: str | None = None
     runner: str | None = None
-    timeout: float = DEFAULT_SUBJECT_TIMEOUT
+    timeout: float | None = DEFAULT_SUBJECT_TIMEOUT  # None: no limit
     line: int = 0
 
     @property

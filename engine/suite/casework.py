@@ -93,7 +93,7 @@ def _prepared(settings: RunSettings) -> _RunEnv:
             }
             found = _RunEnv(
                 compile_judges(settings.suite.judges),
-                messages_port(run_dir=Path(settings.run_dir)),
+                messages_port(run_dir=Path(settings.run_dir) if settings.run_dir else None),
                 mode,
                 git_root,
                 {**os.environ, **suite_env},
@@ -220,6 +220,7 @@ def _run_arm(
             root=Path(settings.scratch_root),
             label=label,
             project_root=Path(settings.project_root),
+            cwd=Path(settings.cwd or settings.project_root),
             mode=prepared.mode,
             git_root=prepared.git_root,
         )
@@ -242,11 +243,11 @@ def _run_arm(
             return ArmOutcome(
                 arm, "error", _errored(suite, problem), error=problem, workspace=kept
             ), None
-        before = (
-            Baseline(ws.path, (".",), False, dict(ws.known_files))
-            if ws.known_files is not None
-            else baseline(ws.path, None, git=ws.mode == "worktree")
-        )
+        before: Baseline | None = None  # none: the project's own changes are not the case's
+        if ws.known_files is not None:
+            before = Baseline(ws.path, (".",), False, dict(ws.known_files))
+        elif ws.mode != "none":
+            before = baseline(ws.path, None, git=ws.mode == "worktree")
         place = Place(
             ws.path,
             runner,
@@ -377,7 +378,7 @@ def _record(
     suite: Suite,
     case: Case,
     ws: workspaces.Workspace,
-    before: Any,
+    before: Baseline | None,
     run: SubjectRun,
     hooks: dict[str, Any],
 ) -> dict[str, Any]:
@@ -385,7 +386,7 @@ def _record(
     placed = ws.case_files
     changed = [
         p
-        for p in modified_files(before)
+        for p in (modified_files(before) if before is not None else ())
         if p.split("/", 1)[0] not in placed and not p.startswith(".loops/")
     ]
     wanted = [*suite.output_paths, *changed]
@@ -462,19 +463,28 @@ def outcome_of(result: JudgeResult, kind: str) -> JudgeOutcome:
         result.duration_ms,
         result.cost_usd,
         tuple(_sample(s) for s in result.samples),
+        _plain(result.details) if result.details else {},
     )
+
+
+def _plain(details: Mapping[str, Any]) -> dict[str, Any]:
+    """Details as JSON values (they cross process boundaries and land in reports)."""
+    loaded = json.loads(json.dumps(dict(details), default=str))
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def _sample(sample: Mapping[str, Any]) -> SampleAnswer:
     reason = str(sample.get("reason") or sample.get("error") or "")
+    confidence = sample.get("confidence")
+    sure = float(confidence) if isinstance(confidence, int | float) else None
     if "score" in sample:
-        return SampleAnswer("score", float(sample["score"]), reason)
-    outcome = sample.get("outcome")
+        return SampleAnswer("score", float(sample["score"]), reason, sure)
+    outcome = sample.get("outcome") or sample.get("verdict")
     if outcome in ("pass", "fail"):
-        return SampleAnswer(str(outcome), 1.0 if outcome == "pass" else 0.0, reason)
+        return SampleAnswer(str(outcome), 1.0 if outcome == "pass" else 0.0, reason, sure)
     if "error" in sample:
-        return SampleAnswer("error", None, reason)
-    return SampleAnswer(str(outcome or "ok"), None, reason)
+        return SampleAnswer("error", None, reason, sure)
+    return SampleAnswer(str(outcome or "ok"), None, reason, sure)
 
 
 def compress(record: Mapping[str, Any]) -> bytes:

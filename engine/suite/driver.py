@@ -188,14 +188,16 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     baseline_run = _baseline_run(suite, options, history, fingerprint)
     run_id = run_row.run_id if run_row is not None else new_run_id()
     run_dir = root / ".loops" / "suites" / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if history is not None:  # a run that records nothing leaves nothing behind either
+        run_dir.mkdir(parents=True, exist_ok=True)
     scratch = workspaces.scratch_root(run_id, in_memory=_small_copies(suite, root))
     settings = RunSettings(
         run_id=run_id,
         suite=suite,
         project_root=str(root),
         scratch_root=str(scratch),
-        run_dir=str(run_dir),
+        run_dir=str(run_dir) if history is not None else "",
+        cwd=str(cwd),
         conditions_fp=fingerprint,
         samples=options.samples,
         keep_workspaces=options.keep_workspaces,

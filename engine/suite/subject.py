@@ -69,15 +69,15 @@ def run_subject(subject: Subject, place: Place) -> SubjectRun:
         return SubjectRun(ActionResult(exit_code=None), f"subject: {exc.message}")
 
 
-def _crash(result: ActionResult, timeout: float) -> str | None:
+def _crash(result: ActionResult, timeout: float | None) -> str | None:
     if result.timed_out:
-        return f"the subject timed out after {timeout:g}s"
+        return f"the subject timed out after {timeout or 0:g}s"
     if result.crashed:
         return f"the subject {result.failure_reason().removeprefix('action ')}"
     return None
 
 
-def _shell(script: str, place: Place, timeout: float, label: str) -> ActionResult:
+def _shell(script: str, place: Place, timeout: float | None, label: str) -> ActionResult:
     return place.runner.run_shell(script, state=label, timeout=timeout)
 
 

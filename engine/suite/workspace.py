@@ -2,7 +2,8 @@
 
 - `worktree`: a detached git worktree of the project at HEAD (`git worktree add`): the
   committed project, whatever the working copy holds;
-- `copy`: a new directory holding a copy of the suite's `workspace:` paths (none: empty).
+- `copy`: a new directory holding a copy of the suite's `workspace:` paths (none: empty);
+- `none`: the directory the suite started in (no isolation: for subjects that change nothing).
 
 `auto` is a worktree in a git repository, else a copy. The case's files (its dataset folder but
 `annotations.yaml`, or `input.yaml` written from inline `input:`) are put at the workspace's top,
@@ -133,7 +134,9 @@ def has_head(root: Path) -> bool:
 
 
 def isolation_of(suite: Suite, project_root: Path) -> tuple[str, Path | None]:
-    """(`worktree` | `copy`, the git root) for this suite in this project."""
+    """(`worktree` | `copy` | `none`, the git root) for this suite in this project."""
+    if suite.isolation == "none":
+        return "none", None
     top = git_toplevel(project_root) if suite.isolation != "copy" else None
     if suite.isolation == "worktree" and (top is None or not has_head(top)):
         raise WorkspaceError(
@@ -153,10 +156,13 @@ def create(
     project_root: Path,
     mode: str,
     git_root: Path | None,
+    cwd: Path | None = None,
 ) -> Workspace:
     """A new workspace `root/<label>` for `case`, with `root/<label>.scratch` (made only when
     something is spilled there) beside it; WorkspaceError when it cannot be made."""
     path, scratch = root / label, root / f"{label}.scratch"
+    if mode == "none":  # where the suite started: nothing is made, copied or removed
+        return Workspace(cwd or project_root, scratch, mode, None, ())
     if mode == "worktree":
         assert git_root is not None
         shutil.rmtree(path, ignore_errors=True)  # left by a run that was killed
@@ -273,6 +279,10 @@ def _write_new(path: Path, text: str) -> tuple[int, int]:
 
 def remove(ws: Workspace) -> None:
     """Delete the workspace and its scratch directory (and unregister a worktree)."""
+    if ws.mode == "none":
+        if ws.scratch.exists():
+            shutil.rmtree(ws.scratch, ignore_errors=True)
+        return
     if ws.mode == "worktree" and ws.git_root is not None:
         with _GIT_LOCK:
             done = _git(ws.git_root, "worktree", "remove", "--force", str(ws.path))
