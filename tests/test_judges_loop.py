@@ -147,3 +147,13 @@ def test_a_crashed_action_is_not_judged(loopback: LoopbackServer, tmp_path: Path
     assert ran.json["final_state"] == "broken"
     assert not [e for e in ran.events() if e["event"] == "judge"]
     assert loopback.requests == []
+
+
+def test_a_bad_judge_reasoning_setting_stops_the_run_in_preflight(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_JUDGE_REASONING", "lots")
+    ran = run_yaml(tmp_path, EVERY_KIND)
+    assert ran.code == 2
+    assert "LL_JUDGE_REASONING='lots' is not off, low, medium, high" in ran.json["error"]
+    assert loopback.requests == []
