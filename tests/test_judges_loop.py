@@ -162,4 +162,4 @@ def test_a_bad_judge_reasoning_setting_stops_the_run_in_preflight(
 def test_show_names_a_states_judges(tmp_path: Path) -> None:
     (tmp_path / "loop.yaml").write_text(EVERY_KIND)
     shown = ll_loop(tmp_path, "show", "loop.yaml")
-    assert "shell [assessment: exit_ok, mentions_tests, dist_written, quality, green," in shown.stdout
+    assert "shell [assessment: exit_ok, mentions_tests, dist_written, quality," in shown.stdout
