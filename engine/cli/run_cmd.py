@@ -423,6 +423,7 @@ def _refuse(options: RunOptions, exc: LoopError, started: float) -> int:
             "duration_ms": int((time.monotonic() - started) * 1000),
             "cost_usd": 0.0,
             "error": message,
+            "outputs": {},
         }
         print(json.dumps(refusal))
     return 2
