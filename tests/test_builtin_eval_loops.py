@@ -26,6 +26,7 @@ from tests.scaffold_helpers import (
 EVAL_LOOPS = (
     "eval-driven-development",
     "agent-eval-improve",
+    "benchmark",
     "evaluation-quality",
     "outer-loop-eval",
     "fix-until-clean",
@@ -101,7 +102,10 @@ def test_agent_eval_improve_reaches_the_target(tmp_path: Path, loopback: Loopbac
     (args,) = agent_eval(tmp_path, ["0.50", "0.84"])
     llm = ScriptedLlm(loopback).say("```yaml\ntemperature: 0.2\n```")
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
-    assert run.path == ("score", "failures", "refine", "apply", "score", "done")
+    assert run.path == (
+        "measure", "score_command", "score", "failures", "refine", "apply", "score_command",
+        "score", "done",
+    )  # fmt: skip
     assert run.exit_code == 0
     assert (tmp_path / "agent.yaml").read_text() == "temperature: 0.2\n"  # fences stripped
     artifacts = run.run_dir / "artifacts"
@@ -110,6 +114,18 @@ def test_agent_eval_improve_reaches_the_target(tmp_path: Path, loopback: Loopbac
     prompt = request_text(llm.prompted[0])
     assert "scored 0.50" in prompt
     assert "temperature: 1.0" in prompt  # the current config is shown to the refiner
+
+
+def test_agent_eval_improve_passing_the_target_is_success_not_a_stall(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    (args,) = agent_eval(tmp_path, ["0.50", "0.95", "0.95"])
+    ScriptedLlm(loopback).say("temperature: 0.2", "temperature: 0.1")
+    run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
+    assert run.path[-2:] == ("score", "done")
+    assert run.path.count("refine") == 1  # 0.95 against 0.85 ends the run at once
+    assert (run.exit_code, run.result["outputs"]["score"]) == (0, "0.95")
 
 
 def test_agent_eval_improve_reports_a_stall_as_its_own_terminal(
@@ -129,7 +145,7 @@ def test_agent_eval_improve_out_of_budget_is_inconclusive(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    (args,) = agent_eval(tmp_path, ["0.1", "0.2", "0.3"], "--max-steps", "5")
+    (args,) = agent_eval(tmp_path, ["0.1", "0.2", "0.3"], "--max-steps", "7")
     ScriptedLlm(loopback).say("a", "b")
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
     assert run.result["terminated_by"] == "max_steps"
@@ -142,8 +158,84 @@ def test_agent_eval_improve_non_numeric_score_is_broken(
 ) -> None:
     (args,) = agent_eval(tmp_path, ["all good!"])
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
-    assert run.path == ("score", "broken")
+    assert run.path == ("measure", "score_command", "score", "broken")
     assert run.exit_code == 1
+
+
+def test_agent_eval_improve_llm_graded_path_is_the_default(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(tmp_path / "agent.yaml", "style: terse\n")
+    write(tmp_path / "evals" / "t1.md", "Add 2 and 3. Expected: 5")
+    write(tmp_path / "evals" / "t2.md", "Name the capital of France. Expected: Paris")
+    llm = ScriptedLlm(loopback).say(
+        "### t1.md\n5\n### t2.md\nLyon",
+        "t1.md: PASS\nt2.md: FAIL - answered 'Lyon'\n0.5",
+        "style: terse\ncheck facts before answering\n",
+        "### t1.md\n5\n### t2.md\nParis",
+        "t1.md: PASS\nt2.md: PASS\n1.0",
+    )
+    run = run_loop("agent-eval-improve", cwd=tmp_path)
+    assert run.path == (
+        "measure", "read_suite", "run_tasks", "score_results", "take_grade", "score",
+        "failures", "refine", "apply", "read_suite", "run_tasks", "score_results",
+        "take_grade", "score", "done",
+    )  # fmt: skip
+    assert run.exit_code == 0
+    agent_prompt = request_text(llm.prompted[0])
+    assert "style: terse" in agent_prompt and "Name the capital of France" in agent_prompt
+    grading_prompt = request_text(llm.prompted[1])
+    assert "Lyon" in grading_prompt and "Expected: Paris" in grading_prompt
+    assert "t2.md: FAIL - answered 'Lyon'" in request_text(llm.prompted[2])  # refiner sees why
+    assert "check facts before answering" in request_text(llm.prompted[3])  # new config used
+    assert (run.run_dir / "artifacts" / "scores.txt").read_text().split() == ["0.5", "1.0"]
+
+
+def test_agent_eval_improve_use_benchmark_scores_through_the_benchmark_subloop(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    counter_script(tmp_path / "bench.sh", [(0, "3 passed, 3 failed\n0.5"), (0, "ok\n0.9")])
+    write(tmp_path / "agent.yaml", "temperature: 1.0\n")
+    ScriptedLlm(loopback).say("temperature: 0.3")
+    run = run_loop(
+        "agent-eval-improve",
+        cwd=tmp_path,
+        args=["--context", "use_benchmark=true", "--context", "benchmark_scorer=bash bench.sh"],
+    )
+    assert run.path == (
+        "measure", "benchmark", "take_benchmark", "score", "failures", "refine", "apply",
+        "benchmark", "take_benchmark", "score", "done",
+    )  # fmt: skip
+    assert run.exit_code == 0
+    assert (run.run_dir / "artifacts" / "scores.txt").read_text().split() == ["0.5", "0.9"]
+    log = (run.run_dir / "artifacts" / "score.log").read_text()
+    assert "ok" in log  # the benchmark's own log reaches the refiner
+
+
+def test_agent_eval_improve_use_benchmark_needs_a_scorer(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    run = run_loop("agent-eval-improve", cwd=tmp_path, args=["--context", "use_benchmark=true"])
+    assert run.path == ("measure", "broken")
+    assert "benchmark_scorer is empty" in (run.run_dir / "events.jsonl").read_text()
+
+
+def test_benchmark_returns_the_mean_of_its_repeats(tmp_path: Path) -> None:
+    counter_script(tmp_path / "s.sh", [(0, "0.25"), (0, "0.75")])
+    run = run_loop(
+        "benchmark",
+        cwd=tmp_path,
+        args=["--context", "scorer=bash s.sh", "--context", "repeats=2"],
+    )
+    assert (run.path, run.exit_code) == (("run", "scored"), 0)
+    assert run.result["outputs"]["score"] == "0.5"
+    broken = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=echo n/a"])
+    assert (broken.path, broken.exit_code) == (("run", "not_a_number"), 1)
+    failing = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=exit 4"])
+    assert (failing.path, failing.exit_code) == (("run", "scorer_failed"), 1)
 
 
 # --- evaluation-quality --------------------------------------------------------------------------
