@@ -349,6 +349,43 @@ def test_outer_loop_eval_validates_runs_and_reviews(
     assert '"valid": true' in prompt
 
 
+ECHOER = """\
+name: echoer
+initial: check
+scope: [".loops/echoer"]
+states:
+  check:
+    action: test "${context.input | default('')}" = hello
+    on_yes: heard
+    on_no: deaf
+  heard:
+    terminal: true
+  deaf:
+    terminal: true
+    failure: true
+"""
+
+
+def test_outer_loop_eval_passes_loop_input_to_the_target(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(subloops / ".loops" / "echoer.yaml", ECHOER)
+    report = "Execution: state 'check' reached terminal heard."
+    llm = ScriptedLlm(loopback).say(report).judge(Judge("yes", evidence="state 'check'"))
+    run = run_loop(
+        "outer-loop-eval",
+        cwd=subloops,
+        args=["--context", "target=echoer", "--context", "loop_input=hello"],
+    )
+    assert run.path == (
+        "validate", "inspect", "run_target_with_input", "analyze", "save_report", "done",
+    )  # fmt: skip
+    assert 'ended in terminal "heard"' in request_text(llm.prompted[0])
+    plain = run_loop("outer-loop-eval", cwd=subloops, args=["--context", "target=echoer"])
+    assert plain.path[:3] == ("validate", "inspect", "run_target")
+
+
 def test_outer_loop_eval_rejects_a_vacuous_report(
     subloops: Path,
     loopback: LoopbackServer,  # noqa: F811
