@@ -434,7 +434,7 @@ def test_eval_driven_development_files_failures_and_refines_until_the_harness_pa
         args=["--context", "harness_name=eval-harness-feat-919"],
     )
     assert run.path == (
-        "implement", "run_harness", "file_failure", "refine", "run_harness", "done",
+        "gate", "implement", "run_harness", "file_failure", "refine", "run_harness", "done",
     )  # fmt: skip
     assert run.exit_code == 0
     filed = sorted((subloops / ".issues" / "bugs").glob("P2-BUG-*-eval-harness-feat-919.md"))
@@ -448,6 +448,79 @@ def test_eval_driven_development_files_failures_and_refines_until_the_harness_pa
     assert 'ended in terminal\n"failed"' in refine or 'terminal "failed"' in refine
     assert "P2-BUG-556-eval-harness-feat-919.md" in refine
     assert "Its evidence: the P1 filter showed P2 issues too." in refine
+
+
+def test_eval_driven_development_files_a_repeated_failure_once(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
+    assert made.returncode == 0, made.stderr
+    said = "TRANSCRIPT: the P1 filter showed P2 issues too."
+    wrong = Judge("no", evidence="the P1 filter showed P2 issues too.")
+    ScriptedLlm(loopback).say(
+        "implemented", said, said, "fix 1", said, said, "fix 2", said, said, "fix 3",
+        "TRANSCRIPT: the P1 filter shows only P1 issues",
+    ).judge(*[wrong] * 6, "yes")  # fmt: skip
+    run = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=["--context", "harness_name=eval-harness-feat-919"],
+    )
+    assert run.path.count("file_failure") == 3
+    assert run.path[-2:] == ("run_harness", "done")
+    filed = sorted((subloops / ".issues" / "bugs").glob("P2-BUG-*-eval-harness-feat-919.md"))
+    assert [p.name for p in filed] == ["P2-BUG-556-eval-harness-feat-919.md"]  # one bug, not 3
+    text = filed[0].read_text()
+    assert "failure: eval-harness-feat-919 ended failed (verdict no)" in text
+    assert text.count("## Seen again: run ") == 2
+    # A closed bug (moved to completed/) is not reused: the next failure is filed anew.
+    completed = subloops / ".issues" / "completed"
+    completed.mkdir()
+    filed[0].rename(completed / filed[0].name)
+    ScriptedLlm(loopback).say("implemented", said, said, "fix", "TRANSCRIPT: fine").judge(
+        wrong, wrong, "yes"
+    )
+    again = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=["--context", "harness_name=eval-harness-feat-919"],
+    )
+    assert again.exit_code == 0
+    new = sorted((subloops / ".issues" / "bugs").glob("P2-BUG-*.md"))
+    assert [p.name for p in new] == ["P2-BUG-557-eval-harness-feat-919.md"]
+
+
+@pytest.mark.parametrize(
+    ("scores", "after_gate", "code"),
+    [
+        ("readiness: 60\noutcome: 95", ("not_ready",), 1),
+        ("readiness: 90\noutcome: 75", ("implement", "run_harness", "done"), 0),
+    ],
+)
+def test_eval_driven_development_confidence_gate(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+    scores: str,
+    after_gate: tuple[str, ...],
+    code: int,
+) -> None:
+    made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
+    assert made.returncode == 0, made.stderr
+    llm = ScriptedLlm(loopback).say(f"Clear criteria.\n{scores}", "implemented", "TRANSCRIPT: ok")
+    llm.judge("yes")
+    run = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=[
+            "--context", "harness_name=eval-harness-feat-919",
+            "--context", "readiness_threshold=80", "--context", "outcome_threshold=70",
+        ],
+    )  # fmt: skip
+    assert run.path == ("gate", "confidence_check", "judge_confidence", *after_gate)
+    assert run.exit_code == code
+    # The issue the harness was generated from is what the LLM assessed.
+    assert "A dashboard page that shows the current sprint" in request_text(llm.prompted[0])
 
 
 def test_eval_driven_development_requires_a_harness_name(
