@@ -3,6 +3,7 @@ loopback Messages-API server; every test asserts the path the run took and its o
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +31,7 @@ EVAL_LOOPS = (
     "evaluation-quality",
     "outer-loop-eval",
     "fix-until-clean",
+    "refine-issues",
 )
 
 
@@ -240,14 +242,20 @@ def test_benchmark_returns_the_mean_of_its_repeats(tmp_path: Path) -> None:
 
 # --- evaluation-quality --------------------------------------------------------------------------
 
+HEALTH_STEPS = ("measure_tests", "measure_lint", "measure_issues", "measure_backlog", "score")
 
-def test_evaluation_quality_writes_a_report_with_a_trend(
+
+def quality_report(project: Path) -> str:
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    return (project / ".loops" / f"quality-report-{today}.md").read_text()
+
+
+def test_evaluation_quality_scores_three_dimensions_with_a_trend(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     project = make_project(tmp_path)
     write(project / ".loops" / "quality-report-2026-01-01.md", "# old\n\nOverall: 50 (x)\n")
-    llm = ScriptedLlm(loopback).say("- Add acceptance criteria to BUG-555")
     run = run_loop(
         "evaluation-quality",
         cwd=project,
@@ -256,48 +264,93 @@ def test_evaluation_quality_writes_a_report_with_a_trend(
             "--context", "lint_cmd=printf 'a.py:1: E1\\nb.py:2: E2\\n'; exit 1",
         ],
     )  # fmt: skip
-    assert run.path == (
-        "measure_tests", "measure_lint", "measure_issues", "combine", "recommend", "report",
-        "judge", "done",
-    )  # fmt: skip
+    assert run.path == (*HEALTH_STEPS, "report", "done")
     assert run.exit_code == 0
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    report = (project / ".loops" / f"quality-report-{today}.md").read_text()
-    assert "| tests | 75 | 30 |" in report
-    assert "| lint | 96 | 30 |" in report
+    report = quality_report(project)
     # 7 fixture issues: BUG-555 has neither section, FEAT-1001 lacks criteria -> 550/7.
-    assert "| issue quality | 78 | 40 |" in report
-    assert "Overall: 83 (min_score 70)" in report  # (30*75 + 30*96 + 40*78) / 100, rounded
+    assert "| issue quality | 78 | 70 | 40 |" in report
+    assert "| code health | 86 | 80 | 40 |" in report  # mean of tests 75 and lint 96
+    # BUG-555 and FEAT-88 have no priority; every file is fresh -> 600/7.
+    assert "| backlog health | 85 | 75 | 20 |" in report
+    assert "Overall: 83" in report  # (40*78 + 40*86 + 20*85) / 100, rounded
     assert "Trend: +33 since quality-report-2026-01-01.md (was 50)" in report
+    assert "Worst dimension: none" in report and "Remediation: none" in report
     assert "BUG-555-bare.md: no acceptance criteria, expected behaviour" in report
-    assert "- Add acceptance criteria to BUG-555" in report
-    assert "tests 75, lint 96" in request_text(llm.prompted[0])
+    assert "FEAT-88-api-keys.md: no priority" in report
+    assert run.result["outputs"]["route"] == "none"
 
 
-def test_evaluation_quality_below_threshold_fails(
+def test_evaluation_quality_sends_weak_code_health_to_fix_until_clean(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     project = make_project(tmp_path)
-    ScriptedLlm(loopback).say("- fix the tests")
+    counter_script(project / "check.sh", [(1, "0 passed, 2 failed"), (1, "1 failed"), (0, "ok")])
+    llm = ScriptedLlm(loopback).say("fixed the failing test")
     run = run_loop(
-        "evaluation-quality",
-        cwd=project,
-        args=["--context", "test_cmd=exit 1", "--context", "min_score=90"],
+        "evaluation-quality", cwd=project, args=["--context", "test_cmd=bash check.sh"]
     )
-    assert run.path[-2:] == ("judge", "below_threshold")
+    assert run.path == (*HEALTH_STEPS, "remediate_code_health", "report", "below_threshold")
     assert run.exit_code == 1
+    assert "1 failed" in request_text(llm.prompted[0])  # fix-until-clean ran the test command
+    report = quality_report(project)
+    assert "| code health | 0 | 80 | 40 |" in report
+    assert "Worst dimension: code health" in report
+    assert "Remediation: clean" in report
+
+
+def test_evaluation_quality_sends_weak_issue_quality_to_refine_issues(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    bare = write(tmp_path / ".issues" / "P2-BUG-7-crash.md", "# BUG-7: crash\n\nIt crashes.\n")
+    write(tmp_path / ".issues" / "P2-FEAT-8-tags.md", "# FEAT-8: Tags\n\n## Use Case\n\nTag.\n")
+    rewritten = "# BUG-7: crash\n\n## Steps to Reproduce\n\n1. Run it.\n\n## Acceptance Criteria\n"
+    measured_only = run_loop(
+        "evaluation-quality", cwd=tmp_path, args=["--context", "remediate=false"]
+    )
+    assert measured_only.path == (*HEALTH_STEPS, "report", "below_threshold")
+    assert bare.read_text() == "# BUG-7: crash\n\nIt crashes.\n"  # only measured
+    llm = ScriptedLlm(loopback).say(rewritten, "# FEAT-8: Tags\n\n## Acceptance Criteria\n")
+    run = run_loop("evaluation-quality", cwd=tmp_path)
+    assert run.path == (*HEALTH_STEPS, "remediate_issue_quality", "report", "below_threshold")
+    assert bare.read_text() == rewritten  # the remediation loop rewrote the file
+    assert "It crashes." in request_text(llm.prompted[0])
+    assert "Acceptance Criteria" in request_text(llm.prompted[0])  # the instruction
+    assert "| issue quality | 25 | 70 | 40 |" in quality_report(tmp_path)
+    # The next check-up measures the remediated issues: 100 and 50 -> 75, above 70.
+    after = run_loop("evaluation-quality", cwd=tmp_path)
+    assert after.path == (*HEALTH_STEPS, "report", "done")
+    assert "| issue quality | 75 | 70 | 40 |" in quality_report(tmp_path)
+
+
+def test_evaluation_quality_backlog_health_counts_stale_and_unprioritised_issues(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    body = "\n## Expected Behavior\n\nx\n\n## Acceptance Criteria\n\n- y\n"
+    old = write(tmp_path / ".issues" / "P1-BUG-1-old.md", "# BUG-1: old\n" + body)
+    write(tmp_path / ".issues" / "BUG-2-unranked.md", "# BUG-2: unranked\n" + body)
+    write(tmp_path / ".issues" / "BUG-3-ranked.md", "---\npriority: P2\n---\n# BUG-3\n" + body)
+    year_ago = datetime.now(UTC).timestamp() - 365 * 86400
+    os.utime(old, (year_ago, year_ago))
+    run = run_loop("evaluation-quality", cwd=tmp_path, args=["--context", "remediate=false"])
+    assert run.path == (*HEALTH_STEPS, "report", "below_threshold")
+    report = quality_report(tmp_path)
+    assert "| backlog health | 66 | 75 | 20 |" in report  # (50 + 50 + 100) / 3
+    assert "P1-BUG-1-old.md: unchanged for 90 days" in report
+    assert "BUG-2-unranked.md: no priority" in report
+    assert "Worst dimension: backlog health" in report
 
 
 def test_evaluation_quality_with_nothing_to_measure(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    ScriptedLlm(loopback).say("nothing to say")
     run = run_loop("evaluation-quality", cwd=tmp_path)
-    assert run.path[-2:] == ("judge", "nothing_measured")
+    assert run.path == (*HEALTH_STEPS, "report", "nothing_measured")
     assert run.exit_code == 1
-    report = next((tmp_path / ".loops").glob("quality-report-*.md")).read_text()
+    report = quality_report(tmp_path)
     assert "Overall: n/a" in report
     assert "Trend: first report" in report
 
