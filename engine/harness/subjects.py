@@ -17,7 +17,7 @@ from engine.harness.keys import input_hash, sha256_bytes, sha256_text
 from engine.harness.process import run_process
 from engine.model.ports import ActionResult
 
-Runner = Literal["cmd", "prompt", "loop", "dsl"]
+Runner = Literal["cmd", "prompt", "loop", "dsl", "skill", "mcp"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Subject:
     run: Callable[[float | None], SubjectRun]
     subject_model: str | None = None
     prompt_runner: str | None = None
-    source_path: Path | None = None  # the file whose bytes are the content (loop, dsl task)
+    source_path: Path | None = None  # the file whose bytes are the content (loop, skill, dsl)
 
 
 def cmd_subject(command: str, *, cwd: Path) -> Subject:
