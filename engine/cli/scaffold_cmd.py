@@ -159,10 +159,10 @@ def register(app: typer.Typer) -> None:
         force: _Force = False,
     ) -> None:
         """Write an eval harness for one issue (Variant A) or several (Variant B, a work list)."""
-        from engine.scaffold import scaffold_eval
+        from engine.scaffold import load_learning_tests, scaffold_eval
 
         root = Path.cwd()
-        scaffold = scaffold_eval(load_issues(issues, root))
+        scaffold = scaffold_eval(load_issues(issues, root), load_learning_tests(root))
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
         report(written, root=root, as_json=as_json, stdout=stdout)
 
