@@ -4,7 +4,6 @@ loop-specialist-eval -- driven end to end through the real CLI, real shell state
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +90,159 @@ def test_apo_textgrad_without_improvement_restores_the_original(
     assert run.path[-2:] == ("try_candidate", "no_improvement")
     assert run.exit_code == 1
     assert prompt.read_text() == "Answer briefly.\n"
+
+
+# --- harness-optimize ----------------------------------------------------------------------------
+
+GATE = """\
+name: gate
+initial: check
+scope: [".loops/gate"]
+states:
+  check:
+    action: {action}
+    on_yes: done
+    on_no: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+    failure: true
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def put_harness_on_path(bin_dir: Path) -> str:
+    """`ll-loop` and `ll-harness` for this checkout, first on PATH (the loop calls both)."""
+    path = put_cli_on_path(bin_dir)
+    script = bin_dir / "ll-harness"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="{REPO}" exec "{sys.executable}" -c '
+        '"from engine.cli.harness_cmd import main; main()" "$@"\n'
+    )
+    script.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PATH", put_harness_on_path(tmp_path / "bin"))
+    project = tmp_path / "project"
+    write(project / ".loops" / "gate.yaml", GATE.format(action="exit 1"))
+    git(project, "init", "-q")
+    git(project, "-c", "commit.gpgsign=false", "add", "-A")
+    git(project, "commit", "-qm", "incumbent")
+    return project
+
+
+def test_harness_optimize_keeps_an_edit_only_when_the_measured_score_improves(
+    repo: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    still_failing = GATE.format(action="'exit 1  # tried a comment'")
+    passing = GATE.format(action="exit 0")
+    llm = ScriptedLlm(loopback).say(still_failing, passing)
+    run = run_loop(
+        "harness-optimize",
+        cwd=repo,
+        args=["--context", "target_file=.loops/gate.yaml", "--context", "samples=1"],
+    )
+    assert run.path == (
+        "measure", "propose", "apply", "compare", "revert",
+        "measure", "propose", "apply", "compare", "keep", "done",
+    )  # fmt: skip
+    assert run.exit_code == 0
+    assert (repo / ".loops" / "gate.yaml").read_text() == passing
+    assert git(repo, "log", "--format=%s", "-1").startswith("harness-optimize: keep edit")
+    assert git(repo, "status", "--porcelain", "--", ".loops/gate.yaml") == ""
+    history = (run.run_dir / "artifacts" / "history.txt").read_text().splitlines()
+    assert history[0] == "round 1: reverted (no improvement over the baseline)"
+    assert history[1].startswith("round 2: kept (")
+    first, second = request_text(llm.prompted[0]), request_text(llm.prompted[1])
+    assert "action: exit 1" in first and "FAIL" in first  # the incumbent and its measurement
+    assert "Baseline  reused" in second  # the incumbent was not measured twice
+    assert "round 1: reverted" in second
+
+
+def test_harness_optimize_refuses_an_uncommitted_target(
+    repo: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(repo / ".loops" / "gate.yaml", GATE.format(action="exit 2"))
+    run = run_loop("harness-optimize", cwd=repo, args=["--context", "target_file=.loops/gate.yaml"])
+    assert run.path == ("measure", "broken")
+    assert "differs from HEAD" in (run.run_dir / "events.jsonl").read_text()
+
+
+# --- loop-specialist-eval ------------------------------------------------------------------------
+
+REPAIRED = """\
+The defects: `initial: biuld` names no state (the state is `build`), and `test` routes
+`on_yes` to `finsh`, which does not exist (the terminal is `finish`).
+
+```yaml
+name: build-and-test
+initial: build
+scope: [".loops/build-and-test"]
+states:
+  build:
+    action: make build
+    next: test
+  test:
+    action: make test
+    on_yes: finish
+    on_no: build
+  finish:
+    terminal: true
+```
+"""
+
+
+@pytest.fixture
+def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PATH", put_cli_on_path(tmp_path / "bin"))
+    project = tmp_path / "project"
+    project.mkdir()
+    return project
+
+
+def test_loop_specialist_eval_passes_a_real_repair(
+    on_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    llm = ScriptedLlm(loopback).say(REPAIRED).judge(Judge("yes", evidence='"valid": true'))
+    run = run_loop("loop-specialist-eval", cwd=on_path)
+    assert run.path == ("seed", "execute", "verify", "check_skill", "done")
+    assert run.exit_code == 0
+    seeded = request_text(llm.prompted[0])
+    assert "on_yes: finsh" in seeded and "finsh" in seeded.split("## ll-loop validate")[1]
+    judged = request_text(llm.judged[0])
+    assert '"valid": true' in judged  # the repaired loop was really validated
+    assert "build test finish -> build test finish" in judged
+
+
+def test_loop_specialist_eval_fails_a_repair_that_does_not_validate(
+    on_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    lazy = "Fixed it.\n\n```yaml\nname: build-and-test\ninitial: build\nstates: {}\n```\n"
+    no = Judge("no", evidence='"valid": false')
+    llm = ScriptedLlm(loopback).say(lazy, lazy).judge(no, no)
+    run = run_loop("loop-specialist-eval", cwd=on_path)
+    assert run.path == (
+        "seed", "execute", "verify", "check_skill", "execute", "verify", "check_skill", "failed",
+    )  # fmt: skip
+    assert run.exit_code == 1
+    assert '"valid": false' in request_text(llm.judged[0])
+    assert run.result["outputs"]["verdict"] == "no"
