@@ -413,7 +413,7 @@ def _refuse(options: RunOptions, exc: LoopError, started: float) -> int:
         err(exc.render())
         message = exc.message
     if options.json:
-        refusal = {
+        refusal: dict[str, Any] = {
             "run_id": None,
             "loop": options.loop_ref,
             "final_state": None,
