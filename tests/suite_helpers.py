@@ -56,3 +56,14 @@ def leftovers(run_id: str) -> list[Path]:
     from engine.suite.workspace import scratch_roots
 
     return [root for root in scratch_roots(run_id) if root.exists()]
+
+
+def recorded(root: Path) -> int:
+    """Case rows committed so far (0 while the database or its tables do not exist yet)."""
+    if not (root / ".loops" / "history.db").exists():
+        return 0
+    try:
+        with sqlite3.connect(root / ".loops" / "history.db", timeout=5) as db:
+            return int(db.execute("SELECT count(*) FROM suite_cases").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import dataset, db_rows, leftovers, suite, suite_json, write
+from tests.suite_helpers import dataset, db_rows, leftovers, recorded, suite, suite_json, write
 
 SUITE = """\
 name: slow
@@ -29,17 +29,6 @@ thresholds:
   echoed: {min_pass_rate: 0.8}
 """
 CASES = 24
-
-
-def recorded(root: Path) -> int:
-    db = root / ".loops" / "history.db"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=5) as conn:
-            return int(conn.execute("SELECT count(*) FROM suite_cases").fetchone()[0])
-    except sqlite3.OperationalError:  # the table is not created yet
-        return 0
 
 
 def start(root: Path) -> subprocess.Popen[bytes]:

@@ -108,6 +108,16 @@ def _suite_dir(suite: Suite) -> str:
     return str(Path(suite.source).resolve().parent) if suite.source else os.getcwd()
 
 
+def interrupt_run(run_id: str) -> None:
+    """Stop the subjects this process is running for a run (their process groups get
+    SIGTERM, then SIGKILL): an interrupted suite does not wait for them to end."""
+    with _RUNS_LOCK:
+        found = _RUNS.get(run_id)
+        runners = list(found.runners.values()) if found is not None else []
+    for runner in runners:
+        runner.terminate()
+
+
 def forget_run(run_id: str) -> None:
     """Drop a finished run's prepared state from this process."""
     with _RUNS_LOCK:

@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.load.dataset import list_cases, read_case
 from engine.load.suite import load_suite_file
-from engine.model.errors import UsageError
+from engine.model.errors import LoopError, UsageError
 from engine.model.suite import Case, Suite
 from engine.run.history import (
     History,
@@ -35,7 +35,7 @@ from engine.run.history import (
 from engine.run.runstore import new_run_id
 from engine.suite import workspace as workspaces
 from engine.suite.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
-from engine.suite.casework import broken_case, forget_run
+from engine.suite.casework import broken_case, forget_run, interrupt_run
 from engine.suite.executor import Executor, local_executor
 from engine.suite.progress import SuiteProgress
 from engine.suite.result import BaselineDelta, SuiteResult
@@ -52,6 +52,14 @@ class SuiteRefusal(UsageError):
     """The suite will not run: one sentence why, a hint what to do (exit 2, nothing ran)."""
 
     code = "SUITE"
+
+
+class SuiteInterrupted(LoopError):
+    """The suite was interrupted (Ctrl-C); what finished is recorded and `--resume` continues
+    (exit 3: stopped)."""
+
+    code = "SUITE_STOPPED"
+    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -75,19 +83,46 @@ _RESUMED_OPTIONS = ("samples", "cases", "measure_baseline", "compare_baseline", 
 
 def run_suite(
     suite: str | Path | Suite,
-    options: SuiteOptions,
+    options: SuiteOptions | None = None,
     *,
-    history: History | None,
-    cwd: Path,
+    cwd: str | Path | None = None,
+    history: History | None = None,
     progress: Callable[..., SuiteProgress] | None = None,
     executor: Executor | None = None,
     on_case: Callable[[CaseOutcome], None] | None = None,
 ) -> SuiteResult:
-    """Run a suite end to end (see the module docstring); refusals raise `SuiteRefusal`."""
-    started = time.monotonic()
+    """Run a suite end to end and return what it found (see the module docstring).
+
+    `suite` is a suite file's path or a loaded `Suite`; `cwd` where it runs (default: the
+    working directory; the project root and its `.loops/history.db` are found from there);
+    `history` an open history database to record into (default: the project's, opened and
+    closed here). `progress` makes the display (default: none); `executor` runs the cases
+    (default: `options.executor` with `options.jobs` workers); `on_case` hears each case's
+    outcome as it arrives. A load problem raises `LoadError`, a refusal `SuiteRefusal`, an
+    interruption `SuiteInterrupted` (the run stays resumable); nothing else is raised for
+    what goes wrong inside a case.
+    """
+    chosen = options or SuiteOptions()
+    where = Path(cwd) if cwd is not None else Path.cwd()
     loaded = suite if isinstance(suite, Suite) else load_suite_file(Path(suite))
-    if options.record and history is None:
-        raise ValueError("run_suite records into history: pass history=, or record=False")
+    if history is not None or not chosen.record:
+        return _run(loaded, chosen, history, where, progress, executor, on_case)
+    from engine.run.history import open_history
+
+    with open_history(project_root(where)) as opened:
+        return _run(loaded, chosen, opened, where, progress, executor, on_case)
+
+
+def _run(
+    loaded: Suite,
+    options: SuiteOptions,
+    history: History | None,
+    cwd: Path,
+    progress: Callable[..., SuiteProgress] | None,
+    executor: Executor | None,
+    on_case: Callable[[CaseOutcome], None] | None,
+) -> SuiteResult:
+    started = time.monotonic()
     recording = history if options.record else None
     plan = _admit(loaded, options, recording, cwd)
     settings, options = plan.settings, plan.options
@@ -121,7 +156,10 @@ def run_suite(
         sys.setswitchinterval(SWITCH_INTERVAL)
         try:
             specs = _specs(settings, plan, todo, recording)
-            for outcome in _stream(pool, specs):
+            for outcome in _stream(pool, specs, tick=_Batch.SECONDS):
+                if outcome is None:  # no case finished for a while: commit what is waiting
+                    batch.flush_if_due()
+                    continue
                 cases, judgements = to_rows(outcome, settings)
                 batch.add(cases, judgements)
                 rows.add(cases, judgements)
@@ -129,7 +167,16 @@ def run_suite(
                 if on_case is not None:
                     on_case(outcome)
             pool.shutdown()
+        except KeyboardInterrupt:
+            interrupt_run(settings.run_id)  # the running subjects are stopped, not waited for
+            pool.shutdown(cancel=True)
+            raise SuiteInterrupted(
+                f"interrupted after {display.done} of {len(plan.cases)} cases",
+                hint=f"`ll-harness suite {loaded.source or '...'} --resume {settings.run_id}` "
+                "runs the rest",
+            ) from None
         except BaseException:
+            interrupt_run(settings.run_id)
             pool.shutdown(cancel=True)
             raise
         finally:
@@ -485,8 +532,11 @@ def _specs(
         yield CaseSpec(settings, case, index_of[case.id], record)
 
 
-def _stream(pool: Executor, specs: Iterator[CaseSpec]) -> Iterator[CaseOutcome]:
-    """Keep about twice the executor's capacity in flight; yield outcomes as they finish."""
+def _stream(
+    pool: Executor, specs: Iterator[CaseSpec], *, tick: float | None = None
+) -> Iterator[CaseOutcome | None]:
+    """Keep about twice the executor's capacity in flight; yield outcomes as they finish, and
+    None every `tick` seconds in which none did."""
     window = max(2, pool.capacity * 2)
     pending: dict[Future[CaseOutcome], CaseSpec] = {}
     exhausted = False
@@ -499,7 +549,9 @@ def _stream(pool: Executor, specs: Iterator[CaseSpec]) -> Iterator[CaseOutcome]:
             pending[pool.submit(spec)] = spec
         if not pending:
             return
-        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+        finished, _ = wait(list(pending), timeout=tick, return_when=FIRST_COMPLETED)
+        if not finished:
+            yield None
         for future in finished:
             spec = pending.pop(future)
             error = future.exception()
@@ -603,6 +655,9 @@ class _Batch:
         self.cases += cases
         self.judgements += judgements
         self.count += 1
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
         if self.count >= self.CASES or time.monotonic() - self.since >= self.SECONDS:
             self.flush()
 
