@@ -62,6 +62,7 @@ class _RunEnv:
     env: dict[str, str] = field(default_factory=dict)  # the process's, and the suite's
     suite_env: dict[str, str] = field(default_factory=dict)
     runners: dict[int, ActionRunner] = field(default_factory=dict)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def runner(self, cwd: Path, env: Mapping[str, str], outputs_dir: Path) -> ActionRunner:
         """This thread's runner, pointed at a case's workspace and environment."""
@@ -114,6 +115,8 @@ def interrupt_run(run_id: str) -> None:
     with _RUNS_LOCK:
         found = _RUNS.get(run_id)
         runners = list(found.runners.values()) if found is not None else []
+    if found is not None:
+        found.stopping.set()
     for runner in runners:
         runner.terminate()
 
@@ -247,6 +250,9 @@ def _run_arm(
         }
         env = {**prepared.env, **case_env}
         ns = {"inputs": case.inputs, "annotations": case.annotations}
+        if prepared.stopping.is_set():
+            reason = "the suite was interrupted before this case ran"
+            return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
         runner = prepared.runner(ws.path, env, ws.scratch)
         hooks, problem = _run_hooks(suite.before_each, runner, ns)
         if problem is not None:

@@ -154,9 +154,9 @@ def _run(
         batch = _Batch(recording)
         switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
+        flow = _Flow(pool, _specs(settings, plan, todo, recording))
         try:
-            specs = _specs(settings, plan, todo, recording)
-            for outcome in _stream(pool, specs, tick=_Batch.SECONDS):
+            for outcome in flow.outcomes(tick=_Batch.SECONDS):
                 if outcome is None:  # no case finished for a while: commit what is waiting
                     batch.flush_if_due()
                     continue
@@ -168,16 +168,14 @@ def _run(
                     on_case(outcome)
             pool.shutdown()
         except KeyboardInterrupt:
-            interrupt_run(settings.run_id)  # the running subjects are stopped, not waited for
-            pool.shutdown(cancel=True)
+            flow.stop(settings.run_id)  # the running subjects are stopped, not waited for
             raise SuiteInterrupted(
                 f"interrupted after {display.done} of {len(plan.cases)} cases",
                 hint=f"`ll-harness suite {loaded.source or '...'} --resume {settings.run_id}` "
                 "runs the rest",
             ) from None
         except BaseException:
-            interrupt_run(settings.run_id)
-            pool.shutdown(cancel=True)
+            flow.stop(settings.run_id)
             raise
         finally:
             sys.setswitchinterval(switch)
@@ -532,33 +530,49 @@ def _specs(
         yield CaseSpec(settings, case, index_of[case.id], record)
 
 
-def _stream(
-    pool: Executor, specs: Iterator[CaseSpec], *, tick: float | None = None
-) -> Iterator[CaseOutcome | None]:
-    """Keep about twice the executor's capacity in flight; yield outcomes as they finish, and
-    None every `tick` seconds in which none did."""
-    window = max(2, pool.capacity * 2)
-    pending: dict[Future[CaseOutcome], CaseSpec] = {}
-    exhausted = False
-    while True:
-        while not exhausted and len(pending) < window:
-            spec = next(specs, None)
-            if spec is None:
-                exhausted = True
-                break
-            pending[pool.submit(spec)] = spec
-        if not pending:
-            return
-        finished, _ = wait(list(pending), timeout=tick, return_when=FIRST_COMPLETED)
-        if not finished:
-            yield None
-        for future in finished:
-            spec = pending.pop(future)
-            error = future.exception()
-            if error is not None:  # the executor failed to run it (not the case itself)
-                yield broken_case(spec, f"the executor could not run the case: {error}")
-            else:
-                yield future.result()
+class _Flow:
+    """The cases in flight: about twice the executor's capacity submitted at a time (a worker
+    never waits for its next spec, and memory stays bounded whatever the dataset's size)."""
+
+    def __init__(self, pool: Executor, specs: Iterator[CaseSpec]) -> None:
+        self.pool, self.specs = pool, specs
+        self.window = max(2, pool.capacity * 2)
+        self.pending: dict[Future[CaseOutcome], CaseSpec] = {}
+
+    def outcomes(self, *, tick: float | None = None) -> Iterator[CaseOutcome | None]:
+        """Outcomes as cases finish, and None every `tick` seconds in which none did."""
+        exhausted = False
+        while True:
+            while not exhausted and len(self.pending) < self.window:
+                spec = next(self.specs, None)
+                if spec is None:
+                    exhausted = True
+                    break
+                self.pending[self.pool.submit(spec)] = spec
+            if not self.pending:
+                return
+            finished, _ = wait(list(self.pending), timeout=tick, return_when=FIRST_COMPLETED)
+            if not finished:
+                yield None
+            for future in finished:
+                spec = self.pending.pop(future)
+                error = future.exception()
+                if error is not None:  # the executor failed to run it (not the case itself)
+                    yield broken_case(spec, f"the executor could not run the case: {error}")
+                else:
+                    yield future.result()
+
+    def stop(self, run_id: str) -> None:
+        """Drop the cases not started; stop the running ones (again and again: one may be just
+        about to start its subject) until none is left."""
+        for future in self.pending:
+            future.cancel()
+        running = [f for f in self.pending if not f.done()]
+        while running:
+            interrupt_run(run_id)
+            _, waiting = wait(running, timeout=0.2)
+            running = list(waiting)
+        self.pool.shutdown(cancel=True)
 
 
 # ---------------------------------------------------------------------------------------------
