@@ -49,3 +49,21 @@ def db_rows(root: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 def by_judge(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {j["judge"]: j for j in data["judges"]}
+
+
+def leftovers(run_id: str) -> list[Path]:
+    """The run's workspace roots that still exist (none, once it finished)."""
+    from engine.suite.workspace import scratch_roots
+
+    return [root for root in scratch_roots(run_id) if root.exists()]
+
+
+def recorded(root: Path) -> int:
+    """Case rows committed so far (0 while the database or its tables do not exist yet)."""
+    if not (root / ".loops" / "history.db").exists():
+        return 0
+    try:
+        with sqlite3.connect(root / ".loops" / "history.db", timeout=5) as db:
+            return int(db.execute("SELECT count(*) FROM suite_cases").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0

@@ -13,7 +13,7 @@ import pytest
 from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
 from tests.loopback_server import LoopbackServer
-from tests.run_helpers import run_yaml
+from tests.run_helpers import ll_loop, run_yaml
 
 EVERY_KIND = """\
 name: every-kind
@@ -147,3 +147,19 @@ def test_a_crashed_action_is_not_judged(loopback: LoopbackServer, tmp_path: Path
     assert ran.json["final_state"] == "broken"
     assert not [e for e in ran.events() if e["event"] == "judge"]
     assert loopback.requests == []
+
+
+def test_a_bad_judge_reasoning_setting_stops_the_run_in_preflight(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_JUDGE_REASONING", "lots")
+    ran = run_yaml(tmp_path, EVERY_KIND)
+    assert ran.code == 2
+    assert "LL_JUDGE_REASONING='lots' is not off, low, medium, high" in ran.json["error"]
+    assert loopback.requests == []
+
+
+def test_show_names_a_states_judges(tmp_path: Path) -> None:
+    (tmp_path / "loop.yaml").write_text(EVERY_KIND)
+    shown = ll_loop(tmp_path, "show", "loop.yaml")
+    assert "shell [assessment: exit_ok, mentions_tests, dist_written, quality," in shown.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import by_judge, dataset, db_rows, suite, suite_json, write
+from tests.suite_helpers import by_judge, dataset, db_rows, leftovers, suite, suite_json, write
 
 PASSING = """\
 name: gate
@@ -247,10 +247,10 @@ def test_workspaces_hold_the_inputs_not_the_annotations_and_are_removed(tmp_path
     workspace = Path(data["case_runs"][0]["workspace"])
     assert sorted(p.name for p in workspace.iterdir()) == ["fixture.txt", "input.yaml"]
     assert (workspace / "input.yaml").read_text() == '{"n": 1}'
-    shutil.rmtree(workspace.parent.parent)
+    shutil.rmtree(workspace.parent)
     code, data, err = suite_json(tmp_path, "w.suite.yaml")
     assert data["case_runs"][0]["workspace"] is None
-    assert not list(Path("/tmp").glob(f"ll-suite-{data['run_id']}"))
+    assert leftovers(data["run_id"]) == []
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -318,3 +318,28 @@ def test_history_rows_and_the_run_row(tmp_path: Path) -> None:
         tmp_path, "SELECT result, cases_planned, ended_at IS NOT NULL FROM suite_runs"
     )
     assert (result, planned, ended) == ("INCONCLUSIVE", 3, 1)
+
+
+def test_the_python_example_of_the_docs_runs(tmp_path: Path) -> None:
+    """docs/suites.md "From Python", executed in a copy of the repository layout."""
+    import os
+    import re
+    import sys
+
+    text = (REPO / "docs" / "suites.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", text, re.S)
+    shutil.copytree(
+        REPO / "examples" / "suites" / "wordcount", tmp_path / "examples" / "suites" / "wordcount"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["PASS 0", "4/4 [0.51, 1.00] (95% CI)"]
+    assert lines[2].startswith("Suite wordcount: PASS")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
+import shutil
 from pathlib import Path
 from typing import Any
 
+from tests.harness_helpers import REPO
 from tests.loopback_server import (
     LoopbackServer,
     Reply,
@@ -20,105 +21,10 @@ from tests.loopback_server import (
     text_reply,
     tool_reply,
 )
-from tests.suite_helpers import by_judge, dataset, db_rows, suite, suite_json, write
+from tests.suite_helpers import by_judge, db_rows, suite, suite_json, write
 
-AGENT = """\
-import json, pathlib, sys
-prompt = sys.stdin.read()
-task = pathlib.Path("input.yaml").read_text()
-pathlib.Path("answer.md").write_text("subject-answer: " + prompt.strip() + "\\n")
-events = [
-    {"type": "system", "subtype": "init", "session_id": "s", "tools": ["Write"]},
-    {"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "text", "text": "Writing the answer."},
-        {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "answer.md"}}]},
-     "parent_tool_use_id": None},
-    {"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t1"}]}, "parent_tool_use_id": None},
-    {"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "text", "text": "Done: the answer is written."}]}, "parent_tool_use_id": None},
-    {"type": "result", "subtype": "success", "is_error": False, "num_turns": 2,
-     "result": "Done: the answer is written.", "total_cost_usd": 0.002,
-     "usage": {"input_tokens": 50, "output_tokens": 10}},
-]
-for event in events:
-    print(json.dumps(event), flush=True)
-"""
-
-JUDGES_MODULE = """\
-def wrote_answer(outputs, prefix="subject-answer"):
-    text = outputs["files"].get("answer.md", "")
-    return text.startswith(prefix), f"answer.md starts with {text[:20]!r}"
-"""
-
-SUITE = """\
-name: agent-eval
-description: an agent answers questions; judged every way the seeds describe
-dataset: cases
-isolation: copy
-subject:
-  agent: {python} {agent}
-  prompt: "Answer: ${{inputs.question}}"
-  timeout: 60
-baseline_subject:
-  command: echo "baseline-answer" > answer.md; echo baseline-answer
-before_each:
-  - name: seed
-    command: 'echo "{{\\"seeded\\": \\"${{inputs.question}}\\"}}"'
-outputs:
-  paths: [answer.md]
-  traces: {{events: true, metrics: true, stdout: true, stderr: true}}
-samples: 3
-models: {{judge: judge-model-1}}
-judges:
-  - name: budget
-    builtin: cost_budget
-    arguments: {{max_cost_usd: 1.0}}
-  - name: used_write
-    builtin: tool_called
-    arguments: {{name: Write}}
-  - name: structured
-    builtin: llm_structured
-    arguments: {{prompt: "Was the answer written? Quote it."}}
-  - name: has_answer
-    check: |
-      return "answer.md" in outputs["files"], f"files: {{sorted(outputs['files'])}}"
-  - name: hooked
-    check: return outputs["hook_outputs"]["seed"]["seeded"] == inputs["question"], "hook"
-  - name: quality
-    prompt: "Rate the answer to {{{{ inputs.question }}}}. {{{{ outputs }}}}"
-  - name: correct
-    prompt: "Is the answer correct? {{{{ conversation }}}}"
-    feedback_type: bool
-  - name: polite
-    llm_rubric: The agent says it is done.
-  - name: from_file
-    prompt_file: judge.md.j2
-  - name: module_judge
-    module: evaljudges
-    function: wrote_answer
-  - name: hard_only
-    if: "annotations.get('hard', False)"
-    check: return True, "only for hard cases"
-expectations:
-  - type: llm_review
-    criteria: Is the answer file good?
-  - type: test
-    command: test -s answer.md
-  - type: file_exists
-    paths: [answer.md]
-metrics:
-  - name: answer_bytes
-    command: wc -c < answer.md
-    threshold: 5
-pairwise:
-  name: preference
-  prompt: Which response answers the question better?
-thresholds:
-  has_answer: {{min_pass_rate: 0.5}}
-  quality: {{min_mean: 2.5}}
-  preference: {{min_win_rate: 0.5}}
-"""
+EXAMPLE = "examples/suites/agent_eval"
+SUITE_FILE = f"{EXAMPLE}/agent_eval.suite.yaml"
 
 EVIDENCE = "Done: the answer is written."
 
@@ -153,19 +59,9 @@ def answers(request: dict[str, Any]) -> Reply:
 
 
 def project(tmp_path: Path) -> Path:
-    dataset(
-        tmp_path,
-        {
-            "capital": {"input": {"question": "capital of France?"}, "annotations": {"a": "Paris"}},
-            "sum": {"input": {"question": "2 + 2?"}, "annotations": {"a": "4", "hard": True}},
-            "colour": {"input": {"question": "colour of the sky?"}},
-        },
-    )
-    write(tmp_path / "fake_agent.py", AGENT)
-    write(tmp_path / "evaljudges.py", JUDGES_MODULE)
-    write(tmp_path / "judge.md.j2", "Judge this work: {{ outputs }}\nScore 1-5.\n")
-    text = SUITE.format(python=sys.executable, agent=tmp_path / "fake_agent.py")
-    write(tmp_path / "agent.suite.yaml", text)
+    """A copy of the shipped example, at its place in the repository layout (its module judge
+    is imported from the project root as `examples.suites.agent_eval.judges`)."""
+    shutil.copytree(REPO / EXAMPLE, tmp_path / EXAMPLE)
     return tmp_path
 
 
@@ -174,7 +70,7 @@ def test_an_agent_eval_suite_runs_end_to_end_with_every_judge_kind(
 ) -> None:
     loopback.default = answers
     root = project(tmp_path)
-    code, data, err = suite_json(root, "agent.suite.yaml", "--jobs", "3")
+    code, data, err = suite_json(root, SUITE_FILE, "--jobs", "3")
     assert code == 3, err  # 3 cases cannot clear the gates: the intervals are too wide
     assert data["result"] == "INCONCLUSIVE"
     judges = by_judge(data)
@@ -207,7 +103,7 @@ def test_an_agent_eval_suite_runs_end_to_end_with_every_judge_kind(
     assert all(r["sample_value"] == 4.0 and r["value"] == 4.0 for r in quality)
     assert len([r for r in rows if r["judge"] == "has_answer" and r["case"] == "capital"]) == 1
     models = {r.body["model"] for r in loopback.requests}
-    assert models == {"judge-model-1"}
+    assert models == {"claude-sonnet-4-5"}
     # the agent's trace reached the judges: its conversation in the rubric's prompt
     rubric = [r for r in loopback.requests if "says it is done" in json.dumps(r.body)]
     assert rubric and EVIDENCE in json.dumps(rubric[0].body)
@@ -224,11 +120,9 @@ def test_the_text_report_shows_the_judge_table_and_failures(
 ) -> None:
     loopback.default = answers
     root = project(tmp_path)
-    write(
-        root / "agent.suite.yaml",
-        (root / "agent.suite.yaml").read_text().replace("min_mean: 2.5", "min_mean: 4.5"),
-    )
-    code, out, err = suite(root, "agent.suite.yaml", "--cases", "c*", "--samples", "1")
+    path = root / SUITE_FILE
+    write(path, path.read_text().replace("min_mean: 2.5", "min_mean: 4.5"))
+    code, out, err = suite(root, SUITE_FILE, "--cases", "c*", "--samples", "1")
     assert code == 1, out + err  # a mean of exactly 4 is below 4.5: FAIL
     assert out.startswith("Suite agent-eval: FAIL")
     assert re.search(r"quality\s+llm\s+numeric\s+mean 4\.00 \[4\.00, 4\.00\] \(n=2\)", out)
@@ -242,23 +136,24 @@ def test_compare_baseline_judges_pairwise_against_the_stored_baseline(
 ) -> None:
     loopback.default = answers
     root = project(tmp_path)
-    text = (root / "agent.suite.yaml").read_text()
+    path = root / SUITE_FILE
+    text = path.read_text()
     start = text.index("baseline_subject:")
     end = text.index("before_each:")
     # the incumbent: a plain command; measured first, then replaced by the agent
     incumbent = text[:start].replace(text[text.index("subject:"):start], text[start:end]
                                      .replace("baseline_subject:", "subject:")) + text[end:]
-    write(root / "agent.suite.yaml", incumbent)
-    code, measured, err = suite_json(root, "agent.suite.yaml", "--measure-baseline")
+    write(path, incumbent)
+    code, measured, err = suite_json(root, SUITE_FILE, "--measure-baseline")
     assert measured["baseline_subject"] is None, err
     assert "preference" not in by_judge(measured)  # nothing to compare with yet
-    write(root / "agent.suite.yaml", text[:start] + text[end:])
-    code, compared, err = suite_json(root, "agent.suite.yaml", "--compare-baseline")
+    write(path, text[:start] + text[end:])
+    code, compared, err = suite_json(root, SUITE_FILE, "--compare-baseline")
     assert compared["baseline_run"] == measured["run_id"], err
     preference = by_judge(compared)["preference"]
     assert (preference["wins"], preference["losses"]) == (3, 0)
     deltas = {d["judge"]: d for d in compared["deltas"]}
     assert deltas["module_judge"]["delta"] == 1.0  # 0/3 -> 3/3
     assert deltas["quality"]["delta"] == 0.0
-    code, _out, _ = suite(root, "agent.suite.yaml", "--compare-baseline", "--samples", "1")
+    code, _out, _ = suite(root, SUITE_FILE, "--compare-baseline", "--samples", "1")
     assert code == 2 and "judged under other conditions" in _

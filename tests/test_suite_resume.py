@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import dataset, db_rows, suite, suite_json, write
+from tests.suite_helpers import dataset, db_rows, leftovers, recorded, suite, suite_json, write
 
 SUITE = """\
 name: slow
@@ -29,17 +29,6 @@ thresholds:
   echoed: {min_pass_rate: 0.8}
 """
 CASES = 24
-
-
-def recorded(root: Path) -> int:
-    db = root / ".loops" / "history.db"
-    if not db.exists():
-        return 0
-    try:
-        with sqlite3.connect(db, timeout=5) as conn:
-            return int(conn.execute("SELECT count(*) FROM suite_cases").fetchone()[0])
-    except sqlite3.OperationalError:  # the table is not created yet
-        return 0
 
 
 def start(root: Path) -> subprocess.Popen[bytes]:
@@ -89,7 +78,7 @@ def test_a_suite_killed_with_sigkill_resumes_without_loss_or_duplicates(tmp_path
         tmp_path, "SELECT judge, count(*) FROM suite_judgements GROUP BY judge ORDER BY judge"
     ) == [("echoed", CASES), ("even", CASES)]
     assert len(data["results"]) == 2 * CASES
-    assert not list(Path("/tmp").glob(f"ll-suite-{run_id}"))  # the killed run's workspaces
+    assert leftovers(run_id) == []  # the killed run's workspaces are gone
 
     # the report of the resumed run is the report of an uninterrupted one
     fresh = tmp_path / "fresh"

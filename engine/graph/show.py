@@ -43,7 +43,9 @@ def _kind(state: State) -> str:
         return f"terminal {OUTCOME_MARK[_outcome(state)]}"
     kind = f"loop {state.loop}" if state.is_subloop else state.action_type
     if state.evaluate is not None:
-        kind += f" [{state.evaluate.type}{', default' if state.evaluate.implicit else ''}]"
+        kind += f" [{state.evaluate.type}{', default' if state.evaluate.implicit else ''}"
+        judges = state.evaluate.judges
+        kind += f": {', '.join(j.name for j in judges)}]" if judges else "]"
     return kind
 
 

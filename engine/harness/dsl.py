@@ -1,5 +1,6 @@
 """`ll-harness dsl`: run a batch of task files as prompts and report a pass rate with its
-Wilson interval.
+Wilson interval — a thin spelling of a suite (`engine.suite`): each graded task is a case, the
+prompt runner the subject, and the `expected_answer` judge (or `--semantic`) grades it.
 
 Tasks with `expected` are graded key by key; tasks without it are judged by `--semantic` when
 given, else they are ungraded: not run, excluded from the rate, listed, and the run exits
@@ -13,20 +14,25 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
 from engine.harness.baseline import check_retry
-from engine.harness.grading import SemanticResult, attempt_row, llm_judge, semantic_outcome
+from engine.harness.grading import SemanticResult, attempt_row, semantic_outcome
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.provenance import Provenance, git_provenance
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun, run_prompt
-from engine.harness.tasks import Task, extract_answer, grade_answer, load_tasks
+from engine.harness.tasks import Task, load_tasks
+from engine.model.judges import Judge
 from engine.model.stats import Rate
+from engine.model.suite import InlineCase, Suite
+from engine.model.suite import Subject as SuiteSubject
 from engine.run.history import Attempt, History, NewAttempt
+from engine.suite.driver import SuiteOptions, run_suite
+from engine.suite.spec import CaseOutcome, JudgeOutcome
 
 TaskOutcome = Literal["pass", "fail", "abstain", "error", "ungraded"]
 
@@ -133,28 +139,145 @@ def task_conditions(task: Task, subject: Subject, options: DslOptions) -> Condit
     )
 
 
-def grade_task(task: Task, subject: Subject, options: DslOptions) -> TaskResult:
-    """Run one task's prompt and grade the response (the worker of `--jobs`)."""
-    if task.expected is None and options.semantic is None:
-        return TaskResult(task, "ungraded", "no `expected:` and no --semantic")
-    run = subject.run(options.timeout)
-    if run.infra_error is not None:
-        return TaskResult(task, "error", run.infra_error, run)
-    if run.exit_code != 0:  # the model answered, but not normally (a refusal): a failed task
-        why = run.stderr.strip() or f"the prompt runner exited with code {run.exit_code}"
+def dsl_suite(tasks: Sequence[Task], options: DslOptions) -> Suite:
+    """The batch as a suite: a case per graded task (its full prompt, its `expected`), the prompt
+    runner as the subject, run where `ll-harness dsl` runs, and exact-match grading (or the
+    `--semantic` judge for tasks without `expected`)."""
+    from engine.llm.settings import prompt_runner
+
+    judges = [
+        Judge(
+            "expected",
+            "builtin",
+            builtin="expected_answer",
+            condition="annotations.get('expected') is not None",
+        )
+    ]
+    if options.semantic is not None:
+        judges.append(
+            Judge(
+                "semantic",
+                "builtin",
+                builtin="llm_structured",
+                arguments=MappingProxyType({"prompt": options.semantic}),
+                condition="annotations.get('expected') is None",
+                model=options.judge_model,
+            )
+        )
+    return Suite(
+        name="dsl",
+        subject=SuiteSubject(
+            kind="prompt",
+            prompt="${inputs.prompt}",
+            model=options.model,
+            runner=prompt_runner(None, None, options.runner),
+            timeout=options.timeout,
+        ),
+        judges=tuple(judges),
+        cases=tuple(
+            InlineCase(
+                task.name,
+                MappingProxyType({"prompt": task.full_prompt()}),
+                MappingProxyType({"expected": dict(task.expected)} if task.expected else {}),
+            )
+            for task in tasks
+        ),
+        isolation="none",
+        judge_model=options.judge_model,
+    )
+
+
+def grade_tasks(tasks: Sequence[Task], options: DslOptions, cwd: Path) -> dict[str, TaskResult]:
+    """Run the graded tasks as a suite (nothing recorded: each task is one `dsl` attempt row,
+    written by `run_dsl`) and grade each task from its case's outcome."""
+    graded = [t for t in tasks if t.expected is not None or options.semantic is not None]
+    outcomes: dict[str, CaseOutcome] = {}
+    if graded:
+        run_suite(
+            dsl_suite(graded, options),
+            SuiteOptions(jobs=options.jobs, record=False),
+            history=None,
+            cwd=cwd,
+            on_case=lambda outcome: outcomes.__setitem__(outcome.case_id, outcome),
+        )
+    runner = _runner_name(options)
+    results = {}
+    for task in tasks:
+        if task.expected is None and options.semantic is None:
+            results[task.name] = TaskResult(task, "ungraded", "no `expected:` and no --semantic")
+        else:
+            results[task.name] = task_result(task, outcomes[task.name], options, runner)
+    return results
+
+
+def _runner_name(options: DslOptions) -> str:
+    from engine.llm.settings import prompt_runner
+
+    return prompt_runner(None, None, options.runner)
+
+
+def task_result(task: Task, outcome: CaseOutcome, options: DslOptions, runner: str) -> TaskResult:
+    """A task's grade from its case: infra errors, a runner that failed, then its judge."""
+    arm = outcome.arms[0]
+    infra = None
+    if arm.status == "error":
+        timed_out = arm.timed_out and options.timeout
+        infra = f"timed out after {options.timeout:g}s" if timed_out else str(arm.error)
+    run = SubjectRun(
+        stdout=arm.stdout,
+        stderr=arm.stderr,
+        exit_code=arm.exit_code,
+        duration_ms=arm.duration_ms,
+        timed_out=arm.timed_out,
+        infra_error=infra,
+        cost_usd=arm.cost_usd,
+    )
+    if infra is not None:
+        return TaskResult(task, "error", infra, run)
+    if arm.exit_code != 0:
+        if runner != "anthropic":  # an agent CLI that exits non-zero crashed: no answer
+            reason = f"the prompt runner exited with code {arm.exit_code}"
+            return TaskResult(task, "error", reason, run.ungradable(reason))
+        # the model answered, but not normally (a refusal): a failed task
+        why = arm.stderr.strip() or f"the prompt runner exited with code {arm.exit_code}"
         return TaskResult(task, "fail", why, run)
+    judged = {j.name: j for j in arm.judges}
     if task.expected is not None:
-        answer = extract_answer(run.stdout)
-        if answer is None:
-            return TaskResult(task, "fail", "unparseable answer — no JSON object in response", run)
-        problems = grade_answer(task.expected, answer)
-        return TaskResult(task, "fail" if problems else "pass", "; ".join(problems), run)
+        verdict = judged["expected"]
+        if verdict.status != "ok":
+            return TaskResult(task, "error", verdict.error or verdict.rationale, run)
+        reason = "" if verdict.passed else verdict.rationale
+        return TaskResult(task, "pass" if verdict.passed else "fail", reason, run)
     assert options.semantic is not None
-    verdict = llm_judge(options.judge_model)(options.semantic, run.stdout)
-    semantic = SemanticResult.from_verdict(options.semantic, verdict, options.judge_model)
-    outcome = semantic_outcome(semantic.verdict)
-    reason = "" if outcome == "pass" else f"judge said {semantic.verdict}: {semantic.reason or ''}"
-    return TaskResult(task, outcome, reason.rstrip(": "), run, semantic)
+    semantic = _semantic(options.semantic, judged["semantic"], options.judge_model)
+    outcome_name = semantic_outcome(semantic.verdict)
+    reason = (
+        "" if outcome_name == "pass" else f"judge said {semantic.verdict}: {semantic.reason or ''}"
+    )
+    return TaskResult(task, outcome_name, reason.rstrip(": "), run, semantic)
+
+
+def _semantic(criterion: str, judged: JudgeOutcome, model: str | None) -> SemanticResult:
+    """The `llm_structured` judge's answer as the harness records a semantic verdict."""
+    if judged.status == "abstain":
+        verdict = "cannot_judge"
+    elif judged.status != "ok":
+        verdict = "error"
+    else:
+        verdict = str(judged.details.get("verdict") or ("yes" if judged.passed else "no"))
+    reason = judged.error if judged.status != "ok" else judged.rationale
+    if reason and reason.startswith(f"{verdict}: "):
+        reason = reason[len(verdict) + 2 :]
+    first = judged.samples[0] if judged.samples else None
+    return SemanticResult(
+        criterion=criterion,
+        verdict=verdict,
+        confidence=first.confidence if first is not None else None,
+        reason=reason or None,
+        evidence=judged.evidence or None,
+        model=str(judged.details.get("model") or model or "") or None,
+        cost_usd=judged.cost_usd,
+    )
 
 
 def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> DslReport:
@@ -177,12 +300,10 @@ def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> Dsl
         )
     provenance = git_provenance(cwd)
     invocation_id = uuid.uuid4().hex[:16]
-    with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-        graded = list(
-            pool.map(lambda task, subject: grade_task(task, subject, options), tasks, subjects)
-        )
+    graded = grade_tasks(tasks, options, cwd)
     results = []
-    for index, (result, subject) in enumerate(zip(graded, subjects, strict=True)):
+    for index, (task, subject) in enumerate(zip(tasks, subjects, strict=True)):
+        result = graded[task.name]
         if result.outcome == "ungraded" or result.run is None:
             results.append(result)
             continue

@@ -1,15 +1,14 @@
-"""DSL task files: load and validate them, build the prompt with its answer contract, and grade
-an answer key by key (pure apart from reading the files).
+"""DSL task files: load and validate them, and build the prompt with its answer contract (pure
+apart from reading the files).
 
 A task that declares `expected` is graded deterministically against the last fenced ```json
-object of the response — no extra LLM call. The answer contract appended to the prompt asks for
-exactly that object.
+object of the response — no extra LLM call — by the `expected_answer` judge
+(`engine.judges.match`). The answer contract appended to the prompt asks for exactly that object.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -19,11 +18,13 @@ from typing import Any
 import yaml
 
 from engine.harness.keys import sha256_bytes
+from engine.judges.match import extract_answer as extract_answer  # graded by the judges now
+from engine.judges.match import grade_answer as grade_answer
+from engine.judges.match import same_value as same_value
 from engine.load.resources import schema_path
 from engine.model.errors import UsageError
 
 TASK_SUFFIXES = (".yaml", ".yml")
-_FENCED_JSON = re.compile(r"```[ \t]*json[^\n]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -187,57 +188,3 @@ def _display_name(file: Path, cwd: Path) -> str:
         return file.resolve().relative_to(cwd.resolve()).as_posix()
     except ValueError:
         return file.as_posix()
-
-
-def extract_answer(text: str) -> dict[str, Any] | None:
-    """The answer object: the last fenced ```json block that is an object, else the last {...}."""
-    for block in reversed(_FENCED_JSON.findall(text)):
-        try:
-            value = json.loads(block)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    decoder = json.JSONDecoder()
-    found: dict[str, Any] | None = None
-    index = text.find("{")
-    while index != -1:
-        try:
-            value, end = decoder.raw_decode(text, index)
-        except ValueError:
-            index = text.find("{", index + 1)
-            continue
-        if isinstance(value, dict):
-            found = value
-        index = text.find("{", end)
-    return found
-
-
-def grade_answer(expected: Mapping[str, Any], answer: Mapping[str, Any]) -> list[str]:
-    """Every key whose answer differs from the expected value, as `key: expected X got Y`."""
-    problems = []
-    for key, want in expected.items():
-        if key not in answer:
-            problems.append(f"{key}: missing from the answer")
-        elif not same_value(want, answer[key]):
-            problems.append(f"{key}: expected {_show(want)} got {_show(answer[key])}")
-    return problems
-
-
-def same_value(want: Any, got: Any) -> bool:
-    """Equal as JSON values; strings compare with surrounding whitespace ignored."""
-    if isinstance(want, str) and isinstance(got, str):
-        return want.strip() == got.strip()
-    if isinstance(want, bool) or isinstance(got, bool):
-        return type(want) is type(got) and want == got
-    if isinstance(want, int | float) and isinstance(got, int | float):
-        return float(want) == float(got)
-    if isinstance(want, list) and isinstance(got, list):
-        return len(want) == len(got) and all(map(same_value, want, got))
-    if isinstance(want, dict) and isinstance(got, dict):
-        return want.keys() == got.keys() and all(same_value(want[k], got[k]) for k in want)
-    return bool(want == got)
-
-
-def _show(value: Any) -> str:
-    return f"'{value}'" if isinstance(value, str) else json.dumps(value)

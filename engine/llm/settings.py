@@ -194,4 +194,8 @@ def env_problems() -> list[str]:
         low_ok = number > 0 if name == "LL_LLM_TIMEOUT" or name in _WHOLE_NUMBERS else number >= 0
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
+    try:
+        judge_reasoning()
+    except ValueError as exc:
+        problems.append(f"{exc}: fix or unset it")
     return problems

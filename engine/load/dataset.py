@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.load.bounded import read_yaml_limited
-from engine.load.yaml_positions import YamlProblems
+from engine.load.bounded import read_limited
+from engine.load.yaml_positions import YamlProblems, parse_yaml
 from engine.model.errors import UsageError
 from engine.model.suite import Case, Suite
 
@@ -43,7 +44,13 @@ def dataset_dir(suite: Suite) -> Path | None:
 
 
 def load_cases(suite: Suite) -> list[Case]:
-    """Every case of `suite` in order; `UsageError` when its dataset directory cannot be read."""
+    """Every case of `suite` in order, read; `UsageError` when its dataset cannot be listed."""
+    return [c if c.loaded else read_case(Path(str(c.folder))) for c in list_cases(suite)]
+
+
+def list_cases(suite: Suite) -> list[Case]:
+    """Every case of `suite` in order: inline cases whole, dataset folders only listed (their
+    files are read by `read_case`, where the case runs)."""
     folder = dataset_dir(suite)
     if folder is None:
         return [
@@ -57,27 +64,36 @@ def load_cases(suite: Suite) -> list[Case]:
             for c in suite.cases
         ]
     try:
-        entries = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        with os.scandir(folder) as found:
+            names = sorted(e.name for e in found if e.is_dir() and not e.name.startswith("."))
     except OSError as exc:
         raise UsageError(
             f"cannot read the dataset directory {folder}: {exc.strerror or exc}",
             hint="dataset: is a directory relative to the suite file, one folder per case",
         ) from None
-    return [read_case(entry) for entry in entries]
+    return [
+        Case(name, {}, {}, "", str(folder / name), str(folder / name), loaded=False)
+        for name in names
+    ]
 
 
 def read_case(folder: Path) -> Case:
     """The case in `folder`; a case with a `problem` when its files cannot be used."""
-    inputs_file = next((folder / n for n in INPUT_NAMES if (folder / n).is_file()), None)
-    if inputs_file is None:
+    try:
+        with os.scandir(folder) as found:
+            names = sorted(e.name for e in found)
+    except OSError as exc:
+        return _broken(folder, f"cannot read the case folder: {exc.strerror or exc}")
+    inputs_name = next((n for n in INPUT_NAMES if n in names), None)
+    if inputs_name is None:
         return _broken(folder, "the case folder has no input.yaml")
-    inputs, problem = _mapping(inputs_file, "input")
+    inputs, text, problem = _mapping(folder / inputs_name, "input")
     if problem is not None:
         return _broken(folder, problem)
     annotations: dict[str, Any] = {}
-    notes = next((folder / n for n in ANNOTATION_NAMES if (folder / n).is_file()), None)
+    notes = next((n for n in ANNOTATION_NAMES if n in names), None)
     if notes is not None:
-        annotations, problem = _mapping(notes, "annotations")
+        annotations, _, problem = _mapping(folder / notes, "annotations")
         if problem is not None:
             return _broken(folder, problem)
     return Case(
@@ -87,21 +103,25 @@ def read_case(folder: Path) -> Case:
         case_key(inputs, annotations),
         str(folder),
         folder=str(folder),
+        files=tuple(n for n in names if n not in ANNOTATION_NAMES and n != inputs_name),
+        input_text=text,
     )
 
 
-def _mapping(path: Path, what: str) -> tuple[dict[str, Any], str | None]:
+def _mapping(path: Path, what: str) -> tuple[dict[str, Any], str, str | None]:
+    """(the mapping, the text read, why it cannot be used)."""
     try:
-        data, _ = read_yaml_limited(path)
+        text = read_limited(path, str(path))
+        data, _ = parse_yaml(text, str(path))
     except YamlProblems as failed:
         first = failed.diagnostics[0]
-        return {}, f"{first.location()}: {first.message}"
+        return {}, "", f"{first.location()}: {first.message}"
     if data is None:
-        return {}, None
+        return {}, text, None
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else type(data).__name__
-        return {}, f"{path}: the {what} file must hold a mapping of keys, not {kind}"
-    return data, None
+        return {}, text, f"{path}: the {what} file must hold a mapping of keys, not {kind}"
+    return data, text, None
 
 
 def _broken(folder: Path, problem: str) -> Case:

@@ -16,7 +16,7 @@ from engine.model.judges import Judge
 from engine.model.loop import EMPTY, Suppression
 
 SubjectKind = Literal["command", "prompt", "agent", "loop"]
-Isolation = Literal["auto", "worktree", "copy"]
+Isolation = Literal["auto", "worktree", "copy", "none"]
 Gate = Literal["min_pass_rate", "min_mean", "min_win_rate"]
 Arm = Literal["subject", "baseline"]
 
@@ -41,7 +41,7 @@ class Subject:
     with_: Mapping[str, Any] | None = None  # None: bind the inputs the loop's parameters name
     model: str | None = None
     runner: str | None = None
-    timeout: float = DEFAULT_SUBJECT_TIMEOUT
+    timeout: float | None = DEFAULT_SUBJECT_TIMEOUT  # None: no limit
     line: int = 0
 
     @property
@@ -183,7 +183,9 @@ class Case:
     `folder` is the dataset folder whose files (all but annotations) are copied into the case's
     workspace; `problem` says why the case cannot run (no input.yaml, an unreadable file): it is
     then recorded as errored for every judge, and the suite goes on. `key` hashes the inputs and
-    annotations, so a baseline's case is matched only when it is the same case.
+    annotations, so a baseline's case is matched only when it is the same case. A case only
+    listed (`loaded` False) is read by the worker that runs it, so thousands of cases are read
+    in parallel rather than before the first one starts.
     """
 
     id: str
@@ -193,3 +195,6 @@ class Case:
     source: str = ""
     folder: str | None = None
     problem: str | None = None
+    files: tuple[str, ...] = ()  # the folder's files copied into the workspace (not annotations)
+    input_text: str | None = None  # input.yaml as read (written into the workspace as is)
+    loaded: bool = True  # False: only listed; its files are read where the case runs

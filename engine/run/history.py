@@ -12,6 +12,7 @@ keeps its rows — it is never dropped and recreated. A database newer than this
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -120,7 +121,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX suite_runs_by_suite ON suite_runs (suite, kind, started_at)",
         """CREATE TABLE suite_cases (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id INTEGER PRIMARY KEY,
             run_id TEXT NOT NULL REFERENCES suite_runs (run_id),
             arm TEXT NOT NULL,
             case_id TEXT NOT NULL,
@@ -138,7 +139,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             UNIQUE (run_id, arm, case_id)
         )""",
         """CREATE TABLE suite_judgements (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id INTEGER PRIMARY KEY,
             run_id TEXT NOT NULL REFERENCES suite_runs (run_id),
             suite TEXT NOT NULL,
             arm TEXT NOT NULL,
@@ -165,7 +166,6 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at TEXT NOT NULL,
             UNIQUE (run_id, arm, case_id, judge, sample_index)
         )""",
-        "CREATE INDEX suite_judgements_by_case ON suite_judgements (suite, judge, case_key)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -549,17 +549,20 @@ class History:
         )
         return [SuiteRunRow(**_suite_values(r)) for r in rows]
 
-    def record_suite_case(
+    def record_suite_cases(
         self, cases: Sequence[SuiteCaseRow], judgements: Sequence[SuiteJudgementRow]
     ) -> None:
-        """One case's rows (each arm, every judge x sample) in one transaction: a run killed
+        """Whole cases' rows (each arm, every judge x sample) in one transaction: a run killed
         at any moment has all of a case or none of it."""
         now = utc_now()
         with self._write() as db:
-            for case in cases:
-                _insert(db, "suite_cases", {**asdict(case), "created_at": now})
-            for row in judgements:
-                _insert(db, "suite_judgements", {**asdict(row), "created_at": now})
+            db.executemany(
+                _SUITE_CASE_INSERT, [_values(c, _SUITE_CASE_COLUMNS, now) for c in cases]
+            )
+            db.executemany(
+                _SUITE_JUDGEMENT_INSERT,
+                [_values(j, _SUITE_JUDGEMENT_COLUMNS, now) for j in judgements],
+            )
 
     def suite_cases(self, run_id: str, *, with_records: bool = False) -> list[SuiteCaseRow]:
         """The case rows of a run in the order they were recorded (records only if asked)."""
@@ -594,6 +597,24 @@ def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> None:
         f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})",
         [_to_sql(values[name]) for name in names],
     )
+
+
+def _values(row: object, columns: tuple[str, ...], created_at: str) -> tuple[object, ...]:
+    """The row's column values in order (sqlite3 stores bools as 0 and 1 itself)."""
+    return (*_GETTERS[columns](row), created_at)
+
+
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    names = [*columns, "created_at"]
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
+
+
+_GETTERS = {
+    columns: operator.attrgetter(*columns)
+    for columns in (_SUITE_CASE_COLUMNS, _SUITE_JUDGEMENT_COLUMNS)
+}
+_SUITE_CASE_INSERT = _insert_sql("suite_cases", _SUITE_CASE_COLUMNS)
+_SUITE_JUDGEMENT_INSERT = _insert_sql("suite_judgements", _SUITE_JUDGEMENT_COLUMNS)
 
 
 def _suite_values(row: sqlite3.Row) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Suites: a dataset of cases x a subject x judges, with per-judge aggregates and thresholds.
 
-- `run_suite(path_or_suite, SuiteOptions(...), history=..., cwd=...)` -> `SuiteResult`;
+- `run_suite(path_or_suite, SuiteOptions(...))` -> `SuiteResult` (records into the project's
+  `.loops/history.db`; `SuiteRefusal`, `SuiteInterrupted` for what stops it);
 - `Executor` / `LocalExecutor`: where cases run (`run_case(CaseSpec) -> CaseOutcome` is a plain
   function of picklable data, so other backends can run it);
 - `suite_text` / `suite_json`: the reports.
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.suite.casework import run_case
-    from engine.suite.driver import SuiteOptions, SuiteRefusal, run_suite
+    from engine.suite.driver import SuiteInterrupted, SuiteOptions, SuiteRefusal, run_suite
     from engine.suite.executor import Executor, LocalExecutor
     from engine.suite.render import suite_json, suite_text
     from engine.suite.result import SuiteResult
@@ -24,6 +25,7 @@ __all__ = [
     "CaseSpec",
     "Executor",
     "LocalExecutor",
+    "SuiteInterrupted",
     "SuiteOptions",
     "SuiteRefusal",
     "SuiteResult",
@@ -35,6 +37,7 @@ __all__ = [
 
 _HOMES = {
     "run_case": "engine.suite.casework",
+    "SuiteInterrupted": "engine.suite.driver",
     "SuiteOptions": "engine.suite.driver",
     "SuiteRefusal": "engine.suite.driver",
     "run_suite": "engine.suite.driver",

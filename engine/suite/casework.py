@@ -15,7 +15,7 @@ import time
 import traceback
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,12 @@ from engine.judges import (
     compile_judges,
     run_judges,
 )
+from engine.load.dataset import read_case
 from engine.model.errors import InterpolationError
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
 from engine.run.actions import ActionRunner
-from engine.run.workspace import baseline, modified_files, read_files
+from engine.run.workspace import Baseline, baseline, modified_files, read_files
 from engine.shell.interpolate import render_shell, render_text
 from engine.suite import workspace as workspaces
 from engine.suite.pairwise import judge_pair
@@ -51,13 +52,28 @@ HOOK_OUTPUT_CHARS = 100_000
 
 @dataclass
 class _RunEnv:
-    """What a worker prepares once per run: compiled judges, the LLM port, the isolation."""
+    """What a worker prepares once per run: compiled judges, the LLM port, the isolation, and
+    one shell runner per worker thread (making one costs ~0.4 ms: a PATH search, a tty probe)."""
 
     compiled: tuple[CompiledJudge, ...]
     messages: Any  # TaggedMessages, built lazily (its gateway too)
     mode: str
     git_root: Path | None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # the process's, and the suite's
+    suite_env: dict[str, str] = field(default_factory=dict)
+    runners: dict[int, ActionRunner] = field(default_factory=dict)
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def runner(self, cwd: Path, env: Mapping[str, str], outputs_dir: Path) -> ActionRunner:
+        """This thread's runner, pointed at a case's workspace and environment."""
+        key = threading.get_ident()
+        found = self.runners.get(key)
+        if found is None:
+            found = self.runners[key] = ActionRunner(cwd=cwd, env=dict(env))
+        found.cwd, found.outputs_dir = str(cwd), outputs_dir
+        found.env.clear()
+        found.env.update(env)
+        return found
 
 
 _RUNS: dict[str, _RunEnv] = {}
@@ -71,17 +87,21 @@ def _prepared(settings: RunSettings) -> _RunEnv:
             from engine.llm.services import messages_port
 
             mode, git_root = workspaces.isolation_of(settings.suite, Path(settings.project_root))
+            suite_env = {
+                "LL_SUITE": settings.suite.name,
+                "LL_SUITE_RUN": settings.run_id,
+                "LL_SUITE_DIR": _suite_dir(settings.suite),
+            }
             found = _RunEnv(
                 compile_judges(settings.suite.judges),
-                messages_port(run_dir=Path(settings.run_dir), gate=settings.llm_gate),
+                messages_port(
+                    run_dir=Path(settings.run_dir) if settings.run_dir else None,
+                    gate=settings.llm_gate,
+                ),
                 mode,
                 git_root,
-                {
-                    **os.environ,
-                    "LL_SUITE": settings.suite.name,
-                    "LL_SUITE_RUN": settings.run_id,
-                    "LL_SUITE_DIR": _suite_dir(settings.suite),
-                },
+                {**os.environ, **suite_env},
+                suite_env,
             )
             _RUNS[settings.run_id] = found
         return found
@@ -92,10 +112,24 @@ def _suite_dir(suite: Suite) -> str:
     return str(Path(suite.source).resolve().parent) if suite.source else os.getcwd()
 
 
+def interrupt_run(run_id: str) -> None:
+    """Stop the subjects this process is running for a run (their process groups get
+    SIGTERM, then SIGKILL): an interrupted suite does not wait for them to end."""
+    with _RUNS_LOCK:
+        found = _RUNS.get(run_id)
+        runners = list(found.runners.values()) if found is not None else []
+    if found is not None:
+        found.stopping.set()
+    for runner in runners:
+        runner.terminate()
+
+
 def forget_run(run_id: str) -> None:
     """Drop a finished run's prepared state from this process."""
     with _RUNS_LOCK:
-        _RUNS.pop(run_id, None)
+        found = _RUNS.pop(run_id, None)
+    for runner in found.runners.values() if found is not None else ():
+        runner.close()
 
 
 def run_case(spec: CaseSpec) -> CaseOutcome:
@@ -136,6 +170,8 @@ def arms_of(suite: Suite) -> tuple[str, ...]:
 
 
 def _run_case(spec: CaseSpec) -> CaseOutcome:
+    if not spec.case.loaded:  # listed by the driver, read here (in parallel with other cases)
+        spec = replace(spec, case=read_case(Path(str(spec.case.folder))))
     if spec.case.problem is not None:
         return broken_case(spec, spec.case.problem)
     suite = spec.settings.suite
@@ -200,6 +236,7 @@ def _run_arm(
             root=Path(settings.scratch_root),
             label=label,
             project_root=Path(settings.project_root),
+            cwd=Path(settings.cwd or settings.project_root),
             mode=prepared.mode,
             git_root=prepared.git_root,
         )
@@ -208,24 +245,33 @@ def _run_arm(
         return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
     kept = str(ws.path) if settings.keep_workspaces else None
     try:
-        env = {
-            **prepared.env,
+        case_env = {
+            **prepared.suite_env,
             "LL_CASE_ID": case.id,
             "LL_CASE_ARM": arm,
             "LL_WORKSPACE": str(ws.path),
         }
+        env = {**prepared.env, **case_env}
         ns = {"inputs": case.inputs, "annotations": case.annotations}
-        hooks, problem = _run_hooks(suite.before_each, ws.path, ws.scratch, env, ns)
+        if prepared.stopping.is_set():
+            reason = "the suite was interrupted before this case ran"
+            return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
+        runner = prepared.runner(ws.path, env, ws.scratch)
+        hooks, problem = _run_hooks(suite.before_each, runner, ns)
         if problem is not None:
             return ArmOutcome(
                 arm, "error", _errored(suite, problem), error=problem, workspace=kept
             ), None
-        before = baseline(ws.path, None, git=ws.mode == "worktree")
+        before: Baseline | None = None  # none: the project's own changes are not the case's
+        if ws.known_files is not None:
+            before = Baseline(ws.path, (".",), False, dict(ws.known_files))
+        elif ws.mode != "none":
+            before = baseline(ws.path, None, git=ws.mode == "worktree")
         place = Place(
             ws.path,
-            ws.scratch,
+            runner,
             ns,
-            env,
+            case_env,
             suite.source,
             prepared.messages.gateway,
             suite.subject_model,
@@ -245,8 +291,7 @@ def _run_arm(
             project_root=Path(settings.project_root),
             samples=settings.samples or suite.samples,
         )
-        concurrency = None if any(j.uses_llm for j in suite.judges) else 1
-        results = run_judges(prepared.compiled, record, judge_env, concurrency=concurrency)
+        results = _judge_all(prepared.compiled, record, judge_env)
         result = run.result
         return (
             ArmOutcome(
@@ -269,6 +314,28 @@ def _run_arm(
     finally:
         if not settings.keep_workspaces:
             workspaces.remove(ws)
+
+
+_SLOW_BUILTINS = frozenset({"test", "script", "metric", "llm_structured"})
+
+
+def _slow(compiled: CompiledJudge) -> bool:
+    """A judge that waits (a model, a command): worth running beside the others."""
+    judge = compiled.judge
+    return judge.uses_llm or judge.kind == "callable" or judge.builtin in _SLOW_BUILTINS
+
+
+def _judge_all(
+    compiled: tuple[CompiledJudge, ...], record: dict[str, Any], env: JudgeEnv
+) -> list[JudgeResult]:
+    """Every judge on the record, in order: the quick ones here, one after the other; the
+    waiting ones at once when there are several (a thread per judge costs more than a check)."""
+    slow = [c for c in compiled if _slow(c)]
+    if len(slow) <= 1:
+        return run_judges(compiled, record, env, concurrency=1)
+    waited = iter(run_judges(slow, record, env))
+    quick = iter(run_judges([c for c in compiled if not _slow(c)], record, env, concurrency=1))
+    return [next(waited) if _slow(c) else next(quick) for c in compiled]
 
 
 def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> ArmOutcome:
@@ -300,33 +367,21 @@ def _errored(suite: Suite, reason: str) -> tuple[JudgeOutcome, ...]:
 
 
 def _run_hooks(
-    hooks: tuple[Hook, ...],
-    workspace: Path,
-    scratch: Path,
-    env: Mapping[str, str],
-    ns: Mapping[str, Any],
+    hooks: tuple[Hook, ...], runner: ActionRunner, ns: Mapping[str, Any]
 ) -> tuple[dict[str, Any], str | None]:
     """Run `before_each` in order; the first failing one is the arm's error."""
     outputs: dict[str, Any] = {}
-    if not hooks:
-        return outputs, None
-    runner = ActionRunner(cwd=workspace, env=dict(env), outputs_dir=scratch)
-    try:
-        for hook in hooks:
-            try:
-                script = render_shell(hook.command, ns)
-            except InterpolationError as exc:
-                return outputs, f"before_each hook {hook.name!r}: {exc.message}"
-            result = runner.run_shell(script, state=f"hook-{hook.name}", timeout=hook.timeout)
-            if result.crashed or result.exit_code != 0:
-                tail = result.stderr.strip()[-300:]
-                why = result.failure_reason().removeprefix("action ")
-                return outputs, f"before_each hook {hook.name!r} {why}" + (
-                    f": {tail}" if tail else ""
-                )
-            outputs[hook.name] = _hook_value(result.output)
-    finally:
-        runner.close()
+    for hook in hooks:
+        try:
+            script = render_shell(hook.command, ns)
+        except InterpolationError as exc:
+            return outputs, f"before_each hook {hook.name!r}: {exc.message}"
+        result = runner.run_shell(script, state=f"hook-{hook.name}", timeout=hook.timeout)
+        if result.crashed or result.exit_code != 0:
+            tail = result.stderr.strip()[-300:]
+            why = result.failure_reason().removeprefix("action ")
+            return outputs, f"before_each hook {hook.name!r} {why}" + (f": {tail}" if tail else "")
+        outputs[hook.name] = _hook_value(result.output)
     return outputs, None
 
 
@@ -342,7 +397,7 @@ def _record(
     suite: Suite,
     case: Case,
     ws: workspaces.Workspace,
-    before: Any,
+    before: Baseline | None,
     run: SubjectRun,
     hooks: dict[str, Any],
 ) -> dict[str, Any]:
@@ -350,10 +405,11 @@ def _record(
     placed = ws.case_files
     changed = [
         p
-        for p in modified_files(before)
+        for p in (modified_files(before) if before is not None else ())
         if p.split("/", 1)[0] not in placed and not p.startswith(".loops/")
     ]
-    files, per_dir = read_files(ws.path, [*suite.output_paths, *changed])
+    wanted = [*suite.output_paths, *changed]
+    files, per_dir = read_files(ws.path, wanted) if wanted else ({}, {})
     result, traces = run.result, suite.traces
     trace = result.trace if traces.events else None
     record = build_record(
@@ -426,19 +482,28 @@ def outcome_of(result: JudgeResult, kind: str) -> JudgeOutcome:
         result.duration_ms,
         result.cost_usd,
         tuple(_sample(s) for s in result.samples),
+        _plain(result.details) if result.details else {},
     )
+
+
+def _plain(details: Mapping[str, Any]) -> dict[str, Any]:
+    """Details as JSON values (they cross process boundaries and land in reports)."""
+    loaded = json.loads(json.dumps(dict(details), default=str))
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def _sample(sample: Mapping[str, Any]) -> SampleAnswer:
     reason = str(sample.get("reason") or sample.get("error") or "")
+    confidence = sample.get("confidence")
+    sure = float(confidence) if isinstance(confidence, int | float) else None
     if "score" in sample:
-        return SampleAnswer("score", float(sample["score"]), reason)
-    outcome = sample.get("outcome")
+        return SampleAnswer("score", float(sample["score"]), reason, sure)
+    outcome = sample.get("outcome") or sample.get("verdict")
     if outcome in ("pass", "fail"):
-        return SampleAnswer(str(outcome), 1.0 if outcome == "pass" else 0.0, reason)
+        return SampleAnswer(str(outcome), 1.0 if outcome == "pass" else 0.0, reason, sure)
     if "error" in sample:
-        return SampleAnswer("error", None, reason)
-    return SampleAnswer(str(outcome or "ok"), None, reason)
+        return SampleAnswer("error", None, reason, sure)
+    return SampleAnswer(str(outcome or "ok"), None, reason, sure)
 
 
 def compress(record: Mapping[str, Any]) -> bytes:

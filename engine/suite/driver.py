@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -20,9 +21,9 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from engine.load.dataset import load_cases
+from engine.load.dataset import list_cases, read_case
 from engine.load.suite import load_suite_file
-from engine.model.errors import UsageError
+from engine.model.errors import LoopError, UsageError
 from engine.model.suite import Case, Suite
 from engine.run.history import (
     History,
@@ -34,19 +35,31 @@ from engine.run.history import (
 from engine.run.runstore import new_run_id
 from engine.suite import workspace as workspaces
 from engine.suite.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
-from engine.suite.casework import broken_case, forget_run
+from engine.suite.casework import broken_case, forget_run, interrupt_run
 from engine.suite.executor import Executor, local_executor
 from engine.suite.progress import SuiteProgress
 from engine.suite.result import BaselineDelta, SuiteResult
-from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings
+from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
 
 LLM_JOBS = 8
+# While cases run, a thread waiting for the GIL (a subject that just exited, a pipe to read)
+# gets it after 0.5 ms instead of Python's 5 ms: with several workers busy, the default made a
+# 3 ms spawn take 15 ms.
+SWITCH_INTERVAL = 0.0005
 
 
 class SuiteRefusal(UsageError):
     """The suite will not run: one sentence why, a hint what to do (exit 2, nothing ran)."""
 
     code = "SUITE"
+
+
+class SuiteInterrupted(LoopError):
+    """The suite was interrupted (Ctrl-C); what finished is recorded and `--resume` continues
+    (exit 3: stopped)."""
+
+    code = "SUITE_STOPPED"
+    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -71,23 +84,50 @@ _RESUMED_OPTIONS = ("samples", "cases", "measure_baseline", "compare_baseline", 
 
 def run_suite(
     suite: str | Path | Suite,
-    options: SuiteOptions,
+    options: SuiteOptions | None = None,
     *,
-    history: History | None,
-    cwd: Path,
+    cwd: str | Path | None = None,
+    history: History | None = None,
     progress: Callable[..., SuiteProgress] | None = None,
     executor: Executor | None = None,
     on_case: Callable[[CaseOutcome], None] | None = None,
 ) -> SuiteResult:
-    """Run a suite end to end (see the module docstring); refusals raise `SuiteRefusal`."""
-    started = time.monotonic()
-    if options.executor == "ray" and executor is None:
+    """Run a suite end to end and return what it found (see the module docstring).
+
+    `suite` is a suite file's path or a loaded `Suite`; `cwd` where it runs (default: the
+    working directory; the project root and its `.loops/history.db` are found from there);
+    `history` an open history database to record into (default: the project's, opened and
+    closed here). `progress` makes the display (default: none); `executor` runs the cases
+    (default: `options.executor` with `options.jobs` workers); `on_case` hears each case's
+    outcome as it arrives. A load problem raises `LoadError`, a refusal `SuiteRefusal`, an
+    interruption `SuiteInterrupted` (the run stays resumable); nothing else is raised for
+    what goes wrong inside a case.
+    """
+    chosen = options or SuiteOptions()
+    where = Path(cwd) if cwd is not None else Path.cwd()
+    if chosen.executor == "ray" and executor is None:
         from engine.suite.ray_executor import require_ray
 
         require_ray()  # refused before anything is read or recorded
     loaded = suite if isinstance(suite, Suite) else load_suite_file(Path(suite))
-    if options.record and history is None:
-        raise ValueError("run_suite records into history: pass history=, or record=False")
+    if history is not None or not chosen.record:
+        return _run(loaded, chosen, history, where, progress, executor, on_case)
+    from engine.run.history import open_history
+
+    with open_history(project_root(where)) as opened:
+        return _run(loaded, chosen, opened, where, progress, executor, on_case)
+
+
+def _run(
+    loaded: Suite,
+    options: SuiteOptions,
+    history: History | None,
+    cwd: Path,
+    progress: Callable[..., SuiteProgress] | None,
+    executor: Executor | None,
+    on_case: Callable[[CaseOutcome], None] | None,
+) -> SuiteResult:
+    started = time.monotonic()
     recording = history if options.record else None
     plan = _admit(loaded, options, recording, cwd)
     settings, options = plan.settings, plan.options
@@ -102,7 +142,10 @@ def run_suite(
             if case.id in done_rows.finished and options.keep_workspaces
             for arm in ("subject", "baseline")
         }
-        workspaces.clean_run(Path(settings.scratch_root), git_root, keep=frozenset(kept))
+        workspaces.clean_run(
+            workspaces.scratch_roots(settings.run_id), git_root, keep=frozenset(kept)
+        )
+        Path(settings.scratch_root).mkdir(parents=True, exist_ok=True)
         display = (progress or _silent)(
             suite=loaded.name,
             run_id=settings.run_id,
@@ -113,28 +156,42 @@ def run_suite(
         rows = _Rows(done_rows.cases, done_rows.judgements)
         pool = executor or _executor(options, loaded)
         recorded = set(done_rows.finished)
+        batch = _Batch(recording)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        flow = _Flow(pool, _specs(settings, plan, todo, recording))
         try:
-            specs = _specs(settings, plan, todo, recording)
-            for outcome in _stream(pool, specs):
+            for outcome in flow.outcomes(tick=_Batch.SECONDS):
+                if outcome is None:  # no case finished for a while: commit what is waiting
+                    batch.flush_if_due()
+                    continue
                 if outcome.case_id in recorded:
                     continue  # a case is recorded once, whoever delivered it again
                 recorded.add(outcome.case_id)
                 cases, judgements = to_rows(outcome, settings)
-                if recording is not None:
-                    recording.record_suite_case(cases, judgements)
+                batch.add(cases, judgements)
                 rows.add(cases, judgements)
                 display.update(outcome)
                 if on_case is not None:
                     on_case(outcome)
             pool.shutdown()
+        except KeyboardInterrupt:
+            flow.stop(settings.run_id)  # the running subjects are stopped, not waited for
+            raise SuiteInterrupted(
+                f"interrupted after {display.done} of {len(plan.cases)} cases",
+                hint=f"`ll-harness suite {loaded.source or '...'} --resume {settings.run_id}` "
+                "runs the rest",
+            ) from None
         except BaseException:
-            pool.shutdown(cancel=True)
+            flow.stop(settings.run_id)
             raise
         finally:
+            sys.setswitchinterval(switch)
+            batch.flush()
             display.close()
             forget_run(settings.run_id)
         if not options.keep_workspaces:
-            workspaces.clean_run(Path(settings.scratch_root), git_root)
+            workspaces.clean_run(workspaces.scratch_roots(settings.run_id), git_root)
         result = _result(loaded, settings, plan, rows, recording, started)
         if recording is not None:
             recording.finish_suite_run(
@@ -186,18 +243,23 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     if options.resume is not None:
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
-    cases = _selected(load_cases(suite), options.cases)
+    cases = _selected(list_cases(suite), options.cases)
+    if options.compare_baseline and suite.pairwise is not None:
+        cases = [c if c.loaded else read_case(Path(str(c.folder))) for c in cases]  # their keys
     _check_workspace(suite, root)
     baseline_run = _baseline_run(suite, options, history, fingerprint)
     run_id = run_row.run_id if run_row is not None else new_run_id()
     run_dir = root / ".loops" / "suites" / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if history is not None:  # a run that records nothing leaves nothing behind either
+        run_dir.mkdir(parents=True, exist_ok=True)
+    scratch = workspaces.scratch_root(run_id, in_memory=_small_copies(suite, root))
     settings = RunSettings(
         run_id=run_id,
         suite=suite,
         project_root=str(root),
-        scratch_root=str(workspaces.scratch_root(run_id)),
-        run_dir=str(run_dir),
+        scratch_root=str(scratch),
+        run_dir=str(run_dir) if history is not None else "",
+        cwd=str(cwd),
         conditions_fp=fingerprint,
         samples=options.samples,
         keep_workspaces=options.keep_workspaces,
@@ -216,6 +278,16 @@ def project_root(cwd: Path) -> Path:
             return folder
     top = workspaces.git_toplevel(cwd)
     return top if top is not None else cwd
+
+
+def _small_copies(suite: Suite, root: Path) -> bool:
+    """Copy workspaces small enough to live in memory (see `workspaces.scratch_root`)."""
+    try:
+        mode, _ = workspaces.isolation_of(suite, root)
+    except workspaces.WorkspaceError:
+        return False
+    size = workspaces.copy_size(suite.workspace, root)
+    return mode == "copy" and size <= workspaces.SMALL_COPY_BYTES
 
 
 def _check_options(suite: Suite, options: SuiteOptions) -> None:
@@ -480,28 +552,49 @@ def _specs(
         yield CaseSpec(settings, case, index_of[case.id], record)
 
 
-def _stream(pool: Executor, specs: Iterator[CaseSpec]) -> Iterator[CaseOutcome]:
-    """Keep about twice the executor's capacity in flight; yield outcomes as they finish."""
-    window = max(2, pool.capacity * 2)
-    pending: dict[Future[CaseOutcome], CaseSpec] = {}
-    exhausted = False
-    while True:
-        while not exhausted and len(pending) < window:
-            spec = next(specs, None)
-            if spec is None:
-                exhausted = True
-                break
-            pending[pool.submit(spec)] = spec
-        if not pending:
-            return
-        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-        for future in finished:
-            spec = pending.pop(future)
-            error = future.exception()
-            if error is not None:  # the executor failed to run it (not the case itself)
-                yield broken_case(spec, f"the executor could not run the case: {error}")
-            else:
-                yield future.result()
+class _Flow:
+    """The cases in flight: about twice the executor's capacity submitted at a time (a worker
+    never waits for its next spec, and memory stays bounded whatever the dataset's size)."""
+
+    def __init__(self, pool: Executor, specs: Iterator[CaseSpec]) -> None:
+        self.pool, self.specs = pool, specs
+        self.window = max(2, pool.capacity * 2)
+        self.pending: dict[Future[CaseOutcome], CaseSpec] = {}
+
+    def outcomes(self, *, tick: float | None = None) -> Iterator[CaseOutcome | None]:
+        """Outcomes as cases finish, and None every `tick` seconds in which none did."""
+        exhausted = False
+        while True:
+            while not exhausted and len(self.pending) < self.window:
+                spec = next(self.specs, None)
+                if spec is None:
+                    exhausted = True
+                    break
+                self.pending[self.pool.submit(spec)] = spec
+            if not self.pending:
+                return
+            finished, _ = wait(list(self.pending), timeout=tick, return_when=FIRST_COMPLETED)
+            if not finished:
+                yield None
+            for future in finished:
+                spec = self.pending.pop(future)
+                error = future.exception()
+                if error is not None:  # the executor failed to run it (not the case itself)
+                    yield broken_case(spec, f"the executor could not run the case: {error}")
+                else:
+                    yield future.result()
+
+    def stop(self, run_id: str) -> None:
+        """Drop the cases not started; stop the running ones (again and again: one may be just
+        about to start its subject) until none is left."""
+        for future in self.pending:
+            future.cancel()
+        running = [f for f in self.pending if not f.done()]
+        while running:
+            interrupt_run(run_id)
+            _, waiting = wait(running, timeout=0.2)
+            running = list(waiting)
+        self.pool.shutdown(cancel=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,43 +637,70 @@ def _judgement_rows(
     judge: JudgeOutcome, arm: str, outcome: CaseOutcome, settings: RunSettings, suite: str
 ) -> list[SuiteJudgementRow]:
     low, high = judge.score_range if judge.score_range is not None else (None, None)
-    row = SuiteJudgementRow(
-        run_id=settings.run_id,
-        suite=suite,
-        arm=arm,
-        case_id=outcome.case_id,
-        case_key=outcome.case_key,
-        judge=judge.name,
-        judge_kind=judge.kind,
-        status=judge.status,
-        conditions_fp=settings.conditions_fp,
-        samples=max(1, len(judge.samples)),
-        value=judge.value,
-        is_bool=judge.is_bool,
-        passed=judge.passed,
-        rationale=judge.rationale,
-        evidence=judge.evidence,
-        error=judge.error,
-        score_low=low,
-        score_high=high,
-        duration_ms=judge.duration_ms,
-        cost_usd=judge.cost_usd,
-    )
-    if not judge.samples:
-        return [replace(row, sample_status=judge.status, sample_value=judge.value)]
-    rows = []
-    for index, sample in enumerate(judge.samples):
-        rows.append(
-            replace(
-                row,
-                sample_index=index,
-                sample_status=sample.status,
-                sample_value=sample.value,
-                # the judgement's cost once, on its first row
-                cost_usd=judge.cost_usd if index == 0 else 0.0,
-            )
+    samples = judge.samples or (SampleAnswer(judge.status, judge.value),)
+    return [
+        SuiteJudgementRow(
+            run_id=settings.run_id,
+            suite=suite,
+            arm=arm,
+            case_id=outcome.case_id,
+            case_key=outcome.case_key,
+            judge=judge.name,
+            judge_kind=judge.kind,
+            status=judge.status,
+            conditions_fp=settings.conditions_fp,
+            sample_index=index,
+            samples=len(samples),
+            value=judge.value,
+            is_bool=judge.is_bool,
+            passed=judge.passed,
+            sample_status=sample.status,
+            sample_value=sample.value,
+            rationale=judge.rationale,
+            evidence=judge.evidence,
+            error=judge.error,
+            score_low=low,
+            score_high=high,
+            duration_ms=judge.duration_ms,
+            cost_usd=judge.cost_usd if index == 0 else 0.0,  # the judgement's cost, once
         )
-    return rows
+        for index, sample in enumerate(samples)
+    ]
+
+
+class _Batch:
+    """Rows waiting to be written: whole cases, committed together at most `SECONDS` after the
+    first of them arrived (one commit per case would cost more than a fast case itself). A run
+    killed before a commit loses those cases' rows, and `--resume` runs them again."""
+
+    SECONDS = 0.25
+    CASES = 256
+
+    def __init__(self, history: History | None) -> None:
+        self.history = history
+        self.cases: list[SuiteCaseRow] = []
+        self.judgements: list[SuiteJudgementRow] = []
+        self.count = 0
+        self.since = 0.0
+
+    def add(self, cases: list[SuiteCaseRow], judgements: list[SuiteJudgementRow]) -> None:
+        if self.history is None:
+            return
+        if not self.count:
+            self.since = time.monotonic()
+        self.cases += cases
+        self.judgements += judgements
+        self.count += 1
+        self.flush_if_due()
+
+    def flush_if_due(self) -> None:
+        if self.count >= self.CASES or time.monotonic() - self.since >= self.SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.history is not None and self.count:
+            self.history.record_suite_cases(self.cases, self.judgements)
+        self.cases, self.judgements, self.count = [], [], 0
 
 
 class _Rows:

@@ -28,7 +28,7 @@ from typing import Any
 
 from engine.model.errors import UsageError
 from engine.model.suite import Case, Suite
-from engine.suite.casework import run_case
+from engine.suite.casework import interrupt_run, run_case
 from engine.suite.spec import CaseOutcome, CaseSpec, RunSettings
 
 MAX_RETRIES = 3  # a case whose worker died is run again this many times, then errored
@@ -117,7 +117,18 @@ def _case_task(
     """The body of one Ray task (Ray resolves `shared` from the object store)."""
     settings, env = shared
     adopt_env(env)
-    return run_case(CaseSpec(settings, case, index, baseline_record))
+    spec = CaseSpec(settings, case, index, baseline_record)
+    done: Future[CaseOutcome] = Future()
+    # The case runs in a thread so that this one can hear `ray.cancel` (a KeyboardInterrupt)
+    # and stop the case's subjects, as Ctrl-C does in a local run.
+    thread = threading.Thread(target=lambda: done.set_result(run_case(spec)), daemon=True)
+    thread.start()
+    try:
+        return done.result()
+    except KeyboardInterrupt:
+        interrupt_run(settings.run_id)
+        thread.join(timeout=30)
+        raise
 
 
 def code_fingerprint() -> str:
@@ -144,6 +155,21 @@ def code_fingerprint() -> str:
             digest.update(f"{name}/{relative}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+class _CaseFuture(Future[CaseOutcome]):
+    """Our side of one case; cancelling it while it runs cancels its Ray task (the worker
+    stops the case's subjects), so an interrupted suite does not wait for running cases."""
+
+    ray: Any = None
+    ref: Any = None
+
+    def cancel(self) -> bool:
+        if super().cancel():
+            return True
+        if self.ref is not None and not self.done():
+            self.ray.cancel(self.ref)
+        return False
 
 
 class RayExecutor:
@@ -240,7 +266,7 @@ class RayExecutor:
         return self.jobs
 
     def submit(self, spec: CaseSpec) -> Future[CaseOutcome]:
-        ours: Future[CaseOutcome] = Future()
+        ours = _CaseFuture()
         with self._lock:
             self._waiting.append((spec, ours))
             started = self._dispatch()
@@ -261,6 +287,8 @@ class RayExecutor:
             except Exception as exc:  # Ray refused the task (the cluster went away)
                 ours.set_exception(exc)
                 continue
+            if isinstance(ours, _CaseFuture):
+                ours.ray, ours.ref = self.ray, ref
             self._running[ours] = ref
             started.append((ours, ref))
         return started

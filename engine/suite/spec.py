@@ -46,8 +46,9 @@ class RunSettings:
     suite: Suite
     project_root: str
     scratch_root: str  # the run's workspaces live under here (outside the project)
-    run_dir: str  # .loops/suites/<run_id>: the LLM call log
+    run_dir: str  # .loops/suites/<run_id>: the LLM call log ("" when nothing is recorded)
     conditions_fp: str
+    cwd: str = ""  # where the suite was started: the workspace of `isolation: none`
     samples: int | None = None  # --samples: every LLM judge's samples
     keep_workspaces: bool = False
     subject_hashes: Mapping[str, str] = field(default_factory=dict)  # arm -> content hash
@@ -72,6 +73,7 @@ class SampleAnswer:
     status: str  # pass | fail | abstain | error | score
     value: float | None = None
     reason: str = ""
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class JudgeOutcome:
     duration_ms: int = 0
     cost_usd: float = 0.0
     samples: tuple[SampleAnswer, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)  # JSON values only
 
     @property
     def scored(self) -> bool:

@@ -43,12 +43,13 @@ class SubjectRun:
 
 @dataclass(frozen=True)
 class Place:
-    """Where and with what a subject runs."""
+    """Where and with what a subject runs: `runner` runs bash in the workspace, with the case's
+    environment, spilling big outputs outside it."""
 
     workspace: Path
-    scratch: Path
+    runner: ActionRunner
     namespaces: Mapping[str, Any]  # inputs, annotations
-    env: Mapping[str, str]
+    case_env: Mapping[str, str]  # LL_CASE_ID and friends, for an agent's own environment
     suite_source: str
     gateway: Callable[[], Any]  # the run's LLM gateway, built on first use
     subject_model: str | None = None
@@ -68,20 +69,16 @@ def run_subject(subject: Subject, place: Place) -> SubjectRun:
         return SubjectRun(ActionResult(exit_code=None), f"subject: {exc.message}")
 
 
-def _crash(result: ActionResult, timeout: float) -> str | None:
+def _crash(result: ActionResult, timeout: float | None) -> str | None:
     if result.timed_out:
-        return f"the subject timed out after {timeout:g}s"
+        return f"the subject timed out after {timeout or 0:g}s"
     if result.crashed:
         return f"the subject {result.failure_reason().removeprefix('action ')}"
     return None
 
 
-def _shell(script: str, place: Place, timeout: float, label: str) -> ActionResult:
-    runner = ActionRunner(cwd=place.workspace, env=dict(place.env), outputs_dir=place.scratch)
-    try:
-        return runner.run_shell(script, state=label, timeout=timeout)
-    finally:
-        runner.close()
+def _shell(script: str, place: Place, timeout: float | None, label: str) -> ActionResult:
+    return place.runner.run_shell(script, state=label, timeout=timeout)
 
 
 def _command(subject: Subject, place: Place) -> SubjectRun:
@@ -108,7 +105,10 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
     )
     if command:
         # The agent starts in the workspace: `cd` first, in the same shell as its command line.
-        located = f"cd -- {shlex.quote(str(place.workspace))} || exit 97\n{command}"
+        exports = "".join(
+            f"export {name}={shlex.quote(value)}\n" for name, value in place.case_env.items()
+        )
+        located = f"cd -- {shlex.quote(str(place.workspace))} || exit 97\n{exports}{command}"
         result = CommandRunner(located).run(text, call)
     else:
         result = AnthropicRunner().run(text, call)
