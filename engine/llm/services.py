@@ -123,9 +123,15 @@ class RunLlmServices:
         return judge_with(gateway, spec, text, state=state, loop=loop, tag=self._tag(state))
 
     def run_prompt(
-        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
+        self,
+        prompt: str,
+        *,
+        state: State,
+        loop: Loop,
+        timeout: float | None,
+        runner: str | None = None,
     ) -> ActionResult:
-        runner_spec = settings.prompt_runner(state, loop)
+        runner_spec = settings.prompt_runner(state, loop, runner)
         try:
             runner = resolve_runner(runner_spec)
         except ValueError as exc:

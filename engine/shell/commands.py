@@ -331,6 +331,8 @@ def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
     while i < len(words):
         word = words[i]
         if word is None:
+            if i == index and command_string:
+                return Verdict(Role.CODE, f"the command string of `{base} -c`, which runs as code")
             if i == index:
                 return Verdict(Role.CODE, f"where `{base}` reads options, a script or -c code")
             return Verdict(Role.UNKNOWN, f"after a word `{base}` may read as an option")

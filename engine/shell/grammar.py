@@ -679,6 +679,19 @@ def _heredoc_holes(
         yield HeredocHoles(doc, tuple(pieces))
 
 
+def _in_substitution(value: Node, start: int, end: int) -> bool:
+    """The hole is inside a `$(...)` of the assigned value: the variable gets what a command
+    printed, which the engine cannot follow (docs/format.md: the boundary)."""
+    node = value.descendant_for_byte_range(start, end)
+    while node is not None:
+        if node.type in ("command_substitution", "process_substitution"):
+            return True
+        if node == value:
+            return False
+        node = node.parent
+    return False
+
+
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -690,7 +703,7 @@ def _flows(
     assigned: dict[str, list[int]] = {}
     for name, value in facts.assignments:
         for k, (s, e) in enumerate(spans):
-            if value.start_byte <= s and e <= value.end_byte:
+            if value.start_byte <= s and e <= value.end_byte and not _in_substitution(value, s, e):
                 assigned.setdefault(name, []).append(k)
     if not assigned:
         return
