@@ -274,8 +274,7 @@ def unsafe_shell_position(ctx: LintContext) -> Iterator[Finding]:
         holes, plan = shell_holes(field.template)
         if plan.problem is not None:
             yield Finding(
-                f"the bash grammar cannot parse this {field.what} ({plan.problem}), so no "
-                "${...} in it can be placed safely",
+                f"no ${{...}} can be placed safely in this {field.what}: {plan.problem}",
                 field.path,
                 "fix the shell syntax, or pass the values as environment variables "
                 '("$LL_CONTEXT_name") and drop the ${...}',

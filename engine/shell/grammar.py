@@ -95,12 +95,19 @@ def layout(literals: Sequence[str]) -> Layout:
     tree = _parser().parse(source)
     root = tree.root_node
     if root.has_error:
-        problem = _parse_problem(root, source)
-        why = f"the bash grammar cannot parse this script ({problem})"
+        problem = "the bash grammar cannot parse it: " + _parse_problem(root, source)
+        why = f"no value can be placed safely in this script ({problem})"
         return Layout(
             tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
         )
     facts = _Facts.of(root, source)
+    problem = _misread(root, source, facts)
+    if problem is not None:
+        problem = "the bash grammar would read it unlike bash: " + problem
+        why = f"no value can be placed safely in this script ({problem})"
+        return Layout(
+            tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
+        )
     positions = tuple(_classify(root, span, source, facts) for span in spans)
     heredocs = tuple(_heredoc_holes(facts, spans, source))
     flows = tuple(_flows(root, facts, spans, source))
@@ -159,6 +166,51 @@ def _parse_problem(root: Node, source: bytes) -> str:
             what = f"missing `{node.type}`" if node.is_missing else "unexpected text"
             return f"{what} at line {line}, column {column}"
     return "a syntax error"
+
+
+_RESERVED_CLOSERS = {
+    "esac": "case_statement",
+    "fi": "if_statement",
+    "then": "if_statement",
+    "else": "else_clause",
+    "elif": "elif_clause",
+    "done": "do_group",
+    "}": "compound_statement",
+}
+
+
+def _misread(root: Node, source: bytes, facts: _Facts) -> str | None:
+    """Where tree-sitter-bash is known to read a script differently from bash, in words.
+
+    - A reserved word closes a construct only where a command could start (after `;`, `&`,
+      a newline or another reserved word): in `a) echo esac;;` bash's `esac` is an argument.
+    - In an unquoted here-document, a line ending in a backslash continues onto the next, so
+      `a` + backslash + newline + `EOF` is the line `aEOF`, not the end of the body.
+    """
+    for node in _walk(root):
+        parent = node.parent
+        if node.is_named or parent is None or _RESERVED_CLOSERS.get(node.type) != parent.type:
+            continue
+        before = source[: node.start_byte].rstrip(b" \t")
+        if (
+            before
+            and before[-1:] not in (b";", b"&", b"\n")
+            and not before.endswith((b" in", b"\tin", b"then", b"else", b"do", b"{"))
+        ):
+            line, column = _point(source, node.start_byte)
+            return (
+                f"`{node.type}` at line {line}, column {column} is a word to bash, the end of a "
+                "construct to the grammar; put `;` before it if it ends the construct"
+            )
+    for body, doc in facts.heredocs:
+        text = source[doc.start : doc.end]
+        if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", text):
+            line, _ = _point(source, doc.end)
+            return (
+                f"the here-document line before its delimiter (line {line}) ends with a "
+                "backslash, which bash joins with the delimiter line"
+            )
+    return None
 
 
 def _walk(node: Node) -> Iterator[Node]:
@@ -451,7 +503,7 @@ def _step_expansion(state: _State, *_: object) -> None:
     state.mark(
         Role.UNKNOWN,
         "inside a bash ${...} expansion, where the value could be a "
-        "pattern, an offset or a name; assign it to a variable first",
+        "pattern, an offset or a name; assign the value to a variable first",
     )
 
 
@@ -619,7 +671,11 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
         )
     elif start > 0 and source[start - 1 : start] == b"\\":
         state.context = Context.ESCAPED
-        state.mark(Role.UNKNOWN, "right after a backslash")
+        state.mark(
+            Role.UNKNOWN,
+            "right after a backslash, which would change the value's first "
+            "character (remove it, or write $${ for a literal ${)",
+        )
     else:
         state.mark(Role.UNKNOWN, f"inside `{kind}`, which the engine cannot quote for")
 

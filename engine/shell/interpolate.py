@@ -215,10 +215,14 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
     expressions = [p for p in parsed.pieces if isinstance(p, Expression)]
     if not expressions:
         return "".join(p for p in parsed.pieces if isinstance(p, str))
+    if any("\x00" in piece for piece in parsed.pieces if isinstance(piece, str)):
+        raise InterpolationError(
+            expressions[0].text, "the shell action itself contains a NUL character"
+        )
     holes, plan = _shell_holes(template)
     if plan.problem is not None:
         raise InterpolationError(
-            expressions[0].text, f"the bash grammar cannot parse this action ({plan.problem})"
+            expressions[0].text, f"no value can be placed safely in this action ({plan.problem})"
         )
     quoted = [_place(hole, evaluate(hole.expression.text, ns), types) for hole in holes]
     _check_heredocs(plan, quoted, expressions)
