@@ -194,7 +194,7 @@ def _wrap(inner: Program, shape: str) -> Program:
         "twice": (f"{code}\n{code}", lambda v: out(v) + out(v)),
         # Decoys: text that a naive scanner would take for the end of a construct.
         "decoy-comment": (f"# ) \" ' ` $( <<X\n{code}", out),
-        "decoy-case": (f"case b in a) echo esac;; b) {code}\n;; esac", out),
+        "decoy-case": (f"case b in a) echo 'esac';; b) {code}\n;; esac", out),
         "decoy-quotes": (f": ')' \")\" \\) '\"' \\' $')\\''\n{code}", out),
         "decoy-arith": (f": $(( (1+2) * 3 ))\n(( 1 )) && {code}", out),
         "decoy-param": (f': "${{X:-)}}" ${{X:-\'}}\'}} "${{#X}}"\n{code}', out),
