@@ -302,7 +302,7 @@ def unsafe_shell_position(ctx: LintContext) -> Iterator[Finding]:
             elif position.role is Role.CODE and kind == "command":
                 continue
             else:
-                reason = f"${{{expression.text}}}: " + refusal(hole, kind)
+                reason = f"${{{expression.text}}}: " + refusal(hole, kind, field.what)
             needle, nth = _needle(field.template, expression.start, expression.end)
             yield Finding(
                 reason,

@@ -108,7 +108,7 @@ VALUE_POSITIONS: dict[str, tuple[str, Printer]] = {
         "python3 -c 'import sys; sys.stdout.write(sys.argv[1])' {v}",
         lambda v: v,
     ),
-    "awk-assignment": ("awk -v x={v} 'BEGIN {{ printf \"%s\", length(x) > 0 }}'", lambda v: "1"),
+    "awk-assignment": ("awk -v x={v} 'BEGIN {{ printf \"%s\", (length(x) >= 0) }}'", lambda v: "1"),
     "bash-c-argument": ('bash -c \'printf "%s" "$1"\' _ {v}', lambda v: v),
 }
 

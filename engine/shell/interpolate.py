@@ -285,10 +285,11 @@ def env_name(path: str) -> str | None:
     return f"LL_{names[0].upper()}_" + "__".join(names[1:])
 
 
-def refusal(hole: ShellHole, kind: str) -> str:
-    """Why text of type `kind` cannot go at this hole, and what to write instead."""
+def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
+    """Why text of type `kind` cannot go at this hole (of the `what`), and what to write
+    instead."""
     position = hole.position
-    where = f"{position.why} (line {hole.line}, column {hole.column} of the action)"
+    where = f"{position.why} (line {hole.line}, column {hole.column} of the {what})"
     path = _LEADING_PATH.match(_spec_base(hole.expression.text))
     variable = env_name(path.group(1)) if path else None
     use_env = f'use "${variable}" in the script instead' if variable else "pass it another way"
