@@ -337,12 +337,12 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
     if not fields:
         return
     from engine.shell.commands import Role
-    from engine.shell.interpolate import ValueTypes, shell_holes, value_type
+    from engine.shell.interpolate import ValueTypes, shell_flows, shell_holes, value_type
 
     types = ValueTypes.of(ctx.loop.parameters)
     for field in fields:
-        holes, plan = shell_holes(field.template)
-        for flow in plan.flows:
+        holes, _ = shell_holes(field.template)
+        for flow in shell_flows(field.template):
             expression = holes[flow.hole].expression
             kind = value_type(expression.text, types)
             if kind == "integer" or (flow.role is Role.CODE and kind == "command"):

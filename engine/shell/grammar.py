@@ -73,8 +73,12 @@ class Layout:
     """Why the grammar could not parse the script (then every hole is refused)."""
 
 
-def layout(literals: Sequence[str]) -> Layout:
-    """Lay out a script made of `literals` with a hole between each two of them."""
+def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
+    """Lay out a script made of `literals` with a hole between each two of them.
+
+    `with_flows`: also find the flows of values through shell variables (lint wants them; a
+    render does not, and they need a walk over the whole tree).
+    """
     holes = len(literals) - 1
     if holes <= 0:
         return Layout(())
@@ -100,8 +104,9 @@ def layout(literals: Sequence[str]) -> Layout:
         return Layout(
             tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
         )
-    facts = _Facts.of(root, source)
-    problem = _misread(root, source, facts)
+    text = "".join(literals)
+    facts = _Facts.of(root, source, text, full=with_flows)
+    problem = _misread(root, source, text, facts)
     if problem is not None:
         problem = "the bash grammar would read it unlike bash: " + problem
         why = f"no value can be placed safely in this script ({problem})"
@@ -110,7 +115,7 @@ def layout(literals: Sequence[str]) -> Layout:
         )
     positions = tuple(_classify(root, span, source, facts) for span in spans)
     heredocs = tuple(_heredoc_holes(facts, spans, source))
-    flows = tuple(_flows(root, facts, spans, source))
+    flows = tuple(_flows(root, facts, spans, source)) if with_flows else ()
     return Layout(positions, heredocs, flows)
 
 
@@ -179,7 +184,7 @@ _RESERVED_CLOSERS = {
 }
 
 
-def _misread(root: Node, source: bytes, facts: _Facts) -> str | None:
+def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
     """Where tree-sitter-bash is known to read a script differently from bash, in words.
 
     - A reserved word closes a construct only where a command could start (after `;`, `&`,
@@ -187,7 +192,8 @@ def _misread(root: Node, source: bytes, facts: _Facts) -> str | None:
     - In an unquoted here-document, a line ending in a backslash continues onto the next, so
       `a` + backslash + newline + `EOF` is the line `aEOF`, not the end of the body.
     """
-    for node in _walk(root):
+    closers = _captures(root, "closer") if _CLOSER_WORDS.search(text) else []
+    for node in closers:
         parent = node.parent
         if node.is_named or parent is None or _RESERVED_CLOSERS.get(node.type) != parent.type:
             continue
@@ -202,15 +208,43 @@ def _misread(root: Node, source: bytes, facts: _Facts) -> str | None:
                 f"`{node.type}` at line {line}, column {column} is a word to bash, the end of a "
                 "construct to the grammar; put `;` before it if it ends the construct"
             )
-    for body, doc in facts.heredocs:
-        text = source[doc.start : doc.end]
-        if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", text):
+    for _body, doc in facts.heredocs:
+        body = source[doc.start : doc.end]
+        if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
             line, _ = _point(source, doc.end)
             return (
                 f"the here-document line before its delimiter (line {line}) ends with a "
                 "backslash, which bash joins with the delimiter line"
             )
     return None
+
+
+_CLOSER_WORDS = re.compile(r"\b(?:esac|fi|then|else|elif|done)\b|\}")
+_DECLARING_WORDS = re.compile(r"\b(?:declare|typeset|local|export|readonly|let)\b")
+_QUERY = """
+(declaration_command) @declaration
+(command name: (command_name)) @command
+(heredoc_redirect) @heredoc
+["esac" "fi" "then" "else" "elif" "done" "}"] @closer
+"""
+
+
+@lru_cache(maxsize=1)
+def _query() -> object:
+    from tree_sitter import Query
+
+    return Query(_parser().language, _QUERY)
+
+
+def _captures(root: Node, *names: str) -> list[Node]:
+    """The nodes the query captures under `names`, in source order (the search runs in C)."""
+    from tree_sitter import Query, QueryCursor
+
+    query = _query()
+    assert isinstance(query, Query)
+    found = QueryCursor(query).captures(root)
+    nodes = [node for name in names for node in found.get(name, [])]
+    return sorted(nodes, key=lambda node: node.start_byte)
 
 
 def _walk(node: Node) -> Iterator[Node]:
@@ -243,9 +277,21 @@ class _Facts:
     arithmetic: list[Node] = field(default_factory=list)  # nodes bash evaluates as arithmetic
 
     @classmethod
-    def of(cls, root: Node, source: bytes) -> _Facts:
+    def of(cls, root: Node, source: bytes, text: str, *, full: bool) -> _Facts:
+        """The facts of a script; `full` also collects what flows need (a whole-tree walk).
+
+        Otherwise only declarations, `let` and here-documents matter, found by a query run
+        only when the text holds such a word at all.
+        """
         facts = cls()
-        for node in _walk(root):
+        if full:
+            nodes: Iterator[Node] | list[Node] = _walk(root)
+        else:
+            names = ["heredoc"] if "<<" in text else []
+            if _DECLARING_WORDS.search(text):
+                names += ["declaration", "command"]
+            nodes = _captures(root, *names) if names else []
+        for node in nodes:
             kind = node.type
             if kind == "declaration_command":
                 facts.declared(_words(node), [c for c in node.named_children])
@@ -662,7 +708,7 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
     elif kind == "heredoc_body" and state.context is Context.HEREDOC_LITERAL:
         return
     elif kind == "regex" and node.start_byte == start and node.end_byte == end:
-        return  # the whole regex: quoted, it matches literally
+        state.quoting(Context.REGEX)  # the whole regex: quoted, it matches literally
     elif kind == "regex":
         state.mark(
             Role.UNKNOWN,

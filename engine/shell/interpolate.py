@@ -33,7 +33,7 @@ from typing import Any
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
-from engine.shell.grammar import Layout, Position, layout
+from engine.shell.grammar import Flow, Layout, Position, layout
 from engine.shell.quoting import (
     Raw,
     ShellQuoted,
@@ -199,6 +199,21 @@ def shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
     if "${" not in template:
         return (), Layout(())
     return _shell_holes(template)
+
+
+def shell_flows(template: str) -> tuple[Flow, ...]:
+    """Values of the template that reach a shell variable the script then evaluates (lint)."""
+    if "${" not in template:
+        return ()
+    return _shell_flows(template)
+
+
+@lru_cache(maxsize=256)
+def _shell_flows(template: str) -> tuple[Flow, ...]:
+    try:
+        return layout(_literals(template), with_flows=True).flows
+    except RecursionError:
+        return ()
 
 
 def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TYPES) -> str:
@@ -463,17 +478,9 @@ def _refuse_unclosed(parsed: _Parsed) -> None:
 @lru_cache(maxsize=1024)
 def _shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
     """Parse a shell template once: its expressions with their positions (cached by text)."""
-    pieces = _parse(template).pieces
-    literals = [""]
-    expressions: list[Expression] = []
-    for piece in pieces:
-        if isinstance(piece, Expression):
-            expressions.append(piece)
-            literals.append("")
-        else:
-            literals[-1] += piece
+    expressions = [p for p in _parse(template).pieces if isinstance(p, Expression)]
     try:
-        plan = layout(literals)
+        plan = layout(_literals(template))
     except RecursionError:
         plan = Layout((), problem="it nests too deeply to be checked")
     if plan.problem is not None and not plan.positions:
@@ -483,6 +490,17 @@ def _shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
         for e, p in zip(expressions, plan.positions, strict=True)
     )
     return holes, plan
+
+
+def _literals(template: str) -> list[str]:
+    """The shell text between the expressions of a template (one more than expressions)."""
+    literals = [""]
+    for piece in _parse(template).pieces:
+        if isinstance(piece, Expression):
+            literals.append("")
+        else:
+            literals[-1] += piece
+    return literals
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:

@@ -29,6 +29,7 @@ class Context(Enum):
     HEREDOC = "here-document"
     HEREDOC_LITERAL = "quoted here-document"
     BACKTICK = "backticks"
+    REGEX = "the regular expression of [[ =~ ]]"
     DELIMITER = "here-document delimiter"
     ESCAPED = "after a backslash"
 
@@ -90,14 +91,16 @@ def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
         raise UnsafeValue("the value contains a NUL character, which bash cannot pass on")
     if isinstance(value, Raw):
         return str(value)
-    if context is Context.UNQUOTED and isinstance(value, ShellQuoted):
+    if context in (Context.UNQUOTED, Context.REGEX) and isinstance(value, ShellQuoted):
         return str(value)
     value = str(value)
     if context in (Context.DELIMITER, Context.ESCAPED):
         raise UnsafeValue(_REFUSALS[context])
+    if context is Context.REGEX and value != "":  # quoted, `.` and `+` match themselves
+        return "'" + _single(value, in_heredoc) + "'"
     if is_safe(value):
         return value
-    if context is Context.UNQUOTED:
+    if context in (Context.UNQUOTED, Context.REGEX):
         return "'" + _single(value, in_heredoc) + "'"
     if context is Context.DOUBLE:
         return re.sub(r'([\\"$`])', r"\\\1", value)
