@@ -74,7 +74,7 @@ payloads = st.one_of(
 
 Printer = Callable[[str], str]
 
-# --- positions where bash only expands the value: it prints back exactly ------------------------
+# --- positions where bash only expands the value: it prints back exactly ---------------------
 # `{v}` stands for ${context.v}; the function gives the exact output for a value.
 VALUE_POSITIONS: dict[str, tuple[str, Printer]] = {
     "word": ("printf '%s' {v}", lambda v: v),
@@ -112,7 +112,7 @@ VALUE_POSITIONS: dict[str, tuple[str, Printer]] = {
     "bash-c-argument": ('bash -c \'printf "%s" "$1"\' _ {v}', lambda v: v),
 }
 
-# --- positions where bash evaluates text: text is refused, an integer is fine ---------------------
+# --- positions where bash evaluates text: text is refused, an integer is fine -------------------
 EVALUATED_POSITIONS: dict[str, str] = {
     "arithmetic": "echo $(( {v} + 1 ))",
     "arithmetic-command": "(( {v} > 1 )); true",
@@ -282,7 +282,7 @@ def test_each_evaluated_position_takes_an_integer_and_runs_nothing(name: str) ->
     assert run_bash(script).created == []
 
 
-# --- token soup: whatever the grammar lets through never runs a payload ----------------------------
+# --- token soup: whatever the grammar lets through never runs a payload ---------------------------
 
 _TOKENS = ["echo", "printf '%s'", "cat", "x=", "a[1]=", "$x", '"', "'", "$(", ")", "`", "(", "{",
            "}", ";", ";;", "&&", "||", "|", "\n", " ", "#", "\\", "\\\n", "<<EOF\n", "\nEOF\n",

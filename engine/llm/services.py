@@ -133,7 +133,7 @@ class RunLlmServices:
     ) -> ActionResult:
         runner_spec = settings.prompt_runner(state, loop, runner)
         try:
-            runner = resolve_runner(runner_spec)
+            chosen = resolve_runner(runner_spec)
         except ValueError as exc:
             return ActionResult(exit_code=None, spawn_error=str(exc))
         call = PromptCall(
@@ -145,7 +145,7 @@ class RunLlmServices:
             tag=self._tag(state),
         )
         try:
-            return runner.run(prompt, call)
+            return chosen.run(prompt, call)
         except LoopError as exc:  # the gateway could not be built (price table, replay log)
             return ActionResult(exit_code=None, spawn_error=exc.message)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -106,9 +106,9 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
         )
     text = "".join(literals)
     facts = _Facts.of(root, source, text, full=with_flows)
-    problem = _misread(root, source, text, facts)
-    if problem is not None:
-        problem = "the bash grammar would read it unlike bash: " + problem
+    misread = _misread(root, source, text, facts)
+    if misread is not None:
+        problem = "the bash grammar would read it unlike bash: " + misread
         why = f"no value can be placed safely in this script ({problem})"
         return Layout(
             tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
@@ -233,7 +233,9 @@ _QUERY = """
 def _query() -> object:
     from tree_sitter import Query
 
-    return Query(_parser().language, _QUERY)
+    from tree_sitter import Language
+
+    return Query(Language(_bash_language()), _QUERY)
 
 
 def _captures(root: Node, *names: str) -> list[Node]:
@@ -596,7 +598,7 @@ def _step_variable_assignment(
 
 def _step_declaration(state: _State, parent: Node, child: Node, *_: object) -> None:
     words = _words(parent)
-    integer, nameref, _ = declare_flags(words)
+    integer, nameref, _unknown = declare_flags(words)
     keyword = words[0]
     if child.type == "variable_assignment":
         if integer:
@@ -670,7 +672,7 @@ def _step_heredoc(
         state.mark(Role.UNKNOWN, "a part of a here-document redirection")
 
 
-_STEPS = {
+_STEPS: dict[str, Callable[..., None]] = {
     "compound_statement": _step_compound,
     "arithmetic_expansion": _step_arithmetic,
     "c_style_for_statement": _step_c_for,
