@@ -192,7 +192,7 @@ def test_every_interpolated_value_is_exported() -> None:
 
 
 def test_the_action_reads_its_values_from_the_environment(tmp_path: Path) -> None:
-    hostile = "it's \"$(touch CANARY)\""
+    hostile = 'it\'s "$(touch CANARY)"'
     ran = run_yaml(
         tmp_path,
         """

@@ -231,9 +231,7 @@ _QUERY = """
 
 @lru_cache(maxsize=1)
 def _query() -> object:
-    from tree_sitter import Query
-
-    from tree_sitter import Language
+    from tree_sitter import Language, Query
 
     return Query(Language(_bash_language()), _QUERY)
 
