@@ -358,3 +358,39 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
                 needle=needle,
                 occurrence=nth,
             )
+
+
+@rule("LL036", "warning", "output-as-command")
+def output_as_command(ctx: LintContext) -> Iterator[Finding]:
+    """A capture, the previous output or an undeclared value bound to a child loop's
+    `type: command` parameter: the child will run program output as code."""
+    if ctx.resolve_loop is None:
+        return
+    declared = set(ctx.loop.parameters)
+    for state in ctx.loop.states.values():
+        if state.loop is None or "${" in state.loop or not state.with_:
+            continue
+        child, _ = ctx.child_loop(state.loop)
+        if child is None:
+            continue
+        for key, value in state.with_.items():
+            param = child.parameters.get(key)
+            if param is None or param.type != "command":
+                continue
+            for path, template in strings_in(value, state_path(state, "with", key)):
+                for use in _in_template(state, path, template):
+                    name = (
+                        use.text.strip().split(".")[1].split("|")[0].strip()
+                        if "." in (use.text)
+                        else ""
+                    )
+                    undeclared = use.root == "context" and name not in declared
+                    if use.root in ("captured", "prev") or undeclared:
+                        yield Finding(
+                            f"state {state.name!r} binds ${{{use.text}}} to {key!r}, a "
+                            f"`type: command` parameter of loop {child.name!r}: the child runs "
+                            "it as code, and it is program output or a value no caller declared",
+                            path,
+                            "pass a command the caller declared (a `type: command` parameter of "
+                            "this loop), or hand the output to the child as a plain string",
+                        )
