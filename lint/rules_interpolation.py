@@ -16,6 +16,7 @@ from lint._registry import Finding, PathKey, rule
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
+_CONTEXT_NAME = re.compile(r"^\s*context\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 
 
@@ -379,11 +380,8 @@ def output_as_command(ctx: LintContext) -> Iterator[Finding]:
                 continue
             for path, template in strings_in(value, state_path(state, "with", key)):
                 for use in _in_template(state, path, template):
-                    name = (
-                        use.text.strip().split(".")[1].split("|")[0].strip()
-                        if "." in (use.text)
-                        else ""
-                    )
+                    match = _CONTEXT_NAME.match(use.text)
+                    name = match.group(1) if match else ""
                     undeclared = use.root == "context" and name not in declared
                     if use.root in ("captured", "prev") or undeclared:
                         yield Finding(
