@@ -261,8 +261,10 @@ def _needle(template: str, start: int, end: int) -> tuple[str, int]:
 
 @rule("LL034", "error", "unsafe-shell-position")
 def unsafe_shell_position(ctx: LintContext) -> Iterator[Finding]:
-    """A `${...}` where bash would run or evaluate the value (code, arithmetic, a name, a
-    comment), or where the bash grammar cannot place it, and whose type does not make it safe."""
+    """A `${...}` sits where bash runs or evaluates text, and its type does not make it safe.
+
+    Code, arithmetic, a variable name, a comment, or a place the bash grammar cannot classify.
+    """
     fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
     if not fields:
         return
@@ -332,8 +334,10 @@ def _position_hint(role: object, context: object) -> str:
 
 @rule("LL035", "warning", "value-evaluated-through-variable")
 def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
-    """A value assigned to a shell variable that the script then uses where bash evaluates it
-    (arithmetic, a name, `eval`): the engine cannot quote it there."""
+    """A value goes through a shell variable to a place where bash evaluates it.
+
+    Arithmetic, a name, `eval`: the engine cannot quote it there (docs/format.md, the boundary).
+    """
     fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
     if not fields:
         return
@@ -363,8 +367,10 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
 
 @rule("LL036", "warning", "output-as-command")
 def output_as_command(ctx: LintContext) -> Iterator[Finding]:
-    """A capture, the previous output or an undeclared value bound to a child loop's
-    `type: command` parameter: the child will run program output as code."""
+    """Program output is bound to a child loop's `type: command` parameter.
+
+    A capture, the previous output or an undeclared value: the child would run it as code.
+    """
     if ctx.resolve_loop is None:
         return
     declared = set(ctx.loop.parameters)

@@ -460,8 +460,9 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         return Position(Role.UNKNOWN, Context.UNQUOTED, "a place the grammar does not find")
     exact = (
         node.type in ("expansion", "simple_expansion")
-        and node.start_byte == start
         and node.end_byte == end
+        # tree-sitter puts a blank before `${` into the expansion's first token at times
+        and source[node.start_byte : start].strip(b" \t") == b""
     )
     chain: list[Node] = []
     current: Node | None = node
