@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-text = sys.argv[1] if len(sys.argv) > 1 else ""
+text = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
 words = re.findall(r"[A-Za-z0-9]+(?:['-][A-Za-z0-9]+)*", text)
 out = Path("out")
 out.mkdir(exist_ok=True)
