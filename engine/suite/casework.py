@@ -28,7 +28,7 @@ from engine.judges import (
     run_judges,
 )
 from engine.load.dataset import read_case
-from engine.model.errors import InterpolationError
+from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
 from engine.run.actions import ActionRunner
@@ -85,8 +85,6 @@ def _prepared(settings: RunSettings) -> _RunEnv:
     with _RUNS_LOCK:
         found = _RUNS.get(settings.run_id)
         if found is None:
-            from engine.llm.services import messages_port
-
             mode, git_root = workspaces.isolation_of(settings.suite, Path(settings.project_root))
             suite_env = {
                 "LL_SUITE": settings.suite.name,
@@ -95,7 +93,7 @@ def _prepared(settings: RunSettings) -> _RunEnv:
             }
             found = _RunEnv(
                 compile_judges(settings.suite.judges),
-                messages_port(run_dir=Path(settings.run_dir) if settings.run_dir else None),
+                _messages(settings),
                 mode,
                 git_root,
                 suite_env,
@@ -105,6 +103,16 @@ def _prepared(settings: RunSettings) -> _RunEnv:
             )
             _RUNS[settings.run_id] = found
         return found
+
+
+def _messages(settings: RunSettings) -> Any:
+    """The LLM port of a run that calls a model (the LLM layer is not even imported by a
+    suite of shell subjects and checks)."""
+    if not settings.suite.uses_llm:
+        return None
+    from engine.llm.services import messages_port
+
+    return messages_port(run_dir=Path(settings.run_dir) if settings.run_dir else None)
 
 
 def _suite_dir(suite: Suite) -> str:
@@ -271,7 +279,7 @@ def _run_arm(
             shell,
             ns,
             suite.source,
-            prepared.messages.gateway,
+            prepared.messages.gateway if prepared.messages is not None else _no_gateway,
             suite.subject_model,
         )
         run = run_subject(subject, place)
@@ -334,6 +342,10 @@ def _judge_all(
     waited = iter(run_judges(slow, record, env))
     quick = iter(run_judges([c for c in compiled if not _slow(c)], record, env, concurrency=1))
     return [next(waited) if _slow(c) else next(quick) for c in compiled]
+
+
+def _no_gateway() -> Any:
+    raise LoopError("this suite calls no model, yet a model was asked for")
 
 
 def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> ArmOutcome:
