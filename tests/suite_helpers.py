@@ -29,8 +29,15 @@ def dataset(root: Path, cases: dict[str, dict[str, Any]], name: str = "cases") -
     return folder
 
 
+def own_project(cwd: Path) -> Path:
+    """Make `cwd` a project of its own (`.loops/`), so its history is not found in an ancestor
+    (a `/tmp/.loops` left by anyone would otherwise collect every test's rows)."""
+    (cwd / ".loops").mkdir(exist_ok=True)
+    return cwd
+
+
 def suite(cwd: Path, *args: str, timeout: float = 180) -> tuple[int, str, str]:
-    done = harness(cwd, "suite", *args, timeout=timeout)
+    done = harness(own_project(cwd), "suite", *args, timeout=timeout)
     return done.returncode, done.stdout, done.stderr
 
 

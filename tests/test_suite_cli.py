@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import by_judge, dataset, db_rows, leftovers, suite, suite_json, write
+from tests.suite_helpers import (
+    by_judge,
+    dataset,
+    db_rows,
+    leftovers,
+    own_project,
+    suite,
+    suite_json,
+    write,
+)
 
 PASSING = """\
 name: gate
@@ -333,7 +342,7 @@ def test_the_python_example_of_the_docs_runs(tmp_path: Path) -> None:
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=tmp_path,
+        cwd=own_project(tmp_path),
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,

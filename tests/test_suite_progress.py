@@ -15,7 +15,7 @@ from pathlib import Path
 from engine.suite.progress import SuiteProgress
 from engine.suite.spec import ArmOutcome, CaseOutcome, JudgeOutcome
 from tests.harness_helpers import REPO
-from tests.suite_helpers import dataset, db_rows, recorded, suite, write
+from tests.suite_helpers import dataset, db_rows, own_project, recorded, suite, write
 
 
 class Terminal(io.StringIO):
@@ -98,7 +98,7 @@ def test_ctrl_c_stops_running_subjects_and_the_run_resumes(tmp_path: Path) -> No
     process = subprocess.Popen(
         [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", "suite",
          "s.suite.yaml", "--jobs", "2"],
-        cwd=tmp_path,
+        cwd=own_project(tmp_path),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

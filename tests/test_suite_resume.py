@@ -13,7 +13,16 @@ from collections import Counter
 from pathlib import Path
 
 from tests.harness_helpers import REPO
-from tests.suite_helpers import dataset, db_rows, leftovers, recorded, suite, suite_json, write
+from tests.suite_helpers import (
+    dataset,
+    db_rows,
+    leftovers,
+    own_project,
+    recorded,
+    suite,
+    suite_json,
+    write,
+)
 
 SUITE = """\
 name: slow
@@ -36,7 +45,7 @@ def start(root: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", "suite",
          "s.suite.yaml", "--jobs", "4", "--quiet"],
-        cwd=root,
+        cwd=own_project(root),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -45,7 +45,7 @@ def dataset_dir(suite: Suite) -> Path | None:
 
 def load_cases(suite: Suite) -> list[Case]:
     """Every case of `suite` in order, read; `UsageError` when its dataset cannot be listed."""
-    return [c if c.loaded else read_case(Path(str(c.folder))) for c in list_cases(suite)]
+    return [c if c.loaded else read_case(str(c.folder)) for c in list_cases(suite)]
 
 
 def list_cases(suite: Suite) -> list[Case]:
@@ -77,42 +77,42 @@ def list_cases(suite: Suite) -> list[Case]:
     ]
 
 
-def read_case(folder: Path) -> Case:
+def read_case(folder: str | Path) -> Case:
     """The case in `folder`; a case with a `problem` when its files cannot be used."""
+    where = str(folder)
     try:
-        with os.scandir(folder) as found:
-            names = sorted(e.name for e in found)
+        names = sorted(os.listdir(where))
     except OSError as exc:
-        return _broken(folder, f"cannot read the case folder: {exc.strerror or exc}")
+        return _broken(where, f"cannot read the case folder: {exc.strerror or exc}")
     inputs_name = next((n for n in INPUT_NAMES if n in names), None)
     if inputs_name is None:
-        return _broken(folder, "the case folder has no input.yaml")
-    inputs, text, problem = _mapping(folder / inputs_name, "input")
+        return _broken(where, "the case folder has no input.yaml")
+    inputs, text, problem = _mapping(os.path.join(where, inputs_name), "input")
     if problem is not None:
-        return _broken(folder, problem)
+        return _broken(where, problem)
     annotations: dict[str, Any] = {}
     notes = next((n for n in ANNOTATION_NAMES if n in names), None)
     if notes is not None:
-        annotations, _, problem = _mapping(folder / notes, "annotations")
+        annotations, _, problem = _mapping(os.path.join(where, notes), "annotations")
         if problem is not None:
-            return _broken(folder, problem)
+            return _broken(where, problem)
     return Case(
-        folder.name,
+        os.path.basename(where),
         inputs,
         annotations,
         case_key(inputs, annotations),
-        str(folder),
-        folder=str(folder),
+        where,
+        folder=where,
         files=tuple(n for n in names if n not in ANNOTATION_NAMES and n != inputs_name),
         input_text=text,
     )
 
 
-def _mapping(path: Path, what: str) -> tuple[dict[str, Any], str, str | None]:
+def _mapping(path: str, what: str) -> tuple[dict[str, Any], str, str | None]:
     """(the mapping, the text read, why it cannot be used)."""
     try:
-        text = read_limited(path, str(path))
-        data, _ = parse_yaml(text, str(path))
+        text = read_limited(Path(path), path)
+        data, _ = parse_yaml(text, path)
     except YamlProblems as failed:
         first = failed.diagnostics[0]
         return {}, "", f"{first.location()}: {first.message}"
@@ -124,9 +124,10 @@ def _mapping(path: Path, what: str) -> tuple[dict[str, Any], str, str | None]:
     return data, text, None
 
 
-def _broken(folder: Path, problem: str) -> Case:
+def _broken(folder: str, problem: str) -> Case:
     return Case(
-        folder.name, {}, {}, case_key({"_problem": problem}, {}), str(folder), str(folder), problem
+        os.path.basename(folder), {}, {}, case_key({"_problem": problem}, {}), folder, folder,
+        problem,
     )
 
 

@@ -28,7 +28,7 @@ from engine.judges import (
     run_judges,
 )
 from engine.load.dataset import read_case
-from engine.model.errors import InterpolationError
+from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
 from engine.run.actions import ActionRunner
@@ -44,7 +44,7 @@ from engine.suite.spec import (
     RunSettings,
     SampleAnswer,
 )
-from engine.suite.subject import Place, SubjectRun, run_subject
+from engine.suite.subject import CaseShell, Place, SubjectRun, exports, run_subject
 
 MAX_RECORD_BYTES = 2 * 1024 * 1024  # a compressed record kept in history.db at most
 HOOK_OUTPUT_CHARS = 100_000
@@ -59,20 +59,21 @@ class _RunEnv:
     messages: Any  # TaggedMessages, built lazily (its gateway too)
     mode: str
     git_root: Path | None
-    env: dict[str, str] = field(default_factory=dict)  # the process's, and the suite's
-    suite_env: dict[str, str] = field(default_factory=dict)
+    suite_env: dict[str, str] = field(default_factory=dict)  # LL_SUITE, LL_SUITE_RUN, ...
+    root: Path = Path()  # the settings' paths, made once
+    project: Path = Path()
+    cwd: Path = Path()
     runners: dict[int, ActionRunner] = field(default_factory=dict)
     stopping: threading.Event = field(default_factory=threading.Event)
 
-    def runner(self, cwd: Path, env: Mapping[str, str], outputs_dir: Path) -> ActionRunner:
-        """This thread's runner, pointed at a case's workspace and environment."""
+    def runner(self, cwd: Path, outputs_dir: Path) -> ActionRunner:
+        """This thread's runner (it inherits the process's environment), pointed at a case's
+        workspace."""
         key = threading.get_ident()
         found = self.runners.get(key)
         if found is None:
-            found = self.runners[key] = ActionRunner(cwd=cwd, env=dict(env))
+            found = self.runners[key] = ActionRunner(cwd=cwd)
         found.cwd, found.outputs_dir = str(cwd), outputs_dir
-        found.env.clear()
-        found.env.update(env)
         return found
 
 
@@ -84,8 +85,6 @@ def _prepared(settings: RunSettings) -> _RunEnv:
     with _RUNS_LOCK:
         found = _RUNS.get(settings.run_id)
         if found is None:
-            from engine.llm.services import messages_port
-
             mode, git_root = workspaces.isolation_of(settings.suite, Path(settings.project_root))
             suite_env = {
                 "LL_SUITE": settings.suite.name,
@@ -94,17 +93,28 @@ def _prepared(settings: RunSettings) -> _RunEnv:
             }
             found = _RunEnv(
                 compile_judges(settings.suite.judges),
-                messages_port(
-                    run_dir=Path(settings.run_dir) if settings.run_dir else None,
-                    gate=settings.llm_gate,
-                ),
+                _messages(settings),
                 mode,
                 git_root,
-                {**os.environ, **suite_env},
                 suite_env,
+                Path(settings.scratch_root),
+                Path(settings.project_root),
+                Path(settings.cwd or settings.project_root),
             )
             _RUNS[settings.run_id] = found
         return found
+
+
+def _messages(settings: RunSettings) -> Any:
+    """The LLM port of a run that calls a model (the LLM layer is not even imported by a
+    suite of shell subjects and checks)."""
+    if not settings.suite.uses_llm:
+        return None
+    from engine.llm.services import messages_port
+
+    return messages_port(
+        run_dir=Path(settings.run_dir) if settings.run_dir else None, gate=settings.llm_gate
+    )
 
 
 def _suite_dir(suite: Suite) -> str:
@@ -171,7 +181,7 @@ def arms_of(suite: Suite) -> tuple[str, ...]:
 
 def _run_case(spec: CaseSpec) -> CaseOutcome:
     if not spec.case.loaded:  # listed by the driver, read here (in parallel with other cases)
-        spec = replace(spec, case=read_case(Path(str(spec.case.folder))))
+        spec = replace(spec, case=read_case(str(spec.case.folder)))
     if spec.case.problem is not None:
         return broken_case(spec, spec.case.problem)
     suite = spec.settings.suite
@@ -233,10 +243,10 @@ def _run_arm(
         ws = workspaces.create(
             suite,
             case,
-            root=Path(settings.scratch_root),
+            root=prepared.root,
             label=label,
-            project_root=Path(settings.project_root),
-            cwd=Path(settings.cwd or settings.project_root),
+            project_root=prepared.project,
+            cwd=prepared.cwd,
             mode=prepared.mode,
             git_root=prepared.git_root,
         )
@@ -251,13 +261,12 @@ def _run_arm(
             "LL_CASE_ARM": arm,
             "LL_WORKSPACE": str(ws.path),
         }
-        env = {**prepared.env, **case_env}
         ns = {"inputs": case.inputs, "annotations": case.annotations}
         if prepared.stopping.is_set():
             reason = "the suite was interrupted before this case ran"
             return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
-        runner = prepared.runner(ws.path, env, ws.scratch)
-        hooks, problem = _run_hooks(suite.before_each, runner, ns)
+        shell = CaseShell(prepared.runner(ws.path, ws.scratch), exports(case_env))
+        hooks, problem = _run_hooks(suite.before_each, shell, ns)
         if problem is not None:
             return ArmOutcome(
                 arm, "error", _errored(suite, problem), error=problem, workspace=kept
@@ -269,11 +278,10 @@ def _run_arm(
             before = baseline(ws.path, None, git=ws.mode == "worktree")
         place = Place(
             ws.path,
-            runner,
+            shell,
             ns,
-            case_env,
             suite.source,
-            prepared.messages.gateway,
+            prepared.messages.gateway if prepared.messages is not None else _no_gateway,
             suite.subject_model,
         )
         run = run_subject(subject, place)
@@ -282,7 +290,7 @@ def _run_arm(
         record = _record(suite, case, ws, before, run, hooks)
         judge_env = JudgeEnv(
             workspace=ws.path,
-            commands=_Commands(ws.path, ws.scratch, env),
+            commands=_Commands(ws.path, ws.scratch, case_env),
             messages=prepared.messages,
             render=_renderer(ns),
             model=suite.judge_model,
@@ -338,6 +346,10 @@ def _judge_all(
     return [next(waited) if _slow(c) else next(quick) for c in compiled]
 
 
+def _no_gateway() -> Any:
+    raise LoopError("this suite calls no model, yet a model was asked for")
+
+
 def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> ArmOutcome:
     reason = str(run.error)
     result = run.result
@@ -367,7 +379,7 @@ def _errored(suite: Suite, reason: str) -> tuple[JudgeOutcome, ...]:
 
 
 def _run_hooks(
-    hooks: tuple[Hook, ...], runner: ActionRunner, ns: Mapping[str, Any]
+    hooks: tuple[Hook, ...], shell: CaseShell, ns: Mapping[str, Any]
 ) -> tuple[dict[str, Any], str | None]:
     """Run `before_each` in order; the first failing one is the arm's error."""
     outputs: dict[str, Any] = {}
@@ -376,7 +388,7 @@ def _run_hooks(
             script = render_shell(hook.command, ns)
         except InterpolationError as exc:
             return outputs, f"before_each hook {hook.name!r}: {exc.message}"
-        result = runner.run_shell(script, state=f"hook-{hook.name}", timeout=hook.timeout)
+        result = shell.run(script, label=f"hook-{hook.name}", timeout=hook.timeout)
         if result.crashed or result.exit_code != 0:
             tail = result.stderr.strip()[-300:]
             why = result.failure_reason().removeprefix("action ")
@@ -440,11 +452,12 @@ def _record(
 class _Commands:
     """`CommandPort` for judges: bash in the case's workspace, a runner per command."""
 
-    def __init__(self, workspace: Path, scratch: Path, env: Mapping[str, str]) -> None:
-        self.workspace, self.scratch, self.env = workspace, scratch, env
+    def __init__(self, workspace: Path, scratch: Path, case_env: Mapping[str, str]) -> None:
+        self.workspace, self.scratch, self.case_env = workspace, scratch, case_env
 
     def run_command(self, command: str, *, timeout: float | None, label: str) -> ActionResult:
-        runner = ActionRunner(cwd=self.workspace, env=dict(self.env), outputs_dir=self.scratch)
+        env = {**os.environ, **self.case_env}
+        runner = ActionRunner(cwd=self.workspace, env=env, outputs_dir=self.scratch)
         try:
             return runner.run_shell(command, state=f"judge-{label}", timeout=timeout or 300.0)
         finally:

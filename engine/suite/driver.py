@@ -245,7 +245,7 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     _check_options(suite, options)
     cases = _selected(list_cases(suite), options.cases)
     if options.compare_baseline and suite.pairwise is not None:
-        cases = [c if c.loaded else read_case(Path(str(c.folder))) for c in cases]  # their keys
+        cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
     _check_workspace(suite, root)
     baseline_run = _baseline_run(suite, options, history, fingerprint)
     run_id = run_row.run_id if run_row is not None else new_run_id()

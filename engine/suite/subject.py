@@ -42,14 +42,33 @@ class SubjectRun:
 
 
 @dataclass(frozen=True)
+class CaseShell:
+    """Bash for one case: in its workspace, with the case's variables (`LL_CASE_ID`, ...)
+    exported at the head of every script. The runner itself inherits the process's environment
+    unchanged: encoding a whole environment for every spawn cost more than a quick subject."""
+
+    runner: ActionRunner
+    exports: str  # `export NAME=value ...; ` (values quoted)
+
+    def run(self, script: str, *, label: str, timeout: float | None) -> ActionResult:
+        return self.runner.run_shell(self.exports + script, state=label, timeout=timeout)
+
+
+def exports(variables: Mapping[str, str]) -> str:
+    """`export A='1' B='2'; `: one line, so the script's own line numbers stay as written."""
+    if not variables:
+        return ""
+    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items()) + "; "
+
+
+@dataclass(frozen=True)
 class Place:
-    """Where and with what a subject runs: `runner` runs bash in the workspace, with the case's
-    environment, spilling big outputs outside it."""
+    """Where and with what a subject runs: `shell` runs bash in the workspace, with the case's
+    variables, spilling big outputs outside it."""
 
     workspace: Path
-    runner: ActionRunner
+    shell: CaseShell
     namespaces: Mapping[str, Any]  # inputs, annotations
-    case_env: Mapping[str, str]  # LL_CASE_ID and friends, for an agent's own environment
     suite_source: str
     gateway: Callable[[], Any]  # the run's LLM gateway, built on first use
     subject_model: str | None = None
@@ -78,7 +97,7 @@ def _crash(result: ActionResult, timeout: float | None) -> str | None:
 
 
 def _shell(script: str, place: Place, timeout: float | None, label: str) -> ActionResult:
-    return place.runner.run_shell(script, state=label, timeout=timeout)
+    return place.shell.run(script, label=label, timeout=timeout)
 
 
 def _command(subject: Subject, place: Place) -> SubjectRun:
@@ -105,11 +124,8 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
     )
     if command:
         # The agent starts in the workspace: `cd` first, in the same shell as its command line.
-        exports = "".join(
-            f"export {name}={shlex.quote(value)}\n" for name, value in place.case_env.items()
-        )
-        located = f"cd -- {shlex.quote(str(place.workspace))} || exit 97\n{exports}{command}"
-        result = CommandRunner(located).run(text, call)
+        located = f"cd -- {shlex.quote(str(place.workspace))} || exit 97\n{place.shell.exports}"
+        result = CommandRunner(located + command).run(text, call)
     else:
         result = AnthropicRunner().run(text, call)
     error = _crash(result, subject.timeout)

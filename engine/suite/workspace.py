@@ -160,7 +160,10 @@ def create(
 ) -> Workspace:
     """A new workspace `root/<label>` for `case`, with `root/<label>.scratch` (made only when
     something is spilled there) beside it; WorkspaceError when it cannot be made."""
-    path, scratch = root / label, root / f"{label}.scratch"
+    # Paths as text: a case makes a few of them, and pathlib costs more than the file system
+    # does on a memory file system (thousands of cases).
+    text = os.path.join(root, label)
+    path, scratch = Path(text), Path(text + ".scratch")
     if mode == "none":  # where the suite started: nothing is made, copied or removed
         return Workspace(cwd or project_root, scratch, mode, None, ())
     if mode == "worktree":
@@ -170,12 +173,14 @@ def create(
         _add_worktree(git_root, path)
     else:
         try:
-            path.mkdir(parents=True)  # the parents exist unless this worker is elsewhere
+            os.mkdir(text)
         except FileExistsError:  # left by a run that was killed: start clean
-            shutil.rmtree(path, ignore_errors=True)
-            path.mkdir()
+            shutil.rmtree(text, ignore_errors=True)
+            os.mkdir(text)
+        except FileNotFoundError:  # the root is made by the driver, unless this worker is
+            os.makedirs(text)  # elsewhere
         _copy_paths(suite.workspace, project_root, path)
-    placed, known = _place_case(case, path)
+    placed, known = _place_case(case, text)
     if mode == "worktree" or suite.workspace:
         known = None  # the project's files are there too: the caller takes a snapshot
     return Workspace(path, scratch, mode, git_root, placed, known)
@@ -233,7 +238,7 @@ def _copy_paths(paths: tuple[str, ...], project_root: Path, into: Path) -> None:
 
 
 def _place_case(
-    case: Case, into: Path
+    case: Case, into: str
 ) -> tuple[tuple[str, ...], dict[str, tuple[int, int]] | None]:
     """Put the case's files at the workspace's top (`input.yaml` as it was read, or written
     from inline `input:`); never over a file of the project. Annotations are facts for the
@@ -242,9 +247,11 @@ def _place_case(
     text = case.input_text
     if text is None:
         text = yaml.safe_dump(case.inputs, sort_keys=False, allow_unicode=True)
-    known: dict[str, tuple[int, int]] | None = {"input.yaml": _write_new(into / "input.yaml", text)}
+    known: dict[str, tuple[int, int]] | None = {
+        "input.yaml": _write_new(os.path.join(into, "input.yaml"), text)
+    }
     for name in case.files:
-        source, target = Path(str(case.folder)) / name, into / name
+        source, target = Path(str(case.folder), name), Path(into, name)
         if os.path.lexists(target):
             raise WorkspaceError(f"the case file {name!r} would replace the project's own {name!r}")
         try:
@@ -261,7 +268,7 @@ def _place_case(
     return ("input.yaml", *case.files), known
 
 
-def _write_new(path: Path, text: str) -> tuple[int, int]:
+def _write_new(path: str, text: str) -> tuple[int, int]:
     """Create `path` holding `text`; its (mtime, size)."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -291,8 +298,9 @@ def remove(ws: Workspace) -> None:
             with _GIT_LOCK:
                 _git(ws.git_root, "worktree", "prune")
     _remove_tree(ws.path)
-    if ws.scratch.exists():
-        shutil.rmtree(ws.scratch, ignore_errors=True)
+    scratch = str(ws.scratch)
+    if os.path.exists(scratch):
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _remove_tree(path: Path) -> None:
