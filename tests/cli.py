@@ -95,34 +95,43 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     timeout: float = 60,
     process: bool = False,
+    merged: bool = False,
 ) -> Ran:
+    """Run a command; with `merged`, stderr goes into `stdout` in the order it was written (what
+    a terminal shows), and `stderr` is empty."""
     if process or os.environ.get("LL_TEST_PROCESS") == "1":
-        return _as_process(program, cwd, args, env, timeout)
-    return _in_process(program, cwd, args, env)
+        return _as_process(program, cwd, args, env, timeout, merged)
+    return _in_process(program, cwd, args, env, merged)
 
 
 def _as_process(
     program: str, cwd: Path, args: tuple[str, ...] | list[str], env: Mapping[str, str] | None,
-    timeout: float,
+    timeout: float, merged: bool,
 ) -> Ran:  # fmt: skip
     proc = subprocess.run(
         [str(BIN / program), *args],
         cwd=cwd,
         env={**os.environ, **(env or {})},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         timeout=timeout,
         check=False,
     )
-    return Ran(proc.returncode, proc.stdout, proc.stderr, Path(cwd))
+    return Ran(proc.returncode, proc.stdout, proc.stderr or "", Path(cwd))
 
 
 def _in_process(
-    program: str, cwd: Path, args: tuple[str, ...] | list[str], env: Mapping[str, str] | None
+    program: str,
+    cwd: Path,
+    args: tuple[str, ...] | list[str],
+    env: Mapping[str, str] | None,
+    merged: bool = False,
 ) -> Ran:
     from engine.cli.common import run_guarded
 
-    out, err = io.StringIO(), io.StringIO()
+    out = io.StringIO()
+    err = out if merged else io.StringIO()
     with (
         _LOCK,
         _session(program, cwd, args, env),
@@ -130,7 +139,7 @@ def _in_process(
         contextlib.redirect_stderr(err),
     ):
         code = run_guarded(_app(program, args), program)
-    return Ran(code, out.getvalue(), err.getvalue(), Path(cwd))
+    return Ran(code, out.getvalue(), "" if merged else err.getvalue(), Path(cwd))
 
 
 def _app(program: str, args: tuple[str, ...] | list[str]) -> Any:
