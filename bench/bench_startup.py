@@ -6,7 +6,8 @@ library, the parse); the ratio is what ll-loop adds on top to check the schema a
 rule. Target: ratio <= 3.0 (the reference system: 24x). Median of interleaved pairs, so both
 sides ride the same drift of a shared machine.
 
-`python -m bench run startup`; `python bench/bench_startup.py [--trials N]` too.
+`python -m bench run startup`; `python -m bench.bench_startup [--trials N] [--instructions]` too
+(`--instructions` adds valgrind's instruction counts, which a busy machine does not skew).
 """
 
 from __future__ import annotations
@@ -69,10 +70,45 @@ def bench_startup(trials: int = 15) -> float:
     return o[0] / b[0]
 
 
+def instructions(argv: list[str], cwd: Path) -> int | None:
+    """Instructions one process executes (valgrind's count): the same on a busy machine as on an
+    idle one, unlike any time. None without valgrind."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return None
+    done = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+         *argv],
+        cwd=cwd, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
+def bench_instructions() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        loop_file = work / "twenty.yaml"
+        loop_file.write_text(generate_loop(20))
+        base = instructions([sys.executable, "-c", BASELINE, str(loop_file)], work)
+        ours = instructions([ll_loop(), "validate", str(loop_file)], work)
+    if base is None or ours is None:
+        print("instructions: valgrind is not available")
+        return
+    print(
+        f"instructions (valgrind): yaml.safe_load {base / 1e6:.0f} M, "
+        f"validate {ours / 1e6:.0f} M, ratio {ours / base:.2f}x"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     trials = int(args[args.index("--trials") + 1]) if "--trials" in args else 15
     bench_startup(trials)
+    if "--instructions" in args:
+        bench_instructions()
 
 
 if __name__ == "__main__":

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
 from engine.model.loop import Loop
-from engine.model.ports import Event, RunResult
 
 if TYPE_CHECKING:
+    from engine._results import HistoryEntry, RunStatus, StopResult
     from engine.load.yaml_positions import Positions
+    from engine.model.ports import Event, RunResult
     from engine.run.locks import Lease
     from engine.run.resume import RunSnapshot
     from engine.run.session import Launch
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
-EventCallback = Callable[[Event], None]
+EventCallback = Callable[["Event"], None]
 DiagnosticCallback = Callable[[Diagnostic], None]
 
 
@@ -73,85 +74,6 @@ class LlmPreflightError(PreflightError):
     def __init__(self, problems: tuple[str, ...]) -> None:
         super().__init__(problems[0], hint="fix the LLM settings, or use --replay RUN")
         self.problems = problems
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    """Where one run stands, from its directory (or the lock queue, for a run still waiting)."""
-
-    run_id: str
-    status: Literal["running", "interrupted", "stopped", "finished", "queued"]
-    loop: str | None = None
-    loop_file: str = ""
-    state: str | None = None
-    steps: int = 0
-    elapsed_s: float = 0.0
-    started_at: str | None = None
-    pid: int | None = None
-    alive: bool = False
-    outcome: str | None = None
-    terminated_by: str | None = None
-    error: str | None = None
-    run_dir: Path | None = None
-    resumable: bool = False
-    orphaned_actions: tuple[int, ...] = ()  # action process groups a dead run left running
-    waiting_for: tuple[str, ...] = ()  # a queued run: the scope paths it waits for
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "run_id": self.run_id,
-            "loop": self.loop,
-            "status": self.status,
-            "state": self.state,
-            "steps": self.steps,
-            "elapsed_ms": int(self.elapsed_s * 1000),
-            "started_at": self.started_at,
-            "pid": self.pid,
-            "alive": self.alive,
-            "outcome": self.outcome,
-            "terminated_by": self.terminated_by,
-            "run_dir": None if self.run_dir is None else str(self.run_dir),
-        }
-        if self.status == "queued":
-            data["waiting_for"] = list(self.waiting_for)
-        return data
-
-
-@dataclass(frozen=True)
-class StopResult:
-    """What `stop` did: `stopped` is False when the run was still alive when `wait` ran out."""
-
-    run_id: str
-    stopped: bool
-    was: Literal["running", "interrupted", "stopped", "queued"]
-    status: RunStatus | None = None  # the run after the stop (None for a queued run)
-    ended_actions: tuple[int, ...] = ()  # a dead run's action groups that were ended
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One run as `.loops/history.db` recorded it; `status` is live for a run that has not
-    ended (running, interrupted or stopped), else `finished`."""
-
-    run_id: str
-    loop: str
-    started_at: str
-    ended_at: str | None
-    terminated_by: str | None
-    final_state: str | None
-    outcome: str | None
-    steps: int
-    cost_usd: float
-    error: str | None
-    parent_run_id: str | None
-    depth: int
-    status: str = "finished"
-
-    def to_json(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        if self.ended_at is not None:
-            del data["status"]
-        return data
 
 
 # --- validate ----------------------------------------------------------------------------------
@@ -558,6 +480,8 @@ def status(
 
 
 def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStatus:
+    from engine._results import RunStatus
+
     result = snapshot.result or {}
     return RunStatus(
         run_id=snapshot.run_id,
@@ -585,6 +509,7 @@ def _queued(root: Path, known: set[str]) -> list[RunStatus]:
         return []
     import time
 
+    from engine._results import RunStatus
     from engine.run.locks import holders
 
     return [
@@ -609,6 +534,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     import signal
     import time
 
+    from engine._results import StopResult
     from engine.run.locks import process_alive
     from engine.run.resume import end_orphaned_actions, find_run, read_run
 
@@ -650,6 +576,7 @@ def history(
     """Past runs from `.loops/history.db`, newest first (of one loop when `loop` is given)."""
     from dataclasses import asdict
 
+    from engine._results import HistoryEntry
     from engine.run.history import history_path, open_history
     from engine.run.resume import read_run
     from engine.run.runstore import runs_root
@@ -671,6 +598,7 @@ def history(
 
 def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:
     """Every event of one run (id or unique prefix) as written to its `events.jsonl`."""
+    from engine.model.ports import Event
     from engine.run.resume import find_run, read_events
 
     snapshot = find_run(run_id, _Where.of(cwd).root)
@@ -684,13 +612,14 @@ def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:
 # --- shared ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class _Where:
     """Where a call works: `base` resolves relative paths typed by the caller (None: the
     process's working directory, and paths stay as given in messages); `root` holds `.loops/`."""
 
-    base: Path | None
-    root: Path
+    __slots__ = ("base", "root")
+
+    def __init__(self, base: Path | None, root: Path) -> None:
+        self.base, self.root = base, root
 
     @classmethod
     def of(cls, cwd: PathLike | None) -> _Where:
@@ -710,3 +639,24 @@ def _has_subloops(loop: Loop) -> bool:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+_LAZY = {
+    "Event": "engine.model.ports",
+    "RunResult": "engine.model.ports",
+    "HistoryEntry": "engine._results",
+    "RunStatus": "engine._results",
+    "StopResult": "engine._results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The result types, imported on first use (see `engine._results`)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine.api' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -36,16 +36,17 @@ RANKS = ranks()
 
 
 def package_of(module: str) -> str | None:
-    """The layer package of a dotted module name (None: not ours). `engine` itself (its
-    `__init__`) is part of the public API, `engine.api`."""
+    """The layer package of a dotted module name (None: not ours). A subpackage of `engine` is a
+    layer; the modules directly in `engine/` are the public API, `engine.api`."""
     parts = module.split(".")
     if parts[0] == "lint":
         return "lint"
     if parts[0] != "engine":
         return None
-    top = REPO / "engine" / parts[1] if len(parts) > 1 else None
-    if top is None or not (top.is_dir() or top.with_suffix(".py").exists()):
-        return "engine.api"  # `engine` itself, or a name it defines (`engine.__version__`)
+    if len(parts) == 1 or not (REPO / "engine" / parts[1]).is_dir():
+        # `engine` itself, a module directly in engine/ (api.py, _results.py), or a name
+        # `engine/__init__.py` defines (`engine.__version__`): the public API
+        return "engine.api"
     return f"engine.{parts[1]}"
 
 
