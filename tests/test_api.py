@@ -284,3 +284,13 @@ def test_validate_names_a_missing_loop(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no loop named 'nope'"):
         engine.validate("nope", cwd=tmp_path)
     assert engine.validate("fix-until-green-demo") == []
+
+
+def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:
+    from engine.load.loader import load_loop_file
+
+    loop = load_loop_file(write_loop(tmp_path, COUNT, "count.yaml"))
+    result = engine.run(loop, cwd=tmp_path, max_steps=3)
+    assert (result.outcome, result.terminated_by, result.steps) == ("inconclusive", "max_steps", 3)
+    with pytest.raises(UsageError, match="max_steps must be at least 1"):
+        engine.run(loop, cwd=tmp_path, max_steps=0)
