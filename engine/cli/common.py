@@ -22,8 +22,11 @@ __all__ = [
 ]
 
 
+_debug = False  # `--debug` was given to the command being run
+
+
 def debug_enabled() -> bool:
-    return "--debug" in sys.argv or os.environ.get("LL_DEBUG") == "1"
+    return _debug or "--debug" in sys.argv or os.environ.get("LL_DEBUG") == "1"
 
 
 def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
@@ -31,9 +34,10 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
 
     `prog_name` names the program in usage lines and completion scripts (by default click
     guesses it from how Python was started)."""
-    if "--debug" in sys.argv:
+    global _debug
+    _debug = "--debug" in sys.argv
+    if _debug:
         sys.argv.remove("--debug")
-        os.environ["LL_DEBUG"] = "1"
     try:
         result = app(standalone_mode=False, prog_name=prog_name)
     except LoopError as exc:

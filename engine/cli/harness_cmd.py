@@ -1,4 +1,5 @@
-"""`ll-harness`: measure a command, a prompt, a loop or a batch of DSL tasks (thin CLI).
+"""`ll-harness`: measure a command, a prompt, a loop, a skill, an MCP tool call or a batch of
+DSL tasks (thin CLI).
 
 Each command parses its options, builds a subject, calls `engine.harness`, and renders. The
 exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCONCLUSIVE.
@@ -81,6 +82,14 @@ RetryOfOpt = Annotated[
     int | None,
     typer.Option("--retry-of", help="Attempt id of a timed-out sample this run replaces."),
 ]
+IssueIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--issue-id",
+        help="The issue this measures: its pre-patch evidence bundle (.loops/evidence/ID/), "
+        "when there is one, is added to the report read-only (prepatch_evidence).",
+    ),
+]
 
 
 def _judge(semantic: str | None, judge_model: str | None) -> str | None:
@@ -97,8 +106,8 @@ def _sample_timeout(timeout: float) -> float | None:
     return timeout if timeout > 0 else None
 
 
-# The options `cmd`, `prompt` and `loop` share, declared once: `measured` adds them to a command,
-# which receives them already built into the session's `Options` (and the output format).
+# The options every measuring command shares, declared once: `measured` adds them to a command,
+# which receives them built into the session's `Options`, with the output format and issue id.
 _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("exit_code", ExitCodeOpt, None),
     ("semantic", SemanticOpt, None),
@@ -110,14 +119,16 @@ _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("compare_baseline", CompareOpt, False),
     ("baseline_of", BaselineOfOpt, None),
     ("retry_of", RetryOfOpt, None),
+    ("issue_id", IssueIdOpt, None),
 )
+_PASSED = ("options", "output", "issue_id")  # what the command itself receives
 
 
 def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., int]]:
     """Give a command the shared measurement options (`timeout` is its default --timeout).
 
-    The command declares its own arguments plus `options: Options` and `output: OutputFormat`;
-    typer sees its own arguments followed by the shared options."""
+    The command declares its own arguments plus `options: Options`, `output: OutputFormat` and
+    `issue_id: str | None`; typer sees its own arguments followed by the shared options."""
 
     def decorate(command: Callable[..., int]) -> Callable[..., int]:
         own = [
@@ -125,7 +136,7 @@ def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., 
             if isinstance(p.annotation, str)
             else p
             for p in inspect.signature(command).parameters.values()
-            if p.name not in ("options", "output")  # filled in by the wrapper
+            if p.name not in _PASSED  # filled in by the wrapper
         ]
         shared = [
             inspect.Parameter(
@@ -140,7 +151,8 @@ def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., 
         @functools.wraps(command)
         def wrapper(**values: Any) -> int:
             given = {name: values.pop(name) for name, _, _ in _SHARED}
-            return command(**values, options=_options(**given), output=given["output"])
+            output, issue_id = given.pop("output"), given.pop("issue_id")
+            return command(**values, options=_options(**given), output=output, issue_id=issue_id)
 
         params = own + shared
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -157,7 +169,6 @@ def _options(
     judge_model: str | None,
     samples: int | None,
     timeout: float,
-    output: OutputFormat,
     measure_baseline: bool,
     compare_baseline: bool,
     baseline_of: str | None,
@@ -179,10 +190,22 @@ def _options(
     )
 
 
-def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], int]]) -> int:
-    """Print what `build` returns; under --output json a refusal is still one JSON object."""
+def _emit(
+    output: OutputFormat,
+    build: Callable[[], tuple[str, dict[str, Any], int]],
+    issue_id: str | None = None,
+) -> int:
+    """Print what `build` returns; under --output json a refusal is still one JSON object.
+
+    With `issue_id`, the issue's pre-patch evidence bundle (if any) is added to the report."""
     try:
+        if issue_id is not None:
+            from engine.harness.evidence import check_issue_id
+
+            check_issue_id(issue_id)
         text, data, code = build()
+        if issue_id is not None:
+            text, data = _with_evidence(text, data, issue_id)
     except LoopError as exc:
         if output is OutputFormat.json:
             print(
@@ -204,8 +227,24 @@ def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], i
     return code
 
 
+def _with_evidence(
+    text: str, data: dict[str, Any], issue_id: str
+) -> tuple[str, dict[str, Any]]:
+    """The report with the issue's pre-patch evidence: a JSON block and one text line."""
+    from engine.harness.evidence import evidence_line, prepatch_evidence
+
+    block = prepatch_evidence(Path.cwd(), issue_id)
+    data = {**data, "issue_id": issue_id}
+    if block is not None:
+        data["prepatch_evidence"] = block
+    return f"{text}\n{evidence_line(block, issue_id)}", data
+
+
 def _evaluate(
-    subject_factory: Callable[[Path], Subject], options: Options, output: OutputFormat
+    subject_factory: Callable[[Path], Subject],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None = None,
 ) -> int:
     from engine.harness.render import report_json, report_text
     from engine.harness.session import check_options, evaluate
@@ -221,33 +260,40 @@ def _evaluate(
             err(f"warning: {note}")
         return report_text(report), report_json(report), report.exit_code
 
-    return _emit(output, build)
+    return _emit(output, build, issue_id)
 
 
 @app.command(
-    "cmd", epilog=examples("ll-harness cmd 'pytest -q' --exit-code 0 --samples 5")
+    "cmd",
+    epilog=examples(
+        "ll-harness cmd 'pytest -q' --exit-code 0 --samples 5"
+    ),
 )
 @measured(timeout=300.0)
 def cmd_command(
     command: Annotated[str, typer.Argument(help="The shell command to measure (run with bash).")],
     options: Options,
     output: OutputFormat,
+    issue_id: str | None,
 ) -> int:
     """Measure a shell command (deterministic: one sample by default)."""
     from engine.harness.subjects import cmd_subject
 
-    return _evaluate(lambda cwd: cmd_subject(command, cwd=cwd), options, output)
+    return _evaluate(lambda cwd: cmd_subject(command, cwd=cwd), options, output, issue_id)
 
 
 @app.command(
     "prompt",
-    epilog=examples("ll-harness prompt 'Name three primes' --semantic 'lists three primes'"),
+    epilog=examples(
+        "ll-harness prompt 'Name three primes' --semantic 'lists three primes'"
+    ),
 )
 @measured(timeout=300.0)
 def prompt_command(
     prompt: Annotated[str, typer.Argument(help="The prompt text to send.")],
     options: Options,
     output: OutputFormat,
+    issue_id: str | None,
     model: ModelOpt = None,
     runner: RunnerOpt = None,
 ) -> int:
@@ -255,18 +301,25 @@ def prompt_command(
     from engine.harness.subjects import prompt_subject
 
     return _evaluate(
-        lambda _cwd: prompt_subject(prompt, model=model, prompt_runner=runner), options, output
+        lambda _cwd: prompt_subject(prompt, model=model, prompt_runner=runner),
+        options,
+        output,
+        issue_id,
     )
 
 
 @app.command(
-    "loop", epilog=examples("ll-harness loop fix-until-green-demo --exit-code 0 --samples 3")
+    "loop",
+    epilog=examples(
+        "ll-harness loop fix-until-green-demo --exit-code 0 --samples 3"
+    ),
 )
 @measured(timeout=1800.0)
 def loop_command(
     loop: Annotated[str, typer.Argument(help="Loop name or path, as for `ll-loop run`.")],
     options: Options,
     output: OutputFormat,
+    issue_id: str | None,
     input_text: Annotated[str | None, typer.Argument(metavar="[INPUT]", help="Loop input.")] = None,
     context: Annotated[
         list[str] | None, typer.Option("--context", help="K=V passed to the run (repeatable).")
@@ -282,6 +335,64 @@ def loop_command(
         ),
         options,
         output,
+        issue_id,
+    )
+
+
+@app.command(
+    "skill",
+    epilog=examples(
+        "ll-harness skill my-skill 'some args' --semantic 'it did the task'"
+    ),
+)
+@measured(timeout=600.0)
+def skill_command(
+    name: Annotated[str, typer.Argument(help="The skill's name (as typed after `/`).")],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
+    args: Annotated[
+        str | None, typer.Argument(metavar="[ARGS]", help="Arguments typed after the name.")
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option("--host", help="Host agent CLI (prompt on stdin); default $LL_HOST_CLI "
+                     "or `claude -p`."),
+    ] = None,
+) -> int:
+    """Measure a skill run through the host agent CLI (stochastic: three samples by default)."""
+    from engine.harness.skill import skill_subject
+
+    return _evaluate(
+        lambda cwd: skill_subject(name, args, host=host, cwd=cwd), options, output, issue_id
+    )
+
+
+@app.command(
+    "mcp",
+    epilog=examples(
+        'll-harness mcp files:read --args \'{"path": "README.md"}\' --exit-code 0'
+    ),
+)
+@measured(timeout=300.0)
+def mcp_command(
+    target: Annotated[str, typer.Argument(metavar="SERVER:TOOL", help="Server and tool.")],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
+    args: Annotated[
+        str | None, typer.Option("--args", help="The tool's arguments, a JSON object.")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="MCP servers file (default .mcp.json here)."),
+    ] = None,
+) -> int:
+    """Measure one MCP tool call over stdio (deterministic: one sample by default)."""
+    from engine.harness.mcp import mcp_subject
+
+    return _evaluate(
+        lambda cwd: mcp_subject(target, args, config=config, cwd=cwd), options, output, issue_id
     )
 
 
@@ -297,6 +408,7 @@ def dsl_command(
     timeout: TimeoutOpt = 300.0,
     output: OutputOpt = OutputFormat.text,
     retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
 ) -> int:
     """Run a batch of DSL task files and report the pass rate with a 95% Wilson interval."""
     from engine.harness.dsl import DslOptions, run_dsl
@@ -325,7 +437,7 @@ def dsl_command(
             report = run_dsl(path, options, history, cwd)
         return dsl_text(report), dsl_json(report), report.exit_code
 
-    return _emit(output, build)
+    return _emit(output, build, issue_id)
 
 
 @app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))

@@ -209,7 +209,7 @@ def report_refusal(
         err(exc.render())
         message = exc.message
     if output.json:
-        refusal = {
+        refusal: dict[str, Any] = {
             "run_id": None,
             "loop": loop,
             "final_state": None,
@@ -219,6 +219,7 @@ def report_refusal(
             "duration_ms": int((time.monotonic() - started) * 1000),
             "cost_usd": 0.0,
             "error": message,
+            "outputs": {},
             **(run or {}),
         }
         print(json.dumps(refusal))

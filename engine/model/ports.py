@@ -58,7 +58,10 @@ class Verdict:
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended; `run --json` prints exactly these fields (plus nothing)."""
+    """How a run ended; `run --json` prints exactly these fields (plus nothing).
+
+    `outputs` are the loop's `outputs:` values (empty unless it ended on a terminal), so a
+    script or `ll-harness loop` sees what the loop returns, not only how it ended."""
 
     run_id: str
     loop: str
@@ -87,6 +90,7 @@ class RunResult:
             "duration_ms": self.duration_ms,
             "cost_usd": round(self.cost_usd, 6),
             "error": self.error,
+            "outputs": dict(self.outputs),
         }
 
 
@@ -130,8 +134,16 @@ class LlmServices(Protocol):
     def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict: ...
 
     def run_prompt(
-        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
-    ) -> ActionResult: ...
+        self,
+        prompt: str,
+        *,
+        state: State,
+        loop: Loop,
+        timeout: float | None,
+        runner: str | None = None,
+    ) -> ActionResult:
+        """Run a prompt action; `runner` is the state's runner with `${...}` already rendered."""
+        ...
 
     @property
     def cost_usd(self) -> float: ...
