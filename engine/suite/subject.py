@@ -139,10 +139,12 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
 
 
 def _loop(subject: Subject, place: Place) -> SubjectRun:
-    from engine.run.subloop import load_child, resolve_child
+    from engine.load.loader import load_loop_with_positions
+    from engine.run.subloop import resolve_child
 
     path = resolve_child(subject.loop or "", place.suite_source, place.workspace)
-    child = load_child(path)
+    # Its parameters decide the binding; `ll-loop run` below lints it before its first step.
+    child, _ = load_loop_with_positions(path)
     values = bind_with(subject.with_, child.parameters, place.namespaces)
     argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
     for key, value in values.items():
