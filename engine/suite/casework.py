@@ -299,21 +299,26 @@ def _run_arm(
         )
         results = _judge_all(prepared.compiled, record, judge_env)
         result = run.result
+        judged = tuple(
+            outcome_of(r, j.judge.kind) for r, j in zip(results, prepared.compiled, strict=True)
+        )
+        # Kept when a comparison may need it, and for a case that failed (what its judges saw);
+        # compressing every passing record cost more than a quick case.
+        keep = settings.keep_records or any(
+            j.passed is False or j.status in ("error", "abstain") for j in judged
+        )
         return (
             ArmOutcome(
                 arm,
                 "ok",
-                tuple(
-                    outcome_of(r, j.judge.kind)
-                    for r, j in zip(results, prepared.compiled, strict=True)
-                ),
+                judged,
                 exit_code=result.exit_code,
                 duration_ms=result.duration_ms,
                 cost_usd=_subject_cost(run),
                 stdout=result.output,
                 stderr=result.stderr,
                 workspace=kept,
-                record=compress(record),
+                record=compress(record) if keep else None,
             ),
             record,
         )

@@ -49,6 +49,7 @@ class RunSettings:
     samples: int | None = None  # --samples: every LLM judge's samples
     keep_workspaces: bool = False
     subject_hashes: Mapping[str, str] = field(default_factory=dict)  # arm -> content hash
+    keep_records: bool = True  # every case's outputs record (else only failing cases')
 
 
 @dataclass(frozen=True)
