@@ -21,7 +21,8 @@ from engine.load.bounded import read_limited
 from engine.load.gcpause import collector_paused
 from engine.load.judges import build_judge_list, judge_list_problems, judge_names
 from engine.load.schema_check import load_schema, violations
-from engine.load.suggest import describe, did_you_mean, explain
+from engine.load.spelling import did_you_mean
+from engine.load.suggest import describe, explain
 from engine.load.yaml_positions import PathKey, Positions, YamlProblems, parse_yaml
 from engine.model.errors import Diagnostic, LoadError
 from engine.model.loop import EMPTY, Suppression

@@ -44,7 +44,14 @@ from engine.suite.spec import (
     RunSettings,
     SampleAnswer,
 )
-from engine.suite.subject import CaseShell, Place, SubjectRun, exports, run_subject
+from engine.suite.subject import (
+    CaseShell,
+    Place,
+    SubjectRun,
+    case_variables,
+    exports,
+    run_subject,
+)
 
 MAX_RECORD_BYTES = 2 * 1024 * 1024  # a compressed record kept in history.db at most
 HOOK_OUTPUT_CHARS = 100_000
@@ -263,7 +270,8 @@ def _run_arm(
         if prepared.stopping.is_set():
             reason = "the suite was interrupted before this case ran"
             return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
-        shell = CaseShell(prepared.runner(ws.path, ws.scratch), exports(case_env))
+        inputs = case_variables(("inputs", case.inputs))  # not the annotations: the answers
+        shell = CaseShell(prepared.runner(ws.path, ws.scratch), exports({**case_env, **inputs}))
         hooks, problem = _run_hooks(suite.before_each, shell, ns)
         if problem is not None:
             return ArmOutcome(
@@ -288,7 +296,14 @@ def _run_arm(
         record = _record(suite, case, ws, before, run, hooks)
         judge_env = JudgeEnv(
             workspace=ws.path,
-            commands=_Commands(ws.path, ws.scratch, case_env),
+            commands=_Commands(
+                ws.path,
+                ws.scratch,
+                {
+                    **case_env,
+                    **case_variables(("inputs", case.inputs), ("annotations", case.annotations)),
+                },
+            ),
             messages=prepared.messages,
             render=_renderer(ns),
             model=suite.judge_model,
