@@ -134,11 +134,17 @@ class RunLlmServices:
         return judge_with(gateway, spec, text, state=state, loop=loop, tag=self._tag(state))
 
     def run_prompt(
-        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
+        self,
+        prompt: str,
+        *,
+        state: State,
+        loop: Loop,
+        timeout: float | None,
+        runner: str | None = None,
     ) -> ActionResult:
-        runner_spec = settings.prompt_runner(state, loop)
+        runner_spec = settings.prompt_runner(state, loop, runner)
         try:
-            runner = resolve_runner(runner_spec)
+            chosen = resolve_runner(runner_spec)
         except ValueError as exc:
             return ActionResult(exit_code=None, spawn_error=str(exc))
         call = PromptCall(
@@ -150,10 +156,10 @@ class RunLlmServices:
             tag=self._tag(state),
         )
         try:
-            result = runner.run(prompt, call)
+            result = chosen.run(prompt, call)
         except LoopError as exc:  # the gateway could not be built (price table, replay log)
             return ActionResult(exit_code=None, spawn_error=exc.message)
-        if isinstance(runner, CommandRunner) and result.cost_usd:
+        if isinstance(chosen, CommandRunner) and result.cost_usd:
             self.gateway.add_agent_cost(result.cost_usd)  # counts toward max_cost_usd
         return result
 
