@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from engine.model.loop import Loop, State
 from lint._context import LintContext
-from lint._judges import judge_strings
+from lint._judges import judge_strings, judges_with_paths
 from lint._paths import did_you_mean, state_path, strings_in
 from lint._registry import Finding, PathKey, rule
 from lint._suite import SuiteContext
@@ -50,9 +50,9 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
     yield from strings_in(state.with_, state_path(state, "with"))
-    yield from judge_strings(state)
     if state.runner is not None:
         yield state_path(state, "runner"), state.runner
+    yield from judge_strings(state)
 
 
 def _uses(ctx: LintContext) -> list[Use]:
@@ -273,6 +273,11 @@ def _shell_fields(loop: Loop) -> Iterator[_ShellField]:
         if state.runner is not None and state.runner.startswith("cmd:"):
             command = state.runner.removeprefix("cmd:")
             yield _ShellField(state, state_path(state, "runner"), command, "runner command")
+        for judge, path in judges_with_paths(state):  # test, script and metric run bash
+            command = judge.arguments.get("command")
+            if judge.builtin in ("test", "script", "metric") and isinstance(command, str):
+                key = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
+                yield _ShellField(state, key, command, "judge command")
     if loop.llm.runner is not None and loop.llm.runner.startswith("cmd:"):
         command = loop.llm.runner.removeprefix("cmd:")
         yield _ShellField(None, ("llm", "runner"), command, "runner command")
