@@ -30,6 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 LATENCY = 0.2
+PAIRS = 3
 LLM_CASES, LLM_JOBS = 200, 16
 SHELL_CASES, SHELL_JOBS = 2000, 2
 
@@ -127,26 +128,29 @@ def bench_llm() -> bool:
                     history=history,
                     cwd=folder,
                 )
-                started = time.perf_counter()
-                result = run_suite(
-                    folder / "s.suite.yaml",
-                    SuiteOptions(jobs=LLM_JOBS),
-                    history=history,
-                    cwd=folder,
-                )
-                wall = time.perf_counter() - started
+                walls = []
+                for _ in range(PAIRS):
+                    started = time.perf_counter()
+                    result = run_suite(
+                        folder / "s.suite.yaml",
+                        SuiteOptions(jobs=LLM_JOBS),
+                        history=history,
+                        cwd=folder,
+                    )
+                    walls.append(time.perf_counter() - started)
+                    correct = result.summary("correct")
+                    assert correct is not None and correct.pass_rate.k == LLM_CASES
     finally:
         server.stdin.close()
         server.wait(timeout=30)
-    correct = result.summary("correct")
-    assert correct is not None and correct.pass_rate.k == LLM_CASES, result.judgements[:3]
+    wall = sorted(walls)[len(walls) // 2]
     ideal = LLM_CASES * LATENCY / LLM_JOBS
     ratio = wall / ideal
     ok = ratio <= 1.5
     print(
         f"(a) {LLM_CASES} cases x 3 judges (LLM at {LATENCY * 1000:.0f} ms), --jobs {LLM_JOBS}: "
-        f"{wall:.2f} s vs ideal {ideal:.2f} s: {ratio:.2f}x (budget 1.5x) "
-        f"{'OK' if ok else 'OVER BUDGET'}"
+        f"{wall:.2f} s vs ideal {ideal:.2f} s: {ratio:.2f}x (budget 1.5x; median of "
+        f"{', '.join(f'{w / ideal:.2f}' for w in walls)}) {'OK' if ok else 'OVER BUDGET'}"
     )
     return ok
 
@@ -187,18 +191,26 @@ def run_cli(folder: Path, *args: str) -> tuple[float, int, int]:
 
 
 def bench_shell() -> bool:
+    """Interleaved pairs (the machine's load moves between runs); the median pair is shown."""
+    pairs: list[tuple[float, float]] = []
+    peak = 0
     with tempfile.TemporaryDirectory() as tmp:
-        folder = make_project(Path(tmp), SHELL_SUITE, SHELL_CASES)
-        bare = bare_spawns(SHELL_CASES, SHELL_JOBS)
-        wall, rss, code = run_cli(folder, "--jobs", str(SHELL_JOBS))
-        bare = min(bare, bare_spawns(SHELL_CASES, SHELL_JOBS))
-    assert code == 0, f"the suite exited {code}"
+        for rep in range(PAIRS):
+            folder = make_project(Path(tmp) / str(rep), SHELL_SUITE, SHELL_CASES)
+            bare = bare_spawns(SHELL_CASES, SHELL_JOBS)
+            wall, rss, code = run_cli(folder, "--jobs", str(SHELL_JOBS))
+            assert code == 0, f"the suite exited {code}"
+            pairs.append((wall, bare))
+            peak = max(peak, rss)
+    wall, bare = sorted(pairs, key=lambda p: p[0] / p[1])[len(pairs) // 2]
     ratio = wall / bare
-    ok = ratio <= 1.3 and rss < 200
+    ok = ratio <= 1.3 and peak < 200
     print(
         f"(b) {SHELL_CASES} cases, shell subject, --jobs {SHELL_JOBS}: ll-harness {wall:.2f} s "
         f"vs {SHELL_CASES} bare spawns over {SHELL_JOBS} threads {bare:.2f} s: {ratio:.2f}x "
-        f"(budget 1.3x); peak RSS {rss} MB (budget 200 MB) {'OK' if ok else 'OVER BUDGET'}"
+        f"(budget 1.3x; median of {PAIRS} pairs: "
+        f"{', '.join(f'{w / b:.2f}' for w, b in pairs)}); peak RSS {peak} MB (budget 200 MB) "
+        f"{'OK' if ok else 'OVER BUDGET'}"
     )
     return ok
 
@@ -215,6 +227,21 @@ def recorded(folder: Path) -> int:
 
 
 def bench_resume() -> bool:
+    """Interleaved (uninterrupted, killed + resumed) pairs; the median pair is shown."""
+    results = [_resume_pair(rep) for rep in range(PAIRS)]
+    whole, first, second, done = sorted(results, key=lambda r: (r[1] + r[2]) / r[0])[PAIRS // 2]
+    ratio = (first + second) / whole
+    ok = ratio <= 1.1
+    print(
+        f"(c) killed at {done}/{SHELL_CASES} cases ({first:.2f} s) + --resume ({second:.2f} s) "
+        f"vs uninterrupted {whole:.2f} s: {ratio:.2f}x (budget 1.1x; median of {PAIRS} pairs: "
+        f"{', '.join(f'{(r[1] + r[2]) / r[0]:.2f}' for r in results)}) "
+        f"{'OK' if ok else 'OVER BUDGET'}"
+    )
+    return ok
+
+
+def _resume_pair(rep: int) -> tuple[float, float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         whole_dir = make_project(Path(tmp) / "whole", SHELL_SUITE, SHELL_CASES)
         whole, _, code = run_cli(whole_dir, "--jobs", str(SHELL_JOBS))
@@ -237,17 +264,12 @@ def bench_resume() -> bool:
             (run_id,) = db.execute("SELECT run_id FROM suite_runs").fetchone()
         second, _, code = run_cli(folder, "--jobs", str(SHELL_JOBS), "--resume", run_id)
         assert code == 0 and recorded(folder) == SHELL_CASES
-    ratio = (first + second) / whole
-    ok = ratio <= 1.1
-    print(
-        f"(c) killed at {done}/{SHELL_CASES} cases ({first:.2f} s) + --resume ({second:.2f} s) "
-        f"vs uninterrupted {whole:.2f} s: {ratio:.2f}x (budget 1.1x) "
-        f"{'OK' if ok else 'OVER BUDGET'}"
-    )
-    return ok
+    return whole, first, second, done
 
 
-BENCHES = {"a": bench_llm, "b": bench_shell, "c": bench_resume}
+# (b) and (c) first: a child's peak RSS as `wait4` reports it starts from this process's own
+# at the spawn, which (a) makes large (the SDK).
+BENCHES = {"b": bench_shell, "c": bench_resume, "a": bench_llm}
 
 
 def main(argv: list[str] | None = None) -> None:

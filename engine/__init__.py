@@ -8,8 +8,9 @@ The public Python API lives in `engine.api` and is re-exported here, lazily, so 
     []
 
 `engine.run` is both the runtime's package (`engine.run.interpreter`, …) and the API's `run`
-function: calling the package calls `engine.api.run` (see docs/api.md). Type-checked code can
-import the function itself: `from engine.api import run`.
+function: calling the package calls `engine.api.run` (see docs/api.md); `engine.suite` likewise
+calls `engine.api.suite`. Type-checked code can import the functions themselves:
+`from engine.api import run, suite`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 import engine.run as _run_package  # the package's __init__ imports nothing: cheap
+import engine.suite as _suite_package  # likewise (its names load on first use)
 
 __version__ = "0.1.0"
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
         RunResult,
         RunStatus,
         StopResult,
+        SuiteResult,
         events,
         history,
         resume,
@@ -49,6 +52,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "StopResult",
+    "SuiteResult",
     "__version__",
     "events",
     "history",
@@ -56,9 +60,10 @@ __all__ = [
     "run",
     "status",
     "stop",
+    "suite",
     "validate",
 ]
-_API = frozenset(__all__) - {"__version__", "run"}
+_API = frozenset(__all__) - {"__version__", "run", "suite"}
 
 
 class _CallablePackage(types.ModuleType):
@@ -70,7 +75,7 @@ class _CallablePackage(types.ModuleType):
 
 
 _run_package.__class__ = _CallablePackage
-
+_suite_package.__class__ = _CallablePackage
 
 def __getattr__(name: str) -> Any:
     """`engine.validate`, `engine.RunResult`, …: imported from `engine.api` on first use."""

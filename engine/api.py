@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
 from engine.model.loop import Loop
+from engine.model.suite import Suite
 
 if TYPE_CHECKING:
     from engine._results import HistoryEntry, RunStatus, StopResult
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from engine.run.locks import Lease
     from engine.run.resume import RunSnapshot
     from engine.run.session import Launch
+    from engine.suite.result import SuiteResult
+    from engine.suite.spec import CaseOutcome
 
 __all__ = [
     "Diagnostic",
@@ -44,12 +47,14 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "StopResult",
+    "SuiteResult",
     "events",
     "history",
     "resume",
     "run",
     "status",
     "stop",
+    "suite",
     "validate",
 ]
 
@@ -90,13 +95,38 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
 
 
 def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
-    """Load-time diagnostics, or (when the loop loads) every lint diagnostic."""
+    """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
+    (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite."""
     from engine.load.loader import check_loop_file
 
+    if _is_suite(path):
+        return _check_suite(path)
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
     return _lint(loop, positions, where)
+
+
+def _is_suite(path: Path) -> bool:
+    from engine.load.suite import is_suite_path, looks_like_suite
+
+    if is_suite_path(path):
+        return True
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return False
+    return looks_like_suite(head)
+
+
+def _check_suite(path: Path) -> list[Diagnostic]:
+    from engine.load.suite import check_suite_file
+    from lint import lint_suite
+
+    suite, positions, problems = check_suite_file(path)
+    if suite is None:
+        return problems
+    return lint_suite(suite, positions)
 
 
 def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagnostic]:
@@ -609,6 +639,48 @@ def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:
     return found
 
 
+# --- suites ------------------------------------------------------------------------------------
+
+
+def suite(
+    path: PathLike | Suite,
+    *,
+    samples: int | None = None,
+    jobs: int | None = None,
+    cases: str | None = None,
+    measure_baseline: bool = False,
+    compare_baseline: bool = False,
+    baseline_of: str | None = None,
+    resume: str | None = None,
+    keep_workspaces: bool = False,
+    executor: str = "threads",
+    on_case: Callable[[CaseOutcome], None] | None = None,
+    cwd: PathLike | None = None,
+) -> SuiteResult:
+    """Run a suite file (or a loaded `Suite`) as `ll-harness suite` does, and return its
+    `SuiteResult`: per-judge aggregates with intervals, the verdict (`result.exit_code` is the
+    command's), every case x judge x sample; everything recorded in the project's
+    `.loops/history.db`. `on_case` hears each case's outcome as it finishes. Raises `LoadError`
+    for a file that does not load, `SuiteRefusal` for what the command refuses (exit 2), and
+    `SuiteInterrupted` on Ctrl-C (the run stays resumable with `resume=RUN_ID`)."""
+    from engine.suite import SuiteOptions, run_suite
+
+    where = _Where.of(cwd)
+    target = path if isinstance(path, Suite) else where.path(path)
+    options = SuiteOptions(
+        samples=samples,
+        jobs=jobs,
+        cases=cases,
+        measure_baseline=measure_baseline,
+        compare_baseline=compare_baseline,
+        baseline_of=baseline_of,
+        resume=resume,
+        keep_workspaces=keep_workspaces,
+        executor=executor,
+    )
+    return run_suite(target, options, cwd=where.base or Path.cwd(), on_case=on_case)
+
+
 # --- shared ------------------------------------------------------------------------------------
 
 
@@ -647,6 +719,7 @@ _LAZY = {
     "HistoryEntry": "engine._results",
     "RunStatus": "engine._results",
     "StopResult": "engine._results",
+    "SuiteResult": "engine.suite.result",
 }
 
 

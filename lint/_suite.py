@@ -30,6 +30,23 @@ class SuiteContext:
         except LoopError:
             return []
 
+    def shell_templates(self) -> Iterator[tuple[PathKey, str, str]]:
+        """Every bash script of the suite with a `${...}`: (path, script, what it is)."""
+        suite = self.suite
+        for key, subject in (
+            ("subject", suite.subject),
+            ("baseline_subject", suite.baseline_subject),
+        ):
+            if subject is not None and subject.command is not None:
+                yield (key, "command"), subject.command, "subject command"
+        for index, hook in enumerate(suite.before_each):
+            yield ("before_each", index), hook.command, "hook"
+        for judge, path in self.judges():
+            command = judge.arguments.get("command") if judge.kind == "builtin" else None
+            if isinstance(command, str):
+                at = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
+                yield at, command, "judge command"
+
     def judges(self) -> Iterator[tuple[Judge, PathKey]]:
         """Each judge with the YAML path of its entry."""
         seen = dict.fromkeys(_SPELLINGS, 0)

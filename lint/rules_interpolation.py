@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from engine.model.loop import Loop, State
 from lint._context import LintContext
-from lint._judges import judge_strings
+from lint._judges import judge_strings, judges_with_paths
 from lint._paths import did_you_mean, state_path, strings_in
 from lint._registry import Finding, PathKey, rule
+from lint._suite import SuiteContext
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
@@ -49,9 +50,9 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
     yield from strings_in(state.with_, state_path(state, "with"))
-    yield from judge_strings(state)
     if state.runner is not None:
         yield state_path(state, "runner"), state.runner
+    yield from judge_strings(state)
 
 
 def _uses(ctx: LintContext) -> list[Use]:
@@ -272,6 +273,11 @@ def _shell_fields(loop: Loop) -> Iterator[_ShellField]:
         if state.runner is not None and state.runner.startswith("cmd:"):
             command = state.runner.removeprefix("cmd:")
             yield _ShellField(state, state_path(state, "runner"), command, "runner command")
+        for judge, path in judges_with_paths(state):  # test, script and metric run bash
+            script = judge.arguments.get("command")
+            if judge.builtin in ("test", "script", "metric") and isinstance(script, str):
+                key = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
+                yield _ShellField(state, key, script, "judge command")
     if loop.llm.runner is not None and loop.llm.runner.startswith("cmd:"):
         command = loop.llm.runner.removeprefix("cmd:")
         yield _ShellField(None, ("llm", "runner"), command, "runner command")
@@ -283,20 +289,27 @@ def _needle(template: str, start: int, end: int) -> tuple[str, int]:
     return needle, template.count(needle, 0, start) if needle else 0
 
 
-@rule("LL034", "error", "unsafe-shell-position")
-def unsafe_shell_position(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL034", "error", "unsafe-shell-position", targets=("loop", "suite"))
+def unsafe_shell_position(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A `${...}` sits where bash runs or evaluates text, and its type does not make it safe.
 
     Code, arithmetic, a variable name, a comment, or a place the bash grammar cannot classify.
+    A suite's case values are text.
     """
-    fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
+    if isinstance(ctx, SuiteContext):
+        scripts = [
+            _ShellField(None, path, text, what) for path, text, what in ctx.shell_templates()
+        ]
+    else:
+        scripts = list(_shell_fields(ctx.loop))
+    fields = [f for f in scripts if "${" in f.template]
     if not fields:
         return
     from engine.shell.commands import Role
-    from engine.shell.interpolate import ValueTypes, refusal, shell_holes, value_type
+    from engine.shell.interpolate import NO_TYPES, ValueTypes, refusal, shell_holes, value_type
     from engine.shell.quoting import Context
 
-    types = ValueTypes.of(ctx.loop.parameters)
+    types = NO_TYPES if isinstance(ctx, SuiteContext) else ValueTypes.of(ctx.loop.parameters)
     for field in fields:
         holes, plan = shell_holes(field.template)
         if plan.problem is not None:

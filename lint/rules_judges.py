@@ -27,11 +27,11 @@ _BOTH = ("loop", "suite")
 @rule("LL070", "error", "judge-condition", targets=_BOTH)
 def judge_condition(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A judge's `if:` is not a Python expression, so the judge could only ever error."""
-    from engine.judges.python_judges import compile_condition
-
     for judge, path in _judges(ctx):
         if judge.condition is None:
             continue
+        from engine.judges.python_judges import compile_condition  # only loops with judges pay
+
         try:
             compile_condition(judge.condition)
         except SyntaxError as exc:
@@ -46,11 +46,11 @@ def judge_condition(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
 @rule("LL071", "warning", "judge-module", targets=_BOTH)
 def judge_module(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A `module` + `function` judge whose module or function cannot be found."""
-    from engine.judges.python_judges import static_import_problem
-
     for judge, path in _judges(ctx):
         if judge.kind != "callable":
             continue
+        from engine.judges.python_judges import static_import_problem
+
         problem = static_import_problem(str(judge.module), str(judge.function), Path.cwd())
         if problem is not None:
             yield Finding(
@@ -80,11 +80,11 @@ def judge_prompt_file(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
 @rule("LL073", "error", "judge-builtin", targets=_BOTH)
 def judge_builtin(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """A `builtin` judge names no registered builtin, or gives it arguments it does not take."""
-    from engine.judges.registry import all_builtins, find_builtin
-
     for judge, path in _judges(ctx):
         if judge.kind != "builtin" or judge.spelling != "judges":
             continue
+        from engine.judges.registry import all_builtins, find_builtin
+
         found = find_builtin(judge.builtin or "")
         if found is None:
             names = sorted({b.name for b in all_builtins()})

@@ -451,7 +451,14 @@ class SuiteExecutor(StrEnum):
     ray = "ray"
 
 
-@app.command("suite")
+@app.command(
+    "suite",
+    epilog=examples(
+        "ll-harness suite evals/answers.suite.yaml --jobs 8",
+        "ll-harness suite evals/answers.suite.yaml --output json --cases 'hard-*'",
+        "ll-harness suite evals/answers.suite.yaml --resume 20260101-120000-a1b2c3",
+    ),
+)
 def suite_command(
     path: Annotated[Path, typer.Argument(help="A suite file (*.suite.yaml).")],
     samples: Annotated[

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from engine.cli.common import examples
+
 OTHER_KINDS = (
     "Other judge kinds (docs/judges.md): check (an inline Python snippet), prompt / prompt_file / "
     "llm_rubric (an LLM judge), module + function (your own Python); Polpo expectations "
@@ -17,7 +19,7 @@ OTHER_KINDS = (
 def register(app: typer.Typer) -> None:
     """Add `judges` to `app`."""
 
-    @app.command("judges")
+    @app.command("judges", epilog=examples("ll-loop judges", "ll-loop judges --json"))
     def judges_command(
         json_output: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
     ) -> None:

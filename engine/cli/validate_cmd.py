@@ -109,33 +109,7 @@ def check_file(path: Path) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic."""
     from engine.api import validate
 
-    if _is_suite(path):
-        return check_suite(path)
     return validate(path)
-
-
-def _is_suite(path: Path) -> bool:
-    """A `*.suite.yaml`, or a YAML file whose top level has `subject:` and no `states:`."""
-    from engine.load.suite import is_suite_path, looks_like_suite
-
-    if is_suite_path(path):
-        return True
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
-        return False
-    return looks_like_suite(head)
-
-
-def check_suite(path: Path) -> list[Diagnostic]:
-    """A suite file: its load-time diagnostics, or (when it loads) its lint diagnostics."""
-    from engine.load.suite import check_suite_file
-    from lint import lint_suite
-
-    suite, positions, problems = check_suite_file(path)
-    if suite is None:
-        return problems
-    return lint_suite(suite, positions)
 
 
 def _usage_diagnostic(ref: str, exc: LoopError) -> Diagnostic:

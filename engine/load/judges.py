@@ -64,7 +64,7 @@ def judge_names(block: Mapping[str, Any]) -> list[str]:
     (`test`, `test_2`, `metric`, ...) in file order: judges, expectations, metrics."""
     names: list[str] = []
     for spelling in SPELLINGS:
-        for entry in block.get(spelling) or ():
+        for entry in _listed(block, spelling):
             if not isinstance(entry, Mapping):
                 names.append("")
                 continue
@@ -79,9 +79,15 @@ def judge_names(block: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def _listed(block: Mapping[str, Any], spelling: str) -> list[Any]:
+    """The entries of a judge list; nothing when it is not a list (the schema says so)."""
+    entries = block.get(spelling)
+    return entries if isinstance(entries, list) else []
+
+
 def _entries(block: Mapping[str, Any], path: PathKey) -> Iterator[tuple[str, int, Any, PathKey]]:
     for spelling in SPELLINGS:
-        for index, entry in enumerate(block.get(spelling) or ()):
+        for index, entry in enumerate(_listed(block, spelling)):
             yield spelling, index, entry, (*path, spelling, index)
 
 

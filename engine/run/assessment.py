@@ -4,7 +4,6 @@ the verdict. The judging itself is `engine.judges`."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +36,9 @@ class ShellCommands:
         self.default_timeout = default_timeout
 
     def run_command(self, command: str, *, timeout: float | None, label: str) -> ActionResult:
+        actions = self.rt.actions  # the run's environment (LL_RUN_ID, ...) and directory
         runner = ActionRunner(
-            cwd=Path(self.rt.actions.cwd), env=dict(os.environ), outputs_dir=self.rt.outputs_dir
+            cwd=Path(actions.cwd), env=dict(actions.env), outputs_dir=self.rt.outputs_dir
         )
         listeners = self.rt.stop.listeners
         listeners.append(runner.terminate)

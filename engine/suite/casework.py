@@ -44,7 +44,14 @@ from engine.suite.spec import (
     RunSettings,
     SampleAnswer,
 )
-from engine.suite.subject import CaseShell, Place, SubjectRun, exports, run_subject
+from engine.suite.subject import (
+    CaseShell,
+    Place,
+    SubjectRun,
+    case_variables,
+    exports,
+    run_subject,
+)
 
 MAX_RECORD_BYTES = 2 * 1024 * 1024  # a compressed record kept in history.db at most
 HOOK_OUTPUT_CHARS = 100_000
@@ -265,7 +272,8 @@ def _run_arm(
         if prepared.stopping.is_set():
             reason = "the suite was interrupted before this case ran"
             return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
-        shell = CaseShell(prepared.runner(ws.path, ws.scratch), exports(case_env))
+        inputs = case_variables(("inputs", case.inputs))  # not the annotations: the answers
+        shell = CaseShell(prepared.runner(ws.path, ws.scratch), exports({**case_env, **inputs}))
         hooks, problem = _run_hooks(suite.before_each, shell, ns)
         if problem is not None:
             return ArmOutcome(
@@ -290,7 +298,14 @@ def _run_arm(
         record = _record(suite, case, ws, before, run, hooks)
         judge_env = JudgeEnv(
             workspace=ws.path,
-            commands=_Commands(ws.path, ws.scratch, case_env),
+            commands=_Commands(
+                ws.path,
+                ws.scratch,
+                {
+                    **case_env,
+                    **case_variables(("inputs", case.inputs), ("annotations", case.annotations)),
+                },
+            ),
             messages=prepared.messages,
             render=_renderer(ns),
             model=suite.judge_model,
@@ -301,21 +316,26 @@ def _run_arm(
         )
         results = _judge_all(prepared.compiled, record, judge_env)
         result = run.result
+        judged = tuple(
+            outcome_of(r, j.judge.kind) for r, j in zip(results, prepared.compiled, strict=True)
+        )
+        # Kept when a comparison may need it, and for a case that failed (what its judges saw);
+        # compressing every passing record cost more than a quick case.
+        keep = settings.keep_records or any(
+            j.passed is False or j.status in ("error", "abstain") for j in judged
+        )
         return (
             ArmOutcome(
                 arm,
                 "ok",
-                tuple(
-                    outcome_of(r, j.judge.kind)
-                    for r, j in zip(results, prepared.compiled, strict=True)
-                ),
+                judged,
                 exit_code=result.exit_code,
                 duration_ms=result.duration_ms,
                 cost_usd=_subject_cost(run),
                 stdout=result.output,
                 stderr=result.stderr,
                 workspace=kept,
-                record=compress(record),
+                record=compress(record) if keep else None,
             ),
             record,
         )

@@ -264,6 +264,7 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
         samples=options.samples,
         keep_workspaces=options.keep_workspaces,
         subject_hashes=subject_hashes(suite),
+        keep_records=options.measure_baseline or suite.pairwise is not None,
     )
     if history is not None and run_row is None:
         history.record_suite_run(_run_row(suite, settings, options, len(cases), cwd))

@@ -53,6 +53,7 @@ class RunSettings:
     keep_workspaces: bool = False
     subject_hashes: Mapping[str, str] = field(default_factory=dict)  # arm -> content hash
     llm_gate: RateGate | None = None  # shared LLM admission across workers (the Ray limiter)
+    keep_records: bool = True  # every case's outputs record (else only failing cases')
 
 
 @dataclass(frozen=True)

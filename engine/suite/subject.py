@@ -27,7 +27,14 @@ from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
 from engine.model.suite import Subject
 from engine.run.actions import ActionRunner
-from engine.shell.interpolate import evaluate, find_expressions, render_shell, render_text
+from engine.shell.interpolate import (
+    env_name,
+    evaluate,
+    find_expressions,
+    render_shell,
+    render_text,
+    to_text,
+)
 
 MAX_EVENTS = 2000  # events of a loop subject kept in the record
 
@@ -54,11 +61,37 @@ class CaseShell:
         return self.runner.run_shell(self.exports + script, state=label, timeout=timeout)
 
 
+EXPORTS_LIMIT = 100_000  # bytes of exported values: one `bash -c` argument holds 128 KiB
+
+
 def exports(variables: Mapping[str, str]) -> str:
     """`export A='1' B='2'; `: one line, so the script's own line numbers stay as written."""
     if not variables:
         return ""
     return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items()) + "; "
+
+
+def case_variables(*roots: tuple[str, Mapping[str, Any]]) -> dict[str, str]:
+    """`LL_INPUTS_<key>` (and `LL_ANNOTATIONS_<key>`) for every top-level key: the spelling of
+    a case's values for places where text may not be interpolated (`python -c`, `eval`, ...).
+    Values holding NUL, or past the size limit, are left out (as for loop actions)."""
+    found: dict[str, str] = {}
+    total = 0
+    for root, values in roots:
+        for key, value in values.items():
+            name = env_name(f"{root}.{key}") if isinstance(key, str) else None
+            if name is None:
+                continue
+            try:
+                text = to_text(value)
+            except Exception:  # a value that has no text form is simply not exported
+                continue
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if "\x00" in text or total + size > EXPORTS_LIMIT:
+                continue
+            total += size
+            found[name] = text
+    return found
 
 
 @dataclass(frozen=True)
@@ -139,12 +172,15 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
 
 
 def _loop(subject: Subject, place: Place) -> SubjectRun:
-    from engine.load.loader import load_loop_with_positions
+    from engine.load.loader import load_loop_file
+    from engine.model.errors import LoadError
     from engine.run.subloop import resolve_child
 
     path = resolve_child(subject.loop or "", place.suite_source, place.workspace)
-    # Its parameters decide the binding; `ll-loop run` below lints it before its first step.
-    child, _ = load_loop_with_positions(path)
+    try:
+        child = load_loop_file(path)  # for its parameters; `ll-loop run` lints it before running
+    except LoadError as exc:
+        return SubjectRun(ActionResult(exit_code=None), f"the loop does not load: {exc.message}")
     values = bind_with(subject.with_, child.parameters, place.namespaces)
     argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
     for key, value in values.items():

@@ -1,4 +1,4 @@
-"""The subject of the word-count example suite: count the words of a text.
+"""The subject of the word-count example suite: count the words of the text on stdin.
 
 Prints `N words` and writes out/result.json with the count, as a tool under evaluation would.
 """
@@ -8,7 +8,7 @@ import re
 import sys
 from pathlib import Path
 
-text = sys.argv[1] if len(sys.argv) > 1 else sys.stdin.read()
+text = sys.stdin.read()
 words = re.findall(r"[A-Za-z0-9]+(?:['-][A-Za-z0-9]+)*", text)
 out = Path("out")
 out.mkdir(exist_ok=True)
