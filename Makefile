@@ -32,7 +32,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check engine lint tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(JOBS) --cov --cov-report=
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --cov --cov-report=
 	@echo "coverage: $$($(BIN)/python -m coverage report --format=total)% of the lines of engine/ and lint/"
 
 bench: $(VENV)/.installed-dev

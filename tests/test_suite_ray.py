@@ -48,6 +48,9 @@ judges:
 thresholds:
   counted: {min_pass_rate: 0.5}
 """
+# One xdist worker takes every test here (`--dist loadgroup`), so one cluster serves them all.
+pytestmark = pytest.mark.xdist_group("ray")
+
 TEXTS = ["one", "two words", "three little words", "a b c d", "x", "five of them are here"]
 
 
