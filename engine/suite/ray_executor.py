@@ -35,6 +35,7 @@ MAX_RETRIES = 3  # a case whose worker died is run again this many times, then e
 PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
 INSTALL = "pip install 'll-loop[ray]'"
 _SKIPPED = ("__pycache__", "*.pyc")
+ENGINE_DIR = Path(__file__).resolve().parents[1]  # engine/ (without importing the public API)
 
 
 class RayUnavailable(UsageError):
@@ -61,13 +62,12 @@ def package_dir() -> Path:
     with _STAGE_LOCK:
         if _STAGED is not None and _STAGED.is_dir():
             return _STAGED
-        import engine
         import lint
         from engine.load.resources import data_dir
 
         staged = Path(tempfile.mkdtemp(prefix="ll-ray-pkg-"))
         ignore = shutil.ignore_patterns(*_SKIPPED)
-        shutil.copytree(Path(engine.__file__).parent, staged / "engine", ignore=ignore)
+        shutil.copytree(ENGINE_DIR, staged / "engine", ignore=ignore)
         shutil.copytree(Path(lint.__file__).parent, staged / "lint", ignore=ignore)
         for name in ("schemas", "loops"):
             target = staged / "engine" / "_data" / name
@@ -136,12 +136,11 @@ def code_fingerprint() -> str:
     shipped schemas and built-in loops, named the same in a checkout and in a wheel."""
     import hashlib
 
-    import engine
     import lint
     from engine.load.resources import data_dir
 
     roots = {
-        "engine": Path(engine.__file__).parent,
+        "engine": ENGINE_DIR,
         "lint": Path(lint.__file__).parent,
         "schemas": data_dir("schemas"),
         "loops": data_dir("loops"),
