@@ -74,3 +74,21 @@ def test_a_clean_suite_validates(tmp_path: Path) -> None:
     write(tmp_path / "clean.suite.yaml", fixed)
     done = ll_loop("validate", "--strict", "clean.suite.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_case_text_where_bash_runs_code_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "code.suite.yaml",
+        """\
+        name: code
+        cases: [{input: {snippet: "print(1)"}}]
+        subject:
+          command: python3 -c ${inputs.snippet}
+        before_each:
+          - eval ${inputs.snippet}
+        judges:
+          - {name: ran, builtin: exit_code}
+        """,
+    )
+    found = [(d.code, d.line) for d in check_file(path) if d.severity == "error"]
+    assert found == [("LL034", 4), ("LL034", 6)]

@@ -138,8 +138,10 @@ judges:
 
 
 def test_case_specs_and_outcomes_cross_process_boundaries(tmp_path: Path) -> None:
-    path = write(tmp_path / "s.suite.yaml", SHELL_SUITE.replace("$(( ${inputs.n} * 2 ))",
-                                                                 "${inputs.n}${inputs.n}"))
+    path = write(
+        tmp_path / "s.suite.yaml",
+        SHELL_SUITE.replace("$(( ${inputs.n} * 2 ))", "${inputs.n}${inputs.n}"),
+    )
     suite = load_suite_file(path)
     settings = RunSettings(
         run_id="pickled",
@@ -160,8 +162,9 @@ def test_case_specs_and_outcomes_cross_process_boundaries(tmp_path: Path) -> Non
 def test_the_process_executor_runs_a_suite(tmp_path: Path) -> None:
     write(
         tmp_path / "s.suite.yaml",
-        SHELL_SUITE.replace("echo $(( ${inputs.n} * 2 ))", "echo $(( 2 * $(cat input.yaml "
-                            "| tr -dc 0-9) ))"),
+        SHELL_SUITE.replace(
+            "echo $(( ${inputs.n} * 2 ))", "echo $(( 2 * $(cat input.yaml | tr -dc 0-9) ))"
+        ),
     )
     seen: list[str] = []
     result = run_suite(
@@ -175,3 +178,19 @@ def test_the_process_executor_runs_a_suite(tmp_path: Path) -> None:
     assert sorted(seen) == ["a", "b", "c"]
     summary = result.summary("doubled")
     assert summary is not None and summary.pass_rate.k == 3, result.judgements
+
+
+def test_the_public_api_runs_a_suite_and_records_it(tmp_path: Path) -> None:
+    import engine
+
+    write(tmp_path / "s.suite.yaml", SHELL_SUITE)
+    (tmp_path / ".loops").mkdir()
+    heard: list[str] = []
+    result = engine.suite(
+        "s.suite.yaml", jobs=2, cwd=tmp_path, on_case=lambda o: heard.append(o.case_id)
+    )
+    assert isinstance(result, engine.SuiteResult)
+    assert sorted(heard) == ["a", "b", "c"] and result.exit_code == 0
+    summary = result.summary("doubled")
+    assert summary is not None and summary.pass_rate.k == 3
+    assert (tmp_path / ".loops" / "history.db").exists()
