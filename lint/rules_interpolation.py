@@ -273,10 +273,10 @@ def _shell_fields(loop: Loop) -> Iterator[_ShellField]:
             command = state.runner.removeprefix("cmd:")
             yield _ShellField(state, state_path(state, "runner"), command, "runner command")
         for judge, path in judges_with_paths(state):  # test, script and metric run bash
-            command = judge.arguments.get("command")
-            if judge.builtin in ("test", "script", "metric") and isinstance(command, str):
+            script = judge.arguments.get("command")
+            if judge.builtin in ("test", "script", "metric") and isinstance(script, str):
                 key = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
-                yield _ShellField(state, key, command, "judge command")
+                yield _ShellField(state, key, script, "judge command")
     if loop.llm.runner is not None and loop.llm.runner.startswith("cmd:"):
         command = loop.llm.runner.removeprefix("cmd:")
         yield _ShellField(None, ("llm", "runner"), command, "runner command")
