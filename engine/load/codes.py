@@ -36,11 +36,10 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F017", "conflicting-keys", "Keys that conflict with, or need, each other."),
     LoadCode("F018", "repeated-entry", "A list entry appears more than once."),
     LoadCode("F019", "schema-violation", "Another violation of the loop schema."),
-    # judges (engine/load/judges.py)
-    LoadCode("F030", "judge-kinds", "A judge sets two kinds, or a field of another kind."),
-    LoadCode("F031", "judge-no-kind", "A judge sets no kind."),
-    LoadCode("F032", "judge-name-taken", "Two judges of one state or suite share a name."),
-    LoadCode("F033", "judge-check-syntax", "An inline check snippet does not compile."),
+    LoadCode("F030", "judge-kind-conflict", "A judge sets two kinds, or a field of another kind."),
+    LoadCode("F031", "judge-without-kind", "A judge sets none of the fields that choose a kind."),
+    LoadCode("F032", "duplicate-judge", "Two judges of one state have the same name."),
+    LoadCode("F033", "check-does-not-compile", "An inline check snippet does not compile."),
     # suites (engine/load/suite.py)
     LoadCode("F050", "suite-subject-kind", "A subject with no kind, two, or a field of another."),
     LoadCode("F051", "suite-cases", "A suite without exactly one of dataset and cases."),
