@@ -44,7 +44,7 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F050", "suite-subject-kind", "A subject with no kind, two, or a field of another."),
     LoadCode("F051", "suite-cases", "A suite without exactly one of dataset and cases."),
     LoadCode("F052", "suite-threshold-judge", "A threshold names no judge of the suite."),
-    LoadCode("F053", "suite-threshold-gate", "Two gates on one judge, or a gate that does not fit."),
+    LoadCode("F053", "suite-threshold-gate", "Two gates on a judge, or one that does not fit."),
     LoadCode("F054", "suite-name-taken", "Two cases, hooks or judges share an id or name."),
     LoadCode("F055", "suite-no-judges", "A suite with no judges."),
 )
