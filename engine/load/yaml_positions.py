@@ -12,7 +12,7 @@ Every problem becomes a `Diagnostic`; nothing here raises anything but `YamlProb
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -47,6 +47,8 @@ class Positions:
     keys: Mapping[PathKey, Position]
     values: Mapping[PathKey, Position]
     text: str = ""  # the source text, so findings can point inside a value without re-reading
+    # Nodes a state took from a fragment: path -> "fragment 'x' at lib.yaml:12" (see fragments.py)
+    origins: Mapping[PathKey, str] = field(default_factory=dict)
 
     def of(self, path: PathKey) -> Position:
         """Position of the node at `path` (its key for mapping entries), else nearest ancestor."""
@@ -55,6 +57,17 @@ class Positions:
     def value_of(self, path: PathKey) -> Position:
         """Position of the value node at `path`, else of its key, else nearest ancestor."""
         return self._find(tuple(path), self.values, self.keys)
+
+    def origin_of(self, path: PathKey) -> str:
+        """Where the node at `path` (or its nearest ancestor) was written, when a fragment
+        contributed it ("" for nodes written in the loop file itself)."""
+        path = tuple(path)
+        while path:
+            found = self.origins.get(path)
+            if found:
+                return found
+            path = path[:-1]
+        return ""
 
     @staticmethod
     def _find(
