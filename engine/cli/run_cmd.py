@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -73,7 +73,8 @@ def register(app: "typer.Typer") -> None:
         input: Annotated[
             str | None,
             typer.Argument(
-                metavar="[INPUT]", help="Input for the loop, available as ${context.input}."
+                metavar="[INPUT]",
+                help="Input for the loop: ${context.input}, or the parameter named by input_key.",
             ),
         ] = None,
         context: Annotated[
@@ -133,7 +134,7 @@ def execute_run(options: RunOptions) -> int:
     run_id = new_run_id()
     try:
         loop, context, replay_dir = preflight(options)
-        lease = take_lock(loop, run_id, options)
+        lease = take_lock(loop, run_id, options, context)
     except LoopError as exc:
         return _refuse(options, exc, started)
     with lease:
@@ -142,18 +143,20 @@ def execute_run(options: RunOptions) -> int:
     return result.exit_code
 
 
-def take_lock(loop: Loop, run_id: str, options: RunOptions) -> "Lease":
+def take_lock(
+    loop: Loop, run_id: str, options: RunOptions, context: Mapping[str, Any] | None = None
+) -> "Lease":
     """Hold the loop's `scope` for this run (DESIGN §4): fail fast on an overlapping live run
     (`LockConflict`, exit 2), or wait in line with `--queue`; `--no-lock` holds nothing. The
     lease goes into the environment, so an `ll-loop run` inside an action inherits it."""
     from engine.run.locks import acquire_scope, no_lock
+    from engine.run.scope import run_scope
 
     root = Path.cwd()
     if options.no_lock:
         return no_lock(root, run_id)
-    lease = acquire_scope(
-        root, run_id, loop.scope, queue=options.queue, timeout=options.queue_timeout
-    )
+    scope = run_scope(loop, run_id, context or {})
+    lease = acquire_scope(root, run_id, scope, queue=options.queue, timeout=options.queue_timeout)
     os.environ.update(lease.env())
     return lease
 
@@ -298,10 +301,11 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
             )
         given[key.strip()] = value
     if options.input is not None:
-        given["input"] = options.input
+        given[loop.input_key or "input"] = options.input
     for key, value in given.items():
         if not (_is_text(value) and _is_text(key)):
-            where = "INPUT" if key == "input" and value == options.input else "--context"
+            is_input = key == (loop.input_key or "input") and value == options.input
+            where = "INPUT" if is_input else "--context"
             where += "" if where == "INPUT" or not _is_text(key) else f" {key}"
             raise UsageError(
                 f"{where} is not valid UTF-8 text", hint="pass text (loops interpolate text)"
@@ -319,7 +323,8 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
     if missing:
         raise UsageError(
             f"loop {loop.name!r} requires parameter {missing[0]!r}",
-            hint=f"pass --context {missing[0]}=VALUE",
+            hint=f"pass --context {missing[0]}=VALUE"
+            + (" or give it as INPUT" if missing[0] == loop.input_key else ""),
         )
     return context
 

@@ -266,7 +266,7 @@ def execute_resume(ref: str, options: RunOptions) -> int:
                 f"{loop.source} no longer has",
                 hint="restore the state in the loop file, or start a new run",
             )
-        lease = take_lock(loop, snapshot.run_id, options)
+        lease = take_lock(loop, snapshot.run_id, options, context)
     except LoopError as exc:
         return _refuse_resume(ref, snapshot, options, exc, started)
     with lease:

@@ -1,0 +1,41 @@
+"""A run's `scope` with its `${...}` filled in: `${run.dir}` makes a per-run scope.
+
+Scope is taken before the first step, so only values fixed for the whole run may appear in it
+(`RUN_LEVEL_ROOTS`: the run's own id and directory, context and parameters, the environment);
+lint refuses any other root there (a capture or `prev` does not exist yet).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from engine.model.errors import InterpolationError, UsageError
+from engine.model.loop import Loop
+from engine.run.runstore import runs_root
+
+
+def run_scope(loop: Loop, run_id: str, context: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The scope paths this run locks, each `${...}` rendered (None: the whole project)."""
+    if not loop.scope or not any("${" in entry for entry in loop.scope):
+        return loop.scope
+    from engine.shell.interpolate import render_text
+
+    ns = {
+        "run": {"id": run_id, "dir": str(runs_root() / run_id / "artifacts")},
+        "context": dict(context),
+        "param": {k: context[k] for k in loop.parameters if k in context},
+        "env": dict(os.environ),
+    }
+    rendered = []
+    for entry in loop.scope:
+        try:
+            rendered.append(render_text(entry, ns))
+        except InterpolationError as exc:
+            raise UsageError(
+                f"scope entry {entry!r} cannot be resolved: {exc.reason}",
+                hint="scope may use ${run.dir}, ${run.id}, ${context.X}, ${param.X}, ${env.X}; "
+                "pass missing values with --context NAME=VALUE",
+            ) from None
+    return tuple(rendered)
