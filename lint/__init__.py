@@ -14,6 +14,7 @@ from lint import (  # noqa: F401  (importing registers the rules)
     rules_states,
     rules_subloop,
     rules_suppress,
+    rules_traps,
 )
 from lint._context import LintContext, LoopResolver
 from lint._engine import PositionLookup, lint_loop

@@ -41,6 +41,10 @@ SUBLOOP_VERDICTS = frozenset({"yes", "no", "error"})
 
 CURRENT = "$current"
 
+# Interpolation roots fixed for a whole run: the only ones a `scope` entry may use (it is
+# resolved before the first step, when no capture or `prev` exists yet).
+RUN_LEVEL_ROOTS = frozenset({"run", "context", "param", "env"})
+
 
 def _empty() -> Mapping[str, Any]:
     """The shared read-only empty mapping (a dataclass default must come from a factory)."""

@@ -197,13 +197,16 @@ def stall_window(progressed: bool, stalled: int, max_stall: int) -> tuple[str, i
 
 @evaluator("classify")
 def classify(spec: Evaluate, judged: Judged) -> Verdict:
-    """The last (or first) non-empty line is the verdict; it must be a declared one."""
+    """The last (or first) non-empty line is the verdict; it must be a declared one.
+
+    Verdict names are lower case, so the line is matched ignoring case: an action printing
+    `GATE_PASS` (a habit from other tools) yields verdict `gate_pass`."""
     lines = [line.strip() for line in judged.text.splitlines() if line.strip()]
     if not lines:
         return error("output is empty: nothing to classify", verdicts=list(spec.verdicts))
     line = lines[0] if spec.line == "first" else lines[-1]
-    if line in spec.verdicts:
-        return Verdict(line, {"line": line})
+    if line.lower() in spec.verdicts:
+        return Verdict(line.lower(), {"line": line})
     return error(
         f"{_preview(line)} is not one of the declared verdicts",
         line=line[:200],

@@ -31,11 +31,13 @@ def run_scope(loop: Loop, run_id: str, context: Mapping[str, Any]) -> tuple[str,
     rendered = []
     for entry in loop.scope:
         try:
-            rendered.append(render_text(entry, ns))
+            path = render_text(entry, ns).strip()
+            if path:  # an optional path left empty (`${context.out}` with no value) is no path
+                rendered.append(path)
         except InterpolationError as exc:
             raise UsageError(
                 f"scope entry {entry!r} cannot be resolved: {exc.reason}",
                 hint="scope may use ${run.dir}, ${run.id}, ${context.X}, ${param.X}, ${env.X}; "
                 "pass missing values with --context NAME=VALUE",
             ) from None
-    return tuple(rendered)
+    return tuple(rendered) or None
