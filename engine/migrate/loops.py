@@ -29,6 +29,12 @@ SUPPRESSIONS = {
     "terminal_action_ok": "LL010",
     "unsafe_context_interpolation_ok": "LL032",
 }
+_ORDER = (
+    "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
+    "timeout", "default_timeout", "scope", "input_key", "parameters", "context", "llm", "lint",
+    "import", "fragments", "states",
+)  # fmt: skip
+FALLBACK_TIMEOUT_S = 3600  # little-loops' timeout of an action that sets none
 _PARAM_TYPES = {
     "string": "string",
     "integer": "integer",
@@ -115,6 +121,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
         if kept:
             out["fragments"] = kept
     _unrouted_terminal(states, report)
+    _fallback_timeout(out, states, report)
     out["states"] = states
     _enough_steps(out, report)
     if job.rewriter.uses_run_dir and plan.run_dir != "${run.dir}":
@@ -122,7 +129,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     for kind, message in job.rewriter.problems:
         report.note(kind, "the loop", message)  # type: ignore[arg-type]
     _drop_the_rest(data, report)
-    return out
+    return {key: out[key] for key in _ORDER if key in out}
 
 
 def convert_library(raw: Mapping[str, Any], report: FileReport) -> dict[str, Any]:
@@ -303,6 +310,18 @@ def _route_items(state: Mapping[str, Any]) -> list[tuple[str, Any]]:
     if isinstance(state.get("route"), dict):
         items += [(f"route.{k}", v) for k, v in state["route"].items()]
     return items
+
+
+def _fallback_timeout(out: dict[str, Any], states: Mapping[str, Any], report: FileReport) -> None:
+    """little-loops stopped any action after an hour unless told otherwise; say so."""
+    if "default_timeout" in out:
+        return
+    if any("action" in s and "timeout" not in s for s in states.values() if isinstance(s, dict)):
+        out["default_timeout"] = FALLBACK_TIMEOUT_S
+        report.note(
+            "changed", "default_timeout",
+            f"{FALLBACK_TIMEOUT_S} s, little-loops' limit for an action without a timeout",
+        )  # fmt: skip
 
 
 def _enough_steps(out: dict[str, Any], report: FileReport) -> None:
