@@ -139,8 +139,10 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
         if "flow" in data:
             item.report.note("changed", "flow", "expanded into states")
         data = resolve_flow(data)
-        if not isinstance(data.get("states"), dict) or "name" not in data:
-            raise SourceError("not a little-loops loop: it needs name: and states: (or flow:)")
+        if not isinstance(data.get("states"), dict) or "name" not in data or "initial" not in data:
+            raise SourceError(
+                "not a little-loops loop: it needs name:, initial: and states: (or flow:)"
+            )
     except SourceError as exc:
         item.report.status = "failed"
         item.report.reason = exc.message

@@ -35,16 +35,23 @@ _RATE_LIMITS = (
     "there is no per-state rate-limit ladder"
 )
 _GUARD = "no equivalent guard: review the loop's actions yourself"
-_LINT_FLAG = (
-    "a little-loops lint opt-out; kept as a lint suppression only where an ll-loop rule matches"
-)
+# little-loops lint opt-outs that match an ll-loop rule: flag -> the rule it suppresses
+LINT_FLAGS = {
+    "evidence_contract_ok": "MR-8",
+    "capture_reachability_ok": "LL031",
+    "terminal_action_ok": "LL010",
+    "unsafe_context_interpolation_ok": "LL032",
+}
+_LINT_FLAG = "a little-loops lint opt-out that no ll-loop rule matches"
 
 _TABLE: list[KeyFate] = [
     *_kept("loop", "name", "description", "initial", "states", "context", "timeout"),
     *_kept("loop", "default_timeout", "on_max_steps", "category", "labels", "scope"),
     KeyFate("loop", "max_steps", "converted", "`max_steps` (steps are executions of states)"),
     KeyFate(
-        "loop", "max_iterations", "converted", "`max_steps` when there is no `max_steps`",
+        "loop", "max_iterations", "converted",
+        "without `max_steps`: `max_steps` = N passes × the working states (little-loops read it "
+        "as N steps); beside `max_steps` it is dropped",
         "with max_steps it capped maintain-mode restarts, which do not exist here",
     ),
     KeyFate("loop", "on_max_iterations", "dropped", "", "maintain-mode restarts do not exist"),
@@ -80,14 +87,17 @@ _TABLE: list[KeyFate] = [
     KeyFate("loop", "session_mode", "dropped", "", "each prompt runs in a fresh agent session"),
     KeyFate("loop", "artifact_versioning", "dropped", "", "a lint setting of little-loops"),
     *[
+        KeyFate("loop", flag, "converted", f"a `lint:` suppression of {code}")
+        for flag, code in LINT_FLAGS.items()
+    ],
+    *[
         KeyFate("loop", flag, "dropped", "", _LINT_FLAG)
         for flag in (
             "meta_self_eval_ok", "shared_state_ok", "partial_route_ok", "artifact_versioning_ok",
-            "generator_fix_ok", "bash_default_ok", "evidence_contract_ok", "shell_pid_ok",
-            "parse_swallow_ok", "policy_dims_scored_ok", "unsafe_context_interpolation_ok",
-            "pruning_profile_ok", "haiku_generator_ok", "capture_reachability_ok",
-            "terminal_action_ok", "abandonment_verdict_ok", "evaluate_unknown_keys_ok",
-            "tamper_guard_ok", "prepatch_check_ok", "session_mode_ok",
+            "generator_fix_ok", "bash_default_ok", "shell_pid_ok", "parse_swallow_ok",
+            "policy_dims_scored_ok", "pruning_profile_ok", "haiku_generator_ok",
+            "abandonment_verdict_ok", "evaluate_unknown_keys_ok", "tamper_guard_ok",
+            "prepatch_check_ok", "session_mode_ok",
         )
     ],
     *_kept("state", "action", "description", "next", "capture", "timeout", "loop", "with"),
@@ -148,12 +158,11 @@ _TABLE: list[KeyFate] = [
     KeyFate("evaluate", "error_patterns", "dropped", "", "route on the verdicts instead"),
     KeyFate("evaluate", "key", "dropped", "",
             "output_numeric reads the whole output: print only the number"),
+    KeyFate("evaluate", "history_file", "converted", "the file the score_stall check reads"),
+    KeyFate("evaluate", "epsilon", "converted", "the margin in the score_stall check"),
     *[
         KeyFate("evaluate", key, "dropped", "", "its evaluator type has no equivalent")
-        for key in (
-            "history_file", "epsilon", "track", "max_repeat", "baseline_path", "auto_promote",
-            "min_pairs", "pairs",
-        )
+        for key in ("track", "max_repeat", "baseline_path", "auto_promote", "min_pairs", "pairs")
     ],
     KeyFate("llm", "model", "kept", "`llm.model`"),
     KeyFate("llm", "max_tokens", "kept", "`llm.max_tokens`"),
@@ -178,8 +187,9 @@ EVALUATOR_FATES: dict[str, str] = {
     "classify": "classify, with the route keys declared (lower case) as its verdicts",
     "llm_structured": "llm_structured (a default prompt when it had none)",
     "diff_stall": "diff_stall; on_yes → on_progress, on_no → on_stall",
-    "score_stall": "not converted: no equivalent (convergence with max_stall is the closest)",
-    "open_question_stall": "not converted: no equivalent",
+    "score_stall": "a shell check of the score history file whose exit code is the verdict "
+    "(0: still improving, 1: plateau), computed as little-loops computed it",
+    "open_question_stall": "the same shell check, lower counts being better",
     "action_stall": "not converted: no equivalent",
     "mcp_result": "not converted: no equivalent",
     "harbor_scorer": "not converted: no equivalent",

@@ -18,17 +18,10 @@ from typing import Any
 from engine.load.fragments import bind_parameters, merge
 from engine.migrate.convert import AGENT_CLI, UNROUTED_TARGET, LoopJob, convert_state
 from engine.migrate.expressions import Rewriter
-from engine.migrate.keys import fate
+from engine.migrate.keys import LINT_FLAGS, fate
 from engine.migrate.report import FileReport
 from engine.migrate.source import deep_merge
 
-# little-loops lint opt-outs that match an ll-loop rule: flag -> (rule code, what it silences)
-SUPPRESSIONS = {
-    "evidence_contract_ok": "MR-8",
-    "capture_reachability_ok": "LL031",
-    "terminal_action_ok": "LL010",
-    "unsafe_context_interpolation_ok": "LL032",
-}
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
     "timeout", "default_timeout", "scope", "input_key", "parameters", "context", "llm", "lint",
@@ -462,7 +455,7 @@ def _llm(data: Mapping[str, Any], job: LoopJob, report: FileReport) -> dict[str,
 
 def _suppressions(data: Mapping[str, Any], report: FileReport) -> list[dict[str, str]]:
     out = []
-    for flag, code in SUPPRESSIONS.items():
+    for flag, code in LINT_FLAGS.items():
         if data.get(flag) is True:
             out.append({"code": code, "reason": f"little-loops {flag}: true (migrated)"})
             report.note("changed", flag, f"is a suppression of {code}")
@@ -471,7 +464,7 @@ def _suppressions(data: Mapping[str, Any], report: FileReport) -> list[dict[str,
 
 def _drop_the_rest(data: Mapping[str, Any], report: FileReport) -> None:
     for key in data:
-        if key in _HANDLED or key in SUPPRESSIONS:
+        if key in _HANDLED or key in LINT_FLAGS:
             continue
         known = fate("loop", key)
         if known is not None and known.fate != "dropped":
