@@ -79,7 +79,9 @@ def test_keys_are_renamed_and_the_fragments_stay_fragments(work: Path) -> None:
 
 def test_the_report_says_what_was_not_kept_and_why(work: Path) -> None:
     _, report = migrate(work, "fix-lint.yaml", "coverage.yaml")
-    notes = {(n["kind"], n["where"]): n["message"] for n in by_name(report)["fix-lint.yaml"]["notes"]}
+    notes = {
+        (n["kind"], n["where"]): n["message"] for n in by_name(report)["fix-lint.yaml"]["notes"]
+    }
     assert "another session" in notes[("dropped", "on_handoff")]
     assert ("dropped", "visibility") in notes
     assert "rate-limit" in notes[("dropped", "states.fix.on_rate_limit_exhausted")]
@@ -154,9 +156,7 @@ def test_from_and_flow_are_resolved_and_commands_stay_commands(work: Path) -> No
 def test_simulate_takes_the_path_the_original_documents(work: Path) -> None:
     migrate(work, "fix-lint.yaml")
     # lint fails once, the agent fixes, the counter allows another round, lint passes
-    result = ll_loop(
-        "simulate", "fix-lint.ll.yaml", "--verdict", "lint=no,yes", "--json", cwd=work
-    )
+    result = ll_loop("simulate", "fix-lint.ll.yaml", "--verdict", "lint=no,yes", "--json", cwd=work)
     assert result.returncode == 0, result.stderr
     path = [(s["state"], s["verdict"]) for s in json.loads(result.stdout)["path"]]
     assert path == [("lint", "no"), ("fix", "yes"), ("count", "yes"), ("lint", "yes")]

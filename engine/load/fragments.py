@@ -201,9 +201,7 @@ def _library(entry: str, at: PathKey, job: _Expansion) -> dict[str, Fragment]:
         return {}
     except YamlProblems as failed:
         job.problems.extend(failed.diagnostics)
-        job.problem(
-            "F030", f"fragment library {entry!r} is not valid YAML", at, "", value=True
-        )
+        job.problem("F030", f"fragment library {entry!r} is not valid YAML", at, "", value=True)
         return {}
     return _fragments_of(data, positions, shown, entry, at, job)
 

@@ -90,7 +90,7 @@ _INHERIT = (
 )
 _SLASH = (
     "write the command as a prompt for an agent CLI: action_type: prompt with "
-    "runner: \"cmd:claude -p\" (ll-loop migrate converts it)"
+    'runner: "cmd:claude -p" (ll-loop migrate converts it)'
 )
 
 UNSUPPORTED: dict[tuple[str, str], Unsupported] = {

@@ -26,6 +26,7 @@ from engine.migrate.source import (
     SourceError,
     find,
     header_comments,
+    mapping,
     read_yaml,
     resolve_flow,
     resolve_inheritance,
@@ -199,8 +200,8 @@ def _plan(items: dict[Path, _Item]) -> None:
     libraries = {p: i for p, i in items.items() if i.role == "library" and i.dest is not None}
     callers: dict[Path, list[_Item]] = {}
     for item in loops:
-        for _, child in item.children:
-            callers.setdefault(child, []).append(item)
+        for _, called in item.children:
+            callers.setdefault(called, []).append(item)
     for item in loops:
         item.plan.run_dir = _run_dir(item, bool(callers.get(item.path)), libraries)
     for item in loops:
@@ -210,7 +211,7 @@ def _plan(items: dict[Path, _Item]) -> None:
                 continue
             item.plan.loop_refs[state] = _loop_ref(item.dest, child.dest)
             body = item.data["states"][state]
-            given = body.get("with") if isinstance(body.get("with"), dict) else {}
+            given = mapping(body.get("with"))
             extra = item.plan.bindings.setdefault(state, {})
             if _reads_run_dir(child, libraries) and "run_dir" not in given:
                 extra["run_dir"] = item.plan.run_dir
@@ -234,8 +235,8 @@ def _plan(items: dict[Path, _Item]) -> None:
 def _run_dir(item: _Item, called: bool, libraries: dict[Path, _Item]) -> str:
     """What `${context.run_dir}` becomes: the run's own directory, or the caller's one when
     this loop is called as a sub-loop (little-loops handed the caller's directory down)."""
-    context = item.data.get("context") if isinstance(item.data.get("context"), dict) else {}
-    params = item.data.get("parameters") if isinstance(item.data.get("parameters"), dict) else {}
+    context = mapping(item.data.get("context"))
+    params = mapping(item.data.get("parameters"))
     own = context.get("run_dir")
     if isinstance(own, str) and own.strip():
         return "${context.run_dir}"
@@ -269,8 +270,8 @@ def _passthrough(
     """little-loops' context_passthrough gave the child the caller's whole context (and its
     captures); ll-loop passes what the child reads, by name, through `with:`."""
     wanted = set(_CONTEXT_KEY.findall(json.dumps(child.data, default=str))) - {"run_dir"}
-    context = item.data.get("context") if isinstance(item.data.get("context"), dict) else {}
-    params = item.data.get("parameters") if isinstance(item.data.get("parameters"), dict) else {}
+    context = mapping(item.data.get("context"))
+    params = mapping(item.data.get("parameters"))
     provided = set(context) | set(params) | set(item.data.get("required_inputs") or ())
     if isinstance(item.data.get("input_key"), str):
         provided.add(item.data["input_key"])
@@ -324,7 +325,6 @@ def _loop_ref(parent: Path, child: Path) -> str:
 
 
 # --- writing ------------------------------------------------------------------------------------
-
 
 
 def _convert(item: _Item, items: dict[Path, _Item]) -> str:

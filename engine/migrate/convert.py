@@ -72,7 +72,9 @@ def convert_state(
         out["capture"] = _identifier(body["capture"])
     stall = body.get("evaluate", {}).get("type") if isinstance(body.get("evaluate"), dict) else None
     if stall in _HISTORY_STALLS and not partial:
-        out["action"] = _history_stall(out.get("action"), body["evaluate"], f"{where}.evaluate", job)
+        out["action"] = _history_stall(
+            out.get("action"), body["evaluate"], f"{where}.evaluate", job
+        )
         out.setdefault("action_type", "shell")
     elif stall in _HISTORY_STALLS:
         pass  # emulated in each state that uses the fragment
@@ -150,7 +152,9 @@ def _action(
         job.note("blocker", f"{where}.action_type", f"action type {kind!r} has no equivalent")
         kind = None
     if isinstance(action, str) and action.strip():
-        out["action"] = job.rewriter.text(action) if kind == "prompt" else job.rewriter.shell(action)
+        out["action"] = (
+            job.rewriter.text(action) if kind == "prompt" else job.rewriter.shell(action)
+        )
     if kind == "prompt":
         job.agent = True
         out["action_type"] = "prompt"

@@ -64,7 +64,7 @@ _TABLE: list[KeyFate] = [
     KeyFate("loop", "llm", "converted", "`llm` (model, max_tokens, timeout)"),
     KeyFate("loop", "import", "converted", "`import` of the converted fragment libraries"),
     KeyFate("loop", "fragments", "converted", "`fragments` (converted like states)"),
-    KeyFate("loop", "from", "converted", "the parent's keys merged in (ll-loop has no inheritance)"),
+    KeyFate("loop", "from", "converted", "the parent's keys merged in (no inheritance here)"),
     KeyFate("loop", "flow", "converted", "states with `next:` / `on_yes:` / `on_no:`"),
     KeyFate("loop", "state_defs", "converted", "merged into the states `flow:` generates"),
     KeyFate("loop", "on_handoff", "dropped", "", _NO_HANDOFF),

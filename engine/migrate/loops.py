@@ -20,7 +20,7 @@ from engine.migrate.convert import AGENT_CLI, UNROUTED_TARGET, LoopJob, convert_
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import LINT_FLAGS, fate
 from engine.migrate.report import FileReport
-from engine.migrate.source import deep_merge
+from engine.migrate.source import deep_merge, mapping
 
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
@@ -68,13 +68,15 @@ class LoopPlan:
 
 def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> dict[str, Any]:
     """The ll-loop loop for little-loops `data`."""
-    context = dict(data.get("context") or {}) if isinstance(data.get("context"), dict) else {}
+    context = dict(mapping(data.get("context")))
     job = LoopJob(
         report,
         Rewriter(run_dir=plan.run_dir, defaults=context),
         context=context,
         bindings=plan.bindings,
-        on_max_steps=data.get("on_max_steps") if isinstance(data.get("on_max_steps"), str) else None,
+        on_max_steps=data.get("on_max_steps")
+        if isinstance(data.get("on_max_steps"), str)
+        else None,
     )
     out: dict[str, Any] = {"name": str(data.get("name", "unnamed"))}
     for key in ("description", "category"):
@@ -132,7 +134,7 @@ def convert_library(raw: Mapping[str, Any], report: FileReport) -> dict[str, Any
     out: dict[str, Any] = {}
     if isinstance(raw.get("description"), str):
         out["description"] = raw["description"]
-    fragments = raw.get("fragments") if isinstance(raw.get("fragments"), dict) else {}
+    fragments = mapping(raw.get("fragments"))
     out["fragments"] = _convert_fragments(fragments, job)
     for name in fragments:
         if name not in out["fragments"]:
@@ -168,8 +170,8 @@ def _convert_fragments(fragments: Mapping[str, Any], job: LoopJob) -> dict[str, 
 
 
 def _states(data: Mapping[str, Any], plan: LoopPlan, job: LoopJob) -> dict[str, Any]:
-    states = data.get("states") if isinstance(data.get("states"), dict) else {}
-    local = data.get("fragments") if isinstance(data.get("fragments"), dict) else {}
+    states = mapping(data.get("states"))
+    local = mapping(data.get("fragments"))
     theirs: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
     for lib in plan.libraries:
         for name, body in lib.raw.items():
@@ -209,7 +211,7 @@ def _with_fragment(
     merged = deep_merge(core, {k: v for k, v in body.items() if k != "fragment"})
     bindings = merged.pop("with", None) or {}
     full = convert_state(name, merged, job)
-    declared = raw.get("parameters") if isinstance(raw.get("parameters"), dict) else {}
+    declared = mapping(raw.get("parameters"))
     values = {
         str(k): spec["default"]
         for k, spec in declared.items()
@@ -365,10 +367,12 @@ def _budget(data: Mapping[str, Any], out: dict[str, Any], report: FileReport) ->
         out["max_steps"] = steps
         if iterations is not None:
             report.note(
-                "dropped", "max_iterations", fate("loop", "max_iterations").why  # type: ignore[union-attr]
+                "dropped",
+                "max_iterations",
+                fate("loop", "max_iterations").why,  # type: ignore[union-attr]
             )
     elif isinstance(iterations, int) and iterations >= 1:
-        states = data.get("states") if isinstance(data.get("states"), dict) else {}
+        states = mapping(data.get("states"))
         working = sum(1 for b in states.values() if isinstance(b, dict) and not b.get("terminal"))
         out["max_steps"] = iterations * max(working, 1)
         report.note(
@@ -385,10 +389,8 @@ def _parameters(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Declared parameters, plus input_key and required_inputs as parameters; a context key
     that becomes a parameter moves there as its default."""
-    declared = data.get("parameters") if isinstance(data.get("parameters"), dict) else {}
-    params = {
-        str(k): _parameter(v, report, f"parameters.{k}") for k, v in declared.items()
-    }
+    declared = mapping(data.get("parameters"))
+    params = {str(k): _parameter(v, report, f"parameters.{k}") for k, v in declared.items()}
     required = [str(k) for k in data.get("required_inputs") or () if isinstance(k, str)]
     key = data.get("input_key")
     wanted = list(dict.fromkeys([*required, *([str(key)] if key else [])]))
@@ -434,7 +436,7 @@ def _parameter(spec: Any, report: FileReport, where: str) -> dict[str, Any]:
 
 def _llm(data: Mapping[str, Any], job: LoopJob, report: FileReport) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    llm = data.get("llm") if isinstance(data.get("llm"), dict) else {}
+    llm = mapping(data.get("llm"))
     for key in ("model", "max_tokens", "timeout"):
         value = llm.get(key)
         if value is not None and not isinstance(value, bool):

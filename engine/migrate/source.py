@@ -43,7 +43,7 @@ def read_yaml(path: Path) -> Any:
 
 def header_comments(path: Path) -> str:
     """The comment block at the top of a file, kept in the converted file."""
-    lines = []
+    lines: list[str] = []
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -73,6 +73,11 @@ def find(ref: str, near: Path, roots: Sequence[Path], *, loop: bool) -> Path | N
     if given.is_absolute() and given.is_file():
         return given.resolve()
     return None
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` when it is a mapping, else an empty one (little-loops files are loosely typed)."""
+    return value if isinstance(value, dict) else {}
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +126,7 @@ def resolve_flow(data: dict[str, Any]) -> dict[str, Any]:
         return data
     if not isinstance(flow, list) or not flow:
         raise SourceError("flow: must be a non-empty list of state names")
-    defs = data.get("state_defs") if isinstance(data.get("state_defs"), dict) else {}
+    defs = mapping(data.get("state_defs"))
     names = [str(entry).split("?", 1)[0] for entry in flow]
     states: dict[str, Any] = {}
     for index, entry in enumerate(flow):

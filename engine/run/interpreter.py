@@ -293,11 +293,12 @@ def evaluate(
             spec = Evaluate(type="llm_structured", implicit=True)
         else:
             spec = Evaluate(type="exit_code")
-    if spec.type == "diff_stall":
+    if spec.type == "diff_stall":  # the state's own action (often a placeholder) must work first
         from engine.run.stall import diff_stall
 
-        # the state's own action (often a placeholder) must have worked first
-        return step_verdict(result) if result.exit_code else diff_stall(spec, state, loop, rs, rt, ns)
+        if result.exit_code:
+            return step_verdict(result)
+        return diff_stall(spec, state, loop, rs, rt, ns)
     # exit_code never reads the text, nor does any evaluator of a failed action (error)
     skips_text = spec.type == "exit_code" or (result.exit_code != 0 and not spec.ignore_exit_code)
     try:
