@@ -36,9 +36,11 @@ SOURCES = ("builtins", "project", "fixtures", "docs")
 
 
 def corpus_dir(argv: list[str]) -> Path | None:
-    given = argv[0] if argv else os.environ.get("LL_MIGRATE_CORPUS", "")
-    path = Path(given) if given else None
-    return path if path is not None and path.is_dir() else None
+    """The corpus: the first argument, else `LL_MIGRATE_CORPUS`; None when neither is a dir."""
+    for given in (*argv[:1], os.environ.get("LL_MIGRATE_CORPUS", "")):
+        if given and Path(given).is_dir():
+            return Path(given)
+    return None
 
 
 def accepted_files(corpus: Path) -> dict[str, list[Path]]:
@@ -64,7 +66,7 @@ def accepted_files(corpus: Path) -> dict[str, list[Path]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    corpus = corpus_dir(sys.argv[1:] if argv is None else argv)
+    corpus = corpus_dir(argv or [])
     if corpus is None:
         print("skipped: no corpus (set LL_MIGRATE_CORPUS=DIR, see bench/bench_migrate.py)")
         return
@@ -231,4 +233,4 @@ def _replay(loop: Any, steps: list[dict[str, Any]]) -> tuple[dict[str, list[str]
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

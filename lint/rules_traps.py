@@ -34,7 +34,7 @@ def undefined_context(ctx: LintContext) -> Iterator[Finding]:
     seen: set[tuple[object, str]] = set()
     for use in _uses(ctx):
         match = _CONTEXT_KEY.match(use.text) if use.root == "context" else None
-        if match is None or use.guarded:
+        if match is None or use.guarded or not use.closed:  # unclosed: LL033
             continue
         key = match.group(1) or match.group(2)
         if key in provided or (use.path, key) in seen:
