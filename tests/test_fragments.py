@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.load.fragments import bind_parameters, merge
 from engine.load.loader import check_loop_file
@@ -299,3 +305,43 @@ def test_a_lint_finding_in_a_fragment_names_both_lines(tmp_path: Path) -> None:
     [line] = [x for x in result.stdout.splitlines() if "LL081" in x]
     assert line.startswith(f"{path}:7:5: error LL081")  # the state's `fragment:` key
     assert "(from fragment 'agent_fix' at lib/checks.yaml:3)" in line
+
+
+# --- whatever a fragment-using loop says, the loader answers with diagnostics, never a crash --
+
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_NAME = st.sampled_from(["shell_exit", "counter", "threshold", "nope", ""]) | st.text(max_size=6)
+_IMPORT = st.sampled_from(["lib/checks.yaml", "lib/none.yaml", "~nosuchuser/x", "a" * 5000])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    imports=st.lists(_IMPORT | st.text(max_size=10), max_size=3) | _ANY,
+    fragment=_NAME | _ANY,
+    bindings=_ANY,
+    local=_ANY,
+)
+def test_fragment_loops_load_or_diagnose(
+    imports: Any, fragment: Any, bindings: Any, local: Any
+) -> None:
+    data = {
+        "name": "fuzz",
+        "initial": "a",
+        "import": imports,
+        "fragments": local,
+        "states": {
+            "a": {"fragment": fragment, "with": bindings, "action": "echo", "next": "b"},
+            "b": {"terminal": True},
+        },
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write(Path(tmp), yaml.safe_dump(data))
+        loop, _, found = check_loop_file(path)
+    assert (loop is None) == bool(found)
+    assert all(d.code.startswith("F") and d.line >= 1 for d in found)

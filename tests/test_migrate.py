@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.load.loader import load_loop_file
 from engine.migrate.expressions import Rewriter
@@ -207,3 +211,41 @@ def test_docs_migrating_lists_every_key() -> None:
     doc = (REPO / "docs" / "migrating.md").read_text()
     missing = [f"{k.place}.{k.key}" for k in table() if f"`{k.key}`" not in doc]
     assert missing == []
+
+
+# --- whatever a file says, migrate reports on it: it never crashes -----------------------------
+
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_KEYS = st.sampled_from(
+    ["action", "action_type", "evaluate", "route", "on_yes", "on_success", "next", "loop",
+     "with", "terminal", "fragment", "capture", "context_passthrough", "timeout", "type"]
+)  # fmt: skip
+_STATE = st.dictionaries(_KEYS, _ANY | st.sampled_from(["a", "b", "/ll:x", "slash_command"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    states=st.dictionaries(st.sampled_from(["a", "b", "c"]), _STATE, min_size=1, max_size=3),
+    top=st.dictionaries(
+        st.sampled_from(["import", "from", "flow", "input_key", "parameters", "scope", "llm"]),
+        _ANY,
+        max_size=3,
+    ),
+)
+def test_migrate_reports_on_anything(states: dict[str, Any], top: dict[str, Any]) -> None:
+    from engine.cli.validate_cmd import check_file
+    from engine.migrate import migrate as run_migrate
+
+    data = {"name": "fuzz", "initial": "a", **top, "states": states}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.yaml"
+        path.write_text(yaml.safe_dump(data))
+        report = run_migrate([path], out=Path(tmp) / "out", validate=check_file)
+    assert report.files and report.files[0].source == str(path)
+    assert all(f.status in ("converted", "blocked", "skipped", "failed") for f in report.files)

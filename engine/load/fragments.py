@@ -256,15 +256,19 @@ def _fragments_of(
 
 
 def _resolve(entry: str, loop_file: str) -> Path | None:
-    """The library file: relative to the loop's directory, then the built-in loops."""
-    given = Path(entry).expanduser()
-    if given.is_absolute():
-        return given if given.is_file() else None
-    here = Path(loop_file).resolve().parent if loop_file and loop_file != "<string>" else Path()
-    for folder in (here, builtin_loops_dir()):
-        candidate = folder / given
-        if candidate.is_file():
-            return candidate
+    """The library file: relative to the loop's directory, then the built-in loops (None for
+    anything that is not a readable path: too long, an unknown `~user`, ...)."""
+    try:
+        given = Path(entry).expanduser()
+        if given.is_absolute():
+            return given if given.is_file() else None
+        here = Path(loop_file).resolve().parent if loop_file and loop_file != "<string>" else Path()
+        for folder in (here, builtin_loops_dir()):
+            candidate = folder / given
+            if candidate.is_file():
+                return candidate
+    except (OSError, RuntimeError, ValueError):
+        return None
     return None
 
 

@@ -26,6 +26,7 @@ from engine.migrate.source import (
     SourceError,
     find,
     header_comments,
+    listing,
     mapping,
     read_yaml,
     resolve_flow,
@@ -166,7 +167,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
                 )  # fmt: skip
             else:
                 item.children.append((str(state), child))
-    for entry in data.get("import") or ():
+    for entry in listing(data.get("import")):
         lib = find(str(entry), path.parent, roots, loop=False)
         if lib is None:
             item.report.note("blocker", "import", f"fragment library {entry!r} not found")
@@ -272,7 +273,7 @@ def _passthrough(
     wanted = set(_CONTEXT_KEY.findall(json.dumps(child.data, default=str))) - {"run_dir"}
     context = mapping(item.data.get("context"))
     params = mapping(item.data.get("parameters"))
-    provided = set(context) | set(params) | set(item.data.get("required_inputs") or ())
+    provided = set(context) | set(params) | set(listing(item.data.get("required_inputs")))
     if isinstance(item.data.get("input_key"), str):
         provided.add(item.data["input_key"])
     captures = {
@@ -305,7 +306,7 @@ def _declared(loop: _Item) -> set[str]:
     """The parameters a little-loops loop will have once converted."""
     params = loop.data.get("parameters")
     names = set(params) if isinstance(params, dict) else set()
-    names |= {str(k) for k in loop.data.get("required_inputs") or ()}
+    names |= {str(k) for k in listing(loop.data.get("required_inputs"))}
     if isinstance(loop.data.get("input_key"), str):
         names.add(loop.data["input_key"])
     return names

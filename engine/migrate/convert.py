@@ -20,6 +20,7 @@ from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.report import FileReport
 from engine.migrate.routes import UNROUTED, plan_routes
+from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
 AGENT_CLI = "claude --dangerously-skip-permissions -p"
@@ -84,7 +85,7 @@ def convert_state(
             out["evaluate"] = evaluate
     if isinstance(body.get("loop"), str):
         out["loop"] = job.rewriter.text(body["loop"])
-        bindings = dict(job.rewriter.value(body.get("with") or {}))
+        bindings = dict(job.rewriter.value(mapping(body.get("with"))))
         for key, value in job.bindings.get(name, {}).items():
             bindings.setdefault(key, value)
         if bindings:

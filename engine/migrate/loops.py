@@ -20,7 +20,7 @@ from engine.migrate.convert import AGENT_CLI, UNROUTED_TARGET, LoopJob, convert_
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import LINT_FLAGS, fate
 from engine.migrate.report import FileReport
-from engine.migrate.source import deep_merge, mapping
+from engine.migrate.source import deep_merge, listing, mapping
 
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
@@ -209,7 +209,7 @@ def _with_fragment(
     raw, converted = fragment
     core = {k: v for k, v in raw.items() if k not in ("description", "parameters")}
     merged = deep_merge(core, {k: v for k, v in body.items() if k != "fragment"})
-    bindings = merged.pop("with", None) or {}
+    bindings = mapping(merged.pop("with", None))
     full = convert_state(name, merged, job)
     declared = mapping(raw.get("parameters"))
     values = {
@@ -217,13 +217,13 @@ def _with_fragment(
         for k, spec in declared.items()
         if isinstance(spec, dict) and spec.get("default") is not None
     }
-    values.update({str(k): job.rewriter.value(v) for k, v in dict(bindings).items()})
+    values.update({str(k): job.rewriter.value(v) for k, v in bindings.items()})
     base = {k: v for k, v in (converted or {}).items() if k not in ("description", "parameters")}
     if base:
         delta = _delta(full, base)
         if delta is not None and merge(base, delta) == full:
             delta["fragment"] = wanted
-            given = {str(k): job.rewriter.value(v) for k, v in dict(bindings).items()}
+            given = {str(k): job.rewriter.value(v) for k, v in bindings.items()}
             if given:
                 delta["with"] = given
             return _ordered(delta, full)
@@ -391,7 +391,7 @@ def _parameters(
     that becomes a parameter moves there as its default."""
     declared = mapping(data.get("parameters"))
     params = {str(k): _parameter(v, report, f"parameters.{k}") for k, v in declared.items()}
-    required = [str(k) for k in data.get("required_inputs") or () if isinstance(k, str)]
+    required = [str(k) for k in listing(data.get("required_inputs")) if isinstance(k, str)]
     key = data.get("input_key")
     wanted = list(dict.fromkeys([*required, *([str(key)] if key else [])]))
     for name in wanted:

@@ -64,20 +64,28 @@ def find(ref: str, near: Path, roots: Sequence[Path], *, loop: bool) -> Path | N
     A loop reference may leave out the `.yaml` suffix; an import names the file itself.
     """
     candidates = [ref] if not loop or ref.endswith(_SUFFIXES) else [f"{ref}{s}" for s in _SUFFIXES]
-    for folder in _unique([near, *roots]):
-        for name in candidates:
-            path = folder / name
-            if path.is_file():
-                return path.resolve()
-    given = Path(ref)
-    if given.is_absolute() and given.is_file():
-        return given.resolve()
+    try:
+        for folder in _unique([near, *roots]):
+            for name in candidates:
+                path = folder / name
+                if path.is_file():
+                    return path.resolve()
+        given = Path(ref)
+        if given.is_absolute() and given.is_file():
+            return given.resolve()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return None
     return None
 
 
 def mapping(value: Any) -> dict[str, Any]:
     """`value` when it is a mapping, else an empty one (little-loops files are loosely typed)."""
     return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list[Any]:
+    """`value` when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
