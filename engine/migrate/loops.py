@@ -378,7 +378,8 @@ def _budget(data: Mapping[str, Any], out: dict[str, Any], report: FileReport) ->
         report.note(
             "changed", "max_iterations",
             f"{iterations} passes through the loop: max_steps {out['max_steps']} "
-            f"({working} working states; little-loops read it as {iterations} steps)",
+            f"({working} working states; little-loops read it as {iterations} step"
+            f"{'s' if iterations != 1 else ''})",
         )  # fmt: skip
     if isinstance(data.get("on_max_steps"), str):
         out["on_max_steps"] = data["on_max_steps"]
