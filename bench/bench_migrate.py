@@ -18,7 +18,7 @@ that each converted loop that needs no agent (no prompt, no LLM judge, no sub-lo
 same path under `ll-loop simulate` as under little-loops' own simulator, given the verdicts
 little-loops' simulator produced (scenarios all-pass, all-fail, first-fail).
 
-Run: `LL_MIGRATE_CORPUS=DIR .venv/bin/python -m bench run migrate`.
+Run: `LL_MIGRATE_CORPUS=DIR .venv/bin/python -m bench migrate`.
 """
 
 from __future__ import annotations
