@@ -198,9 +198,13 @@ def test_expressions_are_rewritten_for_ll_loop() -> None:
 def test_raw_is_added_only_where_a_value_was_code() -> None:
     rewrite = Rewriter(defaults={"args": "-q -x", "name": "a"})
     script = '${context.cmd} "${context.name}" ${context.name}\nx=${context.cmd}; ${context.args}'
+    # the command and what it is given were code to little-loops; an assignment is a value
     assert rewrite.shell(script) == (
-        '${context.cmd | raw} "${context.name}" ${context.name}\n'
+        '${context.cmd | raw} "${context.name | raw}" ${context.name | raw}\n'
         "x=${context.cmd}; ${context.args | raw}"
+    )
+    assert rewrite.shell('ls "${context.name}" ${context.name}') == (
+        'ls "${context.name}" ${context.name}'  # a known command's arguments stay quoted
     )
     assert rewrite.shell("echo '${context.cmd}' <<EOF\n${context.cmd}\nEOF\n") == (
         "echo '${context.cmd}' <<EOF\n${context.cmd}\nEOF\n"
@@ -249,3 +253,19 @@ def test_migrate_reports_on_anything(states: dict[str, Any], top: dict[str, Any]
         report = run_migrate([path], out=Path(tmp) / "out", validate=check_file)
     assert report.files and report.files[0].source == str(path)
     assert all(f.status in ("converted", "blocked", "skipped", "failed") for f in report.files)
+
+
+def test_values_pasted_into_code_arithmetic_and_comments_keep_working(work: Path) -> None:
+    code, report = migrate(work, "paste.yaml")
+    assert code == 0, report
+    action = load_loop_file(work / "paste.ll.yaml").states["compute"].action or ""
+    assert "# greets $${context.name}" in action  # a comment: literal text
+    assert "print('hello ${context.name | raw}')" in action  # python code: pasted, as before
+    assert "$(( ${context.n | default(1) | integer} + 1 ))" in action  # a number
+    assert '${context.test_cmd | raw} "${context.name | raw}"' in action  # pasted, as before
+    result = ll_loop("run", "paste.ll.yaml", "--json", cwd=work)
+    assert result.returncode == 0, result.stderr
+    run = work / ".loops" / "runs" / json.loads(result.stdout)["run_id"]
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    [done] = [e for e in events if e["event"] == "action_complete"]
+    assert done["output"] == "hello world\nsum=3\n"

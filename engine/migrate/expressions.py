@@ -5,9 +5,9 @@
   caller passes its own directory down;
 - `${state.iteration}` is `${state.step}`, `${loop.started_at}` is `${run.started_at}`;
 - in a shell action little-loops pasted every value as raw text. ll-loop quotes each value for
-  its position, which is the same text wherever a value sits inside quotes or is one word — but
-  a value placed where a command goes (`${context.test_cmd} -q`), or one meant to split into
-  several words, was code by design: those get `| raw`, so they keep working as before.
+  its position (found with bash's grammar), which is the same text wherever a value sits inside
+  quotes or is one word; where that is not so, the expression says what the value was meant to
+  be (`_fit_positions`).
 
 Namespaces with no equivalent (`messages`, `result`, `loop.elapsed_ms`) are reported.
 """
@@ -38,7 +38,6 @@ _THEIRS_ONLY = {
     "messages": "the shared message log (${messages}) does not exist in ll-loop",
     "result": "${result.*} (the evaluation result during routing) does not exist in ll-loop",
 }
-_COMMAND_START = re.compile(r"(?:^|[\n;&|({]|\$\(|`|\b(?:then|do|else|elif|if|while|until)\s)\s*$")
 
 
 @dataclass
@@ -62,7 +61,7 @@ class Rewriter:
         script = self.text(script)
         if "${" not in script:
             return script
-        return _raw_where_code(script, self.defaults)
+        return _fit_positions(script, self.defaults)
 
     def value(self, value: Any) -> Any:
         """Rewrite every string inside a YAML value (with:, outputs, ...)."""
@@ -119,72 +118,70 @@ def _with_tail(expression: str, tail: str) -> str:
     return expression
 
 
-def _raw_where_code(script: str, defaults: Mapping[str, Any]) -> str:
-    """`| raw` on each unquoted `${context...}`/`${param...}` that starts a command, or whose
-    default holds several words: little-loops pasted those as code, on purpose."""
+def _fit_positions(script: str, defaults: Mapping[str, Any]) -> str:
+    """Each value written for where it sits in the script, as bash's grammar places it (see
+    engine.shell): little-loops pasted every value as text, so
+
+    - where bash runs code (a command name, `python -c "..."`, `bash -c`), the value was code
+      by design, and so was whatever goes to a command known only at run time
+      (`${context.cmd} "${context.arg}"`): `| raw` keeps pasting it (lint still warns of
+      captures pasted raw);
+    - in arithmetic or a variable name, it was a number: `| integer` says so (a bare `:default=`
+      or `?` becomes a Jinja default, 0 for nothing);
+    - in a `#` comment it meant nothing: it is written as literal text (`$${...}`);
+    - an unquoted context value whose default holds several words was split into words: raw.
+    """
+    from engine.shell.interpolate import shell_holes
+
+    holes, plan = shell_holes(script)
+    if plan.problem is not None:
+        return script
     out: list[str] = []
     last = 0
-    for match in _EXPR.finditer(script):
-        root, rest = match.group(1), match.group(2)
-        if root not in ("context", "param") or "raw" in rest:
+    for hole in holes:
+        expression = hole.expression
+        fitted = _fitted(expression.text, hole.position, expression.raw, defaults)
+        if fitted is None:
             continue
-        start = match.start()
-        if _quoting_at(script, start) != "unquoted":
-            continue
-        key = re.match(r"\s*\.\s*(\w+)", rest)
-        default = defaults.get(key.group(1)) if key else None
-        several = isinstance(default, str) and len(default.split()) > 1
-        if not (several or _COMMAND_START.search(script[:start])):
-            continue
-        out.append(script[last : match.end() - 1] + " | raw}")
-        last = match.end()
+        out.append(script[last : expression.start] + fitted)
+        last = expression.end
     out.append(script[last:])
     return "".join(out)
 
 
-def _quoting_at(script: str, index: int) -> str:
-    """unquoted, single, double or heredoc: how bash reads the character at `index`."""
-    state = "unquoted"
-    i = 0
-    heredocs: list[tuple[str, bool]] = []
-    while i < index:
-        char = script[i]
-        if state == "heredoc":
-            end = script.find("\n", i)
-            line = script[i : end if end >= 0 else len(script)]
-            if line.strip() == heredocs[0][0]:
-                heredocs.pop(0)
-                if not heredocs:
-                    state = "unquoted"
-            i = (end + 1) if end >= 0 else len(script)
-            continue
-        if state == "single":
-            state = "unquoted" if char == "'" else state
-        elif state == "double":
-            if char == "\\":
-                i += 1
-            elif char == '"':
-                state = "unquoted"
-        elif char == "\\":
-            i += 1
-        elif char == "'":
-            state = "single"
-        elif char == '"':
-            state = "double"
-        elif char == "#" and (i == 0 or script[i - 1] in " \t\n;"):
-            end = script.find("\n", i)
-            i = end if end >= 0 else len(script)
-            continue
-        elif script.startswith("<<", i) and not script.startswith("<<<", i):
-            found = re.match(r"<<-?\s*(['\"]?)([\w.-]+)\1", script[i:])
-            if found is not None:
-                heredocs.append((found.group(2), not found.group(1)))
-                i += found.end()
-                continue
-        elif char == "\n" and heredocs:
-            state = "heredoc"
-        i += 1
-    return state
+def _fitted(inner: str, position: Any, raw: bool, defaults: Mapping[str, Any]) -> str | None:
+    from engine.shell.commands import Role
+    from engine.shell.interpolate import value_type
+    from engine.shell.quoting import Context
+
+    text = inner.strip()
+    if position.role in (Role.CODE, Role.UNKNOWN) and not raw:
+        return "${" + _with_filter(text, "raw", "''") + "}"
+    if position.role in (Role.ARITHMETIC, Role.NAME) and value_type(text) != "integer":
+        return "${" + _with_filter(text, "integer", "0") + "}"
+    if position.role is Role.COMMENT:
+        return "$${" + inner + "}"
+    if position.role is Role.VALUE and position.context is Context.UNQUOTED and not raw:
+        key = re.match(r"(?:context|param)\s*\.\s*(\w+)\s*$", text)
+        default = defaults.get(key.group(1)) if key else None
+        if isinstance(default, str) and len(default.split()) > 1:
+            return "${" + text + " | raw}"
+    return None
+
+
+def _with_filter(text: str, name: str, nothing: str) -> str:
+    """`text | name`, little-loops' suffixes spelled as Jinja first (a suffix swallows what
+    follows it): `x:default=5` → `x | default(5) | name`, `x?` → `x | default(nothing) | name`."""
+    base, marker, default = text.partition(":default=")
+    if marker:
+        value = default.strip()
+        literal = value if re.fullmatch(r"-?\d+(\.\d+)?", value) else repr(value)
+        return f"{base.strip()} | default({literal}) | {name}"
+    if text.endswith("?"):
+        return f"{text[:-1].strip()} | default({nothing}) | {name}"
+    if text.endswith(":shell"):  # quoted as one shell word, then pasted: as little-loops did
+        return f"{text[: -len(':shell')].strip()} | shell | {name}"
+    return f"{text} | {name}"
 
 
 def rewrite_all(value: Any, rewrite: Callable[[str], str]) -> Any:
