@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from engine.model.errors import InterpolationError, UsageError
@@ -16,17 +17,27 @@ from engine.model.loop import Loop
 from engine.run.runstore import runs_root
 
 
-def run_scope(loop: Loop, run_id: str, context: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """The scope paths this run locks, each `${...}` rendered (None: the whole project)."""
+def run_scope(
+    loop: Loop,
+    run_id: str,
+    context: Mapping[str, Any],
+    *,
+    root: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[str, ...] | None:
+    """The scope paths this run locks, each `${...}` rendered (None: the whole project).
+
+    `root` is the project root whose `.loops/runs/` holds the run, `env` the actions' environment
+    (the process's when None)."""
     if not loop.scope or not any("${" in entry for entry in loop.scope):
         return loop.scope
     from engine.shell.interpolate import render_text
 
     ns = {
-        "run": {"id": run_id, "dir": str(runs_root() / run_id / "artifacts")},
+        "run": {"id": run_id, "dir": str(runs_root(root) / run_id / "artifacts")},
         "context": dict(context),
         "param": {k: context[k] for k in loop.parameters if k in context},
-        "env": dict(os.environ),
+        "env": dict(os.environ if env is None else env),
     }
     rendered = []
     for entry in loop.scope:
