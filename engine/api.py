@@ -351,7 +351,6 @@ def _take_lock(
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
     started by one of this run's actions inherits the lease through its environment."""
     from engine.run.locks import acquire_scope, no_lock
-
     from engine.run.scope import run_scope
 
     if not lock:

@@ -80,3 +80,36 @@ def test_two_runs_with_a_per_run_scope_do_not_conflict(tmp_path: Path) -> None:
         assert second.returncode == 0, second.stderr
     finally:
         assert first.wait(timeout=30) == 0
+
+
+def test_the_api_binds_input_to_the_input_key() -> None:
+    from engine.api import bind_context
+
+    loop = load_loop_text(LOOP)
+    assert bind_context(loop, {}, {}, input="ENH-9")["issue"] == "ENH-9"
+    assert bind_context(loop, {"input": "ENH-8"}, {})["issue"] == "ENH-8"  # the CLI's spelling
+    assert "input" not in bind_context(loop, {}, {}, input="ENH-9")
+
+
+def test_a_child_s_input_is_its_input_key(tmp_path: Path) -> None:
+    (tmp_path / "triage.yaml").write_text(LOOP)
+    (tmp_path / "parent.yaml").write_text(
+        """\
+name: parent
+initial: call
+scope: ["."]
+states:
+  call:
+    loop: triage
+    with: {input: BUG-3}
+    capture: child
+    on_yes: done
+    on_no: done
+  done:
+    terminal: true
+"""
+    )
+    result = ll_loop("run", "parent.yaml", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [written] = (tmp_path / ".loops" / "runs").rglob("issue.txt")
+    assert written.read_text() == "BUG-3"

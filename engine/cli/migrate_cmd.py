@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from engine.cli.common import examples
 from engine.model.errors import UsageError
 
 
@@ -21,7 +22,13 @@ class Format(StrEnum):
 def register(app: typer.Typer) -> None:
     """Add `migrate` to `app`."""
 
-    @app.command("migrate")
+    @app.command(
+        "migrate",
+        epilog=examples(
+            "ll-loop migrate .loops/ --out converted/",
+            "ll-loop migrate fix.yaml --search ~/little-loops/scripts/little_loops/loops",
+        ),
+    )
     def migrate_command(
         paths: Annotated[
             list[Path],
