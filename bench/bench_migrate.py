@@ -172,6 +172,7 @@ def _compare_simulations(python: str, converted: dict[Path, Path]) -> None:
     from engine.load.loader import load_loop_file
 
     checked = same = 0
+    loops: set[Path] = set()
     different: list[str] = []
     for original, ours in sorted(converted.items()):
         if not _agent_free(ours):
@@ -182,6 +183,7 @@ def _compare_simulations(python: str, converted: dict[Path, Path]) -> None:
             if theirs is None or not theirs["steps"]:
                 continue
             checked += 1
+            loops.add(original)
             overrides, path = _replay(loop, theirs["steps"])
             sim = simulate(loop, "all-yes", overrides, max_steps=len(path))
             walked = [s.state for s in sim.steps]
@@ -191,7 +193,7 @@ def _compare_simulations(python: str, converted: dict[Path, Path]) -> None:
                 same += 1
             else:
                 different.append(f"{original.name} [{scenario}]: {path} vs {walked}")
-    print(f"simulate: {same} of {checked} agent-free runs take the same path")
+    print(f"simulate: {same} of {checked} agent-free runs ({len(loops)} loops) take the same path")
     for line in different:
         print(f"  differs: {line}")
 
