@@ -201,7 +201,8 @@ def heaviest_walks(graph: LoopGraph, weight: Mapping[str, float], budget: int) -
 
 
 def _trace(graph: LoopGraph, table: list[dict[str, float]], budget: int) -> tuple[str, ...]:
-    """One walk that achieves `table[budget][initial]`, states in order (terminal included)."""
+    """One walk that achieves `table[budget][initial]`: the states it executes in order, then
+    the terminal it reaches or the `on_max_steps` state that runs when the budget is spent."""
     walk = [graph.initial]
     node = graph.initial
     for left in range(budget, 0, -1):
@@ -213,8 +214,10 @@ def _trace(graph: LoopGraph, table: list[dict[str, float]], budget: int) -> tupl
         node = max(successors, key=lambda t: table[left - 1][t])
         walk.append(node)
     else:
-        if node not in graph.terminals and graph.on_max_steps:
-            walk.append(graph.on_max_steps)
+        if node not in graph.terminals:  # the budget ran out before this state could run
+            walk.pop()
+            if graph.on_max_steps:
+                walk.append(graph.on_max_steps)
     return tuple(walk)
 
 
@@ -291,7 +294,7 @@ def render_bound(bound: CostBound) -> str:
 
 
 def _fold(walk: tuple[str, ...]) -> str:
-    """`a → (b → c) ×12 → d`: a walk with its repeated stretch folded, readable at any length."""
+    """A walk on one line: whole when short, else its start and end around a count."""
     if len(walk) <= 12:
         return " → ".join(walk)
     return " → ".join(walk[:5]) + f" → … ({len(walk) - 8} more) … → " + " → ".join(walk[-3:])
