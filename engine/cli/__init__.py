@@ -30,6 +30,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "list_cmd": ("list", "install"),
     "schema_cmd": ("schema",),
     "scaffold_cmd": ("scaffold-eval", "scaffold-verify"),
+    "explain_cmd": ("explain",),
 }
 
 
