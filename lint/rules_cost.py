@@ -32,6 +32,5 @@ def max_cost_below_cheapest_path(ctx: LintContext) -> Iterator[Finding]:
         f"${cheapest.usd:.4f} ({cheapest.calls} LLM calls: {' → '.join(cheapest.path)}), so "
         "every run that could succeed stops with max_cost first",
         ("max_cost_usd",),
-        "raise max_cost_usd, or use a cheaper model (`ll-loop show LOOP --cost` shows the "
-        "figures)",
+        "raise max_cost_usd, or use a cheaper model (`ll-loop show LOOP --cost` shows the figures)",
     )

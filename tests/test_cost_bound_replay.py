@@ -37,7 +37,9 @@ def random_loop(rng: random.Random) -> dict[str, Any]:
         state: dict[str, Any] = {"timeout": 30}
         if kind in ("prompt", "rubric", "prompt-judged"):
             state["action_type"] = "prompt"
-            state["action"] = f"Write one line about {name}; earlier: ${{prev.output | default('')}}"
+            state["action"] = (
+                f"Write one line about {name}; earlier: ${{prev.output | default('')}}"
+            )
         else:
             state["action"] = f"echo 'report of {name}: {rng.randint(0, 99)} checks passed'"
         if kind in ("judged", "prompt-judged"):
@@ -119,8 +121,7 @@ def spent(events: list[dict[str, Any]], prices: PriceTable) -> tuple[int, float]
     """(calls, dollars at list price) of a run's `llm_call` events, replayed ones included."""
     calls = [e for e in events if e.get("event") == "llm_call"]
     dollars = sum(
-        prices.cost(str(e["model"]), int(e["input_tokens"]), int(e["output_tokens"]))
-        for e in calls
+        prices.cost(str(e["model"]), int(e["input_tokens"]), int(e["output_tokens"])) for e in calls
     )
     return len(calls), dollars
 

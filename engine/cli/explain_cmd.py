@@ -19,9 +19,7 @@ def register(app: typer.Typer) -> None:
 
 
 def explain_command(
-    run: Annotated[
-        str, typer.Argument(help="A run id (or unique prefix), or a run's directory.")
-    ],
+    run: Annotated[str, typer.Argument(help="A run id (or unique prefix), or a run's directory.")],
     format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
 ) -> None:
     """Why a run ended (or where it stands): path, verdicts with evidence, steps and cost."""

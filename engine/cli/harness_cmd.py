@@ -314,7 +314,10 @@ def dsl_command(
 
 @app.command("history")
 def history_command(
-    target: Annotated[str, typer.Argument(help="A target as recorded (command text, loop name…).")],
+    target: Annotated[
+        str | None,
+        typer.Argument(help="A target as recorded (command text, loop name…)."),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only attempts on or after this date (UTC).")
     ] = None,
@@ -323,8 +326,22 @@ def history_command(
     ] = None,
     last: Annotated[int, typer.Option("--last", help="How many recent attempts to list.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    stability: Annotated[
+        bool,
+        typer.Option(
+            "--stability",
+            help="Per judge: flip rate, abstention rate, and a flag on judges that never "
+            "discriminate (TARGET optional: a loop name or harness target).",
+        ),
+    ] = False,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    if stability:
+        from engine.cli.stability_cmd import print_stability
+
+        return print_stability(target, since, as_json)
+    if target is None:
+        raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
     from engine.run.history import history_path, open_history

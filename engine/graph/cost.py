@@ -98,7 +98,11 @@ class CostBound:
             "worst_walk": list(self.worst_walk),
             "cheapest_success": None
             if cheapest is None
-            else {"usd": round(cheapest.usd, 6), "calls": cheapest.calls, "path": list(cheapest.path)},
+            else {
+                "usd": round(cheapest.usd, 6),
+                "calls": cheapest.calls,
+                "path": list(cheapest.path),
+            },
             "states": {
                 name: {
                     "calls": cost.calls,
@@ -127,7 +131,9 @@ def cost_bound(
     live = reachable_from(graph, graph.initial, *extra)
     costs = {name: steps.get(name, FREE) for name in graph.nodes if name in live}
     unknown = {name: c.unknown for name, c in costs.items() if c.unknown is not None}
-    cyclic = tuple(n for n in graph.nodes if n in costs and costs[n].uses_llm and _on_cycle(graph, n))
+    cyclic = tuple(
+        n for n in graph.nodes if n in costs and costs[n].uses_llm and _on_cycle(graph, n)
+    )
     cheapest = cheapest_success(graph, costs)
     common = {
         "loop": graph.name,
@@ -268,7 +274,9 @@ def render_bound(bound: CostBound) -> str:
         return f"{bound.loop}: no LLM calls (cost $0)"
     lines = [f"{bound.loop}: at most {bound.calls} LLM calls, ${bound.usd:.4f} per run"]
     if bound.independent_of_max_steps:
-        lines.append("  no state that calls an LLM is on a cycle: the bound holds for any max_steps")
+        lines.append(
+            "  no state that calls an LLM is on a cycle: the bound holds for any max_steps"
+        )
     else:
         states = ", ".join(bound.cyclic_llm_states)
         lines.append(f"  bounded by max_steps {bound.max_steps}: LLM states on a cycle: {states}")
@@ -289,7 +297,9 @@ def render_bound(bound: CostBound) -> str:
     lines.append("  per execution of a state:")
     for name, cost in bound.steps.items():
         if cost.uses_llm:
-            lines.append(f"    {name}: ≤ {cost.calls} calls, ≤ ${cost.usd:.4f}  {cost.note}".rstrip())
+            lines.append(
+                f"    {name}: ≤ {cost.calls} calls, ≤ ${cost.usd:.4f}  {cost.note}".rstrip()
+            )
     return "\n".join(lines)
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.llm import settings as llm_settings
-from engine.llm.evidence import evidence_problem, has_evidence_contract
 from engine.llm.calllog import request_hash
+from engine.llm.evidence import evidence_problem, has_evidence_contract
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.model.ports import Verdict
 

@@ -253,9 +253,12 @@ def _inside(children: tuple[tuple[int, str, Explanation], ...], last: Step | Non
 
 
 def _failed(step: Step) -> bool:
-    return bool(step.spawn_error or step.timed_out or step.verdict == "error" or (
-        step.exit_code not in (None, 0)
-    ))
+    return bool(
+        step.spawn_error
+        or step.timed_out
+        or step.verdict == "error"
+        or (step.exit_code not in (None, 0))
+    )
 
 
 def _stderr_tail(step: Step) -> tuple[str, ...]:
@@ -289,9 +292,7 @@ def render_text(explanation: Explanation) -> str:
         lines += [f"  {_path_line(item)}" for item in explanation.path]
     lines += _judgement_lines(explanation.judgements)
     for step, state_name, child in explanation.children[-3:]:
-        lines.append(
-            f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
-        )
+        lines.append(f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}")
     if explanation.steps_by_state:
         parts = ", ".join(f"{k} {v}" for k, v in explanation.steps_by_state.items())
         lines.append(f"steps by state: {parts}")
@@ -305,8 +306,10 @@ def render_text(explanation: Explanation) -> str:
 
 
 def _path_line(item: PathItem) -> str:
-    span = f"{item.first_step}" if item.last_step == item.first_step else (
-        f"{item.first_step}-{item.last_step}"
+    span = (
+        f"{item.first_step}"
+        if item.last_step == item.first_step
+        else (f"{item.first_step}-{item.last_step}")
     )
     hops = " · ".join(
         f"{state} {verdict or '?'} → {target or _no_target(verdict)}"
@@ -340,7 +343,7 @@ def _judgement_lines(judgements: tuple[Judgement, ...]) -> list[str]:
             line += f" — {_clip(note.reason, 90)}"
         lines.append(line)
         if note.evidence:
-            lines.append(f"      evidence: \"{_clip(note.evidence, 90)}\"")
+            lines.append(f'      evidence: "{_clip(note.evidence, 90)}"')
         if note.evidence_check and "rejected" in note.evidence_check:
             lines.append(f"      {_clip(note.evidence_check, 100)}")
     return lines
