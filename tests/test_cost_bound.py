@@ -123,7 +123,7 @@ def test_a_subloop_costs_its_childs_whole_bound() -> None:
         },
         max_steps=3,
     )
-    bound = loop_cost(parent, resolve_child=lambda ref: child if ref == "review" else None)
+    bound = loop_cost(parent, resolve_child=lambda ref, _: child if ref == "review" else None)
     assert bound.calls == 3 * 6
     assert bound.usd == 3 * loop_cost(child).usd  # type: ignore[operator]
 

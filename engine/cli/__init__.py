@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "schema_cmd": ("schema",),
     "scaffold_cmd": ("scaffold-eval", "scaffold-verify"),
     "explain_cmd": ("explain",),
+    "report_cmd": ("report",),
 }
 
 

@@ -1,5 +1,4 @@
-"""The static cost bound as `show --cost` and `validate --verbose` print it: the project's prices
-(`LL_PRICES`, `.loops/prices.json`) and sub-loops resolved like the runtime resolves them."""
+"""The static cost bound as `show --cost` and `validate --verbose` print it."""
 
 from __future__ import annotations
 
@@ -11,18 +10,11 @@ if TYPE_CHECKING:
     from engine.model.loop import Loop
 
 
-def loop_bound(loop: Loop, max_steps: int | None = None) -> CostBound:
-    """The worst case of one run of `loop`; a bad price file raises its PreflightError."""
-    from engine.cli.validate_cmd import child_resolver
-    from engine.llm.costs import loop_cost
-    from engine.llm.prices import load_prices
+def loop_bound(loop: Loop) -> CostBound:
+    """The worst case of one run of `loop` here; a bad price file raises its PreflightError."""
+    from engine.report.bound import static_bound
 
-    return loop_cost(
-        loop,
-        prices=load_prices(Path.cwd()),
-        resolve_child=child_resolver(loop.source),
-        max_steps=max_steps,
-    )
+    return static_bound(loop, Path.cwd())
 
 
 def bound_line(loop: Loop) -> str | None:

@@ -37,7 +37,8 @@ MIN_OUTPUT_TOKENS = {"prompt": 1, "judge": 20, "rubric": 20}
 MAX_DEPTH = 8  # sub-loops nest at most this deep (a ninth level is an error, no calls)
 MALFORMED_RETRIES = 1  # a judge sample or reviewer is asked once more after a malformed answer
 
-ChildResolver = Callable[[str], Loop | None]
+# (reference, the loop that names it) -> the child loop, or None when it does not resolve
+ChildResolver = Callable[[str, Loop], Loop | None]
 
 
 class PriceLike(Protocol):
@@ -113,7 +114,7 @@ def state_cost(
 ) -> StepCost:
     """What one execution of `state` can cost."""
     if state.is_subloop:
-        return _subloop_cost(state, prices, resolve_child, depth)
+        return _subloop_cost(loop, state, prices, resolve_child, depth)
     parts: list[StepCost] = []
     if state.action_type == "prompt" and state.action is not None:
         parts.append(_prompt_cost(loop, state, prices))
@@ -206,7 +207,7 @@ def _chars(system: str, user: str, tool: Mapping[str, Any]) -> int:
 
 
 def _subloop_cost(
-    state: State, prices: Prices, resolve_child: ChildResolver | None, depth: int
+    parent: Loop, state: State, prices: Prices, resolve_child: ChildResolver | None, depth: int
 ) -> StepCost:
     assert state.loop is not None
     if depth + 1 >= MAX_DEPTH:
@@ -216,7 +217,7 @@ def _subloop_cost(
     if resolve_child is None:
         return StepCost(unknown=f"sub-loop {state.loop!r} was not resolved")
     try:
-        child = resolve_child(state.loop)
+        child = resolve_child(state.loop, parent)
     except LoopError as exc:
         return StepCost(unknown=f"sub-loop {state.loop!r} does not load: {exc.message}")
     if child is None:

@@ -216,7 +216,8 @@ class _Builder:
     def retry(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = trace.current
         if step is not None:
-            step.retry = {k: event.get(k) for k in ("state", "retries", "max_retries", "exhausted")}
+            keys = ("state", "retries", "max_retries", "exhausted", "target")
+            step.retry = {k: event.get(k) for k in keys}
 
     def llm_call(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
