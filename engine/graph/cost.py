@@ -134,38 +134,35 @@ def cost_bound(
     cyclic = tuple(
         n for n in graph.nodes if n in costs and costs[n].uses_llm and _on_cycle(graph, n)
     )
-    cheapest = cheapest_success(graph, costs)
-    common = {
-        "loop": graph.name,
-        "max_steps": max_steps,
-        "independent_of_max_steps": not cyclic and not unknown,
-        "cyclic_llm_states": cyclic,
-        "max_cost_usd": max_cost_usd,
-        "cheapest_success": cheapest,
-        "steps": costs,
-        "unknown": unknown,
-    }
-    if unknown:
-        return CostBound(
-            calls=None, usd=None, exact=False, capped_by_max_cost=False, worst_walk=(), **common
-        )
-    # Without an LLM state on a cycle, a walk longer than the number of states adds nothing.
-    horizon = max_steps if cyclic else min(max_steps, len(graph.nodes))
-    calls_walk = heaviest_walks(graph, {n: float(c.calls) for n, c in costs.items()}, horizon)
-    usd_walk = heaviest_walks(graph, {n: c.usd for n, c in costs.items()}, horizon)
-    usd = usd_walk.total
-    capped = False
-    if max_cost_usd is not None:
-        ceiling = max_cost_usd + max((c.usd for c in costs.values()), default=0.0)
-        if ceiling < usd:
-            usd, capped = ceiling, True
+    calls: int | None = None
+    usd: float | None = None
+    exact = capped = False
+    walk: tuple[str, ...] = ()
+    if not unknown:
+        # Without an LLM state on a cycle, a walk longer than the number of states adds nothing.
+        horizon = max_steps if cyclic else min(max_steps, len(graph.nodes))
+        by_calls = heaviest_walks(graph, {n: float(c.calls) for n, c in costs.items()}, horizon)
+        by_usd = heaviest_walks(graph, {n: c.usd for n, c in costs.items()}, horizon)
+        calls, usd, walk = round(by_calls.total), by_usd.total, by_usd.walk
+        exact = by_calls.exact and by_usd.exact
+        if max_cost_usd is not None:
+            ceiling = max_cost_usd + max((c.usd for c in costs.values()), default=0.0)
+            if ceiling < usd:
+                usd, capped = ceiling, True
     return CostBound(
-        calls=round(calls_walk.total),
+        loop=graph.name,
+        max_steps=max_steps,
+        calls=calls,
         usd=usd,
-        exact=calls_walk.exact and usd_walk.exact,
+        exact=exact,
+        independent_of_max_steps=not cyclic and not unknown,
+        cyclic_llm_states=cyclic,
         capped_by_max_cost=capped,
-        worst_walk=usd_walk.walk,
-        **common,
+        max_cost_usd=max_cost_usd,
+        worst_walk=walk,
+        cheapest_success=cheapest_success(graph, costs),
+        steps=costs,
+        unknown=unknown,
     )
 
 

@@ -99,6 +99,7 @@ def judge_notes(evaluator: str | None, details: Mapping[str, Any]) -> list[Judge
 def _assessment_note(name: str, judge: Mapping[str, Any]) -> JudgeNote:
     passed = judge.get("passed")
     value = judge.get("value")
+    verdict: str | None
     if judge.get("skipped"):
         verdict = "skipped"
     elif judge.get("error"):

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from engine.graph.cost import FREE, CostBound, StepCost, cost_bound
 from engine.graph.loop_graph import compile_graph
 from engine.llm import settings
+from engine.llm.prices import PriceTable
 from engine.model.errors import LoopError
 from engine.model.loop import Evaluate, Loop, State
 
@@ -39,17 +40,6 @@ MALFORMED_RETRIES = 1  # a judge sample or reviewer is asked once more after a m
 
 # (reference, the loop that names it) -> the child loop, or None when it does not resolve
 ChildResolver = Callable[[str, Loop], Loop | None]
-
-
-class PriceLike(Protocol):
-    input: float
-    output: float
-
-
-class Prices(Protocol):
-    """What the bound needs of a price table (`engine.llm.prices.PriceTable` is one)."""
-
-    def price_for(self, model: str) -> PriceLike: ...
 
 
 def request_chars(request: Mapping[str, Any]) -> int:
@@ -85,19 +75,16 @@ def template_chars(template: str | None) -> tuple[int, int]:
 def loop_cost(
     loop: Loop,
     *,
-    prices: Prices | None = None,
+    prices: PriceTable | None = None,
     resolve_child: ChildResolver | None = None,
     max_steps: int | None = None,
     depth: int = 0,
 ) -> CostBound:
     """The cost bound of `loop` (built-in prices unless `prices`); sub-loops through
     `resolve_child` (an unresolvable child makes the bound unknown)."""
-    if prices is None:
-        from engine.llm.prices import PriceTable
-
-        prices = PriceTable()
+    table = prices if prices is not None else PriceTable()
     steps = {
-        name: state_cost(loop, state, prices, resolve_child, depth)
+        name: state_cost(loop, state, table, resolve_child, depth)
         for name, state in loop.states.items()
         if not state.terminal
     }
@@ -110,7 +97,7 @@ def loop_cost(
 
 
 def state_cost(
-    loop: Loop, state: State, prices: Prices, resolve_child: ChildResolver | None, depth: int
+    loop: Loop, state: State, prices: PriceTable, resolve_child: ChildResolver | None, depth: int
 ) -> StepCost:
     """What one execution of `state` can cost."""
     if state.is_subloop:
@@ -144,7 +131,7 @@ def _sum(parts: list[StepCost]) -> StepCost:
 
 
 def _call_cost(
-    prices: Prices, model: str, purpose: str, fixed: int, most: int, max_tokens: int
+    prices: PriceTable, model: str, purpose: str, fixed: int, most: int, max_tokens: int
 ) -> tuple[float, float]:
     """(most, least) dollars of one call with `fixed`..`most` input characters."""
     price = prices.price_for(model)
@@ -154,7 +141,7 @@ def _call_cost(
     return high, low
 
 
-def _prompt_cost(loop: Loop, state: State, prices: Prices) -> StepCost:
+def _prompt_cost(loop: Loop, state: State, prices: PriceTable) -> StepCost:
     runner = settings.prompt_runner(state, loop)
     if runner != settings.DEFAULT_RUNNER:
         return StepCost(note=f"prompt via {runner}: a process, no API cost")
@@ -165,7 +152,7 @@ def _prompt_cost(loop: Loop, state: State, prices: Prices) -> StepCost:
     return StepCost(1, high, 1, low, note=f"prompt: 1 call to {model}, ≤ {max_tokens} tokens out")
 
 
-def _judge_cost(loop: Loop, state: State, spec: Evaluate, prices: Prices) -> StepCost:
+def _judge_cost(loop: Loop, state: State, spec: Evaluate, prices: PriceTable) -> StepCost:
     from engine.llm.judge import SYSTEM, VERDICT_TOOL, judge_prompt, shorten_judged_text
     from engine.llm.rubric import rubric_prompt, score_tool
 
@@ -207,7 +194,7 @@ def _chars(system: str, user: str, tool: Mapping[str, Any]) -> int:
 
 
 def _subloop_cost(
-    parent: Loop, state: State, prices: Prices, resolve_child: ChildResolver | None, depth: int
+    parent: Loop, state: State, prices: PriceTable, resolve_child: ChildResolver | None, depth: int
 ) -> StepCost:
     assert state.loop is not None
     if depth + 1 >= MAX_DEPTH:

@@ -12,7 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.report.runlog import JudgeNote, Step, Trace
+from engine.harness.verdicts import JudgeNote
+from engine.report.runlog import Step, Trace
 
 MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
 SHOWN_JUDGEMENTS = 6  # judged steps listed in text (JSON has all)
@@ -108,10 +109,10 @@ def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
     """The explanation of one run (or one child run: pass its facts and trace)."""
     steps = trace.steps if trace else []
     steps_by_state = dict(Counter(s.state for s in steps).most_common())
-    cost: Counter[str] = Counter()
+    cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
     for step in steps:
-        cost[step.state] += step.cost_usd
+        cost[step.state] = cost.get(step.state, 0.0) + step.cost_usd
         calls[step.state] += step.llm_calls
     judgements = tuple(
         Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
@@ -128,7 +129,7 @@ def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
         path=fold_path(steps),
         judgements=judgements,
         steps_by_state=steps_by_state,
-        cost_by_state={k: v for k, v in cost.most_common() if v},
+        cost_by_state={k: v for k, v in sorted(cost.items(), key=lambda kv: -kv[1]) if v},
         calls_by_state={k: v for k, v in calls.most_common() if v},
         max_steps=trace.max_steps if trace else None,
         stderr_tail=_stderr_tail(last) if last and _failed(last) else (),

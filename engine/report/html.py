@@ -90,7 +90,9 @@ def graph_from_trace(trace: Trace | None) -> LoopGraph:
         out_edges=MappingProxyType(out),
         in_edges=MappingProxyType(inc),
         terminals=frozenset({final} if isinstance(final, str) else set()),
-        failures=frozenset({final} if end.get("outcome") == "failure" else set()),
+        failures=frozenset(
+            {final} if isinstance(final, str) and end.get("outcome") == "failure" else set()
+        ),
         dangling=(),
     )
 
