@@ -61,10 +61,12 @@ def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
 
 
 _DEFS = """<defs>
-<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7"
- orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#8a94a6"/></marker>
-<marker id="arrow-taken" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6"
- orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#d9480f"/></marker>
+<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9"
+ markerUnits="userSpaceOnUse" orient="auto-start-reverse">
+<path d="M0,0 L10,5 L0,10 z" fill="#8a94a6"/></marker>
+<marker id="arrow-taken" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="13"
+ markerHeight="13" markerUnits="userSpaceOnUse" orient="auto-start-reverse">
+<path d="M0,0 L10,5 L0,10 z" fill="#d9480f"/></marker>
 </defs>"""
 
 

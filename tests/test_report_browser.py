@@ -1,0 +1,195 @@
+"""The HTML report in a real browser: headless Chromium from the OS packages, driven by
+Playwright (the `report-test` extra). The page must load offline with no console errors, draw
+one node per state, and highlight exactly the transitions the run's events record; the test
+saves a screenshot for people to look at (its path is printed).
+
+Chromium is not optional here: `make test` (and CI) install it, and a missing browser fails
+this test with the install command rather than skipping it silently.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.load.loader import load_loop_file
+from tests.loopback_server import LoopbackServer, Reply, verdict_reply
+from tests.run_helpers import ll_loop, write_loop
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# A check that fails twice (judged no), a fixer, a retry limit, and a judged final review.
+LOOP = """
+name: review-until-clean
+initial: setup
+scope: ["."]
+max_steps: 20
+states:
+  setup:
+    action: 'echo 0 > "${run.dir}/n"; echo ready'
+    next: check
+    on_error: broken
+  check:
+    action: |
+      n=$(cat "${run.dir}/n")
+      if [ "$n" -ge 2 ]; then echo "lint: 0 problems"; else echo "lint: $((2 - n)) problems"; fi
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line verbatim."
+      samples: 2
+    on_yes: review
+    on_no: fix
+    on_error: broken
+    max_retries: 4
+    on_retry_exhausted: gave_up
+  fix:
+    action: 'n=$(cat "${run.dir}/n"); echo $((n + 1)) > "${run.dir}/n"; echo fixed one'
+    next: check
+    on_error: broken
+  review:
+    action: echo "All checks passed, ready to merge"
+    evaluate:
+      type: llm_structured
+      prompt: "Is it ready to merge? Quote the line verbatim."
+    on_yes: done
+    on_no: gave_up
+    on_error: broken
+  done:
+    terminal: true
+  gave_up:
+    terminal: true
+    failure: true
+  broken:
+    terminal: true
+    failure: true
+"""
+
+
+def judge_from_text(request: dict[str, Any]) -> Reply:
+    """yes with the summary line as evidence when the text says 0 problems, else no."""
+    text = request["messages"][0]["content"]
+    if "0 problems" in text:
+        build = verdict_reply("yes", evidence="lint: 0 problems", input_tokens=900)
+    elif "ready to merge" in text:
+        build = verdict_reply("yes", evidence="ready to merge", input_tokens=700)
+    else:
+        build = verdict_reply("no", evidence="problems", reason="lint still reports problems")
+    assert callable(build)
+    return build(request)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A Chromium page with a fresh profile; fails (not skips) when the browser is missing."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright is missing: pip install -e '.[report-test]' (make test does)")
+    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
+        pytest.fail(f"Chromium is missing at {CHROMIUM}: apt-get install -y chromium (.ci/run does)")
+    with sync_playwright() as driver, tempfile.TemporaryDirectory() as profile:
+        context = driver.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=BROWSER_ARGS,
+            viewport={"width": 1200, "height": 900},
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def expected_path(events: list[dict[str, Any]]) -> tuple[Counter[str], Counter[tuple[str, str]]]:
+    """Visits and transitions of the top run, straight from its events."""
+    visits: Counter[str] = Counter()
+    moves: Counter[tuple[str, str]] = Counter()
+    for event in events:
+        if event.get("depth"):
+            continue
+        if event["event"] == "state_enter":
+            visits[event["state"]] += 1
+        elif event["event"] == "route" and event.get("target"):
+            moves[(event["state"], event["target"])] += 1
+        elif event["event"] == "retry" and event.get("exhausted"):
+            moves[(event["state"], event["target"])] += 1
+        elif event["event"] == "loop_complete" and event["terminated_by"] == "terminal":
+            visits[event["final_state"]] += 1
+    return visits, moves
+
+
+def test_report_loads_offline_and_shows_the_path_the_events_record(
+    browser: Any, loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = judge_from_text
+    write_loop(tmp_path, LOOP)
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+    assert ran.code == 0, ran.stderr
+    run_id = ran.json["run_id"]
+    page_file = tmp_path / "report.html"
+    made = ll_loop(tmp_path, "report", run_id, "--html", "--out", str(page_file))
+    assert made.code == 0, made.stderr
+    events = [json.loads(line) for line in (ran.run_dir / "events.jsonl").read_text().splitlines()]
+    visits, moves = expected_path(events)
+
+    problems: list[str] = []
+    browser.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    browser.on("pageerror", lambda e: problems.append(str(e)))
+    browser.on("request", lambda r: None if r.url.startswith(("file:", "data:"))
+               else problems.append(f"network request: {r.url}"))  # fmt: skip
+    browser.goto(page_file.as_uri())
+    browser.wait_for_selector("body[data-ready=yes]")
+    assert problems == []
+
+    states = list(load_loop_file(tmp_path / "loop.yaml").states)
+    drawn = browser.eval_on_selector_all(
+        "svg.graph .node", "nodes => nodes.map(n => [n.dataset.state, +n.dataset.visits])"
+    )
+    assert sorted(name for name, _ in drawn) == sorted(states)
+    assert {name: count for name, count in drawn if count} == dict(visits)
+
+    taken = browser.eval_on_selector_all(
+        "svg.graph .edge.taken",
+        "edges => edges.map(e => [e.dataset.source, e.dataset.target, +e.dataset.count])",
+    )
+    assert {(s, t): c for s, t, c in taken} == dict(moves)
+    assert moves[("check", "fix")] == 2 and moves[("check", "review")] == 1
+    untaken = browser.eval_on_selector_all(
+        "svg.graph .edge:not(.taken)", "edges => edges.map(e => +e.dataset.count)"
+    )
+    assert untaken and set(untaken) == {0}
+    assert "×2" in browser.text_content("svg.graph .edge[data-source=check][data-target=fix]")
+    assert browser.inner_text("#why").startswith("reached the success terminal 'done'")
+    judges = browser.inner_text("#judges")
+    assert "lint still reports problems" in judges and "lint: 0 problems" in judges
+
+    # clicking a state keeps only its rows in the step table
+    browser.click("svg.graph .node[data-state=fix]")
+    dimmed = browser.eval_on_selector_all("tr.dim", "rows => rows.map(r => r.dataset.state)")
+    assert dimmed and "fix" not in dimmed
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    browser.click("svg.graph .node[data-state=fix]")  # back to the whole table
+    browser.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    print(f"report screenshot: {shot}")
