@@ -22,6 +22,7 @@ demo: $(VENV)/.installed
 	cd $$(mktemp -d) && $(CURDIR)/$(BIN)/ll-loop run fix-until-green-demo
 
 test: $(VENV)/.installed-dev
+	@test -x /usr/bin/chromium || echo "warning: no /usr/bin/chromium; the browser test will fail (apt-get install -y chromium)" >&2
 	$(BIN)/ruff check engine lint tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
