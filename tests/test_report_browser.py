@@ -10,31 +10,15 @@ this test with the install command rather than skipping it silently.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine.load.loader import load_loop_file
 from tests.loopback_server import LoopbackServer, Reply, verdict_reply
+from tests.report_helpers import ARTIFACTS, check_report, expected_path, open_browser
 from tests.run_helpers import ll_loop, write_loop
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 # A check that fails twice (judged no), a fixer, a retry limit, and a judged final review.
 LOOP = """
@@ -98,43 +82,7 @@ def judge_from_text(request: dict[str, Any]) -> Reply:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    """A Chromium page with a fresh profile; fails (not skips) when the browser is missing."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright is missing: pip install -e '.[report-test]' (make test does)")
-    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
-        pytest.fail(f"Chromium is missing at {CHROMIUM}: apt-get install -y chromium (.ci/run does)")
-    with sync_playwright() as driver, tempfile.TemporaryDirectory() as profile:
-        context = driver.chromium.launch_persistent_context(
-            profile,
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=BROWSER_ARGS,
-            viewport={"width": 1200, "height": 900},
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
-
-
-def expected_path(events: list[dict[str, Any]]) -> tuple[Counter[str], Counter[tuple[str, str]]]:
-    """Visits and transitions of the top run, straight from its events."""
-    visits: Counter[str] = Counter()
-    moves: Counter[tuple[str, str]] = Counter()
-    for event in events:
-        if event.get("depth"):
-            continue
-        if event["event"] == "state_enter":
-            visits[event["state"]] += 1
-        elif event["event"] == "route" and event.get("target"):
-            moves[(event["state"], event["target"])] += 1
-        elif event["event"] == "retry" and event.get("exhausted"):
-            moves[(event["state"], event["target"])] += 1
-        elif event["event"] == "loop_complete" and event["terminated_by"] == "terminal":
-            visits[event["final_state"]] += 1
-    return visits, moves
+    yield from open_browser()
 
 
 def test_report_loads_offline_and_shows_the_path_the_events_record(
@@ -148,35 +96,10 @@ def test_report_loads_offline_and_shows_the_path_the_events_record(
     page_file = tmp_path / "report.html"
     made = ll_loop(tmp_path, "report", run_id, "--html", "--out", str(page_file))
     assert made.code == 0, made.stderr
+    check_report(browser, page_file, tmp_path / "loop.yaml", ran.run_dir)
     events = [json.loads(line) for line in (ran.run_dir / "events.jsonl").read_text().splitlines()]
-    visits, moves = expected_path(events)
-
-    problems: list[str] = []
-    browser.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    browser.on("pageerror", lambda e: problems.append(str(e)))
-    browser.on("request", lambda r: None if r.url.startswith(("file:", "data:"))
-               else problems.append(f"network request: {r.url}"))  # fmt: skip
-    browser.goto(page_file.as_uri())
-    browser.wait_for_selector("body[data-ready=yes]")
-    assert problems == []
-
-    states = list(load_loop_file(tmp_path / "loop.yaml").states)
-    drawn = browser.eval_on_selector_all(
-        "svg.graph .node", "nodes => nodes.map(n => [n.dataset.state, +n.dataset.visits])"
-    )
-    assert sorted(name for name, _ in drawn) == sorted(states)
-    assert {name: count for name, count in drawn if count} == dict(visits)
-
-    taken = browser.eval_on_selector_all(
-        "svg.graph .edge.taken",
-        "edges => edges.map(e => [e.dataset.source, e.dataset.target, +e.dataset.count])",
-    )
-    assert {(s, t): c for s, t, c in taken} == dict(moves)
+    _, moves = expected_path(events)
     assert moves[("check", "fix")] == 2 and moves[("check", "review")] == 1
-    untaken = browser.eval_on_selector_all(
-        "svg.graph .edge:not(.taken)", "edges => edges.map(e => +e.dataset.count)"
-    )
-    assert untaken and set(untaken) == {0}
     assert "×2" in browser.text_content("svg.graph .edge[data-source=check][data-target=fix]")
     assert browser.inner_text("#why").startswith("reached the success terminal 'done'")
     judges = browser.inner_text("#judges")

@@ -112,8 +112,9 @@ def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
     cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
     for step in steps:
-        cost[step.state] = cost.get(step.state, 0.0) + step.cost_usd
-        calls[step.state] += step.llm_calls
+        step_calls, step_cost = step.spent()  # a sub-loop step pays for its child run
+        cost[step.state] = cost.get(step.state, 0.0) + step_cost
+        calls[step.state] += step_calls
     judgements = tuple(
         Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
     )
@@ -153,7 +154,7 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
         current=str(end.get("final_state") or last),
         steps=int(end.get("steps") or len(child.steps)),
         elapsed_ms=int(end.get("duration_ms") or 0),
-        cost_usd=float(end.get("cost_usd") or sum(s.cost_usd for s in child.steps)),
+        cost_usd=float(end.get("cost_usd") or child.spent()[1]),
         result=end or None,
     )
 

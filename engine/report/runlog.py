@@ -52,6 +52,14 @@ class Step:
     def finished(self) -> bool:
         return self.routed
 
+    def spent(self) -> tuple[int, float]:
+        """LLM calls and dollars of this step, a sub-loop's whole child run included."""
+        calls, cost = self.llm_calls, self.cost_usd
+        if self.child is not None:
+            more_calls, more_cost = self.child.spent()
+            calls, cost = calls + more_calls, cost + more_cost
+        return calls, cost
+
     def judges(self) -> list[JudgeNote]:
         return judge_notes(self.evaluator, self.details)
 
@@ -72,8 +80,8 @@ class Step:
             "finished": self.finished,
             "route_error": self.route_error,
             "retry": self.retry,
-            "llm_calls": self.llm_calls,
-            "cost_usd": round(self.cost_usd, 6),
+            "llm_calls": self.spent()[0],
+            "cost_usd": round(self.spent()[1], 6),
             "judges": [j.to_json() for j in self.judges()],
             "child": self.child.to_json() if self.child else None,
         }
@@ -97,6 +105,11 @@ class Trace:
     @property
     def current(self) -> Step | None:
         return self.steps[-1] if self.steps else None
+
+    def spent(self) -> tuple[int, float]:
+        """LLM calls and dollars of the whole run, its children included."""
+        totals = [step.spent() for step in self.steps]
+        return sum(c for c, _ in totals), sum(d for _, d in totals)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -158,7 +158,7 @@ def _step_table(steps: list[Step]) -> str:
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
                 escape(step.target or ("(no route)" if step.routed else "(interrupted)")),
                 f"{(step.duration_ms or 0) / 1000:.2f} s",
-                f"${step.cost_usd:.4f}" if step.cost_usd else "",
+                f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
                 escape(_clip(step.output, 120)),
             )
         )
