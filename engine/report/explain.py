@@ -187,8 +187,9 @@ def end_reason(
     last = steps[-1] if steps else None
     budget = f" of {trace.max_steps}" if trace and trace.max_steps else ""
     if facts.status == "running":
-        where = f"in state {facts.current!r}" if facts.current else "starting"
-        return f"still running: step {facts.steps}{budget}, {where}"
+        if last is not None and not last.finished:  # the step under way
+            return f"still running: step {last.step}{budget}, in state {last.state!r}"
+        return f"still running: {facts.steps}{budget} steps done, now in state {facts.current!r}"
     if facts.status == "interrupted":
         return (
             f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
@@ -236,12 +237,19 @@ def _via(last: Step | None) -> str:
 
 
 def _cycling(steps: list[Step]) -> str:
-    """`; the last 8 steps went round test → fix` when the tail of the path repeats."""
-    tail = fold_path(steps[-2 * MAX_FOLD :])
-    if tail and tail[-1].times > 1:
-        cycle = " → ".join(state for state, _, _ in tail[-1].steps)
-        return f"; the last {len(tail[-1].steps) * tail[-1].times} steps went round {cycle}"
-    return f"; it was in state {steps[-1].state!r}" if steps else ""
+    """`; the last 9 steps went round poll → nap` when the path ends in a repeated stretch
+    (and perhaps the start of one more round)."""
+    if not steps:
+        return ""
+    tail = fold_path(steps[-3 * MAX_FOLD :])
+    for index in range(len(tail) - 1, -1, -1):
+        item = tail[index]
+        after = tail[index + 1 :]
+        if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
+            cycle = " → ".join(state for state, _, _ in item.steps)
+            count = steps[-1].step - item.first_step + 1
+            return f"; the last {count} steps went round {cycle}"
+    return f"; it was in state {steps[-1].state!r}"
 
 
 def _inside(children: tuple[tuple[int, str, Explanation], ...], last: Step | None) -> str:
