@@ -32,7 +32,10 @@ states:
     action: echo prepared
     next: wait
   wait:
-    action: 'echo $$ > "${run.dir}/../wait.pid"; test -f "${run.dir}/../go" || sleep 30; echo waited'
+    action: |
+      echo $$ > "${run.dir}/../wait.pid"
+      test -f "${run.dir}/../go" || sleep 30
+      echo waited
     next: done
   done:
     terminal: true
