@@ -11,7 +11,7 @@ A loop in which no state that calls an LLM lies on a cycle has a bound independe
 `max_steps`: each such state runs at most once, so the heaviest walk is found within as many
 steps as there are states. With `max_cost_usd`, the run stops at the first boundary where its
 spend reached the limit, so dollars are also bounded by the limit plus the dearest single step.
-See docs/format.md ("Cost bound") for how the per-call figures are built.
+See docs/llm.md ("The cost bound before a run") for how the per-call figures are built.
 """
 
 from __future__ import annotations
