@@ -10,6 +10,8 @@ this test with the install command rather than skipping it silently.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,9 @@ def judge_from_text(request: dict[str, Any]) -> Reply:
     return build(request)
 
 
+LL_HARNESS = Path(sys.executable).with_name("ll-harness")
+
+
 @pytest.fixture
 def browser() -> Iterator[Any]:
     yield from open_browser()
@@ -116,3 +121,47 @@ def test_report_loads_offline_and_shows_the_path_the_events_record(
     browser.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     print(f"report screenshot: {shot}")
+
+
+def test_harness_history_page_charts_each_invocation_with_its_interval(
+    browser: Any, tmp_path: Path
+) -> None:
+    from engine.run.history import NewAttempt, open_history
+
+    outcomes = [["pass", "fail", "pass"], ["pass", "pass", "pass"], ["fail", "abstain", "pass"]]
+    with open_history(tmp_path) as history:
+        for number, invocation in enumerate(outcomes):
+            for sample, outcome in enumerate(invocation):
+                history.record_attempt(
+                    NewAttempt(
+                        invocation_id=f"inv{number}",
+                        runner="cmd",
+                        target="make test",
+                        input_hash="i",
+                        target_content_hash="c",
+                        conditions_fp="f",
+                        outcome=outcome,  # type: ignore[arg-type]
+                        sample_index=sample,
+                    ),
+                    created_at=f"2026-11-0{number + 1}T10:00:00+00:00",
+                )
+    page_file = tmp_path / "history.html"
+    made = subprocess.run(
+        [str(LL_HARNESS), "history", "make test", "--html", str(page_file)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    problems: list[str] = []
+    browser.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    browser.on("pageerror", lambda e: problems.append(str(e)))
+    browser.goto(page_file.as_uri())
+    browser.wait_for_selector("body[data-ready=yes]")
+    assert problems == []
+    points = browser.eval_on_selector_all(
+        "svg.chart .point", "ps => ps.map(p => [+p.dataset.k, +p.dataset.n])"
+    )
+    assert points == [[2, 3], [3, 3], [1, 2]]  # oldest first; an abstention is not graded
+    bars = browser.eval_on_selector_all("svg.chart .interval", "ls => ls.length")
+    assert bars == 3
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.screenshot(path=str(ARTIFACTS / "harness-history.png"), full_page=True)

@@ -334,10 +334,18 @@ def history_command(
             "discriminate (TARGET optional: a loop name or harness target).",
         ),
     ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the history as one HTML page to this file."),
+    ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    if html is not None:
+        from engine.cli.harness_history import write_history_html
+
+        write_history_html(target, html)
     if stability:
-        from engine.cli.stability_cmd import print_stability
+        from engine.cli.harness_history import print_stability
 
         return print_stability(target, since, as_json)
     if target is None:

@@ -1,4 +1,4 @@
-"""`ll-harness history --stability`: how stable each judge is over the recorded history."""
+"""`ll-harness history --stability` and `--html`: judges and history over the recorded runs."""
 
 from __future__ import annotations
 
@@ -24,3 +24,18 @@ def print_stability(target: str | None, since: str | None, as_json: bool) -> int
     else:
         print(render_text(rows))
     return 0
+
+
+def write_history_html(target: str | None, out: Path) -> None:
+    """`ll-harness history TARGET --html FILE`: the target's history as one HTML page."""
+    from engine.cli.common import err
+    from engine.report.harness_page import harness_report_html
+
+    if target is None:
+        raise UsageError("--html needs a TARGET", hint="ll-harness history TARGET --html FILE")
+    page = harness_report_html(Path.cwd(), target)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {out}: {exc.strerror}") from exc
+    err(f"wrote {out}")
