@@ -27,6 +27,7 @@ from engine.report.svg import PathCounts, graph_svg
 
 TIMELINE_WIDTH = 900
 LANE_H = 22
+TIMELINE_BARS = 2000  # a longer run draws its last steps (one bar each would be megabytes)
 STEP_ROWS = 400  # the step table lists at most this many steps (the first and the last ones)
 
 
@@ -98,7 +99,11 @@ def timeline_section(trace: Trace | None) -> Section:
     steps = trace.steps if trace else []
     if not steps:
         return Section("timeline", "Timeline", "<p>No step has run.</p>")
-    return Section("timeline", "Timeline", _timeline_svg(steps) + _step_table(steps))
+    drawn = steps[-TIMELINE_BARS:]
+    note = ""
+    if len(drawn) < len(steps):
+        note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
+    return Section("timeline", "Timeline", note + _timeline_svg(drawn) + _step_table(steps))
 
 
 def _timeline_svg(steps: list[Step]) -> str:
