@@ -199,3 +199,25 @@ def test_events_from_other_parts_and_odd_fields_are_ignored() -> None:
     assert trace is not None and [s.state for s in trace.steps] == ["a"]
     step = trace.steps[0]
     assert (step.verdict, step.target, step.llm_calls, step.cost_usd) == ("yes", "b", 1, 0.0)
+
+
+def test_a_long_winding_run_still_fits_one_screen() -> None:
+    from engine.report.explain import RunFacts, explain, render_text
+    from engine.report.runlog import Trace
+
+    states = [f"s{i}" for i in range(40)]
+    steps = [
+        Step(step=i + 1, state=name, depth=0, verdict="yes", target=f"s{i + 1}", routed=True,
+             evaluator="llm_structured",
+             details={"verdict": "yes", "reason": "fine " * 30, "evidence": "quote " * 30,
+                      "samples": [{"verdict": "yes"}, {"verdict": "no"}, {"verdict": "yes"}]})
+        for i, name in enumerate(states)
+    ]  # fmt: skip
+    trace = Trace(loop="long", depth=0, initial="s0", max_steps=50, steps=steps)
+    facts = RunFacts("r", "long", "running", "s40", 40, 1000, 0.5)
+    text = render_text(explain(facts, trace))
+    lines = text.splitlines()
+    assert len(lines) <= 24, text
+    assert lines[1] == "why: still running: 40 of 50 steps done, now in state 's40'"
+    assert "more stretches of the path" in text
+    assert "step 40 s39: yes [yes, no, yes]" in text  # the latest judgement is kept

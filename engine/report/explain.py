@@ -16,7 +16,8 @@ from engine.harness.verdicts import JudgeNote
 from engine.report.runlog import Step, Trace
 
 MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
-SHOWN_JUDGEMENTS = 6  # judged steps listed in text (JSON has all)
+SHOWN_JUDGEMENTS = 6  # judged steps listed in text at most (JSON has all)
+SCREEN_LINES = 24
 STDERR_LINES = 5
 
 
@@ -281,8 +282,30 @@ def _stderr_tail(step: Step) -> tuple[str, ...]:
 # --- text ----------------------------------------------------------------------------------
 
 
-def render_text(explanation: Explanation) -> str:
-    """The one-screen text of `ll-loop explain`."""
+def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
+    """The text of `ll-loop explain`, fitted to `screen` lines: when everything does not fit,
+    fewer judgements and then the middle of the path give way (`--format json` has them all)."""
+    head, tail = _head_lines(explanation), _tail_lines(explanation)
+    path = [f"  {_path_line(item)}" for item in explanation.path]
+    shown = SHOWN_JUDGEMENTS
+    judges = _judgement_lines(explanation.judgements, shown)
+    while shown > 1 and len(head) + len(path) + len(judges) + len(tail) + 1 > screen:
+        shown -= 1
+        judges = _judgement_lines(explanation.judgements, shown)
+    room = screen - len(head) - len(judges) - len(tail) - 1
+    if len(path) > max(room, 4):
+        keep = max(room, 4) - 1
+        first = keep // 3
+        hidden = len(path) - keep
+        path = [
+            *path[:first],
+            f"  … {hidden} more stretches of the path …",
+            *path[-(keep - first) :],
+        ]
+    return "\n".join([*head, *(["path:", *path] if path else []), *judges, *tail])
+
+
+def _head_lines(explanation: Explanation) -> list[str]:
     facts = explanation.facts
     result = facts.result or {}
     state = facts.status
@@ -297,12 +320,14 @@ def render_text(explanation: Explanation) -> str:
     if explanation.stderr_tail:
         lines.append("stderr of the failing action ends:")
         lines += [f"  | {_clip(line, 100)}" for line in explanation.stderr_tail]
-    if explanation.path:
-        lines.append("path:")
-        lines += [f"  {_path_line(item)}" for item in explanation.path]
-    lines += _judgement_lines(explanation.judgements)
-    for step, state_name, child in explanation.children[-3:]:
-        lines.append(f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}")
+    return lines
+
+
+def _tail_lines(explanation: Explanation) -> list[str]:
+    lines = [
+        f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
+        for step, state_name, child in explanation.children[-2:]
+    ]
     if explanation.steps_by_state:
         parts = ", ".join(f"{k} {v}" for k, v in explanation.steps_by_state.items())
         lines.append(f"steps by state: {parts}")
@@ -312,7 +337,7 @@ def render_text(explanation: Explanation) -> str:
             for k, v in explanation.cost_by_state.items()
         )
         lines.append(f"cost by state: {parts}")
-    return "\n".join(lines)
+    return lines
 
 
 def _path_line(item: PathItem) -> str:
@@ -334,10 +359,10 @@ def _no_target(verdict: str | None) -> str:
     return "(interrupted)" if verdict is None else "(no route)"
 
 
-def _judgement_lines(judgements: tuple[Judgement, ...]) -> list[str]:
+def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:
     if not judgements:
         return []
-    shown = judgements[-SHOWN_JUDGEMENTS:]
+    shown = judgements[-count:]
     lines = ["judges:"]
     if len(judgements) > len(shown):
         lines.append(f"  … {len(judgements) - len(shown)} earlier (--format json lists all)")
