@@ -6,6 +6,7 @@ run sub-loops are explained from their child run's directory too."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,16 @@ import pytest
 from engine.load.resources import builtin_loops_dir
 from tests.loopback_server import LoopbackServer
 from tests.report_helpers import ARTIFACTS, check_report, open_browser
-from tests.scaffold_helpers import Judge, ScriptedLlm, counter_script, ll_loop, run_loop
-from tests.test_builtin_eval_loops import TINY, agent_eval, subloops  # noqa: F401  (fixture)
+from tests.scaffold_helpers import Judge, ScriptedLlm, counter_script, ll_loop, run_loop, write
+from tests.test_builtin_eval_loops import agent_eval, subloops  # noqa: F401  (fixture)
+from tests.test_optimization_loops import (  # noqa: F401  (fixtures)
+    GATE,
+    REPAIRED,
+    SCORER,
+    apo_args,
+    on_path,
+    repo,
+)
 
 SCREEN_LINES = 24
 
@@ -43,8 +52,35 @@ def agent_eval_improve(tmp_path: Path, llm: ScriptedLlm) -> tuple[str, list[str]
 
 
 def evaluation_quality(tmp_path: Path, llm: ScriptedLlm) -> tuple[str, list[str], str]:
-    llm.say("nothing to say")
-    return "evaluation-quality", [], "reached the failure terminal 'nothing_measured'"
+    """A weak issue goes to the refine-issues sub-loop, and the run still ends below threshold."""
+    write(tmp_path / ".issues" / "P2-BUG-7-crash.md", "# BUG-7: crash\n\nIt crashes.\n")
+    write(tmp_path / ".issues" / "P2-FEAT-8-tags.md", "# FEAT-8: Tags\n\n## Use Case\n\nTag.\n")
+    llm.say(
+        "# BUG-7: crash\n\n## Steps to Reproduce\n\n1. Run it.\n\n## Acceptance Criteria\n",
+        "# FEAT-8: Tags\n\n## Acceptance Criteria\n",
+    )
+    return "evaluation-quality", [], "reached the failure terminal 'below_threshold'"
+
+
+def refine_issues(tmp_path: Path, llm: ScriptedLlm) -> tuple[str, list[str], str]:
+    write(tmp_path / "BUG-1.md", "# BUG-1: crash\n")
+    write(tmp_path / "todo.txt", "BUG-1.md\n")
+    llm.say("# BUG-1: crash\n\n## Acceptance Criteria\n\n- it does not crash\n")
+    args = ["--context", "worklist=todo.txt", "--context", "instructions=Add criteria."]
+    return "refine-issues", args, "reached the success terminal"
+
+
+def benchmark(tmp_path: Path, llm: ScriptedLlm) -> tuple[str, list[str], str]:
+    counter_script(tmp_path / "s.sh", [(0, "0.25"), (0, "0.75")])
+    args = ["--context", "scorer=bash s.sh", "--context", "repeats=2"]
+    return "benchmark", args, "reached the success terminal 'scored'"
+
+
+def apo_textgrad(tmp_path: Path, llm: ScriptedLlm) -> tuple[str, list[str], str]:
+    write(tmp_path / "score.sh", SCORER)
+    write(tmp_path / "prompt.txt", "Answer briefly.\n")
+    llm.say("g1", "Be vague.", "g2", "Be terse.")
+    return "apo-textgrad", apo_args("--context", "rounds=2"), "failure terminal 'no_improvement'"
 
 
 SCENARIOS: dict[str, Callable[[Path, ScriptedLlm], tuple[str, list[str], str]]] = {
@@ -52,7 +88,22 @@ SCENARIOS: dict[str, Callable[[Path, ScriptedLlm], tuple[str, list[str], str]]] 
     "fix-until-clean": fix_until_clean,
     "agent-eval-improve": agent_eval_improve,
     "evaluation-quality": evaluation_quality,
+    "refine-issues": refine_issues,
+    "benchmark": benchmark,
+    "apo-textgrad": apo_textgrad,
 }
+# Loops that need a project of their own are driven by the tests at the end of this file.
+OWN_TESTS = (
+    "outer-loop-eval",
+    "eval-driven-development",
+    "harness-optimize",
+    "loop-specialist-eval",
+)
+
+
+def test_every_builtin_loop_is_covered_here() -> None:
+    covered = {*SCENARIOS, *OWN_TESTS}
+    assert {p.stem for p in builtin_loops_dir().glob("*.yaml")} == covered
 
 
 def explain_and_report(cwd: Path, run_id: str, loop: str, page: Any) -> str:
@@ -121,7 +172,9 @@ def test_eval_driven_development_and_its_child_run_are_explained(
     run_id = run.result["run_id"]
     text = explain_and_report(subloops, run_id, "eval-driven-development", page)
     assert "reached the success terminal 'done'" in text
-    assert "sub-loop at step 2 (run_harness): eval-harness-feat-919, reached the failure " in text
+    assert re.search(
+        r"sub-loop at step \d+ \(run_harness\): eval-harness-feat-919, reached the failure ", text
+    )
     costs = json.loads(ll_loop("explain", run_id, "-f", "json", cwd=subloops).stdout)
     assert costs["calls_by_state"]["run_harness"] == 6  # 3 prompts and 3 judges in children
     assert abs(sum(costs["cost_by_state"].values()) - costs["cost_usd"]) < 1e-9
@@ -130,3 +183,27 @@ def test_eval_driven_development_and_its_child_run_are_explained(
     assert "eval-harness-feat-919" in child.stdout.splitlines()[0]
     assert child.stdout.splitlines()[1].startswith("why: reached the failure terminal 'failed'")
     assert "the P1 filter showed P2 issues too." in child.stdout  # the child's judge evidence
+
+
+def test_harness_optimize_refusal_is_explained(
+    repo: Path,  # noqa: F811
+    loopback: LoopbackServer,
+    page: Any,
+) -> None:
+    write(repo / ".loops" / "gate.yaml", GATE.format(action="exit 2"))
+    run = run_loop("harness-optimize", cwd=repo, args=["--context", "target_file=.loops/gate.yaml"])
+    text = explain_and_report(repo, run.result["run_id"], "harness-optimize", page)
+    assert "reached the failure terminal 'broken'" in text.splitlines()[1]
+
+
+def test_loop_specialist_eval_is_explained(
+    on_path: Path,  # noqa: F811
+    loopback: LoopbackServer,
+    page: Any,
+) -> None:
+    ScriptedLlm(loopback).say(REPAIRED).judge(Judge("yes", evidence='"valid": true'))
+    run = run_loop("loop-specialist-eval", cwd=on_path)
+    assert run.exit_code == 0, run.stderr
+    text = explain_and_report(on_path, run.result["run_id"], "loop-specialist-eval", page)
+    assert "reached the success terminal 'done'" in text.splitlines()[1]
+    assert '"valid": true' in text  # the judge's evidence
