@@ -60,7 +60,10 @@ class Parameter:
     """One entry of a loop's caller contract (`parameters:`)."""
 
     name: str
-    type: Literal["string", "integer", "number", "boolean", "array", "object", "any"] = "any"
+    type: Literal[
+        "string", "integer", "number", "boolean", "array", "object", "any", "command"
+    ] = "any"
+    """`command`: a caller-supplied shell command line (code by contract; docs/format.md)."""
     required: bool = False
     default: Any = None
     has_default: bool = False

@@ -105,8 +105,16 @@ class LlmServices(Protocol):
     def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict: ...
 
     def run_prompt(
-        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
-    ) -> ActionResult: ...
+        self,
+        prompt: str,
+        *,
+        state: State,
+        loop: Loop,
+        timeout: float | None,
+        runner: str | None = None,
+    ) -> ActionResult:
+        """Run a prompt action; `runner` is the state's runner with `${...}` already rendered."""
+        ...
 
     @property
     def cost_usd(self) -> float: ...

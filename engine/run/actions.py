@@ -111,8 +111,18 @@ class ActionRunner:
         if proc is not None:
             signal_group(proc.pid, signal.SIGTERM)
 
-    def run_shell(self, script: str, *, state: str, timeout: float | None) -> ActionResult:
-        """Run `script` with `bash -c`; never raises for a failing or unspawnable action."""
+    def run_shell(
+        self,
+        script: str,
+        *,
+        state: str,
+        timeout: float | None,
+        env: Mapping[str, str] | None = None,
+    ) -> ActionResult:
+        """Run `script` with `bash -c`; never raises for a failing or unspawnable action.
+
+        `env`: variables added for this action only (the interpolated values, `LL_CONTEXT_*`).
+        """
         self._spawns += 1
         self.env["LL_STATE"] = state
         start = time.monotonic()
@@ -127,7 +137,7 @@ class ActionRunner:
                 ["bash", "-c", script],
                 executable=self._bash,
                 cwd=self.cwd,
-                env=None if self._inherit else self.env,
+                env=({**self.env, **env} if env else None if self._inherit else self.env),
                 stdin=self._devnull,
                 stdout=out_write,
                 stderr=err_write,

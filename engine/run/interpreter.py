@@ -236,9 +236,11 @@ def execute(
     if state.action is None:
         return ActionResult(), None
     timeout = _state_timeout(loop, state, rt)
+    runner: str | None = None
     try:
         if state.action_type == "prompt":
             text = ns.render_text(state.action)
+            runner = _runner(loop, state, ns)
         else:
             text = ns.render_shell(state.action)
     except InterpolationError as exc:  # judged as error, never a crash
@@ -257,10 +259,11 @@ def execute(
             result = ActionResult(exit_code=None, spawn_error="no LLM services in this run")
         else:
             llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
-            result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout)
+            result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout, runner=runner)
             rt.sync_cost(rs)
     else:
-        result = rt.actions.run_shell(text, state=state.name, timeout=timeout)
+        env = ns.shell_env(state.action)
+        result = rt.actions.run_shell(text, state=state.name, timeout=timeout, env=env)
     rt.recorder.emit(
         "action_complete",
         depth=rt.depth,
@@ -436,9 +439,17 @@ class Namespaces:
     def render_shell(self, template: str) -> str:
         if "${" not in template:
             return template
-        from engine.shell.interpolate import render_shell
+        from engine.shell.interpolate import ValueTypes, render_shell
 
-        return render_shell(template, self.mapping())
+        return render_shell(template, self.mapping(), ValueTypes.of(self.loop.parameters))
+
+    def shell_env(self, template: str) -> dict[str, str]:
+        """The values a shell action interpolates, as `LL_CONTEXT_name`-style variables."""
+        if "${" not in template:
+            return {}
+        from engine.shell.interpolate import shell_env
+
+        return shell_env(template, self.mapping())
 
     def render_text(self, template: str) -> str:
         if "${" not in template:
@@ -451,6 +462,14 @@ class Namespaces:
         from engine.shell.interpolate import evaluate
 
         return evaluate(expression, self.mapping())
+
+
+def _runner(loop: Loop, state: State, ns: Namespaces) -> str | None:
+    """A `cmd:` runner with `${...}` rendered as the shell command line it is (None: as set)."""
+    spec = state.runner or loop.llm.runner
+    if spec is None or "${" not in spec or not spec.startswith("cmd:"):
+        return None
+    return "cmd:" + ns.render_shell(spec.removeprefix("cmd:"))
 
 
 def _finish_budget(loop: Loop, rs: RunState, rt: Runtime, started: float) -> RunResult:

@@ -227,13 +227,14 @@ _ARTICLE = {
     "array": "an array",
     "object": "an object",
     "any": "any value",
+    "command": "a command line (a string)",
 }
 
 
 def _convert(kind: str, value: Any) -> Any:
     if kind == "any":
         return value
-    if kind == "string":
+    if kind in ("string", "command"):
         return value if isinstance(value, str) else _MISMATCH
     if isinstance(value, str):
         value = _parse_text(kind, value.strip())
