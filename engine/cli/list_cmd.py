@@ -7,14 +7,13 @@ instead of silently missing (or crashing the listing).
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from engine.cli.common import err, project_loops_dir
+from engine.cli.common import err, examples, project_loops_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import LoadError, UsageError
 
@@ -46,7 +45,7 @@ class LoopEntry:
 def register(app: typer.Typer) -> None:
     """Add `list` and `install` to `app`."""
 
-    @app.command("list")
+    @app.command("list", epilog=examples("ll-loop list", "ll-loop list --json"))
     def list_command(
         json_output: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
     ) -> None:
@@ -63,7 +62,7 @@ def register(app: typer.Typer) -> None:
             about = f"error: {entry.error}" if entry.error else entry.description
             print(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
 
-    @app.command("install")
+    @app.command("install", epilog=examples("ll-loop install fix-until-clean"))
     def install_command(
         name: Annotated[str, typer.Argument(help="Name of a built-in loop (see `ll-loop list`).")],
         force: Annotated[
@@ -94,8 +93,13 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
     target = project_dir / f"{name}.yaml"
     if target.exists() and not force:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it")
+    from engine.cli.schema_cmd import ensure_project_schema
+    from engine.load.modeline import PROJECT_SCHEMA, with_modeline
+
     project_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    text = source.read_text(encoding="utf-8")
+    target.write_text(with_modeline(text, PROJECT_SCHEMA), encoding="utf-8")
+    ensure_project_schema(project_dir)
     return target
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from engine.load.spelling import close_matches
 from engine.model.errors import UsageError
 
 # ID like FEAT-919, BUG-12, ENH-3415 (letters, a dash, digits).
@@ -472,14 +473,12 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _candidates_hint(ref: str, files: list[Path], root: Path) -> str:
-    import difflib  # only on the error path
-
     known: dict[str, Path] = {}
     for path in files:
         for match in _ID_RE.finditer(_PRIORITY_RE.sub("", path.name)):
             known.setdefault(match.group(1).upper(), path)
     number = re.search(r"\d+", ref)
-    close = difflib.get_close_matches(ref.upper(), list(known), n=5, cutoff=0.6)
+    close = close_matches(ref.upper(), known, n=5)
     if number:
         close += [k for k in known if k.split("-")[-1] == number.group(0) and k not in close]
     if close:

@@ -34,7 +34,8 @@ class ActionResult:
 
     @property
     def crashed(self) -> bool:
-        """Timed out, could not start, or was killed by a signal: never judged (DESIGN §3)."""
+        """Timed out, could not start, or was killed by a signal: never judged (docs/format.md,
+        "Evaluators")."""
         return self.timed_out or self.spawn_error is not None or self.signal is not None
 
     def failure_reason(self) -> str:
@@ -91,6 +92,34 @@ class RunResult:
             "error": self.error,
             "outputs": dict(self.outputs),
         }
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of a run, as an `on_event` callback receives it: the same name and fields as
+    its line in `events.jsonl` (which adds the time, `ts`)."""
+
+    event: str
+    run_id: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        """0 for the top-level loop, 1 for its sub-loops, and so on."""
+        return int(self.fields.get("depth") or 0)
+
+    @property
+    def step(self) -> int | None:
+        step = self.fields.get("step")
+        return step if isinstance(step, int) else None
+
+    @property
+    def state(self) -> str | None:
+        state = self.fields.get("state")
+        return state if isinstance(state, str) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.event, "run_id": self.run_id, **self.fields}
 
 
 class Recorder(Protocol):

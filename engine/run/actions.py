@@ -79,10 +79,9 @@ class ActionRunner:
         grace: float = GRACE_SECONDS,
     ) -> None:
         self.cwd = str(cwd)
-        # None: the process's own environment, `os.environ` itself, which spawns cheapest
-        # (nothing to encode per spawn); setting a variable in `self.env` then sets it there.
-        self._inherit = env is None
-        self.env: MutableMapping[str, str] = os.environ if env is None else dict(env)
+        # The actions' own copy (None: of this process's environment): the run's variables
+        # (LL_RUN_ID, LL_STATE, the lease) are set here and never in `os.environ`.
+        self.env: MutableMapping[str, str] = dict(os.environ if env is None else env)
         self.outputs_dir = outputs_dir
         self.memory_limit = memory_limit
         self.grace = grace
@@ -137,7 +136,7 @@ class ActionRunner:
                 ["bash", "-c", script],
                 executable=self._bash,
                 cwd=self.cwd,
-                env=({**self.env, **env} if env else None if self._inherit else self.env),
+                env={**self.env, **env} if env else self.env,
                 stdin=self._devnull,
                 stdout=out_write,
                 stderr=err_write,

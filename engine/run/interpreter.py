@@ -1,4 +1,5 @@
-"""The interpreter: run a loaded loop, one state at a time, exactly per DESIGN §3.
+"""The interpreter: run a loaded loop, one state at a time, exactly as docs/architecture.md
+("One step") describes.
 
 Each turn, in this order: (1) a terminal state finishes the run; (2) an exhausted step budget runs
 `on_max_steps` once (if set; it is not counted as a step and is not routed) and finishes
@@ -12,7 +13,6 @@ so `run(loop, run_state, runtime)` continues from any boundary: resuming is "loa
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -432,7 +432,7 @@ class Namespaces:
                     "dir": str(self.rt.artifacts_dir),
                     "started_at": rs.started_at,
                 },
-                "env": dict(os.environ),
+                "env": dict(self.rt.actions.env),  # the actions' environment, not ours
             }
         return self._ns
 

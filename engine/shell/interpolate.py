@@ -19,7 +19,6 @@ an expression (`check_expression`, run by lint on every `${...}`) only parses it
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import itertools
 import json
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
@@ -682,8 +682,7 @@ def _node_problem(env: Any, node: Any) -> str | None:
         known = env.filters if isinstance(node, nodes.Filter) else env.tests
         if node.name not in known:
             kind = "filter" if isinstance(node, nodes.Filter) else "test"
-            close = difflib.get_close_matches(node.name, list(known), n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean_hint(node.name, known)
             return f"syntax error: No {kind} named {node.name!r}.{hint}"
     seen: set[str] = set()
     for keyword in node.kwargs:
