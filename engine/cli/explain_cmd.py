@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from engine.cli.common import examples
+
 
 class Format(StrEnum):
     text = "text"
@@ -15,7 +17,10 @@ class Format(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Add `explain` to `app`."""
-    app.command("explain")(explain_command)
+    app.command(
+        "explain",
+        epilog=examples("ll-loop explain 20261130-131423-63f3c0", "ll-loop explain RUN -f json"),
+    )(explain_command)
 
 
 def explain_command(

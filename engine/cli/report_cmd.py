@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import err
+from engine.cli.common import err, examples
 from engine.model.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
     """Add `report` to `app`."""
-    app.command("report")(report_command)
+    app.command(
+        "report",
+        epilog=examples("ll-loop report RUN --html", "ll-loop report RUN --html --out run.html"),
+    )(report_command)
 
 
 def report_command(
