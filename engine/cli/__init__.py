@@ -34,6 +34,8 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "schema_cmd": ("schema",),
     "scaffold_cmd": ("scaffold-eval", "scaffold-verify"),
     "migrate_cmd": ("migrate",),
+    "explain_cmd": ("explain",),
+    "report_cmd": ("report",),
 }
 
 

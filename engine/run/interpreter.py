@@ -278,6 +278,7 @@ def execute(
         spawn_error=result.spawn_error,
         output=result.output[:PREVIEW_LIMIT],
         output_path=result.output_path,
+        stderr=result.stderr[-PREVIEW_LIMIT:],  # the end: where a failure says why
     )
     return result, None
 
