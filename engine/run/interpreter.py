@@ -159,6 +159,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish_budget(loop, rs, rt, started)
         if rt.deadline is not None and time.monotonic() >= rt.deadline:
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
+        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
+            # checked after the terminal test: the step that reached success may cost the most
+            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
         if rt.stop.requested:
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         rs.steps += 1
@@ -176,8 +179,6 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish(loop, rs, rt, started, "error", "error", error=reason)
         rs.current = target
         persist(rs, rt, started)
-        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
-            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
 
 
 def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) -> StepResult:
