@@ -74,7 +74,10 @@ def err(message: str) -> None:
 
 
 def project_loops_dir(cwd: Path | None = None) -> Path:
-    return (cwd or Path.cwd()) / ".loops"
+    """`.loops/` at the root of the project `cwd` (default: the working directory) is in."""
+    from engine.load.project import loops_dir, project_root
+
+    return loops_dir(project_root(cwd))
 
 
 def resolve_loop(ref: str, cwd: Path | None = None) -> Path:

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     import typer
 
     from engine.model.ports import Recorder
-    from engine.run.history import History
     from engine.run.interpreter import RunState
     from engine.run.locks import Lease
     from engine.run.runstore import RunStore
@@ -146,9 +145,10 @@ def take_lock(loop: Loop, run_id: str, options: RunOptions) -> "Lease":
     """Hold the loop's `scope` for this run (DESIGN §4): fail fast on an overlapping live run
     (`LockConflict`, exit 2), or wait in line with `--queue`; `--no-lock` holds nothing. The
     lease goes into the environment, so an `ll-loop run` inside an action inherits it."""
+    from engine.load.project import project_root
     from engine.run.locks import acquire_scope, no_lock
 
-    root = Path.cwd()
+    root = project_root()  # one registry per project, whichever directory the run starts in
     if options.no_lock:
         return no_lock(root, run_id)
     lease = acquire_scope(
@@ -162,8 +162,10 @@ def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
     """Load, lint and check the loop before the first step; raise on anything that stops it."""
     from engine.cli.common import resolve_loop
     from engine.load.loader import load_loop_with_positions
+    from engine.run.actions import output_cap
     from lint import lint_loop
 
+    output_cap()  # a bad LL_MAX_OUTPUT_BYTES refuses the run before it starts
     path = resolve_loop(options.loop_ref)
     loop, positions = load_loop_with_positions(path)
     diagnostics = lint_loop(loop, positions, resolve_loop=_child_resolver(loop))
@@ -196,7 +198,9 @@ def start_run(
     resume: "tuple[RunStore, RunState] | None" = None,
 ) -> RunResult:
     """Create the run directory (or take a resumed run's), wire the IO, run to the end."""
+    from engine.load.project import project_root
     from engine.run.actions import ActionRunner
+    from engine.run.history import RunRecorder
     from engine.run.interpreter import RunState, Runtime, StopSignal, run
     from engine.run.locks import process_start_time
     from engine.run.progress import Progress, choose_mode
@@ -227,7 +231,7 @@ def start_run(
     if any(s.is_subloop for s in loop.states.values()):
         from engine.run.subloop import make_hook
 
-        runtime.run_subloop = make_hook(Path.cwd())
+        runtime.run_subloop = make_hook(project_root())
     if _llm_loops(loop):  # one set of services for the run's sub-loops too (replay, cost)
         from engine.llm import create_llm_services
 
@@ -251,7 +255,8 @@ def start_run(
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     if resume is not None:  # name this process at once: `status`/`stop` must see it alive
         store.save_state(state.to_json())
-    _record_history(lambda h: h.record_run_start(state.run_id, loop.name, started_at=now_iso()))
+    history = RunRecorder(None, warn=err)
+    history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=now_iso()))
     previous = _install_stop_handlers(stop)
     try:
         result = run(loop, state, runtime)
@@ -260,21 +265,8 @@ def start_run(
         progress.close()
         actions.close()
         store.close()
-    _record_history(lambda h: h.record_run_end(result))
+    history.write(lambda h: h.record_run_end(result))
     return result
-
-
-def _record_history(write: "Callable[[History], None]") -> None:
-    """One row per run in `.loops/history.db`; a history problem never fails the run."""
-    import sqlite3
-
-    from engine.run.history import open_history
-
-    try:
-        with open_history(Path.cwd()) as history:
-            write(history)
-    except (LoopError, sqlite3.Error, OSError) as exc:
-        err(f"warning: could not record the run in .loops/history.db: {exc}")
 
 
 def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
@@ -337,10 +329,13 @@ def _child_resolver(loop: Loop) -> Callable[[str], Loop | None] | None:
     """For lint: find `loop:` children exactly as the run will (only when there are any)."""
     if not any(s.is_subloop for s in loop.states.values()):
         return None
+    from engine.load.project import project_root
     from engine.run.subloop import load_child, resolve_child
 
+    root = project_root()
+
     def resolve(ref: str) -> Loop | None:
-        return load_child(resolve_child(ref, loop.source, Path.cwd()))
+        return load_child(resolve_child(ref, loop.source, root))
 
     return resolve
 
@@ -350,9 +345,10 @@ def _llm_loops(loop: Loop) -> list[Loop]:
     a child's judge without credentials stops the run before its first step, not halfway."""
     family = [loop]
     if any(s.is_subloop for s in loop.states.values()):
+        from engine.load.project import project_root
         from engine.run.subloop import static_family
 
-        family = static_family(loop, Path.cwd())
+        family = static_family(loop, project_root())
     return [member for member in family if member.uses_llm()]
 
 
@@ -455,7 +451,9 @@ def _report(result: RunResult, options: RunOptions) -> None:
             f"in {result.final_state!r}"
         )
     print(f"{line} after {steps} ({seconds:.1f}s{cost})")
-    print(f"  run {result.run_id}: .loops/runs/{result.run_id}/")
+    from engine.run.runstore import runs_root
+
+    print(f"  run {result.run_id}: {os.path.relpath(runs_root() / result.run_id)}/")
 
 
 def _count(n: int, noun: str) -> str:

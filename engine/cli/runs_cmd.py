@@ -86,11 +86,14 @@ def status_command(
 
 def _queued(known: set[str]) -> list[Record]:
     """Runs waiting with `--queue` for a scope lock: they have no run directory yet."""
-    if not (Path.cwd() / ".loops" / "locks").is_dir():
+    from engine.load.project import loops_dir, project_root
+
+    root = project_root()
+    if not (loops_dir(root) / "locks").is_dir():
         return []
     from engine.run.locks import holders
 
-    return [r for r in holders(Path.cwd()) if not r.holding and r.run_id not in known]
+    return [r for r in holders(root) if not r.holding and r.run_id not in known]
 
 
 def _queued_json(record: Record) -> dict[str, Any]:
@@ -387,7 +390,7 @@ def history_command(
 
 def _is_run(target: str) -> bool:
     """A run id (or a prefix of one: run ids start with the date), not a loop name."""
-    from engine.run.resume import runs_root
+    from engine.run.runstore import runs_root
 
     folder = runs_root()
     if (folder / target).is_dir():
@@ -402,11 +405,12 @@ def _is_run(target: str) -> bool:
 def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
     """Rows of `.loops/history.db`; an unfinished row gets its live status from the run dir."""
     from engine.run.history import history_path, open_history
-    from engine.run.resume import read_run, runs_root
+    from engine.run.resume import read_run
+    from engine.run.runstore import runs_root
 
     rows: list[dict[str, Any]] = []
-    if history_path(Path.cwd()).exists():
-        with open_history(Path.cwd()) as history:
+    if history_path().exists():
+        with open_history() as history:
             rows = [asdict(row) for row in history.runs(loop, limit=limit)]
     for row in rows:
         if row["ended_at"] is None:

@@ -113,10 +113,13 @@ def check_file(path: Path) -> list[Diagnostic]:
 
 def child_resolver(parent_source: str) -> LoopResolver:
     """Resolve `loop:` references exactly like the runtime does (`engine.run.subloop`)."""
+    from engine.load.project import project_root
     from engine.run.subloop import load_child, resolve_child
 
+    root = project_root()
+
     def resolve(ref: str) -> Loop | None:
-        return load_child(resolve_child(ref, parent_source, Path.cwd()))
+        return load_child(resolve_child(ref, parent_source, root))
 
     return resolve
 
