@@ -7,7 +7,6 @@ instead of silently missing (or crashing the listing).
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -91,11 +90,13 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
     if source is None:
         available = ", ".join(p.stem for p in _loop_files(builtin_loops_dir())) or "none"
         raise UsageError(f"no built-in loop named {name!r}", hint=f"built-ins: {available}")
-    target = project_dir / f"{name}.yaml"
-    if target.exists() and not force:
-        raise UsageError(f"{target} already exists", hint="pass --force to overwrite it")
-    project_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    from engine.load.project import ensure_dir, write_new_file
+
+    target = ensure_dir(project_dir) / f"{name}.yaml"
+    try:
+        write_new_file(target, source.read_bytes(), replace=force)
+    except FileExistsError:
+        raise UsageError(f"{target} already exists", hint="pass --force to overwrite it") from None
     return target
 
 

@@ -12,7 +12,6 @@ import os
 import signal
 import time
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer

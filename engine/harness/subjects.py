@@ -142,7 +142,7 @@ def loop_subject(
     from engine.load.loader import load_loop_file
 
     loop = load_loop_file(path)
-    argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
+    argv = [*_ll_loop_command(), "run", str(path)]
     if input_text is not None:
         argv.append(input_text)
     for key, value in context.items():
@@ -178,6 +178,15 @@ def loop_subject(
         prompt_runner=runner_name,
         source_path=path,
     )
+
+
+def _ll_loop_command() -> list[str]:
+    """`ll-loop` as this very installation: `python -P` keeps the working directory off the
+    import path (a project's own `engine/` package must not stand in for ours), and the
+    directory holding our `engine` package goes first."""
+    home = str(Path(__file__).resolve().parents[2])
+    code = f"import sys; sys.path.insert(0, {home!r}); from engine.cli import main; main()"
+    return [sys.executable, "-P", "-c", code]
 
 
 def _run_refusal(stdout: str) -> str | None:

@@ -54,6 +54,7 @@ class _Stream:
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     file: IO[bytes] | None = None
+    path: Path | None = None  # the spill file, once there is one
 
     def add(self, data: bytes) -> None:
         self.size += len(data)
@@ -62,9 +63,9 @@ class _Stream:
             return
         self.chunks.append(data)
         if self.size > self.limit and self.spill_dir is not None:
-            path = ensure_dir(self.spill_dir) / self.spill_name
+            self.path = ensure_dir(self.spill_dir) / self.spill_name
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-            self.file = os.fdopen(open_file(path, flags), "wb")
+            self.file = os.fdopen(open_file(self.path, flags), "wb")
             for chunk in self.chunks:
                 self.file.write(chunk)
             self.chunks = [b"".join(self.chunks)[: self.limit]]
@@ -74,7 +75,7 @@ class _Stream:
         data = b"".join(self.chunks)
         if self.file is not None:
             self.file.close()
-            return data[: self.limit].decode("utf-8", "replace"), self.file.name
+            return data[: self.limit].decode("utf-8", "replace"), str(self.path)
         return data.decode("utf-8", "replace"), None
 
 
