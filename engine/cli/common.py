@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -66,6 +67,14 @@ def _is_click_usage_error(exc: BaseException) -> bool:
         show(file=sys.stderr)
         return True
     return False
+
+
+def finite(value: float | None) -> float | None:
+    """typer callback for a float option: click's range check lets `nan` and `inf` through,
+    and neither is a usable number of seconds (a usage error, never "no limit")."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
 
 
 def err(message: str) -> None:

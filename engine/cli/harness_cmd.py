@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, resolve_loop, run_guarded
+from engine.cli.common import err, finite, resolve_loop, run_guarded
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the harness is imported only when a command runs
@@ -38,7 +38,10 @@ class OutputFormat(StrEnum):
 
 
 ExitCodeOpt = Annotated[
-    int | None, typer.Option("--exit-code", help="Gate: the subject's exit code must equal N.")
+    int | None,
+    typer.Option(
+        "--exit-code", min=0, max=255, help="Gate: the subject's exit code must equal N (0-255)."
+    ),
 ]
 SemanticOpt = Annotated[
     str | None,
@@ -52,7 +55,13 @@ SamplesOpt = Annotated[
     typer.Option("--samples", help="Samples to run (default 3 for stochastic subjects, else 1)."),
 ]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="Seconds one sample may take (an overrun is an error).")
+    float,
+    typer.Option(
+        "--timeout",
+        min=0,
+        callback=finite,
+        help="Seconds one sample may take (an overrun is an error; 0: no limit).",
+    ),
 ]
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text or json.")]
 MeasureOpt = Annotated[
@@ -85,7 +94,7 @@ def _judge(semantic: str | None, judge_model: str | None) -> str | None:
 
 
 def _sample_timeout(timeout: float) -> float | None:
-    """--timeout 0 (or less) means no limit on a sample."""
+    """--timeout 0 means no limit on a sample (negative, nan and inf are usage errors)."""
     return timeout if timeout > 0 else None
 
 
@@ -321,7 +330,9 @@ def history_command(
     semantic: Annotated[
         str | None, typer.Option("--semantic", help="Only attempts judged by this criterion.")
     ] = None,
-    last: Annotated[int, typer.Option("--last", help="How many recent attempts to list.")] = 10,
+    last: Annotated[
+        int, typer.Option("--last", min=0, help="How many recent attempts to list.")
+    ] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
-from engine.cli.common import err
+from engine.cli.common import err, finite
 from engine.model.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
 from engine.model.loop import Loop
 from engine.model.ports import RunResult
@@ -101,7 +101,12 @@ def register(app: "typer.Typer") -> None:
         ] = False,
         queue_timeout: Annotated[
             float | None,
-            typer.Option("--queue-timeout", min=0, help="With --queue: give up after S seconds."),
+            typer.Option(
+                "--queue-timeout",
+                min=0,
+                callback=finite,
+                help="With --queue: give up after S seconds.",
+            ),
         ] = None,
         no_lock: Annotated[
             bool, typer.Option("--no-lock", help="Do not take the scope lock.")

@@ -10,13 +10,14 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import time
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err
+from engine.cli.common import err, finite
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
@@ -147,7 +148,8 @@ def _status_detail(s: RunSnapshot, orphaned: list[int]) -> str:
 def stop_command(
     run: Annotated[str, typer.Argument(help="The run id (or unique prefix) to stop.")],
     wait: Annotated[
-        float, typer.Option("--wait", min=0, help="Seconds to wait for the run to stop.")
+        float,
+        typer.Option("--wait", min=0, callback=finite, help="Seconds to wait for the run to stop."),
     ] = 10.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
@@ -217,7 +219,12 @@ def resume_command(
     ] = False,
     queue_timeout: Annotated[
         float | None,
-        typer.Option("--queue-timeout", min=0, help="With --queue: give up after S seconds."),
+        typer.Option(
+            "--queue-timeout",
+            min=0,
+            callback=finite,
+            help="With --queue: give up after S seconds.",
+        ),
     ] = None,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Do not take the scope lock.")] = False,
 ) -> None:
@@ -419,15 +426,20 @@ def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
 
 
 def _show_events(snapshot: RunSnapshot, json_output: bool) -> None:
+    """The run's events, streamed one at a time: a 48k-step log never sits in memory whole."""
     from engine.run.resume import read_events
 
-    events = list(read_events(snapshot.dir / "events.jsonl"))
-    if json_output:
-        print(json.dumps({"run": snapshot.to_json(), "events": events}))
+    events = read_events(snapshot.dir / "events.jsonl")
+    write = sys.stdout.write
+    if json_output:  # the same one JSON object, written piece by piece
+        write(json.dumps({"run": snapshot.to_json()})[:-1] + ', "events": [')
+        for index, event in enumerate(events):
+            write((", " if index else "") + json.dumps(event))
+        write("]}\n")
         return
-    print(f"run {snapshot.run_id} of {snapshot.loop}: {snapshot.status}, {snapshot.steps} steps")
+    write(f"run {snapshot.run_id} of {snapshot.loop}: {snapshot.status}, {snapshot.steps} steps\n")
     for event in events:
-        print(_event_line(event))
+        write(_event_line(event) + "\n")
 
 
 _EVENT_FIELDS = (

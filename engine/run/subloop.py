@@ -251,10 +251,16 @@ def _convert(kind: str, value: Any) -> Any:
 def _parse_text(kind: str, text: str) -> Any:
     if kind == "boolean":
         return {"true": True, "false": False}.get(text.lower(), text)
-    try:
-        return json.loads(text) if kind in {"integer", "number", "array", "object"} else text
+    try:  # NaN and Infinity are not numbers a loop can use (JSON has neither either)
+        if kind in {"integer", "number", "array", "object"}:
+            return json.loads(text, parse_constant=_no_constant)
+        return text
     except ValueError:
         return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
 
 
 # --- results ---------------------------------------------------------------------------------
