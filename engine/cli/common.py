@@ -12,6 +12,7 @@ import typer
 
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import LoopError, UsageError
+from engine.model.terminal import printable
 
 
 def debug_enabled() -> bool:
@@ -28,7 +29,7 @@ def run_guarded(app: typer.Typer) -> int:
     except LoopError as exc:
         if debug_enabled():
             traceback.print_exc()
-        print(exc.render(), file=sys.stderr)
+        print(exc.render(), file=sys.stderr)  # render() shows control characters as escapes
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -43,10 +44,9 @@ def run_guarded(app: typer.Typer) -> int:
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
             return 2
-        print(
+        err(
             f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "
-            "re-run with --debug for the traceback and report it",
-            file=sys.stderr,
+            "re-run with --debug for the traceback and report it"
         )
         return 2
     return int(result or 0) if isinstance(result, int) else 0
@@ -78,8 +78,14 @@ def finite(value: float | None) -> float | None:
 
 
 def err(message: str) -> None:
-    """Progress and diagnostics go to stderr; stdout carries only results."""
-    print(message, file=sys.stderr, flush=True)
+    """Progress and diagnostics go to stderr; stdout carries only results. Control characters
+    are shown, not sent (`engine.model.terminal`): a message may quote what an action printed."""
+    print(printable(message), file=sys.stderr, flush=True)
+
+
+def out(text: str) -> None:
+    """A command's human-readable result on stdout, control characters shown, not sent."""
+    print(printable(text))
 
 
 def project_loops_dir(cwd: Path | None = None) -> Path:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, finite, resolve_loop, run_guarded
+from engine.cli.common import err, finite, out, resolve_loop, run_guarded
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the harness is imported only when a command runs
@@ -146,7 +146,7 @@ def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], i
     if output is OutputFormat.json:
         print(json.dumps(data, indent=2))
     else:
-        print(text)
+        out(text)  # quotes what the subject printed: control characters shown, not sent
     return code
 
 
@@ -355,7 +355,7 @@ def history_command(
     if as_json:
         print(json.dumps(summary.to_json(last), indent=2))
     else:
-        print(history_text(summary, last))
+        out(history_text(summary, last))
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from engine.cli.common import err, project_loops_dir
+from engine.cli.common import err, out, project_loops_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import LoadError, UsageError
 
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         width = max(len(e.name) for e in entries)
         for entry in entries:
             about = f"error: {entry.error}" if entry.error else entry.description
-            print(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
+            out(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
 
     @app.command("install")
     def install_command(

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
-from engine.cli.common import err, finite
+from engine.cli.common import err, finite, out
 from engine.model.errors import Diagnostic, LoadError, LoopError, PreflightError, UsageError
 from engine.model.loop import Loop
 from engine.model.ports import RunResult
@@ -455,7 +455,7 @@ def _report(result: RunResult, options: RunOptions) -> None:
             f"… inconclusive ({result.terminated_by}): {result.loop} stopped "
             f"in {result.final_state!r}"
         )
-    print(f"{line} after {steps} ({seconds:.1f}s{cost})")
+    out(f"{line} after {steps} ({seconds:.1f}s{cost})")
     from engine.run.runstore import runs_root
 
     print(f"  run {result.run_id}: {os.path.relpath(runs_root() / result.run_id)}/")

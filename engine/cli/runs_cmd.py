@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, finite
+from engine.cli.common import err, finite, out
 from engine.model.errors import LoopError, UsageError
+from engine.model.terminal import printable
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
     from engine.cli.run_cmd import RunOptions
@@ -53,7 +54,7 @@ def status_command(
         if json_output:
             print(json.dumps({**snapshot.to_json(), "orphaned_actions": left}))
         else:
-            print(_status_detail(snapshot, left))
+            out(_status_detail(snapshot, left))
         return
     snapshots = [s for s in list_runs() if all_runs or s.status != "finished"]
     queued = _queued({s.run_id for s in snapshots})
@@ -81,7 +82,7 @@ def status_command(
         rows.append(
             [s.run_id, s.loop, status, s.current, str(s.steps), _duration(s.elapsed_s()), pid]
         )
-    print(_table(rows))
+    out(_table(rows))
 
 
 def _queued(known: set[str]) -> list[Record]:
@@ -172,7 +173,7 @@ def stop_command(
             if json_output:
                 print(json.dumps({**snapshot.to_json(), "stopped": True, "ended_actions": ended}))
             else:
-                print(
+                out(
                     f"run {snapshot.run_id} was not running (status {snapshot.status}); ended "
                     f"{len(ended)} action(s) it left running: {ended}; continue it with "
                     f"`ll-loop resume {snapshot.run_id}`"
@@ -192,7 +193,7 @@ def stop_command(
     if json_output:
         print(json.dumps({**after.to_json(), "stopped": stopped}))
     elif stopped:
-        print(
+        out(
             f"stopped run {after.run_id} in state {after.current!r} after {after.steps} steps"
             f" ({after.status}); continue it with `ll-loop resume {after.run_id}`"
         )
@@ -381,7 +382,7 @@ def history_command(
         print(json.dumps({"runs": rows}))
         return
     if not rows:
-        print("no runs recorded" + (f" for loop {target!r}" if target else ""))
+        out("no runs recorded" + (f" for loop {target!r}" if target else ""))
         return
     table = [["RUN", "LOOP", "STARTED", "STEPS", "RESULT"]]
     for row in rows:
@@ -391,7 +392,7 @@ def history_command(
             result = f"{row['outcome']} ({row['terminated_by']})"
         started = str(row["started_at"])[:19].replace("T", " ")
         table.append([row["run_id"], row["loop"], started, str(row["steps"]), result])
-    print(_table(table))
+    out(_table(table))
 
 
 def _is_run(target: str) -> bool:
@@ -437,9 +438,10 @@ def _show_events(snapshot: RunSnapshot, json_output: bool) -> None:
             write((", " if index else "") + json.dumps(event))
         write("]}\n")
         return
-    write(f"run {snapshot.run_id} of {snapshot.loop}: {snapshot.status}, {snapshot.steps} steps\n")
+    head = f"run {snapshot.run_id} of {snapshot.loop}: {snapshot.status}, {snapshot.steps} steps"
+    write(printable(head) + "\n")
     for event in events:
-        write(_event_line(event) + "\n")
+        write(printable(_event_line(event)) + "\n")
 
 
 _EVENT_FIELDS = (

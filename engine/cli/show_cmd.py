@@ -11,6 +11,7 @@ import typer
 from engine.cli.common import err, resolve_loop
 from engine.model.errors import LoadError
 from engine.model.loop import Loop
+from engine.model.terminal import printable
 
 
 class Format(StrEnum):
@@ -36,7 +37,8 @@ def show(
     loaded = _load(loop)
     if loaded is None:
         return 2
-    print(render(loaded, format.value))
+    text = render(loaded, format.value)
+    print(text if format is Format.json else printable(text))
     return 0
 
 
@@ -74,7 +76,7 @@ def simulate(
         return 2
     overrides = sim.parse_overrides(loaded, verdict or [])
     result = sim.simulate(loaded, scenario, overrides, max_steps)
-    print(json.dumps(result.to_json(), indent=2) if as_json else sim.render_text(result))
+    print(json.dumps(result.to_json(), indent=2) if as_json else printable(sim.render_text(result)))
     return result.exit_code
 
 

@@ -164,7 +164,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
         if step.interrupted:  # stopped mid-action: not judged; the state runs again on resume
             rs.steps -= 1
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
-        if step.result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline:
+        if _out_of_time(step.result, rt):
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
         if step.target is None:
             return _finish(loop, rs, rt, started, "error", "error", error=step.error)
@@ -183,6 +183,17 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
     result, verdict, stopped = run_state(loop, state, rs, rt)
     if stopped:
         return StepResult(result, verdict, None, interrupted=True)
+    if _out_of_time(result, rt):  # the run ends `timeout` here: no state is entered after it
+        rt.recorder.emit(
+            "route",
+            depth=rt.depth,
+            step=rs.steps,
+            state=state.name,
+            verdict=verdict.name,
+            target=None,
+            timeout=True,
+        )
+        return StepResult(result, verdict, None)
     target = route_verdict(state, verdict)
     problem = None if target is not None else _unrouted(state, verdict, result)
     rt.recorder.emit(
@@ -195,6 +206,11 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         **({"error": problem} if problem else {}),
     )
     return StepResult(result, verdict, target, problem)
+
+
+def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
+    """The action was cut short by the loop's own timeout (its time is up, not the state's)."""
+    return result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline
 
 
 def run_state(

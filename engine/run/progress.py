@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TextIO
 
 from engine.model.ports import Recorder
+from engine.model.terminal import printable
 
 Mode = Literal["live", "lines", "quiet"]
 
@@ -71,7 +72,9 @@ class Progress:
         elif event == "action_complete":
             self.output = str(fields.get("output") or "")
         elif event == "route" and self.mode == "lines":
-            target = fields.get("target") or "(no route)"
+            target = fields.get("target") or (
+                "(loop timeout)" if fields.get("timeout") else "(no route)"
+            )
             verdict = str(fields.get("verdict"))
             note = _last_line(self.output, skip=verdict)
             self.output = ""
@@ -111,11 +114,11 @@ class Progress:
             f"{_duration(elapsed)} · ${self.cost():.4f}"
         )
         with self._lock:
-            self.stream.write("\r\x1b[K" + text)
+            self.stream.write("\r\x1b[K" + printable(text))
             self.stream.flush()
 
     def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(printable(text) + "\n")
         self.stream.flush()
 
 
