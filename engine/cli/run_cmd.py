@@ -280,7 +280,7 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
     Command-line values are strings; a value for a declared parameter is converted to the
     parameter's type (`--context n=3` is the integer 3 when `n` is an integer parameter).
     """
-    from engine.run.subloop import SubloopError, coerce
+    from engine.run.subloop import SubloopError, check_caller_keys, coerce
 
     context = dict(loop.context)
     for name, param in loop.parameters.items():
@@ -296,6 +296,7 @@ def build_context(loop: Loop, options: RunOptions) -> dict[str, Any]:
         given[key.strip()] = value
     if options.input is not None:
         given["input"] = options.input
+    check_caller_keys(loop, given)
     for key, value in given.items():
         if not (_is_text(value) and _is_text(key)):
             where = "INPUT" if key == "input" and value == options.input else "--context"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from engine.graph.routing import route_for
 from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
-from engine.model.errors import InterpolationError, LoadError, LoopError
+from engine.load.suggest import did_you_mean
+from engine.model.errors import InterpolationError, LoadError, LoopError, UsageError
 from engine.model.loop import CURRENT, Loop, Parameter, State
 from engine.model.ports import RunResult, Verdict
 from engine.run.runstore import RunStore, now_iso, read_state
@@ -191,6 +192,29 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
                 hint=f"add `{name}: ...` under the state's `with:`",
             )
     return bound
+
+
+def check_caller_keys(loop: Loop, keys: Iterable[str], flag: str = "--context") -> None:
+    """Refuse a value for a name `loop` does not know, when it declares `parameters`.
+
+    Declared parameters are the loop's contract with its callers, so an undeclared key is a
+    typo until proven otherwise (`--context tagret=x` would otherwise run with the default).
+    Names under `context:` and the positional `input` stay accepted. A loop without
+    `parameters` takes any key, as before.
+    """
+    if not loop.parameters:
+        return
+    known = {*loop.parameters, *loop.context, "input"}
+    for key in keys:
+        if key in known:
+            continue
+        guess = did_you_mean(key, known - {"input"})
+        declared = ", ".join(sorted(loop.parameters))
+        raise UsageError(
+            f"loop {loop.name!r} declares no parameter {key!r}"
+            + (f" (did you mean {guess!r}?)" if guess else ""),
+            hint=f"its parameters are {declared}; pass {flag} NAME=VALUE for one of them",
+        )
 
 
 def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
