@@ -167,10 +167,13 @@ def preflight(options: RunOptions) -> tuple[Loop, dict[str, Any], Path | None]:
     """Load, lint and check the loop before the first step; raise on anything that stops it."""
     from engine.cli.common import resolve_loop
     from engine.load.loader import load_loop_with_positions
+    from engine.load.project import refuse_links
     from engine.run.actions import output_cap
+    from engine.run.runstore import runs_root
     from lint import lint_loop
 
     output_cap()  # a bad LL_MAX_OUTPUT_BYTES refuses the run before it starts
+    refuse_links(runs_root())  # as does a planted .loops/ or .loops/runs link
     path = resolve_loop(options.loop_ref)
     loop, positions = load_loop_with_positions(path)
     diagnostics = lint_loop(loop, positions, resolve_loop=_child_resolver(loop))
