@@ -264,3 +264,25 @@ def test_every_key_position_points_at_that_key_in_the_text(data: Any) -> None:
 def test_recursive_aliases_are_refused(text: str) -> None:
     d = one(text, "F007")
     assert "cycle" in d.message
+
+
+def test_every_yaml_the_engine_reads_goes_through_one_reader() -> None:
+    """Only `engine.load.yaml_positions` parses YAML, so loop, task, issue and suite files all
+    get its protection (alias bombs, nesting, tags, non-finite numbers)."""
+    import ast
+
+    import engine
+
+    packages = Path(engine.__file__).resolve().parents[1]
+    offenders = []
+    for path in sorted([*(packages / "engine").rglob("*.py"), *(packages / "lint").rglob("*.py")]):
+        if path.name == "yaml_positions.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "yaml"]
+    assert offenders == []

@@ -400,6 +400,8 @@ def _is_run(target: str) -> bool:
     from engine.run.runstore import runs_root
 
     folder = runs_root()
+    if os.sep in target or target in {".", ".."}:
+        return True  # a path: a run directory, or refused as not one (never a loop name)
     if (folder / target).is_dir():
         return True
     return (
