@@ -143,6 +143,7 @@ scope: [work]
 states:
   a:
     action: "yes"
+    timeout: 5  # a regression must not fill the disk for long: the cap ends it in milliseconds
     on_yes: done
     on_no: done
     on_error: capped
