@@ -96,7 +96,7 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
-def open_file(path: Path | str, flags: int, mode: int = 0o644) -> int:
+def open_file(path: Path | str | bytes, flags: int, mode: int = 0o644) -> int:
     """`os.open` that refuses to follow a link at `path` or between `.loops/` and it."""
     target = Path(os.fsdecode(path))
     for part in _below_loops(target.parent):
