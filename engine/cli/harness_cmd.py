@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.cli.common import err, finite, out, resolve_loop, run_guarded
+from engine.load.project import project_root
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the harness is imported only when a command runs
@@ -161,7 +162,7 @@ def _evaluate(
         check_options(options)
         cwd = Path.cwd()
         subject = subject_factory(cwd)
-        with open_history(cwd) as history:
+        with open_history(project_root(cwd)) as history:
             report = evaluate(subject, options, history, cwd)
         for note in report.notes:
             err(f"warning: {note}")
@@ -314,7 +315,7 @@ def dsl_command(
             timeout=_sample_timeout(timeout),
             retry_of=retry_of,
         )
-        with open_history(cwd) as history:
+        with open_history(project_root(cwd)) as history:
             report = run_dsl(path, options, history, cwd)
         return dsl_text(report), dsl_json(report), report.exit_code
 
@@ -342,12 +343,12 @@ def history_command(
 
     since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()
-    if not history_path(cwd).exists():
+    if not history_path(project_root(cwd)).exists():
         raise UsageError(
-            f"no history database at {history_path(cwd)}",
+            f"no history database at {history_path(project_root(cwd))}",
             hint="run ll-harness or ll-loop from this directory first",
         )
-    with open_history(cwd) as history:
+    with open_history(project_root(cwd)) as history:
         rows = history.attempts(target, since=since_value)
     if semantic is not None:
         rows = [r for r in rows if r.semantic_criterion == semantic]

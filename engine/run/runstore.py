@@ -27,7 +27,6 @@ from typing import Any
 
 from engine.load.project import ensure_dir, loops_dir, open_file, refuse_links
 
-RUNS_DIR = Path(".loops") / "runs"
 SYNC_INTERVAL = 1.0  # seconds: at most one fsync of events + state.json per this, at a boundary
 
 
