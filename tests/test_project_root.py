@@ -131,3 +131,23 @@ def test_loops_in_sibling_directories_sharing_a_scope_are_serialised(tmp_path: P
 def _waiting(repo: Path) -> bool:
     status = ll_loop(repo / "shared", "status", "--json")
     return any(r["status"] == "queued" for r in json.loads(status.stdout)["runs"])
+
+
+def test_ll_harness_records_in_the_project_history(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    harness = str(Path(sys.executable).with_name("ll-harness"))
+    done = subprocess.run(
+        [harness, "cmd", "true", "--exit-code", "0"],
+        cwd=repo / "src",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (repo / ".loops" / "history.db").is_file()
+    assert not (repo / "src" / ".loops").exists()
