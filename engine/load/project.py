@@ -34,7 +34,7 @@ class UnsafePath(LoopError):
 
 def project_root(start: Path | None = None) -> Path:
     """The root of the project `start` (default: the working directory) belongs to."""
-    here = Path.cwd() if start is None else Path(start).absolute()
+    here = Path.cwd() if start is None else Path(os.path.abspath(start))
     try:
         device = here.stat().st_dev
     except OSError:
