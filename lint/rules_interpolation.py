@@ -135,8 +135,12 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
     tree = _DominatorTree(ctx.idom)
 
     def set_before(name: str, reader: str) -> bool:
-        """Some state capturing `name` runs on every path to `reader` (and is not `reader`)."""
-        return any(d != reader and tree.dominates(d, reader) for d in capturers.get(name, ()))
+        """A state capturing `name` (not `reader`) runs on every path to `reader`: one of them
+        dominates it, or several alternatives together cut every path to it."""
+        blockers = {d for d in capturers.get(name, ()) if d != reader}
+        if any(tree.dominates(d, reader) for d in blockers):
+            return True
+        return bool(blockers) and reader not in _reach_avoiding(ctx, blockers)
 
     for use in _uses(ctx):
         name = use.capture
@@ -173,6 +177,21 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             f"capture {name!r} on every path before this state, or guard the read: "
             f"${{captured.{name}.output | default('')}}",
         )
+
+
+def _reach_avoiding(ctx: LintContext, blockers: set[str]) -> set[str]:
+    """The states reachable from `initial` on paths that pass through none of `blockers`."""
+    seen = {ctx.loop.initial}
+    todo = [ctx.loop.initial]
+    while todo:
+        node = todo.pop()
+        if node in blockers:
+            continue
+        for nxt in ctx.graph.successors(node):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
 
 
 class _DominatorTree:

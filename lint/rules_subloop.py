@@ -54,6 +54,8 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
                 )
         for name, value in state.with_.items():
             param = params.get(name)
+            if param is None and name == "input":
+                continue  # the child's INPUT (context.input), as on the command line
             if param is None:
                 known = f"; it takes {names(params)}" if params else "; it takes no parameters"
                 yield Finding(

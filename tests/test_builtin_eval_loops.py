@@ -3,6 +3,7 @@ loopback Messages-API server; every test asserts the path the run took and its o
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,9 +27,11 @@ from tests.scaffold_helpers import (
 EVAL_LOOPS = (
     "eval-driven-development",
     "agent-eval-improve",
+    "benchmark",
     "evaluation-quality",
     "outer-loop-eval",
     "fix-until-clean",
+    "refine-issues",
 )
 
 
@@ -101,7 +104,10 @@ def test_agent_eval_improve_reaches_the_target(tmp_path: Path, loopback: Loopbac
     (args,) = agent_eval(tmp_path, ["0.50", "0.84"])
     llm = ScriptedLlm(loopback).say("```yaml\ntemperature: 0.2\n```")
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
-    assert run.path == ("score", "failures", "refine", "apply", "score", "done")
+    assert run.path == (
+        "measure", "score_command", "score", "failures", "refine", "apply", "score_command",
+        "score", "done",
+    )  # fmt: skip
     assert run.exit_code == 0
     assert (tmp_path / "agent.yaml").read_text() == "temperature: 0.2\n"  # fences stripped
     artifacts = run.run_dir / "artifacts"
@@ -110,6 +116,18 @@ def test_agent_eval_improve_reaches_the_target(tmp_path: Path, loopback: Loopbac
     prompt = request_text(llm.prompted[0])
     assert "scored 0.50" in prompt
     assert "temperature: 1.0" in prompt  # the current config is shown to the refiner
+
+
+def test_agent_eval_improve_passing_the_target_is_success_not_a_stall(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    (args,) = agent_eval(tmp_path, ["0.50", "0.95", "0.95"])
+    ScriptedLlm(loopback).say("temperature: 0.2", "temperature: 0.1")
+    run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
+    assert run.path[-2:] == ("score", "done")
+    assert run.path.count("refine") == 1  # 0.95 against 0.85 ends the run at once
+    assert (run.exit_code, run.result["outputs"]["score"]) == (0, "0.95")
 
 
 def test_agent_eval_improve_reports_a_stall_as_its_own_terminal(
@@ -129,7 +147,7 @@ def test_agent_eval_improve_out_of_budget_is_inconclusive(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    (args,) = agent_eval(tmp_path, ["0.1", "0.2", "0.3"], "--max-steps", "5")
+    (args,) = agent_eval(tmp_path, ["0.1", "0.2", "0.3"], "--max-steps", "7")
     ScriptedLlm(loopback).say("a", "b")
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
     assert run.result["terminated_by"] == "max_steps"
@@ -142,20 +160,102 @@ def test_agent_eval_improve_non_numeric_score_is_broken(
 ) -> None:
     (args,) = agent_eval(tmp_path, ["all good!"])
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
-    assert run.path == ("score", "broken")
+    assert run.path == ("measure", "score_command", "score", "broken")
     assert run.exit_code == 1
+
+
+def test_agent_eval_improve_llm_graded_path_is_the_default(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(tmp_path / "agent.yaml", "style: terse\n")
+    write(tmp_path / "evals" / "t1.md", "Add 2 and 3. Expected: 5")
+    write(tmp_path / "evals" / "t2.md", "Name the capital of France. Expected: Paris")
+    llm = ScriptedLlm(loopback).say(
+        "### t1.md\n5\n### t2.md\nLyon",
+        "t1.md: PASS\nt2.md: FAIL - answered 'Lyon'\n0.5",
+        "style: terse\ncheck facts before answering\n",
+        "### t1.md\n5\n### t2.md\nParis",
+        "t1.md: PASS\nt2.md: PASS\n1.0",
+    )
+    run = run_loop("agent-eval-improve", cwd=tmp_path)
+    assert run.path == (
+        "measure", "read_suite", "run_tasks", "score_results", "take_grade", "score",
+        "failures", "refine", "apply", "read_suite", "run_tasks", "score_results",
+        "take_grade", "score", "done",
+    )  # fmt: skip
+    assert run.exit_code == 0
+    agent_prompt = request_text(llm.prompted[0])
+    assert "style: terse" in agent_prompt and "Name the capital of France" in agent_prompt
+    grading_prompt = request_text(llm.prompted[1])
+    assert "Lyon" in grading_prompt and "Expected: Paris" in grading_prompt
+    assert "t2.md: FAIL - answered 'Lyon'" in request_text(llm.prompted[2])  # refiner sees why
+    assert "check facts before answering" in request_text(llm.prompted[3])  # new config used
+    assert (run.run_dir / "artifacts" / "scores.txt").read_text().split() == ["0.5", "1.0"]
+
+
+def test_agent_eval_improve_use_benchmark_scores_through_the_benchmark_subloop(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    counter_script(tmp_path / "bench.sh", [(0, "3 passed, 3 failed\n0.5"), (0, "ok\n0.9")])
+    write(tmp_path / "agent.yaml", "temperature: 1.0\n")
+    ScriptedLlm(loopback).say("temperature: 0.3")
+    run = run_loop(
+        "agent-eval-improve",
+        cwd=tmp_path,
+        args=["--context", "use_benchmark=true", "--context", "benchmark_scorer=bash bench.sh"],
+    )
+    assert run.path == (
+        "measure", "benchmark", "take_benchmark", "score", "failures", "refine", "apply",
+        "benchmark", "take_benchmark", "score", "done",
+    )  # fmt: skip
+    assert run.exit_code == 0
+    assert (run.run_dir / "artifacts" / "scores.txt").read_text().split() == ["0.5", "0.9"]
+    log = (run.run_dir / "artifacts" / "score.log").read_text()
+    assert "ok" in log  # the benchmark's own log reaches the refiner
+
+
+def test_agent_eval_improve_use_benchmark_needs_a_scorer(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    run = run_loop("agent-eval-improve", cwd=tmp_path, args=["--context", "use_benchmark=true"])
+    assert run.path == ("measure", "broken")
+    assert "benchmark_scorer is empty" in (run.run_dir / "events.jsonl").read_text()
+
+
+def test_benchmark_returns_the_mean_of_its_repeats(tmp_path: Path) -> None:
+    counter_script(tmp_path / "s.sh", [(0, "0.25"), (0, "0.75")])
+    run = run_loop(
+        "benchmark",
+        cwd=tmp_path,
+        args=["--context", "scorer=bash s.sh", "--context", "repeats=2"],
+    )
+    assert (run.path, run.exit_code) == (("run", "scored"), 0)
+    assert run.result["outputs"]["score"] == "0.5"
+    broken = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=echo n/a"])
+    assert (broken.path, broken.exit_code) == (("run", "not_a_number"), 1)
+    failing = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=exit 4"])
+    assert (failing.path, failing.exit_code) == (("run", "scorer_failed"), 1)
 
 
 # --- evaluation-quality --------------------------------------------------------------------------
 
+HEALTH_STEPS = ("measure_tests", "measure_lint", "measure_issues", "measure_backlog", "score")
 
-def test_evaluation_quality_writes_a_report_with_a_trend(
+
+def quality_report(project: Path) -> str:
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    return (project / ".loops" / f"quality-report-{today}.md").read_text()
+
+
+def test_evaluation_quality_scores_three_dimensions_with_a_trend(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     project = make_project(tmp_path)
     write(project / ".loops" / "quality-report-2026-01-01.md", "# old\n\nOverall: 50 (x)\n")
-    llm = ScriptedLlm(loopback).say("- Add acceptance criteria to BUG-555")
     run = run_loop(
         "evaluation-quality",
         cwd=project,
@@ -164,48 +264,93 @@ def test_evaluation_quality_writes_a_report_with_a_trend(
             "--context", "lint_cmd=printf 'a.py:1: E1\\nb.py:2: E2\\n'; exit 1",
         ],
     )  # fmt: skip
-    assert run.path == (
-        "measure_tests", "measure_lint", "measure_issues", "combine", "recommend", "report",
-        "judge", "done",
-    )  # fmt: skip
+    assert run.path == (*HEALTH_STEPS, "report", "done")
     assert run.exit_code == 0
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
-    report = (project / ".loops" / f"quality-report-{today}.md").read_text()
-    assert "| tests | 75 | 30 |" in report
-    assert "| lint | 96 | 30 |" in report
+    report = quality_report(project)
     # 7 fixture issues: BUG-555 has neither section, FEAT-1001 lacks criteria -> 550/7.
-    assert "| issue quality | 78 | 40 |" in report
-    assert "Overall: 83 (min_score 70)" in report  # (30*75 + 30*96 + 40*78) / 100, rounded
+    assert "| issue quality | 78 | 70 | 40 |" in report
+    assert "| code health | 86 | 80 | 40 |" in report  # mean of tests 75 and lint 96
+    # BUG-555 and FEAT-88 have no priority; every file is fresh -> 600/7.
+    assert "| backlog health | 85 | 75 | 20 |" in report
+    assert "Overall: 83" in report  # (40*78 + 40*86 + 20*85) / 100, rounded
     assert "Trend: +33 since quality-report-2026-01-01.md (was 50)" in report
+    assert "Worst dimension: none" in report and "Remediation: none" in report
     assert "BUG-555-bare.md: no acceptance criteria, expected behaviour" in report
-    assert "- Add acceptance criteria to BUG-555" in report
-    assert "tests 75, lint 96" in request_text(llm.prompted[0])
+    assert "FEAT-88-api-keys.md: no priority" in report
+    assert run.result["outputs"]["route"] == "none"
 
 
-def test_evaluation_quality_below_threshold_fails(
+def test_evaluation_quality_sends_weak_code_health_to_fix_until_clean(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
     project = make_project(tmp_path)
-    ScriptedLlm(loopback).say("- fix the tests")
+    counter_script(project / "check.sh", [(1, "0 passed, 2 failed"), (1, "1 failed"), (0, "ok")])
+    llm = ScriptedLlm(loopback).say("fixed the failing test")
     run = run_loop(
-        "evaluation-quality",
-        cwd=project,
-        args=["--context", "test_cmd=exit 1", "--context", "min_score=90"],
+        "evaluation-quality", cwd=project, args=["--context", "test_cmd=bash check.sh"]
     )
-    assert run.path[-2:] == ("judge", "below_threshold")
+    assert run.path == (*HEALTH_STEPS, "remediate_code_health", "report", "below_threshold")
     assert run.exit_code == 1
+    assert "1 failed" in request_text(llm.prompted[0])  # fix-until-clean ran the test command
+    report = quality_report(project)
+    assert "| code health | 0 | 80 | 40 |" in report
+    assert "Worst dimension: code health" in report
+    assert "Remediation: clean" in report
+
+
+def test_evaluation_quality_sends_weak_issue_quality_to_refine_issues(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    bare = write(tmp_path / ".issues" / "P2-BUG-7-crash.md", "# BUG-7: crash\n\nIt crashes.\n")
+    write(tmp_path / ".issues" / "P2-FEAT-8-tags.md", "# FEAT-8: Tags\n\n## Use Case\n\nTag.\n")
+    rewritten = "# BUG-7: crash\n\n## Steps to Reproduce\n\n1. Run it.\n\n## Acceptance Criteria\n"
+    measured_only = run_loop(
+        "evaluation-quality", cwd=tmp_path, args=["--context", "remediate=false"]
+    )
+    assert measured_only.path == (*HEALTH_STEPS, "report", "below_threshold")
+    assert bare.read_text() == "# BUG-7: crash\n\nIt crashes.\n"  # only measured
+    llm = ScriptedLlm(loopback).say(rewritten, "# FEAT-8: Tags\n\n## Acceptance Criteria\n")
+    run = run_loop("evaluation-quality", cwd=tmp_path)
+    assert run.path == (*HEALTH_STEPS, "remediate_issue_quality", "report", "below_threshold")
+    assert bare.read_text() == rewritten  # the remediation loop rewrote the file
+    assert "It crashes." in request_text(llm.prompted[0])
+    assert "Acceptance Criteria" in request_text(llm.prompted[0])  # the instruction
+    assert "| issue quality | 25 | 70 | 40 |" in quality_report(tmp_path)
+    # The next check-up measures the remediated issues: 100 and 50 -> 75, above 70.
+    after = run_loop("evaluation-quality", cwd=tmp_path)
+    assert after.path == (*HEALTH_STEPS, "report", "done")
+    assert "| issue quality | 75 | 70 | 40 |" in quality_report(tmp_path)
+
+
+def test_evaluation_quality_backlog_health_counts_stale_and_unprioritised_issues(
+    tmp_path: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    body = "\n## Expected Behavior\n\nx\n\n## Acceptance Criteria\n\n- y\n"
+    old = write(tmp_path / ".issues" / "P1-BUG-1-old.md", "# BUG-1: old\n" + body)
+    write(tmp_path / ".issues" / "BUG-2-unranked.md", "# BUG-2: unranked\n" + body)
+    write(tmp_path / ".issues" / "BUG-3-ranked.md", "---\npriority: P2\n---\n# BUG-3\n" + body)
+    year_ago = datetime.now(UTC).timestamp() - 365 * 86400
+    os.utime(old, (year_ago, year_ago))
+    run = run_loop("evaluation-quality", cwd=tmp_path, args=["--context", "remediate=false"])
+    assert run.path == (*HEALTH_STEPS, "report", "below_threshold")
+    report = quality_report(tmp_path)
+    assert "| backlog health | 66 | 75 | 20 |" in report  # (50 + 50 + 100) / 3
+    assert "P1-BUG-1-old.md: unchanged for 90 days" in report
+    assert "BUG-2-unranked.md: no priority" in report
+    assert "Worst dimension: backlog health" in report
 
 
 def test_evaluation_quality_with_nothing_to_measure(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    ScriptedLlm(loopback).say("nothing to say")
     run = run_loop("evaluation-quality", cwd=tmp_path)
-    assert run.path[-2:] == ("judge", "nothing_measured")
+    assert run.path == (*HEALTH_STEPS, "report", "nothing_measured")
     assert run.exit_code == 1
-    report = next((tmp_path / ".loops").glob("quality-report-*.md")).read_text()
+    report = quality_report(tmp_path)
     assert "Overall: n/a" in report
     assert "Trend: first report" in report
 
@@ -257,6 +402,43 @@ def test_outer_loop_eval_validates_runs_and_reviews(
     assert '"valid": true' in prompt
 
 
+ECHOER = """\
+name: echoer
+initial: check
+scope: [".loops/echoer"]
+states:
+  check:
+    action: test "${context.input | default('')}" = hello
+    on_yes: heard
+    on_no: deaf
+  heard:
+    terminal: true
+  deaf:
+    terminal: true
+    failure: true
+"""
+
+
+def test_outer_loop_eval_passes_loop_input_to_the_target(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(subloops / ".loops" / "echoer.yaml", ECHOER)
+    report = "Execution: state 'check' reached terminal heard."
+    llm = ScriptedLlm(loopback).say(report).judge(Judge("yes", evidence="state 'check'"))
+    run = run_loop(
+        "outer-loop-eval",
+        cwd=subloops,
+        args=["--context", "target=echoer", "--context", "loop_input=hello"],
+    )
+    assert run.path == (
+        "validate", "inspect", "run_target_with_input", "analyze", "save_report", "done",
+    )  # fmt: skip
+    assert 'ended in terminal "heard"' in request_text(llm.prompted[0])
+    plain = run_loop("outer-loop-eval", cwd=subloops, args=["--context", "target=echoer"])
+    assert plain.path[:3] == ("validate", "inspect", "run_target")
+
+
 def test_outer_loop_eval_rejects_a_vacuous_report(
     subloops: Path,
     loopback: LoopbackServer,  # noqa: F811
@@ -305,7 +487,7 @@ def test_eval_driven_development_files_failures_and_refines_until_the_harness_pa
         args=["--context", "harness_name=eval-harness-feat-919"],
     )
     assert run.path == (
-        "implement", "run_harness", "file_failure", "refine", "run_harness", "done",
+        "gate", "implement", "run_harness", "file_failure", "refine", "run_harness", "done",
     )  # fmt: skip
     assert run.exit_code == 0
     filed = sorted((subloops / ".issues" / "bugs").glob("P2-BUG-*-eval-harness-feat-919.md"))
@@ -319,6 +501,79 @@ def test_eval_driven_development_files_failures_and_refines_until_the_harness_pa
     assert 'ended in terminal\n"failed"' in refine or 'terminal "failed"' in refine
     assert "P2-BUG-556-eval-harness-feat-919.md" in refine
     assert "Its evidence: the P1 filter showed P2 issues too." in refine
+
+
+def test_eval_driven_development_files_a_repeated_failure_once(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
+    assert made.returncode == 0, made.stderr
+    said = "TRANSCRIPT: the P1 filter showed P2 issues too."
+    wrong = Judge("no", evidence="the P1 filter showed P2 issues too.")
+    ScriptedLlm(loopback).say(
+        "implemented", said, said, "fix 1", said, said, "fix 2", said, said, "fix 3",
+        "TRANSCRIPT: the P1 filter shows only P1 issues",
+    ).judge(*[wrong] * 6, "yes")  # fmt: skip
+    run = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=["--context", "harness_name=eval-harness-feat-919"],
+    )
+    assert run.path.count("file_failure") == 3
+    assert run.path[-2:] == ("run_harness", "done")
+    filed = sorted((subloops / ".issues" / "bugs").glob("P2-BUG-*-eval-harness-feat-919.md"))
+    assert [p.name for p in filed] == ["P2-BUG-556-eval-harness-feat-919.md"]  # one bug, not 3
+    text = filed[0].read_text()
+    assert "failure: eval-harness-feat-919 ended failed (verdict no)" in text
+    assert text.count("## Seen again: run ") == 2
+    # A closed bug (moved to completed/) is not reused: the next failure is filed anew.
+    completed = subloops / ".issues" / "completed"
+    completed.mkdir()
+    filed[0].rename(completed / filed[0].name)
+    ScriptedLlm(loopback).say("implemented", said, said, "fix", "TRANSCRIPT: fine").judge(
+        wrong, wrong, "yes"
+    )
+    again = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=["--context", "harness_name=eval-harness-feat-919"],
+    )
+    assert again.exit_code == 0
+    new = sorted((subloops / ".issues" / "bugs").glob("P2-BUG-*.md"))
+    assert [p.name for p in new] == ["P2-BUG-557-eval-harness-feat-919.md"]
+
+
+@pytest.mark.parametrize(
+    ("scores", "after_gate", "code"),
+    [
+        ("readiness: 60\noutcome: 95", ("not_ready",), 1),
+        ("readiness: 90\noutcome: 75", ("implement", "run_harness", "done"), 0),
+    ],
+)
+def test_eval_driven_development_confidence_gate(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+    scores: str,
+    after_gate: tuple[str, ...],
+    code: int,
+) -> None:
+    made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
+    assert made.returncode == 0, made.stderr
+    llm = ScriptedLlm(loopback).say(f"Clear criteria.\n{scores}", "implemented", "TRANSCRIPT: ok")
+    llm.judge("yes")
+    run = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=[
+            "--context", "harness_name=eval-harness-feat-919",
+            "--context", "readiness_threshold=80", "--context", "outcome_threshold=70",
+        ],
+    )  # fmt: skip
+    assert run.path == ("gate", "confidence_check", "judge_confidence", *after_gate)
+    assert run.exit_code == code
+    # The issue the harness was generated from is what the LLM assessed.
+    assert "A dashboard page that shows the current sprint" in request_text(llm.prompted[0])
 
 
 def test_eval_driven_development_requires_a_harness_name(

@@ -27,6 +27,7 @@ RESULT_KEYS = {
     "duration_ms",
     "cost_usd",
     "error",
+    "outputs",
 }
 
 
@@ -604,6 +605,7 @@ def test_refusal_before_the_first_step_still_prints_json(tmp_path: Path) -> None
     )
     assert ran.code == 2
     assert set(ran.json) == RESULT_KEYS
+    assert ran.json["outputs"] == {}
     assert ran.json["run_id"] is None and ran.json["outcome"] == "error"
     assert ran.json["error"]
     assert "nowhere" in ran.stderr
@@ -807,3 +809,26 @@ def test_a_sub_loop_returns_its_terminal_and_outputs(tmp_path: Path) -> None:
     assert {e["depth"] for e in ran.events()} == {0, 1}
     ran = run_yaml(tmp_path, parent.format(n=1))
     assert (tmp_path / "out.txt").read_text() == "escalated\n"
+
+
+def test_json_result_carries_the_loops_outputs(tmp_path: Path) -> None:
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: returns
+        initial: work
+        scope: ["."]
+        outputs:
+          answer: "${captured.work.output}"
+          missing: "${captured.nothing.output}"
+        states:
+          work:
+            action: echo forty-two
+            capture: work
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    assert ran.code == 0
+    assert ran.json["outputs"]["answer"] == "forty-two"
+    assert ran.json["outputs"]["missing"] is None  # a failing output says so, not a crash

@@ -122,7 +122,11 @@ def test_json_path_walks_dicts_and_lists() -> None:
         ("5", "6", "minimize", "progress"),
         ("5", "5", "minimize", "stall"),
         ("7", "6", "minimize", "stall"),
-        ("7", "6", "maximize", "progress"),
+        ("0.7", "0.6", "maximize", "progress"),
+        ("7", "6", "maximize", "target"),  # past the target in its direction: reached
+        ("0.96", None, "maximize", "target"),  # within tolerance below it
+        ("0.5", None, "minimize", "target"),  # below a minimised target: reached
+        ("0.5", "7", "maximize", "stall"),
         ("5", "", "minimize", "progress"),
         ("5", "six", "minimize", "error"),
         ("x", None, "minimize", "error"),

@@ -10,6 +10,7 @@ import pytest
 
 from engine.harness.subjects import loop_subject
 from tests.harness_helpers import harness, harness_json
+from tests.loopback_server import LoopbackServer, verdict_reply
 
 PASSING = """\
 name: gate
@@ -166,3 +167,37 @@ def test_compare_outside_git_needs_baseline_of(project: Path) -> None:
     done = harness(project, "loop", "gate.yaml", "--exit-code", "0", "--compare-baseline")
     assert done.returncode == 2
     assert "at git HEAD" in done.stderr and "--baseline-of" in done.stderr
+
+
+RETURNS = """\
+name: returns
+initial: work
+scope: ["."]
+outputs:
+  verdict: "${captured.work.output}"
+states:
+  work:
+    action: echo the report is ready
+    capture: work
+    next: summary
+  summary:
+    action: echo "summary line from the last state"
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_semantic_judges_the_loops_outputs_and_its_last_states_output(
+    tmp_path: Path, loopback: LoopbackServer
+) -> None:
+    (tmp_path / "returns.yaml").write_text(RETURNS)
+    loopback.push(verdict_reply("yes", evidence="the report is ready"))
+    code, data = harness_json(
+        tmp_path, "loop", "returns.yaml", "--semantic", "Is the report ready? Quote it."
+    )
+    assert code == 0, data
+    judged = json.dumps(loopback.requests[0].body["messages"])
+    assert "verdict: the report is ready" in judged  # the loop's outputs
+    assert "summary line from the last state" in judged  # the final state's output
+    assert json.loads(data["stdout"])["outputs"] == {"verdict": "the report is ready"}

@@ -386,6 +386,19 @@ def test_capture_read_is_safe_when_dominated_or_defaulted() -> None:
         assert "LL031" not in codes(loop_of(flow)), guarded
 
 
+def test_capture_set_by_either_of_two_alternative_states_is_safe() -> None:
+    flow = {
+        "start": {"action": "x", "on_yes": "left", "on_no": "right"},
+        "left": {"action": "a", "capture": "out", "next": "report"},
+        "right": {"action": "b", "capture": "out", "next": "report"},
+        "report": {"action": "echo ${captured.out.output}", "next": "done"},
+        "done": {"terminal": True},
+    }
+    assert "LL031" not in codes(loop_of(flow))
+    leaky = {**flow, "start": {"action": "x", "on_yes": "left", "on_no": "report"}}
+    assert "LL031" in codes(loop_of(leaky))  # one path skips both capturers
+
+
 def test_a_state_reading_its_own_capture_is_unsafe_on_first_entry() -> None:
     loop = loop_of(
         {

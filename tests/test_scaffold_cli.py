@@ -70,12 +70,30 @@ def test_json_summary_lists_placeholders_and_diagnostics(project: Path) -> None:
 
 
 def test_placeholders_are_reported_on_stderr_with_file_and_line(project: Path) -> None:
-    done = ll_loop("scaffold-eval", "--issues", "FEAT-1001", cwd=project)
+    (project / ".issues" / "bugs" / "BUG-301-login.md").write_text(
+        "# BUG-301: Login times out\n\n## Steps to Reproduce\n\n1. Sign in.\n"
+    )
+    done = ll_loop("scaffold-eval", "--issues", "BUG-301", cwd=project)
     assert done.returncode == 0
     first = done.stderr.splitlines()[0]
-    assert first.startswith(".loops/eval-harness-feat-1001.yaml:")
+    assert first.startswith(".loops/eval-harness-bug-301.yaml:")
     assert "warning LL060 unfilled placeholder: numbered observable conditions" in first
     assert "1 placeholder to fill first" in done.stdout
+
+
+def test_bug_report_with_expected_behavior_bullets_gets_complete_conditions(
+    project: Path,
+) -> None:
+    (project / ".issues" / "bugs" / "BUG-302-search.md").write_text(
+        "# BUG-302: Search ignores accents\n\n## Steps to Reproduce\n\n1. Search `cafe`.\n\n"
+        "## Expected Behavior\n\n- `cafe` finds `café`.\n- `café` finds `café`.\n"
+    )
+    done = ll_loop("scaffold-eval", "--issues", "BUG-302", "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["placeholders"] == [] and summary["diagnostics"] == []
+    text = (project / ".loops" / "eval-harness-bug-302.yaml").read_text()
+    assert "(1) `cafe` finds `café`." in text and "(2) `café` finds `café`." in text
 
 
 def test_several_issues_and_out_path(project: Path) -> None:

@@ -116,8 +116,22 @@ def test_issue_text_with_interpolation_syntax_reaches_the_llm_verbatim() -> None
     assert "`{{ user }}`, `${ENV_VAR}` and `$${literal}`" in prompt
 
 
+STEPS_ONLY = """\
+# BUG-301: Login times out
+
+## Steps to Reproduce
+
+1. Open the login page.
+2. Sign in as `ada`.
+
+## Actual Behavior
+
+The page spins for a minute and shows `504 Gateway Timeout`.
+"""
+
+
 def test_missing_criteria_become_one_placeholder_with_a_positioned_warning() -> None:
-    scaffold = scaffold_eval([issue_of("P2-FEAT-1001-saved-searches.md")])
+    scaffold = scaffold_eval([parse_issue(STEPS_ONLY, issue_id="BUG-301")])
     assert [p.path for p in scaffold.placeholders] == ["states.check_skill.evaluate.prompt"]
     diagnostics = placeholder_warnings(scaffold.text, "eval.yaml")
     assert len(diagnostics) == 1
@@ -127,15 +141,63 @@ def test_missing_criteria_become_one_placeholder_with_a_positioned_warning() -> 
         "warning",
         "states.check_skill.evaluate.prompt",
     )
-    assert "has no Acceptance Criteria section" in found.message
+    assert "no Acceptance Criteria, Expected Behavior or Use Case section" in found.message
     assert "<FILL:" in scaffold.text.splitlines()[found.line - 1]
     assert scaffold.text.splitlines()[found.line - 1].index("<FILL:") == found.column - 1
     # The judge is told it cannot pass an unfilled condition.
     assert "answer CANNOT_JUDGE" in rendered(
         scaffold.text, "states", "check_skill", "evaluate", "prompt"
     )
-    # Expected Behavior exists, so the execute prompt needed no placeholder.
+    # Steps to Reproduce exist, so the execute prompt needed no placeholder.
     assert "<FILL" not in rendered(scaffold.text, "states", "execute", "action")
+
+
+EXPECTED_ONLY_BUG = """\
+# BUG-302: Search ignores accents
+
+## Steps to Reproduce
+
+1. Search for `cafe`.
+
+## Actual Behavior
+
+Issues titled `café` are not found.
+
+## Expected Behavior
+
+- Searching `cafe` also finds issues titled `café`.
+- Searching `café` still finds them too.
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "section", "first"),
+    [
+        (EXPECTED_ONLY_BUG, "Expected Behavior", "(1) Searching `cafe` also finds issues"),
+        (
+            "# FEAT-5: Tags\n\n## Use Case\n\n- Tag an issue `ux` and filter by it.\n",
+            "Use Case",
+            "(1) Tag an issue `ux` and filter by it.",
+        ),
+    ],
+)
+def test_without_acceptance_criteria_the_conditions_come_from_the_section_it_has(
+    text: str, section: str, first: str
+) -> None:
+    scaffold = scaffold_eval([parse_issue(text)])
+    assert scaffold.placeholders == ()
+    prompt = rendered(scaffold.text, "states", "check_skill", "evaluate", "prompt")
+    assert f"Conditions (from the issue's {section}), every one of which must hold" in prompt
+    assert first in prompt
+    assert "<FILL" not in scaffold.text
+
+
+def test_feature_with_expected_behavior_paragraph_needs_no_placeholder() -> None:
+    scaffold = scaffold_eval([issue_of("P2-FEAT-1001-saved-searches.md")])
+    assert scaffold.placeholders == ()
+    prompt = rendered(scaffold.text, "states", "check_skill", "evaluate", "prompt")
+    assert "(1) `tracker search --save mine" in prompt
+    assert "(2)" not in prompt  # one paragraph, one condition
 
 
 def test_bare_issue_gets_both_placeholders_and_nothing_else_invented() -> None:

@@ -55,6 +55,15 @@ def test_binding_applies_defaults_over_context_and_values_over_defaults() -> Non
     assert bind_parameters(loop, {"label": "x", "n": 7})["n"] == 7
 
 
+def test_input_is_the_childs_input_without_a_declaration() -> None:
+    bound = bind_parameters(child(), {"input": "hello"})
+    assert bound == {"mode": "fast", "n": 0, "input": "hello"}
+    declared = child(input=Parameter("input", type="integer"))
+    assert bind_parameters(declared, {"input": "3"})["input"] == 3  # declared: typed as usual
+    with pytest.raises(SubloopError, match="no parameter 'inputs'"):
+        bind_parameters(child(), {"inputs": "x"})
+
+
 @pytest.mark.parametrize(
     ("kind", "given", "expected"),
     [

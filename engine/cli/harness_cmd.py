@@ -1,4 +1,5 @@
-"""`ll-harness`: measure a command, a prompt, a loop or a batch of DSL tasks (thin CLI).
+"""`ll-harness`: measure a command, a prompt, a loop, a skill, an MCP tool call or a batch of
+DSL tasks (thin CLI).
 
 Each command parses its options, builds a subject, calls `engine.harness`, and renders. The
 exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCONCLUSIVE.
@@ -83,6 +84,14 @@ RetryOfOpt = Annotated[
     int | None,
     typer.Option("--retry-of", help="Attempt id of a timed-out sample this run replaces."),
 ]
+IssueIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--issue-id",
+        help="The issue this measures: its pre-patch evidence bundle (.loops/evidence/ID/), "
+        "when there is one, is added to the report read-only (prepatch_evidence).",
+    ),
+]
 
 
 def _judge(semantic: str | None, judge_model: str | None) -> str | None:
@@ -126,10 +135,22 @@ def _options(
     )
 
 
-def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], int]]) -> int:
-    """Print what `build` returns; under --output json a refusal is still one JSON object."""
+def _emit(
+    output: OutputFormat,
+    build: Callable[[], tuple[str, dict[str, Any], int]],
+    issue_id: str | None = None,
+) -> int:
+    """Print what `build` returns; under --output json a refusal is still one JSON object.
+
+    With `issue_id`, the issue's pre-patch evidence bundle (if any) is added to the report."""
     try:
+        if issue_id is not None:
+            from engine.harness.evidence import check_issue_id
+
+            check_issue_id(issue_id)
         text, data, code = build()
+        if issue_id is not None:
+            text, data = _with_evidence(text, data, issue_id)
     except LoopError as exc:
         if output is OutputFormat.json:
             print(
@@ -151,8 +172,24 @@ def _emit(output: OutputFormat, build: Callable[[], tuple[str, dict[str, Any], i
     return code
 
 
+def _with_evidence(
+    text: str, data: dict[str, Any], issue_id: str
+) -> tuple[str, dict[str, Any]]:
+    """The report with the issue's pre-patch evidence: a JSON block and one text line."""
+    from engine.harness.evidence import evidence_line, prepatch_evidence
+
+    block = prepatch_evidence(Path.cwd(), issue_id)
+    data = {**data, "issue_id": issue_id}
+    if block is not None:
+        data["prepatch_evidence"] = block
+    return f"{text}\n{evidence_line(block, issue_id)}", data
+
+
 def _evaluate(
-    subject_factory: Callable[[Path], Subject], options: Options, output: OutputFormat
+    subject_factory: Callable[[Path], Subject],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None = None,
 ) -> int:
     from engine.harness.render import report_json, report_text
     from engine.harness.session import check_options, evaluate
@@ -168,7 +205,7 @@ def _evaluate(
             err(f"warning: {note}")
         return report_text(report), report_json(report), report.exit_code
 
-    return _emit(output, build)
+    return _emit(output, build, issue_id)
 
 
 @app.command("cmd")
@@ -184,6 +221,7 @@ def cmd_command(
     compare_baseline: CompareOpt = False,
     baseline_of: BaselineOfOpt = None,
     retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure a shell command (deterministic: one sample by default)."""
     from engine.harness.subjects import cmd_subject
@@ -199,7 +237,7 @@ def cmd_command(
         baseline_of,
         retry_of,
     )
-    return _evaluate(lambda cwd: cmd_subject(command, cwd=cwd), options, output)
+    return _evaluate(lambda cwd: cmd_subject(command, cwd=cwd), options, output, issue_id)
 
 
 @app.command("prompt")
@@ -217,6 +255,7 @@ def prompt_command(
     compare_baseline: CompareOpt = False,
     baseline_of: BaselineOfOpt = None,
     retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure a raw prompt (stochastic: three samples by default)."""
     from engine.harness.subjects import prompt_subject
@@ -233,7 +272,10 @@ def prompt_command(
         retry_of,
     )
     return _evaluate(
-        lambda _cwd: prompt_subject(prompt, model=model, prompt_runner=runner), options, output
+        lambda _cwd: prompt_subject(prompt, model=model, prompt_runner=runner),
+        options,
+        output,
+        issue_id,
     )
 
 
@@ -254,6 +296,7 @@ def loop_command(
     compare_baseline: CompareOpt = False,
     baseline_of: BaselineOfOpt = None,
     retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure a whole loop run (stochastic when it has LLM states: three samples by default)."""
     from engine.harness.subjects import loop_subject
@@ -276,6 +319,90 @@ def loop_command(
         ),
         options,
         output,
+        issue_id,
+    )
+
+
+@app.command("skill")
+def skill_command(
+    name: Annotated[str, typer.Argument(help="The skill's name (as typed after `/`).")],
+    args: Annotated[
+        str | None, typer.Argument(metavar="[ARGS]", help="Arguments typed after the name.")
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option("--host", help="Host agent CLI (prompt on stdin); default $LL_HOST_CLI "
+                     "or `claude -p`."),
+    ] = None,
+    exit_code: ExitCodeOpt = None,
+    semantic: SemanticOpt = None,
+    judge_model: JudgeModelOpt = None,
+    samples: SamplesOpt = None,
+    timeout: TimeoutOpt = 600.0,
+    output: OutputOpt = OutputFormat.text,
+    measure_baseline: MeasureOpt = False,
+    compare_baseline: CompareOpt = False,
+    baseline_of: BaselineOfOpt = None,
+    retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
+) -> int:
+    """Measure a skill run through the host agent CLI (stochastic: three samples by default)."""
+    from engine.harness.skill import skill_subject
+
+    options = _options(
+        exit_code,
+        semantic,
+        judge_model,
+        samples,
+        timeout,
+        measure_baseline,
+        compare_baseline,
+        baseline_of,
+        retry_of,
+    )
+    return _evaluate(
+        lambda cwd: skill_subject(name, args, host=host, cwd=cwd), options, output, issue_id
+    )
+
+
+@app.command("mcp")
+def mcp_command(
+    target: Annotated[str, typer.Argument(metavar="SERVER:TOOL", help="Server and tool.")],
+    args: Annotated[
+        str | None, typer.Option("--args", help="The tool's arguments, a JSON object.")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="MCP servers file (default .mcp.json here)."),
+    ] = None,
+    exit_code: ExitCodeOpt = None,
+    semantic: SemanticOpt = None,
+    judge_model: JudgeModelOpt = None,
+    samples: SamplesOpt = None,
+    timeout: TimeoutOpt = 300.0,
+    output: OutputOpt = OutputFormat.text,
+    measure_baseline: MeasureOpt = False,
+    compare_baseline: CompareOpt = False,
+    baseline_of: BaselineOfOpt = None,
+    retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
+) -> int:
+    """Measure one MCP tool call over stdio (deterministic: one sample by default)."""
+    from engine.harness.mcp import mcp_subject
+
+    options = _options(
+        exit_code,
+        semantic,
+        judge_model,
+        samples,
+        timeout,
+        measure_baseline,
+        compare_baseline,
+        baseline_of,
+        retry_of,
+    )
+    return _evaluate(
+        lambda cwd: mcp_subject(target, args, config=config, cwd=cwd), options, output, issue_id
     )
 
 
@@ -291,6 +418,7 @@ def dsl_command(
     timeout: TimeoutOpt = 300.0,
     output: OutputOpt = OutputFormat.text,
     retry_of: RetryOfOpt = None,
+    issue_id: IssueIdOpt = None,
 ) -> int:
     """Run a batch of DSL task files and report the pass rate with a 95% Wilson interval."""
     from engine.harness.dsl import DslOptions, run_dsl
@@ -319,7 +447,7 @@ def dsl_command(
             report = run_dsl(path, options, history, cwd)
         return dsl_text(report), dsl_json(report), report.exit_code
 
-    return _emit(output, build)
+    return _emit(output, build, issue_id)
 
 
 @app.command("history")

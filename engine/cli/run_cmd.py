@@ -418,7 +418,7 @@ def _refuse(options: RunOptions, exc: LoopError, started: float) -> int:
         err(exc.render())
         message = exc.message
     if options.json:
-        refusal = {
+        refusal: dict[str, Any] = {
             "run_id": None,
             "loop": options.loop_ref,
             "final_state": None,
@@ -428,6 +428,7 @@ def _refuse(options: RunOptions, exc: LoopError, started: float) -> int:
             "duration_ms": int((time.monotonic() - started) * 1000),
             "cost_usd": 0.0,
             "error": message,
+            "outputs": {},
         }
         print(json.dumps(refusal))
     return 2

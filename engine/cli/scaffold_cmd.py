@@ -179,12 +179,27 @@ def register(app: typer.Typer) -> None:
         stdout: _Stdout = False,
         as_json: _Json = False,
         force: _Force = False,
+        dsl: Annotated[
+            bool,
+            typer.Option(
+                "--dsl",
+                help="Write `ll-harness dsl` task files from the issues' examples instead "
+                "(to .loops/dsl/<id>/, or --out DIR).",
+            ),
+        ] = False,
     ) -> None:
         """Write an eval harness for one issue (Variant A) or several (Variant B, a work list)."""
-        from engine.scaffold import scaffold_eval
+        from engine.scaffold import load_learning_tests, scaffold_eval
 
         root = Path.cwd()
-        scaffold = scaffold_eval(load_issues(issues, root))
+        if dsl:
+            if stdout:
+                raise UsageError("--dsl writes files; --stdout is not available with it",
+                                 hint="drop --stdout, or pick a directory with --out DIR")
+            write_dsl_tasks(load_issues(issues, root), root=root, out=Path(out) if out else None,
+                            force=force, as_json=as_json)
+            return
+        scaffold = scaffold_eval(load_issues(issues, root), load_learning_tests(root))
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
         report(written, root=root, as_json=as_json, stdout=stdout)
 
@@ -213,6 +228,62 @@ def register(app: typer.Typer) -> None:
         scaffold = scaffold_verify(found[0], adversarial=adversarial)
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
         report(written, root=root, as_json=as_json, stdout=stdout)
+
+
+def write_dsl_tasks(
+    issues: list[Issue], *, root: Path, out: Path | None, force: bool, as_json: bool
+) -> None:
+    """`--dsl`: every issue's examples as task files, checked with the harness's own loader."""
+    from engine.harness.tasks import load_task
+    from engine.load.project import ensure_dir, project_root, write_new_file
+    from engine.scaffold.dsl_tasks import dsl_tasks, task_directory
+
+    planned: list[tuple[Path, str]] = []
+    for issue in issues:
+        tasks = dsl_tasks(issue)
+        directory = project_root(root) / task_directory(issue) if out is None else out
+        shared = out is not None and len(issues) > 1  # one directory: name files per issue
+        prefix = f"{Path(task_directory(issue)).name}-" if shared else ""
+        planned += [(directory / f"{prefix}{task.name}", task.text) for task in tasks]
+    existing = [path for path, _ in planned if path.exists()]
+    if existing and not force:
+        raise UsageError(
+            f"{_display(existing[0], root)} already exists; not overwriting it",
+            hint="pass --force to replace the task files, or --out DIR to write elsewhere",
+        )
+    written: list[Path] = []
+    try:
+        for path, text in planned:  # never through a link (see engine.load.project)
+            ensure_dir(path.parent)
+            write_new_file(path, text.encode("utf-8"), replace=True)
+            written.append(path)
+            load_task(path, root)  # the harness reads it exactly as `ll-harness dsl` will
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {exc.filename}: {exc.strerror or exc}",
+            hint="choose another directory with --out DIR",
+        ) from exc
+    except LoopError as exc:
+        raise GeneratedLoopInvalid(
+            f"a generated task file is invalid; this is a bug in ll-loop scaffold: {exc.message}",
+            hint="please report it with the issue file that produced it",
+        ) from exc
+    directories = sorted({_display(path.parent, root) for path in written})
+    if as_json:
+        payload = {
+            "dsl": True,
+            "issues": [issue.id for issue in issues],
+            "files": [_display(path, root) for path in written],
+            "directories": directories,
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    for shown in directories:
+        count = sum(1 for path in written if _display(path.parent, root) == shown)
+        print(f"wrote {count} task file{'s' if count != 1 else ''} to {shown}/")
+    print("next:")
+    for shown in directories:
+        print(f"  ll-harness dsl {shown}/")
 
 
 def _invalid(problems: list[Diagnostic]) -> GeneratedLoopInvalid:

@@ -19,6 +19,9 @@ from engine.harness.stats import Rate
 from engine.harness.subjects import Subject
 from engine.run.history import Attempt, History
 
+# Runners whose content is a file in the project: the incumbent is that file at git HEAD.
+FILE_RUNNERS = ("loop", "skill")
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -54,7 +57,7 @@ def resolve_incumbent(history: History, subject: Subject, baseline_of: str | Non
                 hint="compare like with like: the same runner on both arms",
             )
         return Cell(attempt.runner, attempt.target, attempt.input_hash, attempt.target_content_hash)
-    if subject.runner == "loop" and subject.source_path is not None:
+    if subject.runner in FILE_RUNNERS and subject.source_path is not None:
         committed = head_content_hash(subject.source_path)
         if committed is None:
             raise Refusal(

@@ -160,7 +160,7 @@ def grade_sample(index: int, run: SubjectRun, gates: Gates, judge: Judge) -> Sam
             reasons.append(f"exit code {run.exit_code}, expected {gates.exit_code}")
     semantic: SemanticResult | None = None
     if gates.semantic is not None:
-        verdict = judge(gates.semantic, run.stdout)
+        verdict = judge(gates.semantic, run.judged_text)
         semantic = SemanticResult.from_verdict(gates.semantic, verdict, gates.judge_model)
         outcomes.append(semantic.outcome)
         if semantic.outcome != "pass":

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.harness.banding import EXIT_CODES, Band, Tally, band
 from engine.harness.baseline import (
+    FILE_RUNNERS,
     Delta,
     baseline_rows,
     check_retry,
@@ -236,8 +237,9 @@ def _run_samples(
 
 
 def _working_copy_note(subject: Subject) -> list[str]:
-    """A baseline of a loop is meant for the committed incumbent; say so when it is not that."""
-    if subject.runner != "loop" or subject.source_path is None:
+    """A baseline of a loop or skill is meant for the committed incumbent; say so when it is
+    not that."""
+    if subject.runner not in FILE_RUNNERS or subject.source_path is None:
         return []
     committed = head_content_hash(subject.source_path)
     if committed is None or committed == subject.content_hash:

@@ -17,7 +17,7 @@ from engine.harness.keys import input_hash, sha256_bytes, sha256_text
 from engine.harness.process import run_process
 from engine.model.ports import ActionResult
 
-Runner = Literal["cmd", "prompt", "loop", "dsl"]
+Runner = Literal["cmd", "prompt", "loop", "dsl", "skill", "mcp"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,11 @@ class SubjectRun:
     timed_out: bool = False
     infra_error: str | None = None
     cost_usd: float = 0.0
+    judged: str | None = None  # what `--semantic` judges when it is not the stdout
+
+    @property
+    def judged_text(self) -> str:
+        return self.stdout if self.judged is None else self.judged
 
     def ungradable(self, reason: str) -> SubjectRun:
         """This sample with `reason` as its infra error; what it printed and cost is kept."""
@@ -66,7 +71,7 @@ class Subject:
     run: Callable[[float | None], SubjectRun]
     subject_model: str | None = None
     prompt_runner: str | None = None
-    source_path: Path | None = None  # the file whose bytes are the content (loop, dsl task)
+    source_path: Path | None = None  # the file whose bytes are the content (loop, skill, dsl)
 
 
 def cmd_subject(command: str, *, cwd: Path) -> Subject:
@@ -137,7 +142,8 @@ def loop_subject(
 
     The target is the loop's `name`; its content is the loop file's bytes, so an edited loop is
     a different subject. The run's exit code (0 success terminal, 1 failure terminal, 2 error,
-    3 inconclusive) is what `--exit-code` checks; its stdout is what `--semantic` judges.
+    3 inconclusive) is what `--exit-code` checks; `--semantic` judges what the loop returned:
+    its `outputs` and the output of the last state it ran (`judged_loop_text`).
     """
     from engine.load.loader import load_loop_file
 
@@ -154,9 +160,9 @@ def loop_subject(
         if sample.infra_error is not None:
             return sample
         problem = _run_refusal(sample.stdout)
-        if problem is None:
-            return sample
-        return sample.ungradable(problem)
+        if problem is not None:
+            return sample.ungradable(problem)
+        return replace(sample, judged=judged_loop_text(sample.stdout, cwd))
 
     subject_model: str | None = None
     runner_name: str | None = None
@@ -187,6 +193,48 @@ def _ll_loop_command() -> list[str]:
     home = str(Path(__file__).resolve().parents[2])
     code = f"import sys; sys.path.insert(0, {home!r}); from engine.cli import main; main()"
     return [sys.executable, "-P", "-c", code]
+
+
+def judged_loop_text(stdout: str, cwd: Path) -> str:
+    """A loop run as a judge should see it: how it ended, its `outputs`, and what its last state
+    printed (from the run's `state.json`); the bare result line when none of that exists."""
+    result = last_json_object(stdout) or {}
+    parts = [
+        f"The loop {result.get('loop')} ended in state {result.get('final_state')!r} "
+        f"(outcome {result.get('outcome')}, {result.get('steps')} steps)."
+    ]
+    outputs = result.get("outputs")
+    if isinstance(outputs, dict) and outputs:
+        lines = [f"{name}: {_as_text(value)}" for name, value in outputs.items()]
+        parts.append("Its outputs:\n" + "\n".join(lines))
+    last = _last_state_output(cwd, result.get("run_id"))
+    if last is not None:
+        parts.append(f"The output of its last state ({last[0]}):\n{last[1]}")
+    if len(parts) == 1:
+        return stdout
+    return "\n\n".join(parts)
+
+
+def _as_text(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _last_state_output(cwd: Path, run_id: object) -> tuple[str, str] | None:
+    """(state, output) of the last state the run executed, from its state.json, if readable."""
+    if not isinstance(run_id, str) or not run_id:
+        return None
+    from engine.load.project import project_root
+    from engine.run.runstore import runs_root
+
+    try:
+        state = runs_root(project_root(cwd)) / run_id / "state.json"
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    prev = data.get("prev") if isinstance(data, dict) else None
+    if not isinstance(prev, dict) or not str(prev.get("output") or "").strip():
+        return None
+    return str(prev.get("state")), str(prev["output"])
 
 
 def _run_refusal(stdout: str) -> str | None:

@@ -86,6 +86,13 @@ _SECTION_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "to reproduce",
             "repro",
         ),
+        "examples": (
+            "examples",
+            "example",
+            "test cases",
+            "example inputs",
+            "sample inputs",
+        ),
         "actual_behavior": (
             "actual behavior",
             "actual behaviour",
@@ -127,6 +134,7 @@ class Issue:
     acceptance_criteria: tuple[str, ...] = ()
     steps_to_reproduce: str = ""
     actual_behavior: str = ""
+    examples: str = ""  # the Examples section (`input → expected` items), for `--dsl`
     should_not: tuple[str, ...] = ()
     front_matter: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -170,6 +178,7 @@ def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = N
         acceptance_criteria=criteria,
         steps_to_reproduce=sections.get("steps_to_reproduce", ""),
         actual_behavior=sections.get("actual_behavior", ""),
+        examples=sections.get("examples", ""),
         should_not=_should_not(criteria, expected, sections.get("use_case", "")),
         front_matter=MappingProxyType(dict(front)),
     )

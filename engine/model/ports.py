@@ -69,7 +69,10 @@ class Verdict:
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended; `run --json` prints exactly these fields (plus nothing)."""
+    """How a run ended; `run --json` prints exactly these fields (plus nothing).
+
+    `outputs` are the loop's `outputs:` values (empty unless it ended on a terminal), so a
+    script or `ll-harness loop` sees what the loop returns, not only how it ended."""
 
     run_id: str
     loop: str
@@ -98,6 +101,7 @@ class RunResult:
             "duration_ms": self.duration_ms,
             "cost_usd": round(self.cost_usd, 6),
             "error": self.error,
+            "outputs": dict(self.outputs),
         }
 
 

@@ -166,13 +166,16 @@ def output_json(spec: Evaluate, judged: Judged) -> Verdict:
 
 @evaluator("convergence")
 def convergence(spec: Evaluate, judged: Judged) -> Verdict:
-    """Within `tolerance` of `target` → target; better than `previous` → progress; else stall."""
+    """Within `tolerance` of `target`, or past it in `direction` → target; better than
+    `previous` → progress; else stall. A score that overshoots a maximised target has reached
+    it: reporting it as mere progress would send a finished run round again into a stall."""
     numbers = _output_and_target(judged)
     if isinstance(numbers, Verdict):
         return numbers
     value, target = numbers
     details: dict[str, Any] = {"value": value, "target": target, "direction": spec.direction}
-    if abs(value - target) <= spec.tolerance:
+    gap = target - value if spec.direction == "maximize" else value - target
+    if gap <= spec.tolerance:
         return Verdict("target", {**details, "tolerance": spec.tolerance})
     previous = None if judged.previous in (None, "") else parse_number(judged.previous)
     if judged.previous not in (None, "") and previous is None:

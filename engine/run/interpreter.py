@@ -514,7 +514,6 @@ def _finish(
         depth=rt.depth,
         step=rs.steps,
         **result.to_json(),
-        **({"outputs": outputs} if outputs else {}),
     )
     # A stopped run stays resumable; every other ending is final.
     rs.status = "stopped" if terminated_by == "stopped" else "finished"

@@ -167,13 +167,18 @@ def static_family(loop: Loop, project_root: Path) -> list[Loop]:
 # --- parameters ------------------------------------------------------------------------------
 
 
+INPUT_KEY = "input"  # a child's INPUT: `with: {input: ...}` needs no declaration
+
+
 def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
     """The child's context: its `context` defaults, then defaults and `with:` values of params.
 
     Strings are coerced where the type asks for it (`"3"` for an integer), because `with:` values
     are often interpolated from text output; anything else that does not fit is an error.
+    `input` is accepted even when the child does not declare it: it is the child's INPUT, the
+    `context.input` that `ll-loop run CHILD INPUT` would give it.
     """
-    unknown = sorted(set(values) - set(child.parameters))
+    unknown = sorted(set(values) - set(child.parameters) - {INPUT_KEY})
     if unknown:
         declared = ", ".join(sorted(child.parameters)) or "none"
         raise SubloopError(
@@ -181,6 +186,8 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
             hint="pass only declared parameters in `with:`, or declare it under `parameters:`",
         )
     bound = dict(child.context)
+    if INPUT_KEY in values and INPUT_KEY not in child.parameters:
+        bound[INPUT_KEY] = values[INPUT_KEY]
     for name, param in child.parameters.items():
         if name in values:
             bound[name] = coerce(param, values[name], child.name)

@@ -23,6 +23,7 @@ from engine.scaffold.prompts import (
     evidence_demand,
     execute_prompt,
 )
+from engine.scaffold.proofs import LearningTests, load_learning_tests, proof_targets
 from engine.scaffold.result import PLACEHOLDER_RE, Placeholder, Scaffold
 from engine.scaffold.text import yaml_quoted, yaml_scalar
 from engine.scaffold.verify_loops import adversarial_loop, criteria_loop, verify_file_stem
@@ -31,6 +32,7 @@ __all__ = [
     "ISSUE_RETRIES",
     "NO_SIGNALS",
     "PLACEHOLDER_RE",
+    "LearningTests",
     "Placeholder",
     "Scaffold",
     "criteria_conditions",
@@ -38,6 +40,8 @@ __all__ = [
     "eval_name",
     "evidence_demand",
     "execute_prompt",
+    "load_learning_tests",
+    "proof_targets",
     "scaffold_eval",
     "scaffold_verify",
     "verify_file_stem",
@@ -46,14 +50,15 @@ __all__ = [
 ]
 
 
-def scaffold_eval(issues: Sequence[Issue]) -> Scaffold:
-    """Variant A for one issue, Variant B (a work list) for several."""
+def scaffold_eval(issues: Sequence[Issue], learning: LearningTests | None = None) -> Scaffold:
+    """Variant A for one issue, Variant B (a work list) for several; with learning tests
+    enabled, an issue's `learning_tests_required:` targets become proof-first gates."""
     unique = list({issue.id.upper(): issue for issue in issues}.values())
     if not unique:
         raise UsageError("no issues to scaffold", hint="pass --issues ID[,ID...]")
     if len(unique) == 1:
-        return variant_a(unique[0])
-    return variant_b(unique)
+        return variant_a(unique[0], learning)
+    return variant_b(unique, learning)
 
 
 def scaffold_verify(issue: Issue, *, adversarial: bool = False) -> Scaffold:

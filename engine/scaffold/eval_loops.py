@@ -7,6 +7,14 @@ from collections.abc import Sequence
 
 from engine.load.issuefile import Issue, slugify
 from engine.scaffold.prompts import criteria_prompt, execute_prompt
+from engine.scaffold.proofs import (
+    LearningTests,
+    ProofTarget,
+    evidence_path,
+    gate_state_names,
+    proof_states,
+    proof_targets,
+)
 from engine.scaffold.result import Placeholder, Scaffold
 from engine.scaffold.text import (
     comment,
@@ -32,8 +40,30 @@ def eval_name(issues: Sequence[Issue]) -> str:
 # --- Variant A -----------------------------------------------------------------------------------
 
 
-def variant_a(issue: Issue) -> Scaffold:
+def gates_of(issue: Issue, learning: LearningTests) -> tuple[ProofTarget, ...]:
+    """The issue's proof-first gates, when the project enables learning tests."""
+    return proof_targets(issue) if learning.enabled else ()
+
+
+def _gates_note(issue: Issue, gates: tuple[ProofTarget, ...]) -> str:
+    if not gates:
+        return ""
+    listed = ", ".join(comment(g.name) for g in gates)
+    return (
+        f"#\n# Proof-first: learning tests are enabled (.loops/config.yaml) and the issue needs "
+        f"{listed}.\n# Each check_proof_* gate must pass before the judge runs; its output is "
+        f"kept in\n# {evidence_path(issue)}/ (the pre-patch evidence bundle). A gate that "
+        "fails ends in `unproven`.\n"
+    )
+
+
+def variant_a(issue: Issue, learning: LearningTests | None = None) -> Scaffold:
     name = eval_name([issue])
+    gates = gates_of(issue, learning or LearningTests())
+    first = gate_state_names(gates)[0] if gates else "check_skill"
+    # Two attempts of execute (+ gates) + check_skill, and one step of margin.
+    budget = 5 + 2 * len(gates)
+    gate_text = _gate_block(issue, gates, learning, "check_skill", "unproven")
     execute, miss_exec = execute_prompt(issue)
     criteria, miss_crit = criteria_prompt(issue)
     holes = tuple(
@@ -50,17 +80,17 @@ def variant_a(issue: Issue) -> Scaffold:
 # and the judge's reason reach the outputs. Only `done` (exit 0) is a pass; `blocked` (exit 1)
 # means the user could not get started. Two attempts take 4 steps; max_steps 5 is a backstop,
 # and a run that ends on it (exit 3, inconclusive) has NOT passed either.
-{placeholder_banner(holes)}name: {name}
+{_gates_note(issue, gates)}{placeholder_banner(holes)}name: {name}
 description: {yaml_quoted(f"Evaluate {issue.id} ({issue.title}) the way a user experiences it.")}
 category: harness
 labels: [eval, {yaml_quoted(issue.id)}]
 initial: execute
-max_steps: 5
+max_steps: {budget}
 timeout: 1800
 # The harness itself writes only into its run directory. This scope names the harness, so two
 # runs of it never overlap; widen it if using the feature changes files in the repository.
 scope:
-  - .loops/{name}
+  - .loops/{name}{_evidence_scope(issue, gates)}
 # What a parent loop (e.g. eval-driven-development) sees when it runs this harness as a sub-loop.
 outputs:
   verdict: "${{captured.judgement.verdict | default('not judged')}}"
@@ -74,12 +104,12 @@ states:
     action: {yaml_scalar(execute, 6)}
     capture: transcript
     timeout: 300
-    next: check_skill
+    next: {first}
     # Re-entered from check_skill after NO, PARTIAL or CANNOT_JUDGE: one retry, then `failed`.
     max_retries: 1
     on_retry_exhausted: failed
-  # Judge the report of `execute`: numbered observable conditions, an explicit NO clause, and
-  # a verbatim quote as evidence (ll-loop checks the quote really occurs in the report).
+{gate_text}  # Judge the report of `execute`: numbered observable conditions, an explicit NO
+  # clause, and a verbatim quote as evidence (ll-loop checks the quote really occurs in it).
   check_skill:
     evaluate:
       type: llm_structured
@@ -103,22 +133,57 @@ states:
     description: The user could not get far enough to try the feature.
     terminal: true
     failure: true
-"""
+{_unproven_terminal(gates)}"""
     return Scaffold(name, text, "A", (issue.id,), holes)
+
+
+def _evidence_scope(issue: Issue, gates: tuple[ProofTarget, ...]) -> str:
+    return f"\n  - {evidence_path(issue)}" if gates else ""
+
+
+def _gate_block(
+    issue: Issue,
+    gates: tuple[ProofTarget, ...],
+    learning: LearningTests | None,
+    after: str,
+    unproven: str,
+    prefix: str = "",
+) -> str:
+    if not gates:
+        return ""
+    states = proof_states(
+        issue, gates, learning or LearningTests(), after=after, unproven=unproven, prefix=prefix
+    )
+    return states + "\n"
+
+
+def _unproven_terminal(gates: tuple[ProofTarget, ...]) -> str:
+    if not gates:
+        return ""
+    return """\
+  unproven:
+    description: A learning test did not prove its assumption; the judge was never asked.
+    terminal: true
+    failure: true
+"""
 
 
 # --- Variant B -----------------------------------------------------------------------------------
 
 
-def variant_b(issues: Sequence[Issue]) -> Scaffold:
+def variant_b(issues: Sequence[Issue], learning: LearningTests | None = None) -> Scaffold:
     name = eval_name(issues)
     ids = [safe_id(i.id) for i in issues]
     keys = state_keys(ids)
+    gates = {i.id: gates_of(i, learning or LearningTests()) for i in issues}
     per_item = 2 + 2 * (ISSUE_RETRIES + 1)
-    budget = per_item * len(issues) + 2
+    gate_steps = sum(len(g) for g in gates.values()) * (ISSUE_RETRIES + 1)
+    budget = per_item * len(issues) + 2 + gate_steps
     holes: list[Placeholder] = []
     blocks: list[str] = []
     for issue, key in zip(issues, keys, strict=True):
+        own = gates[issue.id]
+        first = gate_state_names(own, f"{key}_")[0] if own else f"check_skill_{key}"
         execute, miss_exec = execute_prompt(issue)
         criteria, miss_crit = criteria_prompt(issue)
         holes += [Placeholder(issue.id, f"states.execute_{key}.action", w) for w in miss_exec]
@@ -133,11 +198,12 @@ def variant_b(issues: Sequence[Issue]) -> Scaffold:
     action: {yaml_scalar(execute, 6)}
     capture: transcript
     timeout: 300
-    next: check_skill_{key}
+    next: {first}
     # Re-entered after a NO: {ISSUE_RETRIES} retries, then this issue is recorded as failed.
     max_retries: {ISSUE_RETRIES}
     on_retry_exhausted: record_failure
     on_error: record_error
+{_gate_block(issue, own, learning, f"check_skill_{key}", "record_unproven", f"{key}_")}\
   check_skill_{key}:
     evaluate:
       type: llm_structured
@@ -172,8 +238,8 @@ def variant_b(issues: Sequence[Issue]) -> Scaffold:
 #
 # Budget: each issue takes at most {per_item} steps (discover, then {ISSUE_RETRIES + 1} attempts of
 # execute + check_skill, then one record state), plus 2 for the final discover and report:
-# max_steps = {per_item} x {len(issues)} issues + 2 = {budget}.
-{placeholder_banner(tuple(holes))}name: {name}
+# max_steps = {per_item} x {len(issues)} issues + 2{_gate_budget_note(gate_steps)} = {budget}.
+{"".join(_gates_note(i, gates[i.id]) for i in issues)}{placeholder_banner(tuple(holes))}name: {name}
 description: {yaml_quoted(f"Evaluate {len(issues)} issues the way a user experiences them.")}
 category: harness
 labels: [eval]
@@ -183,7 +249,7 @@ timeout: {max(1800, 600 * len(issues))}
 # The harness itself writes only into its run directory. This scope names the harness, so two
 # runs of it never overlap; widen it if using the features changes files in the repository.
 scope:
-  - .loops/{name}
+  - .loops/{name}{"".join(_evidence_scope(i, gates[i.id]) for i in issues)}
 outputs:
   results: "${{run.dir}}/results.txt"
 states:
@@ -210,7 +276,7 @@ states:
       none: report
 {chr(10).join(blocks)}
   # ---- outcomes: one line per issue in results.txt, then back to the work list
-{chr(10).join(_record_state(*outcome) for outcome in _OUTCOMES)}
+{chr(10).join(_record_state(*outcome) for outcome in _outcomes(gate_steps > 0))}
   # Print every issue's outcome; succeed only when all of them passed.
   report:
     action: |-
@@ -247,6 +313,19 @@ _OUTCOMES = (
         "record, move on.",
     ),
 )
+
+
+def _outcomes(with_gates: bool) -> tuple[tuple[str, str, str], ...]:
+    if not with_gates:
+        return _OUTCOMES
+    why = "A learning test did not prove its assumption: the issue is not judged; move on."
+    return (*_OUTCOMES, ("record_unproven", "unproven", why))
+
+
+def _gate_budget_note(gate_steps: int) -> str:
+    if not gate_steps:
+        return ""
+    return f" + {gate_steps} proof-gate steps ({ISSUE_RETRIES + 1} attempts x every gate)"
 
 
 def _record_state(state: str, outcome: str, why: str) -> str:

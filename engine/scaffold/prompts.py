@@ -5,7 +5,7 @@ Escaping for interpolation happens at emission (`engine.scaffold.text`), not her
 
 from __future__ import annotations
 
-from engine.load.issuefile import Issue
+from engine.load.issuefile import Issue, list_items
 from engine.scaffold.text import flat
 
 NO_SIGNALS = "a stack trace, an error message or a silent no-op"
@@ -63,25 +63,41 @@ def execute_prompt(issue: Issue) -> tuple[str, tuple[str, ...]]:
     return "\n\n".join(parts), tuple(missing)
 
 
+def judged_conditions(issue: Issue) -> tuple[tuple[str, ...], str]:
+    """The conditions a judge checks and the section they come from: Acceptance Criteria, else
+    the items of Expected Behavior, else those of Use Case (whichever the issue has)."""
+    if issue.acceptance_criteria:
+        return issue.acceptance_criteria, "Acceptance Criteria"
+    for text, section in (
+        (issue.expected_behavior, "Expected Behavior"),
+        (issue.use_case, "Use Case"),
+    ):
+        items = list_items(text) if text else ()
+        if items:
+            return items, section
+    return (), ""
+
+
 def criteria_conditions(issue: Issue) -> tuple[str, tuple[str, ...]]:
     """The numbered conditions and NO clause for one issue, and what it lacked (if anything)."""
     missing: list[str] = []
-    if issue.acceptance_criteria:
-        numbered = "\n".join(
-            f"({n}) {criterion}" for n, criterion in enumerate(issue.acceptance_criteria, 1)
-        )
+    conditions, section = judged_conditions(issue)
+    if conditions:
+        numbered = "\n".join(f"({n}) {condition}" for n, condition in enumerate(conditions, 1))
+        heading = f"Conditions (from the issue's {section}), every one of which must hold"
     else:
         what = (
             f"numbered observable conditions for {issue.id} (1), (2), ...: the issue has no "
-            "Acceptance Criteria section"
+            "Acceptance Criteria, Expected Behavior or Use Case section"
         )
         missing.append(what)
         numbered = f"(1) <FILL: {what}>"
-    no_lines = [f"- {line}" for line in _no_conditions(issue)]
+        heading = "Conditions, every one of which must hold"
+    no_lines = [f"- {line}" for line in _no_conditions(issue, conditions)]
     text = (
         f'Judge whether "{issue.title}" ({issue.id}) worked for the user whose report you are '
         "given. Judge only from that report: an action it does not show did not happen.\n\n"
-        f"Conditions, every one of which must hold:\n{numbered}\n\n"
+        f"{heading}:\n{numbered}\n\n"
         "Answer YES only if the report clearly shows every condition met.\n"
         "Answer NO, naming each unmet condition and what the report shows instead, if any "
         "condition is unmet or was not tried, or if the report shows any of:\n"
@@ -111,10 +127,10 @@ def criteria_prompt(issue: Issue) -> tuple[str, tuple[str, ...]]:
     return f"{text}\n\n{evidence_demand()}", missing
 
 
-def _no_conditions(issue: Issue) -> list[str]:
+def _no_conditions(issue: Issue, conditions: tuple[str, ...]) -> list[str]:
     """The NO clause of an eval judge: what rules the issue out, and the silent failures."""
     lines: list[str] = []
-    numbers = {c: n for n, c in enumerate(issue.acceptance_criteria, 1)}
+    numbers = {c: n for n, c in enumerate(conditions, 1)}
     for rule in issue.should_not:
         if rule in numbers:
             lines.append(f"anything condition ({numbers[rule]}) rules out")

@@ -1,0 +1,271 @@
+"""`ll-harness mcp SERVER:TOOL`: a real MCP tool call over stdio per sample, via the official SDK.
+
+The server is looked up in the project's `.mcp.json` (the agent CLIs' format:
+`{"mcpServers": {"NAME": {"command": ..., "args": [...], "env": {...}}}}`) or `--config`.
+Before any sample, one session lists the server's tools: an unknown tool is refused (exit 2),
+and the tool's definition (description and input schema) with the server's command line is the
+subject's content, so a changed tool is a different subject. Each sample then starts the
+server, initializes a session and calls the tool once; the text of the result is the output,
+and a result flagged `is_error` exits 1 (else 0). No LLM is involved: one sample by default.
+
+The `mcp` package is imported only in this module, and only when a call is made.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.harness.keys import input_hash, sha256_text
+from engine.harness.refusal import Refusal
+from engine.harness.subjects import Subject, SubjectRun
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+CONFIG_NAME = ".mcp.json"
+PROBE_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to start one stdio MCP server."""
+
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: str | None = None
+
+    def command_line(self) -> list[str]:
+        return [self.command, *self.args]
+
+
+def split_target(target: str) -> tuple[str, str]:
+    """`server:tool` → (server, tool)."""
+    server, sep, tool = target.partition(":")
+    if not sep or not server or not tool:
+        raise Refusal(
+            f"{target!r} is not SERVER:TOOL",
+            hint="name the server (a key of mcpServers in .mcp.json) and the tool: calc:add",
+        )
+    return server, tool
+
+
+def load_server(config: Path, name: str) -> ServerSpec:
+    """Server `name` from an `.mcp.json`-style file; every problem is one refusal sentence."""
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise Refusal(
+            f"cannot read the MCP configuration {config}: {exc.strerror or exc}",
+            hint=f"write a {CONFIG_NAME} with an mcpServers map, or pass --config PATH",
+        ) from None
+    except ValueError as exc:
+        raise Refusal(
+            f"{config} is not valid JSON: {exc}", hint="fix the file (it is plain JSON)"
+        ) from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise Refusal(
+            f"{config} has no `mcpServers` object",
+            hint='write {"mcpServers": {"NAME": {"command": "...", "args": [...]}}}',
+        )
+    entry = servers.get(name)
+    if not isinstance(entry, dict):
+        known = ", ".join(sorted(map(str, servers))) or "none"
+        raise Refusal(
+            f"no MCP server {name!r} in {config} (servers: {known})",
+            hint="use one of the names under mcpServers",
+        )
+    kind = entry.get("type", "stdio")
+    if kind != "stdio" or "url" in entry:
+        raise Refusal(
+            f"MCP server {name!r} is a {kind!r} server; ll-harness calls stdio servers only",
+            hint="give the server a `command` that speaks MCP on stdin/stdout",
+        )
+    command, args, env = entry.get("command"), entry.get("args", []), entry.get("env")
+    if not isinstance(command, str) or not command:
+        raise Refusal(f"MCP server {name!r} has no `command`", hint="add the command to start it")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise Refusal(f"`args` of MCP server {name!r} must be a list of strings", hint="fix it")
+    if env is not None and not (
+        isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
+    ):
+        raise Refusal(f"`env` of MCP server {name!r} must map names to strings", hint="fix it")
+    cwd = entry.get("cwd")
+    return ServerSpec(
+        name, command, tuple(args), env, cwd if isinstance(cwd, str) else str(config.parent)
+    )
+
+
+def parse_arguments(text: str | None) -> dict[str, Any]:
+    """`--args` as a JSON object (none: `{}`)."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise Refusal(
+            f"--args is not valid JSON: {exc}", hint="""pass a JSON object: --args '{"a": 2}'"""
+        ) from None
+    if not isinstance(value, dict):
+        raise Refusal("--args must be a JSON object", hint="""--args '{"name": "value"}'""")
+    return value
+
+
+def mcp_subject(
+    target: str, arguments: str | None, *, config: Path | None, cwd: Path
+) -> Subject:
+    """The subject for one tool call; refuses (before any sample) an unknown server or tool."""
+    server_name, tool = split_target(target)
+    spec = load_server(config or cwd / CONFIG_NAME, server_name)
+    args = parse_arguments(arguments)
+    definition = _tool_definition(spec, tool)
+
+    def run(timeout: float | None) -> SubjectRun:
+        return call_tool(spec, tool, args, timeout)
+
+    content = json.dumps({"server": spec.command_line(), "tool": definition}, sort_keys=True)
+    return Subject(
+        runner="mcp",
+        target=f"{server_name}:{tool}",
+        content_hash=sha256_text(content),
+        input_hash=input_hash(json.dumps(args, sort_keys=True)),
+        stochastic=False,
+        run=run,
+    )
+
+
+def _tool_definition(spec: ServerSpec, tool: str) -> dict[str, Any]:
+    """The tool's definition as the server lists it; a refusal when the server lacks it."""
+    listed = _session_call(spec, PROBE_TIMEOUT, lambda session: _list_tools(session))
+    if isinstance(listed, SubjectRun):
+        raise Refusal(
+            f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}",
+            hint=f"check that `{' '.join(spec.command_line())}` starts an MCP stdio server",
+        )
+    names = [t.get("name") for t in listed]
+    for definition in listed:
+        if definition.get("name") == tool:
+            return dict(definition)
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(tool, [str(n) for n in names], n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"tools: {', '.join(map(str, names))}"
+    raise Refusal(f"MCP server {spec.name!r} has no tool {tool!r}", hint=hint)
+
+
+async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
+    result = await session.list_tools()
+    return [
+        {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": t.input_schema,
+        }
+        for t in result.tools
+    ]
+
+
+def call_tool(
+    spec: ServerSpec, tool: str, arguments: dict[str, Any], timeout: float | None
+) -> SubjectRun:
+    """One sample: start the server, call the tool, stop the server. Never raises."""
+
+    async def call(session: ClientSession) -> SubjectRun:
+        result = await session.call_tool(tool, arguments)
+        return SubjectRun(
+            stdout=result_text(result.content, result.structured_content),
+            exit_code=1 if result.is_error else 0,
+        )
+
+    outcome = _session_call(spec, timeout, call)
+    return outcome if isinstance(outcome, SubjectRun) else SubjectRun(stdout=str(outcome))
+
+
+def result_text(content: list[Any], structured: Any) -> str:
+    """The tool result as text: its text blocks in order, other blocks as JSON; the structured
+    result as JSON when there is no text at all."""
+    parts: list[str] = []
+    for block in content:
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+        else:
+            dump = getattr(block, "model_dump", None)
+            parts.append(json.dumps(dump(mode="json") if dump else str(block), sort_keys=True))
+    if not parts and structured is not None:
+        parts.append(json.dumps(structured, sort_keys=True))
+    return "\n".join(parts)
+
+
+def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
+    """Run `work(session)` on a fresh initialized session; failures become an infra-error run
+    (with what the server wrote to stderr), never an exception."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=spec.command,
+        args=list(spec.args),
+        env=dict(spec.env) if spec.env else None,
+        cwd=spec.cwd,
+    )
+    started = time.monotonic()
+
+    async def session_work() -> Any:
+        with anyio.fail_after(timeout):
+            async with (
+                stdio_client(params, errlog=errlog) as streams,
+                ClientSession(*streams) as session,
+            ):
+                await session.initialize()
+                return await work(session)
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        timed_out = False
+        failure: str | None = None
+        value: Any = None
+        try:
+            value = anyio.run(session_work)
+        except TimeoutError:
+            timed_out = True
+            failure = f"timed out after {timeout:g}s" if timeout else "timed out"
+        except Exception as exc:  # the SDK raises many kinds; each is one infra error
+            failure = _describe(exc)
+        errlog.seek(0)
+        stderr = errlog.read()[-20000:]
+    duration = int((time.monotonic() - started) * 1000)
+    if failure is not None:
+        return SubjectRun(
+            stdout="",
+            stderr=stderr,
+            exit_code=None,
+            duration_ms=duration,
+            timed_out=timed_out,
+            infra_error=failure,
+        )
+    if isinstance(value, SubjectRun):
+        return SubjectRun(
+            stdout=value.stdout,
+            stderr=stderr,
+            exit_code=value.exit_code,
+            duration_ms=duration,
+        )
+    return value
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost useful message of an SDK failure (task groups wrap them in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, OSError):
+        return f"the MCP server could not start: {exc.strerror or exc}"
+    message = str(exc) or type(exc).__name__
+    return f"MCP call failed: {message}"

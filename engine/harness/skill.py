@@ -1,0 +1,90 @@
+"""`ll-harness skill NAME`: a skill run through the host agent CLI, one process per sample (IO).
+
+A skill is a markdown file an agent CLI knows by name: `.claude/skills/NAME/SKILL.md`, or the
+older `.claude/commands/NAME.md` (or `skills/NAME/SKILL.md` for skills kept in the project's
+own tree). The host CLI (`--host`, else `LL_HOST_CLI`, else `claude -p`) gets `/NAME ARGS` on
+stdin, as a person would type it, and its stdout is the sample's output. An LLM drives the
+host, so the subject is stochastic (three samples by default). The content hash is the skill
+file's bytes, so an edited skill is a different subject and `--compare-baseline` resolves the
+incumbent from the file as committed at HEAD, as for a loop.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from engine.harness.keys import input_hash, sha256_bytes
+from engine.harness.process import run_process
+from engine.harness.refusal import Refusal
+from engine.harness.subjects import Subject, SubjectRun
+
+DEFAULT_HOST = "claude -p"
+HOST_ENV = "LL_HOST_CLI"
+
+# Where an agent CLI looks a skill up, in order (relative to the project directory).
+SKILL_PLACES = (
+    ".claude/skills/{name}/SKILL.md",
+    ".claude/commands/{name}.md",
+    "skills/{name}/SKILL.md",
+)
+
+
+def host_command(host: str | None) -> str:
+    """The host agent CLI: `--host`, else `LL_HOST_CLI`, else `claude -p`."""
+    return host or os.environ.get(HOST_ENV) or DEFAULT_HOST
+
+
+def find_skill(name: str, cwd: Path) -> Path:
+    """The skill's definition file; a refusal naming every place looked at when there is none."""
+    as_path = cwd / name
+    if name.endswith(".md") and as_path.is_file():
+        return as_path
+    if not name or "/" in name or name.startswith("."):
+        raise Refusal(
+            f"{name!r} is not a skill name",
+            hint="pass the skill's name (as typed after `/`), or the path of its .md file",
+        )
+    places = [place.format(name=name) for place in SKILL_PLACES]
+    for place in places:
+        if (cwd / place).is_file():
+            return cwd / place
+    raise Refusal(
+        f"no skill {name!r}: looked for {', '.join(places)}",
+        hint="run from the project that defines the skill, or pass the path of its .md file",
+    )
+
+
+def skill_subject(name: str, args: str | None, *, host: str | None, cwd: Path) -> Subject:
+    """The subject for one skill invocation `/NAME ARGS` through the host agent CLI."""
+    path = find_skill(name, cwd)
+    skill = path.parent.name if path.name == "SKILL.md" else path.stem
+    command = host_command(host)
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise Refusal(
+            f"the host command {command!r} cannot be parsed: {exc}",
+            hint="quote it as a shell would, e.g. --host 'claude -p'",
+        ) from None
+    if not argv:
+        raise Refusal("the host command is empty", hint="pass --host 'claude -p'")
+    invocation = f"/{skill} {args}".rstrip() if args else f"/{skill}"
+
+    def run(timeout: float | None) -> SubjectRun:
+        result = run_process(argv, timeout=timeout, cwd=cwd, stdin=invocation + "\n")
+        return SubjectRun.from_action(result, timeout)
+
+    return Subject(
+        runner="skill",
+        target=skill,
+        content_hash=sha256_bytes(path.read_bytes()),
+        input_hash=input_hash(args),
+        stochastic=True,
+        run=run,
+        # The host's model is whatever the host is configured with: not pinned by us.
+        subject_model=None,
+        prompt_runner=f"host:{command}",
+        source_path=path,
+    )

@@ -1,0 +1,96 @@
+"""`ll-harness mcp SERVER:TOOL`: real MCP tool calls over stdio, through the official SDK, to a
+small MCP server written with the same SDK and started by the harness itself."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine.harness.mcp import call_tool, load_server
+from engine.run.history import open_history
+from tests.harness_helpers import harness, harness_json
+from tests.loopback_server import LoopbackServer, verdict_reply
+
+SERVER = '''\
+import time
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("calc")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@app.tool()
+def fail(message: str) -> str:
+    """Always fails with the message."""
+    raise ValueError(message)
+
+
+@app.tool()
+def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "woke up"
+
+
+app.run()
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "calc_server.py").write_text(SERVER)
+    config = {"mcpServers": {"calc": {"command": sys.executable, "args": ["calc_server.py"]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def test_a_tool_call_is_measured_judged_and_recorded(
+    project: Path, loopback: LoopbackServer
+) -> None:
+    loopback.push(verdict_reply("yes", evidence="5"))
+    gates = ["--exit-code", "0", "--semantic", "Is the sum 5? Quote it."]
+    code, data = harness_json(project, "mcp", "calc:add", "--args", '{"a": 2, "b": 3}', *gates)
+    assert code == 0, data
+    assert (data["runner"], data["target"], data["result"]) == ("mcp", "calc:add", "PASS")
+    assert data["samples_requested"] == 1  # no LLM in the loop: deterministic
+    assert data["stdout"] == "5"  # the tool's real answer, and what the judge saw
+    assert "5" in json.dumps(loopback.requests[0].body["messages"])
+    with open_history(project) as history:
+        [row] = history.attempts("calc:add")
+    assert (row.runner, row.outcome, row.semantic_verdict) == ("mcp", "pass", "yes")
+
+
+def test_a_tool_error_exits_1_and_fails_the_exit_gate(project: Path) -> None:
+    code, data = harness_json(project, "mcp", "calc:fail", "--args", '{"message": "boom"}',
+                              "--exit-code", "0")  # fmt: skip
+    assert code == 1
+    assert data["samples"][0]["exit_code"] == 1
+    assert data["samples"][0]["reason"] == "exit code 1, expected 0"
+
+
+def test_unknown_server_tool_or_bad_arguments_are_refused_before_any_call(
+    project: Path,
+) -> None:
+    tool = harness(project, "mcp", "calc:ad", "--exit-code", "0")
+    assert tool.returncode == 2
+    assert "has no tool 'ad'" in tool.stderr and "did you mean 'add'" in tool.stderr
+    server = harness(project, "mcp", "nope:add", "--exit-code", "0")
+    assert server.returncode == 2 and "no MCP server 'nope'" in server.stderr
+    args = harness(project, "mcp", "calc:add", "--args", "[1, 2]", "--exit-code", "0")
+    assert args.returncode == 2 and "--args must be a JSON object" in args.stderr
+
+
+def test_a_call_past_its_timeout_is_an_infra_error(project: Path) -> None:
+    spec = load_server(project / ".mcp.json", "calc")
+    run = call_tool(spec, "slow", {"seconds": 60}, 3)
+    assert run.timed_out and run.infra_error == "timed out after 3s"
+    assert run.exit_code is None

@@ -1,0 +1,102 @@
+"""`ll-harness skill NAME`: a skill run through a host agent CLI (a real process the test writes),
+three samples by default, baselines resolved from the skill file at git HEAD."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.harness_helpers import harness, harness_json
+from tests.loopback_server import LoopbackServer, verdict_reply
+
+# A stand-in for `claude -p`: reads `/NAME ARGS` on stdin, "runs" the skill by reading its file,
+# and fails when the skill says BROKEN. Every call is counted.
+HOST = '''\
+import pathlib, sys
+prompt = sys.stdin.read().strip()
+name, _, args = prompt[1:].partition(" ")
+calls = pathlib.Path("host-calls.txt")
+calls.write_text(str(int(calls.read_text()) + 1 if calls.exists() else 1))
+skill = pathlib.Path(".claude/skills") / name / "SKILL.md"
+body = skill.read_text()
+print(f"host ran /{name} with args {args!r}")
+print(body.splitlines()[0])
+sys.exit(1 if "BROKEN" in body else 0)
+'''
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    skill = tmp_path / ".claude" / "skills" / "check-code" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("Run the linters and report.\n")
+    (tmp_path / "host.py").write_text(HOST)
+    return tmp_path
+
+
+def host_flag() -> list[str]:
+    return ["--host", f"{sys.executable} host.py"]
+
+
+def test_a_skill_is_stochastic_and_every_sample_runs_through_the_host(project: Path) -> None:
+    code, data = harness_json(project, "skill", "check-code", "src/ --fast", *host_flag(),
+                              "--exit-code", "0")  # fmt: skip
+    assert code == 0, data
+    assert (data["runner"], data["target"], data["result"]) == ("skill", "check-code", "PASS")
+    assert data["samples_requested"] == 3 and data["samples_run"] == 3
+    assert (project / "host-calls.txt").read_text() == "3"  # all three samples really ran
+    assert data["stdout"] == (
+        "host ran /check-code with args 'src/ --fast'\nRun the linters and report.\n"
+    )
+
+
+def test_the_host_comes_from_ll_host_cli(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LL_HOST_CLI", f"{sys.executable} host.py")
+    code, data = harness_json(project, "skill", "check-code", "--exit-code", "0", "--samples", "1")
+    assert code == 0, data
+    assert "host ran /check-code" in data["stdout"]
+
+
+def test_an_unknown_skill_is_refused_naming_where_it_looked(project: Path) -> None:
+    done = harness(project, "skill", "nope", *host_flag(), "--exit-code", "0")
+    assert done.returncode == 2
+    assert "no skill 'nope': looked for .claude/skills/nope/SKILL.md" in done.stderr
+    assert not (project / "host-calls.txt").exists()
+
+
+def test_semantic_judges_the_hosts_output(project: Path, loopback: LoopbackServer) -> None:
+    loopback.push(*[verdict_reply("yes", evidence="Run the linters")] * 3)
+    code, data = harness_json(project, "skill", "check-code", *host_flag(),
+                              "--semantic", "Did it lint? Quote it.")  # fmt: skip
+    assert code == 0, data
+    assert len(loopback.requests) == 3
+    assert "host ran /check-code" in json.dumps(loopback.requests[0].body["messages"])
+
+
+def test_an_edited_skill_is_compared_with_its_committed_baseline(project: Path) -> None:
+    skill = project / ".claude" / "skills" / "check-code" / "SKILL.md"
+    skill.write_text("BROKEN: report nothing.\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "incumbent")
+    flags = [*host_flag(), "--exit-code", "0", "--samples", "2"]
+    code, measured = harness_json(project, "skill", "check-code", *flags, "--measure-baseline")
+    assert code == 1 and measured["tally"]["fail"] == 2
+    skill.write_text("Run the linters and report.\n")  # the candidate, uncommitted
+    code, compared = harness_json(project, "skill", "check-code", *flags, "--compare-baseline")
+    assert code == 0, compared
+    assert compared["baseline"]["delta"] == 1.0
+    assert (compared["baseline"]["baseline"]["k"], compared["baseline"]["candidate"]["k"]) == (0, 2)

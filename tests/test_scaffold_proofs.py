@@ -1,0 +1,136 @@
+"""Proof-first gates: with learning tests enabled in .loops/config.yaml, an issue's
+`learning_tests_required:` targets become `check_proof_<slug>` states between execute and the
+judge, chained on `on_yes`; their output lands in the pre-patch evidence bundle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.harness_helpers import harness_json
+from tests.loopback_server import LoopbackServer, loopback  # noqa: F401  (fixture)
+from tests.scaffold_helpers import ScriptedLlm, lint_findings, ll_loop, run_loop, write
+
+ISSUE = """\
+---
+id: FEAT-920
+learning_tests_required:
+  - target: api returns etag
+    command: 'echo "PASS etag seen"; echo "ETag: W/1"'
+  - cache-ttl
+---
+# FEAT-920: Conditional requests
+
+## Use Case
+
+- Fetch a page twice and see the second answer come from the cache.
+
+## Acceptance Criteria
+
+- The second fetch returns 304.
+"""
+
+ENABLED = "learning_tests:\n  enabled: true\n"
+SAW = "TRANSCRIPT: second fetch returned 304"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / ".issues" / "features" / "FEAT-920-conditional.md", ISSUE)
+    return tmp_path
+
+
+def scaffold(project: Path, *args: str) -> dict[str, object]:
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-920", "--json", *args, cwd=project)
+    assert done.returncode == 0, done.stderr
+    made: dict[str, object] = json.loads(done.stdout)
+    return made
+
+
+def test_enabled_gates_sit_between_execute_and_the_judge_chained_on_yes(project: Path) -> None:
+    write(project / ".loops" / "config.yaml", ENABLED)
+    made = scaffold(project)
+    text = (project / str(made["path"])).read_text()
+    assert lint_findings(text) == []  # loads, and lint-clean
+    states = yaml.safe_load(text)["states"]
+    assert states["execute"]["next"] == "check_proof_api_returns_etag"
+    first, second = states["check_proof_api_returns_etag"], states["check_proof_cache_ttl"]
+    assert (first["on_yes"], second["on_yes"]) == ("check_proof_cache_ttl", "check_skill")
+    assert first["on_no"] == second["on_no"] == "unproven"
+    assert states["unproven"] == {
+        "description": states["unproven"]["description"],
+        "terminal": True,
+        "failure": True,
+    }
+    assert yaml.safe_load(text)["max_steps"] == 9  # 5 + 2 attempts x 2 gates
+
+
+def test_gates_are_off_unless_the_project_enables_them(project: Path) -> None:
+    text = (project / str(scaffold(project)["path"])).read_text()
+    assert "check_proof" not in text
+    write(project / ".loops" / "config.yaml", "learning_tests: {enabled: yes please}\n")
+    bad = ll_loop("scaffold-eval", "--issues", "FEAT-920", "--force", cwd=project)
+    assert bad.returncode == 2
+    assert "learning_tests.enabled` must be true or false" in bad.stderr
+
+
+def test_the_judge_is_reached_only_when_every_assumption_is_proven(
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(project / ".loops" / "config.yaml", ENABLED)
+    made = scaffold(project)
+    ScriptedLlm(loopback).say(SAW)
+    unproven = run_loop(str(made["path"]), cwd=project)
+    assert unproven.path == (
+        "execute", "check_proof_api_returns_etag", "check_proof_cache_ttl", "unproven",
+    )  # fmt: skip
+    assert unproven.exit_code == 1
+    bundle = project / ".loops" / "evidence" / "FEAT-920"
+    assert (bundle / "proof-api_returns_etag.txt").read_text() == "PASS etag seen\nETag: W/1\n"
+    # Record the missing learning test's result; now the judge decides.
+    write(bundle / "proof-cache_ttl.txt", "PASS ttl honoured\n")
+    ScriptedLlm(loopback).say(SAW).judge("yes")
+    proven = run_loop(str(made["path"]), cwd=project)
+    assert proven.path == (
+        "execute", "check_proof_api_returns_etag", "check_proof_cache_ttl", "check_skill", "done",
+    )  # fmt: skip
+    assert proven.exit_code == 0
+    # The proofs are the issue's pre-patch evidence, readable by ll-harness.
+    _, report = harness_json(project, "cmd", "true", "--exit-code", "0", "--issue-id", "FEAT-920")
+    names = sorted(f["name"] for f in report["prepatch_evidence"]["files"])
+    assert names == ["proof-api_returns_etag.txt", "proof-cache_ttl.txt"]
+
+
+def test_a_configured_command_template_proves_plain_targets(
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    write(
+        project / ".loops" / "config.yaml",
+        ENABLED + "  command: echo PASS {target} && test {slug} != cache_ttl\n",
+    )
+    made = scaffold(project)
+    ScriptedLlm(loopback).say(SAW)
+    run = run_loop(str(made["path"]), cwd=project)
+    assert run.path[-2:] == ("check_proof_cache_ttl", "unproven")  # the template ran, and failed
+    proof = project / ".loops" / "evidence" / "FEAT-920" / "proof-cache_ttl.txt"
+    assert proof.read_text() == "PASS cache-ttl\n"
+
+
+def test_variant_b_gates_each_issue_and_records_unproven(project: Path) -> None:
+    write(project / ".loops" / "config.yaml", ENABLED)
+    write(project / ".issues" / "FEAT-921-other.md", "# FEAT-921: Other\n\n## Use Case\n\nx\n")
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-920,FEAT-921", "--stdout", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert lint_findings(done.stdout) == []
+    data = yaml.safe_load(done.stdout)
+    states = data["states"]
+    assert states["execute_feat_920"]["next"] == "check_proof_feat_920_api_returns_etag"
+    assert states["check_proof_feat_920_cache_ttl"]["on_yes"] == "check_skill_feat_920"
+    assert states["check_proof_feat_920_cache_ttl"]["on_no"] == "record_unproven"
+    assert states["execute_feat_921"]["next"] == "check_skill_feat_921"
+    assert data["max_steps"] == 8 * 2 + 2 + 2 * 3
