@@ -4,6 +4,7 @@ so runs, locks and history are shared by every directory of the project."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from engine.load.project import project_root
@@ -37,6 +38,23 @@ def test_the_root_is_the_nearest_directory_with_loops_else_git(tmp_path: Path) -
     assert project_root(deep) == tmp_path / "repo"  # .loops/ wins over any .git
     (deep / ".loops").mkdir()
     assert project_root(deep) == deep
+
+
+def test_a_marker_anyone_could_have_planted_is_passed_over(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"  # like /tmp: world-writable, sticky
+    project = shared / "project" / "src"
+    project.mkdir(parents=True)
+    (shared / ".loops").mkdir()
+    shared.chmod(0o1777)
+    assert project_root(project) == project
+    (shared / "project" / ".git").mkdir()
+    assert project_root(project) == shared / "project"
+    if os.geteuid() == 0:  # a marker owned by another user is not ours to use either
+        (shared / "project" / ".loops").mkdir()
+        os.chown(shared / "project" / ".loops", 65534, 65534)
+        assert project_root(project) == shared / "project"  # found by its .git, not .loops
+        os.chown(shared / "project" / ".git", 65534, 65534)
+        assert project_root(project) == project
 
 
 def test_a_run_from_a_subdirectory_keeps_its_files_at_the_root(tmp_path: Path) -> None:

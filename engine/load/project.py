@@ -33,7 +33,12 @@ class UnsafePath(LoopError):
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The root of the project `start` (default: the working directory) belongs to."""
+    """The root of the project `start` (default: the working directory) belongs to.
+
+    A marker in a directory anyone may write to (`/tmp`), or one owned by another user, is
+    passed over: anyone could have put it there, and it would otherwise claim every directory
+    below it (git ignores such repositories for the same reason).
+    """
     here = Path.cwd() if start is None else Path(os.path.abspath(start))
     try:
         device = here.stat().st_dev
@@ -42,15 +47,34 @@ def project_root(start: Path | None = None) -> Path:
     first_git: Path | None = None
     for folder in (here, *here.parents):
         try:
-            if folder.stat().st_dev != device:
-                break  # a mount point: the project does not reach beyond it
+            info = folder.stat()
         except OSError:
             break
-        if (folder / LOOPS_DIR).is_dir():
+        if info.st_dev != device:
+            break  # a mount point: the project does not reach beyond it
+        if info.st_mode & stat.S_IWOTH:
+            continue  # world-writable (/tmp): no marker here can be trusted
+        if _owned_dir(folder / LOOPS_DIR):
             return folder
-        if first_git is None and os.path.lexists(folder / ".git"):
+        if first_git is None and _owned(folder / ".git"):
             first_git = folder
     return first_git or here
+
+
+def _owned(path: Path) -> bool:
+    """`path` exists (a link counts as itself) and belongs to this user."""
+    try:
+        return os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
+def _owned_dir(path: Path) -> bool:
+    """`path` is a directory (or a link to one, refused later when written) of this user."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode) and os.lstat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def loops_dir(root: Path | None = None) -> Path:
