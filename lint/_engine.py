@@ -86,7 +86,7 @@ class _Placer:
         if not finding.needle or self.positions is None or line < 1:
             return line, column
         key = (finding.path, finding.needle)
-        nth = self._seen.get(key, 0)
+        nth = self._seen.get(key, 0) if finding.occurrence is None else finding.occurrence
         self._seen[key] = nth + 1
         found = _find(self.positions.text, finding.needle, line, column, nth)
         return found or (line, column)

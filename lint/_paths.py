@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from engine.load.spelling import did_you_mean_hint
 from engine.model.loop import State
 from lint._registry import PathKey
 
@@ -27,10 +27,8 @@ def route_path(state: State, label: str) -> PathKey:
     return state_path(state, f"on_{label}")
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` when something close exists, else empty."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+# ` (did you mean 'x'?)` or "": the rules append it to their messages (engine.load.spelling).
+did_you_mean = did_you_mean_hint
 
 
 def names(items: Iterable[str]) -> str:

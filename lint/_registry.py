@@ -30,6 +30,9 @@ class Finding:
     # Text inside the value at `path` the finding is really about (e.g. a `<FILL: ...>` marker):
     # `lint_loop` places the diagnostic on it in the loop's file when it can find it there.
     needle: str = ""
+    # Which occurrence of `needle` in the value (0 = first); None: the k-th finding with the same
+    # needle goes to the k-th occurrence.
+    occurrence: int | None = None
 
     @property
     def state(self) -> str | None:

@@ -49,7 +49,7 @@ def render_text(reports: Sequence[LoopReport]) -> str:
 
 @renderer("json")
 def render_json(reports: Sequence[LoopReport]) -> str:
-    """DESIGN §5: `{"loops": [{"path", "valid", "diagnostics": [...]}]}`."""
+    """The JSON docs/cli.md documents: `{"loops": [{"path", "valid", "diagnostics": [...]}]}`."""
     loops = [
         {"path": r.path, "valid": r.valid, "diagnostics": [d.to_json() for d in r.diagnostics]}
         for r in reports
@@ -89,43 +89,63 @@ _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 @renderer("sarif")
 def render_sarif(reports: Sequence[LoopReport]) -> str:
-    """One SARIF 2.1.0 run: every registered rule (plus loader codes seen) and every result."""
-    rules: list[dict[str, object]] = [
-        {
-            "id": item.code,
-            "name": item.name,
-            "shortDescription": {"text": item.summary},
-            "help": {"text": f"{item.summary} See docs/lint-rules.md#{item.code.lower()}."},
-            "defaultConfiguration": {"level": _SARIF_LEVEL[item.severity]},
-        }
-        for item in RULES.values()
-    ]
+    """One SARIF 2.1.0 run. The driver lists every rule — lint's, then the loader's, then
+    `USAGE` — in the same order in every report, so a rule id always has the same index."""
+    rules = sarif_rules()
     index = {str(r["id"]): i for i, r in enumerate(rules)}
     results = []
     for report in reports:
         for d in report.diagnostics:
-            if d.code not in index:  # a loader diagnostic (schema, YAML)
+            if d.code not in index:  # a code nobody registered: still a valid log
                 index[d.code] = len(rules)
-                rules.append(
-                    {
-                        "id": d.code,
-                        "shortDescription": {"text": "The loop file does not load."},
-                        "help": {"text": "Load-time check; see docs/format.md."},
-                        "defaultConfiguration": {"level": "error"},
-                    }
-                )
+                rules.append(_sarif_rule(d.code, d.code.lower(), d.message, "error", "docs/"))
             results.append(_sarif_result(d, report.path, index[d.code]))
+    driver = {"name": "ll-loop", "version": _version(), "semanticVersion": _version()}
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": {"name": "ll-loop", "rules": rules}},
-                "results": results,
-            }
-        ],
+        "runs": [{"tool": {"driver": {**driver, "rules": rules}}, "results": results}],
     }
     return json.dumps(log, indent=2)
+
+
+def sarif_rules() -> list[dict[str, object]]:
+    """Every rule a report can name, each with its stable id, a name and where it is documented."""
+    from engine.load.codes import LOAD_CODES
+
+    rules: list[dict[str, object]] = [
+        _sarif_rule(item.code, item.name, item.summary, item.severity, "docs/lint-rules.md")
+        for item in RULES.values()
+    ]
+    rules += [
+        _sarif_rule(c.code, c.name, c.summary, "error", "docs/format.md#diagnostics")
+        for c in LOAD_CODES
+    ]
+    rules.append(
+        _sarif_rule("USAGE", "no-such-loop", "The path names no loop file.", "error", "docs/cli.md")
+    )
+    return rules
+
+
+def _sarif_rule(code: str, name: str, summary: str, severity: str, doc: str) -> dict[str, object]:
+    where = f"{doc}#{code.lower()}" if doc.endswith("lint-rules.md") else doc
+    return {
+        "id": code,
+        "name": name,
+        "shortDescription": {"text": summary},
+        "help": {"text": f"{summary} See {where}."},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[severity]},
+    }
+
+
+def _version() -> str:
+    """The installed ll-loop's version (SARIF `driver.version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ll-loop")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
 
 
 def _sarif_result(d: Diagnostic, path: str, rule_index: int) -> dict[str, object]:

@@ -16,6 +16,7 @@ from lint._registry import Finding, PathKey, rule
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
+_CONTEXT_NAME = re.compile(r"^\s*context\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 
 
@@ -47,6 +48,8 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
     yield from strings_in(state.with_, state_path(state, "with"))
+    if state.runner is not None:
+        yield state_path(state, "runner"), state.runner
 
 
 def _uses(ctx: LintContext) -> list[Use]:
@@ -60,6 +63,8 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
             yield from _in_template(state, path, template)
     for path, template in strings_in(loop.outputs, ("outputs",)):
         yield from _in_template(None, path, template)
+    if loop.llm.runner is not None:
+        yield from _in_template(None, ("llm", "runner"), loop.llm.runner)
 
 
 def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[Use]:
@@ -240,3 +245,175 @@ def raw_capture_in_shell(ctx: LintContext) -> Iterator[Finding]:
                 use.path,
                 "drop `| raw`: the engine quotes values for their position in the command",
             )
+
+
+# --- shell positions (the bash grammar) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ShellField:
+    """A field that runs as a bash script: an action, or the command line of a `cmd:` runner."""
+
+    state: State | None
+    path: PathKey
+    template: str
+    what: str
+
+
+def _shell_fields(loop: Loop) -> Iterator[_ShellField]:
+    for state in loop.states.values():
+        if state.action is not None and state.action_type == "shell" and not state.is_subloop:
+            yield _ShellField(state, state_path(state, "action"), state.action, "action")
+        if state.runner is not None and state.runner.startswith("cmd:"):
+            command = state.runner.removeprefix("cmd:")
+            yield _ShellField(state, state_path(state, "runner"), command, "runner command")
+    if loop.llm.runner is not None and loop.llm.runner.startswith("cmd:"):
+        command = loop.llm.runner.removeprefix("cmd:")
+        yield _ShellField(None, ("llm", "runner"), command, "runner command")
+
+
+def _needle(template: str, start: int, end: int) -> tuple[str, int]:
+    """The `${...}` text and which occurrence of it in the template this one is."""
+    needle = template[start:end]
+    return needle, template.count(needle, 0, start) if needle else 0
+
+
+@rule("LL034", "error", "unsafe-shell-position")
+def unsafe_shell_position(ctx: LintContext) -> Iterator[Finding]:
+    """A `${...}` sits where bash runs or evaluates text, and its type does not make it safe.
+
+    Code, arithmetic, a variable name, a comment, or a place the bash grammar cannot classify.
+    """
+    fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
+    if not fields:
+        return
+    from engine.shell.commands import Role
+    from engine.shell.interpolate import ValueTypes, refusal, shell_holes, value_type
+    from engine.shell.quoting import Context
+
+    types = ValueTypes.of(ctx.loop.parameters)
+    for field in fields:
+        holes, plan = shell_holes(field.template)
+        if plan.problem is not None:
+            yield Finding(
+                f"no ${{...}} can be placed safely in this {field.what}: {plan.problem}",
+                field.path,
+                "fix the shell syntax, or pass the values as environment variables "
+                '("$LL_CONTEXT_name") and drop the ${...}',
+            )
+            continue
+        for hole in holes:
+            expression, position = hole.expression, hole.position
+            if expression.raw or expression.end > len(field.template):
+                continue  # `| raw` is LL032's; an unclosed one is LL033's
+            kind = value_type(expression.text, types)
+            if position.context in (Context.DELIMITER, Context.ESCAPED):
+                reason = (
+                    f"${{{expression.text}}} is {position.context.value} (line {hole.line}, "
+                    f"column {hole.column} of the {field.what}), where no value can go"
+                )
+            elif (
+                position.role is Role.VALUE and position.context is not Context.BACKTICK
+            ) or kind == "integer":
+                continue
+            elif position.role is Role.VALUE:
+                reason = (
+                    f"${{{expression.text}}} is inside backticks (line {hole.line}, column "
+                    f"{hole.column} of the {field.what}), where only plain values can be quoted"
+                )
+            elif position.role is Role.CODE and kind == "command":
+                continue
+            else:
+                reason = f"${{{expression.text}}}: " + refusal(hole, kind, field.what)
+            needle, nth = _needle(field.template, expression.start, expression.end)
+            yield Finding(
+                reason,
+                field.path,
+                _position_hint(position.role, position.context),
+                needle=needle,
+                occurrence=nth,
+            )
+
+
+def _position_hint(role: object, context: object) -> str:
+    from engine.shell.commands import Role
+    from engine.shell.quoting import Context
+
+    if context is Context.BACKTICK:
+        return "use $(...) instead of backticks"
+    if context in (Context.DELIMITER, Context.ESCAPED):
+        return "remove the backslash, or write $${ for a literal ${"
+    if role is Role.CODE:
+        return (
+            'read the value from its environment variable inside the code ("$LL_CONTEXT_name"),'
+            " or declare the parameter `type: command` if it is a command line by contract"
+        )
+    return "declare the parameter `type: integer`, or convert with `| integer`"
+
+
+@rule("LL035", "warning", "value-evaluated-through-variable")
+def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
+    """A value goes through a shell variable to a place where bash evaluates it.
+
+    Arithmetic, a name, `eval`: the engine cannot quote it there (docs/format.md, the boundary).
+    """
+    fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
+    if not fields:
+        return
+    from engine.shell.commands import Role
+    from engine.shell.interpolate import ValueTypes, shell_flows, shell_holes, value_type
+
+    types = ValueTypes.of(ctx.loop.parameters)
+    for field in fields:
+        holes, _ = shell_holes(field.template)
+        for flow in shell_flows(field.template):
+            expression = holes[flow.hole].expression
+            kind = value_type(expression.text, types)
+            if kind == "integer" or (flow.role is Role.CODE and kind == "command"):
+                continue
+            needle, nth = _needle(field.template, expression.start, expression.end)
+            yield Finding(
+                f"${{{expression.text}}} is assigned to `{flow.variable}`, which the "
+                f"{field.what} then uses in {flow.why} (line {flow.line}, column "
+                f"{flow.column}): bash evaluates the value there after all",
+                field.path,
+                "assign only integers to variables used in arithmetic (`type: integer`, "
+                "`| integer`), and never hand a variable holding a value to eval or as a name",
+                needle=needle,
+                occurrence=nth,
+            )
+
+
+@rule("LL036", "warning", "output-as-command")
+def output_as_command(ctx: LintContext) -> Iterator[Finding]:
+    """Program output is bound to a child loop's `type: command` parameter.
+
+    A capture, the previous output or an undeclared value: the child would run it as code.
+    """
+    if ctx.resolve_loop is None:
+        return
+    declared = set(ctx.loop.parameters)
+    for state in ctx.loop.states.values():
+        if state.loop is None or "${" in state.loop or not state.with_:
+            continue
+        child, _ = ctx.child_loop(state.loop)
+        if child is None:
+            continue
+        for key, value in state.with_.items():
+            param = child.parameters.get(key)
+            if param is None or param.type != "command":
+                continue
+            for path, template in strings_in(value, state_path(state, "with", key)):
+                for use in _in_template(state, path, template):
+                    match = _CONTEXT_NAME.match(use.text)
+                    name = match.group(1) if match else ""
+                    undeclared = use.root == "context" and name not in declared
+                    if use.root in ("captured", "prev") or undeclared:
+                        yield Finding(
+                            f"state {state.name!r} binds ${{{use.text}}} to {key!r}, a "
+                            f"`type: command` parameter of loop {child.name!r}: the child runs "
+                            "it as code, and it is program output or a value no caller declared",
+                            path,
+                            "pass a command the caller declared (a `type: command` parameter of "
+                            "this loop), or hand the output to the child as a plain string",
+                        )

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from engine.model.loop import Loop, Parameter, State
+from engine.model.params import ParameterError, coerce
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, state_path
 from lint._registry import Finding, rule
@@ -75,15 +76,13 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
 
 
 def _literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
-    """Why a literal `with:` value fails the runtime's own binding (`engine.run.subloop.coerce`),
+    """Why a literal `with:` value fails the binding a run applies (`engine.model.params.coerce`),
     or empty when it fits or is an `${...}` expression known only at run time."""
     if isinstance(value, str) and "${" in value:
         return ""
-    from engine.run.subloop import SubloopError, coerce  # the runtime's own conversion
-
     try:
         coerce(param, value, loop_name)
-    except SubloopError as exc:
+    except ParameterError as exc:
         return exc.message
     return ""
 

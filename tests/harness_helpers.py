@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import engine
+from tests import cli
 
 REPO = Path(engine.__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "harness"
 
 
-def harness(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run `ll-harness ARGS` as a real process in `cwd` (the current code, not an install)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def harness(cwd: Path, *args: str, timeout: float = 120, process: bool = False) -> cli.Ran:
+    """Run `ll-harness ARGS` in `cwd` (in this process unless `process`: tests/cli.py)."""
+    return cli.ll_harness(cwd, *args, timeout=timeout, process=process)
 
 
 def harness_json(cwd: Path, *args: str) -> tuple[int, dict[str, Any]]:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests import cli
+from tests.cli import Ran
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def ll_loop(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def ll_loop(*args: str, cwd: Path, process: bool = False) -> Ran:
     """`ll-loop ARGS` in `cwd`; stdout, stderr and the exit code are in the result."""
-    script = Path(sys.executable).with_name("ll-loop")
-    command = (
-        [str(script)]
-        if script.exists()
-        else [sys.executable, "-c", "from engine.cli import main; main()"]
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [*command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
-    )
+    return cli.ll_loop(cwd, *args, process=process)

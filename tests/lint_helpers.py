@@ -27,7 +27,8 @@ def make_state(name: str, spec: dict[str, Any]) -> State:
         )
     routed = routes or "route" in spec
     if evaluate is None and routed and "next" not in spec and "loop" not in spec:
-        # the loader's defaults (DESIGN §3): exit_code for shell, an implicit judge for prompts
+        # the loader's defaults (docs/format.md, "Default evaluators"): exit_code for shell, an
+        # implicit judge for prompts
         if spec.get("action_type") == "prompt":
             evaluate = Evaluate(type="llm_structured", implicit=True)
         elif not spec.get("terminal"):

@@ -1,8 +1,9 @@
 """A lock holder as a real process, for the scope-lock tests.
 
 `python tests/locks_helpers.py ROOT RUN_ID [--scope P]... [--queue] [--timeout S] [--hold S]
-[--log FILE] [--nested SCOPE]` acquires the scope, appends `begin`/`end` markers to FILE, holds
-for S seconds, and exits 0, or 2 printing the `LockConflict` message. With `--nested`, while
+[--until FILE] [--log FILE] [--nested SCOPE]` acquires the scope, appends `begin`/`end` markers to
+FILE, holds for S seconds (and until FILE exists, with --until: no race with a slow machine), and
+exits 0, or 2 printing the `LockConflict` message. With `--nested`, while
 holding it starts itself again as a child with the lease in its environment and the given scope.
 """
 
@@ -41,6 +42,7 @@ def main() -> int:
     parser.add_argument("--queue", action="store_true")
     parser.add_argument("--timeout", type=float)
     parser.add_argument("--hold", type=float, default=0.0)
+    parser.add_argument("--until")
     parser.add_argument("--log")
     parser.add_argument("--nested", action="append")
     args = parser.parse_args()
@@ -55,6 +57,8 @@ def main() -> int:
         print(f"acquired {lease.holder}", flush=True)
         _mark(args.log, "begin", args.run_id, lease.paths)
         time.sleep(args.hold)
+        while args.until and not Path(args.until).exists():
+            time.sleep(0.02)
         code = 0
         if args.nested:
             child = [sys.executable, __file__, args.root, args.run_id + "-child"]

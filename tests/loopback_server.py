@@ -1,14 +1,15 @@
 """A real HTTP server on 127.0.0.1 speaking the subset of the Anthropic Messages API the SDK uses.
 
-The LLM layer is tested through the real `anthropic` SDK talking HTTP to this server (DESIGN §7):
+The LLM layer is tested through the real `anthropic` SDK talking HTTP to this server:
 no patching of the SDK or of our client. Each request to `POST /v1/messages` is answered by the
 next scripted `Reply` in the queue (or by `default`, a function of the request body when the queue
 is empty): tool-use or text answers, injected latency, 429 with `retry-after`, 500, 529, hangs past
 the client timeout, truncated bodies, malformed JSON. Every request is recorded with its arrival and
 completion times so tests can assert on retries and concurrency.
 
-The `loopback` fixture starts a server, points `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` at it and
-sets small retry waits; it stops the server (waking any hanging handler) when the test ends.
+One server serves the whole pytest run (per xdist worker): the `loopback` fixture resets it for
+each test (empty script, no recorded requests, any handler still hanging from the last test woken
+up), points `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` at it and sets small retry waits.
 """
 
 from __future__ import annotations
@@ -193,6 +194,15 @@ class LoopbackServer:
         self._thread.start()
         return self
 
+    def reset(self) -> None:
+        """A fresh script for the next test; a handler still hanging from the last one wakes."""
+        with self._lock:
+            self._stopping.set()
+            self._stopping = threading.Event()
+            self.queue.clear()
+            self.default = error_reply(500)
+            self.requests = []
+
     def stop(self) -> None:
         self._stopping.set()
         self._httpd.shutdown()
@@ -241,10 +251,11 @@ class LoopbackServer:
                     )
                     return
                 reply = server._next(body)
+                stopping = server._stopping  # the test's own: a reset wakes it
                 if reply.delay:
-                    server._stopping.wait(reply.delay)
+                    stopping.wait(reply.delay)
                 if reply.hang:
-                    server._stopping.wait(reply.hang)
+                    stopping.wait(reply.hang)
                     self.close_connection = True
                     return
                 self._send(reply)
@@ -272,10 +283,24 @@ class LoopbackServer:
         return Handler
 
 
-@pytest.fixture
-def loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
-    """A started server with the SDK's environment pointed at it and small retry waits."""
+@pytest.fixture(scope="session")
+def loopback_server() -> Iterator[LoopbackServer]:
+    """The one server of this pytest process."""
     server = LoopbackServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def loopback(
+    loopback_server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[LoopbackServer]:
+    """The server, reset for this test, with the SDK's environment pointed at it and small
+    retry waits."""
+    server = loopback_server
+    server.reset()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-loopback-test")
     for name in (
@@ -293,7 +318,7 @@ def loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
     try:
         yield server
     finally:
-        server.stop()
+        server.reset()  # wake anything still hanging before the next test starts
 
 
 @dataclass

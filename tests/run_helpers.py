@@ -1,48 +1,17 @@
-"""Helpers for the runtime tests: run the installed `ll-loop` in a directory and read its run."""
+"""Helpers for the runtime tests: run `ll-loop` in a directory and read its run (tests/cli.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from tests import cli
+from tests.cli import Ran
+
+__all__ = ["LL_LOOP", "Ran", "ll_loop", "run_yaml", "write_loop"]
 
 LL_LOOP = Path(sys.executable).with_name("ll-loop")
-
-
-@dataclass(frozen=True)
-class Ran:
-    """One finished `ll-loop` process and the directory it ran in."""
-
-    code: int
-    stdout: str
-    stderr: str
-    cwd: Path
-
-    @property
-    def json(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.stdout)
-        return data
-
-    @property
-    def run_dir(self) -> Path:
-        runs = sorted((self.cwd / ".loops" / "runs").iterdir())
-        return runs[-1]
-
-    def events(self) -> list[dict[str, Any]]:
-        lines = (self.run_dir / "events.jsonl").read_text().splitlines()
-        return [json.loads(line) for line in lines]
-
-    def state(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.run_dir / "state.json").read_text())
-        return data
-
-    def verdicts(self) -> list[tuple[str, str]]:
-        """(state, verdict) of every evaluated step, in order."""
-        return [(e["state"], e["verdict"]) for e in self.events() if e["event"] == "evaluate"]
 
 
 def write_loop(cwd: Path, text: str, name: str = "loop.yaml") -> Path:
@@ -51,16 +20,9 @@ def write_loop(cwd: Path, text: str, name: str = "loop.yaml") -> Path:
     return path
 
 
-def ll_loop(cwd: Path, *args: str, timeout: float = 60) -> Ran:
-    proc = subprocess.run(
-        [str(LL_LOOP), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    return Ran(proc.returncode, proc.stdout, proc.stderr, cwd)
+def ll_loop(cwd: Path, *args: str, timeout: float = 60, process: bool = False) -> Ran:
+    """`ll-loop ARGS` in `cwd` (in this process unless `process`: see tests/cli.py)."""
+    return cli.ll_loop(cwd, *args, timeout=timeout, process=process)
 
 
 def run_yaml(cwd: Path, text: str, *args: str, timeout: float = 60) -> Ran:

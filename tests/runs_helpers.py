@@ -15,23 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from engine.run.locks import process_alive
+from tests import cli
+from tests.cli import Ran
 
 LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
 
 
 def ll_loop(
-    cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """Run `ll-loop ARGS` in `cwd` and wait for it."""
-    return subprocess.run(
-        [LL_LOOP, *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    cwd: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    process: bool = False,
+) -> Ran:
+    """Run `ll-loop ARGS` in `cwd` and wait for it (in this process unless `process`)."""
+    return cli.ll_loop(cwd, *args, env=env, timeout=timeout, process=process)
 
 
 def spawn(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -52,7 +50,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def result_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def result_of(done: Ran | subprocess.CompletedProcess[str]) -> dict[str, Any]:
     """The `--json` result object a run printed (fails loudly with stderr when there is none)."""
     try:
         data: dict[str, Any] = json.loads(done.stdout)

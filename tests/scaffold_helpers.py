@@ -7,7 +7,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from collections import deque
 from collections.abc import Iterable
@@ -19,6 +18,7 @@ from engine.load.issuefile import Issue, load_issue
 from engine.load.loader import check_loop_text
 from engine.model.errors import Diagnostic
 from lint import lint_loop
+from tests import cli
 from tests.loopback_server import LoopbackServer, Reply, text_reply, verdict_reply
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,18 +51,9 @@ def make_project(root: Path) -> Path:
     return root
 
 
-def ll_loop(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the real `ll-loop` command line in a child process (environment inherited)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
-    code = "import sys; sys.argv[0] = 'll-loop'; from engine.cli import main; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def ll_loop(*args: str, cwd: Path, timeout: float = 120, process: bool = False) -> cli.Ran:
+    """Run the `ll-loop` command line (in this process unless `process`: tests/cli.py)."""
+    return cli.ll_loop(cwd, *args, env={"NO_COLOR": "1"}, timeout=timeout, process=process)
 
 
 @dataclass

@@ -47,21 +47,28 @@ class Ran:
     created: list[str]
 
 
-def run_bash(script: str) -> Ran:
-    """Run `bash -c script` in a fresh empty directory and report what it left behind."""
+def run_bash(script: str, timeout: float = 20) -> Ran:
+    """Run `bash -c script` in a fresh empty directory and report what it left behind (a run
+    that outlives `timeout` is killed and reported with return code -1)."""
     with tempfile.TemporaryDirectory(prefix="ll-quote-") as cwd:
-        done = subprocess.run(
-            ["bash", "-c", script],
-            cwd=cwd,
-            capture_output=True,
-            timeout=20,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cwd, "LC_ALL": "C.UTF-8"},
-        )
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cwd, "LC_ALL": "C.UTF-8"}
+        try:
+            done = subprocess.run(
+                ["bash", "-c", script],
+                cwd=cwd,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                env=env,
+            )
+            stdout, stderr, code = done.stdout, done.stderr, done.returncode
+        except subprocess.TimeoutExpired as expired:
+            stdout, stderr, code = expired.stdout or b"", expired.stderr or b"", -1
         created = sorted(os.listdir(cwd))
     return Ran(
-        done.stdout.decode("utf-8", "surrogateescape"),
-        done.stderr.decode("utf-8", "replace"),
-        done.returncode,
+        stdout.decode("utf-8", "surrogateescape"),
+        stderr.decode("utf-8", "replace"),
+        code,
         created,
     )
 

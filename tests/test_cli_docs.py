@@ -24,7 +24,12 @@ errors are one sentence with a hint (add `--debug` for a traceback). Exit codes 
 `simulate` and `ll-harness`: **0** success/pass, **1** failure/fail, **2** error (invalid loop,
 unrouted verdict, crash, lock conflict, usage), **3** inconclusive (budget or time exhausted,
 stopped, cost limit, abstained). `validate`: 0 clean or warnings only, 1 errors (warnings too with
-`--strict`), 2 usage error.
+`--strict`), 2 usage error. `--version` prints the version; `NO_COLOR=1` turns colour off.
+
+Shell completion (bash, zsh, fish, PowerShell): `ll-loop --install-completion` adds it to your
+shell's start-up file (restart the shell afterwards), `ll-loop --show-completion` prints the script
+instead, to install it by hand. The same works for `ll-harness`. Completion covers commands and
+options.
 """
 
 
@@ -55,6 +60,9 @@ def _command_doc(program: str, name: str, command: Any) -> list[str]:
         lines += ["| argument / option | meaning |", "|---|---|"]
         lines += [_param_row(p) for p in params]
         lines.append("")
+    if command.epilog:  # the examples `--help` shows
+        examples = [line.strip() for line in command.epilog.splitlines()[1:] if line.strip()]
+        lines += ["```console", *(f"$ {example}" for example in examples), "```", ""]
     return lines
 
 
@@ -64,9 +72,17 @@ def _program_doc(program: str, app: typer.Typer) -> list[str]:
     lines = [f"## `{program}`", ""]
     if group.help:
         lines += [" ".join(group.help.split()), ""]
+    lines += _global_options(program, app)
     for name in group.list_commands(ctx):
         lines += _command_doc(program, name, group.get_command(ctx, name))
     return lines
+
+
+def _global_options(program: str, app: typer.Typer) -> list[str]:
+    group: Any = typer.main.get_command(app)
+    params = [p for p in group.params if p.name != "help"]
+    lines = [f"Options of `{program}` itself:", "", "| option | meaning |", "|---|---|"]
+    return [*lines, *(_param_row(p) for p in params), ""]
 
 
 def render() -> str:
@@ -82,6 +98,17 @@ def render() -> str:
 def test_cli_reference_is_current() -> None:
     assert DOC.is_file(), "docs/cli.md is missing: run `python -m tests.test_cli_docs`"
     assert DOC.read_text() == render(), "docs/cli.md is stale: run `python -m tests.test_cli_docs`"
+
+
+def test_every_command_has_an_example_in_its_help() -> None:
+    for program, module in (("ll-loop", "engine.cli"), ("ll-harness", "engine.cli.harness_cmd")):
+        app = sys.modules[module].app
+        group: Any = typer.main.get_command(app)
+        ctx = group.context_class(group)
+        for name in group.list_commands(ctx):
+            epilog = group.get_command(ctx, name).epilog or ""
+            assert epilog.startswith("Example"), (program, name)
+            assert f"{program} {name}" in epilog, (program, name)
 
 
 def test_every_command_is_documented_with_a_sentence() -> None:

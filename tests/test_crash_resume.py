@@ -33,7 +33,7 @@ states:
     capture: total
     next: add
   add:
-    action: "sleep 0.03; echo $(( ${captured.total.output} + 1 ))"
+    action: "sleep 0.03; echo $(( ${captured.total.output | integer} + 1 ))"
     capture: total
     evaluate: {type: output_numeric, operator: ge, target: "${context.goal}"}
     on_yes: check

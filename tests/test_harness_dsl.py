@@ -201,18 +201,19 @@ def _set_answer(workdir: Path, task: str, **entry: Any) -> None:
 
 
 def test_timeout_then_admitted_retry(workdir: Path) -> None:
+    # 3 s: long enough for the answering process to start on a busy machine
     _set_answer(workdir, "route-ok", sleep=30)
-    code, out, _ = dsl(workdir, "tasks/route-ok.yaml", "--timeout", "0.5", "--output", "json")
+    code, out, _ = dsl(workdir, "tasks/route-ok.yaml", "--timeout", "3", "--output", "json")
     assert code == 2
     data = json.loads(out)
     assert data["counts"]["error"] == 1 and data["results"][0]["timed_out"] is True
     attempt_id = data["results"][0]["attempt_id"]
 
     _set_answer(workdir, "route-ok", sleep=0)
-    code, out, err = dsl(workdir, "tasks", "--timeout", "0.5", "--retry-of", str(attempt_id))
+    code, out, err = dsl(workdir, "tasks", "--timeout", "3", "--retry-of", str(attempt_id))
     assert code == 2 and "needs the path of the single task file" in err
     code, out, err = dsl(
-        workdir, "tasks/route-ok.yaml", "--timeout", "0.5", "--retry-of", str(attempt_id)
+        workdir, "tasks/route-ok.yaml", "--timeout", "3", "--retry-of", str(attempt_id)
     )
     assert code == 0, err
     assert "admissions: 1 (timeout×1)" in out
@@ -220,7 +221,7 @@ def test_timeout_then_admitted_retry(workdir: Path) -> None:
         old = history.attempt(attempt_id)
         assert old is not None and old.superseded_by is not None
     code, _, err = dsl(
-        workdir, "tasks/route-ok.yaml", "--timeout", "0.5", "--retry-of", str(attempt_id)
+        workdir, "tasks/route-ok.yaml", "--timeout", "3", "--retry-of", str(attempt_id)
     )
     assert code == 2 and "already superseded" in err
 

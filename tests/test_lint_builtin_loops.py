@@ -1,5 +1,5 @@
 """Every built-in loop is valid and lint-clean: `ll-loop validate --strict` over all of them
-exits 0 (DESIGN §2: built-in loops are "each valid and lint-clean")."""
+exits 0 (built-in loops are each valid and lint-clean)."""
 
 from __future__ import annotations
 

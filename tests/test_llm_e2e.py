@@ -238,7 +238,8 @@ states:
     loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
     proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "action.pid").exists())
+        # a fresh process imports the SDK before its first LLM call: seconds on a busy machine
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=15)
         (tmp_path / "go").touch()

@@ -1,4 +1,5 @@
-"""The SDK import (over a second) is paid only by runs that call a model (DESIGN §2)."""
+"""The SDK import (over a second) is paid only by runs that call a model (docs/architecture.md,
+"Where IO lives")."""
 
 from __future__ import annotations
 

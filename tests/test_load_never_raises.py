@@ -1,6 +1,6 @@
 """Property: whatever the input, the loader returns a Loop or raises LoadError — nothing else.
 
-DESIGN §7 asks for this on arbitrary YAML; we feed arbitrary text, YAML-shaped token soup,
+The loader promises this for arbitrary YAML; we feed arbitrary text, YAML-shaped token soup,
 arbitrary bytes, and mutations of valid loops dumped back to YAML.
 """
 

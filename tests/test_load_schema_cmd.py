@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from engine.load.schema_check import load_schema
+from tests.cli import Ran, ll_loop
 
-LL_LOOP = str(Path(sys.executable).with_name("ll-loop"))
 
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([LL_LOOP, *args], capture_output=True, text=True, timeout=60)
+def run(*args: str) -> Ran:
+    return ll_loop(Path.cwd(), *args)
 
 
 def test_schema_prints_the_loop_schema_as_json_on_stdout() -> None:

@@ -44,7 +44,7 @@ def start(root: Path, run_id: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-wait_for = functools.partial(wait_until, timeout=10.0, every=0.02)
+wait_for = functools.partial(wait_until, timeout=30.0, every=0.02)
 
 
 def registered(root: Path, run_id: str, *, holding: bool | None = None) -> bool:
@@ -181,8 +181,8 @@ def test_queue_times_out_with_a_clear_message(tmp_path: Path) -> None:
 
 
 def test_queue_is_fifo_and_an_earlier_waiter_blocks_a_later_one(tmp_path: Path) -> None:
-    log = tmp_path / "marks.jsonl"
-    first = start(tmp_path, "h", "--scope", "a", "--hold", "1.0", "--log", str(log))
+    log, release = tmp_path / "marks.jsonl", tmp_path / "release"
+    first = start(tmp_path, "h", "--scope", "a", "--until", str(release), "--log", str(log))
     wait_for(lambda: registered(tmp_path, "h", holding=True))
     # w1 needs a (held) and b (free); w2 needs only b. FIFO: w2 must not overtake w1.
     w1 = start(tmp_path, "w1", "--scope", "a", "--scope", "b", "--queue", "--log", str(log))
@@ -190,6 +190,8 @@ def test_queue_is_fifo_and_an_earlier_waiter_blocks_a_later_one(tmp_path: Path) 
     w2 = start(tmp_path, "w2", "--scope", "b", "--queue", "--log", str(log))
     wait_for(lambda: registered(tmp_path, "w2"))
     w3 = start(tmp_path, "w3", "--scope", "a", "--queue", "--log", str(log))
+    wait_for(lambda: registered(tmp_path, "w3"))
+    release.touch()  # only now, with every waiter in line (a busy machine starts them slowly)
     for proc in (first, w1, w2, w3):
         assert proc.wait(timeout=30) == 0, proc.stdout.read() if proc.stdout else ""
     order = [

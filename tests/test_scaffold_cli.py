@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.cli.schema_cmd import schema_text
 from tests.scaffold_helpers import ll_loop, make_project
 
 
@@ -41,7 +42,10 @@ def test_refuses_to_overwrite_without_force(project: Path) -> None:
     assert target.read_text() == "# my edits\n"
     forced = ll_loop("scaffold-eval", "--issues", "FEAT-919", "--force", cwd=project)
     assert forced.returncode == 0
-    assert target.read_text().startswith("# Eval harness for FEAT-919")
+    first, second = target.read_text().splitlines()[:2]
+    assert first == "# yaml-language-server: $schema=loop.schema.json"
+    assert second.startswith("# Eval harness for FEAT-919")
+    assert (target.parent / "loop.schema.json").read_text() == schema_text("loop")
 
 
 def test_stdout_prints_yaml_and_writes_nothing(project: Path) -> None:

@@ -7,6 +7,9 @@ with the traceback only under `--debug`.
 `main` registers only the module of the command being run: click builds the parameters of every
 registered command on each call, and importing and building all of them cost ~25 ms of every
 `ll-loop run`. Help, completion and unknown commands get the whole tree (`build_app()`).
+
+Shell completion is typer's: `ll-loop --install-completion` (or `--show-completion` to see the
+script); a completing shell calls `ll-loop` with no command word, so it gets the whole tree.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import contextlib
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import run_guarded
+from engine.cli.common import run_guarded, version_option
 
 # Registration order is the order `ll-loop --help` lists the commands in.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
@@ -39,19 +42,20 @@ def build_app(command: str | None = None) -> typer.Typer:
         name="ll-loop",
         help="Declarative FSM loops for LLM-driven automation and evaluation.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
     )
     modules = [m for m, names in COMMAND_MODULES.items() if command in names] or COMMAND_MODULES
     for module in modules:
         importlib.import_module(f"engine.cli.{module}").register(app)
-    if len(app.registered_commands) == 1:
-        # One command would become the whole program (`ll-loop LOOP`); keep `ll-loop run LOOP`.
-        app.callback()(_group)
+    # A group even with one command registered: `ll-loop run LOOP`, never `ll-loop LOOP`.
+    app.callback()(_group)
     return app
 
 
-def _group() -> None:
+def _group(
+    version: Annotated[bool, version_option("ll-loop")] = False,
+) -> None:
     """Declarative FSM loops for LLM-driven automation and evaluation."""
 
 
@@ -63,14 +67,19 @@ def main() -> None:
     is closed by the time it returns, and the interpreter's teardown of the modules it imported
     cost ~15 ms of every command, a tenth of a short run's start-up.
     """
-    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    if command is not None and {"--help", "-h"} & set(sys.argv[1 : sys.argv.index(command)]):
-        command = None  # `ll-loop --help run` is the top-level help: every command
-    code = run_guarded(build_app(command))
+    code = run_guarded(build_app(command_of(sys.argv[1:])), "ll-loop")
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
     os._exit(code)
+
+
+def command_of(args: list[str]) -> str | None:
+    """The command word of a command line (None for `ll-loop --help run`: every command)."""
+    command = next((arg for arg in args if not arg.startswith("-")), None)
+    if command is not None and {"--help", "-h"} & set(args[: args.index(command)]):
+        return None
+    return command
 
 
 def __getattr__(name: str) -> Any:

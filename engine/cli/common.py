@@ -10,22 +10,40 @@ from pathlib import Path
 
 import typer
 
-from engine.load.resources import builtin_loops_dir
-from engine.model.errors import LoopError, UsageError
+from engine.load.locate import loops_dir, resolve_loop
+from engine.model.errors import LoopError
 from engine.model.terminal import printable
+
+__all__ = [
+    "err",
+    "examples",
+    "finite",
+    "out",
+    "project_loops_dir",
+    "resolve_loop",
+    "run_guarded",
+    "version_option",
+]
+
+
+_debug = False  # `--debug` was given to the command being run
 
 
 def debug_enabled() -> bool:
-    return "--debug" in sys.argv or os.environ.get("LL_DEBUG") == "1"
+    return _debug or "--debug" in sys.argv or os.environ.get("LL_DEBUG") == "1"
 
 
-def run_guarded(app: typer.Typer) -> int:
-    """Run a typer app; map our errors to one sentence and exit 2, never a bare traceback."""
-    if "--debug" in sys.argv:
+def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
+    """Run a typer app; map our errors to one sentence and exit 2, never a bare traceback.
+
+    `prog_name` names the program in usage lines and completion scripts (by default click
+    guesses it from how Python was started)."""
+    global _debug
+    _debug = "--debug" in sys.argv
+    if _debug:
         sys.argv.remove("--debug")
-        os.environ["LL_DEBUG"] = "1"
     try:
-        result = app(standalone_mode=False)
+        result = app(standalone_mode=False, prog_name=prog_name)
     except LoopError as exc:
         if debug_enabled():
             traceback.print_exc()
@@ -69,6 +87,28 @@ def _is_click_usage_error(exc: BaseException) -> bool:
     return False
 
 
+def examples(*commands: str) -> str:
+    """The epilog of a command's `--help`: example command lines, one paragraph each."""
+    label = "Example:" if len(commands) == 1 else "Examples:"
+    return label + "\n\n" + "\n\n".join(f"  {command}" for command in commands)
+
+
+def version_option(program: str) -> typer.models.OptionInfo:
+    """`--version`: print `<program> <version>` and exit (eager: before any command runs)."""
+
+    def show(value: bool) -> None:
+        if value:
+            from engine import __version__
+
+            print(f"{program} {__version__}")
+            raise typer.Exit()
+
+    option: typer.models.OptionInfo = typer.Option(
+        "--version", callback=show, is_eager=True, help="Print the version and exit."
+    )
+    return option
+
+
 def finite(value: float | None) -> float | None:
     """typer callback for a float option: click's range check lets `nan` and `inf` through,
     and neither is a usable number of seconds (a usage error, never "no limit")."""
@@ -90,27 +130,4 @@ def out(text: str) -> None:
 
 def project_loops_dir(cwd: Path | None = None) -> Path:
     """`.loops/` at the root of the project `cwd` (default: the working directory) is in."""
-    from engine.load.project import loops_dir, project_root
-
-    return loops_dir(project_root(cwd))
-
-
-def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
-    """A loop reference is a path, else `.loops/NAME.yaml`, else a built-in loop NAME."""
-    candidate = Path(ref)
-    if candidate.suffix in {".yaml", ".yml"} or os.sep in ref or candidate.exists():
-        if candidate.is_file():
-            return candidate
-        raise UsageError(
-            f"no loop file at {ref}",
-            hint="pass an existing .yaml path, or a loop name from `ll-loop list`",
-        )
-    for folder in (project_loops_dir(cwd), builtin_loops_dir()):
-        for suffix in (".yaml", ".yml"):
-            path = folder / f"{ref}{suffix}"
-            if path.is_file():
-                return path
-    raise UsageError(
-        f"no loop named {ref!r} in .loops/ or the built-ins",
-        hint="run `ll-loop list` to see the loops available here",
-    )
+    return loops_dir(cwd)

@@ -7,6 +7,8 @@ exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCON
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -16,7 +18,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, finite, out, resolve_loop, run_guarded
+from engine.cli.common import (
+    err,
+    examples,
+    finite,
+    out,
+    resolve_loop,
+    run_guarded,
+    version_option,
+)
 from engine.load.project import project_root
 from engine.model.errors import LoopError, UsageError
 
@@ -29,9 +39,15 @@ app = typer.Typer(
     help="Measure whether something works: exit-code and semantic gates, N samples, "
     "Wilson intervals, baselines and history.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _group(version: Annotated[bool, version_option("ll-harness")] = False) -> None:
+    """Measure whether something works: exit-code and semantic gates, N samples, Wilson
+    intervals, baselines and history."""
 
 
 class OutputFormat(StrEnum):
@@ -108,14 +124,71 @@ def _sample_timeout(timeout: float) -> float | None:
     return timeout if timeout > 0 else None
 
 
+# The options every measuring command shares, declared once: `measured` adds them to a command,
+# which receives them built into the session's `Options`, with the output format and issue id.
+_SHARED: tuple[tuple[str, Any, Any], ...] = (
+    ("exit_code", ExitCodeOpt, None),
+    ("semantic", SemanticOpt, None),
+    ("judge_model", JudgeModelOpt, None),
+    ("samples", SamplesOpt, None),
+    ("timeout", TimeoutOpt, 300.0),
+    ("output", OutputOpt, OutputFormat.text),
+    ("measure_baseline", MeasureOpt, False),
+    ("compare_baseline", CompareOpt, False),
+    ("baseline_of", BaselineOfOpt, None),
+    ("retry_of", RetryOfOpt, None),
+    ("issue_id", IssueIdOpt, None),
+)
+_PASSED = ("options", "output", "issue_id")  # what the command itself receives
+
+
+def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., int]]:
+    """Give a command the shared measurement options (`timeout` is its default --timeout).
+
+    The command declares its own arguments plus `options: Options`, `output: OutputFormat` and
+    `issue_id: str | None`; typer sees its own arguments followed by the shared options."""
+
+    def decorate(command: Callable[..., int]) -> Callable[..., int]:
+        own = [
+            p.replace(annotation=eval(p.annotation, command.__globals__))
+            if isinstance(p.annotation, str)
+            else p
+            for p in inspect.signature(command).parameters.values()
+            if p.name not in _PASSED  # filled in by the wrapper
+        ]
+        shared = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=kind,
+                default=timeout if name == "timeout" else default,
+            )
+            for name, kind, default in _SHARED
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**values: Any) -> int:
+            given = {name: values.pop(name) for name, _, _ in _SHARED}
+            output, issue_id = given.pop("output"), given.pop("issue_id")
+            return command(**values, options=_options(**given), output=output, issue_id=issue_id)
+
+        params = own + shared
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": int}
+        return wrapper
+
+    return decorate
+
+
 def _options(
+    *,
     exit_code: int | None,
     semantic: str | None,
     judge_model: str | None,
     samples: int | None,
     timeout: float,
-    measure: bool,
-    compare: bool,
+    measure_baseline: bool,
+    compare_baseline: bool,
     baseline_of: str | None,
     retry_of: int | None,
 ) -> Options:
@@ -128,8 +201,8 @@ def _options(
         ),
         samples=samples,
         timeout=_sample_timeout(timeout),
-        measure_baseline=measure,
-        compare_baseline=compare,
+        measure_baseline=measure_baseline,
+        compare_baseline=compare_baseline,
         baseline_of=baseline_of,
         retry_of=retry_of,
     )
@@ -208,69 +281,43 @@ def _evaluate(
     return _emit(output, build, issue_id)
 
 
-@app.command("cmd")
+@app.command(
+    "cmd",
+    epilog=examples(
+        "ll-harness cmd 'pytest -q' --exit-code 0 --samples 5"
+    ),
+)
+@measured(timeout=300.0)
 def cmd_command(
     command: Annotated[str, typer.Argument(help="The shell command to measure (run with bash).")],
-    exit_code: ExitCodeOpt = None,
-    semantic: SemanticOpt = None,
-    judge_model: JudgeModelOpt = None,
-    samples: SamplesOpt = None,
-    timeout: TimeoutOpt = 300.0,
-    output: OutputOpt = OutputFormat.text,
-    measure_baseline: MeasureOpt = False,
-    compare_baseline: CompareOpt = False,
-    baseline_of: BaselineOfOpt = None,
-    retry_of: RetryOfOpt = None,
-    issue_id: IssueIdOpt = None,
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
 ) -> int:
     """Measure a shell command (deterministic: one sample by default)."""
     from engine.harness.subjects import cmd_subject
 
-    options = _options(
-        exit_code,
-        semantic,
-        judge_model,
-        samples,
-        timeout,
-        measure_baseline,
-        compare_baseline,
-        baseline_of,
-        retry_of,
-    )
     return _evaluate(lambda cwd: cmd_subject(command, cwd=cwd), options, output, issue_id)
 
 
-@app.command("prompt")
+@app.command(
+    "prompt",
+    epilog=examples(
+        "ll-harness prompt 'Name three primes' --semantic 'lists three primes'"
+    ),
+)
+@measured(timeout=300.0)
 def prompt_command(
     prompt: Annotated[str, typer.Argument(help="The prompt text to send.")],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
     model: ModelOpt = None,
     runner: RunnerOpt = None,
-    exit_code: ExitCodeOpt = None,
-    semantic: SemanticOpt = None,
-    judge_model: JudgeModelOpt = None,
-    samples: SamplesOpt = None,
-    timeout: TimeoutOpt = 300.0,
-    output: OutputOpt = OutputFormat.text,
-    measure_baseline: MeasureOpt = False,
-    compare_baseline: CompareOpt = False,
-    baseline_of: BaselineOfOpt = None,
-    retry_of: RetryOfOpt = None,
-    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure a raw prompt (stochastic: three samples by default)."""
     from engine.harness.subjects import prompt_subject
 
-    options = _options(
-        exit_code,
-        semantic,
-        judge_model,
-        samples,
-        timeout,
-        measure_baseline,
-        compare_baseline,
-        baseline_of,
-        retry_of,
-    )
     return _evaluate(
         lambda _cwd: prompt_subject(prompt, model=model, prompt_runner=runner),
         options,
@@ -279,40 +326,27 @@ def prompt_command(
     )
 
 
-@app.command("loop")
+@app.command(
+    "loop",
+    epilog=examples(
+        "ll-harness loop fix-until-green-demo --exit-code 0 --samples 3"
+    ),
+)
+@measured(timeout=1800.0)
 def loop_command(
     loop: Annotated[str, typer.Argument(help="Loop name or path, as for `ll-loop run`.")],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
     input_text: Annotated[str | None, typer.Argument(metavar="[INPUT]", help="Loop input.")] = None,
     context: Annotated[
         list[str] | None, typer.Option("--context", help="K=V passed to the run (repeatable).")
     ] = None,
-    exit_code: ExitCodeOpt = None,
-    semantic: SemanticOpt = None,
-    judge_model: JudgeModelOpt = None,
-    samples: SamplesOpt = None,
-    timeout: TimeoutOpt = 1800.0,
-    output: OutputOpt = OutputFormat.text,
-    measure_baseline: MeasureOpt = False,
-    compare_baseline: CompareOpt = False,
-    baseline_of: BaselineOfOpt = None,
-    retry_of: RetryOfOpt = None,
-    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure a whole loop run (stochastic when it has LLM states: three samples by default)."""
     from engine.harness.subjects import loop_subject
 
     pairs = _context_pairs(context or [])
-    options = _options(
-        exit_code,
-        semantic,
-        judge_model,
-        samples,
-        timeout,
-        measure_baseline,
-        compare_baseline,
-        baseline_of,
-        retry_of,
-    )
     return _evaluate(
         lambda cwd: loop_subject(
             resolve_loop(loop, cwd), input_text=input_text, context=pairs, cwd=cwd
@@ -323,9 +357,18 @@ def loop_command(
     )
 
 
-@app.command("skill")
+@app.command(
+    "skill",
+    epilog=examples(
+        "ll-harness skill my-skill 'some args' --semantic 'it did the task'"
+    ),
+)
+@measured(timeout=600.0)
 def skill_command(
     name: Annotated[str, typer.Argument(help="The skill's name (as typed after `/`).")],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
     args: Annotated[
         str | None, typer.Argument(metavar="[ARGS]", help="Arguments typed after the name.")
     ] = None,
@@ -334,40 +377,27 @@ def skill_command(
         typer.Option("--host", help="Host agent CLI (prompt on stdin); default $LL_HOST_CLI "
                      "or `claude -p`."),
     ] = None,
-    exit_code: ExitCodeOpt = None,
-    semantic: SemanticOpt = None,
-    judge_model: JudgeModelOpt = None,
-    samples: SamplesOpt = None,
-    timeout: TimeoutOpt = 600.0,
-    output: OutputOpt = OutputFormat.text,
-    measure_baseline: MeasureOpt = False,
-    compare_baseline: CompareOpt = False,
-    baseline_of: BaselineOfOpt = None,
-    retry_of: RetryOfOpt = None,
-    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure a skill run through the host agent CLI (stochastic: three samples by default)."""
     from engine.harness.skill import skill_subject
 
-    options = _options(
-        exit_code,
-        semantic,
-        judge_model,
-        samples,
-        timeout,
-        measure_baseline,
-        compare_baseline,
-        baseline_of,
-        retry_of,
-    )
     return _evaluate(
         lambda cwd: skill_subject(name, args, host=host, cwd=cwd), options, output, issue_id
     )
 
 
-@app.command("mcp")
+@app.command(
+    "mcp",
+    epilog=examples(
+        'll-harness mcp files:read --args \'{"path": "README.md"}\' --exit-code 0'
+    ),
+)
+@measured(timeout=300.0)
 def mcp_command(
     target: Annotated[str, typer.Argument(metavar="SERVER:TOOL", help="Server and tool.")],
+    options: Options,
+    output: OutputFormat,
+    issue_id: str | None,
     args: Annotated[
         str | None, typer.Option("--args", help="The tool's arguments, a JSON object.")
     ] = None,
@@ -375,38 +405,16 @@ def mcp_command(
         Path | None,
         typer.Option("--config", help="MCP servers file (default .mcp.json here)."),
     ] = None,
-    exit_code: ExitCodeOpt = None,
-    semantic: SemanticOpt = None,
-    judge_model: JudgeModelOpt = None,
-    samples: SamplesOpt = None,
-    timeout: TimeoutOpt = 300.0,
-    output: OutputOpt = OutputFormat.text,
-    measure_baseline: MeasureOpt = False,
-    compare_baseline: CompareOpt = False,
-    baseline_of: BaselineOfOpt = None,
-    retry_of: RetryOfOpt = None,
-    issue_id: IssueIdOpt = None,
 ) -> int:
     """Measure one MCP tool call over stdio (deterministic: one sample by default)."""
     from engine.harness.mcp import mcp_subject
 
-    options = _options(
-        exit_code,
-        semantic,
-        judge_model,
-        samples,
-        timeout,
-        measure_baseline,
-        compare_baseline,
-        baseline_of,
-        retry_of,
-    )
     return _evaluate(
         lambda cwd: mcp_subject(target, args, config=config, cwd=cwd), options, output, issue_id
     )
 
 
-@app.command("dsl")
+@app.command("dsl", epilog=examples("ll-harness dsl tasks/ --jobs 4 --output json"))
 def dsl_command(
     path: Annotated[Path, typer.Argument(help="A task file, or a directory of *.yaml tasks.")],
     model: ModelOpt = None,
@@ -450,7 +458,7 @@ def dsl_command(
     return _emit(output, build, issue_id)
 
 
-@app.command("history")
+@app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))
 def history_command(
     target: Annotated[str, typer.Argument(help="A target as recorded (command text, loop name…).")],
     since: Annotated[
@@ -512,4 +520,4 @@ def _context_pairs(items: list[str]) -> dict[str, str]:
 
 def main() -> None:
     """Console entry point for `ll-harness`."""
-    sys.exit(run_guarded(app))
+    sys.exit(run_guarded(app, "ll-harness"))

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from engine.cli.common import err, out, project_loops_dir
+from engine.cli.common import err, examples, out, project_loops_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import LoadError, UsageError
 
@@ -45,7 +45,7 @@ class LoopEntry:
 def register(app: typer.Typer) -> None:
     """Add `list` and `install` to `app`."""
 
-    @app.command("list")
+    @app.command("list", epilog=examples("ll-loop list", "ll-loop list --json"))
     def list_command(
         json_output: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
     ) -> None:
@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
             about = f"error: {entry.error}" if entry.error else entry.description
             out(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
 
-    @app.command("install")
+    @app.command("install", epilog=examples("ll-loop install fix-until-clean"))
     def install_command(
         name: Annotated[str, typer.Argument(help="Name of a built-in loop (see `ll-loop list`).")],
         force: Annotated[
@@ -90,13 +90,17 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
     if source is None:
         available = ", ".join(p.stem for p in _loop_files(builtin_loops_dir())) or "none"
         raise UsageError(f"no built-in loop named {name!r}", hint=f"built-ins: {available}")
+    from engine.cli.schema_cmd import ensure_project_schema
+    from engine.load.modeline import PROJECT_SCHEMA, with_modeline
     from engine.load.project import ensure_dir, write_new_file
 
     target = ensure_dir(project_dir) / f"{name}.yaml"
+    text = with_modeline(source.read_text(encoding="utf-8"), PROJECT_SCHEMA)
     try:
-        write_new_file(target, source.read_bytes(), replace=force)
+        write_new_file(target, text.encode("utf-8"), replace=force)
     except FileExistsError:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it") from None
+    ensure_project_schema(project_dir)
     return target
 
 

@@ -1,39 +1,40 @@
-"""Run management: `ll-loop status`, `stop`, `history` and `resume` (DESIGN §4, §5).
+"""Run management: `ll-loop status`, `stop`, `history` and `resume` (docs/runs.md).
 
-Each command is thin: find the run(s) with `engine.run.resume`, act, render. Results go to stdout
-(JSON with `--json`), diagnostics to stderr.
+Each command is thin: call `engine.api` (`status`, `stop`, `history`, `events`, `resume`),
+render. Results go to stdout (JSON with `--json`), diagnostics to stderr.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import sys
 import time
-from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, finite, out
-from engine.model.errors import LoopError, UsageError
+from engine.cli.common import err, examples, finite, out
+from engine.model.errors import LoopError
 from engine.model.terminal import printable
+from engine.model.timefmt import duration
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
-    from engine.cli.run_cmd import RunOptions
-    from engine.model.loop import Loop
-    from engine.run.locks import Record
-    from engine.run.resume import RunSnapshot
+    from engine.api import HistoryEntry, RunStatus
 
 
 def register(app: typer.Typer) -> None:
     """Add `status`, `stop`, `history` and `resume` to `app`."""
-    app.command("status")(status_command)
-    app.command("stop")(stop_command)
-    app.command("history")(history_command)
-    app.command("resume")(resume_command)
+    app.command("status", epilog=examples("ll-loop status", "ll-loop status RUN --json"))(
+        status_command
+    )
+    app.command("stop", epilog=examples("ll-loop stop 20261130-131423-63f3c0"))(stop_command)
+    app.command(
+        "history", epilog=examples("ll-loop history count-to-three", "ll-loop history RUN")
+    )(history_command)
+    app.command("resume", epilog=examples("ll-loop resume 20261130-131423 --json"))(
+        resume_command
+    )
 
 
 # --- status --------------------------------------------------------------------------------
@@ -45,95 +46,62 @@ def status_command(
     all_runs: Annotated[bool, typer.Option("--all", "-a", help="Include finished runs.")] = False,
 ) -> None:
     """Show live runs (running, interrupted, stopped): state, steps, elapsed, process."""
-    from engine.run.resume import find_run, list_runs, orphaned_actions
+    from engine.api import status
 
     if run is not None:
-        snapshot = find_run(run)
-        # A dead run's actions may still be running (SIGKILL cannot take them along).
-        left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
+        one = status(run)
         if json_output:
-            print(json.dumps({**snapshot.to_json(), "orphaned_actions": left}))
+            print(json.dumps({**one.to_json(), "orphaned_actions": list(one.orphaned_actions)}))
         else:
-            out(_status_detail(snapshot, left))
+            out(_status_detail(one))
         return
-    snapshots = [s for s in list_runs() if all_runs or s.status != "finished"]
-    queued = _queued({s.run_id for s in snapshots})
+    found = status(include_finished=all_runs)
     if json_output:
-        print(
-            json.dumps(
-                {"runs": [*(_queued_json(r) for r in queued), *(s.to_json() for s in snapshots)]}
-            )
-        )
+        print(json.dumps({"runs": [s.to_json() for s in found]}))
         return
-    if not snapshots and not queued:
+    if not found:
         print("no live runs" + ("" if all_runs else " (use --all to include finished runs)"))
         return
     rows = [["RUN", "LOOP", "STATUS", "STATE", "STEPS", "ELAPSED", "PID"]]
-    for record in queued:
-        waited = _duration(max(0.0, time.time() - record.queued_at))
-        rows.append([record.run_id, "-", "queued", "-", "0", waited, str(record.pid)])
-    for s in snapshots:
+    for s in found:
         pid = "-" if s.pid is None or s.status == "finished" else f"{s.pid}"
         if s.pid is not None and s.status in {"interrupted", "stopped"}:
             pid += " (gone)"
-        status: str = s.status
-        if status == "finished" and s.result:
-            status = f"{s.result.get('outcome')} ({s.result.get('terminated_by')})"
+        shown: str = s.status
+        if s.status == "finished" and s.outcome:
+            shown = f"{s.outcome} ({s.terminated_by})"
         rows.append(
-            [s.run_id, s.loop, status, s.current, str(s.steps), _duration(s.elapsed_s()), pid]
+            [
+                s.run_id,
+                s.loop or "-",
+                shown,
+                s.state or "-",
+                str(s.steps),
+                duration(s.elapsed_s),
+                pid,
+            ]
         )
     out(_table(rows))
 
 
-def _queued(known: set[str]) -> list[Record]:
-    """Runs waiting with `--queue` for a scope lock: they have no run directory yet."""
-    from engine.load.project import loops_dir, project_root
-
-    root = project_root()
-    if not (loops_dir(root) / "locks").is_dir():
-        return []
-    from engine.run.locks import holders
-
-    return [r for r in holders(root) if not r.holding and r.run_id not in known]
-
-
-def _queued_json(record: Record) -> dict[str, Any]:
-    return {
-        "run_id": record.run_id,
-        "loop": None,
-        "status": "queued",
-        "state": None,
-        "steps": 0,
-        "elapsed_ms": int(max(0.0, time.time() - record.queued_at) * 1000),
-        "started_at": None,
-        "pid": record.pid,
-        "alive": True,
-        "outcome": None,
-        "terminated_by": None,
-        "run_dir": None,
-        "waiting_for": list(record.paths),
-    }
-
-
-def _status_detail(s: RunSnapshot, orphaned: list[int]) -> str:
+def _status_detail(s: RunStatus) -> str:
     lines = [
         f"run       {s.run_id}",
         f"loop      {s.loop}" + (f" ({s.loop_file})" if s.loop_file else ""),
         f"status    {s.status}",
-        f"state     {s.current}",
+        f"state     {s.state}",
         f"steps     {s.steps}",
-        f"elapsed   {_duration(s.elapsed_s())}",
+        f"elapsed   {duration(s.elapsed_s)}",
         f"started   {s.started_at}",
         f"process   {'-' if s.pid is None else s.pid} ({'alive' if s.alive else 'gone'})",
-        f"directory {s.dir}",
+        f"directory {s.run_dir}",
     ]
-    if s.result:
+    if s.outcome or s.terminated_by:
         lines.append(
-            f"result    {s.result.get('outcome')} ({s.result.get('terminated_by')})"
-            + (f": {s.result['error']}" if s.result.get("error") else "")
+            f"result    {s.outcome} ({s.terminated_by})" + (f": {s.error}" if s.error else "")
         )
-    if orphaned:
-        groups = ", ".join(str(g) for g in orphaned)
+    if s.orphaned_actions:
+        groups = ", ".join(str(g) for g in s.orphaned_actions)
         lines.append(
             f"left      action process group(s) {groups} still running; "
             f"`ll-loop stop {s.run_id}` or `resume` ends them"
@@ -155,54 +123,37 @@ def stop_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Stop a run gracefully (it stays resumable); for a killed run, end what it left running."""
-    from engine.run.locks import process_alive
-    from engine.run.resume import end_orphaned_actions, find_run, read_run
+    from engine.api import stop
 
-    waiting = [r for r in _queued(set()) if r.run_id.startswith(run)]
-    if len(waiting) == 1:  # still in the lock queue: nothing ran, nothing to resume
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(waiting[0].pid, signal.SIGTERM)
-        print(f"stopped queued run {waiting[0].run_id} (it had not started)")
+    done = stop(run, wait=wait)
+    after = done.status
+    if done.was == "queued" or after is None:
+        print(f"stopped queued run {done.run_id} (it had not started)")
         return
-    snapshot = find_run(run)
-    if snapshot.status == "finished":
-        raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
-    if not snapshot.alive or snapshot.pid is None:
-        ended = end_orphaned_actions(snapshot.run_id)  # a killed run's action may still run
-        if ended:
-            if json_output:
-                print(json.dumps({**snapshot.to_json(), "stopped": True, "ended_actions": ended}))
-            else:
-                out(
-                    f"run {snapshot.run_id} was not running (status {snapshot.status}); ended "
-                    f"{len(ended)} action(s) it left running: {ended}; continue it with "
-                    f"`ll-loop resume {snapshot.run_id}`"
-                )
-            return
-        raise UsageError(
-            f"run {snapshot.run_id} is not running (status {snapshot.status}, its process is gone)",
-            hint=f"continue it with `ll-loop resume {snapshot.run_id}`",
-        )
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(snapshot.pid, signal.SIGTERM)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and process_alive(snapshot.pid, snapshot.pid_start):
-        time.sleep(0.05)
-    after = read_run(snapshot.dir) or snapshot
-    stopped = not process_alive(snapshot.pid, snapshot.pid_start)
+    if done.ended_actions:
+        ended = list(done.ended_actions)
+        if json_output:
+            print(json.dumps({**after.to_json(), "stopped": True, "ended_actions": ended}))
+        else:
+            out(
+                f"run {done.run_id} was not running (status {after.status}); ended "
+                f"{len(ended)} action(s) it left running: {ended}; continue it with "
+                f"`ll-loop resume {done.run_id}`"
+            )
+        return
     if json_output:
-        print(json.dumps({**after.to_json(), "stopped": stopped}))
-    elif stopped:
+        print(json.dumps({**after.to_json(), "stopped": done.stopped}))
+    elif done.stopped:
         out(
-            f"stopped run {after.run_id} in state {after.current!r} after {after.steps} steps"
+            f"stopped run {after.run_id} in state {after.state!r} after {after.steps} steps"
             f" ({after.status}); continue it with `ll-loop resume {after.run_id}`"
         )
     else:
         err(
-            f"run {snapshot.run_id} (pid {snapshot.pid}) got SIGTERM and is still running after"
+            f"run {done.run_id} (pid {after.pid}) got SIGTERM and is still running after"
             f" {wait:g}s; it stops once its current action has been terminated"
         )
-    if not stopped:
+    if not done.stopped:
         raise typer.Exit(1)
 
 
@@ -230,135 +181,41 @@ def resume_command(
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Do not take the scope lock.")] = False,
 ) -> None:
     """Continue an interrupted or stopped run from its last state boundary."""
-    from engine.cli.run_cmd import RunOptions
+    from engine.api import resume
+    from engine.cli.run_cmd import Display, RunOutput, report_refusal, report_result
 
-    options = RunOptions(
-        loop_ref=run,
-        json=json_output,
-        quiet=quiet,
-        queue=queue,
-        queue_timeout=queue_timeout,
-        no_lock=no_lock,
-    )
-    raise typer.Exit(execute_resume(run, options))
-
-
-def execute_resume(ref: str, options: RunOptions) -> int:
-    """Reload the run's loop and state, repair its log, and run on from the saved boundary.
-
-    The state that was running when the run died runs again from its start (its effects may
-    happen twice: actions should be idempotent). Context, captures, step and retry counters are
-    those of the last boundary.
-    """
-    from engine.cli.run_cmd import _report, preflight, start_run, take_lock
-    from engine.run.interpreter import RunState
-    from engine.run.resume import end_orphaned_actions, find_run, repair_events, restore_state
-    from engine.run.runstore import RunStore, read_state
-
+    output = RunOutput(json=json_output, quiet=quiet)
     started = time.monotonic()
-    snapshot: RunSnapshot | None = None
+    display = Display(output)
     try:
-        snapshot = find_run(ref)
-        _check_resumable(snapshot)
-        if restore_state(snapshot.dir) and not options.quiet:
-            err("state.json did not parse; resuming from the boundary before it")
-        saved = read_state(snapshot.dir / "state.json")
-        options = replace(
-            options,
-            loop_ref=snapshot.loop_file or snapshot.loop,
-            context=_as_arguments(saved.get("context", {})),
+        result = resume(
+            run,
+            lock=not no_lock,
+            queue=queue,
+            queue_timeout=queue_timeout,
+            on_event=display.progress,
+            on_diagnostic=display.diagnostic,
+            on_notice=None if quiet else err,
         )
-        loop, context, replay_dir = preflight(options)
-        loop = _with_original_budget(loop, saved)
-        if snapshot.current not in loop.states:
-            raise UsageError(
-                f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
-                f"{loop.source} no longer has",
-                hint="restore the state in the loop file, or start a new run",
-            )
-        lease = take_lock(loop, snapshot.run_id, options)
     except LoopError as exc:
-        return _refuse_resume(ref, snapshot, options, exc, started)
-    with lease:
-        store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
-        dropped = repair_events(store.events_path)
-        # The state runs again: an action the killed run left running must not run alongside.
-        ended = end_orphaned_actions(snapshot.run_id)
-        if ended and not options.quiet:
-            err(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
-        state = RunState.from_json(store.load_state())
-        state.status, state.result = "running", None
-        store.emit(
-            "loop_resume",
-            depth=0,
-            step=state.steps,
-            state=state.current,
-            previous_status=snapshot.status,
-            repaired_bytes=dropped,
-            ended_actions=ended,
-        )
-        result = start_run(loop, context, options, replay_dir, resume=(store, state))
-    _report(result, options)
-    return result.exit_code
+        known = _known_run(run)
+        raise typer.Exit(report_refusal(exc, output, started, loop=None, run=known)) from None
+    finally:
+        display.close()
+    report_result(result, output)
+    raise typer.Exit(result.exit_code)
 
 
-def _refuse_resume(
-    ref: str, snapshot: RunSnapshot | None, options: RunOptions, exc: LoopError, started: float
-) -> int:
-    """A resume that did not start: the reason on stderr, and the result object with --json."""
-    from engine.cli.run_cmd import _refuse
+def _known_run(ref: str) -> dict[str, Any]:
+    """The fields a refused resume's JSON takes from the run, when `ref` names one."""
+    from engine.api import status
 
-    code = _refuse(replace(options, json=False), exc, started)  # the reason, on stderr
-    if not options.json:
-        return code
-    refusal = {
-        "run_id": snapshot.run_id if snapshot else ref,
-        "loop": snapshot.loop if snapshot else None,
-        "final_state": snapshot.current if snapshot else None,
-        "outcome": "error",
-        "terminated_by": "error",
-        "steps": snapshot.steps if snapshot else 0,
-        "duration_ms": int((time.monotonic() - started) * 1000),
-        "cost_usd": 0.0,
-        "error": exc.message,
-    }
-    print(json.dumps(refusal))
-    return code
-
-
-def _as_arguments(context: dict[str, Any]) -> tuple[str, ...]:
-    """The saved context as `--context K=V` text, so preflight checks it like a run's.
-
-    Only the check matters: the resumed run continues with the saved context itself.
-    """
-    return tuple(
-        f"{key}={value if isinstance(value, str) else json.dumps(value)}"
-        for key, value in context.items()
-    )
-
-
-def _check_resumable(snapshot: RunSnapshot) -> None:
-    if snapshot.status == "finished":
-        result = snapshot.result or {}
-        raise UsageError(
-            f"run {snapshot.run_id} already finished ({result.get('outcome')}, "
-            f"{result.get('terminated_by')} in state {snapshot.current!r}); there is nothing "
-            "to resume",
-            hint=f"start a new run with `ll-loop run {snapshot.loop_file or snapshot.loop}`",
-        )
-    if snapshot.status == "running":
-        raise UsageError(
-            f"run {snapshot.run_id} is still running (pid {snapshot.pid})",
-            hint=f"stop it first with `ll-loop stop {snapshot.run_id}`",
-        )
-
-
-def _with_original_budget(loop: Loop, saved: dict[str, Any]) -> Loop:
-    """The loop with the `max_steps` the run started with (`run --max-steps` is not in the file)."""
-    budget = saved.get("max_steps")
-    if isinstance(budget, int) and budget >= 1 and budget != loop.max_steps:
-        return replace(loop, max_steps=budget)
-    return loop
+    try:
+        found = status(ref)
+    except LoopError:
+        return {"run_id": ref}
+    return {"run_id": found.run_id, "loop": found.loop, "final_state": found.state,
+            "steps": found.steps}  # fmt: skip
 
 
 # --- history -------------------------------------------------------------------------------
@@ -372,27 +229,31 @@ def history_command(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N runs.")] = 20,
 ) -> None:
     """List past runs (optionally of one loop), or the events of one run."""
-    from engine.run.resume import find_run
+    from engine.api import history
 
     if target is not None and _is_run(target):
-        _show_events(find_run(target), json_output)
+        _show_events(target, json_output)
         return
-    rows = _history_rows(target, limit)
+    entries = history(target, limit=limit)
     if json_output:
-        print(json.dumps({"runs": rows}))
+        print(json.dumps({"runs": [e.to_json() for e in entries]}))
         return
-    if not rows:
+    if not entries:
         out("no runs recorded" + (f" for loop {target!r}" if target else ""))
         return
     table = [["RUN", "LOOP", "STARTED", "STEPS", "RESULT"]]
-    for row in rows:
-        if row["ended_at"] is None:
-            result = str(row.get("status") or "running")
-        else:
-            result = f"{row['outcome']} ({row['terminated_by']})"
-        started = str(row["started_at"])[:19].replace("T", " ")
-        table.append([row["run_id"], row["loop"], started, str(row["steps"]), result])
+    for entry in entries:
+        table.append(
+            [entry.run_id, entry.loop, entry.started_at[:19].replace("T", " "),
+             str(entry.steps), _result(entry)]
+        )  # fmt: skip
     out(_table(table))
+
+
+def _result(entry: HistoryEntry) -> str:
+    if entry.ended_at is None:
+        return entry.status
+    return f"{entry.outcome} ({entry.terminated_by})"
 
 
 def _is_run(target: str) -> bool:
@@ -411,39 +272,29 @@ def _is_run(target: str) -> bool:
     )
 
 
-def _history_rows(loop: str | None, limit: int) -> list[dict[str, Any]]:
-    """Rows of `.loops/history.db`; an unfinished row gets its live status from the run dir."""
-    from engine.run.history import history_path, open_history
-    from engine.run.resume import read_run
-    from engine.run.runstore import runs_root
-
-    rows: list[dict[str, Any]] = []
-    if history_path().exists():
-        with open_history() as history:
-            rows = [asdict(row) for row in history.runs(loop, limit=limit)]
-    for row in rows:
-        if row["ended_at"] is None:
-            snapshot = read_run(runs_root() / row["run_id"])
-            row["status"] = snapshot.status if snapshot else "interrupted"
-    return rows
-
-
-def _show_events(snapshot: RunSnapshot, json_output: bool) -> None:
+def _show_events(ref: str, json_output: bool) -> None:
     """The run's events, streamed one at a time: a 48k-step log never sits in memory whole."""
-    from engine.run.resume import read_events
+    from engine.api import iter_events, status
 
-    events = read_events(snapshot.dir / "events.jsonl")
+    run = status(ref)
+    found = iter_events(run.run_id)
     write = sys.stdout.write
     if json_output:  # the same one JSON object, written piece by piece
-        write(json.dumps({"run": snapshot.to_json()})[:-1] + ', "events": [')
-        for index, event in enumerate(events):
-            write((", " if index else "") + json.dumps(event))
+        write(json.dumps({"run": run.to_json()})[:-1] + ', "events": [')
+        for index, event in enumerate(found):
+            write((", " if index else "") + json.dumps(_event_json(event)))
         write("]}\n")
         return
-    head = f"run {snapshot.run_id} of {snapshot.loop}: {snapshot.status}, {snapshot.steps} steps"
-    write(printable(head) + "\n")
-    for event in events:
-        write(printable(_event_line(event)) + "\n")
+    out(f"run {run.run_id} of {run.loop}: {run.status}, {run.steps} steps")
+    for event in found:
+        write(printable(_event_line(_event_json(event))) + "\n")
+
+
+def _event_json(event: Any) -> dict[str, Any]:
+    """The event as its line in events.jsonl (`ts` first, as written)."""
+    data: dict[str, Any] = event.to_json()
+    ts = data.pop("ts", None)
+    return {"ts": ts, **data} if ts is not None else data
 
 
 _EVENT_FIELDS = (
@@ -485,13 +336,3 @@ def _table(rows: list[list[str]]) -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     )
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from engine.cli.common import examples
 from engine.model.errors import Diagnostic, LoopError, UsageError
 
 if TYPE_CHECKING:  # the scaffolder is imported only when a scaffold command runs
@@ -115,6 +116,10 @@ def write_scaffold(
                 f"cannot write {_display(target, root)}: {exc.strerror or exc}",
                 hint="choose another place with --out PATH, or print it with --stdout",
             ) from exc
+        if target.parent == default_dir:  # what the loop's modeline points editors at
+            from engine.cli.schema_cmd import ensure_project_schema
+
+            ensure_project_schema(target.parent)
     return Written(scaffold, target, diagnostics)
 
 
@@ -169,7 +174,12 @@ _Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing fil
 def register(app: typer.Typer) -> None:
     """Add `scaffold-eval` and `scaffold-verify` to `app`."""
 
-    @app.command("scaffold-eval")
+    @app.command(
+        "scaffold-eval",
+        epilog=examples(
+            "ll-loop scaffold-eval --issues FEAT-919", "ll-loop scaffold-eval --issues FEAT-1,BUG-2"
+        ),
+    )
     def scaffold_eval_cmd(
         issues: Annotated[
             str,
@@ -203,7 +213,12 @@ def register(app: typer.Typer) -> None:
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
         report(written, root=root, as_json=as_json, stdout=stdout)
 
-    @app.command("scaffold-verify")
+    @app.command(
+        "scaffold-verify",
+        epilog=examples(
+            "ll-loop scaffold-verify FEAT-919", "ll-loop scaffold-verify BUG-12 --adversarial"
+        ),
+    )
     def scaffold_verify_cmd(
         issue: Annotated[str, typer.Argument(help="Issue ID or path.")],
         adversarial: Annotated[

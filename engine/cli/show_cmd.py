@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import err, resolve_loop
+from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import LoadError
 from engine.model.loop import Loop
 from engine.model.terminal import printable
@@ -23,8 +23,18 @@ class Format(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Add `show` and `simulate` to `app`."""
-    app.command("show")(show)
-    app.command("simulate")(simulate)
+    app.command(
+        "show",
+        epilog=examples(
+            "ll-loop show fix-until-green-demo", "ll-loop show my-loop --format mermaid"
+        ),
+    )(show)
+    app.command(
+        "simulate",
+        epilog=examples(
+            "ll-loop simulate fix-until-green-demo", "ll-loop simulate my-loop -s first-no"
+        ),
+    )(simulate)
 
 
 def show(

@@ -1,6 +1,6 @@
 """`ll-loop validate LOOP...`: schema (the loader) then lint, rendered for people or CI.
 
-Exit codes (DESIGN §5): 0 clean or warnings only, 1 errors (warnings too with `--strict`),
+Exit codes (docs/cli.md): 0 clean or warnings only, 1 errors (warnings too with `--strict`),
 2 usage error (e.g. no such loop). Machine formats stay parseable whatever happens: a file that
 does not exist or does not parse is a diagnostic in the report, never a bare message.
 """
@@ -13,13 +13,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from engine.cli.common import err, resolve_loop
+from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import Diagnostic, LoopError
 from engine.model.terminal import printable
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
-    from engine.model.loop import Loop
-    from lint._context import LoopResolver
     from lint.report import LoopReport
 
 
@@ -32,7 +30,13 @@ class Format(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Add `validate` to `app`."""
-    app.command("validate")(validate)
+    app.command(
+        "validate",
+        epilog=examples(
+            "ll-loop validate my-loop.yaml",
+            "ll-loop validate --strict --format sarif .loops/ > ll-loop.sarif",
+        ),
+    )(validate)
 
 
 def validate(
@@ -103,26 +107,9 @@ def _expand(refs: list[str]) -> list[str]:
 
 def check_file(path: Path) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic."""
-    from engine.load.loader import check_loop_file
-    from lint import lint_loop
+    from engine.api import validate
 
-    loop, positions, problems = check_loop_file(path)
-    if loop is None:
-        return problems
-    return lint_loop(loop, positions, resolve_loop=child_resolver(loop.source))
-
-
-def child_resolver(parent_source: str) -> LoopResolver:
-    """Resolve `loop:` references exactly like the runtime does (`engine.run.subloop`)."""
-    from engine.load.project import project_root
-    from engine.run.subloop import load_child, resolve_child
-
-    root = project_root()
-
-    def resolve(ref: str) -> Loop | None:
-        return load_child(resolve_child(ref, parent_source, root))
-
-    return resolve
+    return validate(path)
 
 
 def _usage_diagnostic(ref: str, exc: LoopError) -> Diagnostic:

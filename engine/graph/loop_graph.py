@@ -301,7 +301,8 @@ def back_edges(graph: LoopGraph, start: str) -> list[Edge]:
 
 
 def retry_edges(graph: LoopGraph) -> frozenset[tuple[str, str]]:
-    """(source, target) pairs along which entering `target` counts a retry (DESIGN §3)."""
+    """(source, target) pairs along which entering `target` counts a retry (docs/format.md,
+    "Routing")."""
     return frozenset((e.source, e.target) for e in back_edges(graph, graph.initial))
 
 

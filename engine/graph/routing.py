@@ -1,4 +1,4 @@
-"""Verdict routing (DESIGN §3 "Routing"): pure functions shared by the interpreter and lint.
+"""Verdict routing (docs/format.md, "Routing"): pure functions shared by the interpreter and lint.
 
 The interpreter asks `route_for(state, verdict)` after every step; lint asks
 `unrouted_verdicts(state)` to prove statically that no reachable state can dead-end.

@@ -1,9 +1,9 @@
 """Walk a loop's graph without running anything: verdicts come from a scenario and overrides.
 
 `simulate` answers "where does this loop go if every check says no?" before a token or a second
-is spent. It applies the interpreter's rules exactly (DESIGN §3): the terminal check comes
-before the budget check, `on_max_steps` runs once when the budget is spent, routing uses
-`engine.graph.routing.route_for`, and a retry is an entry along a retry edge
+is spent. It applies the interpreter's rules exactly (docs/architecture.md, "One step"): the
+terminal check comes before the budget check, `on_max_steps` runs once when the budget is spent,
+routing uses `engine.graph.routing.route_for`, and a retry is an entry along a retry edge
 (`engine.graph.loop_graph.retry_edges`), counted against `max_retries` and redirected to
 `on_retry_exhausted` when exceeded; any other entry resets the count.
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from engine.graph.loop_graph import compile_graph, retry_edges
 from engine.graph.routing import possible_verdicts, route_for
+from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import UsageError
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.ports import EXIT_CODES, Outcome
@@ -117,8 +118,6 @@ class Simulation:
 def parse_overrides(loop: Loop, items: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """`STATE=VERDICT[,VERDICT...]` → {state: verdicts}; a verdict the state cannot produce,
     or a state that does not exist, is a usage error."""
-    import difflib
-
     overrides: dict[str, tuple[str, ...]] = {}
     for item in items:
         name, sep, values = item.partition("=")
@@ -128,8 +127,7 @@ def parse_overrides(loop: Loop, items: Sequence[str]) -> dict[str, tuple[str, ..
             raise UsageError(f"--verdict {item!r} is not STATE=VERDICT", hint="e.g. check=no")
         state = loop.states.get(name)
         if state is None:
-            close = difflib.get_close_matches(name, list(loop.states), n=1)
-            maybe = f" (did you mean {close[0]!r}?)" if close else ""
+            maybe = did_you_mean_hint(name, loop.states)
             raise UsageError(f"--verdict names state {name!r}, which does not exist{maybe}")
         possible = possible_verdicts(state) | {f"terminal:{t}" for t in state.on_terminal}
         for verdict in verdicts:

@@ -1,4 +1,4 @@
-"""Before the first step: can this loop's LLM states run at all? (DESIGN §5)
+"""Before the first step: can this loop's LLM states run at all? (docs/llm.md)
 
 Problems are sentences naming what to set, so `ll-loop run` can stop with exit 2 before doing any
 work instead of failing halfway through a run.

@@ -123,11 +123,17 @@ class RunLlmServices:
         return judge_with(gateway, spec, text, state=state, loop=loop, tag=self._tag(state))
 
     def run_prompt(
-        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
+        self,
+        prompt: str,
+        *,
+        state: State,
+        loop: Loop,
+        timeout: float | None,
+        runner: str | None = None,
     ) -> ActionResult:
-        runner_spec = settings.prompt_runner(state, loop)
+        runner_spec = settings.prompt_runner(state, loop, runner)
         try:
-            runner = resolve_runner(runner_spec)
+            chosen = resolve_runner(runner_spec)
         except ValueError as exc:
             return ActionResult(exit_code=None, spawn_error=str(exc))
         call = PromptCall(
@@ -139,7 +145,7 @@ class RunLlmServices:
             tag=self._tag(state),
         )
         try:
-            return runner.run(prompt, call)
+            return chosen.run(prompt, call)
         except LoopError as exc:  # the gateway could not be built (price table, replay log)
             return ActionResult(exit_code=None, spawn_error=exc.message)
 

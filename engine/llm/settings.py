@@ -1,6 +1,6 @@
 """Where each LLM setting comes from: the loop, the state, or the environment (pure, no IO).
 
-Precedence is fixed by DESIGN §3 and written down once here:
+Precedence is fixed by docs/llm.md ("Models") and written down once here:
 - judge model: state `model` → evaluate `model` → loop `llm.model` → `LL_JUDGE_MODEL` →
   `LL_MODEL` → `DEFAULT_MODEL`;
 - prompt model: state `model` → loop `llm.model` → `LL_MODEL` → `DEFAULT_MODEL`;

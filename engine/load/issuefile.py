@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from engine.load.spelling import close_matches
 from engine.load.yaml_positions import YamlProblems, parse_yaml
 from engine.model.errors import UsageError
 
@@ -470,14 +471,12 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _candidates_hint(ref: str, files: list[Path], root: Path) -> str:
-    import difflib  # only on the error path
-
     known: dict[str, Path] = {}
     for path in files:
         for match in _ID_RE.finditer(_PRIORITY_RE.sub("", path.name)):
             known.setdefault(match.group(1).upper(), path)
     number = re.search(r"\d+", ref)
-    close = difflib.get_close_matches(ref.upper(), list(known), n=5, cutoff=0.6)
+    close = close_matches(ref.upper(), known, n=5)
     if number:
         close += [k for k in known if k.split("-")[-1] == number.group(0) and k not in close]
     if close:

@@ -4,17 +4,16 @@ Each violation becomes one sentence with a stable code, placed at file:line:colu
 A typo such as `timout` gets the closest valid key *at that place*. A key that the reference
 system (little-loops) accepts but we deliberately do not — `max_iterations`, `flow`,
 `on_success`… — gets a "not supported: use …" hint, so a ported loop fails loudly instead of
-losing behaviour silently (DESIGN §9: "unknown keys silently dropped").
+losing behaviour silently (docs/format.md, "Keys of the reference system we do not support").
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from engine.load.schema_check import Violation
+from engine.load.spelling import did_you_mean
 from engine.load.yaml_positions import PathKey, Positions
 from engine.model.errors import Diagnostic
 
@@ -24,29 +23,6 @@ class Unsupported(NamedTuple):
 
     message: str
     hint: str
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """The closest candidate to `word`, or None when nothing is close enough."""
-    options = sorted(set(candidates))
-    alias = ALIASES.get(word.strip().lower())
-    if alias in options:
-        return alias
-    lowered = {c.lower(): c for c in options}
-    if word.lower() in lowered:
-        return lowered[word.lower()]
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-# Common spellings from other tools that difflib cannot guess (gte is closer to gt than to ge).
-ALIASES = {
-    "gte": "ge", ">=": "ge", "lte": "le", "<=": "le", ">": "gt", "<": "lt",
-    "==": "eq", "=": "eq", "equals": "eq", "!=": "ne", "neq": "ne",
-    "min": "minimize", "max": "maximize", "llm": "llm_structured", "judge": "llm_structured",
-    "contains": "output_contains", "regex": "output_contains", "json": "output_json",
-    "numeric": "output_numeric", "exit": "exit_code",
-}  # fmt: skip
 
 
 def place_of(path: PathKey) -> str:

@@ -17,8 +17,8 @@ ActionType = Literal["shell", "prompt"]
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-# The closed verdict set of every evaluator type (DESIGN §3). `classify` is open: its set is the
-# evaluator's declared `verdicts` plus "error".
+# The closed verdict set of every evaluator type (docs/format.md, "Evaluators"). `classify` is
+# open: its set is the evaluator's declared `verdicts` plus "error".
 VERDICTS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
         "exit_code": frozenset({"yes", "no", "error"}),
@@ -30,7 +30,7 @@ VERDICTS: Mapping[str, frozenset[str]] = MappingProxyType(
     }
 )
 
-# Where an unrouted verdict falls back to when no `route` table is used (DESIGN §3 Routing).
+# Where an unrouted verdict falls back to when no `route` table is used (docs/format.md, "Routing").
 FALLBACKS: Mapping[str, str] = MappingProxyType(
     {"partial": "no", "blocked": "no", "cannot_judge": "error"}
 )
@@ -60,7 +60,10 @@ class Parameter:
     """One entry of a loop's caller contract (`parameters:`)."""
 
     name: str
-    type: Literal["string", "integer", "number", "boolean", "array", "object", "any"] = "any"
+    type: Literal[
+        "string", "integer", "number", "boolean", "array", "object", "any", "command"
+    ] = "any"
+    """`command`: a caller-supplied shell command line (code by contract; docs/format.md)."""
     required: bool = False
     default: Any = None
     has_default: bool = False

@@ -36,7 +36,7 @@ class ActionResult:
     @property
     def crashed(self) -> bool:
         """Timed out, could not start, killed by a signal, or ended for printing more than the
-        output cap: never judged (docs/runs.md)."""
+        output cap: never judged (docs/format.md, "Evaluators"; docs/runs.md, the output cap)."""
         return (
             self.timed_out
             or self.spawn_error is not None
@@ -105,6 +105,34 @@ class RunResult:
         }
 
 
+@dataclass(frozen=True)
+class Event:
+    """One event of a run, as an `on_event` callback receives it: the same name and fields as
+    its line in `events.jsonl` (which adds the time, `ts`)."""
+
+    event: str
+    run_id: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def depth(self) -> int:
+        """0 for the top-level loop, 1 for its sub-loops, and so on."""
+        return int(self.fields.get("depth") or 0)
+
+    @property
+    def step(self) -> int | None:
+        step = self.fields.get("step")
+        return step if isinstance(step, int) else None
+
+    @property
+    def state(self) -> str | None:
+        state = self.fields.get("state")
+        return state if isinstance(state, str) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.event, "run_id": self.run_id, **self.fields}
+
+
 class Recorder(Protocol):
     """Where run events go (events.jsonl in a run directory, or memory in tests)."""
 
@@ -117,8 +145,16 @@ class LlmServices(Protocol):
     def judge(self, spec: Evaluate, text: str, *, state: State, loop: Loop) -> Verdict: ...
 
     def run_prompt(
-        self, prompt: str, *, state: State, loop: Loop, timeout: float | None
-    ) -> ActionResult: ...
+        self,
+        prompt: str,
+        *,
+        state: State,
+        loop: Loop,
+        timeout: float | None,
+        runner: str | None = None,
+    ) -> ActionResult:
+        """Run a prompt action; `runner` is the state's runner with `${...}` already rendered."""
+        ...
 
     @property
     def cost_usd(self) -> float: ...

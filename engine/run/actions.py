@@ -94,10 +94,9 @@ class ActionRunner:
     ) -> None:
         self.cwd = str(cwd)
         self.max_output = output_cap() if max_output is None else max_output
-        # None: the process's own environment, `os.environ` itself, which spawns cheapest
-        # (nothing to encode per spawn); setting a variable in `self.env` then sets it there.
-        self._inherit = env is None
-        self.env: MutableMapping[str, str] = os.environ if env is None else dict(env)
+        # The actions' own copy (None: of this process's environment): the run's variables
+        # (LL_RUN_ID, LL_STATE, the lease) are set here and never in `os.environ`.
+        self.env: MutableMapping[str, str] = dict(os.environ if env is None else env)
         self.outputs_dir = outputs_dir
         self.memory_limit = memory_limit
         self.grace = grace
@@ -126,8 +125,18 @@ class ActionRunner:
         if proc is not None:
             signal_group(proc.pid, signal.SIGTERM)
 
-    def run_shell(self, script: str, *, state: str, timeout: float | None) -> ActionResult:
-        """Run `script` with `bash -c`; never raises for a failing or unspawnable action."""
+    def run_shell(
+        self,
+        script: str,
+        *,
+        state: str,
+        timeout: float | None,
+        env: Mapping[str, str] | None = None,
+    ) -> ActionResult:
+        """Run `script` with `bash -c`; never raises for a failing or unspawnable action.
+
+        `env`: variables added for this action only (the interpolated values, `LL_CONTEXT_*`).
+        """
         self._spawns += 1
         self.env["LL_STATE"] = state
         start = time.monotonic()
@@ -142,7 +151,7 @@ class ActionRunner:
                 ["bash", "-c", script],
                 executable=self._bash,
                 cwd=self.cwd,
-                env=None if self._inherit else self.env,
+                env={**self.env, **env} if env else self.env,
                 stdin=self._devnull,
                 stdout=out_write,
                 stderr=err_write,

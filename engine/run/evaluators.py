@@ -2,8 +2,9 @@
 
 Each evaluator is a small function registered by name with `@evaluator("type")`, so a YAML
 `type:` maps to code without an if/elif ladder. `judge()` applies the rules every evaluator shares
-(DESIGN §3): a crashed action (timed out, unspawnable, killed by a signal) is `error` before any
-evaluator runs, and a non-zero exit is `error` for content evaluators unless `ignore_exit_code`.
+(docs/format.md, "Evaluators"): a crashed action (timed out, unspawnable, killed by a signal) is
+`error` before any evaluator runs, and a non-zero exit is `error` for content evaluators unless
+`ignore_exit_code`.
 `llm_structured` is not here: it is IO and lives behind `LlmServices.judge`.
 """
 

@@ -1,4 +1,5 @@
-"""The interpreter: run a loaded loop, one state at a time, exactly per DESIGN §3.
+"""The interpreter: run a loaded loop, one state at a time, exactly as docs/architecture.md
+("One step") describes.
 
 Each turn, in this order: (1) a terminal state finishes the run; (2) an exhausted step budget runs
 `on_max_steps` once (if set; it is not counted as a step and is not routed) and finishes
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.graph.loop_graph import compile_graph, retry_edges
+from engine.load.project import ensure_dir, open_file
 from engine.model.errors import InterpolationError
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import (
@@ -252,9 +254,11 @@ def execute(
     if state.action is None:
         return ActionResult(), None
     timeout = _state_timeout(loop, state, rt)
+    runner: str | None = None
     try:
         if state.action_type == "prompt":
             text = ns.render_text(state.action)
+            runner = _runner(loop, state, ns)
         else:
             text = ns.render_shell(state.action)
     except InterpolationError as exc:  # judged as error, never a crash
@@ -273,10 +277,11 @@ def execute(
             result = ActionResult(exit_code=None, spawn_error="no LLM services in this run")
         else:
             llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
-            result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout)
+            result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout, runner=runner)
             rt.sync_cost(rs)
     else:
-        result = rt.actions.run_shell(text, state=state.name, timeout=timeout)
+        env = ns.shell_env(state.action)
+        result = rt.actions.run_shell(text, state=state.name, timeout=timeout, env=env)
     rt.recorder.emit(
         "action_complete",
         depth=rt.depth,
@@ -444,16 +449,24 @@ class Namespaces:
                     "dir": str(self.rt.artifacts_dir),
                     "started_at": rs.started_at,
                 },
-                "env": dict(os.environ),
+                "env": dict(self.rt.actions.env),  # the actions' environment, not ours
             }
         return self._ns
 
     def render_shell(self, template: str) -> str:
         if "${" not in template:
             return template
-        from engine.shell.interpolate import render_shell
+        from engine.shell.interpolate import ValueTypes, render_shell
 
-        return render_shell(template, self.mapping())
+        return render_shell(template, self.mapping(), ValueTypes.of(self.loop.parameters))
+
+    def shell_env(self, template: str) -> dict[str, str]:
+        """The values a shell action interpolates, as `LL_CONTEXT_name`-style variables."""
+        if "${" not in template:
+            return {}
+        from engine.shell.interpolate import shell_env
+
+        return shell_env(template, self.mapping())
 
     def render_text(self, template: str) -> str:
         if "${" not in template:
@@ -466,6 +479,14 @@ class Namespaces:
         from engine.shell.interpolate import evaluate
 
         return evaluate(expression, self.mapping())
+
+
+def _runner(loop: Loop, state: State, ns: Namespaces) -> str | None:
+    """A `cmd:` runner with `${...}` rendered as the shell command line it is (None: as set)."""
+    spec = state.runner or loop.llm.runner
+    if spec is None or "${" not in spec or not spec.startswith("cmd:"):
+        return None
+    return "cmd:" + ns.render_shell(spec.removeprefix("cmd:"))
 
 
 def _finish_budget(loop: Loop, rs: RunState, rt: Runtime, started: float) -> RunResult:
@@ -568,9 +589,10 @@ def _bounded(
     text = output[:-1] if output.endswith("\n") else output
     if len(text) > CAPTURE_LIMIT:
         if output_path is None:
-            path = rt.outputs_dir / f"{rs.steps:06d}-{state.name}.out"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(output, encoding="utf-8")
+            path = ensure_dir(rt.outputs_dir) / f"{rs.steps:06d}-{state.name}.out"
+            fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(output)
             output_path = str(path)
         text = text[:CAPTURE_LIMIT]
     return text, output_path

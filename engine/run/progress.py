@@ -1,8 +1,9 @@
 """What a run shows on stderr while it works (terminal IO), fed by the run's events.
 
-`Progress` is a `Recorder` that passes every event on to the run store and updates the display:
-on a TTY one live line (state, step n/max, elapsed, cost) rewritten in place; otherwise one plain
-line per routed step; with `--quiet` (or `--json` on a pipe) nothing. stdout is never touched.
+`Progress` listens to a run's events (`on_event`) and updates the display: on a TTY one live
+line (state, step n/max, elapsed, cost) rewritten in place; otherwise one plain line per routed
+step; with `--quiet` (or `--json` on a pipe) nothing. stdout is never touched. Colour only when
+the caller allows it (a terminal, and no `NO_COLOR`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
 
-from engine.model.ports import Recorder
+from engine.model.ports import Event
 from engine.model.terminal import printable
+from engine.model.timefmt import duration
 
 Mode = Literal["live", "lines", "quiet"]
 
 _REFRESH_SECONDS = 0.2
+_BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 
 
 def choose_mode(*, quiet: bool, stream: TextIO) -> Mode:
@@ -28,50 +30,49 @@ def choose_mode(*, quiet: bool, stream: TextIO) -> Mode:
 
 
 class Progress:
-    """A tee in front of the run's recorder; only top-level (depth 0) events are displayed."""
+    """The display of one run; only top-level (depth 0) events are shown."""
 
-    def __init__(
-        self,
-        inner: Recorder,
-        *,
-        run_id: str,
-        mode: Mode,
-        max_steps: int,
-        cost: Callable[[], float] = lambda: 0.0,
-        stream: TextIO = sys.stderr,
-    ) -> None:
-        self.inner = inner
-        self.run_id = run_id
+    def __init__(self, *, mode: Mode, colour: bool = False, stream: TextIO | None = None) -> None:
         self.mode = mode
-        self.max_steps = max_steps
-        self.cost = cost
-        self.stream = stream
+        self.colour = colour
+        self.stream = sys.stderr if stream is None else stream  # the one current at the call
+        self.run_id = ""
         self.loop = ""
+        self.max_steps = 0
         self.state = ""
         self.step = 0
+        self.cost = 0.0  # spent by earlier sessions of a resumed run
+        self.session_cost = 0.0  # the LLM services' total in this session
         self.output = ""  # the last action's output (preview), shown with its route
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._ticker: threading.Thread | None = None
         self._done = threading.Event()
 
-    def emit(self, event: str, **fields: Any) -> None:
-        self.inner.emit(event, **fields)
-        if self.mode == "quiet" or fields.get("depth", 0) != 0:
+    def __call__(self, event: Event) -> None:
+        fields = event.fields
+        if event.event == "llm_call":  # children's calls count too: one bill per run
+            self.session_cost = float(fields.get("run_cost_usd") or self.session_cost)
+        if self.mode == "quiet" or event.depth != 0:
             return
-        if event == "loop_start":
+        name = event.event
+        if name in ("loop_start", "loop_resume"):
+            self.run_id = event.run_id
             self.loop = str(fields.get("loop", ""))
-            if self.mode == "lines":
-                self._line(f"run {self.run_id}: loop {self.loop}")
-            else:
+            self.max_steps = int(fields.get("max_steps") or 0)
+            self.step = int(fields.get("step") or 0)
+            self.cost = float(fields.get("cost_usd") or 0.0)
+            if self.mode == "live":
                 self._start_ticker()
-        elif event == "state_enter":
+            elif name == "loop_start":
+                self._line(f"run {self.run_id}: loop {self.loop}")
+        elif name == "state_enter":
             self.state, self.step = str(fields.get("state", "")), int(fields.get("step", 0))
             if self.mode == "live":
                 self._redraw()
-        elif event == "action_complete":
+        elif name == "action_complete":
             self.output = str(fields.get("output") or "")
-        elif event == "route" and self.mode == "lines":
+        elif name == "route" and self.mode == "lines":
             target = fields.get("target") or (
                 "(loop timeout)" if fields.get("timeout") else "(no route)"
             )
@@ -82,13 +83,15 @@ class Progress:
                 f"  step {fields.get('step')}/{self.max_steps}  {fields.get('state')} "
                 f"→ {verdict} → {target}" + (f"   · {note}" if note else "")
             )
-        elif event == "retry" and self.mode == "lines" and fields.get("exhausted"):
+        elif name == "retry" and self.mode == "lines" and fields.get("exhausted"):
             self._line(f"  retries of {fields.get('state')} exhausted")
-        elif event == "loop_complete":
+        elif name == "loop_complete":
             self.close()
 
     def close(self) -> None:
         """Stop the live line and clear it, so the summary starts on a clean line."""
+        if self._done.is_set():
+            return
         self._done.set()
         if self.mode == "live":
             with self._lock:
@@ -108,13 +111,16 @@ class Progress:
     def _redraw(self) -> None:
         if self._done.is_set():
             return
-        elapsed = time.monotonic() - self.started
-        text = (
-            f"⟳ {self.loop} · {self.state} · step {self.step}/{self.max_steps} · "
-            f"{_duration(elapsed)} · ${self.cost():.4f}"
-        )
+        elapsed = duration(time.monotonic() - self.started)
+        state = printable(self.state)  # names come from the loop file: shown, not obeyed
+        state = f"{_BOLD}{state}{_RESET}" if self.colour else state
+        cost = self.cost + self.session_cost
+        rest = f"step {self.step}/{self.max_steps} · {elapsed} · ${cost:.4f}"
+        if self.colour:
+            rest = f"{_DIM}{rest}{_RESET}"
+        text = f"⟳ {printable(self.loop)} · {state} · {rest}"
         with self._lock:
-            self.stream.write("\r\x1b[K" + printable(text))
+            self.stream.write("\r\x1b[K" + text)
             self.stream.flush()
 
     def _line(self, text: str) -> None:
@@ -131,13 +137,3 @@ def _last_line(output: str, *, skip: str) -> str:
         return ""
     line = lines[-1]
     return line if len(line) <= 72 else line[:69] + "..."
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, rest = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{rest:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

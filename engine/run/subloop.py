@@ -1,8 +1,10 @@
-"""Sub-loops (DESIGN §3): a state with `loop:` runs another loop in-process and routes on its end.
+"""Sub-loops (docs/format.md, "Sub-loops"): a state with `loop:` runs another loop in-process and
+routes on its end.
 
 The interpreter calls `run_subloop(...)` for a state with `loop:` and hands over a `RunChild`
 callable that runs a loaded loop to its end; everything else happens here: resolving the child's
-name (relative to the parent file, then `.loops/`, then the built-ins), loading it, binding `with:`
+name (relative to the parent file, then `.loops/`, then the built-ins), loading it through the
+caller's `ChildLoader` (which also lints it: the runtime does not import lint), binding `with:`
 to its `parameters` (types, required, defaults, enum), clamping its timeout to the parent's
 remaining time, bounding the nesting depth, and turning the child's `RunResult` into the parent's
 verdict and capture. A child that cannot be found, loaded or bound yields verdict `error` with the
@@ -19,9 +21,8 @@ terminal name before the verdict is looked at (`route_subloop`).
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from engine.graph.routing import route_for
 from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
-from engine.load.suggest import did_you_mean
-from engine.model.errors import InterpolationError, LoadError, LoopError, UsageError
-from engine.model.loop import CURRENT, Loop, Parameter, State
+from engine.model.errors import InterpolationError, LoopError
+from engine.model.loop import CURRENT, Loop, State
+from engine.model.params import ParameterError, coerce
 from engine.model.ports import RunResult, Verdict
 from engine.run.runstore import RunStore, now_iso, read_state
 
@@ -63,6 +64,11 @@ class ChildRequest:
 
 
 RunChild = Callable[[ChildRequest], RunResult]
+
+# Loads a child loop file and holds it to the bar of a top-level run (schema and lint), raising
+# a `LoopError` that says why when it falls short. The caller supplies it: checking a loop is
+# lint's job, and the runtime does not import lint (docs/architecture.md, "Layers").
+ChildLoader = Callable[[Path], Loop]
 
 
 @dataclass(frozen=True)
@@ -110,39 +116,7 @@ def resolve_child(ref: str, parent_source: str, project_root: Path) -> Path:
     )
 
 
-_cache: dict[tuple[str, int, int], Loop] = {}
-
-
-def load_child(path: Path) -> Loop:
-    """Load and lint a child loop (cached by path, size and mtime); SubloopError if invalid.
-
-    The child is held to the same bar as a top-level run: schema and lint errors refuse it.
-    """
-    from engine.load.loader import load_loop_with_positions
-    from lint import lint_loop
-
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    loop = _cache.get(key)
-    if loop is None:
-        try:
-            loop, positions = load_loop_with_positions(path)
-        except LoadError as exc:
-            raise SubloopError(
-                f"child loop is invalid: {exc.message}", hint=f"see `ll-loop validate {path}`"
-            ) from None
-        errors = [d for d in lint_loop(loop, positions) if d.severity == "error"]
-        if errors:
-            first = errors[0]
-            raise SubloopError(
-                f"child loop is invalid: {first.location()}: {first.code} {first.message}",
-                hint=f"see `ll-loop validate {path}`",
-            )
-        _cache[key] = loop
-    return loop
-
-
-def static_family(loop: Loop, project_root: Path) -> list[Loop]:
+def static_family(loop: Loop, project_root: Path, load: ChildLoader) -> list[Loop]:
     """`loop` and every descendant its `loop:` states name literally (a `${...}` reference is
     only known at run time), each once, for checks that must cover the whole run before it
     starts. A child that cannot be found or loaded is left out: lint and the run report it."""
@@ -158,8 +132,8 @@ def static_family(loop: Loop, project_root: Path) -> list[Loop]:
                 if key in seen:
                     continue
                 seen.add(key)
-                family.append(load_child(path))
-            except (SubloopError, OSError):
+                family.append(load(path))
+            except (LoopError, OSError):
                 continue
     return family
 
@@ -190,7 +164,10 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
         bound[INPUT_KEY] = values[INPUT_KEY]
     for name, param in child.parameters.items():
         if name in values:
-            bound[name] = coerce(param, values[name], child.name)
+            try:
+                bound[name] = coerce(param, values[name], child.name)
+            except ParameterError as exc:
+                raise SubloopError(exc.message, hint=exc.hint) from None
         elif param.has_default:
             bound[name] = param.default
         elif param.required:
@@ -201,104 +178,11 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
     return bound
 
 
-def check_caller_keys(loop: Loop, keys: Iterable[str], flag: str = "--context") -> None:
-    """Refuse a value for a name `loop` does not know, when it declares `parameters`.
-
-    Declared parameters are the loop's contract with its callers, so an undeclared key is a
-    typo until proven otherwise (`--context tagret=x` would otherwise run with the default).
-    Names under `context:` and the positional `input` stay accepted. A loop without
-    `parameters` takes any key, as before.
-    """
-    if not loop.parameters:
-        return
-    known = {*loop.parameters, *loop.context, "input"}
-    for key in keys:
-        if key in known:
-            continue
-        guess = did_you_mean(key, known - {"input"})
-        declared = ", ".join(sorted(loop.parameters))
-        raise UsageError(
-            f"loop {loop.name!r} declares no parameter {key!r}"
-            + (f" (did you mean {guess!r}?)" if guess else ""),
-            hint=f"its parameters are {declared}; pass {flag} NAME=VALUE for one of them",
-        )
-
-
-def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
-    """`value` as `param.type` (strings parsed when they read as that type), checked for enum."""
-    converted = _convert(param.type, value)
-    if converted is _MISMATCH:
-        raise SubloopError(
-            f"parameter {param.name!r} of loop {loop_name!r} must be {_ARTICLE[param.type]}, "
-            f"got {json.dumps(value, default=str)}",
-            hint="fix the value in the state's `with:`",
-        )
-    if param.enum is not None and converted not in param.enum:
-        allowed = ", ".join(json.dumps(v) for v in param.enum)
-        raise SubloopError(
-            f"parameter {param.name!r} of loop {loop_name!r} must be one of {allowed}, "
-            f"got {json.dumps(converted, default=str)}",
-            hint="fix the value in the state's `with:`",
-        )
-    return converted
-
-
-_MISMATCH = object()
-_ARTICLE = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "array": "an array",
-    "object": "an object",
-    "any": "any value",
-}
-
-
-def _convert(kind: str, value: Any) -> Any:
-    if kind == "any":
-        return value
-    if kind == "string":
-        return value if isinstance(value, str) else _MISMATCH
-    if isinstance(value, str):
-        value = _parse_text(kind, value.strip())
-    if kind == "boolean":
-        return value if isinstance(value, bool) else _MISMATCH
-    if isinstance(value, bool):
-        return _MISMATCH  # True is an int in Python, never an integer or number here
-    if kind == "integer":
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        return value if isinstance(value, int) else _MISMATCH
-    if kind == "number":
-        return value if isinstance(value, int | float) else _MISMATCH
-    if kind == "array":
-        return list(value) if isinstance(value, list | tuple) else _MISMATCH
-    if kind == "object":
-        return dict(value) if isinstance(value, Mapping) else _MISMATCH
-    return _MISMATCH
-
-
-def _parse_text(kind: str, text: str) -> Any:
-    if kind == "boolean":
-        return {"true": True, "false": False}.get(text.lower(), text)
-    try:  # NaN and Infinity are not numbers a loop can use (JSON has neither either)
-        if kind in {"integer", "number", "array", "object"}:
-            return json.loads(text, parse_constant=_no_constant)
-        return text
-    except ValueError:
-        return text
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a finite number")
-
-
 # --- results ---------------------------------------------------------------------------------
 
 
 def capture_of(result: RunResult) -> dict[str, Any]:
-    """The parent's `captured.<name>` for a child that ran (DESIGN §3 Sub-loops)."""
+    """The parent's `captured.<name>` for a child that ran (docs/format.md, "Sub-loops")."""
     return {
         "terminal": result.terminal,
         "outcome": result.outcome,
@@ -370,6 +254,7 @@ def run_subloop(
     run_dir: Path,
     index: int,
     run_child: RunChild,
+    load: ChildLoader,
 ) -> SubloopOutcome:
     """Run `state`'s child loop to its end and say how the parent should see it.
 
@@ -384,7 +269,7 @@ def run_subloop(
         )
     try:
         path = resolve_child(loop_ref, parent.source, project_root)
-        child = load_child(path)
+        child = load(path)
         context = bind_parameters(child, with_values)
     except LoopError as exc:
         reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"
@@ -460,8 +345,9 @@ def route_verdict(state: State, verdict: Verdict) -> str | None:
     return route_for(state, verdict.name)
 
 
-def make_hook(project_root: Path) -> SubloopHook:
-    """The `Runtime.run_subloop` hook of a run in `project_root` (shared by its children)."""
+def make_hook(project_root: Path, load: ChildLoader) -> SubloopHook:
+    """The `Runtime.run_subloop` hook of a run in `project_root` (shared by its children);
+    `load` loads and checks each child before it runs."""
 
     def hook(loop: Loop, state: State, rs: RunState, rt: Runtime, ns: Namespaces) -> Verdict:
         ref = state.loop or ""
@@ -484,6 +370,7 @@ def make_hook(project_root: Path) -> SubloopHook:
                 run_dir=parent_dir,
                 index=_next_index(parent_dir / "children", state.name),
                 run_child=lambda request: _run_child(request, rt),
+                load=load,
             )
         if rt.llm is None:
             rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)

@@ -12,8 +12,10 @@ The package: `prompts` (the prompt text), `text` (YAML emission), `eval_loops` a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from engine.load.issuefile import Issue
+from engine.load.modeline import PROJECT_SCHEMA, with_modeline
 from engine.model.errors import UsageError
 from engine.scaffold.eval_loops import ISSUE_RETRIES, eval_name, variant_a, variant_b
 from engine.scaffold.prompts import (
@@ -57,14 +59,14 @@ def scaffold_eval(issues: Sequence[Issue], learning: LearningTests | None = None
     if not unique:
         raise UsageError("no issues to scaffold", hint="pass --issues ID[,ID...]")
     if len(unique) == 1:
-        return variant_a(unique[0], learning)
-    return variant_b(unique, learning)
+        return _for_editors(variant_a(unique[0], learning))
+    return _for_editors(variant_b(unique, learning))
 
 
 def scaffold_verify(issue: Issue, *, adversarial: bool = False) -> Scaffold:
     """A criteria-by-criteria verification loop, or an adversarial probing loop."""
     if adversarial:
-        return adversarial_loop(issue)
+        return _for_editors(adversarial_loop(issue))
     if not issue.acceptance_criteria:
         where = f" ({issue.path})" if issue.path else ""
         raise UsageError(
@@ -72,4 +74,9 @@ def scaffold_verify(issue: Issue, *, adversarial: bool = False) -> Scaffold:
             hint="add an `## Acceptance Criteria` list to the issue, or use `ll-loop scaffold-eval`"
             " (which leaves a placeholder to fill) or `scaffold-verify --adversarial`",
         )
-    return criteria_loop(issue)
+    return _for_editors(criteria_loop(issue))
+
+
+def _for_editors(scaffold: Scaffold) -> Scaffold:
+    """The loop with the modeline that points editors at `.loops/loop.schema.json`."""
+    return replace(scaffold, text=with_modeline(scaffold.text, PROJECT_SCHEMA))

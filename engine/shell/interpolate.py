@@ -5,8 +5,11 @@ Only an expression whose root is one of `ROOTS` is ours; bash's `${HOME}`, `${x:
 (not templates) evaluated in an immutable sandbox with strict undefined values; the reference
 system's suffixes `:default=x`, `?` and `:shell` are translated. Non-strings render as JSON.
 
-`render_shell` additionally quotes each value for the exact bash context it sits in (see
-`engine.shell.quoting`), so a value can never change the structure of a shell action.
+`render_shell` additionally quotes each value for the exact bash position it sits in, found with
+the bash grammar (`engine.shell.grammar`), and refuses text where bash would run or evaluate it
+(arithmetic, names, `eval`, `bash -c`, ...) unless its type makes that safe (an integer, a
+`type: command` parameter): a value can never change the structure of a shell action.
+`shell_env` gives the same values as environment variables (`LL_CONTEXT_name`, ...).
 
 Jinja2 costs ~50 ms to import, so it is imported only when an expression beyond a dotted path
 is parsed or compiled; a template without `${` is returned as is without any parsing. Checking
@@ -16,7 +19,6 @@ an expression (`check_expression`, run by lint on every `${...}`) only parses it
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import itertools
 import json
@@ -27,16 +29,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
+from engine.model.loop import Parameter
+from engine.shell.commands import Role
+from engine.shell.grammar import Flow, Layout, Position, layout
 from engine.shell.quoting import (
-    PLACEHOLDER,
     Raw,
-    Scan,
     ShellQuoted,
     UnsafeValue,
     check_heredoc,
     quote,
-    scan,
     shell_quote,
 )
 
@@ -47,6 +50,15 @@ ROOTS: frozenset[str] = frozenset(
 _ROOT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 _RAW_TAIL = re.compile(r"\|\s*raw\s*$")
 _PATH = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*\s*")
+_INTEGER_TAIL = re.compile(r"\|\s*integer\s*$")
+_INTEGER_TEXT = re.compile(r"\s*-?[0-9]+\s*")
+_LEADING_PATH = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*")
+_INTEGER_PATHS = frozenset(
+    {("loop", "steps"), ("loop", "max_steps"), ("state", "step"), ("state", "retries")}
+)
+ENV_VALUE_LIMIT = 100_000
+"""Bytes of one exported value at most: Linux refuses to start a program with a longer
+environment string (128 KiB), so a longer value is only in the script, not in the environment."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +98,8 @@ def check_expression(text: str) -> str | None:
     spec = _spec(text)
     if isinstance(spec, str):
         return spec
-    if _PATH.fullmatch(spec.base):
-        return None  # a dotted path is always valid: no need to load Jinja
+    if _PATH.fullmatch(spec.base) or _integer_path(spec.base) is not None:
+        return None  # a dotted path (| integer) is always valid: no need to load Jinja
     return _syntax_problem(spec.base)
 
 
@@ -97,6 +109,11 @@ def evaluate(expr: str, ns: Mapping[str, Any]) -> Any:
     if isinstance(spec, str):
         raise InterpolationError(expr, spec)
     missing = _lookup_path(spec.base, ns) if _PATH.fullmatch(spec.base) else _NOT_A_PATH
+    integer_path = _integer_path(spec.base) if missing is _NOT_A_PATH else None
+    if integer_path is not None:  # `path | integer` without loading Jinja
+        missing = _lookup_path(integer_path, ns)
+        if missing is not _NOT_A_PATH and not isinstance(missing, _Missing):
+            missing = _integer(expr, missing)
     if missing is _NOT_A_PATH:
         function, error = _compile(spec.base)
         if function is None:
@@ -128,11 +145,83 @@ def render_text(template: str, ns: Mapping[str, Any]) -> str:
     )
 
 
-def render_shell(template: str, ns: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class ValueTypes:
+    """What is known of values before a run: the loop's parameters declared `integer` (safe in
+    arithmetic) and `command` (code by contract, safe where bash runs code)."""
+
+    integers: frozenset[str] = frozenset()
+    commands: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, parameters: Mapping[str, Parameter]) -> ValueTypes:
+        return cls(
+            frozenset(n for n, p in parameters.items() if p.type == "integer"),
+            frozenset(n for n, p in parameters.items() if p.type == "command"),
+        )
+
+
+NO_TYPES = ValueTypes()
+
+
+def value_type(text: str, types: ValueTypes = NO_TYPES) -> str:
+    """`integer`, `command` or `text`: the static type of the expression `text` (inside ${})."""
+    spec = _spec(text)
+    if isinstance(spec, str):
+        return "text"
+    if _INTEGER_TAIL.search(spec.base):
+        return "integer"
+    if spec.default is not None or spec.shell or not _PATH.fullmatch(spec.base):
+        return "text"
+    names = tuple(name.strip() for name in spec.base.split("."))
+    if names in _INTEGER_PATHS:
+        return "integer"
+    if len(names) == 2 and names[0] in ("context", "param"):
+        if names[1] in types.integers:
+            return "integer"
+        if names[1] in types.commands:
+            return "command"
+    return "text"
+
+
+@dataclass(frozen=True)
+class ShellHole:
+    """One expression of a shell template and where it sits (line and column in the template)."""
+
+    expression: Expression
+    position: Position
+    line: int
+    column: int
+
+
+def shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
+    """Every expression of a shell template with its grammar position (for lint and render)."""
+    if "${" not in template:
+        return (), Layout(())
+    return _shell_holes(template)
+
+
+def shell_flows(template: str) -> tuple[Flow, ...]:
+    """Values of the template that reach a shell variable the script then evaluates (lint)."""
+    if "${" not in template:
+        return ()
+    return _shell_flows(template)
+
+
+@lru_cache(maxsize=256)
+def _shell_flows(template: str) -> tuple[Flow, ...]:
+    try:
+        return layout(_literals(template), with_flows=True).flows
+    except RecursionError:
+        return ()
+
+
+def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TYPES) -> str:
     """Render a bash action so that every value reaches the command as exactly itself.
 
-    Each value is quoted for its position (unquoted, "...", '...', heredoc, ...); where no
-    quoting is provably safe an `InterpolationError` explains why instead.
+    Each value is quoted for its position (unquoted, "...", '...', heredoc, ...); where bash
+    would run or evaluate the text, or no quoting is provably safe, an `InterpolationError`
+    explains why (naming the position) instead.
     """
     if "${" not in template:
         return template
@@ -141,33 +230,166 @@ def render_shell(template: str, ns: Mapping[str, Any]) -> str:
     expressions = [p for p in parsed.pieces if isinstance(p, Expression)]
     if not expressions:
         return "".join(p for p in parsed.pieces if isinstance(p, str))
-    try:
-        segments, scanned = _shell_plan(template)
-    except RecursionError:
-        raise InterpolationError(
-            expressions[0].text, "the shell action nests too deeply to be checked"
-        ) from None
-    if len(segments) != len(expressions) + 1:
+    if any("\x00" in piece for piece in parsed.pieces if isinstance(piece, str)):
         raise InterpolationError(
             expressions[0].text, "the shell action itself contains a NUL character"
         )
-    quoted: list[str] = []
-    for expression, context, in_heredoc in zip(
-        expressions, scanned.contexts, scanned.in_heredoc, strict=True
-    ):
-        value = _text(expression.text, evaluate(expression.text, ns))
-        try:
-            quoted.append(quote(value, context, in_heredoc))
-        except UnsafeValue as problem:
-            raise InterpolationError(
-                expression.text, f"{problem.reason} (position: {context.value})"
-            ) from None
-    _check_heredocs(scanned, segments, quoted, expressions)
-    out = [segments[0]]
-    for value, segment in zip(quoted, segments[1:], strict=True):
-        out.append(value)
-        out.append(segment)
+    holes, plan = _shell_holes(template)
+    if plan.problem is not None:
+        raise InterpolationError(
+            expressions[0].text, f"no value can be placed safely in this action ({plan.problem})"
+        )
+    quoted = [_place(hole, evaluate(hole.expression.text, ns), types) for hole in holes]
+    _check_heredocs(plan, quoted, expressions)
+    out: list[str] = []
+    k = 0
+    for piece in parsed.pieces:
+        if isinstance(piece, Expression):
+            out.append(quoted[k])
+            k += 1
+        else:
+            out.append(piece)
     return "".join(out)
+
+
+def shell_env(template: str, ns: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables that carry the values a template interpolates.
+
+    `${root.a.b ...}` exports the text of `root.a.b` (JSON when not a string) as
+    `LL_ROOT_a__b` (see `env_name`); values that are missing, hold NUL, or are longer than
+    `ENV_VALUE_LIMIT` bytes are not exported.
+    """
+    if "${" not in template:
+        return {}
+    exported: dict[str, str] = {}
+    for expression in find_expressions(template):
+        spec = _spec(expression.text)
+        if isinstance(spec, str):
+            continue
+        match = _LEADING_PATH.match(spec.base)
+        if match is None:
+            continue
+        path = match.group(1)
+        name = env_name(path)
+        if name is None or name in exported:
+            continue
+        value = _lookup_path(path, ns)
+        if value is _NOT_A_PATH or isinstance(value, _Missing):
+            continue
+        try:
+            text = to_text(value)
+        except Exception:
+            continue
+        if "\x00" not in text and len(text.encode("utf-8", "surrogatepass")) <= ENV_VALUE_LIMIT:
+            exported[name] = text
+    return exported
+
+
+def env_name(path: str) -> str | None:
+    """`context.score_cmd` → `LL_CONTEXT_score_cmd`; `captured.t.output` →
+    `LL_CAPTURED_t__output`: the root upper-cased, names as written, joined by `__`.
+
+    Collision-free by construction: a path with a name that contains `__` or starts or ends
+    with `_` has no variable (two such paths could give the same name).
+    """
+    names = [name.strip() for name in path.split(".")]
+    if len(names) < 2 or names[0] not in ROOTS:
+        return None
+    if any("__" in n or n.startswith("_") or n.endswith("_") for n in names[1:]):
+        return None
+    return f"LL_{names[0].upper()}_" + "__".join(names[1:])
+
+
+def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
+    """Why text of type `kind` cannot go at this hole (of the `what`), and what to write
+    instead."""
+    position = hole.position
+    where = f"{position.why} (line {hole.line}, column {hole.column} of the {what})"
+    path = _LEADING_PATH.match(_spec_base(hole.expression.text))
+    variable = env_name(path.group(1)) if path else None
+    use_env = f'use "${variable}" in the script instead' if variable else "pass it another way"
+    if position.role is Role.CODE:
+        if kind == "command":
+            return where  # not refused: only used in messages
+        return (
+            f"text cannot go here: it is {where}; only a parameter declared `type: command` "
+            f"may be code — to hand this value to the code, {use_env}"
+        )
+    if position.role is Role.COMMENT:
+        return f"text cannot go here: it is {where}; move it out of the comment"
+    return (
+        f"text cannot go here: it is {where}; only an integer can — declare the parameter "
+        "`type: integer`, or convert with `| integer`"
+        + ("" if position.role is Role.ARITHMETIC else f", or {use_env}")
+    )
+
+
+def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
+    """The quoted text of one value at its position, or an `InterpolationError`."""
+    expr = hole.expression.text
+    position = hole.position
+    text = _text(expr, value)
+    if isinstance(value, Raw | ShellQuoted):
+        text = type(value)(text)
+    kind = value_type(expr, types)
+    try:
+        if position.role is Role.VALUE or isinstance(value, Raw):
+            return quote(text, position.context, position.in_heredoc)
+        if _is_integer(value, text, kind):
+            return quote(text.strip(), position.context, position.in_heredoc)
+        if position.role is Role.CODE and kind == "command":
+            return quote(str(text), position.context, position.in_heredoc)
+    except UnsafeValue as problem:
+        raise InterpolationError(
+            expr, f"{problem.reason} (position: {position.context.value})"
+        ) from None
+    if kind == "integer":
+        raise InterpolationError(
+            expr,
+            f"the value {_preview(text)} is not an integer, and "
+            + refusal(hole, "text").removeprefix("text cannot go here: "),
+        )
+    raise InterpolationError(expr, refusal(hole, "text"))
+
+
+def _is_integer(value: Any, text: str, kind: str) -> bool:
+    """An int (never a bool), or an integer-typed expression whose text is an integer."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return kind == "integer" and _INTEGER_TEXT.fullmatch(text) is not None
+
+
+def _preview(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:37] + "...")
+
+
+def _spec_base(text: str) -> str:
+    spec = _spec(text)
+    return text if isinstance(spec, str) else spec.base
+
+
+def _integer_path(base: str) -> str | None:
+    """`a.b | integer` → `a.b` (evaluated without Jinja), else None."""
+    head, bar, tail = base.rpartition("|")
+    if bar and tail.strip() == "integer" and _PATH.fullmatch(head):
+        return head.strip()
+    return None
+
+
+def _integer(expr: str, value: Any) -> int:
+    """The `| integer` filter: an integer, or an error naming the value (never a silent 0)."""
+    if isinstance(value, bool):
+        raise InterpolationError(expr, f"| integer: {value!r} is a boolean, not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
+        return int(value)
+    shown = _preview(value) if isinstance(value, str) else to_text(value)[:40]
+    raise InterpolationError(expr, f"| integer: {shown} is not an integer")
 
 
 def to_text(value: Any) -> str:
@@ -253,46 +475,49 @@ def _refuse_unclosed(parsed: _Parsed) -> None:
         raise InterpolationError(parsed.unclosed.text.rstrip(), "the expression has no closing '}'")
 
 
-@lru_cache(maxsize=512)
-def _shell_plan(template: str) -> tuple[tuple[str, ...], Scan]:
-    """The shell text around the placeholders, and where each placeholder sits (cached)."""
-    shadow = "".join(
-        PLACEHOLDER if isinstance(p, Expression) else p for p in _parse(template).pieces
+@lru_cache(maxsize=1024)
+def _shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
+    """Parse a shell template once: its expressions with their positions (cached by text)."""
+    expressions = [p for p in _parse(template).pieces if isinstance(p, Expression)]
+    try:
+        plan = layout(_literals(template))
+    except RecursionError:
+        plan = Layout((), problem="it nests too deeply to be checked")
+    if plan.problem is not None and not plan.positions:
+        return (), plan
+    holes = tuple(
+        ShellHole(e, p, *_line_column(template, e.start))
+        for e, p in zip(expressions, plan.positions, strict=True)
     )
-    return tuple(shadow.split(PLACEHOLDER)), scan(shadow)
+    return holes, plan
 
 
-def _check_heredocs(
-    scanned: Scan, segments: tuple[str, ...], quoted: list[str], expressions: list[Expression]
-) -> None:
+def _literals(template: str) -> list[str]:
+    """The shell text between the expressions of a template (one more than expressions)."""
+    literals = [""]
+    for piece in _parse(template).pieces:
+        if isinstance(piece, Expression):
+            literals.append("")
+        else:
+            literals[-1] += piece
+    return literals
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _check_heredocs(plan: Layout, quoted: list[str], expressions: list[Expression]) -> None:
     """Refuse values that would end a here-document early or lose a tab to `<<-`."""
-    offsets = [0]
-    for segment in segments[:-1]:
-        offsets.append(offsets[-1] + len(segment) + 1)  # shadow offset after each placeholder
-    for doc in scanned.heredocs:
-        inside = [k for k, pos in enumerate(scanned.positions) if doc.start <= pos < doc.end]
-        if not inside:
-            continue
-        body: list[tuple[str, bool]] = []
-        cursor = doc.start
-        for k in inside:
-            pos = scanned.positions[k]
-            body.append((_shadow_slice(segments, offsets, cursor, pos), False))
-            body.append((quoted[k], True))
-            cursor = pos + 1
-        body.append((_shadow_slice(segments, offsets, cursor, doc.end), False))
-        problem = check_heredoc(body, doc)
+    for doc in plan.heredocs:
+        body = [(piece, False) if isinstance(piece, str) else (quoted[piece], True)
+                for piece in doc.body]  # fmt: skip
+        problem = check_heredoc(body, doc.doc)
         if problem is not None:
+            inside = [piece for piece in doc.body if isinstance(piece, int)]
             culprit = next((k for k in inside if "\n" in quoted[k]), inside[0])
             raise InterpolationError(expressions[culprit].text, problem)
-
-
-def _shadow_slice(segments: tuple[str, ...], offsets: list[int], start: int, end: int) -> str:
-    """Literal text of the shadow script between two offsets that hold no placeholder."""
-    for index, base in enumerate(offsets):
-        if base <= start <= base + len(segments[index]):
-            return segments[index][start - base : end - base]
-    return ""
 
 
 # --- expressions -----------------------------------------------------------------------------
@@ -402,6 +627,8 @@ def _run(expr: str, function: Callable[..., Any], ns: Mapping[str, Any]) -> Any:
         return _Missing(problem.message or "undefined value")
     except SecurityError as problem:
         raise InterpolationError(expr, f"not allowed in the sandbox: {problem}") from None
+    except InterpolationError as problem:  # `| integer` refusing a value
+        raise InterpolationError(expr, problem.reason) from None
     except Exception as problem:
         raise InterpolationError(expr, f"{type(problem).__name__}: {problem}") from None
     if isinstance(value, Undefined):
@@ -455,8 +682,7 @@ def _node_problem(env: Any, node: Any) -> str | None:
         known = env.filters if isinstance(node, nodes.Filter) else env.tests
         if node.name not in known:
             kind = "filter" if isinstance(node, nodes.Filter) else "test"
-            close = difflib.get_close_matches(node.name, list(known), n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean_hint(node.name, known)
             return f"syntax error: No {kind} named {node.name!r}.{hint}"
     seen: set[str] = set()
     for keyword in node.kwargs:
@@ -521,6 +747,7 @@ def _environment() -> Any:
     env.filters["tojson"] = _tojson
     env.filters["raw"] = lambda value: Raw(to_text(value))
     env.filters["shell"] = lambda value: ShellQuoted(shell_quote(to_text(value)))
+    env.filters["integer"] = lambda value: _integer("| integer", value)
     return env
 
 

@@ -1,0 +1,693 @@
+"""The public Python API: everything `ll-loop` does, as functions with typed results.
+
+    >>> import engine
+    >>> result = engine.run("count.yaml")            # doctest: +SKIP
+    >>> result.outcome, result.steps                  # doctest: +SKIP
+    ('success', 7)
+
+`run` does what `ll-loop run` does — schema and lint (sub-loops included), credentials for LLM
+states, the scope lock, the run directory, history, LLM services, sub-loops — and writes nothing
+to `os.environ`: the run's variables go to its actions only. A run that cannot start raises a
+`LoopError` (`RunRefused` for lint errors, `LoadError` for a file that does not load,
+`LockConflict`, `PreflightError`, `UsageError`); a run that starts returns a `RunResult`, however
+it ends. The CLI commands are thin wrappers over these functions (docs/api.md).
+
+Importing this module is cheap: the loader, lint, the runtime and the LLM layer are imported by
+the function that needs them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
+from engine.model.loop import Loop
+
+if TYPE_CHECKING:
+    from engine._results import HistoryEntry, RunStatus, StopResult
+    from engine.load.yaml_positions import Positions
+    from engine.model.ports import Event, RunResult
+    from engine.run.locks import Lease
+    from engine.run.resume import RunSnapshot
+    from engine.run.session import Launch
+
+__all__ = [
+    "Diagnostic",
+    "Event",
+    "HistoryEntry",
+    "LoopError",
+    "RunRefused",
+    "RunResult",
+    "RunStatus",
+    "StopResult",
+    "events",
+    "history",
+    "iter_events",
+    "resume",
+    "run",
+    "status",
+    "stop",
+    "validate",
+]
+
+PathLike = str | os.PathLike[str]
+EventCallback = Callable[["Event"], None]
+DiagnosticCallback = Callable[[Diagnostic], None]
+
+
+class RunRefused(LoopError):
+    """The run did not start: lint found errors (`diagnostics` lists them)."""
+
+    code = "REFUSED"
+
+    def __init__(self, message: str, *, hint: str = "", diagnostics: tuple[Diagnostic, ...] = ()):
+        super().__init__(message, hint=hint)
+        self.diagnostics = diagnostics
+
+
+class LlmPreflightError(PreflightError):
+    """The run's LLM states cannot work (no key, no runner…): every problem, each one sentence."""
+
+    def __init__(self, problems: tuple[str, ...]) -> None:
+        super().__init__(problems[0], hint="fix the LLM settings, or use --replay RUN")
+        self.problems = problems
+
+
+# --- validate ----------------------------------------------------------------------------------
+
+
+def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]:
+    """Schema and lint diagnostics of a loop file (a path, or a name in `.loops/` or the
+    built-ins), in file order; `[]` when it is clean. A YAML or schema problem is a diagnostic
+    too. Raises `UsageError` when `path` names no loop."""
+    from engine.load.locate import resolve_loop
+
+    where = _Where.of(cwd)
+    return _check_file(resolve_loop(str(path), where.base), where)
+
+
+def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
+    """Load-time diagnostics, or (when the loop loads) every lint diagnostic."""
+    from engine.load.loader import check_loop_file
+
+    loop, positions, problems = check_loop_file(path)
+    if loop is None:
+        return problems
+    return _lint(loop, positions, where)
+
+
+def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagnostic]:
+    from lint import lint_loop
+
+    resolver = None
+    if _has_subloops(loop):
+        from engine.run.subloop import resolve_child
+
+        def resolver(ref: str) -> Loop | None:
+            return load_child(resolve_child(ref, loop.source, where.root))
+
+    return lint_loop(loop, positions, resolve_loop=resolver)
+
+
+_children: dict[tuple[str, int, int], Loop] = {}
+
+
+def load_child(path: Path) -> Loop:
+    """Load and lint a sub-loop file (cached by path, size and mtime); `SubloopError` when it
+    is invalid. A child is held to the same bar as a top-level run: schema and lint errors
+    refuse it. The runtime receives this as its child loader (docs/architecture.md)."""
+    from engine.load.loader import load_loop_with_positions
+    from engine.model.errors import LoadError
+    from engine.run.subloop import SubloopError
+    from lint import lint_loop
+
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    loop = _children.get(key)
+    if loop is None:
+        try:
+            loop, positions = load_loop_with_positions(path)
+        except LoadError as exc:
+            raise SubloopError(
+                f"child loop is invalid: {exc.message}", hint=f"see `ll-loop validate {path}`"
+            ) from None
+        errors = [d for d in lint_loop(loop, positions) if d.severity == "error"]
+        if errors:
+            first = errors[0]
+            raise SubloopError(
+                f"child loop is invalid: {first.location()}: {first.code} {first.message}",
+                hint=f"see `ll-loop validate {path}`",
+            )
+        _children[key] = loop
+    return loop
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+def run(
+    path_or_loop: PathLike | Loop,
+    *,
+    context: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    input: str | None = None,
+    max_steps: int | None = None,
+    replay: PathLike | None = None,
+    cache: bool = False,
+    lock: bool = True,
+    queue: bool = False,
+    queue_timeout: float | None = None,
+    on_event: EventCallback | None = None,
+    on_diagnostic: DiagnosticCallback | None = None,
+    cwd: PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    handle_signals: bool = True,
+) -> RunResult:
+    """Run a loop to its end, exactly as `ll-loop run` does; the `RunResult`.
+
+    `path_or_loop` is a file path, a loop name (`.loops/NAME.yaml`, then the built-ins) or a
+    loaded `Loop`. Values, later ones winning: the loop's `context` defaults, its parameters'
+    defaults, `context` (a value for a declared parameter is converted to its type; a loop that
+    declares `parameters` takes no other keys than those and its `context:` names),
+    `input` (as `context.input`, the CLI's INPUT), `inputs` (declared parameters only, like a
+    sub-loop's `with:`). `replay` is a run id or run directory whose LLM log answers every LLM
+    call. `lock=False` takes no scope lock; `queue` waits for overlapping runs (at most
+    `queue_timeout` seconds). `on_event` gets every event as it is written to `events.jsonl`;
+    `on_diagnostic` every lint finding before the first step. `cwd` is the working directory
+    (default: the process's): actions run there, and `.loops/` is at the project root above it
+    (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
+    `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
+    """
+    from engine.run.runstore import new_run_id
+
+    where = _Where.of(cwd)
+    loop, positions = _load(path_or_loop, where)
+    loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic)
+    if max_steps is not None:
+        if max_steps < 1:
+            raise UsageError(f"max_steps must be at least 1, got {max_steps}")
+        loop = replace(loop, max_steps=max_steps)
+    values = bind_context(loop, context or {}, inputs or {}, input)
+    replay_dir = _replay_dir(replay, where)
+    launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
+    run_id = new_run_id()
+    lease = _take_lock(launch, run_id, lock=lock, queue=queue, timeout=queue_timeout)
+    from engine.run.session import start_run
+
+    with lease:
+        return start_run(launch, run_id=run_id, lease_env=lease.env())
+
+
+def _load(path_or_loop: PathLike | Loop, where: _Where) -> tuple[Loop, Positions | None]:
+    if isinstance(path_or_loop, Loop):
+        return path_or_loop, None
+    from engine.load.loader import load_loop_with_positions
+    from engine.load.locate import resolve_loop
+
+    return load_loop_with_positions(resolve_loop(str(path_or_loop), where.base))
+
+
+def _checked(
+    loop: Loop,
+    positions: Positions | None,
+    where: _Where,
+    ref: str,
+    on_diagnostic: DiagnosticCallback | None,
+) -> Loop:
+    """Lint (children included) and the LLM preflight; raise when the run must not start."""
+    diagnostics = _lint(loop, positions, where)
+    if on_diagnostic is not None:
+        for diagnostic in diagnostics:
+            on_diagnostic(diagnostic)
+    errors = tuple(d for d in diagnostics if d.severity == "error")
+    if errors:
+        where_text = loop.source or loop.name
+        raise RunRefused(
+            f"{_count(len(errors), 'lint error')} in {where_text}; the run did not start",
+            hint=f"fix it, or see `ll-loop validate {ref}`",
+            diagnostics=errors,
+        )
+    return loop
+
+
+def _launch(
+    loop: Loop,
+    values: Mapping[str, Any],
+    where: _Where,
+    env: Mapping[str, str] | None,
+    replay_dir: Path | None,
+    cache: bool,
+    on_event: EventCallback | None,
+    handle_signals: bool,
+) -> Launch:
+    """The run's `Launch`, after the LLM preflight of every loop it will run."""
+    from engine.load.project import refuse_links
+    from engine.run.actions import output_cap
+    from engine.run.runstore import runs_root
+    from engine.run.session import Launch
+
+    launch = Launch(
+        loop=loop,
+        context=values,
+        root=where.root,
+        workdir=where.workdir,
+        env=dict(os.environ if env is None else env),
+        load_child=load_child if _has_subloops(loop) else None,
+        replay_from=replay_dir,
+        cache=cache,
+        on_event=on_event,
+        handle_signals=handle_signals,
+    )
+    output_cap(launch.env)  # a bad LL_MAX_OUTPUT_BYTES refuses the run before it starts
+    refuse_links(runs_root(where.root))  # as does a planted .loops/ or .loops/runs link
+    _llm_preflight(launch)
+    return launch
+
+
+def _llm_preflight(launch: Launch) -> None:
+    """Stop with every LLM problem of the run's loops (a child's named as such), each once: a
+    child's judge without credentials stops the run before its first step, not halfway."""
+    family = [launch.loop]
+    if launch.load_child is not None:
+        from engine.run.subloop import static_family
+
+        family = static_family(launch.loop, launch.root, launch.load_child)
+    family = [member for member in family if member.uses_llm()]
+    if not family:
+        return
+    from engine.llm import llm_preflight
+
+    replaying = launch.replay_from is not None
+    problems: list[str] = []
+    for member in family:
+        found = llm_preflight(member, replay=replaying, replay_from=launch.replay_from)
+        if member is not launch.loop:
+            found = [f"child loop {member.name!r}: {problem}" for problem in found]
+        problems += [problem for problem in found if problem not in problems]
+    if problems:
+        raise LlmPreflightError(tuple(problems))
+
+
+def bind_context(
+    loop: Loop,
+    context: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    input: str | None = None,
+    *,
+    strict: bool = True,
+) -> dict[str, Any]:
+    """The run's starting context: `context` defaults ← parameter defaults ← `context` ←
+    `input` (as `context.input`) ← `inputs`. Values for declared parameters are converted to
+    their types; `inputs` may name declared parameters only; a required one must be given.
+    A loop that declares `parameters` takes in `context` only those, its `context:` names and
+    `input` (`strict=False`: any key, for a resumed run's saved context)."""
+    from engine.model.params import ParameterError, check_caller_keys, coerce
+
+    values = dict(loop.context)
+    for name, param in loop.parameters.items():
+        if param.has_default and name not in values:
+            values[name] = param.default
+    unknown = sorted(set(inputs) - set(loop.parameters))
+    if unknown:
+        names = ", ".join(sorted(loop.parameters)) or "none"
+        raise UsageError(
+            f"loop {loop.name!r} has no parameter {unknown[0]!r} (declared: {names})",
+            hint="pass only declared parameters as inputs, or put other values in context",
+        )
+    if strict:
+        check_caller_keys(loop, context)
+    given = {**context, **({} if input is None else {"input": input}), **inputs}
+    for key, value in given.items():
+        declared = loop.parameters.get(key)
+        if declared is None:
+            values[key] = value
+            continue
+        try:
+            values[key] = coerce(declared, value, loop.name)
+        except ParameterError as exc:
+            raise UsageError(
+                exc.message, hint=f"pass a value of the declared type (--context {key}=...)"
+            ) from None
+    missing = [n for n, p in loop.parameters.items() if p.required and n not in values]
+    if missing:
+        raise UsageError(
+            f"loop {loop.name!r} requires parameter {missing[0]!r}",
+            hint=f"pass --context {missing[0]}=VALUE",
+        )
+    return values
+
+
+def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:
+    """A run id under `.loops/runs/`, or a run directory path."""
+    if replay is None:
+        return None
+    from engine.run.runstore import runs_root
+
+    for candidate in (runs_root(where.root) / str(replay), where.path(replay)):
+        if candidate.is_dir():
+            return candidate
+    raise UsageError(
+        f"no run {str(replay)!r} to replay",
+        hint="pass a run id from .loops/runs/ or a run directory",
+    )
+
+
+def _take_lock(
+    launch: Launch, run_id: str, *, lock: bool, queue: bool, timeout: float | None
+) -> Lease:
+    """Hold the loop's `scope` for this run: fail fast on an overlapping live run
+    (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
+    started by one of this run's actions inherits the lease through its environment."""
+    from engine.run.locks import acquire_scope, no_lock
+
+    if not lock:
+        return no_lock(launch.root, run_id)
+    return acquire_scope(
+        launch.root, run_id, launch.loop.scope, queue=queue, timeout=timeout, env=launch.env
+    )
+
+
+# --- resume ----------------------------------------------------------------------------------
+
+
+def resume(
+    run_id: str,
+    *,
+    lock: bool = True,
+    queue: bool = False,
+    queue_timeout: float | None = None,
+    on_event: EventCallback | None = None,
+    on_diagnostic: DiagnosticCallback | None = None,
+    on_notice: Callable[[str], None] | None = None,
+    cwd: PathLike | None = None,
+    env: Mapping[str, str] | None = None,
+    handle_signals: bool = True,
+) -> RunResult:
+    """Continue an interrupted or stopped run (id or unique prefix) from its last boundary.
+
+    The state that was running when the run died runs again from its start (its effects may
+    happen twice: actions should be idempotent). Context, captures, step and retry counters are
+    those of the last boundary. `on_notice` hears what the resume repaired on the way.
+    """
+    from engine.run.interpreter import RunState
+    from engine.run.resume import end_orphaned_actions, find_run, repair_events, restore_state
+    from engine.run.runstore import RunStore, read_state
+    from engine.run.session import Resumed, start_run
+
+    where = _Where.of(cwd)
+    notice = on_notice or (lambda _text: None)
+    snapshot = find_run(run_id, where.root)
+    _check_resumable(snapshot)
+    if restore_state(snapshot.dir):
+        notice("state.json did not parse; resuming from the boundary before it")
+    saved = read_state(snapshot.dir / "state.json")
+    loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
+    loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
+    loop = _with_original_budget(loop, saved)
+    # the saved values still fit the loop (names it no longer declares are its own business)
+    bind_context(loop, saved.get("context", {}), {}, strict=False)
+    if snapshot.current not in loop.states:
+        raise UsageError(
+            f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
+            f"{loop.source} no longer has",
+            hint="restore the state in the loop file, or start a new run",
+        )
+    launch = _launch(loop, saved.get("context", {}), where, env, None, False, on_event,
+                     handle_signals)  # fmt: skip
+    lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
+    with lease:
+        store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
+        dropped = repair_events(store.events_path)
+        # The state runs again: an action the killed run left running must not run alongside.
+        ended = end_orphaned_actions(snapshot.run_id)
+        if ended:
+            notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
+        state = RunState.from_json(store.load_state())
+        state.status, state.result = "running", None
+        note = {
+            "previous_status": snapshot.status,
+            "repaired_bytes": dropped,
+            "ended_actions": ended,
+        }
+        resumed = Resumed(store, state, note)
+        return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
+
+
+def _check_resumable(snapshot: RunSnapshot) -> None:
+    if snapshot.status == "finished":
+        result = snapshot.result or {}
+        raise UsageError(
+            f"run {snapshot.run_id} already finished ({result.get('outcome')}, "
+            f"{result.get('terminated_by')} in state {snapshot.current!r}); there is nothing "
+            "to resume",
+            hint=f"start a new run with `ll-loop run {snapshot.loop_file or snapshot.loop}`",
+        )
+    if snapshot.status == "running":
+        raise UsageError(
+            f"run {snapshot.run_id} is still running (pid {snapshot.pid})",
+            hint=f"stop it first with `ll-loop stop {snapshot.run_id}`",
+        )
+
+
+def _with_original_budget(loop: Loop, saved: Mapping[str, Any]) -> Loop:
+    """The loop with the `max_steps` the run started with (`run --max-steps` is not in the file)."""
+    budget = saved.get("max_steps")
+    if isinstance(budget, int) and budget >= 1 and budget != loop.max_steps:
+        return replace(loop, max_steps=budget)
+    return loop
+
+
+# --- status, stop, history, events -------------------------------------------------------------
+
+
+@overload
+def status(run_id: str, *, include_finished: bool = ..., cwd: PathLike | None = ...) -> RunStatus:
+    ...
+
+
+@overload
+def status(
+    run_id: None = ..., *, include_finished: bool = ..., cwd: PathLike | None = ...
+) -> list[RunStatus]:
+    ...
+
+
+def status(
+    run_id: str | None = None, *, include_finished: bool = False, cwd: PathLike | None = None
+) -> RunStatus | list[RunStatus]:
+    """One run's status (id or unique prefix; the action groups a dead run left running
+    included), or every live run — queued ones first — plus finished ones with
+    `include_finished`."""
+    from engine.run.resume import find_run, list_runs, orphaned_actions
+
+    where = _Where.of(cwd)
+    if run_id is not None:
+        snapshot = find_run(run_id, where.root)
+        # A dead run's actions may still be running (SIGKILL cannot take them along).
+        left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
+        return _status_of(snapshot, tuple(left))
+    snapshots = [s for s in list_runs(where.root) if include_finished or s.status != "finished"]
+    queued = _queued(where.root, {s.run_id for s in snapshots})
+    return [*queued, *(_status_of(s) for s in snapshots)]
+
+
+def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStatus:
+    from engine._results import RunStatus
+
+    result = snapshot.result or {}
+    return RunStatus(
+        run_id=snapshot.run_id,
+        status=snapshot.status,
+        loop=snapshot.loop,
+        loop_file=snapshot.loop_file,
+        state=snapshot.current,
+        steps=snapshot.steps,
+        elapsed_s=snapshot.elapsed_s(),
+        started_at=snapshot.started_at,
+        pid=snapshot.pid,
+        alive=snapshot.alive,
+        outcome=result.get("outcome"),
+        terminated_by=result.get("terminated_by"),
+        error=result.get("error"),
+        run_dir=snapshot.dir,
+        resumable=snapshot.resumable,
+        orphaned_actions=orphaned,
+    )
+
+
+def _queued(root: Path, known: set[str]) -> list[RunStatus]:
+    """Runs waiting with `queue` for a scope lock: they have no run directory yet."""
+    if not (root / ".loops" / "locks").is_dir():
+        return []
+    import time
+
+    from engine._results import RunStatus
+    from engine.run.locks import holders
+
+    return [
+        RunStatus(
+            run_id=record.run_id,
+            status="queued",
+            elapsed_s=max(0.0, time.time() - record.queued_at),
+            pid=record.pid,
+            alive=True,
+            waiting_for=record.paths,
+        )
+        for record in holders(root)
+        if not record.holding and record.run_id not in known
+    ]
+
+
+def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> StopResult:
+    """Stop a run gracefully (SIGTERM; it stays resumable) and wait up to `wait` seconds for it
+    to end. A run still waiting in the lock queue is simply ended; for a run that was killed,
+    the actions it left running are ended. `UsageError` when there is nothing to stop."""
+    import contextlib
+    import signal
+    import time
+
+    from engine._results import StopResult
+    from engine.run.locks import process_alive
+    from engine.run.resume import end_orphaned_actions, find_run, read_run
+
+    where = _Where.of(cwd)
+    waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
+    if len(waiting) == 1 and waiting[0].pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(waiting[0].pid, signal.SIGTERM)
+        return StopResult(waiting[0].run_id, stopped=True, was="queued")
+    snapshot = find_run(run_id, where.root)
+    if snapshot.status == "finished":
+        raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
+    if not snapshot.alive or snapshot.pid is None:
+        ended = end_orphaned_actions(snapshot.run_id)  # a killed run's action may still run
+        if ended:
+            was: Literal["interrupted", "stopped"] = (
+                "stopped" if snapshot.status == "stopped" else "interrupted"
+            )
+            return StopResult(
+                snapshot.run_id, True, was, _status_of(snapshot), ended_actions=tuple(ended)
+            )
+        raise UsageError(
+            f"run {snapshot.run_id} is not running (status {snapshot.status}, its process is gone)",
+            hint=f"continue it with `ll-loop resume {snapshot.run_id}`",
+        )
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(snapshot.pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and process_alive(snapshot.pid, snapshot.pid_start):
+        time.sleep(0.05)
+    after = read_run(snapshot.dir) or snapshot
+    stopped = not process_alive(snapshot.pid, snapshot.pid_start)
+    return StopResult(snapshot.run_id, stopped, "running", _status_of(after))
+
+
+def history(
+    loop: str | None = None, *, limit: int = 20, cwd: PathLike | None = None
+) -> list[HistoryEntry]:
+    """Past runs from `.loops/history.db`, newest first (of one loop when `loop` is given)."""
+    from dataclasses import asdict
+
+    from engine._results import HistoryEntry
+    from engine.run.history import history_path, open_history
+    from engine.run.resume import read_run
+    from engine.run.runstore import runs_root
+
+    where = _Where.of(cwd)
+    if not history_path(where.root).exists():
+        return []
+    with open_history(where.root) as db:
+        rows = db.runs(loop, limit=limit)
+    entries = []
+    for row in rows:
+        live = "finished"
+        if row.ended_at is None:
+            snapshot = read_run(runs_root(where.root) / row.run_id)
+            live = snapshot.status if snapshot else "interrupted"
+        entries.append(HistoryEntry(**asdict(row), status=live))
+    return entries
+
+
+def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:
+    """Every event of one run (id or unique prefix) as written to its `events.jsonl`."""
+    return list(iter_events(run_id, cwd=cwd))
+
+
+def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
+    """The events of one run, read from `events.jsonl` one at a time as they are consumed: a
+    run of any length is walked in constant memory (`ll-loop history RUN` streams with it).
+    The run is looked up at the call, before the first event is asked for."""
+    from engine.run.resume import find_run
+
+    snapshot = find_run(run_id, _Where.of(cwd).root)
+    return _events_of(snapshot.dir / "events.jsonl")
+
+
+def _events_of(path: Path) -> Iterator[Event]:
+    from engine.model.ports import Event
+    from engine.run.resume import read_events
+
+    for line in read_events(path):
+        fields = {k: v for k, v in line.items() if k not in ("event", "run_id")}
+        yield Event(str(line.get("event", "")), str(line.get("run_id", "")), fields)
+
+
+# --- shared ------------------------------------------------------------------------------------
+
+
+class _Where:
+    """Where a call works: `base` resolves relative paths typed by the caller (None: the
+    process's working directory, and paths stay as given in messages); `workdir` is where
+    actions run; `root` is the project root above it, which holds `.loops/` (found as git finds
+    `.git`: `engine.load.project`)."""
+
+    __slots__ = ("base", "root", "workdir")
+
+    def __init__(self, base: Path | None, root: Path, workdir: Path | None = None) -> None:
+        self.base, self.root = base, root
+        self.workdir = root if workdir is None else workdir
+
+    @classmethod
+    def of(cls, cwd: PathLike | None) -> _Where:
+        from engine.load.project import project_root
+
+        base = None if cwd is None else Path(cwd)
+        workdir = Path.cwd() if base is None else base.resolve()
+        return cls(base, project_root(workdir), workdir)
+
+    def path(self, value: PathLike) -> Path:
+        path = Path(value)
+        return path if self.base is None or path.is_absolute() else self.base / path
+
+
+def _has_subloops(loop: Loop) -> bool:
+    return any(s.is_subloop for s in loop.states.values())
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+_LAZY = {
+    "Event": "engine.model.ports",
+    "RunResult": "engine.model.ports",
+    "HistoryEntry": "engine._results",
+    "RunStatus": "engine._results",
+    "StopResult": "engine._results",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The result types, imported on first use (see `engine._results`)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine.api' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,47 @@
+"""Finding a loop file from what a user typed: a path, or a name looked up in `.loops/` and
+then in the built-in loops."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.load.resources import builtin_loops_dir
+from engine.model.errors import UsageError
+
+SUFFIXES = (".yaml", ".yml")
+
+
+def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
+    """A loop reference is a path, else `.loops/NAME.yaml`, else a built-in loop NAME.
+
+    A relative path is taken from `cwd` (the working directory when None, and then returned as
+    typed, so messages show the path the user wrote)."""
+    candidate = Path(ref)
+    if cwd is not None and not candidate.is_absolute():
+        candidate = cwd / candidate
+    if candidate.suffix in SUFFIXES or os.sep in ref or candidate.exists():
+        if candidate.is_file():
+            return candidate
+        raise UsageError(
+            f"no loop file at {ref}",
+            hint="pass an existing .yaml path, or a loop name from `ll-loop list`",
+        )
+    for folder in (loops_dir(cwd), builtin_loops_dir()):
+        for suffix in SUFFIXES:
+            path = folder / f"{ref}{suffix}"
+            if path.is_file():
+                return path
+    raise UsageError(
+        f"no loop named {ref!r} in .loops/ or the built-ins",
+        hint="run `ll-loop list` to see the loops available here",
+    )
+
+
+def loops_dir(cwd: Path | None = None) -> Path:
+    """The `.loops/` directory of the project `cwd` (the working directory when None) is in:
+    at its root, found upward as git finds `.git` (`engine.load.project`)."""
+    from engine.load.project import loops_dir as project_loops
+    from engine.load.project import project_root
+
+    return project_loops(project_root(cwd))

@@ -1,0 +1,123 @@
+"""Values for a loop's `parameters`: the one conversion every caller shares.
+
+A sub-loop's `with:`, `ll-loop run --context`, the Python API's `context=` and `inputs=`, and
+lint's check of literal `with:` values all convert through `coerce`, so a value that lint accepts
+is exactly a value the run accepts. Pure: no IO, no runtime.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from engine.model.errors import LoopError, UsageError
+from engine.model.loop import Loop, Parameter
+
+
+class ParameterError(LoopError):
+    """A value does not fit the parameter it is given for (type or enum)."""
+
+    code = "PARAM"
+
+
+def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
+    """`value` as `param.type` (strings parsed when they read as that type), checked for enum.
+
+    Strings are parsed where the type asks for it (`"3"` for an integer), because values often
+    come from text: command-line flags, or action output interpolated into `with:`.
+    """
+    converted = _convert(param.type, value)
+    if converted is _MISMATCH:
+        raise ParameterError(
+            f"parameter {param.name!r} of loop {loop_name!r} must be {_ARTICLE[param.type]}, "
+            f"got {json.dumps(value, default=str)}",
+            hint="fix the value in the state's `with:`",
+        )
+    if param.enum is not None and converted not in param.enum:
+        allowed = ", ".join(json.dumps(v) for v in param.enum)
+        raise ParameterError(
+            f"parameter {param.name!r} of loop {loop_name!r} must be one of {allowed}, "
+            f"got {json.dumps(converted, default=str)}",
+            hint="fix the value in the state's `with:`",
+        )
+    return converted
+
+
+_MISMATCH = object()
+_ARTICLE = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "an array",
+    "object": "an object",
+    "any": "any value",
+    "command": "a command line (a string)",
+}
+
+
+def _convert(kind: str, value: Any) -> Any:
+    if kind == "any":
+        return value
+    if kind in ("string", "command"):
+        return value if isinstance(value, str) else _MISMATCH
+    if isinstance(value, str):
+        value = _parse_text(kind, value.strip())
+    if kind == "boolean":
+        return value if isinstance(value, bool) else _MISMATCH
+    if isinstance(value, bool):
+        return _MISMATCH  # True is an int in Python, never an integer or number here
+    if kind == "integer":
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value if isinstance(value, int) else _MISMATCH
+    if kind == "number":
+        if isinstance(value, float) and not math.isfinite(value):
+            return _MISMATCH  # NaN and infinity are no number a loop can use
+        return value if isinstance(value, int | float) else _MISMATCH
+    if kind == "array":
+        return list(value) if isinstance(value, list | tuple) else _MISMATCH
+    if kind == "object":
+        return dict(value) if isinstance(value, Mapping) else _MISMATCH
+    return _MISMATCH
+
+
+def _parse_text(kind: str, text: str) -> Any:
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(text.lower(), text)
+    try:  # NaN and Infinity are not numbers a loop can use (JSON has neither either)
+        if kind in {"integer", "number", "array", "object"}:
+            return json.loads(text, parse_constant=_no_constant)
+        return text
+    except ValueError:
+        return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def check_caller_keys(loop: Loop, keys: Iterable[str], flag: str = "--context") -> None:
+    """Refuse a value for a name `loop` does not know, when it declares `parameters`.
+
+    Declared parameters are the loop's contract with its callers, so an undeclared key is a
+    typo until proven otherwise (`--context tagret=x` would otherwise run with the default).
+    Names under `context:` and the positional `input` stay accepted. A loop without
+    `parameters` takes any key, as before.
+    """
+    if not loop.parameters:
+        return
+    known = {*loop.parameters, *loop.context, "input"}
+    for key in keys:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known - {"input"}), n=1, cutoff=0.6)
+        declared = ", ".join(sorted(loop.parameters))
+        raise UsageError(
+            f"loop {loop.name!r} declares no parameter {key!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else ""),
+            hint=f"its parameters are {declared}; pass {flag} NAME=VALUE for one of them",
+        )

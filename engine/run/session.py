@@ -1,0 +1,201 @@
+"""One run of a checked loop, wired end to end (IO): run directory, actions and their
+environment, LLM services, sub-loops, history, signals.
+
+The caller (the Python API) has already done what may refuse a run — load, lint, credentials,
+the scope lock — and hands over a `Launch`. What happens here never refuses: it creates the run
+directory (or takes a resumed run's), runs the interpreter to the end and records the run in
+`.loops/history.db`. Nothing is written to `os.environ`: the run's own variables (`LL_RUN_ID`,
+`LL_RUN_DIR`, the lease) go into the environment of its actions only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from engine.model.loop import Loop
+from engine.model.ports import Event, Recorder, RunResult
+from engine.model.terminal import printable
+from engine.run.actions import ActionRunner, output_cap
+from engine.run.history import RunRecorder
+from engine.run.interpreter import RunState, Runtime, StopSignal, run
+from engine.run.locks import process_start_time
+from engine.run.runstore import RunStore, now_iso, runs_root
+from engine.run.subloop import ChildLoader
+
+EventListener = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything a run needs once it has been allowed to start."""
+
+    loop: Loop
+    context: Mapping[str, Any]
+    root: Path  # the project root: `.loops/` lives here, `scope:` paths resolve from it
+    env: Mapping[str, str]  # the actions' environment, before the run adds its own variables
+    workdir: Path | None = None  # where actions run (None: the root); the caller's directory
+    load_child: ChildLoader | None = None  # loads and checks a sub-loop (None: no sub-loops)
+    replay_from: Path | None = None  # answer LLM calls from this earlier run directory
+    cache: bool = False
+    on_event: EventListener | None = None
+    handle_signals: bool = True  # SIGTERM/SIGINT stop the run gracefully (main thread only)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """An interrupted run to continue: its directory, its saved state and what the resume did
+    before it (fields of the `loop_resume` event)."""
+
+    store: RunStore
+    state: RunState
+    note: Mapping[str, Any]
+
+
+def start_run(
+    launch: Launch,
+    *,
+    run_id: str,
+    lease_env: Mapping[str, str] | None = None,
+    resume: Resumed | None = None,
+) -> RunResult:
+    """Create the run directory (or take a resumed run's), wire the IO, run to the end."""
+    loop = launch.loop
+    store = resume.store if resume is not None else RunStore.create(runs_root(launch.root), run_id)
+    env = {
+        **launch.env,
+        **(lease_env or {}),
+        "LL_RUN_ID": store.run_id,
+        "LL_RUN_DIR": str(store.artifacts_dir),
+    }
+    workdir = launch.root if launch.workdir is None else launch.workdir
+    actions = ActionRunner(
+        cwd=workdir, env=env, outputs_dir=store.outputs_dir, max_output=output_cap(env)
+    )
+    stop = StopSignal(listeners=[actions.terminate])
+    recorder: Recorder = store
+    if launch.on_event is not None:
+        recorder = _Tee(store, launch.on_event)
+    runtime = Runtime(
+        recorder=recorder,
+        actions=actions,
+        artifacts_dir=store.artifacts_dir,
+        outputs_dir=store.outputs_dir,
+        save_state=store.save_state,
+        stop=stop,
+    )
+    if launch.load_child is not None and any(s.is_subloop for s in loop.states.values()):
+        from engine.run.subloop import make_hook
+
+        runtime.run_subloop = make_hook(launch.root, launch.load_child)
+    if loop.uses_llm() or _family_uses_llm(launch):
+        from engine.llm import create_llm_services
+
+        runtime.llm = create_llm_services(
+            loop,
+            run_dir=store.dir,
+            recorder=recorder,
+            replay_from=launch.replay_from,
+            cache=launch.cache,
+        )
+    state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
+    state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
+    if resume is not None:  # name this process at once: `status`/`stop` must see it alive
+        store.save_state(state.to_json())
+        recorder.emit(
+            "loop_resume",
+            depth=0,
+            step=state.steps,
+            state=state.current,
+            loop=loop.name,
+            max_steps=loop.max_steps,
+            cost_usd=state.cost_usd,
+            **resume.note,
+        )
+    started = now_iso()
+    history = RunRecorder(launch.root, warn=_warn)
+    history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
+    previous = _install_stop_handlers(stop) if launch.handle_signals else {}
+    try:
+        result = run(loop, state, runtime)
+        if result.terminated_by == "stopped":
+            # The run no longer belongs to this process, which may live on (a Python caller):
+            # without its pid the run reads as stopped, and can be resumed, at once.
+            state.pid = state.pid_start = None
+            store.save_state(state.to_json())
+    finally:
+        _restore_handlers(previous)
+        actions.close()
+        store.close()
+    history.write(lambda h: h.record_run_end(result))
+    return result
+
+
+def _fresh_state(launch: Launch, run_id: str) -> RunState:
+    loop = launch.loop
+    return RunState(
+        run_id=run_id,
+        loop=loop.name,
+        loop_file=str(Path(loop.source).resolve()) if loop.source else "",
+        current=loop.initial,
+        context=dict(launch.context),
+        started_at=now_iso(),
+        max_steps=loop.max_steps,
+    )
+
+
+def _family_uses_llm(launch: Launch) -> bool:
+    """A sub-loop named literally that calls an LLM: one set of services serves the whole run
+    (replay, cache and the cost limit see the children's calls too)."""
+    if launch.load_child is None or not any(s.is_subloop for s in launch.loop.states.values()):
+        return False
+    from engine.run.subloop import static_family
+
+    family = static_family(launch.loop, launch.root, launch.load_child)
+    return any(member.uses_llm() for member in family)
+
+
+def _warn(message: str) -> None:
+    """A problem that does not stop the run (history): one line on stderr, shown not obeyed."""
+    print(printable(message), file=sys.stderr)
+
+
+class _Tee:
+    """The run's recorder when a caller listens: the run directory first, then the listener."""
+
+    def __init__(self, store: RunStore, listener: EventListener) -> None:
+        self.store = store
+        self.listener = listener
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.store.emit(event, **fields)
+        self.listener(Event(event, self.store.run_id, fields))
+
+
+def _install_stop_handlers(stop: StopSignal) -> dict[int, Any]:
+    """SIGTERM / SIGINT stop the run gracefully: the action's group is killed, state is saved.
+
+    Only the main thread may install signal handlers; a run started from another thread is
+    stopped through its process's own handlers (or `ll-loop stop` finds nothing to signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.request(f"stopped by {signal.Signals(signum).name}")
+
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, handle)
+    return previous
+
+
+def _restore_handlers(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)

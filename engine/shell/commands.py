@@ -1,0 +1,401 @@
+"""What a simple command does with each of its arguments, from the literal words around it.
+
+The bash grammar says where a word is; it does not say that `eval` runs its arguments as code,
+that `printf -v` takes a variable name, or that `env FOO=1 bash -c` runs the word after `-c`.
+This module knows those commands: `argument_role(words, index)` tells what happens to the word at
+`index` of a simple command (`words[0]` is the command name; `None` is a word not known before
+the script runs, such as an interpolated value or `$var`).
+
+Wrappers (`command`, `builtin`, `exec`, `env`, `sudo`, `timeout`, `xargs`, ...) are looked
+through to the command they run. A command name that is only known at run time (`$tool arg`)
+makes its arguments unknown: they could be `eval`'s. The tables are explicit rather than clever;
+a program missing here (a language interpreter with its own way to run text) is the boundary
+documented in docs/format.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Role(Enum):
+    """What bash (or the program) does with a word, ordered from harmless to most restrictive."""
+
+    VALUE = 0
+    """Only expanded: quoting the value for its position makes it exactly that text."""
+    CODE = 1
+    """Run as code (or chooses what runs): only a `type: command` value may go here."""
+    COMMENT = 2
+    """In a `#` comment, which a newline in the value would end: only integers."""
+    ARITHMETIC = 3
+    """Evaluated as arithmetic, where `a[$(cmd)]` runs `cmd`: only integers."""
+    NAME = 4
+    """Read as a variable name, whose subscript is arithmetic: only integers."""
+    UNKNOWN = 5
+    """Nothing known about it: refused for anything but an integer (fail closed)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    role: Role
+    why: str = ""
+
+
+VALUE = Verdict(Role.VALUE)
+Word = str | None
+
+# Commands that run every argument as code (or as a file of code).
+_CODE_ALL = {
+    "eval": "an argument of `eval`, which runs it as code",
+    "trap": "an argument of `trap`, which runs it as code",
+    "alias": "an argument of `alias`, whose text runs as code",
+    "source": "an argument of `source`, which runs a file as code",
+    ".": "an argument of `.`, which runs a file as code",
+    "watch": "an argument of `watch`, which runs it with `sh -c`",
+    "ssh": "an argument of `ssh`, which runs it as a remote command",
+    "parallel": "an argument of `parallel`, which runs it as code",
+    "bind": "an argument of `bind`, which can bind keys to code",
+    "complete": "an argument of `complete`, which can run code",
+    "compgen": "an argument of `compgen`, which can run code",
+    "enable": "an argument of `enable`, which can load a builtin",
+    "fc": "an argument of `fc`, which re-runs commands",
+    "su": "an argument of `su`, which runs a shell",
+    "runuser": "an argument of `runuser`, which runs a shell",
+    "script": "an argument of `script`, which can run a command",
+}
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+
+# Interpreters: the options after which the next word is a program text, and options that take
+# an argument (which is then a value); the first non-option word is a script file (code).
+_INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
+    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-I", "-x"})),
+    "ruby": (frozenset({"-e", "-r"}), frozenset({"-I", "-C"})),
+    "node": (
+        frozenset({"-e", "--eval", "-p", "--print", "-r", "--require", "--import"}),
+        frozenset(),
+    ),
+    "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset({"-c", "-d", "-z"})),
+    "lua": (frozenset({"-e", "-l"}), frozenset()),
+    "Rscript": (frozenset({"-e"}), frozenset()),
+    "pwsh": (frozenset({"-c", "-Command", "-command", "-EncodedCommand"}), frozenset()),
+    "osascript": (frozenset({"-e"}), frozenset()),
+    "awk": (
+        frozenset({"-f", "--file", "-e", "--source", "-i", "--include"}),
+        frozenset({"-v", "-F", "--assign", "--field-separator"}),
+    ),
+    "sed": (frozenset({"-e", "--expression", "-f", "--file"}), frozenset({"-l", "--line-length"})),
+}
+_INTERPRETER_ALIASES = {
+    "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
+    "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk", "busybox": "sh",
+    "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Wrapper:
+    """A command that runs another: options (those taking an argument listed), then a fixed
+    number of operands (a duration, a directory), then the command."""
+
+    with_argument: frozenset[str] = frozenset()
+    operands: int = 0
+    code_options: frozenset[str] = frozenset()  # options whose argument is code
+    skips_assignments: bool = False  # `env A=1 cmd`
+
+
+_WRAPPERS: dict[str, _Wrapper] = {
+    "builtin": _Wrapper(),
+    "command": _Wrapper(),
+    "exec": _Wrapper(frozenset({"-a"})),
+    "nohup": _Wrapper(),
+    "time": _Wrapper(),
+    "coproc": _Wrapper(),
+    "nice": _Wrapper(frozenset({"-n", "--adjustment"})),
+    "ionice": _Wrapper(frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"})),
+    "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e"})),
+    "setsid": _Wrapper(),
+    "unbuffer": _Wrapper(),
+    "env": _Wrapper(
+        frozenset({"-u", "--unset", "-C", "--chdir"}),
+        code_options=frozenset({"-S", "--split-string"}),
+        skips_assignments=True,
+    ),
+    "timeout": _Wrapper(frozenset({"-s", "--signal", "-k", "--kill-after"}), operands=1),
+    "chroot": _Wrapper(frozenset({"--userspec", "--groups"}), operands=1),
+    "flock": _Wrapper(
+        frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
+        operands=1,
+        code_options=frozenset({"-c", "--command"}),
+    ),
+    "sudo": _Wrapper(
+        frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+        code_options=frozenset({"-s", "-i", "--shell", "--login"}),
+    ),
+    "doas": _Wrapper(frozenset({"-u", "-C"}), code_options=frozenset({"-s"})),
+    "xargs": _Wrapper(
+        frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"})
+    ),
+}
+
+# Builtins whose arguments are variable names, or after which one is: (option → role of its
+# argument); `None` for the role of the other operands.
+_NAME_OPTION = frozenset({"-v", "-R"})
+
+
+def argument_role(words: Sequence[Word], index: int) -> Verdict:
+    """What happens to `words[index]` when the simple command `words` runs."""
+    return _role(list(words), index, depth=0)
+
+
+def _role(words: list[Word], index: int, depth: int) -> Verdict:
+    if index == 0:
+        return Verdict(Role.CODE, "the command name: the value would choose the program to run")
+    name = words[0]
+    if name is None:
+        return Verdict(
+            Role.UNKNOWN,
+            "an argument of a command whose name is known only when the script runs "
+            "(it could be `eval`)",
+        )
+    base = name.rsplit("/", 1)[-1]
+    if depth > 8:
+        return Verdict(Role.UNKNOWN, "an argument of a deeply wrapped command")
+    if base in _CODE_ALL:
+        return Verdict(Role.CODE, _CODE_ALL[base])
+    if base == "let":
+        return Verdict(Role.ARITHMETIC, "an argument of `let`, which evaluates it as arithmetic")
+    if base in _DECLARE:
+        return _declare_role(base, words, index)
+    if base in ("printf", "read", "mapfile", "readarray", "unset", "getopts", "wait", "test"):
+        return _builtin_role(base, words, index)
+    if base == "command" and any(w in ("-v", "-V") for w in words[1:index]):
+        return VALUE  # `command -v x` only looks a name up
+    if base in _WRAPPERS:
+        return _wrapped_role(base, _WRAPPERS[base], words, index, depth)
+    if base == "find":
+        return _find_role(words, index, depth)
+    if base in _SHELLS:
+        return _shell_role(base, words, index)
+    interpreter = _INTERPRETER_ALIASES.get(base, base)
+    if interpreter in _INTERPRETERS:
+        return _interpreter_role(base, interpreter, words, index)
+    return VALUE
+
+
+_DECLARE = frozenset({"declare", "typeset", "local", "export", "readonly"})
+
+
+def declare_flags(words: Sequence[Word]) -> tuple[bool, bool, bool]:
+    """(integer, nameref, unknown) flags of a `declare`-family command's option words."""
+    integer = nameref = unknown = False
+    for word in words[1:]:
+        if word is None:
+            unknown = True
+            continue
+        if word == "--":
+            break
+        if len(word) > 1 and word[0] in "-+" and "=" not in word:
+            integer = integer or "i" in word
+            nameref = nameref or "n" in word
+    return integer, nameref, unknown
+
+
+def _declare_role(base: str, words: list[Word], index: int) -> Verdict:
+    """`declare` seen as a plain command (`builtin declare ...`): names and values by shape."""
+    integer, nameref, _ = declare_flags(words)
+    if integer:
+        return Verdict(Role.ARITHMETIC, f"an argument of `{base} -i`, evaluated as arithmetic")
+    if nameref:
+        return Verdict(Role.NAME, f"an argument of `{base} -n`, which names a variable")
+    return Verdict(Role.NAME, f"an argument of `{base}`, which names a variable")
+
+
+def _builtin_role(base: str, words: list[Word], index: int) -> Verdict:
+    name_why = f"a variable name for `{base}`"
+    option_why = (
+        f"where `{base}` reads options, so a value like `-v` would make a later word a name"
+    )
+    args = words[1:]
+    at = index - 1
+    if base == "test":
+        if at > 0 and args[at - 1] in _NAME_OPTION:
+            return Verdict(Role.NAME, "the operand of `test -v`, a variable name")
+        return VALUE
+    # Walk the options; the word at `at` is an option, an option's argument, or an operand.
+    value_options = {
+        "printf": frozenset(),
+        "read": frozenset({"-d", "-i", "-p", "-t", "-n", "-N", "-u"}),
+        "mapfile": frozenset({"-d", "-n", "-O", "-s", "-u", "-c"}),
+        "readarray": frozenset({"-d", "-n", "-O", "-s", "-u", "-c"}),
+        "unset": frozenset(),
+        "getopts": frozenset(),
+        "wait": frozenset(),
+    }[base]
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word is None or word == "--" or not word.startswith("-") or word == "-":
+            break
+        if i == at:
+            return Verdict(Role.NAME, option_why)
+        takes = word in value_options or word in ("-v", "-a", "-C", "-p")
+        if takes and i + 1 == at:
+            if word == "-C":
+                return Verdict(Role.CODE, f"the callback of `{base} -C`, which runs as code")
+            if word in ("-v", "-a") or (base == "wait" and word == "-p"):
+                return Verdict(Role.NAME, name_why)
+            return VALUE
+        i += 2 if takes else 1
+    if i < len(args) and args[i] == "--":
+        i += 1
+    if at < i:
+        return Verdict(Role.NAME, option_why)  # after an unknown word in the option slots
+    operand = at - i
+    if base == "printf":
+        return VALUE  # the format and its arguments
+    if base == "getopts" and operand == 0:
+        return VALUE
+    if base == "wait":
+        return VALUE
+    return Verdict(Role.NAME, name_why)
+
+
+def _wrapped_role(base: str, spec: _Wrapper, words: list[Word], index: int, depth: int) -> Verdict:
+    """Skip the wrapper's options and operands, then classify within the wrapped command."""
+    i, operands = 1, 0
+    while i < len(words):
+        word = words[i]
+        if word is None:
+            if i == index:
+                return Verdict(Role.CODE, f"where `{base}` reads options or the command it runs")
+            return Verdict(Role.UNKNOWN, f"after a word `{base}` may read as an option")
+        if word == "--":
+            i += 1
+            break
+        if word.startswith("-") and word != "-" and operands == 0:
+            if word in spec.code_options or word.split("=", 1)[0] in spec.code_options:
+                return Verdict(Role.CODE, f"after `{base} {word}`, which runs code")
+            if word in spec.with_argument:
+                if i + 1 == index:
+                    return VALUE
+                i += 2
+                continue
+            if i == index:
+                return Verdict(Role.CODE, f"an option of `{base}`")
+            i += 1
+            continue
+        if spec.skips_assignments and "=" in word and not word.startswith("="):
+            if i == index:
+                return VALUE
+            i += 1
+            continue
+        if operands < spec.operands:
+            if i == index:
+                return VALUE
+            operands += 1
+            i += 1
+            continue
+        break
+    if i < len(words) and words[i] == "--" and words[0] in ("command", "builtin", "exec"):
+        i += 1
+    if index < i:
+        return VALUE
+    if i >= len(words):
+        return VALUE
+    return _role(words[i:], index - i, depth + 1)
+
+
+def _find_role(words: list[Word], index: int, depth: int) -> Verdict:
+    """`find ... -exec CMD ... ;` runs CMD: classify within it."""
+    i = 1
+    while i < len(words):
+        if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = i + 1
+            while end < len(words) and words[end] not in (";", "+", "{}+"):
+                end += 1
+            if i < index < end:
+                return _role(words[i + 1 : end], index - i - 1, depth + 1)
+            i = end
+        i += 1
+    return VALUE
+
+
+def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
+    """`bash [options] -c CODE [$0 args...]` or `bash [options] SCRIPT [args...]`."""
+    command_string = False
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word is None:
+            if i == index and command_string:
+                return Verdict(Role.CODE, f"the command string of `{base} -c`, which runs as code")
+            if i == index:
+                return Verdict(Role.CODE, f"where `{base}` reads options, a script or -c code")
+            return Verdict(Role.UNKNOWN, f"after a word `{base}` may read as an option")
+        if word == "--" or word == "-":
+            i += 1
+            break
+        if len(word) > 1 and word[0] in "-+":
+            if i == index:
+                return Verdict(Role.CODE, f"an option of `{base}`")
+            if word[0] == "-" and not word.startswith("--") and "c" in word[1:]:
+                command_string = True
+            if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                i += 1
+            i += 1
+            continue
+        break
+    if index < i:
+        return Verdict(Role.CODE, f"an option of `{base}`")
+    if index == i:
+        if command_string:
+            return Verdict(Role.CODE, f"the command string of `{base} -c`, which runs as code")
+        return Verdict(Role.CODE, f"the script `{base}` runs")
+    return VALUE  # $0 and the positional parameters
+
+
+def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int) -> Verdict:
+    """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file."""
+    code_options, value_options = _INTERPRETERS[interpreter]
+    program_given = False
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word is None and program_given:
+            break  # the operands of a program given with -c / -e / -m / -f
+        if word is None:
+            if i == index:
+                return Verdict(Role.CODE, f"where `{base}` reads options or its program")
+            return Verdict(Role.UNKNOWN, f"after a word `{base}` may read as an option")
+        if word == "--":
+            i += 1
+            break
+        if len(word) > 1 and word[0] == "-":
+            if i == index:
+                return Verdict(Role.CODE, f"an option of `{base}`")
+            if word in code_options:
+                if i + 1 == index:
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
+                program_given = True
+                i += 2
+                continue
+            if any(word.startswith(o) and len(o) == 2 for o in code_options):
+                program_given = True  # `-e'code'` written in one word
+            if word in value_options:
+                if i + 1 == index:
+                    return VALUE
+                i += 2
+                continue
+            i += 1
+            continue
+        break
+    if index < i:
+        return VALUE
+    if index == i and not program_given:
+        what = "program" if interpreter in ("awk", "sed") else "script"
+        return Verdict(Role.CODE, f"the {what} `{base}` runs")
+    return VALUE

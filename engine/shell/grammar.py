@@ -1,0 +1,839 @@
+"""Where each interpolation of a shell action sits, found by parsing it with a real bash grammar.
+
+The interpolator cuts a template into literal text and holes (our `${...}` expressions). Here
+each hole becomes a bash expansion `${__ll_hole_N}`, the script is parsed once with
+tree-sitter-bash, and every hole gets a `Position`: how bash quotes the text there (`Context`)
+and what bash does with it (`Role`: only expands it, runs it as code, evaluates it as
+arithmetic, reads it as a variable name, or a comment). Anything the walk does not know — an
+ERROR or MISSING node anywhere in the script, a node type not listed below — is `UNKNOWN`, which
+the renderer refuses: fail closed (see docs/format.md, "Interpolation in shell actions").
+
+tree-sitter costs a few milliseconds to load, so it is loaded only when a template with `${`
+is laid out, and each template text is laid out once (`layout` is cached by the interpolator).
+Pure functions over the parsed tree; no IO besides loading the grammar.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from engine.shell.commands import Role, Verdict, argument_role, declare_flags
+from engine.shell.quoting import Context, Heredoc
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where one hole sits: how to quote a value there, and what bash does with it."""
+
+    role: Role
+    context: Context
+    why: str = ""
+    in_heredoc: bool = False
+    """Inside `$(...)` within an unquoted here-document body, where bash joins backslash-newlines
+    before it parses the substitution."""
+
+
+@dataclass(frozen=True)
+class HeredocHoles:
+    """A here-document body holding holes: the body as literal text and hole indices."""
+
+    doc: Heredoc
+    body: tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Hole `hole` is assigned to `variable`, which the script uses where bash evaluates it
+    (arithmetic, a name, code): the value gets evaluated after all, out of the engine's sight."""
+
+    hole: int
+    variable: str
+    role: Role
+    why: str
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Every hole's position in one script, its here-documents, and the flows lint warns of."""
+
+    positions: tuple[Position, ...]
+    heredocs: tuple[HeredocHoles, ...] = ()
+    flows: tuple[Flow, ...] = ()
+    problem: str | None = None
+    """Why the grammar could not parse the script (then every hole is refused)."""
+
+
+def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
+    """Lay out a script made of `literals` with a hole between each two of them.
+
+    `with_flows`: also find the flows of values through shell variables (lint wants them; a
+    render does not, and they need a walk over the whole tree).
+    """
+    holes = len(literals) - 1
+    if holes <= 0:
+        return Layout(())
+    name = _hole_name(literals)
+    parts: list[bytes] = []
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for k, literal in enumerate(literals):
+        chunk = literal.encode("utf-8", "surrogatepass")
+        parts.append(chunk)
+        offset += len(chunk)
+        if k < holes:
+            hole = f"${{{name}{k}}}".encode()
+            parts.append(hole)
+            spans.append((offset, offset + len(hole)))
+            offset += len(hole)
+    source = b"".join(parts)
+    tree = _parser().parse(source)
+    root = tree.root_node
+    if root.has_error:
+        problem = "the bash grammar cannot parse it: " + _parse_problem(root, source)
+        why = f"no value can be placed safely in this script ({problem})"
+        return Layout(
+            tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
+        )
+    text = "".join(literals)
+    facts = _Facts.of(root, source, text, full=with_flows)
+    misread = _misread(root, source, text, facts)
+    if misread is not None:
+        problem = "the bash grammar would read it unlike bash: " + misread
+        why = f"no value can be placed safely in this script ({problem})"
+        return Layout(
+            tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
+        )
+    positions = tuple(_classify(root, span, source, facts) for span in spans)
+    heredocs = tuple(_heredoc_holes(facts, spans, source))
+    flows = tuple(_flows(root, facts, spans, source)) if with_flows else ()
+    return Layout(positions, heredocs, flows)
+
+
+# --- loading the grammar ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Parser:
+    """One parser for the process (tree-sitter parsers are reusable between parses)."""
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(_bash_language()))
+
+
+def _bash_language() -> object:
+    """The compiled bash grammar.
+
+    `tree_sitter_bash/__init__.py` imports `importlib.resources` (with `tempfile`, `shutil`,
+    ...: ~30 ms) only to offer highlight queries we never use, so its compiled `_binding` is
+    loaded directly; if the package is laid out differently, the ordinary import is used.
+    """
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("tree_sitter_bash")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_binding" + suffix)
+            binding = importlib.util.spec_from_file_location("tree_sitter_bash._binding", path)
+            if not os.path.exists(path) or binding is None or binding.loader is None:
+                continue
+            module = importlib.util.module_from_spec(binding)
+            binding.loader.exec_module(module)
+            return module.language()
+    import tree_sitter_bash
+
+    return tree_sitter_bash.language()
+
+
+def _hole_name(literals: Sequence[str]) -> str:
+    name = "__ll_hole_"
+    while any(name in literal for literal in literals):
+        name = "_" + name
+    return name
+
+
+def _parse_problem(root: Node, source: bytes) -> str:
+    """Where the first ERROR or MISSING node is, in words."""
+    for node in _walk(root):
+        if node.is_error or node.is_missing:
+            line, column = _point(source, node.start_byte)
+            what = f"missing `{node.type}`" if node.is_missing else "unexpected text"
+            return f"{what} at line {line}, column {column}"
+    return "a syntax error"
+
+
+_RESERVED_CLOSERS = {
+    "esac": "case_statement",
+    "fi": "if_statement",
+    "then": "if_statement",
+    "else": "else_clause",
+    "elif": "elif_clause",
+    "done": "do_group",
+    "}": "compound_statement",
+}
+
+
+def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
+    """Where tree-sitter-bash is known to read a script differently from bash, in words.
+
+    - A reserved word closes a construct only where a command could start (after `;`, `&`,
+      a newline or another reserved word): in `a) echo esac;;` bash's `esac` is an argument.
+    - In an unquoted here-document, a line ending in a backslash continues onto the next, so
+      `a` + backslash + newline + `EOF` is the line `aEOF`, not the end of the body.
+    """
+    closers = _captures(root, "closer") if _CLOSER_WORDS.search(text) else []
+    for node in closers:
+        parent = node.parent
+        if node.is_named or parent is None or _RESERVED_CLOSERS.get(node.type) != parent.type:
+            continue
+        before = source[: node.start_byte].rstrip(b" \t")
+        if (
+            before
+            and before[-1:] not in (b";", b"&", b"\n")
+            and not before.endswith((b" in", b"\tin", b"then", b"else", b"do", b"{"))
+        ):
+            line, column = _point(source, node.start_byte)
+            return (
+                f"`{node.type}` at line {line}, column {column} is a word to bash, the end of a "
+                "construct to the grammar; put `;` before it if it ends the construct"
+            )
+    for _body, doc in facts.heredocs:
+        body = source[doc.start : doc.end]
+        if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
+            line, _ = _point(source, doc.end)
+            return (
+                f"the here-document line before its delimiter (line {line}) ends with a "
+                "backslash, which bash joins with the delimiter line"
+            )
+    return None
+
+
+_CLOSER_WORDS = re.compile(r"\b(?:esac|fi|then|else|elif|done)\b|\}")
+_DECLARING_WORDS = re.compile(r"\b(?:declare|typeset|local|export|readonly|let)\b")
+_QUERY = """
+(declaration_command) @declaration
+(command name: (command_name)) @command
+(heredoc_redirect) @heredoc
+["esac" "fi" "then" "else" "elif" "done" "}"] @closer
+"""
+
+
+@lru_cache(maxsize=1)
+def _query() -> object:
+    from tree_sitter import Language, Query
+
+    return Query(Language(_bash_language()), _QUERY)
+
+
+def _captures(root: Node, *names: str) -> list[Node]:
+    """The nodes the query captures under `names`, in source order (the search runs in C)."""
+    from tree_sitter import Query, QueryCursor
+
+    query = _query()
+    assert isinstance(query, Query)
+    found = QueryCursor(query).captures(root)
+    nodes = [node for name in names for node in found.get(name, [])]
+    return sorted(nodes, key=lambda node: node.start_byte)
+
+
+def _walk(node: Node) -> Iterator[Node]:
+    """Every node, parents before children, in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _point(source: bytes, byte: int) -> tuple[int, int]:
+    """1-based line and character column of a byte offset."""
+    line_start = source.rfind(b"\n", 0, byte) + 1
+    column = len(source[line_start:byte].decode("utf-8", "replace")) + 1
+    return source.count(b"\n", 0, byte) + 1, column
+
+
+# --- facts about the whole script ------------------------------------------------------------
+
+
+@dataclass
+class _Facts:
+    """What the classification of one hole needs to know about the rest of the script."""
+
+    integer_names: set[str] = field(default_factory=set)
+    nameref_names: set[str] = field(default_factory=set)
+    heredocs: list[tuple[Node, Heredoc]] = field(default_factory=list)
+    assignments: list[tuple[str, Node]] = field(default_factory=list)  # name, value node
+    arithmetic: list[Node] = field(default_factory=list)  # nodes bash evaluates as arithmetic
+
+    @classmethod
+    def of(cls, root: Node, source: bytes, text: str, *, full: bool) -> _Facts:
+        """The facts of a script; `full` also collects what flows need (a whole-tree walk).
+
+        Otherwise only declarations, `let` and here-documents matter, found by a query run
+        only when the text holds such a word at all.
+        """
+        facts = cls()
+        if full:
+            nodes: Iterator[Node] | list[Node] = _walk(root)
+        else:
+            names = ["heredoc"] if "<<" in text else []
+            if _DECLARING_WORDS.search(text):
+                names += ["declaration", "command"]
+            nodes = _captures(root, *names) if names else []
+        for node in nodes:
+            kind = node.type
+            if kind == "declaration_command":
+                facts.declared(_words(node), [c for c in node.named_children])
+            elif kind == "command":
+                words = _command_words(node)
+                if words and words[0] in _DECLARATIONS_AS_COMMANDS:
+                    facts.declared(words, [])
+                elif words and words[0] == "let":
+                    facts.arithmetic.extend(_arguments(node))
+            elif kind == "heredoc_redirect":
+                doc = _heredoc(node, source)
+                if doc is not None:
+                    facts.heredocs.append(doc)
+            elif kind == "variable_assignment":
+                target, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+                if target is not None and value is not None and target.type == "variable_name":
+                    facts.assignments.append((_text(target), value))
+            elif kind in ("arithmetic_expansion", "subscript") or _is_double_paren(node):
+                facts.arithmetic.append(node)
+            elif kind == "c_style_for_statement":
+                facts.arithmetic.extend(
+                    c for c in node.children if c.type not in ("do_group", "compound_statement")
+                )
+            elif kind == "binary_expression" and _arithmetic_test(node):
+                facts.arithmetic.append(node)
+        return facts
+
+    def declared(self, words: list[str | None], children: list[Node]) -> None:
+        integer, nameref, _ = declare_flags(words)
+        if not (integer or nameref):
+            return
+        names = {
+            word.split("=", 1)[0].split("[", 1)[0]
+            for word in words[1:]
+            if word is not None and not word.startswith(("-", "+"))
+        }
+        for child in children:
+            if child.type == "variable_name":
+                names.add(_text(child))
+            elif child.type == "variable_assignment":
+                target = child.child_by_field_name("name")
+                if target is not None:
+                    names.add(_text(target).split("[", 1)[0])
+        (self.integer_names if integer else self.nameref_names).update(names)
+        if integer and nameref:
+            self.nameref_names.update(names)
+
+
+_DECLARATIONS_AS_COMMANDS = frozenset({"declare", "typeset", "local", "export", "readonly"})
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "surrogatepass")
+
+
+def _is_double_paren(node: Node) -> bool:
+    """`(( ... ))` as a command (tree-sitter calls it a compound statement)."""
+    return (
+        node.type == "compound_statement" and node.child_count > 0 and node.children[0].type == "(("
+    )
+
+
+def _arithmetic_test(node: Node) -> bool:
+    """A `[[ a -gt b ]]` comparison (in `[ ]`, `test` compares without evaluating)."""
+    operator = node.child_by_field_name("operator")
+    if operator is None or _text(operator) not in _ARITHMETIC_TESTS:
+        return False
+    parent = node.parent
+    while parent is not None and parent.type in (
+        "binary_expression",
+        "unary_expression",
+        "parenthesized_expression",
+    ):
+        parent = parent.parent
+    return parent is not None and parent.type == "test_command" and _bracket(parent) == "[["
+
+
+def _bracket(test: Node) -> str:
+    return test.children[0].type if test.child_count else ""
+
+
+# --- literal words of a command --------------------------------------------------------------
+
+
+def _literal(node: Node) -> str | None:
+    """The text a word stands for when it holds no expansion at all, else None."""
+    kind = node.type
+    if kind in ("word", "number"):
+        text = _text(node)
+        return re.sub(r"\\(.)", r"\1", text) if "\\" in text else text
+    if kind == "raw_string":
+        return _text(node)[1:-1]
+    if kind == "string":
+        inner = [c for c in node.children if c.type not in ('"',)]
+        if all(c.type == "string_content" for c in inner):
+            return "".join(_text(c) for c in inner)
+        return None
+    if kind == "concatenation":
+        pieces = [_literal(c) for c in node.children]
+        return None if any(p is None for p in pieces) else "".join(p or "" for p in pieces)
+    if kind == "command_name":
+        return _literal(node.children[0]) if node.child_count == 1 else None
+    return None
+
+
+_NOT_ARGUMENTS = frozenset(
+    {
+        "command_name",
+        "variable_assignment",
+        "file_redirect",
+        "heredoc_redirect",
+        "herestring_redirect",
+        "comment",
+    }
+)
+
+
+def _arguments(command: Node) -> list[Node]:
+    """The argument nodes of a simple command, in order."""
+    return [c for c in command.children if c.is_named and c.type not in _NOT_ARGUMENTS]
+
+
+def _command_words(command: Node) -> list[str | None]:
+    """The command name and its arguments as literal words (None when not literal)."""
+    name = command.child_by_field_name("name")
+    if name is None:
+        return []
+    return [_literal(name), *(_literal(a) for a in _arguments(command))]
+
+
+def _words(declaration: Node) -> list[str | None]:
+    """A declaration command's keyword and its literal argument words."""
+    keyword = declaration.children[0].type if declaration.child_count else "declare"
+    rest = [c for c in declaration.children[1:] if c.is_named]
+    return [keyword, *(_literal(c) for c in rest)]
+
+
+# --- classifying one hole --------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    """The position being worked out while walking down from the root to a hole."""
+
+    role: Role = Role.VALUE
+    why: str = ""
+    context: Context = Context.UNQUOTED
+    in_heredoc: bool = False
+    test: str = ""  # "[" or "[[" inside a test command
+
+    def mark(self, role: Role, why: str) -> None:
+        """Keep the most restrictive role met on the way down (and why)."""
+        if role.value > self.role.value:
+            self.role, self.why = role, why
+
+    def quoting(self, context: Context) -> None:
+        if self.context is not Context.BACKTICK:  # inside backticks everything is re-parsed
+            self.context = context
+
+
+def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -> Position:
+    start, end = span
+    node = root.descendant_for_byte_range(start, end)
+    if node is None:
+        return Position(Role.UNKNOWN, Context.UNQUOTED, "a place the grammar does not find")
+    exact = (
+        node.type in ("expansion", "simple_expansion")
+        and node.end_byte == end
+        # tree-sitter puts a blank before `${` into the expansion's first token at times
+        and source[node.start_byte : start].strip(b" \t") == b""
+    )
+    chain: list[Node] = []
+    current: Node | None = node
+    while current is not None:
+        chain.append(current)
+        current = current.parent
+    chain.reverse()
+    state = _State()
+    for parent, child in itertools.pairwise(chain):
+        _step(state, parent, child, start, source, facts)
+    if not exact:
+        _literal_hole(state, node, start, end, source)
+    return Position(state.role, state.context, state.why, state.in_heredoc)
+
+
+_TRANSPARENT = frozenset(
+    {
+        "program",
+        "list",
+        "pipeline",
+        "subshell",
+        "redirected_statement",
+        "if_statement",
+        "elif_clause",
+        "else_clause",
+        "while_statement",
+        "do_group",
+        "case_statement",
+        "case_item",
+        "negated_command",
+        "concatenation",
+        "variable_assignments",
+        "herestring_redirect",
+        "file_redirect",
+        "for_statement",
+        "heredoc_body",
+        "parenthesized_expression",
+        "ternary_expression",
+        "postfix_expression",
+        "command_name",
+        "brace_expression",
+        "number",
+        "word",
+    }
+)
+
+
+def _step(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
+    """Apply what `parent` does to the text of its `child` on the way to the hole."""
+    kind = parent.type
+    if kind in _TRANSPARENT:
+        return
+    handler = _STEPS.get(kind)
+    if handler is None:
+        state.mark(
+            Role.UNKNOWN,
+            f"inside `{kind}`, a place of the bash grammar the engine does not classify",
+        )
+        return
+    handler(state, parent, child, hole, source, facts)
+
+
+def _step_compound(state: _State, parent: Node, child: Node, *_: object) -> None:
+    if _is_double_paren(parent):
+        state.mark(Role.ARITHMETIC, "inside `(( ))`, which bash evaluates as arithmetic")
+
+
+def _step_arithmetic(state: _State, *_: object) -> None:
+    state.mark(Role.ARITHMETIC, "inside `$(( ))`, which bash evaluates as arithmetic")
+
+
+def _step_c_for(state: _State, parent: Node, child: Node, *_: object) -> None:
+    if child.type not in ("do_group", "compound_statement"):
+        state.mark(Role.ARITHMETIC, "in the header of `for (( ))`, evaluated as arithmetic")
+
+
+def _step_subscript(state: _State, parent: Node, child: Node, *_: object) -> None:
+    if child.type != "variable_name":
+        state.mark(Role.ARITHMETIC, "an array subscript, which bash evaluates as arithmetic")
+
+
+def _step_expansion(state: _State, *_: object) -> None:
+    state.mark(
+        Role.UNKNOWN,
+        "inside a bash ${...} expansion, where the value could be a "
+        "pattern, an offset or a name; assign the value to a variable first",
+    )
+
+
+def _step_substitution(state: _State, parent: Node, child: Node, *_: object) -> None:
+    if parent.child_count and parent.children[0].type == "`":
+        state.context = Context.BACKTICK
+        return
+    if state.context is Context.HEREDOC:
+        state.in_heredoc = True
+    state.quoting(Context.UNQUOTED)
+
+
+def _step_string(state: _State, *_: object) -> None:
+    state.quoting(Context.DOUBLE)
+
+
+def _step_array(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
+    """`a=([k]=v)`: the `[k]` of an element is a subscript even where the grammar sees words."""
+    text = source[child.start_byte : child.end_byte]
+    if text.startswith(b"["):
+        close = text.find(b"]=")
+        if close < 0 or hole < child.start_byte + close:
+            state.mark(Role.ARITHMETIC, "an array subscript, which bash evaluates as arithmetic")
+
+
+def _step_variable_assignment(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
+    target = parent.child_by_field_name("name")
+    if target is None or child.type in ("variable_name", "subscript"):
+        return
+    name = _text(target).split("[", 1)[0]
+    if name in facts.integer_names:
+        state.mark(
+            Role.ARITHMETIC,
+            f"a value assigned to `{name}`, which this script declares "
+            "integer (`declare -i`): bash evaluates it as arithmetic",
+        )
+    elif name in facts.nameref_names:
+        state.mark(Role.NAME, f"a value assigned to `{name}`, a name reference (`declare -n`)")
+
+
+def _step_declaration(state: _State, parent: Node, child: Node, *_: object) -> None:
+    words = _words(parent)
+    integer, nameref, _unknown = declare_flags(words)
+    keyword = words[0]
+    if child.type == "variable_assignment":
+        if integer:
+            state.mark(Role.ARITHMETIC, f"an argument of `{keyword} -i`, evaluated as arithmetic")
+        elif nameref:
+            state.mark(Role.NAME, f"the target of `{keyword} -n`, a variable name")
+        return
+    state.mark(Role.NAME, f"a name (or option) for `{keyword}`")
+
+
+def _step_unset(state: _State, *_: object) -> None:
+    state.mark(Role.NAME, "an argument of `unset`, a variable name")
+
+
+def _step_test(state: _State, parent: Node, child: Node, *_: object) -> None:
+    state.test = _bracket(parent)
+
+
+def _step_binary(state: _State, parent: Node, child: Node, *_: object) -> None:
+    operator = parent.child_by_field_name("operator")
+    if not state.test or operator is None:
+        return  # arithmetic binary expressions: their context is already marked
+    text = _text(operator)
+    if state.test == "[[" and text in _ARITHMETIC_TESTS:
+        state.mark(Role.ARITHMETIC, f"an operand of `[[ {text} ]]`, evaluated as arithmetic")
+
+
+def _step_unary(state: _State, parent: Node, child: Node, *_: object) -> None:
+    operator = parent.child_by_field_name("operator")
+    if state.test and operator is not None and _text(operator) in ("-v", "-R"):
+        state.mark(
+            Role.NAME,
+            f"the operand of `{_text(operator)}`, a variable name whose "
+            "subscript bash evaluates as arithmetic",
+        )
+
+
+def _step_command(state: _State, parent: Node, child: Node, *_: object) -> None:
+    if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
+        return
+    words = _command_words(parent)
+    if child.type == "command_name":
+        verdict = argument_role(words, 0) if words else Verdict(Role.UNKNOWN, "no command name")
+    else:
+        arguments = _arguments(parent)
+        index = next((i for i, a in enumerate(arguments) if a.id == child.id), None)
+        if index is None:
+            state.mark(
+                Role.UNKNOWN, f"a part `{child.type}` of a command the engine does not classify"
+            )
+            return
+        verdict = argument_role(words, index + 1)
+    state.mark(verdict.role, verdict.why)
+
+
+def _step_function(state: _State, parent: Node, child: Node, *_: object) -> None:
+    if parent.child_by_field_name("name") == child:
+        state.mark(Role.NAME, "the name of a function")
+
+
+def _step_heredoc(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
+    if child.type == "heredoc_body":
+        quoted = any(_is_quoted_start(c) for c in parent.children if c.type == "heredoc_start")
+        state.quoting(Context.HEREDOC_LITERAL if quoted else Context.HEREDOC)
+    elif child.type in ("heredoc_start", "heredoc_end"):
+        state.context = Context.DELIMITER
+        state.mark(Role.UNKNOWN, "the here-document delimiter")
+    else:
+        state.mark(Role.UNKNOWN, "a part of a here-document redirection")
+
+
+_STEPS: dict[str, Callable[..., None]] = {
+    "compound_statement": _step_compound,
+    "arithmetic_expansion": _step_arithmetic,
+    "c_style_for_statement": _step_c_for,
+    "subscript": _step_subscript,
+    "expansion": _step_expansion,
+    "command_substitution": _step_substitution,
+    "process_substitution": _step_substitution,
+    "string": _step_string,
+    "translated_string": _step_string,
+    "array": _step_array,
+    "variable_assignment": _step_variable_assignment,
+    "declaration_command": _step_declaration,
+    "unset_command": _step_unset,
+    "test_command": _step_test,
+    "binary_expression": _step_binary,
+    "unary_expression": _step_unary,
+    "command": _step_command,
+    "function_definition": _step_function,
+    "heredoc_redirect": _step_heredoc,
+}
+
+
+def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes) -> None:
+    """A hole the grammar did not parse as an expansion: it sits in literal text."""
+    kind = node.type
+    if kind == "comment":
+        state.mark(
+            Role.COMMENT,
+            "a comment, which a newline in the value would end (the rest of the value would run)",
+        )
+    elif kind == "raw_string":
+        state.quoting(Context.SINGLE)
+    elif kind == "ansi_c_string":
+        state.quoting(Context.ANSI_C)
+    elif kind == "heredoc_body" and state.context is Context.HEREDOC_LITERAL:
+        return
+    elif kind == "regex" and node.start_byte == start and node.end_byte == end:
+        state.quoting(Context.REGEX)  # the whole regex: quoted, it matches literally
+    elif kind == "regex":
+        state.mark(
+            Role.UNKNOWN,
+            "inside a regular expression; assign the value to a variable "
+            "first: re=${...}; [[ $x =~ $re ]]",
+        )
+    elif start > 0 and source[start - 1 : start] == b"\\":
+        state.context = Context.ESCAPED
+        state.mark(
+            Role.UNKNOWN,
+            "right after a backslash, which would change the value's first "
+            "character (remove it, or write $${ for a literal ${)",
+        )
+    else:
+        state.mark(Role.UNKNOWN, f"inside `{kind}`, which the engine cannot quote for")
+
+
+# --- here-documents and flows ----------------------------------------------------------------
+
+
+def _is_quoted_start(node: Node) -> bool:
+    return any(c in _text(node) for c in "'\"\\")
+
+
+def _heredoc(node: Node, source: bytes) -> tuple[Node, Heredoc] | None:
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    body = next((c for c in node.children if c.type == "heredoc_body"), None)
+    if start is None or body is None:
+        return None
+    operator = node.children[0].type if node.child_count else "<<"
+    delimiter = re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", _text(start))
+    in_substitution = False
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("command_substitution", "process_substitution"):
+            in_substitution = True
+            break
+        parent = parent.parent
+    doc = Heredoc(
+        body.start_byte,
+        body.end_byte,
+        delimiter,
+        strip_tabs=operator == "<<-",
+        expands=not _is_quoted_start(start),
+        in_substitution=in_substitution,
+    )
+    return body, doc
+
+
+def _heredoc_holes(
+    facts: _Facts, spans: list[tuple[int, int]], source: bytes
+) -> Iterator[HeredocHoles]:
+    """Bodies holding holes, as literal text (decoded) and hole indices, for the final check.
+
+    The body must also be checked after a substitution inside it (`$(cat <<EOF` nested) —
+    every heredoc is listed, nested ones too.
+    """
+    for _body, doc in facts.heredocs:
+        inside = [k for k, (s, _) in enumerate(spans) if doc.start <= s < doc.end]
+        if not inside:
+            continue
+        pieces: list[str | int] = []
+        cursor = doc.start
+        for k in inside:
+            s, e = spans[k]
+            pieces.append(source[cursor:s].decode("utf-8", "surrogatepass"))
+            pieces.append(k)
+            cursor = e
+        pieces.append(source[cursor : doc.end].decode("utf-8", "surrogatepass"))
+        yield HeredocHoles(doc, tuple(pieces))
+
+
+def _in_substitution(value: Node, start: int, end: int) -> bool:
+    """The hole is inside a `$(...)` of the assigned value: the variable gets what a command
+    printed, which the engine cannot follow (docs/format.md: the boundary)."""
+    node = value.descendant_for_byte_range(start, end)
+    while node is not None:
+        if node.type in ("command_substitution", "process_substitution"):
+            return True
+        if node == value:
+            return False
+        node = node.parent
+    return False
+
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _flows(
+    root: Node, facts: _Facts, spans: list[tuple[int, int]], source: bytes
+) -> Iterator[Flow]:
+    """`n=${...}` and then `n` where bash evaluates it: a bare name in arithmetic, `$n` in an
+    evaluating position (`eval "$n"`, `printf -v "$n"`), or `${!n}`."""
+    assigned: dict[str, list[int]] = {}
+    for name, value in facts.assignments:
+        for k, (s, e) in enumerate(spans):
+            if value.start_byte <= s and e <= value.end_byte and not _in_substitution(value, s, e):
+                assigned.setdefault(name, []).append(k)
+    if not assigned:
+        return
+    seen: set[tuple[int, str]] = set()
+
+    def flow(name: str, role: Role, why: str, byte: int) -> Iterator[Flow]:
+        for k in assigned.get(name, ()):
+            if (k, name) not in seen:
+                seen.add((k, name))
+                yield Flow(k, name, role, why, *_point(source, byte))
+
+    arithmetic = "arithmetic, which bash evaluates"
+    for node in facts.arithmetic:
+        text = source[node.start_byte : node.end_byte]
+        for match in _IDENTIFIER.finditer(text):
+            yield from flow(match.group().decode(), Role.ARITHMETIC, arithmetic,
+                            node.start_byte + match.start())  # fmt: skip
+    for node in _walk(root):
+        if node.type not in ("simple_expansion", "expansion"):
+            continue
+        variable = next((c for c in node.children if c.type == "variable_name"), None)
+        if variable is None or _text(variable) not in assigned:
+            continue
+        if any(c.type == "!" for c in node.children):
+            yield from flow(_text(variable), Role.NAME, "`${!name}`, which reads the value as "
+                            "a variable name", node.start_byte)  # fmt: skip
+            continue
+        position = _classify(root, (node.start_byte, node.end_byte), source, facts)
+        if position.role in (Role.ARITHMETIC, Role.NAME, Role.CODE):
+            yield from flow(_text(variable), position.role, position.why, node.start_byte)

@@ -1,0 +1,296 @@
+"""The Python API: `engine.run` and friends do everything `ll-loop` does, in-process, and write
+nothing to `os.environ`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import engine
+from engine.api import LlmPreflightError, RunRefused
+from engine.model.errors import LoadError, LockConflict, UsageError
+from engine.model.ports import Event
+from tests.loopback_server import LoopbackServer, verdict_reply
+from tests.run_helpers import write_loop
+
+COUNT = """
+name: count-to-three
+initial: check
+max_steps: 10
+scope: ["notes.txt"]
+states:
+  check:
+    action: "test -f notes.txt && wc -l < notes.txt || echo 0"
+    evaluate: {type: output_numeric, operator: ge, target: 3}
+    on_yes: done
+    on_no: add
+  add:
+    action: |
+      echo "$LL_RUN_ID ${env.GREETING | default('-')}" >> notes.txt
+    next: check
+  done:
+    terminal: true
+"""
+
+TYPED = """
+name: typed
+initial: show
+scope: ["out.json"]
+parameters:
+  n: {type: integer, required: true}
+  mode: {type: string, enum: [fast, slow], default: fast}
+states:
+  show:
+    action: 'echo "${context | tojson}" > out.json'
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_run_does_what_the_cli_does(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT, "count.yaml")
+    before = dict(os.environ)
+    result = engine.run("count.yaml", cwd=tmp_path)
+    assert (result.outcome, result.terminated_by, result.steps) == ("success", "terminal", 7)
+    assert result.final_state == "done" and result.exit_code == 0
+    run_dir = tmp_path / ".loops" / "runs" / result.run_id
+    assert json.loads((run_dir / "state.json").read_text())["status"] == "finished"
+    assert [e.run_id for e in engine.history(cwd=tmp_path)] == [result.run_id]
+    assert engine.status(result.run_id, cwd=tmp_path).outcome == "success"
+    # the actions saw the run's id; this process's environment never did
+    lines = (tmp_path / "notes.txt").read_text().splitlines()
+    assert lines == [f"{result.run_id} -"] * 3
+    assert dict(os.environ) == before
+
+
+def test_on_event_sees_every_event_the_log_gets(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT, "count.yaml")
+    seen: list[Event] = []
+    result = engine.run(tmp_path / "count.yaml", on_event=seen.append, cwd=tmp_path)
+    logged = engine.events(result.run_id, cwd=tmp_path)
+    assert [e.event for e in seen] == [e.event for e in logged]
+    assert seen[0].event == "loop_start" and seen[-1].event == "loop_complete"
+    assert {e.run_id for e in seen} == {result.run_id}
+    assert [e.state for e in seen if e.event == "route"][:2] == ["check", "add"]
+
+
+def test_actions_get_the_env_given_and_the_process_keeps_its_own(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT, "count.yaml")
+    result = engine.run("count.yaml", cwd=tmp_path, env={**os.environ, "GREETING": "hi"})
+    assert (tmp_path / "notes.txt").read_text().splitlines() == [f"{result.run_id} hi"] * 3
+    assert "GREETING" not in os.environ
+
+
+def test_two_runs_in_one_process_do_not_share_variables(tmp_path: Path) -> None:
+    """Each run's actions see their own LL_RUN_ID: nothing goes through os.environ."""
+    results: dict[str, engine.RunResult] = {}
+
+    def work(name: str) -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        write_loop(folder, COUNT.replace('"notes.txt"', '"."'), "count.yaml")
+        results[name] = engine.run("count.yaml", cwd=folder, handle_signals=False)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    for name in ("a", "b"):
+        ids = {line.split()[0] for line in (tmp_path / name / "notes.txt").read_text().splitlines()}
+        assert ids == {results[name].run_id}
+
+
+def test_a_lint_error_refuses_the_run_with_its_diagnostics(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT.replace("on_no: add", "on_no: ad"), "count.yaml")
+    shown: list[engine.Diagnostic] = []
+    with pytest.raises(RunRefused) as refused:
+        engine.run("count.yaml", cwd=tmp_path, on_diagnostic=shown.append)
+    assert [d.code for d in refused.value.diagnostics] == ["LL001"]
+    assert "did you mean 'add'" in refused.value.diagnostics[0].message
+    assert refused.value.diagnostics[0] in shown
+    assert not (tmp_path / ".loops" / "runs").exists()
+
+
+def test_a_child_with_a_lint_error_refuses_the_parent(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT.replace("on_no: add", "on_no: ad"), "child.yaml")
+    write_loop(
+        tmp_path,
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call: {loop: child.yaml, on_yes: done, on_no: done, on_error: done}
+          done: {terminal: true}
+        """,
+        "parent.yaml",
+    )
+    with pytest.raises(RunRefused) as refused:
+        engine.run("parent.yaml", cwd=tmp_path)
+    [diagnostic] = refused.value.diagnostics
+    assert diagnostic.code == "LL040" and "child loop is invalid" in diagnostic.message
+
+
+def test_a_file_that_does_not_load_raises_load_error(tmp_path: Path) -> None:
+    write_loop(tmp_path, "name: x\ninitial: a\nstates: {a: {terminal: true, colour: red}}\n")
+    with pytest.raises(LoadError) as failed:
+        engine.run("loop.yaml", cwd=tmp_path)
+    assert "colour" in failed.value.diagnostics[0].message
+    assert engine.validate("loop.yaml", cwd=tmp_path)[0].line == 3
+
+
+def test_values_bind_to_parameters_with_their_types(tmp_path: Path) -> None:
+    write_loop(tmp_path, TYPED, "typed.yaml")
+    engine.run("typed.yaml", cwd=tmp_path, inputs={"n": "3"}, context={"note": "x"})
+    assert json.loads((tmp_path / "out.json").read_text()) == {"n": 3, "mode": "fast", "note": "x"}
+    with pytest.raises(UsageError, match="has no parameter 'm'"):
+        engine.run("typed.yaml", cwd=tmp_path, inputs={"n": 1, "m": 2})
+    with pytest.raises(UsageError, match="must be one of"):
+        engine.run("typed.yaml", cwd=tmp_path, inputs={"n": 1, "mode": "medium"})
+    with pytest.raises(UsageError, match="requires parameter 'n'"):
+        engine.run("typed.yaml", cwd=tmp_path)
+
+
+def test_an_overlapping_run_is_refused_unless_unlocked(tmp_path: Path) -> None:
+    from engine.run.locks import acquire_scope
+
+    write_loop(tmp_path, COUNT, "count.yaml")
+    with acquire_scope(tmp_path, "20260101-000000-aaaaaa", ["."], env={}):
+        with pytest.raises(LockConflict, match="is locked by"):
+            engine.run("count.yaml", cwd=tmp_path)
+        assert engine.run("count.yaml", cwd=tmp_path, lock=False).outcome == "success"
+
+
+def test_a_judge_without_credentials_refuses_before_the_first_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "LL_PROMPT_RUNNER"):
+        monkeypatch.delenv(name, raising=False)
+    write_loop(tmp_path, JUDGED, "judged.yaml")
+    with pytest.raises(LlmPreflightError) as refused:
+        engine.run("judged.yaml", cwd=tmp_path)
+    assert "ANTHROPIC_API_KEY" in refused.value.message
+    assert not (tmp_path / ".loops" / "runs").exists()
+
+
+JUDGED = """
+name: judged
+initial: build
+scope: [src]
+states:
+  build:
+    action: "echo 'suite ran: All 5 checks passed'"
+    evaluate:
+      type: llm_structured
+      prompt: "Did every check pass? Quote the line that shows it."
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_llm_states_run_through_the_api(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    write_loop(tmp_path, JUDGED, "judged.yaml")
+    seen: list[Event] = []
+    result = engine.run("judged.yaml", cwd=tmp_path, on_event=seen.append)
+    assert (result.outcome, result.final_state) == ("success", "done")
+    assert result.cost_usd > 0
+    assert [e.fields["status"] for e in seen if e.event == "llm_call"] == ["ok"]
+    # replay answers from the log without a request
+    requests = len(loopback.requests)
+    again = engine.run("judged.yaml", cwd=tmp_path, replay=result.run_id)
+    assert again.outcome == "success" and len(loopback.requests) == requests
+
+
+def test_stop_then_resume_in_process(tmp_path: Path) -> None:
+    """A SIGTERM stops the run at its next boundary (resumable); `resume` finishes it."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    first = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    assert (first.outcome, first.terminated_by) == ("inconclusive", "stopped")
+    assert engine.status(first.run_id, cwd=tmp_path).resumable
+    assert [s.run_id for s in engine.status(cwd=tmp_path)] == [first.run_id]
+    second = engine.resume(first.run_id[:17], cwd=tmp_path)
+    assert (second.run_id, second.outcome, second.steps) == (first.run_id, "success", 7)
+    assert engine.status(cwd=tmp_path) == []
+    with pytest.raises(UsageError, match="already finished"):
+        engine.resume(first.run_id, cwd=tmp_path)
+
+
+def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    code = "import engine, sys; print(engine.run(sys.argv[1]).terminated_by, flush=True)"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "slow.yaml"], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        from tests.runs_helpers import wait_until
+
+        wait_until(lambda: any(s.status == "running" for s in engine.status(cwd=tmp_path)))
+        [running] = engine.status(cwd=tmp_path)
+        done = engine.stop(running.run_id, cwd=tmp_path)
+        assert done.stopped and done.status is not None and done.status.status == "stopped"
+        assert proc.communicate(timeout=30)[0].strip() == "stopped"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:
+    import engine.run.interpreter  # binds the package as `engine.run`
+
+    write_loop(tmp_path, COUNT, "count.yaml")
+    assert engine.run("count.yaml", cwd=tmp_path).outcome == "success"
+    assert engine.run.interpreter.RunState.__name__ == "RunState"
+
+
+def test_import_engine_stays_cheap() -> None:
+    code = (
+        "import sys, engine; engine.validate; "
+        "print(sorted(m for m in ('anthropic', 'jinja2', 'typer', 'networkx', 'lint', "
+        "'engine.run.interpreter') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_validate_names_a_missing_loop(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no loop named 'nope'"):
+        engine.validate("nope", cwd=tmp_path)
+    assert engine.validate("fix-until-green-demo") == []
+
+
+def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:
+    from engine.load.loader import load_loop_file
+
+    loop = load_loop_file(write_loop(tmp_path, COUNT, "count.yaml"))
+    result = engine.run(loop, cwd=tmp_path, max_steps=3)
+    assert (result.outcome, result.terminated_by, result.steps) == ("inconclusive", "max_steps", 3)
+    with pytest.raises(UsageError, match="max_steps must be at least 1"):
+        engine.run(loop, cwd=tmp_path, max_steps=0)

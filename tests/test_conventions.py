@@ -1,0 +1,129 @@
+"""What users of any Python CLI expect: --version, completion, examples in --help, NO_COLOR,
+a pre-commit hook, SARIF that code scanning can track, a schema modeline in every loop file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+import engine
+from engine.load.codes import LOAD_CODES
+from engine.load.modeline import schema_of
+from engine.load.resources import builtin_loops_dir, schema_path
+from tests.cli import BIN, ll_harness, ll_loop
+
+REPO = Path(__file__).resolve().parent.parent
+COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-9]m")  # a foreground colour escape
+
+
+@pytest.mark.parametrize(("program", "call"), [("ll-loop", ll_loop), ("ll-harness", ll_harness)])
+def test_version(tmp_path: Path, program: str, call: object) -> None:
+    ran = call(tmp_path, "--version")  # type: ignore[operator]
+    assert (ran.code, ran.stdout) == (0, f"{program} {engine.__version__}\n")
+
+
+def test_completion_completes_commands_and_options(tmp_path: Path) -> None:
+    def complete(words: str, index: int) -> list[str]:
+        env = {"COMP_WORDS": words, "COMP_CWORD": str(index), "_LL_LOOP_COMPLETE": "complete_bash"}
+        done = subprocess.run(
+            [str(BIN / "ll-loop")], env={**os.environ, **env}, capture_output=True, text=True
+        )
+        return done.stdout.split()
+
+    assert complete("ll-loop va", 1) == ["validate"]
+    assert complete("ll-loop run --max", 2) == ["--max-steps"]
+    script = ll_loop(tmp_path, "--show-completion", "bash")
+    assert "_LL_LOOP_COMPLETE=complete_bash" in script.stdout
+
+
+def test_help_shows_an_example(tmp_path: Path) -> None:
+    shown = ll_loop(tmp_path, "run", "--help").stdout
+    assert "ll-loop run fix-until-green-demo" in shown
+    assert "ll-harness cmd 'pytest -q'" in ll_harness(tmp_path, "cmd", "--help").stdout
+
+
+def test_no_color_turns_every_colour_off(tmp_path: Path) -> None:
+    """rich (help) colours a forced terminal; NO_COLOR wins over it."""
+    forced = {"FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    loud = ll_loop(tmp_path, "--help", env=forced, process=True)
+    assert COLOUR.search(loud.stdout)
+    quiet = ll_loop(tmp_path, "--help", env={**forced, "NO_COLOR": "1"}, process=True)
+    assert not COLOUR.search(quiet.stdout)
+
+
+def test_our_colour_needs_a_terminal_and_no_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.cli.style import paint
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert paint("✔", "green", Terminal()) == "\x1b[32m✔\x1b[0m"  # type: ignore[arg-type]
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert paint("✔", "green", Terminal()) == "✔"  # type: ignore[arg-type]
+
+
+def test_pre_commit_hook_runs_validate() -> None:
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "ll-loop-validate" and hook["entry"] == "ll-loop validate"
+    assert re.search(hook["files"], ".loops/fix.yaml") and not re.search(hook["files"], "a.yaml")
+
+
+def test_sarif_names_its_version_and_every_rule_in_one_order(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("name: [\n")
+    (tmp_path / "ok.yaml").write_text("name: ok\ninitial: a\nstates: {a: {terminal: true}}\n")
+    logs = [
+        json.loads(ll_loop(tmp_path, "validate", "--format", "sarif", f).stdout)
+        for f in ("bad.yaml", "ok.yaml")
+    ]
+    drivers = [log["runs"][0]["tool"]["driver"] for log in logs]
+    assert drivers[0]["version"] == engine.__version__
+    assert drivers[0]["rules"] == drivers[1]["rules"]  # same ids, same indices, every run
+    ids = [rule["id"] for rule in drivers[0]["rules"]]
+    assert len(ids) == len(set(ids)) and {"LL001", "F001", "F012", "USAGE"} <= set(ids)
+    [result] = logs[0]["runs"][0]["results"]
+    assert ids[result["ruleIndex"]] == result["ruleId"] == "F001"
+
+
+def test_every_load_code_is_registered_and_documented() -> None:
+    used = set()
+    for path in (REPO / "engine" / "load").glob("*.py"):
+        used |= set(re.findall(r'"(F\d{3})"', path.read_text()))
+    registered = {c.code for c in LOAD_CODES}
+    assert used <= registered, f"unregistered codes (engine/load/codes.py): {used - registered}"
+    table = (REPO / "docs" / "format.md").read_text().split("## Diagnostics", 1)[1]
+    documented = set(re.findall(r"^\| (F\d{3}) \|", table, re.M))
+    assert documented == registered
+
+
+def test_every_builtin_loop_has_a_modeline_that_resolves() -> None:
+    for path in sorted(builtin_loops_dir().glob("*.yaml")):
+        target = schema_of(path.read_text())
+        assert target is not None, f"{path.name} has no modeline"
+        assert (path.parent / target).resolve() == schema_path().resolve(), path.name
+
+
+def test_installed_and_scaffolded_loops_point_at_the_project_schema(tmp_path: Path) -> None:
+    assert ll_loop(tmp_path, "install", "fix-until-clean").code == 0
+    installed = tmp_path / ".loops" / "fix-until-clean.yaml"
+    target = installed.parent / str(schema_of(installed.read_text()))
+    assert target.read_text() == schema_path().read_text()
+    assert ll_loop(tmp_path, "validate", str(installed)).code == 0
+
+
+def test_schema_out_writes_the_file(tmp_path: Path) -> None:
+    done = ll_loop(tmp_path, "schema", "--out", "loop.schema.json")
+    assert done.code == 0 and done.stdout == ""
+    assert json.loads((tmp_path / "loop.schema.json").read_text())["$id"].endswith(
+        "loop.schema.json"
+    )
+    refused = ll_loop(tmp_path, "schema", "--out", str(tmp_path))
+    assert refused.code == 2 and "is a directory" in refused.stderr
