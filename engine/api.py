@@ -166,13 +166,15 @@ def run(
     cwd: PathLike | None = None,
     env: Mapping[str, str] | None = None,
     handle_signals: bool = True,
+    strict_context: bool = False,
 ) -> RunResult:
     """Run a loop to its end, exactly as `ll-loop run` does; the `RunResult`.
 
     `path_or_loop` is a file path, a loop name (`.loops/NAME.yaml`, then the built-ins) or a
     loaded `Loop`. Values, later ones winning: the loop's `context` defaults, its parameters'
-    defaults, `context` (a value for a declared parameter is converted to its type; a loop that
-    declares `parameters` takes no other keys than those and its `context:` names),
+    defaults, `context` (any keys; a value for a declared parameter is converted to its type;
+    with `strict_context`, as `ll-loop run --context` does, a loop that declares `parameters`
+    takes no other keys than those and its `context:` names),
     `input` (as `context.input`, the CLI's INPUT), `inputs` (declared parameters only, like a
     sub-loop's `with:`). `replay` is a run id or run directory whose LLM log answers every LLM
     call. `lock=False` takes no scope lock; `queue` waits for overlapping runs (at most
@@ -191,7 +193,7 @@ def run(
         if max_steps < 1:
             raise UsageError(f"max_steps must be at least 1, got {max_steps}")
         loop = replace(loop, max_steps=max_steps)
-    values = bind_context(loop, context or {}, inputs or {}, input)
+    values = bind_context(loop, context or {}, inputs or {}, input, strict=strict_context)
     replay_dir = _replay_dir(replay, where)
     launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
     run_id = new_run_id()
@@ -298,13 +300,13 @@ def bind_context(
     inputs: Mapping[str, Any],
     input: str | None = None,
     *,
-    strict: bool = True,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The run's starting context: `context` defaults ← parameter defaults ← `context` ←
     `input` (as `context.input`) ← `inputs`. Values for declared parameters are converted to
     their types; `inputs` may name declared parameters only; a required one must be given.
-    A loop that declares `parameters` takes in `context` only those, its `context:` names and
-    `input` (`strict=False`: any key, for a resumed run's saved context)."""
+    With `strict` (the CLI's `--context`), a loop that declares `parameters` takes in `context`
+    only those, its `context:` names and `input`: another key is a typo until proven otherwise."""
     from engine.model.params import ParameterError, check_caller_keys, coerce
 
     values = dict(loop.context)
@@ -408,8 +410,7 @@ def resume(
     loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
     loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
     loop = _with_original_budget(loop, saved)
-    # the saved values still fit the loop (names it no longer declares are its own business)
-    bind_context(loop, saved.get("context", {}), {}, strict=False)
+    bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
     if snapshot.current not in loop.states:
         raise UsageError(
             f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
