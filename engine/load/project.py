@@ -120,17 +120,23 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
-def open_file(path: Path | str | bytes, flags: int, mode: int = 0o644) -> int:
-    """`os.open` that refuses to follow a link at `path` or between `.loops/` and it."""
-    target = Path(os.fsdecode(path))
-    for part in _below_loops(target.parent):
-        if os.path.islink(part):
-            raise _unsafe(part)
+def open_file(
+    path: Path | str | bytes, flags: int, mode: int = 0o644, *, parents_checked: bool = False
+) -> int:
+    """`os.open` that refuses to follow a link at `path` or between `.loops/` and it.
+
+    `parents_checked`: the caller made or checked the directories itself (a run directory, once
+    per run), so only the file is guarded; this is the per-boundary path of every run.
+    """
+    if not parents_checked:
+        for part in _below_loops(Path(os.fsdecode(path)).parent):
+            if os.path.islink(part):
+                raise _unsafe(part)
     try:
         return os.open(path, flags | _NOFOLLOW | os.O_CLOEXEC, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _unsafe(target) from None
+            raise _unsafe(Path(os.fsdecode(path))) from None
         raise
 
 

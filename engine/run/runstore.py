@@ -119,7 +119,8 @@ class RunStore:
             os.fsync(self._events)
         temp = self._state_temp
         content = _utf8(self._dumps(data))
-        fd = open_file(temp, os.O_WRONLY | os.O_CREAT)
+        # The directory was made (create) or checked (open) by us: only the file is guarded.
+        fd = open_file(temp, os.O_WRONLY | os.O_CREAT, parents_checked=True)
         try:
             _write_all(fd, content)
             os.ftruncate(fd, len(content))
