@@ -323,6 +323,8 @@ def bind_context(
     if strict:
         check_caller_keys(loop, context)
     given = {**context, **({} if input is None else {"input": input}), **inputs}
+    if loop.input_key not in (None, "input") and "input" in given and loop.input_key not in given:
+        given[str(loop.input_key)] = given.pop("input")  # INPUT is the parameter input_key names
     for key, value in given.items():
         declared = loop.parameters.get(key)
         if declared is None:
@@ -338,7 +340,8 @@ def bind_context(
     if missing:
         raise UsageError(
             f"loop {loop.name!r} requires parameter {missing[0]!r}",
-            hint=f"pass --context {missing[0]}=VALUE",
+            hint=f"pass --context {missing[0]}=VALUE"
+            + (" or give it as INPUT" if missing[0] == loop.input_key else ""),
         )
     return values
 
@@ -365,12 +368,12 @@ def _take_lock(
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
     started by one of this run's actions inherits the lease through its environment."""
     from engine.run.locks import acquire_scope, no_lock
+    from engine.run.scope import run_scope
 
     if not lock:
         return no_lock(launch.root, run_id)
-    return acquire_scope(
-        launch.root, run_id, launch.loop.scope, queue=queue, timeout=timeout, env=launch.env
-    )
+    scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
+    return acquire_scope(launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env)
 
 
 # --- resume ----------------------------------------------------------------------------------

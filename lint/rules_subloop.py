@@ -45,15 +45,18 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
         if child is None:
             continue
         params = child.parameters
+        given = dict(state.with_)
+        if child.input_key and "input" in given:  # the child's INPUT is its input_key
+            given.setdefault(child.input_key, given.pop("input"))
         for name, declared in params.items():
-            if declared.required and not declared.has_default and name not in state.with_:
+            if declared.required and not declared.has_default and name not in given:
                 yield Finding(
                     f"state {state.name!r} does not pass required parameter {name!r} of "
                     f"loop {child.name!r}",
                     state_path(state, "with"),
                     f"add `{name}: <value>` under `with:`",
                 )
-        for name, value in state.with_.items():
+        for name, value in given.items():
             param = params.get(name)
             if param is None and name == "input":
                 continue  # the child's INPUT (context.input), as on the command line

@@ -33,6 +33,9 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "list_cmd": ("list", "install"),
     "schema_cmd": ("schema",),
     "scaffold_cmd": ("scaffold-eval", "scaffold-verify"),
+    "migrate_cmd": ("migrate",),
+    "explain_cmd": ("explain",),
+    "report_cmd": ("report",),
 }
 
 

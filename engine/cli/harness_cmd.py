@@ -460,7 +460,10 @@ def dsl_command(
 
 @app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))
 def history_command(
-    target: Annotated[str, typer.Argument(help="A target as recorded (command text, loop name…).")],
+    target: Annotated[
+        str | None,
+        typer.Argument(help="A target as recorded (command text, loop name…)."),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only attempts on or after this date (UTC).")
     ] = None,
@@ -471,8 +474,30 @@ def history_command(
         int, typer.Option("--last", min=0, help="How many recent attempts to list.")
     ] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    stability: Annotated[
+        bool,
+        typer.Option(
+            "--stability",
+            help="Per judge: flip rate, abstention rate, and a flag on judges that never "
+            "discriminate (TARGET optional: a loop name or harness target).",
+        ),
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the history as one HTML page to this file."),
+    ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    if html is not None:
+        from engine.cli.harness_history import write_history_html
+
+        write_history_html(target, html)
+    if stability:
+        from engine.cli.harness_history import print_stability
+
+        return print_stability(target, since, as_json)
+    if target is None:
+        raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
     from engine.run.history import history_path, open_history

@@ -59,7 +59,8 @@ def register(app: "typer.Typer") -> None:
         input: Annotated[
             str | None,
             typer.Argument(
-                metavar="[INPUT]", help="Input for the loop, available as ${context.input}."
+                metavar="[INPUT]",
+                help="Input for the loop: ${context.input}, or the parameter named by input_key.",
             ),
         ] = None,
         context: Annotated[

@@ -40,6 +40,10 @@ def register(app: typer.Typer) -> None:
 def show(
     loop: Annotated[str, typer.Argument(metavar="LOOP", help="Loop file or name.")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    cost: Annotated[
+        bool,
+        typer.Option("--cost", help="Print the worst-case LLM calls and dollars of one run."),
+    ] = False,
 ) -> int:
     """Print the loop's states and transitions; retry edges and terminal outcomes are marked."""
     from engine.graph.show import render
@@ -47,8 +51,22 @@ def show(
     loaded = _load(loop)
     if loaded is None:
         return 2
+    if cost:
+        return _show_cost(loaded, format)
     text = render(loaded, format.value)
     print(text if format is Format.json else printable(text))
+    return 0
+
+
+def _show_cost(loaded: Loop, format: Format) -> int:
+    """`show --cost`: text, or the bound as JSON with `--format json`."""
+    import json
+
+    from engine.cli.costs import loop_bound
+    from engine.graph.cost import render_bound
+
+    bound = loop_bound(loaded)
+    print(json.dumps(bound.to_json(), indent=2) if format is Format.json else render_bound(bound))
     return 0
 
 

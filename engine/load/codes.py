@@ -1,4 +1,4 @@
-"""The stable codes of load-time diagnostics (F000–F019), each with a name and a summary.
+"""The stable codes of load-time diagnostics (F000–F032), each with a name and a summary.
 
 Lint rules register their own codes (`lint._registry`); these are the loader's. Both lists
 together are every rule a report can name: SARIF lists all of them in the same order in every
@@ -36,4 +36,7 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F017", "conflicting-keys", "Keys that conflict with, or need, each other."),
     LoadCode("F018", "repeated-entry", "A list entry appears more than once."),
     LoadCode("F019", "schema-violation", "Another violation of the loop schema."),
+    LoadCode("F030", "fragment-library", "A fragment library cannot be found, read or used."),
+    LoadCode("F031", "unknown-fragment", "A state names a fragment no library defines."),
+    LoadCode("F032", "fragment-binding", "A fragment's with: binding does not fit its parameters."),
 )

@@ -20,11 +20,12 @@ import math
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import SafeConstructor
 
 from engine.model.errors import Diagnostic
 
@@ -74,6 +75,7 @@ ALIAS_EXPANSION_SLACK = 10_000
 _TAG = "tag:yaml.org,2002:"
 _BOOL_WORDS = frozenset({"true", "false"})
 _KEY_TAGS = frozenset({"str", "int", "float", "bool", "null", "timestamp"})
+_YAML11 = SafeConstructor()  # PyYAML's own scalar rules, for `parse_yaml(..., yaml11=True)`
 _SPECIAL_FLOATS = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
 
 
@@ -89,6 +91,8 @@ class Positions:
     keys: Mapping[PathKey, Position]
     values: Mapping[PathKey, Position]
     text: str = ""  # the source text, so findings can point inside a value without re-reading
+    # Nodes a state took from a fragment: path -> "fragment 'x' at lib.yaml:12" (see fragments.py)
+    origins: Mapping[PathKey, str] = field(default_factory=dict)
 
     def of(self, path: PathKey) -> Position:
         """Position of the node at `path` (its key for mapping entries), else nearest ancestor."""
@@ -97,6 +101,17 @@ class Positions:
     def value_of(self, path: PathKey) -> Position:
         """Position of the value node at `path`, else of its key, else nearest ancestor."""
         return self._find(tuple(path), self.values, self.keys)
+
+    def origin_of(self, path: PathKey) -> str:
+        """Where the node at `path` (or its nearest ancestor) was written, when a fragment
+        contributed it ("" for nodes written in the loop file itself)."""
+        path = tuple(path)
+        while path:
+            found = self.origins.get(path)
+            if found:
+                return found
+            path = path[:-1]
+        return ""
 
     @staticmethod
     def _find(
@@ -119,10 +134,15 @@ class YamlProblems(Exception):
         self.diagnostics = diagnostics
 
 
-def parse_yaml(text: str, file: str) -> tuple[Any, Positions]:
-    """Parse `text` into data and positions, or raise `YamlProblems` with every problem found."""
-    node = _compose(text, file)
-    builder = _Builder(file)
+def parse_yaml(text: str, file: str, *, yaml11: bool = False) -> tuple[Any, Positions]:
+    """Parse `text` into data and positions, or raise `YamlProblems` with every problem found.
+
+    `yaml11` reads plain scalars by PyYAML's YAML 1.1 rules instead (`yes` is true, `0o17` is
+    text): only for files of another system that reads them so (`ll-loop migrate`); every other
+    protection stays.
+    """
+    node = _compose(text, file, _BaseLoader if yaml11 else _Loader)
+    builder = _Builder(file, yaml11=yaml11)
     data = builder.build(node, (), 0)
     if builder.problems:
         raise YamlProblems(sorted(builder.problems, key=lambda d: (d.line, d.column)))
@@ -145,6 +165,16 @@ def read_text(path: Path, file: str) -> str:
             [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, "check the path")]
         ) from None
     return decode(raw, file)
+
+
+def _yaml11_number(node: yaml.ScalarNode) -> int | float | None:
+    """An int or float tagged by the YAML 1.1 resolver, built as PyYAML builds it."""
+    try:
+        if node.tag == _TAG + "int":
+            return int(_YAML11.construct_yaml_int(node))
+        return float(_YAML11.construct_yaml_float(node))
+    except (ValueError, TypeError):
+        return None
 
 
 def _core_int(text: str) -> int | None:
@@ -210,9 +240,9 @@ def _line_col(raw: bytes, offset: int) -> Position:
     return line, offset - start + 1
 
 
-def _compose(text: str, file: str) -> yaml.Node:
+def _compose(text: str, file: str, loader: type[Any] = _Loader) -> yaml.Node:
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         raise YamlProblems([_syntax_diag(exc, file, text)]) from None
     except yaml.reader.ReaderError as exc:
@@ -311,8 +341,9 @@ def _diag(code: str, message: str, file: str, line: int, column: int, hint: str 
 class _Builder:
     """Walks the composed node graph once, recording positions and collecting problems."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, *, yaml11: bool = False) -> None:
         self.file = file
+        self.yaml11 = yaml11
         self.keys: dict[PathKey, Position] = {}
         self.values: dict[PathKey, Position] = {}
         self.problems: list[Diagnostic] = []
@@ -465,15 +496,16 @@ class _Builder:
         if tag == _TAG + "null":
             return None
         if tag == _TAG + "bool":
+            if self.yaml11:
+                return _YAML11.construct_yaml_bool(node)
             if value.lower() in _BOOL_WORDS:
                 return value.lower() == "true"
             return value  # yes/no/on/off: words, as in YAML 1.2
+        number: int | float | None = None
         if tag == _TAG + "int":
-            number: int | float | None = _core_int(value)
+            number = _yaml11_number(node) if self.yaml11 else _core_int(value)
         elif tag == _TAG + "float":
-            number = _core_float(value)
-        else:
-            number = None
+            number = _yaml11_number(node) if self.yaml11 else _core_float(value)
         if tag in (_TAG + "int", _TAG + "float"):
             if number is None:
                 return value  # an explicit !!int / !!float that is not one: keep the text

@@ -352,6 +352,17 @@ class History:
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
         )
 
+    def judged_attempts(self, *, since: str | None = None) -> list[Attempt]:
+        """Every authoritative attempt an LLM judge graded (`--semantic`), oldest first."""
+        clauses = ["semantic_criterion IS NOT NULL", "superseded_by IS NULL"]
+        params: list[Any] = []
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
+        return self._select_attempts(
+            f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params
+        )
+
     def cell_attempts(
         self, runner: str, target: str, input_hash: str, target_content_hash: str
     ) -> list[Attempt]:

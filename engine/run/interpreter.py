@@ -56,6 +56,8 @@ class RunState:
     retries: dict[str, int] = field(default_factory=dict)
     prev: dict[str, Any] | None = None
     last_values: dict[str, float] = field(default_factory=dict)  # convergence memory per state
+    stalls: dict[str, int] = field(default_factory=dict)  # checks without progress, per state
+    diffs: dict[str, str] = field(default_factory=dict)  # diff_stall: last `git diff` digest
     cost_usd: float = 0.0
     started_at: str = ""
     elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
@@ -294,6 +296,7 @@ def execute(
         spawn_error=result.spawn_error,
         output=result.output[:PREVIEW_LIMIT],
         output_path=result.output_path,
+        stderr=result.stderr[-PREVIEW_LIMIT:],  # the end: where a failure says why
     )
     return result, None
 
@@ -312,6 +315,12 @@ def evaluate(
             spec = Evaluate(type="llm_structured", implicit=True)
         else:
             spec = Evaluate(type="exit_code")
+    if spec.type == "diff_stall":  # the state's own action (often a placeholder) must work first
+        from engine.run.stall import diff_stall
+
+        if result.exit_code:
+            return step_verdict(result)
+        return diff_stall(spec, state, loop, rs, rt, ns)
     # exit_code never reads the text, nor does any evaluator of a failed action (error)
     skips_text = spec.type == "exit_code" or (result.exit_code != 0 and not spec.ignore_exit_code)
     try:
@@ -341,9 +350,11 @@ def evaluate(
     previous: Any = None
     if spec.type == "convergence":
         previous = _previous_value(spec, state, rs, ns)
-    verdict = judge(spec, Judged(text, result, target=target, previous=previous))
+    stalled = rs.stalls.get(state.name, 0)
+    verdict = judge(spec, Judged(text, result, target=target, previous=previous, stalled=stalled))
     if spec.type == "convergence" and "value" in verdict.details:
         rs.last_values[state.name] = verdict.details["value"]
+        rs.stalls[state.name] = verdict.details.get("stalled", 0)
     return verdict
 
 

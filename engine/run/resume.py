@@ -202,9 +202,11 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
 
 
 def _run_dir_at(path: Path, folder: Path) -> Path:
-    """`path` when it is a run directory of this project (`.loops/runs/<id>`), else UsageError."""
-    resolved = path.resolve()
-    if resolved.parent != folder.resolve() or not resolved.is_dir() or path.is_symlink():
+    """`path` when it is a run directory of this project (`.loops/runs/<id>`, or a child run's
+    `children/<state>-<n>` inside one), else UsageError."""
+    resolved, runs = path.resolve(), folder.resolve()
+    inside = resolved != runs and resolved.is_relative_to(runs)
+    if not inside or not resolved.is_dir() or path.is_symlink():
         raise UsageError(
             f"{path} is not a run directory of this project",
             hint=f"pass a run id, or a directory in {folder}; `ll-loop status --all` lists them",

@@ -160,7 +160,10 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
             hint="pass only declared parameters in `with:`, or declare it under `parameters:`",
         )
     bound = dict(child.context)
-    if INPUT_KEY in values and INPUT_KEY not in child.parameters:
+    target = child.input_key or INPUT_KEY
+    if INPUT_KEY in values and target != INPUT_KEY and target not in values:
+        values = {**values, target: values[INPUT_KEY]}  # the child's INPUT is its input_key
+    elif INPUT_KEY in values and INPUT_KEY not in child.parameters:
         bound[INPUT_KEY] = values[INPUT_KEY]
     for name, param in child.parameters.items():
         if name in values:
