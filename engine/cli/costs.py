@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,9 +11,10 @@ if TYPE_CHECKING:
 
 def loop_bound(loop: Loop) -> CostBound:
     """The worst case of one run of `loop` here; a bad price file raises its PreflightError."""
+    from engine.load.project import project_root
     from engine.report.bound import static_bound
 
-    return static_bound(loop, Path.cwd())
+    return static_bound(loop, project_root())
 
 
 def bound_line(loop: Loop) -> str | None:

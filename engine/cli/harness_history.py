@@ -12,13 +12,14 @@ def print_stability(target: str | None, since: str | None, as_json: bool) -> int
     """Judges of loop runs (`.loops/runs`) and of `--semantic` harness rows, optionally only
     those of TARGET (a loop name or a harness target); `--since` limits both by date."""
     from engine.harness.stability import render_text, stability_report
+    from engine.load.project import loops_dir, project_root
 
-    cwd = Path.cwd()
-    if not (cwd / ".loops").is_dir():
+    root = project_root()
+    if not loops_dir(root).is_dir():
         raise UsageError(
-            f"no .loops directory in {cwd}", hint="run ll-loop or ll-harness from this directory"
+            f"no .loops directory in {root}", hint="run ll-loop or ll-harness in this project first"
         )
-    rows = stability_report(cwd, target, since)
+    rows = stability_report(root, target, since)
     if as_json:
         print(json.dumps({"judges": [r.to_json() for r in rows]}, indent=2))
     else:
@@ -33,7 +34,9 @@ def write_history_html(target: str | None, out: Path) -> None:
 
     if target is None:
         raise UsageError("--html needs a TARGET", hint="ll-harness history TARGET --html FILE")
-    page = harness_report_html(Path.cwd(), target)
+    from engine.load.project import project_root
+
+    page = harness_report_html(project_root(), target)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -36,10 +36,12 @@ def report_command(
     if not html:
         raise UsageError("say which report to write", hint="ll-loop report RUN --html")
     view = open_run(run)
-    page = run_report_html(view, Path.cwd())
+    from engine.load.project import project_root, write_new_file
+
+    page = run_report_html(view, project_root())
     target = out if out is not None else view.dir / "report.html"
-    try:
-        target.write_text(page, encoding="utf-8")
+    try:  # in the run directory (or at --out), never through a link
+        write_new_file(target, page.encode("utf-8"), replace=True)
     except OSError as exc:
         raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
     err(f"wrote {target} ({len(page) // 1024 + 1} KiB)")

@@ -11,6 +11,7 @@ import typer
 from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import LoadError
 from engine.model.loop import Loop
+from engine.model.terminal import printable
 
 
 class Format(StrEnum):
@@ -52,7 +53,8 @@ def show(
         return 2
     if cost:
         return _show_cost(loaded, format)
-    print(render(loaded, format.value))
+    text = render(loaded, format.value)
+    print(text if format is Format.json else printable(text))
     return 0
 
 
@@ -102,7 +104,7 @@ def simulate(
         return 2
     overrides = sim.parse_overrides(loaded, verdict or [])
     result = sim.simulate(loaded, scenario, overrides, max_steps)
-    print(json.dumps(result.to_json(), indent=2) if as_json else sim.render_text(result))
+    print(json.dumps(result.to_json(), indent=2) if as_json else printable(sim.render_text(result)))
     return result.exit_code
 
 

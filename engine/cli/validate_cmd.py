@@ -15,6 +15,7 @@ import typer
 
 from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import Diagnostic, LoopError
+from engine.model.terminal import printable
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
     from lint.report import LoopReport
@@ -63,8 +64,8 @@ def validate(
             for r in reports
         ]
     output = RENDERERS[format.value](shown)
-    if output:
-        print(output)
+    if output:  # quotes the files' own text: control characters shown, not sent
+        print(output if format in {Format.json, Format.sarif} else printable(output))
     if format is Format.text and verbose:
         _print_cost_bounds(reports)
     if format is Format.text:

@@ -23,7 +23,7 @@ from engine.load.fragments import expand_fragments
 from engine.load.gcpause import collector_paused
 from engine.load.schema_check import violations
 from engine.load.suggest import describe, explain
-from engine.load.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
+from engine.load.yaml_positions import PathKey, Positions, YamlProblems, parse_yaml, read_text
 from engine.model.errors import Diagnostic, LoadError
 from engine.model.loop import (
     EMPTY,
@@ -90,13 +90,7 @@ def check_loop_file(path: str | Path) -> tuple[Loop | None, Positions | None, li
     """Like `check_loop_text`, reading `path` (unreadable or non-UTF-8 files are diagnostics)."""
     file = str(path)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        message = f"cannot read the file: {reason}"
-        return None, None, [Diagnostic("F000", "error", message, file, "", 1, 1, "check the path")]
-    try:
-        text = decode(raw, file)
+        text = read_text(Path(path), file)
     except YamlProblems as failed:
         return None, None, failed.diagnostics
     return check_loop_text(text, file)

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from engine.load.yaml_positions import YamlProblems, parse_yaml
 from engine.model.errors import LoopError
 
 _SUFFIXES = (".yaml", ".yml")
@@ -33,12 +32,13 @@ def read_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SourceError(f"{path} is not valid YAML{where}: {exc}") from None
+    try:  # the engine's one YAML reader (alias bombs, tags, nesting refused), with 1.1 scalars
+        return parse_yaml(text, str(path), yaml11=True)[0]
+    except YamlProblems as exc:
+        first = exc.diagnostics[0]
+        raise SourceError(
+            f"{path} is not valid YAML at line {first.line}: {first.message}"
+        ) from None
 
 
 def header_comments(path: Path) -> str:

@@ -91,6 +91,8 @@ def crash_verdict(result: ActionResult) -> Verdict:
         details["timed_out"] = True
     if result.signal is not None:
         details["signal"] = result.signal
+    if result.output_capped is not None:
+        details["output_capped"] = result.output_capped
     return Verdict("error", details)
 
 

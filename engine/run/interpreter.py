@@ -13,6 +13,7 @@ so `run(loop, run_state, runtime)` continues from any boundary: resuming is "loa
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.graph.loop_graph import compile_graph, retry_edges
+from engine.load.project import ensure_dir, open_file
 from engine.model.errors import InterpolationError
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import (
@@ -169,7 +171,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
         if step.interrupted:  # stopped mid-action: not judged; the state runs again on resume
             rs.steps -= 1
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
-        if step.result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline:
+        if _out_of_time(step.result, rt):
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
         if step.target is None:
             return _finish(loop, rs, rt, started, "error", "error", error=step.error)
@@ -186,6 +188,17 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
     result, verdict, stopped = run_state(loop, state, rs, rt)
     if stopped:
         return StepResult(result, verdict, None, interrupted=True)
+    if _out_of_time(result, rt):  # the run ends `timeout` here: no state is entered after it
+        rt.recorder.emit(
+            "route",
+            depth=rt.depth,
+            step=rs.steps,
+            state=state.name,
+            verdict=verdict.name,
+            target=None,
+            timeout=True,
+        )
+        return StepResult(result, verdict, None)
     target = route_verdict(state, verdict)
     problem = None if target is not None else _unrouted(state, verdict, result)
     rt.recorder.emit(
@@ -198,6 +211,11 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         **({"error": problem} if problem else {}),
     )
     return StepResult(result, verdict, target, problem)
+
+
+def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
+    """The action was cut short by the loop's own timeout (its time is up, not the state's)."""
+    return result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline
 
 
 def run_state(
@@ -583,9 +601,10 @@ def _bounded(
     text = output[:-1] if output.endswith("\n") else output
     if len(text) > CAPTURE_LIMIT:
         if output_path is None:
-            path = rt.outputs_dir / f"{rs.steps:06d}-{state.name}.out"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(output, encoding="utf-8")
+            path = ensure_dir(rt.outputs_dir) / f"{rs.steps:06d}-{state.name}.out"
+            fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(output)
             output_path = str(path)
         text = text[:CAPTURE_LIMIT]
     return text, output_path
