@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Literal
 
 from engine.harness.baseline import check_retry
-from engine.harness.grading import SemanticResult, attempt_row, llm_judge, semantic_outcome
+from engine.harness.grading import (
+    SemanticResult,
+    attempt_row,
+    check_judge,
+    llm_judge,
+    semantic_outcome,
+)
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.provenance import Provenance, git_provenance
 from engine.harness.refusal import Refusal
@@ -160,6 +166,8 @@ def grade_task(task: Task, subject: Subject, options: DslOptions) -> TaskResult:
 def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> DslReport:
     """Load every task (refusing on the first invalid one), run them, record, report."""
     tasks = load_tasks(path, cwd)
+    if any(task.expected is None for task in tasks):
+        check_judge(options.semantic)  # only tasks without `expected:` are judged
     subjects = [task_subject(task, options) for task in tasks]
     retried: Attempt | None = None
     if options.retry_of is not None:

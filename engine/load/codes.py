@@ -1,4 +1,4 @@
-"""The stable codes of load-time diagnostics (F000–F033), each with a name and a summary.
+"""The stable codes of load-time diagnostics (F000–F043), each with a name and a summary.
 
 Lint rules register their own codes (`lint._registry`); these are the loader's. Both lists
 together are every rule a report can name: SARIF lists all of them in the same order in every
@@ -36,8 +36,11 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F017", "conflicting-keys", "Keys that conflict with, or need, each other."),
     LoadCode("F018", "repeated-entry", "A list entry appears more than once."),
     LoadCode("F019", "schema-violation", "Another violation of the loop schema."),
-    LoadCode("F030", "judge-kind-conflict", "A judge sets two kinds, or a field of another kind."),
-    LoadCode("F031", "judge-without-kind", "A judge sets none of the fields that choose a kind."),
-    LoadCode("F032", "duplicate-judge", "Two judges of one state have the same name."),
-    LoadCode("F033", "check-does-not-compile", "An inline check snippet does not compile."),
+    LoadCode("F030", "fragment-library", "A fragment library cannot be found, read or used."),
+    LoadCode("F031", "unknown-fragment", "A state names a fragment no library defines."),
+    LoadCode("F032", "fragment-binding", "A fragment's with: binding does not fit its parameters."),
+    LoadCode("F040", "judge-kind-conflict", "A judge sets two kinds, or a field of another kind."),
+    LoadCode("F041", "judge-without-kind", "A judge sets none of the fields that choose a kind."),
+    LoadCode("F042", "duplicate-judge", "Two judges of one state have the same name."),
+    LoadCode("F043", "check-does-not-compile", "An inline check snippet does not compile."),
 )
