@@ -30,6 +30,7 @@ demo: $(VENV)/.installed
 	@echo "the demo ran in ./demo-run/: its run is in demo-run/.loops/runs/ (ll-loop status --all there)"
 
 test: $(VENV)/.installed-dev
+	@test -x /usr/bin/chromium || echo "warning: no /usr/bin/chromium; the browser test will fail (apt-get install -y chromium)" >&2
 	$(BIN)/ruff check engine lint tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --cov --cov-report=

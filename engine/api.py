@@ -19,7 +19,7 @@ the function that needs them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -50,6 +50,7 @@ __all__ = [
     "SuiteResult",
     "events",
     "history",
+    "iter_events",
     "resume",
     "run",
     "status",
@@ -195,18 +196,22 @@ def run(
     cwd: PathLike | None = None,
     env: Mapping[str, str] | None = None,
     handle_signals: bool = True,
+    strict_context: bool = False,
 ) -> RunResult:
     """Run a loop to its end, exactly as `ll-loop run` does; the `RunResult`.
 
     `path_or_loop` is a file path, a loop name (`.loops/NAME.yaml`, then the built-ins) or a
     loaded `Loop`. Values, later ones winning: the loop's `context` defaults, its parameters'
-    defaults, `context` (any keys; a value for a declared parameter is converted to its type),
+    defaults, `context` (any keys; a value for a declared parameter is converted to its type;
+    with `strict_context`, as `ll-loop run --context` does, a loop that declares `parameters`
+    takes no other keys than those and its `context:` names),
     `input` (as `context.input`, the CLI's INPUT), `inputs` (declared parameters only, like a
     sub-loop's `with:`). `replay` is a run id or run directory whose LLM log answers every LLM
     call. `lock=False` takes no scope lock; `queue` waits for overlapping runs (at most
     `queue_timeout` seconds). `on_event` gets every event as it is written to `events.jsonl`;
     `on_diagnostic` every lint finding before the first step. `cwd` is the working directory
-    (default: the process's); `env` the environment of the actions (default: `os.environ`).
+    (default: the process's): actions run there, and `.loops/` is at the project root above it
+    (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
     `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
     """
     from engine.run.runstore import new_run_id
@@ -218,7 +223,7 @@ def run(
         if max_steps < 1:
             raise UsageError(f"max_steps must be at least 1, got {max_steps}")
         loop = replace(loop, max_steps=max_steps)
-    values = bind_context(loop, context or {}, inputs or {}, input)
+    values = bind_context(loop, context or {}, inputs or {}, input, strict=strict_context)
     replay_dir = _replay_dir(replay, where)
     launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
     run_id = new_run_id()
@@ -272,12 +277,16 @@ def _launch(
     handle_signals: bool,
 ) -> Launch:
     """The run's `Launch`, after the LLM preflight of every loop it will run."""
+    from engine.load.project import refuse_links
+    from engine.run.actions import output_cap
+    from engine.run.runstore import runs_root
     from engine.run.session import Launch
 
     launch = Launch(
         loop=loop,
         context=values,
         root=where.root,
+        workdir=where.workdir,
         env=dict(os.environ if env is None else env),
         load_child=load_child if _has_subloops(loop) else None,
         replay_from=replay_dir,
@@ -285,6 +294,8 @@ def _launch(
         on_event=on_event,
         handle_signals=handle_signals,
     )
+    output_cap(launch.env)  # a bad LL_MAX_OUTPUT_BYTES refuses the run before it starts
+    refuse_links(runs_root(where.root))  # as does a planted .loops/ or .loops/runs link
     _llm_preflight(launch)
     return launch
 
@@ -318,11 +329,15 @@ def bind_context(
     context: Mapping[str, Any],
     inputs: Mapping[str, Any],
     input: str | None = None,
+    *,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The run's starting context: `context` defaults ← parameter defaults ← `context` ←
     `input` (as `context.input`) ← `inputs`. Values for declared parameters are converted to
-    their types; `inputs` may name declared parameters only; a required one must be given."""
-    from engine.model.params import ParameterError, coerce
+    their types; `inputs` may name declared parameters only; a required one must be given.
+    With `strict` (the CLI's `--context`), a loop that declares `parameters` takes in `context`
+    only those, its `context:` names and `input`: another key is a typo until proven otherwise."""
+    from engine.model.params import ParameterError, check_caller_keys, coerce
 
     values = dict(loop.context)
     for name, param in loop.parameters.items():
@@ -335,7 +350,11 @@ def bind_context(
             f"loop {loop.name!r} has no parameter {unknown[0]!r} (declared: {names})",
             hint="pass only declared parameters as inputs, or put other values in context",
         )
+    if strict:
+        check_caller_keys(loop, context)
     given = {**context, **({} if input is None else {"input": input}), **inputs}
+    if loop.input_key not in (None, "input") and "input" in given and loop.input_key not in given:
+        given[str(loop.input_key)] = given.pop("input")  # INPUT is the parameter input_key names
     for key, value in given.items():
         declared = loop.parameters.get(key)
         if declared is None:
@@ -351,7 +370,8 @@ def bind_context(
     if missing:
         raise UsageError(
             f"loop {loop.name!r} requires parameter {missing[0]!r}",
-            hint=f"pass --context {missing[0]}=VALUE",
+            hint=f"pass --context {missing[0]}=VALUE"
+            + (" or give it as INPUT" if missing[0] == loop.input_key else ""),
         )
     return values
 
@@ -378,12 +398,12 @@ def _take_lock(
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
     started by one of this run's actions inherits the lease through its environment."""
     from engine.run.locks import acquire_scope, no_lock
+    from engine.run.scope import run_scope
 
     if not lock:
         return no_lock(launch.root, run_id)
-    return acquire_scope(
-        launch.root, run_id, launch.loop.scope, queue=queue, timeout=timeout, env=launch.env
-    )
+    scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
+    return acquire_scope(launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env)
 
 
 # --- resume ----------------------------------------------------------------------------------
@@ -628,15 +648,26 @@ def history(
 
 def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:
     """Every event of one run (id or unique prefix) as written to its `events.jsonl`."""
-    from engine.model.ports import Event
-    from engine.run.resume import find_run, read_events
+    return list(iter_events(run_id, cwd=cwd))
+
+
+def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
+    """The events of one run, read from `events.jsonl` one at a time as they are consumed: a
+    run of any length is walked in constant memory (`ll-loop history RUN` streams with it).
+    The run is looked up at the call, before the first event is asked for."""
+    from engine.run.resume import find_run
 
     snapshot = find_run(run_id, _Where.of(cwd).root)
-    found = []
-    for line in read_events(snapshot.dir / "events.jsonl"):
+    return _events_of(snapshot.dir / "events.jsonl")
+
+
+def _events_of(path: Path) -> Iterator[Event]:
+    from engine.model.ports import Event
+    from engine.run.resume import read_events
+
+    for line in read_events(path):
         fields = {k: v for k, v in line.items() if k not in ("event", "run_id")}
-        found.append(Event(str(line.get("event", "")), str(line.get("run_id", "")), fields))
-    return found
+        yield Event(str(line.get("event", "")), str(line.get("run_id", "")), fields)
 
 
 # --- suites ------------------------------------------------------------------------------------
@@ -686,19 +717,23 @@ def suite(
 
 class _Where:
     """Where a call works: `base` resolves relative paths typed by the caller (None: the
-    process's working directory, and paths stay as given in messages); `root` holds `.loops/`."""
+    process's working directory, and paths stay as given in messages); `workdir` is where
+    actions run; `root` is the project root above it, which holds `.loops/` (found as git finds
+    `.git`: `engine.load.project`)."""
 
-    __slots__ = ("base", "root")
+    __slots__ = ("base", "root", "workdir")
 
-    def __init__(self, base: Path | None, root: Path) -> None:
+    def __init__(self, base: Path | None, root: Path, workdir: Path | None = None) -> None:
         self.base, self.root = base, root
+        self.workdir = root if workdir is None else workdir
 
     @classmethod
     def of(cls, cwd: PathLike | None) -> _Where:
-        if cwd is None:
-            return cls(None, Path.cwd())
-        base = Path(cwd)
-        return cls(base, base.resolve())
+        from engine.load.project import project_root
+
+        base = None if cwd is None else Path(cwd)
+        workdir = Path.cwd() if base is None else base.resolve()
+        return cls(base, project_root(workdir), workdir)
 
     def path(self, value: PathLike) -> Path:
         path = Path(value)

@@ -7,6 +7,7 @@ its rule (documented in docs/lint-rules.md); `lint.report` renders diagnostics f
 from __future__ import annotations
 
 from lint import (  # noqa: F401  (importing registers the rules)
+    rules_cost,
     rules_graph,
     rules_interpolation,
     rules_judges,
@@ -16,6 +17,7 @@ from lint import (  # noqa: F401  (importing registers the rules)
     rules_subloop,
     rules_suite,
     rules_suppress,
+    rules_traps,
 )
 from lint._context import LintContext, LoopResolver
 from lint._engine import PositionLookup, lint_loop

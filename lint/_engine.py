@@ -50,10 +50,11 @@ def _suppressed(loop: Loop, item: Rule, finding: Finding) -> bool:
 
 def _diagnostic(loop: Loop, item: Rule, finding: Finding, placer: _Placer) -> Diagnostic:
     line, column = placer.place(finding)
+    origin = placer.origin(finding.path)
     return Diagnostic(
         code=item.code,
         severity=item.severity,
-        message=finding.message,
+        message=f"{finding.message} (from {origin})" if origin else finding.message,
         file=loop.source,
         path=".".join(str(p) for p in finding.path),
         line=line,
@@ -83,9 +84,14 @@ class _Placer:
         self.positions = positions
         self._seen: dict[tuple[PathKey, str], int] = {}
 
+    def origin(self, path: PathKey) -> str:
+        """Where a fragment wrote the node at `path` ("" when the loop file itself did)."""
+        origin_of = getattr(self.positions, "origin_of", None)
+        return str(origin_of(path)) if origin_of is not None else ""
+
     def place(self, finding: Finding) -> tuple[int, int]:
         line, column = _locate(self.loop, finding.path, self.positions)
-        if not finding.needle or self.positions is None or line < 1:
+        if not finding.needle or self.positions is None or line < 1 or self.origin(finding.path):
             return line, column
         key = (finding.path, finding.needle)
         nth = self._seen.get(key, 0) if finding.occurrence is None else finding.occurrence

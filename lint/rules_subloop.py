@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,15 +45,18 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
         if child is None:
             continue
         params = child.parameters
+        given = dict(state.with_)
+        if child.input_key and "input" in given:  # the child's INPUT is its input_key
+            given.setdefault(child.input_key, given.pop("input"))
         for name, declared in params.items():
-            if declared.required and not declared.has_default and name not in state.with_:
+            if declared.required and not declared.has_default and name not in given:
                 yield Finding(
                     f"state {state.name!r} does not pass required parameter {name!r} of "
                     f"loop {child.name!r}",
                     state_path(state, "with"),
                     f"add `{name}: <value>` under `with:`",
                 )
-        for name, value in state.with_.items():
+        for name, value in given.items():
             param = params.get(name)
             if param is None and name == "input":
                 continue  # the child's INPUT (context.input), as on the command line
@@ -101,3 +105,25 @@ def unknown_child_terminal(ctx: LintContext) -> Iterator[Finding]:
                     state_path(state, "on_terminal", name),
                     f"use one of {names(terminals)}",
                 )
+
+
+_NAMED_VALUE = re.compile(r"^\$\{\s*(?:context|param)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}$")
+
+
+@rule("LL043", "warning", "dynamic-loop-reference")
+def dynamic_loop_reference(ctx: LintContext) -> Iterator[Finding]:
+    """`loop:` interpolates a value, so whoever sets it picks the loop file that runs."""
+    for state in ctx.loop.states.values():
+        if state.loop is None or "${" not in state.loop or state.terminal:
+            continue
+        named = _NAMED_VALUE.match(state.loop.strip())
+        param = ctx.loop.parameters.get(named.group(1)) if named else None
+        if param is not None and param.enum is not None:
+            continue  # the run refuses any value outside the declared list
+        yield Finding(
+            f"state {state.name!r} runs the loop named by {state.loop.strip()}: whoever sets "
+            "that value chooses which loop file runs, any absolute path included",
+            state_path(state, "loop"),
+            "declare the value as a parameter with an `enum:` of the loops it may name, or "
+            "suppress LL043 with the reason any loop is acceptable here",
+        )

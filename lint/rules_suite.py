@@ -41,7 +41,7 @@ def _case_reads(text: str) -> Iterator[tuple[str, str, bool, bool]]:
             yield found.group(1), found.group(2), guarded, expression.raw
 
 
-@rule("LL080", "warning", "suite-missing-input", targets=("suite",))
+@rule("LL090", "warning", "suite-missing-input", targets=("suite",))
 def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
     """The subject or a hook reads a case key that some cases do not have (they will error).
 
@@ -66,7 +66,7 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
                 )
 
 
-@rule("LL081", "error", "suite-unreachable-gate", targets=("suite",))
+@rule("LL091", "error", "suite-unreachable-gate", targets=("suite",))
 def suite_unreachable_gate(ctx: SuiteContext) -> Iterator[Finding]:
     """A `min_mean` above the highest value its judge can give: the gate can never pass."""
     judges = {j.name: j for j in ctx.suite.judges}
@@ -94,7 +94,7 @@ def _known_range(judge: Judge) -> tuple[float, float] | None:
     return None
 
 
-@rule("LL082", "warning", "suite-raw-input", targets=("suite",))
+@rule("LL092", "warning", "suite-raw-input", targets=("suite",))
 def suite_raw_input(ctx: SuiteContext) -> Iterator[Finding]:
     """A case's value is pasted raw (`| raw`) into a shell command: a case can run code."""
     for path, text, is_shell in _templates(ctx.suite):

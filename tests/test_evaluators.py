@@ -6,9 +6,16 @@ from typing import Any
 
 import pytest
 
+from engine.judges.evaluators import (
+    Judged,
+    json_path,
+    judge,
+    parse_number,
+    registered,
+    step_verdict,
+)
 from engine.model.loop import Evaluate
 from engine.model.ports import ActionResult
-from engine.run.evaluators import Judged, json_path, judge, parse_number, registered, step_verdict
 
 OK = ActionResult(output="", exit_code=0)
 

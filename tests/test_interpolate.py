@@ -34,7 +34,8 @@ NS = {
 
 
 def test_roots_are_the_documented_namespaces() -> None:
-    assert {"context", "captured", "prev", "state", "loop", "run", "env", "param"} == ROOTS
+    loops = {"context", "captured", "prev", "state", "loop", "run", "env", "param"}
+    assert loops | {"inputs", "annotations"} == ROOTS  # the last two: a suite's case
 
 
 def test_find_expressions_reports_text_span_root_and_raw() -> None:

@@ -124,7 +124,7 @@ def test_seed_loops_lint_without_errors() -> None:
 def test_builtin_beside_another_kind_is_an_error_at_its_line() -> None:
     d = one(
         loop_text("type: assessment\njudges:\n  - name: b\n    builtin: regex\n    check: x\n"),
-        "F030",
+        "F040",
     )
     assert d.message == (
         "states.work.evaluate.judges[0] (judge 'b') sets both builtin and check: "
@@ -141,13 +141,13 @@ def test_two_kinds_and_no_kind_are_errors() -> None:
       - {name: b, arguments: {x: 1}}
     """
     found = problems(loop_text(block))
-    assert [d.code for d in found] == ["F030", "F031"]
+    assert [d.code for d in found] == ["F040", "F041"]
     assert "sets both check and module" in found[0].message
     assert "has no kind" in found[1].message and found[1].line == 11
 
 
 def test_llm_settings_on_a_non_llm_judge_are_refused() -> None:
-    d = one(loop_text("type: assessment\njudges:\n  - {name: a, check: x, samples: 3}\n"), "F030")
+    d = one(loop_text("type: assessment\njudges:\n  - {name: a, check: x, samples: 3}\n"), "F040")
     assert "samples applies to an LLM prompt" in d.message
 
 
@@ -160,7 +160,7 @@ def test_duplicate_names_are_refused_and_generated_names_avoid_taken_ones() -> N
       - {type: test, command: "true"}
     """
     assert [j.name for j in judges_of(block)] == ["test", "test_2"]
-    d = one(loop_text(block.replace("{type: test,", "{type: test, name: test,")), "F032")
+    d = one(loop_text(block.replace("{type: test,", "{type: test, name: test,")), "F042")
     assert "a judge named 'test' is already defined at line 10" in d.message
 
 
@@ -173,7 +173,7 @@ def test_a_check_that_does_not_compile_names_its_file_line() -> None:
           value = 1
           return (value
     """
-    d = one(loop_text(block), "F033")
+    d = one(loop_text(block), "F043")
     assert d.line == 13 and "does not compile" in d.message  # the line of `return (value`
 
 

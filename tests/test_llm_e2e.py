@@ -143,6 +143,21 @@ def test_prompt_costs_end_the_run_at_max_cost(loopback: LoopbackServer, tmp_path
     assert [e["purpose"] for e in logged] == ["prompt", "prompt"]
 
 
+def test_a_step_that_reaches_success_is_a_success_whatever_it_cost(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    # the only prompt costs $0.30 against a $0.10 limit, and routes straight to the terminal:
+    # the terminal is checked first, so the run is a success, not `max_cost`
+    loopback.default = text_reply("a poem", input_tokens=0, output_tokens=20_000)
+    loop = PROMPTED.replace("max_cost_usd: 0.5", "max_cost_usd: 0.1").replace(
+        "next: check", "next: done"
+    )
+    ran = run_yaml(tmp_path, loop)
+    assert ran.code == 0, ran.stderr
+    assert (ran.json["terminated_by"], ran.json["final_state"]) == ("terminal", "done")
+    assert ran.json["cost_usd"] >= 0.1
+
+
 TIMED_OUT = """
 name: slow
 initial: build

@@ -264,3 +264,31 @@ def test_every_key_position_points_at_that_key_in_the_text(data: Any) -> None:
 def test_recursive_aliases_are_refused(text: str) -> None:
     d = one(text, "F007")
     assert "cycle" in d.message
+
+
+def test_every_yaml_the_engine_reads_goes_through_one_reader() -> None:
+    """Only `engine.load.yaml_positions` parses YAML, so loop, task, issue, config and suite files
+    all get its protection (alias bombs, nesting, tags, non-finite numbers). Writing YAML
+    (`yaml.safe_dump`) is fine anywhere."""
+    import ast
+
+    import engine
+
+    readers = {"load", "safe_load", "full_load", "unsafe_load", "load_all", "safe_load_all",
+               "compose", "compose_all", "parse", "scan"}  # fmt: skip
+    packages = Path(engine.__file__).resolve().parents[1]
+    offenders = []
+    for path in sorted([*(packages / "engine").rglob("*.py"), *(packages / "lint").rglob("*.py")]):
+        if path.name == "yaml_positions.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "yaml":
+                offenders.append(f"{path.name}: from {node.module} import ...")
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "yaml"
+                and node.attr in readers
+            ):
+                offenders.append(f"{path.name}:{node.lineno}: yaml.{node.attr}")
+    assert offenders == []

@@ -56,6 +56,7 @@ max_steps: 5
 timeout: 3
 parameters:
   mode: {type: string, required: true}
+  times: {type: any}  # passed on to the child as given (the child checks it)
 states:
   call:
     loop: child
@@ -121,7 +122,9 @@ def test_child_timeout_is_clamped_to_the_parents_remaining_time(project: Path) -
 
 def dynamic(project: Path, which: str) -> dict[str, Any]:
     """Run a parent whose `loop:` is interpolated, so only the run can find out it is bad."""
-    write(project / "dyn.yaml", PARENT.replace("loop: child", 'loop: "${context.which}"'))
+    dyn = PARENT.replace("loop: child", 'loop: "${context.which}"')
+    dyn = dyn.replace("  times:", "  which: {type: string}\n  times:", 1)
+    write(project / "dyn.yaml", dyn)
     done = ll_loop(project, "run", "dyn.yaml", "-c", "mode=ok", "-c", f"which={which}", "--json")
     return result_of(done)
 

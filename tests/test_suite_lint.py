@@ -42,12 +42,12 @@ def test_suite_lint_findings_are_positioned(tmp_path: Path) -> None:
     path = write(tmp_path / "checked.suite.yaml", SUITE)
     found = {(d.code, d.line) for d in check_file(path)}
     assert found == {
-        ("LL080", 8),  # subject.command reads inputs.text; case b lacks it
-        ("LL080", 10),  # so does the hook
-        ("LL082", 10),  # ... raw
+        ("LL090", 8),  # subject.command reads inputs.text; case b lacks it
+        ("LL090", 10),  # so does the hook
+        ("LL092", 10),  # ... raw
         ("LL073", 13),  # no builtin 'exitcode'
         ("LL070", 15),  # the if: does not parse
-        ("LL081", 21),  # a bool judge's mean cannot reach 2
+        ("LL091", 21),  # a bool judge's mean cannot reach 2
         ("LL050", 24),  # unknown suppression
     }
 
@@ -70,7 +70,7 @@ def test_validate_reports_suites_and_loops_alike(tmp_path: Path) -> None:
 def test_a_clean_suite_validates(tmp_path: Path) -> None:
     fixed = SUITE.replace("{other: x}", "{text: x}").replace(" | raw", "")
     fixed = fixed.replace("exitcode", "exit_code").replace("'x' ", "'x')")
-    fixed = fixed.replace("min_mean: 2", "min_mean: 0.5").replace("LL999", "LL080")
+    fixed = fixed.replace("min_mean: 2", "min_mean: 0.5").replace("LL999", "LL090")
     write(tmp_path / "clean.suite.yaml", fixed)
     done = ll_loop("validate", "--strict", "clean.suite.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

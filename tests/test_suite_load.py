@@ -80,8 +80,8 @@ def test_a_good_suite_loads_with_every_spelling_of_judges() -> None:
         (GOOD.replace("quality: {min_mean: 3}", "quality: {min_win_rate: 0.5}"), "F053"),
         (GOOD.replace("preference: {min_win_rate", "preference: {min_mean"), "F053"),
         (GOOD.replace("  - input: {text: world}", "  - id: one"), "F054"),
-        (GOOD.replace("name: upper\n    check", "name: quality\n    check"), "F032"),
-        (GOOD.replace("    check: return", "    prompt: x\n    check: return"), "F030"),
+        (GOOD.replace("name: upper\n    check", "name: quality\n    check"), "F042"),
+        (GOOD.replace("    check: return", "    prompt: x\n    check: return"), "F040"),
     ],
 )
 def test_bad_suites_are_refused_with_a_code(text: str, expected: str) -> None:

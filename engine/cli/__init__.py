@@ -34,6 +34,9 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "schema_cmd": ("schema",),
     "scaffold_cmd": ("scaffold-eval", "scaffold-verify"),
     "judges_cmd": ("judges",),
+    "migrate_cmd": ("migrate",),
+    "explain_cmd": ("explain",),
+    "report_cmd": ("report",),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import traceback
@@ -11,10 +12,13 @@ import typer
 
 from engine.load.locate import loops_dir, resolve_loop
 from engine.model.errors import LoopError
+from engine.model.terminal import printable
 
 __all__ = [
     "err",
     "examples",
+    "finite",
+    "out",
     "project_loops_dir",
     "resolve_loop",
     "run_guarded",
@@ -43,7 +47,7 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
     except LoopError as exc:
         if debug_enabled():
             traceback.print_exc()
-        print(exc.render(), file=sys.stderr)
+        print(exc.render(), file=sys.stderr)  # render() shows control characters as escapes
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -58,10 +62,9 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
             return 2
-        print(
+        err(
             f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "
-            "re-run with --debug for the traceback and report it",
-            file=sys.stderr,
+            "re-run with --debug for the traceback and report it"
         )
         return 2
     return int(result or 0) if isinstance(result, int) else 0
@@ -106,10 +109,25 @@ def version_option(program: str) -> typer.models.OptionInfo:
     return option
 
 
+def finite(value: float | None) -> float | None:
+    """typer callback for a float option: click's range check lets `nan` and `inf` through,
+    and neither is a usable number of seconds (a usage error, never "no limit")."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 def err(message: str) -> None:
-    """Progress and diagnostics go to stderr; stdout carries only results."""
-    print(message, file=sys.stderr, flush=True)
+    """Progress and diagnostics go to stderr; stdout carries only results. Control characters
+    are shown, not sent (`engine.model.terminal`): a message may quote what an action printed."""
+    print(printable(message), file=sys.stderr, flush=True)
+
+
+def out(text: str) -> None:
+    """A command's human-readable result on stdout, control characters shown, not sent."""
+    print(printable(text))
 
 
 def project_loops_dir(cwd: Path | None = None) -> Path:
+    """`.loops/` at the root of the project `cwd` (default: the working directory) is in."""
     return loops_dir(cwd)

@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, examples, resolve_loop, run_guarded, version_option
+from engine.cli.common import (
+    err,
+    examples,
+    finite,
+    out,
+    resolve_loop,
+    run_guarded,
+    version_option,
+)
+from engine.load.project import project_root
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:  # the harness is imported only when a command runs
@@ -47,7 +56,10 @@ class OutputFormat(StrEnum):
 
 
 ExitCodeOpt = Annotated[
-    int | None, typer.Option("--exit-code", help="Gate: the subject's exit code must equal N.")
+    int | None,
+    typer.Option(
+        "--exit-code", min=0, max=255, help="Gate: the subject's exit code must equal N (0-255)."
+    ),
 ]
 SemanticOpt = Annotated[
     str | None,
@@ -61,7 +73,13 @@ SamplesOpt = Annotated[
     typer.Option("--samples", help="Samples to run (default 3 for stochastic subjects, else 1)."),
 ]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="Seconds one sample may take (an overrun is an error).")
+    float,
+    typer.Option(
+        "--timeout",
+        min=0,
+        callback=finite,
+        help="Seconds one sample may take (an overrun is an error; 0: no limit).",
+    ),
 ]
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text or json.")]
 MeasureOpt = Annotated[
@@ -102,7 +120,7 @@ def _judge(semantic: str | None, judge_model: str | None) -> str | None:
 
 
 def _sample_timeout(timeout: float) -> float | None:
-    """--timeout 0 (or less) means no limit on a sample."""
+    """--timeout 0 means no limit on a sample (negative, nan and inf are usage errors)."""
     return timeout if timeout > 0 else None
 
 
@@ -223,7 +241,7 @@ def _emit(
     if output is OutputFormat.json:
         print(json.dumps(data, indent=2))
     else:
-        print(text)
+        out(text)  # quotes what the subject printed: control characters shown, not sent
     return code
 
 
@@ -254,7 +272,7 @@ def _evaluate(
         check_options(options)
         cwd = Path.cwd()
         subject = subject_factory(cwd)
-        with open_history(cwd) as history:
+        with open_history(project_root(cwd)) as history:
             report = evaluate(subject, options, history, cwd)
         for note in report.notes:
             err(f"warning: {note}")
@@ -433,7 +451,7 @@ def dsl_command(
             timeout=_sample_timeout(timeout),
             retry_of=retry_of,
         )
-        with open_history(cwd) as history:
+        with open_history(project_root(cwd)) as history:
             report = run_dsl(path, options, history, cwd)
         return dsl_text(report), dsl_json(report), report.exit_code
 
@@ -535,29 +553,56 @@ def suite_command(
 
 @app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))
 def history_command(
-    target: Annotated[str, typer.Argument(help="A target as recorded (command text, loop name…).")],
+    target: Annotated[
+        str | None,
+        typer.Argument(help="A target as recorded (command text, loop name…)."),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only attempts on or after this date (UTC).")
     ] = None,
     semantic: Annotated[
         str | None, typer.Option("--semantic", help="Only attempts judged by this criterion.")
     ] = None,
-    last: Annotated[int, typer.Option("--last", help="How many recent attempts to list.")] = 10,
+    last: Annotated[
+        int, typer.Option("--last", min=0, help="How many recent attempts to list.")
+    ] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    stability: Annotated[
+        bool,
+        typer.Option(
+            "--stability",
+            help="Per judge: flip rate, abstention rate, and a flag on judges that never "
+            "discriminate (TARGET optional: a loop name or harness target).",
+        ),
+    ] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write the history as one HTML page to this file."),
+    ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    if html is not None:
+        from engine.cli.harness_history import write_history_html
+
+        write_history_html(target, html)
+    if stability:
+        from engine.cli.harness_history import print_stability
+
+        return print_stability(target, since, as_json)
+    if target is None:
+        raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
     from engine.run.history import history_path, open_history
 
     since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()
-    if not history_path(cwd).exists():
+    if not history_path(project_root(cwd)).exists():
         raise UsageError(
-            f"no history database at {history_path(cwd)}",
+            f"no history database at {history_path(project_root(cwd))}",
             hint="run ll-harness or ll-loop from this directory first",
         )
-    with open_history(cwd) as history:
+    with open_history(project_root(cwd)) as history:
         rows = history.attempts(target, since=since_value)
     if semantic is not None:
         rows = [r for r in rows if r.semantic_criterion == semantic]
@@ -565,7 +610,7 @@ def history_command(
     if as_json:
         print(json.dumps(summary.to_json(last), indent=2))
     else:
-        print(history_text(summary, last))
+        out(history_text(summary, last))
     return 0
 
 

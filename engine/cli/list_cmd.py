@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from engine.cli.common import err, examples, project_loops_dir
+from engine.cli.common import err, examples, out, project_loops_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import LoadError, UsageError
 
@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         width = max(len(e.name) for e in entries)
         for entry in entries:
             about = f"error: {entry.error}" if entry.error else entry.description
-            print(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
+            out(f"{entry.name:<{width}}  {entry.source:<8}  {_one_line(about)}")
 
     @app.command("install", epilog=examples("ll-loop install fix-until-clean"))
     def install_command(
@@ -90,15 +90,16 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
     if source is None:
         available = ", ".join(p.stem for p in _loop_files(builtin_loops_dir())) or "none"
         raise UsageError(f"no built-in loop named {name!r}", hint=f"built-ins: {available}")
-    target = project_dir / f"{name}.yaml"
-    if target.exists() and not force:
-        raise UsageError(f"{target} already exists", hint="pass --force to overwrite it")
     from engine.cli.schema_cmd import ensure_project_schema
     from engine.load.modeline import PROJECT_SCHEMA, with_modeline
+    from engine.load.project import ensure_dir, write_new_file
 
-    project_dir.mkdir(parents=True, exist_ok=True)
-    text = source.read_text(encoding="utf-8")
-    target.write_text(with_modeline(text, PROJECT_SCHEMA), encoding="utf-8")
+    target = ensure_dir(project_dir) / f"{name}.yaml"
+    text = with_modeline(source.read_text(encoding="utf-8"), PROJECT_SCHEMA)
+    try:
+        write_new_file(target, text.encode("utf-8"), replace=force)
+    except FileExistsError:
+        raise UsageError(f"{target} already exists", hint="pass --force to overwrite it") from None
     ensure_project_schema(project_dir)
     return target
 

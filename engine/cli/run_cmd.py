@@ -12,12 +12,13 @@ module has no `from __future__ import annotations`.
 """
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
-from engine.cli.common import err, examples
+from engine.cli.common import err, examples, finite
 from engine.model.errors import Diagnostic, LoadError, LoopError, UsageError
 from engine.model.ports import RunResult
 from engine.model.timefmt import duration
@@ -58,7 +59,8 @@ def register(app: "typer.Typer") -> None:
         input: Annotated[
             str | None,
             typer.Argument(
-                metavar="[INPUT]", help="Input for the loop, available as ${context.input}."
+                metavar="[INPUT]",
+                help="Input for the loop: ${context.input}, or the parameter named by input_key.",
             ),
         ] = None,
         context: Annotated[
@@ -87,7 +89,12 @@ def register(app: "typer.Typer") -> None:
         ] = False,
         queue_timeout: Annotated[
             float | None,
-            typer.Option("--queue-timeout", min=0, help="With --queue: give up after S seconds."),
+            typer.Option(
+                "--queue-timeout",
+                min=0,
+                callback=finite,
+                help="With --queue: give up after S seconds.",
+            ),
         ] = None,
         no_lock: Annotated[
             bool, typer.Option("--no-lock", help="Do not take the scope lock.")
@@ -112,6 +119,7 @@ def register(app: "typer.Typer") -> None:
                 queue_timeout=queue_timeout,
                 on_event=display.progress,
                 on_diagnostic=display.diagnostic,
+                strict_context=True,  # a --context key the loop's parameters lack is a typo
             )
         except LoopError as exc:
             raise typer.Exit(report_refusal(exc, output, started, loop=loop)) from None
@@ -240,22 +248,27 @@ def report_result(result: RunResult, output: RunOutput) -> None:
         print(json.dumps(result.to_json()))
         return
     from engine.cli.style import paint
+    from engine.model.terminal import printable
+    from engine.run.runstore import runs_root
 
     steps = _count(result.steps, "step")
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
+    # Names and the error may quote the loop file or an action: shown, never obeyed.
+    loop, error = printable(result.loop), printable(str(result.error))
+    final = printable(repr(result.final_state))
     if result.terminated_by == "terminal":
         ok = result.outcome == "success"
         mark = paint("✔" if ok else "✘", "green" if ok else "red", sys.stdout)
-        line = f"{mark} {result.outcome}: {result.loop} reached {result.final_state!r}"
+        line = f"{mark} {result.outcome}: {loop} reached {final}"
     elif result.outcome == "error":
-        line = f"{paint('✘', 'red', sys.stdout)} error: {result.error}"
+        line = f"{paint('✘', 'red', sys.stdout)} error: {error}"
     else:
         line = (
             f"{paint('…', 'yellow', sys.stdout)} inconclusive ({result.terminated_by}): "
-            f"{result.loop} stopped in {result.final_state!r}"
+            f"{loop} stopped in {final}"
         )
     print(f"{line} after {steps} ({duration(result.duration_ms / 1000)}{cost})")
-    print(f"  run {result.run_id}: .loops/runs/{result.run_id}/")
+    print(f"  run {result.run_id}: {os.path.relpath(runs_root() / result.run_id)}/")
 
 
 def _count(n: int, noun: str) -> str:

@@ -7,13 +7,16 @@ render. Results go to stdout (JSON with `--json`), diagnostics to stderr.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli.common import err, examples
+from engine.cli.common import err, examples, finite, out
 from engine.model.errors import LoopError
+from engine.model.terminal import printable
 from engine.model.timefmt import duration
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
@@ -50,7 +53,7 @@ def status_command(
         if json_output:
             print(json.dumps({**one.to_json(), "orphaned_actions": list(one.orphaned_actions)}))
         else:
-            print(_status_detail(one))
+            out(_status_detail(one))
         return
     found = status(include_finished=all_runs)
     if json_output:
@@ -78,7 +81,7 @@ def status_command(
                 pid,
             ]
         )
-    print(_table(rows))
+    out(_table(rows))
 
 
 def _status_detail(s: RunStatus) -> str:
@@ -114,7 +117,8 @@ def _status_detail(s: RunStatus) -> str:
 def stop_command(
     run: Annotated[str, typer.Argument(help="The run id (or unique prefix) to stop.")],
     wait: Annotated[
-        float, typer.Option("--wait", min=0, help="Seconds to wait for the run to stop.")
+        float,
+        typer.Option("--wait", min=0, callback=finite, help="Seconds to wait for the run to stop."),
     ] = 10.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
@@ -131,7 +135,7 @@ def stop_command(
         if json_output:
             print(json.dumps({**after.to_json(), "stopped": True, "ended_actions": ended}))
         else:
-            print(
+            out(
                 f"run {done.run_id} was not running (status {after.status}); ended "
                 f"{len(ended)} action(s) it left running: {ended}; continue it with "
                 f"`ll-loop resume {done.run_id}`"
@@ -140,7 +144,7 @@ def stop_command(
     if json_output:
         print(json.dumps({**after.to_json(), "stopped": done.stopped}))
     elif done.stopped:
-        print(
+        out(
             f"stopped run {after.run_id} in state {after.state!r} after {after.steps} steps"
             f" ({after.status}); continue it with `ll-loop resume {after.run_id}`"
         )
@@ -167,7 +171,12 @@ def resume_command(
     ] = False,
     queue_timeout: Annotated[
         float | None,
-        typer.Option("--queue-timeout", min=0, help="With --queue: give up after S seconds."),
+        typer.Option(
+            "--queue-timeout",
+            min=0,
+            callback=finite,
+            help="With --queue: give up after S seconds.",
+        ),
     ] = None,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Do not take the scope lock.")] = False,
 ) -> None:
@@ -230,7 +239,7 @@ def history_command(
         print(json.dumps({"runs": [e.to_json() for e in entries]}))
         return
     if not entries:
-        print("no runs recorded" + (f" for loop {target!r}" if target else ""))
+        out("no runs recorded" + (f" for loop {target!r}" if target else ""))
         return
     table = [["RUN", "LOOP", "STARTED", "STEPS", "RESULT"]]
     for entry in entries:
@@ -238,7 +247,7 @@ def history_command(
             [entry.run_id, entry.loop, entry.started_at[:19].replace("T", " "),
              str(entry.steps), _result(entry)]
         )  # fmt: skip
-    print(_table(table))
+    out(_table(table))
 
 
 def _result(entry: HistoryEntry) -> str:
@@ -252,6 +261,8 @@ def _is_run(target: str) -> bool:
     from engine.run.runstore import runs_root
 
     folder = runs_root()
+    if os.sep in target or target in {".", ".."}:
+        return True  # a path: a run directory, or refused as not one (never a loop name)
     if (folder / target).is_dir():
         return True
     return (
@@ -262,16 +273,21 @@ def _is_run(target: str) -> bool:
 
 
 def _show_events(ref: str, json_output: bool) -> None:
-    from engine.api import events, status
+    """The run's events, streamed one at a time: a 48k-step log never sits in memory whole."""
+    from engine.api import iter_events, status
 
     run = status(ref)
-    found = events(run.run_id)
-    if json_output:
-        print(json.dumps({"run": run.to_json(), "events": [_event_json(e) for e in found]}))
+    found = iter_events(run.run_id)
+    write = sys.stdout.write
+    if json_output:  # the same one JSON object, written piece by piece
+        write(json.dumps({"run": run.to_json()})[:-1] + ', "events": [')
+        for index, event in enumerate(found):
+            write((", " if index else "") + json.dumps(_event_json(event)))
+        write("]}\n")
         return
-    print(f"run {run.run_id} of {run.loop}: {run.status}, {run.steps} steps")
+    out(f"run {run.run_id} of {run.loop}: {run.status}, {run.steps} steps")
     for event in found:
-        print(_event_line(_event_json(event)))
+        write(printable(_event_line(_event_json(event))) + "\n")
 
 
 def _event_json(event: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ under `.loops/` and says what to do next. Placeholders left for the user are war
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,33 +89,48 @@ def check_generated(scaffold: Scaffold, file: str) -> tuple[Diagnostic, ...]:
 
 
 def write_scaffold(
-    scaffold: Scaffold, *, root: Path, out: Path | None, stdout: bool, force: bool
+    scaffold: Scaffold, *, root: Path, out: str | None, stdout: bool, force: bool
 ) -> Written:
-    """Check the scaffold, then write it (unless `stdout`); refuse to overwrite without force."""
-    target = (
-        None if stdout else (out if out is not None else root / ".loops" / f"{scaffold.name}.yaml")
-    )
+    """Check the scaffold, then write it (unless `stdout`); refuse to overwrite without force.
+
+    `--out` is a file path, or a directory (one that exists, or any path ending in `/`) that
+    gets `NAME.yaml`. A symbolic link is never written through (`engine.load.project`).
+    """
+    from engine.load.project import ensure_dir, loops_dir, project_root, write_new_file
+
+    default_dir = loops_dir(project_root(root))
+    target = None if stdout else _out_path(out, scaffold.name, default_dir)
     file = _display(target, root) if target else f"{scaffold.name}.yaml"
     diagnostics = check_generated(scaffold, file)
     if target is not None:
-        if target.exists() and not force:
+        try:
+            ensure_dir(target.parent)
+            write_new_file(target, scaffold.text.encode("utf-8"), replace=force)
+        except FileExistsError:
             raise UsageError(
                 f"{_display(target, root)} already exists; not overwriting it",
                 hint="pass --force to replace it, --out PATH to write elsewhere, or --stdout",
-            )
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(scaffold.text, encoding="utf-8")
+            ) from None
         except OSError as exc:
             raise UsageError(
                 f"cannot write {_display(target, root)}: {exc.strerror or exc}",
                 hint="choose another place with --out PATH, or print it with --stdout",
             ) from exc
-        if target.parent == root / ".loops":  # what the loop's modeline points editors at
+        if target.parent == default_dir:  # what the loop's modeline points editors at
             from engine.cli.schema_cmd import ensure_project_schema
 
             ensure_project_schema(target.parent)
     return Written(scaffold, target, diagnostics)
+
+
+def _out_path(out: str | None, name: str, default_dir: Path) -> Path:
+    """Where the loop goes: `--out` as given (a directory gets NAME.yaml), else `.loops/`."""
+    if out is None:
+        return default_dir / f"{name}.yaml"
+    path = Path(out)
+    if out.endswith(("/", os.sep)) or (path.is_dir() and not path.is_symlink()):
+        return path / f"{name}.yaml"
+    return path
 
 
 def report(written: Written, *, root: Path, as_json: bool, stdout: bool) -> None:
@@ -137,13 +153,19 @@ def report(written: Written, *, root: Path, as_json: bool, stdout: bool) -> None
     holes = len(written.scaffold.placeholders)
     if holes:
         print(f"{holes} placeholder{'s' if holes > 1 else ''} to fill first (listed above)")
-    run_ref = written.scaffold.name if written.path.parent == root / ".loops" else shown
+    from engine.load.project import loops_dir, project_root
+
+    in_project = written.path.parent == loops_dir(project_root(root))
+    run_ref = written.scaffold.name if in_project else shown
     print("next:")
     print(f"  ll-loop validate {shown}")
     print(f"  ll-loop run {run_ref}")
 
 
-_Out = Annotated[Path | None, typer.Option("--out", help="Write here instead of .loops/.")]
+_Out = Annotated[
+    str | None,
+    typer.Option("--out", help="Write here instead of .loops/ (a file, or a directory/)."),
+]
 _Stdout = Annotated[bool, typer.Option("--stdout", help="Print the YAML; write no file.")]
 _Json = Annotated[bool, typer.Option("--json", help="Print a JSON summary.")]
 _Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
@@ -184,8 +206,8 @@ def register(app: typer.Typer) -> None:
             if stdout:
                 raise UsageError("--dsl writes files; --stdout is not available with it",
                                  hint="drop --stdout, or pick a directory with --out DIR")
-            write_dsl_tasks(load_issues(issues, root), root=root, out=out, force=force,
-                            as_json=as_json)
+            write_dsl_tasks(load_issues(issues, root), root=root, out=Path(out) if out else None,
+                            force=force, as_json=as_json)
             return
         scaffold = scaffold_eval(load_issues(issues, root), load_learning_tests(root))
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)
@@ -228,12 +250,13 @@ def write_dsl_tasks(
 ) -> None:
     """`--dsl`: every issue's examples as task files, checked with the harness's own loader."""
     from engine.harness.tasks import load_task
+    from engine.load.project import ensure_dir, project_root, write_new_file
     from engine.scaffold.dsl_tasks import dsl_tasks, task_directory
 
     planned: list[tuple[Path, str]] = []
     for issue in issues:
         tasks = dsl_tasks(issue)
-        directory = root / task_directory(issue) if out is None else out
+        directory = project_root(root) / task_directory(issue) if out is None else out
         shared = out is not None and len(issues) > 1  # one directory: name files per issue
         prefix = f"{Path(task_directory(issue)).name}-" if shared else ""
         planned += [(directory / f"{prefix}{task.name}", task.text) for task in tasks]
@@ -245,9 +268,9 @@ def write_dsl_tasks(
         )
     written: list[Path] = []
     try:
-        for path, text in planned:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        for path, text in planned:  # never through a link (see engine.load.project)
+            ensure_dir(path.parent)
+            write_new_file(path, text.encode("utf-8"), replace=True)
             written.append(path)
             load_task(path, root)  # the harness reads it exactly as `ll-harness dsl` will
     except OSError as exc:

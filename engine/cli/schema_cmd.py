@@ -65,9 +65,11 @@ def write_text(path: Path, text: str) -> None:
         raise UsageError(
             f"{path} is a directory", hint="name the file to write, e.g. loop.schema.json"
         )
+    from engine.load.project import write_new_file
+
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temp.write_text(text, encoding="utf-8")
+        write_new_file(temp, text.encode("utf-8"), replace=True)  # never through a link
         os.replace(temp, path)
     except OSError as exc:
         temp.unlink(missing_ok=True)

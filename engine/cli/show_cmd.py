@@ -11,6 +11,7 @@ import typer
 from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import LoadError
 from engine.model.loop import Loop
+from engine.model.terminal import printable
 
 
 class Format(StrEnum):
@@ -39,6 +40,10 @@ def register(app: typer.Typer) -> None:
 def show(
     loop: Annotated[str, typer.Argument(metavar="LOOP", help="Loop file or name.")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    cost: Annotated[
+        bool,
+        typer.Option("--cost", help="Print the worst-case LLM calls and dollars of one run."),
+    ] = False,
 ) -> int:
     """Print the loop's states and transitions; retry edges and terminal outcomes are marked."""
     from engine.graph.show import render
@@ -46,7 +51,22 @@ def show(
     loaded = _load(loop)
     if loaded is None:
         return 2
-    print(render(loaded, format.value))
+    if cost:
+        return _show_cost(loaded, format)
+    text = render(loaded, format.value)
+    print(text if format is Format.json else printable(text))
+    return 0
+
+
+def _show_cost(loaded: Loop, format: Format) -> int:
+    """`show --cost`: text, or the bound as JSON with `--format json`."""
+    import json
+
+    from engine.cli.costs import loop_bound
+    from engine.graph.cost import render_bound
+
+    bound = loop_bound(loaded)
+    print(json.dumps(bound.to_json(), indent=2) if format is Format.json else render_bound(bound))
     return 0
 
 
@@ -84,7 +104,7 @@ def simulate(
         return 2
     overrides = sim.parse_overrides(loaded, verdict or [])
     result = sim.simulate(loaded, scenario, overrides, max_steps)
-    print(json.dumps(result.to_json(), indent=2) if as_json else sim.render_text(result))
+    print(json.dumps(result.to_json(), indent=2) if as_json else printable(sim.render_text(result)))
     return result.exit_code
 
 

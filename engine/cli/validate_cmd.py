@@ -15,6 +15,7 @@ import typer
 
 from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import Diagnostic, LoopError
+from engine.model.terminal import printable
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
     from lint.report import LoopReport
@@ -64,8 +65,10 @@ def validate(
             for r in reports
         ]
     output = RENDERERS[format.value](shown)
-    if output:
-        print(output)
+    if output:  # quotes the files' own text: control characters shown, not sent
+        print(output if format in {Format.json, Format.sarif} else printable(output))
+    if format is Format.text and verbose:
+        _print_cost_bounds(reports)
     if format is Format.text:
         err(summary(reports, infos_hidden=not verbose))
     if usage_error:
@@ -73,6 +76,22 @@ def validate(
     severities = {d.severity for r in reports for d in r.diagnostics}
     failing = {"error", "warning"} if strict else {"error"}
     return 1 if severities & failing else 0
+
+
+def _print_cost_bounds(reports: list[LoopReport]) -> None:
+    """`validate --verbose`: the static cost bound of each loop that loads and calls an LLM."""
+    from engine.cli.costs import bound_line
+    from engine.load.loader import load_loop_file
+
+    for report in reports:
+        if any(d.severity == "error" for d in report.diagnostics):
+            continue
+        try:
+            line = bound_line(load_loop_file(Path(report.path)))
+        except LoopError as exc:
+            line = f"cost bound: none ({exc.message})"
+        if line is not None:
+            print(f"{report.path}: {line}")
 
 
 def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:

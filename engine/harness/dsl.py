@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from engine.harness.baseline import check_retry
-from engine.harness.grading import SemanticResult, attempt_row, semantic_outcome
+from engine.harness.grading import SemanticResult, attempt_row, check_judge, semantic_outcome
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.provenance import Provenance, git_provenance
 from engine.harness.refusal import Refusal
@@ -283,6 +283,8 @@ def _semantic(criterion: str, judged: JudgeOutcome, model: str | None) -> Semant
 def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> DslReport:
     """Load every task (refusing on the first invalid one), run them, record, report."""
     tasks = load_tasks(path, cwd)
+    if any(task.expected is None for task in tasks):
+        check_judge(options.semantic)  # only tasks without `expected:` are judged
     subjects = [task_subject(task, options) for task in tasks]
     retried: Attempt | None = None
     if options.retry_of is not None:

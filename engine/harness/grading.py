@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.harness.banding import SampleOutcome, combine_gates
 from engine.harness.provenance import Provenance
+from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
 from engine.model.ports import Verdict
 from engine.run.history import AttemptOutcome, NewAttempt
@@ -169,6 +170,18 @@ def grade_sample(index: int, run: SubjectRun, gates: Gates, judge: Judge) -> Sam
     return SampleResult(
         index, run, gates.exit_code, exit_passed, semantic, outcome, "; ".join(reasons)
     )
+
+
+def check_judge(semantic: str | None) -> None:
+    """Refuse before the first sample when a `--semantic` judge could not run (no credentials,
+    bad settings), as `ll-loop run` does for a loop's judges."""
+    if semantic is None:
+        return
+    from engine.llm.preflight import judge_problems
+
+    problems = judge_problems()
+    if problems:
+        raise Refusal(problems[0], hint="fix the LLM settings, or drop --semantic")
 
 
 def llm_judge(model: str | None) -> Judge:

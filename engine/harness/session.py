@@ -7,6 +7,7 @@ on sample 1 and skip the rest. Each sample is one history row.
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +21,14 @@ from engine.harness.baseline import (
     measured_baseline,
     resolve_incumbent,
 )
-from engine.harness.grading import Gates, SampleResult, attempt_row, grade_sample, llm_judge
+from engine.harness.grading import (
+    Gates,
+    SampleResult,
+    attempt_row,
+    check_judge,
+    grade_sample,
+    llm_judge,
+)
 from engine.harness.history_report import (
     MIN_PRIOR_ROWS,
     HistorySummary,
@@ -119,6 +127,18 @@ def check_options(options: Options) -> None:
             "--baseline-of only makes sense with --compare-baseline",
             hint="add --compare-baseline, or drop --baseline-of",
         )
+    code = options.gates.exit_code
+    if code is not None and not 0 <= code <= 255:
+        raise Refusal(
+            f"--exit-code {code} can never match: exit codes are 0 to 255",
+            hint="pass the exit code the subject should end with, e.g. --exit-code 0",
+        )
+    if options.timeout is not None and not 0 < options.timeout < math.inf:
+        raise Refusal(
+            f"--timeout {options.timeout} is not a number of seconds",
+            hint="pass a positive number of seconds, or 0 for no limit",
+        )
+    check_judge(options.gates.semantic)
 
 
 def conditions_of(subject: Subject, options: Options, samples: int) -> Conditions:

@@ -148,7 +148,7 @@ def loop_subject(
     from engine.load.loader import load_loop_file
 
     loop = load_loop_file(path)
-    argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
+    argv = [*_ll_loop_command(), "run", str(path)]
     if input_text is not None:
         argv.append(input_text)
     for key, value in context.items():
@@ -186,6 +186,15 @@ def loop_subject(
     )
 
 
+def _ll_loop_command() -> list[str]:
+    """`ll-loop` as this very installation: `python -P` keeps the working directory off the
+    import path (a project's own `engine/` package must not stand in for ours), and the
+    directory holding our `engine` package goes first."""
+    home = str(Path(__file__).resolve().parents[2])
+    code = f"import sys; sys.path.insert(0, {home!r}); from engine.cli import main; main()"
+    return [sys.executable, "-P", "-c", code]
+
+
 def judged_loop_text(stdout: str, cwd: Path) -> str:
     """A loop run as a judge should see it: how it ended, its `outputs`, and what its last state
     printed (from the run's `state.json`); the bare result line when none of that exists."""
@@ -214,10 +223,12 @@ def _last_state_output(cwd: Path, run_id: object) -> tuple[str, str] | None:
     """(state, output) of the last state the run executed, from its state.json, if readable."""
     if not isinstance(run_id, str) or not run_id:
         return None
+    from engine.load.project import project_root
     from engine.run.runstore import runs_root
 
     try:
-        data = json.loads((runs_root(cwd) / run_id / "state.json").read_text(encoding="utf-8"))
+        state = runs_root(project_root(cwd)) / run_id / "state.json"
+        data = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     prev = data.get("prev") if isinstance(data, dict) else None

@@ -9,19 +9,18 @@ object of the response — no extra LLM call — by the `expected_answer` judge
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from engine.harness.keys import sha256_bytes
 from engine.judges.match import extract_answer as extract_answer  # graded by the judges now
 from engine.judges.match import grade_answer as grade_answer
 from engine.judges.match import same_value as same_value
 from engine.load.resources import schema_path
+from engine.load.yaml_positions import Positions, YamlProblems, read_yaml_file
 from engine.model.errors import UsageError
 
 TASK_SUFFIXES = (".yaml", ".yml")
@@ -88,19 +87,18 @@ def load_tasks(path: Path, cwd: Path) -> list[Task]:
 
 
 def load_task(file: Path, cwd: Path) -> Task:
-    raw = file.read_bytes()
-    text = raw.decode("utf-8", "replace")
+    """Read a task through the engine's one YAML reader (alias bombs, tags and non-finite
+    numbers are refused as in loop files), then check it against its schema."""
     name = _display_name(file, cwd)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        data, positions = read_yaml_file(file, name)
+    except YamlProblems as failed:
+        first = failed.diagnostics[0]
         raise UsageError(
-            f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})",
-            hint="fix the YAML syntax of the task file",
+            f"{name}:{first.line}: not valid YAML ({first.message})",
+            hint=first.hint or "fix the YAML syntax of the task file",
         ) from None
-    _validate(data, text, name)
+    _validate(data, positions, name)
     assert isinstance(data, dict)
     blanks_raw = data.get("blanks") or []
     blanks = (
@@ -112,7 +110,7 @@ def load_task(file: Path, cwd: Path) -> Task:
     if expected is not None and blanks:
         extra = [k for k in expected if k not in dict(blanks)]
         if extra:
-            line = _line_of(text, ("expected", extra[0]))
+            line = positions.of(("expected", extra[0]))[0]
             raise UsageError(
                 f"{name}:{line}: expected key {extra[0]!r} is not one of the task's blanks",
                 hint="add it to `blanks`, or remove it from `expected`",
@@ -125,7 +123,7 @@ def load_task(file: Path, cwd: Path) -> Task:
         expected=expected,
         task_type=data.get("task_type"),
         source=data.get("source"),
-        content_hash=sha256_bytes(raw),
+        content_hash=sha256_bytes(file.read_bytes()),
     )
 
 
@@ -137,21 +135,21 @@ def _validator() -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
-def _validate(data: object, text: str, name: str) -> None:
+def _validate(data: object, positions: Positions, name: str) -> None:
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
     if not errors:
         return
     error = errors[0]
     path = tuple(error.absolute_path)
-    line = _line_of(text, path) if path else 1
+    line = positions.of(path)[0] if path else 1
     where = "/".join(str(p) for p in path) or "the top level"
-    message = error.message
+    message = _short(error.message)
     hint = "see docs/harness.md for the task file format"
     if error.validator == "additionalProperties" and isinstance(data, dict):
         unknown = sorted(set(data) - set(error.schema.get("properties", {})))
         if unknown:
             message = f"unknown key {unknown[0]!r}"
-            line = _line_of(text, (unknown[0],))
+            line = positions.of((unknown[0],))[0]
             if unknown[0] == "source_dsl":
                 hint = "not supported: use `source`"
             else:
@@ -159,28 +157,9 @@ def _validate(data: object, text: str, name: str) -> None:
     raise UsageError(f"{name}:{line}: {where}: {message}", hint=hint)
 
 
-def _line_of(text: str, path: Sequence[str | int]) -> int:
-    """1-based line of the YAML node at `path` (the key's line for mapping entries)."""
-    try:
-        node = yaml.compose(text)
-    except yaml.YAMLError:
-        return 1
-    line = 1 if node is None else node.start_mark.line + 1
-    for part in path:
-        if isinstance(node, yaml.MappingNode):
-            match = [(k, v) for k, v in node.value if k.value == str(part)]
-            if not match:
-                break
-            line = match[0][0].start_mark.line + 1
-            node = match[0][1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                break
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
+def _short(message: str) -> str:
+    """A schema message quotes the offending value whole; a huge value is cut for the terminal."""
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 def _display_name(file: Path, cwd: Path) -> str:

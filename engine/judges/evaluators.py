@@ -46,6 +46,7 @@ class Judged:
     result: ActionResult
     target: Any = None
     previous: Any = None
+    stalled: int = 0  # convergence: consecutive checks without progress before this one
 
 
 def evaluator(name: str) -> Callable[[Evaluator], Evaluator]:
@@ -91,6 +92,8 @@ def crash_verdict(result: ActionResult) -> Verdict:
         details["timed_out"] = True
     if result.signal is not None:
         details["signal"] = result.signal
+    if result.output_capped is not None:
+        details["output_capped"] = result.output_capped
     return Verdict("error", details)
 
 
@@ -183,18 +186,34 @@ def convergence(spec: Evaluate, judged: Judged) -> Verdict:
     if previous is None:
         return Verdict("progress", {**details, "previous": None})
     better = value < previous if spec.direction == "minimize" else value > previous
-    return Verdict("progress" if better else "stall", {**details, "previous": previous})
+    verdict, stalled = stall_window(better, judged.stalled, spec.max_stall)
+    details.update(previous=previous, stalled=stalled)
+    if spec.max_stall > 1:
+        details["max_stall"] = spec.max_stall
+    return Verdict(verdict, details)
+
+
+def stall_window(progressed: bool, stalled: int, max_stall: int) -> tuple[str, int]:
+    """progress or stall, and the new count of consecutive checks without progress: `stall`
+    only once `max_stall` checks in a row made none (a check with progress resets it)."""
+    if progressed:
+        return "progress", 0
+    stalled += 1
+    return ("stall" if stalled >= max_stall else "progress"), stalled
 
 
 @evaluator("classify")
 def classify(spec: Evaluate, judged: Judged) -> Verdict:
-    """The last (or first) non-empty line is the verdict; it must be a declared one."""
+    """The last (or first) non-empty line is the verdict; it must be a declared one.
+
+    Verdict names are lower case, so the line is matched ignoring case: an action printing
+    `GATE_PASS` (a habit from other tools) yields verdict `gate_pass`."""
     lines = [line.strip() for line in judged.text.splitlines() if line.strip()]
     if not lines:
         return error("output is empty: nothing to classify", verdicts=list(spec.verdicts))
     line = lines[0] if spec.line == "first" else lines[-1]
-    if line in spec.verdicts:
-        return Verdict(line, {"line": line})
+    if line.lower() in spec.verdicts:
+        return Verdict(line.lower(), {"line": line})
     return error(
         f"{_preview(line)} is not one of the declared verdicts",
         line=line[:200],

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from engine.load.project import UnsafePath, ensure_dir, loops_dir, open_file
 from engine.model.errors import PreflightError
 
 LOG_NAME = "llm.jsonl"
@@ -42,8 +43,9 @@ class CallLog:
     def append(self, entry: Mapping[str, Any]) -> None:
         line = canonical_json(entry) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
+            ensure_dir(self.path.parent)
+            fd = open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(line)
 
 
@@ -107,10 +109,12 @@ class ResponseCache:
         path = self.directory / f"{key}.json"
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(canonical_json({"request": request, "response": response}), "utf-8")
+            ensure_dir(self.directory)
+            fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(canonical_json({"request": request, "response": response}))
             os.replace(tmp, path)
-        except OSError:
+        except (OSError, UnsafePath):
             tmp.unlink(missing_ok=True)
 
 
@@ -121,4 +125,4 @@ def cache_dir(run_dir: Path | None) -> Path:
         return Path(env)
     if run_dir is not None and run_dir.parent.name == "runs" and run_dir.parent.parent.name:
         return run_dir.parent.parent / "llm-cache"
-    return Path.cwd() / ".loops" / "llm-cache"
+    return loops_dir() / "llm-cache"

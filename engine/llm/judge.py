@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.llm import settings as llm_settings
+from engine.llm.calllog import request_hash
 from engine.llm.evidence import evidence_problem, has_evidence_contract
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.model.ports import Verdict
@@ -385,11 +386,19 @@ def judge_structured(
         "cost_usd": sum(r["cost_usd"] for r in records),
         "input_tokens": sum(r["input_tokens"] for r in records),
         "output_tokens": sum(r["output_tokens"] for r in records),
+        "input_hash": input_hash(request),
         **judged.details(),
     }
     if winner == "error":
         details["error"] = first.get("error", "judge failed")
     return Verdict(winner, details)
+
+
+def input_hash(request: Mapping[str, Any]) -> str:
+    """What the samples of one judgement share (model, criterion, judged text, settings): two
+    verdicts with the same hash judged the same input, so their disagreement is the judge's own
+    (`ll-harness history --stability` counts such flips)."""
+    return request_hash(request, 0)[:16]
 
 
 def _public(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,25 @@ def runner_problem(spec: str) -> str | None:
     return None
 
 
+def judge_problems() -> list[str]:
+    """Why a judge call outside a loop (`ll-harness --semantic`) could not run; `[]` if it can.
+
+    The same checks a loop's preflight makes, so a missing key stops the command before its
+    first sample instead of recording every sample as an error.
+    """
+    problems = settings.env_problems()
+    if not has_credentials():
+        problems.append(
+            "the semantic judge calls the Anthropic API but no credentials are set: set "
+            "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+        )
+    try:
+        load_prices()
+    except LoopError as exc:
+        problems.append(exc.message)
+    return problems
+
+
 def sdk_states(loop: Loop) -> list[str]:
     """States that call the Messages API: judges, and prompt states whose runner is `anthropic`."""
     names = []

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from engine.load.project import loops_dir
 from engine.model.errors import PreflightError
 
 
@@ -79,7 +80,7 @@ def price_file(root: Path | None = None) -> Path | None:
     env = os.environ.get("LL_PRICES", "").strip()
     if env:
         return Path(env)
-    candidate = (root or Path.cwd()) / ".loops" / "prices.json"
+    candidate = loops_dir(root) / "prices.json"
     return candidate if candidate.is_file() else None
 
 

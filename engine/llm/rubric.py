@@ -20,6 +20,7 @@ from engine.llm.judge import (
     base_request,
     call_usage,
     call_with_one_retry,
+    input_hash,
     judged_block,
     prepare_judged_text,
     run_concurrently,
@@ -164,6 +165,7 @@ def judge_rubric(
         "cost_usd": sum(r["cost_usd"] for r in records),
         "input_tokens": sum(r["input_tokens"] for r in records),
         "output_tokens": sum(r["output_tokens"] for r in records),
+        "input_hash": input_hash(request),
         **judged.details(),
     }
     if not ok:

@@ -11,6 +11,7 @@ the judged-text limit from `LL_JUDGE_MAX_CHARS`.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -191,6 +192,8 @@ def env_problems() -> list[str]:
             number = int(value) if name in _WHOLE_NUMBERS else float(value)
         except ValueError:
             number = -1
+        if not math.isfinite(number):
+            number = -1  # nan and inf are no setting
         low_ok = number > 0 if name == "LL_LLM_TIMEOUT" or name in _WHOLE_NUMBERS else number >= 0
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")

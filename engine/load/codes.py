@@ -1,4 +1,4 @@
-"""The stable codes of load-time diagnostics (F000–F019), each with a name and a summary.
+"""The stable codes of load-time diagnostics (F000–F055), each with a name and a summary.
 
 Lint rules register their own codes (`lint._registry`); these are the loader's. Both lists
 together are every rule a report can name: SARIF lists all of them in the same order in every
@@ -36,4 +36,18 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F017", "conflicting-keys", "Keys that conflict with, or need, each other."),
     LoadCode("F018", "repeated-entry", "A list entry appears more than once."),
     LoadCode("F019", "schema-violation", "Another violation of the loop schema."),
+    LoadCode("F030", "fragment-library", "A fragment library cannot be found, read or used."),
+    LoadCode("F031", "unknown-fragment", "A state names a fragment no library defines."),
+    LoadCode("F032", "fragment-binding", "A fragment's with: binding does not fit its parameters."),
+    LoadCode("F040", "judge-kind-conflict", "A judge sets two kinds, or a field of another kind."),
+    LoadCode("F041", "judge-without-kind", "A judge sets none of the fields that choose a kind."),
+    LoadCode("F042", "duplicate-judge", "Two judges of one state have the same name."),
+    LoadCode("F043", "check-does-not-compile", "An inline check snippet does not compile."),
+    # suites (engine/load/suite.py)
+    LoadCode("F050", "suite-subject-kind", "A subject with no kind, two, or a field of another."),
+    LoadCode("F051", "suite-cases", "A suite without exactly one of dataset and cases."),
+    LoadCode("F052", "suite-threshold-judge", "A threshold names no judge of the suite."),
+    LoadCode("F053", "suite-threshold-gate", "Two gates on a judge, or one that does not fit."),
+    LoadCode("F054", "suite-name-taken", "Two cases, hooks or judges share an id or name."),
+    LoadCode("F055", "suite-no-judges", "A suite with no judges."),
 )

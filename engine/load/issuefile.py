@@ -17,9 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from engine.load.spelling import close_matches
+from engine.load.yaml_positions import YamlProblems, parse_yaml
 from engine.model.errors import UsageError
 
 # ID like FEAT-919, BUG-12, ENH-3415 (letters, a dash, digits).
@@ -265,17 +264,16 @@ def _split_front_matter(text: str, path: Path | None) -> tuple[dict[str, Any], s
     else:
         return {}, text  # an opening rule with no closing one is just markdown
     block = "\n".join(lines[1:end])
-    try:
-        data = yaml.safe_load(block) if block.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = (mark.line + 2) if mark is not None else 1
+    try:  # the engine's one YAML reader: alias bombs and tags are refused here too
+        data = parse_yaml(block, str(path or ""))[0] if block.strip() else {}
+    except YamlProblems as exc:
+        first = exc.diagnostics[0]
+        line = first.line + 1  # the block starts on the line after the opening ---
         where = f"{path}:{line}" if path else f"line {line}"
-        reason = getattr(exc, "problem", None) or "invalid YAML"
         raise UsageError(
-            f"{where}: the issue's front matter is not valid YAML ({reason})",
+            f"{where}: the issue's front matter is not valid YAML ({first.message})",
             hint="fix the YAML between the two --- lines, or remove them",
-        ) from exc
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

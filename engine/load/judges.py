@@ -106,7 +106,7 @@ def judge_list_problems(
             line = positions.of(seen[name])[0]
             found.append(
                 _diag(
-                    "F032",
+                    "F042",
                     f"{_render(at)}: a judge named {name!r} is already defined at line {line}",
                     "give every judge of a state its own name",
                     at,
@@ -128,7 +128,7 @@ def _kind_problems(
     if not kinds:
         return [
             _diag(
-                "F031",
+                "F041",
                 f"{who} has no kind: it sets none of builtin, check, prompt, prompt_file, "
                 "llm_rubric, module",
                 "use builtin: NAME (see `ll-loop judges`), check: <python>, prompt: <template>, "
@@ -144,7 +144,7 @@ def _kind_problems(
         mixed = next(f for f in KIND_FIELDS[first] if f in entry)
         return [
             _diag(
-                "F030",
+                "F040",
                 f"{who} sets both {mixed} and {field}: a judge has exactly one kind",
                 f"use {_KIND_WORDS[first]} or {_KIND_WORDS[second]}; split it into two judges "
                 "to have both",
@@ -159,7 +159,7 @@ def _kind_problems(
         if key in entry and owner != kind:
             found.append(
                 _diag(
-                    "F030",
+                    "F040",
                     f"{who}: {key} applies to {_KIND_WORDS[owner]} judges, not to "
                     f"{_KIND_WORDS[kind]}",
                     f"remove {key}, or use {_KIND_WORDS[owner]}",
@@ -176,7 +176,7 @@ def _kind_problems(
             message, line = problem
             found.append(
                 Diagnostic(
-                    "F033",
+                    "F043",
                     "error",
                     f"{who}: the check snippet does not compile: {message}",
                     file,

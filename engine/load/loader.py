@@ -19,11 +19,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from engine.load.fragments import expand_fragments
 from engine.load.gcpause import collector_paused
 from engine.load.judges import build_dimensions, build_judge_list, judge_list_problems
 from engine.load.schema_check import violations
 from engine.load.suggest import describe, explain
-from engine.load.yaml_positions import PathKey, Positions, YamlProblems, decode, parse_yaml
+from engine.load.yaml_positions import PathKey, Positions, YamlProblems, parse_yaml, read_text
 from engine.model.errors import Diagnostic, LoadError
 from engine.model.judges import DEFAULT_DIMENSIONS
 from engine.model.loop import (
@@ -90,13 +91,7 @@ def check_loop_file(path: str | Path) -> tuple[Loop | None, Positions | None, li
     """Like `check_loop_text`, reading `path` (unreadable or non-UTF-8 files are diagnostics)."""
     file = str(path)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        message = f"cannot read the file: {reason}"
-        return None, None, [Diagnostic("F000", "error", message, file, "", 1, 1, "check the path")]
-    try:
-        text = decode(raw, file)
+        text = read_text(Path(path), file)
     except YamlProblems as failed:
         return None, None, failed.diagnostics
     return check_loop_text(text, file)
@@ -117,12 +112,38 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         return None, None, failed.diagnostics
     if not isinstance(data, dict):
         return None, positions, [_not_a_mapping(data, positions, file)]
-    problems = explain(violations(data), positions, file)
-    problems += _pattern_problems(data, positions, file)
-    problems += _judge_problems(data, positions, file)
+    data, positions, problems = expand_fragments(data, positions, file)
+    if not problems:  # a state missing its fragment would only add confusing schema errors
+        problems = _with_origins(explain(violations(data), positions, file), positions)
+        problems += _pattern_problems(data, positions, file)
+        problems += _judge_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
+
+
+def _with_origins(found: list[Diagnostic], positions: Positions) -> list[Diagnostic]:
+    """A diagnostic about a node a fragment contributed also names the fragment's line."""
+    if not positions.origins:
+        return found
+    out = []
+    for diagnostic in found:
+        origin = positions.origin_of(tuple(_path_parts(diagnostic.path)))
+        if origin:
+            diagnostic = replace(diagnostic, message=f"{diagnostic.message} (from {origin})")
+        out.append(diagnostic)
+    return out
+
+
+def _path_parts(path: str) -> list[str | int]:
+    """`states.a.evaluate.dimensions[0].name` back into path parts."""
+    parts: list[str | int] = []
+    for piece in path.split("."):
+        name, *indices = piece.split("[")
+        if name:
+            parts.append(name)
+        parts += [int(index.rstrip("]")) for index in indices if index.rstrip("]").isdigit()]
+    return parts
 
 
 def _not_a_mapping(data: Any, positions: Positions, file: str) -> Diagnostic:
@@ -205,6 +226,7 @@ def _build_loop(data: dict[str, Any], positions: Positions, source: str) -> Loop
         category=data.get("category"),
         labels=tuple(data.get("labels", ())),
         lint=_build_suppressions(data.get("lint"), ("lint",), positions),
+        input_key=data.get("input_key"),
         source=source,
     )
 
@@ -282,7 +304,7 @@ def _build_evaluate(body: dict[str, Any]) -> Evaluate:
     for key in ("direction", "line"):
         if key in body:
             fields[key] = body[key]
-    for key in ("samples", "reviewers", "max_tokens", "concurrency"):
+    for key in ("samples", "reviewers", "max_tokens", "concurrency", "max_stall"):
         if key in body:
             fields[key] = int(body[key])
     for key in ("tolerance", "min_confidence", "threshold", "temperature"):
@@ -292,6 +314,8 @@ def _build_evaluate(body: dict[str, Any]) -> Evaluate:
         fields["target"] = body["target"]
     if "verdicts" in body:
         fields["verdicts"] = tuple(body["verdicts"])
+    if "scope" in body:
+        fields["scope"] = tuple(body["scope"])
     if "dimensions" in body:
         fields["dimensions"] = build_dimensions(body["dimensions"])
     elif body["type"] == "llm_structured" and ("threshold" in body or "reviewers" in body):

@@ -39,5 +39,9 @@ def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
 
 
 def loops_dir(cwd: Path | None = None) -> Path:
-    """The project's `.loops/` directory."""
-    return (cwd or Path.cwd()) / ".loops"
+    """The `.loops/` directory of the project `cwd` (the working directory when None) is in:
+    at its root, found upward as git finds `.git` (`engine.load.project`)."""
+    from engine.load.project import loops_dir as project_loops
+    from engine.load.project import project_root
+
+    return project_loops(project_root(cwd))

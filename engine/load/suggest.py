@@ -65,6 +65,15 @@ _RETRIES = (
     "max_retries: N counts entries along a cycle; on_retry_exhausted: STATE names "
     "where to go when they run out"
 )
+_IMPORT = "import: [lib/common.yaml] loads fragment libraries; a state uses one with fragment: NAME"
+_INHERIT = (
+    "`ll-loop migrate` writes the merged loop; share states with import: and fragment:, "
+    "or " + _SUBLOOP
+)
+_SLASH = (
+    "write the command as a prompt for an agent CLI: action_type: prompt with "
+    'runner: "cmd:claude -p" (ll-loop migrate converts it)'
+)
 
 UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
     ("loop", "max_iterations"): Unsupported(
@@ -75,15 +84,59 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
         "flow is not supported: the graph is the states themselves",
         "give each state its successors with next:, on_<verdict>: or a route: table",
     ),
-    ("loop", "fragments"): Unsupported(
-        "fragments are not supported: a loop file is self-contained", _SUBLOOP
-    ),
-    ("loop", "import"): Unsupported("import is not supported", _SUBLOOP),
-    ("loop", "imports"): Unsupported("imports is not supported", _SUBLOOP),
-    ("loop", "include"): Unsupported("include is not supported", _SUBLOOP),
+    ("loop", "imports"): Unsupported("imports is not supported: use import", _IMPORT),
+    ("loop", "include"): Unsupported("include is not supported: use import", _IMPORT),
     ("loop", "extends"): Unsupported(
-        "extends is not supported: loops do not inherit from each other",
-        "copy the states you need, or " + _SUBLOOP,
+        "extends is not supported: loops do not inherit from each other", _INHERIT
+    ),
+    ("loop", "from"): Unsupported(
+        "from is not supported: loops do not inherit from each other", _INHERIT
+    ),
+    ("loop", "on_handoff"): Unsupported(
+        "on_handoff is not supported: a run never hands its work to another session",
+        "a run ends at a terminal, its max_steps or its timeout; `ll-loop resume RUN` "
+        "continues an interrupted one (ll-loop migrate drops this key)",
+    ),
+    ("loop", "visibility"): Unsupported(
+        "visibility is not supported: every loop is listed",
+        "group loops with category: or labels: [internal]",
+    ),
+    ("loop", "required_inputs"): Unsupported(
+        "required_inputs is not supported: use parameters",
+        "parameters: NAME: {type: string, required: true}; input_key: NAME binds the "
+        "positional INPUT to it",
+    ),
+    ("loop", "on_max_iterations"): Unsupported(
+        "on_max_iterations is not supported: use on_max_steps", _STEPS
+    ),
+    ("loop", "circuit"): Unsupported(
+        "circuit is not supported: a repeated failure is a cycle, bounded by max_retries",
+        _RETRIES,
+    ),
+    ("loop", "backoff"): Unsupported(
+        "backoff is not supported: states run back to back",
+        "put a pause in the action (sleep 30 && ...) if the loop must wait",
+    ),
+    ("loop", "maintain"): Unsupported(
+        "maintain is not supported: a run ends at its terminal",
+        "schedule repeated runs outside the loop (cron, CI), or route the terminal's "
+        "predecessor back to initial with a max_steps budget",
+    ),
+    ("state", "input_key"): Unsupported(
+        "input_key belongs to the loop, not to a state",
+        "move input_key: NAME to the top level of the file",
+    ),
+    ("state", "context_passthrough"): Unsupported(
+        "context_passthrough is not supported: a sub-loop sees only what with: passes",
+        "declare the child's parameters and bind them: with: {NAME: ${context.NAME}}; "
+        "read its results from its outputs:",
+    ),
+    ("state", "slash_command"): Unsupported(
+        "slash_command is not supported: a slash command runs in an agent",
+        _SLASH,
+    ),
+    ("state", "idle_timeout"): Unsupported(
+        "idle_timeout is not supported: use timeout", "timeout: SECONDS bounds the action"
     ),
     ("loop", "variables"): Unsupported("variables is not supported: use context", _CONTEXT),
     ("loop", "vars"): Unsupported("vars is not supported: use context", _CONTEXT),
@@ -138,9 +191,6 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
         "prompt is not supported on a state: use action with action_type: prompt",
         "action: <prompt text> and action_type: prompt; a judge's prompt goes in evaluate:",
     ),
-    ("state", "fragment"): Unsupported(
-        "fragment is not supported: a loop file is self-contained", _SUBLOOP
-    ),
     ("state", "artifact_versioning_ok"): Unsupported(
         "artifact_versioning_ok is not supported: suppress lint rules explicitly",
         'lint: {suppress: [{code: RULE, reason: "why it does not apply"}]}',
@@ -174,6 +224,18 @@ UNSUPPORTED: dict[tuple[str, str], Unsupported] = {
         "criteria is not supported: use prompt",
         "prompt: holds the judging criteria of an llm_structured evaluator",
     ),
+}
+
+
+# Values the reference system accepts that we do not: (key, value) -> what to write instead.
+VALUE_HINTS: dict[tuple[str, str], str] = {
+    ("action_type", "slash_command"): "a slash command is not supported: " + _SLASH,
+    ("action_type", "mcp_tool"): (
+        "mcp_tool is not supported: call the tool from a shell action (an MCP client CLI), "
+        "or ask an agent with action_type: prompt"
+    ),
+    ("type", "score_stall"): "use convergence with max_stall on the score",
+    ("type", "action_stall"): "use diff_stall, or max_retries on the state that repeats",
 }
 
 
@@ -286,6 +348,8 @@ def _explain(v: Violation) -> list[_Explained]:
         allowed = [str(a) for a in v.detail]
         guess = did_you_mean(v.value, allowed) if isinstance(v.value, str) else None
         hint = f"did you mean '{guess}'?" if guess else ""
+        if v.path and isinstance(v.value, str):
+            hint = VALUE_HINTS.get((str(v.path[-1]), v.value), hint)
         return [
             (
                 "F014",

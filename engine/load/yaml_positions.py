@@ -1,18 +1,27 @@
 """YAML text → plain JSON-like data plus the line/column of every node.
 
+This is the one YAML reader of the engine: loop files, harness task files, issue front matter
+and suite files all come through `parse_yaml` (or `read_yaml_file`), so each of them gets the
+same protection against alias bombs ("billion laughs"), deep nesting, cycles and tags.
+
 `yaml.safe_load` throws positions away and silently keeps the last of two duplicate keys, so we
-compose the node graph (libyaml when available) and build the data ourselves. Doing it ourselves
-also lets us read scalars the way loop authors expect (YAML 1.2 core rules): only `true`/`false`
-are booleans, so `on_terminal: {yes: done}` or `verdicts: [yes, no]` keep their words, and
-`1:30` stays a string instead of becoming the sexagesimal 90.
+compose the node graph (libyaml when available) and build the data ourselves. Plain scalars are
+resolved by the YAML 1.2 core schema, not PyYAML's YAML 1.1 rules: only `true`/`false` are
+booleans, so `on_terminal: {yes: done}` or `verdicts: [yes, no]` keep their words; `1e3` and
+`0o17` are numbers while `1_000`, `0b101` and `1:30` stay strings. Every number must be finite:
+`.nan` and `.inf` are refused (F015), as is an integer too large for a float.
 
 Every problem becomes a `Diagnostic`; nothing here raises anything but `YamlProblems`.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -23,7 +32,41 @@ from engine.model.errors import Diagnostic
 PathKey = tuple[str | int, ...]
 Position = tuple[int, int]
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CoreLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """libyaml's composer with the YAML 1.2 core schema's implicit tags for plain scalars."""
+
+
+def _core_resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """PyYAML's resolvers minus its YAML 1.1 scalars, plus the YAML 1.2 core ones."""
+    tag = "tag:yaml.org,2002:"
+    replaced = {tag + name for name in ("bool", "int", "float", "null", "timestamp")}
+    table = {
+        first: [(t, r) for t, r in found if t not in replaced]
+        for first, found in _BaseLoader.yaml_implicit_resolvers.items()
+    }
+    core = (
+        ("null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+        ("bool", r"true|True|TRUE|false|False|FALSE", list("tTfF")),
+        ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", list("-+0123456789")),
+        (
+            "float",
+            r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+            r"|[-+]?(?:\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN",
+            list("-+.0123456789"),
+        ),
+    )
+    for name, pattern, firsts in core:
+        compiled = re.compile(rf"^(?:{pattern})$")
+        for first in firsts:
+            table.setdefault(first, []).append((tag + name, compiled))
+    return table
+
+
+_CoreLoader.yaml_implicit_resolvers = _core_resolvers()
+_Loader: type[Any] = _CoreLoader
 
 MAX_DEPTH = 64  # real loops nest ~8 deep; deeper is junk, and keeps our recursion bounded
 ALIAS_EXPANSION_FACTOR = 10  # alias expansion beyond 10x the distinct nodes is a "billion laughs"
@@ -32,7 +75,8 @@ ALIAS_EXPANSION_SLACK = 10_000
 _TAG = "tag:yaml.org,2002:"
 _BOOL_WORDS = frozenset({"true", "false"})
 _KEY_TAGS = frozenset({"str", "int", "float", "bool", "null", "timestamp"})
-_CONSTRUCTOR = SafeConstructor()
+_YAML11 = SafeConstructor()  # PyYAML's own scalar rules, for `parse_yaml(..., yaml11=True)`
+_SPECIAL_FLOATS = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
 
 
 @dataclass(frozen=True)
@@ -47,6 +91,8 @@ class Positions:
     keys: Mapping[PathKey, Position]
     values: Mapping[PathKey, Position]
     text: str = ""  # the source text, so findings can point inside a value without re-reading
+    # Nodes a state took from a fragment: path -> "fragment 'x' at lib.yaml:12" (see fragments.py)
+    origins: Mapping[PathKey, str] = field(default_factory=dict)
 
     def of(self, path: PathKey) -> Position:
         """Position of the node at `path` (its key for mapping entries), else nearest ancestor."""
@@ -55,6 +101,17 @@ class Positions:
     def value_of(self, path: PathKey) -> Position:
         """Position of the value node at `path`, else of its key, else nearest ancestor."""
         return self._find(tuple(path), self.values, self.keys)
+
+    def origin_of(self, path: PathKey) -> str:
+        """Where the node at `path` (or its nearest ancestor) was written, when a fragment
+        contributed it ("" for nodes written in the loop file itself)."""
+        path = tuple(path)
+        while path:
+            found = self.origins.get(path)
+            if found:
+                return found
+            path = path[:-1]
+        return ""
 
     @staticmethod
     def _find(
@@ -77,14 +134,70 @@ class YamlProblems(Exception):
         self.diagnostics = diagnostics
 
 
-def parse_yaml(text: str, file: str) -> tuple[Any, Positions]:
-    """Parse `text` into data and positions, or raise `YamlProblems` with every problem found."""
-    node = _compose(text, file)
-    builder = _Builder(file)
+def parse_yaml(text: str, file: str, *, yaml11: bool = False) -> tuple[Any, Positions]:
+    """Parse `text` into data and positions, or raise `YamlProblems` with every problem found.
+
+    `yaml11` reads plain scalars by PyYAML's YAML 1.1 rules instead (`yes` is true, `0o17` is
+    text): only for files of another system that reads them so (`ll-loop migrate`); every other
+    protection stays.
+    """
+    node = _compose(text, file, _BaseLoader if yaml11 else _Loader)
+    builder = _Builder(file, yaml11=yaml11)
     data = builder.build(node, (), 0)
     if builder.problems:
         raise YamlProblems(sorted(builder.problems, key=lambda d: (d.line, d.column)))
     return data, Positions(builder.keys, builder.values, text)
+
+
+def read_yaml_file(path: Path, file: str | None = None) -> tuple[Any, Positions]:
+    """Read and parse a YAML file (`file` names it in diagnostics, default the path)."""
+    name = str(path) if file is None else file
+    return parse_yaml(read_text(path, name), name)
+
+
+def read_text(path: Path, file: str) -> str:
+    """The text of a YAML file; unreadable, binary or non-UTF-8 files are `YamlProblems`."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise YamlProblems(
+            [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, "check the path")]
+        ) from None
+    return decode(raw, file)
+
+
+def _yaml11_number(node: yaml.ScalarNode) -> int | float | None:
+    """An int or float tagged by the YAML 1.1 resolver, built as PyYAML builds it."""
+    try:
+        if node.tag == _TAG + "int":
+            return int(_YAML11.construct_yaml_int(node))
+        return float(_YAML11.construct_yaml_float(node))
+    except (ValueError, TypeError):
+        return None
+
+
+def _core_int(text: str) -> int | None:
+    """A YAML 1.2 core integer (decimal, 0o octal, 0x hex), or None."""
+    try:
+        if text[:2] == "0o":
+            return int(text[2:], 8)
+        if text[:2] == "0x":
+            return int(text[2:], 16)
+        return int(text, 10)
+    except ValueError:
+        return None
+
+
+def _core_float(text: str) -> float | None:
+    """A YAML 1.2 core float (`1e3`, `.5`, `-.inf`, `.nan`), or None."""
+    special = _SPECIAL_FLOATS.get(text.lower())
+    if special is not None:
+        return special
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def decode(raw: bytes, file: str) -> str:
@@ -127,9 +240,9 @@ def _line_col(raw: bytes, offset: int) -> Position:
     return line, offset - start + 1
 
 
-def _compose(text: str, file: str) -> yaml.Node:
+def _compose(text: str, file: str, loader: type[Any] = _Loader) -> yaml.Node:
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         raise YamlProblems([_syntax_diag(exc, file, text)]) from None
     except yaml.reader.ReaderError as exc:
@@ -228,8 +341,9 @@ def _diag(code: str, message: str, file: str, line: int, column: int, hint: str 
 class _Builder:
     """Walks the composed node graph once, recording positions and collecting problems."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, *, yaml11: bool = False) -> None:
         self.file = file
+        self.yaml11 = yaml11
         self.keys: dict[PathKey, Position] = {}
         self.values: dict[PathKey, Position] = {}
         self.problems: list[Diagnostic] = []
@@ -382,26 +496,35 @@ class _Builder:
         if tag == _TAG + "null":
             return None
         if tag == _TAG + "bool":
+            if self.yaml11:
+                return _YAML11.construct_yaml_bool(node)
             if value.lower() in _BOOL_WORDS:
                 return value.lower() == "true"
             return value  # yes/no/on/off: words, as in YAML 1.2
+        number: int | float | None = None
         if tag == _TAG + "int":
-            if ":" in value:
-                return value  # YAML 1.1 base-60 (1:30): keep the text
-            try:
-                return _CONSTRUCTOR.construct_yaml_int(node)
-            except (ValueError, TypeError):
-                return value
-        if tag == _TAG + "float":
-            if ":" in value:
-                return value
-            try:
-                return _CONSTRUCTOR.construct_yaml_float(node)
-            except (ValueError, TypeError):
-                return value
+            number = _yaml11_number(node) if self.yaml11 else _core_int(value)
+        elif tag == _TAG + "float":
+            number = _yaml11_number(node) if self.yaml11 else _core_float(value)
+        if tag in (_TAG + "int", _TAG + "float"):
+            if number is None:
+                return value  # an explicit !!int / !!float that is not one: keep the text
+            if abs(number) > sys.float_info.max or not math.isfinite(number):
+                return self.not_finite(node)
+            return number
         if tag in (_TAG + "timestamp", _TAG + "value"):
             return value
         return self.bad_tag(node)
+
+    def not_finite(self, node: yaml.ScalarNode) -> None:
+        shown = node.value if len(node.value) <= 24 else node.value[:21] + "..."
+        self.problem(
+            "F015",
+            f"{shown} is not a finite number: numbers in ll-loop files must be finite",
+            node,
+            "write a plain number such as 3600; to set no limit, leave the key out",
+        )
+        return None
 
     def bad_tag(self, node: yaml.Node) -> None:
         tag = node.tag

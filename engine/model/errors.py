@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from engine.model.terminal import printable
+
 Severity = Literal["error", "warning", "info"]
 
 
@@ -51,7 +53,7 @@ class Diagnostic:
         text = f"{self.location()}: {self.severity} {self.code} {self.message}"
         if self.hint:
             text += f"\n    hint: {self.hint}"
-        return text
+        return printable(text)
 
 
 class LoopError(Exception):
@@ -71,7 +73,7 @@ class LoopError(Exception):
         text = f"error: {self.message}"
         if self.hint:
             text += f"\n  hint: {self.hint}"
-        return text
+        return printable(text)
 
 
 @dataclass

@@ -31,6 +31,7 @@ VERDICTS: Mapping[str, frozenset[str]] = MappingProxyType(
         "convergence": frozenset({"target", "progress", "stall", "error"}),
         "llm_structured": frozenset({"yes", "no", "partial", "blocked", "cannot_judge", "error"}),
         "assessment": frozenset({"yes", "no", "error"}),
+        "diff_stall": frozenset({"progress", "stall", "error"}),
     }
 )
 # A rubric judge (llm_structured with dimensions) compares a score with a threshold: it never
@@ -46,6 +47,10 @@ FALLBACKS: Mapping[str, str] = MappingProxyType(
 SUBLOOP_VERDICTS = frozenset({"yes", "no", "error"})
 
 CURRENT = "$current"
+
+# Interpolation roots fixed for a whole run: the only ones a `scope` entry may use (it is
+# resolved before the first step, when no capture or `prev` exists yet).
+RUN_LEVEL_ROOTS = frozenset({"run", "context", "param", "env"})
 
 
 def _empty() -> Mapping[str, Any]:
@@ -117,6 +122,9 @@ class Evaluate:
     tolerance: float = 0.0
     direction: Literal["minimize", "maximize"] = "minimize"
     previous: str | None = None
+    # convergence / diff_stall: consecutive checks without progress before `stall`
+    max_stall: int = 1
+    scope: tuple[str, ...] = ()  # diff_stall: the paths whose `git diff --stat` is watched
     # classify
     verdicts: tuple[str, ...] = ()
     line: Literal["first", "last"] = "last"
@@ -213,6 +221,7 @@ class Loop:
     category: str | None = None
     labels: tuple[str, ...] = ()
     lint: tuple[Suppression, ...] = ()
+    input_key: str | None = None  # the parameter the positional INPUT binds to (None: `input`)
     source: str = ""  # path of the file it came from ("" when loaded from text)
 
     def terminals(self) -> list[State]:

@@ -7,12 +7,14 @@ is exactly a value the run accepts. Pure: no IO, no runtime.
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.model.errors import LoopError
-from engine.model.loop import Parameter
+from engine.model.errors import LoopError, UsageError
+from engine.model.loop import Loop, Parameter
 
 
 class ParameterError(LoopError):
@@ -73,6 +75,8 @@ def _convert(kind: str, value: Any) -> Any:
             return int(value)
         return value if isinstance(value, int) else _MISMATCH
     if kind == "number":
+        if isinstance(value, float) and not math.isfinite(value):
+            return _MISMATCH  # NaN and infinity are no number a loop can use
         return value if isinstance(value, int | float) else _MISMATCH
     if kind == "array":
         return list(value) if isinstance(value, list | tuple) else _MISMATCH
@@ -84,7 +88,36 @@ def _convert(kind: str, value: Any) -> Any:
 def _parse_text(kind: str, text: str) -> Any:
     if kind == "boolean":
         return {"true": True, "false": False}.get(text.lower(), text)
-    try:
-        return json.loads(text) if kind in {"integer", "number", "array", "object"} else text
+    try:  # NaN and Infinity are not numbers a loop can use (JSON has neither either)
+        if kind in {"integer", "number", "array", "object"}:
+            return json.loads(text, parse_constant=_no_constant)
+        return text
     except ValueError:
         return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def check_caller_keys(loop: Loop, keys: Iterable[str], flag: str = "--context") -> None:
+    """Refuse a value for a name `loop` does not know, when it declares `parameters`.
+
+    Declared parameters are the loop's contract with its callers, so an undeclared key is a
+    typo until proven otherwise (`--context tagret=x` would otherwise run with the default).
+    Names under `context:` and the positional `input` stay accepted. A loop without
+    `parameters` takes any key, as before.
+    """
+    if not loop.parameters:
+        return
+    known = {*loop.parameters, *loop.context, "input"}
+    for key in keys:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known - {"input"}), n=1, cutoff=0.6)
+        declared = ", ".join(sorted(loop.parameters))
+        raise UsageError(
+            f"loop {loop.name!r} declares no parameter {key!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else ""),
+            hint=f"its parameters are {declared}; pass {flag} NAME=VALUE for one of them",
+        )

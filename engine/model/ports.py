@@ -34,14 +34,25 @@ class ActionResult:
     # An agent CLI's streamed events, parsed (conversation, tool_calls, events, token_usage,
     # cost_usd, num_turns): set when a prompt action's runner printed such a stream.
     trace: Mapping[str, Any] | None = None
+    output_capped: int | None = None  # the byte cap its output passed (the action was ended)
 
     @property
     def crashed(self) -> bool:
-        """Timed out, could not start, or was killed by a signal: never judged (docs/format.md,
-        "Evaluators")."""
-        return self.timed_out or self.spawn_error is not None or self.signal is not None
+        """Timed out, could not start, killed by a signal, or ended for printing more than the
+        output cap: never judged (docs/format.md, "Evaluators"; docs/runs.md, the output cap)."""
+        return (
+            self.timed_out
+            or self.spawn_error is not None
+            or self.signal is not None
+            or self.output_capped is not None
+        )
 
     def failure_reason(self) -> str:
+        if self.output_capped is not None:
+            return (
+                f"action output passed the cap of {self.output_capped} bytes "
+                "(LL_MAX_OUTPUT_BYTES); the action was ended"
+            )
         if self.timed_out:
             return "action timed out"
         if self.spawn_error is not None:

@@ -8,6 +8,11 @@ the run's `outputs/` directory and `ActionResult.output_path` points at it.
 Each action runs in its own process group (its pgid is its pid). On timeout (or a stop request)
 the whole process group gets SIGTERM, then SIGKILL after a grace
 period, so a `sleep` started in the background by the action does not outlive it.
+
+Disk is bounded too: once an action has printed more than `max_output` bytes (stdout and stderr
+together; `LL_MAX_OUTPUT_BYTES`, default 1 GiB) nothing more is kept, its process group is ended
+the same way, and the result says so (`output_capped`): `yes` for three seconds would otherwise
+write gigabytes into the run directory.
 """
 
 from __future__ import annotations
@@ -24,13 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from engine.load.project import ensure_dir, open_file
+from engine.model.errors import UsageError
 from engine.model.ports import ActionResult
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
+MAX_OUTPUT_ENV = "LL_MAX_OUTPUT_BYTES"
+DEFAULT_MAX_OUTPUT = 1 << 30  # bytes an action may print (both streams) before it is ended
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the action's process group
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
 _HAS_PIDFD = hasattr(os, "pidfd_open")
+_MAX_WAIT_MS = 3_600_000
 
 
 @dataclass
@@ -43,6 +54,7 @@ class _Stream:
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     file: IO[bytes] | None = None
+    path: Path | None = None  # the spill file, once there is one
 
     def add(self, data: bytes) -> None:
         self.size += len(data)
@@ -51,8 +63,9 @@ class _Stream:
             return
         self.chunks.append(data)
         if self.size > self.limit and self.spill_dir is not None:
-            self.spill_dir.mkdir(parents=True, exist_ok=True)
-            self.file = (self.spill_dir / self.spill_name).open("wb")
+            self.path = ensure_dir(self.spill_dir) / self.spill_name
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            self.file = os.fdopen(open_file(self.path, flags), "wb")
             for chunk in self.chunks:
                 self.file.write(chunk)
             self.chunks = [b"".join(self.chunks)[: self.limit]]
@@ -62,7 +75,7 @@ class _Stream:
         data = b"".join(self.chunks)
         if self.file is not None:
             self.file.close()
-            return data[: self.limit].decode("utf-8", "replace"), self.file.name
+            return data[: self.limit].decode("utf-8", "replace"), str(self.path)
         return data.decode("utf-8", "replace"), None
 
 
@@ -77,8 +90,10 @@ class ActionRunner:
         outputs_dir: Path | None = None,
         memory_limit: int = MEMORY_LIMIT,
         grace: float = GRACE_SECONDS,
+        max_output: int | None = None,
     ) -> None:
         self.cwd = str(cwd)
+        self.max_output = output_cap() if max_output is None else max_output
         # The actions' own copy (None: of this process's environment): the run's variables
         # (LL_RUN_ID, LL_STATE, the lease) are set here and never in `os.environ`.
         self.env: MutableMapping[str, str] = dict(os.environ if env is None else env)
@@ -155,7 +170,9 @@ class ActionRunner:
         self._proc = proc
         self._terminated = False
         try:
-            out, err, timed_out = self._collect(proc, out_read, err_read, start, timeout, state)
+            out, err, timed_out, capped = self._collect(
+                proc, out_read, err_read, start, timeout, state
+            )
         finally:
             self._proc = None
             os.close(out_read)
@@ -170,8 +187,9 @@ class ActionRunner:
             exit_code=None if sig is not None else code,
             duration_ms=int((time.monotonic() - start) * 1000),
             timed_out=timed_out,
-            signal=None if timed_out else sig,
+            signal=None if timed_out or capped else sig,
             output_path=output_path,
+            output_capped=self.max_output if capped else None,
         )
 
     def _collect(
@@ -182,8 +200,11 @@ class ActionRunner:
         start: float,
         timeout: float | None,
         state: str,
-    ) -> tuple[_Stream, _Stream, bool]:
-        """Read both pipes until the process exits and the pipes drain (or time runs out)."""
+    ) -> tuple[_Stream, _Stream, bool, bool]:
+        """Read both pipes until the process exits and the pipes drain (or time runs out).
+
+        The flags: timed out, and ended for printing more than `max_output` bytes.
+        """
         tag = f"{self._spawns:06d}-{state}"
         streams = {
             out_fd: _Stream(self.memory_limit, self.outputs_dir, f"{tag}.stdout"),
@@ -197,7 +218,8 @@ class ActionRunner:
             poller.register(pidfd, select.POLLIN)
         deadline = None if timeout is None else start + timeout
         kill_at: float | None = None  # when SIGKILL follows the SIGTERM already sent
-        timed_out = killed = False
+        timed_out = killed = capped = False
+        printed = 0  # bytes read from both pipes
         open_fds = len(streams)
         drain_until: float | None = None  # set when bash has exited
         try:
@@ -225,17 +247,23 @@ class ActionRunner:
                         drain_until = now + _DRAIN_SECONDS
                         continue
                     data = os.read(fd, _READ_SIZE)
-                    if data:
-                        streams[fd].add(data)
-                    else:
+                    if not data:
                         poller.unregister(fd)
                         open_fds -= 1
-            self._reap(proc, kill_at, timed_out or self._terminated)
+                    elif not capped:  # once capped, what it still prints while ending is dropped
+                        streams[fd].add(data[: self.max_output - printed])
+                        printed += len(data)
+                        if printed > self.max_output:
+                            capped = True
+                            signal_group(proc.pid, signal.SIGTERM)
+                            kill_at = kill_at if kill_at is not None else now + self.grace
+                            deadline = None
+            self._reap(proc, kill_at, timed_out or capped or self._terminated)
         finally:
             if pidfd is not None:
                 os.close(pidfd)
         out_stream, err_stream = streams.values()
-        return out_stream, err_stream, timed_out
+        return out_stream, err_stream, timed_out, capped
 
     def _reap(self, proc: subprocess.Popen[bytes], kill_at: float | None, killing: bool) -> None:
         """Wait for bash; after a timeout or stop, sweep the group with SIGKILL."""
@@ -248,11 +276,34 @@ class ActionRunner:
 
 
 def _wait_ms(deadline: float | None, kill_at: float | None, drain_until: float | None) -> int:
-    """How long to block in poll(): until the next deadline (or drain end), else forever."""
+    """How long to block in poll(): until the next deadline (or drain end), else forever.
+
+    At most an hour at a time: poll() takes a C int, and a far deadline (`timeout: 1e12`) is
+    simply waited for in several turns.
+    """
     upcoming = [t for t in (deadline, kill_at, drain_until) if t is not None]
     if not upcoming:
         return -1 if _HAS_PIDFD else 100
-    return max(0, int((min(upcoming) - time.monotonic()) * 1000) + 1)
+    return max(0, min(_MAX_WAIT_MS, int((min(upcoming) - time.monotonic()) * 1000) + 1))
+
+
+def output_cap(env: Mapping[str, str] | None = None) -> int:
+    """The byte cap on an action's output: `LL_MAX_OUTPUT_BYTES` (a whole number of bytes, or
+    with a K, M, G or T suffix in powers of 1024: `512M`), else 1 GiB. A value that is not a
+    positive size is a `UsageError`, never silently "no cap"."""
+    raw = (os.environ if env is None else env).get(MAX_OUTPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_OUTPUT
+    text = raw.lower().removesuffix("ib").removesuffix("b")
+    unit = text[-1:] if text[-1:] in _UNITS else ""
+    digits = text[: len(text) - len(unit)].strip()
+    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+        raise UsageError(
+            f"{MAX_OUTPUT_ENV}={raw!r} is not a size in bytes",
+            hint="write a whole number of bytes such as 1073741824, or 512M or 2G; unset it "
+            "for the default of 1G",
+        )
+    return int(digits) * _UNITS[unit]
 
 
 def _has_controlling_tty() -> bool:

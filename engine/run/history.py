@@ -15,13 +15,14 @@ from __future__ import annotations
 import operator
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from engine.load.project import ensure_dir, loops_dir, refuse_links
 from engine.model.errors import LoopError
 from engine.model.ports import RunResult
 
@@ -494,6 +495,17 @@ class History:
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
         )
 
+    def judged_attempts(self, *, since: str | None = None) -> list[Attempt]:
+        """Every authoritative attempt an LLM judge graded (`--semantic`), oldest first."""
+        clauses = ["semantic_criterion IS NOT NULL", "superseded_by IS NULL"]
+        params: list[Any] = []
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
+        return self._select_attempts(
+            f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params
+        )
+
     def cell_attempts(
         self, runner: str, target: str, input_hash: str, target_content_hash: str
     ) -> list[Attempt]:
@@ -669,12 +681,38 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     return target
 
 
-def history_path(root: Path) -> Path:
-    return root / ".loops" / DB_NAME
+def history_path(root: Path | None = None) -> Path:
+    """`.loops/history.db` of project `root` (default: the working directory's project)."""
+    return loops_dir(root) / DB_NAME
 
 
-def open_history(root: Path) -> History:
-    """Open (creating and migrating as needed) the history database of project `root`."""
+def open_history(root: Path | None = None) -> History:
+    """Open (creating and migrating as needed) the history database of project `root`.
+
+    SQLite cannot be told not to follow links, so the database and its journal files are
+    checked first: a link there is refused (`UnsafePath`), as everywhere under `.loops/`.
+    """
     path = history_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path.parent)
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        refuse_links(path.with_name(path.name + suffix))
     return History(path)
+
+
+class RunRecorder:
+    """Writes a run's start and end rows; a history problem never fails the run, and is
+    reported once per run through `warn` (not once per row)."""
+
+    def __init__(self, root: Path | None, warn: Callable[[str], None]) -> None:
+        self.root = root
+        self.warn = warn
+        self.failed = False
+
+    def write(self, action: Callable[[History], None]) -> None:
+        try:
+            with open_history(self.root) as history:
+                action(history)
+        except (LoopError, sqlite3.Error, OSError) as exc:
+            if not self.failed:
+                self.warn(f"warning: could not record the run in .loops/history.db: {exc}")
+            self.failed = True

@@ -13,6 +13,7 @@ so `run(loop, run_state, runtime)` continues from any boundary: resuming is "loa
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from typing import Any
 
 from engine.graph.loop_graph import compile_graph, retry_edges
 from engine.judges.evaluators import Judged, crash_verdict, error, judge, step_verdict
+from engine.load.project import ensure_dir, open_file
 from engine.model.errors import InterpolationError
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import (
@@ -54,6 +56,8 @@ class RunState:
     retries: dict[str, int] = field(default_factory=dict)
     prev: dict[str, Any] | None = None
     last_values: dict[str, float] = field(default_factory=dict)  # convergence memory per state
+    stalls: dict[str, int] = field(default_factory=dict)  # checks without progress, per state
+    diffs: dict[str, str] = field(default_factory=dict)  # diff_stall: last `git diff` digest
     cost_usd: float = 0.0
     started_at: str = ""
     elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
@@ -157,6 +161,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish_budget(loop, rs, rt, started)
         if rt.deadline is not None and time.monotonic() >= rt.deadline:
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
+        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
+            # checked after the terminal test: the step that reached success may cost the most
+            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
         if rt.stop.requested:
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         rs.steps += 1
@@ -164,7 +171,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
         if step.interrupted:  # stopped mid-action: not judged; the state runs again on resume
             rs.steps -= 1
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
-        if step.result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline:
+        if _out_of_time(step.result, rt):
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
         if step.target is None:
             return _finish(loop, rs, rt, started, "error", "error", error=step.error)
@@ -174,8 +181,6 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish(loop, rs, rt, started, "error", "error", error=reason)
         rs.current = target
         persist(rs, rt, started)
-        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
-            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
 
 
 def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) -> StepResult:
@@ -183,6 +188,17 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
     result, verdict, stopped = run_state(loop, state, rs, rt)
     if stopped:
         return StepResult(result, verdict, None, interrupted=True)
+    if _out_of_time(result, rt):  # the run ends `timeout` here: no state is entered after it
+        rt.recorder.emit(
+            "route",
+            depth=rt.depth,
+            step=rs.steps,
+            state=state.name,
+            verdict=verdict.name,
+            target=None,
+            timeout=True,
+        )
+        return StepResult(result, verdict, None)
     target = route_verdict(state, verdict)
     problem = None if target is not None else _unrouted(state, verdict, result)
     rt.recorder.emit(
@@ -195,6 +211,11 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         **({"error": problem} if problem else {}),
     )
     return StepResult(result, verdict, target, problem)
+
+
+def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
+    """The action was cut short by the loop's own timeout (its time is up, not the state's)."""
+    return result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline
 
 
 def run_state(
@@ -281,6 +302,7 @@ def execute(
         spawn_error=result.spawn_error,
         output=result.output[:PREVIEW_LIMIT],
         output_path=result.output_path,
+        stderr=result.stderr[-PREVIEW_LIMIT:],  # the end: where a failure says why
     )
     return result, None
 
@@ -306,6 +328,12 @@ def evaluate(
             spec = Evaluate(type="llm_structured", implicit=True)
         else:
             spec = Evaluate(type="exit_code")
+    if spec.type == "diff_stall":  # the state's own action (often a placeholder) must work first
+        from engine.run.stall import diff_stall
+
+        if result.exit_code:
+            return step_verdict(result)
+        return diff_stall(spec, state, loop, rs, rt, ns)
     # exit_code never reads the text, nor does any evaluator of a failed action (error)
     skips_text = spec.type == "exit_code" or (result.exit_code != 0 and not spec.ignore_exit_code)
     try:
@@ -341,9 +369,11 @@ def evaluate(
     previous: Any = None
     if spec.type == "convergence":
         previous = _previous_value(spec, state, rs, ns)
-    verdict = judge(spec, Judged(text, result, target=target, previous=previous))
+    stalled = rs.stalls.get(state.name, 0)
+    verdict = judge(spec, Judged(text, result, target=target, previous=previous, stalled=stalled))
     if spec.type == "convergence" and "value" in verdict.details:
         rs.last_values[state.name] = verdict.details["value"]
+        rs.stalls[state.name] = verdict.details.get("stalled", 0)
     return verdict
 
 
@@ -594,9 +624,10 @@ def _bounded(
     text = output[:-1] if output.endswith("\n") else output
     if len(text) > CAPTURE_LIMIT:
         if output_path is None:
-            path = rt.outputs_dir / f"{rs.steps:06d}-{state.name}.out"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(output, encoding="utf-8")
+            path = ensure_dir(rt.outputs_dir) / f"{rs.steps:06d}-{state.name}.out"
+            fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(output)
             output_path = str(path)
         text = text[:CAPTURE_LIMIT]
     return text, output_path

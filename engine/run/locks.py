@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from engine.load.project import ensure_dir, loops_dir, open_file
 from engine.model.errors import LockConflict
 
 LEASE_ENV = "LL_LOCK_LEASE"
@@ -187,7 +188,7 @@ class RegistryGuard:
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
@@ -206,8 +207,7 @@ class Registry:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
-        self.dir = self.root / ".loops" / "locks"
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir = ensure_dir(loops_dir(self.root) / "locks")
         self.guard = RegistryGuard(self.dir / _REGISTRY_LOCK)
 
     def records(self) -> list[Record]:
@@ -242,7 +242,7 @@ class Registry:
         except (OSError, ValueError):
             last = 0
         ticket = max(last, *(r.ticket for r in live), 0) + 1
-        path.write_text(str(ticket), encoding="utf-8")
+        _write(path, str(ticket), os.O_TRUNC)
         return ticket
 
     def write(self, record: Record) -> None:
@@ -255,8 +255,14 @@ class Registry:
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    _write(tmp, text, os.O_TRUNC)
     os.replace(tmp, path)
+
+
+def _write(path: Path, text: str, flags: int) -> None:
+    """Write `text` to `path`, never through a link (see `engine.load.project`)."""
+    with os.fdopen(open_file(path, os.O_WRONLY | os.O_CREAT | flags), "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def blocker(record: Record, others: Sequence[Record]) -> tuple[Record, str] | None:

@@ -14,6 +14,7 @@ import time
 from typing import Literal, TextIO
 
 from engine.model.ports import Event
+from engine.model.terminal import printable
 from engine.model.timefmt import duration
 
 Mode = Literal["live", "lines", "quiet"]
@@ -72,7 +73,9 @@ class Progress:
         elif name == "action_complete":
             self.output = str(fields.get("output") or "")
         elif name == "route" and self.mode == "lines":
-            target = fields.get("target") or "(no route)"
+            target = fields.get("target") or (
+                "(loop timeout)" if fields.get("timeout") else "(no route)"
+            )
             verdict = str(fields.get("verdict"))
             note = _last_line(self.output, skip=verdict)
             self.output = ""
@@ -109,18 +112,19 @@ class Progress:
         if self._done.is_set():
             return
         elapsed = duration(time.monotonic() - self.started)
-        state = f"{_BOLD}{self.state}{_RESET}" if self.colour else self.state
+        state = printable(self.state)  # names come from the loop file: shown, not obeyed
+        state = f"{_BOLD}{state}{_RESET}" if self.colour else state
         cost = self.cost + self.session_cost
         rest = f"step {self.step}/{self.max_steps} · {elapsed} · ${cost:.4f}"
         if self.colour:
             rest = f"{_DIM}{rest}{_RESET}"
-        text = f"⟳ {self.loop} · {state} · {rest}"
+        text = f"⟳ {printable(self.loop)} · {state} · {rest}"
         with self._lock:
             self.stream.write("\r\x1b[K" + text)
             self.stream.flush()
 
     def _line(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(printable(text) + "\n")
         self.stream.flush()
 
 

@@ -20,15 +20,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
+from engine.load.project import loops_dir, open_file, project_root, refuse_links
 from engine.model.errors import UsageError
 from engine.run.actions import signal_group
 from engine.run.locks import holders, process_alive
-from engine.run.runstore import read_state
+from engine.run.runstore import read_state, runs_root
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
-RUNS_DIR = Path(".loops") / "runs"
+MAX_EVENT_LINE = 16 * 1024 * 1024  # bytes: a longer line is no event of ours; it is skipped
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,6 @@ class RunSnapshot:
         }
 
 
-def runs_root(root: Path | None = None) -> Path:
-    return (root or Path.cwd()) / RUNS_DIR
-
-
 def read_run(
     directory: Path, *, lock_pids: dict[str, tuple[int, int | None]] | None = None
 ) -> RunSnapshot | None:
@@ -147,7 +144,12 @@ def _readable_state(directory: Path) -> tuple[dict[str, Any], float] | None:
 
 def restore_state(directory: Path) -> bool:
     """Put the boundary before back as state.json when state.json does not parse (a power cut
-    in the middle of its rewrite); True when it did. A kill never needs this."""
+    in the middle of its rewrite); True when it did. A kill never needs this.
+
+    Resume writes to the run's files from here on, so a link among them is refused first.
+    """
+    for name in ("", "state.json", "state.json.tmp", "events.jsonl", "llm.jsonl"):
+        refuse_links(directory / name if name else directory)
     try:
         read_state(directory / "state.json")
         return False
@@ -166,20 +168,21 @@ def list_runs(root: Path | None = None) -> list[RunSnapshot]:
     folder = runs_root(root)
     if not folder.is_dir():
         return []
-    pids = _lock_pids(root or Path.cwd())
+    pids = _lock_pids(root)
     found = (read_run(d, lock_pids=pids) for d in sorted(folder.iterdir(), reverse=True))
     return [s for s in found if s is not None]
 
 
 def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
-    """A run by id (a unique prefix will do) or by directory path; UsageError otherwise."""
+    """A run by id (a unique prefix will do) or by the path of its directory in this project's
+    `.loops/runs/`; UsageError otherwise. Any other directory is refused, whatever it holds:
+    `stop` signals the process a run directory names."""
     folder = runs_root(root)
-    direct = Path(ref)
     candidates: list[Path] = []
-    if (folder / ref).is_dir():
+    if os.sep in ref or ref in {"", ".", ".."}:
+        candidates = [_run_dir_at(Path(ref), folder)]
+    elif (folder / ref).is_dir():
         candidates = [folder / ref]
-    elif direct.is_dir() and (direct / "state.json").exists():
-        candidates = [direct]
     elif folder.is_dir():
         candidates = sorted(d for d in folder.iterdir() if d.name.startswith(ref))
     if len(candidates) > 1:
@@ -189,7 +192,7 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
         raise UsageError(
             f"no run {ref!r} in {folder}", hint="`ll-loop status --all` lists the runs here"
         )
-    snapshot = read_run(candidates[0], lock_pids=_lock_pids(root or Path.cwd()))
+    snapshot = read_run(candidates[0], lock_pids=_lock_pids(root))
     if snapshot is None:
         raise UsageError(
             f"run {candidates[0].name} has no readable state.json",
@@ -198,9 +201,23 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
     return snapshot
 
 
-def _lock_pids(root: Path) -> dict[str, tuple[int, int | None]]:
+def _run_dir_at(path: Path, folder: Path) -> Path:
+    """`path` when it is a run directory of this project (`.loops/runs/<id>`, or a child run's
+    `children/<state>-<n>` inside one), else UsageError."""
+    resolved, runs = path.resolve(), folder.resolve()
+    inside = resolved != runs and resolved.is_relative_to(runs)
+    if not inside or not resolved.is_dir() or path.is_symlink():
+        raise UsageError(
+            f"{path} is not a run directory of this project",
+            hint=f"pass a run id, or a directory in {folder}; `ll-loop status --all` lists them",
+        )
+    return resolved
+
+
+def _lock_pids(root: Path | None) -> dict[str, tuple[int, int | None]]:
     """Run id → (pid, start time) of live lock holders: liveness for records without a pid."""
-    if not (root / ".loops" / "locks").is_dir():
+    root = project_root() if root is None else root
+    if not (loops_dir(root) / "locks").is_dir():
         return {}
     return {r.run_id: (r.pid, r.start_time) for r in holders(root)}
 
@@ -215,9 +232,12 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         return
     with handle:
-        for raw in handle:
+        while raw := handle.readline(MAX_EVENT_LINE):
             if not raw.endswith(b"\n"):
-                return  # a torn tail: the writer died mid-line
+                if len(raw) < MAX_EVENT_LINE:
+                    return  # a torn tail: the writer died mid-line
+                _skip_line(handle)  # no event is this long: skip it, never hold it whole
+                continue
             try:
                 event = json.loads(raw)
             except ValueError:
@@ -226,19 +246,29 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield event
 
 
+def _skip_line(handle: BinaryIO) -> None:
+    """Read past the end of the current line in bounded pieces."""
+    while piece := handle.readline(MAX_EVENT_LINE):
+        if piece.endswith(b"\n"):
+            return
+
+
 def repair_events(path: Path) -> int:
     """Cut a torn last line off `path` so appended events start on a line of their own.
 
     Returns how many bytes were dropped. Only the tail after the last newline is ever cut; a
     complete line is never touched.
     """
+    # The log is opened without following a link: a planted `events.jsonl -> ~/file` would
+    # otherwise have that file's tail cut off (UnsafePath instead).
     try:
-        size = path.stat().st_size
+        fd = open_file(path, os.O_RDWR)
     except FileNotFoundError:
         return 0
-    if size == 0:
-        return 0
-    with path.open("rb+") as handle:
+    with os.fdopen(fd, "rb+") as handle:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return 0
         tail_start = max(0, size - (1 << 20))
         handle.seek(tail_start)
         tail = handle.read()

@@ -25,7 +25,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-RUNS_DIR = Path(".loops") / "runs"
+from engine.load.project import ensure_dir, loops_dir, open_file, refuse_links
+
 SYNC_INTERVAL = 1.0  # seconds: at most one fsync of events + state.json per this, at a boundary
 
 
@@ -50,8 +51,9 @@ def now_iso() -> str:
     return f"{cached[1]}.{int((now - second) * 1000):03d}Z"
 
 
-def runs_root(cwd: Path | None = None) -> Path:
-    return (cwd or Path.cwd()) / RUNS_DIR
+def runs_root(root: Path | None = None) -> Path:
+    """`.loops/runs` of the project `root` (default: the project of the working directory)."""
+    return loops_dir(root) / "runs"
 
 
 class RunStore:
@@ -78,21 +80,23 @@ class RunStore:
     def create(cls, root: Path, run_id: str | None = None) -> RunStore:
         """Make a fresh run directory under `root` (normally `.loops/runs`)."""
         run_id = run_id or new_run_id()
-        store = cls(root / run_id, run_id)
-        store.artifacts_dir.mkdir(parents=True, exist_ok=False)
+        store = cls(ensure_dir(root) / run_id, run_id)
+        store.dir.mkdir()  # a fresh directory of ours: nothing in it can be a planted link
+        store.artifacts_dir.mkdir()
         store.outputs_dir.mkdir()
         return store
 
     @classmethod
     def open(cls, root: Path, run_id: str) -> RunStore:
-        """An existing run directory (to resume it or read it)."""
+        """An existing run directory (to resume it or read it); refused when it is a link."""
+        refuse_links(root / run_id)
         return cls(root / run_id, run_id)
 
     def emit(self, event: str, **fields: Any) -> None:
         """Append one event line with a single write(2) (a few microseconds): a reader (`ll-loop
         history RUN`, `tail -f`) sees every event at once, and a killed run loses none."""
         if self._events is None:
-            self._events = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._events = open_file(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
         _write_all(self._events, _utf8(self._dumps(record) + "\n"))
 
@@ -115,7 +119,8 @@ class RunStore:
             os.fsync(self._events)
         temp = self._state_temp
         content = _utf8(self._dumps(data))
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT, 0o644)
+        # The directory was made (create) or checked (open) by us: only the file is guarded.
+        fd = open_file(temp, os.O_WRONLY | os.O_CREAT, parents_checked=True)
         try:
             _write_all(fd, content)
             os.ftruncate(fd, len(content))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -21,11 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from engine.model.errors import LoopError
 from engine.model.loop import Loop
 from engine.model.ports import Event, Recorder, RunResult
-from engine.run.actions import ActionRunner
-from engine.run.history import History, open_history
+from engine.model.terminal import printable
+from engine.run.actions import ActionRunner, output_cap
+from engine.run.history import RunRecorder
 from engine.run.interpreter import RunState, Runtime, StopSignal, run
 from engine.run.locks import process_start_time
 from engine.run.runstore import RunStore, now_iso, runs_root
@@ -40,8 +39,9 @@ class Launch:
 
     loop: Loop
     context: Mapping[str, Any]
-    root: Path  # the project root: `.loops/` lives here and actions run here
+    root: Path  # the project root: `.loops/` lives here, `scope:` paths resolve from it
     env: Mapping[str, str]  # the actions' environment, before the run adds its own variables
+    workdir: Path | None = None  # where actions run (None: the root); the caller's directory
     load_child: ChildLoader | None = None  # loads and checks a sub-loop (None: no sub-loops)
     replay_from: Path | None = None  # answer LLM calls from this earlier run directory
     cache: bool = False
@@ -75,7 +75,10 @@ def start_run(
         "LL_RUN_ID": store.run_id,
         "LL_RUN_DIR": str(store.artifacts_dir),
     }
-    actions = ActionRunner(cwd=launch.root, env=env, outputs_dir=store.outputs_dir)
+    workdir = launch.root if launch.workdir is None else launch.workdir
+    actions = ActionRunner(
+        cwd=workdir, env=env, outputs_dir=store.outputs_dir, max_output=output_cap(env)
+    )
     stop = StopSignal(listeners=[actions.terminate])
     recorder: Recorder = store
     if launch.on_event is not None:
@@ -117,9 +120,8 @@ def start_run(
             **resume.note,
         )
     started = now_iso()
-    record_history(
-        launch.root, lambda h: h.record_run_start(state.run_id, loop.name, started_at=started)
-    )
+    history = RunRecorder(launch.root, warn=_warn)
+    history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
     try:
         result = run(loop, state, runtime)
@@ -132,7 +134,7 @@ def start_run(
         _restore_handlers(previous)
         actions.close()
         store.close()
-    record_history(launch.root, lambda h: h.record_run_end(result))
+    history.write(lambda h: h.record_run_end(result))
     return result
 
 
@@ -160,13 +162,9 @@ def _family_uses_llm(launch: Launch) -> bool:
     return any(member.uses_llm() for member in family)
 
 
-def record_history(root: Path, write: Callable[[History], None]) -> None:
-    """One row per run in `.loops/history.db`; a history problem never fails the run."""
-    try:
-        with open_history(root) as history:
-            write(history)
-    except (LoopError, sqlite3.Error, OSError) as exc:
-        print(f"warning: could not record the run in .loops/history.db: {exc}", file=sys.stderr)
+def _warn(message: str) -> None:
+    """A problem that does not stop the run (history): one line on stderr, shown not obeyed."""
+    print(printable(message), file=sys.stderr)
 
 
 class _Tee:

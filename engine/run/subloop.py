@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.graph.routing import route_for
+from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.loop import CURRENT, Loop, State
@@ -159,7 +160,10 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
             hint="pass only declared parameters in `with:`, or declare it under `parameters:`",
         )
     bound = dict(child.context)
-    if INPUT_KEY in values and INPUT_KEY not in child.parameters:
+    target = child.input_key or INPUT_KEY
+    if INPUT_KEY in values and target != INPUT_KEY and target not in values:
+        values = {**values, target: values[INPUT_KEY]}  # the child's INPUT is its input_key
+    elif INPUT_KEY in values and INPUT_KEY not in child.parameters:
         bound[INPUT_KEY] = values[INPUT_KEY]
     for name, param in child.parameters.items():
         if name in values:
@@ -390,8 +394,8 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
 
     artifacts = request.run_dir / "artifacts"
     outputs = request.run_dir / "outputs"
-    artifacts.mkdir(parents=True, exist_ok=True)
-    outputs.mkdir(exist_ok=True)
+    ensure_dir(artifacts)
+    ensure_dir(outputs)
     llm = rt.llm
     if llm is None and request.loop.uses_llm():
         from engine.llm import create_llm_services

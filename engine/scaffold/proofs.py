@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from engine.load.issuefile import Issue
+from engine.load.project import project_root
+from engine.load.yaml_positions import YamlProblems, read_yaml_file
 from engine.model.errors import UsageError
 from engine.scaffold.text import comment, safe_id, yaml_quoted, yaml_scalar
 
@@ -53,17 +53,18 @@ class ProofTarget:
 
 
 def load_learning_tests(root: Path) -> LearningTests:
-    """`learning_tests` from `.loops/config.yaml` (absent file or key: disabled)."""
-    path = root / CONFIG_FILE
+    """`learning_tests` from `.loops/config.yaml` of the project `root` is in (absent file or
+    key: disabled), read by the engine's one YAML reader."""
+    path = project_root(root) / CONFIG_FILE
     if not path.is_file():
         return LearningTests()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{CONFIG_FILE}:{mark.line + 1}" if mark is not None else str(CONFIG_FILE)
+        data = read_yaml_file(path, str(CONFIG_FILE))[0] or {}
+    except YamlProblems as exc:
+        first = exc.diagnostics[0]
         raise UsageError(
-            f"{where}: the project config is not readable YAML ({exc})",
+            f"{CONFIG_FILE}:{first.line}: the project config is not readable YAML "
+            f"({first.message})",
             hint="fix the file, or remove it to use the defaults",
         ) from None
     section = data.get("learning_tests") if isinstance(data, dict) else None

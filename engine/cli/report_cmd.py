@@ -1,0 +1,48 @@
+"""`ll-loop report RUN --html [--out FILE]`: one self-contained HTML page about a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.cli.common import err, examples
+from engine.model.errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    """Add `report` to `app`."""
+    app.command(
+        "report",
+        epilog=examples("ll-loop report RUN --html", "ll-loop report RUN --html --out run.html"),
+    )(report_command)
+
+
+def report_command(
+    run: Annotated[str, typer.Argument(help="A run id (or unique prefix), or a run's directory.")],
+    html: Annotated[
+        bool, typer.Option("--html", help="Write the HTML report (the only format so far).")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Where to write it (default: report.html in the run)."),
+    ] = None,
+) -> None:
+    """The run as one HTML file: graph with the path taken, timeline, judges, cost, history."""
+    from engine.report import open_run
+    from engine.report.html import run_report_html
+
+    if not html:
+        raise UsageError("say which report to write", hint="ll-loop report RUN --html")
+    view = open_run(run)
+    from engine.load.project import project_root, write_new_file
+
+    page = run_report_html(view, project_root())
+    target = out if out is not None else view.dir / "report.html"
+    try:  # in the run directory (or at --out), never through a link
+        write_new_file(target, page.encode("utf-8"), replace=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
+    err(f"wrote {target} ({len(page) // 1024 + 1} KiB)")
+    print(target)

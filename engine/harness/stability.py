@@ -1,0 +1,249 @@
+"""Is a judge stable, and does it discriminate? Statistics over its recorded verdicts.
+
+A judge is an `evaluate` state of a loop (`loop/state`, or `loop/state/name` for a judge of an
+assessment) or an `ll-harness --semantic` criterion with its judge model. Every verdict it gave
+is an `Observation`: which input it judged (the judge's `input_hash` — model, criterion and
+judged text — for loop judges; the subject's target, input and content hashes for harness rows,
+whose flips therefore include the subject's own variation), and the sample's verdict.
+
+- flip rate: of the inputs judged at least twice with a decision, those whose decisions were
+  not all the same (the samples of one judgement, and repeated judgements of the same input);
+- abstention rate: abstentions (`cannot_judge`, harness `abstain`) over decisions plus
+  abstentions; errors are counted apart;
+- never discriminates: at least `MIN_INPUTS` different inputs decided and every decision the
+  same (always yes, or always no) — a judge that cannot say anything else tells nothing.
+
+`observations_from_runs` reads the run directories, `observations_from_attempts` the harness
+rows of `history.db`; `stability` is pure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.harness.stats import Rate
+from engine.harness.verdicts import judge_notes
+from engine.run.history import Attempt, History
+
+MIN_INPUTS = 20
+ABSTAIN = frozenset({"cannot_judge", "abstain"})
+IGNORED = frozenset({"skipped", "", "none"})
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One verdict of one judge on one input (`group`: the judgement or invocation it was in)."""
+
+    judge: str
+    input_key: str
+    verdict: str
+    group: str
+    at: str = ""
+
+
+@dataclass(frozen=True)
+class JudgeStability:
+    judge: str
+    samples: int
+    inputs: int
+    decided_inputs: int
+    flip_rate: Rate
+    abstention_rate: Rate
+    errors: int
+    verdicts: Mapping[str, int]
+
+    @property
+    def never_discriminates(self) -> bool:
+        """Every decision the same over at least `MIN_INPUTS` different inputs."""
+        decided = [v for v in self.verdicts if v not in ABSTAIN and v != "error"]
+        return self.decided_inputs >= MIN_INPUTS and len(decided) == 1
+
+    @property
+    def constant_verdict(self) -> str | None:
+        decided = [v for v in self.verdicts if v not in ABSTAIN and v != "error"]
+        return decided[0] if len(decided) == 1 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "samples": self.samples,
+            "inputs": self.inputs,
+            "decided_inputs": self.decided_inputs,
+            "flip_rate": self.flip_rate.to_json(),
+            "abstention_rate": self.abstention_rate.to_json(),
+            "errors": self.errors,
+            "verdicts": dict(self.verdicts),
+            "never_discriminates": self.never_discriminates,
+            "constant_verdict": self.constant_verdict if self.never_discriminates else None,
+        }
+
+
+def stability(observations: Iterable[Observation]) -> list[JudgeStability]:
+    """Per judge, in name order."""
+    by_judge: dict[str, list[Observation]] = defaultdict(list)
+    for obs in observations:
+        if obs.verdict.lower() not in IGNORED:
+            by_judge[obs.judge].append(obs)
+    return [_one(judge, rows) for judge, rows in sorted(by_judge.items())]
+
+
+def _one(judge: str, rows: Sequence[Observation]) -> JudgeStability:
+    decided: dict[str, list[str]] = defaultdict(list)
+    abstained = errors = 0
+    for obs in rows:
+        if obs.verdict in ABSTAIN:
+            abstained += 1
+        elif obs.verdict == "error":
+            errors += 1
+        else:
+            decided[obs.input_key].append(obs.verdict)
+    repeated = [verdicts for verdicts in decided.values() if len(verdicts) >= 2]
+    flipped = sum(1 for verdicts in repeated if len(set(verdicts)) > 1)
+    total_decided = sum(len(v) for v in decided.values())
+    return JudgeStability(
+        judge=judge,
+        samples=len(rows),
+        inputs=len({obs.input_key for obs in rows}),
+        decided_inputs=len(decided),
+        flip_rate=Rate(flipped, len(repeated)),
+        abstention_rate=Rate(abstained, total_decided + abstained),
+        errors=errors,
+        verdicts=dict(Counter(obs.verdict for obs in rows).most_common()),
+    )
+
+
+# --- where observations come from -----------------------------------------------------------
+
+
+def observations_from_attempts(attempts: Iterable[Attempt]) -> Iterator[Observation]:
+    """Harness rows judged by `--semantic` (authoritative rows only)."""
+    for attempt in attempts:
+        if not attempt.authoritative or not attempt.semantic_criterion:
+            continue
+        verdict = attempt.semantic_verdict or ("error" if attempt.errored else "")
+        model = f" ({attempt.judge_model})" if attempt.judge_model else ""
+        yield Observation(
+            judge=f"--semantic {attempt.semantic_criterion!r}{model}",
+            input_key=f"{attempt.target}|{attempt.input_hash}|{attempt.target_content_hash}",
+            verdict=verdict,
+            group=attempt.invocation_id,
+            at=attempt.created_at,
+        )
+
+
+def observations_from_runs(runs_dir: Path, loop: str | None = None) -> Iterator[Observation]:
+    """The judges' verdicts in every run under `runs_dir` (`.loops/runs`), optionally only the
+    judges of loop `loop` (sub-loops' judges count under their own loop's name)."""
+    if not runs_dir.is_dir():
+        return
+    for run_dir in sorted(runs_dir.iterdir()):
+        yield from observations_from_events(_evaluate_events(run_dir / "events.jsonl"), loop)
+
+
+def observations_from_events(
+    events: Iterable[Mapping[str, Any]], loop: str | None = None
+) -> Iterator[Observation]:
+    """The judges' verdicts in one run's events (loop_start names the loop at each depth)."""
+    loops: dict[int, str] = {}
+    for event in events:
+        depth = event.get("depth") if isinstance(event.get("depth"), int) else 0
+        assert isinstance(depth, int)
+        if event.get("event") == "loop_start":
+            loops[depth] = str(event.get("loop") or "")
+            continue
+        if event.get("event") != "evaluate" or (loop is not None and loops.get(depth) != loop):
+            continue
+        details = event.get("details")
+        if not isinstance(details, Mapping):
+            continue
+        state = str(event.get("state") or "")
+        group = f"{event.get('run_id')}:{depth}:{event.get('step')}:{state}"
+        notes = judge_notes(_str(event.get("evaluator")), details)
+        for note in notes:
+            name = f"{loops.get(depth, '?')}/{state}"
+            if note.name not in ("judge", "rubric"):
+                name += f"/{note.name}"
+            verdicts = note.samples or ((note.verdict,) if note.verdict else ())
+            for verdict in verdicts:
+                yield Observation(
+                    judge=name,
+                    input_key=note.input_hash or group,
+                    verdict=_decision(verdict),
+                    group=group,
+                    at=str(event.get("ts") or ""),
+                )
+
+
+def _decision(verdict: str) -> str:
+    """An assessment judge's pass/fail reads as yes/no, like every other judge's decision."""
+    return {"pass": "yes", "fail": "no"}.get(verdict, verdict)
+
+
+def _evaluate_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The `loop_start` and `evaluate` events of a log; other lines are not even parsed."""
+    import json
+
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return
+    with handle:
+        for raw in handle:
+            if b'"evaluate"' not in raw and b'"loop_start"' not in raw:
+                continue
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue  # a torn last line
+            if isinstance(event, dict):
+                yield event
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def render_text(rows: Sequence[JudgeStability]) -> str:
+    """The table `ll-harness history --stability` prints."""
+    if not rows:
+        return "no judge verdicts recorded"
+    lines = []
+    for row in rows:
+        flag = ""
+        if row.never_discriminates:
+            flag = (
+                f"  ⚑ never discriminates: {row.constant_verdict} on all {row.decided_inputs} "
+                "inputs"
+            )
+        lines.append(f"{row.judge}{flag}")
+        lines.append(
+            f"  {row.samples} verdicts on {row.inputs} inputs · flips {row.flip_rate.render()}"
+            f" · abstains {row.abstention_rate.render()} · errors {row.errors}"
+        )
+        verdicts = ", ".join(f"{k} {v}" for k, v in row.verdicts.items())
+        lines.append(f"  verdicts: {verdicts}")
+    return "\n".join(lines)
+
+
+def stability_report(root: Path, target: str | None, since: str | None) -> list[JudgeStability]:
+    """Every judge of the project in `root` (only TARGET's when given), since a date."""
+    from engine.run.history import history_path, open_history
+
+    observations = list(observations_from_runs(root / ".loops" / "runs", target))
+    if history_path(root).exists():
+        with open_history(root) as history:
+            attempts = _all_attempts(history, target, since)
+        observations += observations_from_attempts(attempts)
+    if since is not None:
+        observations = [o for o in observations if not o.at or o.at >= since]
+    return stability(observations)
+
+
+def _all_attempts(history: History, target: str | None, since: str | None) -> list[Attempt]:
+    if target is not None:
+        return history.attempts(target, since=since, authoritative_only=True)
+    return history.judged_attempts(since=since)

@@ -1,0 +1,377 @@
+"""`ll-loop migrate`: little-loops loops (and what they use) → ll-loop loops, with a report.
+
+`migrate(paths, out=..., force=..., validate=...)` reads every loop given (directories are
+searched for *.yaml), follows what each one uses — the fragment libraries it imports, the
+sub-loops it runs — and converts all of them together, so references stay right and a
+directory little-loops' runner shared with a sub-loop (`${context.run_dir}`) is passed down.
+Each file is written next to its input as `NAME.ll.yaml` (or under `out`, keeping the layout),
+never over an existing file unless `force`, and then validated with `validate` (the CLI passes
+`ll-loop validate`'s own check). The `MigrationReport` says per file what could not be kept,
+and why. See docs/migrating.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.migrate.loops import Library, LoopPlan, convert_library, convert_loop
+from engine.migrate.report import FileReport, MigrationReport, Note
+from engine.migrate.source import (
+    SourceError,
+    find,
+    header_comments,
+    listing,
+    mapping,
+    read_yaml,
+    resolve_flow,
+    resolve_inheritance,
+)
+from engine.migrate.writer import dump
+from engine.model.errors import Diagnostic
+
+__all__ = ["FileReport", "MigrationReport", "Note", "migrate"]
+
+Validator = Callable[[Path], list[Diagnostic]]
+
+_CHILD_RUN_DIR = "${context.run_dir | default(run.dir)}"
+_CONTEXT_KEY = re.compile(r"(?<!\$)\$\{\s*context\s*\.\s*([A-Za-z_]\w*)")
+
+
+@dataclass
+class _Item:
+    """One file of the set: what it is, what it says, where it goes."""
+
+    path: Path
+    report: FileReport
+    data: dict[str, Any] = field(default_factory=dict)
+    dest: Path | None = None
+    children: list[tuple[str, Path]] = field(default_factory=list)  # (state, child file)
+    imports: list[tuple[str, Path]] = field(default_factory=list)  # (entry, library file)
+    plan: LoopPlan = field(default_factory=LoopPlan)
+
+    @property
+    def role(self) -> str:
+        return self.report.role
+
+
+def migrate(
+    paths: Sequence[Path],
+    *,
+    out: Path | None = None,
+    force: bool = False,
+    validate: Validator | None = None,
+    search: Sequence[Path] = (),
+) -> MigrationReport:
+    """Convert the loops at `paths` and everything they use; write, validate, report.
+
+    `search` adds directories where sub-loops, parents and libraries are looked up last
+    (little-loops' own built-in loops directory, for loops that use its libraries)."""
+    inputs = _expand(paths)
+    roots = _roots(paths, inputs) + [p.resolve() for p in search]
+    items = _discover(inputs, roots)
+    _assign_outputs(items, out)
+    _plan(items)
+    report = MigrationReport()
+    written: list[_Item] = []
+    for item in items.values():
+        report.files.append(item.report)
+        if item.report.status == "failed" or item.dest is None:
+            continue
+        text = _convert(item, items)
+        if _write(item, text, force):
+            written.append(item)
+    for item in written:
+        _check(item, validate)
+    return report
+
+
+# --- the set of files ---------------------------------------------------------------------------
+
+
+def _expand(paths: Sequence[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+        else:
+            found.append(path)
+    return [p.resolve() if p.exists() else p for p in found]
+
+
+def _roots(paths: Sequence[Path], inputs: Sequence[Path]) -> list[Path]:
+    """Where names are looked up after the referring file's own directory."""
+    roots = [p.resolve() for p in paths if p.is_dir()] + [p.parent for p in inputs]
+    ordered = sorted(dict.fromkeys(roots), key=lambda p: len(p.parts))
+    return ordered
+
+
+def _discover(inputs: Sequence[Path], roots: Sequence[Path]) -> dict[Path, _Item]:
+    items: dict[Path, _Item] = {}
+    queue: list[tuple[Path, str]] = [(p, "") for p in inputs]
+    while queue:
+        path, wanted = queue.pop(0)
+        if path in items:
+            continue
+        item = _read(path, wanted, roots)
+        items[path] = item
+        queue += [(child, "loop") for _, child in item.children]
+        queue += [(lib, "library") for _, lib in item.imports]
+    return items
+
+
+def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
+    item = _Item(path, FileReport(str(path)))
+    try:
+        data = read_yaml(path)
+        if not isinstance(data, dict):
+            raise SourceError("its top level is not a mapping, so it is not a loop")
+        if wanted == "library" or _is_library(data):
+            item.report.role = "library"
+            item.data = data
+            return item
+        data, parents = resolve_inheritance(data, path.parent, roots)
+        for parent in parents:
+            item.report.note("changed", "from", f"{parent.name} merged in")
+        if "flow" in data:
+            item.report.note("changed", "flow", "expanded into states")
+        data = resolve_flow(data)
+        if not isinstance(data.get("states"), dict) or "name" not in data or "initial" not in data:
+            raise SourceError(
+                "not a little-loops loop: it needs name:, initial: and states: (or flow:)"
+            )
+    except SourceError as exc:
+        item.report.status = "failed"
+        item.report.reason = exc.message
+        return item
+    item.data = data
+    for state, body in data["states"].items():
+        ref = body.get("loop") if isinstance(body, dict) else None
+        if isinstance(ref, str) and "${" in ref:
+            item.report.note(
+                "changed", f"states.{state}.loop",
+                "the sub-loop is named at run time: convert the loops it can name too, and "
+                "keep their names (--out DIR, or --force in place)",
+            )  # fmt: skip
+        elif isinstance(ref, str):
+            child = find(ref, path.parent, roots, loop=True)
+            if child is None:
+                item.report.note(
+                    "blocker", f"states.{state}.loop",
+                    f"sub-loop {ref!r} not found: give its file to migrate too",
+                )  # fmt: skip
+            else:
+                item.children.append((str(state), child))
+    for entry in listing(data.get("import")):
+        lib = find(str(entry), path.parent, roots, loop=False)
+        if lib is None:
+            item.report.note("blocker", "import", f"fragment library {entry!r} not found")
+        else:
+            item.imports.append((str(entry), lib))
+    return item
+
+
+def _is_library(data: dict[str, Any]) -> bool:
+    return "fragments" in data and not any(k in data for k in ("states", "flow", "from"))
+
+
+def _assign_outputs(items: dict[Path, _Item], out: Path | None) -> None:
+    usable = [i for i in items.values() if i.report.status != "failed"]
+    if out is not None and usable:
+        base = Path(os.path.commonpath([str(i.path.parent) for i in usable]))
+        for item in usable:
+            item.dest = (out / item.path.relative_to(base)).resolve()
+    else:
+        for item in usable:
+            item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
+    for item in usable:
+        item.report.output = str(item.dest)
+
+
+# --- what comes from the whole set --------------------------------------------------------------
+
+
+def _plan(items: dict[Path, _Item]) -> None:
+    loops = [i for i in items.values() if i.role == "loop" and i.report.status != "failed"]
+    libraries = {p: i for p, i in items.items() if i.role == "library" and i.dest is not None}
+    callers: dict[Path, list[_Item]] = {}
+    for item in loops:
+        for _, called in item.children:
+            callers.setdefault(called, []).append(item)
+    for item in loops:
+        item.plan.run_dir = _run_dir(item, bool(callers.get(item.path)), libraries)
+    for item in loops:
+        for state, child_path in item.children:
+            child = items.get(child_path)
+            if child is None or child.dest is None or item.dest is None:
+                continue
+            item.plan.loop_refs[state] = _loop_ref(item.dest, child.dest)
+            body = item.data["states"][state]
+            given = mapping(body.get("with"))
+            extra = item.plan.bindings.setdefault(state, {})
+            if _reads_run_dir(child, libraries) and "run_dir" not in given:
+                extra["run_dir"] = item.plan.run_dir
+            declared = _declared(child)
+            for key in given:
+                if key not in declared:
+                    child.plan.add_parameters.setdefault(
+                        str(key), {"description": f"given by {item.data.get('name')}"}
+                    )
+            if body.get("context_passthrough"):
+                _passthrough(item, state, child, extra, libraries)
+        for entry, lib_path in item.imports:
+            lib = libraries.get(lib_path)
+            if lib is not None and lib.dest is not None and item.dest is not None:
+                reference = os.path.relpath(lib.dest, item.dest.parent)
+                item.plan.libraries.append(Library(lib_path, _fragments(lib), reference=reference))
+            elif lib is None and lib_path in items:
+                item.report.note("blocker", "import", f"{entry!r} is not a fragment library")
+
+
+def _run_dir(item: _Item, called: bool, libraries: dict[Path, _Item]) -> str:
+    """What `${context.run_dir}` becomes: the run's own directory, or the caller's one when
+    this loop is called as a sub-loop (little-loops handed the caller's directory down)."""
+    context = mapping(item.data.get("context"))
+    params = mapping(item.data.get("parameters"))
+    own = context.get("run_dir")
+    if isinstance(own, str) and own.strip():
+        return "${context.run_dir}"
+    if context.get("run_dir", "x") in ("", None):
+        context.pop("run_dir")
+    if "run_dir" in params or (called and _reads_run_dir(item, libraries)):
+        if "run_dir" not in params:
+            item.plan.add_parameters["run_dir"] = {
+                "type": "string",
+                "description": "the caller's directory for shared files (default: ${run.dir})",
+            }
+        return _CHILD_RUN_DIR
+    return "${run.dir}"
+
+
+def _reads_run_dir(item: _Item, libraries: dict[Path, _Item]) -> bool:
+    if "context.run_dir" in json.dumps(item.data, default=str):
+        return True
+    used = {b.get("fragment") for b in item.data.get("states", {}).values() if isinstance(b, dict)}
+    for _, lib_path in item.imports:
+        lib = libraries.get(lib_path)
+        frags = _fragments(lib) if lib is not None else {}
+        if any("context.run_dir" in json.dumps(frags.get(n), default=str) for n in used if n):
+            return True
+    return False
+
+
+def _passthrough(
+    item: _Item, state: str, child: _Item, extra: dict[str, str], libs: dict[Path, _Item]
+) -> None:
+    """little-loops' context_passthrough gave the child the caller's whole context (and its
+    captures); ll-loop passes what the child reads, by name, through `with:`."""
+    wanted = set(_CONTEXT_KEY.findall(json.dumps(child.data, default=str))) - {"run_dir"}
+    context = mapping(item.data.get("context"))
+    params = mapping(item.data.get("parameters"))
+    provided = set(context) | set(params) | set(listing(item.data.get("required_inputs")))
+    if isinstance(item.data.get("input_key"), str):
+        provided.add(item.data["input_key"])
+    captures = {
+        b["capture"] for b in item.data["states"].values()
+        if isinstance(b, dict) and isinstance(b.get("capture"), str)
+    }  # fmt: skip
+    child_params = child.data.get("parameters")
+    declared = set(child_params) if isinstance(child_params, dict) else set()
+    passed = []
+    for key in sorted(wanted):
+        if key in captures:
+            extra.setdefault(key, f"${{captured.{key}.output}}")
+        elif key in provided:
+            extra.setdefault(key, f"${{context.{key}}}")
+        else:
+            continue
+        passed.append(key)
+        if key not in declared:
+            child.plan.add_parameters.setdefault(
+                key, {"description": f"passed by {item.data.get('name')} (context_passthrough)"}
+            )
+    item.report.note(
+        "changed", f"states.{state}.context_passthrough",
+        "the child gets by name what it reads: with: " + (", ".join(passed) or "nothing")
+        + "; values it sets no longer flow back into this loop's context",
+    )  # fmt: skip
+
+
+def _declared(loop: _Item) -> set[str]:
+    """The parameters a little-loops loop will have once converted."""
+    params = loop.data.get("parameters")
+    names = set(params) if isinstance(params, dict) else set()
+    names |= {str(k) for k in listing(loop.data.get("required_inputs"))}
+    if isinstance(loop.data.get("input_key"), str):
+        names.add(loop.data["input_key"])
+    return names
+
+
+def _fragments(lib: _Item) -> dict[str, Any]:
+    frags = lib.data.get("fragments")
+    return frags if isinstance(frags, dict) else {}
+
+
+def _loop_ref(parent: Path, child: Path) -> str:
+    """How the converted parent names the converted child (a bare name when side by side)."""
+    relative = os.path.relpath(child, parent.parent)
+    if "/" not in relative and os.sep not in relative:
+        return Path(relative).stem
+    return relative
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _convert(item: _Item, items: dict[Path, _Item]) -> str:
+    header = header_comments(item.path)
+    if item.role == "library":
+        converted = convert_library(item.data, item.report)
+        return dump(converted, header)
+    for lib in item.plan.libraries:
+        source = items[lib.path]
+        lib.raw = _fragments(source)
+        lib.converted = _library_fragments(source)
+    return dump(convert_loop(item.data, item.plan, item.report), header)
+
+
+def _library_fragments(lib: _Item) -> dict[str, Any]:
+    """The converted fragments of a library (converted once, quietly, for the loops)."""
+    scratch = FileReport(str(lib.path), role="library")
+    fragments = convert_library(lib.data, scratch).get("fragments", {})
+    return fragments if isinstance(fragments, dict) else {}
+
+
+def _write(item: _Item, text: str, force: bool) -> bool:
+    dest = item.dest
+    assert dest is not None
+    if dest.exists() and not force:
+        item.report.status = "skipped"
+        item.report.reason = f"{dest} exists; --force replaces it"
+        return False
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        item.report.status = "failed"
+        item.report.reason = f"cannot write {dest}: {exc.strerror or exc}"
+        return False
+    return True
+
+
+def _check(item: _Item, validate: Validator | None) -> None:
+    if item.role == "library" or validate is None or item.dest is None:
+        item.report.status = "blocked" if _blocked(item.report) else "converted"
+        return
+    item.report.diagnostics = validate(item.dest)
+    blocked = _blocked(item.report) or bool(item.report.errors)
+    item.report.status = "blocked" if blocked else "converted"
+
+
+def _blocked(report: FileReport) -> bool:
+    return any(note.kind == "blocker" for note in report.notes)

@@ -1,0 +1,547 @@
+"""One little-loops state (or fragment) → one ll-loop state.
+
+Keys are renamed or dropped per `engine.migrate.keys`; actions, prompts and evaluator texts go
+through the expression rewriter; evaluators are converted (`classify` declares its verdicts,
+`diff_stall` routes progress/stall); routes are planned by `engine.migrate.routes` so each
+verdict goes where little-loops sent it. A fragment is converted the same way but only key by
+key (`partial=True`): its routes are planned in the states that use it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.load.loader import DEFAULT_JUDGE_PROMPT
+from engine.migrate.expressions import Rewriter
+from engine.migrate.keys import fate
+from engine.migrate.report import FileReport
+from engine.migrate.routes import UNROUTED, plan_routes
+from engine.migrate.source import mapping
+from engine.model.loop import VERDICTS
+
+AGENT_CLI = "claude --dangerously-skip-permissions -p"
+FAILURE_NAMES = frozenset({"failed", "error", "aborted", "finalize_aborted"})
+
+_VERDICT = re.compile(r"^[a-z][a-z0-9_]*$")
+_JSON_PATH = re.compile(r"^\.([A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)?$")
+_HANDLED = frozenset(
+    {
+        "description", "action", "action_type", "timeout", "capture", "evaluate", "loop",
+        "with", "next", "route", "terminal", "failure", "max_retries", "on_retry_exhausted",
+        "model", "agent", "tools", "params", "context_passthrough", "fragment",
+    }
+)  # fmt: skip
+_NOT_ROUTES = frozenset({"on_retry_exhausted", "on_terminal"})
+_SUMMARY_KEYS = ("description", "action", "action_type", "runner", "model", "timeout", "capture")
+_ON_ROUTE = re.compile(r"^on_[A-Za-z0-9_]+$")
+
+
+@dataclass
+class LoopJob:
+    """What converting one file's states reads and adds to."""
+
+    report: FileReport
+    rewriter: Rewriter
+    context: Mapping[str, Any] = field(default_factory=dict)
+    agent: bool = False  # some state runs a prompt: the loop needs the agent CLI runner
+    bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # state -> with:
+    on_max_steps: str | None = None  # little-loops ran this state's action even if terminal
+
+    def note(self, kind: Any, where: str, message: str) -> None:
+        self.report.note(kind, where, message)
+
+
+def convert_state(
+    name: str, body: Mapping[str, Any], job: LoopJob, *, partial: bool = False
+) -> dict[str, Any]:
+    """The ll-loop form of one state (or, with `partial`, of one fragment)."""
+    where = f"fragments.{name}" if partial else f"states.{name}"
+    body = _renamed(dict(body), where, job)
+    out: dict[str, Any] = {}
+    if isinstance(body.get("description"), str):
+        out["description"] = body["description"]
+    _action(body, out, where, job, partial)
+    if _positive(body.get("timeout")):
+        out["timeout"] = body["timeout"]
+    elif "timeout" in body:
+        job.note("dropped", f"{where}.timeout", "a timeout of 0 or none means no limit here")
+    if isinstance(body.get("capture"), str):
+        out["capture"] = _identifier(body["capture"])
+    stall = body.get("evaluate", {}).get("type") if isinstance(body.get("evaluate"), dict) else None
+    if stall in _HISTORY_STALLS and not partial:
+        out["action"] = _history_stall(
+            out.get("action"), body["evaluate"], f"{where}.evaluate", job
+        )
+        out.setdefault("action_type", "shell")
+    elif stall in _HISTORY_STALLS:
+        pass  # emulated in each state that uses the fragment
+    elif isinstance(body.get("evaluate"), dict):
+        evaluate = convert_evaluate(body["evaluate"], body, f"{where}.evaluate", job)
+        if evaluate:
+            out["evaluate"] = evaluate
+    if isinstance(body.get("loop"), str):
+        out["loop"] = job.rewriter.text(body["loop"])
+        bindings = dict(job.rewriter.value(mapping(body.get("with"))))
+        for key, value in job.bindings.get(name, {}).items():
+            bindings.setdefault(key, value)
+        if bindings:
+            out["with"] = bindings
+    elif "with" in body and not partial:
+        job.note("dropped", f"{where}.with", "with: binds a sub-loop's parameters; no loop:")
+    if partial:
+        _copy_routes(body, out)
+    elif body.get("terminal") and name == job.on_max_steps and "action" in out:
+        job.note(
+            "changed", where,
+            "the on_max_steps state is no longer terminal: its action runs once when the "
+            "budget is spent, as in little-loops",
+        )  # fmt: skip
+        for key in [k for k in out if k not in _SUMMARY_KEYS]:
+            del out[key]
+    elif body.get("terminal"):
+        for key in [k for k in out if k not in ("description",)]:
+            del out[key]
+        out["terminal"] = True
+        failure = body.get("failure", name in FAILURE_NAMES)
+        if failure:
+            out["failure"] = True
+            if "failure" not in body:
+                job.note(
+                    "changed", f"{where}.failure",
+                    "little-loops treats a terminal with this name as a failure; written out",
+                )  # fmt: skip
+        _dead_on_terminal(body, where, job)
+    else:
+        _routes(name, body, out, where, job)
+    if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
+        out["max_retries"] = body["max_retries"]
+        out["on_retry_exhausted"] = body["on_retry_exhausted"]
+    elif "max_retries" in body or "on_retry_exhausted" in body:
+        job.note(
+            "dropped", f"{where}.max_retries",
+            "max_retries and on_retry_exhausted only work together",
+        )  # fmt: skip
+    _drop_the_rest(body, where, job)
+    return out
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+
+def _action(
+    body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob, partial: bool
+) -> None:
+    action = body.get("action")
+    kind = body.get("action_type")
+    if kind is None and isinstance(action, str) and action.startswith("/"):
+        kind = "slash_command"
+    if kind == "mcp_tool" and isinstance(action, str):
+        action, kind = _mcp_prompt(action, body.get("params"), where, job), "prompt"
+    elif kind == "mcp_tool":
+        job.note("blocker", where, "mcp_tool needs action: SERVER/TOOL")
+    if kind == "slash_command":
+        kind = "prompt"
+        job.note(
+            "changed", f"{where}.action_type",
+            "slash_command runs as a prompt through the agent CLI (llm.runner)",
+        )  # fmt: skip
+    if kind not in (None, "shell", "prompt", "mcp_tool"):
+        job.note("blocker", f"{where}.action_type", f"action type {kind!r} has no equivalent")
+        kind = None
+    if isinstance(action, str) and action.strip():
+        out["action"] = (
+            job.rewriter.text(action) if kind == "prompt" else job.rewriter.shell(action)
+        )
+    if kind == "prompt":
+        job.agent = True
+        out["action_type"] = "prompt"
+        flags = _agent_flags(body)
+        if flags:
+            out["runner"] = f"cmd:{AGENT_CLI} {flags}"
+    elif kind == "shell" and ("action" in out or partial):
+        out["action_type"] = "shell"
+    if isinstance(body.get("model"), str):
+        out["model"] = body["model"]
+
+
+def _agent_flags(body: Mapping[str, Any]) -> str:
+    """The flags little-loops gave the agent CLI for this state."""
+    flags = []
+    if isinstance(body.get("agent"), str):
+        flags.append(f"--agent {_word(body['agent'])}")
+    if isinstance(body.get("tools"), list) and body["tools"]:
+        flags.append(f"--tools {_word(','.join(map(str, body['tools'])))}")
+    if isinstance(body.get("model"), str):
+        flags.append(f"--model {_word(body['model'])}")
+    return " ".join(flags)
+
+
+def _word(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def _mcp_prompt(action: str, params: Any, where: str, job: LoopJob) -> str:
+    server, _, tool = action.partition("/")
+    arguments = json.dumps(params or {}, ensure_ascii=False, sort_keys=True)
+    job.note(
+        "changed", f"{where}.action_type",
+        "mcp_tool: ll-loop has no deterministic MCP tool action, so an agent is asked to call "
+        f"{action!r} (its MCP server must be configured for the agent CLI)",
+    )  # fmt: skip
+    return (
+        f"Call the MCP tool `{tool or server}` of the MCP server `{server}` with exactly these "
+        f"arguments (JSON): {job.rewriter.text(arguments)}\n"
+        "Print only the tool's result, verbatim."
+    )
+
+
+# --- evaluators ---------------------------------------------------------------------------------
+
+
+def convert_evaluate(
+    body: Mapping[str, Any], state: Mapping[str, Any], where: str, job: LoopJob
+) -> dict[str, Any]:
+    """The ll-loop evaluate block (empty when the evaluator cannot be kept)."""
+    kind = body.get("type")
+    text = job.rewriter.text
+    out: dict[str, Any] = {"type": kind} if kind is not None else {}
+    if kind in ("action_stall", "mcp_result", "harbor_scorer", "comparator", "contract"):
+        job.note("blocker", f"{where}.type", f"evaluator {kind} has no equivalent in ll-loop")
+        return {}
+    if kind is not None and kind not in VERDICTS and kind != "classify":
+        job.note("blocker", f"{where}.type", f"unknown evaluator type {kind!r}")
+        return {}
+    source = body.get("source")
+    if isinstance(source, str):
+        own = state.get("capture")
+        if own and re.search(r"\$\{\s*captured\s*\.\s*" + re.escape(str(own)) + r"\b", source):
+            if re.fullmatch(r"\s*\$\{\s*captured\.[\w-]+\.output\s*\}\s*", source):
+                job.note(
+                    "changed", f"{where}.source",
+                    "read the state's own capture (little-loops stores it before judging): "
+                    "the action's output is judged directly",
+                )  # fmt: skip
+            else:
+                job.note("blocker", f"{where}.source", "reads the state's own capture")
+                out["source"] = text(source)
+        else:
+            out["source"] = text(source)
+    for key in ("pattern", "operator", "previous", "direction", "prompt"):
+        if isinstance(body.get(key), str):
+            out[key] = text(body[key]) if key in ("previous", "prompt") else body[key]
+    if "negate" in body:
+        out["negate"] = bool(body["negate"])
+    if "target" in body and body["target"] is not None:
+        target = body["target"]
+        out["target"] = text(target) if isinstance(target, str) else target
+    if "path" in body:
+        _json_path(body["path"], out, where, job)
+    if "tolerance" in body:
+        _tolerance(body["tolerance"], out, where, job)
+    if kind in ("diff_stall", None) and isinstance(body.get("max_stall"), int):
+        out["max_stall"] = body["max_stall"]
+    if kind in ("diff_stall", None) and isinstance(body.get("scope"), list):
+        out["scope"] = [text(str(p)) for p in body["scope"]]
+    if "min_confidence" in body and isinstance(body["min_confidence"], int | float):
+        out["min_confidence"] = body["min_confidence"]
+    if "line" in body:
+        if body["line"] in ("first", "last"):
+            out["line"] = body["line"]
+        else:
+            job.note("dropped", f"{where}.line", "only line: first or last; the last is read")
+    if kind == "llm_structured" and "prompt" not in out:
+        out["prompt"] = DEFAULT_JUDGE_PROMPT
+        job.note("changed", f"{where}.prompt", "the default judge prompt is written out")
+    schema = body.get("schema")
+    custom = _schema_verdicts(schema)
+    if kind == "llm_structured" and custom:
+        job.note(
+            "blocker", f"{where}.schema",
+            f"the judge answers {', '.join(sorted(VERDICTS['llm_structured']))}; its own "
+            f"verdicts ({', '.join(custom)}) cannot be kept: route on those, or ask an agent "
+            "to print one of them and classify its output",
+        )  # fmt: skip
+    if kind == "output_numeric" and "key" in body:
+        job.note(
+            "blocker", f"{where}.key",
+            "output_numeric reads the whole output as a number: print only the number",
+        )  # fmt: skip
+    _prune(kind, out, where, job)
+    for key in body:
+        if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
+            _dropped_key("evaluate", key, f"{where}.{key}", job)
+    return out
+
+
+def _schema_verdicts(schema: Any) -> list[str]:
+    """The verdict names a custom llm_structured answer schema allowed (empty: none given)."""
+    try:
+        allowed = schema["properties"]["verdict"]["enum"]
+    except (KeyError, TypeError):
+        return []
+    extra = [str(v) for v in allowed if str(v) not in VERDICTS["llm_structured"]]
+    return extra
+
+
+_ALLOWED = {
+    "exit_code": {"type"},
+    "output_contains": {"type", "pattern", "negate", "source"},
+    "output_numeric": {"type", "operator", "target", "source"},
+    "output_json": {"type", "path", "operator", "target", "source"},
+    "convergence": {"type", "target", "tolerance", "direction", "previous", "source"},
+    "classify": {"type", "line", "source"},
+    "llm_structured": {"type", "prompt", "source", "min_confidence"},
+    "diff_stall": {"type", "max_stall", "scope"},
+}
+
+
+def _prune(kind: Any, out: dict[str, Any], where: str, job: LoopJob) -> None:
+    """Keys little-loops accepted on an evaluator that never read them."""
+    allowed = _ALLOWED.get(kind) if isinstance(kind, str) else None
+    if allowed is None:
+        return
+    for key in [k for k in out if k not in allowed]:
+        del out[key]
+        job.note("dropped", f"{where}.{key}", f"{kind} never reads {key}")
+
+
+def _json_path(path: Any, out: dict[str, Any], where: str, job: LoopJob) -> None:
+    text = str(path)
+    text = re.sub(r"\[(\d+)\]", r".\1", text)
+    if not text.startswith("."):
+        text = "." + text
+    if _JSON_PATH.match(text):
+        out["path"] = text
+    else:
+        job.note("blocker", f"{where}.path", f"JSON path {path!r} is not a dotted path")
+
+
+def _tolerance(value: Any, out: dict[str, Any], where: str, job: LoopJob) -> None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        out["tolerance"] = value
+        return
+    match = re.fullmatch(r"\s*\$\{\s*context\.(\w+)[^}]*\}\s*", str(value))
+    default = job.context.get(match.group(1)) if match else None
+    if isinstance(default, int | float) and not isinstance(default, bool):
+        out["tolerance"] = default
+        job.note("changed", f"{where}.tolerance", f"{value} inlined as its default {default}")
+    else:
+        job.note("dropped", f"{where}.tolerance", "tolerance must be a number here")
+
+
+# little-loops' score_stall / open_question_stall: a plateau in a history file (one number a
+# line): `max_stall` rounds in a row without beating the best by more than `epsilon` → no.
+_HISTORY_STALLS = {
+    "score_stall": ("${context.run_dir}/.score_history", ">"),
+    "open_question_stall": ("${context.run_dir}/.open_questions_history", "<"),
+}
+_PLATEAU = (
+    "awk -v eps={eps} -v max={max} '$1 ~ /^[-+]?[0-9]*[.]?[0-9]+([eE][-+]?[0-9]+)?$/ "
+    "{{ v[n++] = $1 + 0 }} END {{ if (n < 2) exit 0; best = v[0]; stall = 0; "
+    "for (i = 1; i < n; i++) {{ if (v[i] {op} best {sign} eps) {{ best = v[i]; stall = 0 }} "
+    "else {{ if (v[i] {op} best) best = v[i]; stall++ }} }} exit (stall >= max) ? 1 : 0 }}'"
+)
+
+
+def _history_stall(action: Any, spec: Mapping[str, Any], where: str, job: LoopJob) -> str:
+    """The evaluator as a shell check whose exit code is its verdict (0 yes, 1 no)."""
+    kind = str(spec["type"])
+    default_file, op = _HISTORY_STALLS[kind]
+    history = job.rewriter.text(str(spec.get("history_file") or default_file))
+    eps = spec.get("epsilon", 0.5)
+    eps = eps if isinstance(eps, int | float) and not isinstance(eps, bool) else 0.5
+    limit = spec.get("max_stall", 1)
+    limit = limit if isinstance(limit, int) and limit >= 1 else 1
+    script = _PLATEAU.format(eps=eps, max=limit, op=op, sign="+" if op == ">" else "-")
+    check = f'history="{history}"\n[ -f "$history" ] || exit 0\n{script} "$history"'
+    job.note(
+        "changed", where,
+        f"{kind} is a shell check of {history} (exit 0: still improving, 1: plateau), "
+        "which is what little-loops computed",
+    )  # fmt: skip
+    if isinstance(action, str) and action.strip() and not re.fullmatch(r"\s*echo\b[^;&|]*", action):
+        return f"{action.rstrip()}\n{check}"
+    return check
+
+
+# --- routes -------------------------------------------------------------------------------------
+
+
+def _renamed(body: dict[str, Any], where: str, job: LoopJob) -> dict[str, Any]:
+    for old, new in (("on_success", "on_yes"), ("on_failure", "on_no")):
+        if old in body:
+            value = body.pop(old)
+            body.setdefault(new, value)  # little-loops: on_yes wins over on_success
+    return body
+
+
+def _route_keys(body: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        key[3:]: value
+        for key, value in body.items()
+        if _ON_ROUTE.match(key) and key not in _NOT_ROUTES and isinstance(value, str)
+        and (fate("state", key) is None or fate("state", key).fate != "dropped")  # type: ignore[union-attr]
+    }  # fmt: skip
+
+
+def _copy_routes(body: Mapping[str, Any], out: dict[str, Any]) -> None:
+    """A fragment's routing keys, converted key by key (planned where it is used)."""
+    for verdict, target in _route_keys(body).items():
+        out[f"on_{verdict}"] = target
+    for key in ("next", "terminal", "failure"):
+        if key in body:
+            out[key] = body[key]
+    if isinstance(body.get("route"), dict):
+        out["route"] = {str(k): v for k, v in body["route"].items()}
+
+
+def _routes(
+    name: str, body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob
+) -> None:
+    shorthand = _route_keys(body)
+    table = body.get("route") if isinstance(body.get("route"), dict) else None
+    if table is not None:
+        table = {str(k): v for k, v in table.items() if isinstance(v, str)}
+    if isinstance(body.get("next"), str):
+        out["next"] = body["next"]
+        if "error" in shorthand:
+            out["on_error"] = shorthand["error"]
+        dead = [f"on_{v}" for v in shorthand if v != "error"] + (["route"] if table else [])
+        if "evaluate" in out:
+            out.pop("evaluate")
+            dead.append("evaluate")
+        if dead:
+            job.note(
+                "dropped", where,
+                f"{', '.join(dead)} never applied: little-loops follows next: directly",
+            )  # fmt: skip
+        return
+    if "loop" in out:
+        _subloop_routes(shorthand, table, out, where, job)
+        return
+    kind = out.get("evaluate", {}).get("type")
+    if kind is None:
+        kind = "llm_structured" if out.get("action_type") == "prompt" else "exit_code"
+        if kind == "llm_structured" and (shorthand or table):
+            out["evaluate"] = {"type": "llm_structured", "prompt": DEFAULT_JUDGE_PROMPT}
+    names = _verdict_names(kind, shorthand, table, out, where, job)
+    plan = plan_routes(names, shorthand, table, lambda v: names[v])
+    for verdict in plan.dropped:
+        job.note(
+            "dropped", f"{where}.on_{verdict}" if table is None else f"{where}.route.{verdict}",
+            f"{kind} never produces {verdict!r}, so this route never applied",
+        )  # fmt: skip
+    for verdict in plan.unrouted:
+        job.note(
+            "changed", where,
+            f"verdict {verdict!r} had no route (little-loops ended the run there); it now "
+            "goes to the failure terminal `unrouted`",
+        )  # fmt: skip
+    if plan.table is not None:
+        out["route"] = plan.table
+    else:
+        for verdict, target in plan.shorthand.items():
+            out[f"on_{verdict}"] = target
+
+
+def _verdict_names(
+    kind: str,
+    shorthand: Mapping[str, str],
+    table: Mapping[str, str] | None,
+    out: dict[str, Any],
+    where: str,
+    job: LoopJob,
+) -> dict[str, str]:
+    """Our verdicts → little-loops' name for each (a classify declares its tokens here)."""
+    if kind == "diff_stall":
+        return {"progress": "yes", "stall": "no", "error": "error"}
+    if kind != "classify":
+        return {v: v for v in sorted(VERDICTS.get(kind, VERDICTS["exit_code"]))}
+    tokens = [k for k in (table or {}) if not k.startswith("_")] or list(shorthand)
+    names: dict[str, str] = {}
+    for token in tokens:
+        if token == "error":
+            continue
+        ours = token.lower().replace("-", "_")
+        if not _VERDICT.match(ours):
+            job.note("blocker", where, f"classify token {token!r} cannot be a verdict name")
+            continue
+        names[ours] = token
+    if names:
+        out["evaluate"]["verdicts"] = list(names)
+        if any(k != v for k, v in names.items()):
+            job.note(
+                "changed", f"{where}.evaluate",
+                "classify tokens are verdict names in lower case (the line is matched "
+                "ignoring case)",
+            )  # fmt: skip
+    else:
+        job.note("blocker", f"{where}.evaluate", "classify needs at least one routed token")
+    names["error"] = "error"
+    return names
+
+
+def _subloop_routes(
+    shorthand: Mapping[str, str],
+    table: Mapping[str, str] | None,
+    out: dict[str, Any],
+    where: str,
+    job: LoopJob,
+) -> None:
+    """little-loops routes a child's end on on_yes / on_no / on_error (else on_no) only."""
+    if table:
+        job.note("dropped", f"{where}.route", "little-loops never read route: on a sub-loop")
+    for verdict in ("yes", "no", "error"):
+        target = shorthand.get(verdict)
+        if verdict == "error" and target is None:
+            target = shorthand.get("no")
+        if target is not None:
+            out[f"on_{verdict}"] = target
+    for verdict in shorthand:
+        if verdict not in ("yes", "no", "error"):
+            job.note(
+                "dropped", f"{where}.on_{verdict}",
+                "a sub-loop's verdict is yes, no or error (budget or timeout is no)",
+            )  # fmt: skip
+
+
+def _dead_on_terminal(body: Mapping[str, Any], where: str, job: LoopJob) -> None:
+    dead = [k for k in ("action", "evaluate", "next", "route", "loop") if k in body]
+    dead += [f"on_{v}" for v in _route_keys(body)]
+    if dead:
+        job.note("dropped", where, f"{', '.join(dead)} on a terminal never ran")
+
+
+# --- the rest -----------------------------------------------------------------------------------
+
+
+def _drop_the_rest(body: Mapping[str, Any], where: str, job: LoopJob) -> None:
+    for key in body:
+        if key in _HANDLED or (_ON_ROUTE.match(key) and fate("state", key) is None):
+            continue
+        _dropped_key("state", key, f"{where}.{key}", job)
+
+
+def _dropped_key(place: str, key: str, where: str, job: LoopJob) -> None:
+    known = fate(place, key)
+    if known is not None and known.fate != "dropped":
+        return
+    why = known.why if known is not None else "little-loops ignores this key too"
+    job.note("dropped", where, why)
+
+
+def _identifier(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+UNROUTED_TARGET = UNROUTED

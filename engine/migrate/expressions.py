@@ -1,0 +1,200 @@
+"""`${...}` written for little-loops, rewritten for ll-loop.
+
+- `${context.run_dir}` (a directory little-loops' runner injects into every run and shares with
+  sub-loops) becomes `${run.dir}`, or `${context.run_dir | default(run.dir)}` in a loop whose
+  caller passes its own directory down;
+- `${state.iteration}` is `${state.step}`, `${loop.started_at}` is `${run.started_at}`;
+- in a shell action little-loops pasted every value as raw text. ll-loop quotes each value for
+  its position (found with bash's grammar), which is the same text wherever a value sits inside
+  quotes or is one word; where that is not so, the expression says what the value was meant to
+  be (`_fit_positions`).
+
+Namespaces with no equivalent (`messages`, `result`, `loop.elapsed_ms`) are reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# One of our expressions: `${root.rest}` not preceded by `$` (`$${` is a literal).
+_EXPR = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)((?:[^{}]|\{[^{}]*\})*)\}")
+_RUN_DIR = re.compile(r"^\.\s*run_dir\s*(.*)$", re.S)
+_RENAMES = {
+    ("state", "iteration"): "${state.step}",
+    ("loop", "started_at"): "${run.started_at}",
+}
+_MISSING = {
+    ("loop", "elapsed_ms"): "loop.elapsed_ms (time since the run started) has no equivalent",
+    ("loop", "elapsed"): "loop.elapsed (time since the run started) has no equivalent",
+    ("loop", "timeout"): "loop.timeout has no equivalent",
+    ("prev", "timeout_kind"): "prev.timeout_kind has no equivalent (a timeout is verdict error)",
+}
+_SLICE = re.compile(r":(\d+)(?::(\d+))?\s*$")
+_OURS = frozenset({"context", "captured", "prev", "state", "loop", "run", "env", "param"})
+_THEIRS_ONLY = {
+    "messages": "the shared message log (${messages}) does not exist in ll-loop",
+    "result": "${result.*} (the evaluation result during routing) does not exist in ll-loop",
+}
+
+
+@dataclass
+class Rewriter:
+    """Rewrites one loop's expressions; `problems` collects what could not be kept."""
+
+    run_dir: str = "${run.dir}"  # what `${context.run_dir}` becomes in this loop
+    captures: Mapping[str, str] = field(default_factory=dict)  # renamed capture names
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # the loop's context defaults
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
+    uses_run_dir: bool = False
+
+    def text(self, value: str) -> str:
+        """Rewrite the expressions of an interpolated text (prompt, path, source, ...)."""
+        if "${" not in value:
+            return value
+        return _EXPR.sub(self._expression, value)
+
+    def shell(self, script: str) -> str:
+        """Rewrite a shell action, adding `| raw` where little-loops' raw paste was code."""
+        script = self.text(script)
+        if "${" not in script:
+            return script
+        return _fit_positions(script, self.defaults)
+
+    def value(self, value: Any) -> Any:
+        """Rewrite every string inside a YAML value (with:, outputs, ...)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        return value
+
+    def _expression(self, match: re.Match[str]) -> str:
+        root, rest = match.group(1), match.group(2)
+        sliced = _SLICE.search(rest)
+        if sliced is not None and root in _OURS:  # bash's ${x:offset:length}, meant as such
+            start, length = int(sliced.group(1)), sliced.group(2)
+            end = "" if length is None else str(start + int(length))
+            rest = rest[: sliced.start()]
+            inner = self._expression(_EXPR.match("${" + root + rest + "}"))  # type: ignore[arg-type]
+            return inner[:-1] + f"[{start}:{end}]}}"
+        if root == "context":
+            found = _RUN_DIR.match(rest)
+            if found is not None:
+                self.uses_run_dir = True
+                return _with_tail(self.run_dir, found.group(1))
+        if root == "captured" and self.captures:
+            name = re.match(r"\s*\.\s*([\w-]+)", rest)
+            if name is not None and name.group(1) in self.captures:
+                rest = rest.replace(name.group(1), self.captures[name.group(1)], 1)
+                return "${captured" + rest + "}"
+        key = re.match(r"\s*\.\s*(\w+)", rest)
+        attribute = key.group(1) if key else ""
+        renamed = _RENAMES.get((root, attribute))
+        if renamed is not None and rest.strip() == f".{attribute}":
+            return renamed
+        if (root, attribute) in _MISSING:
+            self.problems.append(("dropped", _MISSING[(root, attribute)]))
+        elif root in _THEIRS_ONLY:
+            self.problems.append(("blocker", _THEIRS_ONLY[root]))
+        return match.group(0)
+
+
+def _with_tail(expression: str, tail: str) -> str:
+    """`${run.dir}` with what followed `context.run_dir` (a suffix default means nothing here:
+    the directory always exists; a filter is kept)."""
+    tail = tail.strip()
+    if not tail or tail.startswith((":default", "?")):
+        return expression
+    if tail.startswith("|"):
+        inner = expression[2:-1]
+        if "|" in inner:
+            inner = f"({inner})"
+        return "${" + inner + " " + tail + "}"
+    return expression
+
+
+def _fit_positions(script: str, defaults: Mapping[str, Any]) -> str:
+    """Each value written for where it sits in the script, as bash's grammar places it (see
+    engine.shell): little-loops pasted every value as text, so
+
+    - where bash runs code (a command name, `python -c "..."`, `bash -c`), the value was code
+      by design, and so was whatever goes to a command known only at run time
+      (`${context.cmd} "${context.arg}"`): `| raw` keeps pasting it (lint still warns of
+      captures pasted raw);
+    - in arithmetic or a variable name, it was a number: `| integer` says so (a bare `:default=`
+      or `?` becomes a Jinja default, 0 for nothing);
+    - in a `#` comment it meant nothing: it is written as literal text (`$${...}`);
+    - an unquoted context value whose default holds several words was split into words: raw.
+    """
+    from engine.shell.interpolate import shell_holes
+
+    holes, plan = shell_holes(script)
+    if plan.problem is not None:
+        return script
+    out: list[str] = []
+    last = 0
+    for hole in holes:
+        expression = hole.expression
+        fitted = _fitted(expression.text, hole.position, expression.raw, defaults)
+        if fitted is None:
+            continue
+        out.append(script[last : expression.start] + fitted)
+        last = expression.end
+    out.append(script[last:])
+    return "".join(out)
+
+
+def _fitted(inner: str, position: Any, raw: bool, defaults: Mapping[str, Any]) -> str | None:
+    from engine.shell.commands import Role
+    from engine.shell.interpolate import value_type
+    from engine.shell.quoting import Context
+
+    text = inner.strip()
+    if position.role in (Role.CODE, Role.UNKNOWN) and not raw:
+        return "${" + _with_filter(text, "raw", "''") + "}"
+    if position.role in (Role.ARITHMETIC, Role.NAME) and value_type(text) != "integer":
+        return "${" + _with_filter(text, "integer", "0") + "}"
+    if position.role is Role.COMMENT:
+        return "$${" + inner + "}"
+    if position.role is Role.VALUE and position.context is Context.UNQUOTED and not raw:
+        key = re.match(r"(?:context|param)\s*\.\s*(\w+)\s*$", text)
+        default = defaults.get(key.group(1)) if key else None
+        if isinstance(default, str) and len(default.split()) > 1:
+            return "${" + text + " | raw}"
+    return None
+
+
+def _with_filter(text: str, name: str, nothing: str) -> str:
+    """`text | name`, little-loops' suffixes spelled as Jinja first (a suffix swallows what
+    follows it): `x:default=5` → `x | default(5) | name`, `x?` → `x | default(nothing) | name`."""
+    base, marker, default = text.partition(":default=")
+    if marker:
+        value = default.strip()
+        literal = value if re.fullmatch(r"-?\d+(\.\d+)?", value) else repr(value)
+        return f"{base.strip()} | default({literal}) | {name}"
+    if text.endswith("?"):
+        return f"{text[:-1].strip()} | default({nothing}) | {name}"
+    if text.endswith(":shell"):  # quoted as one shell word, then pasted: as little-loops did
+        return f"{text[: -len(':shell')].strip()} | shell | {name}"
+    return f"{text} | {name}"
+
+
+def rewrite_all(value: Any, rewrite: Callable[[str], str]) -> Any:
+    """`rewrite` applied to every string in a YAML value."""
+    if isinstance(value, str):
+        return rewrite(value)
+    if isinstance(value, dict):
+        return {k: rewrite_all(v, rewrite) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rewrite_all(v, rewrite) for v in value]
+    return value
+
+
+def roots_of(text: str) -> set[str]:
+    """The roots of the expressions in `text` that ll-loop would treat as its own."""
+    return {m.group(1) for m in _EXPR.finditer(text) if m.group(1) in _OURS}

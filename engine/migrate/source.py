@@ -1,0 +1,170 @@
+"""Reading little-loops files the way little-loops reads them.
+
+Its files are read with PyYAML's YAML 1.1 rules (`yes` is a boolean there), so they are here
+too; names in `loop:`, `from:` and `import:` are looked up next to the file, then in the
+directories of the files given on the command line (little-loops' built-in directory plays
+that part for its own loops). `from:` inheritance and `flow:` shorthand are resolved exactly as
+little-loops resolves them, before anything is converted.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from engine.load.yaml_positions import YamlProblems, parse_yaml
+from engine.model.errors import LoopError
+
+_SUFFIXES = (".yaml", ".yml")
+
+
+class SourceError(LoopError):
+    """An input that cannot be read as a little-loops file."""
+
+    code = "MIGRATE"
+
+
+def read_yaml(path: Path) -> Any:
+    """The YAML document at `path`, read with YAML 1.1 rules as little-loops reads it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:  # the engine's one YAML reader (alias bombs, tags, nesting refused), with 1.1 scalars
+        return parse_yaml(text, str(path), yaml11=True)[0]
+    except YamlProblems as exc:
+        first = exc.diagnostics[0]
+        raise SourceError(
+            f"{path} is not valid YAML at line {first.line}: {first.message}"
+        ) from None
+
+
+def header_comments(path: Path) -> str:
+    """The comment block at the top of a file, kept in the converted file."""
+    lines: list[str] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    for line in text.splitlines():
+        if line.startswith("#") or (not line.strip() and lines):
+            lines.append(line)
+            continue
+        break
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def find(ref: str, near: Path, roots: Sequence[Path], *, loop: bool) -> Path | None:
+    """The file `ref` names: next to `near` (a directory), then under each root.
+
+    A loop reference may leave out the `.yaml` suffix; an import names the file itself.
+    """
+    candidates = [ref] if not loop or ref.endswith(_SUFFIXES) else [f"{ref}{s}" for s in _SUFFIXES]
+    try:
+        for folder in _unique([near, *roots]):
+            for name in candidates:
+                path = folder / name
+                if path.is_file():
+                    return path.resolve()
+        given = Path(ref)
+        if given.is_absolute() and given.is_file():
+            return given.resolve()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return None
+    return None
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` when it is a mapping, else an empty one (little-loops files are loosely typed)."""
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list[Any]:
+    """`value` when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """little-loops' merge: mappings merge recursively, anything else is replaced."""
+    result = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(result.get(key), dict) and isinstance(value, dict):
+            result[key] = deep_merge(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def resolve_inheritance(
+    data: dict[str, Any], here: Path, roots: Sequence[Path], seen: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], list[Path]]:
+    """`from: PARENT` merged in (the child wins); also the parent files that were used."""
+    parent_ref = data.get("from")
+    if parent_ref is None:
+        return data, []
+    if not isinstance(parent_ref, str):
+        raise SourceError(f"from: must name a loop, got {type(parent_ref).__name__}")
+    if parent_ref in seen:
+        raise SourceError("circular from: chain " + " -> ".join((*seen, parent_ref)))
+    path = find(parent_ref, here, roots, loop=True)
+    if path is None:
+        raise SourceError(
+            f"from: {parent_ref!r} not found next to the loop or under the given directories"
+        )
+    parent = read_yaml(path)
+    if not isinstance(parent, dict):
+        raise SourceError(f"from: {parent_ref!r} is not a loop (its top level is not a mapping)")
+    parent, used = resolve_inheritance(parent, path.parent, roots, (*seen, parent_ref))
+    child = {k: v for k, v in data.items() if k != "from"}
+    merged = deep_merge(parent, child)
+    merged.pop("from", None)
+    return merged, [path, *used]
+
+
+def resolve_flow(data: dict[str, Any]) -> dict[str, Any]:
+    """`flow: [a, b?yes:no, c]` (+ `state_defs`) expanded into `states:` as little-loops does:
+    a bare entry goes `next:` to the following one, `name?y:n` routes on_yes/on_no, the last
+    entry is terminal."""
+    flow = data.get("flow")
+    if flow is None:
+        return data
+    if not isinstance(flow, list) or not flow:
+        raise SourceError("flow: must be a non-empty list of state names")
+    defs = mapping(data.get("state_defs"))
+    names = [str(entry).split("?", 1)[0] for entry in flow]
+    states: dict[str, Any] = {}
+    for index, entry in enumerate(flow):
+        if not isinstance(entry, str):
+            raise SourceError(f"flow: entry {index} must be a string")
+        name = names[index]
+        skeleton: dict[str, Any] = {}
+        if "?" in entry:
+            targets = entry.split("?", 1)[1]
+            yes, _, no = targets.partition(":")
+            if not yes or not no:
+                raise SourceError(f"flow: entry {entry!r} must read name?yes_target:no_target")
+            skeleton = {"on_yes": yes, "on_no": no}
+        elif index + 1 < len(flow):
+            skeleton["next"] = names[index + 1]
+        if index == len(flow) - 1:
+            skeleton["terminal"] = True
+        if isinstance(defs.get(name), dict):
+            skeleton = deep_merge(skeleton, defs[name])
+        states[name] = skeleton
+    result = {k: v for k, v in data.items() if k not in ("flow", "state_defs")}
+    result["states"] = states
+    return result
+
+
+def _unique(paths: Iterable[Path]) -> list[Path]:
+    seen: set[Path] = set()
+    out = []
+    for path in paths:
+        if path not in seen:
+            seen.add(path)
+            out.append(path)
+    return out

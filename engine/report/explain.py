@@ -1,0 +1,389 @@
+"""`ll-loop explain RUN`: why a run ended where it did, on one screen.
+
+Built from the run's trace (`engine.report.runlog`) and what its `state.json` says now: the path
+taken with repeated stretches folded, each judge's verdict with its evidence and reason, where the
+steps and the money went per state, and one sentence saying why the run ended (or where a live,
+stopped or interrupted run stands).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.harness.verdicts import JudgeNote
+from engine.report.runlog import Step, Trace
+
+MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
+SHOWN_JUDGEMENTS = 6  # judged steps listed in text at most (JSON has all)
+SCREEN_LINES = 24
+STDERR_LINES = 5
+
+
+@dataclass(frozen=True)
+class PathItem:
+    """A stretch of the path: `steps` (state, verdict, target) repeated `times` times."""
+
+    first_step: int
+    steps: tuple[tuple[str, str | None, str | None], ...]
+    times: int = 1
+
+    @property
+    def last_step(self) -> int:
+        return self.first_step + len(self.steps) * self.times - 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "times": self.times,
+            "steps": [{"state": s, "verdict": v, "target": t} for s, v, t in self.steps],
+        }
+
+
+@dataclass(frozen=True)
+class Judgement:
+    step: int
+    state: str
+    note: JudgeNote
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What state.json (and the run's status) says, independent of the event log."""
+
+    run_id: str
+    loop: str
+    status: str  # running | interrupted | stopped | finished
+    current: str
+    steps: int
+    elapsed_ms: int
+    cost_usd: float
+    result: dict[str, Any] | None = None
+    max_cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    facts: RunFacts
+    reason: str
+    path: tuple[PathItem, ...]
+    judgements: tuple[Judgement, ...]
+    steps_by_state: dict[str, int]
+    cost_by_state: dict[str, float]
+    calls_by_state: dict[str, int]
+    max_steps: int | None
+    stderr_tail: tuple[str, ...] = ()
+    children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        result = self.facts.result or {}
+        return {
+            "run_id": self.facts.run_id,
+            "loop": self.facts.loop,
+            "status": self.facts.status,
+            "outcome": result.get("outcome"),
+            "terminated_by": result.get("terminated_by"),
+            "final_state": self.facts.current,
+            "steps": self.facts.steps,
+            "max_steps": self.max_steps,
+            "duration_ms": self.facts.elapsed_ms,
+            "cost_usd": round(self.facts.cost_usd, 6),
+            "reason": self.reason,
+            "path": [p.to_json() for p in self.path],
+            "judgements": [
+                {"step": j.step, "state": j.state, **j.note.to_json()} for j in self.judgements
+            ],
+            "steps_by_state": self.steps_by_state,
+            "cost_by_state": {k: round(v, 6) for k, v in self.cost_by_state.items()},
+            "calls_by_state": self.calls_by_state,
+            "stderr_tail": list(self.stderr_tail),
+            "children": [
+                {"step": step, "state": state, **child.to_json()}
+                for step, state, child in self.children
+            ],
+        }
+
+
+def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
+    """The explanation of one run (or one child run: pass its facts and trace)."""
+    steps = trace.steps if trace else []
+    steps_by_state = dict(Counter(s.state for s in steps).most_common())
+    cost: dict[str, float] = {}
+    calls: Counter[str] = Counter()
+    for step in steps:
+        step_calls, step_cost = step.spent()  # a sub-loop step pays for its child run
+        cost[step.state] = cost.get(step.state, 0.0) + step_cost
+        calls[step.state] += step_calls
+    judgements = tuple(
+        Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
+    )
+    children = tuple(
+        (s.step, s.state, explain(_child_facts(facts, s, s.child), s.child))
+        for s in steps
+        if s.child is not None
+    )
+    last = steps[-1] if steps else None
+    return Explanation(
+        facts=facts,
+        reason=end_reason(facts, trace, children),
+        path=fold_path(steps),
+        judgements=judgements,
+        steps_by_state=steps_by_state,
+        cost_by_state={k: v for k, v in sorted(cost.items(), key=lambda kv: -kv[1]) if v},
+        calls_by_state={k: v for k, v in calls.most_common() if v},
+        max_steps=trace.max_steps if trace else None,
+        stderr_tail=_stderr_tail(last) if last and _failed(last) else (),
+        children=children,
+    )
+
+
+def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
+    end = child.end or {}
+    if end:
+        status = "finished"
+    elif parent.status == "finished" or step.finished:
+        status = "finished"  # the child ended without a loop_complete (it could not start)
+    else:
+        status = parent.status
+    last = child.steps[-1].state if child.steps else child.initial
+    return RunFacts(
+        run_id=f"{parent.run_id} (step {step.step}, state {step.state})",
+        loop=child.loop,
+        status=status,
+        current=str(end.get("final_state") or last),
+        steps=int(end.get("steps") or len(child.steps)),
+        elapsed_ms=int(end.get("duration_ms") or 0),
+        cost_usd=float(end.get("cost_usd") or child.spent()[1]),
+        result=end or None,
+    )
+
+
+def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
+    """The path with consecutive repeats folded: `(test no → fix · fix fixed → test) ×3`."""
+    items = [(s.state, s.verdict, s.target) for s in steps]
+    numbers = [s.step for s in steps]
+    folded: list[PathItem] = []
+    i = 0
+    while i < len(items):
+        best_period, best_times = 1, 1
+        for period in range(1, min(MAX_FOLD, (len(items) - i) // 2) + 1):
+            block = items[i : i + period]
+            times = 1
+            while items[i + times * period : i + (times + 1) * period] == block:
+                times += 1
+            if times >= 2 and period * times > best_period * best_times:
+                best_period, best_times = period, times
+        folded.append(PathItem(numbers[i], tuple(items[i : i + best_period]), best_times))
+        i += best_period * best_times
+    return tuple(folded)
+
+
+def end_reason(
+    facts: RunFacts, trace: Trace | None, children: tuple[tuple[int, str, Explanation], ...] = ()
+) -> str:
+    """One sentence: why the run ended, or where it stands."""
+    steps = trace.steps if trace else []
+    last = steps[-1] if steps else None
+    budget = f" of {trace.max_steps}" if trace and trace.max_steps else ""
+    if facts.status == "running":
+        if last is not None and not last.finished:  # the step under way
+            return f"still running: step {last.step}{budget}, in state {last.state!r}"
+        return f"still running: {facts.steps}{budget} steps done, now in state {facts.current!r}"
+    if facts.status == "interrupted":
+        return (
+            f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
+            f"after {facts.steps}{budget} steps; `ll-loop resume {_id(facts)}` continues it"
+        )
+    result = facts.result or {}
+    how = result.get("terminated_by")
+    if facts.status == "stopped" or how == "stopped":
+        return (
+            f"stopped (ll-loop stop or Ctrl-C) in state {facts.current!r} after {facts.steps}"
+            f"{budget} steps; `ll-loop resume {_id(facts)}` continues it"
+        )
+    final = str(result.get("final_state") or facts.current)
+    if how == "terminal":
+        kind = "failure" if result.get("outcome") == "failure" else "success"
+        via = _via(last)
+        return f"reached the {kind} terminal {final!r}{via} at step {facts.steps}{budget}"
+    if how == "max_steps":
+        return f"used all {facts.steps} steps without reaching a terminal{_cycling(steps)}"
+    if how == "timeout":
+        return f"its time limit ran out in state {final!r} after {facts.steps}{budget} steps"
+    if how == "max_cost":
+        limit = f" of ${facts.max_cost_usd:g}" if facts.max_cost_usd is not None else ""
+        return (
+            f"spent ${facts.cost_usd:.4f}, reaching its max_cost_usd{limit}, after state "
+            f"{last.state if last else final!r} at step {facts.steps}{budget}"
+        )
+    if how == "error":
+        error = str(result.get("error") or "an error")
+        inside = _inside(children, last)
+        return f"ended with an error: {error}{inside}"
+    return f"ended: {result.get('outcome')} ({how}) in state {final!r}"
+
+
+def _id(facts: RunFacts) -> str:
+    return facts.run_id.split(" ", 1)[0]
+
+
+def _via(last: Step | None) -> str:
+    if last is None:
+        return ""
+    route = "retries exhausted" if last.retry and last.retry.get("exhausted") else None
+    verdict = route or (f"verdict {last.verdict}" if last.verdict else "no verdict")
+    return f" from state {last.state!r} ({verdict})"
+
+
+def _cycling(steps: list[Step]) -> str:
+    """`; the last 9 steps went round poll → nap` when the path ends in a repeated stretch
+    (and perhaps the start of one more round)."""
+    if not steps:
+        return ""
+    tail = fold_path(steps[-3 * MAX_FOLD :])
+    for index in range(len(tail) - 1, -1, -1):
+        item = tail[index]
+        after = tail[index + 1 :]
+        if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
+            cycle = " → ".join(state for state, _, _ in item.steps)
+            count = steps[-1].step - item.first_step + 1
+            return f"; the last {count} steps went round {cycle}"
+    return f"; it was in state {steps[-1].state!r}"
+
+
+def _inside(children: tuple[tuple[int, str, Explanation], ...], last: Step | None) -> str:
+    """The child's own reason when the failing step ran a sub-loop."""
+    if last is None:
+        return ""
+    for step, state, child in children:
+        if step == last.step and state == last.state:
+            return f" — inside sub-loop {child.facts.loop!r}: {child.reason}"
+    return ""
+
+
+def _failed(step: Step) -> bool:
+    return bool(
+        step.spawn_error
+        or step.timed_out
+        or step.verdict == "error"
+        or (step.exit_code not in (None, 0))
+    )
+
+
+def _stderr_tail(step: Step) -> tuple[str, ...]:
+    lines = [line for line in step.stderr.splitlines() if line.strip()]
+    if not lines and step.spawn_error:
+        lines = [step.spawn_error]
+    return tuple(lines[-STDERR_LINES:])
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
+    """The text of `ll-loop explain`, fitted to `screen` lines: when everything does not fit,
+    fewer judgements and then the middle of the path give way (`--format json` has them all)."""
+    head, tail = _head_lines(explanation), _tail_lines(explanation)
+    path = [f"  {_path_line(item)}" for item in explanation.path]
+    shown = SHOWN_JUDGEMENTS
+    judges = _judgement_lines(explanation.judgements, shown)
+    while shown > 1 and len(head) + len(path) + len(judges) + len(tail) + 1 > screen:
+        shown -= 1
+        judges = _judgement_lines(explanation.judgements, shown)
+    room = screen - len(head) - len(judges) - len(tail) - 1
+    if len(path) > max(room, 4):
+        keep = max(room, 4) - 1
+        first = keep // 3
+        hidden = len(path) - keep
+        path = [
+            *path[:first],
+            f"  … {hidden} more stretches of the path …",
+            *path[-(keep - first) :],
+        ]
+    return "\n".join([*head, *(["path:", *path] if path else []), *judges, *tail])
+
+
+def _head_lines(explanation: Explanation) -> list[str]:
+    facts = explanation.facts
+    result = facts.result or {}
+    state = facts.status
+    if state == "finished":
+        state = f"{result.get('outcome')} ({result.get('terminated_by')})"
+    budget = f"/{explanation.max_steps}" if explanation.max_steps else ""
+    lines = [
+        f"run {facts.run_id} · {facts.loop} · {state} · {facts.steps}{budget} steps · "
+        f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
+        f"why: {explanation.reason}",
+    ]
+    if explanation.stderr_tail:
+        lines.append("stderr of the failing action ends:")
+        lines += [f"  | {_clip(line, 100)}" for line in explanation.stderr_tail]
+    return lines
+
+
+def _tail_lines(explanation: Explanation) -> list[str]:
+    lines = [
+        f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
+        for step, state_name, child in explanation.children[-2:]
+    ]
+    if explanation.steps_by_state:
+        parts = ", ".join(f"{k} {v}" for k, v in explanation.steps_by_state.items())
+        lines.append(f"steps by state: {parts}")
+    if explanation.cost_by_state:
+        parts = ", ".join(
+            f"{k} ${v:.4f} ({explanation.calls_by_state.get(k, 0)} calls)"
+            for k, v in explanation.cost_by_state.items()
+        )
+        lines.append(f"cost by state: {parts}")
+    return lines
+
+
+def _path_line(item: PathItem) -> str:
+    span = (
+        f"{item.first_step}"
+        if item.last_step == item.first_step
+        else (f"{item.first_step}-{item.last_step}")
+    )
+    hops = " · ".join(
+        f"{state} {verdict or '?'} → {target or _no_target(verdict)}"
+        for state, verdict, target in item.steps
+    )
+    if item.times > 1:
+        return f"{span:>7}  ({hops}) ×{item.times}"
+    return f"{span:>7}  {hops}"
+
+
+def _no_target(verdict: str | None) -> str:
+    return "(interrupted)" if verdict is None else "(no route)"
+
+
+def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:
+    if not judgements:
+        return []
+    shown = judgements[-count:]
+    lines = ["judges:"]
+    if len(judgements) > len(shown):
+        lines.append(f"  … {len(judgements) - len(shown)} earlier (--format json lists all)")
+    for j in shown:
+        note = j.note
+        votes = ""
+        if len(note.samples) > 1:
+            votes = f" [{', '.join(note.samples)}]"
+        score = f" score {note.score:g}" if note.score is not None else ""
+        name = "" if note.name in ("judge", "rubric") else f" {note.name}"
+        line = f"  step {j.step} {j.state}{name}: {note.verdict}{score}{votes}"
+        if note.reason:
+            line += f" — {_clip(note.reason, 90)}"
+        lines.append(line)
+        if note.evidence:
+            lines.append(f'      evidence: "{_clip(note.evidence, 90)}"')
+        if note.evidence_check and "rejected" in note.evidence_check:
+            lines.append(f"      {_clip(note.evidence_check, 100)}")
+    return lines
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,0 +1,57 @@
+"""The HTML page of an `ll-harness` target's history: pass rate over time with its intervals,
+its judges' stability, and the latest attempts (IO: reads history.db and the run directories).
+
+Until suites exist this is the harness's HTML output; a suite result will be one more section
+(see `engine.report.page`)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from engine.report.page import Section, render_page, table
+from engine.report.sections import harness_section, stability_section
+
+LAST = 30
+
+
+def harness_report_html(root: Path, target: str) -> str:
+    from engine.harness.history_report import summarize
+    from engine.harness.stability import stability_report
+    from engine.harness.trends import pass_rate_series
+    from engine.run.history import history_path, open_history
+
+    attempts = []
+    if history_path(root).exists():
+        with open_history(root) as history:
+            attempts = history.attempts(target)
+    summary = summarize(target, attempts, None)
+    rows = [
+        (
+            str(a.id),
+            escape(a.created_at[:19].replace("T", " ")),
+            escape(a.runner),
+            f'<span class="verdict-{escape(a.outcome)}">{escape(a.outcome)}</span>',
+            "" if a.exit_code is None else str(a.exit_code),
+            escape(a.semantic_verdict or ""),
+            escape(a.reason or ""),
+            "superseded" if not a.authoritative else "",
+        )
+        for a in attempts[:LAST]
+    ]
+    sections = [
+        harness_section(pass_rate_series(attempts), target),
+        stability_section(stability_report(root, target, None)),
+        Section(
+            "attempts",
+            "Latest attempts",
+            table(["id", "when", "runner", "outcome", "exit", "verdict", "reason", ""], rows)
+            if rows
+            else "<p>No attempts recorded.</p>",
+        ),
+    ]
+    subtitle = (
+        f"pass rate {summary.pass_rate.render()} over {summary.tally.total} authoritative "
+        f"attempts; abstention {summary.abstention_rate.render()}"
+    )
+    return render_page(f"ll-harness history · {target}", subtitle, sections)

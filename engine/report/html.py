@@ -1,0 +1,115 @@
+"""The HTML report of a run (IO: it reads the loop file, the history and the run directories).
+
+`run_report_html` gathers what the sections of `engine.report.sections` show and assembles them
+with `engine.report.page.render_page`. Everything degrades instead of failing: a loop file that
+no longer loads is drawn from the states the events name, a missing history shows no chart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.graph.cost import CostBound
+from engine.graph.loop_graph import Edge, LoopGraph, compile_graph
+from engine.model.errors import LoopError
+from engine.model.loop import Loop
+from engine.report.bound import static_bound
+from engine.report.explain import explain
+from engine.report.page import Section, render_page
+from engine.report.run import RunView
+from engine.report.runlog import Trace
+from engine.report.sections import (
+    cost_section,
+    graph_section,
+    harness_section,
+    judges_section,
+    path_counts,
+    stability_section,
+    summary_section,
+    timeline_section,
+)
+
+
+def run_report_html(view: RunView, root: Path) -> str:
+    """The self-contained page for one run (or one child run) of the project in `root`."""
+    explanation = explain(view.facts, view.trace)
+    loop = _load(view.loop_file)
+    graph = compile_graph(loop) if loop is not None else graph_from_trace(view.trace)
+    counts = path_counts(view.trace, view.facts.current)
+    sections = [
+        summary_section(explanation),
+        graph_section(graph, counts),
+        timeline_section(view.trace),
+        judges_section(explanation),
+        cost_section(explanation, _bound(loop, root) if loop is not None else None),
+        *history_sections(root, view.facts.loop),
+    ]
+    return render_page(
+        f"{view.facts.loop} · run {view.facts.run_id}",
+        explanation.reason,
+        sections,
+    )
+
+
+def history_sections(root: Path, loop: str) -> list[Section]:
+    """Judge stability over the loop's runs, and its ll-harness pass rate over time."""
+    from engine.harness.stability import stability_report
+    from engine.harness.trends import pass_rate_series
+    from engine.run.history import history_path, open_history
+
+    judges = [r for r in stability_report(root, loop, None) if r.judge.startswith(f"{loop}/")]
+    points = []
+    if history_path(root).exists():
+        with open_history(root) as history:
+            points = pass_rate_series(history.attempts(loop))
+    return [stability_section(judges), harness_section(points, loop)]
+
+
+def graph_from_trace(trace: Trace | None) -> LoopGraph:
+    """A graph of the states and transitions the events name (the loop file is gone)."""
+    from types import MappingProxyType
+
+    steps = trace.steps if trace else []
+    nodes: dict[str, None] = {}
+    edges: dict[tuple[str, str], Edge] = {}
+    for step in steps:
+        nodes[step.state] = None
+        if step.target:
+            nodes[step.target] = None
+            edges[(step.state, step.target)] = Edge(step.state, step.target, step.verdict or "")
+    names = tuple(nodes) or ((trace.initial,) if trace and trace.initial else ("?",))
+    out = {n: tuple(e for e in edges.values() if e.source == n) for n in names}
+    inc = {n: tuple(e for e in edges.values() if e.target == n) for n in names}
+    end = (trace.end or {}) if trace else {}
+    final = end.get("final_state") if end.get("terminated_by") == "terminal" else None
+    return LoopGraph(
+        name=trace.loop if trace else "?",
+        initial=names[0],
+        nodes=names,
+        order=MappingProxyType({n: i for i, n in enumerate(names)}),
+        out_edges=MappingProxyType(out),
+        in_edges=MappingProxyType(inc),
+        terminals=frozenset({final} if isinstance(final, str) else set()),
+        failures=frozenset(
+            {final} if isinstance(final, str) and end.get("outcome") == "failure" else set()
+        ),
+        dangling=(),
+    )
+
+
+def _load(loop_file: str) -> Loop | None:
+    if not loop_file:
+        return None
+    from engine.load.loader import load_loop_file
+
+    try:
+        return load_loop_file(Path(loop_file))
+    except (LoopError, OSError):
+        return None
+
+
+def _bound(loop: Loop, root: Path) -> CostBound | None:
+    try:
+        return static_bound(loop, root)
+    except LoopError:  # a bad price file: the report still shows the spend
+        return None

@@ -1,0 +1,81 @@
+"""Find a run (or a child run of a sub-loop) and read what `explain` and `report` need (IO)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.model.errors import UsageError
+from engine.report.explain import RunFacts
+from engine.report.runlog import Trace, child_trace, read_trace
+from engine.run.resume import RunSnapshot, find_run, read_events
+from engine.run.runstore import read_state
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as the report sees it: its facts, its trace, where it lives, its loop file."""
+
+    facts: RunFacts
+    trace: Trace | None
+    dir: Path
+    loop_file: str
+
+
+def open_run(ref: str, root: Path | None = None) -> RunView:
+    """A run by id, prefix or directory; a `children/<state>-<n>` directory is a child run,
+    whose events are in its top run's log."""
+    snapshot = find_run(ref, root)
+    top_dir = _top_dir(snapshot.dir)
+    events = read_events(top_dir / "events.jsonl")
+    trace = read_trace(events)
+    if top_dir != snapshot.dir:
+        if trace is None:
+            raise UsageError(f"the event log of {top_dir} has no loop_start")
+        trace = child_trace(trace, top_dir, snapshot.dir)
+        if trace is None:
+            raise UsageError(
+                f"no sub-loop run in the event log of {top_dir.name} matches {snapshot.dir}",
+                hint="give the top run's id instead; its explanation lists its sub-loops",
+            )
+    return RunView(_facts(snapshot), trace, snapshot.dir, snapshot.loop_file)
+
+
+def _top_dir(directory: Path) -> Path:
+    """`.../runs/<id>` for `.../runs/<id>/children/a-1/children/b-2`."""
+    current = directory
+    while current.parent.name == "children":
+        current = current.parent.parent
+    return current
+
+
+def _facts(snapshot: RunSnapshot) -> RunFacts:
+    try:
+        saved = read_state(snapshot.dir / "state.json")
+    except (OSError, ValueError):
+        saved = {}
+    cost = saved.get("cost_usd")
+    return RunFacts(
+        run_id=snapshot.run_id,
+        loop=snapshot.loop,
+        status=snapshot.status,
+        current=snapshot.current,
+        steps=snapshot.steps,
+        elapsed_ms=int(snapshot.elapsed_s() * 1000),
+        cost_usd=float(cost) if isinstance(cost, int | float) else 0.0,
+        result=snapshot.result,
+        max_cost_usd=_max_cost(snapshot.loop_file),
+    )
+
+
+def _max_cost(loop_file: str) -> float | None:
+    """The loop's `max_cost_usd` (the run directory does not keep it); None when unknown."""
+    if not loop_file:
+        return None
+    from engine.load.loader import load_loop_file
+    from engine.model.errors import LoopError
+
+    try:
+        return load_loop_file(Path(loop_file)).max_cost_usd
+    except (LoopError, OSError):
+        return None

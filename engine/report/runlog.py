@@ -1,0 +1,326 @@
+"""A run read back from its directory into steps: what `explain` and the HTML report show.
+
+The event log is the story of a run; `state.json` says where it stands. Events are read
+defensively — other parts of ll-loop add events and fields, a killed run leaves a torn tail,
+a resumed run repeats the state it was in — so every field is optional here, unknown events are
+ignored, and a step that never got its `route` event is kept as interrupted.
+
+Sub-loop events carry `depth`; a child's steps are nested under the parent step that ran it
+(`Step.child`), in the order the children started, which is the order of their directories
+(`children/<state>-<n>/`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.harness.verdicts import JudgeNote, judge_notes
+
+
+@dataclass(eq=False)  # identity: a step is one event-log position
+class Step:
+    """One execution of a state (its step number at its depth), filled in as events arrive."""
+
+    step: int
+    state: str
+    depth: int
+    started_at: str = ""
+    action_type: str | None = None
+    action: str | None = None
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    timed_out: bool = False
+    signal: int | None = None
+    spawn_error: str | None = None
+    output: str = ""
+    stderr: str = ""
+    evaluator: str | None = None
+    verdict: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    target: str | None = None
+    routed: bool = False
+    route_error: str | None = None
+    retry: dict[str, Any] | None = None
+    llm_calls: int = 0
+    cost_usd: float = 0.0
+    child: Trace | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.routed
+
+    def spent(self) -> tuple[int, float]:
+        """LLM calls and dollars of this step, a sub-loop's whole child run included."""
+        calls, cost = self.llm_calls, self.cost_usd
+        if self.child is not None:
+            more_calls, more_cost = self.child.spent()
+            calls, cost = calls + more_calls, cost + more_cost
+        return calls, cost
+
+    def judges(self) -> list[JudgeNote]:
+        return judge_notes(self.evaluator, self.details)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "state": self.state,
+            "depth": self.depth,
+            "started_at": self.started_at,
+            "action_type": self.action_type,
+            "exit_code": self.exit_code,
+            "duration_ms": self.duration_ms,
+            "timed_out": self.timed_out,
+            "spawn_error": self.spawn_error,
+            "evaluator": self.evaluator,
+            "verdict": self.verdict,
+            "target": self.target,
+            "finished": self.finished,
+            "route_error": self.route_error,
+            "retry": self.retry,
+            "llm_calls": self.spent()[0],
+            "cost_usd": round(self.spent()[1], 6),
+            "judges": [j.to_json() for j in self.judges()],
+            "child": self.child.to_json() if self.child else None,
+        }
+
+
+@dataclass(eq=False)
+class Trace:
+    """The steps of one loop run (the top run, or one child of a sub-loop state)."""
+
+    loop: str
+    depth: int
+    file: str = ""
+    initial: str = ""
+    max_steps: int | None = None
+    started_at: str = ""
+    steps: list[Step] = field(default_factory=list)
+    end: dict[str, Any] | None = None  # the `loop_complete` fields
+    resumes: list[dict[str, Any]] = field(default_factory=list)
+    output_errors: list[str] = field(default_factory=list)
+
+    @property
+    def current(self) -> Step | None:
+        return self.steps[-1] if self.steps else None
+
+    def spent(self) -> tuple[int, float]:
+        """LLM calls and dollars of the whole run, its children included."""
+        totals = [step.spent() for step in self.steps]
+        return sum(c for c, _ in totals), sum(d for _, d in totals)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "loop": self.loop,
+            "depth": self.depth,
+            "file": self.file,
+            "initial": self.initial,
+            "max_steps": self.max_steps,
+            "end": self.end,
+            "resumes": len(self.resumes),
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+def read_trace(events: Iterable[Mapping[str, Any]]) -> Trace | None:
+    """The top run's trace (children nested), or None when the log has no `loop_start`."""
+    builder = _Builder()
+    for event in events:
+        builder.add(event)
+    return builder.top
+
+
+class _Builder:
+    """Folds events into traces; `open[d]` is the trace events of depth `d` go to."""
+
+    def __init__(self) -> None:
+        self.top: Trace | None = None
+        self.open: dict[int, Trace] = {}
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("event")
+        depth = _int(event.get("depth")) or 0
+        if kind == "loop_start":
+            self._start(event, depth)
+            return
+        trace = self.open.get(depth)
+        if trace is None:
+            return
+        handler = _HANDLERS.get(str(kind))
+        if handler is not None:
+            handler(self, trace, event, depth)
+
+    def _start(self, event: Mapping[str, Any], depth: int) -> None:
+        trace = Trace(
+            loop=str(event.get("loop") or ""),
+            depth=depth,
+            file=str(event.get("file") or ""),
+            initial=str(event.get("initial") or ""),
+            max_steps=_int(event.get("max_steps")),
+            started_at=str(event.get("ts") or ""),
+        )
+        if depth == 0:
+            if self.top is None:
+                self.top = trace
+            else:  # a second loop_start at the top: a log appended to; keep the first run
+                return
+        else:
+            parent = self.open.get(depth - 1)
+            step = parent.current if parent else None
+            if step is not None:
+                step.child = trace
+        self.open[depth] = trace
+        for deeper in [d for d in self.open if d > depth]:
+            del self.open[deeper]
+
+    def state_enter(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = Step(
+            step=_int(event.get("step")) or len(trace.steps) + 1,
+            state=str(event.get("state") or ""),
+            depth=depth,
+            started_at=str(event.get("ts") or ""),
+        )
+        previous = trace.current
+        trace.steps.append(step)
+        # The state of an interrupted step runs again after a resume; a sub-loop child it was
+        # running is continued (a `loop_resume` at the child's depth), not started anew.
+        if previous is not None and not previous.finished and previous.state == step.state:
+            step.child = previous.child
+
+    def action_start(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = _step_for(trace, event)
+        if step is not None:
+            step.action_type = _str(event.get("action_type"))
+            step.action = _str(event.get("action"))
+
+    def action_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = _step_for(trace, event)
+        if step is None:
+            return
+        step.exit_code = _int(event.get("exit_code"))
+        step.duration_ms = _int(event.get("duration_ms"))
+        step.timed_out = bool(event.get("timed_out"))
+        step.signal = _int(event.get("signal"))
+        step.spawn_error = _str(event.get("spawn_error"))
+        step.output = str(event.get("output") or "")
+        step.stderr = str(event.get("stderr") or "")
+
+    def evaluate(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = _step_for(trace, event)
+        if step is None:
+            return
+        step.evaluator = _str(event.get("evaluator"))
+        step.verdict = _str(event.get("verdict"))
+        details = event.get("details")
+        step.details = dict(details) if isinstance(details, Mapping) else {}
+
+    def route(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = _step_for(trace, event)
+        if step is None:
+            return
+        step.routed = True
+        step.target = _str(event.get("target"))
+        step.route_error = _str(event.get("error"))
+        if step.verdict is None:
+            step.verdict = _str(event.get("verdict"))
+
+    def retry(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = trace.current
+        if step is not None:
+            keys = ("state", "retries", "max_retries", "exhausted", "target")
+            step.retry = {k: event.get(k) for k in keys}
+
+    def llm_call(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        step = _step_for(trace, event)
+        if step is None:
+            return
+        step.llm_calls += 1
+        cost = event.get("cost_usd")
+        if isinstance(cost, int | float):
+            step.cost_usd += float(cost)
+
+    def loop_resume(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        trace.resumes.append(dict(event))
+        if depth > 0:  # a child continued: it belongs to the parent's re-run step
+            parent = self.open.get(depth - 1)
+            if parent is not None and parent.current is not None:
+                parent.current.child = trace
+
+    def loop_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        trace.end = {k: v for k, v in event.items() if k not in ("ts", "event", "run_id")}
+
+    def output_error(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        trace.output_errors.append(f"{event.get('output')}: {event.get('error')}")
+
+
+_HANDLERS = {
+    name: getattr(_Builder, name)
+    for name in (
+        "state_enter",
+        "action_start",
+        "action_complete",
+        "evaluate",
+        "route",
+        "retry",
+        "llm_call",
+        "loop_resume",
+        "loop_complete",
+        "output_error",
+    )
+}
+
+
+def _step_for(trace: Trace, event: Mapping[str, Any]) -> Step | None:
+    """The step an event belongs to: the current one, when its state (if given) matches."""
+    step = trace.current
+    state = event.get("state")
+    if step is None or (state is not None and state != step.state):
+        return None
+    return step
+
+
+def child_trace(top: Trace, top_dir: Path, child_dir: Path) -> Trace | None:
+    """The trace of the child run in `child_dir` (`<run>/children/<state>-<n>/...`)."""
+    try:
+        parts = child_dir.resolve().relative_to(top_dir.resolve()).parts
+    except ValueError:
+        return None
+    trace: Trace | None = top
+    for holder, name in zip(parts[::2], parts[1::2], strict=False):
+        if holder != "children" or trace is None:
+            return None
+        state, _, index = name.rpartition("-")
+        if not index.isdigit():
+            return None
+        started = _distinct_children(trace, state)
+        trace = started[int(index) - 1] if 0 < int(index) <= len(started) else None
+    return trace if trace is not top else None
+
+
+def _distinct_children(trace: Trace, state: str) -> list[Trace]:
+    """The children `state` started in `trace`, in order (a continued child counted once)."""
+    seen: list[Trace] = []
+    for step in trace.steps:
+        if (
+            step.state == state
+            and step.child is not None
+            and all(c is not step.child for c in seen)
+        ):
+            seen.append(step.child)
+    return seen
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,310 @@
+"""The sections of a run's HTML report, each a pure function of what it shows.
+
+`summary` (why it ended), `graph` (the loop drawn with the path taken), `timeline` (steps over
+time, one lane per state, and the step table), `judges` (every verdict with its evidence and
+cost), `cost` (spend per state against the static bound), `stability` (the loop's judges over
+history) and `harness` (pass rate over time with intervals). A suite result would add its own
+section function next to these, taking the suite's result object.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from html import escape
+
+from engine.graph.cost import CostBound
+from engine.graph.loop_graph import LoopGraph
+from engine.harness.stability import JudgeStability
+from engine.harness.trends import RatePoint
+from engine.report.charts import rate_chart
+from engine.report.explain import Explanation, fold_path
+from engine.report.layout import layout
+from engine.report.page import Section, table
+from engine.report.runlog import Step, Trace
+from engine.report.svg import PathCounts, graph_svg
+
+TIMELINE_WIDTH = 900
+LANE_H = 22
+TIMELINE_BARS = 2000  # a longer run draws its last steps (one bar each would be megabytes)
+STEP_ROWS = 400  # the step table lists at most this many steps (the first and the last ones)
+
+
+def path_counts(trace: Trace | None, final_state: str | None) -> PathCounts:
+    """How often each state ran and each transition was taken, from the top run's steps.
+
+    A step routed to a state whose retries were exhausted moves on to that state's
+    `on_retry_exhausted` target: both hops count (the second is the `retry_exhausted` edge).
+    """
+    visits: Counter[str] = Counter()
+    moves: Counter[tuple[str, str]] = Counter()
+    for step in trace.steps if trace else []:
+        visits[step.state] += 1
+        if not step.routed or step.target is None:
+            continue
+        moves[(step.state, step.target)] += 1
+        retry = step.retry or {}
+        after = retry.get("target")
+        if retry.get("exhausted") and isinstance(after, str):
+            moves[(step.target, after)] += 1
+    if final_state and trace and trace.end and trace.end.get("terminated_by") == "terminal":
+        visits[final_state] += 1
+    return PathCounts(dict(visits), dict(moves), current=final_state)
+
+
+def summary_section(explanation: Explanation) -> Section:
+    facts = explanation.facts
+    result = facts.result or {}
+    kind = str(result.get("outcome") or facts.status)
+    budget = f" of {explanation.max_steps}" if explanation.max_steps else ""
+    items = [
+        ("run", facts.run_id),
+        ("loop", facts.loop),
+        ("status", facts.status),
+        ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),
+        ("steps", f"{facts.steps}{budget}"),
+        ("time", f"{facts.elapsed_ms / 1000:.1f} s"),
+        ("cost", f"${facts.cost_usd:.4f}"),
+    ]
+    facts_html = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in items)
+    body = [
+        f'<p class="facts">{facts_html}</p>',
+        f'<p class="why {escape(kind)}" id="why">{escape(explanation.reason)}</p>',
+    ]
+    if explanation.stderr_tail:
+        body.append("<p>stderr of the failing action ends:</p>")
+        body.append(f"<pre>{escape(chr(10).join(explanation.stderr_tail))}</pre>")
+    for step, state, child in explanation.children[-5:]:
+        body.append(
+            f"<p>sub-loop at step {step} ({escape(state)}): <b>{escape(child.facts.loop)}</b> — "
+            f"{escape(child.reason)}</p>"
+        )
+    return Section("summary", "Why it ended", "\n".join(body))
+
+
+def graph_section(graph: LoopGraph, counts: PathCounts) -> Section:
+    placed = layout(graph)
+    legend = (
+        '<p class="legend">Orange: the path this run took (badge: times a state ran; '
+        "×n on an edge: times the run went that way). Dashed edges count a retry; a dashed "
+        "outline marks where the run ended or stands. Click a state to show only its steps "
+        "below.</p>"
+    )
+    svg = graph_svg(graph, placed, counts)
+    return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
+
+
+def timeline_section(trace: Trace | None) -> Section:
+    steps = trace.steps if trace else []
+    if not steps:
+        return Section("timeline", "Timeline", "<p>No step has run.</p>")
+    drawn = steps[-TIMELINE_BARS:]
+    note = ""
+    if len(drawn) < len(steps):
+        note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
+    return Section("timeline", "Timeline", note + _timeline_svg(drawn) + _step_table(steps))
+
+
+def _timeline_svg(steps: list[Step]) -> str:
+    times = [_seconds(s.started_at) for s in steps]
+    if any(t is None for t in times):
+        return ""
+    starts = [t for t in times if t is not None]
+    ends = [
+        starts[i + 1] if i + 1 < len(starts) else starts[i] + (s.duration_ms or 0) / 1000
+        for i, s in enumerate(steps)
+    ]
+    origin, total = starts[0], max(max(ends) - starts[0], 0.001)
+    lanes = list(dict.fromkeys(s.state for s in steps))
+    label_w = 150
+    height = len(lanes) * LANE_H + 30
+    scale = (TIMELINE_WIDTH - label_w - 10) / total
+    parts = [
+        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{TIMELINE_WIDTH}" '
+        f'height="{height}" viewBox="0 0 {TIMELINE_WIDTH} {height}">'
+    ]
+    for index, lane in enumerate(lanes):
+        y = index * LANE_H + 4
+        parts.append(f'<text x="4" y="{y + 14}">{escape(lane[:22])}</text>')
+    for step, start, end in zip(steps, starts, ends, strict=True):
+        y = lanes.index(step.state) * LANE_H + 4
+        x = label_w + (start - origin) * scale
+        width = max(1.5, (end - start) * scale)
+        verdict = escape(step.verdict or "none")
+        parts.append(
+            f'<rect class="bar {verdict}" data-step="{step.step}" x="{x:.1f}" y="{y}" '
+            f'width="{width:.1f}" height="{LANE_H - 6}"><title>step {step.step} '
+            f"{escape(step.state)}: {verdict} ({end - start:.2f} s)</title></rect>"
+        )
+    parts.append(
+        f'<text x="{label_w}" y="{height - 6}">0 s</text>'
+        f'<text x="{TIMELINE_WIDTH - 10}" y="{height - 6}" text-anchor="end">{total:.2f} s</text>'
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _step_table(steps: list[Step]) -> str:
+    shown = steps if len(steps) <= STEP_ROWS else steps[: STEP_ROWS // 2] + steps[-STEP_ROWS // 2 :]
+    rows = []
+    for step in shown:
+        verdict = step.verdict or ""
+        outcome = (
+            f"exit {step.exit_code}"
+            if step.exit_code is not None
+            else (step.spawn_error or ("timed out" if step.timed_out else ""))
+        )
+        rows.append(
+            (
+                str(step.step),
+                escape(step.state),
+                escape(outcome),
+                f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
+                escape(step.target or ("(no route)" if step.routed else "(interrupted)")),
+                f"{(step.duration_ms or 0) / 1000:.2f} s",
+                f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
+                escape(_clip(step.output, 120)),
+            )
+        )
+    html = table(
+        ["step", "state", "action", "verdict", "next", "time", "cost", "output (start)"],
+        rows,
+        cls="steps",
+        row_attrs=[f'data-state="{escape(s.state)}"' for s in shown],
+    )
+    note = ""
+    if len(steps) > len(shown):
+        note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
+    folded = " ".join(
+        f"{p.first_step}-{p.last_step}: ({' → '.join(s for s, _, _ in p.steps)}) ×{p.times}"
+        for p in fold_path(steps)
+        if p.times > 1
+    )
+    repeats = f'<p class="legend">Repeated stretches: {escape(folded)}</p>' if folded else ""
+    return repeats + html + note
+
+
+def judges_section(explanation: Explanation) -> Section:
+    if not explanation.judgements:
+        return Section("judges", "Judges", "<p>No LLM judge or assessment ran in this run.</p>")
+    rows = []
+    for j in explanation.judgements:
+        note = j.note
+        verdict = note.verdict or ""
+        extra = []
+        if note.samples and len(note.samples) > 1:
+            extra.append("samples: " + ", ".join(note.samples))
+        if note.score is not None:
+            extra.append(f"score {note.score:g}")
+        if note.confidence is not None:
+            extra.append(f"confidence {note.confidence:.2f}")
+        evidence = escape(note.evidence)
+        if note.evidence_check:
+            evidence += f"<br><i>{escape(note.evidence_check)}</i>"
+        rows.append(
+            (
+                str(j.step),
+                escape(j.state),
+                escape(note.name),
+                f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>'
+                + (f"<br>{escape('; '.join(extra))}" if extra else ""),
+                escape(note.reason),
+                evidence,
+                f"${note.cost_usd:.4f}",
+            )
+        )
+    body = table(["step", "state", "judge", "verdict", "reason", "evidence", "cost"], rows)
+    return Section("judges", "Judges", body)
+
+
+def cost_section(explanation: Explanation, bound: CostBound | None) -> Section:
+    spent = explanation.facts.cost_usd
+    rows = [
+        (
+            escape(state),
+            str(explanation.steps_by_state.get(state, 0)),
+            str(explanation.calls_by_state.get(state, 0)),
+            f"${explanation.cost_by_state.get(state, 0.0):.4f}",
+        )
+        for state in explanation.steps_by_state
+    ]
+    body = [table(["state", "steps", "LLM calls", "cost"], rows)]
+    if bound is not None and bound.bounded and bound.usd is not None:
+        basis = (
+            "any max_steps" if bound.independent_of_max_steps else f"max_steps {bound.max_steps}"
+        )
+        body.append(
+            f"<p>Spent <b>${spent:.4f}</b>; the static bound for one run of this loop is "
+            f"<b>{bound.calls} LLM calls, ${bound.usd:.4f}</b> ({escape(basis)}).</p>"
+        )
+    elif bound is not None:
+        reasons = "; ".join(f"{k}: {v}" for k, v in bound.unknown.items())
+        body.append(f"<p>Spent <b>${spent:.4f}</b>; no static bound ({escape(reasons)}).</p>")
+    return Section("cost", "Steps and cost", "\n".join(body))
+
+
+def stability_section(rows: Sequence[JudgeStability]) -> Section:
+    if not rows:
+        return Section("stability", "Judge stability", "<p>No judge verdicts in the history.</p>")
+    cells = []
+    for row in rows:
+        flag = ""
+        if row.never_discriminates:
+            flag = (
+                f'<span class="flag">never discriminates: {escape(str(row.constant_verdict))} '
+                f"on all {row.decided_inputs} inputs</span>"
+            )
+        cells.append(
+            (
+                escape(row.judge),
+                str(row.samples),
+                str(row.inputs),
+                escape(row.flip_rate.render()),
+                escape(row.abstention_rate.render()),
+                str(row.errors),
+                flag,
+            )
+        )
+    body = table(
+        ["judge", "verdicts", "inputs", "flip rate", "abstention rate", "errors", ""], cells
+    )
+    note = (
+        '<p class="legend">Over every recorded run of this loop: flips are inputs judged more '
+        "than once whose decisions differed; intervals are 95% Wilson intervals.</p>"
+    )
+    return Section("stability", "Judge stability", note + body)
+
+
+def harness_section(points: Sequence[RatePoint], target: str) -> Section:
+    if not points:
+        return Section(
+            "harness",
+            "Harness pass rate",
+            f"<p>No ll-harness results recorded for {escape(target)}.</p>",
+        )
+    chart = rate_chart(points, f"pass rate of {target} over time")
+    rows = [
+        (
+            escape(p.at[:19].replace("T", " ")),
+            escape(p.runner),
+            escape(p.rate.render()),
+            str(p.abstained),
+            str(p.errored),
+        )
+        for p in points[-20:]
+    ]
+    body = chart + table(["when", "runner", "pass rate", "abstained", "errors"], rows)
+    return Section("harness", "Harness pass rate", body)
+
+
+def _seconds(stamp: str) -> float | None:
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

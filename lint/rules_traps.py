@@ -1,0 +1,120 @@
+"""Run-time traps that pass the schema: values nobody provides, slash commands handed to bash,
+an evaluator reading the capture its own state has not stored yet, a scope that cannot be
+resolved before the run. Loops ported from little-loops carry all of them (docs/migrating.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from engine.model.loop import RUN_LEVEL_ROOTS, Loop
+from lint._context import LintContext
+from lint._paths import did_you_mean, state_path
+from lint._registry import Finding, rule
+from lint.rules_interpolation import _uses
+
+_CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
+_CAPTURE_OF = re.compile(r"(?<!\$)\$\{\s*captured\s*\.\s*([A-Za-z_]\w*)")
+# `/name` or `/plugin:name` as the first word: a slash command, not a path to a program.
+_SLASH_COMMAND = re.compile(r"^\s*(/[A-Za-z][\w.-]*(?::[\w.-]+)?)(?=\s|$)")
+
+
+def _provided(loop: Loop) -> set[str]:
+    """Context keys that have a value when a run starts (INPUT fills `input` by default)."""
+    keys = set(loop.context) | set(loop.parameters)
+    keys.add(loop.input_key or "input")
+    return keys
+
+
+@rule("LL080", "warning", "undefined-context")
+def undefined_context(ctx: LintContext) -> Iterator[Finding]:
+    """A `${context.X}` that no `context:` default or parameter provides: missing at run time."""
+    provided = _provided(ctx.loop)
+    seen: set[tuple[object, str]] = set()
+    for use in _uses(ctx):
+        match = _CONTEXT_KEY.match(use.text) if use.root == "context" else None
+        if match is None or use.guarded or not use.closed:  # unclosed: LL033
+            continue
+        key = match.group(1) or match.group(2)
+        if key in provided or (use.path, key) in seen:
+            continue
+        seen.add((use.path, key))
+        yield Finding(
+            f"${{context.{key}}} has no value unless the caller passes one: no context: "
+            f"default or parameter provides {key!r}{did_you_mean(key, provided)}",
+            use.path,
+            f"declare it (parameters: {{{key}: {{type: string, required: true}}}}) or give it "
+            f"a default (context: {{{key}: ...}}), or guard the read: "
+            f"${{context.{key} | default('')}}",
+        )
+
+
+@rule("LL081", "error", "slash-command-in-shell")
+def slash_command_in_shell(ctx: LintContext) -> Iterator[Finding]:
+    """A shell action that starts with a `/command`: bash looks for a program of that name."""
+    for state in ctx.loop.states.values():
+        if state.action is None or state.action_type != "shell":
+            continue
+        match = _SLASH_COMMAND.match(state.action)
+        if match is None or match.group(1).count("/") > 1:
+            continue
+        yield Finding(
+            f"state {state.name!r} runs {match.group(1)!r} in bash, which looks for a program "
+            "at that path: a slash command only means something to an agent",
+            state_path(state, "action"),
+            'make it a prompt for an agent CLI: action_type: prompt, runner: "cmd:claude -p"; '
+            "suppress this rule if it really is a program at the root of the file system",
+        )
+
+
+@rule("LL082", "error", "source-reads-own-capture")
+def source_reads_own_capture(ctx: LintContext) -> Iterator[Finding]:
+    """An evaluator `source:` that reads its own state's capture, which is stored after it."""
+    for state in ctx.loop.states.values():
+        spec = state.evaluate
+        if state.capture is None or spec is None or spec.source is None:
+            continue
+        if state.capture not in _CAPTURE_OF.findall(spec.source):
+            continue
+        yield Finding(
+            f"state {state.name!r} judges ${{captured.{state.capture}...}}, its own capture, "
+            "which is stored only after the verdict: it reads the previous visit's value, or "
+            "nothing",
+            state_path(state, "evaluate", "source"),
+            "drop source: to judge this action's output, or read another state's capture",
+        )
+
+
+@rule("LL083", "error", "scope-not-run-level")
+def scope_not_run_level(ctx: LintContext) -> Iterator[Finding]:
+    """A `scope` entry interpolating a value that does not exist before the first step."""
+    if not ctx.loop.scope or not any("${" in entry for entry in ctx.loop.scope):
+        return
+    from engine.shell.interpolate import find_expressions
+
+    allowed = ", ".join(sorted(RUN_LEVEL_ROOTS))
+    for index, entry in enumerate(ctx.loop.scope):
+        for expr in find_expressions(entry):
+            if expr.root in RUN_LEVEL_ROOTS:
+                continue
+            yield Finding(
+                f"scope entry {entry!r} reads ${{{expr.text.strip()}}}, which has no value when "
+                "the scope is locked, before the first step",
+                ("scope", index),
+                f"scope may use only values fixed for the run: {allowed} (e.g. ${{run.dir}})",
+            )
+
+
+@rule("LL084", "error", "input-key-unknown")
+def input_key_unknown(ctx: LintContext) -> Iterator[Finding]:
+    """`input_key` naming neither a parameter nor a `context:` key: INPUT binds to nothing."""
+    key = ctx.loop.input_key
+    if key is None or key in ctx.loop.parameters or key in ctx.loop.context:
+        return
+    declared = set(ctx.loop.parameters) | set(ctx.loop.context)
+    yield Finding(
+        f"input_key {key!r} names no parameter{did_you_mean(key, declared)}",
+        ("input_key",),
+        f"declare it: parameters: {{{key}: {{type: string, required: true}}}}",
+    )

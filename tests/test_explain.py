@@ -1,0 +1,223 @@
+"""`ll-loop explain` on runs in every condition: live, stopped, killed (interrupted, with a torn
+event log), resumed to the end, out of budget, ended by an action that failed — and the pure
+folding of a long path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+from engine.report.explain import fold_path
+from engine.report.runlog import Step, read_trace
+from tests.runs_helpers import (
+    end_action_group,
+    ll_loop,
+    result_of,
+    run_dir,
+    spawn,
+    state_of,
+    wait_until,
+    write,
+)
+
+SLOW = """
+name: slow
+initial: prepare
+scope: ["."]
+max_steps: 10
+states:
+  prepare:
+    action: echo prepared
+    next: wait
+  wait:
+    action: |
+      echo $$ > "${run.dir}/../wait.pid"
+      test -f "${run.dir}/../go" || sleep 30
+      echo waited
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def explain(cwd: Path, run_id: str) -> tuple[str, dict[str, object]]:
+    text = ll_loop(cwd, "explain", run_id)
+    assert text.returncode == 0, text.stderr
+    data = json.loads(ll_loop(cwd, "explain", run_id, "--format", "json").stdout)
+    return text.stdout, data
+
+
+def test_live_then_stopped_then_resumed_run(tmp_path: Path) -> None:
+    write(tmp_path / "slow.yaml", SLOW)
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    try:
+        runs = tmp_path / ".loops" / "runs"
+        wait_until(lambda: runs.is_dir() and any(runs.glob("*/wait.pid")))
+        run_id = next(runs.iterdir()).name
+        text, data = explain(tmp_path, run_id)
+        assert data["status"] == "running"
+        assert text.splitlines()[1] == "why: still running: step 2 of 10, in state 'wait'"
+        assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+        proc.wait(timeout=20)
+        text, data = explain(tmp_path, run_id)
+        assert data["status"] == "stopped"
+        assert f"`ll-loop resume {run_id}` continues it" in str(data["reason"])
+        (runs / run_id / "go").touch()
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, data = explain(tmp_path, run_id)
+        assert str(data["reason"]).startswith("reached the success terminal 'done'")
+        assert "wait ok → done" in text or "wait yes → done" in text
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next((tmp_path / ".loops" / "runs").glob("*/wait.pid"), Path("/none")))
+
+
+def test_killed_run_with_a_torn_log_is_interrupted(tmp_path: Path) -> None:
+    write(tmp_path / "slow.yaml", SLOW)
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(runs.glob("*/wait.pid")))
+        run_id = next(runs.iterdir()).name
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        with (runs / run_id / "events.jsonl").open("a") as log:
+            log.write('{"ts": "2026-01-01T00:00:00Z", "event": "act')  # a write cut short
+        text, data = explain(tmp_path, run_id)
+        assert data["status"] == "interrupted"
+        assert text.splitlines()[1].startswith("why: interrupted: its process is gone")
+        assert "in state 'wait' after 1 of 10 steps" in text
+        assert "wait ? → (interrupted)" in text
+    finally:
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+def test_budget_exhausted_run_names_the_cycle(tmp_path: Path) -> None:
+    write(
+        tmp_path / "spin.yaml",
+        """
+        name: spin
+        initial: poll
+        scope: ["."]
+        max_steps: 9
+        states:
+          poll:
+            action: "false"
+            on_yes: done
+            on_no: nap
+          nap:
+            action: "true"
+            next: poll
+          done:
+            terminal: true
+        """,
+    )
+    ran = result_of(ll_loop(tmp_path, "run", "spin.yaml", "--json", "--quiet"))
+    text, data = explain(tmp_path, ran["run_id"])
+    assert data["terminated_by"] == "max_steps"
+    assert (
+        "used all 9 steps without reaching a terminal; the last 9 steps went round poll → nap"
+        in text
+    )
+    assert "(poll no → nap · nap yes → poll) ×4" in text
+    assert len(text.splitlines()) <= 24
+
+
+def test_failed_action_shows_its_stderr_tail(tmp_path: Path) -> None:
+    write(
+        tmp_path / "build.yaml",
+        """
+        name: build
+        initial: compile
+        scope: ["."]
+        states:
+          compile:
+            action: |
+              echo "compiling 3 files"
+              for i in 1 2 3 4 5 6 7; do echo "note $i" >&2; done
+              echo "x.c:3: error: expected ';'" >&2
+              exit 2
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    ran = result_of(ll_loop(tmp_path, "run", "build.yaml", "--json", "--quiet"))
+    text, data = explain(tmp_path, ran["run_id"])
+    assert data["reason"] == (
+        "ended with an error: state 'compile' failed (action exited with code 2) and has no "
+        "on_error route"
+    )
+    assert data["stderr_tail"] == [
+        "note 4",
+        "note 5",
+        "note 6",
+        "note 7",
+        "x.c:3: error: expected ';'",
+    ]
+    assert "  | x.c:3: error: expected ';'" in text
+    assert state_of(tmp_path, ran["run_id"])["status"] == "finished"
+    assert run_dir(tmp_path, ran["run_id"]).is_dir()
+
+
+def test_unknown_run_is_one_sentence(tmp_path: Path) -> None:
+    done = ll_loop(tmp_path, "explain", "nope")
+    assert done.returncode == 2
+    assert "no run 'nope'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_fold_path_folds_the_longest_repeat() -> None:
+    def step(n: int, state: str, verdict: str, target: str) -> Step:
+        return Step(step=n, state=state, depth=0, verdict=verdict, target=target, routed=True)
+
+    cycle = [("check", "no", "fix"), ("fix", "yes", "check")] * 50
+    steps = [step(1, "setup", "yes", "check")]
+    steps += [step(i + 2, *hop) for i, hop in enumerate(cycle)]
+    steps.append(step(102, "check", "yes", "done"))
+    folded = fold_path(steps)
+    assert [(p.first_step, p.times, len(p.steps)) for p in folded] == [
+        (1, 1, 1),
+        (2, 50, 2),
+        (102, 1, 1),
+    ]
+
+
+def test_events_from_other_parts_and_odd_fields_are_ignored() -> None:
+    events = [
+        {"event": "loop_start", "depth": 0, "loop": "x", "initial": "a", "max_steps": 3},
+        {"event": "something_new", "depth": 0, "state": "a"},
+        {"event": "state_enter", "depth": 0, "step": 1, "state": "a"},
+        {"event": "evaluate", "depth": 0, "step": 1, "state": "a", "verdict": 7, "details": []},
+        {"event": "llm_call", "depth": 0, "step": 1, "state": "a", "cost_usd": "free"},
+        {"event": "route", "depth": 0, "step": 1, "state": "a", "verdict": "yes", "target": "b"},
+        {"event": "state_enter", "depth": 3, "step": 1, "state": "orphan"},
+    ]
+    trace = read_trace(events)
+    assert trace is not None and [s.state for s in trace.steps] == ["a"]
+    step = trace.steps[0]
+    assert (step.verdict, step.target, step.llm_calls, step.cost_usd) == ("yes", "b", 1, 0.0)
+
+
+def test_a_long_winding_run_still_fits_one_screen() -> None:
+    from engine.report.explain import RunFacts, explain, render_text
+    from engine.report.runlog import Trace
+
+    states = [f"s{i}" for i in range(40)]
+    steps = [
+        Step(step=i + 1, state=name, depth=0, verdict="yes", target=f"s{i + 1}", routed=True,
+             evaluator="llm_structured",
+             details={"verdict": "yes", "reason": "fine " * 30, "evidence": "quote " * 30,
+                      "samples": [{"verdict": "yes"}, {"verdict": "no"}, {"verdict": "yes"}]})
+        for i, name in enumerate(states)
+    ]  # fmt: skip
+    trace = Trace(loop="long", depth=0, initial="s0", max_steps=50, steps=steps)
+    facts = RunFacts("r", "long", "running", "s40", 40, 1000, 0.5)
+    text = render_text(explain(facts, trace))
+    lines = text.splitlines()
+    assert len(lines) <= 24, text
+    assert lines[1] == "why: still running: 40 of 50 steps done, now in state 's40'"
+    assert "more stretches of the path" in text
+    assert "step 40 s39: yes [yes, no, yes]" in text  # the latest judgement is kept

@@ -1,0 +1,117 @@
+"""ll-harness refuses what it cannot measure before the first sample: numbers that make no sense,
+a judge without credentials; and it runs `ll-loop` as itself, never a project's `engine/`."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.runs_helpers import write
+
+LL_HARNESS = str(Path(sys.executable).with_name("ll-harness"))
+NO_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
+
+
+def ll_harness(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, run in `cwd` without any Anthropic credentials."""
+    env = {k: v for k, v in os.environ.items() if k not in NO_CREDENTIALS}
+    return subprocess.run(
+        [LL_HARNESS, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_loop_runs_our_ll_loop_even_beside_a_project_engine_package(tmp_path: Path) -> None:
+    decoy = tmp_path / "engine" / "cli"
+    decoy.mkdir(parents=True)
+    (tmp_path / "engine" / "__init__.py").write_text("")
+    (decoy / "__init__.py").write_text(
+        "def main():\n    open('decoy-ran', 'w').write('x')\n    print('{}')\n"
+    )
+    write(
+        tmp_path / "ok.yaml",
+        """
+        name: ok
+        initial: a
+        scope: [out]
+        states:
+          a: {action: "true", next: done}
+          done: {terminal: true}
+        """,
+    )
+    done = ll_harness(tmp_path, "loop", "ok.yaml", "--exit-code", "0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS" in done.stdout
+    assert not (tmp_path / "decoy-ran").exists()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--exit-code", "0", "--timeout", "inf"],
+        ["--exit-code", "0", "--timeout", "nan"],
+        ["--exit-code", "0", "--timeout", "-1"],
+        ["--exit-code", "256"],
+        ["--exit-code", "-1"],
+    ],
+)
+def test_numbers_that_cannot_mean_anything_are_usage_errors(
+    tmp_path: Path, flags: list[str]
+) -> None:
+    done = ll_harness(tmp_path, "cmd", "touch ran", *flags)
+    assert done.returncode == 2
+    assert "Invalid value" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "ran").exists()  # refused before the first sample
+
+
+def test_timeout_zero_still_means_no_limit(tmp_path: Path) -> None:
+    done = ll_harness(tmp_path, "cmd", "true", "--exit-code", "0", "--timeout", "0")
+    assert done.returncode == 0, done.stderr
+
+
+def test_semantic_without_credentials_is_refused_before_the_subject_runs(tmp_path: Path) -> None:
+    done = ll_harness(tmp_path, "cmd", "touch ran; echo hello", "--semantic", "says hello")
+    assert done.returncode == 2
+    assert "no credentials are set" in done.stderr and "ANTHROPIC_API_KEY" in done.stderr
+    assert not (tmp_path / "ran").exists()
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():  # nothing recorded: no ERROR row for a sample that never ran
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
+def test_dsl_semantic_without_credentials_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "task.yaml", "prompt: say hello\n")
+    done = ll_harness(tmp_path, "dsl", "task.yaml", "--runner", "cmd:cat", "--semantic", "hi")
+    assert done.returncode == 2
+    assert "no credentials are set" in done.stderr
+
+
+def test_an_alias_bomb_in_a_task_file_is_refused_by_the_yaml_reader(tmp_path: Path) -> None:
+    rows = ["expected:", '  a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
+        rows.append(f"  {name}: &{name} [{','.join(['*' + prev] * 9)}]")
+    rows.append("prompt: *h")
+    (tmp_path / "bomb.yaml").write_text("\n".join(rows) + "\n")
+    assert len((tmp_path / "bomb.yaml").read_bytes()) < 600
+    done = subprocess.run(
+        [LL_HARNESS, "dsl", "bomb.yaml", "--runner", "cmd:cat"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_limit_memory,  # the point: it must fit in 1 GB
+    )
+    assert done.returncode == 2, done.stderr
+    assert "aliases expand this document beyond a sane size" in done.stderr
+    assert "bomb.yaml:" in done.stderr and "MemoryError" not in done.stderr
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))

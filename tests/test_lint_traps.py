@@ -1,0 +1,91 @@
+"""The run-time traps ported loops carry (LL080-LL084): each fires on the trap, not beside it."""
+
+from __future__ import annotations
+
+import textwrap
+
+from engine.load.loader import load_loop_with_positions
+from lint import lint_loop
+
+
+def codes(text: str) -> list[tuple[str, str]]:
+    loop, positions = load_loop_with_positions(text=textwrap.dedent(text), file="loop.yaml")
+    return [(d.code, d.path) for d in lint_loop(loop, positions) if d.code.startswith("LL08")]
+
+
+BASE = """\
+name: t
+initial: a
+scope: ["."]
+{top}
+states:
+  a:
+{state}
+    next: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
+
+def loop(state: str, top: str = "") -> str:
+    return BASE.format(top=top, state=textwrap.indent(textwrap.dedent(state), "    "))
+
+
+def test_undefined_context_is_reported_once_per_field_and_key() -> None:
+    found = codes(loop('action: echo "${context.who} ${context.who} ${context.n}"'))
+    assert found == [("LL080", "states.a.action"), ("LL080", "states.a.action")]
+
+
+def test_provided_or_guarded_context_is_not_reported() -> None:
+    top = "context: {who: me}\nparameters: {n: {type: integer}}"
+    action = 'action: echo "${context.who} ${context.n} ${context.input} ${context.x | default(1)}"'
+    assert codes(loop(action, top)) == []
+    assert codes(loop('action: echo "${context.y:default=2} ${context.z?}"')) == []
+
+
+def test_input_is_the_parameter_named_by_input_key() -> None:
+    top = "input_key: issue\nparameters: {issue: {type: string}}"
+    assert codes(loop('action: echo "${context.input}"', top)) == [("LL080", "states.a.action")]
+    assert codes(loop('action: echo "${context.issue}"', top)) == []
+
+
+def test_a_slash_command_in_a_shell_state_is_an_error() -> None:
+    assert codes(loop("action: /ll:manage-issue fix")) == [("LL081", "states.a.action")]
+    assert codes(loop("action: '  /review --all'")) == [("LL081", "states.a.action")]
+
+
+def test_paths_and_prompts_are_not_slash_commands() -> None:
+    assert codes(loop("action: /usr/bin/env true")) == []
+    assert codes(loop("action: ./run.sh /review")) == []
+    prompt = "action: /review the diff\naction_type: prompt\nrunner: 'cmd:claude -p'\ntimeout: 60"
+    assert codes(loop(prompt)) == []
+
+
+def test_an_evaluator_reading_its_own_capture_is_an_error() -> None:
+    state = """\
+    action: echo ok
+    capture: out
+    evaluate: {type: output_contains, pattern: ok, source: "${captured.out.stderr}"}
+    on_yes: done
+    on_no: done
+    """
+    text = loop(state).replace("    next: done\n", "", 1)
+    assert codes(text) == [("LL082", "states.a.evaluate.source")]
+    other = text.replace("captured.out.stderr", "captured.other.output | default('')")
+    assert codes(other) == []
+
+
+def test_scope_may_only_use_run_level_roots() -> None:
+    top = "context: {d: x}"
+    good = loop("action: 'true'", top).replace(
+        'scope: ["."]', 'scope: ["${run.dir}", "${context.d}", "${env.HOME}/x", "${param.p?}"]'
+    )
+    assert codes(good) == []
+    bad = loop("action: 'true'").replace('scope: ["."]', 'scope: [".", "${prev.output}"]')
+    assert codes(bad) == [("LL083", "scope.1")]
+
+
+def test_input_key_must_name_a_parameter_or_context_key() -> None:
+    assert codes(loop("action: 'true'", "input_key: nope")) == [("LL084", "input_key")]
+    assert codes(loop("action: 'true'", "input_key: k\ncontext: {k: ''}")) == []

@@ -1,0 +1,53 @@
+"""Keys people bring from little-loops get "not supported: …" or "use …", never a wrong place."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.load.loader import check_loop_text
+from tests.load_helpers import MINIMAL, one, problems
+
+TOP_LEVEL = ["on_handoff: spawn", "from: base-loop", "visibility: internal"]
+IN_STATE = ["context_passthrough: true", "slash_command: /ll:fix", "input_key: issue"]
+
+
+@pytest.mark.parametrize("line", TOP_LEVEL)
+def test_top_level_keys_say_what_to_do(line: str) -> None:
+    d = one(MINIMAL + line + "\n", "F013")
+    assert "not supported" in d.message
+    assert "belongs inside a state" not in d.message + d.hint
+    assert d.hint
+
+
+@pytest.mark.parametrize("line", IN_STATE)
+def test_state_keys_say_what_to_do(line: str) -> None:
+    d = one(MINIMAL.replace("next: done", f"next: done\n    {line}"), "F013")
+    assert "not supported" in d.message or "belongs to the loop" in d.message
+    assert d.hint
+
+
+def test_on_handoff_points_to_resume_and_from_to_fragments() -> None:
+    assert "ll-loop resume" in one(MINIMAL + "on_handoff: pause\n", "F013").hint
+    hint = one(MINIMAL + "from: base\n", "F013").hint
+    assert "import:" in hint and "fragment:" in hint and "ll-loop migrate" in hint
+
+
+def test_a_slash_command_action_type_names_the_agent_runner() -> None:
+    text = MINIMAL.replace('action: "true"', "action: /ll:fix\n    action_type: slash_command")
+    d = one(text, "F014")
+    assert "cmd:claude -p" in d.hint and "action_type: prompt" in d.hint
+
+
+def test_required_inputs_points_to_parameters() -> None:
+    d = one(MINIMAL + "required_inputs: [issue]\n", "F013")
+    assert "parameters" in d.hint and "required: true" in d.hint
+
+
+def test_input_key_at_the_top_level_is_a_loop_key() -> None:
+    text = MINIMAL + "input_key: issue\nparameters: {issue: {type: string}}\n"
+    loop, _, found = check_loop_text(text)
+    assert found == [] and loop is not None and loop.input_key == "issue"
+
+
+def test_every_refused_key_still_loads_nothing() -> None:
+    assert problems(MINIMAL + "circuit: {}\n")

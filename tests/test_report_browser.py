@@ -1,0 +1,167 @@
+"""The HTML report in a real browser: headless Chromium from the OS packages, driven by
+Playwright (the `report-test` extra). The page must load offline with no console errors, draw
+one node per state, and highlight exactly the transitions the run's events record; the test
+saves a screenshot for people to look at (its path is printed).
+
+Chromium is not optional here: `make test` (and CI) install it, and a missing browser fails
+this test with the install command rather than skipping it silently.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.loopback_server import LoopbackServer, Reply, verdict_reply
+from tests.report_helpers import ARTIFACTS, check_report, expected_path, open_browser
+from tests.run_helpers import ll_loop, write_loop
+
+# A check that fails twice (judged no), a fixer, a retry limit, and a judged final review.
+LOOP = """
+name: review-until-clean
+initial: setup
+scope: ["."]
+max_steps: 20
+states:
+  setup:
+    action: 'echo 0 > "${run.dir}/n"; echo ready'
+    next: check
+    on_error: broken
+  check:
+    action: |
+      n=$(cat "${run.dir}/n")
+      if [ "$n" -ge 2 ]; then echo "lint: 0 problems"; else echo "lint: $((2 - n)) problems"; fi
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line verbatim."
+      samples: 2
+    on_yes: review
+    on_no: fix
+    on_error: broken
+    max_retries: 4
+    on_retry_exhausted: gave_up
+  fix:
+    action: 'n=$(cat "${run.dir}/n"); echo $((n + 1)) > "${run.dir}/n"; echo fixed one'
+    next: check
+    on_error: broken
+  review:
+    action: echo "All checks passed, ready to merge"
+    evaluate:
+      type: llm_structured
+      prompt: "Is it ready to merge? Quote the line verbatim."
+    on_yes: done
+    on_no: gave_up
+    on_error: broken
+  done:
+    terminal: true
+  gave_up:
+    terminal: true
+    failure: true
+  broken:
+    terminal: true
+    failure: true
+"""
+
+
+def judge_from_text(request: dict[str, Any]) -> Reply:
+    """yes with the summary line as evidence when the text says 0 problems, else no."""
+    text = request["messages"][0]["content"]
+    if "0 problems" in text:
+        build = verdict_reply("yes", evidence="lint: 0 problems", input_tokens=900)
+    elif "ready to merge" in text:
+        build = verdict_reply("yes", evidence="ready to merge", input_tokens=700)
+    else:
+        build = verdict_reply("no", evidence="problems", reason="lint still reports problems")
+    assert callable(build)
+    return build(request)
+
+
+LL_HARNESS = Path(sys.executable).with_name("ll-harness")
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    yield from open_browser()
+
+
+def test_report_loads_offline_and_shows_the_path_the_events_record(
+    browser: Any, loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = judge_from_text
+    write_loop(tmp_path, LOOP)
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+    assert ran.code == 0, ran.stderr
+    run_id = ran.json["run_id"]
+    page_file = tmp_path / "report.html"
+    made = ll_loop(tmp_path, "report", run_id, "--html", "--out", str(page_file))
+    assert made.code == 0, made.stderr
+    check_report(browser, page_file, tmp_path / "loop.yaml", ran.run_dir)
+    events = [json.loads(line) for line in (ran.run_dir / "events.jsonl").read_text().splitlines()]
+    _, moves = expected_path(events)
+    assert moves[("check", "fix")] == 2 and moves[("check", "review")] == 1
+    assert "×2" in browser.text_content("svg.graph .edge[data-source=check][data-target=fix]")
+    assert browser.inner_text("#why").startswith("reached the success terminal 'done'")
+    judges = browser.inner_text("#judges")
+    assert "lint still reports problems" in judges and "lint: 0 problems" in judges
+
+    # clicking a state keeps only its rows in the step table
+    browser.click("svg.graph .node[data-state=fix]")
+    dimmed = browser.eval_on_selector_all("tr.dim", "rows => rows.map(r => r.dataset.state)")
+    assert dimmed and "fix" not in dimmed
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    browser.click("svg.graph .node[data-state=fix]")  # back to the whole table
+    browser.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    print(f"report screenshot: {shot}")
+
+
+def test_harness_history_page_charts_each_invocation_with_its_interval(
+    browser: Any, tmp_path: Path
+) -> None:
+    from engine.run.history import NewAttempt, open_history
+
+    outcomes = [["pass", "fail", "pass"], ["pass", "pass", "pass"], ["fail", "abstain", "pass"]]
+    with open_history(tmp_path) as history:
+        for number, invocation in enumerate(outcomes):
+            for sample, outcome in enumerate(invocation):
+                history.record_attempt(
+                    NewAttempt(
+                        invocation_id=f"inv{number}",
+                        runner="cmd",
+                        target="make test",
+                        input_hash="i",
+                        target_content_hash="c",
+                        conditions_fp="f",
+                        outcome=outcome,  # type: ignore[arg-type]
+                        sample_index=sample,
+                    ),
+                    created_at=f"2026-11-0{number + 1}T10:00:00+00:00",
+                )
+    page_file = tmp_path / "history.html"
+    made = subprocess.run(
+        [str(LL_HARNESS), "history", "make test", "--html", str(page_file)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    problems: list[str] = []
+    browser.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    browser.on("pageerror", lambda e: problems.append(str(e)))
+    browser.goto(page_file.as_uri())
+    browser.wait_for_selector("body[data-ready=yes]")
+    assert problems == []
+    points = browser.eval_on_selector_all(
+        "svg.chart .point", "ps => ps.map(p => [+p.dataset.k, +p.dataset.n])"
+    )
+    assert points == [[2, 3], [3, 3], [1, 2]]  # oldest first; an abstention is not graded
+    bars = browser.eval_on_selector_all("svg.chart .interval", "ls => ls.length")
+    assert bars == 3
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.screenshot(path=str(ARTIFACTS / "harness-history.png"), full_page=True)
