@@ -5,6 +5,7 @@ Regenerate after changing a command: `.venv/bin/python -m tests.test_cli_docs`.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ def test_cli_reference_is_current() -> None:
 
 def test_every_command_has_an_example_in_its_help() -> None:
     for program, module in (("ll-loop", "engine.cli"), ("ll-harness", "engine.cli.harness_cmd")):
-        app = sys.modules[module].app
+        app = importlib.import_module(module).app
         group: Any = typer.main.get_command(app)
         ctx = group.context_class(group)
         for name in group.list_commands(ctx):
@@ -114,7 +115,7 @@ def test_every_command_has_an_example_in_its_help() -> None:
 def test_every_command_is_documented_with_a_sentence() -> None:
     text = render()
     for program, module in (("ll-loop", "engine.cli"), ("ll-harness", "engine.cli.harness_cmd")):
-        app = sys.modules[module].app
+        app = importlib.import_module(module).app
         group: Any = typer.main.get_command(app)
         for name in group.list_commands(group.context_class(group)):
             assert f"### `{program} {name}`" in text

@@ -15,6 +15,7 @@ import pytest
 
 from engine.load.resources import builtin_loops_dir
 from tests.loopback_server import LoopbackServer
+from tests.test_assess_and_fix import run_cycle
 from tests.report_helpers import ARTIFACTS, check_report, open_browser
 from tests.scaffold_helpers import Judge, ScriptedLlm, counter_script, ll_loop, run_loop, write
 from tests.test_builtin_eval_loops import agent_eval, subloops  # noqa: F401  (fixture)
@@ -94,6 +95,7 @@ SCENARIOS: dict[str, Callable[[Path, ScriptedLlm], tuple[str, list[str], str]]] 
 }
 # Loops that need a project of their own are driven by the tests at the end of this file.
 OWN_TESTS = (
+    "assess-and-fix",
     "outer-loop-eval",
     "eval-driven-development",
     "harness-optimize",
@@ -132,6 +134,15 @@ def test_builtin_loop_is_explained_and_reported(
     assert run.result.get("run_id"), run.stderr
     text = explain_and_report(tmp_path, run.result["run_id"], loop, page)
     assert reason in text.splitlines()[1]
+
+
+def test_assess_and_fix_is_explained_with_what_still_fails(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: Any
+) -> None:
+    ran = run_cycle(loopback, tmp_path, monkeypatch, fixes_needed=99)
+    assert ran.code == 1, ran.stderr
+    text = explain_and_report(tmp_path, ran.json["run_id"], "assess-and-fix", page)
+    assert "reached the failure terminal 'still_failing'" in text.splitlines()[1]
 
 
 def test_outer_loop_eval_and_its_child_run_are_explained(

@@ -3,7 +3,7 @@
 
 A snippet is compiled once into `__check__(outputs, arguments, annotations, inputs, *, <argument
 names>)` with its line numbers moved to the file's, so an exception names the line of the loop
-file it happened on. A callable is imported from the project root (added to `sys.path`) and
+file it happened on. A callable is imported from the project root (on `sys.path` for the import only) and
 called as `function(outputs=..., **arguments)`. A condition is a Python expression evaluated
 without builtins over `outputs`, `annotations` and `inputs`.
 """
@@ -93,7 +93,8 @@ def load_callable(module: str, function: str, root: Path) -> Callable[..., Any]:
     cannot be imported or has no such function."""
     with _IMPORT_LOCK:
         where = str(Path(root).resolve())
-        if where not in sys.path:
+        added = where not in sys.path
+        if added:  # only for this import: a root must not leak into later imports or lint
             sys.path.insert(0, where)
         try:
             loaded = importlib.import_module(module)
@@ -101,6 +102,9 @@ def load_callable(module: str, function: str, root: Path) -> Callable[..., Any]:
             raise JudgeError(
                 f"cannot import module {module!r} from {where}: {describe(exc)}"
             ) from None
+        finally:
+            if added and where in sys.path:
+                sys.path.remove(where)
     found = getattr(loaded, function, None)
     if not callable(found):
         raise JudgeError(f"module {module!r} has no function {function!r}")
@@ -112,14 +116,14 @@ def static_import_problem(module: str, function: str, root: Path) -> str | None:
     (lint): the module file under `root` must define `function`; a module not under `root`
     must at least be an installed top-level package."""
     import ast
-    import importlib.util
+    from importlib.machinery import PathFinder
 
     base = Path(root).joinpath(*module.split("."))
     file = next((f for f in (base.with_suffix(".py"), base / "__init__.py") if f.is_file()), None)
     if file is None:
         top = module.split(".")[0]
-        try:
-            installed = importlib.util.find_spec(top) is not None
+        try:  # the path, not sys.modules: a module some earlier run imported is not installed
+            installed = PathFinder.find_spec(top) is not None
         except (ImportError, ValueError):
             installed = False
         if installed and top != module:
