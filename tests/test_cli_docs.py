@@ -6,7 +6,6 @@ Regenerate after changing a command: `.venv/bin/python -m tests.test_cli_docs`.
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 from typing import Any
 

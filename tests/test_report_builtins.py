@@ -15,9 +15,9 @@ import pytest
 
 from engine.load.resources import builtin_loops_dir
 from tests.loopback_server import LoopbackServer
-from tests.test_assess_and_fix import run_cycle
 from tests.report_helpers import ARTIFACTS, check_report, open_browser
 from tests.scaffold_helpers import Judge, ScriptedLlm, counter_script, ll_loop, run_loop, write
+from tests.test_assess_and_fix import run_cycle
 from tests.test_builtin_eval_loops import agent_eval, subloops  # noqa: F401  (fixture)
 from tests.test_optimization_loops import (  # noqa: F401  (fixtures)
     GATE,

@@ -3,9 +3,9 @@
 
 A snippet is compiled once into `__check__(outputs, arguments, annotations, inputs, *, <argument
 names>)` with its line numbers moved to the file's, so an exception names the line of the loop
-file it happened on. A callable is imported from the project root (on `sys.path` for the import only) and
-called as `function(outputs=..., **arguments)`. A condition is a Python expression evaluated
-without builtins over `outputs`, `annotations` and `inputs`.
+file it happened on. A callable is imported from the project root (on `sys.path` for the
+import only) and called as `function(outputs=..., **arguments)`. A condition is a Python
+expression evaluated without builtins over `outputs`, `annotations` and `inputs`.
 """
 
 from __future__ import annotations
