@@ -38,7 +38,7 @@ from engine.suite.aggregate import JudgeSummary, Scored, Verdict, suite_verdict,
 from engine.suite.casework import broken_case, forget_run, interrupt_run
 from engine.suite.executor import Executor, local_executor
 from engine.suite.progress import SuiteProgress
-from engine.suite.result import BaselineDelta, SuiteResult
+from engine.suite.result import BaselineDelta, SuiteResult, describe_subject
 from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
 
 LLM_JOBS = 8
@@ -781,6 +781,8 @@ def _result(
         duration_ms=int((time.monotonic() - started) * 1000),
         cost_usd=cost,
         notes=tuple(notes),
+        subject=describe_subject(suite.subject),
+        baseline_subject=describe_subject(suite.baseline_subject),
     )
 
 
