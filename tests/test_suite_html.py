@@ -17,8 +17,12 @@ from typing import Any
 import pytest
 
 from tests.harness_helpers import REPO
+from tests.loopback_server import LoopbackServer
 from tests.report_helpers import ARTIFACTS, open_browser
 from tests.suite_helpers import dataset, db_rows, own_project, suite, suite_json, write
+from tests.test_suite_llm import SUITE_FILE as AGENT_EVAL
+from tests.test_suite_llm import answers
+from tests.test_suite_llm import project as agent_eval_project
 
 # A case id and a rationale that are markup: the page must show them, not run them.
 ODD_ID = '<img src=x onerror="document.body.dataset.pwned=1">'
@@ -75,8 +79,37 @@ def load(page: Any, report: Path) -> None:
     assert problems == []
 
 
+def check_judges(page: Any, section: str, judges: list[dict[str, Any]]) -> None:
+    """The section's judges table says what the JSON report says, row by row."""
+    rows = page.eval_on_selector_all(
+        f"#{section} table.judges tbody tr",
+        "rows => rows.map(r => [r.dataset.judge, [...r.cells].map(c => c.innerText.trim()),"
+        " Object.assign({}, r.querySelector('svg.bar').dataset)])",
+    )
+    assert [name for name, _, _ in rows] == [j["judge"] for j in judges]
+    for (name, cells, bar), judge in zip(rows, judges, strict=True):
+        shown_name, kind, value_kind, shown, _, skipped, errored, threshold, verdict_cell = cells
+        assert shown_name == name
+        gate = judge.get("threshold")
+        assert (kind, value_kind) == (judge["kind"], judge["value_kind"]), name
+        assert shown == result_text(judge), name
+        assert (int(skipped), int(errored)) == (judge["skipped"], judge["errored"]), name
+        expected_gate = "-" if gate is None else f"{next(iter(gate))} {next(iter(gate.values()))}"
+        assert threshold == expected_gate, name
+        assert verdict_cell == (judge["verdict"] or "-"), name
+        assert (float(bar["low"]), float(bar["high"])) == shown_interval(judge), name
+        if gate is not None:
+            assert float(bar["threshold"]) == next(iter(gate.values())), name
+        else:
+            assert "threshold" not in bar
+
+
 def result_text(judge: dict[str, Any]) -> str:
     """What the table shows, rebuilt from the JSON numbers."""
+    if judge["kind"] == "pairwise":
+        r, ties = judge["win_rate"], judge["ties"]
+        tied = f", {ties} tie{'s' if ties != 1 else ''}" if ties else ""
+        return f"win rate {r['k']}/{r['n']} [{r['low']:.2f}, {r['high']:.2f}]{tied}"
     if judge["value_kind"] == "numeric":
         m = judge["mean"]
         return f"mean {m['mean']:.2f} [{m['low']:.2f}, {m['high']:.2f}] (n={m['n']})"
@@ -85,10 +118,13 @@ def result_text(judge: dict[str, Any]) -> str:
 
 
 def shown_interval(judge: dict[str, Any]) -> tuple[float, float]:
-    gate = next(iter(judge.get("threshold") or {"": 0}))
-    block = judge["mean"] if gate == "min_mean" and judge["value_kind"] == "numeric" else (
-        judge["pass_rate"]
-    )
+    """The interval the bar draws: the one its gate reads (the default aggregate's if none)."""
+    numeric = judge["value_kind"] == "numeric"
+    gate = next(iter(judge.get("threshold") or {"min_mean" if numeric else "": 0}))
+    if judge["kind"] == "pairwise":
+        block = judge["win_rate"]
+    else:
+        block = judge["mean"] if gate == "min_mean" and numeric else judge["pass_rate"]
     return block["low"], block["high"]
 
 
@@ -102,8 +138,10 @@ def failing(data: dict[str, Any]) -> dict[str, dict[str, tuple[str, str]]]:
     """case -> judge -> (status, rationale or error), as the JSON report has them."""
     found: dict[str, dict[str, tuple[str, str]]] = {}
     for r in data["results"]:
-        if r["sample"] == 0 and r["arm"] in ("subject", "pairwise") and (
-            r["status"] in ("error", "abstain") or r["passed"] is False
+        if (
+            r["sample"] == 0
+            and r["arm"] in ("subject", "pairwise")
+            and (r["status"] in ("error", "abstain") or r["passed"] is False)
         ):
             reason = (r["error"] or r["rationale"] or "").strip()
             found.setdefault(r["case"], {})[r["judge"]] = (r["status"], reason)
@@ -133,27 +171,7 @@ def test_the_html_page_shows_what_the_json_report_of_the_same_run_says(
     assert browser.title() == f"Suite html-suite · run {run_id}"
     assert browser.inner_text("#subject") == "command: echo ${inputs.n}" == data["subject"]
 
-    rows = browser.eval_on_selector_all(
-        "#judges table.judges tbody tr",
-        "rows => rows.map(r => [r.dataset.judge, [...r.cells].map(c => c.innerText.trim()),"
-        " Object.assign({}, r.querySelector('svg.bar').dataset)])",
-    )
-    assert [name for name, _, _ in rows] == [j["judge"] for j in data["judges"]]
-    for (name, cells, bar), judge in zip(rows, data["judges"], strict=True):
-        shown_name, kind, value_kind, shown, _, skipped, errored, threshold, verdict_cell = cells
-        assert shown_name == name
-        gate = judge.get("threshold")
-        assert (kind, value_kind) == (judge["kind"], judge["value_kind"]), name
-        assert shown == result_text(judge), name
-        assert (int(skipped), int(errored)) == (judge["skipped"], judge["errored"]), name
-        expected_gate = "-" if gate is None else f"{next(iter(gate))} {next(iter(gate.values()))}"
-        assert threshold == expected_gate, name
-        assert verdict_cell == (judge["verdict"] or "-"), name
-        assert (float(bar["low"]), float(bar["high"])) == shown_interval(judge), name
-        if gate is not None:
-            assert float(bar["threshold"]) == next(iter(gate.values())), name
-        else:
-            assert "threshold" not in bar
+    check_judges(browser, "judges", data["judges"])
     assert data["judges"][3]["errored"] == 1  # fragile raised on c4
 
     listed = browser.eval_on_selector_all(
@@ -182,6 +200,30 @@ def test_the_html_page_shows_what_the_json_report_of_the_same_run_says(
     assert totals["cases"] == str(data["cases"]) == "6"
     assert totals["cases recorded before a resume"] == "6"
     assert totals["judgements (case × judge × sample)"] == str(len(data["results"]))
+
+
+def test_the_pairwise_judge_and_the_baseline_subject_are_on_the_page(
+    loopback: LoopbackServer, tmp_path: Path, browser: Any
+) -> None:
+    """The agent_eval example (LLM judges on the loopback server): the pairwise win rate and
+    the baseline subject's table, as in the JSON report of the same run."""
+    loopback.default = answers
+    root = agent_eval_project(tmp_path)
+    code, data, err = suite_json(root, AGENT_EVAL, "--jobs", "3")
+    assert code == 3, err
+    with sqlite3.connect(root / ".loops" / "history.db") as db:
+        db.execute("UPDATE suite_runs SET ended_at = NULL")
+    code, _, err = suite(root, AGENT_EVAL, "--resume", data["run_id"], "--output", "html",
+                         "--out", "agent.html")  # fmt: skip
+    assert code == 3, err
+    load(browser, root / "agent.html")
+    check_judges(browser, "judges", data["judges"])
+    check_judges(browser, "baseline", data["baseline_subject"])
+    assert browser.inner_text("#judges tr[data-judge=preference] td:nth-child(4)") == (
+        "win rate 3/3 [0.44, 1.00]"
+    )
+    assert browser.eval_on_selector("#verdict", "e => e.dataset.verdict") == "INCONCLUSIVE"
+    assert "agent:" in browser.inner_text("#subject")
 
 
 def test_html_goes_to_stdout_when_it_is_not_a_terminal(tmp_path: Path) -> None:

@@ -1,8 +1,7 @@
 """The HTML page of an `ll-harness` target's history: pass rate over time with its intervals,
 its judges' stability, and the latest attempts (IO: reads history.db and the run directories).
 
-Until suites exist this is the harness's HTML output; a suite result will be one more section
-(see `engine.report.page`)."""
+A suite run has its own page, built from its result alone: `engine.report.suite_page`."""
 
 from __future__ import annotations
 
