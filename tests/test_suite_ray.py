@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from engine.run.history import open_history
-from engine.suite.driver import SuiteOptions, run_suite
-from engine.suite.result import SuiteResult
+from engine.runtime.history import open_history
+from engine.suites.driver import SuiteOptions, run_suite
+from engine.suites.result import SuiteResult
 from tests.harness_helpers import REPO
 from tests.loopback_server import LoopbackServer, Reply, error_reply, tool_reply
 from tests.ray_helpers import LocalCluster
@@ -63,7 +63,7 @@ def cluster() -> Iterator[LocalCluster]:
     os.environ.update(started.env)
     import ray
 
-    from engine.suite.ray_executor import runtime_env
+    from engine.suites.ray_executor import runtime_env
 
     try:
         ray.init(

@@ -266,7 +266,7 @@ def _evaluate(
 ) -> int:
     from engine.harness.render import report_json, report_text
     from engine.harness.session import check_options, evaluate
-    from engine.run.history import open_history
+    from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
         check_options(options)
@@ -431,7 +431,7 @@ def dsl_command(
     """Run a batch of DSL task files and report the pass rate with a 95% Wilson interval."""
     from engine.harness.dsl import DslOptions, run_dsl
     from engine.harness.render_dsl import dsl_json, dsl_text
-    from engine.run.history import open_history
+    from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
         if samples is not None and samples > 1:
@@ -528,10 +528,10 @@ def suite_command(
     """Run a suite: every case through the subject, every judge on each case's outputs, the
     per-judge aggregates with 95% intervals, gated by the suite's thresholds."""
     from engine.cli.harness_suite import check_target, deliver
-    from engine.run.history import open_history
-    from engine.suite import SuiteOptions, SuiteResult, run_suite
-    from engine.suite.driver import project_root
-    from engine.suite.progress import SuiteProgress, choose_mode
+    from engine.runtime.history import open_history
+    from engine.suites import SuiteOptions, SuiteResult, run_suite
+    from engine.suites.driver import project_root
+    from engine.suites.progress import SuiteProgress, choose_mode
 
     options = SuiteOptions(
         samples=samples,
@@ -602,7 +602,7 @@ def history_command(
         raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
-    from engine.run.history import history_path, open_history
+    from engine.runtime.history import history_path, open_history
 
     since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()

@@ -19,7 +19,7 @@ from engine.load.project import refuse_links, write_new_file
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:
-    from engine.suite.result import SuiteResult
+    from engine.suites.result import SuiteResult
 
 
 def check_target(target: Path | None, output: str) -> None:
@@ -83,7 +83,7 @@ def render(result: SuiteResult, output: str) -> str:
         from engine.report.suite_page import suite_html
 
         return suite_html(result)
-    from engine.suite import suite_json, suite_text
+    from engine.suites import suite_json, suite_text
 
     if output == "json":
         return json.dumps(suite_json(result), indent=2) + "\n"

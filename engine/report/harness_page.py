@@ -18,7 +18,7 @@ def harness_report_html(root: Path, target: str) -> str:
     from engine.harness.history_report import summarize
     from engine.harness.stability import stability_report
     from engine.harness.trends import pass_rate_series
-    from engine.run.history import history_path, open_history
+    from engine.runtime.history import history_path, open_history
 
     attempts = []
     if history_path(root).exists():

@@ -15,10 +15,10 @@ from html import escape
 
 from engine.report.charts import interval_bar
 from engine.report.page import Section, render_page, table
-from engine.run.history import SuiteJudgementRow
-from engine.suite.aggregate import JudgeSummary, Verdict
-from engine.suite.render import aggregate_text
-from engine.suite.result import SuiteResult
+from engine.runtime.history import SuiteJudgementRow
+from engine.suites.aggregate import JudgeSummary, Verdict
+from engine.suites.render import aggregate_text
+from engine.suites.result import SuiteResult
 
 REASON_CHARS = 4000  # a judge's rationale or error beyond this is clipped (the JSON has it all)
 

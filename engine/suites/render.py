@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine.run.history import SuiteJudgementRow
-from engine.suite.aggregate import JudgeSummary
-from engine.suite.result import SuiteResult, rows_json
+from engine.runtime.history import SuiteJudgementRow
+from engine.suites.aggregate import JudgeSummary
+from engine.suites.result import SuiteResult, rows_json
 
 RATIONALE_CHARS = 240
 

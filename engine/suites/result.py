@@ -12,8 +12,8 @@ from typing import Any
 
 from engine.model.stats import Rate
 from engine.model.suite import Subject
-from engine.run.history import SuiteCaseRow, SuiteJudgementRow
-from engine.suite.aggregate import EXIT_CODES, JudgeSummary, Verdict
+from engine.runtime.history import SuiteCaseRow, SuiteJudgementRow
+from engine.suites.aggregate import EXIT_CODES, JudgeSummary, Verdict
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class BaselineDelta:
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """One suite run, ready to render (`engine.suite.render`) or to use from Python."""
+    """One suite run, ready to render (`engine.suites.render`) or to use from Python."""
 
     run_id: str
     suite: str
