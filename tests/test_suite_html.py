@@ -280,3 +280,37 @@ def test_out_writes_text_and_json_reports_too(tmp_path: Path) -> None:
     assert '"result": "FAIL"' in (root / "r.json").read_text()
     code, out, err = suite(root, "s.suite.yaml", "--out", str(root), "-q")
     assert code == 2 and f"--out {root} is a directory" in err
+
+
+def test_each_judge_is_charted_over_the_suites_runs_from_history(
+    tmp_path: Path, browser: Any
+) -> None:
+    """Two runs of one suite with a case changed between them: the second run's page charts
+    every judge's pass rate in both runs, as each run's JSON report gave it, oldest first; a
+    baseline measurement is not a run of the subject and is left out."""
+    root = project(tmp_path)
+    code, first, err = suite_json(root, "s.suite.yaml")
+    assert code == 1, err
+    code, _, err = suite(root, "s.suite.yaml", "--measure-baseline", "--quiet")
+    assert code in (0, 1, 3), err
+    write(root / "cases" / "c4" / "input.yaml", "n: 1\n")  # small passes, fragile stops raising
+    code, second, err = suite_json(root, "s.suite.yaml")
+    assert code == second["exit_code"] == 3, err  # small: 4/6 now straddles 0.9
+    with sqlite3.connect(root / ".loops" / "history.db") as db:  # report that very run again
+        db.execute("UPDATE suite_runs SET ended_at = NULL WHERE run_id = ?", (second["run_id"],))
+    code, _, err = suite(root, "s.suite.yaml", "--resume", second["run_id"], "--output",
+                         "html", "--out", "trend.html")  # fmt: skip
+    assert code == 3, err
+    load(browser, root / "trend.html")
+    charted = browser.eval_on_selector_all(
+        "#trends figure.trend",
+        "figs => figs.map(f => [f.dataset.judge, [...f.querySelectorAll('g.point')]"
+        ".map(g => [+g.dataset.k, +g.dataset.n])])",
+    )
+    expected = [
+        (j["judge"], [(r["pass_rate"]["k"], r["pass_rate"]["n"]) for r in (jf, j)])
+        for jf, j in zip(first["judges"], second["judges"], strict=True)
+    ]
+    assert [(name, [tuple(p) for p in points]) for name, points in charted] == expected
+    small = dict(expected)["small"]
+    assert small[0] != small[1]  # the change between the runs shows

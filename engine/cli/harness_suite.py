@@ -80,9 +80,14 @@ def deliver(run: Callable[[], SuiteResult], output: str, target: Path | None) ->
 def render(result: SuiteResult, output: str) -> str:
     """The report as text, JSON or the self-contained HTML page."""
     if output == "html":
+        from engine.load.project import project_root
         from engine.report.suite_page import suite_html
+        from engine.runtime.history import open_history
+        from engine.suites.trends import judge_trends
 
-        return suite_html(result)
+        with open_history(project_root(Path.cwd())) as history:
+            trends = judge_trends(history, result.suite, result.run_id)
+        return suite_html(result, trends)
     from engine.suites import suite_json, suite_text
 
     if output == "json":

@@ -118,6 +118,8 @@ svg.timeline text, svg.chart text { font-size: 11px; fill: var(--muted); }
 svg.chart .grid { stroke: #e9ecef; }
 svg.chart .interval { stroke: #1864ab; stroke-width: 2; }
 svg.chart circle { fill: #1864ab; }
+figure.trend { display: inline-block; margin: 0 24px 16px 0; vertical-align: top; }
+figure.trend figcaption { font-size: 13px; margin-bottom: 4px; }
 tr.dim { opacity: 0.35; }
 .verdict-inconclusive, .verdict-ungated { color: var(--taken); font-weight: 600; }
 svg.bar .axis { stroke: var(--line); }

@@ -3,22 +3,25 @@ one self-contained page out, built from the report's page, table and chart piece
 
 Sections: the result (verdict and what its exit code means, the subject, totals), the judges
 (aggregates with their 95% intervals drawn against their gates), the baseline subject and the
-deltas when there are, the judges that failed or errored case by case with their reasons, and
-the totals. Every text that comes from the suite, its cases or its judges is escaped here.
+deltas when there are, the judges that failed or errored case by case with their reasons, the
+totals, and — when the caller read them from history.db — each judge's pass rate over the
+suite's runs. Every text that comes from the suite, its cases or its judges is escaped here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 
-from engine.report.charts import interval_bar
+from engine.harness.trends import RatePoint
+from engine.report.charts import interval_bar, rate_chart
 from engine.report.page import Section, render_page, table
 from engine.runtime.history import SuiteJudgementRow
 from engine.suites.aggregate import JudgeSummary, Verdict
 from engine.suites.render import aggregate_text
 from engine.suites.result import SuiteResult
+from engine.suites.trends import RunRate
 
 REASON_CHARS = 4000  # a judge's rationale or error beyond this is clipped (the JSON has it all)
 
@@ -33,8 +36,9 @@ MEANINGS = {
 _WHY_CLASS = {Verdict.PASS: "success", Verdict.FAIL: "failure", Verdict.ERROR: "error"}
 
 
-def suite_html(result: SuiteResult) -> str:
-    """The whole page for one suite run."""
+def suite_html(result: SuiteResult, trends: Mapping[str, Sequence[RunRate]] | None = None) -> str:
+    """The whole page for one suite run (with `trends`, from `judge_trends`, its judges over
+    time)."""
     sections = [result_section(result), judges_section(result.summaries, "judges", "Judges")]
     if result.baseline_summaries:
         sections.append(
@@ -43,6 +47,8 @@ def suite_html(result: SuiteResult) -> str:
     if result.deltas:
         sections.append(deltas_section(result))
     sections += [failures_section(result.failing()), totals_section(result)]
+    if trends is not None:
+        sections.append(trends_section(result, trends))
     subtitle = f"{result.verdict.value} (exit {result.exit_code}): {MEANINGS[result.verdict]}"
     return render_page(f"Suite {result.suite} · run {result.run_id}", subtitle, sections)
 
@@ -216,3 +222,24 @@ def totals_section(result: SuiteResult) -> Section:
     cells = [(escape(name), value) for name, value in rows]
     attrs = [f'data-total="{escape(name)}"' for name, _ in rows]
     return Section("totals", "Totals", table(("total", "value"), cells, "totals", attrs))
+
+
+def trends_section(result: SuiteResult, trends: Mapping[str, Sequence[RunRate]]) -> Section:
+    """Each judge's pass rate per run of this suite (oldest left), with its 95% interval."""
+    charts = []
+    for summary in result.summaries:
+        points = trends.get(summary.name, ())
+        if summary.pairwise or not points:
+            continue
+        series = [RatePoint(p.run_id, p.at, "suite", p.rate, 0, p.errored) for p in points]
+        title = f"{summary.name}: pass rate over {len(series)} run(s)"
+        charts.append(
+            f'<figure class="trend" data-judge="{escape(summary.name)}">'
+            f"<figcaption>{escape(title)}</figcaption>{rate_chart(series, title)}</figure>"
+        )
+    runs = max((len(p) for p in trends.values()), default=0)
+    lead = (
+        f"<p>The last {runs} run(s) of suite <b>{escape(result.suite)}</b> recorded in "
+        "history.db, oldest on the left; a bar is the 95% interval of the pass rate.</p>"
+    )
+    return Section("trends", "Over time", lead + "".join(charts))
