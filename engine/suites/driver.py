@@ -33,6 +33,7 @@ from engine.runtime.history import (
     utc_now,
 )
 from engine.runtime.runstore import new_run_id
+from engine.runtime.workspace import git_toplevel
 from engine.suites import workspace as workspaces
 from engine.suites.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
 from engine.suites.casework import broken_case, forget_run, interrupt_run
@@ -135,7 +136,7 @@ def _run(
     try:
         done_rows = _previous(recording, settings.run_id)
         todo = [c for c in plan.cases if c.id not in done_rows.finished]
-        git_root = workspaces.git_toplevel(Path(settings.project_root))
+        git_root = git_toplevel(Path(settings.project_root))
         kept = {
             f"{index:06d}-{arm}"
             for index, case in enumerate(plan.cases)
@@ -277,7 +278,7 @@ def project_root(cwd: Path) -> Path:
     for folder in (cwd, *cwd.parents):
         if (folder / ".loops").is_dir():
             return folder
-    top = workspaces.git_toplevel(cwd)
+    top = git_toplevel(cwd)
     return top if top is not None else cwd
 
 
