@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from engine.runtime.locks import Lease
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
+    from engine.suites.progress import SuiteProgress
     from engine.suites.result import SuiteResult
     from engine.suites.spec import CaseOutcome
 
@@ -685,13 +686,17 @@ def suite(
     resume: str | None = None,
     keep_workspaces: bool = False,
     executor: str = "threads",
+    address: str | None = None,
     on_case: Callable[[CaseOutcome], None] | None = None,
+    progress: Callable[..., SuiteProgress] | None = None,
     cwd: PathLike | None = None,
 ) -> SuiteResult:
     """Run a suite file (or a loaded `Suite`) as `ll-harness suite` does, and return its
     `SuiteResult`: per-judge aggregates with intervals, the verdict (`result.exit_code` is the
     command's), every case x judge x sample; everything recorded in the project's
-    `.loops/history.db`. `on_case` hears each case's outcome as it finishes. Raises `LoadError`
+    `.loops/history.db`. `on_case` hears each case's outcome as it finishes; `progress` makes
+    the live display (the CLI's `SuiteProgress`); `address` is the Ray cluster for
+    `executor="ray"`. Raises `LoadError`
     for a file that does not load, `SuiteRefusal` for what the command refuses (exit 2), and
     `SuiteInterrupted` on Ctrl-C (the run stays resumable with `resume=RUN_ID`)."""
     from engine.suites import SuiteOptions, run_suite
@@ -708,8 +713,11 @@ def suite(
         resume=resume,
         keep_workspaces=keep_workspaces,
         executor=executor,
+        address=address,
     )
-    return run_suite(target, options, cwd=where.base or Path.cwd(), on_case=on_case)
+    return run_suite(
+        target, options, cwd=where.base or Path.cwd(), on_case=on_case, progress=progress
+    )
 
 
 # --- shared ------------------------------------------------------------------------------------

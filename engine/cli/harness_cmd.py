@@ -527,24 +527,11 @@ def suite_command(
 ) -> int:
     """Run a suite: every case through the subject, every judge on each case's outputs, the
     per-judge aggregates with 95% intervals, gated by the suite's thresholds."""
+    from engine.api import suite as run_suite
     from engine.cli.harness_suite import check_target, deliver
-    from engine.runtime.history import open_history
-    from engine.suites import SuiteOptions, SuiteResult, run_suite
-    from engine.suites.driver import project_root
+    from engine.suites import SuiteResult
     from engine.suites.progress import SuiteProgress, choose_mode
 
-    options = SuiteOptions(
-        samples=samples,
-        jobs=jobs,
-        cases=cases,
-        measure_baseline=measure_baseline,
-        compare_baseline=compare_baseline,
-        baseline_of=baseline_of,
-        resume=resume,
-        keep_workspaces=keep_workspaces,
-        executor=executor.value,
-        address=address,
-    )
     mode = choose_mode(quiet=quiet or (output is SuiteOutput.json and not sys.stderr.isatty()),
                        stream=sys.stderr)
 
@@ -553,9 +540,20 @@ def suite_command(
 
     def run() -> SuiteResult:
         check_target(report_file, output.value)
-        cwd = Path.cwd()
-        with open_history(project_root(cwd)) as history:
-            return run_suite(path, options, history=history, cwd=cwd, progress=progress)
+        return run_suite(
+            path,
+            samples=samples,
+            jobs=jobs,
+            cases=cases,
+            measure_baseline=measure_baseline,
+            compare_baseline=compare_baseline,
+            baseline_of=baseline_of,
+            resume=resume,
+            keep_workspaces=keep_workspaces,
+            executor=executor.value,
+            address=address,
+            progress=progress,
+        )
 
     return deliver(run, output.value, report_file)
 
