@@ -20,9 +20,10 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from engine.suite.spec import CaseOutcome, CaseSpec, RunSettings
 
 MAX_RETRIES = 3  # a case whose worker died is run again this many times, then errored
 PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
+DEPTH = 2  # cases sent to one actor at a time: the one it runs and the next
+CANCEL_POLL = 0.1  # seconds between a running case's looks at `ray.cancel`
 INSTALL = "pip install 'll-loop[ray]'"
 _SKIPPED = ("__pycache__", "*.pyc")
 ENGINE_DIR = Path(__file__).resolve().parents[1]  # engine/ (without importing the public API)
@@ -108,27 +111,48 @@ def adopt_env(env: dict[str, str]) -> None:
     os.environ.update(env)
 
 
-def _case_task(
-    shared: tuple[RunSettings, dict[str, str]],
-    case: Case,
-    index: int,
-    baseline_record: bytes | None,
-) -> CaseOutcome:
-    """The body of one Ray task (Ray resolves `shared` from the object store)."""
-    settings, env = shared
-    adopt_env(env)
-    spec = CaseSpec(settings, case, index, baseline_record)
-    done: Future[CaseOutcome] = Future()
-    # The case runs in a thread so that this one can hear `ray.cancel` (a KeyboardInterrupt)
-    # and stop the case's subjects, as Ctrl-C does in a local run.
-    thread = threading.Thread(target=lambda: done.set_result(run_case(spec)), daemon=True)
-    thread.start()
-    try:
-        return done.result()
-    except KeyboardInterrupt:
-        interrupt_run(settings.run_id)
-        thread.join(timeout=30)
-        raise
+class CaseRunner:
+    """A Ray actor: one slot of `--jobs` on some node, running the cases it is sent one at a
+    time. A long-lived worker per slot costs each case one call (no worker lease per case, the
+    run's settings fetched once), which is most of what a Ray task used to add to a short case."""
+
+    def __init__(self) -> None:
+        self.shared_key = ""
+        self.shared: tuple[RunSettings, dict[str, str]] | None = None
+
+    def hello(self) -> tuple[str, str]:
+        """(this worker's node id, the fingerprint of the ll-loop code it runs)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), code_fingerprint()
+
+    def run(
+        self, shared: list[Any], case: Case, index: int, baseline_record: bytes | None
+    ) -> CaseOutcome:
+        """One case. `shared` wraps the ref of the run's settings (in a list, so Ray hands us the
+        ref and we fetch it once per run, not once per case)."""
+        import ray
+
+        key = shared[0].hex()
+        if key != self.shared_key or self.shared is None:
+            self.shared, self.shared_key = ray.get(shared[0]), key
+        settings, env = self.shared
+        adopt_env(env)
+        spec = CaseSpec(settings, case, index, baseline_record)
+        done: Future[CaseOutcome] = Future()
+        # The case runs in a thread so that this one can watch for `ray.cancel` (a flag, for
+        # an actor's call) and stop the case's subjects, as Ctrl-C does in a local run.
+        thread = threading.Thread(target=lambda: done.set_result(run_case(spec)), daemon=True)
+        thread.start()
+        context = ray.get_runtime_context()
+        while True:
+            try:
+                return done.result(timeout=CANCEL_POLL)
+            except TimeoutError:
+                if context.is_canceled():
+                    interrupt_run(settings.run_id)
+                    thread.join(timeout=30)
+                    raise KeyboardInterrupt(f"case {case.id} cancelled") from None
 
 
 def code_fingerprint() -> str:
@@ -157,7 +181,7 @@ def code_fingerprint() -> str:
 
 
 class _CaseFuture(Future[CaseOutcome]):
-    """Our side of one case; cancelling it while it runs cancels its Ray task (the worker
+    """Our side of one case; cancelling it while it runs cancels its Ray call (the worker
     stops the case's subjects), so an interrupted suite does not wait for running cases."""
 
     ray: Any = None
@@ -171,9 +195,18 @@ class _CaseFuture(Future[CaseOutcome]):
         return False
 
 
+@dataclass(eq=False)  # a slot is itself (a dict key), not its fields
+class _Slot:
+    """One CaseRunner actor and the cases sent to it that have not come back."""
+
+    actor: Any
+    ready: bool = False
+    sent: int = 0
+
+
 class RayExecutor:
-    """Runs each case as a Ray task; at most `jobs` at once (default: what the cluster's CPUs
-    hold at the suite's `resources.cpus` per case)."""
+    """Runs cases on `jobs` CaseRunner actors (default: as many as the cluster's CPUs hold at
+    the suite's `resources.cpus` each), so at most `jobs` cases run at once."""
 
     def __init__(
         self,
@@ -182,38 +215,45 @@ class RayExecutor:
         *,
         address: str | None = None,
         max_retries: int = MAX_RETRIES,
+        depth: int = DEPTH,
     ) -> None:
         self.ray = require_ray()
         self.suite = suite
+        self.depth = max(1, depth)
         from engine.suite.ray_limiter import rpm_from_env, start_limiter
 
         rpm = rpm_from_env() if suite.uses_llm else None
         self.owns_ray = not self.ray.is_initialized()
         self.shipped = False  # whether our code travels to the workers (`runtime_env()`)
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
+        self._running: dict[Future[CaseOutcome], tuple[_Slot, Any]] = {}
+        self._idle = threading.Condition(self._lock)
+        self._settings: tuple[RunSettings, Any] | None = None
+        self.slots: list[_Slot] = []
+        where = address or os.environ.get("RAY_ADDRESS") or None
         if self.owns_ray:
-            where = address or os.environ.get("RAY_ADDRESS") or None
             self._connect(where)
-            if where is not None and not self._workers_run_our_code():
-                # Ray uploads local packages only for a whole job: join again with them.
-                self.ray.shutdown()
-                self._connect(where, ship=True)
         # A caller who started Ray itself passes `runtime_env=runtime_env()` to `ray.init`
         # when the workers lack our code (docs/scale.md).
         self.jobs = max(1, jobs if jobs is not None else self._cluster_jobs())
         options: dict[str, Any] = {
             "num_cpus": suite.resources.cpus,
-            "max_retries": max_retries,
-            "retry_exceptions": False,  # run_case never raises: only a dead worker is retried
+            "max_restarts": -1,  # a killed worker comes back; each case's retries are bounded
+            "max_task_retries": max_retries,
         }
         if suite.resources.memory_mb is not None:
             options["memory"] = suite.resources.memory_mb * 1024 * 1024
-        self.task = self.ray.remote(_case_task).options(**options)
+        self.runner = self.ray.remote(CaseRunner).options(**options)
+        self._start_slots()
+        if self.owns_ray and where is not None and not self._workers_run_our_code():
+            # Ray uploads local packages only for a whole job: join again with them.
+            self._kill_slots()
+            self.ray.shutdown()
+            self._connect(where, ship=True)
+            self.runner = self.ray.remote(CaseRunner).options(**options)
+            self._start_slots()
         self.limiter: Any = start_limiter(self.ray, rpm) if suite.uses_llm else None
-        self._settings: tuple[RunSettings, Any] | None = None
-        self._lock = threading.Lock()
-        self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
-        self._running: dict[Future[CaseOutcome], Any] = {}  # ours -> Ray's ObjectRef
-        self._idle = threading.Condition(self._lock)
 
     def _connect(self, address: str | None, *, ship: bool = False) -> None:
         """Join the cluster at `address`, or start a Ray instance of our own (None, on this
@@ -235,26 +275,56 @@ class RayExecutor:
                 hint="start one with `ray start --head`, or check --address / RAY_ADDRESS",
             ) from None
 
+    def _start_slots(self) -> None:
+        """Create the `jobs` actors; each takes cases once it has said hello (it is placed and
+        its worker runs), so an actor the cluster cannot place yet never holds a case."""
+        self.slots = [_Slot(self.runner.remote()) for _ in range(self.jobs)]
+        self.hellos: dict[_Slot, Any] = {}
+        for slot in self.slots:
+            ref = slot.actor.hello.remote()
+            self.hellos[slot] = ref
+            ref.future().add_done_callback(lambda done, slot=slot: self._hello(slot, done))
+
+    def _hello(self, slot: _Slot, done: Future[Any]) -> None:
+        if done.exception() is not None:
+            return  # never placed, or its worker cannot load our code: it takes no case
+        with self._lock:
+            if slot not in self.slots:
+                return
+            slot.ready = True
+            started = self._dispatch()
+        self._watch(started)
+
     def _workers_run_our_code(self) -> bool:
-        """Whether a worker on every node runs exactly our code (the same fingerprint). Not
-        shipping it saves an upload and, above all, a fresh worker start per job."""
+        """Whether the workers on every node run exactly our code (the same fingerprint): the
+        first actor to say hello speaks for its node, a light task for every other node. Not
+        shipping our code saves an upload and, above all, a fresh worker start per job."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        ours = code_fingerprint()
+        deadline = time.monotonic() + PROBE_TIMEOUT
+        ready, _ = self.ray.wait(list(self.hellos.values()), num_returns=1, timeout=PROBE_TIMEOUT)
+        try:
+            node, found = self.ray.get(ready[0], timeout=0) if ready else ("", "")
+        except Exception:  # no engine there (ModuleNotFoundError), an older one
+            return False
+        if found != ours:
+            return False
         probe = self.ray.remote(code_fingerprint)
-        nodes = [n["NodeID"] for n in self.ray.nodes() if n.get("Alive")]
         refs = [
             probe.options(
                 num_cpus=0,
                 max_retries=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+                scheduling_strategy=NodeAffinitySchedulingStrategy(other, soft=False),
             ).remote()
-            for node in nodes
+            for other in (n["NodeID"] for n in self.ray.nodes() if n.get("Alive"))
+            if other != node
         ]
         try:
-            found = self.ray.get(refs, timeout=PROBE_TIMEOUT)
-        except Exception:  # no engine there (ModuleNotFoundError), an older one, a slow node
+            others = self.ray.get(refs, timeout=max(1.0, deadline - time.monotonic()))
+        except Exception:  # no engine there, an older one, a slow node
             return False
-        return bool(found) and set(found) == {code_fingerprint()}
+        return set(others) <= {ours}
 
     def _cluster_jobs(self) -> int:
         cpus = float(self.ray.cluster_resources().get("CPU", 1))
@@ -262,7 +332,7 @@ class RayExecutor:
 
     @property
     def capacity(self) -> int:
-        return self.jobs
+        return self.jobs * self.depth
 
     def submit(self, spec: CaseSpec) -> Future[CaseOutcome]:
         ours = _CaseFuture()
@@ -273,22 +343,28 @@ class RayExecutor:
         return ours
 
     def _dispatch(self) -> list[tuple[Future[CaseOutcome], Any]]:
-        """Start waiting cases while fewer than `jobs` run (called with the lock held)."""
+        """Send waiting cases to ready actors, the least busy first, up to `depth` each: one
+        running and the next already there when it ends (called with the lock held)."""
         started = []
-        while self._waiting and len(self._running) < self.jobs:
+        while self._waiting:
+            free = [s for s in self.slots if s.ready and s.sent < self.depth]
+            if not free:
+                break
+            slot = min(free, key=lambda s: s.sent)
             spec, ours = self._waiting.popleft()
             if not ours.set_running_or_notify_cancel():
                 continue
             try:
-                ref = self.task.remote(
-                    self._shared(spec.settings), spec.case, spec.index, spec.baseline_record
+                ref = slot.actor.run.remote(
+                    [self._shared(spec.settings)], spec.case, spec.index, spec.baseline_record
                 )
-            except Exception as exc:  # Ray refused the task (the cluster went away)
+            except Exception as exc:  # Ray refused the call (the cluster went away)
                 ours.set_exception(exc)
                 continue
             if isinstance(ours, _CaseFuture):
                 ours.ray, ours.ref = self.ray, ref
-            self._running[ours] = ref
+            slot.sent += 1
+            self._running[ours] = (slot, ref)
             started.append((ours, ref))
         return started
 
@@ -299,13 +375,15 @@ class RayExecutor:
 
     def _finished(self, ours: Future[CaseOutcome], done: Future[Any]) -> None:
         with self._lock:
-            self._running.pop(ours, None)
+            slot, _ = self._running.pop(ours, (None, None))
+            if slot is not None:
+                slot.sent -= 1
             started = self._dispatch()
             self._idle.notify_all()
         self._watch(started)
         try:
             ours.set_result(done.result())
-        except BaseException as exc:  # the task failed for good (retries spent, cancelled)
+        except BaseException as exc:  # the call failed for good (retries spent, cancelled)
             ours.set_exception(exc)
 
     def _shared(self, settings: RunSettings) -> Any:
@@ -322,16 +400,21 @@ class RayExecutor:
         self._settings = (settings, ref)
         return ref
 
+    def _kill_slots(self) -> None:
+        for slot in self.slots:
+            self.ray.kill(slot.actor, no_restart=True)
+        self.slots = []
+
     def shutdown(self, *, cancel: bool = False) -> None:
         with self._lock:
             if cancel:
                 while self._waiting:
                     self._waiting.popleft()[1].cancel()
-                for ref in self._running.values():
-                    self.ray.cancel(ref, force=True)
+                self._kill_slots()  # the running cases' workers go with their actors
             else:
                 while self._running or self._waiting:
                     self._idle.wait(timeout=1.0)
+                self._kill_slots()
         if self.limiter is not None:
             self.ray.kill(self.limiter)
             self.limiter = None
