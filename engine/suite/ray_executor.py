@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -186,8 +186,10 @@ class _CaseFuture(Future[CaseOutcome]):
 
     ray: Any = None
     ref: Any = None
+    stopped = False  # a case waiting to be run again alone is dropped instead
 
     def cancel(self) -> bool:
+        self.stopped = True
         if super().cancel():
             return True
         if self.ref is not None and not self.done():
@@ -202,6 +204,17 @@ class _Slot:
     actor: Any
     ready: bool = False
     sent: int = 0
+    hellos: int = 0  # hellos that failed
+    alone: bool = False  # running a case that must not share the actor
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A case sent to an actor, not yet back."""
+
+    slot: _Slot
+    spec: CaseSpec
+    alone: bool
 
 
 class RayExecutor:
@@ -227,7 +240,8 @@ class RayExecutor:
         self.shipped = False  # whether our code travels to the workers (`runtime_env()`)
         self._lock = threading.Lock()
         self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
-        self._running: dict[Future[CaseOutcome], tuple[_Slot, Any]] = {}
+        self._running: dict[Future[CaseOutcome], _Sent] = {}
+        self._lonely: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
         self._idle = threading.Condition(self._lock)
         self._settings: tuple[RunSettings, Any] | None = None
         self.slots: list[_Slot] = []
@@ -279,21 +293,26 @@ class RayExecutor:
         """Create the `jobs` actors; each takes cases once it has said hello (it is placed and
         its worker runs), so an actor the cluster cannot place yet never holds a case."""
         self.slots = [_Slot(self.runner.remote()) for _ in range(self.jobs)]
-        self.hellos: dict[_Slot, Any] = {}
-        for slot in self.slots:
-            ref = slot.actor.hello.remote()
-            self.hellos[slot] = ref
-            ref.future().add_done_callback(lambda done, slot=slot: self._hello(slot, done))
+        self.hellos: dict[_Slot, Any] = {slot: self._ask_hello(slot) for slot in self.slots}
+
+    def _ask_hello(self, slot: _Slot) -> Any:
+        ref = slot.actor.hello.options(max_task_retries=0).remote()
+        ref.future().add_done_callback(lambda done: self._hello(slot, done))
+        return ref
 
     def _hello(self, slot: _Slot, done: Future[Any]) -> None:
-        if done.exception() is not None:
-            return  # never placed, or its worker cannot load our code: it takes no case
+        failed = done.exception() is not None
         with self._lock:
             if slot not in self.slots:
-                return
-            slot.ready = True
+                return  # killed at the end of the run
+            slot.hellos += failed
+            slot.ready = not failed
             started = self._dispatch()
         self._watch(started)
+        if failed and slot.hellos <= MAX_RETRIES:
+            # Its worker died before it said hello (it restarts), or cannot load our code: ask
+            # again a few times; an actor that never answers takes no case.
+            self._ask_hello(slot)
 
     def _workers_run_our_code(self) -> bool:
         """Whether the workers on every node run exactly our code (the same fingerprint): the
@@ -336,6 +355,9 @@ class RayExecutor:
 
     def submit(self, spec: CaseSpec) -> Future[CaseOutcome]:
         ours = _CaseFuture()
+        # Put here, in the caller's thread: a `ray.put` from a Ray callback thread (where
+        # `_dispatch` also runs) can deadlock.
+        self._shared(spec.settings)
         with self._lock:
             self._waiting.append((spec, ours))
             started = self._dispatch()
@@ -344,29 +366,50 @@ class RayExecutor:
 
     def _dispatch(self) -> list[tuple[Future[CaseOutcome], Any]]:
         """Send waiting cases to ready actors, the least busy first, up to `depth` each: one
-        running and the next already there when it ends (called with the lock held)."""
-        started = []
+        running and the next already there when it ends (called with the lock held). A case
+        to be run alone waits for an idle actor; until it has one, nothing else is sent."""
+        started: list[tuple[Future[CaseOutcome], Any]] = []
+        while self._lonely:
+            idle = [s for s in self.slots if s.ready and s.sent == 0]
+            if not idle:
+                return started
+            spec, ours = self._lonely.popleft()
+            if isinstance(ours, _CaseFuture) and ours.stopped:
+                ours.set_exception(CancelledError())
+                continue
+            self._send(idle[0], spec, ours, started, alone=True)
         while self._waiting:
-            free = [s for s in self.slots if s.ready and s.sent < self.depth]
+            free = [s for s in self.slots if s.ready and not s.alone and s.sent < self.depth]
             if not free:
                 break
-            slot = min(free, key=lambda s: s.sent)
             spec, ours = self._waiting.popleft()
-            if not ours.set_running_or_notify_cancel():
-                continue
-            try:
-                ref = slot.actor.run.remote(
-                    [self._shared(spec.settings)], spec.case, spec.index, spec.baseline_record
-                )
-            except Exception as exc:  # Ray refused the call (the cluster went away)
-                ours.set_exception(exc)
-                continue
-            if isinstance(ours, _CaseFuture):
-                ours.ray, ours.ref = self.ray, ref
-            slot.sent += 1
-            self._running[ours] = (slot, ref)
-            started.append((ours, ref))
+            if ours.set_running_or_notify_cancel():
+                self._send(min(free, key=lambda s: s.sent), spec, ours, started)
         return started
+
+    def _send(
+        self,
+        slot: _Slot,
+        spec: CaseSpec,
+        ours: Future[CaseOutcome],
+        started: list[tuple[Future[CaseOutcome], Any]],
+        *,
+        alone: bool = False,
+    ) -> None:
+        call = slot.actor.run.options(max_task_retries=0) if alone else slot.actor.run
+        try:
+            ref = call.remote(
+                [self._shared(spec.settings)], spec.case, spec.index, spec.baseline_record
+            )
+        except Exception as exc:  # Ray refused the call (the cluster went away)
+            ours.set_exception(exc)
+            return
+        if isinstance(ours, _CaseFuture):
+            ours.ray, ours.ref = self.ray, ref
+        slot.sent += 1
+        slot.alone = alone
+        self._running[ours] = _Sent(slot, spec, alone)
+        started.append((ours, ref))
 
     def _watch(self, started: list[tuple[Future[CaseOutcome], Any]]) -> None:
         """Outside the lock: a callback on a finished ref runs at once, in this thread."""
@@ -374,17 +417,32 @@ class RayExecutor:
             ref.future().add_done_callback(lambda done, ours=ours: self._finished(ours, done))
 
     def _finished(self, ours: Future[CaseOutcome], done: Future[Any]) -> None:
+        error = done.exception()
         with self._lock:
-            slot, _ = self._running.pop(ours, (None, None))
-            if slot is not None:
-                slot.sent -= 1
+            sent = self._running.pop(ours, None)
+            again = (
+                sent is not None
+                and not sent.alone
+                and sent.slot in self.slots  # not killed by shutdown
+                and isinstance(error, self.ray.exceptions.RayActorError)
+            )
+            if sent is not None:
+                sent.slot.sent -= 1
+                sent.slot.alone = False
+                if again:
+                    # Ray's retries are spent, maybe only because the case waited behind one
+                    # that killed the worker each time (a retry counts for every case sent to
+                    # a dying actor): one last attempt, alone on an actor.
+                    self._lonely.append((sent.spec, ours))
             started = self._dispatch()
             self._idle.notify_all()
         self._watch(started)
-        try:
+        if again:
+            return
+        if error is None:
             ours.set_result(done.result())
-        except BaseException as exc:  # the call failed for good (retries spent, cancelled)
-            ours.set_exception(exc)
+        else:  # the call failed for good (retries spent, cancelled)
+            ours.set_exception(error)
 
     def _shared(self, settings: RunSettings) -> Any:
         """The run's settings and the driver's forwarded environment in the object store (put
@@ -410,9 +468,11 @@ class RayExecutor:
             if cancel:
                 while self._waiting:
                     self._waiting.popleft()[1].cancel()
+                while self._lonely:
+                    self._lonely.popleft()[1].set_exception(CancelledError())
                 self._kill_slots()  # the running cases' workers go with their actors
             else:
-                while self._running or self._waiting:
+                while self._running or self._waiting or self._lonely:
                     self._idle.wait(timeout=1.0)
                 self._kill_slots()
         if self.limiter is not None:
