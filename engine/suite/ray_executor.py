@@ -36,6 +36,7 @@ MAX_RETRIES = 3  # a case whose worker died is run again this many times, then e
 PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
 DEPTH = 2  # cases sent to one actor at a time: the one it runs and the next
 CANCEL_POLL = 0.1  # seconds between a running case's looks at `ray.cancel`
+SWITCH_INTERVAL = 0.0005  # seconds: the GIL switch interval of a worker (see CaseRunner)
 INSTALL = "pip install 'll-loop[ray]'"
 _SKIPPED = ("__pycache__", "*.pyc")
 ENGINE_DIR = Path(__file__).resolve().parents[1]  # engine/ (without importing the public API)
@@ -117,8 +118,15 @@ class CaseRunner:
     run's settings fetched once), which is most of what a Ray task used to add to a short case."""
 
     def __init__(self) -> None:
+        import sys
+
+        # As on the driver while cases run: a subject that exited is collected at once rather
+        # than after Python's default 5 ms switch interval (Ray's threads share this GIL).
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.shared_key = ""
         self.shared: tuple[RunSettings, dict[str, str]] | None = None
+        self.running = ""  # the run id of the case running now ("" between cases)
+        threading.Thread(target=self._watch_cancel, daemon=True).start()
 
     def hello(self) -> tuple[str, str]:
         """(this worker's node id, the fingerprint of the ll-loop code it runs)."""
@@ -138,21 +146,26 @@ class CaseRunner:
             self.shared, self.shared_key = ray.get(shared[0]), key
         settings, env = self.shared
         adopt_env(env)
-        spec = CaseSpec(settings, case, index, baseline_record)
-        done: Future[CaseOutcome] = Future()
-        # The case runs in a thread so that this one can watch for `ray.cancel` (a flag, for
-        # an actor's call) and stop the case's subjects, as Ctrl-C does in a local run.
-        thread = threading.Thread(target=lambda: done.set_result(run_case(spec)), daemon=True)
-        thread.start()
+        self.running = settings.run_id
+        try:
+            outcome = run_case(CaseSpec(settings, case, index, baseline_record))
+        finally:
+            self.running = ""
+        if ray.get_runtime_context().is_canceled():
+            raise KeyboardInterrupt(f"case {case.id} cancelled")
+        return outcome
+
+    def _watch_cancel(self) -> None:
+        """`ray.cancel` of an actor's call only raises a flag: stop the running case's subjects
+        when it goes up, as Ctrl-C does in a local run (the case then ends at once)."""
+        import ray
+
         context = ray.get_runtime_context()
         while True:
-            try:
-                return done.result(timeout=CANCEL_POLL)
-            except TimeoutError:
-                if context.is_canceled():
-                    interrupt_run(settings.run_id)
-                    thread.join(timeout=30)
-                    raise KeyboardInterrupt(f"case {case.id} cancelled") from None
+            time.sleep(CANCEL_POLL)
+            running = self.running
+            if running and context.is_canceled():
+                interrupt_run(running)
 
 
 def code_fingerprint() -> str:
