@@ -34,7 +34,9 @@ from engine.suite.spec import CaseOutcome, CaseSpec, RunSettings
 
 MAX_RETRIES = 3  # a case whose worker died is run again this many times, then errored
 PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
-DEPTH = 2  # cases sent to one actor at a time: the one it runs and the next
+DEPTH = 2  # calls sent to one actor at a time: the one it runs and the next
+BATCH_SECONDS = 0.1  # short cases travel together in calls of about this many seconds
+MAX_BATCH = 16  # cases in one call at most
 CANCEL_POLL = 0.1  # seconds between a running case's looks at `ray.cancel`
 SWITCH_INTERVAL = 0.0005  # seconds: the GIL switch interval of a worker (see CaseRunner)
 INSTALL = "pip install 'll-loop[ray]'"
@@ -135,10 +137,11 @@ class CaseRunner:
         return ray.get_runtime_context().get_node_id(), code_fingerprint()
 
     def run(
-        self, shared: list[Any], case: Case, index: int, baseline_record: bytes | None
-    ) -> CaseOutcome:
-        """One case. `shared` wraps the ref of the run's settings (in a list, so Ray hands us the
-        ref and we fetch it once per run, not once per case)."""
+        self, shared: list[Any], cases: list[tuple[Case, int, bytes | None]]
+    ) -> tuple[list[CaseOutcome], float]:
+        """A few cases, one after the other: (their outcomes, the seconds they took). `shared`
+        wraps the ref of the run's settings (in a list, so Ray hands us the ref and we fetch it
+        once per run, not once per call)."""
         import ray
 
         key = shared[0].hex()
@@ -146,14 +149,18 @@ class CaseRunner:
             self.shared, self.shared_key = ray.get(shared[0]), key
         settings, env = self.shared
         adopt_env(env)
-        self.running = settings.run_id
-        try:
-            outcome = run_case(CaseSpec(settings, case, index, baseline_record))
-        finally:
-            self.running = ""
-        if ray.get_runtime_context().is_canceled():
-            raise KeyboardInterrupt(f"case {case.id} cancelled")
-        return outcome
+        context = ray.get_runtime_context()
+        started = time.perf_counter()
+        outcomes = []
+        for case, index, baseline_record in cases:
+            self.running = settings.run_id
+            try:
+                outcomes.append(run_case(CaseSpec(settings, case, index, baseline_record)))
+            finally:
+                self.running = ""
+            if context.is_canceled():
+                raise KeyboardInterrupt(f"case {case.id} cancelled")
+        return outcomes, time.perf_counter() - started
 
     def _watch_cancel(self) -> None:
         """`ray.cancel` of an actor's call only raises a flag: stop the running case's subjects
@@ -221,12 +228,12 @@ class _Slot:
     alone: bool = False  # running a case that must not share the actor
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a call is itself (a dict key)
 class _Sent:
-    """A case sent to an actor, not yet back."""
+    """Cases sent to an actor in one call, not yet back."""
 
     slot: _Slot
-    spec: CaseSpec
+    batch: list[tuple[CaseSpec, Future[CaseOutcome]]]
     alone: bool
 
 
@@ -253,7 +260,8 @@ class RayExecutor:
         self.shipped = False  # whether our code travels to the workers (`runtime_env()`)
         self._lock = threading.Lock()
         self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
-        self._running: dict[Future[CaseOutcome], _Sent] = {}
+        self._running: dict[_Sent, Any] = {}  # calls on their way -> Ray's ObjectRef
+        self._per_case: float | None = None  # seconds a case takes on a worker (a running mean)
         self._lonely: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
         self._idle = threading.Condition(self._lock)
         self._settings: tuple[RunSettings, Any] | None = None
@@ -364,7 +372,7 @@ class RayExecutor:
 
     @property
     def capacity(self) -> int:
-        return self.jobs * self.depth
+        return self.jobs * self.depth * MAX_BATCH
 
     def submit(self, spec: CaseSpec) -> Future[CaseOutcome]:
         ours = _CaseFuture()
@@ -377,11 +385,11 @@ class RayExecutor:
         self._watch(started)
         return ours
 
-    def _dispatch(self) -> list[tuple[Future[CaseOutcome], Any]]:
-        """Send waiting cases to ready actors, the least busy first, up to `depth` each: one
-        running and the next already there when it ends (called with the lock held). A case
-        to be run alone waits for an idle actor; until it has one, nothing else is sent."""
-        started: list[tuple[Future[CaseOutcome], Any]] = []
+    def _dispatch(self) -> list[tuple[_Sent, Any]]:
+        """Send waiting cases to ready actors, the least busy first, up to `depth` calls each:
+        one running and the next already there when it ends (called with the lock held). A
+        case to be run alone waits for an idle actor; until it has one, nothing else is sent."""
+        started: list[tuple[_Sent, Any]] = []
         while self._lonely:
             idle = [s for s in self.slots if s.ready and s.sent == 0]
             if not idle:
@@ -390,72 +398,90 @@ class RayExecutor:
             if isinstance(ours, _CaseFuture) and ours.stopped:
                 ours.set_exception(CancelledError())
                 continue
-            self._send(idle[0], spec, ours, started, alone=True)
+            self._send(idle[0], [(spec, ours)], started, alone=True)
         while self._waiting:
             free = [s for s in self.slots if s.ready and not s.alone and s.sent < self.depth]
             if not free:
                 break
-            spec, ours = self._waiting.popleft()
-            if ours.set_running_or_notify_cancel():
-                self._send(min(free, key=lambda s: s.sent), spec, ours, started)
+            batch: list[tuple[CaseSpec, Future[CaseOutcome]]] = []
+            while self._waiting and len(batch) < self._batch_size():
+                spec, ours = self._waiting.popleft()
+                if ours.set_running_or_notify_cancel():
+                    batch.append((spec, ours))
+            if batch:
+                self._send(min(free, key=lambda s: s.sent), batch, started)
         return started
+
+    def _batch_size(self) -> int:
+        """Cases per call: as many as run in about BATCH_SECONDS (one while a case takes
+        longer, or before any has finished), so a call's cost is shared by short cases while
+        outcomes still come back every fraction of a second."""
+        if self._per_case is None or self._per_case >= BATCH_SECONDS:
+            return 1
+        return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(self._per_case, 1e-4))))
 
     def _send(
         self,
         slot: _Slot,
-        spec: CaseSpec,
-        ours: Future[CaseOutcome],
-        started: list[tuple[Future[CaseOutcome], Any]],
+        batch: list[tuple[CaseSpec, Future[CaseOutcome]]],
+        started: list[tuple[_Sent, Any]],
         *,
         alone: bool = False,
     ) -> None:
         call = slot.actor.run.options(max_task_retries=0) if alone else slot.actor.run
+        shared = [self._shared(batch[0][0].settings)]
         try:
-            ref = call.remote(
-                [self._shared(spec.settings)], spec.case, spec.index, spec.baseline_record
-            )
+            ref = call.remote(shared, [(s.case, s.index, s.baseline_record) for s, _ in batch])
         except Exception as exc:  # Ray refused the call (the cluster went away)
-            ours.set_exception(exc)
+            for _, ours in batch:
+                ours.set_exception(exc)
             return
-        if isinstance(ours, _CaseFuture):
-            ours.ray, ours.ref = self.ray, ref
+        for _, ours in batch:
+            if isinstance(ours, _CaseFuture):
+                ours.ray, ours.ref = self.ray, ref
         slot.sent += 1
         slot.alone = alone
-        self._running[ours] = _Sent(slot, spec, alone)
-        started.append((ours, ref))
+        sent = _Sent(slot, batch, alone)
+        self._running[sent] = ref
+        started.append((sent, ref))
 
-    def _watch(self, started: list[tuple[Future[CaseOutcome], Any]]) -> None:
+    def _watch(self, started: list[tuple[_Sent, Any]]) -> None:
         """Outside the lock: a callback on a finished ref runs at once, in this thread."""
-        for ours, ref in started:
-            ref.future().add_done_callback(lambda done, ours=ours: self._finished(ours, done))
+        for sent, ref in started:
+            ref.future().add_done_callback(lambda done, sent=sent: self._finished(sent, done))
 
-    def _finished(self, ours: Future[CaseOutcome], done: Future[Any]) -> None:
+    def _finished(self, sent: _Sent, done: Future[Any]) -> None:
         error = done.exception()
+        again = (
+            not sent.alone
+            and isinstance(error, self.ray.exceptions.RayActorError)
+            and sent.slot in self.slots  # not killed by shutdown
+        )
         with self._lock:
-            sent = self._running.pop(ours, None)
-            again = (
-                sent is not None
-                and not sent.alone
-                and sent.slot in self.slots  # not killed by shutdown
-                and isinstance(error, self.ray.exceptions.RayActorError)
-            )
-            if sent is not None:
-                sent.slot.sent -= 1
-                sent.slot.alone = False
-                if again:
-                    # Ray's retries are spent, maybe only because the case waited behind one
-                    # that killed the worker each time (a retry counts for every case sent to
-                    # a dying actor): one last attempt, alone on an actor.
-                    self._lonely.append((sent.spec, ours))
+            self._running.pop(sent, None)
+            sent.slot.sent -= 1
+            sent.slot.alone = False
+            if again:
+                # Ray's retries are spent, maybe only because a case waited behind one that
+                # killed the worker each time (a retry counts for every call sent to a dying
+                # actor): one last attempt for each, alone on an actor.
+                self._lonely.extend(sent.batch)
+            elif error is None:
+                outcomes, seconds = done.result()
+                per_case = seconds / max(1, len(outcomes))
+                self._per_case = (
+                    per_case if self._per_case is None else (self._per_case + per_case) / 2
+                )
             started = self._dispatch()
             self._idle.notify_all()
         self._watch(started)
         if again:
             return
-        if error is None:
-            ours.set_result(done.result())
-        else:  # the call failed for good (retries spent, cancelled)
-            ours.set_exception(error)
+        for i, (_, ours) in enumerate(sent.batch):
+            if error is None:
+                ours.set_result(outcomes[i])
+            else:  # the call failed for good (retries spent, cancelled)
+                ours.set_exception(error)
 
     def _shared(self, settings: RunSettings) -> Any:
         """The run's settings and the driver's forwarded environment in the object store (put
