@@ -248,6 +248,46 @@ def test_a_case_that_kills_its_worker_every_time_is_errored_and_spares_the_next(
     assert echoed["pass_rate"]["k"] == cases - 1
 
 
+ONCE_KILLER = """\
+name: once
+dataset: cases
+isolation: copy
+subject:
+  command: |
+    echo "$PPID" > "$LL_SUITE_DIR/pids/$LL_CASE_ID.$$"
+    if [ ${inputs.n} = 40 ] && mkdir "$LL_SUITE_DIR/killed" 2>/dev/null; then
+      kill -9 "$PPID"; exit 1
+    fi
+    echo ${inputs.n}
+judges:
+  - name: echoed
+    check: return outputs["stdout"].strip() == str(inputs["n"]), outputs["stdout"].strip()
+"""
+
+
+def test_a_worker_killed_mid_batch_runs_the_batch_again_and_records_each_case_once(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    # Short cases travel in batches; c40 kills its worker the first time it runs. Ray runs
+    # that call again: its cases that had already run there (their outcomes never left the
+    # dead worker) run a second time, and every case is recorded exactly once.
+    cases = 60
+    dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(cases)})
+    (tmp_path / "pids").mkdir()
+    write(tmp_path / "s.suite.yaml", ONCE_KILLER)
+    result = run(tmp_path, executor="ray", jobs=1)
+    attempts = Counter(p.name.split(".")[0] for p in (tmp_path / "pids").iterdir())
+    assert attempts["c40"] == 2
+    assert set(attempts) == {f"c{i:02d}" for i in range(cases)}
+    assert max(attempts.values()) == 2
+    rows = db_rows(
+        tmp_path, "SELECT case_id, count(*), min(status) FROM suite_cases GROUP BY case_id"
+    )
+    assert sorted(rows) == [(f"c{i:02d}", 1, "ok") for i in range(cases)]
+    echoed = next(s for s in result.summaries if s.name == "echoed").to_json()
+    assert echoed["pass_rate"]["k"] == cases
+
+
 def test_jobs_and_resources_bound_how_many_cases_run_at_once(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
