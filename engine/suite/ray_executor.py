@@ -1,13 +1,14 @@
-"""Cases as Ray tasks (`ll-harness suite --executor ray`): the same `Executor` as the local ones.
+"""Cases on Ray actors (`ll-harness suite --executor ray`): the same `Executor` as the local ones.
 
-Each case is one Ray task running `run_case` on a worker, in a workspace made on that worker's
-node; its `CaseOutcome` streams back to the driver, which alone records rows and builds the
-report (so the output is the local executor's). Ray does the scheduling; this module only
+Each `--jobs` slot is one `CaseRunner` actor, which runs the cases sent to it one at a time with
+`run_case`, in workspaces made on its node; their `CaseOutcome`s stream back to the driver,
+which alone records rows and builds the report (so the output is the local executor's). Ray
+places and restarts the actors; this module only
 - connects (`--address`, else `RAY_ADDRESS`, else a Ray instance of its own for the run),
-- ships our code to the workers (a runtime environment: `runtime_env()`),
-- asks for each case's resources (`resources:` of the suite file) with bounded retries for a
-  worker that dies mid-case (`MAX_RETRIES`; the case's outcome is returned once, by the retry),
-- keeps at most `jobs` tasks running (the rest wait here, not in the cluster), and
+- ships our code to the workers when they lack it (a runtime environment: `runtime_env()`),
+- reserves each slot's resources (`resources:` of the suite file) and bounds the retries of a
+  call whose worker died (`MAX_RETRIES`),
+- sends each ready actor its running call and the next (short cases a few per call), and
 - starts one limiter actor shared by every worker's LLM client (`engine.suite.ray_limiter`).
 
 `ray` is an optional extra, imported only here and only when this executor is chosen. See
@@ -22,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -206,10 +207,7 @@ class _CaseFuture(Future[CaseOutcome]):
 
     ray: Any = None
     ref: Any = None
-    stopped = False  # a case waiting to be run again alone is dropped instead
-
     def cancel(self) -> bool:
-        self.stopped = True
         if super().cancel():
             return True
         if self.ref is not None and not self.done():
@@ -225,7 +223,6 @@ class _Slot:
     ready: bool = False
     sent: int = 0
     hellos: int = 0  # hellos that failed
-    alone: bool = False  # running a case that must not share the actor
 
 
 @dataclass(frozen=True, eq=False)  # a call is itself (a dict key)
@@ -234,7 +231,6 @@ class _Sent:
 
     slot: _Slot
     batch: list[tuple[CaseSpec, Future[CaseOutcome]]]
-    alone: bool
 
 
 class RayExecutor:
@@ -262,7 +258,6 @@ class RayExecutor:
         self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
         self._running: dict[_Sent, Any] = {}  # calls on their way -> Ray's ObjectRef
         self._per_case: float | None = None  # seconds a case takes on a worker (a running mean)
-        self._lonely: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
         self._idle = threading.Condition(self._lock)
         self._settings: tuple[RunSettings, Any] | None = None
         self.slots: list[_Slot] = []
@@ -387,20 +382,10 @@ class RayExecutor:
 
     def _dispatch(self) -> list[tuple[_Sent, Any]]:
         """Send waiting cases to ready actors, the least busy first, up to `depth` calls each:
-        one running and the next already there when it ends (called with the lock held). A
-        case to be run alone waits for an idle actor; until it has one, nothing else is sent."""
+        one running and the next already there when it ends (called with the lock held)."""
         started: list[tuple[_Sent, Any]] = []
-        while self._lonely:
-            idle = [s for s in self.slots if s.ready and s.sent == 0]
-            if not idle:
-                return started
-            spec, ours = self._lonely.popleft()
-            if isinstance(ours, _CaseFuture) and ours.stopped:
-                ours.set_exception(CancelledError())
-                continue
-            self._send(idle[0], [(spec, ours)], started, alone=True)
         while self._waiting:
-            free = [s for s in self.slots if s.ready and not s.alone and s.sent < self.depth]
+            free = [s for s in self.slots if s.ready and s.sent < self.depth]
             if not free:
                 break
             batch: list[tuple[CaseSpec, Future[CaseOutcome]]] = []
@@ -425,13 +410,11 @@ class RayExecutor:
         slot: _Slot,
         batch: list[tuple[CaseSpec, Future[CaseOutcome]]],
         started: list[tuple[_Sent, Any]],
-        *,
-        alone: bool = False,
     ) -> None:
-        call = slot.actor.run.options(max_task_retries=0) if alone else slot.actor.run
         shared = [self._shared(batch[0][0].settings)]
         try:
-            ref = call.remote(shared, [(s.case, s.index, s.baseline_record) for s, _ in batch])
+            cases = [(spec.case, spec.index, spec.baseline_record) for spec, _ in batch]
+            ref = slot.actor.run.remote(shared, cases)
         except Exception as exc:  # Ray refused the call (the cluster went away)
             for _, ours in batch:
                 ours.set_exception(exc)
@@ -440,8 +423,7 @@ class RayExecutor:
             if isinstance(ours, _CaseFuture):
                 ours.ray, ours.ref = self.ray, ref
         slot.sent += 1
-        slot.alone = alone
-        sent = _Sent(slot, batch, alone)
+        sent = _Sent(slot, batch)
         self._running[sent] = ref
         started.append((sent, ref))
 
@@ -452,21 +434,10 @@ class RayExecutor:
 
     def _finished(self, sent: _Sent, done: Future[Any]) -> None:
         error = done.exception()
-        again = (
-            not sent.alone
-            and isinstance(error, self.ray.exceptions.RayActorError)
-            and sent.slot in self.slots  # not killed by shutdown
-        )
         with self._lock:
             self._running.pop(sent, None)
             sent.slot.sent -= 1
-            sent.slot.alone = False
-            if again:
-                # Ray's retries are spent, maybe only because a case waited behind one that
-                # killed the worker each time (a retry counts for every call sent to a dying
-                # actor): one last attempt for each, alone on an actor.
-                self._lonely.extend(sent.batch)
-            elif error is None:
+            if error is None:
                 outcomes, seconds = done.result()
                 per_case = seconds / max(1, len(outcomes))
                 self._per_case = (
@@ -475,8 +446,6 @@ class RayExecutor:
             started = self._dispatch()
             self._idle.notify_all()
         self._watch(started)
-        if again:
-            return
         for i, (_, ours) in enumerate(sent.batch):
             if error is None:
                 ours.set_result(outcomes[i])
@@ -507,11 +476,9 @@ class RayExecutor:
             if cancel:
                 while self._waiting:
                     self._waiting.popleft()[1].cancel()
-                while self._lonely:
-                    self._lonely.popleft()[1].set_exception(CancelledError())
                 self._kill_slots()  # the running cases' workers go with their actors
             else:
-                while self._running or self._waiting or self._lonely:
+                while self._running or self._waiting:
                     self._idle.wait(timeout=1.0)
                 self._kill_slots()
         if self.limiter is not None:
