@@ -23,9 +23,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m compileall -q engine lint >/dev/null
 	touch $@ $(VENV)/.installed
 
-# The demo runs in ./demo-run/ (created afresh), so its run directory is there to look at after.
+# The demo runs in ./demo-run/ (created afresh, with its own .loops/ so that it is its own project
+# root rather than this repository), so its run directory is there to look at after.
 demo: $(VENV)/.installed
-	rm -rf demo-run && mkdir demo-run
+	rm -rf demo-run && mkdir -p demo-run/.loops
 	cd demo-run && $(CURDIR)/$(BIN)/ll-loop run fix-until-green-demo
 	@echo "the demo ran in ./demo-run/: its run is in demo-run/.loops/runs/ (ll-loop status --all there)"
 

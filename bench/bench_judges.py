@@ -28,7 +28,7 @@ from engine.judges import JudgeEnv, assess, build_record, compile_judges, run_ju
 from engine.llm.services import messages_port  # noqa: E402
 from engine.load.loader import load_loop_text  # noqa: E402
 from engine.model.ports import ActionResult  # noqa: E402
-from engine.run.actions import ActionRunner  # noqa: E402
+from engine.runtime.actions import ActionRunner  # noqa: E402
 from tests.loopback_server import LoopbackServer, Reply, forced_tool_name, tool_reply  # noqa: E402
 
 LATENCY = 0.2

@@ -4,7 +4,7 @@
    `samples: 1` measured in the same run: the ratio should stay within 1.5× (samples run
    concurrently, so three cost about one round trip).
 2. In fresh interpreters (`python -X importtime`): importing `engine.llm` and
-   `engine.run.interpreter`, and running a loop without LLM states, must not import
+   `engine.runtime.interpreter`, and running a loop without LLM states, must not import
    `anthropic`; a real SDK client does, and its import cost is printed for reference.
 Run: `.venv/bin/python -m bench llm` or `.venv/bin/python bench/bench_llm.py`.
 """
@@ -100,8 +100,8 @@ def bench_imports() -> bool:
     checks: list[tuple[str, str, tuple[str, ...], Path | None, bool]] = [
         ("import engine.llm", "import engine.llm", (), None, False),
         (
-            "import engine.run.interpreter",
-            "import engine.run.interpreter, engine.llm.services",
+            "import engine.runtime.interpreter",
+            "import engine.runtime.interpreter, engine.llm.services",
             (),
             None,
             False,

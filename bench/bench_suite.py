@@ -104,8 +104,8 @@ server.stop()
 def bench_llm() -> bool:
     """The model is the loopback server in its own process, as a remote API would be: its HTTP
     handling does not share the suite's interpreter."""
-    from engine.run.history import open_history
-    from engine.suite.driver import SuiteOptions, run_suite
+    from engine.runtime.history import open_history
+    from engine.suites.driver import SuiteOptions, run_suite
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER.format(root=str(ROOT), latency=LATENCY)],

@@ -32,11 +32,11 @@ if TYPE_CHECKING:
     from engine._results import HistoryEntry, RunStatus, StopResult
     from engine.load.yaml_positions import Positions
     from engine.model.ports import Event, RunResult
-    from engine.run.locks import Lease
-    from engine.run.resume import RunSnapshot
-    from engine.run.session import Launch
-    from engine.suite.result import SuiteResult
-    from engine.suite.spec import CaseOutcome
+    from engine.runtime.locks import Lease
+    from engine.runtime.resume import RunSnapshot
+    from engine.runtime.session import Launch
+    from engine.suites.result import SuiteResult
+    from engine.suites.spec import CaseOutcome
 
 __all__ = [
     "Diagnostic",
@@ -135,7 +135,7 @@ def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagno
 
     resolver = None
     if _has_subloops(loop):
-        from engine.run.subloop import resolve_child
+        from engine.runtime.subloop import resolve_child
 
         def resolver(ref: str) -> Loop | None:
             return load_child(resolve_child(ref, loop.source, where.root))
@@ -152,7 +152,7 @@ def load_child(path: Path) -> Loop:
     refuse it. The runtime receives this as its child loader (docs/architecture.md)."""
     from engine.load.loader import load_loop_with_positions
     from engine.model.errors import LoadError
-    from engine.run.subloop import SubloopError
+    from engine.runtime.subloop import SubloopError
     from lint import lint_loop
 
     stat = path.stat()
@@ -214,7 +214,7 @@ def run(
     (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
     `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
     """
-    from engine.run.runstore import new_run_id
+    from engine.runtime.runstore import new_run_id
 
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
@@ -228,7 +228,7 @@ def run(
     launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
     run_id = new_run_id()
     lease = _take_lock(launch, run_id, lock=lock, queue=queue, timeout=queue_timeout)
-    from engine.run.session import start_run
+    from engine.runtime.session import start_run
 
     with lease:
         return start_run(launch, run_id=run_id, lease_env=lease.env())
@@ -278,9 +278,9 @@ def _launch(
 ) -> Launch:
     """The run's `Launch`, after the LLM preflight of every loop it will run."""
     from engine.load.project import refuse_links
-    from engine.run.actions import output_cap
-    from engine.run.runstore import runs_root
-    from engine.run.session import Launch
+    from engine.runtime.actions import output_cap
+    from engine.runtime.runstore import runs_root
+    from engine.runtime.session import Launch
 
     launch = Launch(
         loop=loop,
@@ -305,7 +305,7 @@ def _llm_preflight(launch: Launch) -> None:
     child's judge without credentials stops the run before its first step, not halfway."""
     family = [launch.loop]
     if launch.load_child is not None:
-        from engine.run.subloop import static_family
+        from engine.runtime.subloop import static_family
 
         family = static_family(launch.loop, launch.root, launch.load_child)
     family = [member for member in family if member.uses_llm()]
@@ -380,7 +380,7 @@ def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:
     """A run id under `.loops/runs/`, or a run directory path."""
     if replay is None:
         return None
-    from engine.run.runstore import runs_root
+    from engine.runtime.runstore import runs_root
 
     for candidate in (runs_root(where.root) / str(replay), where.path(replay)):
         if candidate.is_dir():
@@ -397,8 +397,8 @@ def _take_lock(
     """Hold the loop's `scope` for this run: fail fast on an overlapping live run
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
     started by one of this run's actions inherits the lease through its environment."""
-    from engine.run.locks import acquire_scope, no_lock
-    from engine.run.scope import run_scope
+    from engine.runtime.locks import acquire_scope, no_lock
+    from engine.runtime.scope import run_scope
 
     if not lock:
         return no_lock(launch.root, run_id)
@@ -428,10 +428,10 @@ def resume(
     happen twice: actions should be idempotent). Context, captures, step and retry counters are
     those of the last boundary. `on_notice` hears what the resume repaired on the way.
     """
-    from engine.run.interpreter import RunState
-    from engine.run.resume import end_orphaned_actions, find_run, repair_events, restore_state
-    from engine.run.runstore import RunStore, read_state
-    from engine.run.session import Resumed, start_run
+    from engine.runtime.interpreter import RunState
+    from engine.runtime.resume import end_orphaned_actions, find_run, repair_events, restore_state
+    from engine.runtime.runstore import RunStore, read_state
+    from engine.runtime.session import Resumed, start_run
 
     where = _Where.of(cwd)
     notice = on_notice or (lambda _text: None)
@@ -516,7 +516,7 @@ def status(
     """One run's status (id or unique prefix; the action groups a dead run left running
     included), or every live run — queued ones first — plus finished ones with
     `include_finished`."""
-    from engine.run.resume import find_run, list_runs, orphaned_actions
+    from engine.runtime.resume import find_run, list_runs, orphaned_actions
 
     where = _Where.of(cwd)
     if run_id is not None:
@@ -560,7 +560,7 @@ def _queued(root: Path, known: set[str]) -> list[RunStatus]:
     import time
 
     from engine._results import RunStatus
-    from engine.run.locks import holders
+    from engine.runtime.locks import holders
 
     return [
         RunStatus(
@@ -585,8 +585,8 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     import time
 
     from engine._results import StopResult
-    from engine.run.locks import process_alive
-    from engine.run.resume import end_orphaned_actions, find_run, read_run
+    from engine.runtime.locks import process_alive
+    from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
     where = _Where.of(cwd)
     waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
@@ -627,9 +627,9 @@ def history(
     from dataclasses import asdict
 
     from engine._results import HistoryEntry
-    from engine.run.history import history_path, open_history
-    from engine.run.resume import read_run
-    from engine.run.runstore import runs_root
+    from engine.runtime.history import history_path, open_history
+    from engine.runtime.resume import read_run
+    from engine.runtime.runstore import runs_root
 
     where = _Where.of(cwd)
     if not history_path(where.root).exists():
@@ -655,7 +655,7 @@ def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
     """The events of one run, read from `events.jsonl` one at a time as they are consumed: a
     run of any length is walked in constant memory (`ll-loop history RUN` streams with it).
     The run is looked up at the call, before the first event is asked for."""
-    from engine.run.resume import find_run
+    from engine.runtime.resume import find_run
 
     snapshot = find_run(run_id, _Where.of(cwd).root)
     return _events_of(snapshot.dir / "events.jsonl")
@@ -663,7 +663,7 @@ def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
 
 def _events_of(path: Path) -> Iterator[Event]:
     from engine.model.ports import Event
-    from engine.run.resume import read_events
+    from engine.runtime.resume import read_events
 
     for line in read_events(path):
         fields = {k: v for k, v in line.items() if k not in ("event", "run_id")}
@@ -694,7 +694,7 @@ def suite(
     `.loops/history.db`. `on_case` hears each case's outcome as it finishes. Raises `LoadError`
     for a file that does not load, `SuiteRefusal` for what the command refuses (exit 2), and
     `SuiteInterrupted` on Ctrl-C (the run stays resumable with `resume=RUN_ID`)."""
-    from engine.suite import SuiteOptions, run_suite
+    from engine.suites import SuiteOptions, run_suite
 
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
@@ -754,7 +754,7 @@ _LAZY = {
     "HistoryEntry": "engine._results",
     "RunStatus": "engine._results",
     "StopResult": "engine._results",
-    "SuiteResult": "engine.suite.result",
+    "SuiteResult": "engine.suites.result",
 }
 
 

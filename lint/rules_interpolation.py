@@ -325,6 +325,7 @@ def unsafe_shell_position(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             if expression.raw or expression.end > len(field.template):
                 continue  # `| raw` is LL032's; an unclosed one is LL033's
             kind = value_type(expression.text, types)
+            hint = ""
             if position.context in (Context.DELIMITER, Context.ESCAPED):
                 reason = (
                     f"${{{expression.text}}} is {position.context.value} (line {hole.line}, "
@@ -342,31 +343,26 @@ def unsafe_shell_position(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             elif position.role is Role.CODE and kind == "command":
                 continue
             else:
-                reason = f"${{{expression.text}}}: " + refusal(hole, kind, field.what)
+                # the run-time message says what to write instead; here that is the hint
+                why, _, instead = refusal(hole, kind, field.what).rpartition("; ")
+                reason, hint = f"${{{expression.text}}}: {why}", instead
             needle, nth = _needle(field.template, expression.start, expression.end)
             yield Finding(
                 reason,
                 field.path,
-                _position_hint(position.role, position.context),
+                hint or _position_hint(position.context),
                 needle=needle,
                 occurrence=nth,
             )
 
 
-def _position_hint(role: object, context: object) -> str:
-    from engine.shell.commands import Role
+def _position_hint(context: object) -> str:
+    """The hint for a `${...}` refused by where it is written, not by what bash does there."""
     from engine.shell.quoting import Context
 
     if context is Context.BACKTICK:
         return "use $(...) instead of backticks"
-    if context in (Context.DELIMITER, Context.ESCAPED):
-        return "remove the backslash, or write $${ for a literal ${"
-    if role is Role.CODE:
-        return (
-            'read the value from its environment variable inside the code ("$LL_CONTEXT_name"),'
-            " or declare the parameter `type: command` if it is a command line by contract"
-        )
-    return "declare the parameter `type: integer`, or convert with `| integer`"
+    return "remove the backslash, or write $${ for a literal ${"
 
 
 @rule("LL035", "warning", "value-evaluated-through-variable")

@@ -49,8 +49,16 @@ class Ran:
 
     @property
     def run_dir(self) -> Path:
-        runs = sorted((self.cwd / ".loops" / "runs").iterdir())
-        return runs[-1]
+        """This command's run directory: the one its --json names, else the newest (run ids
+        started within one second do not sort by time)."""
+        runs = self.cwd / ".loops" / "runs"
+        try:
+            run_id = json.loads(self.stdout).get("run_id")
+        except (ValueError, AttributeError):
+            run_id = None
+        if isinstance(run_id, str) and run_id:
+            return runs / run_id
+        return max(runs.iterdir(), key=lambda p: p.stat().st_mtime_ns)
 
     def events(self) -> list[dict[str, Any]]:
         lines = (self.run_dir / "events.jsonl").read_text().splitlines()

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.model.errors import LockConflict
-from engine.run.locks import acquire_scope
+from engine.runtime.locks import acquire_scope
 
 
 def _mark(log: str | None, kind: str, run_id: str, paths: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.run.locks import process_alive
+from engine.runtime.locks import process_alive
 from tests import cli
 from tests.cli import Ran
 

@@ -60,7 +60,7 @@ def by_judge(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def leftovers(run_id: str) -> list[Path]:
     """The run's workspace roots that still exist (none, once it finished)."""
-    from engine.suite.workspace import scratch_roots
+    from engine.suites.workspace import scratch_roots
 
     return [root for root in scratch_roots(run_id) if root.exists()]
 

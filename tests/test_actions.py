@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine.run.actions import ActionRunner
+from engine.runtime.actions import ActionRunner
 
 
 def runner(tmp_path: Path, **kwargs: object) -> ActionRunner:

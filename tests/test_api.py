@@ -160,7 +160,7 @@ def test_values_bind_to_parameters_with_their_types(tmp_path: Path) -> None:
 
 
 def test_an_overlapping_run_is_refused_unless_unlocked(tmp_path: Path) -> None:
-    from engine.run.locks import acquire_scope
+    from engine.runtime.locks import acquire_scope
 
     write_loop(tmp_path, COUNT, "count.yaml")
     with acquire_scope(tmp_path, "20260101-000000-aaaaaa", ["."], env={}):
@@ -263,18 +263,18 @@ def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
 
 
 def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:
-    import engine.run.interpreter  # binds the package as `engine.run`
+    import engine.runtime.interpreter  # the runtime's package is engine.runtime, not engine.run
 
     write_loop(tmp_path, COUNT, "count.yaml")
     assert engine.run("count.yaml", cwd=tmp_path).outcome == "success"
-    assert engine.run.interpreter.RunState.__name__ == "RunState"
+    assert engine.runtime.interpreter.RunState.__name__ == "RunState"
 
 
 def test_import_engine_stays_cheap() -> None:
     code = (
         "import sys, engine; engine.validate; "
         "print(sorted(m for m in ('anthropic', 'jinja2', 'typer', 'networkx', 'lint', "
-        "'engine.run.interpreter') if m in sys.modules))"
+        "'engine.runtime.interpreter') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

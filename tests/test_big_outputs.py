@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.run.interpreter import WHOLE_OUTPUT_LIMIT
+from engine.runtime.interpreter import WHOLE_OUTPUT_LIMIT
 from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.run_helpers import run_yaml
 

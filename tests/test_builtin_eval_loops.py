@@ -383,7 +383,7 @@ def subloops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     result = run_loop(str(probe), cwd=project)
     if "sub-loops are not available" in result.stderr + str(result.result.get("error")):
-        pytest.skip("ll-loop run does not run sub-loops yet (engine.run.subloop hook not wired)")
+        pytest.fail("ll-loop run did not run the sub-loop (engine.runtime.subloop not wired)")
     return project
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.harness.provenance import Provenance, git_provenance
-from engine.run.history import history_path, open_history
+from engine.runtime.history import history_path, open_history
 from tests.harness_helpers import DATA, harness, harness_json
 
 

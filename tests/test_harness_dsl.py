@@ -15,7 +15,7 @@ import pytest
 from engine.harness.dsl import TaskOutcome, dsl_exit_code
 from engine.harness.tasks import extract_answer, grade_answer, load_task
 from engine.model.errors import UsageError
-from engine.run.history import open_history
+from engine.runtime.history import open_history
 from tests.harness_helpers import DATA, harness
 from tests.loopback_server import LoopbackServer, Reply, message, text_reply, verdict_reply
 

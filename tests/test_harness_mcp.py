@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.harness.mcp import call_tool, load_server
-from engine.run.history import open_history
+from engine.runtime.history import open_history
 from tests.harness_helpers import harness, harness_json
 from tests.loopback_server import LoopbackServer, verdict_reply
 

@@ -13,7 +13,7 @@ from engine.harness.grading import Gates
 from engine.harness.refusal import Refusal
 from engine.harness.session import Options, Report, evaluate
 from engine.harness.subjects import cmd_subject, prompt_subject
-from engine.run.history import History, open_history
+from engine.runtime.history import History, open_history
 from tests.harness_helpers import harness
 from tests.loopback_server import LoopbackServer, Reply, error_reply, text_reply, verdict_reply
 

@@ -14,7 +14,7 @@ from engine.harness.grading import Gates
 from engine.harness.refusal import Refusal
 from engine.harness.session import Options, Report, evaluate
 from engine.harness.subjects import cmd_subject
-from engine.run.history import History, open_history
+from engine.runtime.history import History, open_history
 from tests.harness_helpers import calls, counter_command, flaky_command
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.model.ports import RunResult
-from engine.run.history import (
+from engine.runtime.history import (
     SCHEMA_VERSION,
     HistoryError,
     NewAttempt,
@@ -211,7 +211,7 @@ def test_concurrent_processes_all_write(tmp_path: Path) -> None:
         f"""
         import sys
         from pathlib import Path
-        from engine.run.history import NewAttempt, open_history
+        from engine.runtime.history import NewAttempt, open_history
         n = sys.argv[1]
         with open_history(Path({str(tmp_path)!r})) as h:
             for i in range(25):

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from engine.load.loader import load_loop_text
-from engine.run.runstore import runs_root
-from engine.run.scope import run_scope
+from engine.runtime.runstore import runs_root
+from engine.runtime.scope import run_scope
 from tests.lint_cli_helpers import ll_loop
 
 LOOP = """\

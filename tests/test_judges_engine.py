@@ -27,7 +27,7 @@ from engine.judges import (
     verdict_of,
 )
 from engine.model.ports import ActionResult
-from engine.run.actions import ActionRunner
+from engine.runtime.actions import ActionRunner
 from tests.judges_helpers import judge_of, judges_of
 
 LL_LOOP = Path(sys.executable).with_name("ll-loop")

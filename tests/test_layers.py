@@ -121,7 +121,7 @@ def back_arrows() -> list[str]:
 
 def test_the_layer_table_is_read_from_the_docs() -> None:
     assert RANKS["engine.model"] == 0
-    assert RANKS["lint"] == RANKS["engine.run"]
+    assert RANKS["lint"] == RANKS["engine.runtime"]
     assert RANKS["engine.cli"] == max(RANKS.values())
 
 
@@ -133,13 +133,13 @@ def test_imports_only_go_down() -> None:
 @pytest.mark.parametrize(
     ("source", "code", "expected"),
     [
-        ("engine/run/x.py", "from lint import lint_loop", "an arrow sideways"),
-        ("engine/model/x.py", "def f():\n    from engine.run import interpreter", "an arrow up"),
+        ("engine/runtime/x.py", "from lint import lint_loop", "an arrow sideways"),
+        ("engine/model/x.py", "def f():\n    from engine.runtime import actions", "an arrow up"),
         ("engine/load/x.py", "from . import loader", None),
         ("engine/graph/x.py", "from ..shell import quoting", "an arrow sideways"),
         ("engine/cli/x.py", "if TYPE_CHECKING:\n    from engine.api import run", None),
-        ("lint/x.py", "import engine.run.subloop", "an arrow sideways"),
-        ("engine/run/x.py", "from engine import api", "an arrow up"),
+        ("lint/x.py", "import engine.runtime.subloop", "an arrow sideways"),
+        ("engine/runtime/x.py", "from engine import api", "an arrow up"),
     ],
 )
 def test_the_walk_sees_every_kind_of_import(source: str, code: str, expected: str | None) -> None:

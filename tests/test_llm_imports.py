@@ -17,7 +17,7 @@ def modules_after(code: str) -> set[str]:
 
 
 def test_engine_llm_and_interpreter_do_not_import_anthropic() -> None:
-    loaded = modules_after("import engine.llm, engine.llm.services, engine.run.interpreter")
+    loaded = modules_after("import engine.llm, engine.llm.services, engine.runtime.interpreter")
     assert "engine" in loaded
     assert "anthropic" not in loaded
 

@@ -11,7 +11,7 @@ import pytest
 
 from engine.llm.client import AnthropicClient, LlmCallError
 from engine.model.errors import UsageError
-from engine.suite.ray_limiter import LlmLimiter, rpm_from_env
+from engine.suites.ray_limiter import LlmLimiter, rpm_from_env
 from tests.loopback_server import LoopbackServer, error_reply, text_reply
 
 REQUEST = {

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.model.errors import LockConflict
-from engine.run.locks import (
+from engine.runtime.locks import (
     LEASE_ENV,
     PATHS_ENV,
     Record,

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from engine.run.locks import overlap
+from engine.runtime.locks import overlap
 from tests.runs_helpers import ll_loop, result_of, spawn, wait_until, write
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.load.project import UnsafePath, ensure_dir, open_file, write_new_file
-from engine.run.actions import output_cap
+from engine.runtime.actions import output_cap
 from tests.runs_helpers import LL_LOOP, ll_loop, result_of, spawn, wait_until, write
 
 SLEEPER = """
@@ -114,6 +114,20 @@ def test_scaffold_out_refuses_a_link_and_writes_into_a_directory(tmp_path: Path)
     written = list((tmp_path / "evals").iterdir())
     assert len(written) == 1 and written[0].suffix == ".yaml"
     assert ll_loop(tmp_path, "validate", str(written[0])).returncode == 0
+
+
+def test_harness_history_html_is_not_written_through_a_link(tmp_path: Path) -> None:
+    from tests.harness_helpers import harness
+
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (tmp_path / "page.html").symlink_to(victim)
+    done = harness(tmp_path, "history", "true", "--html", "page.html")
+    assert done.returncode == 2 and "is a symbolic link" in done.stderr, done.stderr
+    assert victim.read_text() == "keep me\n"
+    assert harness(tmp_path, "history", "true", "--html", "real.html").returncode == 0
+    assert (tmp_path / "real.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_the_file_helpers_refuse_links_below_loops(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def test_report_loads_offline_and_shows_the_path_the_events_record(
 def test_harness_history_page_charts_each_invocation_with_its_interval(
     browser: Any, tmp_path: Path
 ) -> None:
-    from engine.run.history import NewAttempt, open_history
+    from engine.runtime.history import NewAttempt, open_history
 
     outcomes = [["pass", "fail", "pass"], ["pass", "pass", "pass"], ["fail", "abstain", "pass"]]
     with open_history(tmp_path) as history:

@@ -15,9 +15,9 @@ from engine.load.loader import load_loop_text
 from engine.load.resources import schema_path
 from engine.model.loop import Loop
 from engine.model.ports import RunResult
-from engine.run.actions import ActionRunner
-from engine.run.interpreter import CAPTURE_LIMIT, RunState, Runtime, StopSignal, run
-from engine.run.runstore import RunStore, now_iso
+from engine.runtime.actions import ActionRunner
+from engine.runtime.interpreter import CAPTURE_LIMIT, RunState, Runtime, StopSignal, run
+from engine.runtime.runstore import RunStore, now_iso
 
 COUNTER = """
 name: counter

@@ -1,6 +1,6 @@
 """The run directory on disk: state.json swaps, the event log, timestamps.
 
-(engine/run/runstore.py)
+(engine/runtime/runstore.py)
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from engine.run.runstore import RunStore, new_run_id, now_iso, read_state
+from engine.runtime.runstore import RunStore, new_run_id, now_iso, read_state
 
 
 def test_state_json_holds_exactly_the_last_boundary_when_it_shrinks(tmp_path: Path) -> None:

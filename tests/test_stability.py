@@ -16,7 +16,7 @@ from engine.harness.stability import (
     observations_from_attempts,
     stability,
 )
-from engine.run.history import NewAttempt, open_history
+from engine.runtime.history import NewAttempt, open_history
 from tests.loopback_server import LoopbackServer, Reply, verdict_reply
 from tests.run_helpers import ll_loop, write_loop
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine.model.loop import Loop, Parameter, State
 from engine.model.ports import RunResult
-from engine.run.subloop import (
+from engine.runtime.subloop import (
     SubloopError,
     SubloopOutcome,
     bind_parameters,

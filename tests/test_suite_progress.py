@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from engine.suite.progress import SuiteProgress
-from engine.suite.spec import ArmOutcome, CaseOutcome, JudgeOutcome
+from engine.suites.progress import SuiteProgress
+from engine.suites.spec import ArmOutcome, CaseOutcome, JudgeOutcome
 from tests.harness_helpers import REPO
 from tests.suite_helpers import dataset, db_rows, own_project, recorded, suite, write
 

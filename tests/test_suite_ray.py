@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from engine.run.history import open_history
-from engine.suite.driver import SuiteOptions, run_suite
-from engine.suite.result import SuiteResult
+from engine.runtime.history import open_history
+from engine.suites.driver import SuiteOptions, run_suite
+from engine.suites.result import SuiteResult
 from tests.harness_helpers import REPO
 from tests.loopback_server import LoopbackServer, Reply, error_reply, tool_reply
 from tests.ray_helpers import LocalCluster
@@ -63,7 +63,7 @@ def cluster() -> Iterator[LocalCluster]:
     os.environ.update(started.env)
     import ray
 
-    from engine.suite.ray_executor import runtime_env
+    from engine.suites.ray_executor import runtime_env
 
     try:
         ray.init(
@@ -228,7 +228,7 @@ def test_a_case_that_kills_its_worker_every_time_is_errored_and_spares_the_next_
 ) -> None:
     # One actor (--jobs 1) holds c00, which kills its worker each time, with c01 sent behind
     # it: c00 is errored once its retries are spent; c01, which never started there, runs once.
-    from engine.suite.ray_executor import MAX_RETRIES
+    from engine.suites.ray_executor import MAX_RETRIES
 
     cases = 4
     dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(cases)})

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from engine.load.dataset import load_cases
 from engine.load.suite import load_suite_file
-from engine.suite.casework import run_case
-from engine.suite.driver import SuiteOptions, run_suite
-from engine.suite.executor import LocalExecutor
-from engine.suite.spec import CaseSpec, RunSettings
+from engine.suites.casework import run_case
+from engine.suites.driver import SuiteOptions, run_suite
+from engine.suites.executor import LocalExecutor
+from engine.suites.spec import CaseSpec, RunSettings
 from tests.loopback_server import LoopbackServer, text_reply
 from tests.suite_helpers import by_judge, dataset, suite_json, write
 

@@ -266,7 +266,7 @@ def _evaluate(
 ) -> int:
     from engine.harness.render import report_json, report_text
     from engine.harness.session import check_options, evaluate
-    from engine.run.history import open_history
+    from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
         check_options(options)
@@ -431,7 +431,7 @@ def dsl_command(
     """Run a batch of DSL task files and report the pass rate with a 95% Wilson interval."""
     from engine.harness.dsl import DslOptions, run_dsl
     from engine.harness.render_dsl import dsl_json, dsl_text
-    from engine.run.history import open_history
+    from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
         if samples is not None and samples > 1:
@@ -461,6 +461,7 @@ def dsl_command(
 class SuiteOutput(StrEnum):
     text = "text"
     json = "json"
+    html = "html"
 
 
 class SuiteExecutor(StrEnum):
@@ -475,6 +476,7 @@ class SuiteExecutor(StrEnum):
         "ll-harness suite evals/answers.suite.yaml --jobs 8",
         "ll-harness suite evals/answers.suite.yaml --output json --cases 'hard-*'",
         "ll-harness suite evals/answers.suite.yaml --resume 20260101-120000-a1b2c3",
+        "ll-harness suite evals/answers.suite.yaml --output html --out answers.html",
     ),
 )
 def suite_command(
@@ -489,9 +491,15 @@ def suite_command(
     cases: Annotated[
         str | None, typer.Option("--cases", help="Only the cases whose id matches this glob.")
     ] = None,
-    output: Annotated[SuiteOutput, typer.Option("--output", help="text or json.")] = (
-        SuiteOutput.text
-    ),
+    output: Annotated[
+        SuiteOutput,
+        typer.Option("--output", help="text, json or html (one self-contained page)."),
+    ] = SuiteOutput.text,
+    report_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the report to this file instead of stdout (never "
+                     "through a link); --output html needs it when stdout is a terminal."),
+    ] = None,
     measure_baseline: MeasureOpt = False,
     compare_baseline: CompareOpt = False,
     baseline_of: Annotated[
@@ -519,10 +527,11 @@ def suite_command(
 ) -> int:
     """Run a suite: every case through the subject, every judge on each case's outputs, the
     per-judge aggregates with 95% intervals, gated by the suite's thresholds."""
-    from engine.run.history import open_history
-    from engine.suite import SuiteOptions, run_suite, suite_json, suite_text
-    from engine.suite.driver import project_root
-    from engine.suite.progress import SuiteProgress, choose_mode
+    from engine.cli.harness_suite import check_target, deliver
+    from engine.runtime.history import open_history
+    from engine.suites import SuiteOptions, SuiteResult, run_suite
+    from engine.suites.driver import project_root
+    from engine.suites.progress import SuiteProgress, choose_mode
 
     options = SuiteOptions(
         samples=samples,
@@ -542,13 +551,13 @@ def suite_command(
     def progress(**kwargs: Any) -> SuiteProgress:
         return SuiteProgress(mode=mode, **kwargs)
 
-    def build() -> tuple[str, dict[str, Any], int]:
+    def run() -> SuiteResult:
+        check_target(report_file, output.value)
         cwd = Path.cwd()
         with open_history(project_root(cwd)) as history:
-            result = run_suite(path, options, history=history, cwd=cwd, progress=progress)
-        return suite_text(result), suite_json(result), result.exit_code
+            return run_suite(path, options, history=history, cwd=cwd, progress=progress)
 
-    return _emit(OutputFormat(output.value), build)
+    return deliver(run, output.value, report_file)
 
 
 @app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))
@@ -593,7 +602,7 @@ def history_command(
         raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
-    from engine.run.history import history_path, open_history
+    from engine.runtime.history import history_path, open_history
 
     since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()

@@ -34,11 +34,11 @@ def write_history_html(target: str | None, out: Path) -> None:
 
     if target is None:
         raise UsageError("--html needs a TARGET", hint="ll-harness history TARGET --html FILE")
-    from engine.load.project import project_root
+    from engine.load.project import project_root, write_new_file
 
     page = harness_report_html(project_root(), target)
     try:
-        out.write_text(page, encoding="utf-8")
+        write_new_file(out, page.encode("utf-8"), replace=True)  # never through a link
     except OSError as exc:
         raise UsageError(f"cannot write {out}: {exc.strerror}") from exc
     err(f"wrote {out}")

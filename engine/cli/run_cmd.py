@@ -26,7 +26,7 @@ from engine.model.timefmt import duration
 if TYPE_CHECKING:
     import typer
 
-    from engine.run.progress import Progress
+    from engine.runtime.progress import Progress
 
 
 
@@ -171,7 +171,7 @@ class Display:
         self._progress: Progress | None = None
         if not output.quiet:
             from engine.cli.style import colour_allowed
-            from engine.run import progress
+            from engine.runtime import progress
 
             mode = progress.choose_mode(quiet=False, stream=sys.stderr)
             self._progress = progress.Progress(mode=mode, colour=colour_allowed(sys.stderr))
@@ -249,7 +249,7 @@ def report_result(result: RunResult, output: RunOutput) -> None:
         return
     from engine.cli.style import paint
     from engine.model.terminal import printable
-    from engine.run.runstore import runs_root
+    from engine.runtime.runstore import runs_root
 
     steps = _count(result.steps, "step")
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""

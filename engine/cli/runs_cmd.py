@@ -258,7 +258,7 @@ def _result(entry: HistoryEntry) -> str:
 
 def _is_run(target: str) -> bool:
     """A run id (or a prefix of one: run ids start with the date), not a loop name."""
-    from engine.run.runstore import runs_root
+    from engine.runtime.runstore import runs_root
 
     folder = runs_root()
     if os.sep in target or target in {".", ".."}:

@@ -17,7 +17,7 @@ from engine.harness.provenance import head_content_hash
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
 from engine.model.stats import Rate
-from engine.run.history import Attempt, History
+from engine.runtime.history import Attempt, History
 
 # Runners whose content is a file in the project: the incumbent is that file at git HEAD.
 FILE_RUNNERS = ("loop", "skill")

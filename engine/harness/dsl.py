@@ -1,5 +1,5 @@
 """`ll-harness dsl`: run a batch of task files as prompts and report a pass rate with its
-Wilson interval — a thin spelling of a suite (`engine.suite`): each graded task is a case, the
+Wilson interval — a thin spelling of a suite (`engine.suites`): each graded task is a case, the
 prompt runner the subject, and the `expected_answer` judge (or `--semantic`) grades it.
 
 Tasks with `expected` are graded key by key; tasks without it are judged by `--semantic` when
@@ -30,9 +30,9 @@ from engine.model.judges import Judge
 from engine.model.stats import Rate
 from engine.model.suite import InlineCase, Suite
 from engine.model.suite import Subject as SuiteSubject
-from engine.run.history import Attempt, History, NewAttempt
-from engine.suite.driver import SuiteOptions, run_suite
-from engine.suite.spec import CaseOutcome, JudgeOutcome
+from engine.runtime.history import Attempt, History, NewAttempt
+from engine.suites.driver import SuiteOptions, run_suite
+from engine.suites.spec import CaseOutcome, JudgeOutcome
 
 TaskOutcome = Literal["pass", "fail", "abstain", "error", "ungraded"]
 

@@ -17,7 +17,7 @@ from engine.harness.provenance import Provenance
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
 from engine.model.ports import Verdict
-from engine.run.history import AttemptOutcome, NewAttempt
+from engine.runtime.history import AttemptOutcome, NewAttempt
 
 Judge = Callable[[str, str], Verdict]
 

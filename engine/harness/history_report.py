@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.harness.banding import Tally
 from engine.model.stats import Rate
-from engine.run.history import Attempt
+from engine.runtime.history import Attempt
 
 RECENT_DAYS = 30
 MIN_PRIOR_ROWS = 3

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.model.ports import ActionResult
-from engine.run.actions import signal_group
+from engine.runtime.actions import signal_group
 
 GRACE_SECONDS = 2.0
 

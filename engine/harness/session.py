@@ -39,7 +39,7 @@ from engine.harness.keys import Conditions
 from engine.harness.provenance import Provenance, git_provenance, head_content_hash
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
-from engine.run.history import Attempt, AttemptKind, History, NewAttempt
+from engine.runtime.history import Attempt, AttemptKind, History, NewAttempt
 
 DEFAULT_STOCHASTIC_SAMPLES = 3
 DEFAULT_TIMEOUT = 300.0

@@ -27,7 +27,7 @@ from typing import Any
 
 from engine.harness.stats import Rate
 from engine.harness.verdicts import judge_notes
-from engine.run.history import Attempt, History
+from engine.runtime.history import Attempt, History
 
 MIN_INPUTS = 20
 ABSTAIN = frozenset({"cannot_judge", "abstain"})
@@ -231,7 +231,7 @@ def render_text(rows: Sequence[JudgeStability]) -> str:
 
 def stability_report(root: Path, target: str | None, since: str | None) -> list[JudgeStability]:
     """Every judge of the project in `root` (only TARGET's when given), since a date."""
-    from engine.run.history import history_path, open_history
+    from engine.runtime.history import history_path, open_history
 
     observations = list(observations_from_runs(root / ".loops" / "runs", target))
     if history_path(root).exists():

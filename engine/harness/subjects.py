@@ -224,7 +224,7 @@ def _last_state_output(cwd: Path, run_id: object) -> tuple[str, str] | None:
     if not isinstance(run_id, str) or not run_id:
         return None
     from engine.load.project import project_root
-    from engine.run.runstore import runs_root
+    from engine.runtime.runstore import runs_root
 
     try:
         state = runs_root(project_root(cwd)) / run_id / "state.json"

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.harness.stats import Rate
-from engine.run.history import Attempt
+from engine.runtime.history import Attempt
 
 
 @dataclass(frozen=True)

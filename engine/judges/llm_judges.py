@@ -29,7 +29,13 @@ from engine.judges.record import format_evidence, format_mapping, format_outputs
 from engine.judges.result import JudgeError, Judgement
 from engine.llm import settings as llm_settings
 from engine.llm.evidence import evidence_problem, has_evidence_contract
-from engine.llm.judge import EVIDENCE_CONTRACT, judged_block, run_concurrently, tool_input
+from engine.llm.judge import (
+    EVIDENCE_CONTRACT,
+    answer_fields_problem,
+    judged_block,
+    run_concurrently,
+    tool_input,
+)
 from engine.model.ports import MessagesPort, MessagesReply
 
 EVALUATION_TOOL = "submit_evaluation"
@@ -361,15 +367,7 @@ def _evaluation_problem(body: Mapping[str, Any]) -> str | None:
         return data
     if not isinstance(data.get("passed"), bool):
         return f"passed {data.get('passed')!r} is not true or false"
-    confidence = data.get("confidence")
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        return f"confidence {confidence!r} is not a number"
-    if not 0 <= confidence <= 1:
-        return f"confidence {confidence!r} is outside 0..1"
-    for key in ("reason", "evidence"):
-        if not isinstance(data.get(key), str):
-            return f"{key} is not a string"
-    return None
+    return answer_fields_problem(data)
 
 
 def _score_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:

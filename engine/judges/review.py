@@ -23,7 +23,7 @@ from engine.judges.llm_judges import ask, request_for
 from engine.judges.record import format_outputs
 from engine.judges.result import JudgeError, Judgement
 from engine.llm.judge import judged_block, run_concurrently, tool_input
-from engine.llm.rubric import SCORE_TOOL, aggregate, parse_scores
+from engine.llm.rubric import SCORE_TOOL, aggregate, parse_scores, score_tool
 from engine.model.judges import DEFAULT_DIMENSIONS
 from engine.model.loop import Dimension
 
@@ -111,23 +111,6 @@ def _scoring_prompt(criteria: str, dimensions: Sequence[Dimension], material: st
     return "\n".join(lines)
 
 
-def _score_tool(dimensions: Sequence[Dimension]) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        d.name: {"type": "integer", "minimum": 1, "maximum": 5, "description": d.description}
-        for d in dimensions
-    }
-    properties["reason"] = {"type": "string", "description": "Why, in a few sentences."}
-    return {
-        "name": SCORE_TOOL,
-        "description": "Record one score from 1 to 5 for every dimension.",
-        "input_schema": {
-            "type": "object",
-            "properties": properties,
-            "required": [*(d.name for d in dimensions), "reason"],
-        },
-    }
-
-
 def _one_review(
     ctx: JudgeContext,
     index: int,
@@ -148,7 +131,7 @@ def _one_review(
         record.update(tool_steps=steps, cost_usd=cost)
         messages = _then_score(messages)
         tools = [dict(t) for t in TOOLS]
-    score = _score_tool(dimensions)
+    score = score_tool(dimensions)
     request = request_for(ctx, REVIEW_SYSTEM, messages, [*tools, score], SCORE_TOOL)
 
     def problem(body: Mapping[str, Any]) -> str | None:

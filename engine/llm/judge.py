@@ -247,6 +247,12 @@ def parse_verdict(body: Mapping[str, Any]) -> Mapping[str, Any] | str:
     verdict = data.get("verdict")
     if verdict not in ANSWERS:
         return f"verdict {verdict!r} is not one of {', '.join(ANSWERS)}"
+    return answer_fields_problem(data) or data
+
+
+def answer_fields_problem(data: Mapping[str, Any]) -> str | None:
+    """What is wrong with a judge answer's shared fields (confidence 0..1, reason and evidence
+    strings), or None: every evidence-contract tool answers with them."""
     confidence = data.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         return f"confidence {confidence!r} is not a number"
@@ -255,7 +261,7 @@ def parse_verdict(body: Mapping[str, Any]) -> Mapping[str, Any] | str:
     for key in ("reason", "evidence"):
         if not isinstance(data.get(key), str):
             return f"{key} is not a string"
-    return data
+    return None
 
 
 def _problem(body: Mapping[str, Any]) -> str | None:

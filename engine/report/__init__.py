@@ -2,7 +2,8 @@
 
 - `open_run(ref)` → `RunView` (facts from state.json, the trace from events.jsonl);
 - `explain(facts, trace)` → `Explanation`, `render_text(explanation)`;
-- `engine.report.html` builds the self-contained page from sections.
+- `engine.report.html` builds the self-contained page of a run from sections;
+  `engine.report.suite_page.suite_html(result)` the page of a suite run.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ def static_bound(loop: Loop, root: Path, max_steps: int | None = None) -> CostBo
     from engine.llm.prices import load_prices
     from engine.load.loader import load_loop_file
     from engine.model.errors import LoopError
-    from engine.run.subloop import resolve_child
+    from engine.runtime.subloop import resolve_child
 
     def resolve(ref: str, parent: Loop) -> Loop | None:
         # Loaded, not linted: a child lint would refuse makes no calls at all, so bounding

@@ -49,3 +49,47 @@ def rate_chart(points: Sequence[RatePoint], title: str) -> str:
             )
     parts.append("</svg>")
     return "".join(parts)
+
+
+BAR_W, BAR_H, BAR_PAD = 220, 30, 10
+
+
+def interval_bar(
+    interval: tuple[float, float] | None,
+    value: float | None,
+    threshold: float | None,
+    domain: tuple[float, float],
+    title: str,
+) -> str:
+    """One judge's 95% interval as a band on the `domain` scale, its point estimate as a dot
+    and its gate as a dashed line: at a glance, whether the band clears the gate."""
+    lo, hi = domain
+    span = (hi - lo) or 1.0
+
+    def x(v: float) -> float:
+        return BAR_PAD + (BAR_W - 2 * BAR_PAD) * (min(max(v, lo), hi) - lo) / span
+
+    low, high = interval if interval is not None else (None, None)
+    marks = {"low": low, "high": high, "value": value, "threshold": threshold}
+    data = "".join(f' data-{k}="{v!r}"' for k, v in marks.items() if v is not None)
+    parts = [
+        f'<svg class="bar" xmlns="http://www.w3.org/2000/svg" width="{BAR_W}" height="{BAR_H}" '
+        f'viewBox="0 0 {BAR_W} {BAR_H}" role="img" aria-label="{escape(title)}"{data}>',
+        f"<title>{escape(title)}</title>",
+        f'<line class="axis" x1="{BAR_PAD}" x2="{BAR_W - BAR_PAD}" y1="13" y2="13"/>',
+        f'<text x="{BAR_PAD}" y="29">{lo:g}</text>'
+        f'<text x="{BAR_W - BAR_PAD}" y="29" text-anchor="end">{hi:g}</text>',
+    ]
+    if low is not None and high is not None:
+        left, right = x(low), x(high)
+        parts.append(
+            f'<rect class="range" x="{left:.1f}" y="7" width="{max(right - left, 1.5):.1f}" '
+            'height="12"/>'
+        )
+    if value is not None:
+        parts.append(f'<circle cx="{x(value):.1f}" cy="13" r="3.5"/>')
+    if threshold is not None:
+        tx = x(threshold)
+        parts.append(f'<line class="threshold" x1="{tx:.1f}" x2="{tx:.1f}" y1="2" y2="22"/>')
+    parts.append("</svg>")
+    return "".join(parts)

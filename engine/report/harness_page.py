@@ -1,8 +1,7 @@
 """The HTML page of an `ll-harness` target's history: pass rate over time with its intervals,
 its judges' stability, and the latest attempts (IO: reads history.db and the run directories).
 
-Until suites exist this is the harness's HTML output; a suite result will be one more section
-(see `engine.report.page`)."""
+A suite run has its own page, built from its result alone: `engine.report.suite_page`."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ def harness_report_html(root: Path, target: str) -> str:
     from engine.harness.history_report import summarize
     from engine.harness.stability import stability_report
     from engine.harness.trends import pass_rate_series
-    from engine.run.history import history_path, open_history
+    from engine.runtime.history import history_path, open_history
 
     attempts = []
     if history_path(root).exists():

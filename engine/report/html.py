@@ -55,7 +55,7 @@ def history_sections(root: Path, loop: str) -> list[Section]:
     """Judge stability over the loop's runs, and its ll-harness pass rate over time."""
     from engine.harness.stability import stability_report
     from engine.harness.trends import pass_rate_series
-    from engine.run.history import history_path, open_history
+    from engine.runtime.history import history_path, open_history
 
     judges = [r for r in stability_report(root, loop, None) if r.judge.startswith(f"{loop}/")]
     points = []

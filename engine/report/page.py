@@ -118,7 +118,17 @@ svg.timeline text, svg.chart text { font-size: 11px; fill: var(--muted); }
 svg.chart .grid { stroke: #e9ecef; }
 svg.chart .interval { stroke: #1864ab; stroke-width: 2; }
 svg.chart circle { fill: #1864ab; }
+figure.trend { display: inline-block; margin: 0 24px 16px 0; vertical-align: top; }
+figure.trend figcaption { font-size: 13px; margin-bottom: 4px; }
 tr.dim { opacity: 0.35; }
+.verdict-inconclusive, .verdict-ungated { color: var(--taken); font-weight: 600; }
+svg.bar .axis { stroke: var(--line); }
+svg.bar .range { fill: #d0ebff; stroke: #1864ab; }
+svg.bar circle { fill: #1864ab; }
+svg.bar .threshold { stroke: var(--bad); stroke-width: 2; stroke-dasharray: 3 2; }
+svg.bar text { font-size: 10px; fill: var(--muted); }
+h3 { font-size: 14px; margin: 14px 0 4px; }
+.reason { white-space: pre-wrap; max-width: 900px; }
 .legend { color: var(--muted); font-size: 12px; }
 """
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from engine.model.errors import UsageError
 from engine.report.explain import RunFacts
 from engine.report.runlog import Trace, child_trace, read_trace
-from engine.run.resume import RunSnapshot, find_run, read_events
-from engine.run.runstore import read_state
+from engine.runtime.resume import RunSnapshot, find_run, read_events
+from engine.runtime.runstore import read_state
 
 
 @dataclass(frozen=True)

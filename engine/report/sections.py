@@ -3,8 +3,8 @@
 `summary` (why it ended), `graph` (the loop drawn with the path taken), `timeline` (steps over
 time, one lane per state, and the step table), `judges` (every verdict with its evidence and
 cost), `cost` (spend per state against the static bound), `stability` (the loop's judges over
-history) and `harness` (pass rate over time with intervals). A suite result would add its own
-section function next to these, taking the suite's result object.
+history) and `harness` (pass rate over time with intervals). A suite run's sections live in
+`engine.report.suite_page`, each a function of the suite's result.
 """
 
 from __future__ import annotations

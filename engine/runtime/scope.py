@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.model.errors import InterpolationError, UsageError
 from engine.model.loop import Loop
-from engine.run.runstore import runs_root
+from engine.runtime.runstore import runs_root
 
 
 def run_scope(

@@ -17,7 +17,7 @@ from typing import Any
 from engine.judges.record import format_mapping, format_outputs
 from engine.model.ports import MessagesPort
 from engine.model.suite import Pairwise
-from engine.suite.spec import JudgeOutcome, SampleAnswer
+from engine.suites.spec import JudgeOutcome, SampleAnswer
 
 TOOL = "submit_preference"
 SYSTEM = (

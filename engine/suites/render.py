@@ -12,9 +12,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from engine.run.history import SuiteJudgementRow
-from engine.suite.aggregate import JudgeSummary
-from engine.suite.result import SuiteResult, rows_json
+from engine.runtime.history import SuiteJudgementRow
+from engine.suites.aggregate import JudgeSummary
+from engine.suites.result import SuiteResult, rows_json
 
 RATIONALE_CHARS = 240
 
@@ -29,7 +29,7 @@ def suite_text(result: SuiteResult) -> str:
         lines += ["", f"Against baseline run {result.baseline_run}:"]
         for delta in result.deltas:
             diff = "n/a" if delta.difference is None else f"{delta.difference:+.2f}"
-            base, cand = _aggregate(delta.baseline), _aggregate(delta.candidate)
+            base, cand = aggregate_text(delta.baseline), aggregate_text(delta.candidate)
             line = f"  {delta.judge}: {diff}  (now {cand} vs baseline {base})"
             if delta.overlapping:
                 line += "  — the intervals overlap: this may be noise"
@@ -75,7 +75,7 @@ def _table(summaries: Sequence[JudgeSummary]) -> list[str]:
                 s.name,
                 s.kind,
                 s.value_kind,
-                _aggregate(s),
+                aggregate_text(s),
                 str(s.skipped),
                 str(s.errored),
                 threshold,
@@ -88,7 +88,8 @@ def _table(summaries: Sequence[JudgeSummary]) -> list[str]:
     ]
 
 
-def _aggregate(summary: JudgeSummary) -> str:
+def aggregate_text(summary: JudgeSummary) -> str:
+    """`pass rate 4/4 [0.51, 1.00]`, `mean 0.18 [0.15, 0.21] (n=3)`, `win rate 3/4 [...]`."""
     if summary.pairwise:
         rate = summary.win_rate
         ties = f", {summary.ties} tie{'s' if summary.ties != 1 else ''}" if summary.ties else ""
@@ -124,6 +125,7 @@ def suite_json(result: SuiteResult) -> dict[str, Any]:
     return {
         "suite": result.suite,
         "path": result.path,
+        "subject": result.subject,
         "run_id": result.run_id,
         "result": result.verdict.value,
         "exit_code": result.exit_code,

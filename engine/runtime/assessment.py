@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from engine.judges import Assessment, JudgeEnv, JudgeResult, assess, build_record
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import ActionResult, Verdict
-from engine.run.actions import ActionRunner
-from engine.run.workspace import Baseline, baseline, modified_files, read_files
+from engine.runtime.actions import ActionRunner
+from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 
 if TYPE_CHECKING:
-    from engine.run.interpreter import Namespaces, RunState, Runtime
+    from engine.runtime.interpreter import Namespaces, RunState, Runtime
 
 
 def is_assessment(state: State) -> bool:

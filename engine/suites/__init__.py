@@ -13,12 +13,12 @@ only when a suite runs.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.suite.casework import run_case
-    from engine.suite.driver import SuiteInterrupted, SuiteOptions, SuiteRefusal, run_suite
-    from engine.suite.executor import Executor, LocalExecutor
-    from engine.suite.render import suite_json, suite_text
-    from engine.suite.result import SuiteResult
-    from engine.suite.spec import CaseOutcome, CaseSpec
+    from engine.suites.casework import run_case
+    from engine.suites.driver import SuiteInterrupted, SuiteOptions, SuiteRefusal, run_suite
+    from engine.suites.executor import Executor, LocalExecutor
+    from engine.suites.render import suite_json, suite_text
+    from engine.suites.result import SuiteResult
+    from engine.suites.spec import CaseOutcome, CaseSpec
 
 __all__ = [
     "CaseOutcome",
@@ -36,25 +36,25 @@ __all__ = [
 ]
 
 _HOMES = {
-    "run_case": "engine.suite.casework",
-    "SuiteInterrupted": "engine.suite.driver",
-    "SuiteOptions": "engine.suite.driver",
-    "SuiteRefusal": "engine.suite.driver",
-    "run_suite": "engine.suite.driver",
-    "Executor": "engine.suite.executor",
-    "LocalExecutor": "engine.suite.executor",
-    "suite_json": "engine.suite.render",
-    "suite_text": "engine.suite.render",
-    "SuiteResult": "engine.suite.result",
-    "CaseOutcome": "engine.suite.spec",
-    "CaseSpec": "engine.suite.spec",
+    "run_case": "engine.suites.casework",
+    "SuiteInterrupted": "engine.suites.driver",
+    "SuiteOptions": "engine.suites.driver",
+    "SuiteRefusal": "engine.suites.driver",
+    "run_suite": "engine.suites.driver",
+    "Executor": "engine.suites.executor",
+    "LocalExecutor": "engine.suites.executor",
+    "suite_json": "engine.suites.render",
+    "suite_text": "engine.suites.render",
+    "SuiteResult": "engine.suites.result",
+    "CaseOutcome": "engine.suites.spec",
+    "CaseSpec": "engine.suites.spec",
 }
 
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'engine.suite' has no attribute {name!r}")
+        raise AttributeError(f"module 'engine.suites' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(home), name)

@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from engine.model.suite import Case, Suite
+from engine.runtime.workspace import git_toplevel
 
 GIT_TIMEOUT = 120.0
 SKIPPED = frozenset({".git", ".loops", "__pycache__", ".venv", "node_modules"})
@@ -98,21 +99,6 @@ def copy_size(paths: tuple[str, ...], project_root: Path, limit: int = SMALL_COP
                 if total > limit:
                     return total
     return total
-
-
-def git_toplevel(path: Path) -> Path | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    top = done.stdout.strip()
-    return Path(top) if done.returncode == 0 and top else None
 
 
 def git_state(cwd: Path) -> tuple[str | None, bool | None, str | None]:

@@ -25,21 +25,22 @@ from engine.load.dataset import list_cases, read_case
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
 from engine.model.suite import Case, Suite
-from engine.run.history import (
+from engine.runtime.history import (
     History,
     SuiteCaseRow,
     SuiteJudgementRow,
     SuiteRunRow,
     utc_now,
 )
-from engine.run.runstore import new_run_id
-from engine.suite import workspace as workspaces
-from engine.suite.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
-from engine.suite.casework import broken_case, forget_run, interrupt_run
-from engine.suite.executor import Executor, local_executor
-from engine.suite.progress import SuiteProgress
-from engine.suite.result import BaselineDelta, SuiteResult
-from engine.suite.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
+from engine.runtime.runstore import new_run_id
+from engine.runtime.workspace import git_toplevel
+from engine.suites import workspace as workspaces
+from engine.suites.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
+from engine.suites.casework import broken_case, forget_run, interrupt_run
+from engine.suites.executor import Executor, local_executor
+from engine.suites.progress import SuiteProgress
+from engine.suites.result import BaselineDelta, SuiteResult, describe_subject
+from engine.suites.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
 
 LLM_JOBS = 8
 # While cases run, a thread waiting for the GIL (a subject that just exited, a pipe to read)
@@ -106,13 +107,13 @@ def run_suite(
     chosen = options or SuiteOptions()
     where = Path(cwd) if cwd is not None else Path.cwd()
     if chosen.executor == "ray" and executor is None:
-        from engine.suite.ray_executor import require_ray
+        from engine.suites.ray_executor import require_ray
 
         require_ray()  # refused before anything is read or recorded
     loaded = suite if isinstance(suite, Suite) else load_suite_file(Path(suite))
     if history is not None or not chosen.record:
         return _run(loaded, chosen, history, where, progress, executor, on_case)
-    from engine.run.history import open_history
+    from engine.runtime.history import open_history
 
     with open_history(project_root(where)) as opened:
         return _run(loaded, chosen, opened, where, progress, executor, on_case)
@@ -135,7 +136,7 @@ def _run(
     try:
         done_rows = _previous(recording, settings.run_id)
         todo = [c for c in plan.cases if c.id not in done_rows.finished]
-        git_root = workspaces.git_toplevel(Path(settings.project_root))
+        git_root = git_toplevel(Path(settings.project_root))
         kept = {
             f"{index:06d}-{arm}"
             for index, case in enumerate(plan.cases)
@@ -210,7 +211,7 @@ def _silent(**kwargs: Any) -> SuiteProgress:
 def _executor(options: SuiteOptions, suite: Suite) -> Executor:
     """The executor `--executor` names; a Ray cluster sizes `--jobs` itself when not given."""
     if options.executor == "ray":
-        from engine.suite.ray_executor import RayExecutor
+        from engine.suites.ray_executor import RayExecutor
 
         return RayExecutor(suite, options.jobs, address=options.address)
     return local_executor(options.executor, options.jobs or default_jobs(suite))
@@ -277,7 +278,7 @@ def project_root(cwd: Path) -> Path:
     for folder in (cwd, *cwd.parents):
         if (folder / ".loops").is_dir():
             return folder
-    top = workspaces.git_toplevel(cwd)
+    top = git_toplevel(cwd)
     return top if top is not None else cwd
 
 
@@ -781,6 +782,8 @@ def _result(
         duration_ms=int((time.monotonic() - started) * 1000),
         cost_usd=cost,
         notes=tuple(notes),
+        subject=describe_subject(suite.subject),
+        baseline_subject=describe_subject(suite.baseline_subject),
     )
 
 

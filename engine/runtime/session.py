@@ -23,12 +23,12 @@ from typing import Any
 from engine.model.loop import Loop
 from engine.model.ports import Event, Recorder, RunResult
 from engine.model.terminal import printable
-from engine.run.actions import ActionRunner, output_cap
-from engine.run.history import RunRecorder
-from engine.run.interpreter import RunState, Runtime, StopSignal, run
-from engine.run.locks import process_start_time
-from engine.run.runstore import RunStore, now_iso, runs_root
-from engine.run.subloop import ChildLoader
+from engine.runtime.actions import ActionRunner, output_cap
+from engine.runtime.history import RunRecorder
+from engine.runtime.interpreter import RunState, Runtime, StopSignal, run
+from engine.runtime.locks import process_start_time
+from engine.runtime.runstore import RunStore, now_iso, runs_root
+from engine.runtime.subloop import ChildLoader
 
 EventListener = Callable[[Event], None]
 
@@ -92,7 +92,7 @@ def start_run(
         stop=stop,
     )
     if launch.load_child is not None and any(s.is_subloop for s in loop.states.values()):
-        from engine.run.subloop import make_hook
+        from engine.runtime.subloop import make_hook
 
         runtime.run_subloop = make_hook(launch.root, launch.load_child)
     if loop.uses_llm() or _family_uses_llm(launch):
@@ -156,7 +156,7 @@ def _family_uses_llm(launch: Launch) -> bool:
     (replay, cache and the cost limit see the children's calls too)."""
     if launch.load_child is None or not any(s.is_subloop for s in launch.loop.states.values()):
         return False
-    from engine.run.subloop import static_family
+    from engine.runtime.subloop import static_family
 
     family = static_family(launch.loop, launch.root, launch.load_child)
     return any(member.uses_llm() for member in family)

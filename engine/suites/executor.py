@@ -2,7 +2,7 @@
 
 The driver only ever calls `submit(spec) -> Future[CaseOutcome]` (as many as `capacity` allows
 in flight), waits on the futures, and `shutdown()`. A case is `run_case(spec)`: a plain function
-of a picklable `CaseSpec` (`engine.suite.spec`), so an executor may run it anywhere:
+of a picklable `CaseSpec` (`engine.suites.spec`), so an executor may run it anywhere:
 
 - `threads` (the default): a thread pool in this process; cases spend their time in
   subprocesses and model calls, which release the GIL;
@@ -20,8 +20,8 @@ from concurrent.futures import Executor as _PoolExecutor
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Protocol
 
-from engine.suite.casework import run_case
-from engine.suite.spec import CaseOutcome, CaseSpec
+from engine.suites.casework import run_case
+from engine.suites.spec import CaseOutcome, CaseSpec
 
 
 class Executor(Protocol):

@@ -19,7 +19,7 @@ from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import Verdict
 
 if TYPE_CHECKING:
-    from engine.run.interpreter import Namespaces, RunState, Runtime
+    from engine.runtime.interpreter import Namespaces, RunState, Runtime
 
 GIT_TIMEOUT_S = 30.0
 

@@ -9,7 +9,7 @@ places and restarts the actors; this module only
 - reserves each slot's resources (`resources:` of the suite file) and bounds the retries of a
   call whose worker died (`MAX_RETRIES`),
 - sends each ready actor its running call and the next (short cases a few per call), and
-- starts one limiter actor shared by every worker's LLM client (`engine.suite.ray_limiter`).
+- starts one limiter actor shared by every worker's LLM client (`engine.suites.ray_limiter`).
 
 `ray` is an optional extra, imported only here and only when this executor is chosen. See
 docs/scale.md.
@@ -30,8 +30,8 @@ from typing import Any
 
 from engine.model.errors import UsageError
 from engine.model.suite import Case, Suite
-from engine.suite.casework import interrupt_run, run_case
-from engine.suite.spec import CaseOutcome, CaseSpec, RunSettings
+from engine.suites.casework import interrupt_run, run_case
+from engine.suites.spec import CaseOutcome, CaseSpec, RunSettings
 
 MAX_RETRIES = 3  # a case whose worker died is run again this many times, then errored
 PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
@@ -249,7 +249,7 @@ class RayExecutor:
         self.ray = require_ray()
         self.suite = suite
         self.depth = max(1, depth)
-        from engine.suite.ray_limiter import rpm_from_env, start_limiter
+        from engine.suites.ray_limiter import rpm_from_env, start_limiter
 
         rpm = rpm_from_env() if suite.uses_llm else None
         self.owns_ray = not self.ray.is_initialized()
@@ -459,7 +459,7 @@ class RayExecutor:
             return self._settings[1]
         shipped = settings
         if self.limiter is not None:
-            from engine.suite.ray_limiter import ActorGate
+            from engine.suites.ray_limiter import ActorGate
 
             shipped = replace(settings, llm_gate=ActorGate(self.limiter))
         ref = self.ray.put((shipped, forwarded_env()))

@@ -26,7 +26,7 @@ from typing import Any
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
 from engine.model.suite import Subject
-from engine.run.actions import ActionRunner
+from engine.runtime.actions import ActionRunner
 from engine.shell.interpolate import (
     env_name,
     evaluate,
@@ -174,7 +174,7 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
 def _loop(subject: Subject, place: Place) -> SubjectRun:
     from engine.load.loader import load_loop_file
     from engine.model.errors import LoadError
-    from engine.run.subloop import resolve_child
+    from engine.runtime.subloop import resolve_child
 
     path = resolve_child(subject.loop or "", place.suite_source, place.workspace)
     try:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, TextIO
 
-from engine.suite.spec import CaseOutcome
+from engine.suites.spec import CaseOutcome
 
 Mode = Literal["live", "lines", "quiet"]
 EVERY_CASE_UP_TO = 50

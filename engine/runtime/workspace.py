@@ -33,7 +33,8 @@ class Baseline:
     files: dict[str, tuple[int, int]] | None = None
 
 
-def _git_top(root: Path) -> Path | None:
+def git_toplevel(root: Path) -> Path | None:
+    """The top of the git work tree holding `root`; None outside one (or without git)."""
     try:
         out = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--show-toplevel"],
@@ -51,7 +52,7 @@ def baseline(root: Path, scope: Sequence[str] | None, *, git: bool | None = None
     """Take what is needed to tell, after the action, which files it changed (`git`: whether
     `root` is a git work tree, when the caller knows; else git is asked)."""
     paths = tuple(scope) if scope else (".",)
-    if git if git is not None else _git_top(root) is not None:
+    if git if git is not None else git_toplevel(root) is not None:
         return Baseline(root, paths, True)
     return Baseline(root, paths, False, dict(_snapshot(root, paths)))
 
@@ -145,7 +146,7 @@ def _git_changes(root: Path, scope: Sequence[str]) -> list[str] | None:
         return None
     if out.returncode != 0:
         return None
-    top = _git_top(root)
+    top = git_toplevel(root)
     if top is None:
         return None
     entries = out.stdout.decode("utf-8", "replace").split("\0")

@@ -34,8 +34,8 @@ from engine.model.ports import (
     TerminatedBy,
     Verdict,
 )
-from engine.run.actions import ActionRunner
-from engine.run.subloop import route_verdict
+from engine.runtime.actions import ActionRunner
+from engine.runtime.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
@@ -229,7 +229,7 @@ def run_state(
     ns = Namespaces(loop, rs, rt, state)
     before = None
     if state.evaluate is not None and state.evaluate.type == "assessment":
-        from engine.run.assessment import before_action
+        from engine.runtime.assessment import before_action
 
         before = before_action(loop, state, rt)  # what modified_files is measured against
     result, verdict = execute(loop, state, rs, rt, ns)
@@ -329,7 +329,7 @@ def evaluate(
         else:
             spec = Evaluate(type="exit_code")
     if spec.type == "diff_stall":  # the state's own action (often a placeholder) must work first
-        from engine.run.stall import diff_stall
+        from engine.runtime.stall import diff_stall
 
         if result.exit_code:
             return step_verdict(result)
@@ -354,7 +354,7 @@ def evaluate(
     if spec.type == "assessment":
         if result.exit_code != 0 and not spec.ignore_exit_code:
             return step_verdict(result)
-        from engine.run.assessment import assess_state
+        from engine.runtime.assessment import assess_state
 
         return assess_state(loop, state, spec, result, text, rs, rt, ns, before)
     if spec.type == "llm_structured":

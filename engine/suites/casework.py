@@ -31,12 +31,12 @@ from engine.load.dataset import read_case
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
-from engine.run.actions import ActionRunner
-from engine.run.workspace import Baseline, baseline, modified_files, read_files
+from engine.runtime.actions import ActionRunner
+from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 from engine.shell.interpolate import render_shell, render_text
-from engine.suite import workspace as workspaces
-from engine.suite.pairwise import judge_pair
-from engine.suite.spec import (
+from engine.suites import workspace as workspaces
+from engine.suites.pairwise import judge_pair
+from engine.suites.spec import (
     ArmOutcome,
     CaseOutcome,
     CaseSpec,
@@ -44,7 +44,7 @@ from engine.suite.spec import (
     RunSettings,
     SampleAnswer,
 )
-from engine.suite.subject import (
+from engine.suites.subject import (
     CaseShell,
     Place,
     SubjectRun,

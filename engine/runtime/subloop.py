@@ -34,10 +34,10 @@ from engine.model.errors import InterpolationError, LoopError
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.params import ParameterError, coerce
 from engine.model.ports import RunResult, Verdict
-from engine.run.runstore import RunStore, now_iso, read_state
+from engine.runtime.runstore import RunStore, now_iso, read_state
 
 if TYPE_CHECKING:
-    from engine.run.interpreter import Namespaces, RunState, Runtime, SubloopHook
+    from engine.runtime.interpreter import Namespaces, RunState, Runtime, SubloopHook
 
 MAX_DEPTH = 8
 _SUFFIXES = (".yaml", ".yml")
@@ -390,7 +390,7 @@ def make_hook(project_root: Path, load: ChildLoader) -> SubloopHook:
 
 def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     """Run a child in this process, sharing the parent's event log, actions, LLM and stop."""
-    from engine.run.interpreter import RunState, Runtime, run
+    from engine.runtime.interpreter import RunState, Runtime, run
 
     artifacts = request.run_dir / "artifacts"
     outputs = request.run_dir / "outputs"

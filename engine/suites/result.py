@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.model.stats import Rate
-from engine.run.history import SuiteCaseRow, SuiteJudgementRow
-from engine.suite.aggregate import EXIT_CODES, JudgeSummary, Verdict
+from engine.model.suite import Subject
+from engine.runtime.history import SuiteCaseRow, SuiteJudgementRow
+from engine.suites.aggregate import EXIT_CODES, JudgeSummary, Verdict
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class BaselineDelta:
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """One suite run, ready to render (`engine.suite.render`) or to use from Python."""
+    """One suite run, ready to render (`engine.suites.render`) or to use from Python."""
 
     run_id: str
     suite: str
@@ -70,6 +71,8 @@ class SuiteResult:
     duration_ms: int = 0
     cost_usd: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    subject: str = ""  # what ran once per case, for people (`describe_subject`)
+    baseline_subject: str = ""
 
     @property
     def exit_code(self) -> int:
@@ -95,6 +98,24 @@ class SuiteResult:
     def pass_rate(self, judge: str) -> Rate | None:
         found = self.summary(judge)
         return found.pass_rate if found is not None else None
+
+
+def describe_subject(subject: Subject | None) -> str:
+    """`command: pytest -q`, `prompt: Name three primes (model m)`: the subject in one line."""
+    if subject is None:
+        return ""
+    text = {
+        "command": subject.command,
+        "prompt": subject.prompt,
+        "agent": subject.agent,
+        "loop": subject.loop,
+    }.get(subject.kind)
+    described = f"{subject.kind}: {text}" if text else subject.kind
+    if subject.kind == "agent" and subject.prompt:
+        described += f" (prompt: {subject.prompt})"
+    if subject.model:
+        described += f" (model {subject.model})"
+    return described
 
 
 def rows_json(rows: Sequence[SuiteJudgementRow]) -> list[dict[str, Any]]:
