@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -207,7 +207,10 @@ class _CaseFuture(Future[CaseOutcome]):
 
     ray: Any = None
     ref: Any = None
+    stopped = False  # a case waiting to be run again alone is dropped instead
+
     def cancel(self) -> bool:
+        self.stopped = True
         if super().cancel():
             return True
         if self.ref is not None and not self.done():
@@ -223,6 +226,7 @@ class _Slot:
     ready: bool = False
     sent: int = 0
     hellos: int = 0  # hellos that failed
+    alone: bool = False  # running a case that must not share the actor
 
 
 @dataclass(frozen=True, eq=False)  # a call is itself (a dict key)
@@ -231,6 +235,7 @@ class _Sent:
 
     slot: _Slot
     batch: list[tuple[CaseSpec, Future[CaseOutcome]]]
+    alone: bool
 
 
 class RayExecutor:
@@ -258,6 +263,7 @@ class RayExecutor:
         self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
         self._running: dict[_Sent, Any] = {}  # calls on their way -> Ray's ObjectRef
         self._per_case: float | None = None  # seconds a case takes on a worker (a running mean)
+        self._lonely: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
         self._idle = threading.Condition(self._lock)
         self._settings: tuple[RunSettings, Any] | None = None
         self.slots: list[_Slot] = []
@@ -382,10 +388,20 @@ class RayExecutor:
 
     def _dispatch(self) -> list[tuple[_Sent, Any]]:
         """Send waiting cases to ready actors, the least busy first, up to `depth` calls each:
-        one running and the next already there when it ends (called with the lock held)."""
+        one running and the next already there when it ends (called with the lock held). A
+        case to be run alone waits for an idle actor; until it has one, nothing else is sent."""
         started: list[tuple[_Sent, Any]] = []
+        while self._lonely:
+            idle = [s for s in self.slots if s.ready and s.sent == 0]
+            if not idle:
+                return started
+            spec, ours = self._lonely.popleft()
+            if isinstance(ours, _CaseFuture) and ours.stopped:
+                ours.set_exception(CancelledError())
+                continue
+            self._send(idle[0], [(spec, ours)], started, alone=True)
         while self._waiting:
-            free = [s for s in self.slots if s.ready and s.sent < self.depth]
+            free = [s for s in self.slots if s.ready and not s.alone and s.sent < self.depth]
             if not free:
                 break
             batch: list[tuple[CaseSpec, Future[CaseOutcome]]] = []
@@ -410,11 +426,13 @@ class RayExecutor:
         slot: _Slot,
         batch: list[tuple[CaseSpec, Future[CaseOutcome]]],
         started: list[tuple[_Sent, Any]],
+        *,
+        alone: bool = False,
     ) -> None:
+        call = slot.actor.run.options(max_task_retries=0) if alone else slot.actor.run
         shared = [self._shared(batch[0][0].settings)]
         try:
-            cases = [(spec.case, spec.index, spec.baseline_record) for spec, _ in batch]
-            ref = slot.actor.run.remote(shared, cases)
+            ref = call.remote(shared, [(s.case, s.index, s.baseline_record) for s, _ in batch])
         except Exception as exc:  # Ray refused the call (the cluster went away)
             for _, ours in batch:
                 ours.set_exception(exc)
@@ -423,7 +441,8 @@ class RayExecutor:
             if isinstance(ours, _CaseFuture):
                 ours.ray, ours.ref = self.ray, ref
         slot.sent += 1
-        sent = _Sent(slot, batch)
+        slot.alone = alone
+        sent = _Sent(slot, batch, alone)
         self._running[sent] = ref
         started.append((sent, ref))
 
@@ -434,10 +453,21 @@ class RayExecutor:
 
     def _finished(self, sent: _Sent, done: Future[Any]) -> None:
         error = done.exception()
+        again = (
+            not sent.alone
+            and isinstance(error, self.ray.exceptions.RayActorError)
+            and sent.slot in self.slots  # not killed by shutdown
+        )
         with self._lock:
             self._running.pop(sent, None)
             sent.slot.sent -= 1
-            if error is None:
+            sent.slot.alone = False
+            if again:
+                # Ray's retries are spent, maybe only because a case waited behind one that
+                # killed the worker each time (Ray may charge a retry to every call sent to a
+                # dying actor, started or not): one last attempt for each, alone on an actor.
+                self._lonely.extend(sent.batch)
+            elif error is None:
                 outcomes, seconds = done.result()
                 per_case = seconds / max(1, len(outcomes))
                 self._per_case = (
@@ -446,6 +476,8 @@ class RayExecutor:
             started = self._dispatch()
             self._idle.notify_all()
         self._watch(started)
+        if again:
+            return
         for i, (_, ours) in enumerate(sent.batch):
             if error is None:
                 ours.set_result(outcomes[i])
@@ -476,9 +508,11 @@ class RayExecutor:
             if cancel:
                 while self._waiting:
                     self._waiting.popleft()[1].cancel()
+                while self._lonely:
+                    self._lonely.popleft()[1].set_exception(CancelledError())
                 self._kill_slots()  # the running cases' workers go with their actors
             else:
-                while self._running or self._waiting:
+                while self._running or self._waiting or self._lonely:
                     self._idle.wait(timeout=1.0)
                 self._kill_slots()
         if self.limiter is not None:
