@@ -3,8 +3,11 @@
 1,000 cases, a shell subject (`echo`) and two deterministic judges, `--jobs 2`, through the real
 `ll-harness suite` both times: first with the local thread executor, then with
 `--executor ray --address ADDR` on a local Ray cluster of 2 CPUs started here beforehand (as a
-real cluster would already be running; its own start-up is printed apart). The Ray wall includes
-everything the user waits for: joining the cluster, shipping our code, starting workers.
+real cluster would already be running; its own start-up is printed apart). Both runs wait until
+the fresh cluster has gone quiet (its agents finish starting up for a few seconds after
+`ray start` returns, which would otherwise take CPU from whichever run comes first). The Ray
+wall includes everything the user waits for: joining the cluster, shipping our code, starting
+workers.
 
 Checks: the same per-judge results (aggregates, and every case x judge row of history.db), and
 the Ray wall within 1.3x of the local one. The cluster is torn down at the end.
@@ -101,16 +104,40 @@ def per_judge(data: dict[str, Any]) -> list[dict[str, Any]]:
     return list(data["judges"])
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes have used so far."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(cluster: LocalCluster, *, limit: float = 30.0) -> float:
+    """Seconds until the cluster's processes use under 10% of a CPU over half a second."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        before = cpu_seconds(cluster.pids())
+        time.sleep(0.5)
+        if cpu_seconds(cluster.pids()) - before < 0.05:
+            break
+    return time.perf_counter() - started
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         local_dir = make_project(Path(tmp) / "local")
         ray_dir = make_project(Path(tmp) / "ray")
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-        local_wall, local = run_cli(local_dir, env, "--jobs", str(JOBS))
         up = time.perf_counter()
         cluster = LocalCluster(cpus=JOBS).start()
         up = time.perf_counter() - up
         try:
+            quiet = wait_quiet(cluster)
+            local_wall, local = run_cli(local_dir, env, "--jobs", str(JOBS))
             ray_wall, remote = run_cli(
                 ray_dir, env | cluster.env, "--executor", "ray", "--address", cluster.address,
                 "--jobs", str(JOBS),
@@ -127,7 +154,7 @@ def main() -> None:
         f"{CASES} cases, shell subject, 3 judges, --jobs {JOBS}: local threads {local_wall:.2f} s, "
         f"Ray (2-CPU local cluster, joined with --address) {ray_wall:.2f} s: {ratio:.2f}x "
         f"(budget {BUDGET}x); per-judge results {'identical' if same else 'DIFFER'}; "
-        f"cluster start-up {up:.1f} s (not counted); "
+        f"cluster start-up {up:.1f} s + {quiet:.1f} s to go quiet (not counted); "
         f"{'no' if not left else len(left)} Ray processes left "
         f"{'OK' if ok else 'OVER BUDGET' if same and not left else 'FAILED'}"
     )

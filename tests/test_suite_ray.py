@@ -198,11 +198,95 @@ def test_a_ray_worker_killed_mid_case_loses_and_duplicates_nothing(
     result: SuiteResult = outcome["result"]
     attempts = Counter(p.name.split(".")[0] for p in (tmp_path / "pids").iterdir())
     assert attempts[victim_case] >= 2, "the killed case was not run again"
+    # every other case ran once: the one sent to the killed worker behind the victim had not
+    # started, and the cases that had finished there were not run (or recorded) again
+    assert [n for case, n in attempts.items() if case != victim_case] == [1] * (cases - 1)
     rows = db_rows(tmp_path, "SELECT case_id, count(*) FROM suite_cases GROUP BY case_id")
     assert sorted(rows) == [(f"c{i:02d}", 1) for i in range(cases)]
     judgements = db_rows(tmp_path, "SELECT case_id, status, passed FROM suite_judgements")
     assert sorted(judgements) == [(f"c{i:02d}", "ok", 1) for i in range(cases)]
     assert result.verdict.value == "PASS"
+
+
+KILLER = """\
+name: killer
+dataset: cases
+isolation: copy
+subject:
+  command: |
+    echo "$PPID" > "$LL_SUITE_DIR/pids/$LL_CASE_ID.$$"
+    if [ ${inputs.n} = 0 ]; then kill -9 "$PPID"; exit 1; fi
+    echo ${inputs.n}
+judges:
+  - name: echoed
+    check: return outputs["stdout"].strip() == str(inputs["n"]), outputs["stdout"].strip()
+"""
+
+
+def test_a_case_that_kills_its_worker_every_time_is_errored_and_spares_the_next_one(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    # One actor (--jobs 1) holds c00, which kills its worker each time, with c01 sent behind
+    # it: Ray may spend c01's retries along with c00's (c01 was then errored without running),
+    # but c01 never started there and runs once; c00 is errored after a bounded number of tries.
+    from engine.suites.ray_executor import MAX_RETRIES
+
+    cases = 4
+    dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(cases)})
+    (tmp_path / "pids").mkdir()
+    write(tmp_path / "s.suite.yaml", KILLER)
+    result = run(tmp_path, executor="ray", jobs=1)
+    attempts = Counter(p.name.split(".")[0] for p in (tmp_path / "pids").iterdir())
+    # Ray's attempts, then one alone on the actor: bounded, and then the case is errored
+    assert attempts["c00"] == MAX_RETRIES + 2
+    assert [attempts[f"c{i:02d}"] for i in range(1, cases)] == [1] * (cases - 1)
+    rows = db_rows(tmp_path, "SELECT case_id, status, error FROM suite_cases ORDER BY case_id")
+    assert [(case, status) for case, status, _ in rows] == [("c00", "error")] + [
+        (f"c{i:02d}", "ok") for i in range(1, cases)
+    ]
+    assert "the executor could not run the case" in rows[0][2]
+    echoed = next(s for s in result.summaries if s.name == "echoed").to_json()
+    assert echoed["pass_rate"]["k"] == cases - 1
+
+
+ONCE_KILLER = """\
+name: once
+dataset: cases
+isolation: copy
+subject:
+  command: |
+    echo "$PPID" > "$LL_SUITE_DIR/pids/$LL_CASE_ID.$$"
+    if [ ${inputs.n} = 40 ] && mkdir "$LL_SUITE_DIR/killed" 2>/dev/null; then
+      kill -9 "$PPID"; exit 1
+    fi
+    echo ${inputs.n}
+judges:
+  - name: echoed
+    check: return outputs["stdout"].strip() == str(inputs["n"]), outputs["stdout"].strip()
+"""
+
+
+def test_a_worker_killed_mid_batch_runs_the_batch_again_and_records_each_case_once(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    # Short cases travel in batches; c40 kills its worker the first time it runs. Ray runs
+    # that call again: its cases that had already run there (their outcomes never left the
+    # dead worker) run a second time, and every case is recorded exactly once.
+    cases = 60
+    dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(cases)})
+    (tmp_path / "pids").mkdir()
+    write(tmp_path / "s.suite.yaml", ONCE_KILLER)
+    result = run(tmp_path, executor="ray", jobs=1)
+    attempts = Counter(p.name.split(".")[0] for p in (tmp_path / "pids").iterdir())
+    assert attempts["c40"] == 2
+    assert set(attempts) == {f"c{i:02d}" for i in range(cases)}
+    assert max(attempts.values()) == 2
+    rows = db_rows(
+        tmp_path, "SELECT case_id, count(*), min(status) FROM suite_cases GROUP BY case_id"
+    )
+    assert sorted(rows) == [(f"c{i:02d}", 1, "ok") for i in range(cases)]
+    echoed = next(s for s in result.summaries if s.name == "echoed").to_json()
+    assert echoed["pass_rate"]["k"] == cases
 
 
 def test_jobs_and_resources_bound_how_many_cases_run_at_once(

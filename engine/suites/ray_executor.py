@@ -1,13 +1,14 @@
-"""Cases as Ray tasks (`ll-harness suite --executor ray`): the same `Executor` as the local ones.
+"""Cases on Ray actors (`ll-harness suite --executor ray`): the same `Executor` as the local ones.
 
-Each case is one Ray task running `run_case` on a worker, in a workspace made on that worker's
-node; its `CaseOutcome` streams back to the driver, which alone records rows and builds the
-report (so the output is the local executor's). Ray does the scheduling; this module only
+Each `--jobs` slot is one `CaseRunner` actor, which runs the cases sent to it one at a time with
+`run_case`, in workspaces made on its node; their `CaseOutcome`s stream back to the driver,
+which alone records rows and builds the report (so the output is the local executor's). Ray
+places and restarts the actors; this module only
 - connects (`--address`, else `RAY_ADDRESS`, else a Ray instance of its own for the run),
-- ships our code to the workers (a runtime environment: `runtime_env()`),
-- asks for each case's resources (`resources:` of the suite file) with bounded retries for a
-  worker that dies mid-case (`MAX_RETRIES`; the case's outcome is returned once, by the retry),
-- keeps at most `jobs` tasks running (the rest wait here, not in the cluster), and
+- ships our code to the workers when they lack it (a runtime environment: `runtime_env()`),
+- reserves each slot's resources (`resources:` of the suite file) and bounds the retries of a
+  call whose worker died (`MAX_RETRIES`),
+- sends each ready actor its running call and the next (short cases a few per call), and
 - starts one limiter actor shared by every worker's LLM client (`engine.suites.ray_limiter`).
 
 `ray` is an optional extra, imported only here and only when this executor is chosen. See
@@ -20,9 +21,10 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections import deque
-from concurrent.futures import Future
-from dataclasses import replace
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,11 @@ from engine.suites.spec import CaseOutcome, CaseSpec, RunSettings
 
 MAX_RETRIES = 3  # a case whose worker died is run again this many times, then errored
 PROBE_TIMEOUT = 120.0  # seconds for every node to say which code its workers run
+DEPTH = 2  # calls sent to one actor at a time: the one it runs and the next
+BATCH_SECONDS = 0.1  # short cases travel together in calls of about this many seconds
+MAX_BATCH = 16  # cases in one call at most
+CANCEL_POLL = 0.1  # seconds between a running case's looks at `ray.cancel`
+SWITCH_INTERVAL = 0.0005  # seconds: the GIL switch interval of a worker (see CaseRunner)
 INSTALL = "pip install 'll-loop[ray]'"
 _SKIPPED = ("__pycache__", "*.pyc")
 ENGINE_DIR = Path(__file__).resolve().parents[1]  # engine/ (without importing the public API)
@@ -108,27 +115,65 @@ def adopt_env(env: dict[str, str]) -> None:
     os.environ.update(env)
 
 
-def _case_task(
-    shared: tuple[RunSettings, dict[str, str]],
-    case: Case,
-    index: int,
-    baseline_record: bytes | None,
-) -> CaseOutcome:
-    """The body of one Ray task (Ray resolves `shared` from the object store)."""
-    settings, env = shared
-    adopt_env(env)
-    spec = CaseSpec(settings, case, index, baseline_record)
-    done: Future[CaseOutcome] = Future()
-    # The case runs in a thread so that this one can hear `ray.cancel` (a KeyboardInterrupt)
-    # and stop the case's subjects, as Ctrl-C does in a local run.
-    thread = threading.Thread(target=lambda: done.set_result(run_case(spec)), daemon=True)
-    thread.start()
-    try:
-        return done.result()
-    except KeyboardInterrupt:
-        interrupt_run(settings.run_id)
-        thread.join(timeout=30)
-        raise
+class CaseRunner:
+    """A Ray actor: one slot of `--jobs` on some node, running the cases it is sent one at a
+    time. A long-lived worker per slot costs each case one call (no worker lease per case, the
+    run's settings fetched once), which is most of what a Ray task used to add to a short case."""
+
+    def __init__(self) -> None:
+        import sys
+
+        # As on the driver while cases run: a subject that exited is collected at once rather
+        # than after Python's default 5 ms switch interval (Ray's threads share this GIL).
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self.shared_key = ""
+        self.shared: tuple[RunSettings, dict[str, str]] | None = None
+        self.running = ""  # the run id of the case running now ("" between cases)
+        threading.Thread(target=self._watch_cancel, daemon=True).start()
+
+    def hello(self) -> tuple[str, str]:
+        """(this worker's node id, the fingerprint of the ll-loop code it runs)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), code_fingerprint()
+
+    def run(
+        self, shared: list[Any], cases: list[tuple[Case, int, bytes | None]]
+    ) -> tuple[list[CaseOutcome], float]:
+        """A few cases, one after the other: (their outcomes, the seconds they took). `shared`
+        wraps the ref of the run's settings (in a list, so Ray hands us the ref and we fetch it
+        once per run, not once per call)."""
+        import ray
+
+        key = shared[0].hex()
+        if key != self.shared_key or self.shared is None:
+            self.shared, self.shared_key = ray.get(shared[0]), key
+        settings, env = self.shared
+        adopt_env(env)
+        context = ray.get_runtime_context()
+        started = time.perf_counter()
+        outcomes = []
+        for case, index, baseline_record in cases:
+            self.running = settings.run_id
+            try:
+                outcomes.append(run_case(CaseSpec(settings, case, index, baseline_record)))
+            finally:
+                self.running = ""
+            if context.is_canceled():
+                raise KeyboardInterrupt(f"case {case.id} cancelled")
+        return outcomes, time.perf_counter() - started
+
+    def _watch_cancel(self) -> None:
+        """`ray.cancel` of an actor's call only raises a flag: stop the running case's subjects
+        when it goes up, as Ctrl-C does in a local run (the case then ends at once)."""
+        import ray
+
+        context = ray.get_runtime_context()
+        while True:
+            time.sleep(CANCEL_POLL)
+            running = self.running
+            if running and context.is_canceled():
+                interrupt_run(running)
 
 
 def code_fingerprint() -> str:
@@ -157,13 +202,15 @@ def code_fingerprint() -> str:
 
 
 class _CaseFuture(Future[CaseOutcome]):
-    """Our side of one case; cancelling it while it runs cancels its Ray task (the worker
+    """Our side of one case; cancelling it while it runs cancels its Ray call (the worker
     stops the case's subjects), so an interrupted suite does not wait for running cases."""
 
     ray: Any = None
     ref: Any = None
+    stopped = False  # a case waiting to be run again alone is dropped instead
 
     def cancel(self) -> bool:
+        self.stopped = True
         if super().cancel():
             return True
         if self.ref is not None and not self.done():
@@ -171,9 +218,29 @@ class _CaseFuture(Future[CaseOutcome]):
         return False
 
 
+@dataclass(eq=False)  # a slot is itself (a dict key), not its fields
+class _Slot:
+    """One CaseRunner actor and the cases sent to it that have not come back."""
+
+    actor: Any
+    ready: bool = False
+    sent: int = 0
+    hellos: int = 0  # hellos that failed
+    alone: bool = False  # running a case that must not share the actor
+
+
+@dataclass(frozen=True, eq=False)  # a call is itself (a dict key)
+class _Sent:
+    """Cases sent to an actor in one call, not yet back."""
+
+    slot: _Slot
+    batch: list[tuple[CaseSpec, Future[CaseOutcome]]]
+    alone: bool
+
+
 class RayExecutor:
-    """Runs each case as a Ray task; at most `jobs` at once (default: what the cluster's CPUs
-    hold at the suite's `resources.cpus` per case)."""
+    """Runs cases on `jobs` CaseRunner actors (default: as many as the cluster's CPUs hold at
+    the suite's `resources.cpus` each), so at most `jobs` cases run at once."""
 
     def __init__(
         self,
@@ -182,38 +249,47 @@ class RayExecutor:
         *,
         address: str | None = None,
         max_retries: int = MAX_RETRIES,
+        depth: int = DEPTH,
     ) -> None:
         self.ray = require_ray()
         self.suite = suite
+        self.depth = max(1, depth)
         from engine.suites.ray_limiter import rpm_from_env, start_limiter
 
         rpm = rpm_from_env() if suite.uses_llm else None
         self.owns_ray = not self.ray.is_initialized()
         self.shipped = False  # whether our code travels to the workers (`runtime_env()`)
+        self._lock = threading.Lock()
+        self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
+        self._running: dict[_Sent, Any] = {}  # calls on their way -> Ray's ObjectRef
+        self._per_case: float | None = None  # seconds a case takes on a worker (a running mean)
+        self._lonely: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
+        self._idle = threading.Condition(self._lock)
+        self._settings: tuple[RunSettings, Any] | None = None
+        self.slots: list[_Slot] = []
+        where = address or os.environ.get("RAY_ADDRESS") or None
         if self.owns_ray:
-            where = address or os.environ.get("RAY_ADDRESS") or None
             self._connect(where)
-            if where is not None and not self._workers_run_our_code():
-                # Ray uploads local packages only for a whole job: join again with them.
-                self.ray.shutdown()
-                self._connect(where, ship=True)
         # A caller who started Ray itself passes `runtime_env=runtime_env()` to `ray.init`
         # when the workers lack our code (docs/scale.md).
         self.jobs = max(1, jobs if jobs is not None else self._cluster_jobs())
         options: dict[str, Any] = {
             "num_cpus": suite.resources.cpus,
-            "max_retries": max_retries,
-            "retry_exceptions": False,  # run_case never raises: only a dead worker is retried
+            "max_restarts": -1,  # a killed worker comes back; each case's retries are bounded
+            "max_task_retries": max_retries,
         }
         if suite.resources.memory_mb is not None:
             options["memory"] = suite.resources.memory_mb * 1024 * 1024
-        self.task = self.ray.remote(_case_task).options(**options)
+        self.runner = self.ray.remote(CaseRunner).options(**options)
+        self._start_slots()
+        if self.owns_ray and where is not None and not self._workers_run_our_code():
+            # Ray uploads local packages only for a whole job: join again with them.
+            self._kill_slots()
+            self.ray.shutdown()
+            self._connect(where, ship=True)
+            self.runner = self.ray.remote(CaseRunner).options(**options)
+            self._start_slots()
         self.limiter: Any = start_limiter(self.ray, rpm) if suite.uses_llm else None
-        self._settings: tuple[RunSettings, Any] | None = None
-        self._lock = threading.Lock()
-        self._waiting: deque[tuple[CaseSpec, Future[CaseOutcome]]] = deque()
-        self._running: dict[Future[CaseOutcome], Any] = {}  # ours -> Ray's ObjectRef
-        self._idle = threading.Condition(self._lock)
 
     def _connect(self, address: str | None, *, ship: bool = False) -> None:
         """Join the cluster at `address`, or start a Ray instance of our own (None, on this
@@ -235,26 +311,61 @@ class RayExecutor:
                 hint="start one with `ray start --head`, or check --address / RAY_ADDRESS",
             ) from None
 
+    def _start_slots(self) -> None:
+        """Create the `jobs` actors; each takes cases once it has said hello (it is placed and
+        its worker runs), so an actor the cluster cannot place yet never holds a case."""
+        self.slots = [_Slot(self.runner.remote()) for _ in range(self.jobs)]
+        self.hellos: dict[_Slot, Any] = {slot: self._ask_hello(slot) for slot in self.slots}
+
+    def _ask_hello(self, slot: _Slot) -> Any:
+        ref = slot.actor.hello.options(max_task_retries=0).remote()
+        ref.future().add_done_callback(lambda done: self._hello(slot, done))
+        return ref
+
+    def _hello(self, slot: _Slot, done: Future[Any]) -> None:
+        failed = done.exception() is not None
+        with self._lock:
+            if slot not in self.slots:
+                return  # killed at the end of the run
+            slot.hellos += failed
+            slot.ready = not failed
+            started = self._dispatch()
+        self._watch(started)
+        if failed and slot.hellos <= MAX_RETRIES:
+            # Its worker died before it said hello (it restarts), or cannot load our code: ask
+            # again a few times; an actor that never answers takes no case.
+            self._ask_hello(slot)
+
     def _workers_run_our_code(self) -> bool:
-        """Whether a worker on every node runs exactly our code (the same fingerprint). Not
-        shipping it saves an upload and, above all, a fresh worker start per job."""
+        """Whether the workers on every node run exactly our code (the same fingerprint): the
+        first actor to say hello speaks for its node, a light task for every other node. Not
+        shipping our code saves an upload and, above all, a fresh worker start per job."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        ours = code_fingerprint()
+        deadline = time.monotonic() + PROBE_TIMEOUT
+        ready, _ = self.ray.wait(list(self.hellos.values()), num_returns=1, timeout=PROBE_TIMEOUT)
+        try:
+            node, found = self.ray.get(ready[0], timeout=0) if ready else ("", "")
+        except Exception:  # no engine there (ModuleNotFoundError), an older one
+            return False
+        if found != ours:
+            return False
         probe = self.ray.remote(code_fingerprint)
-        nodes = [n["NodeID"] for n in self.ray.nodes() if n.get("Alive")]
         refs = [
             probe.options(
                 num_cpus=0,
                 max_retries=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+                scheduling_strategy=NodeAffinitySchedulingStrategy(other, soft=False),
             ).remote()
-            for node in nodes
+            for other in (n["NodeID"] for n in self.ray.nodes() if n.get("Alive"))
+            if other != node
         ]
         try:
-            found = self.ray.get(refs, timeout=PROBE_TIMEOUT)
-        except Exception:  # no engine there (ModuleNotFoundError), an older one, a slow node
+            others = self.ray.get(refs, timeout=max(1.0, deadline - time.monotonic()))
+        except Exception:  # no engine there, an older one, a slow node
             return False
-        return bool(found) and set(found) == {code_fingerprint()}
+        return set(others) <= {ours}
 
     def _cluster_jobs(self) -> int:
         cpus = float(self.ray.cluster_resources().get("CPU", 1))
@@ -262,51 +373,116 @@ class RayExecutor:
 
     @property
     def capacity(self) -> int:
-        return self.jobs
+        return self.jobs * self.depth * MAX_BATCH
 
     def submit(self, spec: CaseSpec) -> Future[CaseOutcome]:
         ours = _CaseFuture()
+        # Put here, in the caller's thread: a `ray.put` from a Ray callback thread (where
+        # `_dispatch` also runs) can deadlock.
+        self._shared(spec.settings)
         with self._lock:
             self._waiting.append((spec, ours))
             started = self._dispatch()
         self._watch(started)
         return ours
 
-    def _dispatch(self) -> list[tuple[Future[CaseOutcome], Any]]:
-        """Start waiting cases while fewer than `jobs` run (called with the lock held)."""
-        started = []
-        while self._waiting and len(self._running) < self.jobs:
-            spec, ours = self._waiting.popleft()
-            if not ours.set_running_or_notify_cancel():
+    def _dispatch(self) -> list[tuple[_Sent, Any]]:
+        """Send waiting cases to ready actors, the least busy first, up to `depth` calls each:
+        one running and the next already there when it ends (called with the lock held). A
+        case to be run alone waits for an idle actor; until it has one, nothing else is sent."""
+        started: list[tuple[_Sent, Any]] = []
+        while self._lonely:
+            idle = [s for s in self.slots if s.ready and s.sent == 0]
+            if not idle:
+                return started
+            spec, ours = self._lonely.popleft()
+            if isinstance(ours, _CaseFuture) and ours.stopped:
+                ours.set_exception(CancelledError())
                 continue
-            try:
-                ref = self.task.remote(
-                    self._shared(spec.settings), spec.case, spec.index, spec.baseline_record
-                )
-            except Exception as exc:  # Ray refused the task (the cluster went away)
-                ours.set_exception(exc)
-                continue
-            if isinstance(ours, _CaseFuture):
-                ours.ray, ours.ref = self.ray, ref
-            self._running[ours] = ref
-            started.append((ours, ref))
+            self._send(idle[0], [(spec, ours)], started, alone=True)
+        while self._waiting:
+            free = [s for s in self.slots if s.ready and not s.alone and s.sent < self.depth]
+            if not free:
+                break
+            batch: list[tuple[CaseSpec, Future[CaseOutcome]]] = []
+            while self._waiting and len(batch) < self._batch_size():
+                spec, ours = self._waiting.popleft()
+                if ours.set_running_or_notify_cancel():
+                    batch.append((spec, ours))
+            if batch:
+                self._send(min(free, key=lambda s: s.sent), batch, started)
         return started
 
-    def _watch(self, started: list[tuple[Future[CaseOutcome], Any]]) -> None:
-        """Outside the lock: a callback on a finished ref runs at once, in this thread."""
-        for ours, ref in started:
-            ref.future().add_done_callback(lambda done, ours=ours: self._finished(ours, done))
+    def _batch_size(self) -> int:
+        """Cases per call: as many as run in about BATCH_SECONDS (one while a case takes
+        longer, or before any has finished), so a call's cost is shared by short cases while
+        outcomes still come back every fraction of a second."""
+        if self._per_case is None or self._per_case >= BATCH_SECONDS:
+            return 1
+        return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(self._per_case, 1e-4))))
 
-    def _finished(self, ours: Future[CaseOutcome], done: Future[Any]) -> None:
+    def _send(
+        self,
+        slot: _Slot,
+        batch: list[tuple[CaseSpec, Future[CaseOutcome]]],
+        started: list[tuple[_Sent, Any]],
+        *,
+        alone: bool = False,
+    ) -> None:
+        call = slot.actor.run.options(max_task_retries=0) if alone else slot.actor.run
+        shared = [self._shared(batch[0][0].settings)]
+        try:
+            ref = call.remote(shared, [(s.case, s.index, s.baseline_record) for s, _ in batch])
+        except Exception as exc:  # Ray refused the call (the cluster went away)
+            for _, ours in batch:
+                ours.set_exception(exc)
+            return
+        for _, ours in batch:
+            if isinstance(ours, _CaseFuture):
+                ours.ray, ours.ref = self.ray, ref
+        slot.sent += 1
+        slot.alone = alone
+        sent = _Sent(slot, batch, alone)
+        self._running[sent] = ref
+        started.append((sent, ref))
+
+    def _watch(self, started: list[tuple[_Sent, Any]]) -> None:
+        """Outside the lock: a callback on a finished ref runs at once, in this thread."""
+        for sent, ref in started:
+            ref.future().add_done_callback(lambda done, sent=sent: self._finished(sent, done))
+
+    def _finished(self, sent: _Sent, done: Future[Any]) -> None:
+        error = done.exception()
+        again = (
+            not sent.alone
+            and isinstance(error, self.ray.exceptions.RayActorError)
+            and sent.slot in self.slots  # not killed by shutdown
+        )
         with self._lock:
-            self._running.pop(ours, None)
+            self._running.pop(sent, None)
+            sent.slot.sent -= 1
+            sent.slot.alone = False
+            if again:
+                # Ray's retries are spent, maybe only because a case waited behind one that
+                # killed the worker each time (Ray may charge a retry to every call sent to a
+                # dying actor, started or not): one last attempt for each, alone on an actor.
+                self._lonely.extend(sent.batch)
+            elif error is None:
+                outcomes, seconds = done.result()
+                per_case = seconds / max(1, len(outcomes))
+                self._per_case = (
+                    per_case if self._per_case is None else (self._per_case + per_case) / 2
+                )
             started = self._dispatch()
             self._idle.notify_all()
         self._watch(started)
-        try:
-            ours.set_result(done.result())
-        except BaseException as exc:  # the task failed for good (retries spent, cancelled)
-            ours.set_exception(exc)
+        if again:
+            return
+        for i, (_, ours) in enumerate(sent.batch):
+            if error is None:
+                ours.set_result(outcomes[i])
+            else:  # the call failed for good (retries spent, cancelled)
+                ours.set_exception(error)
 
     def _shared(self, settings: RunSettings) -> Any:
         """The run's settings and the driver's forwarded environment in the object store (put
@@ -322,16 +498,23 @@ class RayExecutor:
         self._settings = (settings, ref)
         return ref
 
+    def _kill_slots(self) -> None:
+        for slot in self.slots:
+            self.ray.kill(slot.actor, no_restart=True)
+        self.slots = []
+
     def shutdown(self, *, cancel: bool = False) -> None:
         with self._lock:
             if cancel:
                 while self._waiting:
                     self._waiting.popleft()[1].cancel()
-                for ref in self._running.values():
-                    self.ray.cancel(ref, force=True)
+                while self._lonely:
+                    self._lonely.popleft()[1].set_exception(CancelledError())
+                self._kill_slots()  # the running cases' workers go with their actors
             else:
-                while self._running or self._waiting:
+                while self._running or self._waiting or self._lonely:
                     self._idle.wait(timeout=1.0)
+                self._kill_slots()
         if self.limiter is not None:
             self.ray.kill(self.limiter)
             self.limiter = None
