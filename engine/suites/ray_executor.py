@@ -499,9 +499,12 @@ class RayExecutor:
         return ref
 
     def _kill_slots(self) -> None:
-        for slot in self.slots:
+        """Kill every actor; never while holding `_lock`: Ray runs our future callbacks (which
+        take the lock) on the thread a kill waits for, so a kill under the lock can deadlock."""
+        with self._lock:
+            slots, self.slots = self.slots, []
+        for slot in slots:
             self.ray.kill(slot.actor, no_restart=True)
-        self.slots = []
 
     def shutdown(self, *, cancel: bool = False) -> None:
         with self._lock:
@@ -510,11 +513,10 @@ class RayExecutor:
                     self._waiting.popleft()[1].cancel()
                 while self._lonely:
                     self._lonely.popleft()[1].set_exception(CancelledError())
-                self._kill_slots()  # the running cases' workers go with their actors
             else:
                 while self._running or self._waiting or self._lonely:
                     self._idle.wait(timeout=1.0)
-                self._kill_slots()
+        self._kill_slots()  # with cancel, the running cases' workers go with their actors
         if self.limiter is not None:
             self.ray.kill(self.limiter)
             self.limiter = None
