@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.bench_suite import harness_argv, make_project  # noqa: E402
 from tests.ray_helpers import LocalCluster  # noqa: E402
 
 CASES = int(os.environ.get("LL_BENCH_RAY_CASES", "1000"))
@@ -54,22 +55,6 @@ judges:
 thresholds:
   echoed: {min_pass_rate: 0.99}
 """
-
-
-def make_project(folder: Path) -> Path:
-    for n in range(CASES):
-        case = folder / "cases" / f"c{n:05d}"
-        case.mkdir(parents=True)
-        (case / "input.yaml").write_text(f"n: {n}\n")
-    (folder / "s.suite.yaml").write_text(SUITE)
-    return folder
-
-
-def harness_argv(*args: str) -> list[str]:
-    script = Path(sys.executable).with_name("ll-harness")
-    if script.exists():
-        return [str(script), *args]
-    return [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", *args]
 
 
 def run_cli(folder: Path, env: dict[str, str], *args: str) -> tuple[float, dict[str, Any]]:
@@ -129,8 +114,8 @@ def wait_quiet(cluster: LocalCluster, *, limit: float = 30.0) -> float:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        local_dir = make_project(Path(tmp) / "local")
-        ray_dir = make_project(Path(tmp) / "ray")
+        local_dir = make_project(Path(tmp) / "local", SUITE, CASES)
+        ray_dir = make_project(Path(tmp) / "ray", SUITE, CASES)
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         up = time.perf_counter()
         cluster = LocalCluster(cpus=JOBS).start()
