@@ -19,10 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.model.stats import Mean, Rate
 from engine.model.suite import Threshold
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from engine.runtime.history import SuiteJudgementRow
 
 
 class Verdict(StrEnum):
@@ -172,6 +177,14 @@ class JudgeSummary:
         verdict = self.verdict
         data["verdict"] = verdict.value if verdict is not None else None
         return data
+
+
+def judgement_scores(rows: Iterable[SuiteJudgementRow], arm: str) -> Iterator[tuple[str, Scored]]:
+    """`(judge, Scored)` of one arm's recorded rows, first sample only: what a report
+    aggregates (a judgement's value is already its samples' aggregate)."""
+    for r in rows:
+        if r.arm == arm and r.sample_index == 0:
+            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed)
 
 
 def summarise(

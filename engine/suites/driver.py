@@ -35,7 +35,13 @@ from engine.runtime.history import (
 from engine.runtime.runstore import new_run_id
 from engine.runtime.workspace import git_toplevel
 from engine.suites import workspace as workspaces
-from engine.suites.aggregate import JudgeSummary, Scored, Verdict, suite_verdict, summarise
+from engine.suites.aggregate import (
+    JudgeSummary,
+    Verdict,
+    judgement_scores,
+    suite_verdict,
+    summarise,
+)
 from engine.suites.casework import broken_case, forget_run, interrupt_run
 from engine.suites.executor import Executor, local_executor
 from engine.suites.progress import SuiteProgress
@@ -723,12 +729,6 @@ class _Rows:
 # The result
 
 
-def _scores(rows: Sequence[SuiteJudgementRow], arm: str) -> Iterator[tuple[str, Scored]]:
-    for r in rows:
-        if r.arm == arm and r.sample_index == 0:
-            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed)
-
-
 def _result(
     suite: Suite,
     settings: RunSettings,
@@ -738,18 +738,18 @@ def _result(
     started: float,
 ) -> SuiteResult:
     judges = [(j.name, j.kind) for j in suite.judges]
-    summaries = summarise(judges, _scores(rows.judgements, "subject"), suite.thresholds)
+    summaries = summarise(judges, judgement_scores(rows.judgements, "subject"), suite.thresholds)
     if suite.pairwise is not None and (
         suite.baseline_subject is not None or plan.baseline_run is not None
     ):
         summaries += summarise(
             [(suite.pairwise.name, "pairwise")],
-            _scores(rows.judgements, "pairwise"),
+            judgement_scores(rows.judgements, "pairwise"),
             suite.thresholds,
         )
     baseline_summaries: list[JudgeSummary] = []
     if suite.baseline_subject is not None:
-        baseline_summaries = summarise(judges, _scores(rows.judgements, "baseline"), ())
+        baseline_summaries = summarise(judges, judgement_scores(rows.judgements, "baseline"), ())
     deltas = _deltas(suite, plan, rows, history) if plan.baseline_run is not None else []
     notes = []
     gated = {t.judge for t in suite.thresholds}
@@ -795,6 +795,10 @@ def _deltas(suite: Suite, plan: _Plan, rows: _Rows, history: History | None) -> 
     ours = [r for r in rows.judgements if r.arm == "subject"]
     shared = {r.case_key for r in theirs} & {r.case_key for r in ours}
     judges = [(j.name, j.kind) for j in suite.judges]
-    before = summarise(judges, _scores([r for r in theirs if r.case_key in shared], "subject"), ())
-    after = summarise(judges, _scores([r for r in ours if r.case_key in shared], "subject"), ())
+    before = summarise(
+        judges, judgement_scores([r for r in theirs if r.case_key in shared], "subject"), ()
+    )
+    after = summarise(
+        judges, judgement_scores([r for r in ours if r.case_key in shared], "subject"), ()
+    )
     return [BaselineDelta(b.name, b, a) for b, a in zip(before, after, strict=True)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from engine.model.stats import Rate
 from engine.runtime.history import History
-from engine.suites.aggregate import Scored, summarise
+from engine.suites.aggregate import judgement_scores, summarise
 
 LAST_RUNS = 20
 
@@ -34,16 +34,9 @@ def judge_trends(
         runs = runs[ids.index(upto_run_id) :]
     trends: dict[str, list[RunRate]] = {}
     for run in reversed(runs[:last]):
-        rows = [
-            r
-            for r in history.suite_judgements(run.run_id)
-            if r.arm == "subject" and r.sample_index == 0
-        ]
-        judges = list(dict.fromkeys((r.judge, r.judge_kind) for r in rows))
-        scores = (
-            (r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed)) for r in rows
-        )
-        for summary in summarise(judges, scores, ()):
+        rows = history.suite_judgements(run.run_id)
+        judges = list(dict.fromkeys((r.judge, r.judge_kind) for r in rows if r.arm == "subject"))
+        for summary in summarise(judges, judgement_scores(rows, "subject"), ()):
             point = RunRate(run.run_id, run.started_at, summary.pass_rate, summary.errored)
             trends.setdefault(summary.name, []).append(point)
     return trends
