@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from engine.load.locate import loops_dir, resolve_loop
-from engine.model.errors import LoopError
+from engine.model.errors import LoopError, UsageError
 from engine.model.terminal import printable
 
 __all__ = [
@@ -121,6 +121,18 @@ def err(message: str) -> None:
     """Progress and diagnostics go to stderr; stdout carries only results. Control characters
     are shown, not sent (`engine.model.terminal`): a message may quote what an action printed."""
     print(printable(message), file=sys.stderr, flush=True)
+
+
+def write_report(target: Path, text: str) -> None:
+    """Write a report the user asked for at `target` (replacing it, never through a link) and
+    say so on stderr; a file that cannot be written is a usage error."""
+    from engine.load.project import write_new_file
+
+    try:
+        write_new_file(target, text.encode("utf-8"), replace=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
+    err(f"wrote {target} ({len(text) // 1024 + 1} KiB)")
 
 
 def out(text: str) -> None:

@@ -29,16 +29,11 @@ def print_stability(target: str | None, since: str | None, as_json: bool) -> int
 
 def write_history_html(target: str | None, out: Path) -> None:
     """`ll-harness history TARGET --html FILE`: the target's history as one HTML page."""
-    from engine.cli.common import err
+    from engine.cli.common import write_report
     from engine.report.harness_page import harness_report_html
 
     if target is None:
         raise UsageError("--html needs a TARGET", hint="ll-harness history TARGET --html FILE")
-    from engine.load.project import project_root, write_new_file
+    from engine.load.project import project_root
 
-    page = harness_report_html(project_root(), target)
-    try:
-        write_new_file(out, page.encode("utf-8"), replace=True)  # never through a link
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror}") from exc
-    err(f"wrote {out}")
+    write_report(out, harness_report_html(project_root(), target))

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.cli.common import err, out
-from engine.load.project import refuse_links, write_new_file
+from engine.cli.common import out, write_report
+from engine.load.project import refuse_links
 from engine.model.errors import LoopError, UsageError
 
 if TYPE_CHECKING:
@@ -69,11 +69,7 @@ def deliver(run: Callable[[], SuiteResult], output: str, target: Path | None) ->
         from engine.model.terminal import printable
 
         report = printable(report) + "\n"
-    try:
-        write_new_file(target, report.encode("utf-8"), replace=True)
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
-    err(f"wrote {target} ({len(report) // 1024 + 1} KiB)")
+    write_report(target, report)
     return result.exit_code
 
 

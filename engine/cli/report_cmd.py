@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import err, examples
+from engine.cli.common import examples, write_report
 from engine.model.errors import UsageError
 
 
@@ -36,13 +36,9 @@ def report_command(
     if not html:
         raise UsageError("say which report to write", hint="ll-loop report RUN --html")
     view = open_run(run)
-    from engine.load.project import project_root, write_new_file
+    from engine.load.project import project_root
 
     page = run_report_html(view, project_root())
     target = out if out is not None else view.dir / "report.html"
-    try:  # in the run directory (or at --out), never through a link
-        write_new_file(target, page.encode("utf-8"), replace=True)
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
-    err(f"wrote {target} ({len(page) // 1024 + 1} KiB)")
+    write_report(target, page)  # in the run directory (or at --out)
     print(target)
