@@ -91,6 +91,15 @@ def end_action_group(pid_file: Path) -> None:
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
 
+def written(pid_file: Path) -> bool:
+    """The action has written its whole pid line (`echo $$ > FILE` creates the file a moment
+    before it holds the pid)."""
+    try:
+        return pid_file.read_text().endswith("\n")
+    except FileNotFoundError:
+        return False
+
+
 def running(pid: int) -> bool:
     """Alive and not a zombie (an orphan is reaped by init, whenever init gets to it)."""
     return process_alive(pid, None)

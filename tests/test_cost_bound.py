@@ -11,6 +11,7 @@ from engine.llm.costs import OVERHEAD_TOKENS, VALUE_CHARS, loop_cost, template_c
 from engine.llm.prices import PriceTable
 from engine.model.loop import LlmConfig, Loop
 from tests.lint_helpers import make_loop, random_loops
+from tests.properties import examples
 
 JUDGE = {"type": "llm_structured", "prompt": "Did it pass? Quote the line.", "samples": 3}
 
@@ -151,7 +152,7 @@ def _brute_force(graph: LoopGraph, weight: dict[str, float], budget: int) -> flo
     return best(graph.initial, budget)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(random_loops(), st.integers(min_value=0, max_value=7), st.data())
 def test_heaviest_walk_matches_brute_force(loop: Loop, budget: int, data: st.DataObject) -> None:
     graph = compile_graph(loop)
@@ -164,7 +165,7 @@ def test_heaviest_walk_matches_brute_force(loop: Loop, budget: int, data: st.Dat
     assert sum(weight[s] for s in executed) == walk.total or graph.on_max_steps
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(random_loops())
 def test_bound_without_llm_cycles_equals_any_larger_budget(loop: Loop) -> None:
     graph = compile_graph(loop)

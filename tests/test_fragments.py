@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from engine.load.fragments import bind_parameters, merge
 from engine.load.loader import check_loop_file
 from tests.lint_cli_helpers import ll_loop
+from tests.properties import examples
 
 LIBRARY = """\
 description: shared checks
@@ -320,7 +321,7 @@ _NAME = st.sampled_from(["shell_exit", "counter", "threshold", "nope", ""]) | st
 _IMPORT = st.sampled_from(["lib/checks.yaml", "lib/none.yaml", "~nosuchuser/x", "a" * 5000])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     imports=st.lists(_IMPORT | st.text(max_size=10), max_size=3) | _ANY,
     fragment=_NAME | _ANY,

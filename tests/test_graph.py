@@ -21,6 +21,7 @@ from engine.graph.loop_graph import (
 )
 from engine.model.loop import Loop
 from tests.lint_helpers import make_loop, random_loops
+from tests.properties import examples
 
 FIX_UNTIL_GREEN = make_loop(
     {
@@ -100,7 +101,7 @@ def _nx(loop: Loop) -> nx.MultiDiGraph:
     return compile_graph(loop).to_networkx()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(random_loops())
 def test_reachability_matches_networkx(loop: Loop) -> None:
     graph, oracle = compile_graph(loop), _nx(loop)
@@ -114,7 +115,7 @@ def test_reachability_matches_networkx(loop: Loop) -> None:
     assert can_reach(graph, targets) == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(random_loops())
 def test_shortest_path_length_matches_networkx(loop: Loop) -> None:
     graph, oracle = compile_graph(loop), _nx(loop)
@@ -126,7 +127,7 @@ def test_shortest_path_length_matches_networkx(loop: Loop) -> None:
     assert shortest_path_length(graph, loop.initial, goal) == best
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(random_loops())
 def test_immediate_dominators_match_networkx(loop: Loop) -> None:
     ours = immediate_dominators(compile_graph(loop), loop.initial)
@@ -135,7 +136,7 @@ def test_immediate_dominators_match_networkx(loop: Loop) -> None:
     assert ours == theirs
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(random_loops())
 def test_back_edges_match_networkx_dfs_tree(loop: Loop) -> None:
     """An edge is a back edge iff its target is an ancestor of (or is) its source in the DFS tree
@@ -155,7 +156,7 @@ def test_back_edges_match_networkx_dfs_tree(loop: Loop) -> None:
     assert nx.is_directed_acyclic_graph(rest)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(random_loops())
 def test_closed_components_match_networkx_condensation(loop: Loop) -> None:
     graph, oracle = compile_graph(loop), _nx(loop)

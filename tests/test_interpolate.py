@@ -22,6 +22,7 @@ from engine.shell.interpolate import (
     render_text,
     to_text,
 )
+from tests.properties import examples
 
 NS = {
     "context": {"name": "world", "n": 3, "flags": {"a": True, "b": None}, "items": "x"},
@@ -260,7 +261,7 @@ _EXPR_PIECES = ["context", "captured", ".x", ".y", " | ", "default", "tojson", "
                 "}", "None"]  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=examples(400), deadline=None, derandomize=True)
 @given(
     st.sampled_from(sorted(ROOTS)),
     st.lists(st.sampled_from(_EXPR_PIECES), max_size=12).map("".join),
@@ -387,7 +388,7 @@ _PIECES = ["${", "$${", "}", "{", "context", "captured", ".", "x", "|", " ", "'"
            "EOF", "\\", "#", "tojson", "1", "+", "\x00"]  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None, derandomize=True)
+@settings(max_examples=examples(300), deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=25).map("".join))
 def test_any_template_renders_or_raises_interpolation_error(template: str) -> None:
     ns = {"context": {"x": "v"}, "captured": {"x": {"output": "o"}}}

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from engine.load.issuefile import find_issue, list_items, load_issue, parse_issue
 from engine.model.errors import UsageError
+from tests.properties import examples
 
 DATA = Path(__file__).parent / "data" / "issues"
 
@@ -222,7 +223,7 @@ _markdown_bits = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_markdown_bits | st.text(max_size=20), max_size=25))
 def test_parse_issue_never_raises_anything_but_a_usage_error(parts: list[str]) -> None:
     from engine.load.loader import check_loop_text

@@ -13,6 +13,7 @@ from engine.graph.simulate import SCENARIOS, simulate
 from engine.model.loop import Loop
 from lint import RULES, lint_loop
 from tests.lint_helpers import make_loop, random_loops
+from tests.properties import examples
 
 GOOD: dict[str, dict[str, Any]] = {
     "check": {
@@ -479,7 +480,7 @@ def test_on_terminal_names_must_be_child_terminals() -> None:
     assert "(did you mean 'stuck'?)" in found[0].message
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(random_loops(), st.sampled_from(sorted(SCENARIOS)))
 def test_lint_proof_holds_for_every_simulated_run(loop: Loop, scenario: str) -> None:
     """Lint never crashes, and when it reports no unknown target (LL001) and no unrouted verdict

@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 from engine.load.loader import check_loop_file, check_loop_text, load_loop_text
 from engine.load.schema_check import load_schema
 from engine.model.errors import LoadError
+from tests.properties import examples
 from tests.test_load_validator import mutated_loops
 
 REFERENCE = jsonschema.Draft202012Validator(load_schema())
-FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _assert_loads_or_diagnoses(text: str) -> None:
@@ -88,7 +91,7 @@ def test_mutated_loops_load_exactly_when_the_schema_accepts_them(data: Any) -> N
         assert loop is not None, [d.render() for d in found]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_in_a_file(raw: bytes) -> None:
     with tempfile.TemporaryDirectory() as folder:

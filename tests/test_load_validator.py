@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from engine.load.schema_check import SUPPORTED_KEYWORDS, is_valid, load_schema, violations
 from tests.load_helpers import CORPUS
+from tests.properties import examples
 
 SCHEMA = load_schema()
 REFERENCE = jsonschema.Draft202012Validator(SCHEMA)
@@ -186,7 +187,7 @@ def mutated_loops(draw: st.DrawFn) -> Any:
     return data
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_loops())
 def test_our_validator_agrees_with_jsonschema_on_mutations(data: Any) -> None:
     expected = REFERENCE.is_valid(data)

@@ -19,6 +19,7 @@ from engine.load.loader import (
 from engine.load.yaml_positions import parse_yaml
 from engine.model.errors import LoadError
 from tests.load_helpers import MINIMAL, one, problems
+from tests.properties import examples
 from tests.test_load_validator import mutated_loops
 
 
@@ -236,7 +237,7 @@ def test_backtick_at_start_of_a_value_gets_a_quoting_hint() -> None:
     assert d.hint == "quote a value that starts with `"
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_loops())
 def test_every_key_position_points_at_that_key_in_the_text(data: Any) -> None:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000)

@@ -20,6 +20,7 @@ from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import table
 from engine.migrate.routes import UNROUTED, plan_routes
 from tests.lint_cli_helpers import REPO, ll_loop
+from tests.properties import examples
 
 DATA = Path(__file__).parent / "data" / "migrate"
 LOOPS = ["fix-lint.yaml", "release.yaml", "polish.yaml", "smoke.yaml", "coverage.yaml"]
@@ -233,7 +234,7 @@ _KEYS = st.sampled_from(
 _STATE = st.dictionaries(_KEYS, _ANY | st.sampled_from(["a", "b", "/ll:x", "slash_command"]))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     states=st.dictionaries(st.sampled_from(["a", "b", "c"]), _STATE, min_size=1, max_size=3),
     top=st.dictionaries(

@@ -22,6 +22,7 @@ from tests.runs_helpers import (
     state_of,
     wait_until,
     write,
+    written,
 )
 
 # `wait` sleeps until the file `go` exists (so a test can hold a run in its action), and
@@ -57,7 +58,7 @@ def project(tmp_path: Path) -> Iterator[Path]:
 def started_run(project: Path) -> tuple[subprocess.Popen[str], str]:
     """A run held in its `wait` action; (process, run id)."""
     proc = spawn(project, "run", "waiter.yaml", "--json", "-q")
-    wait_until(lambda: (project / "action.pid").exists())
+    wait_until(lambda: written(project / "action.pid"))
     run_id = next((project / ".loops" / "runs").iterdir()).name
     return proc, run_id
 
@@ -150,7 +151,7 @@ def test_resume_ends_the_action_a_killed_run_left_running(project: Path) -> None
     (project / "action.pid").unlink()
     resumed = spawn(project, "resume", run_id, "--json")
     try:
-        wait_until(lambda: (project / "action.pid").exists())  # the state runs again...
+        wait_until(lambda: written(project / "action.pid"))  # the state runs again...
         assert not running(orphan)  # ...and the old action was ended before it
         [event] = [e for e in events_of(project, run_id) if e["event"] == "loop_resume"]
         assert event["ended_actions"] == [orphan]
@@ -172,7 +173,7 @@ def test_a_resumed_run_is_live_before_its_first_boundary(project: Path) -> None:
     (project / "action.pid").unlink()
     resumed = spawn(project, "resume", run_id, "--json", "-q")
     try:
-        wait_until(lambda: (project / "action.pid").exists())  # `wait` runs again, no boundary
+        wait_until(lambda: written(project / "action.pid"))  # `wait` runs again, no boundary
         status = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
         assert (status["status"], status["alive"], status["pid"]) == ("running", True, resumed.pid)
         assert status["orphaned_actions"] == []

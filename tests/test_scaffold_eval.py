@@ -23,6 +23,7 @@ from engine.scaffold import (
     yaml_scalar,
 )
 from engine.shell.interpolate import render_shell, render_text
+from tests.properties import examples
 from tests.scaffold_helpers import ISSUES, issue_of, lint_findings, placeholder_warnings
 
 FIXTURES = sorted(ISSUES.rglob("*.md"))
@@ -310,7 +311,7 @@ weird = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=80) 
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(weird)
 def test_yaml_scalar_reads_back_exactly(text: str) -> None:
     document = f"outer:\n  key: {yaml_scalar(text, 4)}\n  after: 1\n"
@@ -322,7 +323,7 @@ def test_yaml_scalar_reads_back_exactly(text: str) -> None:
     assert yaml.safe_load(f"k: {yaml_quoted(text)}\n")["k"] == text
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(weird.filter(lambda s: s.strip() != ""), min_size=1, max_size=4), weird)
 def test_any_issue_text_scaffolds_to_a_loadable_loop(criteria: list[str], use_case: str) -> None:
     body = "# FEAT-7: odd {title} ${x} #1\n\n## Use Case\n\n" + use_case + "\n\n"

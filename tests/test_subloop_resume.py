@@ -24,6 +24,7 @@ from tests.runs_helpers import (
     state_of,
     wait_until,
     write,
+    written,
 )
 
 CHILD = """
@@ -73,7 +74,7 @@ def project(tmp_path: Path) -> Iterator[Path]:
 def held_in_child(project: Path) -> tuple[subprocess.Popen[str], str]:
     """Start the parent and wait until its child waits in step `two`; (process, run id)."""
     proc = spawn(project, "run", "parent.yaml", "--json", "-q")
-    wait_until(lambda: (project / "action.pid").exists())
+    wait_until(lambda: written(project / "action.pid"))
     return proc, next((project / ".loops" / "runs").iterdir()).name
 
 
@@ -82,7 +83,7 @@ def finish(project: Path, run_id: str) -> dict[str, object]:
     (project / "action.pid").unlink()
     resumed = spawn(project, "resume", run_id, "--json", "-q")
     try:
-        wait_until(lambda: (project / "action.pid").exists())
+        wait_until(lambda: written(project / "action.pid"))
         (project / "go").touch()
         out, err = resumed.communicate(timeout=30)
     finally:

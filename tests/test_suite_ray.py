@@ -54,9 +54,13 @@ pytestmark = pytest.mark.xdist_group("ray")
 TEXTS = ["one", "two words", "three little words", "a b c d", "x", "five of them are here"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
-    """One 2-CPU cluster for every test of this module; this process is its driver too."""
+    """One 2-CPU cluster for every test of this module; this process is its driver too.
+
+    Session-scoped: pytest-xdist keeps the module's tests on one worker (`xdist_group`) but may
+    run other modules' tests between them, and a module-scoped cluster was then started twice
+    (about 10 s each)."""
     started = LocalCluster(cpus=2).start()
     saved = {name: os.environ.get(name) for name in started.env}
     # This process and the drivers it starts join with these (read when `ray` is imported).
