@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
 from engine.model.loop import Loop
-from engine.model.suite import Suite
 
 if TYPE_CHECKING:
     from engine._results import HistoryEntry, RunStatus, StopResult
     from engine.load.yaml_positions import Positions
     from engine.model.ports import Event, RunResult
+    from engine.model.suite import Suite  # imported when a suite runs: not every run's cost
     from engine.runtime.locks import Lease
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
@@ -699,6 +699,7 @@ def suite(
     `executor="ray"`. Raises `LoadError`
     for a file that does not load, `SuiteRefusal` for what the command refuses (exit 2), and
     `SuiteInterrupted` on Ctrl-C (the run stays resumable with `resume=RUN_ID`)."""
+    from engine.model.suite import Suite
     from engine.suites import SuiteOptions, run_suite
 
     where = _Where.of(cwd)

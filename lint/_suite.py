@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from engine.model.errors import LoopError
 from engine.model.judges import Judge
-from engine.model.suite import Case, Suite
 from lint._registry import PathKey
+
+if TYPE_CHECKING:  # a suite's lint imports them; a loop's need not pay for it
+    from engine.model.suite import Case, Suite
 
 # The YAML list each judge spelling is written in, at the top of a suite file.
 _SPELLINGS = ("judges", "expectations", "metrics")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from engine.model.judges import Judge
-from engine.model.suite import Suite
 from lint._registry import Finding, PathKey, rule
 from lint._suite import SuiteContext
+
+if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
+    from engine.model.suite import Suite
 
 _CASE_KEY = re.compile(r"\s*(inputs|annotations)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _GUARDED = re.compile(r"\|\s*default\b|:default=|\?\s*$")

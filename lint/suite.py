@@ -3,12 +3,16 @@ filtered by the suite's `lint: suppress` like a loop's."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.load.gcpause import collector_paused
 from engine.model.errors import Diagnostic
-from engine.model.suite import Suite
 from lint._engine import PositionLookup
 from lint._registry import RULES, find_rule
 from lint._suite import SuiteContext
+
+if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
+    from engine.model.suite import Suite
 
 
 def lint_suite(suite: Suite, positions: PositionLookup | None = None) -> list[Diagnostic]:
