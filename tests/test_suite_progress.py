@@ -81,6 +81,10 @@ def test_quiet_and_a_pipe_that_closed_show_nothing_and_do_not_fail() -> None:
     assert display.mode == "quiet"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_running_subjects_and_the_run_resumes(tmp_path: Path) -> None:
     dataset(tmp_path, {f"c{i}": {"input": {"n": i}} for i in range(6)})
     write(
@@ -103,6 +107,9 @@ def test_ctrl_c_stops_running_subjects_and_the_run_resumes(tmp_path: Path) -> No
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal sends it: a pytest started in the background (`make test &`)
+        # ignores SIGINT, and its children would inherit that (as POSIX says they should).
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 60
     while recorded(tmp_path) < 1:  # c0 (no sleep) is recorded; c1 (10 s) is running
