@@ -28,6 +28,22 @@ def test_output_exit_code_cwd_and_environment(tmp_path: Path) -> None:
     assert (result.exit_code, result.crashed) == (3, False)
 
 
+def test_each_action_sees_the_environment_as_it_is_then(tmp_path: Path) -> None:
+    """The environment is encoded once per state and reused: a change to the runner's
+    variables, another state, or an action's own variables must still be what bash sees."""
+    actions = runner(tmp_path)
+    show = 'echo "$LL_STATE ${X-unset} ${Y-unset}"'
+    assert actions.run_shell(show, state="a", timeout=5).output == "a unset unset\n"
+    actions.env["X"] = "1"
+    assert actions.run_shell(show, state="a", timeout=5).output == "a 1 unset\n"
+    assert actions.run_shell(show, state="b", timeout=5).output == "b 1 unset\n"
+    extra = {"Y": "é ü", "X": "2"}
+    assert actions.run_shell(show, state="a", timeout=5, env=extra).output == "a 2 é ü\n"
+    del actions.env["X"]
+    assert actions.run_shell(show, state="a", timeout=5).output == "a unset unset\n"
+    assert actions.run_shell(show, state="b", timeout=5).output == "b unset unset\n"
+
+
 def test_script_runs_in_bash(tmp_path: Path) -> None:
     result = runner(tmp_path).run_shell(
         "a=(x y z); echo ${#a[@]} $BASH_VERSION", state="s", timeout=5
