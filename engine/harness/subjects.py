@@ -15,7 +15,7 @@ from typing import Literal
 
 from engine.harness.keys import input_hash, sha256_bytes, sha256_text
 from engine.harness.process import run_process
-from engine.model.ports import ActionResult
+from engine.model.ports import ActionResult, refused_before_first_step, run_json
 
 Runner = Literal["cmd", "prompt", "loop", "dsl", "skill", "mcp"]
 
@@ -198,7 +198,7 @@ def _ll_loop_command() -> list[str]:
 def judged_loop_text(stdout: str, cwd: Path) -> str:
     """A loop run as a judge should see it: how it ended, its `outputs`, and what its last state
     printed (from the run's `state.json`); the bare result line when none of that exists."""
-    result = last_json_object(stdout) or {}
+    result = run_json(stdout) or {}
     parts = [
         f"The loop {result.get('loop')} ended in state {result.get('final_state')!r} "
         f"(outcome {result.get('outcome')}, {result.get('steps')} steps)."
@@ -239,27 +239,8 @@ def _last_state_output(cwd: Path, run_id: object) -> tuple[str, str] | None:
 
 def _run_refusal(stdout: str) -> str | None:
     """Why a nested run never really ran (no result, or refused before its first step)."""
-    result = last_json_object(stdout)
+    result = run_json(stdout)
     if result is None:
         return "ll-loop run printed no JSON result"
-    if result.get("outcome") == "error" and not result.get("steps"):
-        return f"the loop run was refused before its first step: {result.get('error')}"
-    return None
+    return refused_before_first_step(result)
 
-
-def last_json_object(text: str) -> dict[str, object] | None:
-    """`text` as one JSON object, else its last line that is one."""
-    try:
-        whole = json.loads(text)
-    except ValueError:
-        whole = None
-    if isinstance(whole, dict):
-        return whole
-    for line in reversed(text.strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None

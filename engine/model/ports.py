@@ -6,6 +6,7 @@ tested without IO and each IO part can be tested for real on its own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -106,6 +107,32 @@ class RunResult:
             "error": self.error,
             "outputs": dict(self.outputs),
         }
+
+
+def run_json(stdout: str) -> dict[str, Any] | None:
+    """The result `ll-loop run --json` printed (`RunResult.to_json`, or the refusal object):
+    the whole output as one JSON object, else its last line that is one; None without one."""
+    try:
+        whole = json.loads(stdout)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return whole
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def refused_before_first_step(result: Mapping[str, Any]) -> str | None:
+    """Why a child `ll-loop run` never ran, from its JSON result; None when it ran a step."""
+    if result.get("outcome") == "error" and not result.get("steps"):
+        return f"the loop run was refused before its first step: {result.get('error')}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.model.errors import InterpolationError, LoopError
-from engine.model.ports import ActionResult
+from engine.model.ports import ActionResult, refused_before_first_step, run_json
 from engine.model.suite import Subject
 from engine.runtime.actions import ActionRunner
 from engine.shell.interpolate import (
@@ -191,13 +191,12 @@ def _loop(subject: Subject, place: Place) -> SubjectRun:
     error = _crash(result, subject.timeout)
     if error is not None:
         return SubjectRun(result, error)
-    run = _last_json_object(result.output)
+    run = run_json(result.output)
     if run is None:
         return SubjectRun(result, "the loop run printed no JSON result")
-    if run.get("outcome") == "error" and not run.get("steps"):
-        return SubjectRun(
-            result, f"the loop run was refused before its first step: {run.get('error')}"
-        )
+    refusal = refused_before_first_step(run)
+    if refusal is not None:
+        return SubjectRun(result, refusal)
     return SubjectRun(result, None, _run_extra(run, place.workspace))
 
 
@@ -220,20 +219,6 @@ def _value(value: Any, ns: Mapping[str, Any]) -> Any:
         return evaluate(found[0].text, ns)
     return render_text(value, ns)
 
-
-def _last_json_object(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    try:
-        whole = json.loads(text)
-    except ValueError:
-        return None
-    return whole if isinstance(whole, dict) else None
 
 
 def _run_extra(run: dict[str, Any], workspace: Path) -> dict[str, Any]:
