@@ -9,6 +9,7 @@ from pathlib import Path
 
 from engine.load.dataset import load_cases
 from engine.load.suite import load_suite_file
+from engine.model.ports import refused_before_first_step, run_json
 from engine.suites.casework import run_case
 from engine.suites.driver import SuiteOptions, run_suite
 from engine.suites.executor import LocalExecutor
@@ -71,6 +72,21 @@ def test_a_loop_subject_runs_as_a_child_with_inputs_bound_to_its_parameters(
     runs = {c["case"]: c for c in data["case_runs"]}
     assert runs["missing"]["status"] == "error"
     assert "requires parameter 'who'" in runs["missing"]["error"]
+    assert "the loop run was refused before its first step" in runs["missing"]["error"]
+
+
+def test_a_child_runs_json_result_is_read_whole_first_then_from_its_last_line() -> None:
+    whole = '{\n  "outcome": "success",\n  "events": [\n    {"step": 1}\n  ]\n}'
+    assert run_json(whole) == {"outcome": "success", "events": [{"step": 1}]}
+    assert run_json('printed first\n{"outcome": "error", "steps": 0}\n') == {
+        "outcome": "error",
+        "steps": 0,
+    }
+    assert run_json("no json here\n[1, 2]") is None
+    assert refused_before_first_step({"outcome": "error", "steps": 0, "error": "E"}) == (
+        "the loop run was refused before its first step: E"
+    )
+    assert refused_before_first_step({"outcome": "error", "steps": 3}) is None
 
 
 def test_with_binds_rendered_values_keeping_a_lone_expression_typed(tmp_path: Path) -> None:
