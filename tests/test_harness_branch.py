@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.harness.provenance import Provenance, git_provenance
 from engine.runtime.history import history_path, open_history
+from engine.runtime.provenance import Provenance, git_provenance
 from tests.harness_helpers import DATA, harness, harness_json
 
 

@@ -352,3 +352,19 @@ def test_the_python_example_of_the_docs_runs(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[:2] == ["PASS 0", "4/4 [0.51, 1.00] (95% CI)"]
     assert lines[2].startswith("Suite wordcount: PASS")
+
+
+def test_a_suite_run_records_where_it_ran_in_git(tmp_path: Path) -> None:
+    numbered(tmp_path, 20)  # 20 of 20 passing clears the 0.8 threshold: exit 0
+    write(tmp_path / "s.suite.yaml", PASSING)
+    git(tmp_path, "init", "-q", "-b", "trunk")
+    git(tmp_path, "config", "user.email", "t@example.com")
+    git(tmp_path, "config", "user.name", "t")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "cases")
+    head = git(tmp_path, "rev-parse", "HEAD").strip()
+    (tmp_path / "untracked.txt").write_text("dirty\n")
+    code, _, err = suite_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    rows = db_rows(tmp_path, "SELECT git_head, git_branch, git_dirty FROM suite_runs")
+    assert rows == [(head, "trunk", 1)]

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.harness.banding import Tally
-from engine.harness.provenance import head_content_hash
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
 from engine.model.stats import Rate
 from engine.runtime.history import Attempt, History
+from engine.runtime.provenance import head_content_hash
 
 # Runners whose content is a file in the project: the incumbent is that file at git HEAD.
 FILE_RUNNERS = ("loop", "skill")

@@ -22,7 +22,6 @@ from typing import Literal
 from engine.harness.baseline import check_retry
 from engine.harness.grading import SemanticResult, attempt_row, check_judge, semantic_outcome
 from engine.harness.keys import Conditions, input_hash
-from engine.harness.provenance import Provenance, git_provenance
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun, run_prompt
 from engine.harness.tasks import Task, load_tasks
@@ -31,6 +30,7 @@ from engine.model.stats import Rate
 from engine.model.suite import InlineCase, Suite
 from engine.model.suite import Subject as SuiteSubject
 from engine.runtime.history import Attempt, History, NewAttempt
+from engine.runtime.provenance import Provenance, git_provenance
 from engine.suites.driver import SuiteOptions, run_suite
 from engine.suites.spec import CaseOutcome, JudgeOutcome
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.harness.banding import SampleOutcome, combine_gates
-from engine.harness.provenance import Provenance
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
 from engine.model.ports import Verdict
 from engine.runtime.history import AttemptOutcome, NewAttempt
+from engine.runtime.provenance import Provenance
 
 Judge = Callable[[str, str], Verdict]
 

@@ -36,10 +36,10 @@ from engine.harness.history_report import (
     summarize,
 )
 from engine.harness.keys import Conditions
-from engine.harness.provenance import Provenance, git_provenance, head_content_hash
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
 from engine.runtime.history import Attempt, AttemptKind, History, NewAttempt
+from engine.runtime.provenance import Provenance, git_provenance, head_content_hash
 
 DEFAULT_STOCHASTIC_SAMPLES = 3
 DEFAULT_TIMEOUT = 300.0

@@ -32,6 +32,7 @@ from engine.runtime.history import (
     SuiteRunRow,
     utc_now,
 )
+from engine.runtime.provenance import git_provenance
 from engine.runtime.runstore import new_run_id
 from engine.runtime.workspace import git_toplevel
 from engine.suites import workspace as workspaces
@@ -427,7 +428,7 @@ def _baseline_run(
 def _run_row(
     suite: Suite, settings: RunSettings, options: SuiteOptions, planned: int, cwd: Path
 ) -> SuiteRunRow:
-    head, dirty, branch = workspaces.git_state(cwd)
+    where = git_provenance(cwd, timeout=workspaces.GIT_TIMEOUT)
     saved = {name: getattr(options, name) for name in _RESUMED_OPTIONS}
     return SuiteRunRow(
         run_id=settings.run_id,
@@ -439,9 +440,9 @@ def _run_row(
         kind="baseline" if options.measure_baseline else "run",
         options=json.dumps(saved),
         cases_planned=planned,
-        git_head=head,
-        git_dirty=dirty,
-        git_branch=branch,
+        git_head=where.head,
+        git_dirty=where.dirty,
+        git_branch=where.branch,
     )
 
 

@@ -101,18 +101,6 @@ def copy_size(paths: tuple[str, ...], project_root: Path, limit: int = SMALL_COP
     return total
 
 
-def git_state(cwd: Path) -> tuple[str | None, bool | None, str | None]:
-    """(HEAD commit, dirty, branch) where the run starts; Nones outside a repository."""
-    done = _git(cwd, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
-    if done is None or done.returncode != 0:
-        return None, None, None
-    head, _, ref = done.stdout.strip().partition("\n")
-    status = _git(cwd, "status", "--porcelain")
-    dirty = None if status is None or status.returncode != 0 else bool(status.stdout.strip())
-    branch = ref.strip().removeprefix("refs/heads/") if ref.startswith("refs/heads/") else None
-    return head.strip(), dirty, branch
-
-
 def has_head(root: Path) -> bool:
     """A repository with at least one commit (a worktree needs one)."""
     done = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")

@@ -1,15 +1,15 @@
 """Where a measurement was taken: git HEAD, branch, dirtiness, and a file's committed bytes (IO).
 
-Provenance is recorded, never required: outside a git repository every value is None.
+Provenance is recorded, never required: outside a git repository every value is None. The
+harness records it with each measurement, a suite with each run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-
-from engine.harness.keys import sha256_bytes
 
 _BRANCH_REF = "refs/heads/"
 
@@ -21,22 +21,28 @@ class Provenance:
     branch: str | None = None  # None on a detached HEAD
 
 
-def _git(args: list[str], cwd: Path) -> bytes | None:
+GIT_TIMEOUT = 10.0
+
+
+def _git(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> bytes | None:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, timeout=timeout, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def git_provenance(cwd: Path) -> Provenance:
+def git_provenance(cwd: Path, *, timeout: float = GIT_TIMEOUT) -> Provenance:
+    """HEAD, dirtiness and branch where `cwd` is; each git call bounded by `timeout` seconds."""
     # One rev-parse answers both the commit and the ref HEAD points at ("HEAD" when detached),
     # so recording the branch costs no extra git process.
-    out = _git(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], cwd)
+    out = _git(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], cwd, timeout)
     if out is None:
         return Provenance(None, None)
     head, _, ref = out.decode(errors="replace").strip().partition("\n")
-    status = _git(["status", "--porcelain"], cwd)
+    status = _git(["status", "--porcelain"], cwd, timeout)
     return Provenance(
         head.strip(),
         None if status is None else bool(status.strip()),
@@ -55,4 +61,4 @@ def head_content_hash(path: Path) -> str | None:
     """sha256 of `path` as committed at HEAD (the incumbent of an uncommitted edit)."""
     path = path.resolve()
     blob = _git(["show", f"HEAD:./{path.name}"], path.parent)
-    return None if blob is None else sha256_bytes(blob)
+    return None if blob is None else hashlib.sha256(blob).hexdigest()
