@@ -75,8 +75,8 @@ def expected_path(events: list[dict[str, Any]]) -> tuple[Counter[str], Counter[t
     return visits, moves
 
 
-def check_report(page: Any, report: Path, loop_file: Path, run_dir: Path) -> None:
-    """Load `report` offline and check it against the loop and the run's events."""
+def load_offline(page: Any, report: Path) -> None:
+    """Open `report`: it must get ready with no console error and fetch nothing."""
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
@@ -85,6 +85,11 @@ def check_report(page: Any, report: Path, loop_file: Path, run_dir: Path) -> Non
     page.goto(report.as_uri())
     page.wait_for_selector("body[data-ready=yes]")
     assert problems == []
+
+
+def check_report(page: Any, report: Path, loop_file: Path, run_dir: Path) -> None:
+    """Load `report` offline and check it against the loop and the run's events."""
+    load_offline(page, report)
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     visits, moves = expected_path(events)
     states = list(load_loop_file(loop_file).states)

@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 
 from tests.loopback_server import LoopbackServer, Reply, verdict_reply
-from tests.report_helpers import ARTIFACTS, check_report, expected_path, open_browser
+from tests.report_helpers import (
+    ARTIFACTS,
+    check_report,
+    expected_path,
+    load_offline,
+    open_browser,
+)
 from tests.run_helpers import ll_loop, write_loop
 
 # A check that fails twice (judged no), a fixer, a retry limit, and a judged final review.
@@ -151,12 +157,7 @@ def test_harness_history_page_charts_each_invocation_with_its_interval(
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
-    problems: list[str] = []
-    browser.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    browser.on("pageerror", lambda e: problems.append(str(e)))
-    browser.goto(page_file.as_uri())
-    browser.wait_for_selector("body[data-ready=yes]")
-    assert problems == []
+    load_offline(browser, page_file)
     points = browser.eval_on_selector_all(
         "svg.chart .point", "ps => ps.map(p => [+p.dataset.k, +p.dataset.n])"
     )

@@ -18,7 +18,7 @@ import pytest
 
 from tests.harness_helpers import REPO
 from tests.loopback_server import LoopbackServer
-from tests.report_helpers import ARTIFACTS, open_browser
+from tests.report_helpers import ARTIFACTS, load_offline, open_browser
 from tests.suite_helpers import dataset, db_rows, own_project, suite, suite_json, write
 from tests.test_suite_llm import SUITE_FILE as AGENT_EVAL
 from tests.test_suite_llm import answers
@@ -65,18 +65,6 @@ def project(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     yield from open_browser()
-
-
-def load(page: Any, report: Path) -> None:
-    """Open `report` offline: it must load with no console error and fetch nothing."""
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("request", lambda r: None if r.url.startswith(("file:", "data:"))
-            else problems.append(f"network request: {r.url}"))  # fmt: skip
-    page.goto(report.as_uri())
-    page.wait_for_selector("body[data-ready=yes]")
-    assert problems == []
 
 
 def check_judges(page: Any, section: str, judges: list[dict[str, Any]]) -> None:
@@ -162,7 +150,7 @@ def test_the_html_page_shows_what_the_json_report_of_the_same_run_says(
     assert code == 1, err
     assert out == "" and "wrote page.html" in err
     report = root / "page.html"
-    load(browser, report)
+    load_offline(browser, report)
     browser.screenshot(path=str(ARTIFACTS / "suite-report.png"), full_page=True)
     print(f"screenshot: {ARTIFACTS / 'suite-report.png'}")
 
@@ -216,7 +204,7 @@ def test_the_pairwise_judge_and_the_baseline_subject_are_on_the_page(
     code, _, err = suite(root, AGENT_EVAL, "--resume", data["run_id"], "--output", "html",
                          "--out", "agent.html")  # fmt: skip
     assert code == 3, err
-    load(browser, root / "agent.html")
+    load_offline(browser, root / "agent.html")
     check_judges(browser, "judges", data["judges"])
     check_judges(browser, "baseline", data["baseline_subject"])
     assert browser.inner_text("#judges tr[data-judge=preference] td:nth-child(4)") == (
@@ -301,7 +289,7 @@ def test_each_judge_is_charted_over_the_suites_runs_from_history(
     code, _, err = suite(root, "s.suite.yaml", "--resume", second["run_id"], "--output",
                          "html", "--out", "trend.html")  # fmt: skip
     assert code == 3, err
-    load(browser, root / "trend.html")
+    load_offline(browser, root / "trend.html")
     charted = browser.eval_on_selector_all(
         "#trends figure.trend",
         "figs => figs.map(f => [f.dataset.judge, [...f.querySelectorAll('g.point')]"
