@@ -24,7 +24,8 @@ class Provenance:
 GIT_TIMEOUT = 10.0
 
 
-def _git(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> bytes | None:
+def git_output(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> bytes | None:
+    """What `git ARGS` printed in `cwd`; None when it failed, could not run or overran."""
     try:
         done = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, timeout=timeout, check=False
@@ -38,11 +39,11 @@ def git_provenance(cwd: Path, *, timeout: float = GIT_TIMEOUT) -> Provenance:
     """HEAD, dirtiness and branch where `cwd` is; each git call bounded by `timeout` seconds."""
     # One rev-parse answers both the commit and the ref HEAD points at ("HEAD" when detached),
     # so recording the branch costs no extra git process.
-    out = _git(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], cwd, timeout)
+    out = git_output(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], cwd, timeout)
     if out is None:
         return Provenance(None, None)
     head, _, ref = out.decode(errors="replace").strip().partition("\n")
-    status = _git(["status", "--porcelain"], cwd, timeout)
+    status = git_output(["status", "--porcelain"], cwd, timeout)
     return Provenance(
         head.strip(),
         None if status is None else bool(status.strip()),
@@ -60,5 +61,5 @@ def _branch_of(ref: str) -> str | None:
 def head_content_hash(path: Path) -> str | None:
     """sha256 of `path` as committed at HEAD (the incumbent of an uncommitted edit)."""
     path = path.resolve()
-    blob = _git(["show", f"HEAD:./{path.name}"], path.parent)
+    blob = git_output(["show", f"HEAD:./{path.name}"], path.parent)
     return None if blob is None else hashlib.sha256(blob).hexdigest()

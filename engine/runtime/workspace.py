@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.runtime.provenance import git_output
+
 SKIPPED = frozenset({".git", ".loops", "__pycache__", "node_modules", ".venv"})
 MAX_SNAPSHOT_FILES = 50_000
 MAX_FILES = 200
@@ -35,17 +37,9 @@ class Baseline:
 
 def git_toplevel(root: Path) -> Path | None:
     """The top of the git work tree holding `root`; None outside one (or without git)."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+    out = git_output(["rev-parse", "--show-toplevel"], root, GIT_TIMEOUT)
+    top = os.fsdecode(out).strip() if out is not None else ""
+    return Path(top) if top else None
 
 
 def baseline(root: Path, scope: Sequence[str] | None, *, git: bool | None = None) -> Baseline:
