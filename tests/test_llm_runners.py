@@ -12,6 +12,7 @@ from engine.llm import create_llm_services, judge_text, llm_preflight, run_promp
 from engine.model.loop import Evaluate, LlmConfig, Loop, State
 from engine.model.ports import ActionResult
 from tests.loopback_server import LoopbackServer, MemoryRecorder, Reply, error_reply, message
+from tests.runs_helpers import running, wait_until
 
 
 def prompt_loop(
@@ -147,19 +148,8 @@ def test_cmd_runner_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     assert result.timed_out and result.crashed
     assert time.monotonic() - started < 5
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 3
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child)
+    wait_until(lambda: not running(child), timeout=3)
 
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.mark.parametrize(
