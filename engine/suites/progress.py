@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, TextIO
 
+from engine.model.timefmt import duration
 from engine.suites.spec import CaseOutcome
 
 Mode = Literal["live", "lines", "quiet"]
@@ -128,8 +129,8 @@ class SuiteProgress:
         fresh = self.done - self.before
         left = self.total - self.done
         if fresh <= 0 or left <= 0:
-            return _duration(elapsed)
-        return f"{_duration(elapsed)}, ETA {_duration(elapsed / fresh * left)}"
+            return duration(elapsed)
+        return f"{duration(elapsed)}, ETA {duration(elapsed / fresh * left)}"
 
     def _tick(self) -> None:
         while not self._stop.wait(_REFRESH):
@@ -155,12 +156,3 @@ class SuiteProgress:
             self.mode = "quiet"
             self._stop.set()
 
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, rest = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{rest:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
