@@ -153,4 +153,3 @@ def test_the_walk_sees_every_kind_of_import(source: str, code: str, expected: st
         assert found == []
     else:
         assert found and expected in found[0]
-

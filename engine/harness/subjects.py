@@ -243,4 +243,3 @@ def _run_refusal(stdout: str) -> str | None:
     if result is None:
         return "ll-loop run printed no JSON result"
     return refused_before_first_step(result)
-

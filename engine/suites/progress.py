@@ -155,4 +155,3 @@ class SuiteProgress:
         except (OSError, ValueError):
             self.mode = "quiet"
             self._stop.set()
-
