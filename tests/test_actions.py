@@ -116,3 +116,75 @@ def test_a_nul_byte_in_the_script_is_a_spawn_error_and_leaks_no_fd(tmp_path: Pat
         assert result.exit_code is None and result.spawn_error
     runner.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+# Actions whose directory is the process's own are started with posix_spawn, every other with
+# Popen (engine/runtime/actions.py). The tests above run in tmp_path, away from pytest's
+# directory, so they take Popen; these run the same checks where posix_spawn is taken: in a
+# fresh Python (no inherited descriptors) whose working directory is the action's.
+PROBE = r"""
+import json, os, sys
+from pathlib import Path
+from engine.runtime.actions import ActionRunner
+
+if sys.argv[1] == "leak":
+    os.set_inheritable(os.open(os.devnull, os.O_RDONLY), True)
+actions = ActionRunner(cwd=Path("."), env=dict(os.environ, LL_RUN_ID="r1"), grace=0.3)
+probes = {
+    "basic": 'echo "out $LL_RUN_ID $LL_STATE $(pwd)"; echo err >&2; exit 3',
+    "group": "read -r -a f < /proc/$$/stat; echo $(( f[4] == $$ ))",
+    "sigpipe": "yes | head -n1 > /dev/null; echo ${PIPESTATUS[0]}",
+    "stdin": "readlink /proc/$$/fd/0",
+    "fds": "ls /proc/$$/fd; :",  # bash's own descriptors (`; :`: bash forks ls, not execs it)
+    "term_ignored": "trap '' TERM; sleep 300",
+    "nul": "echo a\0b",
+}
+results = {}
+for name, script in probes.items():
+    timeout = 0.2 if name == "term_ignored" else 10
+    r = actions.run_shell(script, state=name, timeout=timeout)
+    results[name] = [r.output, r.stderr, r.exit_code, r.timed_out, bool(r.spawn_error)]
+print(json.dumps({"posix_spawn": actions._fast, "results": results}))
+"""
+
+
+def _probe(tmp_path: Path, mode: str) -> dict[str, object]:
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, mode],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_actions_started_with_posix_spawn_behave_as_with_popen(tmp_path: Path) -> None:
+    probe = _probe(tmp_path, "clean")
+    assert probe["posix_spawn"] is True  # the path under test was taken
+    results = probe["results"]
+    assert isinstance(results, dict)
+    assert results["basic"] == [f"out r1 basic {tmp_path}\n", "err\n", 3, False, False]
+    assert results["group"][0] == "1\n"  # its own process group, led by bash
+    assert results["sigpipe"][0] == "141\n"  # SIGPIPE back at its default, as Popen does
+    assert results["stdin"][0] == "/dev/null\n"
+    assert results["fds"][0].split() == ["0", "1", "2"]  # nothing of ours leaks into it
+    assert results["term_ignored"][3] is True  # timed out; SIGKILL after the grace reaped it
+    assert results["nul"][4] is True  # a spawn error, not a crash
+
+
+def test_an_inherited_descriptor_never_reaches_an_action(tmp_path: Path) -> None:
+    """posix_spawn cannot close descriptors: with an inheritable one open, Popen is used."""
+    probe = _probe(tmp_path, "leak")
+    assert probe["posix_spawn"] is False
+    results = probe["results"]
+    assert isinstance(results, dict)
+    assert results["fds"][0].split() == ["0", "1", "2"]
+    assert results["basic"][2] == 3

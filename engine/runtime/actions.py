@@ -1,7 +1,11 @@
 """Shell actions: run a script in `bash`, in its own process group, with a timeout (IO).
 
 This is the hot path of every run, so it avoids threads and `communicate()` (measurably slower):
-one `Popen`, a poll loop over stdout, stderr and a pidfd, and nothing else. Output is kept in
+one spawn, a poll loop over stdout, stderr and a pidfd, and nothing else. The spawn is
+`os.posix_spawn` (glibc's vfork + exec, with no Python in between: ~0.1 ms less per action than
+`Popen`) whenever it can do all that `Popen` would: the action runs in our own working directory
+(posix_spawn has no chdir) and no descriptor beyond stdio would leak into it (posix_spawn cannot
+close them as `Popen`'s close_fds does). Otherwise it is `Popen`. Output is kept in
 memory up to `memory_limit` bytes per stream; beyond that the whole stream is spilled to a file in
 the run's `outputs/` directory and `ActionResult.output_path` points at it.
 
@@ -27,7 +31,7 @@ import time
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from engine.load.project import ensure_dir, open_file
 from engine.model.errors import UsageError
@@ -42,6 +46,19 @@ _READ_SIZE = 65536
 _DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
 _HAS_PIDFD = hasattr(os, "pidfd_open")
 _MAX_WAIT_MS = 3_600_000
+# The signals Popen's restore_signals gives back their default in the child (Python ignores them).
+_RESTORED_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+class _Child(Protocol):
+    """What the runner uses of a started process: Popen's, or `_Spawned`'s."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 @dataclass
@@ -108,7 +125,8 @@ class ActionRunner:
         # Found once: Popen would otherwise search PATH for `bash` on every spawn.
         self._bash = shutil.which("bash") or "bash"
         self._devnull: int | None = None  # stdin of every action, opened once per run
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: _Child | None = None
+        self._fast: bool | None = None  # whether posix_spawn may be used (found on first need)
         self._terminated = False
         self._spawns = 0
         # state -> (the environment as it was, encoded): Popen encodes a str environment entry
@@ -150,17 +168,7 @@ class ActionRunner:
         out_read, out_write = os.pipe2(os.O_CLOEXEC)
         err_read, err_write = os.pipe2(os.O_CLOEXEC)
         try:
-            proc = subprocess.Popen(
-                ["bash", "-c", script],
-                executable=self._bash,
-                cwd=self.cwd,
-                env=self._spawn_env(state, env),
-                stdin=self._devnull,
-                stdout=out_write,
-                stderr=err_write,
-                start_new_session=self._detach,
-                process_group=None if self._detach else 0,
-            )
+            proc = self._spawn(script, self._spawn_env(state, env), out_write, err_write)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the script
             for fd in (out_read, err_read):
                 os.close(fd)
@@ -195,6 +203,47 @@ class ActionRunner:
             output_capped=self.max_output if capped else None,
         )
 
+    def _spawn(self, script: str, env: dict[bytes, bytes], stdout: int, stderr: int) -> _Child:
+        """Start `bash -c script` in its own process group with our pipes as stdout/stderr."""
+        argv = ["bash", "-c", script]
+        assert self._devnull is not None
+        if self._may_posix_spawn(stdout, stderr):
+            group = {"setsid": True} if self._detach else {"setpgroup": 0}
+            pid = os.posix_spawn(
+                self._bash,
+                argv,
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, self._devnull, 0),
+                    (os.POSIX_SPAWN_DUP2, stdout, 1),
+                    (os.POSIX_SPAWN_DUP2, stderr, 2),
+                ],
+                setsigdef=_RESTORED_SIGNALS,
+                **group,
+            )
+            return _Spawned(pid)
+        return subprocess.Popen(
+            argv,
+            executable=self._bash,
+            cwd=self.cwd,
+            env=env,
+            stdin=self._devnull,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=self._detach,
+            process_group=None if self._detach else 0,
+        )
+
+    def _may_posix_spawn(self, stdout: int, stderr: int) -> bool:
+        """Whether posix_spawn does what Popen would: the action's directory is ours right now,
+        the descriptors it gets are not already 0-2 (dup2 onto itself keeps close-on-exec), and
+        no other descriptor would leak (checked once: only an inherited one could)."""
+        if not _HAS_PIDFD or min(stdout, stderr, self._devnull or 0) <= 2:
+            return False
+        if self._fast is None:
+            self._fast = hasattr(os, "posix_spawn") and _only_stdio_inheritable()
+        return self._fast and _same_directory(".", self.cwd)
+
     def _spawn_env(self, state: str, extra: Mapping[str, str] | None) -> dict[bytes, bytes]:
         """The action's environment as bytes: `self.env` (which callers may change between
         actions) encoded once per state while it stays the same, then this action's `extra`."""
@@ -208,7 +257,7 @@ class ActionRunner:
 
     def _collect(
         self,
-        proc: subprocess.Popen[bytes],
+        proc: _Child,
         out_fd: int,
         err_fd: int,
         start: float,
@@ -279,7 +328,7 @@ class ActionRunner:
         out_stream, err_stream = streams.values()
         return out_stream, err_stream, timed_out, capped
 
-    def _reap(self, proc: subprocess.Popen[bytes], kill_at: float | None, killing: bool) -> None:
+    def _reap(self, proc: _Child, kill_at: float | None, killing: bool) -> None:
         """Wait for bash; after a timeout or stop, sweep the group with SIGKILL."""
         if kill_at is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -318,6 +367,57 @@ def output_cap(env: Mapping[str, str] | None = None) -> int:
             "for the default of 1G",
         )
     return int(digits) * _UNITS[unit]
+
+
+class _Spawned:
+    """A child started by posix_spawn, with the members of Popen the runner uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Reap the child; with `timeout`, raise `subprocess.TimeoutExpired` when it is still
+        running by then (polled: only the runner's kill path waits with a timeout)."""
+        if timeout is None and self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        end = time.monotonic() + (timeout or 0.0)
+        while (code := self.poll()) is None:
+            if time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(["bash"], timeout or 0.0)
+            time.sleep(0.01)
+        return code
+
+
+def _only_stdio_inheritable() -> bool:
+    """Whether no descriptor beyond 0-2 would pass to a child. Python opens every descriptor
+    close-on-exec, so only one inherited from our parent could (a CI runner's, a jobserver's)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for name in names:
+        fd = int(name)
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            if fd > 2 and os.get_inheritable(fd):
+                return False
+    return True
+
+
+def _same_directory(a: str, b: str) -> bool:
+    try:
+        first, second = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def _has_controlling_tty() -> bool:
