@@ -54,22 +54,33 @@ def test_a_reopened_run_writes_over_a_stale_temp_file(tmp_path: Path) -> None:
     assert again.load_state() == {"steps": 2}
 
 
-def test_every_event_is_one_json_line_on_disk_at_once(tmp_path: Path) -> None:
+def test_events_are_on_disk_before_the_run_waits_and_at_every_boundary(tmp_path: Path) -> None:
+    """Lines are written where the run may wait (an action starts or ends) and at a state
+    boundary: a reader sees them before any wait, and a killed run loses none it waited on."""
     store = RunStore.create(tmp_path)
+
+    def on_disk() -> list[dict[str, object]]:
+        if not store.events_path.exists():
+            return []
+        text = store.events_path.read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.splitlines()]
+
     store.emit("state_enter", depth=0, step=1, state="tick")
-    lines = store.events_path.read_text(encoding="utf-8").splitlines()  # before any close
-    assert len(lines) == 1
-    event = json.loads(lines[0])
-    assert (event["event"], event["run_id"], event["state"]) == (
-        "state_enter",
-        store.run_id,
-        "tick",
-    )
+    assert on_disk() == []
+    store.emit("action_start", depth=0, step=1, state="tick", action="true")
+    assert [e["event"] for e in on_disk()] == ["state_enter", "action_start"]
+    assert on_disk()[0]["run_id"] == store.run_id
+    store.emit("action_complete", depth=0, step=1, state="tick", exit_code=0)
+    assert len(on_disk()) == 3
+    store.emit("evaluate", depth=0, step=1, state="tick", verdict="yes")
     store.emit("route", depth=0, step=1, state="tick", verdict="yes", target="done", note="é\n")
-    assert (
-        json.loads(store.events_path.read_text(encoding="utf-8").splitlines()[1])["note"] == "é\n"
-    )
+    assert len(on_disk()) == 3
+    store.save_state({"current": "done"})
+    assert [e["event"] for e in on_disk()][3:] == ["evaluate", "route"]
+    assert on_disk()[4]["note"] == "é\n"
+    store.emit("loop_complete", depth=0, step=1)
     store.close()
+    assert on_disk()[-1]["event"] == "loop_complete"
 
 
 def test_read_state_refuses_what_is_not_a_state(tmp_path: Path) -> None:
