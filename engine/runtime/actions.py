@@ -209,19 +209,22 @@ class ActionRunner:
         assert self._devnull is not None
         if self._may_posix_spawn(stdout, stderr):
             group = {"setsid": True} if self._detach else {"setpgroup": 0}
-            pid = os.posix_spawn(
-                self._bash,
-                argv,
-                env,
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, self._devnull, 0),
-                    (os.POSIX_SPAWN_DUP2, stdout, 1),
-                    (os.POSIX_SPAWN_DUP2, stderr, 2),
-                ],
-                setsigdef=_RESTORED_SIGNALS,
-                **group,
-            )
-            return _Spawned(pid)
+            try:
+                pid = os.posix_spawn(
+                    self._bash,
+                    argv,
+                    env,
+                    file_actions=[
+                        (os.POSIX_SPAWN_DUP2, self._devnull, 0),
+                        (os.POSIX_SPAWN_DUP2, stdout, 1),
+                        (os.POSIX_SPAWN_DUP2, stderr, 2),
+                    ],
+                    setsigdef=_RESTORED_SIGNALS,
+                    **group,
+                )
+                return _Spawned(pid)
+            except NotImplementedError:  # a libc without POSIX_SPAWN_SETSID: Popen from now on
+                self._fast = False
         return subprocess.Popen(
             argv,
             executable=self._bash,
