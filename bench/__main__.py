@@ -7,16 +7,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
-
-def precompile() -> None:
-    """Byte-compile the package first, as `pip install` does for a wheel: with
-    PYTHONDONTWRITEBYTECODE set (as on some machines here) an editable checkout would otherwise
-    recompile every module in every `ll-loop` process and the start-up figures would mislead."""
-    import compileall
-
-    root = Path(__file__).resolve().parent.parent
-    for package in ("engine", "lint"):
-        compileall.compile_dir(str(root / package), quiet=1)
+from bench import precompile
 
 
 def main(argv: list[str]) -> int:

@@ -111,8 +111,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"after/before: {totals[2] / max(totals[1], 1):.1f}x")
         if blocked:
             print("not converted cleanly:")
-            for path, why in blocked:
-                print(f"  {path}: {why}")
+            for where, why in blocked:
+                print(f"  {where}: {why}")
         reference = os.environ.get("LL_REFERENCE_PYTHON")
         if reference:
             _compare_simulations(reference, converted)

@@ -22,6 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import precompile  # noqa: E402
+
 TRUE_LOOP = """\
 name: bench-true
 description: 1000 steps of a trivial shell action.
@@ -92,6 +98,7 @@ def cli_run(loop_file: Path, cwd: Path) -> tuple[float, int, int]:
 def bench_spawn_ratio(steps: int = 1000, trials: int = 5) -> float:
     """Median of `trials` interleaved pairs (bare spawns, then a run): this machine's speed
     drifts by +-10% within a minute, and interleaving puts both sides on the same drift."""
+    precompile()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         loop_file = work / "true.yaml"

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import precompile
 from bench.bench_load import generate_loop
 from bench.bench_run import ll_loop
 
@@ -106,6 +107,7 @@ def bench_instructions() -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     trials = int(args[args.index("--trials") + 1]) if "--trials" in args else 15
+    precompile()
     bench_startup(trials)
     if "--instructions" in args:
         bench_instructions()

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import precompile  # noqa: E402
 from bench.bench_suite import harness_argv, make_project  # noqa: E402
 from tests.ray_helpers import LocalCluster  # noqa: E402
 
@@ -113,6 +114,7 @@ def wait_quiet(cluster: LocalCluster, *, limit: float = 30.0) -> float:
 
 
 def main() -> None:
+    precompile()
     with tempfile.TemporaryDirectory() as tmp:
         local_dir = make_project(Path(tmp) / "local", SUITE, CASES)
         ray_dir = make_project(Path(tmp) / "ray", SUITE, CASES)
