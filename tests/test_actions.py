@@ -129,6 +129,13 @@ from engine.runtime.actions import ActionRunner
 
 if sys.argv[1] == "leak":
     os.set_inheritable(os.open(os.devnull, os.O_RDONLY), True)
+if sys.argv[1] == "tty":  # a session of our own with a controlling terminal, as in a shell
+    import pty
+
+    os.setsid()
+    _, follower = pty.openpty()
+    os.open(os.ttyname(follower), os.O_RDWR)  # a session leader's first tty becomes its own
+    os.open("/dev/tty", os.O_RDONLY)  # raises unless it did
 actions = ActionRunner(cwd=Path("."), env=dict(os.environ, LL_RUN_ID="r1"), grace=0.3)
 probes = {
     "basic": 'echo "out $LL_RUN_ID $LL_STATE $(pwd)"; echo err >&2; exit 3',
@@ -138,6 +145,7 @@ probes = {
     "fds": "ls /proc/$$/fd; :",  # bash's own descriptors (`; :`: bash forks ls, not execs it)
     "term_ignored": "trap '' TERM; sleep 300",
     "nul": "echo a\0b",
+    "terminal": "{ : < /dev/tty; } 2> /dev/null && echo attached || echo detached",
 }
 results = {}
 for name, script in probes.items():
@@ -178,6 +186,22 @@ def test_actions_started_with_posix_spawn_behave_as_with_popen(tmp_path: Path) -
     assert results["fds"][0].split() == ["0", "1", "2"]  # nothing of ours leaks into it
     assert results["term_ignored"][3] is True  # timed out; SIGKILL after the grace reaped it
     assert results["nul"][4] is True  # a spawn error, not a crash
+    assert results["terminal"][0] == "detached\n"
+
+
+def test_with_a_terminal_posix_spawn_detaches_the_action_into_its_own_session(
+    tmp_path: Path,
+) -> None:
+    """From a terminal, an action gets a session of its own (no controlling terminal, so a
+    program reading /dev/tty fails rather than stopping the run), still led by bash."""
+    probe = _probe(tmp_path, "tty")
+    assert probe["posix_spawn"] is True
+    results = probe["results"]
+    assert isinstance(results, dict)
+    assert results["terminal"][0] == "detached\n"
+    assert results["group"][0] == "1\n"
+    assert results["basic"][2] == 3
+    assert results["term_ignored"][3] is True
 
 
 def test_an_inherited_descriptor_never_reaches_an_action(tmp_path: Path) -> None:
