@@ -372,6 +372,9 @@ class MemoryRecorder:
     def emit(self, event: str, **fields: Any) -> None:
         self.events.append((event, fields))
 
+    def flush(self) -> None:
+        return None
+
     def of(self, event: str) -> list[dict[str, Any]]:
         return [f for e, f in self.events if e == event]
 

@@ -832,3 +832,38 @@ def test_json_result_carries_the_loops_outputs(tmp_path: Path) -> None:
     assert ran.code == 0
     assert ran.json["outputs"]["answer"] == "forty-two"
     assert ran.json["outputs"]["missing"] is None  # a failing output says so, not a crash
+
+
+def test_every_event_is_on_disk_before_the_run_waits(tmp_path: Path) -> None:
+    """A step's events are written together, but always before the run waits on anything: the
+    judge of a state without an action, and an action, each find their step's events in the
+    log while they run."""
+    events = f"{tmp_path}/.loops/runs/*/events.jsonl"
+    ran = run_yaml(
+        tmp_path,
+        f"""
+        name: waits
+        initial: look
+        scope: ["."]
+        states:
+          look:
+            evaluate:
+              type: assessment
+              judges:
+                - name: seen
+                  check: |
+                    import glob
+                    text = open(glob.glob({events!r})[0]).read()
+                    return '"event":"state_enter"' in text, "its state_enter is on disk"
+            on_yes: act
+            on_no: failed
+          act:
+            action: grep -c '"event":"action_start"' {events}
+            evaluate: {{type: output_numeric, operator: eq, target: 1}}
+            on_yes: done
+            on_no: failed
+          done: {{terminal: true}}
+          failed: {{terminal: true, failure: true}}
+        """,
+    )
+    assert ran.json["outcome"] == "success", ran.stdout + ran.stderr

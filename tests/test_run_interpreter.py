@@ -51,6 +51,9 @@ class StopAfter:
             if self.seen == self.at:
                 self.stop.request("test stop")
 
+    def flush(self) -> None:
+        self.inner.flush()
+
 
 def start(
     tmp_path: Path, loop: Loop, *, stop_at: int | None = None, run_id: str | None = None

@@ -113,3 +113,31 @@ def test_run_ids_sort_by_time_and_do_not_collide() -> None:
     ids = {new_run_id() for _ in range(200)}
     assert len(ids) == 200
     assert all(re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id) for run_id in ids)
+
+
+def test_events_from_many_threads_are_each_written_once(tmp_path: Path) -> None:
+    """Judge and model-call threads emit while others flush: no line is lost or doubled."""
+    import sys
+    import threading
+
+    store = RunStore.create(tmp_path)
+    threads, per_thread = 8, 300
+
+    def emit_many(n: int) -> None:
+        for i in range(per_thread):
+            store.emit("judge" if i % 3 == 0 else "note", depth=0, thread=n, i=i)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        workers = [threading.Thread(target=emit_many, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    store.close()
+    lines = store.events_path.read_text(encoding="utf-8").splitlines()
+    seen = sorted((e["thread"], e["i"]) for e in map(json.loads, lines))
+    assert seen == [(n, i) for n in range(threads) for i in range(per_thread)]

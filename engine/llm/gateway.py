@@ -37,6 +37,9 @@ class NullRecorder:
     def emit(self, event: str, **fields: Any) -> None:
         return None
 
+    def flush(self) -> None:
+        return None
+
 
 @dataclass(frozen=True)
 class CallTag:

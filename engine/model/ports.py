@@ -168,6 +168,10 @@ class Recorder(Protocol):
 
     def emit(self, event: str, **fields: Any) -> None: ...
 
+    def flush(self) -> None:
+        """Make every event emitted so far readable: the run may wait on something now."""
+        ...
+
 
 class CommandPort(Protocol):
     """Runs a judge's command (test, script, metric) in the workspace; never raises."""

@@ -226,6 +226,8 @@ def run_state(
     The flag is True when a stop arrived during the action: the result is then not judged.
     """
     rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
+    if state.action is None:  # no action_start will write it before a judge or sub-loop waits
+        rt.recorder.flush()
     ns = Namespaces(loop, rs, rt, state)
     before = None
     if state.evaluate is not None and state.evaluate.type == "assessment":

@@ -3,7 +3,8 @@
 `state.json` is replaced atomically (a temp file swapped in) at every state boundary, so a crash
 leaves either the previous or the next boundary, never half a file. `events.jsonl` is appended
 one JSON object per line; the lines of a step are held until the run may wait (an action starts
-or ends) or reaches a boundary, then written with one write(2), so at most one step's events are
+or ends, a judge or model call ends, a state without an action is entered) or reaches a boundary,
+then written with one write(2), so at most one step's events are
 ever in memory and a run of 100,000 steps costs no more memory than a run of ten. `llm.jsonl`
 belongs to the LLM layer.
 
@@ -23,6 +24,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from functools import cache
 from pathlib import Path
@@ -41,8 +43,9 @@ def new_run_id() -> str:
 _second_text: tuple[int, str] = (-1, "")  # the last whole second formatted, reused per event
 
 
-# Events after which the run may wait (an action runs, or is judged): the log is written then.
-_WAIT_FOLLOWS = frozenset({"action_start", "action_complete"})
+# Events after which the run may wait: an action runs, is judged, or a judge or model call
+# ends with others still to come. The log is written then (and whenever `flush` is called).
+_WAIT_FOLLOWS = frozenset({"action_start", "action_complete", "llm_call", "judge"})
 
 
 def now_iso() -> str:
@@ -79,6 +82,7 @@ class RunStore:
         self._exchange: bool | None = None  # False once the exchange proved unsupported
         self._events: int | None = None  # the event log, O_APPEND
         self._pending: list[str] = []  # event lines not written yet (`emit`)
+        self._pending_lock = threading.Lock()  # judge and model-call threads emit too
         self._synced = time.monotonic()  # when the files were last fsynced
         # No circular-reference check: records are trees built here (the check cost a quarter
         # of encoding state.json, ~5 µs a boundary).
@@ -105,24 +109,29 @@ class RunStore:
     def emit(self, event: str, **fields: Any) -> None:
         """Add one event line to the log. Lines are written (one write(2) for all that are
         waiting) where the run may wait: once an action is about to start, once it has ended
-        (before it is judged, which may call a model), and at every state boundary. So a reader
-        (`ll-loop history RUN`, `tail -f`) sees each event before the run waits on anything, and
-        a killed run loses at most what it did in the microseconds since; one write per event
-        cost 1000 quick steps ~35 ms."""
+        (before it is judged, which may call a model), after each judge or model call, when the
+        interpreter says so (`flush`: a state without an action is entered) and at every state
+        boundary. So a reader (`ll-loop history RUN`, `tail -f`) sees each event before the run
+        waits on anything, and a killed run loses at most what it did in the microseconds since;
+        one write per event cost 1000 quick steps ~35 ms."""
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
-        self._pending.append(self._dumps(record))
+        line = self._dumps(record)
+        with self._pending_lock:
+            self._pending.append(line)
         if event in _WAIT_FOLLOWS:
             self.flush()
 
     def flush(self) -> None:
         """Write the waiting event lines (the run directory's event log) in one write(2)."""
-        if not self._pending:
-            return
-        if self._events is None:
-            self._events = open_file(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        lines, self._pending = self._pending, []
-        lines.append("")
-        _write_all(self._events, _utf8("\n".join(lines)))
+        with self._pending_lock:
+            if not self._pending:
+                return
+            if self._events is None:
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                self._events = open_file(self.events_path, flags)
+            data = _utf8("\n".join(self._pending) + "\n")
+            self._pending.clear()
+            _write_all(self._events, data)
 
     def save_state(self, data: dict[str, Any]) -> None:
         """Replace state.json atomically: a crash leaves the previous boundary or this one.

@@ -178,6 +178,9 @@ class _Tee:
         self.store.emit(event, **fields)
         self.listener(Event(event, self.store.run_id, fields))
 
+    def flush(self) -> None:
+        self.store.flush()
+
 
 def _install_stop_handlers(stop: StopSignal) -> dict[int, Any]:
     """SIGTERM / SIGINT stop the run gracefully: the action's group is killed, state is saved.
