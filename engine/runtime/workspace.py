@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.runtime.provenance import git_output
+from engine.runtime.provenance import GIT_TIMEOUT, git_output
 
 SKIPPED = frozenset({".git", ".loops", "__pycache__", "node_modules", ".venv"})
 MAX_SNAPSHOT_FILES = 50_000
 MAX_FILES = 200
 FILE_BYTES = 256 * 1024
 TOTAL_BYTES = 4 * 1024 * 1024
-GIT_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class Baseline:
 
 def git_toplevel(root: Path) -> Path | None:
     """The top of the git work tree holding `root`; None outside one (or without git)."""
-    out = git_output(["rev-parse", "--show-toplevel"], root, GIT_TIMEOUT)
+    out = git_output(["rev-parse", "--show-toplevel"], root)
     top = os.fsdecode(out).strip() if out is not None else ""
     return Path(top) if top else None
 

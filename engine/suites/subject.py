@@ -220,7 +220,6 @@ def _value(value: Any, ns: Mapping[str, Any]) -> Any:
     return render_text(value, ns)
 
 
-
 def _run_extra(run: dict[str, Any], workspace: Path) -> dict[str, Any]:
     """The child run's result, its loop outputs and its events (from its run directory)."""
     extra: dict[str, Any] = {"run": run, "cost_usd": float(run.get("cost_usd") or 0.0)}
