@@ -141,8 +141,8 @@ def bench_spawn_ratio(steps: int = 1000, trials: int = 5) -> float:
 
 def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
     """A distribution-free interval for the median: the order statistics k and n-k+1, with k
-    the largest for which a Binomial(n, 1/2) falls below k with probability <= (1-c)/2 (with
-    fewer than six values it is the whole range)."""
+    the largest for which a Binomial(n, 1/2) falls below k with probability <= (1-c)/2. With
+    fewer than nine values it is the whole range (fewer than six cover less than 95%)."""
     ordered, n = sorted(values), len(values)
     tail, k, below = (1 - confidence) / 2, 0, 0.0
     while k < n // 2:
