@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -157,10 +160,6 @@ print(json.dumps({"posix_spawn": actions._fast, "results": results}))
 
 
 def _probe(tmp_path: Path, mode: str) -> dict[str, object]:
-    import json
-    import subprocess
-    import sys
-
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run(
         [sys.executable, "-c", PROBE, mode],

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,9 +119,6 @@ def test_run_ids_sort_by_time_and_do_not_collide() -> None:
 
 def test_events_from_many_threads_are_each_written_once(tmp_path: Path) -> None:
     """Judge and model-call threads emit while others flush: no line is lost or doubled."""
-    import sys
-    import threading
-
     store = RunStore.create(tmp_path)
     threads, per_thread = 8, 300
 
