@@ -48,6 +48,22 @@ def test_help_shows_an_example(tmp_path: Path) -> None:
     assert "ll-harness cmd 'pytest -q'" in ll_harness(tmp_path, "cmd", "--help").stdout
 
 
+@pytest.mark.parametrize(
+    ("call", "command", "summary"),
+    [
+        (ll_loop, "validate", "schema and every lint rule; report where and how to fix."),
+        (ll_harness, "suite", "every judge on each case's outputs, the per-judge aggregates"),
+    ],
+)
+def test_command_list_keeps_each_summary_one_paragraph(
+    tmp_path: Path, call: object, command: str, summary: str
+) -> None:
+    """A docstring's first paragraph spans two source lines; the list shows it as one."""
+    shown = call(tmp_path, "--help", env={"COLUMNS": "400"}).stdout  # type: ignore[operator]
+    row = next(line for line in shown.splitlines() if f" {command} " in line)
+    assert summary in row
+
+
 def test_no_color_turns_every_colour_off(tmp_path: Path) -> None:
     """rich (help) colours a forced terminal; NO_COLOR wins over it."""
     forced = {"FORCE_COLOR": "1", "TERM": "xterm-256color"}

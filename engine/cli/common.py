@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import sys
@@ -42,6 +43,7 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
     _debug = "--debug" in sys.argv
     if _debug:
         sys.argv.remove("--debug")
+    _one_line_summaries(app)
     try:
         result = app(standalone_mode=False, prog_name=prog_name)
     except LoopError as exc:
@@ -68,6 +70,16 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         )
         return 2
     return int(result or 0) if isinstance(result, int) else 0
+
+
+def _one_line_summaries(app: typer.Typer) -> None:
+    """Each command's summary in `--help` as one paragraph: typer's command list keeps the line
+    breaks of a docstring's first paragraph, which broke the table mid-sentence."""
+    for info in app.registered_commands:
+        doc = info.callback.__doc__ if info.callback is not None else None
+        if info.short_help is None and doc:
+            first = inspect.cleandoc(doc).split("\n\n", 1)[0]
+            info.short_help = " ".join(first.split())
 
 
 def _is_click_usage_error(exc: BaseException) -> bool:
