@@ -211,3 +211,43 @@ def test_an_inherited_descriptor_never_reaches_an_action(tmp_path: Path) -> None
     assert isinstance(results, dict)
     assert results["fds"][0].split() == ["0", "1", "2"]
     assert results["basic"][2] == 3
+
+
+INHERITED_LOOP = """\
+name: inherited
+initial: look
+scope: ["."]
+states:
+  look:
+    action: |
+      grep '^flags' /proc/$PPID/fdinfo/{fd} > seen.txt
+      ls /proc/self/fd | tr '\\n' ' ' >> seen.txt
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_the_cli_marks_an_inherited_descriptor_close_on_exec(tmp_path: Path) -> None:
+    """`ll-loop` makes what it inherited close-on-exec (so its actions can take posix_spawn);
+    the action still sees only 0-2, as with Popen."""
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    (tmp_path / "inherited.yaml").write_text(INHERITED_LOOP.format(fd=write_end))
+    try:
+        done = subprocess.run(
+            [str(Path(sys.executable).with_name("ll-loop")), "run", "inherited.yaml", "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            pass_fds=(write_end,),
+            timeout=60,
+        )
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert done.returncode == 0, done.stderr
+    flags_line, fds_line = (tmp_path / "seen.txt").read_text().splitlines()
+    assert int(flags_line.split()[1], 8) & os.O_CLOEXEC  # fdinfo prints the flags in octal
+    assert fds_line.split()[:3] == ["0", "1", "2"]
+    assert str(write_end) not in fds_line.split()[3:-1]  # the last is ls's own directory

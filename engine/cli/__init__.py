@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import run_guarded, version_option
+from engine.cli.common import keep_descriptors_private, run_guarded, version_option
 
 # Registration order is the order `ll-loop --help` lists the commands in.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
@@ -71,6 +71,7 @@ def main() -> None:
     is closed by the time it returns, and the interpreter's teardown of the modules it imported
     cost ~15 ms of every command, a tenth of a short run's start-up.
     """
+    keep_descriptors_private()
     code = run_guarded(build_app(command_of(sys.argv[1:])), "ll-loop")
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import os
@@ -70,6 +71,26 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         )
         return 2
     return int(result or 0) if isinstance(result, int) else 0
+
+
+def keep_descriptors_private() -> None:
+    """Mark descriptors inherited from our parent (a CI runner's, a shell's) close-on-exec.
+
+    Nothing a child sees changes: every child is started with the descriptors beyond 0-2
+    closed (`Popen`'s close_fds). But with none left inheritable, actions can start through
+    `posix_spawn`, which cannot close them (engine/runtime/actions.py). Console entry points
+    only: a library caller's descriptors are its own business.
+    """
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return
+    for name in names:
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+                if os.get_inheritable(fd):
+                    os.set_inheritable(fd, False)
 
 
 def _one_line_summaries(app: typer.Typer) -> None:

@@ -22,6 +22,7 @@ from engine.cli.common import (
     err,
     examples,
     finite,
+    keep_descriptors_private,
     out,
     resolve_loop,
     run_guarded,
@@ -645,4 +646,5 @@ def _context_pairs(items: list[str]) -> dict[str, str]:
 
 def main() -> None:
     """Console entry point for `ll-harness`."""
+    keep_descriptors_private()
     sys.exit(run_guarded(app, "ll-harness"))
