@@ -34,6 +34,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	@test -x /usr/bin/chromium || echo "warning: no /usr/bin/chromium; the browser test will fail (apt-get install -y chromium)" >&2
 	$(BIN)/ruff check engine lint tests bench
+	$(BIN)/ruff format --check engine lint tests bench
 	$(BIN)/mypy
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --cov --cov-report=
 	@echo "coverage: $$($(BIN)/python -m coverage report --format=total)% of the lines of engine/ and lint/"

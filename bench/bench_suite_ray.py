@@ -70,8 +70,9 @@ def run_cli(folder: Path, env: dict[str, str], *args: str) -> tuple[float, dict[
     )
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        raise SystemExit(f"ll-harness suite {' '.join(args)} exited {done.returncode}:\n"
-                         f"{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"ll-harness suite {' '.join(args)} exited {done.returncode}:\n{done.stderr[-2000:]}"
+        )
     return wall, json.loads(done.stdout)
 
 
@@ -126,8 +127,14 @@ def main() -> None:
             quiet = wait_quiet(cluster)
             local_wall, local = run_cli(local_dir, env, "--jobs", str(JOBS))
             ray_wall, remote = run_cli(
-                ray_dir, env | cluster.env, "--executor", "ray", "--address", cluster.address,
-                "--jobs", str(JOBS),
+                ray_dir,
+                env | cluster.env,
+                "--executor",
+                "ray",
+                "--address",
+                cluster.address,
+                "--jobs",
+                str(JOBS),
             )
         finally:
             cluster.stop()

@@ -500,15 +500,15 @@ def _with_original_budget(loop: Loop, saved: Mapping[str, Any]) -> Loop:
 
 
 @overload
-def status(run_id: str, *, include_finished: bool = ..., cwd: PathLike | None = ...) -> RunStatus:
-    ...
+def status(
+    run_id: str, *, include_finished: bool = ..., cwd: PathLike | None = ...
+) -> RunStatus: ...
 
 
 @overload
 def status(
     run_id: None = ..., *, include_finished: bool = ..., cwd: PathLike | None = ...
-) -> list[RunStatus]:
-    ...
+) -> list[RunStatus]: ...
 
 
 def status(

@@ -287,9 +287,7 @@ def test_evaluation_quality_sends_weak_code_health_to_fix_until_clean(
     project = make_project(tmp_path)
     counter_script(project / "check.sh", [(1, "0 passed, 2 failed"), (1, "1 failed"), (0, "ok")])
     llm = ScriptedLlm(loopback).say("fixed the failing test")
-    run = run_loop(
-        "evaluation-quality", cwd=project, args=["--context", "test_cmd=bash check.sh"]
-    )
+    run = run_loop("evaluation-quality", cwd=project, args=["--context", "test_cmd=bash check.sh"])
     assert run.path == (*HEALTH_STEPS, "remediate_code_health", "report", "below_threshold")
     assert run.exit_code == 1
     assert "1 failed" in request_text(llm.prompted[0])  # fix-until-clean ran the test command

@@ -15,7 +15,7 @@ from tests.loopback_server import LoopbackServer, verdict_reply
 
 # A stand-in for `claude -p`: reads `/NAME ARGS` on stdin, "runs" the skill by reading its file,
 # and fails when the skill says BROKEN. Every call is counted.
-HOST = '''\
+HOST = """\
 import pathlib, sys
 prompt = sys.stdin.read().strip()
 name, _, args = prompt[1:].partition(" ")
@@ -26,7 +26,7 @@ body = skill.read_text()
 print(f"host ran /{name} with args {args!r}")
 print(body.splitlines()[0])
 sys.exit(1 if "BROKEN" in body else 0)
-'''
+"""
 
 
 def git(cwd: Path, *args: str) -> None:

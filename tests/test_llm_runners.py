@@ -151,7 +151,6 @@ def test_cmd_runner_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     wait_until(lambda: not running(child), timeout=3)
 
 
-
 @pytest.mark.parametrize(
     ("state_runner", "loop_runner", "env", "expected"),
     [

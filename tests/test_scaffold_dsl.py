@@ -29,7 +29,7 @@ ISSUE = """\
 
 # An agent that really adds the two numbers of the input (so the third example, which the issue
 # got wrong on purpose, fails) and answers under the DSL answer contract.
-AGENT = r'''
+AGENT = r"""
 import json, re, sys
 prompt = sys.stdin.read()
 match = re.search(r"Input: (\S+) \+ (\S+)", prompt)
@@ -38,7 +38,7 @@ try:
 except ValueError:
     answer = "not a number"
 print("Working it out.\n```json\n" + json.dumps({"answer": answer}) + "\n```")
-'''
+"""
 
 
 def test_examples_become_task_files_the_harness_grades(tmp_path: Path) -> None:

@@ -141,8 +141,13 @@ def test_compare_baseline_judges_pairwise_against_the_stored_baseline(
     start = text.index("baseline_subject:")
     end = text.index("before_each:")
     # the incumbent: a plain command; measured first, then replaced by the agent
-    incumbent = text[:start].replace(text[text.index("subject:"):start], text[start:end]
-                                     .replace("baseline_subject:", "subject:")) + text[end:]
+    incumbent = (
+        text[:start].replace(
+            text[text.index("subject:") : start],
+            text[start:end].replace("baseline_subject:", "subject:"),
+        )
+        + text[end:]
+    )
     write(path, incumbent)
     code, measured, err = suite_json(root, SUITE_FILE, "--measure-baseline")
     assert measured["baseline_subject"] is None, err

@@ -73,7 +73,7 @@ def test_a_good_suite_loads_with_every_spelling_of_judges() -> None:
     [
         (GOOD.replace("subject:\n  command:", "subject:\n  commnd:"), "F012"),
         (GOOD + "inputs: {a: 1}\n", "F012"),
-        (GOOD.replace("  command: echo \"${inputs.text}\" | tr a-z A-Z\n", "  model: m\n"), "F050"),
+        (GOOD.replace('  command: echo "${inputs.text}" | tr a-z A-Z\n', "  model: m\n"), "F050"),
         (GOOD.replace("subject:\n", "subject:\n  loop: fix\n", 1), "F050"),
         (GOOD.replace("name: demo\n", "name: demo\ndataset: cases\n"), "F051"),
         (GOOD.replace("upper: {min_pass_rate", "uper: {min_pass_rate"), "F052"),

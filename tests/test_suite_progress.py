@@ -100,8 +100,15 @@ def test_ctrl_c_stops_running_subjects_and_the_run_resumes(tmp_path: Path) -> No
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     process = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", "suite",
-         "s.suite.yaml", "--jobs", "2"],
+        [
+            sys.executable,
+            "-c",
+            "from engine.cli.harness_cmd import main; main()",
+            "suite",
+            "s.suite.yaml",
+            "--jobs",
+            "2",
+        ],
         cwd=own_project(tmp_path),
         env=env,
         stdout=subprocess.PIPE,

@@ -111,9 +111,7 @@ def judged(result: SuiteResult) -> list[tuple[Any, ...]]:
 
 
 def summaries(result: SuiteResult) -> list[dict[str, Any]]:
-    return [
-        s.to_json() for s in result.summaries
-    ]
+    return [s.to_json() for s in result.summaries]
 
 
 def test_ray_gives_the_local_executors_per_judge_results(
@@ -312,8 +310,17 @@ def test_a_driver_killed_with_sigkill_resumes_on_the_cluster(
     cases = 10
     sleepy_project(tmp_path, cases, sleep=0.4)
     argv = [
-        sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", "suite",
-        "s.suite.yaml", "--executor", "ray", "--address", cluster.address, "--jobs", "2",
+        sys.executable,
+        "-c",
+        "from engine.cli.harness_cmd import main; main()",
+        "suite",
+        "s.suite.yaml",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        "--jobs",
+        "2",
         "--quiet",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -335,8 +342,15 @@ def test_a_driver_killed_with_sigkill_resumes_on_the_cluster(
     assert 3 <= before < cases
     run_id = db_rows(tmp_path, "SELECT run_id FROM suite_runs")[0][0]
     code, data, err = suite_json(
-        tmp_path, "s.suite.yaml", "--executor", "ray", "--address", cluster.address,
-        "--resume", run_id, timeout=300,
+        tmp_path,
+        "s.suite.yaml",
+        "--executor",
+        "ray",
+        "--address",
+        cluster.address,
+        "--resume",
+        run_id,
+        timeout=300,
     )
     assert code == 0, err
     assert data["run_id"] == run_id
@@ -398,8 +412,7 @@ def test_one_429_with_retry_after_pauses_every_worker(
 def test_without_ray_the_flag_says_how_to_install_it(tmp_path: Path) -> None:
     words_project(tmp_path)
     blocked = (
-        "import sys; sys.modules['ray'] = None; "
-        "from engine.cli.harness_cmd import main; main()"
+        "import sys; sys.modules['ray'] = None; from engine.cli.harness_cmd import main; main()"
     )
     done = subprocess.run(
         [sys.executable, "-c", blocked, "suite", "s.suite.yaml", "--executor", "ray"],
@@ -412,8 +425,7 @@ def test_without_ray_the_flag_says_how_to_install_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines == [
-        "error: --executor ray needs Ray, which is not installed here: "
-        "pip install 'll-loop[ray]'"
+        "error: --executor ray needs Ray, which is not installed here: pip install 'll-loop[ray]'"
     ]
     assert done.stdout == ""
     history = tmp_path / ".loops" / "history.db"

@@ -43,8 +43,16 @@ CASES = 24
 def start(root: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()", "suite",
-         "s.suite.yaml", "--jobs", "4", "--quiet"],
+        [
+            sys.executable,
+            "-c",
+            "from engine.cli.harness_cmd import main; main()",
+            "suite",
+            "s.suite.yaml",
+            "--jobs",
+            "4",
+            "--quiet",
+        ],
         cwd=own_project(root),
         env=env,
         stdout=subprocess.DEVNULL,

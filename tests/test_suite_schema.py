@@ -22,9 +22,7 @@ SUITE = load_schema("suite.schema.json")
 
 def reference() -> jsonschema.Draft202012Validator:
     loop = json.loads(schema_path("loop.schema.json").read_text())
-    registry: Registry[Any] = Registry().with_resource(
-        loop["$id"], Resource.from_contents(loop)
-    )
+    registry: Registry[Any] = Registry().with_resource(loop["$id"], Resource.from_contents(loop))
     return jsonschema.Draft202012Validator(SUITE, registry=registry)
 
 

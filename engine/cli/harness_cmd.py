@@ -246,9 +246,7 @@ def _emit(
     return code
 
 
-def _with_evidence(
-    text: str, data: dict[str, Any], issue_id: str
-) -> tuple[str, dict[str, Any]]:
+def _with_evidence(text: str, data: dict[str, Any], issue_id: str) -> tuple[str, dict[str, Any]]:
     """The report with the issue's pre-patch evidence: a JSON block and one text line."""
     from engine.harness.evidence import evidence_line, prepatch_evidence
 
@@ -284,9 +282,7 @@ def _evaluate(
 
 @app.command(
     "cmd",
-    epilog=examples(
-        "ll-harness cmd 'pytest -q' --exit-code 0 --samples 5"
-    ),
+    epilog=examples("ll-harness cmd 'pytest -q' --exit-code 0 --samples 5"),
 )
 @measured(timeout=300.0)
 def cmd_command(
@@ -303,9 +299,7 @@ def cmd_command(
 
 @app.command(
     "prompt",
-    epilog=examples(
-        "ll-harness prompt 'Name three primes' --semantic 'lists three primes'"
-    ),
+    epilog=examples("ll-harness prompt 'Name three primes' --semantic 'lists three primes'"),
 )
 @measured(timeout=300.0)
 def prompt_command(
@@ -329,9 +323,7 @@ def prompt_command(
 
 @app.command(
     "loop",
-    epilog=examples(
-        "ll-harness loop fix-until-green-demo --exit-code 0 --samples 3"
-    ),
+    epilog=examples("ll-harness loop fix-until-green-demo --exit-code 0 --samples 3"),
 )
 @measured(timeout=1800.0)
 def loop_command(
@@ -360,9 +352,7 @@ def loop_command(
 
 @app.command(
     "skill",
-    epilog=examples(
-        "ll-harness skill my-skill 'some args' --semantic 'it did the task'"
-    ),
+    epilog=examples("ll-harness skill my-skill 'some args' --semantic 'it did the task'"),
 )
 @measured(timeout=600.0)
 def skill_command(
@@ -375,8 +365,9 @@ def skill_command(
     ] = None,
     host: Annotated[
         str | None,
-        typer.Option("--host", help="Host agent CLI (prompt on stdin); default $LL_HOST_CLI "
-                     "or `claude -p`."),
+        typer.Option(
+            "--host", help="Host agent CLI (prompt on stdin); default $LL_HOST_CLI or `claude -p`."
+        ),
     ] = None,
 ) -> int:
     """Measure a skill run through the host agent CLI (stochastic: three samples by default)."""
@@ -389,9 +380,7 @@ def skill_command(
 
 @app.command(
     "mcp",
-    epilog=examples(
-        'll-harness mcp files:read --args \'{"path": "README.md"}\' --exit-code 0'
-    ),
+    epilog=examples('ll-harness mcp files:read --args \'{"path": "README.md"}\' --exit-code 0'),
 )
 @measured(timeout=300.0)
 def mcp_command(
@@ -498,19 +487,24 @@ def suite_command(
     ] = SuiteOutput.text,
     report_file: Annotated[
         Path | None,
-        typer.Option("--out", help="Write the report to this file instead of stdout (never "
-                     "through a link); --output html needs it when stdout is a terminal."),
+        typer.Option(
+            "--out",
+            help="Write the report to this file instead of stdout (never "
+            "through a link); --output html needs it when stdout is a terminal.",
+        ),
     ] = None,
     measure_baseline: MeasureOpt = False,
     compare_baseline: CompareOpt = False,
     baseline_of: Annotated[
         str | None,
-        typer.Option("--baseline-of", help="The suite run to compare with (default: the last "
-                     "--measure-baseline run)."),
+        typer.Option(
+            "--baseline-of",
+            help="The suite run to compare with (default: the last --measure-baseline run).",
+        ),
     ] = None,
     resume: Annotated[
-        str | None, typer.Option("--resume", help="Continue an interrupted run: only what is "
-                                 "missing runs.")
+        str | None,
+        typer.Option("--resume", help="Continue an interrupted run: only what is missing runs."),
     ] = None,
     keep_workspaces: Annotated[
         bool, typer.Option("--keep-workspaces", help="Keep each case's workspace.")
@@ -521,8 +515,11 @@ def suite_command(
     ] = SuiteExecutor.threads,
     address: Annotated[
         str | None,
-        typer.Option("--address", help="--executor ray: the cluster to join (default: "
-                     "RAY_ADDRESS, else a Ray instance started for the run)."),
+        typer.Option(
+            "--address",
+            help="--executor ray: the cluster to join (default: "
+            "RAY_ADDRESS, else a Ray instance started for the run).",
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
 ) -> int:
@@ -533,8 +530,9 @@ def suite_command(
     from engine.suites import SuiteResult
     from engine.suites.progress import SuiteProgress, choose_mode
 
-    mode = choose_mode(quiet=quiet or (output is SuiteOutput.json and not sys.stderr.isatty()),
-                       stream=sys.stderr)
+    mode = choose_mode(
+        quiet=quiet or (output is SuiteOutput.json and not sys.stderr.isatty()), stream=sys.stderr
+    )
 
     def progress(**kwargs: Any) -> SuiteProgress:
         return SuiteProgress(mode=mode, **kwargs)

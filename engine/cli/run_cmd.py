@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from engine.runtime.progress import Progress
 
 
-
 @dataclass(frozen=True)
 class RunOutput:
     """How a run (or a resume) reports: `--json` and `--quiet`."""

@@ -32,9 +32,7 @@ def register(app: typer.Typer) -> None:
     app.command(
         "history", epilog=examples("ll-loop history count-to-three", "ll-loop history RUN")
     )(history_command)
-    app.command("resume", epilog=examples("ll-loop resume 20261130-131423 --json"))(
-        resume_command
-    )
+    app.command("resume", epilog=examples("ll-loop resume 20261130-131423 --json"))(resume_command)
 
 
 # --- status --------------------------------------------------------------------------------

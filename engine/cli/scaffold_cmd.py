@@ -204,10 +204,17 @@ def register(app: typer.Typer) -> None:
         root = Path.cwd()
         if dsl:
             if stdout:
-                raise UsageError("--dsl writes files; --stdout is not available with it",
-                                 hint="drop --stdout, or pick a directory with --out DIR")
-            write_dsl_tasks(load_issues(issues, root), root=root, out=Path(out) if out else None,
-                            force=force, as_json=as_json)
+                raise UsageError(
+                    "--dsl writes files; --stdout is not available with it",
+                    hint="drop --stdout, or pick a directory with --out DIR",
+                )
+            write_dsl_tasks(
+                load_issues(issues, root),
+                root=root,
+                out=Path(out) if out else None,
+                force=force,
+                as_json=as_json,
+            )
             return
         scaffold = scaffold_eval(load_issues(issues, root), load_learning_tests(root))
         written = write_scaffold(scaffold, root=root, out=out, stdout=stdout, force=force)

@@ -119,9 +119,7 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     return value
 
 
-def mcp_subject(
-    target: str, arguments: str | None, *, config: Path | None, cwd: Path
-) -> Subject:
+def mcp_subject(target: str, arguments: str | None, *, config: Path | None, cwd: Path) -> Subject:
     """The subject for one tool call; refuses (before any sample) an unknown server or tool."""
     server_name, tool = split_target(target)
     spec = load_server(config or cwd / CONFIG_NAME, server_name)

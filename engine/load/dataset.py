@@ -126,7 +126,12 @@ def _mapping(path: str, what: str) -> tuple[dict[str, Any], str, str | None]:
 
 def _broken(folder: str, problem: str) -> Case:
     return Case(
-        os.path.basename(folder), {}, {}, case_key({"_problem": problem}, {}), folder, folder,
+        os.path.basename(folder),
+        {},
+        {},
+        case_key({"_problem": problem}, {}),
+        folder,
+        folder,
         problem,
     )
 

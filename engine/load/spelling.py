@@ -1,4 +1,4 @@
-""""Did you mean": the one way ll-loop guesses what a misspelt name was meant to be.
+""" "Did you mean": the one way ll-loop guesses what a misspelt name was meant to be.
 
 The loader (unknown keys, enum values), lint (state names, verdicts, parameters, rule codes),
 interpolation (filters) and `simulate` (state names) all ask here, so the same typo gets the

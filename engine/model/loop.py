@@ -72,9 +72,9 @@ class Parameter:
     """One entry of a loop's caller contract (`parameters:`)."""
 
     name: str
-    type: Literal[
-        "string", "integer", "number", "boolean", "array", "object", "any", "command"
-    ] = "any"
+    type: Literal["string", "integer", "number", "boolean", "array", "object", "any", "command"] = (
+        "any"
+    )
     """`command`: a caller-supplied shell command line (code by contract; docs/format.md)."""
     required: bool = False
     default: Any = None

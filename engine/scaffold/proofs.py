@@ -187,7 +187,7 @@ def _gate_script(issue: Issue, target: ProofTarget, config: LearningTests) -> st
         [
             f"proof={shlex.quote(proof)}",
             'mkdir -p "$(dirname "$proof")"',
-            f"{{\n{command}\n}} > \"$proof\" 2>&1",
+            f'{{\n{command}\n}} > "$proof" 2>&1',
             "status=$?",
             'tail -n 20 "$proof"',
             'exit "$status"',

@@ -211,9 +211,7 @@ def _copy_paths(paths: tuple[str, ...], project_root: Path, into: Path) -> None:
             raise WorkspaceError(f"cannot copy workspace path {given!r}: {exc}") from None
 
 
-def _place_case(
-    case: Case, into: str
-) -> tuple[tuple[str, ...], dict[str, tuple[int, int]] | None]:
+def _place_case(case: Case, into: str) -> tuple[tuple[str, ...], dict[str, tuple[int, int]] | None]:
     """Put the case's files at the workspace's top (`input.yaml` as it was read, or written
     from inline `input:`); never over a file of the project. Annotations are facts for the
     judges, not for the subject: they are not copied. Returns the names placed, and their
