@@ -111,6 +111,20 @@ def test_terminate_stops_the_running_action(tmp_path: Path) -> None:
     assert result.signal == 15
 
 
+def test_terminate_kills_a_silent_action_that_ignores_sigterm_after_the_grace(
+    tmp_path: Path,
+) -> None:
+    """No timeout, no output: only terminate() itself can wake the wait for the SIGKILL."""
+    actions = runner(tmp_path, grace=0.3)
+    threading.Timer(0.3, actions.terminate).start()
+    start = time.monotonic()
+    result = actions.run_shell("trap '' TERM; sleep 300", state="s", timeout=None)
+    assert time.monotonic() - start < 3
+    assert result.signal == 9
+    after = actions.run_shell("echo next", state="s", timeout=5)  # the wake-up was used up
+    assert (after.output, after.signal) == ("next\n", None)
+
+
 def test_a_nul_byte_in_the_script_is_a_spawn_error_and_leaks_no_fd(tmp_path: Path) -> None:
     runner = ActionRunner(cwd=tmp_path, env={"PATH": os.environ["PATH"]})
     before = len(os.listdir("/proc/self/fd"))

@@ -125,6 +125,7 @@ class ActionRunner:
         # Found once: Popen would otherwise search PATH for `bash` on every spawn.
         self._bash = shutil.which("bash") or "bash"
         self._devnull: int | None = None  # stdin of every action, opened once per run
+        self._wake: tuple[int, int] | None = None  # (read, write): terminate() wakes the wait
         self._proc: _Child | None = None
         self._fast: bool | None = None  # whether posix_spawn may be used (found on first need)
         self._terminated = False
@@ -138,13 +139,22 @@ class ActionRunner:
         if self._devnull is not None:
             os.close(self._devnull)
             self._devnull = None
+        if self._wake is not None:
+            for fd in self._wake:
+                os.close(fd)
+            self._wake = None
 
     def terminate(self) -> None:
-        """Ask the running action (if any) to stop: SIGTERM to its process group."""
+        """Ask the running action (if any) to stop: SIGTERM to its process group, and a byte
+        that wakes the wait for its output (a retried poll() would otherwise sleep on until
+        the action printed or ended, and SIGKILL after the grace would never come)."""
         self._terminated = True
         proc = self._proc
         if proc is not None:
             signal_group(proc.pid, signal.SIGTERM)
+        if self._wake is not None:
+            with contextlib.suppress(OSError):  # full: a wake-up is already waiting
+                os.write(self._wake[1], b"x")
 
     def run_shell(
         self,
@@ -163,6 +173,7 @@ class ActionRunner:
         start = time.monotonic()
         if self._devnull is None:
             self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            self._wake = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         # Our own pipes, passed as plain fds: Popen's PIPE wraps each in a file object we would
         # not use (measurably slower per spawn). Both ends are close-on-exec in this process.
         out_read, out_write = os.pipe2(os.O_CLOEXEC)
@@ -282,6 +293,9 @@ class ActionRunner:
         pidfd = _open_pidfd(proc.pid)
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
+        wake = self._wake[0] if self._wake is not None else None
+        if wake is not None:
+            poller.register(wake, select.POLLIN)
         deadline = None if timeout is None else start + timeout
         kill_at: float | None = None  # when SIGKILL follows the SIGTERM already sent
         timed_out = killed = capped = False
@@ -308,6 +322,11 @@ class ActionRunner:
                 if not events:
                     continue
                 for fd, _mask in events:
+                    if fd == wake:  # terminate(): the branches above have seen it by now
+                        with contextlib.suppress(BlockingIOError):
+                            while os.read(fd, _READ_SIZE):
+                                pass
+                        continue
                     if fd == pidfd:
                         poller.unregister(fd)
                         drain_until = now + _DRAIN_SECONDS
