@@ -258,3 +258,57 @@ def test_history_shows_an_unfinished_run_as_interrupted(project: Path) -> None:
     assert rows[0]["run_id"] == run_id
     assert rows[0]["ended_at"] is None and rows[0]["status"] == "interrupted"
     assert run_dir(project, run_id).is_dir()
+
+
+SINGLE_COMMAND = """
+name: sleeper
+initial: nap
+max_steps: 3
+scope: [work]
+states:
+  nap:
+    action: sleep 60
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_killed_runs_action_is_found_when_bash_became_its_command(tmp_path: Path) -> None:
+    """bash runs a one-command script by replacing itself with the command: the orphan is
+    `sleep 60`, not `bash -c`, and `status` and `stop` still find and end it."""
+    write(tmp_path / "sleeper.yaml", SINGLE_COMMAND)
+    proc = spawn(tmp_path, "run", "sleeper.yaml", "--json", "-q")
+    runs = tmp_path / ".loops" / "runs"
+    wait_until(lambda: runs.is_dir() and any(runs.iterdir()))
+    run_id = next(runs.iterdir()).name
+    wait_until(lambda: "action_start" in (runs / run_id / "events.jsonl").read_text())
+    wait_until(lambda: len(_children_named(proc.pid, b"sleep")) == 1)
+    (orphan,) = _children_named(proc.pid, b"sleep")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    try:
+        detail = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert detail["orphaned_actions"] == [orphan]
+        stopped = ll_loop(tmp_path, "stop", run_id, "--json")
+        assert json.loads(stopped.stdout)["ended_actions"] == [orphan]
+        wait_until(lambda: not running(orphan))
+    finally:
+        if running(orphan):
+            os.killpg(orphan, signal.SIGKILL)
+
+
+def _children_named(parent: int, name: bytes) -> list[int]:
+    """Pids of `parent`'s children whose command is `name` (after bash exec'd it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and argv[0] == name:
+            found.append(int(entry.name))
+    return found

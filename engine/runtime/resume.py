@@ -290,10 +290,11 @@ def repair_events(path: Path) -> int:
 def orphaned_actions(run_id: str, proc: Path = Path("/proc")) -> list[int]:
     """Process groups of actions the dead run `run_id` left running (SIGKILL cannot take them).
 
-    An action is `bash -c SCRIPT` leading its own process group, with `LL_RUN_ID=<run_id>` in
-    the environment it was started with; run ids are unique, so nothing outside the run
-    matches. Sub-loop actions carry their top-level run's id. A program an action detached into
-    a group of its own is left alone, unless it is itself a `bash -c` (indistinguishable).
+    An action leads its own process group, with `LL_RUN_ID=<run_id>` in the environment it was
+    started with; run ids are unique, so nothing outside the run matches. Sub-loop actions
+    carry their top-level run's id. Its command line says nothing: bash replaces itself with a
+    script's last command (`pytest -q` runs as `pytest`), so a program an action detached into
+    a group of its own matches too (docs/runs.md says how to start one that must outlive it).
     """
     wanted = f"LL_RUN_ID={run_id}".encode()
     own = os.getpgrp()  # never our own group (a resume started from inside that action)
@@ -307,14 +308,13 @@ def orphaned_actions(run_id: str, proc: Path = Path("/proc")) -> list[int]:
             continue
         pid = int(entry.name)
         try:
-            argv = Path(entry.path, "cmdline").read_bytes().split(b"\0")
             environ = Path(entry.path, "environ").read_bytes().split(b"\0")
             leads = os.getpgid(pid) == pid
         except OSError:  # gone meanwhile, or not ours to read
             continue
         if pid == own or not leads:
             continue
-        if argv[1:2] == [b"-c"] and argv[0].endswith(b"bash") and wanted in environ:
+        if wanted in environ:
             groups.append(pid)
     return sorted(groups)
 
