@@ -217,6 +217,8 @@ def run(
     """
     from engine.runtime.runstore import new_run_id
 
+    _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
+    _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
     loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic)
@@ -434,6 +436,8 @@ def resume(
     from engine.runtime.runstore import RunStore, read_state
     from engine.runtime.session import Resumed, start_run
 
+    _arguments(run_id=run_id, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
+    _arguments(on_notice=on_notice)
     where = _Where.of(cwd)
     notice = on_notice or (lambda _text: None)
     snapshot = find_run(run_id, where.root)
@@ -519,6 +523,8 @@ def status(
     `include_finished`."""
     from engine.runtime.resume import find_run, list_runs, orphaned_actions
 
+    if run_id is not None:
+        _arguments(run_id=run_id)
     where = _Where.of(cwd)
     if run_id is not None:
         snapshot = find_run(run_id, where.root)
@@ -589,6 +595,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     from engine.runtime.locks import process_alive
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
+    _arguments(run_id=run_id)
     where = _Where.of(cwd)
     waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
     if len(waiting) == 1 and waiting[0].pid is not None:
@@ -740,6 +747,13 @@ class _Where:
     def of(cls, cwd: PathLike | None) -> _Where:
         from engine.load.project import project_root
 
+        if cwd is not None and not isinstance(cwd, str | os.PathLike):
+            raise UsageError(f"cwd must be a path, not {type(cwd).__name__}")
+        if cwd is not None and not Path(cwd).is_dir():
+            raise UsageError(
+                f"cwd {str(cwd)!r} is not a directory",
+                hint="give the project directory, or omit cwd",
+            )
         base = None if cwd is None else Path(cwd)
         workdir = Path.cwd() if base is None else base.resolve()
         return cls(base, project_root(workdir), workdir)
@@ -747,6 +761,41 @@ class _Where:
     def path(self, value: PathLike) -> Path:
         path = Path(value)
         return path if self.base is None or path.is_absolute() else self.base / path
+
+
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "path_or_loop": ((str, os.PathLike, Loop), "a path, a loop name or a Loop"),
+    "run_id": ((str,), "a run id (or a unique prefix of one)"),
+    "context": ((Mapping,), "a mapping of names to values"),
+    "inputs": ((Mapping,), "a mapping of parameter names to values"),
+    "input": ((str,), "a string"),
+    "max_steps": ((int,), "a whole number"),
+    "env": ((Mapping,), "a mapping of variable names to strings"),
+}
+
+
+_REQUIRED = frozenset({"path_or_loop", "run_id"})
+
+
+def _arguments(**named: Any) -> None:
+    """Arguments of the wrong kind are a `UsageError` naming the argument, before anything is
+    created (a `TypeError` deep inside a run would leave a half-started run behind)."""
+    for name, value in named.items():
+        if value is None and name not in _REQUIRED:
+            continue
+        if name.startswith("on_"):
+            if not callable(value):
+                raise UsageError(f"{name} must be a function, not {type(value).__name__}")
+            continue
+        kinds, what = _KINDS[name]
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
+        if name == "env" and not _all_strings(value):
+            raise UsageError("env must map variable names to strings", hint="str() each value")
+
+
+def _all_strings(mapping: Any) -> bool:
+    return all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items())
 
 
 def _has_subloops(loop: Loop) -> bool:

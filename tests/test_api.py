@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,49 @@ def test_on_event_sees_every_event_the_log_gets(tmp_path: Path) -> None:
     assert seen[0].event == "loop_start" and seen[-1].event == "loop_complete"
     assert {e.run_id for e in seen} == {result.run_id}
     assert [e.state for e in seen if e.event == "route"][:2] == ["check", "add"]
+
+
+def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_path: Path) -> None:
+    """The exception reaches the caller; the run no longer names this (living) process, so
+    `status` does not call it running and `stop` has no process to signal."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+
+    def boom(event: Event) -> None:
+        if event.event == "state_enter" and event.fields.get("step") == 3:
+            raise ValueError("callback boom")
+
+    with pytest.raises(ValueError, match="callback boom"):
+        engine.run("count.yaml", on_event=boom, cwd=tmp_path)
+    (snapshot,) = engine.status(cwd=tmp_path)
+    assert snapshot.status == "interrupted" and snapshot.pid is None
+    assert snapshot.steps == 2  # the last boundary, as resume will take it up
+    resumed = engine.resume(snapshot.run_id, cwd=tmp_path)
+    assert (resumed.outcome, resumed.steps) == ("success", 7)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda d: engine.run(None, cwd=d), "path_or_loop must be a path"),
+        (lambda d: engine.run("count.yaml", max_steps="5", cwd=d), "max_steps must be a whole"),
+        (lambda d: engine.run("count.yaml", context=["a"], cwd=d), "context must be a mapping"),
+        (lambda d: engine.run("count.yaml", env={"A": 1}, cwd=d), "env must map variable"),
+        (lambda d: engine.run("count.yaml", on_event=5, cwd=d), "on_event must be a function"),
+        (lambda d: engine.run("count.yaml", cwd=d / "nowhere"), "is not a directory"),
+        (lambda d: engine.status(123, cwd=d), "run_id must be a run id"),
+        (lambda d: engine.stop(None, cwd=d), "run_id must be a run id"),  # type: ignore[arg-type]
+        (lambda d: engine.resume(None, cwd=d), "run_id must be a run id"),  # type: ignore[arg-type]
+    ],
+)
+def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
+    tmp_path: Path, call: Any, message: str
+) -> None:
+    write_loop(tmp_path, COUNT, "count.yaml")
+    with pytest.raises(UsageError, match=message):
+        call(tmp_path)
+    assert not (tmp_path / ".loops" / "runs").exists() or not any(
+        (tmp_path / ".loops" / "runs").iterdir()
+    )
 
 
 def test_actions_get_the_env_given_and_the_process_keeps_its_own(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ directory (or takes a resumed run's), runs the interpreter to the end and record
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -130,12 +131,25 @@ def start_run(
             # without its pid the run reads as stopped, and can be resumed, at once.
             state.pid = state.pid_start = None
             store.save_state(state.to_json())
+    except BaseException:  # a caller's on_event raised, or a bug: the run ends here
+        _release(store)
+        raise
     finally:
         _restore_handlers(previous)
         actions.close()
         store.close()
     history.write(lambda h: h.record_run_end(result))
     return result
+
+
+def _release(store: RunStore) -> None:
+    """Drop this process's name from the last boundary the run saved (whatever happened
+    after it is not kept): the run reads as interrupted and resumable at once, and `stop` does
+    not signal a process that lives on (a Python caller whose callback raised)."""
+    with contextlib.suppress(OSError, ValueError):
+        store.flush()
+        saved = store.load_state()
+        store.save_state({**saved, "pid": None, "pid_start": None})
 
 
 def _fresh_state(launch: Launch, run_id: str) -> RunState:
