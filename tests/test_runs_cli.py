@@ -312,3 +312,17 @@ def _children_named(parent: int, name: bytes) -> list[int]:
         if ppid == parent and argv[0] == name:
             found.append(int(entry.name))
     return found
+
+
+def test_one_state_json_with_a_wrongly_typed_field_does_not_break_the_listing(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "sleeper.yaml", SINGLE_COMMAND.replace("sleep 60", "echo hi"))
+    ran = ll_loop(tmp_path, "run", "sleeper.yaml", "--json", "-q")
+    run_id = json.loads(ran.stdout)["run_id"]
+    path = run_dir(tmp_path, run_id) / "state.json"
+    saved = json.loads(path.read_text())
+    path.write_text(json.dumps({**saved, "steps": None, "elapsed_ms": "x"}))
+    listing = ll_loop(tmp_path, "status", "--all", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert [r["run_id"] for r in json.loads(listing.stdout)["runs"]] == [run_id]
