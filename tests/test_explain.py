@@ -221,3 +221,35 @@ def test_a_long_winding_run_still_fits_one_screen() -> None:
     assert lines[1] == "why: still running: 40 of 50 steps done, now in state 's40'"
     assert "more stretches of the path" in text
     assert "step 40 s39: yes [yes, no, yes]" in text  # the latest judgement is kept
+
+
+CYCLE = """
+name: cycle
+initial: check
+max_steps: 9
+scope: ["q"]
+states:
+  check:
+    action: echo 1
+    evaluate: {type: output_numeric, operator: ge, target: 5}
+    on_yes: done
+    on_no: fix
+  fix: {action: echo fixing, next: check}
+  done: {terminal: true}
+"""
+
+
+def test_the_report_does_not_draw_a_loop_file_edited_after_the_run(tmp_path: Path) -> None:
+    """States renamed in the file since: the graph is the one the run's events name."""
+    write(tmp_path / "cycle.yaml", CYCLE)
+    run_id = result_of(ll_loop(tmp_path, "run", "cycle.yaml", "--json", "-q"))["run_id"]
+    fresh = ll_loop(tmp_path, "report", run_id, "--html", "--out", "fresh.html")
+    assert fresh.returncode == 0, fresh.stderr
+    assert "changed after the run started" not in (tmp_path / "fresh.html").read_text()
+    later = os.stat(tmp_path / "cycle.yaml").st_mtime + 5
+    write(tmp_path / "cycle.yaml", CYCLE.replace("check", "verify"))
+    os.utime(tmp_path / "cycle.yaml", (later, later))
+    assert ll_loop(tmp_path, "report", run_id, "--html", "--out", "edited.html").returncode == 0
+    page = (tmp_path / "edited.html").read_text()
+    assert "cycle.yaml changed after the run started" in page
+    assert "check: executed 5 times" in page and "verify" not in page

@@ -33,12 +33,12 @@ from engine.report.sections import (
 def run_report_html(view: RunView, root: Path) -> str:
     """The self-contained page for one run (or one child run) of the project in `root`."""
     explanation = explain(view.facts, view.trace)
-    loop = _load(view.loop_file)
+    loop, why_not = _load(view.loop_file, view.started_at)
     graph = compile_graph(loop) if loop is not None else graph_from_trace(view.trace)
     counts = path_counts(view.trace, view.facts.current)
     sections = [
         summary_section(explanation),
-        graph_section(graph, counts),
+        graph_section(graph, counts, note=why_not),
         timeline_section(view.trace),
         judges_section(explanation),
         cost_section(explanation, _bound(loop, root) if loop is not None else None),
@@ -97,14 +97,33 @@ def graph_from_trace(trace: Trace | None) -> LoopGraph:
     )
 
 
-def _load(loop_file: str) -> Loop | None:
+def _load(loop_file: str, started_at: str) -> tuple[Loop | None, str]:
+    """The run's loop, or None and why the graph is the one its events name instead: a file
+    changed after the run started is not the loop the run ran (states renamed, edges moved)."""
     if not loop_file:
-        return None
+        return None, "the run names no loop file"
     from engine.load.loader import load_loop_file
 
+    path = Path(loop_file)
     try:
-        return load_loop_file(Path(loop_file))
+        changed = path.stat().st_mtime
+    except OSError:
+        return None, f"{loop_file} is gone"
+    started = _timestamp(started_at)
+    if started is None or changed > started:
+        return None, f"{loop_file} changed after the run started"
+    try:
+        return load_loop_file(path), ""
     except (LoopError, OSError):
+        return None, f"{loop_file} no longer loads"
+
+
+def _timestamp(text: str) -> float | None:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
         return None
 
 

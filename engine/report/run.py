@@ -20,6 +20,7 @@ class RunView:
     trace: Trace | None
     dir: Path
     loop_file: str
+    started_at: str = ""  # ISO time the run started (a loop file changed since is not its loop)
 
 
 def open_run(ref: str, root: Path | None = None) -> RunView:
@@ -38,7 +39,7 @@ def open_run(ref: str, root: Path | None = None) -> RunView:
                 f"no sub-loop run in the event log of {top_dir.name} matches {snapshot.dir}",
                 hint="give the top run's id instead; its explanation lists its sub-loops",
             )
-    return RunView(_facts(snapshot), trace, snapshot.dir, snapshot.loop_file)
+    return RunView(_facts(snapshot), trace, snapshot.dir, snapshot.loop_file, snapshot.started_at)
 
 
 def _top_dir(directory: Path) -> Path:

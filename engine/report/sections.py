@@ -83,9 +83,16 @@ def summary_section(explanation: Explanation) -> Section:
     return Section("summary", "Why it ended", "\n".join(body))
 
 
-def graph_section(graph: LoopGraph, counts: PathCounts) -> Section:
+def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Section:
+    """The loop's graph with the path taken; `note`: why it is only the states and edges the
+    run's events name (its loop file could not be trusted)."""
     placed = layout(graph)
-    legend = (
+    rebuilt = (
+        f'<p class="legend">Only the states and transitions this run took: {escape(note)}.</p>'
+        if note
+        else ""
+    )
+    legend = rebuilt + (
         '<p class="legend">Orange: the path this run took (badge: times a state ran; '
         "×n on an edge: times the run went that way). Dashed edges count a retry; a dashed "
         "outline marks where the run ended or stands. Click a state to show only its steps "
