@@ -253,3 +253,22 @@ def test_the_report_does_not_draw_a_loop_file_edited_after_the_run(tmp_path: Pat
     page = (tmp_path / "edited.html").read_text()
     assert "cycle.yaml changed after the run started" in page
     assert "check: executed 5 times" in page and "verify" not in page
+
+
+def test_a_cut_event_log_is_said_and_the_reason_comes_from_state_json(tmp_path: Path) -> None:
+    write(tmp_path / "cycle.yaml", CYCLE)
+    run_id = result_of(ll_loop(tmp_path, "run", "cycle.yaml", "--json", "-q"))["run_id"]
+    log = run_dir(tmp_path, run_id) / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:12]))  # the first few steps only
+    told = ll_loop(tmp_path, "explain", run_id, "-f", "json")
+    data = json.loads(told.stdout)
+    assert data["log_incomplete"].startswith("the event log ends at step ")
+    assert data["reason"] == "used all 9 steps without reaching a terminal; it ended in state 'fix'"
+    text = ll_loop(tmp_path, "explain", run_id).stdout
+    assert "note: the event log ends at step" in text and "the path below is incomplete" in text
+    whole = ll_loop(tmp_path, "run", "cycle.yaml", "--json", "-q")
+    complete = json.loads(
+        ll_loop(tmp_path, "explain", result_of(whole)["run_id"], "-f", "json").stdout
+    )
+    assert complete["log_incomplete"] is None

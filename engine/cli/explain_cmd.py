@@ -33,7 +33,7 @@ def explain_command(
     from engine.report import explain, open_run, render_text
 
     view = open_run(run)
-    explanation = explain(view.facts, view.trace)
+    explanation = explain(view.facts, view.trace, child=view.child)
     if format is Format.json:
         print(json.dumps(explanation.to_json(), indent=2))
     else:

@@ -76,6 +76,7 @@ class Explanation:
     max_steps: int | None
     stderr_tail: tuple[str, ...] = ()
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
+    log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
 
     def to_json(self) -> dict[str, Any]:
         result = self.facts.result or {}
@@ -99,6 +100,7 @@ class Explanation:
             "cost_by_state": {k: round(v, 6) for k, v in self.cost_by_state.items()},
             "calls_by_state": self.calls_by_state,
             "stderr_tail": list(self.stderr_tail),
+            "log_incomplete": self.log_gap or None,
             "children": [
                 {"step": step, "state": state, **child.to_json()}
                 for step, state, child in self.children
@@ -106,8 +108,9 @@ class Explanation:
         }
 
 
-def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
-    """The explanation of one run (or one child run: pass its facts and trace)."""
+def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Explanation:
+    """The explanation of one run (or one child run: pass its facts and trace, and `child`:
+    its facts come from the same log, which cannot be checked against itself)."""
     steps = trace.steps if trace else []
     steps_by_state = dict(Counter(s.state for s in steps).most_common())
     cost: dict[str, float] = {}
@@ -120,14 +123,15 @@ def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
         Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
     )
     children = tuple(
-        (s.step, s.state, explain(_child_facts(facts, s, s.child), s.child))
+        (s.step, s.state, explain(_child_facts(facts, s, s.child), s.child, child=True))
         for s in steps
         if s.child is not None
     )
     last = steps[-1] if steps else None
+    gap = "" if child else log_gap(facts, trace)
     return Explanation(
         facts=facts,
-        reason=end_reason(facts, trace, children),
+        reason=end_reason(facts, trace if not gap else None, children),
         path=fold_path(steps),
         judgements=judgements,
         steps_by_state=steps_by_state,
@@ -136,7 +140,26 @@ def explain(facts: RunFacts, trace: Trace | None) -> Explanation:
         max_steps=trace.max_steps if trace else None,
         stderr_tail=_stderr_tail(last) if last and _failed(last) else (),
         children=children,
+        log_gap=gap,
     )
+
+
+def log_gap(facts: RunFacts, trace: Trace | None) -> str:
+    """A finished or stopped run whose event log ends before the run did (cut, lost): what
+    the log shows is then only the start of the story, and the reason comes from state.json."""
+    if facts.status == "running":
+        return ""  # the log of a live run is simply not written yet
+    logged = max((s.step for s in trace.steps), default=0) if trace else 0
+    if trace is None:
+        return f"the event log is missing or empty; state.json records {facts.steps} steps"
+    if facts.status == "finished" and trace.end is None:
+        return (
+            f"the event log ends at step {logged} before the run's end "
+            f"(state.json records {facts.steps} steps)"
+        )
+    if logged < facts.steps:
+        return f"the event log records {logged} of the {facts.steps} steps state.json counts"
+    return ""
 
 
 def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
@@ -209,7 +232,8 @@ def end_reason(
         via = _via(last)
         return f"reached the {kind} terminal {final!r}{via} at step {facts.steps}{budget}"
     if how == "max_steps":
-        return f"used all {facts.steps} steps without reaching a terminal{_cycling(steps)}"
+        where = _cycling(steps) or f"; it ended in state {final!r}"
+        return f"used all {facts.steps} steps without reaching a terminal{where}"
     if how == "timeout":
         return f"its time limit ran out in state {final!r} after {facts.steps}{budget} steps"
     if how == "max_cost":
@@ -317,6 +341,8 @@ def _head_lines(explanation: Explanation) -> list[str]:
         f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
         f"why: {explanation.reason}",
     ]
+    if explanation.log_gap:
+        lines.append(f"note: {explanation.log_gap}; the path below is incomplete")
     if explanation.stderr_tail:
         lines.append("stderr of the failing action ends:")
         lines += [f"  | {_clip(line, 100)}" for line in explanation.stderr_tail]

@@ -32,7 +32,7 @@ from engine.report.sections import (
 
 def run_report_html(view: RunView, root: Path) -> str:
     """The self-contained page for one run (or one child run) of the project in `root`."""
-    explanation = explain(view.facts, view.trace)
+    explanation = explain(view.facts, view.trace, child=view.child)
     loop, why_not = _load(view.loop_file, view.started_at)
     graph = compile_graph(loop) if loop is not None else graph_from_trace(view.trace)
     counts = path_counts(view.trace, view.facts.current)

@@ -21,6 +21,7 @@ class RunView:
     dir: Path
     loop_file: str
     started_at: str = ""  # ISO time the run started (a loop file changed since is not its loop)
+    child: bool = False  # a sub-loop's run, whose events are in its top run's log
 
 
 def open_run(ref: str, root: Path | None = None) -> RunView:
@@ -39,7 +40,14 @@ def open_run(ref: str, root: Path | None = None) -> RunView:
                 f"no sub-loop run in the event log of {top_dir.name} matches {snapshot.dir}",
                 hint="give the top run's id instead; its explanation lists its sub-loops",
             )
-    return RunView(_facts(snapshot), trace, snapshot.dir, snapshot.loop_file, snapshot.started_at)
+    return RunView(
+        _facts(snapshot),
+        trace,
+        snapshot.dir,
+        snapshot.loop_file,
+        snapshot.started_at,
+        child=top_dir != snapshot.dir,
+    )
 
 
 def _top_dir(directory: Path) -> Path:
