@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
 from engine.model.loop import Loop
+from engine.model.timefmt import counted
 
 if TYPE_CHECKING:
     from engine._results import HistoryEntry, RunStatus, StopResult
@@ -262,7 +263,7 @@ def _checked(
     if errors:
         where_text = loop.source or loop.name
         raise RunRefused(
-            f"{_count(len(errors), 'lint error')} in {where_text}; the run did not start",
+            f"{counted(len(errors), 'lint error')} in {where_text}; the run did not start",
             hint=f"fix it, or see `ll-loop validate {ref}`",
             diagnostics=errors,
         )
@@ -663,10 +664,10 @@ def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
     """The events of one run, read from `events.jsonl` one at a time as they are consumed: a
     run of any length is walked in constant memory (`ll-loop history RUN` streams with it).
     The run is looked up at the call, before the first event is asked for."""
-    from engine.runtime.resume import find_run
+    from engine.runtime.resume import find_run_dir
 
-    snapshot = find_run(run_id, _Where.of(cwd).root)
-    return _events_of(snapshot.dir / "events.jsonl")
+    _arguments(run_id=run_id)
+    return _events_of(find_run_dir(run_id, _Where.of(cwd).root) / "events.jsonl")
 
 
 def _events_of(path: Path) -> Iterator[Event]:
@@ -800,10 +801,6 @@ def _all_strings(mapping: Any) -> bool:
 
 def _has_subloops(loop: Loop) -> bool:
     return any(s.is_subloop for s in loop.states.values())
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 _LAZY = {

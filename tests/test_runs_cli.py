@@ -326,3 +326,19 @@ def test_one_state_json_with_a_wrongly_typed_field_does_not_break_the_listing(
     listing = ll_loop(tmp_path, "status", "--all", "--json")
     assert listing.returncode == 0, listing.stderr
     assert [r["run_id"] for r in json.loads(listing.stdout)["runs"]] == [run_id]
+
+
+def test_a_damaged_state_json_is_named_as_such_and_the_events_still_show(tmp_path: Path) -> None:
+    write(tmp_path / "sleeper.yaml", SINGLE_COMMAND.replace("sleep 60", "echo hi"))
+    run_id = result_of(ll_loop(tmp_path, "run", "sleeper.yaml", "--json", "-q"))["run_id"]
+    (run_dir(tmp_path, run_id) / "state.json").write_text('{"run_id": "x", ')
+    explained = ll_loop(tmp_path, "explain", run_id)
+    assert explained.returncode == 2
+    assert f"run {run_id}'s state.json is damaged (it does not parse)" in explained.stderr
+    assert f"`ll-loop history {run_id}` shows them" in explained.stderr
+    shown = ll_loop(tmp_path, "history", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "state.json is damaged (it does not parse); its events follow" in shown.stdout
+    assert "loop_complete" in shown.stdout
+    nothing = ll_loop(tmp_path, "explain", "")
+    assert (nothing.returncode, nothing.stderr.splitlines()[0]) == (2, "error: no run id given")

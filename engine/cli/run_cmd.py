@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from engine.cli.common import err, examples, finite
 from engine.model.errors import Diagnostic, LoadError, LoopError, UsageError
 from engine.model.ports import RunResult
-from engine.model.timefmt import duration
+from engine.model.timefmt import counted, duration
 
 if TYPE_CHECKING:
     import typer
@@ -237,7 +237,7 @@ def _load_message(diagnostics: list[Diagnostic]) -> str:
     if not diagnostics:
         return "the loop could not be loaded"
     first = diagnostics[0]
-    more = f" (and {_count(len(diagnostics) - 1, 'more problem')})" if len(diagnostics) > 1 else ""
+    more = f" (and {counted(len(diagnostics) - 1, 'more problem')})" if len(diagnostics) > 1 else ""
     return f"{first.location()}: {first.message}{more}"
 
 
@@ -250,7 +250,7 @@ def report_result(result: RunResult, output: RunOutput) -> None:
     from engine.model.terminal import printable
     from engine.runtime.runstore import runs_root
 
-    steps = _count(result.steps, "step")
+    steps = counted(result.steps, "step")
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
     # Names and the error may quote the loop file or an action: shown, never obeyed.
     loop, error = printable(result.loop), printable(str(result.error))
@@ -268,7 +268,3 @@ def report_result(result: RunResult, output: RunOutput) -> None:
         )
     print(f"{line} after {steps} ({duration(result.duration_ms / 1000)}{cost})")
     print(f"  run {result.run_id}: {os.path.relpath(runs_root() / result.run_id)}/")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.cli.common import err, examples, finite, out
-from engine.model.errors import LoopError
+from engine.model.errors import LoopError, UsageError
 from engine.model.terminal import printable
-from engine.model.timefmt import duration
+from engine.model.timefmt import counted, duration
 
 if TYPE_CHECKING:  # the rest is imported by the command that needs it (fast `ll-loop validate`)
     from engine.api import HistoryEntry, RunStatus
@@ -143,7 +143,8 @@ def stop_command(
         print(json.dumps({**after.to_json(), "stopped": done.stopped}))
     elif done.stopped:
         out(
-            f"stopped run {after.run_id} in state {after.state!r} after {after.steps} steps"
+            f"stopped run {after.run_id} in state {after.state!r} after "
+            f"{counted(after.steps, 'step')}"
             f" ({after.status}); continue it with `ll-loop resume {after.run_id}`"
         )
     else:
@@ -273,17 +274,26 @@ def _is_run(target: str) -> bool:
 def _show_events(ref: str, json_output: bool) -> None:
     """The run's events, streamed one at a time: a 48k-step log never sits in memory whole."""
     from engine.api import iter_events, status
+    from engine.runtime.resume import find_run_dir
 
-    run = status(ref)
-    found = iter_events(run.run_id)
+    try:
+        run = status(ref)
+        run_id, run_json = run.run_id, run.to_json()
+        header = f"run {run.run_id} of {run.loop}: {run.status}, {counted(run.steps, 'step')}"
+    except UsageError as exc:  # a damaged state.json: the events can still be shown
+        directory = find_run_dir(ref)
+        if not (directory / "events.jsonl").is_file():
+            raise
+        run_id, run_json, header = directory.name, None, f"{exc.message}; its events follow"
+    found = iter_events(run_id)
     write = sys.stdout.write
     if json_output:  # the same one JSON object, written piece by piece
-        write(json.dumps({"run": run.to_json()})[:-1] + ', "events": [')
+        write(json.dumps({"run": run_json})[:-1] + ', "events": [')
         for index, event in enumerate(found):
             write((", " if index else "") + json.dumps(_event_json(event)))
         write("]}\n")
         return
-    out(f"run {run.run_id} of {run.loop}: {run.status}, {run.steps} steps")
+    out(header)
     for event in found:
         write(printable(_event_line(_event_json(event))) + "\n")
 

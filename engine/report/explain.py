@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.harness.verdicts import JudgeNote
+from engine.model.timefmt import counted
 from engine.report.runlog import Step, Trace
 
 MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
@@ -151,11 +152,13 @@ def log_gap(facts: RunFacts, trace: Trace | None) -> str:
         return ""  # the log of a live run is simply not written yet
     logged = max((s.step for s in trace.steps), default=0) if trace else 0
     if trace is None:
-        return f"the event log is missing or empty; state.json records {facts.steps} steps"
+        return (
+            f"the event log is missing or empty; state.json records {counted(facts.steps, 'step')}"
+        )
     if facts.status == "finished" and trace.end is None:
         return (
             f"the event log ends at step {logged} before the run's end "
-            f"(state.json records {facts.steps} steps)"
+            f"(state.json records {counted(facts.steps, 'step')})"
         )
     if logged < facts.steps:
         return f"the event log records {logged} of the {facts.steps} steps state.json counts"
@@ -213,18 +216,18 @@ def end_reason(
     if facts.status == "running":
         if last is not None and not last.finished:  # the step under way
             return f"still running: step {last.step}{budget}, in state {last.state!r}"
-        return f"still running: {facts.steps}{budget} steps done, now in state {facts.current!r}"
+        return f"still running: {_steps(facts.steps, budget)} done, now in state {facts.current!r}"
     if facts.status == "interrupted":
         return (
             f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
-            f"after {facts.steps}{budget} steps; `ll-loop resume {_id(facts)}` continues it"
+            f"after {_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
         )
     result = facts.result or {}
     how = result.get("terminated_by")
     if facts.status == "stopped" or how == "stopped":
         return (
-            f"stopped (ll-loop stop or Ctrl-C) in state {facts.current!r} after {facts.steps}"
-            f"{budget} steps; `ll-loop resume {_id(facts)}` continues it"
+            f"stopped (ll-loop stop or Ctrl-C) in state {facts.current!r} after "
+            f"{_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
         )
     final = str(result.get("final_state") or facts.current)
     if how == "terminal":
@@ -235,7 +238,7 @@ def end_reason(
         where = _cycling(steps) or f"; it ended in state {final!r}"
         return f"used all {facts.steps} steps without reaching a terminal{where}"
     if how == "timeout":
-        return f"its time limit ran out in state {final!r} after {facts.steps}{budget} steps"
+        return f"its time limit ran out in state {final!r} after {_steps(facts.steps, budget)}"
     if how == "max_cost":
         limit = f" of ${facts.max_cost_usd:g}" if facts.max_cost_usd is not None else ""
         return (
@@ -247,6 +250,11 @@ def end_reason(
         inside = _inside(children, last)
         return f"ended with an error: {error}{inside}"
     return f"ended: {result.get('outcome')} ({how}) in state {final!r}"
+
+
+def _steps(n: int, budget: str) -> str:
+    """`3 of 20 steps`, or without a budget `1 step`, `3 steps`."""
+    return f"{n}{budget} steps" if budget else counted(n, "step")
 
 
 def _id(facts: RunFacts) -> str:

@@ -177,9 +177,30 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
     """A run by id (a unique prefix will do) or by the path of its directory in this project's
     `.loops/runs/`; UsageError otherwise. Any other directory is refused, whatever it holds:
     `stop` signals the process a run directory names."""
+    directory = find_run_dir(ref, root)
+    snapshot = read_run(directory, lock_pids=_lock_pids(root))
+    if snapshot is None:
+        if (directory / "state.json").exists():
+            raise UsageError(
+                f"run {directory.name}'s state.json is damaged (it does not parse)",
+                hint=f"its events are still in {directory / 'events.jsonl'}: "
+                f"`ll-loop history {directory.name}` shows them",
+            )
+        raise UsageError(
+            f"run {directory.name} has no state.json",
+            hint="the run died before its first state boundary; start it again",
+        )
+    return snapshot
+
+
+def find_run_dir(ref: str, root: Path | None = None) -> Path:
+    """The directory of a run by id, unique prefix or path (as `find_run`), whatever its
+    state.json says: its event log can be read without it."""
     folder = runs_root(root)
     candidates: list[Path] = []
-    if os.sep in ref or ref in {"", ".", ".."}:
+    if not ref.strip():
+        raise UsageError("no run id given", hint="`ll-loop status --all` lists the runs here")
+    if os.sep in ref or ref in {".", ".."}:
         candidates = [_run_dir_at(Path(ref), folder)]
     elif (folder / ref).is_dir():
         candidates = [folder / ref]
@@ -187,18 +208,13 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
         candidates = sorted(d for d in folder.iterdir() if d.name.startswith(ref))
     if len(candidates) > 1:
         names = ", ".join(d.name for d in candidates[:4])
-        raise UsageError(f"run id {ref!r} is ambiguous: {names}", hint="give more of the id")
+        more = f" and {len(candidates) - 4} more" if len(candidates) > 4 else ""
+        raise UsageError(f"run id {ref!r} is ambiguous: {names}{more}", hint="give more of the id")
     if not candidates:
         raise UsageError(
             f"no run {ref!r} in {folder}", hint="`ll-loop status --all` lists the runs here"
         )
-    snapshot = read_run(candidates[0], lock_pids=_lock_pids(root))
-    if snapshot is None:
-        raise UsageError(
-            f"run {candidates[0].name} has no readable state.json",
-            hint="the run died before its first state boundary; start it again",
-        )
-    return snapshot
+    return candidates[0]
 
 
 def _run_dir_at(path: Path, folder: Path) -> Path:
