@@ -281,7 +281,8 @@ def test_a_killed_runs_action_is_found_when_bash_became_its_command(tmp_path: Pa
     runs = tmp_path / ".loops" / "runs"
     wait_until(lambda: runs.is_dir() and any(runs.iterdir()))
     run_id = next(runs.iterdir()).name
-    wait_until(lambda: "action_start" in (runs / run_id / "events.jsonl").read_text())
+    log = runs / run_id / "events.jsonl"
+    wait_until(lambda: log.exists() and "action_start" in log.read_text())
     wait_until(lambda: len(_children_named(proc.pid, b"sleep")) == 1)
     (orphan,) = _children_named(proc.pid, b"sleep")
     proc.send_signal(signal.SIGKILL)
