@@ -647,11 +647,13 @@ def history(
         rows = db.runs(loop, limit=limit)
     entries = []
     for row in rows:
-        live = "finished"
-        if row.ended_at is None:
+        fields, live = asdict(row), "finished"
+        if row.ended_at is None:  # its row has no end yet: the run directory says how far
             snapshot = read_run(runs_root(where.root) / row.run_id)
             live = snapshot.status if snapshot else "interrupted"
-        entries.append(HistoryEntry(**asdict(row), status=live))
+            if snapshot is not None:
+                fields["steps"] = snapshot.steps
+        entries.append(HistoryEntry(**fields, status=live))
     return entries
 
 

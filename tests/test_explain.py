@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -69,6 +70,13 @@ def test_live_then_stopped_then_resumed_run(tmp_path: Path) -> None:
         text, data = explain(tmp_path, run_id)
         assert str(data["reason"]).startswith("reached the success terminal 'done'")
         assert "wait ok → done" in text or "wait yes → done" in text
+        # the stopped attempt of `wait` is on the path but is not a second step
+        assert data["steps_by_state"] == {"prepare": 1, "wait": 1} and data["steps"] == 2
+        assert ll_loop(tmp_path, "report", run_id, "--html", "--out", "r.html").returncode == 0
+        page = (tmp_path / "r.html").read_text()
+        assert "wait: executed 1 time" in page or "wait: executed 1 times" in page
+        bar = re.search(r"step 2 wait: interrupted \(([0-9.]+) s\)", page)
+        assert bar is not None and float(bar.group(1)) < 2  # not the time until the resume
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -91,6 +99,8 @@ def test_killed_run_with_a_torn_log_is_interrupted(tmp_path: Path) -> None:
         assert text.splitlines()[1].startswith("why: interrupted: its process is gone")
         assert "in state 'wait' after 1 of 10 steps" in text
         assert "wait ? → (interrupted)" in text
+        listed = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"][0]
+        assert (listed["status"], listed["steps"]) == ("interrupted", 1)  # from state.json
     finally:
         end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
 

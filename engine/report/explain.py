@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.harness.verdicts import JudgeNote
 from engine.model.timefmt import counted
-from engine.report.runlog import Step, Trace
+from engine.report.runlog import Step, Trace, run_again
 
 MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
 SHOWN_JUDGEMENTS = 6  # judged steps listed in text at most (JSON has all)
@@ -113,7 +113,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     """The explanation of one run (or one child run: pass its facts and trace, and `child`:
     its facts come from the same log, which cannot be checked against itself)."""
     steps = trace.steps if trace else []
-    steps_by_state = dict(Counter(s.state for s in steps).most_common())
+    again = run_again(steps)
+    counted_steps = [s for i, s in enumerate(steps) if i not in again]
+    steps_by_state = dict(Counter(s.state for s in counted_steps).most_common())
     cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
     for step in steps:
@@ -125,7 +127,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     )
     children = tuple(
         (s.step, s.state, explain(_child_facts(facts, s, s.child), s.child, child=True))
-        for s in steps
+        for s in counted_steps
         if s.child is not None
     )
     last = steps[-1] if steps else None

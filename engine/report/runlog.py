@@ -87,6 +87,12 @@ class Step:
         }
 
 
+def run_again(steps: list[Step]) -> set[int]:
+    """Positions of attempts a stop or kill cut short and a resume ran again: an unfinished
+    step with another after it. They are shown on the path, not counted as steps."""
+    return {i for i, step in enumerate(steps[:-1]) if not step.finished}
+
+
 @dataclass(eq=False)
 class Trace:
     """The steps of one loop run (the top run, or one child of a sub-loop state)."""

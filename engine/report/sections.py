@@ -22,7 +22,7 @@ from engine.report.charts import rate_chart
 from engine.report.explain import Explanation, fold_path
 from engine.report.layout import layout
 from engine.report.page import Section, table
-from engine.report.runlog import Step, Trace
+from engine.report.runlog import Step, Trace, run_again
 from engine.report.svg import PathCounts, graph_svg
 
 TIMELINE_WIDTH = 900
@@ -39,7 +39,11 @@ def path_counts(trace: Trace | None, final_state: str | None) -> PathCounts:
     """
     visits: Counter[str] = Counter()
     moves: Counter[tuple[str, str]] = Counter()
-    for step in trace.steps if trace else []:
+    steps = trace.steps if trace else []
+    again = run_again(steps)  # a cut attempt that a resume ran again counts once, not twice
+    for index, step in enumerate(steps):
+        if index in again:
+            continue
         visits[step.state] += 1
         if not step.routed or step.target is None:
             continue
@@ -118,10 +122,7 @@ def _timeline_svg(steps: list[Step]) -> str:
     if any(t is None for t in times):
         return ""
     starts = [t for t in times if t is not None]
-    ends = [
-        starts[i + 1] if i + 1 < len(starts) else starts[i] + (s.duration_ms or 0) / 1000
-        for i, s in enumerate(steps)
-    ]
+    ends = [_bar_end(s, starts[i], starts[i + 1 : i + 2]) for i, s in enumerate(steps)]
     origin, total = starts[0], max(max(ends) - starts[0], 0.001)
     lanes = list(dict.fromkeys(s.state for s in steps))
     label_w = 150
@@ -138,7 +139,7 @@ def _timeline_svg(steps: list[Step]) -> str:
         y = lanes.index(step.state) * LANE_H + 4
         x = label_w + (start - origin) * scale
         width = max(1.5, (end - start) * scale)
-        verdict = escape(step.verdict or "none")
+        verdict = escape(step.verdict or ("none" if step.finished else "interrupted"))
         parts.append(
             f'<rect class="bar {verdict}" data-step="{step.step}" x="{x:.1f}" y="{y}" '
             f'width="{width:.1f}" height="{LANE_H - 6}"><title>step {step.step} '
@@ -150,6 +151,15 @@ def _timeline_svg(steps: list[Step]) -> str:
     )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _bar_end(step: Step, start: float, following: list[float]) -> float:
+    """Until the next step starts; a step cut short (stopped, killed) only as long as its
+    action ran, not the time until a resume took it up again."""
+    own = start + (step.duration_ms or 0) / 1000
+    if not following:
+        return own
+    return following[0] if step.finished else min(own, following[0])
 
 
 def _step_table(steps: list[Step]) -> str:
