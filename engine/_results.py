@@ -86,6 +86,7 @@ class HistoryEntry:
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["cost_usd"] = round(self.cost_usd, 6)  # a sum of float costs: 0.018, not ...002
         if self.ended_at is not None:
             del data["status"]
         return data

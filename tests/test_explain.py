@@ -282,3 +282,16 @@ def test_a_cut_event_log_is_said_and_the_reason_comes_from_state_json(tmp_path: 
         ll_loop(tmp_path, "explain", result_of(whole)["run_id"], "-f", "json").stdout
     )
     assert complete["log_incomplete"] is None
+
+
+def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> None:
+    write(tmp_path / "cycle.yaml", CYCLE)
+    run_id = result_of(ll_loop(tmp_path, "run", "cycle.yaml", "--json", "-q"))["run_id"]
+    (tmp_path / "reports").mkdir()
+    refused = ll_loop(tmp_path, "report", run_id, "--html", "--out", "reports")
+    assert refused.returncode == 2
+    assert "cannot write reports: it is a directory" in refused.stderr
+    assert "--out reports/report.html" in refused.stderr
+    piped = ll_loop(tmp_path, "report", run_id, "--html", "--out", "-")
+    assert piped.returncode == 0 and piped.stdout.startswith("<!DOCTYPE html>")
+    assert piped.stdout.rstrip().endswith("</html>") and not (tmp_path / "-").exists()

@@ -161,10 +161,21 @@ def write_report(target: Path, text: str) -> None:
     say so on stderr; a file that cannot be written is a usage error."""
     from engine.load.project import write_new_file
 
+    if str(target) == "-":  # the usual spelling of stdout
+        sys.stdout.write(text)
+        return
+    if target.is_dir():
+        raise UsageError(
+            f"cannot write {target}: it is a directory",
+            hint=f"--out names the file to write, e.g. --out {target / 'report.html'}",
+        )
     try:
         write_new_file(target, text.encode("utf-8"), replace=True)
     except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
+        raise UsageError(
+            f"cannot write {target}: {exc.strerror}",
+            hint="check that its directory exists and is writable",
+        ) from exc
     err(f"wrote {target} ({len(text) // 1024 + 1} KiB)")
 
 

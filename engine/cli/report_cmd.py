@@ -40,5 +40,6 @@ def report_command(
 
     page = run_report_html(view, project_root())
     target = out if out is not None else view.dir / "report.html"
-    write_report(target, page)  # in the run directory (or at --out)
-    print(target)
+    write_report(target, page)  # in the run directory (or at --out; `-` is stdout)
+    if str(target) != "-":
+        print(target)

@@ -179,8 +179,9 @@ class HistoryError(LoopError):
 
 
 def utc_now() -> str:
-    """A sortable UTC timestamp; every time column uses this one format."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """A sortable UTC timestamp; every time column uses this one format, the one of the run's
+    events and state.json (`2026-11-30T14:43:52.123Z`): a run's start and end read alike."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
