@@ -191,7 +191,8 @@ EVALUATOR_FATES: dict[str, str] = {
     "(0: still improving, 1: plateau), computed as little-loops computed it",
     "open_question_stall": "the same shell check, lower counts being better",
     "action_stall": "not converted: no equivalent",
-    "mcp_result": "not converted: no equivalent",
+    "mcp_result": "on an mcp_tool state (its default there): classify of the verdict the agent "
+    "prints last (success, tool_error, not_found, timeout); elsewhere not converted",
     "harbor_scorer": "not converted: no equivalent",
     "comparator": "not converted: no equivalent",
     "contract": "not converted: no equivalent",

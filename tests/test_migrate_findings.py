@@ -1,0 +1,108 @@
+"""`ll-loop migrate` on the cases a tester found wrong: each test writes little-loops files in
+tmp_path, runs the command line, and checks what the report and the written files say."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from engine.load.loader import load_loop_file
+from tests.cli import ll_loop
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def migrate(cwd: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = ll_loop(cwd, "migrate", *args, "--format", "json")
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def files(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {Path(f["source"]).name: f for f in report["files"]}
+
+
+def notes(item: dict[str, Any], kind: str) -> dict[str, str]:
+    return {n["where"]: n["message"] for n in item["notes"] if n["kind"] == kind}
+
+
+# --- 1. an mcp_tool gate keeps its verdicts -----------------------------------------------------
+
+_GATE = """
+name: gate
+initial: check_mcp
+states:
+  check_mcp:
+    action_type: mcp_tool
+    action: playwright/screenshot
+    params: {url: "http://localhost:3000"}
+    route:
+      success: done
+      tool_error: fix
+      not_found: done
+      timeout: fix
+  fix:
+    action: "true"
+    next: check_mcp
+  done: {terminal: true}
+"""
+
+
+def test_an_mcp_gate_routes_each_mcp_result_verdict_where_little_loops_did(tmp_path: Path) -> None:
+    write(tmp_path, "gate.yaml", _GATE)
+    code, report = migrate(tmp_path, "gate.yaml")
+    item = files(report)["gate.yaml"]
+    assert code == 0 and item["status"] == "converted"
+    assert not notes(item, "dropped")  # no route called "never applied"
+    state = load_loop_file(tmp_path / "gate.ll.yaml").states["check_mcp"]
+    assert state.evaluate is not None and state.evaluate.type == "classify"
+    assert state.targets() == {
+        "success": "done",
+        "tool_error": "fix",
+        "not_found": "done",
+        "timeout": "fix",
+        "error": "fix",  # a broken call was tool_error to little-loops
+    }
+    assert "unrouted" not in (tmp_path / "gate.ll.yaml").read_text()
+    simulated = ll_loop(
+        tmp_path, "simulate", "gate.ll.yaml", "--verdict", "check_mcp=timeout,success", "--json"
+    )
+    path = [(s["state"], s["verdict"]) for s in simulated.json["path"]]
+    assert path == [("check_mcp", "timeout"), ("fix", "yes"), ("check_mcp", "success")]
+
+
+def test_an_mcp_gate_says_which_of_its_routes_never_applied_in_little_loops(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        "gate.yaml",
+        _GATE.replace(
+            "    route:\n      success: done\n      tool_error: fix\n      not_found: done\n"
+            "      timeout: fix\n",
+            "    on_yes: done\n    on_tool_error: fix\n",
+        ),
+    )
+    _, report = migrate(tmp_path, "gate.yaml")
+    dropped = notes(files(report)["gate.yaml"], "dropped")
+    assert "mcp_result never produces 'yes'" in dropped["states.check_mcp.on_yes"]
+    routes = load_loop_file(tmp_path / "gate.ll.yaml").states["check_mcp"].targets()
+    assert routes["tool_error"] == "fix" and routes["success"] == "unrouted"
+
+
+# --- 13. an mcp_tool action must name SERVER/TOOL ----------------------------------------------
+
+
+def test_an_mcp_action_without_a_server_is_a_blocker(tmp_path: Path) -> None:
+    write(tmp_path, "gate.yaml", _GATE.replace("playwright/screenshot", "github__list_issues"))
+    code, report = migrate(tmp_path, "gate.yaml")
+    item = files(report)["gate.yaml"]
+    assert code == 1 and item["status"] == "blocked"
+    assert any("mcp_tool needs action: SERVER/TOOL" in b for b in item["blockers"])
