@@ -106,3 +106,40 @@ def test_an_mcp_action_without_a_server_is_a_blocker(tmp_path: Path) -> None:
     item = files(report)["gate.yaml"]
     assert code == 1 and item["status"] == "blocked"
     assert any("mcp_tool needs action: SERVER/TOOL" in b for b in item["blockers"])
+
+
+# --- 2. migrate never converts its own output again ---------------------------------------------
+
+_SIMPLE = """
+name: simple
+initial: check
+context: {run_dir: ""}
+states:
+  check:
+    action: test -d ${context.run_dir}
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_directory_migrated_twice_skips_the_files_migrate_wrote(tmp_path: Path) -> None:
+    loops = tmp_path / "loops"
+    write(loops, "simple.yaml", _SIMPLE)
+    migrate(tmp_path, "loops")
+    _, report = migrate(tmp_path, "loops")
+    assert not list(loops.glob("*.ll.ll.yaml"))
+    output = files(report)["simple.ll.yaml"]
+    assert output["status"] == "skipped" and "not converted again" in output["reason"]
+
+
+def test_a_file_that_is_already_an_ll_loop_loop_is_left_alone(tmp_path: Path) -> None:
+    write(tmp_path, "simple.yaml", _SIMPLE)
+    migrate(tmp_path, "simple.yaml")
+    (tmp_path / "again.yaml").write_text((tmp_path / "simple.ll.yaml").read_text())
+    code, report = migrate(tmp_path, "again.yaml")
+    item = files(report)["again.yaml"]
+    assert code == 0 and item["status"] == "skipped"
+    assert item["reason"].startswith("already an ll-loop loop")
+    assert not (tmp_path / "again.ll.yaml").exists()

@@ -27,6 +27,7 @@ from engine.migrate.source import (
     find,
     header_comments,
     listing,
+    ll_loop_marker,
     mapping,
     read_yaml,
     resolve_flow,
@@ -72,16 +73,18 @@ def migrate(
 
     `search` adds directories where sub-loops, parents and libraries are looked up last
     (little-loops' own built-in loops directory, for loops that use its libraries)."""
-    inputs = _expand(paths)
+    inputs, outputs = _expand(paths)
     roots = _roots(paths, inputs) + [p.resolve() for p in search]
     items = _discover(inputs, roots)
     _assign_outputs(items, out)
     _plan(items)
     report = MigrationReport()
     written: list[_Item] = []
+    for path in outputs:
+        report.files.append(_left_alone(path, _CONVERTED_NAME))
     for item in items.values():
         report.files.append(item.report)
-        if item.report.status == "failed" or item.dest is None:
+        if item.dest is None:
             continue
         text = _convert(item, items)
         if _write(item, text, force):
@@ -94,14 +97,32 @@ def migrate(
 # --- the set of files ---------------------------------------------------------------------------
 
 
-def _expand(paths: Sequence[Path]) -> list[Path]:
+_CONVERTED_NAME = "named NAME.ll.yaml, as migrate names what it writes: not converted again"
+_ALREADY_OURS = (
+    "already an ll-loop loop (it loads as one and uses ll-loop's own {marker}): nothing to convert"
+)
+
+
+def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """The files to convert, and the files in the given directories that migrate wrote."""
     found: list[Path] = []
+    outputs: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            for file in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
+                (outputs if _is_output_name(file) else found).append(file)
         else:
             found.append(path)
-    return [p.resolve() if p.exists() else p for p in found]
+    return [p.resolve() if p.exists() else p for p in found], outputs
+
+
+def _is_output_name(path: Path) -> bool:
+    return path.stem.endswith(".ll")
+
+
+def _left_alone(path: Path, reason: str) -> FileReport:
+    """A file not converted on purpose: reported, not counted for the exit code."""
+    return FileReport(str(path), status="skipped", reason=reason, counted=False)
 
 
 def _roots(paths: Sequence[Path], inputs: Sequence[Path]) -> list[Path]:
@@ -145,6 +166,10 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             raise SourceError(
                 "not a little-loops loop: it needs name:, initial: and states: (or flow:)"
             )
+        marker = ll_loop_marker(data)
+        if marker and _loads_as_ll_loop(path):
+            item.report = _left_alone(path, _ALREADY_OURS.format(marker=marker))
+            return item
     except SourceError as exc:
         item.report.status = "failed"
         item.report.reason = exc.message
@@ -176,12 +201,23 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
     return item
 
 
+def _loads_as_ll_loop(path: Path) -> bool:
+    from engine.load.loader import load_loop_file
+    from engine.model.errors import LoopError
+
+    try:
+        load_loop_file(path)
+    except LoopError:
+        return False
+    return True
+
+
 def _is_library(data: dict[str, Any]) -> bool:
     return "fragments" in data and not any(k in data for k in ("states", "flow", "from"))
 
 
 def _assign_outputs(items: dict[Path, _Item], out: Path | None) -> None:
-    usable = [i for i in items.values() if i.report.status != "failed"]
+    usable = [i for i in items.values() if i.report.status not in ("failed", "skipped")]
     if out is not None and usable:
         base = Path(os.path.commonpath([str(i.path.parent) for i in usable]))
         for item in usable:
@@ -197,7 +233,7 @@ def _assign_outputs(items: dict[Path, _Item], out: Path | None) -> None:
 
 
 def _plan(items: dict[Path, _Item]) -> None:
-    loops = [i for i in items.values() if i.role == "loop" and i.report.status != "failed"]
+    loops = [i for i in items.values() if i.role == "loop" and i.dest is not None]
     libraries = {p: i for p, i in items.items() if i.role == "library" and i.dest is not None}
     callers: dict[Path, list[_Item]] = {}
     for item in loops:

@@ -35,6 +35,7 @@ class FileReport:
     notes: list[Note] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     reason: str = ""  # why a file was skipped or failed
+    counted: bool = True  # False: skipped on purpose (not a file to convert), exit code unaffected
 
     def note(self, kind: Kind, where: str, message: str) -> None:
         if not any(n.where == where and n.message == message for n in self.notes):
@@ -73,7 +74,8 @@ class MigrationReport:
 
     @property
     def ok(self) -> bool:
-        return all(f.status == "converted" for f in self.files)
+        """Every file converted cleanly, or was left alone on purpose."""
+        return all(f.status == "converted" or not f.counted for f in self.files)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -10,6 +10,8 @@ little-loops resolves them, before anything is converted.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,3 +170,29 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
             seen.add(path)
             out.append(path)
     return out
+
+
+# What only an ll-loop loop says: little-loops has none of these keys, no `run` root and no
+# Jinja filters in `${...}`.
+_OUR_TOP_KEYS = ("outputs", "lint", "max_cost_usd")
+_OUR_STATE_KEYS = ("runner", "on_terminal", "lint")
+_OUR_EXPRESSION = re.compile(r"(?<!\$)\$\{\s*(run\s*\.|[^{}]*?[^|{}]\|[^|{}])")
+
+
+def ll_loop_marker(data: dict[str, Any]) -> str:
+    """A key or expression only ll-loop has, named for the report ("" when there is none)."""
+    for key in _OUR_TOP_KEYS:
+        if key in data:
+            return f"{key}:"
+    if "runner" in mapping(data.get("llm")):
+        return "llm.runner:"
+    for body in mapping(data.get("states")).values():
+        for key in _OUR_STATE_KEYS:
+            if isinstance(body, dict) and key in body:
+                return f"{key}:"
+        evaluate = mapping(body.get("evaluate")) if isinstance(body, dict) else {}
+        if "verdicts" in evaluate:
+            return "evaluate.verdicts:"
+    if _OUR_EXPRESSION.search(json.dumps(data, default=str)):
+        return "${run.*} or ${... | filter}"
+    return ""
