@@ -143,3 +143,47 @@ def test_a_file_that_is_already_an_ll_loop_loop_is_left_alone(tmp_path: Path) ->
     assert code == 0 and item["status"] == "skipped"
     assert item["reason"].startswith("already an ll-loop loop")
     assert not (tmp_path / "again.ll.yaml").exists()
+
+
+# --- 3. max_retries counted consecutive re-entries in little-loops ------------------------------
+
+_RETRY = """
+name: retry
+initial: check
+states:
+  check:
+    action: "false"
+    on_yes: done
+    on_no: {on_no}
+    on_error: fix
+    max_retries: 1
+    on_retry_exhausted: gave_up
+  fix:
+    action: "true"
+    next: check
+  done: {{terminal: true}}
+  gave_up: {{terminal: true}}
+"""
+
+
+def test_retries_a_state_never_spends_in_little_loops_are_dropped(tmp_path: Path) -> None:
+    write(tmp_path, "retry.yaml", _RETRY.format(on_no="fix"))
+    _, report = migrate(tmp_path, "retry.yaml")
+    assert (
+        "never routes to itself"
+        in notes(files(report)["retry.yaml"], "dropped")["states.check.max_retries"]
+    )
+    # little-loops: check, fix, check, fix, check ... never gave_up; the converted loop agrees
+    ran = ll_loop(
+        tmp_path, "simulate", "retry.ll.yaml", "--verdict", "check=no,no,no,yes", "--json"
+    )
+    assert [s["state"] for s in ran.json["path"]][-1] == "check"
+    assert ran.json["final_state"] == "done"
+
+
+def test_retries_also_counted_along_another_cycle_are_a_changed_note(tmp_path: Path) -> None:
+    write(tmp_path, "retry.yaml", _RETRY.format(on_no="$current"))
+    _, report = migrate(tmp_path, "retry.yaml")
+    changed = notes(files(report)["retry.yaml"], "changed")["states.check.max_retries"]
+    assert "consecutive re-entries" in changed and "from fix" in changed
+    assert load_loop_file(tmp_path / "retry.ll.yaml").states["check"].max_retries == 1

@@ -405,8 +405,36 @@ def _check(item: _Item, validate: Validator | None) -> None:
         item.report.status = "blocked" if _blocked(item.report) else "converted"
         return
     item.report.diagnostics = validate(item.dest)
+    _retries_counted_differently(item)
     blocked = _blocked(item.report) or bool(item.report.errors)
     item.report.status = "blocked" if blocked else "converted"
+
+
+def _retries_counted_differently(item: _Item) -> None:
+    """Say where ll-loop's max_retries counts entries that little-loops did not: little-loops
+    counted consecutive re-entries of the state itself, ll-loop counts every entry along a
+    cycle's back edge (a self-loop is one, so only other back edges differ)."""
+    from engine.graph.loop_graph import compile_graph, retry_edges
+    from engine.load.loader import load_loop_file
+    from engine.model.errors import LoopError
+
+    assert item.dest is not None
+    try:
+        loop = load_loop_file(item.dest)
+    except LoopError:
+        return
+    retries = retry_edges(compile_graph(loop))
+    for name, state in loop.states.items():
+        if state.max_retries is None:
+            continue
+        others = sorted(source for source, target in retries if target == name != source)
+        if others:
+            item.report.note(
+                "changed", f"states.{name}.max_retries",
+                "little-loops counted only consecutive re-entries of this state; ll-loop also "
+                f"counts entries from {', '.join(others)} (a cycle's back edge), so the "
+                "retries can be used up sooner",
+            )  # fmt: skip
 
 
 def _blocked(report: FileReport) -> bool:

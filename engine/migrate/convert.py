@@ -123,8 +123,16 @@ def convert_state(
     else:
         _routes(name, body, out, where, job)
     if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
-        out["max_retries"] = body["max_retries"]
-        out["on_retry_exhausted"] = body["on_retry_exhausted"]
+        if partial or _routes_to_itself(name, out):
+            out["max_retries"] = body["max_retries"]
+            out["on_retry_exhausted"] = body["on_retry_exhausted"]
+        else:
+            job.note(
+                "dropped", f"{where}.max_retries",
+                "little-loops counted only consecutive re-entries of a state, and this one never "
+                "routes to itself, so its retries were never used up; ll-loop would count "
+                "entries along a cycle instead (add max_retries back if that is what you want)",
+            )  # fmt: skip
     elif "max_retries" in body or "on_retry_exhausted" in body:
         job.note(
             "dropped", f"{where}.max_retries",
@@ -581,6 +589,13 @@ def _subloop_routes(
                 "dropped", f"{where}.on_{verdict}",
                 "a sub-loop's verdict is yes, no or error (budget or timeout is no)",
             )  # fmt: skip
+
+
+def _routes_to_itself(name: str, out: Mapping[str, Any]) -> bool:
+    """Whether the converted state can enter itself directly (what little-loops counted)."""
+    targets = [v for k, v in out.items() if k == "next" or k.startswith("on_")]
+    targets += list(mapping(out.get("route")).values())
+    return any(target in (name, "$current") for target in targets)
 
 
 def _dead_on_terminal(body: Mapping[str, Any], where: str, job: LoopJob) -> None:

@@ -102,7 +102,10 @@ _TABLE: list[KeyFate] = [
     ],
     *_kept("state", "action", "description", "next", "capture", "timeout", "loop", "with"),
     *_kept("state", "on_yes", "on_no", "on_error", "on_partial", "on_blocked", "route"),
-    *_kept("state", "max_retries", "on_retry_exhausted", "fragment", "evaluate"),
+    KeyFate("state", "max_retries", "converted",
+            "kept where the state routes to itself, else dropped (little-loops counted only "
+            "consecutive re-entries)"),
+    *_kept("state", "on_retry_exhausted", "fragment", "evaluate"),
     KeyFate("state", "terminal", "converted",
             "`terminal` (`failure: true` added for the names little-loops treats as failures)"),
     KeyFate("state", "failure", "kept", "`failure`"),
