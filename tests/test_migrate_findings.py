@@ -187,3 +187,36 @@ def test_retries_also_counted_along_another_cycle_are_a_changed_note(tmp_path: P
     changed = notes(files(report)["retry.yaml"], "changed")["states.check.max_retries"]
     assert "consecutive re-entries" in changed and "from fix" in changed
     assert load_loop_file(tmp_path / "retry.ll.yaml").states["check"].max_retries == 1
+
+
+# --- 4. ${loop.elapsed_ms} has no equivalent: it blocks, pointing at its line -------------------
+
+
+def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        "timed.yaml",
+        """
+        name: timed
+        initial: work
+        states:
+          work:
+            action: echo start
+            next: report
+          report:
+            action: |
+              echo one
+              echo "took ${loop.elapsed_ms} ms"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "timed.yaml")
+    item = files(report)["timed.yaml"]
+    assert code == 1 and item["status"] == "blocked"
+    [blocker] = item["blockers"]
+    assert blocker.startswith(
+        f"states.report: ${{loop.elapsed_ms}} at {tmp_path / 'timed.yaml'}:10:"
+    )

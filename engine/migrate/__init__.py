@@ -54,6 +54,7 @@ class _Item:
     dest: Path | None = None
     children: list[tuple[str, Path]] = field(default_factory=list)  # (state, child file)
     imports: list[tuple[str, Path]] = field(default_factory=list)  # (entry, library file)
+    parents: list[Path] = field(default_factory=list)  # from: files merged in
     plan: LoopPlan = field(default_factory=LoopPlan)
 
     @property
@@ -157,6 +158,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             item.data = data
             return item
         data, parents = resolve_inheritance(data, path.parent, roots)
+        item.parents = parents
         for parent in parents:
             item.report.note("changed", "from", f"{parent.name} merged in")
         if "flow" in data:
@@ -241,6 +243,7 @@ def _plan(items: dict[Path, _Item]) -> None:
             callers.setdefault(called, []).append(item)
     for item in loops:
         item.plan.run_dir = _run_dir(item, bool(callers.get(item.path)), libraries)
+        item.plan.sources = [item.path, *item.parents, *(lib for _, lib in item.imports)]
     for item in loops:
         for state, child_path in item.children:
             child = items.get(child_path)
@@ -367,7 +370,7 @@ def _loop_ref(parent: Path, child: Path) -> str:
 def _convert(item: _Item, items: dict[Path, _Item]) -> str:
     header = header_comments(item.path)
     if item.role == "library":
-        converted = convert_library(item.data, item.report)
+        converted = convert_library(item.data, item.report, [item.path])
         return dump(converted, header)
     for lib in item.plan.libraries:
         source = items[lib.path]

@@ -60,6 +60,7 @@ def convert_state(
 ) -> dict[str, Any]:
     """The ll-loop form of one state (or, with `partial`, of one fragment)."""
     where = f"fragments.{name}" if partial else f"states.{name}"
+    outer, job.rewriter.where = job.rewriter.where, where
     body = _renamed(dict(body), where, job)
     out: dict[str, Any] = {}
     if isinstance(body.get("description"), str):
@@ -139,6 +140,7 @@ def convert_state(
             "max_retries and on_retry_exhausted only work together",
         )  # fmt: skip
     _drop_the_rest(body, where, job)
+    job.rewriter.where = outer
     return out
 
 

@@ -10,7 +10,7 @@ state is written out whole. Top-level keys follow `engine.migrate.keys`; `input_
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from engine.migrate.convert import AGENT_CLI, UNROUTED_TARGET, LoopJob, convert_
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import LINT_FLAGS, fate
 from engine.migrate.report import FileReport
-from engine.migrate.source import deep_merge, listing, mapping
+from engine.migrate.source import deep_merge, listing, locate, mapping
 
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
@@ -64,6 +64,7 @@ class LoopPlan:
     bindings: dict[str, dict[str, str]] = field(default_factory=dict)  # state -> extra with:
     loop_refs: dict[str, str] = field(default_factory=dict)  # state -> rewritten `loop:`
     libraries: list[Library] = field(default_factory=list)
+    sources: list[Path] = field(default_factory=list)  # the file, its from: parents, libraries
 
 
 def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> dict[str, Any]:
@@ -121,13 +122,14 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     _enough_steps(out, report)
     if job.rewriter.uses_run_dir and plan.run_dir != "${run.dir}":
         report.note("changed", "the loop", f"${{context.run_dir}} is {plan.run_dir}")
-    for kind, message in job.rewriter.problems:
-        report.note(kind, "the loop", message)  # type: ignore[arg-type]
+    _report_problems(job.rewriter, plan.sources, report)
     _drop_the_rest(data, report)
     return {key: out[key] for key in _ORDER if key in out}
 
 
-def convert_library(raw: Mapping[str, Any], report: FileReport) -> dict[str, Any]:
+def convert_library(
+    raw: Mapping[str, Any], report: FileReport, sources: Sequence[Path] = ()
+) -> dict[str, Any]:
     """A converted fragment library (fragments ll-loop keeps nothing of are left out)."""
     context: dict[str, Any] = {}
     job = LoopJob(report, Rewriter(), context=context)
@@ -139,9 +141,20 @@ def convert_library(raw: Mapping[str, Any], report: FileReport) -> dict[str, Any
     for name in fragments:
         if name not in out["fragments"]:
             report.note("dropped", f"fragments.{name}", "nothing in it has an equivalent")
-    for kind, message in job.rewriter.problems:
-        report.note(kind, "the library", message)  # type: ignore[arg-type]
+    _report_problems(job.rewriter, sources, report)
     return out
+
+
+def _report_problems(rewriter: Rewriter, sources: Sequence[Path], report: FileReport) -> None:
+    """The rewriter's problems as notes, each pointing at the lines it comes from."""
+    for problem in rewriter.problems:
+        message = problem.message
+        if problem.expression:
+            state = problem.where.partition(".")[2]
+            places = locate(problem.expression, state, sources)
+            if places:
+                message = f"{problem.expression} at {', '.join(places)}: {message}"
+        report.note(problem.kind, problem.where, message)  # type: ignore[arg-type]
 
 
 def _convert_fragments(fragments: Mapping[str, Any], job: LoopJob) -> dict[str, Any]:

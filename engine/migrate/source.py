@@ -196,3 +196,38 @@ def ll_loop_marker(data: dict[str, Any]) -> str:
     if _OUR_EXPRESSION.search(json.dumps(data, default=str)):
         return "${run.*} or ${... | filter}"
     return ""
+
+
+def locate(expression: str, state: str, sources: Sequence[Path]) -> list[str]:
+    """`file:line` of each place `expression` is written: inside `state`'s block of the first
+    file when it is there, else anywhere in the files (a from: parent, a library)."""
+    hits: list[tuple[Path, int]] = []
+    for path in sources:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        hits += [(path, n) for n, line in enumerate(lines, 1) if expression in line]
+    if hits and state:
+        block = _state_lines(sources[0], state)
+        inside = [(p, n) for p, n in hits if p == sources[0] and n in block]
+        hits = inside or hits
+    return [f"{path}:{line}" for path, line in hits]
+
+
+def _state_lines(path: Path, state: str) -> range:
+    """The lines of `state`'s block in the file (empty when it is not written there)."""
+    try:
+        _, positions = parse_yaml(path.read_text(encoding="utf-8"), str(path), yaml11=True)
+    except (OSError, UnicodeDecodeError, YamlProblems):
+        return range(0)
+    starts = sorted(line for key, (line, _) in positions.keys.items() if _is_state_key(key))
+    start = positions.keys.get(("states", state))
+    if start is None:
+        return range(0)
+    following = [line for line in starts if line > start[0]]
+    return range(start[0], following[0] if following else 1 << 30)
+
+
+def _is_state_key(key: tuple[str | int, ...]) -> bool:
+    return len(key) == 2 and key[0] == "states"
