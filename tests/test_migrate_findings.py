@@ -220,3 +220,30 @@ def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
     assert blocker.startswith(
         f"states.report: ${{loop.elapsed_ms}} at {tmp_path / 'timed.yaml'}:10:"
     )
+
+
+# --- 5. a boolean is pasted as little-loops pasted it: True / False -----------------------------
+
+
+def test_boolean_context_defaults_keep_the_text_little_loops_pasted(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "flags.yaml",
+        """
+        name: flags
+        initial: check
+        scope: ["."]
+        context: {strict: true, quiet: false}
+        states:
+          check:
+            action: '[ "${context.strict}" = "True" ] && [ "${context.quiet}" != "false" ]'
+            on_yes: done
+            on_no: failed
+          done: {terminal: true}
+          failed: {terminal: true}
+        """,
+    )
+    _, report = migrate(tmp_path, "flags.yaml")
+    assert "'True'" in notes(files(report)["flags.yaml"], "changed")["context.strict"]
+    ran = ll_loop(tmp_path, "run", "flags.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stdout  # as in little-loops

@@ -89,7 +89,10 @@ def convert_state(
             out["evaluate"] = evaluate
     if isinstance(body.get("loop"), str):
         out["loop"] = job.rewriter.text(body["loop"])
-        bindings = dict(job.rewriter.value(mapping(body.get("with"))))
+        bindings = {
+            k: pasted_text(v, f"{where}.with.{k}", job)
+            for k, v in job.rewriter.value(mapping(body.get("with"))).items()
+        }
         for key, value in job.bindings.get(name, {}).items():
             bindings.setdefault(key, value)
         if bindings:
@@ -623,6 +626,17 @@ def _dropped_key(place: str, key: str, where: str, job: LoopJob) -> None:
         return
     why = known.why if known is not None else "little-loops ignores this key too"
     job.note("dropped", where, why)
+
+
+def pasted_text(value: Any, where: str, job: LoopJob) -> Any:
+    """A boolean as the text little-loops pasted for it (True / False; ll-loop: true / false)."""
+    if isinstance(value, bool):
+        job.note(
+            "changed", where,
+            f"{value!r} is written as {str(value)!r}, the text little-loops pasted for it",
+        )  # fmt: skip
+        return str(value)
+    return value
 
 
 def _identifier(name: str) -> str:

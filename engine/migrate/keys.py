@@ -57,7 +57,8 @@ _TABLE: list[KeyFate] = [
     KeyFate("loop", "on_max_iterations", "dropped", "", "maintain-mode restarts do not exist"),
     KeyFate(
         "loop", "parameters", "converted",
-        "`parameters` (`enum` → string with `enum`, `path` → string, `values` → `enum`)",
+        "`parameters` (`enum` → string with `enum`, `path` and `boolean` → string, "
+        "`values` → `enum`)",
     ),
     KeyFate("loop", "input_key", "converted", "`input_key` plus a parameter of that name"),
     KeyFate("loop", "required_inputs", "converted", "required `parameters`"),
@@ -173,7 +174,8 @@ _TABLE: list[KeyFate] = [
     KeyFate("llm", "enabled", "dropped", "", "judges always run; remove llm_structured to skip"),
     KeyFate("llm", "effort", "dropped", "", "reasoning effort is the agent CLI's setting"),
     *_kept("parameter", "required", "default", "description"),
-    KeyFate("parameter", "type", "converted", "`type` (`enum` and `path` become `string`)"),
+    KeyFate("parameter", "type", "converted",
+            "`type` (`enum`, `path` and `boolean` become `string`)"),
     KeyFate("parameter", "values", "renamed", "`enum`"),
     KeyFate("library", "fragments", "converted", "`fragments` (each converted like a state)"),
 ]  # fmt: skip

@@ -94,6 +94,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     if isinstance(data.get("scope"), list) and data["scope"]:
         out["scope"] = [job.rewriter.text(str(entry)) for entry in data["scope"]]
     parameters, context = _parameters(data, context, plan, report)
+    context = {k: _pasted(v, f"context.{k}", report) for k, v in context.items()}
     if isinstance(data.get("input_key"), str) and data["input_key"] != "input":
         out["input_key"] = data["input_key"]
     if parameters:
@@ -430,7 +431,14 @@ def _parameter(spec: Any, report: FileReport, where: str) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     kind = spec.get("type")
-    if kind in _PARAM_TYPES:
+    if kind == "boolean":
+        out["type"] = "string"
+        report.note(
+            "changed", f"{where}.type",
+            "a string parameter: little-loops pasted a boolean as True or False, so the "
+            "default is that text",
+        )  # fmt: skip
+    elif kind in _PARAM_TYPES:
         out["type"] = _PARAM_TYPES[kind]
         if kind == "path":
             report.note("changed", f"{where}.type", "path is a string parameter")
@@ -439,13 +447,27 @@ def _parameter(spec: Any, report: FileReport, where: str) -> dict[str, Any]:
     if spec.get("required"):
         out["required"] = True
     if "default" in spec and spec["default"] is not None:
-        out["default"] = spec["default"]
+        out["default"] = _pasted(spec["default"], f"{where}.default", report)
     if isinstance(spec.get("description"), str):
         out["description"] = spec["description"]
     values = spec.get("values") if spec.get("values") is not None else spec.get("enum")
     if isinstance(values, list) and values:
         out["enum"] = values
     return out
+
+
+def _pasted(value: Any, where: str, report: FileReport) -> Any:
+    """`value` as the text little-loops pasted for it (`str()`: True, False; None is empty),
+    where ll-loop would render it otherwise (true, false, null)."""
+    if isinstance(value, bool) or value is None:
+        text = "" if value is None else str(value)
+        report.note(
+            "changed", where,
+            f"{value!r} is written as {text!r}, the text little-loops pasted for it "
+            "(ll-loop would paste " + ("null" if value is None else str(value).lower()) + ")",
+        )  # fmt: skip
+        return text
+    return value
 
 
 def _llm(data: Mapping[str, Any], job: LoopJob, report: FileReport) -> dict[str, Any]:
