@@ -247,3 +247,21 @@ def test_boolean_context_defaults_keep_the_text_little_loops_pasted(tmp_path: Pa
     assert "'True'" in notes(files(report)["flags.yaml"], "changed")["context.strict"]
     ran = ll_loop(tmp_path, "run", "flags.ll.yaml", "--json")
     assert ran.json["final_state"] == "done", ran.stdout  # as in little-loops
+
+
+# --- 6. a symbolic link never takes the output out of the directory given -----------------------
+
+
+def test_a_linked_file_is_skipped_and_out_keeps_the_given_layout(tmp_path: Path) -> None:
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    write(tree, "sub/a.yaml", _SIMPLE)
+    write(outside, "far/away/ext.yaml", _SIMPLE.replace("simple", "ext"))
+    (tree / "link.yaml").symlink_to(outside / "far" / "away" / "ext.yaml")
+    code, report = migrate(tmp_path, "tree", "--out", "conv")
+    link = files(report)["link.yaml"]
+    assert code == 0 and link["status"] == "skipped" and "symbolic link" in link["reason"]
+    assert not list(outside.rglob("*.ll.yaml"))
+    written = sorted(str(p.relative_to(tmp_path / "conv")) for p in (tmp_path / "conv").rglob("*"))
+    assert written == ["sub", "sub/a.yaml"]
+    code, _ = migrate(tmp_path, "tree")
+    assert not list(outside.rglob("*.ll.yaml")) and (tree / "sub" / "a.ll.yaml").is_file()

@@ -74,15 +74,14 @@ def migrate(
 
     `search` adds directories where sub-loops, parents and libraries are looked up last
     (little-loops' own built-in loops directory, for loops that use its libraries)."""
-    inputs, outputs = _expand(paths)
+    inputs, alone = _expand(paths)
     roots = _roots(paths, inputs) + [p.resolve() for p in search]
     items = _discover(inputs, roots)
-    _assign_outputs(items, out)
+    _assign_outputs(items, out, _base(paths), [p.resolve() for p in search])
     _plan(items)
     report = MigrationReport()
     written: list[_Item] = []
-    for path in outputs:
-        report.files.append(_left_alone(path, _CONVERTED_NAME))
+    report.files += alone
     for item in items.values():
         report.files.append(item.report)
         if item.dest is None:
@@ -104,17 +103,40 @@ _ALREADY_OURS = (
 )
 
 
-def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
-    """The files to convert, and the files in the given directories that migrate wrote."""
+def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
+    """The files to convert, and the files of the given directories left alone on purpose:
+    what migrate wrote, and symbolic links (following one would write outside the tree)."""
     found: list[Path] = []
-    outputs: list[Path] = []
+    alone: list[FileReport] = []
     for path in paths:
-        if path.is_dir():
-            for file in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
-                (outputs if _is_output_name(file) else found).append(file)
-        else:
+        if not path.is_dir():
             found.append(path)
-    return [p.resolve() if p.exists() else p for p in found], outputs
+            continue
+        for file in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
+            link = _link_in(file, path)
+            if link is not None:
+                alone.append(_left_alone(file.absolute(), _LINKED.format(link=link)))
+            elif _is_output_name(file):
+                alone.append(_left_alone(file.absolute(), _CONVERTED_NAME))
+            elif file.is_file():
+                found.append(file)
+    return [p.resolve() if p.exists() else p for p in found], alone
+
+
+_LINKED = (
+    "{link} is a symbolic link: not followed, so nothing is written outside the directory "
+    "given; give its target to migrate to convert it"
+)
+
+
+def _link_in(file: Path, top: Path) -> Path | None:
+    """The symbolic link on the way from `top` down to `file` (the file itself included)."""
+    part = file
+    while part != top and part != part.parent:
+        if part.is_symlink():
+            return part
+        part = part.parent
+    return None
 
 
 def _is_output_name(path: Path) -> bool:
@@ -218,17 +240,32 @@ def _is_library(data: dict[str, Any]) -> bool:
     return "fragments" in data and not any(k in data for k in ("states", "flow", "from"))
 
 
-def _assign_outputs(items: dict[Path, _Item], out: Path | None) -> None:
+def _base(paths: Sequence[Path]) -> Path:
+    """The directory the --out layout is relative to: the one given, or the common one of
+    the paths given (a file counts by its directory)."""
+    folders = [p.resolve() if p.is_dir() else p.absolute().parent for p in paths]
+    return Path(os.path.commonpath([str(f) for f in folders]))
+
+
+def _assign_outputs(
+    items: dict[Path, _Item], out: Path | None, base: Path, search: Sequence[Path]
+) -> None:
     usable = [i for i in items.values() if i.report.status not in ("failed", "skipped")]
-    if out is not None and usable:
-        base = Path(os.path.commonpath([str(i.path.parent) for i in usable]))
-        for item in usable:
-            item.dest = (out / item.path.relative_to(base)).resolve()
-    else:
-        for item in usable:
-            item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
     for item in usable:
+        if out is not None:
+            item.dest = (out / _relative(item.path, base, search)).resolve()
+        else:
+            item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
         item.report.output = str(item.dest)
+
+
+def _relative(path: Path, base: Path, search: Sequence[Path]) -> Path:
+    """Where a file goes under --out: below the directory given, or (a file found with
+    --search) below the search directory, as `loop:` and `import:` name it there."""
+    for root in (base, *search):
+        if path.is_relative_to(root):
+            return path.relative_to(root)
+    return Path(path.name)
 
 
 # --- what comes from the whole set --------------------------------------------------------------
