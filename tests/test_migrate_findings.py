@@ -265,3 +265,49 @@ def test_a_linked_file_is_skipped_and_out_keeps_the_given_layout(tmp_path: Path)
     assert written == ["sub", "sub/a.yaml"]
     code, _ = migrate(tmp_path, "tree")
     assert not list(outside.rglob("*.ll.yaml")) and (tree / "sub" / "a.ll.yaml").is_file()
+
+
+# --- 7. an output that exists already, exactly as it would be written, is unchanged -------------
+
+_LIB = """
+fragments:
+  shell_exit:
+    action_type: shell
+    evaluate: {type: exit_code}
+"""
+_USER = """
+name: user{n}
+initial: check
+import: [lib/common.yaml]
+states:
+  check:
+    fragment: shell_exit
+    action: "true"
+    on_yes: done
+    on_no: done
+  done: {{terminal: true}}
+"""
+
+
+def test_an_identical_existing_output_is_unchanged_and_exits_0(tmp_path: Path) -> None:
+    write(tmp_path, "lib/common.yaml", _LIB)
+    write(tmp_path, "one.yaml", _USER.format(n=1))
+    write(tmp_path, "two.yaml", _USER.format(n=2))
+    assert migrate(tmp_path, "one.yaml")[0] == 0
+    code, report = migrate(tmp_path, "two.yaml")  # lib/common.ll.yaml is there already
+    assert code == 0 and files(report)["common.yaml"]["status"] == "unchanged"
+    (tmp_path / "lib" / "common.ll.yaml").write_text("# edited\n")
+    code, report = migrate(tmp_path, "two.yaml", "--force")
+    assert code == 0 and files(report)["two.yaml"]["status"] == "unchanged"
+    assert files(report)["common.yaml"]["status"] == "converted"
+    text = ll_loop(tmp_path, "migrate", "one.yaml").stdout
+    assert "unchanged" in text and text.rstrip().endswith("2 unchanged")
+
+
+def test_the_help_and_the_guide_give_the_same_exit_codes() -> None:
+    from tests.lint_cli_helpers import REPO
+
+    help_text = " ".join(ll_loop(REPO, "migrate", "--help").stdout.split())
+    guide = " ".join((REPO / "docs" / "migrating.md").read_text().split())
+    sentence = help_text[help_text.index("Exit 0") : help_text.index("usage error.") + 12]
+    assert sentence in guide

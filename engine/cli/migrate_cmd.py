@@ -65,7 +65,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Convert little-loops loops (and the libraries and sub-loops they use) into ll-loop
         loops, validate them, and say per file what could not be kept. Exit 0 when every file
-        converted cleanly, 1 when one is blocked, 2 on a usage error."""
+        converted cleanly, was unchanged or was left alone on purpose; 1 when one is blocked,
+        failed, or skipped because its output exists with other content; 2 on a usage
+        error."""
         from engine.cli.validate_cmd import check_file
         from engine.migrate import migrate
 

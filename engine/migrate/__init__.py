@@ -55,6 +55,7 @@ class _Item:
     children: list[tuple[str, Path]] = field(default_factory=list)  # (state, child file)
     imports: list[tuple[str, Path]] = field(default_factory=list)  # (entry, library file)
     parents: list[Path] = field(default_factory=list)  # from: files merged in
+    unchanged: bool = False  # the output exists already with exactly this text
     plan: LoopPlan = field(default_factory=LoopPlan)
 
     @property
@@ -426,9 +427,12 @@ def _library_fragments(lib: _Item) -> dict[str, Any]:
 def _write(item: _Item, text: str, force: bool) -> bool:
     dest = item.dest
     assert dest is not None
+    if _same_text(dest, text):
+        item.unchanged = True
+        return True
     if dest.exists() and not force:
         item.report.status = "skipped"
-        item.report.reason = f"{dest} exists; --force replaces it"
+        item.report.reason = f"{dest} exists with other content; --force replaces it"
         return False
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -440,14 +444,21 @@ def _write(item: _Item, text: str, force: bool) -> bool:
     return True
 
 
+def _same_text(dest: Path, text: str) -> bool:
+    try:
+        return dest.is_file() and dest.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _check(item: _Item, validate: Validator | None) -> None:
-    if item.role == "library" or validate is None or item.dest is None:
-        item.report.status = "blocked" if _blocked(item.report) else "converted"
-        return
-    item.report.diagnostics = validate(item.dest)
-    _retries_counted_differently(item)
-    blocked = _blocked(item.report) or bool(item.report.errors)
-    item.report.status = "blocked" if blocked else "converted"
+    if item.role != "library" and validate is not None and item.dest is not None:
+        item.report.diagnostics = validate(item.dest)
+        _retries_counted_differently(item)
+    if _blocked(item.report) or item.report.errors:
+        item.report.status = "blocked"
+    else:
+        item.report.status = "unchanged" if item.unchanged else "converted"
 
 
 def _retries_counted_differently(item: _Item) -> None:

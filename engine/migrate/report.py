@@ -9,7 +9,7 @@ from typing import Literal
 from engine.model.errors import Diagnostic
 
 Kind = Literal["dropped", "changed", "blocker"]
-Status = Literal["converted", "blocked", "skipped", "failed"]
+Status = Literal["converted", "unchanged", "blocked", "skipped", "failed"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class MigrationReport:
     @property
     def ok(self) -> bool:
         """Every file converted cleanly, or was left alone on purpose."""
-        return all(f.status == "converted" or not f.counted for f in self.files)
+        return all(f.status in ("converted", "unchanged") or not f.counted for f in self.files)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -93,6 +93,7 @@ class MigrationReport:
             head = f"{item.source} → {item.output}" if item.output else item.source
             label = {
                 "converted": "ok",
+                "unchanged": "unchanged",
                 "blocked": "BLOCKED",
                 "skipped": "skipped",
                 "failed": "FAILED",
