@@ -311,3 +311,25 @@ def test_the_help_and_the_guide_give_the_same_exit_codes() -> None:
     guide = " ".join((REPO / "docs" / "migrating.md").read_text().split())
     sentence = help_text[help_text.index("Exit 0") : help_text.index("usage error.") + 12]
     assert sentence in guide
+
+
+# --- 8. a from: parent is merged into its children, not failed ----------------------------------
+
+
+def test_a_from_parent_in_the_directory_is_skipped_naming_its_children(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "loops/lib/base.yaml",
+        """
+        initial: check
+        states:
+          check: {action: "true", on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+    )
+    write(tmp_path, "loops/child.yaml", "name: child\nfrom: lib/base\n")
+    code, report = migrate(tmp_path, "loops")
+    base = files(report)["base.yaml"]
+    assert code == 0 and base["status"] == "skipped"
+    assert base["reason"] == "a from: parent, merged into child"
+    assert files(report)["child.yaml"]["status"] == "converted"

@@ -78,6 +78,7 @@ def migrate(
     inputs, alone = _expand(paths)
     roots = _roots(paths, inputs) + [p.resolve() for p in search]
     items = _discover(inputs, roots)
+    _mark_parents(items)
     _assign_outputs(items, out, _base(paths), [p.resolve() for p in search])
     _plan(items)
     report = MigrationReport()
@@ -224,6 +225,22 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
         else:
             item.imports.append((str(entry), lib))
     return item
+
+
+def _mark_parents(items: dict[Path, _Item]) -> None:
+    """A `from:` parent that is no loop on its own is merged into its children, not failed."""
+    children: dict[Path, list[str]] = {}
+    for item in items.values():
+        if item.report.status == "failed":
+            continue
+        for parent in item.parents:
+            children.setdefault(parent, []).append(str(item.data.get("name") or item.path.name))
+    for path, names in children.items():
+        merged = items.get(path)
+        if merged is not None and merged.report.status == "failed":
+            merged.report = _left_alone(
+                path, f"a from: parent, merged into {', '.join(sorted(set(names)))}"
+            )
 
 
 def _loads_as_ll_loop(path: Path) -> bool:
