@@ -333,3 +333,25 @@ def test_a_from_parent_in_the_directory_is_skipped_naming_its_children(tmp_path:
     assert code == 0 and base["status"] == "skipped"
     assert base["reason"] == "a from: parent, merged into child"
     assert files(report)["child.yaml"]["status"] == "converted"
+
+
+# --- 9, 12. what cannot be meant is a usage error (exit 2, one sentence) ------------------------
+
+
+def test_out_naming_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    write(tmp_path, "simple.yaml", _SIMPLE)
+    (tmp_path / "taken").write_text("x")
+    ran = ll_loop(tmp_path, "migrate", "simple.yaml", "--out", "taken")
+    assert ran.code == 2 and "--out must be a directory" in ran.stderr
+    assert not (tmp_path / "simple.ll.yaml").exists()
+
+
+def test_a_directory_without_yaml_and_a_missing_search_directory_are_usage_errors(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "empty").mkdir()
+    ran = ll_loop(tmp_path, "migrate", "empty")
+    assert ran.code == 2 and "has no *.yaml or *.yml files" in ran.stderr
+    write(tmp_path, "simple.yaml", _SIMPLE)
+    ran = ll_loop(tmp_path, "migrate", "simple.yaml", "--search", str(tmp_path / "nowhere"))
+    assert ran.code == 2 and "--search must name a directory" in ran.stderr
