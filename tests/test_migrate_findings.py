@@ -355,3 +355,18 @@ def test_a_directory_without_yaml_and_a_missing_search_directory_are_usage_error
     write(tmp_path, "simple.yaml", _SIMPLE)
     ran = ll_loop(tmp_path, "migrate", "simple.yaml", "--search", str(tmp_path / "nowhere"))
     assert ran.code == 2 and "--search must name a directory" in ran.stderr
+
+
+# --- 10. a fragment library is not claimed to validate on its own -------------------------------
+
+
+def test_a_library_is_reported_as_a_library_without_a_validation_claim(tmp_path: Path) -> None:
+    write(tmp_path, "lib/common.yaml", _LIB)
+    write(tmp_path, "one.yaml", _USER.format(n=1))
+    _, report = migrate(tmp_path, "one.yaml")
+    library = files(report)["common.yaml"]
+    assert library["role"] == "library" and library["valid"] is None
+    assert files(report)["one.yaml"]["valid"] is True
+    (tmp_path / "lib" / "common.ll.yaml").unlink()
+    text = ll_loop(tmp_path, "migrate", "one.yaml", "--force").stdout
+    assert "ok (library) " + str(tmp_path / "lib" / "common.yaml") in text

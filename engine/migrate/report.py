@@ -52,13 +52,21 @@ class FileReport:
         found += [f"{d.code} {d.path or 'the loop'}: {d.message}" for d in self.errors]
         return found
 
+    @property
+    def valid(self) -> bool | None:
+        """Whether the written file validates; None for a library, which `ll-loop validate`
+        checks only through a loop that imports it."""
+        if self.role == "library":
+            return None
+        return bool(self.output) and not self.errors and self.status != "failed"
+
     def to_json(self) -> dict[str, object]:
         return {
             "source": self.source,
             "output": self.output,
             "role": self.role,
             "status": self.status,
-            "valid": bool(self.output) and not self.errors and self.status != "failed",
+            "valid": self.valid,
             "reason": self.reason,
             "notes": [n.to_json() for n in self.notes],
             "diagnostics": [{"file": d.file, **d.to_json()} for d in self.diagnostics],
@@ -98,6 +106,8 @@ class MigrationReport:
                 "skipped": "skipped",
                 "failed": "FAILED",
             }[item.status]
+            if item.role == "library" and item.status in ("converted", "unchanged"):
+                label += " (library)"
             lines.append(f"{label:9} {head}")
             if item.reason:
                 lines.append(f"          {item.reason}")
