@@ -370,3 +370,32 @@ def test_a_library_is_reported_as_a_library_without_a_validation_claim(tmp_path:
     (tmp_path / "lib" / "common.ll.yaml").unlink()
     text = ll_loop(tmp_path, "migrate", "one.yaml", "--force").stdout
     assert "ok (library) " + str(tmp_path / "lib" / "common.yaml") in text
+
+
+# --- 11. what a route table rewrite changed is in the report -----------------------------------
+
+
+def test_route_table_rewrites_are_reported(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "routes.yaml",
+        """
+        name: routes
+        initial: a
+        states:
+          a:
+            action: "true"
+            route: {"yes": done, _: b, _error: fix}
+          b:
+            action: "true"
+            route: {"yes": done, _error: fix}
+          fix: {action: "true", next: a}
+          done: {terminal: true}
+        """,
+    )
+    _, report = migrate(tmp_path, "routes.yaml")
+    item = files(report)["routes.yaml"]
+    assert "little-loops took `_` first" in notes(item, "dropped")["states.a.route._error"]
+    assert "'no' → fix written out" in notes(item, "changed")["states.b.route.no"]
+    text = ll_loop(tmp_path, "migrate", "routes.yaml", "--force", "--verbose").stdout
+    assert "changed: states.b.route.no:" in text

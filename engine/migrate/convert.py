@@ -19,7 +19,7 @@ from engine.load.loader import DEFAULT_JUDGE_PROMPT
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.report import FileReport
-from engine.migrate.routes import UNROUTED, plan_routes, their_target
+from engine.migrate.routes import UNROUTED, Routing, plan_routes, their_target
 from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
@@ -481,6 +481,7 @@ def _routes(
             out["evaluate"] = {"type": "llm_structured", "prompt": DEFAULT_JUDGE_PROMPT}
     names = _verdict_names(kind, shorthand, table, out, where, job)
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
+    _rewritten(plan, where, job)
     for verdict in plan.dropped:
         job.note(
             "dropped", f"{where}.on_{verdict}" if table is None else f"{where}.route.{verdict}",
@@ -508,6 +509,7 @@ def _mcp_routes(body: Mapping[str, Any], out: dict[str, Any], where: str, job: L
     if table is not None:
         table = {str(k): v for k, v in table.items() if isinstance(v, str)}
     plan = plan_routes([*MCP_VERDICTS, "error"], shorthand, table, lambda v: v)
+    _rewritten(plan, where, job)
     routes = dict(plan.table if plan.table is not None else plan.shorthand)
     if their_target("error", shorthand, table) is None:
         routes["error"] = routes.get("tool_error", UNROUTED)
@@ -533,6 +535,23 @@ def _mcp_routes(body: Mapping[str, Any], out: dict[str, Any], where: str, job: L
         "tool_error, not_found, timeout) on its last line and classify reads it",
     )  # fmt: skip
     out["route"] = routes
+
+
+def _rewritten(plan: Routing, where: str, job: LoopJob) -> None:
+    """Say what the route plan changed: a shadowed `_error`, routes written out."""
+    if plan.shadowed is not None:
+        job.note(
+            "dropped", f"{where}.route._error",
+            f"_error: {plan.shadowed} never applied: little-loops took `_` first",
+        )  # fmt: skip
+    for verdict, (target, ours) in plan.added.items():
+        if target == UNROUTED:
+            continue
+        instead = f"ll-loop alone would send it to {ours}" if ours else "ll-loop has no route"
+        job.note(
+            "changed", f"{where}.{'route.' if plan.table is not None else 'on_'}{verdict}",
+            f"{verdict!r} → {target} written out, where little-loops sent it ({instead})",
+        )  # fmt: skip
 
 
 def _verdict_names(
