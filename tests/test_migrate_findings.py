@@ -399,3 +399,28 @@ def test_route_table_rewrites_are_reported(tmp_path: Path) -> None:
     assert "'no' → fix written out" in notes(item, "changed")["states.b.route.no"]
     text = ll_loop(tmp_path, "migrate", "routes.yaml", "--force", "--verbose").stdout
     assert "changed: states.b.route.no:" in text
+
+
+# --- 12. a file that is no loop is reported with file:line and what to do ------------------------
+
+
+def test_files_that_are_no_loops_say_where_and_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    (tmp_path / "binary.yaml").write_bytes(b"name: x\n\x00\x01")
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "latin.yaml").write_bytes(b"name: caf\xe9\n")
+    code, report = migrate(tmp_path, "list.yaml", "binary.yaml", "empty.yaml", "latin.yaml")
+    reasons = {name: item["reason"] for name, item in files(report).items()}
+    assert code == 1 and all(f["status"] == "failed" for f in report["files"])
+    assert reasons["list.yaml"] == (
+        f"{tmp_path / 'list.yaml'}:1:1: its top level is a list, not a mapping, so it is not a "
+        "loop; a little-loops loop is a mapping with name:, initial: and states: (or flow:)"
+    )
+    assert reasons["binary.yaml"].startswith(
+        f"{tmp_path / 'binary.yaml'}:2:1: the file is binary, not YAML text"
+    )  # validate's F002 wording
+    assert reasons["empty.yaml"].startswith(f"{tmp_path / 'empty.yaml'}:1:1: the file is empty;")
+    assert "not valid YAML" not in reasons["empty.yaml"]
+    assert reasons["latin.yaml"].startswith(
+        f"{tmp_path / 'latin.yaml'}:1:10: the file is not valid"
+    )

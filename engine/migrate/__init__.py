@@ -29,6 +29,7 @@ from engine.migrate.source import (
     listing,
     ll_loop_marker,
     mapping,
+    not_a_mapping,
     read_yaml,
     resolve_flow,
     resolve_inheritance,
@@ -176,7 +177,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
     try:
         data = read_yaml(path)
         if not isinstance(data, dict):
-            raise SourceError("its top level is not a mapping, so it is not a loop")
+            raise SourceError(not_a_mapping(path, data))
         if wanted == "library" or _is_library(data):
             item.report.role = "library"
             item.data = data

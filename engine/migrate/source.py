@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.load.yaml_positions import YamlProblems, parse_yaml
+from engine.load.yaml_positions import YamlProblems, parse_yaml, read_text
 from engine.model.errors import LoopError
 
 _SUFFIXES = (".yaml", ".yml")
@@ -29,18 +29,34 @@ class SourceError(LoopError):
 
 
 def read_yaml(path: Path) -> Any:
-    """The YAML document at `path`, read with YAML 1.1 rules as little-loops reads it."""
+    """The YAML document at `path`, read with YAML 1.1 rules as little-loops reads it; a file
+    that is not a YAML document is a `SourceError` saying where and what to do, in the words
+    `ll-loop validate` uses (the engine's reader decodes and parses both)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:  # the engine's one YAML reader (alias bombs, tags, nesting refused), with 1.1 scalars
+        text = read_text(path, str(path))
         return parse_yaml(text, str(path), yaml11=True)[0]
-    except YamlProblems as exc:
+    except YamlProblems as exc:  # alias bombs, tags, nesting refused; binary, not UTF-8, empty
         first = exc.diagnostics[0]
-        raise SourceError(
-            f"{path} is not valid YAML at line {first.line}: {first.message}"
-        ) from None
+        if first.code == "F003":
+            raise SourceError(placed(path, 1, 1, "the file is empty", _LOOP_SHAPE)) from None
+        message, hint = first.message, first.hint
+        raise SourceError(placed(path, first.line, first.column, message, hint)) from None
+
+
+_LOOP_SHAPE = "a little-loops loop is a mapping with name:, initial: and states: (or flow:)"
+
+
+def placed(path: Path, line: int, column: int, message: str, hint: str = "") -> str:
+    """`file:line:column: message; hint`, the way the report states a problem with a file."""
+    return f"{path}:{line}:{column}: {message}" + (f"; {hint}" if hint else "")
+
+
+def not_a_mapping(path: Path, data: Any) -> str:
+    """Why a document whose top level is a list or a scalar is not a loop."""
+    kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
+    return placed(
+        path, 1, 1, f"its top level is {kind}, not a mapping, so it is not a loop", _LOOP_SHAPE
+    )
 
 
 def header_comments(path: Path) -> str:
