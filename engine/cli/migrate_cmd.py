@@ -65,16 +65,35 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Convert little-loops loops (and the libraries and sub-loops they use) into ll-loop
         loops, validate them, and say per file what could not be kept. Exit 0 when every file
-        converted cleanly, 1 when one is blocked, 2 on a usage error."""
+        converted cleanly, was unchanged or was left alone on purpose; 1 when one is blocked,
+        failed, or skipped because its output exists with other content; 2 on a usage
+        error."""
         from engine.cli.validate_cmd import check_file
         from engine.migrate import migrate
 
-        missing = [str(p) for p in paths if not p.exists()]
-        if missing:
-            raise UsageError(f"no such file or directory: {missing[0]}", hint="check the path")
+        _check_usage(paths, out, search or [])
         report = migrate(paths, out=out, force=force, validate=check_file, search=search or ())
         if output == Format.json:
             sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
         else:
             sys.stdout.write(report.render(verbose=verbose) + "\n")
         raise typer.Exit(0 if report.ok else 1)
+
+
+def _check_usage(paths: list[Path], out: Path | None, search: list[Path]) -> None:
+    """Refuse, before anything is written, what cannot be meant."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such file or directory: {missing[0]}", hint="check the path")
+    empty = [str(p) for p in paths if p.is_dir() and not _has_yaml(p)]
+    if empty:
+        raise UsageError(f"{empty[0]} has no *.yaml or *.yml files to migrate.")
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out must be a directory: {out} is a file.")
+    absent = [str(p) for p in search if not p.is_dir()]
+    if absent:
+        raise UsageError(f"--search must name a directory: {absent[0]} is not one.")
+
+
+def _has_yaml(folder: Path) -> bool:
+    return any(p.suffix in (".yaml", ".yml") for p in folder.rglob("*"))

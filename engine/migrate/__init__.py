@@ -27,7 +27,9 @@ from engine.migrate.source import (
     find,
     header_comments,
     listing,
+    ll_loop_marker,
     mapping,
+    not_a_mapping,
     read_yaml,
     resolve_flow,
     resolve_inheritance,
@@ -53,6 +55,8 @@ class _Item:
     dest: Path | None = None
     children: list[tuple[str, Path]] = field(default_factory=list)  # (state, child file)
     imports: list[tuple[str, Path]] = field(default_factory=list)  # (entry, library file)
+    parents: list[Path] = field(default_factory=list)  # from: files merged in
+    unchanged: bool = False  # the output exists already with exactly this text
     plan: LoopPlan = field(default_factory=LoopPlan)
 
     @property
@@ -72,16 +76,18 @@ def migrate(
 
     `search` adds directories where sub-loops, parents and libraries are looked up last
     (little-loops' own built-in loops directory, for loops that use its libraries)."""
-    inputs = _expand(paths)
+    inputs, alone = _expand(paths)
     roots = _roots(paths, inputs) + [p.resolve() for p in search]
     items = _discover(inputs, roots)
-    _assign_outputs(items, out)
+    _mark_parents(items)
+    _assign_outputs(items, out, _base(paths), [p.resolve() for p in search])
     _plan(items)
     report = MigrationReport()
     written: list[_Item] = []
+    report.files += alone
     for item in items.values():
         report.files.append(item.report)
-        if item.report.status == "failed" or item.dest is None:
+        if item.dest is None:
             continue
         text = _convert(item, items)
         if _write(item, text, force):
@@ -94,14 +100,55 @@ def migrate(
 # --- the set of files ---------------------------------------------------------------------------
 
 
-def _expand(paths: Sequence[Path]) -> list[Path]:
+_CONVERTED_NAME = "named NAME.ll.yaml, as migrate names what it writes: not converted again"
+_ALREADY_OURS = (
+    "already an ll-loop loop (it loads as one and uses ll-loop's own {marker}): nothing to convert"
+)
+
+
+def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
+    """The files to convert, and the files of the given directories left alone on purpose:
+    what migrate wrote, and symbolic links (following one would write outside the tree)."""
     found: list[Path] = []
+    alone: list[FileReport] = []
     for path in paths:
-        if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
-        else:
+        if not path.is_dir():
             found.append(path)
-    return [p.resolve() if p.exists() else p for p in found]
+            continue
+        for file in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
+            link = _link_in(file, path)
+            if link is not None:
+                alone.append(_left_alone(file.absolute(), _LINKED.format(link=link)))
+            elif _is_output_name(file):
+                alone.append(_left_alone(file.absolute(), _CONVERTED_NAME))
+            elif file.is_file():
+                found.append(file)
+    return [p.resolve() if p.exists() else p for p in found], alone
+
+
+_LINKED = (
+    "{link} is a symbolic link: not followed, so nothing is written outside the directory "
+    "given; give its target to migrate to convert it"
+)
+
+
+def _link_in(file: Path, top: Path) -> Path | None:
+    """The symbolic link on the way from `top` down to `file` (the file itself included)."""
+    part = file
+    while part != top and part != part.parent:
+        if part.is_symlink():
+            return part
+        part = part.parent
+    return None
+
+
+def _is_output_name(path: Path) -> bool:
+    return path.stem.endswith(".ll")
+
+
+def _left_alone(path: Path, reason: str) -> FileReport:
+    """A file not converted on purpose: reported, not counted for the exit code."""
+    return FileReport(str(path), status="skipped", reason=reason, counted=False)
 
 
 def _roots(paths: Sequence[Path], inputs: Sequence[Path]) -> list[Path]:
@@ -130,12 +177,13 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
     try:
         data = read_yaml(path)
         if not isinstance(data, dict):
-            raise SourceError("its top level is not a mapping, so it is not a loop")
+            raise SourceError(not_a_mapping(path, data))
         if wanted == "library" or _is_library(data):
             item.report.role = "library"
             item.data = data
             return item
         data, parents = resolve_inheritance(data, path.parent, roots)
+        item.parents = parents
         for parent in parents:
             item.report.note("changed", "from", f"{parent.name} merged in")
         if "flow" in data:
@@ -145,6 +193,10 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             raise SourceError(
                 "not a little-loops loop: it needs name:, initial: and states: (or flow:)"
             )
+        marker = ll_loop_marker(data)
+        if marker and _loads_as_ll_loop(path):
+            item.report = _left_alone(path, _ALREADY_OURS.format(marker=marker))
+            return item
     except SourceError as exc:
         item.report.status = "failed"
         item.report.reason = exc.message
@@ -176,28 +228,70 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
     return item
 
 
+def _mark_parents(items: dict[Path, _Item]) -> None:
+    """A `from:` parent that is no loop on its own is merged into its children, not failed."""
+    children: dict[Path, list[str]] = {}
+    for item in items.values():
+        if item.report.status == "failed":
+            continue
+        for parent in item.parents:
+            children.setdefault(parent, []).append(str(item.data.get("name") or item.path.name))
+    for path, names in children.items():
+        merged = items.get(path)
+        if merged is not None and merged.report.status == "failed":
+            merged.report = _left_alone(
+                path, f"a from: parent, merged into {', '.join(sorted(set(names)))}"
+            )
+
+
+def _loads_as_ll_loop(path: Path) -> bool:
+    from engine.load.loader import load_loop_file
+    from engine.model.errors import LoopError
+
+    try:
+        load_loop_file(path)
+    except LoopError:
+        return False
+    return True
+
+
 def _is_library(data: dict[str, Any]) -> bool:
     return "fragments" in data and not any(k in data for k in ("states", "flow", "from"))
 
 
-def _assign_outputs(items: dict[Path, _Item], out: Path | None) -> None:
-    usable = [i for i in items.values() if i.report.status != "failed"]
-    if out is not None and usable:
-        base = Path(os.path.commonpath([str(i.path.parent) for i in usable]))
-        for item in usable:
-            item.dest = (out / item.path.relative_to(base)).resolve()
-    else:
-        for item in usable:
-            item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
+def _base(paths: Sequence[Path]) -> Path:
+    """The directory the --out layout is relative to: the one given, or the common one of
+    the paths given (a file counts by its directory)."""
+    folders = [p.resolve() if p.is_dir() else p.absolute().parent for p in paths]
+    return Path(os.path.commonpath([str(f) for f in folders]))
+
+
+def _assign_outputs(
+    items: dict[Path, _Item], out: Path | None, base: Path, search: Sequence[Path]
+) -> None:
+    usable = [i for i in items.values() if i.report.status not in ("failed", "skipped")]
     for item in usable:
+        if out is not None:
+            item.dest = (out / _relative(item.path, base, search)).resolve()
+        else:
+            item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
         item.report.output = str(item.dest)
+
+
+def _relative(path: Path, base: Path, search: Sequence[Path]) -> Path:
+    """Where a file goes under --out: below the directory given, or (a file found with
+    --search) below the search directory, as `loop:` and `import:` name it there."""
+    for root in (base, *search):
+        if path.is_relative_to(root):
+            return path.relative_to(root)
+    return Path(path.name)
 
 
 # --- what comes from the whole set --------------------------------------------------------------
 
 
 def _plan(items: dict[Path, _Item]) -> None:
-    loops = [i for i in items.values() if i.role == "loop" and i.report.status != "failed"]
+    loops = [i for i in items.values() if i.role == "loop" and i.dest is not None]
     libraries = {p: i for p, i in items.items() if i.role == "library" and i.dest is not None}
     callers: dict[Path, list[_Item]] = {}
     for item in loops:
@@ -205,6 +299,7 @@ def _plan(items: dict[Path, _Item]) -> None:
             callers.setdefault(called, []).append(item)
     for item in loops:
         item.plan.run_dir = _run_dir(item, bool(callers.get(item.path)), libraries)
+        item.plan.sources = [item.path, *item.parents, *(lib for _, lib in item.imports)]
     for item in loops:
         for state, child_path in item.children:
             child = items.get(child_path)
@@ -331,7 +426,7 @@ def _loop_ref(parent: Path, child: Path) -> str:
 def _convert(item: _Item, items: dict[Path, _Item]) -> str:
     header = header_comments(item.path)
     if item.role == "library":
-        converted = convert_library(item.data, item.report)
+        converted = convert_library(item.data, item.report, [item.path])
         return dump(converted, header)
     for lib in item.plan.libraries:
         source = items[lib.path]
@@ -350,9 +445,12 @@ def _library_fragments(lib: _Item) -> dict[str, Any]:
 def _write(item: _Item, text: str, force: bool) -> bool:
     dest = item.dest
     assert dest is not None
+    if _same_text(dest, text):
+        item.unchanged = True
+        return True
     if dest.exists() and not force:
         item.report.status = "skipped"
-        item.report.reason = f"{dest} exists; --force replaces it"
+        item.report.reason = f"{dest} exists with other content; --force replaces it"
         return False
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -364,13 +462,48 @@ def _write(item: _Item, text: str, force: bool) -> bool:
     return True
 
 
+def _same_text(dest: Path, text: str) -> bool:
+    try:
+        return dest.is_file() and dest.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _check(item: _Item, validate: Validator | None) -> None:
-    if item.role == "library" or validate is None or item.dest is None:
-        item.report.status = "blocked" if _blocked(item.report) else "converted"
+    if item.role != "library" and validate is not None and item.dest is not None:
+        item.report.diagnostics = validate(item.dest)
+        _retries_counted_differently(item)
+    if _blocked(item.report) or item.report.errors:
+        item.report.status = "blocked"
+    else:
+        item.report.status = "unchanged" if item.unchanged else "converted"
+
+
+def _retries_counted_differently(item: _Item) -> None:
+    """Say where ll-loop's max_retries counts entries that little-loops did not: little-loops
+    counted consecutive re-entries of the state itself, ll-loop counts every entry along a
+    cycle's back edge (a self-loop is one, so only other back edges differ)."""
+    from engine.graph.loop_graph import compile_graph, retry_edges
+    from engine.load.loader import load_loop_file
+    from engine.model.errors import LoopError
+
+    assert item.dest is not None
+    try:
+        loop = load_loop_file(item.dest)
+    except LoopError:
         return
-    item.report.diagnostics = validate(item.dest)
-    blocked = _blocked(item.report) or bool(item.report.errors)
-    item.report.status = "blocked" if blocked else "converted"
+    retries = retry_edges(compile_graph(loop))
+    for name, state in loop.states.items():
+        if state.max_retries is None:
+            continue
+        others = sorted(source for source, target in retries if target == name != source)
+        if others:
+            item.report.note(
+                "changed", f"states.{name}.max_retries",
+                "little-loops counted only consecutive re-entries of this state; ll-loop also "
+                f"counts entries from {', '.join(others)} (a cycle's back edge), so the "
+                "retries can be used up sooner",
+            )  # fmt: skip
 
 
 def _blocked(report: FileReport) -> bool:

@@ -19,7 +19,7 @@ from engine.load.loader import DEFAULT_JUDGE_PROMPT
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.report import FileReport
-from engine.migrate.routes import UNROUTED, plan_routes
+from engine.migrate.routes import UNROUTED, Routing, plan_routes, their_target
 from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
@@ -60,11 +60,13 @@ def convert_state(
 ) -> dict[str, Any]:
     """The ll-loop form of one state (or, with `partial`, of one fragment)."""
     where = f"fragments.{name}" if partial else f"states.{name}"
+    outer, job.rewriter.where = job.rewriter.where, where
     body = _renamed(dict(body), where, job)
     out: dict[str, Any] = {}
     if isinstance(body.get("description"), str):
         out["description"] = body["description"]
-    _action(body, out, where, job, partial)
+    gate = mcp_gate(body)
+    _action(body, out, where, job, partial, gate)
     if _positive(body.get("timeout")):
         out["timeout"] = body["timeout"]
     elif "timeout" in body:
@@ -79,13 +81,18 @@ def convert_state(
         out.setdefault("action_type", "shell")
     elif stall in _HISTORY_STALLS:
         pass  # emulated in each state that uses the fragment
+    elif gate:
+        out["evaluate"] = {"type": "classify", "verdicts": list(MCP_VERDICTS)}
     elif isinstance(body.get("evaluate"), dict):
         evaluate = convert_evaluate(body["evaluate"], body, f"{where}.evaluate", job)
         if evaluate:
             out["evaluate"] = evaluate
     if isinstance(body.get("loop"), str):
         out["loop"] = job.rewriter.text(body["loop"])
-        bindings = dict(job.rewriter.value(mapping(body.get("with"))))
+        bindings = {
+            k: pasted_text(v, f"{where}.with.{k}", job)
+            for k, v in job.rewriter.value(mapping(body.get("with"))).items()
+        }
         for key, value in job.bindings.get(name, {}).items():
             bindings.setdefault(key, value)
         if bindings:
@@ -115,17 +122,28 @@ def convert_state(
                     "little-loops treats a terminal with this name as a failure; written out",
                 )  # fmt: skip
         _dead_on_terminal(body, where, job)
+    elif gate:
+        _mcp_routes(body, out, where, job)
     else:
         _routes(name, body, out, where, job)
     if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
-        out["max_retries"] = body["max_retries"]
-        out["on_retry_exhausted"] = body["on_retry_exhausted"]
+        if partial or _routes_to_itself(name, out):
+            out["max_retries"] = body["max_retries"]
+            out["on_retry_exhausted"] = body["on_retry_exhausted"]
+        else:
+            job.note(
+                "dropped", f"{where}.max_retries",
+                "little-loops counted only consecutive re-entries of a state, and this one never "
+                "routes to itself, so its retries were never used up; ll-loop would count "
+                "entries along a cycle instead (add max_retries back if that is what you want)",
+            )  # fmt: skip
     elif "max_retries" in body or "on_retry_exhausted" in body:
         job.note(
             "dropped", f"{where}.max_retries",
             "max_retries and on_retry_exhausted only work together",
         )  # fmt: skip
     _drop_the_rest(body, where, job)
+    job.rewriter.where = outer
     return out
 
 
@@ -133,14 +151,19 @@ def convert_state(
 
 
 def _action(
-    body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob, partial: bool
+    body: Mapping[str, Any],
+    out: dict[str, Any],
+    where: str,
+    job: LoopJob,
+    partial: bool,
+    gate: bool = False,
 ) -> None:
     action = body.get("action")
     kind = body.get("action_type")
     if kind is None and isinstance(action, str) and action.startswith("/"):
         kind = "slash_command"
     if kind == "mcp_tool" and isinstance(action, str):
-        action, kind = _mcp_prompt(action, body.get("params"), where, job), "prompt"
+        action, kind = _mcp_prompt(action, body.get("params"), where, job, gate), "prompt"
     elif kind == "mcp_tool":
         job.note("blocker", where, "mcp_tool needs action: SERVER/TOOL")
     if kind == "slash_command":
@@ -186,19 +209,45 @@ def _word(text: str) -> str:
     return shlex.quote(text)
 
 
-def _mcp_prompt(action: str, params: Any, where: str, job: LoopJob) -> str:
+def _mcp_prompt(action: str, params: Any, where: str, job: LoopJob, gate: bool) -> str:
     server, _, tool = action.partition("/")
+    if not server.strip() or not tool.strip():
+        job.note(
+            "blocker", f"{where}.action",
+            f"mcp_tool needs action: SERVER/TOOL, got {action!r} (little-loops would have "
+            "asked mcp-call for it and failed)",
+        )  # fmt: skip
     arguments = json.dumps(params or {}, ensure_ascii=False, sort_keys=True)
     job.note(
         "changed", f"{where}.action_type",
         "mcp_tool: ll-loop has no deterministic MCP tool action, so an agent is asked to call "
         f"{action!r} (its MCP server must be configured for the agent CLI)",
     )  # fmt: skip
-    return (
+    prompt = (
         f"Call the MCP tool `{tool or server}` of the MCP server `{server}` with exactly these "
         f"arguments (JSON): {job.rewriter.text(arguments)}\n"
         "Print only the tool's result, verbatim."
     )
+    if gate:
+        prompt += "\n" + _MCP_VERDICT_LINE
+    return prompt
+
+
+MCP_VERDICTS = ("success", "tool_error", "not_found", "timeout")
+_MCP_VERDICT_LINE = (
+    "Then, on a last line of its own, print exactly one word: SUCCESS if the tool ran and its "
+    "result is not an error, TOOL_ERROR if the tool reported an error, NOT_FOUND if the server "
+    "or the tool is not available to you, TIMEOUT if the call timed out."
+)
+
+
+def mcp_gate(body: Mapping[str, Any]) -> bool:
+    """An mcp_tool state judged by little-loops' mcp_result (its default there): its verdicts
+    are kept by asking the agent to name one on its last line and classifying that line."""
+    if body.get("action_type") != "mcp_tool" or "next" in body:
+        return False
+    evaluate = body.get("evaluate")
+    return evaluate is None or (isinstance(evaluate, dict) and evaluate.get("type") == "mcp_result")
 
 
 # --- evaluators ---------------------------------------------------------------------------------
@@ -432,6 +481,7 @@ def _routes(
             out["evaluate"] = {"type": "llm_structured", "prompt": DEFAULT_JUDGE_PROMPT}
     names = _verdict_names(kind, shorthand, table, out, where, job)
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
+    _rewritten(plan, where, job)
     for verdict in plan.dropped:
         job.note(
             "dropped", f"{where}.on_{verdict}" if table is None else f"{where}.route.{verdict}",
@@ -448,6 +498,60 @@ def _routes(
     else:
         for verdict, target in plan.shorthand.items():
             out[f"on_{verdict}"] = target
+
+
+def _mcp_routes(body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob) -> None:
+    """Route the MCP gate's verdicts where little-loops' mcp_result sent them. ll-loop adds
+    `error` (the agent failed, timed out or printed no verdict line): little-loops called such
+    a broken call tool_error, so it goes where tool_error went unless `error` was routed."""
+    shorthand = _route_keys(body)
+    table = body.get("route") if isinstance(body.get("route"), dict) else None
+    if table is not None:
+        table = {str(k): v for k, v in table.items() if isinstance(v, str)}
+    plan = plan_routes([*MCP_VERDICTS, "error"], shorthand, table, lambda v: v)
+    _rewritten(plan, where, job)
+    routes = dict(plan.table if plan.table is not None else plan.shorthand)
+    if their_target("error", shorthand, table) is None:
+        routes["error"] = routes.get("tool_error", UNROUTED)
+        job.note(
+            "changed", f"{where}.route.error",
+            "an agent that fails, times out or prints no verdict line is verdict error; "
+            "it goes where tool_error went",
+        )  # fmt: skip
+    for verdict in plan.dropped:
+        job.note(
+            "dropped", f"{where}.on_{verdict}" if table is None else f"{where}.route.{verdict}",
+            f"little-loops' mcp_result never produces {verdict!r}, so this route never applied",
+        )  # fmt: skip
+    for verdict in plan.unrouted:
+        job.note(
+            "changed", where,
+            f"verdict {verdict!r} had no route (little-loops ended the run there); it now "
+            "goes to the failure terminal `unrouted`",
+        )  # fmt: skip
+    job.note(
+        "changed", f"{where}.evaluate",
+        "little-loops judged the call with mcp_result; the agent names the verdict (success, "
+        "tool_error, not_found, timeout) on its last line and classify reads it",
+    )  # fmt: skip
+    out["route"] = routes
+
+
+def _rewritten(plan: Routing, where: str, job: LoopJob) -> None:
+    """Say what the route plan changed: a shadowed `_error`, routes written out."""
+    if plan.shadowed is not None:
+        job.note(
+            "dropped", f"{where}.route._error",
+            f"_error: {plan.shadowed} never applied: little-loops took `_` first",
+        )  # fmt: skip
+    for verdict, (target, ours) in plan.added.items():
+        if target == UNROUTED:
+            continue
+        instead = f"ll-loop alone would send it to {ours}" if ours else "ll-loop has no route"
+        job.note(
+            "changed", f"{where}.{'route.' if plan.table is not None else 'on_'}{verdict}",
+            f"{verdict!r} → {target} written out, where little-loops sent it ({instead})",
+        )  # fmt: skip
 
 
 def _verdict_names(
@@ -511,6 +615,13 @@ def _subloop_routes(
             )  # fmt: skip
 
 
+def _routes_to_itself(name: str, out: Mapping[str, Any]) -> bool:
+    """Whether the converted state can enter itself directly (what little-loops counted)."""
+    targets = [v for k, v in out.items() if k == "next" or k.startswith("on_")]
+    targets += list(mapping(out.get("route")).values())
+    return any(target in (name, "$current") for target in targets)
+
+
 def _dead_on_terminal(body: Mapping[str, Any], where: str, job: LoopJob) -> None:
     dead = [k for k in ("action", "evaluate", "next", "route", "loop") if k in body]
     dead += [f"on_{v}" for v in _route_keys(body)]
@@ -534,6 +645,17 @@ def _dropped_key(place: str, key: str, where: str, job: LoopJob) -> None:
         return
     why = known.why if known is not None else "little-loops ignores this key too"
     job.note("dropped", where, why)
+
+
+def pasted_text(value: Any, where: str, job: LoopJob) -> Any:
+    """A boolean as the text little-loops pasted for it (True / False; ll-loop: true / false)."""
+    if isinstance(value, bool):
+        job.note(
+            "changed", where,
+            f"{value!r} is written as {str(value)!r}, the text little-loops pasted for it",
+        )  # fmt: skip
+        return str(value)
+    return value
 
 
 def _identifier(name: str) -> str:

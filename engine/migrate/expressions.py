@@ -32,12 +32,26 @@ _MISSING = {
     ("loop", "timeout"): "loop.timeout has no equivalent",
     ("prev", "timeout_kind"): "prev.timeout_kind has no equivalent (a timeout is verdict error)",
 }
+_MISSING_FIX = (
+    "; left as it is, it fails every run that reaches it: compute the value in the action "
+    "(${run.started_at} is when the run started) or remove it"
+)
 _SLICE = re.compile(r":(\d+)(?::(\d+))?\s*$")
 _OURS = frozenset({"context", "captured", "prev", "state", "loop", "run", "env", "param"})
 _THEIRS_ONLY = {
     "messages": "the shared message log (${messages}) does not exist in ll-loop",
     "result": "${result.*} (the evaluation result during routing) does not exist in ll-loop",
 }
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in an expression that could not be kept: where, why, and the text itself."""
+
+    kind: str  # dropped | blocker
+    where: str  # states.fix, the loop, ...
+    message: str
+    expression: str = ""  # as written, so the report can point at its line
 
 
 @dataclass
@@ -47,8 +61,9 @@ class Rewriter:
     run_dir: str = "${run.dir}"  # what `${context.run_dir}` becomes in this loop
     captures: Mapping[str, str] = field(default_factory=dict)  # renamed capture names
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the loop's context defaults
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (kind, message)
+    problems: list[Problem] = field(default_factory=list)
     uses_run_dir: bool = False
+    where: str = "the loop"  # the part being rewritten, for the report
 
     def text(self, value: str) -> str:
         """Rewrite the expressions of an interpolated text (prompt, path, source, ...)."""
@@ -98,9 +113,10 @@ class Rewriter:
         if renamed is not None and rest.strip() == f".{attribute}":
             return renamed
         if (root, attribute) in _MISSING:
-            self.problems.append(("dropped", _MISSING[(root, attribute)]))
+            message = _MISSING[(root, attribute)] + _MISSING_FIX
+            self.problems.append(Problem("blocker", self.where, message, match.group(0)))
         elif root in _THEIRS_ONLY:
-            self.problems.append(("blocker", _THEIRS_ONLY[root]))
+            self.problems.append(Problem("blocker", self.where, _THEIRS_ONLY[root]))
         return match.group(0)
 
 

@@ -57,7 +57,8 @@ _TABLE: list[KeyFate] = [
     KeyFate("loop", "on_max_iterations", "dropped", "", "maintain-mode restarts do not exist"),
     KeyFate(
         "loop", "parameters", "converted",
-        "`parameters` (`enum` → string with `enum`, `path` → string, `values` → `enum`)",
+        "`parameters` (`enum` → string with `enum`, `path` and `boolean` → string, "
+        "`values` → `enum`)",
     ),
     KeyFate("loop", "input_key", "converted", "`input_key` plus a parameter of that name"),
     KeyFate("loop", "required_inputs", "converted", "required `parameters`"),
@@ -102,7 +103,10 @@ _TABLE: list[KeyFate] = [
     ],
     *_kept("state", "action", "description", "next", "capture", "timeout", "loop", "with"),
     *_kept("state", "on_yes", "on_no", "on_error", "on_partial", "on_blocked", "route"),
-    *_kept("state", "max_retries", "on_retry_exhausted", "fragment", "evaluate"),
+    KeyFate("state", "max_retries", "converted",
+            "kept where the state routes to itself, else dropped (little-loops counted only "
+            "consecutive re-entries)"),
+    *_kept("state", "on_retry_exhausted", "fragment", "evaluate"),
     KeyFate("state", "terminal", "converted",
             "`terminal` (`failure: true` added for the names little-loops treats as failures)"),
     KeyFate("state", "failure", "kept", "`failure`"),
@@ -170,7 +174,8 @@ _TABLE: list[KeyFate] = [
     KeyFate("llm", "enabled", "dropped", "", "judges always run; remove llm_structured to skip"),
     KeyFate("llm", "effort", "dropped", "", "reasoning effort is the agent CLI's setting"),
     *_kept("parameter", "required", "default", "description"),
-    KeyFate("parameter", "type", "converted", "`type` (`enum` and `path` become `string`)"),
+    KeyFate("parameter", "type", "converted",
+            "`type` (`enum`, `path` and `boolean` become `string`)"),
     KeyFate("parameter", "values", "renamed", "`enum`"),
     KeyFate("library", "fragments", "converted", "`fragments` (each converted like a state)"),
 ]  # fmt: skip
@@ -191,7 +196,8 @@ EVALUATOR_FATES: dict[str, str] = {
     "(0: still improving, 1: plateau), computed as little-loops computed it",
     "open_question_stall": "the same shell check, lower counts being better",
     "action_stall": "not converted: no equivalent",
-    "mcp_result": "not converted: no equivalent",
+    "mcp_result": "on an mcp_tool state (its default there): classify of the verdict the agent "
+    "prints last (success, tool_error, not_found, timeout); elsewhere not converted",
     "harbor_scorer": "not converted: no equivalent",
     "comparator": "not converted: no equivalent",
     "contract": "not converted: no equivalent",

@@ -10,7 +10,7 @@ state is written out whole. Top-level keys follow `engine.migrate.keys`; `input_
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from engine.migrate.convert import AGENT_CLI, UNROUTED_TARGET, LoopJob, convert_
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import LINT_FLAGS, fate
 from engine.migrate.report import FileReport
-from engine.migrate.source import deep_merge, listing, mapping
+from engine.migrate.source import deep_merge, listing, locate, mapping
 
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
@@ -64,6 +64,7 @@ class LoopPlan:
     bindings: dict[str, dict[str, str]] = field(default_factory=dict)  # state -> extra with:
     loop_refs: dict[str, str] = field(default_factory=dict)  # state -> rewritten `loop:`
     libraries: list[Library] = field(default_factory=list)
+    sources: list[Path] = field(default_factory=list)  # the file, its from: parents, libraries
 
 
 def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> dict[str, Any]:
@@ -93,6 +94,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     if isinstance(data.get("scope"), list) and data["scope"]:
         out["scope"] = [job.rewriter.text(str(entry)) for entry in data["scope"]]
     parameters, context = _parameters(data, context, plan, report)
+    context = {k: _pasted(v, f"context.{k}", report) for k, v in context.items()}
     if isinstance(data.get("input_key"), str) and data["input_key"] != "input":
         out["input_key"] = data["input_key"]
     if parameters:
@@ -121,13 +123,14 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     _enough_steps(out, report)
     if job.rewriter.uses_run_dir and plan.run_dir != "${run.dir}":
         report.note("changed", "the loop", f"${{context.run_dir}} is {plan.run_dir}")
-    for kind, message in job.rewriter.problems:
-        report.note(kind, "the loop", message)  # type: ignore[arg-type]
+    _report_problems(job.rewriter, plan.sources, report)
     _drop_the_rest(data, report)
     return {key: out[key] for key in _ORDER if key in out}
 
 
-def convert_library(raw: Mapping[str, Any], report: FileReport) -> dict[str, Any]:
+def convert_library(
+    raw: Mapping[str, Any], report: FileReport, sources: Sequence[Path] = ()
+) -> dict[str, Any]:
     """A converted fragment library (fragments ll-loop keeps nothing of are left out)."""
     context: dict[str, Any] = {}
     job = LoopJob(report, Rewriter(), context=context)
@@ -139,9 +142,20 @@ def convert_library(raw: Mapping[str, Any], report: FileReport) -> dict[str, Any
     for name in fragments:
         if name not in out["fragments"]:
             report.note("dropped", f"fragments.{name}", "nothing in it has an equivalent")
-    for kind, message in job.rewriter.problems:
-        report.note(kind, "the library", message)  # type: ignore[arg-type]
+    _report_problems(job.rewriter, sources, report)
     return out
+
+
+def _report_problems(rewriter: Rewriter, sources: Sequence[Path], report: FileReport) -> None:
+    """The rewriter's problems as notes, each pointing at the lines it comes from."""
+    for problem in rewriter.problems:
+        message = problem.message
+        if problem.expression:
+            state = problem.where.partition(".")[2]
+            places = locate(problem.expression, state, sources)
+            if places:
+                message = f"{problem.expression} at {', '.join(places)}: {message}"
+        report.note(problem.kind, problem.where, message)  # type: ignore[arg-type]
 
 
 def _convert_fragments(fragments: Mapping[str, Any], job: LoopJob) -> dict[str, Any]:
@@ -417,7 +431,14 @@ def _parameter(spec: Any, report: FileReport, where: str) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     kind = spec.get("type")
-    if kind in _PARAM_TYPES:
+    if kind == "boolean":
+        out["type"] = "string"
+        report.note(
+            "changed", f"{where}.type",
+            "a string parameter: little-loops pasted a boolean as True or False, so the "
+            "default is that text",
+        )  # fmt: skip
+    elif kind in _PARAM_TYPES:
         out["type"] = _PARAM_TYPES[kind]
         if kind == "path":
             report.note("changed", f"{where}.type", "path is a string parameter")
@@ -426,13 +447,27 @@ def _parameter(spec: Any, report: FileReport, where: str) -> dict[str, Any]:
     if spec.get("required"):
         out["required"] = True
     if "default" in spec and spec["default"] is not None:
-        out["default"] = spec["default"]
+        out["default"] = _pasted(spec["default"], f"{where}.default", report)
     if isinstance(spec.get("description"), str):
         out["description"] = spec["description"]
     values = spec.get("values") if spec.get("values") is not None else spec.get("enum")
     if isinstance(values, list) and values:
         out["enum"] = values
     return out
+
+
+def _pasted(value: Any, where: str, report: FileReport) -> Any:
+    """`value` as the text little-loops pasted for it (`str()`: True, False; None is empty),
+    where ll-loop would render it otherwise (true, false, null)."""
+    if isinstance(value, bool) or value is None:
+        text = "" if value is None else str(value)
+        report.note(
+            "changed", where,
+            f"{value!r} is written as {text!r}, the text little-loops pasted for it "
+            "(ll-loop would paste " + ("null" if value is None else str(value).lower()) + ")",
+        )  # fmt: skip
+        return text
+    return value
 
 
 def _llm(data: Mapping[str, Any], job: LoopJob, report: FileReport) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Literal
 from engine.model.errors import Diagnostic
 
 Kind = Literal["dropped", "changed", "blocker"]
-Status = Literal["converted", "blocked", "skipped", "failed"]
+Status = Literal["converted", "unchanged", "blocked", "skipped", "failed"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class FileReport:
     notes: list[Note] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     reason: str = ""  # why a file was skipped or failed
+    counted: bool = True  # False: skipped on purpose (not a file to convert), exit code unaffected
 
     def note(self, kind: Kind, where: str, message: str) -> None:
         if not any(n.where == where and n.message == message for n in self.notes):
@@ -51,13 +52,21 @@ class FileReport:
         found += [f"{d.code} {d.path or 'the loop'}: {d.message}" for d in self.errors]
         return found
 
+    @property
+    def valid(self) -> bool | None:
+        """Whether the written file validates; None for a library, which `ll-loop validate`
+        checks only through a loop that imports it."""
+        if self.role == "library":
+            return None
+        return bool(self.output) and not self.errors and self.status != "failed"
+
     def to_json(self) -> dict[str, object]:
         return {
             "source": self.source,
             "output": self.output,
             "role": self.role,
             "status": self.status,
-            "valid": bool(self.output) and not self.errors and self.status != "failed",
+            "valid": self.valid,
             "reason": self.reason,
             "notes": [n.to_json() for n in self.notes],
             "diagnostics": [{"file": d.file, **d.to_json()} for d in self.diagnostics],
@@ -73,7 +82,8 @@ class MigrationReport:
 
     @property
     def ok(self) -> bool:
-        return all(f.status == "converted" for f in self.files)
+        """Every file converted cleanly, or was left alone on purpose."""
+        return all(f.status in ("converted", "unchanged") or not f.counted for f in self.files)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -91,10 +101,13 @@ class MigrationReport:
             head = f"{item.source} → {item.output}" if item.output else item.source
             label = {
                 "converted": "ok",
+                "unchanged": "unchanged",
                 "blocked": "BLOCKED",
                 "skipped": "skipped",
                 "failed": "FAILED",
             }[item.status]
+            if item.role == "library" and item.status in ("converted", "unchanged"):
+                label += " (library)"
             lines.append(f"{label:9} {head}")
             if item.reason:
                 lines.append(f"          {item.reason}")

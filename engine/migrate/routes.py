@@ -27,6 +27,8 @@ class Routing:
     table: dict[str, str] | None = None  # a route: table (verdicts, `_`, `_error`)
     unrouted: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # routes for verdicts that never occur
+    shadowed: str | None = None  # the `_error` target little-loops never reached (`_` first)
+    added: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # v -> (to, ours)
 
 
 def their_target(
@@ -79,7 +81,7 @@ def plan_routes(
     if table is not None:
         out = {k: v for k, v in table.items() if k in ("_", "_error")}
         if "_" in out and out.get("_error") not in (None, out["_"]):
-            out.pop("_error")  # little-loops checks `_` first: its `_error` never applied
+            plan.shadowed = out.pop("_error")  # little-loops checks `_` first
         by_ours = {theirs(v): v for v in wanted}
         for key, target in table.items():
             if key.startswith("_"):
@@ -105,6 +107,7 @@ def plan_routes(
                 _set(plan, verdict, UNROUTED)
             continue
         if have != want:
+            plan.added[verdict] = (want, have)
             _set(plan, verdict, want)
     return plan
 

@@ -10,11 +10,13 @@ little-loops resolves them, before anything is converted.
 from __future__ import annotations
 
 import copy
+import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.load.yaml_positions import YamlProblems, parse_yaml
+from engine.load.yaml_positions import YamlProblems, parse_yaml, read_text
 from engine.model.errors import LoopError
 
 _SUFFIXES = (".yaml", ".yml")
@@ -27,18 +29,34 @@ class SourceError(LoopError):
 
 
 def read_yaml(path: Path) -> Any:
-    """The YAML document at `path`, read with YAML 1.1 rules as little-loops reads it."""
+    """The YAML document at `path`, read with YAML 1.1 rules as little-loops reads it; a file
+    that is not a YAML document is a `SourceError` saying where and what to do, in the words
+    `ll-loop validate` uses (the engine's reader decodes and parses both)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:  # the engine's one YAML reader (alias bombs, tags, nesting refused), with 1.1 scalars
+        text = read_text(path, str(path))
         return parse_yaml(text, str(path), yaml11=True)[0]
-    except YamlProblems as exc:
+    except YamlProblems as exc:  # alias bombs, tags, nesting refused; binary, not UTF-8, empty
         first = exc.diagnostics[0]
-        raise SourceError(
-            f"{path} is not valid YAML at line {first.line}: {first.message}"
-        ) from None
+        if first.code == "F003":
+            raise SourceError(placed(path, 1, 1, "the file is empty", _LOOP_SHAPE)) from None
+        message, hint = first.message, first.hint
+        raise SourceError(placed(path, first.line, first.column, message, hint)) from None
+
+
+_LOOP_SHAPE = "a little-loops loop is a mapping with name:, initial: and states: (or flow:)"
+
+
+def placed(path: Path, line: int, column: int, message: str, hint: str = "") -> str:
+    """`file:line:column: message; hint`, the way the report states a problem with a file."""
+    return f"{path}:{line}:{column}: {message}" + (f"; {hint}" if hint else "")
+
+
+def not_a_mapping(path: Path, data: Any) -> str:
+    """Why a document whose top level is a list or a scalar is not a loop."""
+    kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
+    return placed(
+        path, 1, 1, f"its top level is {kind}, not a mapping, so it is not a loop", _LOOP_SHAPE
+    )
 
 
 def header_comments(path: Path) -> str:
@@ -168,3 +186,64 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
             seen.add(path)
             out.append(path)
     return out
+
+
+# What only an ll-loop loop says: little-loops has none of these keys, no `run` root and no
+# Jinja filters in `${...}`.
+_OUR_TOP_KEYS = ("outputs", "lint", "max_cost_usd")
+_OUR_STATE_KEYS = ("runner", "on_terminal", "lint")
+_OUR_EXPRESSION = re.compile(r"(?<!\$)\$\{\s*(run\s*\.|[^{}]*?[^|{}]\|[^|{}])")
+
+
+def ll_loop_marker(data: dict[str, Any]) -> str:
+    """A key or expression only ll-loop has, named for the report ("" when there is none)."""
+    for key in _OUR_TOP_KEYS:
+        if key in data:
+            return f"{key}:"
+    if "runner" in mapping(data.get("llm")):
+        return "llm.runner:"
+    for body in mapping(data.get("states")).values():
+        for key in _OUR_STATE_KEYS:
+            if isinstance(body, dict) and key in body:
+                return f"{key}:"
+        evaluate = mapping(body.get("evaluate")) if isinstance(body, dict) else {}
+        if "verdicts" in evaluate:
+            return "evaluate.verdicts:"
+    if _OUR_EXPRESSION.search(json.dumps(data, default=str)):
+        return "${run.*} or ${... | filter}"
+    return ""
+
+
+def locate(expression: str, state: str, sources: Sequence[Path]) -> list[str]:
+    """`file:line` of each place `expression` is written: inside `state`'s block of the first
+    file when it is there, else anywhere in the files (a from: parent, a library)."""
+    hits: list[tuple[Path, int]] = []
+    for path in sources:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        hits += [(path, n) for n, line in enumerate(lines, 1) if expression in line]
+    if hits and state:
+        block = _state_lines(sources[0], state)
+        inside = [(p, n) for p, n in hits if p == sources[0] and n in block]
+        hits = inside or hits
+    return [f"{path}:{line}" for path, line in hits]
+
+
+def _state_lines(path: Path, state: str) -> range:
+    """The lines of `state`'s block in the file (empty when it is not written there)."""
+    try:
+        _, positions = parse_yaml(path.read_text(encoding="utf-8"), str(path), yaml11=True)
+    except (OSError, UnicodeDecodeError, YamlProblems):
+        return range(0)
+    starts = sorted(line for key, (line, _) in positions.keys.items() if _is_state_key(key))
+    start = positions.keys.get(("states", state))
+    if start is None:
+        return range(0)
+    following = [line for line in starts if line > start[0]]
+    return range(start[0], following[0] if following else 1 << 30)
+
+
+def _is_state_key(key: tuple[str | int, ...]) -> bool:
+    return len(key) == 2 and key[0] == "states"

@@ -1,0 +1,426 @@
+"""`ll-loop migrate` on the cases a tester found wrong: each test writes little-loops files in
+tmp_path, runs the command line, and checks what the report and the written files say."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from engine.load.loader import load_loop_file
+from tests.cli import ll_loop
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def migrate(cwd: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    result = ll_loop(cwd, "migrate", *args, "--format", "json")
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def files(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {Path(f["source"]).name: f for f in report["files"]}
+
+
+def notes(item: dict[str, Any], kind: str) -> dict[str, str]:
+    return {n["where"]: n["message"] for n in item["notes"] if n["kind"] == kind}
+
+
+# --- 1. an mcp_tool gate keeps its verdicts -----------------------------------------------------
+
+_GATE = """
+name: gate
+initial: check_mcp
+states:
+  check_mcp:
+    action_type: mcp_tool
+    action: playwright/screenshot
+    params: {url: "http://localhost:3000"}
+    route:
+      success: done
+      tool_error: fix
+      not_found: done
+      timeout: fix
+  fix:
+    action: "true"
+    next: check_mcp
+  done: {terminal: true}
+"""
+
+
+def test_an_mcp_gate_routes_each_mcp_result_verdict_where_little_loops_did(tmp_path: Path) -> None:
+    write(tmp_path, "gate.yaml", _GATE)
+    code, report = migrate(tmp_path, "gate.yaml")
+    item = files(report)["gate.yaml"]
+    assert code == 0 and item["status"] == "converted"
+    assert not notes(item, "dropped")  # no route called "never applied"
+    state = load_loop_file(tmp_path / "gate.ll.yaml").states["check_mcp"]
+    assert state.evaluate is not None and state.evaluate.type == "classify"
+    assert state.targets() == {
+        "success": "done",
+        "tool_error": "fix",
+        "not_found": "done",
+        "timeout": "fix",
+        "error": "fix",  # a broken call was tool_error to little-loops
+    }
+    assert "unrouted" not in (tmp_path / "gate.ll.yaml").read_text()
+    simulated = ll_loop(
+        tmp_path, "simulate", "gate.ll.yaml", "--verdict", "check_mcp=timeout,success", "--json"
+    )
+    path = [(s["state"], s["verdict"]) for s in simulated.json["path"]]
+    assert path == [("check_mcp", "timeout"), ("fix", "yes"), ("check_mcp", "success")]
+
+
+def test_an_mcp_gate_says_which_of_its_routes_never_applied_in_little_loops(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        "gate.yaml",
+        _GATE.replace(
+            "    route:\n      success: done\n      tool_error: fix\n      not_found: done\n"
+            "      timeout: fix\n",
+            "    on_yes: done\n    on_tool_error: fix\n",
+        ),
+    )
+    _, report = migrate(tmp_path, "gate.yaml")
+    dropped = notes(files(report)["gate.yaml"], "dropped")
+    assert "mcp_result never produces 'yes'" in dropped["states.check_mcp.on_yes"]
+    routes = load_loop_file(tmp_path / "gate.ll.yaml").states["check_mcp"].targets()
+    assert routes["tool_error"] == "fix" and routes["success"] == "unrouted"
+
+
+# --- 13. an mcp_tool action must name SERVER/TOOL ----------------------------------------------
+
+
+def test_an_mcp_action_without_a_server_is_a_blocker(tmp_path: Path) -> None:
+    write(tmp_path, "gate.yaml", _GATE.replace("playwright/screenshot", "github__list_issues"))
+    code, report = migrate(tmp_path, "gate.yaml")
+    item = files(report)["gate.yaml"]
+    assert code == 1 and item["status"] == "blocked"
+    assert any("mcp_tool needs action: SERVER/TOOL" in b for b in item["blockers"])
+
+
+# --- 2. migrate never converts its own output again ---------------------------------------------
+
+_SIMPLE = """
+name: simple
+initial: check
+context: {run_dir: ""}
+states:
+  check:
+    action: test -d ${context.run_dir}
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_directory_migrated_twice_skips_the_files_migrate_wrote(tmp_path: Path) -> None:
+    loops = tmp_path / "loops"
+    write(loops, "simple.yaml", _SIMPLE)
+    migrate(tmp_path, "loops")
+    _, report = migrate(tmp_path, "loops")
+    assert not list(loops.glob("*.ll.ll.yaml"))
+    output = files(report)["simple.ll.yaml"]
+    assert output["status"] == "skipped" and "not converted again" in output["reason"]
+
+
+def test_a_file_that_is_already_an_ll_loop_loop_is_left_alone(tmp_path: Path) -> None:
+    write(tmp_path, "simple.yaml", _SIMPLE)
+    migrate(tmp_path, "simple.yaml")
+    (tmp_path / "again.yaml").write_text((tmp_path / "simple.ll.yaml").read_text())
+    code, report = migrate(tmp_path, "again.yaml")
+    item = files(report)["again.yaml"]
+    assert code == 0 and item["status"] == "skipped"
+    assert item["reason"].startswith("already an ll-loop loop")
+    assert not (tmp_path / "again.ll.yaml").exists()
+
+
+# --- 3. max_retries counted consecutive re-entries in little-loops ------------------------------
+
+_RETRY = """
+name: retry
+initial: check
+states:
+  check:
+    action: "false"
+    on_yes: done
+    on_no: {on_no}
+    on_error: fix
+    max_retries: 1
+    on_retry_exhausted: gave_up
+  fix:
+    action: "true"
+    next: check
+  done: {{terminal: true}}
+  gave_up: {{terminal: true}}
+"""
+
+
+def test_retries_a_state_never_spends_in_little_loops_are_dropped(tmp_path: Path) -> None:
+    write(tmp_path, "retry.yaml", _RETRY.format(on_no="fix"))
+    _, report = migrate(tmp_path, "retry.yaml")
+    assert (
+        "never routes to itself"
+        in notes(files(report)["retry.yaml"], "dropped")["states.check.max_retries"]
+    )
+    # little-loops: check, fix, check, fix, check ... never gave_up; the converted loop agrees
+    ran = ll_loop(
+        tmp_path, "simulate", "retry.ll.yaml", "--verdict", "check=no,no,no,yes", "--json"
+    )
+    assert [s["state"] for s in ran.json["path"]][-1] == "check"
+    assert ran.json["final_state"] == "done"
+
+
+def test_retries_also_counted_along_another_cycle_are_a_changed_note(tmp_path: Path) -> None:
+    write(tmp_path, "retry.yaml", _RETRY.format(on_no="$current"))
+    _, report = migrate(tmp_path, "retry.yaml")
+    changed = notes(files(report)["retry.yaml"], "changed")["states.check.max_retries"]
+    assert "consecutive re-entries" in changed and "from fix" in changed
+    assert load_loop_file(tmp_path / "retry.ll.yaml").states["check"].max_retries == 1
+
+
+# --- 4. ${loop.elapsed_ms} has no equivalent: it blocks, pointing at its line -------------------
+
+
+def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        "timed.yaml",
+        """
+        name: timed
+        initial: work
+        states:
+          work:
+            action: echo start
+            next: report
+          report:
+            action: |
+              echo one
+              echo "took ${loop.elapsed_ms} ms"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "timed.yaml")
+    item = files(report)["timed.yaml"]
+    assert code == 1 and item["status"] == "blocked"
+    [blocker] = item["blockers"]
+    assert blocker.startswith(
+        f"states.report: ${{loop.elapsed_ms}} at {tmp_path / 'timed.yaml'}:10:"
+    )
+
+
+# --- 5. a boolean is pasted as little-loops pasted it: True / False -----------------------------
+
+
+def test_boolean_context_defaults_keep_the_text_little_loops_pasted(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "flags.yaml",
+        """
+        name: flags
+        initial: check
+        scope: ["."]
+        context: {strict: true, quiet: false}
+        states:
+          check:
+            action: '[ "${context.strict}" = "True" ] && [ "${context.quiet}" != "false" ]'
+            on_yes: done
+            on_no: failed
+          done: {terminal: true}
+          failed: {terminal: true}
+        """,
+    )
+    _, report = migrate(tmp_path, "flags.yaml")
+    assert "'True'" in notes(files(report)["flags.yaml"], "changed")["context.strict"]
+    ran = ll_loop(tmp_path, "run", "flags.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stdout  # as in little-loops
+
+
+# --- 6. a symbolic link never takes the output out of the directory given -----------------------
+
+
+def test_a_linked_file_is_skipped_and_out_keeps_the_given_layout(tmp_path: Path) -> None:
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    write(tree, "sub/a.yaml", _SIMPLE)
+    write(outside, "far/away/ext.yaml", _SIMPLE.replace("simple", "ext"))
+    (tree / "link.yaml").symlink_to(outside / "far" / "away" / "ext.yaml")
+    code, report = migrate(tmp_path, "tree", "--out", "conv")
+    link = files(report)["link.yaml"]
+    assert code == 0 and link["status"] == "skipped" and "symbolic link" in link["reason"]
+    assert not list(outside.rglob("*.ll.yaml"))
+    written = sorted(str(p.relative_to(tmp_path / "conv")) for p in (tmp_path / "conv").rglob("*"))
+    assert written == ["sub", "sub/a.yaml"]
+    code, _ = migrate(tmp_path, "tree")
+    assert not list(outside.rglob("*.ll.yaml")) and (tree / "sub" / "a.ll.yaml").is_file()
+
+
+# --- 7. an output that exists already, exactly as it would be written, is unchanged -------------
+
+_LIB = """
+fragments:
+  shell_exit:
+    action_type: shell
+    evaluate: {type: exit_code}
+"""
+_USER = """
+name: user{n}
+initial: check
+import: [lib/common.yaml]
+states:
+  check:
+    fragment: shell_exit
+    action: "true"
+    on_yes: done
+    on_no: done
+  done: {{terminal: true}}
+"""
+
+
+def test_an_identical_existing_output_is_unchanged_and_exits_0(tmp_path: Path) -> None:
+    write(tmp_path, "lib/common.yaml", _LIB)
+    write(tmp_path, "one.yaml", _USER.format(n=1))
+    write(tmp_path, "two.yaml", _USER.format(n=2))
+    assert migrate(tmp_path, "one.yaml")[0] == 0
+    code, report = migrate(tmp_path, "two.yaml")  # lib/common.ll.yaml is there already
+    assert code == 0 and files(report)["common.yaml"]["status"] == "unchanged"
+    (tmp_path / "lib" / "common.ll.yaml").write_text("# edited\n")
+    code, report = migrate(tmp_path, "two.yaml", "--force")
+    assert code == 0 and files(report)["two.yaml"]["status"] == "unchanged"
+    assert files(report)["common.yaml"]["status"] == "converted"
+    text = ll_loop(tmp_path, "migrate", "one.yaml").stdout
+    assert "unchanged" in text and text.rstrip().endswith("2 unchanged")
+
+
+def test_the_help_and_the_guide_give_the_same_exit_codes() -> None:
+    from tests.lint_cli_helpers import REPO
+
+    help_text = " ".join(ll_loop(REPO, "migrate", "--help").stdout.split())
+    guide = " ".join((REPO / "docs" / "migrating.md").read_text().split())
+    sentence = help_text[help_text.index("Exit 0") : help_text.index("usage error.") + 12]
+    assert sentence in guide
+
+
+# --- 8. a from: parent is merged into its children, not failed ----------------------------------
+
+
+def test_a_from_parent_in_the_directory_is_skipped_naming_its_children(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "loops/lib/base.yaml",
+        """
+        initial: check
+        states:
+          check: {action: "true", on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+    )
+    write(tmp_path, "loops/child.yaml", "name: child\nfrom: lib/base\n")
+    code, report = migrate(tmp_path, "loops")
+    base = files(report)["base.yaml"]
+    assert code == 0 and base["status"] == "skipped"
+    assert base["reason"] == "a from: parent, merged into child"
+    assert files(report)["child.yaml"]["status"] == "converted"
+
+
+# --- 9, 12. what cannot be meant is a usage error (exit 2, one sentence) ------------------------
+
+
+def test_out_naming_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    write(tmp_path, "simple.yaml", _SIMPLE)
+    (tmp_path / "taken").write_text("x")
+    ran = ll_loop(tmp_path, "migrate", "simple.yaml", "--out", "taken")
+    assert ran.code == 2 and "--out must be a directory" in ran.stderr
+    assert not (tmp_path / "simple.ll.yaml").exists()
+
+
+def test_a_directory_without_yaml_and_a_missing_search_directory_are_usage_errors(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "empty").mkdir()
+    ran = ll_loop(tmp_path, "migrate", "empty")
+    assert ran.code == 2 and "has no *.yaml or *.yml files" in ran.stderr
+    write(tmp_path, "simple.yaml", _SIMPLE)
+    ran = ll_loop(tmp_path, "migrate", "simple.yaml", "--search", str(tmp_path / "nowhere"))
+    assert ran.code == 2 and "--search must name a directory" in ran.stderr
+
+
+# --- 10. a fragment library is not claimed to validate on its own -------------------------------
+
+
+def test_a_library_is_reported_as_a_library_without_a_validation_claim(tmp_path: Path) -> None:
+    write(tmp_path, "lib/common.yaml", _LIB)
+    write(tmp_path, "one.yaml", _USER.format(n=1))
+    _, report = migrate(tmp_path, "one.yaml")
+    library = files(report)["common.yaml"]
+    assert library["role"] == "library" and library["valid"] is None
+    assert files(report)["one.yaml"]["valid"] is True
+    (tmp_path / "lib" / "common.ll.yaml").unlink()
+    text = ll_loop(tmp_path, "migrate", "one.yaml", "--force").stdout
+    assert "ok (library) " + str(tmp_path / "lib" / "common.yaml") in text
+
+
+# --- 11. what a route table rewrite changed is in the report -----------------------------------
+
+
+def test_route_table_rewrites_are_reported(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "routes.yaml",
+        """
+        name: routes
+        initial: a
+        states:
+          a:
+            action: "true"
+            route: {"yes": done, _: b, _error: fix}
+          b:
+            action: "true"
+            route: {"yes": done, _error: fix}
+          fix: {action: "true", next: a}
+          done: {terminal: true}
+        """,
+    )
+    _, report = migrate(tmp_path, "routes.yaml")
+    item = files(report)["routes.yaml"]
+    assert "little-loops took `_` first" in notes(item, "dropped")["states.a.route._error"]
+    assert "'no' → fix written out" in notes(item, "changed")["states.b.route.no"]
+    text = ll_loop(tmp_path, "migrate", "routes.yaml", "--force", "--verbose").stdout
+    assert "changed: states.b.route.no:" in text
+
+
+# --- 12. a file that is no loop is reported with file:line and what to do ------------------------
+
+
+def test_files_that_are_no_loops_say_where_and_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    (tmp_path / "binary.yaml").write_bytes(b"name: x\n\x00\x01")
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "latin.yaml").write_bytes(b"name: caf\xe9\n")
+    code, report = migrate(tmp_path, "list.yaml", "binary.yaml", "empty.yaml", "latin.yaml")
+    reasons = {name: item["reason"] for name, item in files(report).items()}
+    assert code == 1 and all(f["status"] == "failed" for f in report["files"])
+    assert reasons["list.yaml"] == (
+        f"{tmp_path / 'list.yaml'}:1:1: its top level is a list, not a mapping, so it is not a "
+        "loop; a little-loops loop is a mapping with name:, initial: and states: (or flow:)"
+    )
+    assert reasons["binary.yaml"].startswith(
+        f"{tmp_path / 'binary.yaml'}:2:1: the file is binary, not YAML text"
+    )  # validate's F002 wording
+    assert reasons["empty.yaml"].startswith(f"{tmp_path / 'empty.yaml'}:1:1: the file is empty;")
+    assert "not valid YAML" not in reasons["empty.yaml"]
+    assert reasons["latin.yaml"].startswith(
+        f"{tmp_path / 'latin.yaml'}:1:10: the file is not valid"
+    )
