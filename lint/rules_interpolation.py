@@ -18,6 +18,7 @@ from lint._suite import SuiteContext
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
+_FIXED_KEY = re.compile(r"(?<!\$)\$\{\s*(state|loop|run)\s*\.\s*([A-Za-z_]\w*)")
 _CONTEXT_NAME = re.compile(r"^\s*context\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 
@@ -115,6 +116,23 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                         f"start the expression with one of {', '.join(roots)}; write $${{ for "
                         "a literal ${",
                     )
+            yield from _unknown_keys(path, template)
+
+
+def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:
+    """`${loop.elapsed_ms}`: `state`, `loop` and `run` have fixed keys, so any other is
+    certain to fail when the run renders it."""
+    from engine.shell.interpolate import FIXED_KEYS
+
+    for match in _FIXED_KEY.finditer(template):
+        root, key = match.group(1), match.group(2)
+        known = FIXED_KEYS[root]
+        if key not in known:
+            yield Finding(
+                f"{root!r} has no key {key!r}{did_you_mean(key, list(known))}",
+                path,
+                f"{root} has {', '.join(known)}; pass anything else through context",
+            )
 
 
 @rule("LL033", "error", "unclosed-expression")

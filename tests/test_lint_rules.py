@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import engine
 from engine.graph.simulate import SCENARIOS, simulate
 from engine.model.loop import Loop
+from engine.shell.interpolate import FIXED_KEYS
 from lint import RULES, lint_loop
 from tests.lint_helpers import make_loop, random_loops
 from tests.properties import examples
@@ -528,3 +532,31 @@ def test_outputs_read_captures_set_on_every_path_to_a_terminal() -> None:
     only_done = {**states, "lint": {**states["lint"], "on_no": "test", "on_error": "test"}}
     only_done["test"] = {**states["test"], "on_error": "done"}
     assert "LL031" not in codes(loop_of(only_done, outputs={"s": "${captured.tests.output}"}))
+
+
+def test_an_unknown_key_of_a_fixed_root_is_a_bad_expression() -> None:
+    """`${loop.elapsed_ms}` would fail at run time; lint names it (with a close key)."""
+    action = 'echo "${loop.elapsed_ms} ${loop.stpes} ${run.dir} ${state.retries} $${loop.x}"'
+    loop = loop_of(
+        {
+            "s": {"action": action, "next": "done", "on_error": "done"},
+            "done": {"terminal": True},
+        }
+    )
+    found = [d.message for d in lint_loop(loop) if d.code == "LL030"]
+    assert found == [
+        "'loop' has no key 'elapsed_ms'",
+        "'loop' has no key 'stpes' (did you mean 'steps'?)",
+    ]
+
+
+def test_the_fixed_roots_lint_knows_are_the_ones_a_run_fills_in(tmp_path: Path) -> None:
+    (tmp_path / "keys.yaml").write_text(
+        "name: keys\ninitial: s\nscope: [out.json]\nstates:\n"
+        "  s:\n    action: \"echo '${state | tojson}${loop | tojson}${run | tojson}' > out.json\"\n"
+        "    next: done\n  done: {terminal: true}\n"
+    )
+    engine.run("keys.yaml", cwd=tmp_path)
+    text = (tmp_path / "out.json").read_text().replace("}{", "}\n{").splitlines()
+    seen = [sorted(json.loads(part)) for part in text]
+    assert seen == [sorted(FIXED_KEYS[root]) for root in ("state", "loop", "run")]

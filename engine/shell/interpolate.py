@@ -48,6 +48,14 @@ ROOTS: frozenset[str] = frozenset(
     | {"inputs", "annotations"}  # a suite's case (docs/suites.md)
 )
 
+FIXED_KEYS: dict[str, tuple[str, ...]] = {
+    "state": ("name", "step", "retries"),
+    "loop": ("name", "max_steps", "steps"),
+    "run": ("id", "dir", "started_at"),
+}
+"""The roots whose keys are always the same (the run fills them in); any other key is a typo
+that lint can name before the run fails on it."""
+
 _ROOT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 _RAW_TAIL = re.compile(r"\|\s*raw\s*$")
 _PATH = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*\s*")
