@@ -216,10 +216,11 @@ def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
     code, report = migrate(tmp_path, "timed.yaml")
     item = files(report)["timed.yaml"]
     assert code == 1 and item["status"] == "blocked"
-    [blocker] = item["blockers"]
+    blocker, invalid = item["blockers"]
     assert blocker.startswith(
         f"states.report: ${{loop.elapsed_ms}} at {tmp_path / 'timed.yaml'}:10:"
     )
+    assert invalid == "LL030 states.report.action: 'loop' has no key 'elapsed_ms'"  # validate too
 
 
 # --- 5. a boolean is pasted as little-loops pasted it: True / False -----------------------------
