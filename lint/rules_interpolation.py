@@ -404,10 +404,21 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
             if kind == "integer" or (flow.role is Role.CODE and kind == "command"):
                 continue
             needle, nth = _needle(field.template, expression.start, expression.end)
+            where = f"(line {flow.line}, column {flow.column})"
+            if flow.role is Role.UNKNOWN:
+                message = (
+                    f"${{{expression.text}}} is assigned to `{flow.variable}`, which the "
+                    f"{field.what} then passes as {flow.why} {where}: ll-loop does not follow "
+                    "values into functions, whose body could run or evaluate it"
+                )
+            else:
+                message = (
+                    f"${{{expression.text}}} is assigned to `{flow.variable}`, which the "
+                    f"{field.what} then uses in {flow.why} {where}: bash evaluates the value "
+                    "there after all"
+                )
             yield Finding(
-                f"${{{expression.text}}} is assigned to `{flow.variable}`, which the "
-                f"{field.what} then uses in {flow.why} (line {flow.line}, column "
-                f"{flow.column}): bash evaluates the value there after all",
+                message,
                 field.path,
                 "assign only integers to variables used in arithmetic (`type: integer`, "
                 "`| integer`), and never hand a variable holding a value to eval or as a name",

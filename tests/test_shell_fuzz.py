@@ -101,7 +101,6 @@ VALUE_POSITIONS: dict[str, tuple[str, Printer]] = {
     "test-unary": ("[ -n {v} ] || [ -z {v} ]; printf ok", lambda v: "ok"),
     "for-in": ("for i in {v}; do printf '%s' \"$i\"; done", lambda v: v),
     "if": ("if true; then printf '%s' {v}; fi", lambda v: v),
-    "function-arg": ('f() {{ printf "%s" "$1"; }}; f {v}', lambda v: v),
     "pipeline": ("printf '%s' {v} | cat", lambda v: v),
     "env-wrapper": ("env X=1 printf '%s' {v}", lambda v: v),
     "python-argv": (
@@ -179,6 +178,7 @@ EVALUATED_POSITIONS: dict[str, str] = {
     "substring-offset": 'x=abc; echo "${{x:{v}}}"',
     "backslash": "echo \\{v}",
     "heredoc-delimiter": "cat <<{v}\nx\n{v}\n",
+    "function-arg": 'f() {{ printf "%s" "$1"; }}; f {v}',
 }
 
 TYPES = ValueTypes(commands=frozenset({"cmd"}))

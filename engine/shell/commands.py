@@ -41,6 +41,8 @@ class Role(Enum):
 class Verdict:
     role: Role
     why: str = ""
+    function: str = ""
+    """The script's own function the word is passed to (its body is not followed)."""
 
 
 VALUE = Verdict(Role.VALUE)
@@ -146,12 +148,17 @@ _WRAPPERS: dict[str, _Wrapper] = {
 _NAME_OPTION = frozenset({"-v", "-R"})
 
 
-def argument_role(words: Sequence[Word], index: int) -> Verdict:
-    """What happens to `words[index]` when the simple command `words` runs."""
-    return _role(list(words), index, depth=0)
+def argument_role(
+    words: Sequence[Word], index: int, functions: frozenset[str] = frozenset()
+) -> Verdict:
+    """What happens to `words[index]` when the simple command `words` runs.
+
+    `functions`: the names of the functions the script defines, whose bodies are not followed.
+    """
+    return _role(list(words), index, 0, functions)
 
 
-def _role(words: list[Word], index: int, depth: int) -> Verdict:
+def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) -> Verdict:
     if index == 0:
         return Verdict(Role.CODE, "the command name: the value would choose the program to run")
     name = words[0]
@@ -160,6 +167,13 @@ def _role(words: list[Word], index: int, depth: int) -> Verdict:
             Role.UNKNOWN,
             "an argument of a command whose name is known only when the script runs "
             "(it could be `eval`)",
+        )
+    if name in functions:
+        return Verdict(
+            Role.UNKNOWN,
+            f"an argument of `{name}`, a function this script defines: ll-loop does not follow "
+            "values into functions, whose body could run or evaluate them",
+            function=name,
         )
     base = name.rsplit("/", 1)[-1]
     if depth > 8:
@@ -170,14 +184,16 @@ def _role(words: list[Word], index: int, depth: int) -> Verdict:
         return Verdict(Role.ARITHMETIC, "an argument of `let`, which evaluates it as arithmetic")
     if base in _DECLARE:
         return _declare_role(base, words, index)
-    if base in ("printf", "read", "mapfile", "readarray", "unset", "getopts", "wait", "test"):
+    if base in ("test", "["):
+        return test_role(words[1:-1] if base == "[" and words[-1] == "]" else words[1:], index - 1)
+    if base in ("printf", "read", "mapfile", "readarray", "unset", "getopts", "wait"):
         return _builtin_role(base, words, index)
     if base == "command" and any(w in ("-v", "-V") for w in words[1:index]):
         return VALUE  # `command -v x` only looks a name up
     if base in _WRAPPERS:
-        return _wrapped_role(base, _WRAPPERS[base], words, index, depth)
+        return _wrapped_role(base, _WRAPPERS[base], words, index, depth, functions)
     if base == "find":
-        return _find_role(words, index, depth)
+        return _find_role(words, index, depth, functions)
     if base in _SHELLS:
         return _shell_role(base, words, index)
     interpreter = _INTERPRETER_ALIASES.get(base, base)
@@ -190,17 +206,25 @@ _DECLARE = frozenset({"declare", "typeset", "local", "export", "readonly"})
 
 
 def declare_flags(words: Sequence[Word]) -> tuple[bool, bool, bool]:
-    """(integer, nameref, unknown) flags of a `declare`-family command's option words."""
+    """(integer, nameref, unknown) flags of a `declare`-family command's option words.
+
+    `unknown`: a word known only at run time (`-$f`, `"$opts"`) where bash still reads options
+    (before the first name), which could be any flag. An assignment whose value is not literal
+    is given as `name=`: a name, never an option.
+    """
     integer = nameref = unknown = False
+    options = True
     for word in words[1:]:
         if word is None:
-            unknown = True
+            unknown = unknown or options
             continue
         if word == "--":
             break
         if len(word) > 1 and word[0] in "-+" and "=" not in word:
             integer = integer or "i" in word
             nameref = nameref or "n" in word
+        else:
+            options = False
     return integer, nameref, unknown
 
 
@@ -221,10 +245,6 @@ def _builtin_role(base: str, words: list[Word], index: int) -> Verdict:
     )
     args = words[1:]
     at = index - 1
-    if base == "test":
-        if at > 0 and args[at - 1] in _NAME_OPTION:
-            return Verdict(Role.NAME, "the operand of `test -v`, a variable name")
-        return VALUE
     # Walk the options; the word at `at` is an option, an option's argument, or an operand.
     value_options = {
         "printf": frozenset(),
@@ -250,11 +270,14 @@ def _builtin_role(base: str, words: list[Word], index: int) -> Verdict:
                 return Verdict(Role.NAME, name_why)
             return VALUE
         i += 2 if takes else 1
-    if i < len(args) and args[i] == "--":
+    dashed = i < len(args) and args[i] == "--"
+    if dashed:
         i += 1
     if at < i:
         return Verdict(Role.NAME, option_why)  # after an unknown word in the option slots
     operand = at - i
+    if base == "printf" and operand == 0 and not dashed:
+        return Verdict(Role.NAME, _PRINTF_FORMAT_WHY)
     if base == "printf":
         return VALUE  # the format and its arguments
     if base == "getopts" and operand == 0:
@@ -264,7 +287,45 @@ def _builtin_role(base: str, words: list[Word], index: int) -> Verdict:
     return Verdict(Role.NAME, name_why)
 
 
-def _wrapped_role(base: str, spec: _Wrapper, words: list[Word], index: int, depth: int) -> Verdict:
+_PRINTF_FORMAT_WHY = (
+    "the first operand of `printf`, which still reads options there: a value like `-v` would "
+    "make the next word a variable name; write the format yourself (`printf '%s' ${...}`) "
+    "or put `--` before it"
+)
+
+# `test` / `[` operators: a value beside one written in the script is its operand; anywhere
+# else it could itself become an operator (`-v` makes the next word a variable name).
+_TEST_UNARY = frozenset({"-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t",
+                         "-u", "-w", "-x", "-G", "-L", "-N", "-O", "-S", "-z", "-n"})  # fmt: skip
+_TEST_BINARY = frozenset({"=", "!=", "==", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge",
+                          "-nt", "-ot", "-ef"})  # fmt: skip
+
+
+def test_role(args: Sequence[Word], at: int) -> Verdict:
+    """What `test` / `[` does with its argument `args[at]` (`]` not included).
+
+    Only the operand of an operator written in the script is plain data: bash's `test` picks
+    operators by the words it is given, so a value elsewhere could be `-v` and turn the next
+    word into a variable name, whose subscript bash evaluates. A lone argument is only tested
+    for being non-empty.
+    """
+    before = args[at - 1] if at > 0 else ""
+    after = args[at + 1] if at + 1 < len(args) else ""
+    if before in _NAME_OPTION:
+        return Verdict(Role.NAME, f"the operand of `test {before}`, a variable name")
+    if len(args) == 1 or before in _TEST_UNARY or _TEST_BINARY & {before, after}:
+        return VALUE
+    return Verdict(
+        Role.NAME,
+        "a word of `test` / `[` that is not the operand of an operator written in the script: "
+        "a value like `-v` would become an operator and make the next word a variable name; "
+        "write the operator yourself (`[ -n ${...} ]`, `[ ${...} = word ]`)",
+    )
+
+
+def _wrapped_role(
+    base: str, spec: _Wrapper, words: list[Word], index: int, depth: int, functions: frozenset[str]
+) -> Verdict:
     """Skip the wrapper's options and operands, then classify within the wrapped command."""
     i, operands = 1, 0
     while i < len(words):
@@ -306,10 +367,10 @@ def _wrapped_role(base: str, spec: _Wrapper, words: list[Word], index: int, dept
         return VALUE
     if i >= len(words):
         return VALUE
-    return _role(words[i:], index - i, depth + 1)
+    return _role(words[i:], index - i, depth + 1, functions)
 
 
-def _find_role(words: list[Word], index: int, depth: int) -> Verdict:
+def _find_role(words: list[Word], index: int, depth: int, functions: frozenset[str]) -> Verdict:
     """`find ... -exec CMD ... ;` runs CMD: classify within it."""
     i = 1
     while i < len(words):
@@ -318,7 +379,7 @@ def _find_role(words: list[Word], index: int, depth: int) -> Verdict:
             while end < len(words) and words[end] not in (";", "+", "{}+"):
                 end += 1
             if i < index < end:
-                return _role(words[i + 1 : end], index - i - 1, depth + 1)
+                return _role(words[i + 1 : end], index - i - 1, depth + 1, functions)
             i = end
         i += 1
     return VALUE

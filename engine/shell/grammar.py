@@ -7,6 +7,9 @@ and what bash does with it (`Role`: only expands it, runs it as code, evaluates 
 arithmetic, reads it as a variable name, or a comment). Anything the walk does not know — an
 ERROR or MISSING node anywhere in the script, a node type not listed below — is `UNKNOWN`, which
 the renderer refuses: fail closed (see docs/format.md, "Interpolation in shell actions").
+A few rules look at the whole script rather than the path to one hole: a script declaring an
+integer variable admits only integers anywhere, and in an unquoted here-document body (which the
+grammar reads as text) arithmetic and backticks are found by scanning the body.
 
 tree-sitter costs a few milliseconds to load, so it is loaded only when a template with `${`
 is laid out, and each template text is laid out once (`layout` is cached by the interpolator).
@@ -18,11 +21,11 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from engine.shell.commands import Role, Verdict, argument_role, declare_flags
+from engine.shell.commands import Role, Verdict, argument_role, declare_flags, test_role
 from engine.shell.quoting import Context, Heredoc
 
 if TYPE_CHECKING:
@@ -39,6 +42,8 @@ class Position:
     in_heredoc: bool = False
     """Inside `$(...)` within an unquoted here-document body, where bash joins backslash-newlines
     before it parses the substitution."""
+    function: str = ""
+    """An argument of this function, which the script defines (its body is not followed)."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +101,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
             spans.append((offset, offset + len(hole)))
             offset += len(hole)
     source = b"".join(parts)
-    tree = _parser().parse(source)
-    root = tree.root_node
+    root, brackets = _parse(source)
     if root.has_error:
         problem = "the bash grammar cannot parse it: " + _parse_problem(root, source)
         why = f"no value can be placed safely in this script ({problem})"
@@ -106,6 +110,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
         )
     text = "".join(literals)
     facts = _Facts.of(root, source, text, full=with_flows)
+    facts.brackets = brackets
     misread = _misread(root, source, text, facts)
     if misread is not None:
         problem = "the bash grammar would read it unlike bash: " + misread
@@ -114,6 +119,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
             tuple(Position(Role.UNKNOWN, Context.UNQUOTED, why) for _ in spans), (), (), problem
         )
     positions = tuple(_classify(root, span, source, facts) for span in spans)
+    positions = _whole_script_rules(positions, spans, source, facts)
     heredocs = tuple(_heredoc_holes(facts, spans, source))
     flows = tuple(_flows(root, facts, spans, source)) if with_flows else ()
     return Layout(positions, heredocs, flows)
@@ -156,6 +162,35 @@ def _bash_language() -> object:
     return tree_sitter_bash.language()
 
 
+def _parse(source: bytes) -> tuple[Node, frozenset[int]]:
+    """The parse tree, and where a `[` command was read as a plain command word.
+
+    tree-sitter-bash parses `[ ... ]` as an expression and fails on word sequences `test` takes
+    (`[ $a $b ]`); bash runs `[` as a command with words. Such a `[` is replaced by a one-byte
+    word and the script parsed again, so that its words are classified like `test`'s.
+    """
+    root = _parser().parse(source).root_node
+    brackets: set[int] = set()
+    for _ in range(8):
+        if not root.has_error:
+            break
+        found = [
+            node.start_byte
+            for node in _walk(root)
+            if node.type == "[" and node.parent is not None and node.parent.type == "ERROR"
+        ]
+        if not found:
+            break
+        brackets.update(found)
+        patched = bytearray(source)
+        for byte in brackets:
+            patched[byte : byte + 1] = b"_"
+        root = _parser().parse(bytes(patched)).root_node
+    if root.has_error:
+        return _parser().parse(source).root_node, frozenset()
+    return root, frozenset(brackets)
+
+
 def _hole_name(literals: Sequence[str]) -> str:
     name = "__ll_hole_"
     while any(name in literal for literal in literals):
@@ -191,6 +226,8 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
       a newline or another reserved word): in `a) echo esac;;` bash's `esac` is an argument.
     - In an unquoted here-document, a line ending in a backslash continues onto the next, so
       `a` + backslash + newline + `EOF` is the line `aEOF`, not the end of the body.
+    - A `$'...'` string ends at the first `'` no backslash escapes: in `$'\\'x'` bash's string
+      is `$'\\'`, the grammar's runs on to the next quote.
     """
     closers = _captures(root, "closer") if _CLOSER_WORDS.search(text) else []
     for node in closers:
@@ -208,6 +245,13 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"`{node.type}` at line {line}, column {column} is a word to bash, the end of a "
                 "construct to the grammar; put `;` before it if it ends the construct"
             )
+    for node in _captures(root, "ansi") if b"$'" in source else []:
+        if _ansi_c_end(source, node.start_byte) != node.end_byte:
+            line, column = _point(source, node.start_byte)
+            return (
+                f"the $'...' string at line {line}, column {column} ends elsewhere for bash "
+                "(a backslash before a quote)"
+            )
     for _body, doc in facts.heredocs:
         body = source[doc.start : doc.end]
         if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
@@ -219,6 +263,21 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
     return None
 
 
+def _ansi_c_end(source: bytes, start: int) -> int:
+    """Where bash ends the `$'...'` string starting at `start`: after the first `'` that no
+    backslash escapes (every backslash escapes the next byte)."""
+    i = start + 2
+    while i < len(source):
+        byte = source[i : i + 1]
+        if byte == b"\\":
+            i += 2
+        elif byte == b"'":
+            return i + 1
+        else:
+            i += 1
+    return len(source)
+
+
 _CLOSER_WORDS = re.compile(r"\b(?:esac|fi|then|else|elif|done)\b|\}")
 _DECLARING_WORDS = re.compile(r"\b(?:declare|typeset|local|export|readonly|let)\b")
 _QUERY = """
@@ -226,6 +285,8 @@ _QUERY = """
 (command name: (command_name)) @command
 (heredoc_redirect) @heredoc
 ["esac" "fi" "then" "else" "elif" "done" "}"] @closer
+(ansi_c_string) @ansi
+(function_definition) @function
 """
 
 
@@ -275,6 +336,10 @@ class _Facts:
     heredocs: list[tuple[Node, Heredoc]] = field(default_factory=list)
     assignments: list[tuple[str, Node]] = field(default_factory=list)  # name, value node
     arithmetic: list[Node] = field(default_factory=list)  # nodes bash evaluates as arithmetic
+    functions: set[str] = field(default_factory=set)  # the functions the script defines
+    brackets: frozenset[int] = frozenset()  # where `_parse` replaced a `[` command
+    integer_declaration: str = ""
+    """The first declaration that may make a variable integer (`declare -i n` at line 3)."""
 
     @classmethod
     def of(cls, root: Node, source: bytes, text: str, *, full: bool) -> _Facts:
@@ -290,15 +355,23 @@ class _Facts:
             names = ["heredoc"] if "<<" in text else []
             if _DECLARING_WORDS.search(text):
                 names += ["declaration", "command"]
+            if "(" in text or "function" in text:
+                names.append("function")
             nodes = _captures(root, *names) if names else []
         for node in nodes:
             kind = node.type
             if kind == "declaration_command":
-                facts.declared(_words(node), [c for c in node.named_children])
+                facts.declared(_words(node), [c for c in node.named_children], node, source)
+            elif kind == "function_definition":
+                name = node.child_by_field_name("name")
+                if name is not None:
+                    facts.functions.add(_text(name))
             elif kind == "command":
                 words = _command_words(node)
+                if len(words) > 1 and words[0] in ("builtin", "command"):
+                    words = words[1:]
                 if words and words[0] in _DECLARATIONS_AS_COMMANDS:
-                    facts.declared(words, [])
+                    facts.declared(words, [], node, source)
                 elif words and words[0] == "let":
                     facts.arithmetic.extend(_arguments(node))
             elif kind == "heredoc_redirect":
@@ -319,8 +392,17 @@ class _Facts:
                 facts.arithmetic.append(node)
         return facts
 
-    def declared(self, words: list[str | None], children: list[Node]) -> None:
-        integer, nameref, _ = declare_flags(words)
+    def declared(
+        self, words: list[str | None], children: list[Node], node: Node, source: bytes
+    ) -> None:
+        integer, nameref, unknown = declare_flags(words)
+        if not self.integer_declaration and (
+            integer or (unknown and words[0] in ("declare", "typeset", "local"))
+        ):
+            line, _ = _point(source, node.start_byte)
+            flag = next((w for w in words[1:] if w and w[0] in "-+" and "i" in w), None)
+            what = f"`{words[0]} {flag}`" if flag else f"`{words[0]}` with run-time flags"
+            self.integer_declaration = f"{what} at line {line}"
         if not (integer or nameref):
             return
         names = {
@@ -427,7 +509,19 @@ def _words(declaration: Node) -> list[str | None]:
     """A declaration command's keyword and its literal argument words."""
     keyword = declaration.children[0].type if declaration.child_count else "declare"
     rest = [c for c in declaration.children[1:] if c.is_named]
-    return [keyword, *(_literal(c) for c in rest)]
+    return [keyword, *(_declared_word(c) for c in rest)]
+
+
+def _declared_word(node: Node) -> str | None:
+    """A declaration's argument as a literal word; a name, or an assignment given as `name=`
+    when its value is not literal (what matters is that it is not an option)."""
+    if node.type == "variable_name":
+        return _text(node)
+    name = node.child_by_field_name("name") if node.type == "variable_assignment" else None
+    if name is None:
+        return _literal(node)
+    value = node.child_by_field_name("value")
+    return _text(name) + "=" + ((_literal(value) if value is not None else "") or "")
 
 
 # --- classifying one hole --------------------------------------------------------------------
@@ -442,6 +536,7 @@ class _State:
     context: Context = Context.UNQUOTED
     in_heredoc: bool = False
     test: str = ""  # "[" or "[[" inside a test command
+    function: str = ""  # the script's function the hole is passed to
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -475,7 +570,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         _step(state, parent, child, start, source, facts)
     if not exact:
         _literal_hole(state, node, start, end, source)
-    return Position(state.role, state.context, state.why, state.in_heredoc)
+    return Position(state.role, state.context, state.why, state.in_heredoc, state.function)
 
 
 _TRANSPARENT = frozenset(
@@ -612,8 +707,43 @@ def _step_unset(state: _State, *_: object) -> None:
     state.mark(Role.NAME, "an argument of `unset`, a variable name")
 
 
-def _step_test(state: _State, parent: Node, child: Node, *_: object) -> None:
+def _step_test(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
     state.test = _bracket(parent)
+    if state.test != "[":
+        return  # `[[ ]]` is bash syntax: a value there can never become an operator
+    words = _test_words(parent)
+    inside = (i for i, (node, _) in enumerate(words) if node.start_byte <= hole < node.end_byte)
+    at = next(inside, None)
+    if at is None:
+        state.mark(Role.UNKNOWN, "a part of a `[ ]` test the engine does not classify")
+        return
+    verdict = test_role([word for _, word in words], at)
+    state.mark(verdict.role, verdict.why)
+
+
+_TEST_EXPRESSIONS = frozenset(
+    {"binary_expression", "unary_expression", "parenthesized_expression", "negated_expression"}
+)
+
+
+def _test_words(test: Node) -> list[tuple[Node, str | None]]:
+    """The words bash gives the `[` command (without `[` and `]`), each with its node.
+
+    The grammar reads them as an expression; `test` only sees words, operators included.
+    """
+    words: list[tuple[Node, str | None]] = []
+    stack = list(reversed(test.children[1:-1] if test.child_count > 1 else []))
+    while stack:
+        node = stack.pop()
+        if node.type in _TEST_EXPRESSIONS:
+            stack.extend(reversed(node.children))
+        elif not node.is_named or node.type == "test_operator":
+            words.append((node, _text(node)))
+        else:
+            words.append((node, _literal(node)))
+    return words
 
 
 def _step_binary(state: _State, parent: Node, child: Node, *_: object) -> None:
@@ -635,10 +765,16 @@ def _step_unary(state: _State, parent: Node, child: Node, *_: object) -> None:
         )
 
 
-def _step_command(state: _State, parent: Node, child: Node, *_: object) -> None:
+def _step_command(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
     if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
         return
     words = _command_words(parent)
+    name = parent.child_by_field_name("name")
+    if words and name is not None and name.start_byte in facts.brackets:
+        words[0] = "["
+    functions = frozenset(facts.functions)
     if child.type == "command_name":
         verdict = argument_role(words, 0) if words else Verdict(Role.UNKNOWN, "no command name")
     else:
@@ -649,8 +785,9 @@ def _step_command(state: _State, parent: Node, child: Node, *_: object) -> None:
                 Role.UNKNOWN, f"a part `{child.type}` of a command the engine does not classify"
             )
             return
-        verdict = argument_role(words, index + 1)
+        verdict = argument_role(words, index + 1, functions)
     state.mark(verdict.role, verdict.why)
+    state.function = state.function or verdict.function
 
 
 def _step_function(state: _State, parent: Node, child: Node, *_: object) -> None:
@@ -725,6 +862,84 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
         )
     else:
         state.mark(Role.UNKNOWN, f"inside `{kind}`, which the engine cannot quote for")
+
+
+# --- rules over the whole script -------------------------------------------------------------
+
+
+def _whole_script_rules(
+    positions: tuple[Position, ...], spans: list[tuple[int, int]], source: bytes, facts: _Facts
+) -> tuple[Position, ...]:
+    """Restrict positions by what the rest of the script does, beyond the path to each hole."""
+    marks: list[list[tuple[Role, str]]] = [[] for _ in spans]
+    for _body, doc in facts.heredocs:
+        if not doc.expands:
+            continue
+        body = source[doc.start : doc.end]
+        inside = [k for k, (s, _) in enumerate(spans) if doc.start <= s < doc.end]
+        if inside and b"`" in body:
+            for k in inside:
+                marks[k].append((Role.UNKNOWN, _HEREDOC_BACKTICK_WHY))
+        for first, last in _heredoc_arithmetic(body) if inside else []:
+            for k in inside:
+                if doc.start + first <= spans[k][0] < doc.start + last:
+                    marks[k].append((Role.ARITHMETIC, _HEREDOC_ARITHMETIC_WHY))
+    if facts.integer_declaration:
+        why = (
+            f"a value in a script that declares an integer variable ({facts.integer_declaration})"
+            ": bash evaluates as arithmetic whatever reaches such a variable — by assignment, "
+            "`read`, `for`, `printf -v`, `mapfile` or a file — so only integers can go anywhere "
+            "in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((Role.ARITHMETIC, why))
+    return tuple(_restricted(p, m) for p, m in zip(positions, marks, strict=True))
+
+
+_HEREDOC_BACKTICK_WHY = (
+    "in an unquoted here-document body that holds a backtick, where bash removes a level of "
+    "backslashes from the value's escaping; use $(...) instead of backticks, or quote the "
+    "delimiter (<<'EOF') for a literal body"
+)
+_HEREDOC_ARITHMETIC_WHY = (
+    "inside `$(( ))` or `$[ ]` in a here-document body, which bash evaluates as arithmetic"
+)
+
+
+def _restricted(position: Position, marks: list[tuple[Role, str]]) -> Position:
+    """The position with the most restrictive of `marks` if it is more restrictive."""
+    for role, why in marks:
+        if role.value > position.role.value:
+            position = replace(position, role=role, why=why)
+    return position
+
+
+def _heredoc_arithmetic(body: bytes) -> Iterator[tuple[int, int]]:
+    """Spans of `$(( ))` and `$[ ]` in an unquoted here-document body (which the grammar reads
+    as text or as `$( (...) )`).
+
+    Brackets are matched by counting; a span holding a quote, a backslash or a backtick,
+    where bash's own matching could differ, or never closed, runs to the end of the body.
+    """
+    i = 0
+    while i < len(body):
+        if body[i : i + 1] == b"\\":
+            i += 2
+            continue
+        if body.startswith((b"$((", b"$["), i):
+            opening, closing = (b"(", b")") if body[i + 1 : i + 2] == b"(" else (b"[", b"]")
+            end, depth = i + 1, 0
+            while end < len(body):
+                byte = body[end : end + 1]
+                depth += (byte == opening) - (byte == closing)
+                end += 1
+                if depth == 0:
+                    break
+            if depth or re.search(rb"['\"\\`]", body[i:end]):
+                end = len(body)
+            yield i, end
+        i += 1
 
 
 # --- here-documents and flows ----------------------------------------------------------------
@@ -802,7 +1017,8 @@ def _flows(
     root: Node, facts: _Facts, spans: list[tuple[int, int]], source: bytes
 ) -> Iterator[Flow]:
     """`n=${...}` and then `n` where bash evaluates it: a bare name in arithmetic, `$n` in an
-    evaluating position (`eval "$n"`, `printf -v "$n"`), or `${!n}`."""
+    evaluating position (`eval "$n"`, `printf -v "$n"`), `${!n}`, or `$n` passed to a function
+    of the script (role UNKNOWN: its body is not followed)."""
     assigned: dict[str, list[int]] = {}
     for name, value in facts.assignments:
         for k, (s, e) in enumerate(spans):
@@ -837,3 +1053,6 @@ def _flows(
         position = _classify(root, (node.start_byte, node.end_byte), source, facts)
         if position.role in (Role.ARITHMETIC, Role.NAME, Role.CODE):
             yield from flow(_text(variable), position.role, position.why, node.start_byte)
+        elif position.function:
+            why = f"an argument of `{position.function}`, a function this script defines"
+            yield from flow(_text(variable), Role.UNKNOWN, why, node.start_byte)

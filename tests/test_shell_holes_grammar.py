@@ -1,0 +1,239 @@
+"""Positions the bash grammar misread or the engine did not classify, each once reproduced with
+a value that created a file: every one is now refused (at run time, and by lint as LL034 with
+its line), the value creates nothing, and the safe forms next to them still render and run."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.cli.validate_cmd import check_file
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import NO_TYPES, ValueTypes, render_shell
+from tests.run_helpers import run_yaml
+from tests.shellquote_helpers import run_bash
+
+TOUCH = "$(touch CANARY)"
+SUBSCRIPT = "z[$(touch CANARY)]"
+
+
+def attempt(template: str, values: dict[str, Any], types: ValueTypes = NO_TYPES) -> str:
+    """The refusal's reason; a template that renders is run, and must not create the canary
+    (the test then fails on the missing refusal, showing what the value did)."""
+    try:
+        script = render_shell(template, {"context": values}, types)
+    except InterpolationError as refused:
+        return refused.reason
+    created = run_bash(script).created
+    return f"rendered and ran (created {created}): {script!r}"
+
+
+def runs(template: str, values: dict[str, Any], types: ValueTypes = NO_TYPES) -> str:
+    """The output of a template that must render and run cleanly."""
+    ran = run_bash(render_shell(template, {"context": values}, types))
+    assert (ran.returncode, ran.created) == (0, []), ran.stderr
+    return ran.stdout
+
+
+# (template, values, what the refusal says)
+HOLES = {
+    "heredoc-backticks": (
+        "cat <<EOF\nuser: `echo ${context.x}`\nEOF",
+        {"x": TOUCH},
+        "here-document body that holds a backtick",
+    ),
+    "heredoc-backticks-in-quotes": (
+        'cat <<EOF\nuser: "`echo ${context.x}`"\nEOF',
+        {"x": TOUCH},
+        "here-document body that holds a backtick",
+    ),
+    "heredoc-arithmetic": (
+        "cat <<EOF\ntotal: $(( 1 + ${context.x} ))\nEOF",
+        {"x": SUBSCRIPT},
+        "inside `$(( ))` or `$[ ]` in a here-document body",
+    ),
+    "heredoc-old-arithmetic": (
+        "cat <<EOF\ntotal: $[ 1 + ${context.x} ]\nEOF",
+        {"x": "'" + SUBSCRIPT + "'"},
+        "inside `$(( ))` or `$[ ]` in a here-document body",
+    ),
+    "heredoc-arithmetic-unspaced": (
+        "cat <<EOF\nsum=$((1+${context.x}))\nEOF",
+        {"x": SUBSCRIPT},
+        "inside `$(( ))` or `$[ ]` in a here-document body",
+    ),
+    "ansi-c-ending-in-backslash": (
+        "echo $'\\\\'${context.x}' it'\\''s'",
+        {"x": "a\ntouch CANARY\n"},
+        "the $'...' string at line 1, column 6 ends elsewhere for bash",
+    ),
+    "printf-option-slot": (
+        "printf ${context.a} ${context.b} hello",
+        {"a": "-v", "b": SUBSCRIPT},
+        "the first operand of `printf`, which still reads options there",
+    ),
+    "test-option-slot": (
+        "test ${context.a} ${context.b}",
+        {"a": "-v", "b": SUBSCRIPT},
+        "a word of `test` / `[` that is not the operand of an operator",
+    ),
+    "bracket-option-slot": (
+        "[ ${context.a} ${context.b} ] && echo set",
+        {"a": "-v", "b": SUBSCRIPT},
+        "a word of `test` / `[` that is not the operand of an operator",
+    ),
+    "integer-read": (
+        "declare -i count=0; read -r count <<< ${context.x}",
+        {"x": SUBSCRIPT},
+        "declares an integer variable (`declare -i` at line 1)",
+    ),
+    "integer-for": (
+        "declare -i total=0; for total in ${context.x}; do :; done",
+        {"x": SUBSCRIPT},
+        "declares an integer variable (`declare -i` at line 1)",
+    ),
+    "integer-printf-v": (
+        "declare -i n; printf -v n '%s' ${context.x}",
+        {"x": SUBSCRIPT},
+        "declares an integer variable (`declare -i` at line 1)",
+    ),
+    "integer-mapfile": (
+        "declare -i n; mapfile -t n <<< ${context.x}",
+        {"x": SUBSCRIPT},
+        "declares an integer variable (`declare -i` at line 1)",
+    ),
+    "integer-local-in-function": (
+        "f() {\n  local -i n\n  read -r n <<< ${context.x}\n}\nf",
+        {"x": SUBSCRIPT},
+        "declares an integer variable (`local -i` at line 2)",
+    ),
+    "declare-run-time-flags": (
+        "f=i; declare -$f n; n=${context.x}",
+        {"x": SUBSCRIPT},
+        "declares an integer variable (`declare` with run-time flags at line 1)",
+    ),
+    "function-argument": (
+        'run() { eval "$1"; }\nrun ${context.x}',
+        {"x": "touch CANARY"},
+        "an argument of `run`, a function this script defines: ll-loop does not follow values "
+        "into functions",
+    ),
+    "wrapped-function-argument": (
+        'run() { eval "$1"; }\ntime run ${context.x}',
+        {"x": "touch CANARY"},
+        "ll-loop does not follow values into functions",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", HOLES)
+def test_the_hole_is_refused_and_the_value_runs_nothing(name: str) -> None:
+    template, values, reason = HOLES[name]
+    assert reason in attempt(template, values)
+
+
+def test_the_unspaced_heredoc_arithmetic_is_not_called_a_command_name() -> None:
+    template, values, _ = HOLES["heredoc-arithmetic-unspaced"]
+    assert "command name" not in attempt(template, values)
+
+
+def test_the_bracket_test_is_refused_for_its_words_not_as_unparsable() -> None:
+    template, values, _ = HOLES["bracket-option-slot"]
+    assert "cannot parse" not in attempt(template, values)
+
+
+# --- integers still go where the holes were; the safe forms beside them are untouched ---------
+
+
+@pytest.mark.parametrize(
+    ("template", "output"),
+    [
+        ("cat <<EOF\ntotal: $(( 1 + ${context.n} ))\nEOF", "total: 4\n"),
+        ("cat <<EOF\nsum: $[ ${context.n} * 2 ]\nEOF", "sum: 6\n"),
+        ("cat <<EOF\nuser: `echo ${context.n}`\nEOF", "user: 3\n"),
+        ("declare -i count=0; read -r count <<< ${context.n}; echo $count", "3\n"),
+        ('run() { echo "$1"; }\nrun ${context.n}', "3\n"),
+    ],
+)
+def test_an_integer_is_still_admitted(template: str, output: str) -> None:
+    assert runs(template, {"n": 3}) == output
+
+
+@pytest.mark.parametrize(
+    ("template", "output"),
+    [
+        ("cat <<EOF\nsum: $((1 + 2))\nname: ${context.v}\nEOF", "sum: 3\nname: -v $(x)\n"),
+        ("cat <<'EOF'\n`x` ${context.v}\nEOF", "`x` -v $(x)\n"),
+        ("echo $'it\\'s' ${context.v}", "it's -v $(x)\n"),
+        ("printf '%s\\n' ${context.v}", "-v $(x)\n"),
+        ("printf -- ${context.v}", "-v $(x)"),
+        ('[ -n "${context.v}" ] && echo set', "set\n"),
+        ('[ "${context.v}" = x ] || echo differs', "differs\n"),
+        ('[ x != "${context.v}" ] && [ ! -z "${context.v}" ] && echo both', "both\n"),
+        ('if [ "${context.v}" ]; then echo nonempty; fi', "nonempty\n"),
+        ('test -z "${context.v}" || echo full', "full\n"),
+        ('declare -r x="${context.v}"; echo "$x"', "-v $(x)\n"),
+        ('f() { local x="${context.v}"; echo "$x"; }; f', "-v $(x)\n"),
+        ("greet() { printf 'hi %s\\n' \"${context.v}\"; }\ngreet", "hi -v $(x)\n"),
+        ('greet() { printf \'hi %s\\n\' "$1"; }\ngreet "$LL_CONTEXT_v"', "hi \n"),
+    ],
+)
+def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:
+    assert runs(template, {"v": "-v $(x)"}) == output
+
+
+# --- lint reports each hole at its line --------------------------------------------------------
+
+
+def loop_yaml(action: str) -> str:
+    body = textwrap.indent(action, " " * 6)
+    parameters = "".join(f"  {p}:\n    type: string\n    default: '1'\n" for p in "abxv")
+    return (
+        f"name: hole\ninitial: go\nscope: ['.']\nparameters:\n{parameters}"
+        f"states:\n  go:\n    action: |\n{body}\n    next: done\n    on_error: failed\n"
+        "  done:\n    terminal: true\n  failed:\n    terminal: true\n    failure: true\n"
+    )
+
+
+_WHOLE_SCRIPT = {"ansi-c-ending-in-backslash"}
+_ACTION_LINE = 20  # the block scalar of `loop_yaml` starts on this line
+
+
+def findings(tmp_path: Path, action: str, code: str) -> list[tuple[int, str]]:
+    path = tmp_path / "loop.yaml"
+    path.write_text(loop_yaml(action))
+    return [(d.line or 0, d.message) for d in check_file(path) if d.code == code]
+
+
+@pytest.mark.parametrize("name", HOLES)
+def test_lint_reports_the_hole_as_ll034_at_its_line(name: str, tmp_path: Path) -> None:
+    template, _, reason = HOLES[name]
+    found = findings(tmp_path, template, "LL034")
+    assert found, name
+    first = template.index("${context.")
+    if name in _WHOLE_SCRIPT:  # every `${...}` refused: reported at the `action:` key
+        assert found[0][0] == _ACTION_LINE - 1
+    else:
+        assert found[0][0] == _ACTION_LINE + template.count("\n", 0, first)
+    assert reason in found[0][1]
+
+
+def test_lint_warns_of_a_variable_passed_to_a_function(tmp_path: Path) -> None:
+    action = 'x=${context.x}\nrun() { eval "$1"; }\nrun "$x"'
+    found = findings(tmp_path, action, "LL035")
+    assert len(found) == 1
+    line, message = found[0]
+    assert line == _ACTION_LINE
+    assert "passes as an argument of `run`, a function this script defines (line 3" in message
+    assert "does not follow values into functions" in message
+
+
+def test_ll_loop_run_refuses_before_anything_runs(tmp_path: Path) -> None:
+    template, values, _ = HOLES["heredoc-backticks"]
+    ran = run_yaml(tmp_path, loop_yaml(template), "--context", f"x={values['x']}")
+    assert ran.code == 2
+    assert "LL034" in ran.stderr and "backtick" in ran.stderr
+    assert not (tmp_path / "CANARY").exists()
