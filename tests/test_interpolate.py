@@ -358,7 +358,7 @@ def test_documented_acceptances() -> None:
     assert render_shell("[[ $x =~ ${context.re} ]]", ns) == "[[ $x =~ '^a.*b$' ]]"
     script = render_shell("re=${context.re}\n[[ axxb =~ $re ]] && [[ ! axxb =~ '^a.*b$' ]]", ns)
     assert subprocess.run(["bash", "-c", script]).returncode == 0  # regex via a variable
-    assert render_shell("echo ${context.items}", ns) == "echo v"
+    assert render_shell("echo ${context.items}", ns) == "echo 'v'"
 
 
 # --- performance shape -----------------------------------------------------------------------

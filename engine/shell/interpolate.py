@@ -35,12 +35,15 @@ from engine.model.loop import Parameter
 from engine.shell.commands import Role
 from engine.shell.grammar import Flow, Layout, Position, layout
 from engine.shell.quoting import (
+    Context,
     Raw,
     ShellQuoted,
     UnsafeValue,
     check_heredoc,
+    keep_apart,
     quote,
     shell_quote,
+    unshell,
 )
 
 ROOTS: frozenset[str] = frozenset(
@@ -240,16 +243,17 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
         raise InterpolationError(
             expressions[0].text, f"no value can be placed safely in this action ({plan.problem})"
         )
-    quoted = [_place(hole, evaluate(hole.expression.text, ns), types) for hole in holes]
-    _check_heredocs(plan, quoted, expressions)
+    quoted: list[str] = []
     out: list[str] = []
-    k = 0
     for piece in parsed.pieces:
         if isinstance(piece, Expression):
-            out.append(quoted[k])
-            k += 1
+            hole = holes[len(quoted)]
+            value = evaluate(hole.expression.text, ns)
+            quoted.append(_place(hole, value, types, "".join(out)))
+            out.append(quoted[-1])
         else:
             out.append(piece)
+    _check_heredocs(plan, quoted, expressions)
     return "".join(out)
 
 
@@ -325,8 +329,9 @@ def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
     )
 
 
-def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
-    """The quoted text of one value at its position, or an `InterpolationError`."""
+def _place(hole: ShellHole, value: Any, types: ValueTypes, before: str = "") -> str:
+    """The quoted text of one value at its position after the rendered text `before`, or an
+    `InterpolationError`."""
     expr = hole.expression.text
     position = hole.position
     text = _text(expr, value)
@@ -334,12 +339,11 @@ def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
         text = type(value)(text)
     kind = value_type(expr, types)
     try:
-        if position.role is Role.VALUE or isinstance(value, Raw):
-            return quote(text, position.context, position.in_heredoc)
-        if _is_integer(value, text, kind):
-            return quote(text.strip(), position.context, position.in_heredoc)
-        if position.role is Role.CODE and kind == "command":
-            return quote(str(text), position.context, position.in_heredoc)
+        placed = _placed(hole, value, text, kind, before)
+        if placed is not None and not isinstance(value, Raw):
+            return keep_apart(before, placed, position.context)
+        if placed is not None:
+            return placed
     except UnsafeValue as problem:
         raise InterpolationError(
             expr, f"{problem.reason} (position: {position.context.value})"
@@ -351,6 +355,58 @@ def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
             + refusal(hole, "text").removeprefix("text cannot go here: "),
         )
     raise InterpolationError(expr, refusal(hole, "text"))
+
+
+def _placed(hole: ShellHole, value: Any, text: str, kind: str, before: str) -> str | None:
+    """The value's text quoted for its position; None when its type may not go there."""
+    position = hole.position
+    if isinstance(value, Raw):
+        return quote(text, position.context, position.in_heredoc)
+    if position.role is Role.VALUE:
+        _refuse_option(hole, unshell(text) if isinstance(value, ShellQuoted) else text)
+        return quote(text, position.context, position.in_heredoc)
+    if _is_integer(value, text, kind):
+        return _integer_text(text.strip(), position, before)
+    if position.role is Role.CODE and kind == "command":
+        return quote(str(text), position.context, position.in_heredoc)
+    return None
+
+
+def _integer_text(number: str, position: Position, before: str) -> str:
+    """An integer where bash evaluates text: bare (a quote would be part of the expression);
+    a negative one in parentheses unless a blank precedes it, so that `i-` and `-3` do not
+    make `i--3`."""
+    if position.context in (Context.REGEX, Context.DELIMITER, Context.ESCAPED):
+        return quote(number, position.context, position.in_heredoc)
+    if number.startswith("-") and position.role is Role.ARITHMETIC:
+        return number if before[-1:] in ("", " ", "\t", "\n") else f"({number})"
+    return number
+
+
+_NUMBER = re.compile(r"-[0-9]+(?:\.[0-9]+)?")
+
+
+def _refuse_option(hole: ShellHole, text: str) -> None:
+    """A value that starts an argument word with `-` is an option to the program: refused,
+    unless it is a number (`-3`) or a `--` before it ends the options."""
+    program = hole.position.option_of
+    if program is None or not text.startswith("-") or _NUMBER.fullmatch(text):
+        return
+    expr = hole.expression.text
+    where = f"line {hole.line}, column {hole.column} of the action"
+    if program in ("echo", "?"):
+        who = "`echo` would read it as an option" if program == "echo" else "it could be an option"
+        hint = f"echo has no `--`: write printf '%s\\n' ${{{expr}}} instead"
+    else:
+        who = f"`{program}` would read it as an option"
+        hint = (
+            f"write `--` before the operands (`{program} ... -- ${{{expr}}}`), or prefix a "
+            "path with `./`"
+        )
+    raise InterpolationError(
+        expr,
+        f"the value {_preview(text)} starts with `-`, so {who} ({where}); {hint}",
+    )
 
 
 def _is_integer(value: Any, text: str, kind: str) -> bool:
