@@ -13,6 +13,8 @@ import pytest
 
 from engine.model.errors import InterpolationError
 from engine.shell.interpolate import ValueTypes, render_shell
+from lint import lint_loop
+from tests.lint_helpers import make_loop
 from tests.shellquote_helpers import run_bash
 
 MARKER = "PX"
@@ -217,3 +219,30 @@ def test_shell_filter_keeps_backslash_newline_inside_heredoc_substitution() -> N
     assert ran.stdout == "a\\\nb|\n"
     plain = run_bash(render(template.replace(" | shell", ""), x="a\\\nb"))
     assert plain.stdout == ran.stdout
+
+
+# --- C (lint) and F: what validate says before a run ------------------------------------------
+
+
+def findings(code: str, action: str, **top: Any) -> list[str]:
+    loop = make_loop({"a": {"action": action, "next": "done"}, "done": {"terminal": True}}, **top)
+    return [d.message for d in lint_loop(loop) if d.code == code]
+
+
+def test_lint_warns_where_a_value_could_be_an_option() -> None:
+    [message] = findings("LL037", "git log --oneline ${context.ref}")
+    assert message.startswith("${context.ref} starts an argument of `git` (line 1, column 19")
+    safe = ["git log -- ${context.ref}", "echo ${context.ref}", "printf %s ${context.ref}",
+            "ls ./${context.ref}", "cp ${run.dir}/a b", "tail -n ${context.ref | raw}"]  # fmt: skip
+    for action in safe:
+        assert findings("LL037", action) == [], action
+
+
+@pytest.mark.parametrize("root", ["context.x", "captured.t.output", "env.HOME", "prev.output"])
+def test_raw_warns_for_every_value_a_caller_or_program_sets(root: str) -> None:
+    [message] = findings("LL032", f"echo ${{{root} | raw}}")
+    assert "raw into a shell command" in message
+
+
+def test_raw_of_the_loop_s_own_values_is_not_reported() -> None:
+    assert findings("LL032", "echo ${loop.name | raw} ${state.name | raw}") == []

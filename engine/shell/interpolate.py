@@ -168,6 +168,27 @@ class ValueTypes:
 NO_TYPES = ValueTypes()
 
 
+def undeclared_code(value: Any, types: ValueTypes) -> str | None:
+    """The first expression of a `with:` value bound to a child's `type: command` parameter that
+    is neither a command this loop's caller declared nor an integer, or None.
+
+    The child runs that parameter as code, so anything else there (a capture, the previous
+    output, a plain string parameter) is text becoming code, as `bash -c "${...}"` would be.
+    """
+    if isinstance(value, str):
+        for expression in find_expressions(value):
+            if not _declared_code(expression.text, types):
+                return expression.text
+        return None
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return None
+    return next((f for f in (undeclared_code(i, types) for i in items) if f is not None), None)
+
+
 def value_type(text: str, types: ValueTypes = NO_TYPES) -> str:
     """`integer`, `command` or `text`: the static type of the expression `text` (inside ${})."""
     spec = _spec(text)
@@ -454,6 +475,41 @@ def to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _declared_code(text: str, types: ValueTypes) -> bool:
+    """The expression is a declared command or an integer; a conditional counts when each of
+    its branches is (`a if cond else b` picks one of them, whatever the condition reads)."""
+    if value_type(text, types) in ("command", "integer"):
+        return True
+    spec = _spec(text)
+    if isinstance(spec, str) or spec.default is not None or spec.shell:
+        return False
+    from jinja2.parser import Parser
+
+    try:
+        tree = Parser(_environment(), spec.base, state="variable").parse_expression()
+    except Exception:
+        return False
+    return _declared_node(tree, types)
+
+
+def _declared_node(node: Any, types: ValueTypes) -> bool:
+    from jinja2 import nodes
+
+    if isinstance(node, nodes.CondExpr):
+        return _declared_node(node.expr1, types) and (
+            node.expr2 is not None and _declared_node(node.expr2, types)
+        )
+    if isinstance(node, nodes.Const):
+        return isinstance(node.value, str | int)  # the author's own text
+    names: list[str] = []
+    while isinstance(node, nodes.Getattr):
+        names.insert(0, node.attr)
+        node = node.node
+    if not isinstance(node, nodes.Name) or not names:
+        return False
+    return value_type(".".join([node.name, *names]), types) in ("command", "integer")
 
 
 # --- template structure ----------------------------------------------------------------------
