@@ -246,3 +246,18 @@ def test_raw_warns_for_every_value_a_caller_or_program_sets(root: str) -> None:
 
 def test_raw_of_the_loop_s_own_values_is_not_reported() -> None:
     assert findings("LL032", "echo ${loop.name | raw} ${state.name | raw}") == []
+
+
+# --- quotes inside an array assignment within `$(...)` ------------------------------------------
+
+
+def test_single_quote_in_an_array_inside_a_substitution_stays_data() -> None:
+    # bash 5.2 misparses `'\''` inside `a=(...)` within `$(...)`; `'"'"'` it reads right
+    template = 'printf \'%s\' "<$( a=(${context.v} z); printf "%s" "${a[0]}"\nprintf .)>"'
+    ran = run_bash(render(template, v="'; touch PX; '"))
+    assert (ran.stdout, ran.created) == ("<'; touch PX; '.>", [])
+
+
+def test_arguments_of_a_function_the_script_defines_are_its_data() -> None:
+    script = render('f() { printf "%s" "$1"; }; f ${context.v}', v="--flag")
+    assert run_bash(script).stdout == "--flag"

@@ -161,10 +161,11 @@ def keep_apart(before: str, placed: str, context: Context) -> str:
 
 
 def _single(value: str, in_heredoc: bool) -> str:
-    """The inside of a single-quoted string: `'` becomes `'\\''`, or, in a heredoc body, `'"'"'`
-    and each backslash `'"\\\\"'`, so that no backslash is left to meet a newline."""
+    """The inside of a single-quoted string: `'` becomes `'"'"'` (bash 5.2 misparses `'\\''`
+    inside `a=(...)` within `$(...)`), and, in a heredoc body, each backslash `'"\\\\"'`, so
+    that no backslash is left to meet a newline."""
     if not in_heredoc:
-        return value.replace("'", "'\\''")
+        return value.replace("'", "'\"'\"'")
     return value.replace("'", "'\"'\"'").replace("\\", "'\"\\\\\"'")
 
 
