@@ -255,17 +255,23 @@ class _DominatorTree:
         return self.pre[a] <= self.pre[b] and self.post[b] <= self.post[a]
 
 
+_ENGINE_ROOTS = frozenset({"loop", "state", "param"})
+_ENGINE_SET = frozenset({"loop", "state", "run"})
+"""Roots whose values the engine or the loop's author sets; any other a caller or a program
+can (`--context`, captures, the environment, a suite's case)."""
+
+
 @rule("LL032", "warning", "raw-capture-in-shell")
 def raw_capture_in_shell(ctx: LintContext) -> Iterator[Finding]:
-    """A capture interpolated `| raw` into a shell action: its text runs as shell code."""
+    """A value a caller or a program sets goes `| raw` into a shell action: it runs as code."""
     for use in _uses(ctx):
         state = use.state
         if state is None or use.path[-1] != "action" or state.action_type != "shell":
             continue
-        if use.raw and use.root == "captured":
+        if use.raw and use.root not in _ENGINE_ROOTS:
             yield Finding(
                 f"state {state.name!r} pastes ${{{use.text}}} raw into a shell command, so "
-                "output containing quotes, `;` or `$(...)` runs as code",
+                "a value containing quotes, `;` or `$(...)` runs as code",
                 use.path,
                 "drop `| raw`: the engine quotes values for their position in the command",
             )
@@ -374,6 +380,49 @@ def unsafe_shell_position(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             )
 
 
+@rule("LL037", "warning", "value-as-option", targets=("loop", "suite"))
+def value_as_option(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A `${...}` starts an argument word with no `--` before it, where a `-` value is an option.
+
+    The run refuses a value starting with `-` there (but a number); `--` or fixed text before
+    the value makes it data.
+    """
+    if isinstance(ctx, SuiteContext):
+        scripts = [_ShellField(None, p, text, what) for p, text, what in ctx.shell_templates()]
+    else:
+        scripts = list(_shell_fields(ctx.loop))
+    fields = [f for f in scripts if "${" in f.template]
+    if not fields:
+        return
+    from engine.shell.commands import Role
+    from engine.shell.interpolate import NO_TYPES, ValueTypes, shell_holes, value_type
+
+    types = NO_TYPES if isinstance(ctx, SuiteContext) else ValueTypes.of(ctx.loop.parameters)
+    for field in fields:
+        holes, plan = shell_holes(field.template)
+        for hole in holes if plan.problem is None else ():
+            program, expression = hole.position.option_of, hole.expression
+            if program is None or program in ("echo", "printf") or expression.raw:
+                continue
+            if expression.root in _ENGINE_SET:
+                continue  # an absolute path, a name, a number: never starts with `-`
+            if hole.position.role is not Role.VALUE or value_type(expression.text, types) == (
+                "integer"
+            ):
+                continue
+            needle, nth = _needle(field.template, expression.start, expression.end)
+            yield Finding(
+                f"${{{expression.text}}} starts an argument of `{program}` (line {hole.line}, "
+                f"column {hole.column} of the {field.what}) with no `--` before it: a value "
+                "starting with `-` would be an option, so the run refuses one",
+                field.path,
+                f"write `--` before the operands (`{program} ... -- ${{{expression.text}}}`), "
+                "or put fixed text before the value (`./${...}` for a path)",
+                needle=needle,
+                occurrence=nth,
+            )
+
+
 def _position_hint(context: object) -> str:
     """The hint for a `${...}` refused by where it is written, not by what bash does there."""
     from engine.shell.quoting import Context
@@ -427,15 +476,18 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
             )
 
 
-@rule("LL036", "warning", "output-as-command")
+@rule("LL036", "error", "output-as-command")
 def output_as_command(ctx: LintContext) -> Iterator[Finding]:
-    """Program output is bound to a child loop's `type: command` parameter.
+    """Text is bound to a child loop's `type: command` parameter, which the child runs as code.
 
-    A capture, the previous output or an undeclared value: the child would run it as code.
+    A capture, the previous output, or any value that is not a `type: command` (or integer)
+    parameter of this loop: the same rule as `bash -c "${...}"` in one loop (LL034).
     """
     if ctx.resolve_loop is None:
         return
-    declared = set(ctx.loop.parameters)
+    from engine.shell.interpolate import ValueTypes, undeclared_code
+
+    types = ValueTypes.of(ctx.loop.parameters)
     for state in ctx.loop.states.values():
         if state.loop is None or "${" in state.loop or not state.with_:
             continue
@@ -447,16 +499,13 @@ def output_as_command(ctx: LintContext) -> Iterator[Finding]:
             if param is None or param.type != "command":
                 continue
             for path, template in strings_in(value, state_path(state, "with", key)):
-                for use in _in_template(state, path, template):
-                    match = _CONTEXT_NAME.match(use.text)
-                    name = match.group(1) if match else ""
-                    undeclared = use.root == "context" and name not in declared
-                    if use.root in ("captured", "prev") or undeclared:
-                        yield Finding(
-                            f"state {state.name!r} binds ${{{use.text}}} to {key!r}, a "
-                            f"`type: command` parameter of loop {child.name!r}: the child runs "
-                            "it as code, and it is program output or a value no caller declared",
-                            path,
-                            "pass a command the caller declared (a `type: command` parameter of "
-                            "this loop), or hand the output to the child as a plain string",
-                        )
+                found = undeclared_code(template, types)
+                if found is not None:
+                    yield Finding(
+                        f"state {state.name!r} binds ${{{found}}} to {key!r}, a "
+                        f"`type: command` parameter of loop {child.name!r}: the child runs "
+                        "it as code, and it is not a command this loop's caller declared",
+                        path,
+                        "declare a `type: command` parameter in this loop and pass it on, or "
+                        "hand the output to the child as a plain string parameter",
+                    )

@@ -167,7 +167,7 @@ def test_shell_suffix_quotes_the_value_as_one_word() -> None:
     assert render_text("${context.msg:shell}", ns) == "'it'\\''s here'"
     assert render_text("${context.msg | shell}", ns) == "'it'\\''s here'"
     # Unquoted in a shell action it is already one word: not quoted twice.
-    assert render_shell("echo ${context.msg:shell}", ns) == "echo 'it'\\''s here'"
+    assert render_shell("echo ${context.msg:shell}", ns) == "echo 'it'\"'\"'s here'"
 
 
 def test_unknown_suffix_is_a_clear_error() -> None:
@@ -353,12 +353,12 @@ def test_documented_acceptances() -> None:
         "echo $((3 + 1)) `echo 3`"
     )
     assert render_shell("echo ${context.v | raw}", ns) == "echo a b$(x)"
-    assert render_shell("echo ${context.q:shell}", ns) == "echo 'it'\\''s'"
+    assert render_shell("echo ${context.q:shell}", ns) == "echo 'it'\"'\"'s'"
     assert render_shell('echo "${context.q:shell}"', ns) == "echo \"'it'\\\\''s'\""
     assert render_shell("[[ $x =~ ${context.re} ]]", ns) == "[[ $x =~ '^a.*b$' ]]"
     script = render_shell("re=${context.re}\n[[ axxb =~ $re ]] && [[ ! axxb =~ '^a.*b$' ]]", ns)
     assert subprocess.run(["bash", "-c", script]).returncode == 0  # regex via a variable
-    assert render_shell("echo ${context.items}", ns) == "echo v"
+    assert render_shell("echo ${context.items}", ns) == "echo 'v'"
 
 
 # --- performance shape -----------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
     [
         ("cat <<EOF\nsum: $((1 + 2))\nname: ${context.v}\nEOF", "sum: 3\nname: -v $(x)\n"),
         ("cat <<'EOF'\n`x` ${context.v}\nEOF", "`x` -v $(x)\n"),
-        ("echo $'it\\'s' ${context.v}", "it's -v $(x)\n"),
+        ("echo $'it\\'s' [${context.v}]", "it's [-v $(x)]\n"),
         ("printf '%s\\n' ${context.v}", "-v $(x)\n"),
         ("printf -- ${context.v}", "-v $(x)"),
         ('[ -n "${context.v}" ] && echo set', "set\n"),

@@ -181,6 +181,27 @@ def bind_parameters(child: Loop, values: Mapping[str, Any]) -> dict[str, Any]:
     return bound
 
 
+def check_command_bindings(state: State, parent: Loop, child: Loop) -> None:
+    """Refuse a `with:` value that hands text (a capture, the previous output, a string) to a
+    child parameter declared `type: command`: the child would run it as code."""
+    from engine.shell.interpolate import ValueTypes, undeclared_code  # only loops with `loop:`
+
+    types = ValueTypes.of(parent.parameters)
+    for name, value in (state.with_ or {}).items():
+        param = child.parameters.get(name)
+        if param is None or param.type != "command":
+            continue
+        found = undeclared_code(value, types)
+        if found is not None:
+            raise SubloopError(
+                f"state {state.name!r} binds ${{{found}}} to {name!r}, a `type: command` "
+                f"parameter of loop {child.name!r}, which runs it as code; only a command this "
+                "loop's caller declared may go there",
+                hint="declare a `type: command` parameter in this loop and pass it on, or hand "
+                "the output to the child as a plain string parameter",
+            )
+
+
 # --- results ---------------------------------------------------------------------------------
 
 
@@ -273,6 +294,7 @@ def run_subloop(
     try:
         path = resolve_child(loop_ref, parent.source, project_root)
         child = load(path)
+        check_command_bindings(state, parent, child)
         context = bind_parameters(child, with_values)
     except LoopError as exc:
         reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"

@@ -44,6 +44,10 @@ class Position:
     before it parses the substitution."""
     function: str = ""
     """An argument of this function, which the script defines (its body is not followed)."""
+    option_of: str | None = None
+    """The command (`git`, or `?` when its name is not literal) whose option parser reads the
+    argument word this hole starts, with no `--` before it: a value starting with `-` would be
+    an option. None when the hole does not start an argument word."""
 
 
 @dataclass(frozen=True)
@@ -537,6 +541,7 @@ class _State:
     in_heredoc: bool = False
     test: str = ""  # "[" or "[[" inside a test command
     function: str = ""  # the script's function the hole is passed to
+    option_of: str | None = None
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -570,7 +575,9 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         _step(state, parent, child, start, source, facts)
     if not exact:
         _literal_hole(state, node, start, end, source)
-    return Position(state.role, state.context, state.why, state.in_heredoc, state.function)
+    return Position(
+        state.role, state.context, state.why, state.in_heredoc, state.function, state.option_of
+    )
 
 
 _TRANSPARENT = frozenset(
@@ -768,6 +775,7 @@ def _step_unary(state: _State, parent: Node, child: Node, *_: object) -> None:
 def _step_command(
     state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
 ) -> None:
+    state.option_of = None  # the innermost command decides
     if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
         return
     words = _command_words(parent)
@@ -786,8 +794,94 @@ def _step_command(
             )
             return
         verdict = argument_role(words, index + 1, functions)
+        if _starts_word(child, hole, source) and not _script_function(parent, words[0]):
+            state.option_of = _option_reader(words, index + 1)
     state.mark(verdict.role, verdict.why)
     state.function = state.function or verdict.function
+
+
+_STOPS_AT_OPERAND = frozenset({"echo", "printf"})
+"""Builtins that read options only before their first operand (no GNU-style permutation)."""
+_NO_OPTIONS = frozenset({"test", "[", "[["})
+"""Their words are operands and operators by position, which the test rules classify."""
+_CODE_THEN_DATA = frozenset({"bash", "sh", "zsh", "dash", "ksh", "python", "python3"})
+"""After `-c CODE` their words are the code's data ($1, sys.argv), not options."""
+_WRAPPER_OPERANDS = {
+    **dict.fromkeys(("env", "sudo", "doas", "nohup", "time", "nice", "setsid", "stdbuf"), 0),
+    **dict.fromkeys(("command", "builtin", "exec", "xargs", "ionice", "unbuffer"), 0),
+    **dict.fromkeys(("timeout", "chroot", "flock"), 1),
+}
+"""Commands that run the command after their options (and this many operands)."""
+
+
+def _script_function(command: Node, name: str | None) -> bool:
+    """`name` is a function the script itself defines: its arguments are its `$1`, `$2`, ..."""
+    root = command
+    while root.parent is not None:
+        root = root.parent
+    return name is not None and any(
+        node.type == "function_definition"
+        and (found := node.child_by_field_name("name")) is not None
+        and _text(found) == name
+        for node in _walk(root)
+    )
+
+
+def _starts_word(word: Node, hole: int, source: bytes) -> bool:
+    """The hole is the first thing of the word's text: only quotes (or nothing) before it."""
+    before = source[word.start_byte : hole].lstrip(b" \t")
+    return before.strip(b"\"'$") == b""
+
+
+def _option_reader(words: Sequence[str | None], index: int) -> str | None:
+    """The program that could read `words[index]` as an option (`?` if its name is unknown),
+    looking through wrappers (`env`, `sudo`, `timeout`, ...); None after a literal `--`."""
+    start = 0
+    for _ in range(8):
+        name = words[start]
+        base = None if name is None else name.rsplit("/", 1)[-1]
+        operands = _WRAPPER_OPERANDS.get(base or "")
+        if operands is None:
+            break
+        i = start + 1
+        while i < index and _wrapper_option(words[i], base):
+            i += 1
+            if words[i - 1] == "--":
+                break
+        if i + operands >= index:  # one of the wrapper's own options or operands
+            return None if "--" in words[start + 1 : index] else base
+        start = i + operands
+    return _options_open(words[start : index + 1])
+
+
+def _wrapper_option(word: str | None, wrapper: str | None) -> bool:
+    if word is None or word == "-":
+        return False
+    return word.startswith("-") or (wrapper == "env" and "=" in word)
+
+
+def _options_open(words: Sequence[str | None]) -> str | None:
+    """The command `words[0]` when it could still read the last word as an option."""
+    name = words[0]
+    base = "?" if name is None else name.rsplit("/", 1)[-1]
+    before = words[1:-1]
+    if "--" in before or base in _NO_OPTIONS:
+        return None
+    if base in _STOPS_AT_OPERAND and any(w is not None and not w.startswith("-") for w in before):
+        return None
+    if base in _CODE_THEN_DATA and _after_code(base, before):
+        return None
+    return base
+
+
+def _after_code(base: str, before: Sequence[str | None]) -> bool:
+    """A `-c` option (for a shell also `-ec`, ...) and then its code word came before."""
+    shell = not base.startswith("python")
+    return any(
+        word == "-c" or (shell and word[:1] == "-" and word[1:2] != "-" and "c" in word)
+        for word in before[:-1]
+        if word is not None
+    )
 
 
 def _step_function(state: _State, parent: Node, child: Node, *_: object) -> None:

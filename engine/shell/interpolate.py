@@ -35,12 +35,15 @@ from engine.model.loop import Parameter
 from engine.shell.commands import Role
 from engine.shell.grammar import Flow, Layout, Position, layout
 from engine.shell.quoting import (
+    Context,
     Raw,
     ShellQuoted,
     UnsafeValue,
     check_heredoc,
+    keep_apart,
     quote,
     shell_quote,
+    unshell,
 )
 
 ROOTS: frozenset[str] = frozenset(
@@ -173,6 +176,27 @@ class ValueTypes:
 NO_TYPES = ValueTypes()
 
 
+def undeclared_code(value: Any, types: ValueTypes) -> str | None:
+    """The first expression of a `with:` value bound to a child's `type: command` parameter that
+    is neither a command this loop's caller declared nor an integer, or None.
+
+    The child runs that parameter as code, so anything else there (a capture, the previous
+    output, a plain string parameter) is text becoming code, as `bash -c "${...}"` would be.
+    """
+    if isinstance(value, str):
+        for expression in find_expressions(value):
+            if not _declared_code(expression.text, types):
+                return expression.text
+        return None
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return None
+    return next((f for f in (undeclared_code(i, types) for i in items) if f is not None), None)
+
+
 def value_type(text: str, types: ValueTypes = NO_TYPES) -> str:
     """`integer`, `command` or `text`: the static type of the expression `text` (inside ${})."""
     spec = _spec(text)
@@ -248,16 +272,17 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
         raise InterpolationError(
             expressions[0].text, f"no value can be placed safely in this action ({plan.problem})"
         )
-    quoted = [_place(hole, evaluate(hole.expression.text, ns), types) for hole in holes]
-    _check_heredocs(plan, quoted, expressions)
+    quoted: list[str] = []
     out: list[str] = []
-    k = 0
     for piece in parsed.pieces:
         if isinstance(piece, Expression):
-            out.append(quoted[k])
-            k += 1
+            hole = holes[len(quoted)]
+            value = evaluate(hole.expression.text, ns)
+            quoted.append(_place(hole, value, types, "".join(out)))
+            out.append(quoted[-1])
         else:
             out.append(piece)
+    _check_heredocs(plan, quoted, expressions)
     return "".join(out)
 
 
@@ -333,8 +358,9 @@ def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
     )
 
 
-def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
-    """The quoted text of one value at its position, or an `InterpolationError`."""
+def _place(hole: ShellHole, value: Any, types: ValueTypes, before: str = "") -> str:
+    """The quoted text of one value at its position after the rendered text `before`, or an
+    `InterpolationError`."""
     expr = hole.expression.text
     position = hole.position
     text = _text(expr, value)
@@ -342,12 +368,11 @@ def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
         text = type(value)(text)
     kind = value_type(expr, types)
     try:
-        if position.role is Role.VALUE or isinstance(value, Raw):
-            return quote(text, position.context, position.in_heredoc)
-        if _is_integer(value, text, kind):
-            return quote(text.strip(), position.context, position.in_heredoc)
-        if position.role is Role.CODE and kind == "command":
-            return quote(str(text), position.context, position.in_heredoc)
+        placed = _placed(hole, value, text, kind, before)
+        if placed is not None and not isinstance(value, Raw):
+            return keep_apart(before, placed, position.context)
+        if placed is not None:
+            return placed
     except UnsafeValue as problem:
         raise InterpolationError(
             expr, f"{problem.reason} (position: {position.context.value})"
@@ -359,6 +384,58 @@ def _place(hole: ShellHole, value: Any, types: ValueTypes) -> str:
             + refusal(hole, "text").removeprefix("text cannot go here: "),
         )
     raise InterpolationError(expr, refusal(hole, "text"))
+
+
+def _placed(hole: ShellHole, value: Any, text: str, kind: str, before: str) -> str | None:
+    """The value's text quoted for its position; None when its type may not go there."""
+    position = hole.position
+    if isinstance(value, Raw):
+        return quote(text, position.context, position.in_heredoc)
+    if position.role is Role.VALUE:
+        _refuse_option(hole, unshell(text) if isinstance(value, ShellQuoted) else text)
+        return quote(text, position.context, position.in_heredoc)
+    if _is_integer(value, text, kind):
+        return _integer_text(text.strip(), position, before)
+    if position.role is Role.CODE and kind == "command":
+        return quote(str(text), position.context, position.in_heredoc)
+    return None
+
+
+def _integer_text(number: str, position: Position, before: str) -> str:
+    """An integer where bash evaluates text: bare (a quote would be part of the expression);
+    a negative one in parentheses unless a blank precedes it, so that `i-` and `-3` do not
+    make `i--3`."""
+    if position.context in (Context.REGEX, Context.DELIMITER, Context.ESCAPED):
+        return quote(number, position.context, position.in_heredoc)
+    if number.startswith("-") and position.role is Role.ARITHMETIC:
+        return number if before[-1:] in ("", " ", "\t", "\n") else f"({number})"
+    return number
+
+
+_NUMBER = re.compile(r"-[0-9]+(?:\.[0-9]+)?")
+
+
+def _refuse_option(hole: ShellHole, text: str) -> None:
+    """A value that starts an argument word with `-` is an option to the program: refused,
+    unless it is a number (`-3`) or a `--` before it ends the options."""
+    program = hole.position.option_of
+    if program is None or not text.startswith("-") or _NUMBER.fullmatch(text):
+        return
+    expr = hole.expression.text
+    where = f"line {hole.line}, column {hole.column} of the action"
+    if program in ("echo", "?"):
+        who = "`echo` would read it as an option" if program == "echo" else "it could be an option"
+        hint = f"echo has no `--`: write printf '%s\\n' ${{{expr}}} instead"
+    else:
+        who = f"`{program}` would read it as an option"
+        hint = (
+            f"write `--` before the operands (`{program} ... -- ${{{expr}}}`), or prefix a "
+            "path with `./`"
+        )
+    raise InterpolationError(
+        expr,
+        f"the value {_preview(text)} starts with `-`, so {who} ({where}); {hint}",
+    )
 
 
 def _is_integer(value: Any, text: str, kind: str) -> bool:
@@ -406,6 +483,41 @@ def to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _declared_code(text: str, types: ValueTypes) -> bool:
+    """The expression is a declared command or an integer; a conditional counts when each of
+    its branches is (`a if cond else b` picks one of them, whatever the condition reads)."""
+    if value_type(text, types) in ("command", "integer"):
+        return True
+    spec = _spec(text)
+    if isinstance(spec, str) or spec.default is not None or spec.shell:
+        return False
+    from jinja2.parser import Parser
+
+    try:
+        tree = Parser(_environment(), spec.base, state="variable").parse_expression()
+    except Exception:
+        return False
+    return _declared_node(tree, types)
+
+
+def _declared_node(node: Any, types: ValueTypes) -> bool:
+    from jinja2 import nodes
+
+    if isinstance(node, nodes.CondExpr):
+        return _declared_node(node.expr1, types) and (
+            node.expr2 is not None and _declared_node(node.expr2, types)
+        )
+    if isinstance(node, nodes.Const):
+        return isinstance(node.value, str | int)  # the author's own text
+    names: list[str] = []
+    while isinstance(node, nodes.Getattr):
+        names.insert(0, node.attr)
+        node = node.node
+    if not isinstance(node, nodes.Name) or not names:
+        return False
+    return value_type(".".join([node.name, *names]), types) in ("command", "integer")
 
 
 # --- template structure ----------------------------------------------------------------------

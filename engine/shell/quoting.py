@@ -83,6 +83,10 @@ def shell_quote(value: str) -> str:
 def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
     """Text that bash, at `context`, reads back as exactly `value` and nothing else.
 
+    Unquoted, every value (also a plain one, also a `| shell` word) becomes one single-quoted
+    word: next to the script's own text almost any character can mean something to bash (`~`
+    and a name, a digit before `>`, `,` or `..` inside braces), and a quoted word cannot.
+
     `in_heredoc`: the position is nested (in a `$(...)`) inside an unquoted heredoc body, where
     bash removes every backslash-newline before parsing; backslashes are then written as
     `"\\"` between single-quoted parts, so no backslash can meet a newline.
@@ -92,16 +96,14 @@ def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
     if isinstance(value, Raw):
         return str(value)
     if context in (Context.UNQUOTED, Context.REGEX) and isinstance(value, ShellQuoted):
-        return str(value)
+        value = unshell(value)
     value = str(value)
     if context in (Context.DELIMITER, Context.ESCAPED):
         raise UnsafeValue(_REFUSALS[context])
-    if context is Context.REGEX and value != "":  # quoted, `.` and `+` match themselves
+    if context in (Context.UNQUOTED, Context.REGEX):  # quoted, `.` and `+` match themselves
         return "'" + _single(value, in_heredoc) + "'"
     if is_safe(value):
         return value
-    if context in (Context.UNQUOTED, Context.REGEX):
-        return "'" + _single(value, in_heredoc) + "'"
     if context is Context.DOUBLE:
         return re.sub(r'([\\"$`])', r"\\\1", value)
     if context is Context.SINGLE:
@@ -117,11 +119,53 @@ def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
     raise UnsafeValue(_REFUSALS[context] + f"; the value {_preview(value)} is not plain")
 
 
+def unshell(word: str) -> str:
+    """The value a `shell_quote` word stands for (its exact inverse)."""
+    if not word.startswith("'"):
+        return word
+    return word[1:-1].replace("'\\''", "'")
+
+
+_AFTER_NAME = re.compile(r"(?<!\\)(?:\\\\)*\$[A-Za-z_][A-Za-z0-9_]*\Z")
+_AFTER_DOLLAR = re.compile(r"(?<!\\)(?:\\\\)*\$\Z")
+_JOINS_NAME = re.compile(r"[A-Za-z0-9_]")
+_EXPANDING = (Context.UNQUOTED, Context.DOUBLE, Context.HEREDOC, Context.BACKTICK)
+
+
+def keep_apart(before: str, placed: str, context: Context) -> str:
+    """`placed` (a value's text) made to stay a piece of its own after the text `before`.
+
+    Right after `$NAME` a value starting with a letter, digit or `_` would lengthen the name
+    (`$HOME` + `_dir` is `$HOME_dir`); an empty `""` ends the name (unquoted, inside "..." and in
+    arithmetic alike). Right after a
+    lone `$` any value would start an expansion (`$(`, `${`, `$'`): refused.
+    """
+    if context not in _EXPANDING:
+        return placed
+    if _AFTER_DOLLAR.search(before):
+        raise UnsafeValue(
+            "the value would follow a lone `$`, and bash would read the two together as one "
+            "expansion; end the text before it differently (`$$` is the process id)"
+        )
+    if not _JOINS_NAME.match(placed) or not _AFTER_NAME.search(before):
+        return placed
+    if context in (Context.UNQUOTED, Context.DOUBLE):
+        return '""' + placed
+    name = _AFTER_NAME.search(before)
+    shown = name.group().lstrip("\\") if name else "$NAME"
+    raise UnsafeValue(
+        f"the value {_preview(placed)} would join the variable name of `{shown}` right before "
+        f"it, and no quoting can part them in this position; write `${{{shown[1:]}}}` "
+        "(with braces) before it"
+    )
+
+
 def _single(value: str, in_heredoc: bool) -> str:
-    """The inside of a single-quoted string: `'` becomes `'\\''`, or, in a heredoc body, `'"'"'`
-    and each backslash `'"\\\\"'`, so that no backslash is left to meet a newline."""
+    """The inside of a single-quoted string: `'` becomes `'"'"'` (bash 5.2 misparses `'\\''`
+    inside `a=(...)` within `$(...)`), and, in a heredoc body, each backslash `'"\\\\"'`, so
+    that no backslash is left to meet a newline."""
     if not in_heredoc:
-        return value.replace("'", "'\\''")
+        return value.replace("'", "'\"'\"'")
     return value.replace("'", "'\"'\"'").replace("\\", "'\"\\\\\"'")
 
 
