@@ -148,6 +148,19 @@ _WRAPPERS: dict[str, _Wrapper] = {
 _NAME_OPTION = frozenset({"-v", "-R"})
 
 
+def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset()) -> bool:
+    """Whether the simple command `words` may run what it reads on stdin as a program: its
+    next word would be code (`bash`, `python3`, `ssh host`, `parallel`), or not classified (a
+    name known only at run time, a function of the script), or an interpreter given `-`."""
+    extended = [*words, "script.txt"]
+    if argument_role(extended, len(words), functions).role in (Role.CODE, Role.UNKNOWN):
+        return True
+    name = words[0] if words else None
+    base = "" if name is None else name.rsplit("/", 1)[-1]
+    interpreter = _INTERPRETER_ALIASES.get(base, base)
+    return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
+
+
 def argument_role(
     words: Sequence[Word], index: int, functions: frozenset[str] = frozenset()
 ) -> Verdict:

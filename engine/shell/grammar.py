@@ -25,7 +25,14 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from engine.shell.commands import Role, Verdict, argument_role, declare_flags, test_role
+from engine.shell.commands import (
+    Role,
+    Verdict,
+    argument_role,
+    declare_flags,
+    runs_its_input,
+    test_role,
+)
 from engine.shell.quoting import Context, Heredoc
 
 if TYPE_CHECKING:
@@ -575,8 +582,82 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         _step(state, parent, child, start, source, facts)
     if not exact:
         _literal_hole(state, node, start, end, source)
+    reader = _stdin_reader(chain, frozenset(facts.functions))
+    if reader is not None:
+        state.mark(
+            Role.CODE,
+            f"text fed to the standard input of `{reader}`, which could run it as a program",
+        )
     return Position(
         state.role, state.context, state.why, state.in_heredoc, state.function, state.option_of
+    )
+
+
+_INPUT_REDIRECTS = frozenset({"<", "<&", "<>"})
+
+
+def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
+    """A program the hole's text reaches on its standard input and may run as its program:
+    `bash <<< X`, `bash <<EOF`, `bash < <(echo X)`, `echo X | sh` (any later stage of the
+    pipe, as data can pass through `cat` or `tee` on the way)."""
+    for parent, child in itertools.pairwise(chain):
+        if parent.type == "redirected_statement" and _feeds_stdin(child):
+            body = parent.child_by_field_name("body")
+            found = _program_reader(body, functions) if body is not None else "?"
+        elif parent.type == "command" and _feeds_stdin(child):  # `bash <<< X`
+            found = _program_reader(parent, functions)
+        elif parent.type == "pipeline":
+            stages = [c for c in parent.children if c.is_named]
+            after = [s for s in stages if s.start_byte >= child.end_byte]
+            found = next(filter(None, (_program_reader(s, functions) for s in after)), None)
+        else:
+            continue
+        if found is not None:
+            return found
+    return None
+
+
+def _feeds_stdin(redirect: Node) -> bool:
+    if redirect.type in ("herestring_redirect", "heredoc_redirect"):
+        return True
+    return redirect.type == "file_redirect" and any(
+        c.type in _INPUT_REDIRECTS for c in redirect.children
+    )
+
+
+def _program_reader(node: Node, functions: frozenset[str]) -> str | None:
+    """The first command in `node` that would run what it reads as a program: one whose next
+    word would be code (`bash`, `python3`, `sh -s`, `ssh host`), a script given as `-`, a
+    function of the script or a command named only at run time (not followed: fail closed)."""
+    for found in _walk(node):
+        if found.type != "command":
+            continue
+        words = _reader_words(found)
+        if not words:
+            continue
+        base = (words[0] or "?").rsplit("/", 1)[-1]
+        if runs_its_input(words, functions) or _replaces(base, words):
+            return base
+    return None
+
+
+def _reader_words(command: Node) -> list[str | None]:
+    """The command's words, where an argument that expands to a path (`"$DIR/count.py"`: it
+    holds a literal `/` and does not start with `-`) counts as that literal path, not as a
+    word that might be an option."""
+    words = _command_words(command)
+    for i, argument in enumerate(_arguments(command), start=1):
+        text = _text(argument).strip("\"'")
+        if i < len(words) and words[i] is None and "/" in text and not text.startswith("-"):
+            words[i] = "path/" + text.rsplit("/", 1)[-1]
+    return words
+
+
+def _replaces(base: str, words: list[str | None]) -> bool:
+    """`xargs -I{} sh -c 'echo {}'`: what it reads is pasted into the command's words, code
+    included."""
+    return base == "xargs" and any(
+        w is None or w.startswith(("-I", "-i", "--replace", "-J")) for w in words[1:]
     )
 
 

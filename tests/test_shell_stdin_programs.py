@@ -1,0 +1,65 @@
+"""Text fed to a program's standard input, where that program runs what it reads: `bash <<< X`,
+`echo X | sh`, `python3 <<EOF`. The text would be its program, so only a `type: command` value
+may go there; programs that read their input as data (`cat`, `wc`, `python3 script.py`, a
+`while read` loop) take any value."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import render_shell
+from tests.shellquote_helpers import run_bash
+
+PAYLOAD = "touch CANARY"
+
+
+@pytest.mark.parametrize(
+    ("template", "reader"),
+    [
+        ("bash <<< ${context.t}", "bash"),
+        ("echo ${context.t} | bash", "bash"),
+        ("echo ${context.t} | sh", "sh"),
+        ("echo ${context.t} | cat | bash", "bash"),
+        ("bash <<EOF\n${context.t}\nEOF", "bash"),
+        ("bash < <(echo ${context.t})", "bash"),
+        ("python3 <<< ${context.t}", "python3"),
+        ("python3 - <<< ${context.t}", "python3"),
+        ("echo ${context.t} | ssh host", "ssh"),
+        ("echo ${context.t} | parallel", "parallel"),
+        ("echo ${context.t} | xargs -I{} sh -c 'echo {}'", "xargs"),
+        ('echo ${context.t} | "$RUNNER"', "?"),
+    ],
+)
+def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
+    with pytest.raises(InterpolationError) as refused:
+        render_shell(template, {"context": {"t": PAYLOAD}})
+    assert f"fed to the standard input of `{reader}`" in refused.value.reason
+
+
+@pytest.mark.parametrize(
+    ("template", "output"),
+    [
+        ("cat <<< ${context.t}", f"{PAYLOAD}\n"),
+        ("echo ${context.t} | grep -c touch", "1\n"),
+        ('printf "%s\\n" ${context.t} | while read -r l; do echo "[$l]"; done', f"[{PAYLOAD}]\n"),
+        ("echo ${context.t} | bash -c 'cat'", f"{PAYLOAD}\n"),
+        ("wc -w <<< ${context.t}", "2\n"),
+        ("echo ${context.t} | tr a-z A-Z", f"{PAYLOAD.upper()}\n"),
+        ("sort <<EOF\n${context.t}\nEOF", f"{PAYLOAD}\n"),
+        ('echo ${context.t} | python3 "$HOME/../$HOME/x.py" 2>/dev/null || echo ran', "ran\n"),
+    ],
+)
+def test_programs_that_read_their_input_as_data_take_any_value(template: str, output: str) -> None:
+    ran = run_bash(render_shell(template, {"context": {"t": PAYLOAD}}))
+    assert (ran.stdout, ran.created) == (output, [])
+
+
+def test_a_command_value_may_be_fed_to_a_shell() -> None:
+    """A `type: command` parameter is code by declaration: piping it into bash is its use."""
+    from engine.model.loop import Parameter
+    from engine.shell.interpolate import ValueTypes
+
+    types = ValueTypes.of({"t": Parameter(name="t", type="command")})
+    ran = run_bash(render_shell("echo ${context.t} | bash", {"context": {"t": "echo hi"}}, types))
+    assert ran.stdout == "hi\n"
