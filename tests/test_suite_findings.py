@@ -1,0 +1,211 @@
+"""A tester's findings on `ll-harness suite`, each pinned by a real suite run through the CLI:
+judges that spin, quit or block; files that cannot be read safely; where history goes; inputs
+too large to export; the report's order; and the messages around them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli import ll_harness, ll_loop
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def project(tmp_path: Path) -> Path:
+    (tmp_path / ".loops").mkdir(exist_ok=True)
+    return tmp_path
+
+
+def run_json(cwd: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    done = ll_harness(cwd, "suite", *args, "--output", "json", "--quiet")
+    try:
+        return done.code, json.loads(done.stdout), done.stderr
+    except ValueError:
+        shown = f"{done.stdout}\n{done.stderr}"
+        raise AssertionError(f"not JSON (exit {done.code}):\n{shown}") from None
+
+
+def errors_of(data: dict[str, Any], judge: str) -> list[str]:
+    return [r["error"] for r in data["results"] if r["judge"] == judge]
+
+
+def recorded(root: Path) -> list[str]:
+    db = root / ".loops" / "history.db"
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            rows = conn.execute("SELECT case_id FROM suite_cases ORDER BY 1").fetchall()
+    except sqlite3.OperationalError:  # the tables do not exist yet
+        return []
+    return [row[0] for row in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. A check that never ends
+
+
+SPINNING = """\
+name: spinning
+cases: [{id: a, input: {x: 1}}, {id: b, input: {x: 2}}]
+subject: {command: "echo hi"}
+judges:
+  - name: spins
+    timeout: 0.5
+    check: |
+      while True:
+          try:
+              pass
+          except Exception:
+              pass
+  - name: fine
+    check: return True
+"""
+
+
+def test_a_spinning_check_ends_as_its_error_at_its_time_limit(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", SPINNING)
+    started = time.monotonic()
+    code, data, err = run_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert time.monotonic() - started < 20
+    [spins] = [j for j in data["judges"] if j["judge"] == "spins"]
+    assert spins["errored"] == 2
+    assert (
+        errors_of(data, "spins")
+        == [
+            "judge 'spins' at s.suite.yaml:5: the check did not finish within its time limit of "
+            "0.5 s (set the judge's timeout: to change it)"
+        ]
+        * 2
+    )
+    assert [r["passed"] for r in data["results"] if r["judge"] == "fine"] == [True, True]
+
+
+def test_the_watchdog_never_interrupts_a_check_that_finished_in_time() -> None:
+    from engine.judges.deadline import within
+
+    assert [within(0.05, lambda n=n: n) for n in range(2000)] == list(range(2000))
+    time.sleep(0.2)  # every deadline has passed: nothing may land in this thread now
+    assert sum(range(100_000)) == 4999950000
+
+
+def test_a_check_timeout_is_a_key_of_check_judges_only(tmp_path: Path) -> None:
+    write(
+        project(tmp_path) / "s.suite.yaml",
+        """\
+        name: t
+        cases: [{id: a, input: {}}]
+        subject: {command: "echo hi"}
+        judges:
+          - {name: smart, prompt: "Rate it.", timeout: 3}
+        """,
+    )
+    done = ll_loop(tmp_path, "validate", "s.suite.yaml")
+    assert done.code != 0
+    assert "timeout applies to builtin (with arguments) or an inline check snippet judges" in (
+        done.stdout + done.stderr
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. A check that tries to end the process
+
+
+QUITTING = """\
+name: quitting
+cases: [{id: a, input: {}}]
+subject: {command: "echo hi"}
+judges:
+  - name: quits
+    check: |
+      import sys
+      sys.exit(5)
+  - name: raises_exit
+    check: raise SystemExit
+  - name: ctrl_c
+    check: raise KeyboardInterrupt
+  - name: generator
+    check: raise GeneratorExit
+  - name: fine
+    check: return True
+"""
+
+
+def test_sys_exit_and_friends_in_a_check_are_that_judges_error(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", QUITTING)
+    code, data, err = run_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert errors_of(data, "quits") == [
+        "judge 'quits' at s.suite.yaml:8: the check called sys.exit(5); a judge cannot end the run"
+    ]
+    assert errors_of(data, "raises_exit") == [
+        "judge 'raises_exit' at s.suite.yaml:10: the check called sys.exit(); a judge cannot "
+        "end the run"
+    ]
+    assert errors_of(data, "ctrl_c") == [
+        "judge 'ctrl_c' at s.suite.yaml:12: the check raised KeyboardInterrupt; a judge cannot "
+        "stop the run"
+    ]
+    assert "raised GeneratorExit" in errors_of(data, "generator")[0]
+    assert [r["passed"] for r in data["results"] if r["judge"] == "fine"] == [True]
+    assert data["case_runs"][0]["status"] == "ok"
+
+
+def test_sys_exit_in_a_loops_assessment_is_its_error_not_the_runs_exit(tmp_path: Path) -> None:
+    write(
+        project(tmp_path) / "l.yaml",
+        """\
+        name: l
+        scope: ["."]
+        initial: assess
+        states:
+          assess:
+            evaluate:
+              type: assessment
+              judges:
+                - name: quits
+                  check: |
+                    import sys
+                    sys.exit(4)
+            on_yes: done
+            on_no: done
+            on_error: broken
+          done: {terminal: true}
+          broken: {terminal: true}
+        """,
+    )
+    done = ll_loop(tmp_path, "run", "l.yaml", "--json", process=True)
+    assert done.code == 0, done.stderr
+    assert done.verdicts() == [("assess", "error")]
+    assert done.json["final_state"] == "broken"
+
+
+def test_a_real_ctrl_c_in_the_main_thread_still_stops_a_check() -> None:
+    """In the main thread with Python's SIGINT handler, a KeyboardInterrupt may be the user's
+    Ctrl-C: it is not turned into the judge's error."""
+    from engine.judges import run_judge
+    from engine.model.judges import Judge
+
+    assert threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        snippet = "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)"
+        judge = Judge(name="waits", kind="check", check=snippet + "\nreturn True")
+        with pytest.raises(KeyboardInterrupt):
+            run_judge(judge, {"stdout": ""})
+    finally:
+        signal.signal(signal.SIGINT, previous)
