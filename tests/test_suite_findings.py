@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
 import textwrap
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli import ll_harness, ll_loop
+from tests.cli import BIN, ll_harness, ll_loop
 
 
 def write(path: Path, text: str) -> Path:
@@ -121,6 +122,61 @@ def test_a_check_timeout_is_a_key_of_check_judges_only(tmp_path: Path) -> None:
     )
 
 
+STUCK = """\
+name: stuck
+cases:
+  - {id: a, input: {x: 1}, annotations: {mark: "MARK"}}
+  - {id: b, input: {x: 2}, annotations: {mark: "MARK"}}
+  - {id: c, input: {x: 3}, annotations: {mark: "MARK"}}
+subject: {command: "echo hi"}
+judges:
+  - name: sleeps
+    check: |
+      import os, time
+      if inputs["x"] == 2 and not os.path.exists(annotations["mark"]):
+          time.sleep(1000)  # in C code: no exception reaches it
+      return True
+"""
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_does_not_wait_for_a_case_stuck_in_c_code(tmp_path: Path, signum: int) -> None:
+    mark = tmp_path / "mark"
+    write(project(tmp_path) / "s.suite.yaml", STUCK.replace("MARK", str(mark)))
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "3"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while recorded(tmp_path) != ["a", "c"]:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    started = time.monotonic()
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    assert time.monotonic() - started < 12
+    assert process.returncode == 3, err
+    assert "of 3 cases (1 stuck case left unrecorded)" in err
+    how = "interrupted" if signum == signal.SIGINT else "stopped by SIGTERM"
+    assert f"{how} after 2 of 3 cases" in err
+    assert "--resume" in err
+    assert recorded(tmp_path) == ["a", "c"]
+    run_id = err.split("--resume ")[1].split("`")[0]
+    assert not [p for p in Path("/dev/shm").glob(f"ll-suite-{run_id}")]
+    mark.write_text("")
+    done = ll_harness(tmp_path, "suite", "s.suite.yaml", "--resume", run_id, "--quiet")
+    assert done.code == 0, done.stderr
+    assert recorded(tmp_path) == ["a", "b", "c"]
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. A check that tries to end the process
 
@@ -209,3 +265,25 @@ def test_a_real_ctrl_c_in_the_main_thread_still_stops_a_check() -> None:
             run_judge(judge, {"stdout": ""})
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_stops_a_suite_whose_check_spins(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", SPINNING.replace("timeout: 0.5", "timeout: 600"))
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / ".loops" / "suites").glob("*/lock")):  # the run has begun
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    time.sleep(1)  # the subjects have run: both cases are in their spinning check
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 3, err
+    assert "interrupted after 0 of 2 cases" in err and "--resume" in err
+    assert recorded(tmp_path) == []
