@@ -287,3 +287,58 @@ def test_ctrl_c_stops_a_suite_whose_check_spins(tmp_path: Path) -> None:
     assert process.returncode == 3, err
     assert "interrupted after 0 of 2 cases" in err and "--resume" in err
     assert recorded(tmp_path) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 2 and 7. Collecting outputs: only regular files, never through a link
+
+
+def test_a_fifo_in_an_output_directory_is_passed_over(tmp_path: Path) -> None:
+    write(
+        project(tmp_path) / "s.suite.yaml",
+        """\
+        name: fifo
+        cases: [{id: a, input: {}}]
+        isolation: copy
+        subject: {command: "mkdir out && mkfifo out/pipe && echo text > out/a.txt", timeout: 5}
+        outputs: {paths: [out]}
+        judges:
+          - name: read
+            check: return sorted(outputs["files"]) == ["out/a.txt"], str(sorted(outputs["files"]))
+        """,
+    )
+    done = ll_harness(
+        tmp_path, "suite", "s.suite.yaml", "--output", "json", process=True, timeout=60
+    )
+    assert done.code == 0, done.stderr
+    assert [r["passed"] for r in done.json["results"]] == [True]
+
+
+def test_links_in_output_directories_are_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "inner.txt").write_text("TOP-SECRET too")
+    write(
+        project(tmp_path) / "s.suite.yaml",
+        f"""\
+        name: links
+        cases: [{{id: a, input: {{}}}}]
+        isolation: copy
+        subject:
+          command: >-
+            mkdir -p out && echo mine > out/own.txt && ln -s {secret} out/leak.txt &&
+            ln -s {tmp_path / "secrets"} out/dir && ln -s own.txt out/inside.txt &&
+            ln -s {secret} top.txt
+        outputs: {{paths: [out, top.txt, out/dir/inner.txt]}}
+        judges:
+          - name: no_leak
+            check: |
+              texts = [str(v) for v in outputs["files"].values()]
+              leaked = [t for t in texts if "SECRET" in t]
+              return not leaked and sorted(outputs["files"]) == ["out/own.txt"], str(texts)
+        """,
+    )
+    code, data, err = run_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert [r["passed"] for r in data["results"]] == [True], data["results"]
