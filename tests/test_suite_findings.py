@@ -342,3 +342,27 @@ def test_links_in_output_directories_are_not_followed(tmp_path: Path) -> None:
     code, data, err = run_json(tmp_path, "s.suite.yaml")
     assert code == 0, err
     assert [r["passed"] for r in data["results"]] == [True], data["results"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Where the history goes
+
+
+def test_a_loops_folder_in_a_world_writable_parent_is_not_the_project(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    (shared / ".loops").mkdir(parents=True)
+    shared.chmod(0o1777)
+    here = shared / "x1"
+    write(
+        here / "s.suite.yaml",
+        """\
+        name: where
+        cases: [{id: a, input: {}}]
+        subject: {command: "echo hi"}
+        judges: [{name: fine, check: return True}]
+        """,
+    )
+    done = ll_harness(here, "suite", "s.suite.yaml", "--quiet")
+    assert done.code == 0, done.stderr
+    assert not list((shared / ".loops").iterdir())
+    assert (here / ".loops" / "history.db").is_file()

@@ -26,6 +26,7 @@ from typing import Any
 
 from engine.judges.deadline import SignalInterrupt
 from engine.load.dataset import list_cases, read_case
+from engine.load.project import project_root
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
 from engine.model.suite import Case, Suite
@@ -307,16 +308,6 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     if history is not None and run_row is None:
         history.record_suite_run(_run_row(suite, settings, options, len(cases), cwd))
     return _Plan(settings, options, cases, baseline_run)
-
-
-def project_root(cwd: Path) -> Path:
-    """Where `.loops/` is (or will be): the nearest ancestor holding it, else the git
-    repository's top, else `cwd` (as for loops, see docs/runs.md)."""
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".loops").is_dir():
-            return folder
-    top = git_toplevel(cwd)
-    return top if top is not None else cwd
 
 
 def _small_copies(suite: Suite, root: Path) -> bool:
