@@ -366,3 +366,45 @@ def test_a_loops_folder_in_a_world_writable_parent_is_not_the_project(tmp_path: 
     assert done.code == 0, done.stderr
     assert not list((shared / ".loops").iterdir())
     assert (here / ".loops" / "history.db").is_file()
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Inputs too large to export
+
+
+def test_an_input_too_large_to_export_errors_its_case(tmp_path: Path) -> None:
+    write(
+        project(tmp_path) / "s.suite.yaml",
+        """\
+        name: big
+        dataset: cases
+        subject: {command: 'printf %s "$LL_INPUTS_small"'}
+        judges:
+          - {name: echoed, builtin: regex, arguments: {pattern: "^ok$"}}
+          - {name: answer, builtin: test, arguments: {command: 'test -n "$LL_ANNOTATIONS_big"'}}
+          - {name: fine, check: return True}
+        """,
+    )
+    for case, size in (("fits", 1_000), ("huge", 150_000)):
+        folder = tmp_path / "cases" / case
+        folder.mkdir(parents=True)
+        (folder / "input.yaml").write_text(json.dumps({"small": "ok", "text": "x" * size}))
+    folder = tmp_path / "cases" / "answers"
+    folder.mkdir()
+    (folder / "input.yaml").write_text(json.dumps({"small": "ok"}))
+    (folder / "annotations.yaml").write_text(json.dumps({"big": "y" * 150_000}))
+    code, data, err = run_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    runs = {c["case"]: c for c in data["case_runs"]}
+    assert runs["fits"]["status"] == "ok" and runs["answers"]["status"] == "ok"
+    assert runs["huge"]["status"] == "error"
+    assert runs["huge"]["error"] == (
+        "input 'text' (150,000 bytes quoted for the shell) cannot be exported as LL_INPUTS_text: "
+        "a case's inputs may take 100,000 bytes in all as variables (one shell argument holds "
+        "128 KiB); read the case's input.yaml from the workspace instead"
+    )
+    results = {(r["case"], r["judge"]): r for r in data["results"]}
+    assert results[("fits", "echoed")]["passed"] is True
+    assert results[("answers", "echoed")]["passed"] is True
+    assert results[("answers", "fine")]["passed"] is True
+    assert "annotation 'big'" in results[("answers", "answer")]["error"]
