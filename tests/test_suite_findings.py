@@ -408,3 +408,30 @@ def test_an_input_too_large_to_export_errors_its_case(tmp_path: Path) -> None:
     assert results[("answers", "echoed")]["passed"] is True
     assert results[("answers", "fine")]["passed"] is True
     assert "annotation 'big'" in results[("answers", "answer")]["error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. The report's order
+
+
+def test_the_report_lists_cases_in_dataset_order_not_completion_order(tmp_path: Path) -> None:
+    write(
+        project(tmp_path) / "s.suite.yaml",
+        """\
+        name: order
+        dataset: cases
+        subject: {command: "sleep ${inputs.wait}; echo hi"}
+        judges: [{name: never, check: 'return False, "no"'}]
+        """,
+    )
+    for case, wait in (("a-slow", 1.5), ("b-fast", 0)):
+        (tmp_path / "cases" / case).mkdir(parents=True)
+        (tmp_path / "cases" / case / "input.yaml").write_text(json.dumps({"wait": wait}))
+    code, data, err = run_json(tmp_path, "s.suite.yaml", "--jobs", "2")
+    assert code == 0, err
+    assert [c["case"] for c in data["case_runs"]] == ["a-slow", "b-fast"]
+    assert [r["case"] for r in data["results"]] == ["a-slow", "b-fast"]
+    text = ll_harness(tmp_path, "suite", "s.suite.yaml", "--jobs", "2", "--quiet").stdout
+    assert text.index("  a-slow") < text.index("  b-fast")
+    page = ll_harness(tmp_path, "suite", "s.suite.yaml", "--jobs", "2", "--output", "html")
+    assert page.stdout.index("a-slow") < page.stdout.index("b-fast")

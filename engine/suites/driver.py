@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.judges.deadline import SignalInterrupt
 from engine.load.dataset import list_cases, read_case
@@ -265,6 +265,9 @@ def default_jobs(suite: Suite) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # Admission: every refusal before the first case runs
+
+
+_Row = TypeVar("_Row", SuiteCaseRow, SuiteJudgementRow)
 
 
 @dataclass(frozen=True)
@@ -803,8 +806,8 @@ def _result(
         path=suite.source,
         verdict=verdict,
         summaries=tuple(summaries),
-        cases=tuple(rows.cases),
-        judgements=tuple(rows.judgements),
+        cases=tuple(_in_plan_order(rows.cases, plan)),
+        judgements=tuple(_in_plan_order(rows.judgements, plan)),
         planned=len(plan.cases),
         baseline_summaries=tuple(baseline_summaries),
         deltas=tuple(deltas),
@@ -816,6 +819,14 @@ def _result(
         subject=describe_subject(suite.subject),
         baseline_subject=describe_subject(suite.baseline_subject),
     )
+
+
+def _in_plan_order(rows: Sequence[_Row], plan: _Plan) -> list[_Row]:
+    """Rows by their case's place in the dataset (folders sorted by name, inline cases as
+    written), whatever order the cases finished in: a report never depends on `--jobs` or on
+    an interruption. Within a case the rows keep their order (arm, judge, sample)."""
+    order = {case.id: index for index, case in enumerate(plan.cases)}
+    return sorted(rows, key=lambda row: (order.get(row.case_id, len(order)), row.case_id))
 
 
 def _deltas(suite: Suite, plan: _Plan, rows: _Rows, history: History | None) -> list[BaselineDelta]:
