@@ -26,7 +26,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def project(tmp_path: Path) -> Path:
-    (tmp_path / ".loops").mkdir(exist_ok=True)
+    (tmp_path / ".loops").mkdir(parents=True, exist_ok=True)
     return tmp_path
 
 
@@ -435,3 +435,91 @@ def test_the_report_lists_cases_in_dataset_order_not_completion_order(tmp_path: 
     assert text.index("  a-slow") < text.index("  b-fast")
     page = ll_harness(tmp_path, "suite", "s.suite.yaml", "--jobs", "2", "--output", "html")
     assert page.stdout.index("a-slow") < page.stdout.index("b-fast")
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. Messages
+
+
+MINIMAL = """\
+name: m
+dataset: cases
+isolation: copy
+subject: {command: "echo hi"}
+judges: [{name: fine, check: return True}]
+"""
+
+
+def test_an_empty_input_yaml_is_a_case_without_inputs(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", MINIMAL)
+    (tmp_path / "cases" / "empty").mkdir(parents=True)
+    (tmp_path / "cases" / "empty" / "input.yaml").write_text("")
+    (tmp_path / "cases" / "empty" / "annotations.yaml").write_text("# nothing\n")
+    code, data, err = run_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert data["case_runs"][0]["status"] == "ok"
+
+
+def test_an_empty_suite_file_is_told_what_a_suite_needs(tmp_path: Path) -> None:
+    (project(tmp_path) / "s.suite.yaml").write_text("")
+    done = ll_harness(tmp_path, "suite", "s.suite.yaml")
+    assert done.code == 2
+    assert "a suite needs name, subject, judges, and cases or a dataset" in done.stderr
+    assert "loop" not in done.stderr
+
+
+def test_a_dataset_folder_name_with_control_characters_is_refused(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", MINIMAL)
+    (tmp_path / "cases" / "ok\n  forged\x1b[31m").mkdir(parents=True)
+    done = ll_harness(tmp_path, "suite", "s.suite.yaml")
+    assert done.code == 2
+    assert "s.suite.yaml:2: the dataset folder 'ok\\n  forged\\x1b[31m' has control" in (
+        done.stderr
+    )
+    assert "\x1b" not in done.stderr and "\n  forged" not in done.stderr
+
+
+def test_a_missing_dataset_is_refused_at_its_line(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", MINIMAL)
+    done = ll_harness(tmp_path, "suite", "s.suite.yaml")
+    assert done.code == 2
+    assert "s.suite.yaml:2: cannot read the dataset directory" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [("../proj", "is outside the project root"), ("/etc/hostname", "is outside the project")],
+)
+def test_an_unusable_workspace_path_is_refused_before_the_run(
+    tmp_path: Path, given: str, why: str
+) -> None:
+    (tmp_path / "proj").mkdir()
+    here = project(tmp_path / "here")
+    write(here / "s.suite.yaml", MINIMAL + f"workspace: [ok.txt, {json.dumps(given)}]\n")
+    (here / "ok.txt").write_text("ok")
+    (here / "cases" / "a").mkdir(parents=True)
+    (here / "cases" / "a" / "input.yaml").write_text("{}")
+    done = ll_harness(here, "suite", "s.suite.yaml")
+    assert done.code == 2, done.stdout
+    assert f"s.suite.yaml:6: workspace path {given!r} {why}" in done.stderr
+    assert not recorded(here)
+
+
+def test_validate_counts_a_suite_as_a_suite(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", MINIMAL)
+    done = ll_loop(tmp_path, "validate", "s.suite.yaml")
+    assert done.code == 0, done.stderr
+    assert "1 suite: no problems" in done.stdout + done.stderr
+
+
+def test_progress_counts_one_case_as_one_case() -> None:
+    import io
+
+    from engine.suites.progress import SuiteProgress
+
+    stream = io.StringIO()
+    display = SuiteProgress(suite="m", run_id="r", total=1, mode="lines", stream=stream)
+    display.start()
+    display.close()
+    assert stream.getvalue() == "suite m: run r, 1 case\n"
+    assert display._status().startswith("0/1 case")

@@ -373,11 +373,14 @@ def _check_workspace(suite: Suite, root: Path) -> None:
         raise SuiteRefusal(str(exc), hint="use isolation: copy with workspace: paths") from None
     if mode != "copy":
         return
-    for given in suite.workspace:
-        if not (root / given).exists():
+    for index, given in enumerate(suite.workspace):
+        problem = workspaces.workspace_path_problem(given, root)
+        if problem is not None:
+            line = suite.workspace_lines[index] if index < len(suite.workspace_lines) else 0
+            where = f"{suite.source}:{line}: " if suite.source and line else ""
             raise SuiteRefusal(
-                f"workspace path {given!r} does not exist under the project root {root}",
-                hint="workspace: lists paths relative to the project root, copied into each case",
+                f"{where}{problem}",
+                hint="workspace: lists paths inside the project root, copied into each case",
             )
 
 
