@@ -16,6 +16,7 @@ import typer
 from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import Diagnostic, LoopError
 from engine.model.terminal import printable
+from engine.model.timefmt import counted
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
     from lint.report import LoopReport
@@ -142,8 +143,23 @@ def summary(reports: list[LoopReport], *, infos_hidden: bool = False) -> str:
         for d in report.diagnostics:
             counts[d.severity] += 1
     parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
-    loops = f"{len(reports)} loop{'s' if len(reports) != 1 else ''}"
+    suites = sum(1 for report in reports if _is_suite_file(report.path))
+    named = [(len(reports) - suites, "loop"), (suites, "suite")]
+    loops = ", ".join(counted(n, noun) for n, noun in named if n) or "0 loops"
     if not parts:
         return f"{loops}: no problems"
     hidden = " (--verbose shows the infos)" if infos_hidden and counts["info"] else ""
     return f"{loops}: {', '.join(parts)}{hidden}"
+
+
+def _is_suite_file(path: str) -> bool:
+    """A suite file (`*.suite.yaml`, or YAML with `subject:` and no `states:`), as validate
+    checks it."""
+    from engine.load.suite import is_suite_path, looks_like_suite
+
+    if is_suite_path(path):
+        return True
+    try:
+        return looks_like_suite(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return False

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import CodeType
 from typing import Any
 
+from engine.judges.deadline import real_interrupt
 from engine.judges.env import JudgeContext, JudgeEnv
 from engine.judges.python_judges import (
     callable_runner,
@@ -137,6 +138,10 @@ def _judge(
     except Exception as exc:  # user code (a snippet, a module, a plugin) raised
         where = where_it_failed(judge, exc)
         return _error(judge, where, f"raised {describe(exc)}", started)
+    except BaseException as exc:  # sys.exit(), KeyboardInterrupt... from user code
+        if real_interrupt(exc):
+            raise
+        return _error(judge, where_it_failed(judge, exc), quit_reason(judge, exc), started)
     value = judgement.value
     if judgement.passed is not None:
         passed = judgement.passed
@@ -157,6 +162,15 @@ def _judge(
         samples=judgement.samples,
         details=judgement.details,
     )
+
+
+def quit_reason(judge: Judge, exc: BaseException) -> str:
+    """Why a judge whose code tried to end the process or the run is an error instead."""
+    who = {"check": "the check", "callable": "the function"}.get(judge.kind, "the judge")
+    if isinstance(exc, SystemExit):
+        code = "" if exc.code is None else repr(exc.code)
+        return f"{who} called sys.exit({code}); a judge cannot end the run"
+    return f"{who} raised {describe(exc)}; a judge cannot stop the run"
 
 
 def _error(

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from engine.judges.deadline import DEFAULT_CHECK_TIMEOUT, CheckTimeout, within
 from engine.judges.result import JudgeError
 from engine.load.judges import keyword_names, snippet_tree
 from engine.model.judges import Judge
@@ -48,13 +49,24 @@ def _compiled(check: str, names: tuple[str, ...], first_line: int, file: str) ->
 
 
 def check_runner(judge: Judge) -> Callable[[Any], Any]:
-    """`run(ctx)` for a check judge: the snippet called with the record and the arguments."""
+    """`run(ctx)` for a check judge: the snippet called with the record and the arguments,
+    within its time limit (`timeout:`, else `DEFAULT_CHECK_TIMEOUT`)."""
     function = compile_check(judge)
     arguments = dict(judge.arguments)
     keywords = {name: arguments[name] for name in keyword_names(arguments)}
+    limit = judge.timeout or DEFAULT_CHECK_TIMEOUT
+
+    def call(ctx: Any) -> Any:
+        return function(ctx.outputs, arguments, ctx.env.annotations, ctx.env.inputs, **keywords)
 
     def run(ctx: Any) -> Any:
-        return function(ctx.outputs, arguments, ctx.env.annotations, ctx.env.inputs, **keywords)
+        try:
+            return within(limit, lambda: call(ctx))
+        except CheckTimeout:
+            raise JudgeError(
+                f"the check did not finish within its time limit of {limit:g} s "
+                "(set the judge's timeout: to change it)"
+            ) from None
 
     return run
 

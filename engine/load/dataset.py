@@ -24,6 +24,7 @@ from engine.model.errors import UsageError
 from engine.model.suite import Case, Suite
 
 INPUT_NAMES = ("input.yaml", "input.yml")
+EMPTY_FILE = "F003"
 ANNOTATION_NAMES = ("annotations.yaml", "annotations.yml")
 
 
@@ -68,13 +69,27 @@ def list_cases(suite: Suite) -> list[Case]:
             names = sorted(e.name for e in found if e.is_dir() and not e.name.startswith("."))
     except OSError as exc:
         raise UsageError(
-            f"cannot read the dataset directory {folder}: {exc.strerror or exc}",
+            f"{_where(suite)}cannot read the dataset directory {folder}: {exc.strerror or exc}",
             hint="dataset: is a directory relative to the suite file, one folder per case",
         ) from None
+    for name in names:
+        if not name.isprintable():  # it would forge lines or escapes in reports and progress
+            raise UsageError(
+                f"{_where(suite)}the dataset folder {name!r} has control characters in its "
+                "name (case ids are printed as they are)",
+                hint="rename the folder: its name is the case id",
+            )
     return [
         Case(name, {}, {}, "", str(folder / name), str(folder / name), loaded=False)
         for name in names
     ]
+
+
+def _where(suite: Suite) -> str:
+    """`suite.yaml:LINE: ` of `dataset:`, when known."""
+    if not suite.source:
+        return ""
+    return f"{suite.source}:{suite.dataset_line}: " if suite.dataset_line else f"{suite.source}: "
 
 
 def read_case(folder: str | Path) -> Case:
@@ -115,6 +130,8 @@ def _mapping(path: str, what: str) -> tuple[dict[str, Any], str, str | None]:
         data, _ = parse_yaml(text, path)
     except YamlProblems as failed:
         first = failed.diagnostics[0]
+        if first.code == EMPTY_FILE:  # no document at all: as a `null` one, no keys
+            return {}, "", None
         return {}, "", f"{first.location()}: {first.message}"
     if data is None:
         return {}, text, None

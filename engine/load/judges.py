@@ -37,7 +37,10 @@ KIND_FIELDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 # Fields only one kind reads: set on another kind they would be silently ignored.
 _LLM_ONLY = ("feedback_type", "samples", "min_confidence", "model", "reasoning", "max_tokens")
-_ONLY = {**{key: "llm" for key in (*_LLM_ONLY, "temperature")}, "timeout": "builtin"}
+_ONLY: dict[str, tuple[str, ...]] = {
+    **{key: ("llm",) for key in (*_LLM_ONLY, "temperature")},
+    "timeout": ("builtin", "check"),
+}
 _KIND_WORDS = {
     "builtin": "builtin (with arguments)",
     "check": "an inline check snippet",
@@ -155,14 +158,14 @@ def _kind_problems(
         ]
     kind = kinds[0]
     found = []
-    for key, owner in _ONLY.items():
-        if key in entry and owner != kind:
+    for key, owners in _ONLY.items():
+        if key in entry and kind not in owners:
+            owner = " or ".join(_KIND_WORDS[o] for o in owners)
             found.append(
                 _diag(
                     "F040",
-                    f"{who}: {key} applies to {_KIND_WORDS[owner]} judges, not to "
-                    f"{_KIND_WORDS[kind]}",
-                    f"remove {key}, or use {_KIND_WORDS[owner]}",
+                    f"{who}: {key} applies to {owner} judges, not to {_KIND_WORDS[kind]}",
+                    f"remove {key}, or use {owner}",
                     (*at, key),
                     positions,
                     file,

@@ -111,12 +111,16 @@ def _worded(d: Diagnostic) -> Diagnostic:
     """The loop schema's wording, said of a suite (the shared explainer talks of loops)."""
     message = d.message.replace("the top level of the loop", "the top level of the suite")
     message = message.replace("the loop is missing", "the suite is missing")
+    hint = d.hint.replace("a loop file", "a suite file").replace("the loop file", "the suite file")
+    if d.code == "F003" and message.startswith("the file is empty"):
+        message = "the file is empty: a suite needs name, subject, judges, and cases or a dataset"
+        hint = "see docs/suites.md for a complete suite"
     if d.code == "F013" and "." not in d.path and "[" not in d.path:
         # A loop-level "not supported" refusal does not apply to a suite's top level.
         key = d.path
         message = f"unknown key '{key}' in the top level of the suite"
         return Diagnostic("F012", "error", message, d.file, d.path, d.line, d.column, _TOP_HINT)
-    return Diagnostic(d.code, d.severity, message, d.file, d.path, d.line, d.column, d.hint)
+    return Diagnostic(d.code, d.severity, message, d.file, d.path, d.line, d.column, hint)
 
 
 _TOP_HINT = (
@@ -392,6 +396,11 @@ def _build(data: dict[str, Any], positions: Positions, source: str) -> Suite:
         ),
         lint=_suppressions(data.get("lint"), positions),
         resources=Resources(**(data.get("resources") or {})),
+        dataset_line=positions.of(("dataset",))[0] if "dataset" in data else 0,
+        workspace_lines=tuple(
+            positions.of(("workspace", index))[0]
+            for index in range(len(data.get("workspace") or ()))
+        ),
     )
 
 

@@ -155,6 +155,8 @@ class Suite:
     thresholds: tuple[Threshold, ...] = ()
     lint: tuple[Suppression, ...] = ()
     resources: Resources = field(default_factory=Resources)
+    dataset_line: int = 0  # where `dataset:` and each `workspace:` path are written, for refusals
+    workspace_lines: tuple[int, ...] = ()
 
     def judge_names(self) -> list[str]:
         """Every judge that can be gated, the pairwise one last."""

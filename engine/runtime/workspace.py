@@ -9,6 +9,7 @@ of files and directories for the outputs record, bounded.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -165,31 +166,103 @@ def _git_changes(root: Path, scope: Sequence[str]) -> list[str] | None:
 
 def read_files(root: Path, paths: Iterable[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """Texts of `paths` (files, or directories read whole) relative to `root`, bounded: the
-    `files` of a record, and for each directory given the relative paths of its files."""
+    `files` of a record, and for each directory given the relative paths of its files.
+
+    Only regular files inside `root` are read, and no symbolic link is followed (at the top or
+    inside a directory): a link could carry a file from outside the workspace into the record,
+    and opening a FIFO or a device could block forever. What is passed over is left out."""
     base = root.resolve()
     files: dict[str, Any] = {}
     per_dir: dict[str, list[str]] = {}
     total = 0
     for given in paths:
-        start = (base / given).resolve()
+        kind, found = _entries(base, given)
         listed: list[str] = []
-        candidates = [start] if start.is_file() else sorted(_walk(base, [given]))
-        for path in candidates:
+        for rel in found:
             if len(files) >= MAX_FILES or total >= TOTAL_BYTES:
                 break
-            try:
-                rel = path.relative_to(base).as_posix()
-                data = path.read_bytes()[:FILE_BYTES]
-            except (OSError, ValueError):
+            data = _read_regular(base / rel)
+            if data is None:
                 continue
             listed.append(rel)
             if rel in files:
                 continue
             total += len(data)
             if b"\0" in data[:8192]:
-                files[rel] = {"_binary": True, "path": rel, "name": path.name}
+                files[rel] = {"_binary": True, "path": rel, "name": rel.rsplit("/", 1)[-1]}
             else:
                 files[rel] = data.decode("utf-8", "replace")
-        if not start.is_file():
+        if kind != "file":
             per_dir[given] = listed
     return files, per_dir
+
+
+def _entries(base: Path, given: str) -> tuple[str, list[str]]:
+    """("file" | "dir" | "none", the relative paths of the regular files `given` names): the
+    path itself, or the files under it; nothing when it leaves `base` or passes a link."""
+    rel = os.path.normpath(given)
+    if os.path.isabs(rel) or rel == ".." or rel.startswith("../"):
+        return "none", []
+    rel = "" if rel == "." else rel
+    where = str(base)
+    try:
+        mode = os.lstat(where).st_mode
+        for part in rel.split("/") if rel else ():
+            where = os.path.join(where, part)
+            mode = os.lstat(where).st_mode
+            if stat.S_ISLNK(mode):
+                return "none", []
+    except OSError:
+        return "none", []
+    if stat.S_ISREG(mode):
+        return "file", [rel]
+    if not stat.S_ISDIR(mode):
+        return "none", []
+    return "dir", sorted(_regular_files(where, f"{rel}/" if rel else ""), key=_path_order)
+
+
+def _path_order(rel: str) -> tuple[str, ...]:
+    return tuple(rel.split("/"))
+
+
+def _regular_files(directory: str, prefix: str) -> Iterable[str]:
+    """Regular files under `directory` (links, FIFOs, sockets and devices passed over; links
+    to directories not entered)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED:
+                    yield from _regular_files(entry.path, f"{prefix}{entry.name}/")
+            elif entry.is_file(follow_symlinks=False):
+                yield prefix + entry.name
+        except OSError:
+            continue
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The first FILE_BYTES of a regular file; None for anything else. O_NONBLOCK and
+    O_NOFOLLOW guard against a file replaced by a FIFO or a link since it was listed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = FILE_BYTES
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -27,6 +27,7 @@ from engine.judges import (
     compile_judges,
     run_judges,
 )
+from engine.judges.result import JudgeError
 from engine.load.dataset import read_case
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
@@ -46,6 +47,7 @@ from engine.suites.spec import (
 )
 from engine.suites.subject import (
     CaseShell,
+    ExportError,
     Place,
     SubjectRun,
     case_variables,
@@ -272,7 +274,13 @@ def _run_arm(
         if prepared.stopping.is_set():
             reason = "the suite was interrupted before this case ran"
             return ArmOutcome(arm, "error", _errored(suite, reason), error=reason), None
-        inputs = case_variables(("inputs", case.inputs))  # not the annotations: the answers
+        try:
+            inputs = case_variables(("inputs", case.inputs))  # not the annotations: the answers
+        except ExportError as exc:
+            reason = str(exc)
+            return ArmOutcome(
+                arm, "error", _errored(suite, reason), error=reason, workspace=kept
+            ), None
         shell = CaseShell(prepared.runner(ws.path, ws.scratch), exports({**case_env, **inputs}))
         hooks, problem = _run_hooks(suite.before_each, shell, ns)
         if problem is not None:
@@ -298,14 +306,7 @@ def _run_arm(
         record = _record(suite, case, ws, before, run, hooks)
         judge_env = JudgeEnv(
             workspace=ws.path,
-            commands=_Commands(
-                ws.path,
-                ws.scratch,
-                {
-                    **case_env,
-                    **case_variables(("inputs", case.inputs), ("annotations", case.annotations)),
-                },
-            ),
+            commands=_Commands(ws.path, ws.scratch, case_env, inputs, case.annotations),
             messages=prepared.messages,
             render=_renderer(ns),
             model=suite.judge_model,
@@ -470,12 +471,29 @@ def _record(
 
 
 class _Commands:
-    """`CommandPort` for judges: bash in the case's workspace, a runner per command."""
+    """`CommandPort` for judges: bash in the case's workspace, a runner per command, with the
+    case's inputs and annotations as variables (annotations that cannot all be exported are
+    the error of the judges that run a command, not of the others)."""
 
-    def __init__(self, workspace: Path, scratch: Path, case_env: Mapping[str, str]) -> None:
-        self.workspace, self.scratch, self.case_env = workspace, scratch, case_env
+    def __init__(
+        self,
+        workspace: Path,
+        scratch: Path,
+        case_env: Mapping[str, str],
+        inputs: Mapping[str, str],
+        annotations: Mapping[str, Any],
+    ) -> None:
+        self.workspace, self.scratch = workspace, scratch
+        self.case_env: dict[str, str] = {**case_env, **inputs}
+        self.problem: str | None = None
+        try:
+            self.case_env.update(case_variables(("annotations", annotations)))
+        except ExportError as exc:
+            self.problem = str(exc)
 
     def run_command(self, command: str, *, timeout: float | None, label: str) -> ActionResult:
+        if self.problem is not None:
+            raise JudgeError(self.problem)
         env = {**os.environ, **self.case_env}
         runner = ActionRunner(cwd=self.workspace, env=env, outputs_dir=self.scratch)
         try:

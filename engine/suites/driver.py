@@ -13,18 +13,24 @@ import fnmatch
 import hashlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TypeVar
 
+from engine.judges.deadline import SignalInterrupt
 from engine.load.dataset import list_cases, read_case
+from engine.load.project import project_root
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
 from engine.model.suite import Case, Suite
+from engine.model.timefmt import counted
 from engine.runtime.history import (
     History,
     SuiteCaseRow,
@@ -54,6 +60,8 @@ LLM_JOBS = 8
 # gets it after 0.5 ms instead of Python's 5 ms: with several workers busy, the default made a
 # 3 ms spawn take 15 ms.
 SWITCH_INTERVAL = 0.0005
+# After a stop, how long the running cases get to end before the suite ends without them.
+STOP_GRACE = 5.0
 
 
 class SuiteRefusal(UsageError):
@@ -168,6 +176,7 @@ def _run(
         switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         flow = _Flow(pool, _specs(settings, plan, todo, recording))
+        handlers = _stop_on_sigterm()
         try:
             for outcome in flow.outcomes(tick=_Batch.SECONDS):
                 if outcome is None:  # no case finished for a while: commit what is waiting
@@ -183,10 +192,12 @@ def _run(
                 if on_case is not None:
                     on_case(outcome)
             pool.shutdown()
-        except KeyboardInterrupt:
-            flow.stop(settings.run_id)  # the running subjects are stopped, not waited for
+        except KeyboardInterrupt as exc:
+            abandoned = flow.stop(settings.run_id)  # the running subjects are stopped
+            how = f"stopped by {exc}" if isinstance(exc, SignalInterrupt) else "interrupted"
+            left = f" ({counted(abandoned, 'stuck case')} left unrecorded)" if abandoned else ""
             raise SuiteInterrupted(
-                f"interrupted after {display.done} of {len(plan.cases)} cases",
+                f"{how} after {display.done} of {counted(len(plan.cases), 'case')}{left}",
                 hint=f"`ll-harness suite {loaded.source or '...'} --resume {settings.run_id}` "
                 "runs the rest",
             ) from None
@@ -194,10 +205,13 @@ def _run(
             flow.stop(settings.run_id)
             raise
         finally:
+            _restore(handlers)
             sys.setswitchinterval(switch)
             batch.flush()
             display.close()
             forget_run(settings.run_id)
+            if flow.stopped and not options.keep_workspaces:
+                workspaces.clean_run(workspaces.scratch_roots(settings.run_id), git_root)
         if not options.keep_workspaces:
             workspaces.clean_run(workspaces.scratch_roots(settings.run_id), git_root)
         result = _result(loaded, settings, plan, rows, recording, started)
@@ -209,6 +223,23 @@ def _run(
     finally:
         if lock is not None:
             os.close(lock)
+
+
+def _stop_on_sigterm() -> dict[int, Any]:
+    """SIGTERM stops the suite as Ctrl-C does (what finished is kept, `--resume` goes on);
+    only the main thread may install a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        raise SignalInterrupt(signal.Signals(signum).name)
+
+    return {signal.SIGTERM: signal.signal(signal.SIGTERM, handle)}
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
 
 
 def _silent(**kwargs: Any) -> SuiteProgress:
@@ -234,6 +265,9 @@ def default_jobs(suite: Suite) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # Admission: every refusal before the first case runs
+
+
+_Row = TypeVar("_Row", SuiteCaseRow, SuiteJudgementRow)
 
 
 @dataclass(frozen=True)
@@ -277,16 +311,6 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     if history is not None and run_row is None:
         history.record_suite_run(_run_row(suite, settings, options, len(cases), cwd))
     return _Plan(settings, options, cases, baseline_run)
-
-
-def project_root(cwd: Path) -> Path:
-    """Where `.loops/` is (or will be): the nearest ancestor holding it, else the git
-    repository's top, else `cwd` (as for loops, see docs/runs.md)."""
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".loops").is_dir():
-            return folder
-    top = git_toplevel(cwd)
-    return top if top is not None else cwd
 
 
 def _small_copies(suite: Suite, root: Path) -> bool:
@@ -349,11 +373,14 @@ def _check_workspace(suite: Suite, root: Path) -> None:
         raise SuiteRefusal(str(exc), hint="use isolation: copy with workspace: paths") from None
     if mode != "copy":
         return
-    for given in suite.workspace:
-        if not (root / given).exists():
+    for index, given in enumerate(suite.workspace):
+        problem = workspaces.workspace_path_problem(given, root)
+        if problem is not None:
+            line = suite.workspace_lines[index] if index < len(suite.workspace_lines) else 0
+            where = f"{suite.source}:{line}: " if suite.source and line else ""
             raise SuiteRefusal(
-                f"workspace path {given!r} does not exist under the project root {root}",
-                hint="workspace: lists paths relative to the project root, copied into each case",
+                f"{where}{problem}",
+                hint="workspace: lists paths inside the project root, copied into each case",
             )
 
 
@@ -569,6 +596,7 @@ class _Flow:
         self.pool, self.specs = pool, specs
         self.window = max(2, pool.capacity * 2)
         self.pending: dict[Future[CaseOutcome], CaseSpec] = {}
+        self.stopped = False
 
     def outcomes(self, *, tick: float | None = None) -> Iterator[CaseOutcome | None]:
         """Outcomes as cases finish, and None every `tick` seconds in which none did."""
@@ -593,17 +621,25 @@ class _Flow:
                 else:
                     yield future.result()
 
-    def stop(self, run_id: str) -> None:
+    def stop(self, run_id: str) -> int:
         """Drop the cases not started; stop the running ones (again and again: one may be just
-        about to start its subject) until none is left."""
+        about to start its subject) until none is left, or `STOP_GRACE` has passed (a case
+        stuck in a judge that cannot be interrupted) or Ctrl-C comes again. Returns how many
+        cases were left running: they are not recorded, and `--resume` runs them again."""
+        self.stopped = True
         for future in self.pending:
             future.cancel()
         running = [f for f in self.pending if not f.done()]
-        while running:
-            interrupt_run(run_id)
-            _, waiting = wait(running, timeout=0.2)
-            running = list(waiting)
+        give_up = time.monotonic() + STOP_GRACE
+        try:
+            while running and time.monotonic() < give_up:
+                interrupt_run(run_id)
+                _, waiting = wait(running, timeout=0.2)
+                running = list(waiting)
+        except KeyboardInterrupt:  # asked twice: stop waiting
+            running = [f for f in running if not f.done()]
         self.pool.shutdown(cancel=True)
+        return len(running)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -773,8 +809,8 @@ def _result(
         path=suite.source,
         verdict=verdict,
         summaries=tuple(summaries),
-        cases=tuple(rows.cases),
-        judgements=tuple(rows.judgements),
+        cases=tuple(_in_plan_order(rows.cases, plan)),
+        judgements=tuple(_in_plan_order(rows.judgements, plan)),
         planned=len(plan.cases),
         baseline_summaries=tuple(baseline_summaries),
         deltas=tuple(deltas),
@@ -786,6 +822,14 @@ def _result(
         subject=describe_subject(suite.subject),
         baseline_subject=describe_subject(suite.baseline_subject),
     )
+
+
+def _in_plan_order(rows: Sequence[_Row], plan: _Plan) -> list[_Row]:
+    """Rows by their case's place in the dataset (folders sorted by name, inline cases as
+    written), whatever order the cases finished in: a report never depends on `--jobs` or on
+    an interruption. Within a case the rows keep their order (arm, judge, sample)."""
+    order = {case.id: index for index, case in enumerate(plan.cases)}
+    return sorted(rows, key=lambda row: (order.get(row.case_id, len(order)), row.case_id))
 
 
 def _deltas(suite: Suite, plan: _Plan, rows: _Rows, history: History | None) -> list[BaselineDelta]:

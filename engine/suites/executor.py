@@ -36,7 +36,8 @@ class Executor(Protocol):
     def submit(self, spec: CaseSpec) -> Future[CaseOutcome]: ...
 
     def shutdown(self, *, cancel: bool = False) -> None:
-        """Stop: wait for running cases, or with `cancel` drop the ones not started."""
+        """Stop: wait for running cases, or with `cancel` drop the ones not started and do
+        not wait for the running ones (the driver has stopped them, or given up on them)."""
         ...
 
 
@@ -68,7 +69,16 @@ class LocalExecutor:
         return self.pool.submit(self.work, spec)
 
     def shutdown(self, *, cancel: bool = False) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=cancel)
+        if not cancel:
+            self.pool.shutdown(wait=True)
+            return
+        # A thread stuck in a judge cannot be killed: it is left behind (the CLI leaves with
+        # os._exit); a worker process can, and is, so that nothing spins on after the suite.
+        processes = dict(getattr(self.pool, "_processes", None) or {})
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes.values():
+            if process.is_alive():
+                process.terminate()
 
 
 EXECUTORS = ("threads", "processes")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, TextIO
 
-from engine.model.timefmt import duration
+from engine.model.timefmt import counted, duration
 from engine.suites.spec import CaseOutcome
 
 Mode = Literal["live", "lines", "quiet"]
@@ -62,7 +62,8 @@ class SuiteProgress:
             return
         note = f" (resuming: {resumed} done)" if resumed else ""
         if self.mode == "lines":
-            self._write(f"suite {self.suite}: run {self.run_id}, {self.total} cases{note}\n")
+            total = counted(self.total, "case")
+            self._write(f"suite {self.suite}: run {self.run_id}, {total}{note}\n")
         else:
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()
@@ -112,7 +113,7 @@ class SuiteProgress:
             self._write(f"  {self._status()}\n")
 
     def _status(self) -> str:
-        parts = [f"{self.done}/{self.total} cases"]
+        parts = [f"{self.done}/{counted(self.total, 'case')}"]
         for name, (total, count) in list(self.tallies.items())[:SHOWN_JUDGES]:
             if count:
                 parts.append(f"{name} {total / count:.2f}")

@@ -61,7 +61,15 @@ class CaseShell:
         return self.runner.run_shell(self.exports + script, state=label, timeout=timeout)
 
 
-EXPORTS_LIMIT = 100_000  # bytes of exported values: one `bash -c` argument holds 128 KiB
+# Bytes the exported values of one case may take, quoted for the shell: they go into the one
+# `bash -c` argument a subject runs with, and Linux limits one argument to 128 KiB
+# (MAX_ARG_STRLEN); the rest is left for the script itself.
+EXPORTS_LIMIT = 100_000
+_WORDS = {"inputs": "input", "annotations": "annotation"}
+
+
+class ExportError(Exception):
+    """A case value that cannot be exported as a variable: the case's error (one sentence)."""
 
 
 def exports(variables: Mapping[str, str]) -> str:
@@ -74,24 +82,40 @@ def exports(variables: Mapping[str, str]) -> str:
 def case_variables(*roots: tuple[str, Mapping[str, Any]]) -> dict[str, str]:
     """`LL_INPUTS_<key>` (and `LL_ANNOTATIONS_<key>`) for every top-level key: the spelling of
     a case's values for places where text may not be interpolated (`python -c`, `eval`, ...).
-    Values holding NUL, or past the size limit, are left out (as for loop actions)."""
+
+    A key that cannot name a variable (`a-b`, `__x`) has none. A value that cannot be
+    exported — it holds NUL, or the values pass `EXPORTS_LIMIT` — raises `ExportError`: a
+    variable the docs promise must never silently be missing."""
     found: dict[str, str] = {}
     total = 0
     for root, values in roots:
         for key, value in values.items():
             name = env_name(f"{root}.{key}") if isinstance(key, str) else None
-            if name is None:
+            if name is None or not name.isidentifier():
                 continue
-            try:
-                text = to_text(value)
-            except Exception:  # a value that has no text form is simply not exported
-                continue
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if "\x00" in text or total + size > EXPORTS_LIMIT:
-                continue
-            total += size
+            text = _text(root, key, value)
+            size = len(shlex.quote(text).encode("utf-8", "surrogatepass"))
+            if "\x00" in text:
+                raise ExportError(f"{_WORDS[root]} {key!r} holds a NUL byte: {name} cannot hold it")
+            total += len(name) + 2 + size  # `NAME=value `
+            if total > EXPORTS_LIMIT:
+                raise ExportError(
+                    f"{_WORDS[root]} {key!r} ({size:,} bytes quoted for the shell) cannot be "
+                    f"exported as {name}: a case's {root} may take {EXPORTS_LIMIT:,} bytes in "
+                    f"all as variables (one shell argument holds 128 KiB); read the case's "
+                    "input.yaml from the workspace instead"
+                )
             found[name] = text
     return found
+
+
+def _text(root: str, key: str, value: Any) -> str:
+    try:
+        return to_text(value)
+    except Exception as exc:  # the values of a YAML file all have one; a caller's may not
+        raise ExportError(
+            f"{_WORDS[root]} {key!r} has no text form for its variable: {exc}"
+        ) from None
 
 
 @dataclass(frozen=True)

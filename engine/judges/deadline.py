@@ -1,0 +1,128 @@
+"""Time limits for Python judge code running in this process, and what user code may not do.
+
+An inline check runs in a thread of this process (a case's worker, or the loop's own thread).
+Python cannot stop another thread, and a snippet stuck in `while True: pass` never returns, so
+one watchdog thread (shared by every check, not one per call) keeps the deadlines of the checks
+running and, when one passes, raises `CheckTimeout` in the check's thread through
+`PyThreadState_SetAsyncExc`: the interpreter delivers it at the snippet's next bytecode. A
+snippet blocked inside C code (a `time.sleep`, a read) only sees it when that call returns;
+the suite's stop does not wait for such a case (engine/suites/driver.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+DEFAULT_CHECK_TIMEOUT = 30.0  # seconds, when a check judge sets no `timeout:`
+REFIRE_SECONDS = 1.0  # a snippet that swallowed the exception gets it again after this
+
+T = TypeVar("T")
+
+
+class CheckTimeout(BaseException):
+    """Raised in a check's thread when its time is up (a BaseException, so a snippet's own
+    `except Exception:` does not swallow it)."""
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """A stop requested by a signal (SIGTERM) to the main thread: never a judge's error."""
+
+
+def real_interrupt(exc: BaseException) -> bool:
+    """Whether `exc` is a stop of the process, not something user code raised: a
+    KeyboardInterrupt in the main thread while Python's own SIGINT handler is installed (the
+    handler raises it there), or our own signal stop. Worker threads never receive signals."""
+    if isinstance(exc, SignalInterrupt):
+        return True
+    return (
+        isinstance(exc, KeyboardInterrupt)
+        and threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+
+
+class _Watchdog:
+    """Deadlines of the running checks; one daemon thread fires the late ones."""
+
+    def __init__(self) -> None:
+        self.mutex = threading.Lock()  # a C lock: entering it runs no Python bytecode
+        self.wake = threading.Condition(self.mutex)
+        self.heap: list[tuple[float, int]] = []
+        self.active: dict[int, tuple[int, float]] = {}  # token -> (thread ident, deadline)
+        self.fired: set[int] = set()
+        self.tokens = itertools.count()
+        self.thread: threading.Thread | None = None
+
+    def arm(self, seconds: float) -> int:
+        deadline = time.monotonic() + seconds
+        with self.mutex:
+            token = next(self.tokens)
+            self.active[token] = (threading.get_ident(), deadline)
+            earliest = self.heap[0][0] if self.heap else None
+            heapq.heappush(self.heap, (deadline, token))
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._watch, name="check-watchdog")
+                self.thread.daemon = True
+                self.thread.start()
+            elif earliest is None or deadline < earliest:
+                self.wake.notify()
+            if len(self.heap) > 2 * len(self.active) + 64:  # drop finished checks' entries
+                self.heap = [(d, t) for d, t in self.heap if t in self.active]
+                heapq.heapify(self.heap)
+        return token
+
+    def _watch(self) -> None:
+        with self.wake:
+            while True:
+                if not self.heap:
+                    self.wake.wait()
+                    continue
+                deadline, token = self.heap[0]
+                now = time.monotonic()
+                if deadline > now:
+                    self.wake.wait(deadline - now)
+                    continue
+                heapq.heappop(self.heap)
+                found = self.active.get(token)
+                if found is None or found[1] != deadline:
+                    continue
+                self.fired.add(token)
+                _raise_in(found[0], CheckTimeout)
+                again = now + REFIRE_SECONDS
+                self.active[token] = (found[0], again)
+                heapq.heappush(self.heap, (again, token))
+
+
+def _raise_in(ident: int, exc: type[BaseException] | None) -> None:
+    """Raise `exc` in thread `ident` at its next bytecode (None: withdraw a pending one)."""
+    import ctypes  # only when a check overruns (or had overrun)
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(ident), ctypes.py_object(exc) if exc is not None else None
+    )
+
+
+_WATCHDOG = _Watchdog()
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """`call()`, interrupted with `CheckTimeout` when it runs longer than `seconds`.
+
+    The check is disarmed inline, under the C lock: the exception can land only inside
+    `call()` or after its token is gone, never later in whatever the thread does next."""
+    watchdog = _WATCHDOG
+    token = watchdog.arm(seconds)
+    try:
+        return call()
+    finally:
+        with watchdog.mutex:
+            watchdog.active.pop(token, None)
+            if token in watchdog.fired:
+                watchdog.fired.discard(token)
+                _raise_in(threading.get_ident(), None)
