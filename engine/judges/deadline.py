@@ -112,17 +112,40 @@ _WATCHDOG = _Watchdog()
 
 
 def within(seconds: float, call: Callable[[], T]) -> T:
-    """`call()`, interrupted with `CheckTimeout` when it runs longer than `seconds`.
-
-    The check is disarmed inline, under the C lock: the exception can land only inside
-    `call()` or after its token is gone, never later in whatever the thread does next."""
-    watchdog = _WATCHDOG
-    token = watchdog.arm(seconds)
+    """`call()`, interrupted with `CheckTimeout` when it runs longer than `seconds`."""
+    token = _WATCHDOG.arm(seconds)
     try:
         return call()
     finally:
-        with watchdog.mutex:
-            watchdog.active.pop(token, None)
-            if token in watchdog.fired:
-                watchdog.fired.discard(token)
-                _raise_in(threading.get_ident(), None)
+        _disarm(token)
+
+
+def _disarm(token: int) -> None:
+    """Take the check off the watchdog, and let a `CheckTimeout` fired at it that has not
+    landed yet land here, not later in whatever the thread does next.
+
+    A pending one is never withdrawn with `PyThreadState_SetAsyncExc(ident, NULL)`: on
+    Python 3.11 that leaves the interpreter's eval breaker set for good, and every thread
+    then crawls (found as a suite that never finished). One may land anywhere in here, even
+    while the lock is taken: the loop goes round until the token is gone and nothing is
+    pending (once the token is gone, the watchdog fires no more)."""
+    watchdog = _WATCHDOG
+    fired = False
+    while True:
+        try:
+            with watchdog.mutex:
+                watchdog.active.pop(token, None)
+                if token in watchdog.fired:
+                    watchdog.fired.discard(token)
+                    fired = True
+            if fired:
+                _let_it_land()
+            return
+        except CheckTimeout:
+            fired = False  # that was the pending one; go round to finish the disarm
+
+
+def _let_it_land() -> None:
+    """Run a few bytecodes, where a pending asynchronous exception is delivered."""
+    for _ in range(1000):
+        pass
