@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.model.loop import Loop, State
 from lint._context import LintContext
@@ -15,6 +16,9 @@ from lint._judges import judge_strings, judges_with_paths
 from lint._paths import did_you_mean, state_path, strings_in
 from lint._registry import Finding, PathKey, rule
 from lint._suite import SuiteContext
+
+if TYPE_CHECKING:  # the interpolator (and jinja2) load only for a loop with `${`
+    from engine.shell.interpolate import ValueTypes
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
@@ -320,20 +324,13 @@ def unsafe_shell_position(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     Code, arithmetic, a variable name, a comment, or a place the bash grammar cannot classify.
     A suite's case values are text.
     """
-    if isinstance(ctx, SuiteContext):
-        scripts = [
-            _ShellField(None, path, text, what) for path, text, what in ctx.shell_templates()
-        ]
-    else:
-        scripts = list(_shell_fields(ctx.loop))
-    fields = [f for f in scripts if "${" in f.template]
+    fields, types = _templated(ctx)
     if not fields:
         return
     from engine.shell.commands import Role
-    from engine.shell.interpolate import NO_TYPES, ValueTypes, refusal, shell_holes, value_type
+    from engine.shell.interpolate import refusal, shell_holes, value_type
     from engine.shell.quoting import Context
 
-    types = NO_TYPES if isinstance(ctx, SuiteContext) else ValueTypes.of(ctx.loop.parameters)
     for field in fields:
         holes, plan = shell_holes(field.template)
         if plan.problem is not None:
@@ -387,17 +384,12 @@ def value_as_option(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     The run refuses a value starting with `-` there (but a number); `--` or fixed text before
     the value makes it data.
     """
-    if isinstance(ctx, SuiteContext):
-        scripts = [_ShellField(None, p, text, what) for p, text, what in ctx.shell_templates()]
-    else:
-        scripts = list(_shell_fields(ctx.loop))
-    fields = [f for f in scripts if "${" in f.template]
+    fields, types = _templated(ctx)
     if not fields:
         return
     from engine.shell.commands import Role
-    from engine.shell.interpolate import NO_TYPES, ValueTypes, shell_holes, value_type
+    from engine.shell.interpolate import shell_holes, value_type
 
-    types = NO_TYPES if isinstance(ctx, SuiteContext) else ValueTypes.of(ctx.loop.parameters)
     for field in fields:
         holes, plan = shell_holes(field.template)
         for hole in holes if plan.problem is None else ():
@@ -421,6 +413,18 @@ def value_as_option(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 needle=needle,
                 occurrence=nth,
             )
+
+
+def _templated(ctx: LintContext | SuiteContext) -> tuple[list[_ShellField], ValueTypes]:
+    """The shell templates holding a `${...}` (a loop's actions, a suite's commands) and the
+    types of the values they take (a suite's case values are text)."""
+    from engine.shell.interpolate import NO_TYPES, ValueTypes
+
+    if isinstance(ctx, SuiteContext):
+        scripts = [_ShellField(None, p, text, what) for p, text, what in ctx.shell_templates()]
+        return [f for f in scripts if "${" in f.template], NO_TYPES
+    fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
+    return fields, ValueTypes.of(ctx.loop.parameters)
 
 
 def _position_hint(context: object) -> str:

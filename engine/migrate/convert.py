@@ -482,10 +482,21 @@ def _routes(
     names = _verdict_names(kind, shorthand, table, out, where, job)
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
     _rewritten(plan, where, job)
+    _route_notes(plan, where, table is None, kind, job)
+    if plan.table is not None:
+        out["route"] = plan.table
+    else:
+        for verdict, target in plan.shorthand.items():
+            out[f"on_{verdict}"] = target
+
+
+def _route_notes(plan: Routing, where: str, shorthand: bool, producer: str, job: LoopJob) -> None:
+    """Say which routes never applied (`producer` never gives their verdict) and which
+    verdicts had none (little-loops ended the run there)."""
     for verdict in plan.dropped:
         job.note(
-            "dropped", f"{where}.on_{verdict}" if table is None else f"{where}.route.{verdict}",
-            f"{kind} never produces {verdict!r}, so this route never applied",
+            "dropped", f"{where}.on_{verdict}" if shorthand else f"{where}.route.{verdict}",
+            f"{producer} never produces {verdict!r}, so this route never applied",
         )  # fmt: skip
     for verdict in plan.unrouted:
         job.note(
@@ -493,11 +504,6 @@ def _routes(
             f"verdict {verdict!r} had no route (little-loops ended the run there); it now "
             "goes to the failure terminal `unrouted`",
         )  # fmt: skip
-    if plan.table is not None:
-        out["route"] = plan.table
-    else:
-        for verdict, target in plan.shorthand.items():
-            out[f"on_{verdict}"] = target
 
 
 def _mcp_routes(body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob) -> None:
@@ -518,17 +524,7 @@ def _mcp_routes(body: Mapping[str, Any], out: dict[str, Any], where: str, job: L
             "an agent that fails, times out or prints no verdict line is verdict error; "
             "it goes where tool_error went",
         )  # fmt: skip
-    for verdict in plan.dropped:
-        job.note(
-            "dropped", f"{where}.on_{verdict}" if table is None else f"{where}.route.{verdict}",
-            f"little-loops' mcp_result never produces {verdict!r}, so this route never applied",
-        )  # fmt: skip
-    for verdict in plan.unrouted:
-        job.note(
-            "changed", where,
-            f"verdict {verdict!r} had no route (little-loops ended the run there); it now "
-            "goes to the failure terminal `unrouted`",
-        )  # fmt: skip
+    _route_notes(plan, where, table is None, "little-loops' mcp_result", job)
     job.note(
         "changed", f"{where}.evaluate",
         "little-loops judged the call with mcp_result; the agent names the verdict (success, "
