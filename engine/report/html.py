@@ -13,6 +13,7 @@ from engine.graph.cost import CostBound
 from engine.graph.loop_graph import Edge, LoopGraph, compile_graph
 from engine.model.errors import LoopError
 from engine.model.loop import Loop
+from engine.model.timefmt import epoch_seconds
 from engine.report.bound import static_bound
 from engine.report.explain import explain
 from engine.report.page import Section, render_page
@@ -109,22 +110,13 @@ def _load(loop_file: str, started_at: str) -> tuple[Loop | None, str]:
         changed = path.stat().st_mtime
     except OSError:
         return None, f"{loop_file} is gone"
-    started = _timestamp(started_at)
+    started = epoch_seconds(started_at)
     if started is None or changed > started:
         return None, f"{loop_file} changed after the run started"
     try:
         return load_loop_file(path), ""
     except (LoopError, OSError):
         return None, f"{loop_file} no longer loads"
-
-
-def _timestamp(text: str) -> float | None:
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _bound(loop: Loop, root: Path) -> CostBound | None:

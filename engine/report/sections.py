@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
 from html import escape
 
 from engine.graph.cost import CostBound
 from engine.graph.loop_graph import LoopGraph
 from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
+from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
 from engine.report.explain import Explanation, fold_path
 from engine.report.layout import layout
@@ -118,7 +118,7 @@ def timeline_section(trace: Trace | None) -> Section:
 
 
 def _timeline_svg(steps: list[Step]) -> str:
-    times = [_seconds(s.started_at) for s in steps]
+    times = [epoch_seconds(s.started_at) for s in steps]
     if any(t is None for t in times):
         return ""
     starts = [t for t in times if t is not None]
@@ -313,13 +313,6 @@ def harness_section(points: Sequence[RatePoint], target: str) -> Section:
     ]
     body = chart + table(["when", "runner", "pass rate", "abstained", "errors"], rows)
     return Section("harness", "Harness pass rate", body)
-
-
-def _seconds(stamp: str) -> float | None:
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _clip(text: str, width: int) -> str:

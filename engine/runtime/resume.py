@@ -18,12 +18,12 @@ import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from engine.load.project import loops_dir, open_file, project_root, refuse_links
 from engine.model.errors import UsageError
+from engine.model.timefmt import epoch_seconds
 from engine.runtime.actions import signal_group
 from engine.runtime.locks import holders, process_alive
 from engine.runtime.runstore import read_state, runs_root
@@ -69,7 +69,7 @@ class RunSnapshot:
     def elapsed_s(self) -> float:
         """Wall time: since the start for a live run, else what state.json recorded."""
         if self.status == "running":
-            started = _parse_time(self.started_at)
+            started = epoch_seconds(self.started_at)
             if started is not None:
                 return max(0.0, time.time() - started)
         return self.elapsed_ms / 1000
@@ -356,13 +356,4 @@ def _int_or_none(value: Any) -> int | None:
     try:
         return None if value is None else int(value)
     except (TypeError, ValueError):
-        return None
-
-
-def _parse_time(text: str) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
         return None
