@@ -875,7 +875,7 @@ def _step_command(
             )
             return
         verdict = argument_role(words, index + 1, functions)
-        if _starts_word(child, hole, source) and not _script_function(parent, words[0]):
+        if _starts_word(child, hole, source) and words[0] not in functions:
             state.option_of = _option_reader(words, index + 1)
     state.mark(verdict.role, verdict.why)
     state.function = state.function or verdict.function
@@ -893,19 +893,6 @@ _WRAPPER_OPERANDS = {
     **dict.fromkeys(("timeout", "chroot", "flock"), 1),
 }
 """Commands that run the command after their options (and this many operands)."""
-
-
-def _script_function(command: Node, name: str | None) -> bool:
-    """`name` is a function the script itself defines: its arguments are its `$1`, `$2`, ..."""
-    root = command
-    while root.parent is not None:
-        root = root.parent
-    return name is not None and any(
-        node.type == "function_definition"
-        and (found := node.child_by_field_name("name")) is not None
-        and _text(found) == name
-        for node in _walk(root)
-    )
 
 
 def _starts_word(word: Node, hole: int, source: bytes) -> bool:
