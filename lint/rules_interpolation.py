@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # the interpolator (and jinja2) load only for a loop with `${
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
 _FIXED_KEY = re.compile(r"(?<!\$)\$\{\s*(state|loop|run)\s*\.\s*([A-Za-z_]\w*)")
-_CONTEXT_NAME = re.compile(r"^\s*context\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 
 
@@ -260,9 +259,11 @@ class _DominatorTree:
 
 
 _ENGINE_ROOTS = frozenset({"loop", "state", "param"})
+"""Roots LL032 lets go `| raw`: set by the engine or declared by the loop's author; any other
+a caller or a program can set (`--context`, captures, the environment, a suite's case)."""
 _ENGINE_SET = frozenset({"loop", "state", "run"})
-"""Roots whose values the engine or the loop's author sets; any other a caller or a program
-can (`--context`, captures, the environment, a suite's case)."""
+"""Roots LL037 passes over: the engine sets them to names, numbers and absolute paths, which
+never start with `-`."""
 
 
 @rule("LL032", "warning", "raw-capture-in-shell")
