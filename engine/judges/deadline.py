@@ -99,13 +99,11 @@ class _Watchdog:
                 heapq.heappush(self.heap, (again, token))
 
 
-def _raise_in(ident: int, exc: type[BaseException] | None) -> None:
-    """Raise `exc` in thread `ident` at its next bytecode (None: withdraw a pending one)."""
-    import ctypes  # only when a check overruns (or had overrun)
+def _raise_in(ident: int, exc: type[BaseException]) -> None:
+    """Raise `exc` in thread `ident` at its next bytecode."""
+    import ctypes  # only when a check overruns
 
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(
-        ctypes.c_ulong(ident), ctypes.py_object(exc) if exc is not None else None
-    )
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc))
 
 
 _WATCHDOG = _Watchdog()

@@ -146,8 +146,7 @@ def _release(store: RunStore) -> None:
     """Drop this process's name from the last boundary the run saved (whatever happened
     after it is not kept): the run reads as interrupted and resumable at once, and `stop` does
     not signal a process that lives on (a Python caller whose callback raised)."""
-    with contextlib.suppress(OSError, ValueError):
-        store.flush()
+    with contextlib.suppress(OSError, ValueError):  # save_state writes the held events first
         saved = store.load_state()
         store.save_state({**saved, "pid": None, "pid_start": None})
 
