@@ -210,10 +210,8 @@ def _run(
             batch.flush()
             display.close()
             forget_run(settings.run_id)
-            if flow.stopped and not options.keep_workspaces:
+            if not options.keep_workspaces:  # finished or stopped, the scratch goes
                 workspaces.clean_run(workspaces.scratch_roots(settings.run_id), git_root)
-        if not options.keep_workspaces:
-            workspaces.clean_run(workspaces.scratch_roots(settings.run_id), git_root)
         result = _result(loaded, settings, plan, rows, recording, started)
         if recording is not None:
             recording.finish_suite_run(
@@ -596,7 +594,6 @@ class _Flow:
         self.pool, self.specs = pool, specs
         self.window = max(2, pool.capacity * 2)
         self.pending: dict[Future[CaseOutcome], CaseSpec] = {}
-        self.stopped = False
 
     def outcomes(self, *, tick: float | None = None) -> Iterator[CaseOutcome | None]:
         """Outcomes as cases finish, and None every `tick` seconds in which none did."""
@@ -626,7 +623,6 @@ class _Flow:
         about to start its subject) until none is left, or `STOP_GRACE` has passed (a case
         stuck in a judge that cannot be interrupted) or Ctrl-C comes again. Returns how many
         cases were left running: they are not recorded, and `--resume` runs them again."""
-        self.stopped = True
         for future in self.pending:
             future.cancel()
         running = [f for f in self.pending if not f.done()]
