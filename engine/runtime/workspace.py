@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,24 +63,37 @@ def _walk(root: Path, scope: Iterable[str]) -> Iterable[Path]:
                 yield Path(directory) / name
 
 
-def _scan(directory: str, prefix: str) -> Iterable[tuple[str, tuple[int, int]]]:
-    """The files under `directory` as (relative path, (mtime, size)), as `_walk` would list
-    them (no links to directories followed), with one `scandir` per directory: a suite takes
-    two snapshots per case, and building a Path per file cost more than the files."""
+def _under(directory: str, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(relative path, entry) of everything under `directory` but directories, with one
+    `scandir` per directory: real directories are entered (but `SKIPPED`), links to them are
+    not (they are listed like files)."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return
     for entry in entries:
         try:
-            if entry.is_dir():
-                if entry.name not in SKIPPED and not entry.is_symlink():
-                    yield from _scan(entry.path, f"{prefix}{entry.name}/")
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED:
+                    yield from _under(entry.path, f"{prefix}{entry.name}/")
+                continue
+        except OSError:
+            continue
+        yield prefix + entry.name, entry
+
+
+def _scan(directory: str, prefix: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """The files under `directory` as (relative path, (mtime, size)), as `_walk` would list
+    them (no links to directories followed): a suite takes two snapshots per case, and
+    building a Path per file cost more than the files."""
+    for rel, entry in _under(directory, prefix):
+        try:
+            if entry.is_dir():  # a link to a directory
                 continue
             stat = entry.stat()
         except OSError:
             continue
-        yield prefix + entry.name, (stat.st_mtime_ns, stat.st_size)
+        yield rel, (stat.st_mtime_ns, stat.st_size)
 
 
 def _snapshot(root: Path, scope: Iterable[str]) -> Iterable[tuple[str, tuple[int, int]]]:
@@ -228,17 +241,10 @@ def _path_order(rel: str) -> tuple[str, ...]:
 def _regular_files(directory: str, prefix: str) -> Iterable[str]:
     """Regular files under `directory` (links, FIFOs, sockets and devices passed over; links
     to directories not entered)."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
+    for rel, entry in _under(directory, prefix):
         try:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED:
-                    yield from _regular_files(entry.path, f"{prefix}{entry.name}/")
-            elif entry.is_file(follow_symlinks=False):
-                yield prefix + entry.name
+            if entry.is_file(follow_symlinks=False):
+                yield rel
         except OSError:
             continue
 
