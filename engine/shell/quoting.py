@@ -164,9 +164,8 @@ def _single(value: str, in_heredoc: bool) -> str:
     """The inside of a single-quoted string: `'` becomes `'"'"'` (bash 5.2 misparses `'\\''`
     inside `a=(...)` within `$(...)`), and, in a heredoc body, each backslash `'"\\\\"'`, so
     that no backslash is left to meet a newline."""
-    if not in_heredoc:
-        return value.replace("'", "'\"'\"'")
-    return value.replace("'", "'\"'\"'").replace("\\", "'\"\\\\\"'")
+    single = value.replace("'", "'\"'\"'")
+    return single.replace("\\", "'\"\\\\\"'") if in_heredoc else single
 
 
 _REFUSALS = {
