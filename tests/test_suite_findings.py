@@ -139,6 +139,18 @@ judges:
 """
 
 
+def _start_suite(root: Path, *, jobs: int) -> subprocess.Popen[str]:
+    """`ll-harness suite s.suite.yaml` as a process of its own, Ctrl-C at its default."""
+    return subprocess.Popen(
+        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", str(jobs)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -147,14 +159,7 @@ def _default_sigint() -> None:
 def test_a_stop_does_not_wait_for_a_case_stuck_in_c_code(tmp_path: Path, signum: int) -> None:
     mark = tmp_path / "mark"
     write(project(tmp_path) / "s.suite.yaml", STUCK.replace("MARK", str(mark)))
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "3"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
+    process = _start_suite(tmp_path, jobs=3)
     deadline = time.monotonic() + 60
     while recorded(tmp_path) != ["a", "c"]:
         assert time.monotonic() < deadline and process.poll() is None
@@ -269,14 +274,7 @@ def test_a_real_ctrl_c_in_the_main_thread_still_stops_a_check() -> None:
 
 def test_ctrl_c_stops_a_suite_whose_check_spins(tmp_path: Path) -> None:
     write(project(tmp_path) / "s.suite.yaml", SPINNING.replace("timeout: 0.5", "timeout: 600"))
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "2"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
+    process = _start_suite(tmp_path, jobs=2)
     deadline = time.monotonic() + 60
     while not list((tmp_path / ".loops" / "suites").glob("*/lock")):  # the run has begun
         assert time.monotonic() < deadline and process.poll() is None
