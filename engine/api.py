@@ -524,10 +524,9 @@ def status(
     `include_finished`."""
     from engine.runtime.resume import find_run, list_runs, orphaned_actions
 
-    if run_id is not None:
-        _arguments(run_id=run_id)
     where = _Where.of(cwd)
     if run_id is not None:
+        _arguments(run_id=run_id)
         snapshot = find_run(run_id, where.root)
         # A dead run's actions may still be running (SIGKILL cannot take them along).
         left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
