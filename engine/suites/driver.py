@@ -754,7 +754,7 @@ class _Rows:
 
     def add(self, cases: list[SuiteCaseRow], judgements: list[SuiteJudgementRow]) -> None:
         # The driver keeps no records in memory (they are in history.db).
-        self.cases += [replace(c, record=None) for c in cases]
+        self.cases += [c if c.record is None else replace(c, record=None) for c in cases]
         self.judgements += judgements
 
 
