@@ -134,6 +134,15 @@ def test_a_directory_migrated_twice_skips_the_files_migrate_wrote(tmp_path: Path
     assert output["status"] == "skipped" and "not converted again" in output["reason"]
 
 
+def test_a_file_migrate_wrote_is_not_converted_again_when_named(tmp_path: Path) -> None:
+    write(tmp_path, "plain.yaml", _SIMPLE.replace("${context.run_dir}", "/tmp"))
+    migrate(tmp_path, "plain.yaml")
+    code, report = migrate(tmp_path, "plain.ll.yaml")
+    output = files(report)["plain.ll.yaml"]
+    assert code == 0 and output["status"] == "skipped" and "not converted again" in output["reason"]
+    assert not list(tmp_path.glob("*.ll.ll.yaml"))
+
+
 def test_a_file_that_is_already_an_ll_loop_loop_is_left_alone(tmp_path: Path) -> None:
     write(tmp_path, "simple.yaml", _SIMPLE)
     migrate(tmp_path, "simple.yaml")

@@ -113,7 +113,10 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
     alone: list[FileReport] = []
     for path in paths:
         if not path.is_dir():
-            found.append(path)
+            if _is_output_name(path):  # named, not found: `NAME.ll.ll.yaml` all the same
+                alone.append(_left_alone(path.absolute(), _CONVERTED_NAME))
+            else:
+                found.append(path)
             continue
         for file in sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")):
             link = _link_in(file, path)
