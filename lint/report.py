@@ -166,9 +166,14 @@ def _sarif_result(d: Diagnostic, path: str, rule_index: int) -> dict[str, object
 
 
 def _uri(path: str) -> str:
-    """SARIF wants URIs: relative paths with forward slashes, absolute ones as file:// URIs."""
+    """SARIF wants URIs: relative paths with forward slashes, absolute ones as file:// URIs.
+
+    A relative path is percent-encoded as `as_uri` encodes an absolute one: a space, `%`, `#`,
+    `?` or a `:` in its first segment would otherwise make an invalid URI reference, or one that
+    names another file (`a#b.yaml` is `a` with a fragment)."""
     from pathlib import Path, PurePath
+    from urllib.parse import quote
 
     if Path(path).is_absolute():
         return Path(path).as_uri()
-    return PurePath(path).as_posix()
+    return quote(PurePath(path).as_posix(), safe="/")

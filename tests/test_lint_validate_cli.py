@@ -255,6 +255,25 @@ def test_sarif_report(tmp_path: Path) -> None:
     assert any(r["ruleId"].startswith("F") for r in run["results"])  # the YAML error is there too
 
 
+def test_sarif_uris_of_awkward_file_names_are_valid_uri_references(tmp_path: Path) -> None:
+    # A space, `%`, `#` and a `:` in the first segment are not allowed raw in a relative URI
+    # reference (`a#b` would even name file `a`); SARIF viewers resolve what is written.
+    from urllib.parse import unquote
+
+    name = "my loops/ü%41:b#1 ?.yaml"
+    (tmp_path / "my loops").mkdir()
+    write(tmp_path, name, BROKEN)
+    result = ll_loop("validate", "--format", "sarif", name, cwd=tmp_path)
+    assert result.returncode == 1
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for res in json.loads(result.stdout)["runs"][0]["results"]
+        for loc in res["locations"]
+    }
+    assert uris == {"my%20loops/%C3%BC%2541%3Ab%231%20%3F.yaml"}
+    assert {unquote(uri) for uri in uris} == {name}
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
 def test_unknown_format_is_a_usage_error(tmp_path: Path, fmt: str) -> None:
     write(tmp_path, "fix.yaml", CLEAN)
