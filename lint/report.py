@@ -49,9 +49,16 @@ def render_text(reports: Sequence[LoopReport]) -> str:
 
 @renderer("json")
 def render_json(reports: Sequence[LoopReport]) -> str:
-    """The JSON docs/cli.md documents: `{"loops": [{"path", "valid", "diagnostics": [...]}]}`."""
+    """The JSON docs/cli.md documents: `{"loops": [{"path", "valid", "diagnostics": [...]}]}`.
+
+    Each diagnostic names the `file` its line and column are in: a loop's diagnostics can be
+    about an imported fragment library, whose lines are not the loop's."""
     loops = [
-        {"path": r.path, "valid": r.valid, "diagnostics": [d.to_json() for d in r.diagnostics]}
+        {
+            "path": r.path,
+            "valid": r.valid,
+            "diagnostics": [{"file": d.file or r.path, **d.to_json()} for d in r.diagnostics],
+        }
         for r in reports
     ]
     return json.dumps({"loops": loops}, indent=2)

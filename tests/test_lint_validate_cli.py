@@ -255,6 +255,21 @@ def test_sarif_report(tmp_path: Path) -> None:
     assert any(r["ruleId"].startswith("F") for r in run["results"])  # the YAML error is there too
 
 
+def test_json_diagnostics_name_the_file_their_line_is_in(tmp_path: Path) -> None:
+    # The YAML error of an imported library is at the library's line 3, not the loop's.
+    (tmp_path / "lib").mkdir()
+    write(tmp_path, "lib/checks.yaml", "fragments:\n  gate:\n    evaluate: [\n")
+    loop = CLEAN.replace('scope: ["src/"]', 'scope: ["src/"]\nimport: [lib/checks.yaml]')
+    write(tmp_path, "fix.yaml", loop)
+    result = ll_loop("validate", "--format", "json", "fix.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    [report] = json.loads(result.stdout)["loops"]
+    assert report["path"] == "fix.yaml"
+    places = {(d["code"], d["file"], d["line"]) for d in report["diagnostics"]}
+    assert ("F001", "lib/checks.yaml", 4) in places
+    assert ("F030", "fix.yaml", 4) in places
+
+
 def test_sarif_uris_of_awkward_file_names_are_valid_uri_references(tmp_path: Path) -> None:
     # A space, `%`, `#` and a `:` in the first segment are not allowed raw in a relative URI
     # reference (`a#b` would even name file `a`); SARIF viewers resolve what is written.
