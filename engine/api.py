@@ -20,11 +20,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
+from engine.model.errors import (
+    Diagnostic,
+    LoopError,
+    PreflightError,
+    StoppedWaiting,
+    UsageError,
+)
 from engine.model.loop import Loop
 from engine.model.timefmt import counted
 
@@ -407,7 +414,38 @@ def _take_lock(
     if not lock:
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
-    return acquire_scope(launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env)
+    with _stop_while_queued(queue and launch.handle_signals):
+        return acquire_scope(
+            launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env
+        )
+
+
+@contextmanager
+def _stop_while_queued(handle: bool) -> Iterator[None]:
+    """SIGTERM (`ll-loop stop`) or SIGINT while waiting in the lock queue: `StoppedWaiting`, so
+    the refusal is reported like any other (`--json` included) instead of a silent kill.
+
+    Only the main thread may install signal handlers."""
+    import signal
+    import threading
+
+    if not handle or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stopped(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        raise StoppedWaiting(
+            f"stopped by {name} while waiting for the scope lock; the run never started",
+            hint="run it again (with --queue to wait) when you want it",
+        )
+
+    previous = {sig: signal.signal(sig, stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 # --- resume ----------------------------------------------------------------------------------

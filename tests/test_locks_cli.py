@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -192,9 +194,33 @@ def test_status_lists_queued_runs_and_stop_removes_them(tmp_path: Path) -> None:
         assert "queued" in ll_loop(tmp_path, "status").stdout
         stopped = ll_loop(tmp_path, "stop", str(entry["run_id"]))
         assert stopped.returncode == 0 and "had not started" in stopped.stdout
-        waiter.communicate(timeout=15)
-        assert waiter.returncode != 0
+        out, _ = waiter.communicate(timeout=15)
+        assert waiter.returncode == 3  # stopped: inconclusive, and still one JSON object
+        refusal = json.loads(out)
+        assert (refusal["outcome"], refusal["terminated_by"]) == ("inconclusive", "stopped")
+        assert "while waiting for the scope lock" in refusal["error"]
         assert not queued()
+        assert not (tmp_path / "marks.log").exists()
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+
+
+def test_ctrl_c_while_queued_reports_a_stopped_run(tmp_path: Path) -> None:
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        waiter.send_signal(signal.SIGINT)
+        out, err = waiter.communicate(timeout=15)
+        assert waiter.returncode == 3, err
+        assert result_of(subprocess.CompletedProcess([], 3, out, err))["error"].startswith(
+            "stopped by SIGINT while waiting"
+        )
+        assert "Traceback" not in err
         assert not (tmp_path / "marks.log").exists()
     finally:
         (tmp_path / "go").touch()
