@@ -106,27 +106,21 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
 
 def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
-    (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite."""
+    (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite, a
+    fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library."""
+    from engine.load.fragments import check_library_file
     from engine.load.loader import check_loop_file
+    from engine.load.locate import file_kind
 
-    if _is_suite(path):
+    kind = file_kind(path)
+    if kind == "suite":
         return _check_suite(path)
+    if kind == "library":
+        return check_library_file(path)
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
     return _lint(loop, positions, where)
-
-
-def _is_suite(path: Path) -> bool:
-    from engine.load.suite import is_suite_path, looks_like_suite
-
-    if is_suite_path(path):
-        return True
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
-        return False
-    return looks_like_suite(head)
 
 
 def _check_suite(path: Path) -> list[Diagnostic]:

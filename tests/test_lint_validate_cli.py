@@ -255,6 +255,39 @@ def test_sarif_report(tmp_path: Path) -> None:
     assert any(r["ruleId"].startswith("F") for r in run["results"])  # the YAML error is there too
 
 
+LIBRARY = """\
+description: gates shared by our loops
+fragments:
+  exit_gate:
+    evaluate: {type: exit_code}
+"""
+
+
+def test_a_fragment_library_in_a_validated_directory_is_checked_as_a_library(
+    tmp_path: Path,
+) -> None:
+    # `validate .loops/` (the CI recipe) meets the libraries the loops import: they are not
+    # loops missing name/initial/states.
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    write(folder, "checks.yaml", LIBRARY)
+    loop = CLEAN.replace('scope: ["src/"]', 'scope: ["src/"]\nimport: [checks.yaml]')
+    write(
+        folder,
+        "fix.yaml",
+        loop.replace("    action: make test\n", "    action: make test\n    fragment: exit_gate\n"),
+    )
+    result = ll_loop("validate", "--strict", "loops", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "1 loop, 1 library: no problems" in result.stderr
+    write(folder, "checks.yaml", LIBRARY.replace("description:", "fragmnts: {}\ndescription:"))
+    result = ll_loop("validate", "loops/checks.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith(
+        "loops/checks.yaml:1:1: error F030 unknown key 'fragmnts' in fragment library"
+    )
+
+
 def test_json_diagnostics_name_the_file_their_line_is_in(tmp_path: Path) -> None:
     # The YAML error of an imported library is at the library's line 3, not the loop's.
     (tmp_path / "lib").mkdir()
