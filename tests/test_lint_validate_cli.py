@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.lint_cli_helpers import ll_loop
+from tests.lint_cli_helpers import REPO, ll_loop
 
 CLEAN = """\
 name: fix-until-green
@@ -435,3 +435,12 @@ def test_validate_imports_no_heavy_library(tmp_path: Path) -> None:
         check=True,
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_verbose_prints_no_cost_bound_for_a_suite(tmp_path: Path) -> None:
+    # A suite is not a loop: `--verbose` used to load it as one for its cost bound.
+    suite = REPO / "examples" / "suites" / "agent_eval" / "agent_eval.suite.yaml"
+    result = ll_loop("validate", "--verbose", str(suite), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "cost bound" not in result.stdout
+    assert "1 suite: no problems" in result.stderr
