@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -444,3 +445,11 @@ def test_verbose_prints_no_cost_bound_for_a_suite(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
     assert "cost bound" not in result.stdout
     assert "1 suite: no problems" in result.stderr
+
+
+def test_a_named_pipe_is_a_usage_error_not_a_hang(tmp_path: Path) -> None:
+    # `ll-loop validate <(cat loop.yaml)` passes a pipe; nothing may wait for a writer.
+    os.mkfifo(tmp_path / "pipe.yaml")
+    result = ll_loop("validate", "pipe.yaml", cwd=tmp_path, process=True)  # can time out
+    assert result.returncode == 2
+    assert "no loop file at pipe.yaml" in result.stdout

@@ -60,6 +60,8 @@ def file_kind(path: str | Path) -> FileKind:
 
     if is_suite_path(path):
         return "suite"
+    if not Path(path).is_file():  # a pipe or a device: reading it could block forever
+        return "loop"
     try:
         head = Path(path).read_text(encoding="utf-8", errors="replace")[:200_000]
     except OSError:
