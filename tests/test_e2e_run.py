@@ -693,6 +693,16 @@ def test_list_shows_project_builtin_and_broken_loops(tmp_path: Path) -> None:
     assert "fix" in entries["fix-until-green-demo"]["description"]
 
 
+def test_list_leaves_out_the_libraries_and_suites_kept_beside_the_loops(tmp_path: Path) -> None:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "checks.yaml").write_text("fragments:\n  gate: {next: done}\n")
+    (tmp_path / ".loops" / "answers.suite.yaml").write_text("subject: {command: echo}\n")
+    ran = ll_loop(tmp_path, "list", "--json")
+    names = {e["name"] for e in json.loads(ran.stdout)}
+    assert ran.code == 0
+    assert not names & {"checks", "answers.suite"}, names
+
+
 def test_install_copies_a_builtin_and_refuses_to_overwrite(tmp_path: Path) -> None:
     assert ll_loop(tmp_path, "install", "fix-until-green-demo").code == 0
     assert (tmp_path / ".loops" / "fix-until-green-demo.yaml").is_file()

@@ -105,10 +105,18 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
 
 
 def _loop_files(folder: Path) -> list[Path]:
+    """The loop files of `folder`: the fragment libraries and suites kept beside them are not
+    loops (listing them would show each as a loop missing its name)."""
+    from engine.load.locate import file_kind
+
     if not folder.is_dir():
         return []
     return sorted(
-        (p for p in folder.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file()),
+        (
+            p
+            for p in folder.iterdir()
+            if p.suffix in {".yaml", ".yml"} and p.is_file() and file_kind(p) == "loop"
+        ),
         key=lambda p: p.stem,
     )
 
