@@ -589,6 +589,7 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
         run_dir=snapshot.dir,
         resumable=snapshot.resumable,
         orphaned_actions=orphaned,
+        cost_usd=snapshot.cost_usd,
     )
 
 

@@ -10,6 +10,7 @@ import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -263,6 +264,40 @@ states:
         end_action_group(tmp_path / "action.pid")
     assert resumed["final_state"] == "done"
     assert resumed["cost_usd"] >= 3.0  # the judge's $3, spent before the kill
+
+
+def test_status_shows_what_a_live_run_has_spent(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loop = """
+name: spending
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: wait
+    on_error: wait
+  wait:
+    action: "while [ ! -f go ]; do sleep 0.05; done"
+    next: done
+  done: {terminal: true}
+"""
+    write_loop(tmp_path, loop)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+
+        def live() -> dict[str, Any]:
+            listed = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+            return listed[0] if listed else {}
+
+        wait_until(lambda: live().get("state") == "wait", timeout=90)
+        assert live()["cost_usd"] >= 3.0  # the judge's $3 so far
+        assert "$3.0003" in ll_loop(tmp_path, "status").stdout  # + 20 output tokens
+    finally:
+        (tmp_path / "go").touch()
+        proc.communicate(timeout=30)
 
 
 def runs(cwd: Path) -> Iterator[str]:
