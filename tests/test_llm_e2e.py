@@ -266,6 +266,18 @@ states:
     assert resumed["cost_usd"] >= 3.0  # the judge's $3, spent before the kill
 
 
+def test_history_shows_what_each_run_spent(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(
+        verdict_reply(
+            "yes", evidence="All 5 checks passed", input_tokens=1_000_000, output_tokens=0
+        )
+    )
+    ran = run_yaml(tmp_path, JUDGED)
+    assert ran.code == 0, ran.stderr
+    header, row = ll_loop(tmp_path, "history").stdout.splitlines()[:2]
+    assert "COST" in header.split() and "$3.0000" in row.split()
+
+
 def test_status_shows_what_a_live_run_has_spent(loopback: LoopbackServer, tmp_path: Path) -> None:
     loop = """
 name: spending

@@ -242,11 +242,11 @@ def history_command(
     if not entries:
         out("no runs recorded" + (f" for loop {target!r}" if target else ""))
         return
-    table = [["RUN", "LOOP", "STARTED", "STEPS", "RESULT"]]
+    table = [["RUN", "LOOP", "STARTED", "STEPS", "COST", "RESULT"]]
     for entry in entries:
         table.append(
             [entry.run_id, entry.loop, entry.started_at[:19].replace("T", " "),
-             str(entry.steps), _result(entry)]
+             str(entry.steps), f"${entry.cost_usd:.4f}", _result(entry)]
         )  # fmt: skip
     out(_table(table))
 
