@@ -382,17 +382,24 @@ def bind_context(
 
 
 def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:
-    """A run id under `.loops/runs/`, or a run directory path."""
+    """A run id (or a unique prefix of one, as every RUN argument takes) under `.loops/runs/`,
+    or a run directory path (any directory: a run copied from elsewhere replays too)."""
     if replay is None:
         return None
-    from engine.runtime.runstore import runs_root
+    from engine.runtime.resume import find_run_dir
 
-    for candidate in (runs_root(where.root) / str(replay), where.path(replay)):
-        if candidate.is_dir():
-            return candidate
+    text, path = str(replay), where.path(replay)
+    if os.sep not in text and text not in {".", ".."}:
+        try:
+            return find_run_dir(text, where.root)
+        except UsageError as exc:
+            if not text.strip() or "ambiguous" in exc.message or not path.is_dir():
+                raise UsageError(f"cannot replay: {exc.message}", hint=exc.hint) from None
+    if path.is_dir():
+        return path
     raise UsageError(
-        f"no run {str(replay)!r} to replay",
-        hint="pass a run id from .loops/runs/ or a run directory",
+        f"no run directory at {text} to replay",
+        hint="pass a run id (or its first digits) from .loops/runs/, or a run directory",
     )
 
 

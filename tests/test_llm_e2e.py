@@ -102,6 +102,24 @@ def test_replay_reruns_the_judgement_without_http(loopback: LoopbackServer, tmp_
     assert len(loopback.requests) == served
 
 
+def test_replay_takes_a_unique_prefix_of_the_run_id_like_every_run_argument(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
+    first = run_yaml(tmp_path, JUDGED)
+    loopback.default = error_reply(500)
+    again = run_yaml(tmp_path, JUDGED, "--replay", first.run_dir.name[:17])
+    assert again.code == 0, again.stderr
+    assert again.json["final_state"] == "done"
+    a, b = first.run_dir.name, again.run_dir.name
+    both = a[: next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)]
+    ambiguous = run_yaml(tmp_path, JUDGED, "--replay", both)
+    assert ambiguous.code == 2
+    assert ambiguous.json["error"].startswith(f"cannot replay: run id '{both}' is ambiguous")
+    empty = run_yaml(tmp_path, JUDGED, "--replay", "")
+    assert empty.code == 2 and empty.json["error"] == "cannot replay: no run id given"
+
+
 def test_missing_credentials_stop_before_the_first_step(
     loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
