@@ -612,6 +612,29 @@ def test_refusal_before_the_first_step_still_prints_json(tmp_path: Path) -> None
     assert not (tmp_path / ".loops" / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (
+            ["run", "loop.yaml", "--json", "--max-steps", "0"],
+            "'--max-steps': 0 is not in the range",
+        ),
+        (["run", "loop.yaml", "--json", "--queue-timeout", "nan"], "nan is not a finite number"),
+        (["run", "loop.yaml", "--jsn", "--json"], "No such option: --jsn"),
+        (["resume", "--json"], "Missing argument"),
+    ],
+)
+def test_a_command_line_that_does_not_parse_still_prints_the_json_refusal(
+    tmp_path: Path, args: list[str], why: str
+) -> None:
+    write_loop(tmp_path, "name: x\ninitial: s\nstates:\n  s: {terminal: true}\n")
+    ran = ll_loop(tmp_path, *args)
+    assert ran.code == 2
+    assert set(ran.json) == RESULT_KEYS and ran.json["outcome"] == "error"
+    assert why in ran.json["error"]
+    assert why in ran.stderr  # the usage error is still shown to a person
+
+
 def test_invalid_yaml_and_missing_loop_are_refusals(tmp_path: Path) -> None:
     write_loop(tmp_path, "name: [unclosed\n")
     ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")

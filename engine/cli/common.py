@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import math
 import os
 import sys
@@ -64,6 +65,8 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
             traceback.print_exc()
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
+            if prog_name == "ll-loop":
+                _refusal_as_json(exc)
             return 2
         err(
             f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "
@@ -101,6 +104,20 @@ def _one_line_summaries(app: typer.Typer) -> None:
         if info.short_help is None and doc:
             first = inspect.cleandoc(doc).split("\n\n", 1)[0]
             info.short_help = " ".join(first.split())
+
+
+def _refusal_as_json(exc: BaseException) -> None:
+    """`ll-loop run|resume ... --json` prints its one result object for every outcome, a
+    command line that does not parse (`--max-steps 0`) included: scripts read stdout."""
+    from engine.cli import command_of
+    from engine.cli.run_cmd import refusal_object
+
+    args = sys.argv[1:]
+    if "--json" not in args or command_of(args) not in {"run", "resume"}:
+        return
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    print(json.dumps(refusal_object(message, loop=None)))
 
 
 def _is_click_usage_error(exc: BaseException) -> bool:
