@@ -138,6 +138,43 @@ def test_a_nested_run_inherits_its_parents_lease(tmp_path: Path) -> None:
     assert result_of(done)["final_state"] == "done", done.stderr
 
 
+def test_an_agent_cli_of_a_prompt_state_passes_the_lease_to_its_nested_run(
+    tmp_path: Path,
+) -> None:
+    # A `cmd:` runner is an action too: an agent that runs `ll-loop run` (here with --queue,
+    # which waited for its own parent forever) runs under the parent's lock.
+    write(tmp_path / "inner.yaml", marker_loop("inner", ["src/engine"], hold=0))
+    (tmp_path / "agent.sh").write_text(
+        "cat > /dev/null\nexec ll-loop run inner.yaml --queue --json -q\n"
+    )
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: agent
+        scope: [src]
+        states:
+          agent:
+            action_type: prompt
+            action: "run the inner loop"
+            runner: "cmd:bash agent.sh"
+            timeout: 30
+            capture: inner
+            evaluate: {type: output_json, path: .final_state, operator: eq, target: done}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    done = ll_loop(tmp_path, "run", "outer.yaml", "--json", "-q", env=env, timeout=60)
+    assert result_of(done)["final_state"] == "done", done.stderr
+    assert result_of(done)["duration_ms"] < 20_000  # not the prompt's 30 s timeout
+    assert (tmp_path / "marks.log").read_text().split() == ["begin", "inner", "end", "inner"]
+
+
 def test_a_nested_run_reaching_outside_its_parents_lease_fails_fast(tmp_path: Path) -> None:
     write(tmp_path / "wide.yaml", marker_loop("wide", ["."], hold=0))
     write(

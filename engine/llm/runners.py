@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from engine.llm.agent_trace import parse_agent_stream
 from engine.llm.gateway import CallTag, LlmGateway
-from engine.model.ports import ActionResult
+from engine.model.ports import ActionResult, ProcessSetting
 
 KILL_GRACE_S = 2.0
 
@@ -44,6 +44,7 @@ class PromptCall:
     temperature: float | None = None
     timeout: float | None = None
     tag: CallTag = field(default_factory=CallTag)
+    process: ProcessSetting | None = None  # a `cmd:` runner's environment and directory
 
 
 class PromptRunner(Protocol):
@@ -139,6 +140,8 @@ class CommandRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=None if call.process is None else dict(call.process.env),
+                cwd=None if call.process is None else call.process.cwd,
             )
         except OSError as exc:
             return ActionResult(exit_code=None, spawn_error=str(exc))
