@@ -222,6 +222,7 @@ class ProcessSetting:
 
     env: Mapping[str, str]
     cwd: str
+    stopped: Callable[[], bool] | None = None  # True once the run is stopping: end the agent
 
 
 class LlmServices(Protocol):

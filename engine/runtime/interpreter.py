@@ -290,7 +290,8 @@ def execute(
             llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
             # A `cmd:` agent gets the actions' environment (LL_RUN_ID, the lease) and directory.
             env = {**rt.actions.env, "LL_STATE": state.name}
-            process = ProcessSetting(env=env, cwd=rt.actions.cwd)
+            stop = rt.stop
+            process = ProcessSetting(env=env, cwd=rt.actions.cwd, stopped=lambda: stop.requested)
             result = llm.run_prompt(
                 text, state=state, loop=loop, timeout=timeout, runner=runner, process=process
             )
