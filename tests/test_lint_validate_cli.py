@@ -453,3 +453,16 @@ def test_a_named_pipe_is_a_usage_error_not_a_hang(tmp_path: Path) -> None:
     result = ll_loop("validate", "pipe.yaml", cwd=tmp_path, process=True)  # can time out
     assert result.returncode == 2
     assert "no loop file at pipe.yaml" in result.stdout
+
+
+def test_a_directory_scan_skips_what_is_not_a_file(tmp_path: Path) -> None:
+    # Emacs keeps a dangling link `.#NAME.yaml` beside a file being edited; a folder named like
+    # a loop file is no loop either.
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    write(folder, "fix.yaml", CLEAN)
+    (folder / ".#fix.yaml").symlink_to("someone@host.4242:1700000000")
+    (folder / "old.yaml").mkdir()
+    result = ll_loop("validate", "--strict", "loops", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "1 loop: no problems" in result.stderr

@@ -115,12 +115,15 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
 
 
 def _expand(refs: list[str]) -> list[str]:
-    """A directory stands for the loop files in it (so CI can run `validate --strict loops/`)."""
+    """A directory stands for the loop files in it (so CI can run `validate --strict loops/`):
+    its regular files, not a dangling link such as an editor's lock (`.#loop.yaml`)."""
     expanded: list[str] = []
     for ref in refs:
         folder = Path(ref)
         if folder.is_dir():
-            files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+            files = sorted(
+                p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
+            )
             expanded += [str(p) for p in files] or [ref]
         else:
             expanded.append(ref)
