@@ -466,3 +466,22 @@ def test_a_directory_scan_skips_what_is_not_a_file(tmp_path: Path) -> None:
     result = ll_loop("validate", "--strict", "loops", cwd=tmp_path)
     assert result.returncode == 0, result.stdout
     assert "1 loop: no problems" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--format", "json"], "Missing argument"),
+        (["-f", "json", "--bogus", "fix.yaml"], "No such option: --bogus"),
+        (["--format=json", "--strict=yes", "fix.yaml"], "--strict"),
+    ],
+)
+def test_json_format_prints_its_report_for_a_command_line_that_does_not_parse(
+    tmp_path: Path, args: list[str], why: str
+) -> None:
+    write(tmp_path, "fix.yaml", CLEAN)
+    result = ll_loop("validate", *args, cwd=tmp_path)
+    assert result.returncode == 2
+    [report] = json.loads(result.stdout)["loops"]
+    [usage] = report["diagnostics"]
+    assert report["valid"] is False and usage["code"] == "USAGE" and why in usage["message"]

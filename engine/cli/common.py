@@ -14,7 +14,7 @@ from pathlib import Path
 import typer
 
 from engine.load.locate import loops_dir, resolve_loop
-from engine.model.errors import LoopError, UsageError
+from engine.model.errors import Diagnostic, LoopError, UsageError
 from engine.model.terminal import printable
 
 __all__ = [
@@ -107,17 +107,33 @@ def _one_line_summaries(app: typer.Typer) -> None:
 
 
 def _refusal_as_json(exc: BaseException) -> None:
-    """`ll-loop run|resume ... --json` prints its one result object for every outcome, a
-    command line that does not parse (`--max-steps 0`) included: scripts read stdout."""
+    """`ll-loop run|resume ... --json` prints its one result object for every outcome, and
+    `validate --format json` its report, a command line that does not parse (`--max-steps 0`,
+    a missing LOOP) included: scripts read stdout."""
     from engine.cli import command_of
-    from engine.cli.run_cmd import refusal_object
 
     args = sys.argv[1:]
-    if "--json" not in args or command_of(args) not in {"run", "resume"}:
-        return
+    command = command_of(args)
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
-    print(json.dumps(refusal_object(message, loop=None)))
+    if command in {"run", "resume"} and "--json" in args:
+        from engine.cli.run_cmd import refusal_object
+
+        print(json.dumps(refusal_object(message, loop=None)))
+    elif command == "validate" and _asks_for_json(args):
+        from lint.report import LoopReport, render_json
+
+        usage = Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
+        print(render_json([LoopReport("", (usage,))]))
+
+
+def _asks_for_json(args: list[str]) -> bool:
+    """`--format json`, `--format=json`, `-f json` or `-fjson` among `args`."""
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    return any(
+        (flag in {"--format", "-f"} and value == "json") or flag in {"--format=json", "-fjson"}
+        for flag, value in pairs
+    )
 
 
 def _is_click_usage_error(exc: BaseException) -> bool:
