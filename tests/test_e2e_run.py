@@ -726,6 +726,14 @@ def test_list_leaves_out_the_libraries_and_suites_kept_beside_the_loops(tmp_path
     assert not names & {"checks", "answers.suite"}, names
 
 
+def test_install_over_a_directory_is_one_sentence_not_an_internal_error(tmp_path: Path) -> None:
+    (tmp_path / ".loops" / "fix-until-green-demo.yaml").mkdir(parents=True)
+    ran = ll_loop(tmp_path, "install", "fix-until-green-demo", "--force")
+    assert ran.code == 2
+    assert "cannot write" in ran.stderr and "Is a directory" in ran.stderr
+    assert "internal error" not in ran.stderr
+
+
 def test_install_copies_a_builtin_and_refuses_to_overwrite(tmp_path: Path) -> None:
     assert ll_loop(tmp_path, "install", "fix-until-green-demo").code == 0
     assert (tmp_path / ".loops" / "fix-until-green-demo.yaml").is_file()

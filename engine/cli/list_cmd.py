@@ -100,6 +100,11 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
         write_new_file(target, text.encode("utf-8"), replace=force)
     except FileExistsError:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it") from None
+    except OSError as exc:  # a directory of that name, a read-only disk, ...
+        raise UsageError(
+            f"cannot write {target}: {exc.strerror or exc}",
+            hint="move what is there aside, or install into another project",
+        ) from None
     ensure_project_schema(project_dir)
     return target
 
