@@ -33,6 +33,7 @@ class RunStatus:
     resumable: bool = False
     orphaned_actions: tuple[int, ...] = ()  # action process groups a dead run left running
     waiting_for: tuple[str, ...] = ()  # a queued run: the scope paths it waits for
+    cost_usd: float = 0.0  # LLM spend so far
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -47,6 +48,7 @@ class RunStatus:
             "alive": self.alive,
             "outcome": self.outcome,
             "terminated_by": self.terminated_by,
+            "cost_usd": self.cost_usd,
             "run_dir": None if self.run_dir is None else str(self.run_dir),
         }
         if self.status == "queued":

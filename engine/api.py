@@ -20,11 +20,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from engine.model.errors import Diagnostic, LoopError, PreflightError, UsageError
+from engine.model.errors import (
+    Diagnostic,
+    LoopError,
+    PreflightError,
+    StoppedWaiting,
+    UsageError,
+)
 from engine.model.loop import Loop
 from engine.model.timefmt import counted
 
@@ -99,27 +106,21 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
 
 def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
-    (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite."""
+    (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite, a
+    fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library."""
+    from engine.load.fragments import check_library_file
     from engine.load.loader import check_loop_file
+    from engine.load.locate import file_kind
 
-    if _is_suite(path):
+    kind = file_kind(path)
+    if kind == "suite":
         return _check_suite(path)
+    if kind == "library":
+        return check_library_file(path)
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
     return _lint(loop, positions, where)
-
-
-def _is_suite(path: Path) -> bool:
-    from engine.load.suite import is_suite_path, looks_like_suite
-
-    if is_suite_path(path):
-        return True
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
-        return False
-    return looks_like_suite(head)
 
 
 def _check_suite(path: Path) -> list[Diagnostic]:
@@ -381,17 +382,24 @@ def bind_context(
 
 
 def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:
-    """A run id under `.loops/runs/`, or a run directory path."""
+    """A run id (or a unique prefix of one, as every RUN argument takes) under `.loops/runs/`,
+    or a run directory path (any directory: a run copied from elsewhere replays too)."""
     if replay is None:
         return None
-    from engine.runtime.runstore import runs_root
+    from engine.runtime.resume import find_run_dir
 
-    for candidate in (runs_root(where.root) / str(replay), where.path(replay)):
-        if candidate.is_dir():
-            return candidate
+    text, path = str(replay), where.path(replay)
+    if os.sep not in text and text not in {".", ".."}:
+        try:
+            return find_run_dir(text, where.root)
+        except UsageError as exc:
+            if not text.strip() or "ambiguous" in exc.message or not path.is_dir():
+                raise UsageError(f"cannot replay: {exc.message}", hint=exc.hint) from None
+    if path.is_dir():
+        return path
     raise UsageError(
-        f"no run {str(replay)!r} to replay",
-        hint="pass a run id from .loops/runs/ or a run directory",
+        f"no run directory at {text} to replay",
+        hint="pass a run id (or its first digits) from .loops/runs/, or a run directory",
     )
 
 
@@ -407,7 +415,38 @@ def _take_lock(
     if not lock:
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
-    return acquire_scope(launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env)
+    with _stop_while_queued(queue and launch.handle_signals):
+        return acquire_scope(
+            launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env
+        )
+
+
+@contextmanager
+def _stop_while_queued(handle: bool) -> Iterator[None]:
+    """SIGTERM (`ll-loop stop`) or SIGINT while waiting in the lock queue: `StoppedWaiting`, so
+    the refusal is reported like any other (`--json` included) instead of a silent kill.
+
+    Only the main thread may install signal handlers."""
+    import signal
+    import threading
+
+    if not handle or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stopped(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        raise StoppedWaiting(
+            f"stopped by {name} while waiting for the scope lock; the run never started",
+            hint="run it again (with --queue to wait) when you want it",
+        )
+
+    previous = {sig: signal.signal(sig, stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 # --- resume ----------------------------------------------------------------------------------
@@ -557,6 +596,7 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
         run_dir=snapshot.dir,
         resumable=snapshot.resumable,
         orphaned_actions=orphaned,
+        cost_usd=snapshot.cost_usd,
     )
 
 

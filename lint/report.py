@@ -49,9 +49,16 @@ def render_text(reports: Sequence[LoopReport]) -> str:
 
 @renderer("json")
 def render_json(reports: Sequence[LoopReport]) -> str:
-    """The JSON docs/cli.md documents: `{"loops": [{"path", "valid", "diagnostics": [...]}]}`."""
+    """The JSON docs/cli.md documents: `{"loops": [{"path", "valid", "diagnostics": [...]}]}`.
+
+    Each diagnostic names the `file` its line and column are in: a loop's diagnostics can be
+    about an imported fragment library, whose lines are not the loop's."""
     loops = [
-        {"path": r.path, "valid": r.valid, "diagnostics": [d.to_json() for d in r.diagnostics]}
+        {
+            "path": r.path,
+            "valid": r.valid,
+            "diagnostics": [{"file": d.file or r.path, **d.to_json()} for d in r.diagnostics],
+        }
         for r in reports
     ]
     return json.dumps({"loops": loops}, indent=2)
@@ -166,9 +173,14 @@ def _sarif_result(d: Diagnostic, path: str, rule_index: int) -> dict[str, object
 
 
 def _uri(path: str) -> str:
-    """SARIF wants URIs: relative paths with forward slashes, absolute ones as file:// URIs."""
+    """SARIF wants URIs: relative paths with forward slashes, absolute ones as file:// URIs.
+
+    A relative path is percent-encoded as `as_uri` encodes an absolute one: a space, `%`, `#`,
+    `?` or a `:` in its first segment would otherwise make an invalid URI reference, or one that
+    names another file (`a#b.yaml` is `a` with a fragment)."""
     from pathlib import Path, PurePath
+    from urllib.parse import quote
 
     if Path(path).is_absolute():
         return Path(path).as_uri()
-    return PurePath(path).as_posix()
+    return quote(PurePath(path).as_posix(), safe="/")

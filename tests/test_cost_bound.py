@@ -173,3 +173,15 @@ def test_bound_without_llm_cycles_equals_any_larger_budget(loop: Loop) -> None:
     small = cost_bound(graph, steps, max_steps=len(graph.nodes))
     if small.independent_of_max_steps:
         assert cost_bound(graph, steps, max_steps=10 * len(graph.nodes) + 3).calls == small.calls
+
+
+def test_the_step_note_counts_samples_in_words() -> None:
+    def note(evaluate: dict[str, object]) -> str:
+        loop = make_loop(
+            {"review": {"action": "cat log", "evaluate": evaluate, "route": {"_": "done"}},
+             "done": {"terminal": True}},
+        )  # fmt: skip
+        return loop_cost(loop).steps["review"].note
+
+    assert "judge: 1 sample (x2" in note({**JUDGE, "samples": 1})
+    assert "judge: 3 samples (x2" in note(JUDGE)

@@ -612,6 +612,29 @@ def test_refusal_before_the_first_step_still_prints_json(tmp_path: Path) -> None
     assert not (tmp_path / ".loops" / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (
+            ["run", "loop.yaml", "--json", "--max-steps", "0"],
+            "'--max-steps': 0 is not in the range",
+        ),
+        (["run", "loop.yaml", "--json", "--queue-timeout", "nan"], "nan is not a finite number"),
+        (["run", "loop.yaml", "--jsn", "--json"], "No such option: --jsn"),
+        (["resume", "--json"], "Missing argument"),
+    ],
+)
+def test_a_command_line_that_does_not_parse_still_prints_the_json_refusal(
+    tmp_path: Path, args: list[str], why: str
+) -> None:
+    write_loop(tmp_path, "name: x\ninitial: s\nstates:\n  s: {terminal: true}\n")
+    ran = ll_loop(tmp_path, *args)
+    assert ran.code == 2
+    assert set(ran.json) == RESULT_KEYS and ran.json["outcome"] == "error"
+    assert why in ran.json["error"]
+    assert why in ran.stderr  # the usage error is still shown to a person
+
+
 def test_invalid_yaml_and_missing_loop_are_refusals(tmp_path: Path) -> None:
     write_loop(tmp_path, "name: [unclosed\n")
     ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")
@@ -691,6 +714,24 @@ def test_list_shows_project_builtin_and_broken_loops(tmp_path: Path) -> None:
     assert entries["broken"]["source"] == "project" and entries["broken"]["error"]
     assert entries["fix-until-green-demo"]["source"] == "builtin"
     assert "fix" in entries["fix-until-green-demo"]["description"]
+
+
+def test_list_leaves_out_the_libraries_and_suites_kept_beside_the_loops(tmp_path: Path) -> None:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "checks.yaml").write_text("fragments:\n  gate: {next: done}\n")
+    (tmp_path / ".loops" / "answers.suite.yaml").write_text("subject: {command: echo}\n")
+    ran = ll_loop(tmp_path, "list", "--json")
+    names = {e["name"] for e in json.loads(ran.stdout)}
+    assert ran.code == 0
+    assert not names & {"checks", "answers.suite"}, names
+
+
+def test_install_over_a_directory_is_one_sentence_not_an_internal_error(tmp_path: Path) -> None:
+    (tmp_path / ".loops" / "fix-until-green-demo.yaml").mkdir(parents=True)
+    ran = ll_loop(tmp_path, "install", "fix-until-green-demo", "--force")
+    assert ran.code == 2
+    assert "cannot write" in ran.stderr and "Is a directory" in ran.stderr
+    assert "internal error" not in ran.stderr
 
 
 def test_install_copies_a_builtin_and_refuses_to_overwrite(tmp_path: Path) -> None:

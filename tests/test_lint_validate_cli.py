@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.lint_cli_helpers import ll_loop
+from tests.lint_cli_helpers import REPO, ll_loop
 
 CLEAN = """\
 name: fix-until-green
@@ -255,6 +256,73 @@ def test_sarif_report(tmp_path: Path) -> None:
     assert any(r["ruleId"].startswith("F") for r in run["results"])  # the YAML error is there too
 
 
+LIBRARY = """\
+description: gates shared by our loops
+fragments:
+  exit_gate:
+    evaluate: {type: exit_code}
+"""
+
+
+def test_a_fragment_library_in_a_validated_directory_is_checked_as_a_library(
+    tmp_path: Path,
+) -> None:
+    # `validate .loops/` (the CI recipe) meets the libraries the loops import: they are not
+    # loops missing name/initial/states.
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    write(folder, "checks.yaml", LIBRARY)
+    loop = CLEAN.replace('scope: ["src/"]', 'scope: ["src/"]\nimport: [checks.yaml]')
+    write(
+        folder,
+        "fix.yaml",
+        loop.replace("    action: make test\n", "    action: make test\n    fragment: exit_gate\n"),
+    )
+    result = ll_loop("validate", "--strict", "loops", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "1 loop, 1 library: no problems" in result.stderr
+    write(folder, "checks.yaml", LIBRARY.replace("description:", "fragmnts: {}\ndescription:"))
+    result = ll_loop("validate", "loops/checks.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith(
+        "loops/checks.yaml:1:1: error F030 unknown key 'fragmnts' in fragment library"
+    )
+
+
+def test_json_diagnostics_name_the_file_their_line_is_in(tmp_path: Path) -> None:
+    # The YAML error of an imported library is at the library's line 3, not the loop's.
+    (tmp_path / "lib").mkdir()
+    write(tmp_path, "lib/checks.yaml", "fragments:\n  gate:\n    evaluate: [\n")
+    loop = CLEAN.replace('scope: ["src/"]', 'scope: ["src/"]\nimport: [lib/checks.yaml]')
+    write(tmp_path, "fix.yaml", loop)
+    result = ll_loop("validate", "--format", "json", "fix.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    [report] = json.loads(result.stdout)["loops"]
+    assert report["path"] == "fix.yaml"
+    places = {(d["code"], d["file"], d["line"]) for d in report["diagnostics"]}
+    assert ("F001", "lib/checks.yaml", 4) in places
+    assert ("F030", "fix.yaml", 4) in places
+
+
+def test_sarif_uris_of_awkward_file_names_are_valid_uri_references(tmp_path: Path) -> None:
+    # A space, `%`, `#` and a `:` in the first segment are not allowed raw in a relative URI
+    # reference (`a#b` would even name file `a`); SARIF viewers resolve what is written.
+    from urllib.parse import unquote
+
+    name = "my loops/ü%41:b#1 ?.yaml"
+    (tmp_path / "my loops").mkdir()
+    write(tmp_path, name, BROKEN)
+    result = ll_loop("validate", "--format", "sarif", name, cwd=tmp_path)
+    assert result.returncode == 1
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for res in json.loads(result.stdout)["runs"][0]["results"]
+        for loc in res["locations"]
+    }
+    assert uris == {"my%20loops/%C3%BC%2541%3Ab%231%20%3F.yaml"}
+    assert {unquote(uri) for uri in uris} == {name}
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
 def test_unknown_format_is_a_usage_error(tmp_path: Path, fmt: str) -> None:
     write(tmp_path, "fix.yaml", CLEAN)
@@ -368,3 +436,52 @@ def test_validate_imports_no_heavy_library(tmp_path: Path) -> None:
         check=True,
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_verbose_prints_no_cost_bound_for_a_suite(tmp_path: Path) -> None:
+    # A suite is not a loop: `--verbose` used to load it as one for its cost bound.
+    suite = REPO / "examples" / "suites" / "agent_eval" / "agent_eval.suite.yaml"
+    result = ll_loop("validate", "--verbose", str(suite), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "cost bound" not in result.stdout
+    assert "1 suite: no problems" in result.stderr
+
+
+def test_a_named_pipe_is_a_usage_error_not_a_hang(tmp_path: Path) -> None:
+    # `ll-loop validate <(cat loop.yaml)` passes a pipe; nothing may wait for a writer.
+    os.mkfifo(tmp_path / "pipe.yaml")
+    result = ll_loop("validate", "pipe.yaml", cwd=tmp_path, process=True)  # can time out
+    assert result.returncode == 2
+    assert "no loop file at pipe.yaml" in result.stdout
+
+
+def test_a_directory_scan_skips_what_is_not_a_file(tmp_path: Path) -> None:
+    # Emacs keeps a dangling link `.#NAME.yaml` beside a file being edited; a folder named like
+    # a loop file is no loop either.
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    write(folder, "fix.yaml", CLEAN)
+    (folder / ".#fix.yaml").symlink_to("someone@host.4242:1700000000")
+    (folder / "old.yaml").mkdir()
+    result = ll_loop("validate", "--strict", "loops", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "1 loop: no problems" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--format", "json"], "Missing argument"),
+        (["-f", "json", "--bogus", "fix.yaml"], "No such option: --bogus"),
+        (["--format=json", "--strict=yes", "fix.yaml"], "--strict"),
+    ],
+)
+def test_json_format_prints_its_report_for_a_command_line_that_does_not_parse(
+    tmp_path: Path, args: list[str], why: str
+) -> None:
+    write(tmp_path, "fix.yaml", CLEAN)
+    result = ll_loop("validate", *args, cwd=tmp_path)
+    assert result.returncode == 2
+    [report] = json.loads(result.stdout)["loops"]
+    [usage] = report["diagnostics"]
+    assert report["valid"] is False and usage["code"] == "USAGE" and why in usage["message"]

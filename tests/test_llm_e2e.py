@@ -10,6 +10,7 @@ import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -99,6 +100,24 @@ def test_replay_reruns_the_judgement_without_http(loopback: LoopbackServer, tmp_
     assert again.code == 0, again.stderr
     assert again.json["final_state"] == "done"
     assert len(loopback.requests) == served
+
+
+def test_replay_takes_a_unique_prefix_of_the_run_id_like_every_run_argument(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
+    first = run_yaml(tmp_path, JUDGED)
+    loopback.default = error_reply(500)
+    again = run_yaml(tmp_path, JUDGED, "--replay", first.run_dir.name[:17])
+    assert again.code == 0, again.stderr
+    assert again.json["final_state"] == "done"
+    a, b = first.run_dir.name, again.run_dir.name
+    both = a[: next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)]
+    ambiguous = run_yaml(tmp_path, JUDGED, "--replay", both)
+    assert ambiguous.code == 2
+    assert ambiguous.json["error"].startswith(f"cannot replay: run id '{both}' is ambiguous")
+    empty = run_yaml(tmp_path, JUDGED, "--replay", "")
+    assert empty.code == 2 and empty.json["error"] == "cannot replay: no run id given"
 
 
 def test_missing_credentials_stop_before_the_first_step(
@@ -263,6 +282,52 @@ states:
         end_action_group(tmp_path / "action.pid")
     assert resumed["final_state"] == "done"
     assert resumed["cost_usd"] >= 3.0  # the judge's $3, spent before the kill
+
+
+def test_history_shows_what_each_run_spent(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loopback.push(
+        verdict_reply(
+            "yes", evidence="All 5 checks passed", input_tokens=1_000_000, output_tokens=0
+        )
+    )
+    ran = run_yaml(tmp_path, JUDGED)
+    assert ran.code == 0, ran.stderr
+    header, row = ll_loop(tmp_path, "history").stdout.splitlines()[:2]
+    assert "COST" in header.split() and "$3.0000" in row.split()
+
+
+def test_status_shows_what_a_live_run_has_spent(loopback: LoopbackServer, tmp_path: Path) -> None:
+    loop = """
+name: spending
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: wait
+    on_error: wait
+  wait:
+    action: "while [ ! -f go ]; do sleep 0.05; done"
+    next: done
+  done: {terminal: true}
+"""
+    write_loop(tmp_path, loop)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+
+        def live() -> dict[str, Any]:
+            listed = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+            return listed[0] if listed else {}
+
+        wait_until(lambda: live().get("state") == "wait", timeout=90)
+        assert live()["cost_usd"] >= 3.0  # the judge's $3 so far
+        assert "$3.0003" in ll_loop(tmp_path, "status").stdout  # + 20 output tokens
+    finally:
+        (tmp_path / "go").touch()
+        proc.communicate(timeout=30)
 
 
 def runs(cwd: Path) -> Iterator[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -136,6 +138,43 @@ def test_a_nested_run_inherits_its_parents_lease(tmp_path: Path) -> None:
     assert result_of(done)["final_state"] == "done", done.stderr
 
 
+def test_an_agent_cli_of_a_prompt_state_passes_the_lease_to_its_nested_run(
+    tmp_path: Path,
+) -> None:
+    # A `cmd:` runner is an action too: an agent that runs `ll-loop run` (here with --queue,
+    # which waited for its own parent forever) runs under the parent's lock.
+    write(tmp_path / "inner.yaml", marker_loop("inner", ["src/engine"], hold=0))
+    (tmp_path / "agent.sh").write_text(
+        "cat > /dev/null\nexec ll-loop run inner.yaml --queue --json -q\n"
+    )
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: agent
+        scope: [src]
+        states:
+          agent:
+            action_type: prompt
+            action: "run the inner loop"
+            runner: "cmd:bash agent.sh"
+            timeout: 30
+            capture: inner
+            evaluate: {type: output_json, path: .final_state, operator: eq, target: done}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    done = ll_loop(tmp_path, "run", "outer.yaml", "--json", "-q", env=env, timeout=60)
+    assert result_of(done)["final_state"] == "done", done.stderr
+    assert result_of(done)["duration_ms"] < 20_000  # not the prompt's 30 s timeout
+    assert (tmp_path / "marks.log").read_text().split() == ["begin", "inner", "end", "inner"]
+
+
 def test_a_nested_run_reaching_outside_its_parents_lease_fails_fast(tmp_path: Path) -> None:
     write(tmp_path / "wide.yaml", marker_loop("wide", ["."], hold=0))
     write(
@@ -192,9 +231,33 @@ def test_status_lists_queued_runs_and_stop_removes_them(tmp_path: Path) -> None:
         assert "queued" in ll_loop(tmp_path, "status").stdout
         stopped = ll_loop(tmp_path, "stop", str(entry["run_id"]))
         assert stopped.returncode == 0 and "had not started" in stopped.stdout
-        waiter.communicate(timeout=15)
-        assert waiter.returncode != 0
+        out, _ = waiter.communicate(timeout=15)
+        assert waiter.returncode == 3  # stopped: inconclusive, and still one JSON object
+        refusal = json.loads(out)
+        assert (refusal["outcome"], refusal["terminated_by"]) == ("inconclusive", "stopped")
+        assert "while waiting for the scope lock" in refusal["error"]
         assert not queued()
+        assert not (tmp_path / "marks.log").exists()
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+
+
+def test_ctrl_c_while_queued_reports_a_stopped_run(tmp_path: Path) -> None:
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        waiter.send_signal(signal.SIGINT)
+        out, err = waiter.communicate(timeout=15)
+        assert waiter.returncode == 3, err
+        assert result_of(subprocess.CompletedProcess([], 3, out, err))["error"].startswith(
+            "stopped by SIGINT while waiting"
+        )
+        assert "Traceback" not in err
         assert not (tmp_path / "marks.log").exists()
     finally:
         (tmp_path / "go").touch()

@@ -89,6 +89,39 @@ def test_status_shows_a_live_run_with_its_state_steps_and_process(project: Path)
         proc.wait()
 
 
+def test_stop_ends_an_agent_cli_at_once(project: Path) -> None:
+    # A prompt state's `cmd:` agent is the run's action too: a stop used to wait for it to end
+    # by itself (up to the state's timeout).
+    agent = "cat > /dev/null; echo $$ > action.pid; while [ ! -f go ]; do sleep 0.05; done"
+    (project / "agent.sh").write_text(agent + "\n")
+    write(
+        project / "agent.yaml",
+        """
+        name: agent
+        initial: work
+        scope: [work]
+        states:
+          work:
+            action_type: prompt
+            action: "Do the work."
+            runner: "cmd:bash agent.sh"
+            timeout: 600
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(project, "run", "agent.yaml", "--json", "-q")
+    wait_until(lambda: written(project / "action.pid"))
+    agent_pid = int((project / "action.pid").read_text())
+    run_id = next((project / ".loops" / "runs").iterdir()).name
+    stopped = ll_loop(project, "stop", run_id)
+    assert stopped.returncode == 0, stopped.stderr
+    out, _ = proc.communicate(timeout=15)  # the agent would wait for `go` for 600 s
+    assert proc.returncode == 3
+    assert json.loads(out)["terminated_by"] == "stopped"
+    assert not alive(agent_pid)
+
+
 def test_stop_terminates_the_action_and_leaves_a_resumable_run(project: Path) -> None:
     proc, run_id = started_run(project)
     action_pid = int((project / "action.pid").read_text())

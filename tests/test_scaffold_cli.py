@@ -177,3 +177,11 @@ def test_a_generated_loop_that_does_not_load_is_reported_as_a_bug() -> None:
     assert caught.value.exit_code == 2
     assert "this is a bug in ll-loop scaffold" in caught.value.message
     assert "x.yaml:2" in caught.value.message  # the diagnostics, with file and line
+
+
+def test_an_accented_title_keeps_its_letters_in_the_file_name(project: Path) -> None:
+    issue = project / ".issues" / "FEAT-77.md"
+    issue.write_text("# FEAT-77: Überprüfung der Café-Liste\n\n## Acceptance Criteria\n- works\n")
+    done = ll_loop("scaffold-verify", "FEAT-77", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert (project / ".loops" / "verify-FEAT-77-uberprufung-der-cafe-liste.yaml").is_file()

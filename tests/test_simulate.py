@@ -277,3 +277,46 @@ def test_sub_loop_child_terminal_override_routes_by_on_terminal() -> None:
     ]
     with pytest.raises(UsageError, match="can never produce verdict 'terminal:stuck'"):
         parse_overrides(loop, ["call=terminal:stuck"])
+
+
+CYCLE = """\
+name: cycle
+initial: a
+scope: ["."]
+max_steps: MAX
+states:
+  a:
+    action: "true"
+    on_yes: b
+    on_no: done
+    on_error: done
+  b:
+    action: "false"
+    on_yes: done
+    on_no: c
+    on_error: done
+  c:
+    action: "true"
+    next: a
+    on_error: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_cycle_with_a_huge_budget_is_walked_at_once() -> None:
+    # a → b → c → a ... for 10^8 steps: the budget runs out where step 10^8 + 1 would run.
+    loop = load_loop_text(CYCLE.replace("MAX", str(10**8)))
+    sim = simulate(loop, overrides={"b": ["no"]})
+    assert (sim.terminated_by, sim.steps_used) == ("max_steps", 10**8)
+    assert sim.final_state == "abc"[10**8 % 3]
+    assert len(sim.steps) <= 250 and sim.skipped == 10**8 - len(sim.steps)
+
+
+def test_a_cycle_walked_at_once_agrees_with_a_real_run(tmp_path: Path) -> None:
+    (tmp_path / "cycle.yaml").write_text(CYCLE.replace("MAX", "301"))
+    real = json.loads(ll_loop("run", "cycle.yaml", "--json", cwd=tmp_path).stdout)
+    walked = ll_loop("simulate", "cycle.yaml", "--json", "-v", "b=no", cwd=tmp_path).json
+    assert walked["skipped_steps"] > 0
+    for key in ("final_state", "outcome", "terminated_by", "steps"):
+        assert real[key] == walked[key], (key, real, walked)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import math
 import os
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import typer
 
 from engine.load.locate import loops_dir, resolve_loop
-from engine.model.errors import LoopError, UsageError
+from engine.model.errors import Diagnostic, LoopError, UsageError
 from engine.model.terminal import printable
 
 __all__ = [
@@ -64,6 +65,8 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
             traceback.print_exc()
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
+            if prog_name == "ll-loop":
+                _refusal_as_json(exc)
             return 2
         err(
             f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "
@@ -101,6 +104,36 @@ def _one_line_summaries(app: typer.Typer) -> None:
         if info.short_help is None and doc:
             first = inspect.cleandoc(doc).split("\n\n", 1)[0]
             info.short_help = " ".join(first.split())
+
+
+def _refusal_as_json(exc: BaseException) -> None:
+    """`ll-loop run|resume ... --json` prints its one result object for every outcome, and
+    `validate --format json` its report, a command line that does not parse (`--max-steps 0`,
+    a missing LOOP) included: scripts read stdout."""
+    from engine.cli import command_of
+
+    args = sys.argv[1:]
+    command = command_of(args)
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    if command in {"run", "resume"} and "--json" in args:
+        from engine.cli.run_cmd import refusal_object
+
+        print(json.dumps(refusal_object(message, loop=None)))
+    elif command == "validate" and _asks_for_json(args):
+        from lint.report import LoopReport, render_json
+
+        usage = Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
+        print(render_json([LoopReport("", (usage,))]))
+
+
+def _asks_for_json(args: list[str]) -> bool:
+    """`--format json`, `--format=json`, `-f json` or `-fjson` among `args`."""
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    return any(
+        (flag in {"--format", "-f"} and value == "json") or flag in {"--format=json", "-fjson"}
+        for flag, value in pairs
+    )
 
 
 def _is_click_usage_error(exc: BaseException) -> bool:

@@ -100,15 +100,28 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
         write_new_file(target, text.encode("utf-8"), replace=force)
     except FileExistsError:
         raise UsageError(f"{target} already exists", hint="pass --force to overwrite it") from None
+    except OSError as exc:  # a directory of that name, a read-only disk, ...
+        raise UsageError(
+            f"cannot write {target}: {exc.strerror or exc}",
+            hint="move what is there aside, or install into another project",
+        ) from None
     ensure_project_schema(project_dir)
     return target
 
 
 def _loop_files(folder: Path) -> list[Path]:
+    """The loop files of `folder`: the fragment libraries and suites kept beside them are not
+    loops (listing them would show each as a loop missing its name)."""
+    from engine.load.locate import file_kind
+
     if not folder.is_dir():
         return []
     return sorted(
-        (p for p in folder.iterdir() if p.suffix in {".yaml", ".yml"} and p.is_file()),
+        (
+            p
+            for p in folder.iterdir()
+            if p.suffix in {".yaml", ".yml"} and p.is_file() and file_kind(p) == "loop"
+        ),
         key=lambda p: p.stem,
     )
 

@@ -216,21 +216,39 @@ def report_refusal(
         err(exc.render())
         message = exc.message
     if output.json:
-        refusal: dict[str, Any] = {
-            "run_id": None,
-            "loop": loop,
-            "final_state": None,
-            "outcome": "error",
-            "terminated_by": "error",
-            "steps": 0,
-            "duration_ms": int((time.monotonic() - started) * 1000),
-            "cost_usd": 0.0,
-            "error": message,
-            "outputs": {},
-            **(run or {}),
-        }
-        print(json.dumps(refusal))
+        refusal = refusal_object(
+            message,
+            loop=loop,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            outcome=exc.outcome,
+            terminated_by=exc.terminated_by,
+        )
+        print(json.dumps({**refusal, **(run or {})}))
     return exc.exit_code
+
+
+def refusal_object(
+    message: str,
+    *,
+    loop: str | None,
+    duration_ms: int = 0,
+    outcome: str = "error",
+    terminated_by: str = "error",
+) -> dict[str, Any]:
+    """The `--json` result of a run that never started: the fields of every result, `error`
+    saying why."""
+    return {
+        "run_id": None,
+        "loop": loop,
+        "final_state": None,
+        "outcome": outcome,
+        "terminated_by": terminated_by,
+        "steps": 0,
+        "duration_ms": duration_ms,
+        "cost_usd": 0.0,
+        "error": message,
+        "outputs": {},
+    }
 
 
 def _load_message(diagnostics: list[Diagnostic]) -> str:

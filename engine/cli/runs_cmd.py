@@ -60,7 +60,7 @@ def status_command(
     if not found:
         print("no live runs" + ("" if all_runs else " (use --all to include finished runs)"))
         return
-    rows = [["RUN", "LOOP", "STATUS", "STATE", "STEPS", "ELAPSED", "PID"]]
+    rows = [["RUN", "LOOP", "STATUS", "STATE", "STEPS", "ELAPSED", "COST", "PID"]]
     for s in found:
         pid = "-" if s.pid is None or s.status == "finished" else f"{s.pid}"
         if s.pid is not None and s.status in {"interrupted", "stopped"}:
@@ -76,6 +76,7 @@ def status_command(
                 s.state or "-",
                 str(s.steps),
                 duration(s.elapsed_s),
+                f"${s.cost_usd:.4f}",
                 pid,
             ]
         )
@@ -90,6 +91,7 @@ def _status_detail(s: RunStatus) -> str:
         f"state     {s.state}",
         f"steps     {s.steps}",
         f"elapsed   {duration(s.elapsed_s)}",
+        f"cost      ${s.cost_usd:.4f}",
         f"started   {s.started_at}",
         f"process   {'-' if s.pid is None else s.pid} ({'alive' if s.alive else 'gone'})",
         f"directory {s.run_dir}",
@@ -240,11 +242,11 @@ def history_command(
     if not entries:
         out("no runs recorded" + (f" for loop {target!r}" if target else ""))
         return
-    table = [["RUN", "LOOP", "STARTED", "STEPS", "RESULT"]]
+    table = [["RUN", "LOOP", "STARTED", "STEPS", "COST", "RESULT"]]
     for entry in entries:
         table.append(
             [entry.run_id, entry.loop, entry.started_at[:19].replace("T", " "),
-             str(entry.steps), _result(entry)]
+             str(entry.steps), f"${entry.cost_usd:.4f}", _result(entry)]
         )  # fmt: skip
     out(_table(table))
 

@@ -16,7 +16,6 @@ import typer
 from engine.cli.common import err, examples, resolve_loop
 from engine.model.errors import Diagnostic, LoopError
 from engine.model.terminal import printable
-from engine.model.timefmt import counted
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
     from lint.report import LoopReport
@@ -83,9 +82,12 @@ def _print_cost_bounds(reports: list[LoopReport]) -> None:
     """`validate --verbose`: the static cost bound of each loop that loads and calls an LLM."""
     from engine.cli.costs import bound_line
     from engine.load.loader import load_loop_file
+    from engine.load.locate import file_kind
 
     for report in reports:
         if any(d.severity == "error" for d in report.diagnostics):
+            continue
+        if file_kind(report.path) != "loop":  # suites and libraries have no cost bound
             continue
         try:
             line = bound_line(load_loop_file(Path(report.path)))
@@ -113,12 +115,15 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
 
 
 def _expand(refs: list[str]) -> list[str]:
-    """A directory stands for the loop files in it (so CI can run `validate --strict loops/`)."""
+    """A directory stands for the loop files in it (so CI can run `validate --strict loops/`):
+    its regular files, not a dangling link such as an editor's lock (`.#loop.yaml`)."""
     expanded: list[str] = []
     for ref in refs:
         folder = Path(ref)
         if folder.is_dir():
-            files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
+            files = sorted(
+                p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
+            )
             expanded += [str(p) for p in files] or [ref]
         else:
             expanded.append(ref)
@@ -143,23 +148,13 @@ def summary(reports: list[LoopReport], *, infos_hidden: bool = False) -> str:
         for d in report.diagnostics:
             counts[d.severity] += 1
     parts = [f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in counts.items() if n]
-    suites = sum(1 for report in reports if _is_suite_file(report.path))
-    named = [(len(reports) - suites, "loop"), (suites, "suite")]
-    loops = ", ".join(counted(n, noun) for n, noun in named if n) or "0 loops"
+    from engine.load.locate import FileKind, file_kind
+
+    kinds = [file_kind(report.path) for report in reports]
+    nouns: dict[FileKind, str] = {"loop": "loops", "suite": "suites", "library": "libraries"}
+    named = [(kinds.count(kind), kind, plural) for kind, plural in nouns.items()]
+    loops = ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in named if n) or "0 loops"
     if not parts:
         return f"{loops}: no problems"
     hidden = " (--verbose shows the infos)" if infos_hidden and counts["info"] else ""
     return f"{loops}: {', '.join(parts)}{hidden}"
-
-
-def _is_suite_file(path: str) -> bool:
-    """A suite file (`*.suite.yaml`, or YAML with `subject:` and no `states:`), as validate
-    checks it."""
-    from engine.load.suite import is_suite_path, looks_like_suite
-
-    if is_suite_path(path):
-        return True
-    try:
-        return looks_like_suite(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return False

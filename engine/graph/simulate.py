@@ -28,6 +28,7 @@ from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import UsageError
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.ports import EXIT_CODES, Outcome
+from engine.model.timefmt import counted
 
 _FAVOURABLE = ("yes", "target", "progress")
 _UNFAVOURABLE = ("no", "stall", "progress")
@@ -86,17 +87,23 @@ class Simulation:
     final_state: str | None
     reason: str
     on_max_steps_ran: str | None = None
+    skipped: int = 0  # steps of a repeating cycle walked arithmetically, not listed in `steps`
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
+
+    @property
+    def steps_used(self) -> int:
+        return len(self.steps) + self.skipped
 
     def to_json(self) -> dict[str, object]:
         return {
             "loop": self.loop,
             "scenario": self.scenario,
             "max_steps": self.max_steps,
-            "steps": len(self.steps),
+            "steps": self.steps_used,
+            "skipped_steps": self.skipped,
             "terminated_by": self.terminated_by,
             "outcome": self.outcome,
             "final_state": self.final_state,
@@ -141,13 +148,39 @@ def parse_overrides(loop: Loop, items: Sequence[str]) -> dict[str, tuple[str, ..
     return overrides
 
 
+# A walk longer than this lists no more steps once it is caught in a cycle: the rest of the
+# budget (which may be millions of steps) is walked by arithmetic instead of one by one.
+LISTED_STEPS = 200
+
+
 @dataclass
 class _Walk:
     loop: Loop
     retry: frozenset[tuple[str, str]]
+    overrides: Mapping[str, Sequence[str]]
     visits: dict[str, int] = field(default_factory=dict)
     retries: dict[str, int] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
+    seen: dict[tuple[object, ...], int] = field(default_factory=dict)  # configuration → step
+
+    def configuration(self, current: str) -> tuple[object, ...]:
+        """Everything the rest of the walk depends on: the state, each state's visit count as
+        far as verdicts can tell visits apart (the first, and each of its `--verdict` list),
+        and the retry counts that a limit makes matter."""
+        visits = tuple(
+            sorted(
+                (name, min(n, max(2, len(self.overrides.get(name, ())))))
+                for name, n in self.visits.items()
+            )
+        )
+        retries = tuple(
+            sorted(
+                (name, n)
+                for name, n in self.retries.items()
+                if self.loop.states[name].max_retries is not None
+            )
+        )
+        return current, visits, retries
 
 
 def simulate(
@@ -163,13 +196,23 @@ def simulate(
         )
     choose, overrides = SCENARIOS[scenario], overrides or {}
     budget = loop.max_steps if max_steps is None else max_steps
-    walk = _Walk(loop, retry_edges(compile_graph(loop)))
+    walk = _Walk(loop, retry_edges(compile_graph(loop)), overrides)
+    skipped = 0
 
     def end(
         by: str, outcome: Outcome, final: str | None, reason: str, **kw: str | None
     ) -> Simulation:
         return Simulation(
-            loop.name, scenario, budget, tuple(walk.steps), by, outcome, final, reason, **kw
+            loop.name,
+            scenario,
+            budget,
+            tuple(walk.steps),
+            by,
+            outcome,
+            final,
+            reason,
+            skipped=skipped,
+            **kw,
         )
 
     current = loop.initial
@@ -180,8 +223,19 @@ def simulate(
         if state.terminal:
             outcome: Outcome = "failure" if state.failure else "success"
             return end("terminal", outcome, current, f"reached terminal {current!r} ({outcome})")
-        if len(walk.steps) >= budget:
+        done = len(walk.steps)
+        key = walk.configuration(current)
+        last = walk.seen.get(key)
+        walk.seen[key] = done
+        if done >= LISTED_STEPS and last is not None and done < budget:
+            # The walk repeats steps last+1..done forever: jump to where the budget runs out.
+            period = done - last
+            skipped = budget - done
+            current = walk.steps[last + (budget - last) % period].state
+        if done + skipped >= budget:
             why = f"the step budget ({budget}) ran out in state {current!r}"
+            if skipped:
+                why += f" (a cycle of {counted(done - (last or 0), 'step')} repeats to the end)"
             if loop.on_max_steps is not None:
                 return end(
                     "max_steps",
@@ -264,8 +318,10 @@ def render_text(sim: Simulation) -> str:
         lines.append(
             f"  {s.number:>3}  {s.state.ljust(width)}  {s.verdict.ljust(vwidth)}  → {target}{note}"
         )
+    if sim.skipped:
+        lines.append(f"  ...  the cycle repeats: {sim.skipped} more steps not listed")
     lines.append(
-        f"ended: {sim.terminated_by} — {sim.reason}; {len(sim.steps)} of "
+        f"ended: {sim.terminated_by} — {sim.reason}; {sim.steps_used} of "
         f"{sim.max_steps} steps used (outcome {sim.outcome}, exit {sim.exit_code})"
     )
     return "\n".join(lines)

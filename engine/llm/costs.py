@@ -30,6 +30,7 @@ from engine.llm import settings
 from engine.llm.prices import PriceTable
 from engine.model.errors import LoopError
 from engine.model.loop import Evaluate, Loop, State
+from engine.model.timefmt import counted
 
 OVERHEAD_TOKENS = 1_000  # per call: message framing and the tool-use system prompt (~350 today)
 VALUE_CHARS = 64 * 1024  # characters one `${...}` is assumed to hold (a capture's limit)
@@ -178,13 +179,13 @@ def _judge_cost(loop: Loop, state: State, spec: Evaluate, prices: PriceTable) ->
     fixed = _chars(SYSTEM, user(criterion_fixed, empty), tool)
     high, low = _call_cost(prices, model, purpose, fixed, most, max_tokens)
     calls = count * (1 + MALFORMED_RETRIES)
-    what = "reviewers" if spec.dimensions else "samples"
+    what = counted(count, "reviewer" if spec.dimensions else "sample")
     return StepCost(
         calls,
         high * calls,
         count,
         low * count,
-        note=f"judge: {count} {what} (x2 if malformed) to {model}, ≤ {max_tokens} tokens out",
+        note=f"judge: {what} (x2 if malformed) to {model}, ≤ {max_tokens} tokens out",
     )
 
 

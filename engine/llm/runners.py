@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 from engine.llm.agent_trace import parse_agent_stream
 from engine.llm.gateway import CallTag, LlmGateway
-from engine.model.ports import ActionResult
+from engine.model.ports import ActionResult, ProcessSetting
 
 KILL_GRACE_S = 2.0
+STOP_POLL_S = 0.1  # how soon an agent CLI is ended once its run is stopping
 
 # Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
 STOP_NOTES = {
@@ -44,6 +45,7 @@ class PromptCall:
     temperature: float | None = None
     timeout: float | None = None
     tag: CallTag = field(default_factory=CallTag)
+    process: ProcessSetting | None = None  # a `cmd:` runner's environment and directory
 
 
 class PromptRunner(Protocol):
@@ -139,15 +141,12 @@ class CommandRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                env=None if call.process is None else dict(call.process.env),
+                cwd=None if call.process is None else call.process.cwd,
             )
         except OSError as exc:
             return ActionResult(exit_code=None, spawn_error=str(exc))
-        timed_out = False
-        try:
-            out, err = process.communicate(prompt.encode("utf-8"), timeout=call.timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            out, err = _stop_group(process)
+        out, err, timed_out = _communicate(process, prompt.encode("utf-8"), call, started)
         duration = int((time.monotonic() - started) * 1000)
         code = process.returncode
         output = out.decode("utf-8", "replace")
@@ -162,6 +161,32 @@ class CommandRunner:
             cost_usd=agent.cost_usd if agent is not None else 0.0,
             trace=agent.trace if agent is not None else None,
         )
+
+
+def _communicate(
+    process: subprocess.Popen[bytes], data: bytes, call: PromptCall, started: float
+) -> tuple[bytes, bytes, bool]:
+    """Feed the prompt and collect the output: (stdout, stderr, timed out). The group is ended
+    at the timeout, or as soon as the run is stopping (checked every STOP_POLL_S)."""
+    stopped = call.process.stopped if call.process is not None else None
+    deadline = None if call.timeout is None else started + call.timeout
+    given: bytes | None = data
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        wait = (
+            left if stopped is None else min(STOP_POLL_S, left if left is not None else STOP_POLL_S)
+        )
+        try:
+            out, err = process.communicate(given, timeout=wait)
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            given = None  # sent already: a retried communicate() keeps what was read
+        if deadline is not None and time.monotonic() >= deadline:
+            out, err = _stop_group(process)
+            return out, err, True
+        if stopped is not None and stopped():
+            out, err = _stop_group(process)
+            return out, err, False
 
 
 def _stop_group(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:

@@ -24,7 +24,14 @@ from engine.llm.rubric import judge_rubric
 from engine.llm.runners import CommandRunner, PromptCall, resolve_runner
 from engine.model.errors import LoopError
 from engine.model.loop import Evaluate, Loop, State
-from engine.model.ports import ActionResult, MessagesReply, Recorder, Validator, Verdict
+from engine.model.ports import (
+    ActionResult,
+    MessagesReply,
+    ProcessSetting,
+    Recorder,
+    Validator,
+    Verdict,
+)
 
 
 def project_root(run_dir: Path | None) -> Path | None:
@@ -143,6 +150,7 @@ class RunLlmServices:
         loop: Loop,
         timeout: float | None,
         runner: str | None = None,
+        process: ProcessSetting | None = None,
     ) -> ActionResult:
         runner_spec = settings.prompt_runner(state, loop, runner)
         try:
@@ -156,6 +164,7 @@ class RunLlmServices:
             temperature=loop.llm.temperature,
             timeout=timeout,
             tag=self._tag(state),
+            process=process,
         )
         try:
             result = chosen.run(prompt, call)

@@ -37,7 +37,15 @@ from engine.load.yaml_positions import (
 )
 from engine.model.errors import Diagnostic
 
-__all__ = ["Fragment", "bind_parameters", "expand_fragments", "merge", "uses_fragments"]
+__all__ = [
+    "Fragment",
+    "bind_parameters",
+    "check_library_file",
+    "expand_fragments",
+    "looks_like_library",
+    "merge",
+    "uses_fragments",
+]
 
 _LIBRARY_KEYS = ("fragments", "description")
 _META_KEYS = ("description", "parameters")
@@ -178,6 +186,32 @@ def _imported(data: Mapping[str, Any], job: _Expansion) -> dict[str, Fragment]:
         if isinstance(entry, str) and entry.strip():
             found.update(_library(entry, ("import", index), job))
     return found
+
+
+def looks_like_library(text: str) -> bool:
+    """A YAML text that is a fragment library rather than a loop: a top-level `fragments:` key
+    and none of `name:`, `initial:`, `states:` (so `ll-loop validate DIR` can tell them apart)."""
+    lines = text.splitlines()
+    return any(line.startswith("fragments:") for line in lines) and not any(
+        line.startswith(("name:", "initial:", "states:")) for line in lines
+    )
+
+
+def check_library_file(path: Path) -> list[Diagnostic]:
+    """The problems of a fragment library file on its own: YAML, keys, fragment shapes."""
+    shown = str(path)
+    job = _Expansion(shown, Positions({}, {}, ""))
+    try:
+        data, positions = parse_yaml(decode(path.read_bytes(), shown), shown)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        job.problem("F030", f"cannot read fragment library {shown!r}: {reason}", (), "", value=True)
+        return job.problems
+    except YamlProblems as failed:
+        return failed.diagnostics
+    job.positions = positions
+    _fragments_of(data, positions, shown, shown, (), job)
+    return sorted(job.problems, key=lambda d: (d.line, d.column))
 
 
 def _library(entry: str, at: PathKey, job: _Expansion) -> dict[str, Fragment]:

@@ -246,8 +246,12 @@ def _declares_id(path: Path, token: re.Pattern[str]) -> bool:
 
 
 def slugify(text: str, *, max_len: int = 48) -> str:
-    """Lowercase ASCII words joined by dashes, for file and loop names."""
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """Lowercase ASCII words joined by dashes, for file and loop names. Accented letters keep
+    their base letter (`Überprüfung` → `uberprufung`, not `berpr-fung`)."""
+    import unicodedata
+
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
     return slug[:max_len].rstrip("-") or "issue"
 
 

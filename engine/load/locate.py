@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import UsageError
@@ -45,3 +46,26 @@ def loops_dir(cwd: Path | None = None) -> Path:
     from engine.load.project import project_root
 
     return project_loops(project_root(cwd))
+
+
+FileKind = Literal["loop", "suite", "library"]
+
+
+def file_kind(path: str | Path) -> FileKind:
+    """What `ll-loop validate` checks a YAML file as: a suite (`*.suite.yaml`, or `subject:` and
+    no `states:`), a fragment library (`fragments:` and no `name:`, `initial:` or `states:`), or
+    a loop (anything else, so a broken loop is reported as one)."""
+    from engine.load.fragments import looks_like_library
+    from engine.load.suite import is_suite_path, looks_like_suite
+
+    if is_suite_path(path):
+        return "suite"
+    if not Path(path).is_file():  # a pipe or a device: reading it could block forever
+        return "loop"
+    try:
+        head = Path(path).read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return "loop"
+    if looks_like_suite(head):
+        return "suite"
+    return "library" if looks_like_library(head) else "loop"

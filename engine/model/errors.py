@@ -61,6 +61,8 @@ class LoopError(Exception):
 
     code = "E000"
     exit_code = 2
+    outcome = "error"  # what `run --json` reports for a run refused with this error
+    terminated_by = "error"
 
     def __init__(self, message: str, *, hint: str = "", code: str | None = None) -> None:
         super().__init__(message)
@@ -110,6 +112,16 @@ class LockConflict(LoopError):
     """Another live run holds an overlapping scope."""
 
     code = "LOCK"
+
+
+class StoppedWaiting(LoopError):
+    """A run waiting in the lock queue was stopped (`ll-loop stop`, SIGTERM, Ctrl-C): it never
+    started, and like any stopped run it is inconclusive."""
+
+    code = "STOPPED"
+    exit_code = 3
+    outcome = "inconclusive"
+    terminated_by = "stopped"
 
 
 class PreflightError(LoopError):

@@ -214,6 +214,17 @@ class MessagesPort(Protocol):
     ) -> MessagesReply: ...
 
 
+@dataclass(frozen=True)
+class ProcessSetting:
+    """Where an agent CLI (a `cmd:` runner) runs: the environment and directory of the run's
+    actions, so it gets what a shell action gets (`LL_RUN_ID`, `LL_RUN_DIR`, the scope lease
+    a nested `ll-loop run` inherits)."""
+
+    env: Mapping[str, str]
+    cwd: str
+    stopped: Callable[[], bool] | None = None  # True once the run is stopping: end the agent
+
+
 class LlmServices(Protocol):
     """The LLM layer as the interpreter sees it: judge a text, or run a prompt action."""
 
@@ -227,8 +238,10 @@ class LlmServices(Protocol):
         loop: Loop,
         timeout: float | None,
         runner: str | None = None,
+        process: ProcessSetting | None = None,
     ) -> ActionResult:
-        """Run a prompt action; `runner` is the state's runner with `${...}` already rendered."""
+        """Run a prompt action; `runner` is the state's runner with `${...}` already rendered,
+        `process` where a `cmd:` runner runs (None: this process's environment and directory)."""
         ...
 
     @property

@@ -29,6 +29,7 @@ from engine.model.ports import (
     ActionResult,
     LlmServices,
     Outcome,
+    ProcessSetting,
     Recorder,
     RunResult,
     TerminatedBy,
@@ -287,7 +288,13 @@ def execute(
             result = ActionResult(exit_code=None, spawn_error="no LLM services in this run")
         else:
             llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
-            result = llm.run_prompt(text, state=state, loop=loop, timeout=timeout, runner=runner)
+            # A `cmd:` agent gets the actions' environment (LL_RUN_ID, the lease) and directory.
+            env = {**rt.actions.env, "LL_STATE": state.name}
+            stop = rt.stop
+            process = ProcessSetting(env=env, cwd=rt.actions.cwd, stopped=lambda: stop.requested)
+            result = llm.run_prompt(
+                text, state=state, loop=loop, timeout=timeout, runner=runner, process=process
+            )
             rt.sync_cost(rs)
     else:
         env = ns.shell_env(state.action)

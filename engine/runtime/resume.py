@@ -50,6 +50,7 @@ class RunSnapshot:
     alive: bool
     result: dict[str, Any] | None
     updated_at: float  # mtime of state.json
+    cost_usd: float = 0.0  # LLM spend so far (state.json, updated at every state boundary)
 
     @property
     def status(self) -> Status:
@@ -129,7 +130,15 @@ def read_run(
         alive=alive,
         result=result if isinstance(result, dict) else None,
         updated_at=mtime,
+        cost_usd=_cost(data.get("cost_usd")),
     )
+
+
+def _cost(value: Any) -> float:
+    """A recorded spend, 0.0 for anything that is not a finite non-negative number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if 0 <= value < float("inf") else 0.0
 
 
 def _readable_state(directory: Path) -> tuple[dict[str, Any], float] | None:
