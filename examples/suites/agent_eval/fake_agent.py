@@ -20,7 +20,12 @@ events = [
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "Writing the answer."},
-                {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "answer.md"}},
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Write",
+                    "input": {"file_path": "answer.md"},
+                },
             ],
         },
         "parent_tool_use_id": None,
