@@ -561,7 +561,8 @@ def status(
     """One run's status (id or unique prefix; the action groups a dead run left running
     included), or every live run — queued ones first — plus finished ones with
     `include_finished`."""
-    from engine.runtime.resume import find_run, list_runs, orphaned_actions
+    from engine.runtime.orphans import orphaned_actions
+    from engine.runtime.resume import find_run, list_runs
 
     where = _Where.of(cwd)
     if run_id is not None:

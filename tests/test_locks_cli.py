@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -262,3 +263,66 @@ def test_ctrl_c_while_queued_reports_a_stopped_run(tmp_path: Path) -> None:
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+ORPHANING = """
+name: orphaning
+initial: hold
+scope: [src]
+states:
+  hold:
+    action: "echo $$ > action.pid; touch holding; while [ ! -f go ]; do sleep 0.05; done"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_killed_run_keeps_its_scope_while_its_action_still_runs(tmp_path: Path) -> None:
+    """kill -9 of ll-loop leaves its action changing the scope's files: an overlapping run is
+    refused until `stop` ends the action; `resume` of the killed run itself is not."""
+    write(tmp_path / "orphaning.yaml", ORPHANING)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src/engine"], hold=0))
+    killed = spawn(tmp_path, "run", "orphaning.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        killed.send_signal(signal.SIGKILL)
+        killed.communicate(timeout=15)
+        group = int((tmp_path / "action.pid").read_text())
+        refused = ll_loop(tmp_path, "run", "second.yaml", "--json", "-q")
+        assert refused.returncode == 2
+        error = result_of(refused)["error"]
+        assert run_id in error and f"process group {group}, still runs" in error
+        assert not (tmp_path / "marks.log").exists()
+        resumed = spawn(tmp_path, "resume", run_id, "--json", "-q")
+        wait_until(lambda: (tmp_path / "action.pid").read_text().strip() != str(group))
+        (tmp_path / "go").touch()  # the state runs again, its old action ended by the resume
+        out, err = resumed.communicate(timeout=30)
+        assert resumed.returncode == 0, err
+        assert json.loads(out)["final_state"] == "done"
+        after = ll_loop(tmp_path, "run", "second.yaml", "--json", "-q")
+        assert after.returncode == 0 and result_of(after)["final_state"] == "done"
+    finally:
+        (tmp_path / "go").touch()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int((tmp_path / "action.pid").read_text()), signal.SIGKILL)
+
+
+def test_stop_of_a_killed_run_ends_its_action_and_frees_its_scope(tmp_path: Path) -> None:
+    write(tmp_path / "orphaning.yaml", ORPHANING)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src/engine"], hold=0))
+    killed = spawn(tmp_path, "run", "orphaning.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        killed.send_signal(signal.SIGKILL)
+        killed.communicate(timeout=15)
+        assert ll_loop(tmp_path, "run", "second.yaml", "--json", "-q").returncode == 2
+        stopped = ll_loop(tmp_path, "stop", run_id)
+        assert stopped.returncode == 0, stopped.stderr
+        after = ll_loop(tmp_path, "run", "second.yaml", "--json", "-q")
+        assert after.returncode == 0, after.stderr
+    finally:
+        (tmp_path / "go").touch()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int((tmp_path / "action.pid").read_text()), signal.SIGKILL)

@@ -5,7 +5,9 @@ check-and-insert happens under one exclusive `flock(2)` on `.loops/locks/.regist
 kernel drops it with its process, so it cannot go stale), so the records themselves need no
 locking. A record names its process by pid *and* start time (field 22 of `/proc/<pid>/stat`): a
 record whose process is gone, or whose pid now belongs to another process, is dead and is reaped
-by whoever looks next. Nothing has to clean up after a SIGKILL.
+by whoever looks next. Nothing has to clean up after a SIGKILL. A holder killed that way keeps
+its paths while an action it started still runs (`engine.runtime.orphans`): the action is still
+changing them; `ll-loop stop RUN` ends it, and `resume` of that run takes the paths over.
 
 Two scopes overlap when a path is the same or one contains the other; no `scope` means the whole
 project root. A conflicting live holder makes `acquire_scope` fail fast with `LockConflict`
@@ -33,6 +35,7 @@ from typing import Any
 
 from engine.load.project import ensure_dir, loops_dir, open_file
 from engine.model.errors import LockConflict
+from engine.runtime.orphans import orphaned_actions
 
 LEASE_ENV = "LL_LOCK_LEASE"
 PATHS_ENV = "LL_LOCK_PATHS"
@@ -142,10 +145,23 @@ class Record:
         return f"{self.ticket:012d}.json"
 
     def live(self) -> bool:
-        return process_alive(self.pid, self.start_time)
+        """Its run's process runs; or, for a holder, an action its killed run left behind
+        still does (`kill -9` cannot take an action with it, and the action is still changing
+        the scope's files)."""
+        if process_alive(self.pid, self.start_time):
+            return True
+        return self.holding and bool(orphaned_actions(self.run_id))
 
     def describe(self) -> str:
         role = "held" if self.holding else "queued"
+        if self.holding and not process_alive(self.pid, self.start_time):
+            left = orphaned_actions(self.run_id)
+            if left:
+                groups = ", ".join(str(g) for g in left)
+                return (
+                    f"run {self.run_id} (pid {self.pid} was killed; its action, process group "
+                    f"{groups}, still runs)"
+                )
         return f"run {self.run_id} (pid {self.pid}, {role})"
 
     def to_json(self) -> dict[str, Any]:
@@ -267,6 +283,7 @@ def _write(path: Path, text: str, flags: int) -> None:
 
 def blocker(record: Record, others: Sequence[Record]) -> tuple[Record, str] | None:
     """Who keeps `record` from taking its paths: an overlapping holder, else an earlier waiter."""
+    others = [o for o in others if o.run_id != record.run_id]  # a resumed run's own record
     for other in others:
         if other.ticket != record.ticket and other.holding:
             path = overlap(record.paths, other.paths)

@@ -26,6 +26,7 @@ from engine.model.errors import UsageError
 from engine.model.timefmt import epoch_seconds
 from engine.runtime.actions import signal_group
 from engine.runtime.locks import holders, process_alive
+from engine.runtime.orphans import orphaned_actions
 from engine.runtime.runstore import read_state, runs_root
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
@@ -310,38 +311,6 @@ def repair_events(path: Path) -> int:
 
 
 # --- actions a killed run left running ----------------------------------------------------
-
-
-def orphaned_actions(run_id: str, proc: Path = Path("/proc")) -> list[int]:
-    """Process groups of actions the dead run `run_id` left running (SIGKILL cannot take them).
-
-    An action leads its own process group, with `LL_RUN_ID=<run_id>` in the environment it was
-    started with; run ids are unique, so nothing outside the run matches. Sub-loop actions
-    carry their top-level run's id. Its command line says nothing: bash replaces itself with a
-    script's last command (`pytest -q` runs as `pytest`), so a program an action detached into
-    a group of its own matches too (docs/runs.md says how to start one that must outlive it).
-    """
-    wanted = f"LL_RUN_ID={run_id}".encode()
-    own = os.getpgrp()  # never our own group (a resume started from inside that action)
-    groups: list[int] = []
-    try:
-        entries = list(os.scandir(proc))
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        pid = int(entry.name)
-        try:
-            environ = Path(entry.path, "environ").read_bytes().split(b"\0")
-            leads = os.getpgid(pid) == pid
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        if pid == own or not leads:
-            continue
-        if wanted in environ:
-            groups.append(pid)
-    return sorted(groups)
 
 
 def end_orphaned_actions(run_id: str, grace: float = 2.0) -> list[int]:
