@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -332,3 +333,45 @@ states:
 
 def runs(cwd: Path) -> Iterator[str]:
     return (d.name for d in (cwd / ".loops" / "runs").iterdir())
+
+
+ASKING = """
+name: asking
+initial: ask
+scope: [src]
+states:
+  ask:
+    action: "Say hello."
+    action_type: prompt
+    next: done
+  done: {terminal: true}
+"""
+
+
+@pytest.mark.parametrize("loop", [ASKING, JUDGED], ids=["prompt", "judge"])
+def test_a_stop_abandons_a_model_call_in_flight(
+    loopback: LoopbackServer, tmp_path: Path, loop: str
+) -> None:
+    """SIGTERM while the model takes 30 s to answer: the run stops at once (it used to wait
+    for the answer, or the request's timeout), and the call is logged as abandoned."""
+    loopback.default = verdict_reply("yes", evidence="All 5 checks passed", delay=30.0)
+    if loop is ASKING:
+        loopback.default = text_reply("hello", delay=30.0)
+    (tmp_path / "loop.yaml").write_text(loop)
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: bool(loopback.requests))
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+        assert time.monotonic() - signalled < 5, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    result = json.loads(out)
+    assert result["terminated_by"] == "stopped"
+    run_dir = tmp_path / ".loops" / "runs" / result["run_id"]
+    calls = [json.loads(line) for line in (run_dir / "llm.jsonl").read_text().splitlines()]
+    assert [(c["status"], c["response"]) for c in calls] == [("error", None)]
+    assert "stopped while this call was waiting" in calls[0]["error"]

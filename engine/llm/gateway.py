@@ -23,6 +23,14 @@ Source = Literal["live", "cache", "replay"]
 Validator = Callable[[Mapping[str, Any]], str | None]
 
 
+STOP_POLL_S = 0.1  # how soon a stopping run abandons a live call
+STOPPED = "the run was stopped while this call was waiting for its answer"
+
+
+class _Stopped(Exception):
+    """A live call abandoned because the run is stopping."""
+
+
 class Transport(Protocol):
     """Sends one Messages API request (with retries); `AnthropicClient` is the real one."""
 
@@ -108,6 +116,21 @@ class LlmGateway:
         self._lock = threading.Lock()
         self._cost = 0.0
         self._by_state: dict[str, float] = {}
+        self._stoppable = False  # whether a live call waits in a thread of its own
+        self._stopping = False  # set by `stop` (from a signal handler: a plain flag)
+
+    def stoppable(self) -> None:
+        """Make live calls abandonable by `stop`: each then waits in a thread of its own while
+        the caller looks at the flag every `STOP_POLL_S` (a call blocked in the SDK's socket
+        read cannot be interrupted any other way; a run would wait out the request timeout)."""
+        self._stoppable = True
+
+    def stop(self) -> None:
+        """The run is stopping (`ll-loop stop`, Ctrl-C): a live call in flight is abandoned
+        within `STOP_POLL_S` (its answer, if one ever comes, is dropped: the API may still bill
+        it; the call is logged as an error saying so), and no call is made after it. Safe in a
+        signal handler: it only sets a flag."""
+        self._stopping = True
 
     @property
     def cost_usd(self) -> float:
@@ -132,6 +155,8 @@ class LlmGateway:
         key = request_hash(request, sample)
         model = str(request.get("model", ""))
         tag = tag or CallTag()
+        if self._stopping:  # not made: the run is on its way out
+            return CallResult("error", None, STOPPED, key, model, attempts=0)
         if self.replay is not None:
             result = self._from_replay(key, model, tag.state)
         else:
@@ -184,7 +209,9 @@ class LlmGateway:
     ) -> CallResult:
         started = time.monotonic()
         try:
-            response = self.transport.create(request, deadline=deadline)
+            response = self._create(request, deadline)
+        except _Stopped:
+            return CallResult("error", None, STOPPED, key, model, attempts=0)
         except LlmCallError as exc:
             latency = int((time.monotonic() - started) * 1000)
             return CallResult(
@@ -210,6 +237,28 @@ class LlmGateway:
             latency_ms=response.latency_ms,
             attempts=len(response.attempts) + 1,
         )
+
+    def _create(self, request: Mapping[str, Any], deadline: float | None) -> LlmResponse:
+        if not self._stoppable:
+            return self.transport.create(request, deadline=deadline)
+        box: list[LlmResponse | BaseException] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                box.append(self.transport.create(request, deadline=deadline))
+            except BaseException as exc:  # handed to the waiting caller
+                box.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="llm-call", daemon=True).start()
+        while not done.wait(STOP_POLL_S):
+            if self._stopping:
+                raise _Stopped
+        if isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0]
 
     def _record(
         self,

@@ -73,7 +73,15 @@ class RunGateway:
         self.replay_from, self.cache = replay_from, cache
         self.built: LlmGateway | None = None
         self.agent_cost = 0.0  # what agent CLIs (cmd: runners) reported spending
+        self.stopping = False
         self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        """From a signal handler: flags only (no lock: the handler may interrupt a holder)."""
+        self.stopping = True
+        built = self.built
+        if built is not None:
+            built.stop()
 
     def add_agent_cost(self, cost: float) -> None:
         with self._lock:
@@ -82,13 +90,17 @@ class RunGateway:
     def __call__(self) -> LlmGateway:
         with self._lock:
             if self.built is None:
-                self.built = build_gateway(
+                built = build_gateway(
                     loop=self.loop,
                     run_dir=self.run_dir,
                     recorder=self.recorder,
                     replay_from=self.replay_from,
                     cache=self.cache,
                 )
+                built.stoppable()
+                if self.stopping:
+                    built.stop()
+                self.built = built
             return self.built
 
 
@@ -115,6 +127,9 @@ class RunLlmServices:
         if replay_from is not None:
             services.gateway()  # a missing replay log fails now, before the first step
         return services
+
+    def stop(self) -> None:
+        self.gateway.stop()
 
     def bind(self, *, depth: int = 0, step: int | None = None) -> RunLlmServices:
         return replace(self, depth=depth, step=step)

@@ -254,3 +254,8 @@ class LlmServices(Protocol):
     def messages(self, state: State) -> MessagesPort:
         """Raw Messages calls for the judges of `state` (its events and costs carry it)."""
         ...
+
+    def stop(self) -> None:
+        """The run is stopping: abandon a model call in flight and make no more (called from a
+        signal handler)."""
+        ...

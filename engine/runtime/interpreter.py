@@ -169,7 +169,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         rs.steps += 1
         step = execute_and_evaluate(loop, state, rs, rt)
-        if step.interrupted:  # stopped mid-action: not judged; the state runs again on resume
+        if step.interrupted:  # stopped mid-state: not routed; the state runs again on resume
             rs.steps -= 1
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         if _out_of_time(step.result, rt):
@@ -224,7 +224,8 @@ def run_state(
 ) -> tuple[ActionResult, Verdict, bool]:
     """Enter `state`, run its action, judge it and remember the result.
 
-    The flag is True when a stop arrived during the action: the result is then not judged.
+    The flag is True when a stop arrived during the action (the result is then not judged) or
+    during its judging (the verdict is not kept: a judge abandoned by the stop said nothing).
     """
     rt.recorder.emit("state_enter", depth=rt.depth, step=rs.steps, state=state.name)
     if state.action is None:  # no action_start will write it before a judge or sub-loop waits
@@ -240,6 +241,8 @@ def run_state(
         return result, Verdict("error", {"reason": "stopped"}), True
     if verdict is None:
         verdict = evaluate(loop, state, result, rs, rt, ns, before=before)
+        if rt.stop.requested:
+            return result, Verdict("error", {"reason": "stopped"}), True
     rt.recorder.emit(
         "evaluate",
         depth=rt.depth,

@@ -106,6 +106,7 @@ def start_run(
             replay_from=launch.replay_from,
             cache=launch.cache,
         )
+        stop.listeners.append(runtime.llm.stop)
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     if resume is not None:  # name this process at once: `status`/`stop` must see it alive

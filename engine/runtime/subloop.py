@@ -419,10 +419,14 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     ensure_dir(artifacts)
     ensure_dir(outputs)
     llm = rt.llm
+    own_llm = None
     if llm is None and request.loop.uses_llm():
         from engine.llm import create_llm_services
 
-        llm = create_llm_services(request.loop, run_dir=request.run_dir, recorder=rt.recorder)
+        llm = own_llm = create_llm_services(
+            request.loop, run_dir=request.run_dir, recorder=rt.recorder
+        )
+        rt.stop.listeners.append(own_llm.stop)
     # The child's own state.json, at every boundary of the child: a resume continues it there.
     store = RunStore(request.run_dir, request.run_id)
     child_rt = Runtime(
@@ -464,6 +468,8 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         return run(request.loop, child_rs, child_rt)
     finally:
         store.close()
+        if own_llm is not None:
+            rt.stop.listeners.remove(own_llm.stop)
         if outer is None:
             env.pop("LL_RUN_DIR", None)
         else:
