@@ -320,3 +320,18 @@ def test_a_cycle_walked_at_once_agrees_with_a_real_run(tmp_path: Path) -> None:
     assert walked["skipped_steps"] > 0
     for key in ("final_state", "outcome", "terminated_by", "steps"):
         assert real[key] == walked[key], (key, real, walked)
+
+
+def test_simulate_refuses_what_run_refuses(tmp_path: Path) -> None:
+    """A loop with a lint error never starts under `run` (exit 2): simulate does not walk it to
+    a success either."""
+    (tmp_path / "bad.yaml").write_text(
+        'name: bad\ninitial: add\nscope: ["."]\ncontext: {n: "1"}\nstates:\n'
+        '  add:\n    action: "echo $(( ${context.n} + 1 ))"\n    next: done\n'
+        "  done: {terminal: true}\n"
+    )
+    real = ll_loop("run", "bad.yaml", cwd=tmp_path)
+    sim = ll_loop("simulate", "bad.yaml", cwd=tmp_path)
+    assert real.returncode == sim.returncode == 2
+    assert "LL034" in real.stderr and "LL034" in sim.stderr
+    assert "ended:" not in sim.stdout

@@ -97,10 +97,16 @@ def simulate(
     """Walk the loop without running actions; exit codes like `run` (0/1/2/3)."""
     import json
 
+    from engine.api import validate
     from engine.graph import simulate as sim
 
     loaded = _load(loop)
     if loaded is None:
+        return 2
+    errors = [d for d in validate(resolve_loop(loop)) if d.severity == "error"]
+    if errors:  # `run` refuses such a loop before its first step: no walk says otherwise
+        for diagnostic in errors:
+            err(diagnostic.render())
         return 2
     overrides = sim.parse_overrides(loaded, verdict or [])
     result = sim.simulate(loaded, scenario, overrides, max_steps)
