@@ -94,7 +94,11 @@ def simulate(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> int:
-    """Walk the loop without running actions; exit codes like `run` (0/1/2/3)."""
+    """Walk the loop without running actions; exit codes like `run` (0/1/2/3).
+
+    A loop `run` would refuse (a schema or lint error) is refused here too, with the same
+    diagnostics and exit 2.
+    """
     import json
 
     from engine.api import validate
