@@ -98,11 +98,10 @@ class Workspace:
             subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS)
             for name in sorted(names):
                 path = Path(directory) / name
-                if path.is_symlink():
-                    target = path.resolve()
-                    if not target.is_relative_to(root) or not target.is_file():
-                        continue
-                yield path
+                if path.is_symlink() and not path.resolve().is_relative_to(root):
+                    continue
+                if path.is_file():  # not a FIFO (reading one blocks forever), socket or device
+                    yield path
 
     def run(self, name: str, arguments: Mapping[str, Any]) -> str:
         """The answer of one tool call (Refused when it is not allowed)."""

@@ -1,0 +1,80 @@
+"""An exploring reviewer's workspace tools under attack: what a model (or a prompt injection in
+the files it reads) may ask of read_file, glob and grep must end in an answer the model sees,
+never a hang, a blown memory or the whole review's error. Real files, the real SDK, the
+loopback server."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.judges import JudgeResult, run_judge
+from tests.judges_helpers import judges_of, llm_env
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    text_reply,
+    tool_reply,
+    tool_results,
+    tool_use_reply,
+)
+
+REVIEW = """\
+type: assessment
+expectations:
+  - type: llm_review
+    criteria: Is the change right?
+    reviewers: 1
+    explore: true
+"""
+RECORD: dict[str, Any] = {"stdout": "done\n", "stderr": "", "exit_code": 0, "files": {}}
+SCORES = {"correctness": 4, "completeness": 4, "code_quality": 4, "edge_cases": 4, "reason": "ok"}
+
+
+def explorer(*turns: tuple[str, dict[str, Any]]) -> Any:
+    """A reviewer making one tool call per turn (in order), then summarising, then scoring."""
+
+    def answer(request: dict[str, Any]) -> Reply:
+        if request.get("tool_choice", {}).get("type") == "tool":
+            return tool_reply(SCORES)(request)  # type: ignore[operator, no-any-return]
+        done = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if done < len(turns):
+            return tool_use_reply(turns[done])(request)  # type: ignore[operator, no-any-return]
+        return text_reply("I have seen enough.")(request)  # type: ignore[operator, no-any-return]
+
+    return answer
+
+
+def review(workspace: Path) -> JudgeResult:
+    [judge] = judges_of(REVIEW)
+    return run_judge(judge, RECORD, llm_env(workspace))
+
+
+def answers(loopback: LoopbackServer) -> list[dict[str, Any]]:
+    """Every tool result the reviewer was given, in order."""
+    return [r for received in loopback.requests for r in tool_results(received.body)]
+
+
+def test_grep_and_glob_pass_over_a_fifo_instead_of_blocking_on_it(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    (tmp_path / "app.py").write_text("needle = 1\n")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    loopback.default = explorer(("grep", {"pattern": "needle"}), ("glob", {"pattern": "*"}))
+    done: list[JudgeResult] = []
+    worker = threading.Thread(target=lambda: done.append(review(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # blocked reading the FIFO: give it an end of file, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail("the reviewer's grep blocked on a FIFO in the workspace")
+    assert done[0].status == "ok", done[0].error
+    grep, glob = (a["content"] for a in answers(loopback))
+    assert grep == "app.py:1: needle = 1"
+    assert glob == "app.py"
