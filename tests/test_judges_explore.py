@@ -78,3 +78,26 @@ def test_grep_and_glob_pass_over_a_fifo_instead_of_blocking_on_it(
     grep, glob = (a["content"] for a in answers(loopback))
     assert grep == "app.py:1: needle = 1"
     assert glob == "app.py"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("glob", {"pattern": "[z-a]"}),
+        ("grep", {"pattern": "x", "glob": "[z-a]"}),
+        ("read_file", {"path": "app.py", "offset": "abc"}),
+        ("read_file", {"path": "app.py", "limit": "all"}),
+        ("read_file", {"path": "app\x00.py"}),
+    ],
+)
+def test_a_malformed_tool_call_is_a_tool_error_the_model_sees(
+    loopback: LoopbackServer, tmp_path: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    (tmp_path / "app.py").write_text("needle = 1\n")
+    loopback.default = explorer((tool, arguments))
+    result = review(tmp_path)
+    assert result.status == "ok", result.error
+    [answer] = answers(loopback)
+    assert answer["is_error"] is True
+    assert answer["content"].startswith(f"refused: the {tool} arguments are not valid")
+    assert result.cost_usd > 0

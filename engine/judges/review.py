@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -221,6 +222,8 @@ def _answer(workspace: Workspace, use: Mapping[str, Any], steps: int) -> tuple[s
         return f"refused: {exc}", True
     except OSError as exc:
         return f"refused: {exc.strerror or exc}", True
+    except (ValueError, TypeError, re.error) as exc:  # a bad glob, offset "abc", a NUL in a path
+        return f"refused: the {name} arguments are not valid ({exc})", True
 
 
 # ---------------------------------------------------------------------------------------------
