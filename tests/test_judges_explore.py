@@ -6,6 +6,8 @@ loopback server."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from tests.loopback_server import (
     tool_use_reply,
 )
 
+REPO = Path(__file__).resolve().parent.parent
 REVIEW = """\
 type: assessment
 expectations:
@@ -101,3 +104,35 @@ def test_a_malformed_tool_call_is_a_tool_error_the_model_sees(
     assert answer["is_error"] is True
     assert answer["content"].startswith(f"refused: the {tool} arguments are not valid")
     assert result.cost_usd > 0
+
+
+# Reads two lines of a 3 GiB file and sizes a 3 GiB binary one in a process that may map 1 GiB.
+BOUNDED_READ = """
+import resource, sys
+from pathlib import Path
+from engine.judges.explore import Workspace
+resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+workspace = Workspace(Path(sys.argv[1]))
+print(workspace.read_file("big.log", 5, 2))
+print(workspace.read_file("blob.bin"))
+"""
+
+
+def test_read_file_of_a_huge_file_holds_only_what_it_answers(tmp_path: Path) -> None:
+    huge = 3 * 2**30  # sparse: no disk is used
+    with (tmp_path / "big.log").open("wb") as log:
+        log.write(b"".join(b"line %d\n" % n for n in range(2000)))  # text past the 8 KiB sniff
+        log.truncate(huge)
+    with (tmp_path / "blob.bin").open("wb") as blob:
+        blob.truncate(huge)
+    done = subprocess.run(
+        [sys.executable, "-c", BOUNDED_READ, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout == (
+        "    6  line 5\n    7  line 6\n(blob.bin is a binary file of 3,221,225,472 bytes)\n"
+    )

@@ -8,6 +8,7 @@ bounded, so one tool call cannot flood the reviewer's context.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -122,20 +123,28 @@ class Workspace:
         raise Refused(f"there is no tool {name!r}; use read_file, glob or grep")
 
     def read_file(self, given: str, offset: int = 0, limit: Any = None) -> str:
+        """Lines `offset`.. of a text file, numbered; read only as far as the answer needs, so
+        a file of many gigabytes costs no more memory than a small one."""
         path = self.resolve(given)
         if not path.is_file():
             raise Refused(f"{given!r} is not a file of the workspace")
-        data = path.read_bytes()
-        if b"\0" in data[:8192]:
-            return f"({given} is a binary file of {len(data):,} bytes)"
-        lines = data.decode("utf-8", "replace").splitlines()
-        end = len(lines) if limit is None else offset + max(1, int(limit))
-        shown = "\n".join(
-            f"{n + 1:>5}  {line}" for n, line in enumerate(lines) if offset <= n < end
-        )
-        if len(shown) > READ_CHARS:
-            shown = shown[:READ_CHARS] + "\n[... cut: read a smaller range with offset/limit ...]"
-        return shown or f"({given} is empty)"
+        end = None if limit is None else offset + max(1, int(limit))
+        with path.open("rb") as raw:
+            if b"\0" in raw.read(8192):
+                return f"({given} is a binary file of {path.stat().st_size:,} bytes)"
+            raw.seek(0)
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+            shown, size = [], 0
+            for n, line in enumerate(_bounded_lines(text)):
+                if n >= offset:
+                    shown.append(f"{n + 1:>5}  {line}")
+                    size += len(shown[-1]) + 1
+                if (end is not None and n + 1 >= end) or size > READ_CHARS:
+                    break
+        answer = "\n".join(shown)
+        if len(answer) > READ_CHARS:
+            answer = answer[:READ_CHARS] + "\n[... cut: read a smaller range with offset/limit ...]"
+        return answer or f"({given} is empty)"
 
     def glob(self, pattern: str) -> str:
         if not pattern:
@@ -174,6 +183,16 @@ class Workspace:
                     if len(hits) >= MAX_MATCHES:
                         return "\n".join(hits) + "\n[... more matches not shown ...]"
         return "\n".join(hits) or f"no line matches {pattern!r}"
+
+
+def _bounded_lines(text: io.TextIOWrapper) -> Iterator[str]:
+    """The lines of `text` without their ends, each cut to `READ_CHARS` characters (the rest
+    of a longer line is read past, never held)."""
+    while line := text.readline(READ_CHARS):
+        rest = line
+        while rest and not rest.endswith("\n"):
+            rest = text.readline(READ_CHARS)
+        yield line.rstrip("\n")
 
 
 @lru_cache(maxsize=128)
