@@ -249,3 +249,16 @@ def test_assessment_verdicts_are_closed_yes_no_error() -> None:
     )
     codes = [d.code for d in lint_loop(load_loop_text(text))]
     assert "LL014" in codes  # partial is impossible for an assessment
+
+
+def test_a_score_range_whose_minimum_is_not_below_its_maximum_is_refused() -> None:
+    reversed_range = "type: assessment\njudges:\n  - {name: a, check: x, score_range: [5, 1]}\n"
+    d = one(loop_text(reversed_range), "F015")
+    assert d.message == (
+        "states.work.evaluate.judges[0] (judge 'a'): score_range [5, 1] holds no value between "
+        "its ends; its minimum must be below its maximum"
+    )
+    assert (d.line, d.hint) == (10, "write [min, max], e.g. [1, 5]")
+    one(loop_text(reversed_range.replace("[5, 1]", "[2, 2]")), "F015")
+    [judge] = judges_of(reversed_range.replace("[5, 1]", "[1, 5]"))
+    assert judge.score_range == (1.0, 5.0)
