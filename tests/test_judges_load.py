@@ -262,3 +262,22 @@ def test_a_score_range_whose_minimum_is_not_below_its_maximum_is_refused() -> No
     one(loop_text(reversed_range.replace("[5, 1]", "[2, 2]")), "F015")
     [judge] = judges_of(reversed_range.replace("[5, 1]", "[1, 5]"))
     assert judge.score_range == (1.0, 5.0)
+
+
+def test_a_dimension_name_the_scoring_tool_cannot_carry_is_refused() -> None:
+    # Each dimension is a field of the reviewers' scoring tool: the Messages API refuses a field
+    # named otherwise (every call a 400), and `reason` is the tool's own field.
+    for name in ("reason", "error handling", "x" * 65):
+        block = (
+            "type: assessment\nexpectations:\n  - type: llm_review\n    criteria: c\n"
+            f"    dimensions: [{{name: '{name}', description: d, weight: 1}}]\n"
+        )
+        d = one(loop_text(block), "F016")
+        assert f"dimensions[0].name has an invalid value: string '{name[:20]}" in d.message
+        assert d.hint.startswith("a dimension name: letters, digits, _, . and - (at most 64)")
+    block = (
+        "type: assessment\nexpectations:\n"
+        "  - {type: llm_review, dimensions: [{name: api.v2-compat, weight: 1}]}\n"
+    )
+    [judge] = judges_of(block)
+    assert judge.dimensions[0].name == "api.v2-compat"
