@@ -281,3 +281,15 @@ def test_a_dimension_name_the_scoring_tool_cannot_carry_is_refused() -> None:
     )
     [judge] = judges_of(block)
     assert judge.dimensions[0].name == "api.v2-compat"
+
+
+def test_a_rubric_key_that_is_not_a_score_gets_a_score_hint() -> None:
+    block = (
+        "type: assessment\nexpectations:\n  - type: llm_review\n    criteria: c\n"
+        "    dimensions: [{name: api, weight: 1, rubric: {'7': perfect}}]\n"
+    )
+    d = one(loop_text(block), "F016")
+    assert d.message == "'7' is not a valid key in states.work.evaluate.expectations[0]" + (
+        ".dimensions[0].rubric"
+    )
+    assert d.hint == 'expected a score from 1 to 5, e.g. "5": what a 5 means'
