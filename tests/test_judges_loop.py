@@ -163,3 +163,43 @@ def test_show_names_a_states_judges(tmp_path: Path) -> None:
     (tmp_path / "loop.yaml").write_text(EVERY_KIND)
     shown = ll_loop(tmp_path, "show", "loop.yaml")
     assert "shell [assessment: exit_ok, mentions_tests, dist_written, quality," in shown.stdout
+
+
+TEMPLATE_TEXT_IN_A_VALUE = """\
+name: note
+initial: note
+scope: ["."]
+states:
+  note:
+    action: "echo 'Go templates write {{ .Name }}, Jinja {% if x %}, and $${HOME}'"
+    capture: note
+    next: work
+  work:
+    action: "echo 'explained {{ .Name }}'"
+    evaluate:
+      type: assessment
+      judges:
+        - name: explains
+          prompt: "Does the answer explain: ${captured.note.output}? Quote evidence. $${literal}"
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_an_interpolated_value_in_a_judge_prompt_is_text_not_template_code(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    answer = {"score": 4, "reason": "ok", "evidence": "explained {{ .Name }}"}
+    loopback.default = by_tool({"submit_score": answer})
+    ran = run_yaml(tmp_path, TEMPLATE_TEXT_IN_A_VALUE)
+    judged = ran.state()["captured"]["work"]["judges"]["explains"]
+    assert ran.json["final_state"] == "done", judged.get("error")
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert content.startswith(
+        "Does the answer explain: Go templates write {{ .Name }}, Jinja {% if x %}, and ${HOME}? "
+        "Quote evidence. ${literal}"
+    )

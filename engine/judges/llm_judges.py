@@ -42,6 +42,9 @@ EVALUATION_TOOL = "submit_evaluation"
 SCORE_TOOL = "submit_score"
 MATERIAL = ("outputs", "conversation", "tool_trace", "evidence")
 VARIABLES = (*MATERIAL, "inputs", "annotations", "arguments")
+# The values of a prompt's `${...}`: the template reads them from this variable, so a value is
+# text, never template code (a captured `{{ .Name }}` or `{% end %}` would not parse).
+INTERPOLATED = "ll_interpolated"
 # Less favourable first: ties in the vote go to the lowest rank.
 _FAVOUR = {"error": 0, "abstain": 1, "fail": 2, "pass": 3}
 
@@ -98,7 +101,7 @@ def _compiled(source: str) -> tuple[Any, frozenset[str]]:
             f"its template does not parse (template line {exc.lineno}): {exc.message}"
         ) from None
     used = frozenset(meta.find_undeclared_variables(parsed))
-    unknown = sorted(used - set(VARIABLES))
+    unknown = sorted(used - {*VARIABLES, INTERPOLATED})
     if unknown:
         raise JudgeError(
             f"its template uses the variable {unknown[0]!r}, which does not exist "
@@ -107,22 +110,40 @@ def _compiled(source: str) -> tuple[Any, frozenset[str]]:
     return env.from_string(source), used
 
 
-def template_source(ctx: JudgeContext) -> tuple[str, bool]:
-    """The judge's template text, and whether it is `llm_rubric` sugar."""
+def template_source(ctx: JudgeContext) -> tuple[str, list[str], bool]:
+    """The judge's template text, the values of its `${...}` (read from `ll_interpolated`),
+    and whether it is `llm_rubric` sugar."""
     judge = ctx.judge
     if judge.llm_rubric is not None:
-        return ctx.render(judge.llm_rubric), True
+        return (*_with_values(ctx, judge.llm_rubric), True)
     if judge.prompt is not None:
-        return ctx.render(judge.prompt), False
+        return (*_with_values(ctx, judge.prompt), False)
     path = Path(ctx.render(judge.prompt_file or ""))
     if not path.is_absolute():
         path = Path(judge.base_dir or ctx.env.workspace) / path
     try:
-        return path.read_text(encoding="utf-8"), False
+        return path.read_text(encoding="utf-8"), [], False
     except OSError as exc:
         raise JudgeError(
             f"cannot read its prompt_file {str(path)!r}: {exc.strerror or exc}"
         ) from None
+
+
+def _with_values(ctx: JudgeContext, text: str) -> tuple[str, list[str]]:
+    """`text` with each `${...}` replaced by `{{ ll_interpolated[i] }}`, and the values: the
+    literal text between them is rendered as written (`$${` becomes `${`)."""
+    from engine.shell.interpolate import find_expressions
+
+    if ctx.env.render is None:
+        return text, []
+    pieces, values, at = [], [], 0
+    for expression in find_expressions(text):
+        pieces.append(ctx.render(text[at : expression.start]))
+        values.append(ctx.render(text[expression.start : expression.end]))
+        pieces.append(f"{{{{ {INTERPOLATED}[{len(values) - 1}] }}}}")
+        at = expression.end
+    pieces.append(ctx.render(text[at:]))
+    return "".join(pieces), values
 
 
 def variables(ctx: JudgeContext) -> dict[str, Any]:
@@ -140,11 +161,11 @@ def variables(ctx: JudgeContext) -> dict[str, Any]:
 
 def render_prompt(ctx: JudgeContext) -> Prompt:
     """The judge's user message, and the judged material (JudgeError for a bad template)."""
-    source, rubric = template_source(ctx)
+    source, interpolated, rubric = template_source(ctx)
     template, used = _compiled(source)
     values = variables(ctx)
     try:
-        text = template.render(values)
+        text = template.render({**values, INTERPOLATED: interpolated})
     except Exception as exc:  # StrictUndefined, a failing filter, ...
         raise JudgeError(f"its template cannot be rendered: {exc}") from None
     material = [str(values[name]) for name in MATERIAL if name in used]
