@@ -203,3 +203,36 @@ def test_an_interpolated_value_in_a_judge_prompt_is_text_not_template_code(
         "Does the answer explain: Go templates write {{ .Name }}, Jinja {% if x %}, and ${HOME}? "
         "Quote evidence. ${literal}"
     )
+
+
+LAZY_IMPORT = """\
+name: lazy
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo hello"
+    evaluate:
+      type: assessment
+      judges:
+        - {name: greets, module: evals.checks, function: greets}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_module_judge_may_import_its_projects_modules_when_it_runs(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "checks.py").write_text(
+        "def greets(outputs):\n"
+        "    import wording  # a module of the project, imported when the judge runs\n"
+        "    return wording.GREETING in outputs['stdout'], 'greets'\n"
+    )
+    (tmp_path / "wording.py").write_text("GREETING = 'hello'\n")
+    ran = run_yaml(tmp_path, LAZY_IMPORT)
+    judged = ran.state()["captured"]["work"]["judges"]["greets"]
+    assert ran.json["final_state"] == "done", judged.get("error")
