@@ -127,6 +127,29 @@ def test_bool_pass_with_an_invented_quote_fails(loopback: LoopbackServer, tmp_pa
     assert "pass rejected" in result.details["evidence_check"]
 
 
+@pytest.mark.parametrize(
+    ("stdout", "prompt", "quote"),
+    [
+        ("", "Was the report printed?", "no output"),
+        ("error: disk full\n", "Did it succeed?", "--- stdout"),
+        ("error: disk full\n", "Did it succeed? {{ outputs }}", "stdout"),
+        ("ran\n", "Did the agent run the tests? {{ tool_trace }}", "no tool calls"),
+    ],
+)
+def test_a_quote_of_our_own_labels_is_not_evidence(
+    loopback: LoopbackServer, tmp_path: Path, stdout: str, prompt: str, quote: str
+) -> None:
+    # The judged material is shown with labels and placeholders of ours ("--- stdout",
+    # "(no output)", "(no tool calls)"): quoting them proves nothing about the work.
+    loopback.push(
+        tool_reply({"passed": True, "confidence": 0.9, "reason": "ok", "evidence": quote})
+    )
+    judge = judge_of(f"name: b\nfeedback_type: bool\nprompt: {prompt!r}")
+    result = run_judge(judge, {**RECORD, "stdout": stdout}, llm_env(tmp_path))
+    assert (result.value, result.passed) == (False, False)
+    assert result.details["evidence_check"].startswith("pass rejected")
+
+
 def test_bool_judge_with_low_confidence_abstains_as_an_error(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.judges.env import JudgeContext
-from engine.judges.record import format_evidence, format_mapping, format_outputs, format_tool_trace
+from engine.judges.record import (
+    format_evidence,
+    format_mapping,
+    format_outputs,
+    format_tool_trace,
+    outputs_material,
+)
 from engine.judges.result import JudgeError, Judgement
 from engine.llm import settings as llm_settings
 from engine.llm.evidence import evidence_problem, has_evidence_contract
@@ -168,13 +174,23 @@ def render_prompt(ctx: JudgeContext) -> Prompt:
         text = template.render({**values, INTERPOLATED: interpolated})
     except Exception as exc:  # StrictUndefined, a failing filter, ...
         raise JudgeError(f"its template cannot be rendered: {exc}") from None
-    material = [str(values[name]) for name in MATERIAL if name in used]
-    if not material:
+    shown = [name for name in MATERIAL if name in used]
+    if not shown:
         chosen = "conversation" if rubric and values["conversation"].strip() else "outputs"
-        appended = str(values[chosen])
-        text = f"{text.rstrip()}\n\n{judged_block(appended)}"
-        material = [appended]
+        text = f"{text.rstrip()}\n\n{judged_block(str(values[chosen]))}"
+        shown = [chosen]
+    material = [part for name in shown for part in _quotable(name, values, ctx.outputs)]
     return Prompt(text, tuple(material))
+
+
+def _quotable(name: str, values: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
+    """The text a quote may come from, of one template variable: the work's own text, never
+    our labels or placeholders ("--- stdout", "(no output)", "(no tool calls)")."""
+    if name == "outputs":
+        return outputs_material(record)
+    if name == "tool_trace" and not record.get("tool_calls"):
+        return []
+    return [str(values[name])]
 
 
 # ---------------------------------------------------------------------------------------------
