@@ -136,3 +136,15 @@ def test_read_file_of_a_huge_file_holds_only_what_it_answers(tmp_path: Path) -> 
     assert done.stdout == (
         "    6  line 5\n    7  line 6\n(blob.bin is a binary file of 3,221,225,472 bytes)\n"
     )
+
+
+def test_glob_negates_a_class_only_with_a_leading_bang(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    for name in ("!.txt", "a.txt", "b.txt"):
+        (tmp_path / name).write_text("x\n")
+    loopback.default = explorer(
+        ("glob", {"pattern": "[a!].txt"}), ("glob", {"pattern": "[!a].txt"})
+    )
+    assert review(tmp_path).status == "ok"
+    assert [a["content"] for a in answers(loopback)] == ["!.txt\na.txt", "!.txt\nb.txt"]

@@ -215,7 +215,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             if close < 0:
                 out, i = out + re.escape(char), i + 1
             else:
-                out, i = out + "[" + pattern[i + 1 : close].replace("!", "^", 1) + "]", close + 1
+                members = pattern[i + 1 : close]  # only a leading ! negates: [a!] holds "!"
+                members = "^" + members[1:] if members.startswith("!") else members
+                out, i = out + "[" + members + "]", close + 1
         else:
             out, i = out + re.escape(char), i + 1
     return re.compile(out)
