@@ -12,7 +12,7 @@ import pytest
 
 from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
-from tests.loopback_server import LoopbackServer
+from tests.loopback_server import LoopbackServer, tool_reply
 from tests.run_helpers import ll_loop, run_yaml
 
 EVERY_KIND = """\
@@ -236,3 +236,36 @@ def test_a_module_judge_may_import_its_projects_modules_when_it_runs(tmp_path: P
     ran = run_yaml(tmp_path, LAZY_IMPORT)
     judged = ran.state()["captured"]["work"]["judges"]["greets"]
     assert ran.json["final_state"] == "done", judged.get("error")
+
+
+STRUCTURED_WITH_REASONING = """\
+name: thinks
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo 'all 40 tests passed'"
+    evaluate:
+      type: assessment
+      reasoning: medium
+      judges:
+        - {name: green, builtin: llm_structured, arguments: {prompt: "Did the tests pass?"}}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_the_llm_structured_builtin_thinks_as_the_assessment_says(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    verdict = {"verdict": "yes", "confidence": 0.9, "reason": "ok", "evidence": "40 tests passed"}
+    loopback.default = tool_reply(verdict)  # through the one tool the request offers
+    ran = run_yaml(tmp_path, STRUCTURED_WITH_REASONING)
+    assert ran.json["final_state"] == "done"
+    [request] = [r.body for r in loopback.requests]
+    assert request["thinking"] == {"type": "enabled", "budget_tokens": 4096}
+    assert request["tool_choice"] == {"type": "auto"} and "temperature" not in request

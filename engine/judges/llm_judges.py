@@ -492,11 +492,16 @@ def structured_verdict(
     messages = port(ctx)
     if not isinstance(messages, TaggedMessages):
         raise JudgeError("llm_structured needs the run's LLM services")
+    try:  # the assessment's reasoning, else LL_JUDGE_REASONING, as for every assessment judge
+        thinking = llm_settings.judge_reasoning(ctx.env.reasoning)
+    except ValueError as exc:
+        raise JudgeError(str(exc)) from None
     settings = JudgeSettings(
         model=judge_model(ctx),
         max_tokens=ctx.judge.max_tokens or ctx.env.max_tokens or llm_settings.DEFAULT_MAX_TOKENS,
         temperature=ctx.env.temperature,
         tag=messages.tag,
+        thinking=thinking,
     )
     verdict = judge_structured(
         messages.gateway(),
