@@ -269,3 +269,36 @@ def test_the_llm_structured_builtin_thinks_as_the_assessment_says(
     [request] = [r.body for r in loopback.requests]
     assert request["thinking"] == {"type": "enabled", "budget_tokens": 4096}
     assert request["tool_choice"] == {"type": "auto"} and "temperature" not in request
+
+
+METRIC_AND_SCORE = """\
+name: gates
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo done"
+    evaluate:
+      type: assessment
+      judges:
+        - {name: weak, check: "return 0.4, 'thin'"}
+      metrics:
+        - {name: coverage, command: "echo 10", threshold: 90}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_metric_has_no_zero_to_one_range_and_a_failed_one_ranks_as_a_fail(
+    tmp_path: Path,
+) -> None:
+    ran = run_yaml(tmp_path, METRIC_AND_SCORE)
+    captured = ran.state()["captured"]["work"]
+    coverage = captured["judges"]["coverage"]
+    assert (coverage["value"], coverage["passed"]) == (10.0, False)
+    assert "score_range" not in coverage  # 10 on a [0, 1] range was what the capture said
+    assert captured["judges"]["weak"]["score_range"] == [0.0, 1.0]
+    assert captured["failing"] == ["coverage", "weak"]  # 10 of 90 had ranked as 1.0 of 1
