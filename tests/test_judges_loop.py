@@ -4,6 +4,9 @@ the loopback server, captures other states read, preflight, replay, and bad judg
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
 from tests.loopback_server import LoopbackServer, tool_reply
-from tests.run_helpers import ll_loop, run_yaml
+from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
 
 EVERY_KIND = """\
 name: every-kind
@@ -302,3 +305,50 @@ def test_a_metric_has_no_zero_to_one_range_and_a_failed_one_ranks_as_a_fail(
     assert "score_range" not in coverage  # 10 on a [0, 1] range was what the capture said
     assert captured["judges"]["weak"]["score_range"] == [0.0, 1.0]
     assert captured["failing"] == ["coverage", "weak"]  # 10 of 90 had ranked as 1.0 of 1
+
+
+STOPPED_WHILE_JUDGED = """\
+name: judged-slowly
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo built"
+    evaluate:
+      type: assessment
+      expectations:
+        - {type: test, command: "touch judging; sleep 60"}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_stop_while_judging_stops_the_run_instead_of_routing_the_killed_judge(
+    tmp_path: Path,
+) -> None:
+    write_loop(tmp_path, STOPPED_WHILE_JUDGED)
+    proc = subprocess.Popen(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "judging").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    result = json.loads(out)
+    # The killed test had been the judge's error, routed on_error to the failure terminal.
+    assert (proc.returncode, result["terminated_by"], result["final_state"]) == (
+        3,
+        "stopped",
+        "work",
+    )
+    state = next((tmp_path / ".loops" / "runs").iterdir()) / "state.json"
+    assert json.loads(state.read_text())["status"] == "stopped"  # resumable: work runs again
