@@ -293,3 +293,21 @@ def test_a_rubric_key_that_is_not_a_score_gets_a_score_hint() -> None:
         ".dimensions[0].rubric"
     )
     assert d.hint == 'expected a score from 1 to 5, e.g. "5": what a 5 means'
+
+
+def test_two_review_dimensions_with_one_name_are_refused() -> None:
+    block = """
+    type: assessment
+    expectations:
+      - type: llm_review
+        criteria: c
+        dimensions:
+          - {name: api, description: clients keep working, weight: 0.5}
+          - {name: api, description: errors are stable, weight: 0.5}
+    """
+    d = one(loop_text(block), "F018")
+    assert d.message == (
+        "states.work.evaluate.expectations[0].dimensions[1]: a dimension named 'api' is already "
+        "defined at line 13"
+    )
+    assert (d.line, d.hint) == (14, "give every dimension of a review its own name")

@@ -121,6 +121,37 @@ def judge_list_problems(
         if spelling == "judges":
             found += _kind_problems(entry, name, at, positions, file)
             found += _range_problems(entry, name, at, positions, file)
+        elif spelling == "expectations":
+            found += _repeated_dimensions(entry, at, positions, file)
+    return found
+
+
+def _repeated_dimensions(
+    entry: Mapping[str, Any], at: PathKey, positions: Positions, file: str
+) -> list[Diagnostic]:
+    """Two review dimensions with one name: they would be one field of the scoring tool, the
+    second's description never shown and its weight given the first's score."""
+    dimensions = entry.get("dimensions")
+    seen: dict[str, int] = {}
+    found = []
+    for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
+        name = dimension.get("name") if isinstance(dimension, Mapping) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            first = positions.of((*at, "dimensions", seen[name]))[0]
+            found.append(
+                _diag(
+                    "F018",
+                    f"{_render((*at, 'dimensions', index))}: a dimension named {name!r} is "
+                    f"already defined at line {first}",
+                    "give every dimension of a review its own name",
+                    (*at, "dimensions", index, "name"),
+                    positions,
+                    file,
+                )
+            )
+        seen.setdefault(name, index)
     return found
 
 
