@@ -15,7 +15,7 @@ import pytest
 
 from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
-from tests.loopback_server import LoopbackServer, tool_reply
+from tests.loopback_server import LoopbackServer, tool_reply, tool_use_reply
 from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
 
 EVERY_KIND = """\
@@ -352,3 +352,43 @@ def test_a_stop_while_judging_stops_the_run_instead_of_routing_the_killed_judge(
     )
     state = next((tmp_path / ".loops" / "runs").iterdir()) / "state.json"
     assert json.loads(state.read_text())["status"] == "stopped"  # resumable: work runs again
+
+
+EXPLORED_REVIEW = """\
+name: reviewed
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo changed > app.py"
+    evaluate:
+      type: assessment
+      expectations:
+        - {type: llm_review, criteria: "Is the change right?", reviewers: 1, explore: true}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_stopped_run_makes_no_more_judge_calls(loopback: LoopbackServer, tmp_path: Path) -> None:
+    # An exploring reviewer that always wants one more look, each turn taking a while.
+    loopback.default = tool_use_reply(("glob", {"pattern": "*"}), delay=0.5)
+    write_loop(tmp_path, EXPLORED_REVIEW)
+    proc = subprocess.Popen(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not loopback.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert json.loads(out)["terminated_by"] == "stopped"
+    # The call in flight ends; none follows (the reviewer had gone on for its 20 turns).
+    assert len(loopback.requests) <= 2, len(loopback.requests)

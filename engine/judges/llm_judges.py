@@ -294,10 +294,13 @@ def ask(
     purpose: str,
     validate: Any,
 ) -> tuple[MessagesReply, list[MessagesReply]]:
-    """One call; a malformed answer is asked once more. The last reply and all replies."""
+    """One call; a malformed answer is asked once more. The last reply and all replies.
+    JudgeError once the run is stopped: an exploring reviewer would go on for 20 turns."""
     messages = port(ctx)
-    replies = [messages.call(request, sample=sample, purpose=purpose, validate=validate)]
-    if replies[-1].status == "invalid":
+    replies: list[MessagesReply] = []
+    while not replies or (replies[-1].status == "invalid" and len(replies) < 2):
+        if ctx.env.stopped is not None and ctx.env.stopped():
+            raise JudgeError("the run was stopped", cost_usd=_cost(replies))
         replies.append(messages.call(request, sample=sample, purpose=purpose, validate=validate))
     return replies[-1], replies
 
