@@ -4,6 +4,7 @@ contract, numeric scores with samples, `llm_review` with reviewers and exploring
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,29 @@ def test_bool_pass_with_an_invented_quote_fails(loopback: LoopbackServer, tmp_pa
     result = run_judge(judge, RECORD, llm_env(tmp_path))
     assert (result.value, result.passed) == (False, False)
     assert "pass rejected" in result.details["evidence_check"]
+
+
+@pytest.mark.parametrize(
+    ("stdout", "prompt", "quote"),
+    [
+        ("", "Was the report printed?", "no output"),
+        ("error: disk full\n", "Did it succeed?", "--- stdout"),
+        ("error: disk full\n", "Did it succeed? {{ outputs }}", "stdout"),
+        ("ran\n", "Did the agent run the tests? {{ tool_trace }}", "no tool calls"),
+    ],
+)
+def test_a_quote_of_our_own_labels_is_not_evidence(
+    loopback: LoopbackServer, tmp_path: Path, stdout: str, prompt: str, quote: str
+) -> None:
+    # The judged material is shown with labels and placeholders of ours ("--- stdout",
+    # "(no output)", "(no tool calls)"): quoting them proves nothing about the work.
+    loopback.push(
+        tool_reply({"passed": True, "confidence": 0.9, "reason": "ok", "evidence": quote})
+    )
+    judge = judge_of(f"name: b\nfeedback_type: bool\nprompt: {prompt!r}")
+    result = run_judge(judge, {**RECORD, "stdout": stdout}, llm_env(tmp_path))
+    assert (result.value, result.passed) == (False, False)
+    assert result.details["evidence_check"].startswith("pass rejected")
 
 
 def test_bool_judge_with_low_confidence_abstains_as_an_error(
@@ -258,6 +282,31 @@ def test_generated_dimensions_and_their_fallback(loopback: LoopbackServer, tmp_p
     fallback = run_judge(judge, RECORD, llm_env(tmp_path))
     assert fallback.value == 4.0
     assert fallback.details["dimensions_source"] == "defaults"
+
+
+API_FIELD = re.compile(r"[a-zA-Z0-9_.-]{1,64}")  # what the Messages API takes as a field name
+
+
+@pytest.mark.parametrize("name", ["Error handling", "reason", "x" * 65])
+def test_a_generated_dimension_the_scoring_tool_cannot_carry_falls_back_to_the_defaults(
+    loopback: LoopbackServer, tmp_path: Path, name: str
+) -> None:
+    made = {"dimensions": [{"name": name, "description": "failures are handled", "weight": 1}]}
+    defaults = {"correctness": 4, "completeness": 4, "code_quality": 4, "edge_cases": 4}
+    loopback.default = by_tool(
+        {"submit_dimensions": made, "submit_scores": {**defaults, "reason": "ok"}}
+    )
+    [judge] = judges_of(
+        "type: assessment\nexpectations:\n"
+        "  - {type: llm_review, criteria: c, reviewers: 1, generate_dimensions: true}\n"
+    )
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "ok", result.error
+    assert result.details["dimensions_source"] == "defaults"
+    assert "is not letters, digits" in result.details["dimensions_note"]
+    scoring = loopback.requests[-1].body["tools"][0]["input_schema"]
+    assert all(API_FIELD.fullmatch(key) for key in scoring["properties"])
+    assert sorted(scoring["required"]) == sorted({*defaults, "reason"})
 
 
 def test_dimension_rubric_text_reaches_the_reviewer(

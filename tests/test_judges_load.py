@@ -249,3 +249,65 @@ def test_assessment_verdicts_are_closed_yes_no_error() -> None:
     )
     codes = [d.code for d in lint_loop(load_loop_text(text))]
     assert "LL014" in codes  # partial is impossible for an assessment
+
+
+def test_a_score_range_whose_minimum_is_not_below_its_maximum_is_refused() -> None:
+    reversed_range = "type: assessment\njudges:\n  - {name: a, check: x, score_range: [5, 1]}\n"
+    d = one(loop_text(reversed_range), "F015")
+    assert d.message == (
+        "states.work.evaluate.judges[0] (judge 'a'): score_range [5, 1] holds no value between "
+        "its ends; its minimum must be below its maximum"
+    )
+    assert (d.line, d.hint) == (10, "write [min, max], e.g. [1, 5]")
+    one(loop_text(reversed_range.replace("[5, 1]", "[2, 2]")), "F015")
+    [judge] = judges_of(reversed_range.replace("[5, 1]", "[1, 5]"))
+    assert judge.score_range == (1.0, 5.0)
+
+
+def test_a_dimension_name_the_scoring_tool_cannot_carry_is_refused() -> None:
+    # Each dimension is a field of the reviewers' scoring tool: the Messages API refuses a field
+    # named otherwise (every call a 400), and `reason` is the tool's own field.
+    for name in ("reason", "error handling", "x" * 65):
+        block = (
+            "type: assessment\nexpectations:\n  - type: llm_review\n    criteria: c\n"
+            f"    dimensions: [{{name: '{name}', description: d, weight: 1}}]\n"
+        )
+        d = one(loop_text(block), "F016")
+        assert f"dimensions[0].name has an invalid value: string '{name[:20]}" in d.message
+        assert d.hint.startswith("a dimension name: letters, digits, _, . and - (at most 64)")
+    block = (
+        "type: assessment\nexpectations:\n"
+        "  - {type: llm_review, dimensions: [{name: api.v2-compat, weight: 1}]}\n"
+    )
+    [judge] = judges_of(block)
+    assert judge.dimensions[0].name == "api.v2-compat"
+
+
+def test_a_rubric_key_that_is_not_a_score_gets_a_score_hint() -> None:
+    block = (
+        "type: assessment\nexpectations:\n  - type: llm_review\n    criteria: c\n"
+        "    dimensions: [{name: api, weight: 1, rubric: {'7': perfect}}]\n"
+    )
+    d = one(loop_text(block), "F016")
+    assert d.message == "'7' is not a valid key in states.work.evaluate.expectations[0]" + (
+        ".dimensions[0].rubric"
+    )
+    assert d.hint == 'expected a score from 1 to 5, e.g. "5": what a 5 means'
+
+
+def test_two_review_dimensions_with_one_name_are_refused() -> None:
+    block = """
+    type: assessment
+    expectations:
+      - type: llm_review
+        criteria: c
+        dimensions:
+          - {name: api, description: clients keep working, weight: 0.5}
+          - {name: api, description: errors are stable, weight: 0.5}
+    """
+    d = one(loop_text(block), "F018")
+    assert d.message == (
+        "states.work.evaluate.expectations[0].dimensions[1]: a dimension named 'api' is already "
+        "defined at line 13"
+    )
+    assert (d.line, d.hint) == (14, "give every dimension of a review its own name")

@@ -4,6 +4,9 @@ the loopback server, captures other states read, preflight, replay, and bad judg
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +15,8 @@ import pytest
 
 from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
-from tests.loopback_server import LoopbackServer
-from tests.run_helpers import ll_loop, run_yaml
+from tests.loopback_server import LoopbackServer, tool_reply, tool_use_reply
+from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
 
 EVERY_KIND = """\
 name: every-kind
@@ -163,3 +166,229 @@ def test_show_names_a_states_judges(tmp_path: Path) -> None:
     (tmp_path / "loop.yaml").write_text(EVERY_KIND)
     shown = ll_loop(tmp_path, "show", "loop.yaml")
     assert "shell [assessment: exit_ok, mentions_tests, dist_written, quality," in shown.stdout
+
+
+TEMPLATE_TEXT_IN_A_VALUE = """\
+name: note
+initial: note
+scope: ["."]
+states:
+  note:
+    action: "echo 'Go templates write {{ .Name }}, Jinja {% if x %}, and $${HOME}'"
+    capture: note
+    next: work
+  work:
+    action: "echo 'explained {{ .Name }}'"
+    evaluate:
+      type: assessment
+      judges:
+        - name: explains
+          prompt: "Does the answer explain: ${captured.note.output}? Quote evidence. $${literal}"
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_an_interpolated_value_in_a_judge_prompt_is_text_not_template_code(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    answer = {"score": 4, "reason": "ok", "evidence": "explained {{ .Name }}"}
+    loopback.default = by_tool({"submit_score": answer})
+    ran = run_yaml(tmp_path, TEMPLATE_TEXT_IN_A_VALUE)
+    judged = ran.state()["captured"]["work"]["judges"]["explains"]
+    assert ran.json["final_state"] == "done", judged.get("error")
+    content = loopback.requests[0].body["messages"][0]["content"]
+    assert content.startswith(
+        "Does the answer explain: Go templates write {{ .Name }}, Jinja {% if x %}, and ${HOME}? "
+        "Quote evidence. ${literal}"
+    )
+
+
+LAZY_IMPORT = """\
+name: lazy
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo hello"
+    evaluate:
+      type: assessment
+      judges:
+        - {name: greets, module: evals.checks, function: greets}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_module_judge_may_import_its_projects_modules_when_it_runs(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "checks.py").write_text(
+        "def greets(outputs):\n"
+        "    import wording  # a module of the project, imported when the judge runs\n"
+        "    return wording.GREETING in outputs['stdout'], 'greets'\n"
+    )
+    (tmp_path / "wording.py").write_text("GREETING = 'hello'\n")
+    ran = run_yaml(tmp_path, LAZY_IMPORT)
+    judged = ran.state()["captured"]["work"]["judges"]["greets"]
+    assert ran.json["final_state"] == "done", judged.get("error")
+
+
+STRUCTURED_WITH_REASONING = """\
+name: thinks
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo 'all 40 tests passed'"
+    evaluate:
+      type: assessment
+      reasoning: medium
+      judges:
+        - {name: green, builtin: llm_structured, arguments: {prompt: "Did the tests pass?"}}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_the_llm_structured_builtin_thinks_as_the_assessment_says(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    verdict = {"verdict": "yes", "confidence": 0.9, "reason": "ok", "evidence": "40 tests passed"}
+    loopback.default = tool_reply(verdict)  # through the one tool the request offers
+    ran = run_yaml(tmp_path, STRUCTURED_WITH_REASONING)
+    assert ran.json["final_state"] == "done"
+    [request] = [r.body for r in loopback.requests]
+    assert request["thinking"] == {"type": "enabled", "budget_tokens": 4096}
+    assert request["tool_choice"] == {"type": "auto"} and "temperature" not in request
+
+
+METRIC_AND_SCORE = """\
+name: gates
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo done"
+    evaluate:
+      type: assessment
+      judges:
+        - {name: weak, check: "return 0.4, 'thin'"}
+      metrics:
+        - {name: coverage, command: "echo 10", threshold: 90}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_metric_has_no_zero_to_one_range_and_a_failed_one_ranks_as_a_fail(
+    tmp_path: Path,
+) -> None:
+    ran = run_yaml(tmp_path, METRIC_AND_SCORE)
+    captured = ran.state()["captured"]["work"]
+    coverage = captured["judges"]["coverage"]
+    assert (coverage["value"], coverage["passed"]) == (10.0, False)
+    assert "score_range" not in coverage  # 10 on a [0, 1] range was what the capture said
+    assert captured["judges"]["weak"]["score_range"] == [0.0, 1.0]
+    assert captured["failing"] == ["coverage", "weak"]  # 10 of 90 had ranked as 1.0 of 1
+
+
+STOPPED_WHILE_JUDGED = """\
+name: judged-slowly
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo built"
+    evaluate:
+      type: assessment
+      expectations:
+        - {type: test, command: "touch judging; sleep 60"}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_stop_while_judging_stops_the_run_instead_of_routing_the_killed_judge(
+    tmp_path: Path,
+) -> None:
+    write_loop(tmp_path, STOPPED_WHILE_JUDGED)
+    proc = subprocess.Popen(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "judging").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    result = json.loads(out)
+    # The killed test had been the judge's error, routed on_error to the failure terminal.
+    assert (proc.returncode, result["terminated_by"], result["final_state"]) == (
+        3,
+        "stopped",
+        "work",
+    )
+    state = next((tmp_path / ".loops" / "runs").iterdir()) / "state.json"
+    assert json.loads(state.read_text())["status"] == "stopped"  # resumable: work runs again
+
+
+EXPLORED_REVIEW = """\
+name: reviewed
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo changed > app.py"
+    evaluate:
+      type: assessment
+      expectations:
+        - {type: llm_review, criteria: "Is the change right?", reviewers: 1, explore: true}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_stopped_run_makes_no_more_judge_calls(loopback: LoopbackServer, tmp_path: Path) -> None:
+    # An exploring reviewer that always wants one more look, each turn taking a while.
+    loopback.default = tool_use_reply(("glob", {"pattern": "*"}), delay=0.5)
+    write_loop(tmp_path, EXPLORED_REVIEW)
+    proc = subprocess.Popen(
+        [str(LL_LOOP), "run", "loop.yaml", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not loopback.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert json.loads(out)["terminated_by"] == "stopped"
+    # The call in flight ends; none follows (the reviewer had gone on for its 20 turns).
+    assert len(loopback.requests) <= 2, len(loopback.requests)

@@ -156,7 +156,7 @@ def _judge(
         passed,
         judgement.rationale,
         judgement.evidence,
-        None if isinstance(value, bool) else judge.value_range(),
+        None if isinstance(value, bool) or judge.builtin == "metric" else judge.value_range(),
         _ms(started),
         judgement.cost_usd,
         samples=judgement.samples,

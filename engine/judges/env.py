@@ -38,7 +38,8 @@ class JudgeEnv:
     `project_root` is where `module` judges are imported from (default: the workspace).
     `model`, `reasoning`, `max_tokens` and `temperature` are the defaults of LLM judges
     (a judge's own setting wins); `samples` overrides every LLM judge's `samples`.
-    `on_result` hears each judge's result as it finishes (events, progress).
+    `on_result` hears each judge's result as it finishes (events, progress); `stopped` says
+    the run was stopped, so no judge makes another model call (its result would not be used).
     """
 
     workspace: Path = field(default_factory=Path.cwd)
@@ -54,6 +55,7 @@ class JudgeEnv:
     project_root: Path | None = None
     samples: int | None = None
     on_result: Callable[[JudgeResult], None] | None = None
+    stopped: Callable[[], bool] | None = None
 
     @property
     def import_root(self) -> Path:

@@ -8,6 +8,7 @@ bounded, so one tool call cannot flood the reviewer's context.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -98,11 +99,10 @@ class Workspace:
             subdirs[:] = sorted(d for d in subdirs if d not in SKIPPED_DIRS)
             for name in sorted(names):
                 path = Path(directory) / name
-                if path.is_symlink():
-                    target = path.resolve()
-                    if not target.is_relative_to(root) or not target.is_file():
-                        continue
-                yield path
+                if path.is_symlink() and not path.resolve().is_relative_to(root):
+                    continue
+                if path.is_file():  # not a FIFO (reading one blocks forever), socket or device
+                    yield path
 
     def run(self, name: str, arguments: Mapping[str, Any]) -> str:
         """The answer of one tool call (Refused when it is not allowed)."""
@@ -123,20 +123,28 @@ class Workspace:
         raise Refused(f"there is no tool {name!r}; use read_file, glob or grep")
 
     def read_file(self, given: str, offset: int = 0, limit: Any = None) -> str:
+        """Lines `offset`.. of a text file, numbered; read only as far as the answer needs, so
+        a file of many gigabytes costs no more memory than a small one."""
         path = self.resolve(given)
         if not path.is_file():
             raise Refused(f"{given!r} is not a file of the workspace")
-        data = path.read_bytes()
-        if b"\0" in data[:8192]:
-            return f"({given} is a binary file of {len(data):,} bytes)"
-        lines = data.decode("utf-8", "replace").splitlines()
-        end = len(lines) if limit is None else offset + max(1, int(limit))
-        shown = "\n".join(
-            f"{n + 1:>5}  {line}" for n, line in enumerate(lines) if offset <= n < end
-        )
-        if len(shown) > READ_CHARS:
-            shown = shown[:READ_CHARS] + "\n[... cut: read a smaller range with offset/limit ...]"
-        return shown or f"({given} is empty)"
+        end = None if limit is None else offset + max(1, int(limit))
+        with path.open("rb") as raw:
+            if b"\0" in raw.read(8192):
+                return f"({given} is a binary file of {path.stat().st_size:,} bytes)"
+            raw.seek(0)
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+            shown, size = [], 0
+            for n, line in enumerate(_bounded_lines(text)):
+                if n >= offset:
+                    shown.append(f"{n + 1:>5}  {line}")
+                    size += len(shown[-1]) + 1
+                if (end is not None and n + 1 >= end) or size > READ_CHARS:
+                    break
+        answer = "\n".join(shown)
+        if len(answer) > READ_CHARS:
+            answer = answer[:READ_CHARS] + "\n[... cut: read a smaller range with offset/limit ...]"
+        return answer or f"({given} is empty)"
 
     def glob(self, pattern: str) -> str:
         if not pattern:
@@ -177,6 +185,16 @@ class Workspace:
         return "\n".join(hits) or f"no line matches {pattern!r}"
 
 
+def _bounded_lines(text: io.TextIOWrapper) -> Iterator[str]:
+    """The lines of `text` without their ends, each cut to `READ_CHARS` characters (the rest
+    of a longer line is read past, never held)."""
+    while line := text.readline(READ_CHARS):
+        rest = line
+        while rest and not rest.endswith("\n"):
+            rest = text.readline(READ_CHARS)
+        yield line.rstrip("\n")
+
+
 @lru_cache(maxsize=128)
 def glob_regex(pattern: str) -> re.Pattern[str]:
     """A glob (`*`, `?`, `[...]`, `**` across directories) as a regex on relative paths."""
@@ -197,7 +215,9 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             if close < 0:
                 out, i = out + re.escape(char), i + 1
             else:
-                out, i = out + "[" + pattern[i + 1 : close].replace("!", "^", 1) + "]", close + 1
+                members = pattern[i + 1 : close]  # only a leading ! negates: [a!] holds "!"
+                members = "^" + members[1:] if members.startswith("!") else members
+                out, i = out + "[" + members + "]", close + 1
         else:
             out, i = out + re.escape(char), i + 1
     return re.compile(out)

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.judges.env import JudgeContext
-from engine.judges.record import format_evidence, format_mapping, format_outputs, format_tool_trace
+from engine.judges.record import (
+    format_evidence,
+    format_mapping,
+    format_outputs,
+    format_tool_trace,
+    outputs_material,
+)
 from engine.judges.result import JudgeError, Judgement
 from engine.llm import settings as llm_settings
 from engine.llm.evidence import evidence_problem, has_evidence_contract
@@ -42,6 +48,9 @@ EVALUATION_TOOL = "submit_evaluation"
 SCORE_TOOL = "submit_score"
 MATERIAL = ("outputs", "conversation", "tool_trace", "evidence")
 VARIABLES = (*MATERIAL, "inputs", "annotations", "arguments")
+# The values of a prompt's `${...}`: the template reads them from this variable, so a value is
+# text, never template code (a captured `{{ .Name }}` or `{% end %}` would not parse).
+INTERPOLATED = "ll_interpolated"
 # Less favourable first: ties in the vote go to the lowest rank.
 _FAVOUR = {"error": 0, "abstain": 1, "fail": 2, "pass": 3}
 
@@ -98,7 +107,7 @@ def _compiled(source: str) -> tuple[Any, frozenset[str]]:
             f"its template does not parse (template line {exc.lineno}): {exc.message}"
         ) from None
     used = frozenset(meta.find_undeclared_variables(parsed))
-    unknown = sorted(used - set(VARIABLES))
+    unknown = sorted(used - {*VARIABLES, INTERPOLATED})
     if unknown:
         raise JudgeError(
             f"its template uses the variable {unknown[0]!r}, which does not exist "
@@ -107,22 +116,40 @@ def _compiled(source: str) -> tuple[Any, frozenset[str]]:
     return env.from_string(source), used
 
 
-def template_source(ctx: JudgeContext) -> tuple[str, bool]:
-    """The judge's template text, and whether it is `llm_rubric` sugar."""
+def template_source(ctx: JudgeContext) -> tuple[str, list[str], bool]:
+    """The judge's template text, the values of its `${...}` (read from `ll_interpolated`),
+    and whether it is `llm_rubric` sugar."""
     judge = ctx.judge
     if judge.llm_rubric is not None:
-        return ctx.render(judge.llm_rubric), True
+        return (*_with_values(ctx, judge.llm_rubric), True)
     if judge.prompt is not None:
-        return ctx.render(judge.prompt), False
+        return (*_with_values(ctx, judge.prompt), False)
     path = Path(ctx.render(judge.prompt_file or ""))
     if not path.is_absolute():
         path = Path(judge.base_dir or ctx.env.workspace) / path
     try:
-        return path.read_text(encoding="utf-8"), False
+        return path.read_text(encoding="utf-8"), [], False
     except OSError as exc:
         raise JudgeError(
             f"cannot read its prompt_file {str(path)!r}: {exc.strerror or exc}"
         ) from None
+
+
+def _with_values(ctx: JudgeContext, text: str) -> tuple[str, list[str]]:
+    """`text` with each `${...}` replaced by `{{ ll_interpolated[i] }}`, and the values: the
+    literal text between them is rendered as written (`$${` becomes `${`)."""
+    from engine.shell.interpolate import find_expressions
+
+    if ctx.env.render is None:
+        return text, []
+    pieces, values, at = [], [], 0
+    for expression in find_expressions(text):
+        pieces.append(ctx.render(text[at : expression.start]))
+        values.append(ctx.render(text[expression.start : expression.end]))
+        pieces.append(f"{{{{ {INTERPOLATED}[{len(values) - 1}] }}}}")
+        at = expression.end
+    pieces.append(ctx.render(text[at:]))
+    return "".join(pieces), values
 
 
 def variables(ctx: JudgeContext) -> dict[str, Any]:
@@ -140,20 +167,30 @@ def variables(ctx: JudgeContext) -> dict[str, Any]:
 
 def render_prompt(ctx: JudgeContext) -> Prompt:
     """The judge's user message, and the judged material (JudgeError for a bad template)."""
-    source, rubric = template_source(ctx)
+    source, interpolated, rubric = template_source(ctx)
     template, used = _compiled(source)
     values = variables(ctx)
     try:
-        text = template.render(values)
+        text = template.render({**values, INTERPOLATED: interpolated})
     except Exception as exc:  # StrictUndefined, a failing filter, ...
         raise JudgeError(f"its template cannot be rendered: {exc}") from None
-    material = [str(values[name]) for name in MATERIAL if name in used]
-    if not material:
+    shown = [name for name in MATERIAL if name in used]
+    if not shown:
         chosen = "conversation" if rubric and values["conversation"].strip() else "outputs"
-        appended = str(values[chosen])
-        text = f"{text.rstrip()}\n\n{judged_block(appended)}"
-        material = [appended]
+        text = f"{text.rstrip()}\n\n{judged_block(str(values[chosen]))}"
+        shown = [chosen]
+    material = [part for name in shown for part in _quotable(name, values, ctx.outputs)]
     return Prompt(text, tuple(material))
+
+
+def _quotable(name: str, values: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
+    """The text a quote may come from, of one template variable: the work's own text, never
+    our labels or placeholders ("--- stdout", "(no output)", "(no tool calls)")."""
+    if name == "outputs":
+        return outputs_material(record)
+    if name == "tool_trace" and not record.get("tool_calls"):
+        return []
+    return [str(values[name])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,10 +294,13 @@ def ask(
     purpose: str,
     validate: Any,
 ) -> tuple[MessagesReply, list[MessagesReply]]:
-    """One call; a malformed answer is asked once more. The last reply and all replies."""
+    """One call; a malformed answer is asked once more. The last reply and all replies.
+    JudgeError once the run is stopped: an exploring reviewer would go on for 20 turns."""
     messages = port(ctx)
-    replies = [messages.call(request, sample=sample, purpose=purpose, validate=validate)]
-    if replies[-1].status == "invalid":
+    replies: list[MessagesReply] = []
+    while not replies or (replies[-1].status == "invalid" and len(replies) < 2):
+        if ctx.env.stopped is not None and ctx.env.stopped():
+            raise JudgeError("the run was stopped", cost_usd=_cost(replies))
         replies.append(messages.call(request, sample=sample, purpose=purpose, validate=validate))
     return replies[-1], replies
 
@@ -455,11 +495,16 @@ def structured_verdict(
     messages = port(ctx)
     if not isinstance(messages, TaggedMessages):
         raise JudgeError("llm_structured needs the run's LLM services")
+    try:  # the assessment's reasoning, else LL_JUDGE_REASONING, as for every assessment judge
+        thinking = llm_settings.judge_reasoning(ctx.env.reasoning)
+    except ValueError as exc:
+        raise JudgeError(str(exc)) from None
     settings = JudgeSettings(
         model=judge_model(ctx),
         max_tokens=ctx.judge.max_tokens or ctx.env.max_tokens or llm_settings.DEFAULT_MAX_TOKENS,
         temperature=ctx.env.temperature,
         tag=messages.tag,
+        thinking=thinking,
     )
     verdict = judge_structured(
         messages.gateway(),

@@ -14,7 +14,8 @@ import importlib
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
@@ -90,33 +91,55 @@ def describe(exc: BaseException) -> str:
 
 
 def callable_runner(judge: Judge) -> Callable[[Any], Any]:
-    """`run(ctx)` for a module judge: imported at its first run, from the project root."""
+    """`run(ctx)` for a module judge: imported at its first run, from the project root, which
+    stays on `sys.path` while the function runs (it may import its project's modules then)."""
     arguments = dict(judge.arguments)
 
     def run(ctx: Any) -> Any:
-        function = load_callable(str(judge.module), str(judge.function), ctx.env.import_root)
-        return function(outputs=ctx.outputs, **arguments)
+        root = ctx.env.import_root
+        with project_on_path(root):
+            function = load_callable(str(judge.module), str(judge.function), root)
+            return function(outputs=ctx.outputs, **arguments)
 
     return run
+
+
+_USERS: dict[str, int] = {}  # project roots on sys.path for judges -> how many judges use each
+_INSERTED: set[str] = set()  # the roots we put there (any other entry is never removed)
+
+
+@contextmanager
+def project_on_path(root: Path) -> Iterator[str]:
+    """`root` on `sys.path` while the block runs, removed when the last block using it ends
+    (concurrent judges share it): a root must not leak into later imports or lint."""
+    where = str(Path(root).resolve())
+    with _IMPORT_LOCK:
+        _USERS[where] = _USERS.get(where, 0) + 1
+        if where not in sys.path:
+            sys.path.insert(0, where)
+            _INSERTED.add(where)
+    try:
+        yield where
+    finally:
+        with _IMPORT_LOCK:
+            _USERS[where] -= 1
+            if not _USERS[where]:
+                del _USERS[where]
+                if where in _INSERTED and where in sys.path:
+                    sys.path.remove(where)
+                _INSERTED.discard(where)
 
 
 def load_callable(module: str, function: str, root: Path) -> Callable[..., Any]:
     """`module.function`, importing `module` with `root` on `sys.path`; JudgeError when it
     cannot be imported or has no such function."""
-    with _IMPORT_LOCK:
-        where = str(Path(root).resolve())
-        added = where not in sys.path
-        if added:  # only for this import: a root must not leak into later imports or lint
-            sys.path.insert(0, where)
+    with project_on_path(root) as where, _IMPORT_LOCK:
         try:
             loaded = importlib.import_module(module)
         except Exception as exc:
             raise JudgeError(
                 f"cannot import module {module!r} from {where}: {describe(exc)}"
             ) from None
-        finally:
-            if added and where in sys.path:
-                sys.path.remove(where)
     found = getattr(loaded, function, None)
     if not callable(found):
         raise JudgeError(f"module {module!r} has no function {function!r}")

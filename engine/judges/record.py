@@ -85,6 +85,17 @@ def format_outputs(record: Mapping[str, Any]) -> str:
     return _clip(listing, LISTING_CHARS)
 
 
+def outputs_material(record: Mapping[str, Any]) -> list[str]:
+    """What of `{{ outputs }}` is the work's own text (a quote must come from one of these):
+    each file's text and stdout and stderr as shown, without our labels and placeholders, so
+    "--- stdout" or "(no output)" is never evidence."""
+    files = record.get("files") or {}
+    parts = [files[path][:FILE_CHARS] for path in sorted(files) if isinstance(files[path], str)]
+    parts.append(str(record.get("stdout") or "")[:LISTING_CHARS])
+    parts.append(str(record.get("stderr") or "")[:FILE_CHARS])
+    return [part for part in parts if part.strip()]
+
+
 def format_tool_trace(record: Mapping[str, Any]) -> str:
     """`{{ tool_trace }}`: the tool calls in order, one line each."""
     calls = record.get("tool_calls") or []

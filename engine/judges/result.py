@@ -77,12 +77,15 @@ class JudgeResult:
         return isinstance(self.value, bool)
 
     def normalised(self) -> float | None:
-        """The value on 0..1 (a bool is 0 or 1), to rank judges against each other."""
+        """The value on 0..1 (a bool is 0 or 1), to rank judges against each other; a number
+        without a range (a metric: any number, passing at its threshold) is 1 or 0 as it passed."""
         if self.value is None:
             return None
         if isinstance(self.value, bool):
             return 1.0 if self.value else 0.0
-        low, high = self.score_range or (0.0, 1.0)
+        if self.score_range is None:
+            return 1.0 if self.passed else 0.0
+        low, high = self.score_range
         if high <= low:
             return 1.0 if self.passed else 0.0
         return max(0.0, min(1.0, (self.value - low) / (high - low)))

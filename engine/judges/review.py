@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,7 +24,7 @@ from engine.judges.llm_judges import ask, request_for
 from engine.judges.record import format_outputs
 from engine.judges.result import JudgeError, Judgement
 from engine.llm.judge import judged_block, run_concurrently, tool_input
-from engine.llm.rubric import SCORE_TOOL, aggregate, parse_scores, score_tool
+from engine.llm.rubric import DIMENSION_NAME, SCORE_TOOL, aggregate, parse_scores, score_tool
 from engine.model.judges import DEFAULT_DIMENSIONS
 from engine.model.loop import Dimension
 
@@ -221,6 +222,8 @@ def _answer(workspace: Workspace, use: Mapping[str, Any], steps: int) -> tuple[s
         return f"refused: {exc}", True
     except OSError as exc:
         return f"refused: {exc.strerror or exc}", True
+    except (ValueError, TypeError, re.error) as exc:  # a bad glob, offset "abc", a NUL in a path
+        return f"refused: the {name} arguments are not valid ({exc})", True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,7 +250,11 @@ def choose_dimensions(
                     "items": {
                         "type": "object",
                         "properties": {
-                            "name": {"type": "string"},
+                            "name": {
+                                "type": "string",
+                                "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+                                "description": "snake_case, e.g. error_handling",
+                            },
                             "description": {"type": "string"},
                             "weight": {"type": "number", "minimum": 0, "maximum": 1},
                         },
@@ -293,6 +300,11 @@ def _dimensions_problem(body: Mapping[str, Any]) -> str | None:
         name, weight = item.get("name"), item.get("weight")
         if not isinstance(name, str) or not name.strip() or name in names:
             return f"dimension name {name!r} is missing or repeated"
+        if not DIMENSION_NAME.fullmatch(name):
+            return (
+                f"dimension name {name!r} is not letters, digits, _, . and - (at most 64), "
+                "or is the reserved name reason"
+            )
         names.add(name)
         if not isinstance(item.get("description"), str):
             return f"dimension {name!r} has no description"

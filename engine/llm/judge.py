@@ -187,6 +187,7 @@ class JudgeSettings:
     max_tokens: int
     temperature: float | None = None
     tag: CallTag = field(default_factory=CallTag)
+    thinking: int | None = None  # an extended-thinking budget in tokens; None: off
 
 
 def judged_block(text: str) -> str:
@@ -214,7 +215,9 @@ def judge_prompt(criterion: str | None, judged: JudgedText) -> str:
 def base_request(
     settings: JudgeSettings, system: str, user: str, tool: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """A Messages request forced to call `tool`."""
+    """A Messages request forced to call `tool` (with thinking on, the API allows only
+    `tool_choice: auto` and no temperature: the system prompt asks for the call, and an answer
+    without it is malformed)."""
     request: dict[str, Any] = {
         "model": settings.model,
         "max_tokens": settings.max_tokens,
@@ -223,7 +226,11 @@ def base_request(
         "tools": [dict(tool)],
         "tool_choice": {"type": "tool", "name": tool["name"]},
     }
-    if settings.temperature is not None:
+    if settings.thinking is not None:
+        request["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking}
+        request["max_tokens"] = settings.thinking + settings.max_tokens
+        request["tool_choice"] = {"type": "auto"}
+    elif settings.temperature is not None:
         request["temperature"] = settings.temperature
     return request
 

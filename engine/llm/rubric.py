@@ -9,6 +9,7 @@ used as a fallback (noted in details); none is `error`. Total â‰¥ `threshold` â†
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +32,9 @@ from engine.model.ports import Verdict
 
 SCORE_TOOL = "submit_scores"
 OUTLIER = 1.5
+# A dimension is a field of the scoring tool: the Messages API takes only field names of this
+# shape (any other is a 400 for the whole request), and `reason` is the tool's own field.
+DIMENSION_NAME = re.compile(r"(?!reason$)[A-Za-z0-9_.-]{1,64}")
 
 SYSTEM = (
     "You are a careful, sceptical reviewer. Score only the text inside the judged-text block (its "

@@ -120,7 +120,66 @@ def judge_list_problems(
         seen.setdefault(name, at)
         if spelling == "judges":
             found += _kind_problems(entry, name, at, positions, file)
+            found += _range_problems(entry, name, at, positions, file)
+        elif spelling == "expectations":
+            found += _repeated_dimensions(entry, at, positions, file)
     return found
+
+
+def _repeated_dimensions(
+    entry: Mapping[str, Any], at: PathKey, positions: Positions, file: str
+) -> list[Diagnostic]:
+    """Two review dimensions with one name: they would be one field of the scoring tool, the
+    second's description never shown and its weight given the first's score."""
+    dimensions = entry.get("dimensions")
+    seen: dict[str, int] = {}
+    found = []
+    for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
+        name = dimension.get("name") if isinstance(dimension, Mapping) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            first = positions.of((*at, "dimensions", seen[name]))[0]
+            found.append(
+                _diag(
+                    "F018",
+                    f"{_render((*at, 'dimensions', index))}: a dimension named {name!r} is "
+                    f"already defined at line {first}",
+                    "give every dimension of a review its own name",
+                    (*at, "dimensions", index, "name"),
+                    positions,
+                    file,
+                )
+            )
+        seen.setdefault(name, index)
+    return found
+
+
+def _range_problems(
+    entry: Mapping[str, Any], name: str, at: PathKey, positions: Positions, file: str
+) -> list[Diagnostic]:
+    """A `score_range` whose minimum is not below its maximum: no value (and no model's score)
+    could ever be inside it, so the judge would be an error on every run."""
+    bounds = entry.get("score_range")
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        return []
+    low, high = bounds
+    numbers = all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+    if not numbers or low < high:
+        return []
+    return [
+        _diag(
+            "F015",
+            f"{_render(at)} (judge {name!r}): score_range [{low}, {high}] holds no value "
+            "between its ends; its minimum must be below its maximum",
+            f"write [min, max], e.g. [{min(low, high)}, {max(low, high)}]"
+            if low != high
+            else "write [min, max] with min < max, e.g. [1, 5]",
+            (*at, "score_range"),
+            positions,
+            file,
+        )
+    ]
 
 
 def _kind_problems(

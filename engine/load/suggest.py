@@ -47,6 +47,8 @@ def place_of(path: PathKey) -> str:
         return "suppression"
     if path[-1] == "route":
         return "route"
+    if path[-1] == "rubric":
+        return "rubric"
     return "mapping"
 
 
@@ -447,6 +449,7 @@ def _explain_name(v: Violation, place: str) -> _Explained:
     described = {
         "loop": "a state name: letters, digits, _ and -, starting with a letter or _",
         "route": "a route key: a verdict name (lowercase), _ (default) or _error",
+        "rubric": 'a score from 1 to 5, e.g. "5": what a 5 means',
     }
     owner = render_path(v.path[:-1])
     rule = described.get(

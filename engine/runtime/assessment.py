@@ -101,6 +101,7 @@ def assess_state(
         inputs=rs.context,
         project_root=workspace,
         on_result=_announce(state, rs, rt),
+        stopped=lambda: rt.stop.requested,
     )
     assessment: Assessment = assess(spec.judges, record, env, concurrency=spec.concurrency)
     rt.sync_cost(rs)

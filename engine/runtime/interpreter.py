@@ -241,7 +241,7 @@ def run_state(
         return result, Verdict("error", {"reason": "stopped"}), True
     if verdict is None:
         verdict = evaluate(loop, state, result, rs, rt, ns, before=before)
-        if rt.stop.requested:
+        if rt.stop.requested:  # stopped while judged: a killed test is no verdict to route on
             return result, Verdict("error", {"reason": "stopped"}), True
     rt.recorder.emit(
         "evaluate",

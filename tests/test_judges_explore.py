@@ -1,0 +1,150 @@
+"""An exploring reviewer's workspace tools under attack: what a model (or a prompt injection in
+the files it reads) may ask of read_file, glob and grep must end in an answer the model sees,
+never a hang, a blown memory or the whole review's error. Real files, the real SDK, the
+loopback server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.judges import JudgeResult, run_judge
+from tests.judges_helpers import judges_of, llm_env
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    text_reply,
+    tool_reply,
+    tool_results,
+    tool_use_reply,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+REVIEW = """\
+type: assessment
+expectations:
+  - type: llm_review
+    criteria: Is the change right?
+    reviewers: 1
+    explore: true
+"""
+RECORD: dict[str, Any] = {"stdout": "done\n", "stderr": "", "exit_code": 0, "files": {}}
+SCORES = {"correctness": 4, "completeness": 4, "code_quality": 4, "edge_cases": 4, "reason": "ok"}
+
+
+def explorer(*turns: tuple[str, dict[str, Any]]) -> Any:
+    """A reviewer making one tool call per turn (in order), then summarising, then scoring."""
+
+    def answer(request: dict[str, Any]) -> Reply:
+        if request.get("tool_choice", {}).get("type") == "tool":
+            return tool_reply(SCORES)(request)  # type: ignore[operator, no-any-return]
+        done = sum(1 for m in request["messages"] if m["role"] == "assistant")
+        if done < len(turns):
+            return tool_use_reply(turns[done])(request)  # type: ignore[operator, no-any-return]
+        return text_reply("I have seen enough.")(request)  # type: ignore[operator, no-any-return]
+
+    return answer
+
+
+def review(workspace: Path) -> JudgeResult:
+    [judge] = judges_of(REVIEW)
+    return run_judge(judge, RECORD, llm_env(workspace))
+
+
+def answers(loopback: LoopbackServer) -> list[dict[str, Any]]:
+    """Every tool result the reviewer was given, in order."""
+    return [r for received in loopback.requests for r in tool_results(received.body)]
+
+
+def test_grep_and_glob_pass_over_a_fifo_instead_of_blocking_on_it(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    (tmp_path / "app.py").write_text("needle = 1\n")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    loopback.default = explorer(("grep", {"pattern": "needle"}), ("glob", {"pattern": "*"}))
+    done: list[JudgeResult] = []
+    worker = threading.Thread(target=lambda: done.append(review(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # blocked reading the FIFO: give it an end of file, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail("the reviewer's grep blocked on a FIFO in the workspace")
+    assert done[0].status == "ok", done[0].error
+    grep, glob = (a["content"] for a in answers(loopback))
+    assert grep == "app.py:1: needle = 1"
+    assert glob == "app.py"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("glob", {"pattern": "[z-a]"}),
+        ("grep", {"pattern": "x", "glob": "[z-a]"}),
+        ("read_file", {"path": "app.py", "offset": "abc"}),
+        ("read_file", {"path": "app.py", "limit": "all"}),
+        ("read_file", {"path": "app\x00.py"}),
+    ],
+)
+def test_a_malformed_tool_call_is_a_tool_error_the_model_sees(
+    loopback: LoopbackServer, tmp_path: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    (tmp_path / "app.py").write_text("needle = 1\n")
+    loopback.default = explorer((tool, arguments))
+    result = review(tmp_path)
+    assert result.status == "ok", result.error
+    [answer] = answers(loopback)
+    assert answer["is_error"] is True
+    assert answer["content"].startswith(f"refused: the {tool} arguments are not valid")
+    assert result.cost_usd > 0
+
+
+# Reads two lines of a 3 GiB file and sizes a 3 GiB binary one in a process that may map 1 GiB.
+BOUNDED_READ = """
+import resource, sys
+from pathlib import Path
+from engine.judges.explore import Workspace
+resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+workspace = Workspace(Path(sys.argv[1]))
+print(workspace.read_file("big.log", 5, 2))
+print(workspace.read_file("blob.bin"))
+"""
+
+
+def test_read_file_of_a_huge_file_holds_only_what_it_answers(tmp_path: Path) -> None:
+    huge = 3 * 2**30  # sparse: no disk is used
+    with (tmp_path / "big.log").open("wb") as log:
+        log.write(b"".join(b"line %d\n" % n for n in range(2000)))  # text past the 8 KiB sniff
+        log.truncate(huge)
+    with (tmp_path / "blob.bin").open("wb") as blob:
+        blob.truncate(huge)
+    done = subprocess.run(
+        [sys.executable, "-c", BOUNDED_READ, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout == (
+        "    6  line 5\n    7  line 6\n(blob.bin is a binary file of 3,221,225,472 bytes)\n"
+    )
+
+
+def test_glob_negates_a_class_only_with_a_leading_bang(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    for name in ("!.txt", "a.txt", "b.txt"):
+        (tmp_path / name).write_text("x\n")
+    loopback.default = explorer(
+        ("glob", {"pattern": "[a!].txt"}), ("glob", {"pattern": "[!a].txt"})
+    )
+    assert review(tmp_path).status == "ok"
+    assert [a["content"] for a in answers(loopback)] == ["!.txt\na.txt", "!.txt\nb.txt"]
