@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
@@ -117,3 +118,25 @@ def test_unknown_option_is_one_clear_error(tmp_path: Path) -> None:
     done = harness(tmp_path, "cmd", "true", "--exit-cod", "0")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+def test_a_history_database_damaged_inside_is_one_clear_error(tmp_path: Path) -> None:
+    for _ in range(3):
+        assert harness(tmp_path, "cmd", "echo 1", "--exit-code", "0").returncode == 0
+    path = tmp_path / ".loops" / "history.db"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    [(root,)] = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'harness_attempts'")
+    db.close()
+    with path.open("r+b") as file:  # the header opens fine; the attempts' page is garbage
+        file.seek((root - 1) * page_size + 8)
+        file.write(b"\xde\xad" * 1000)
+    for args in (("cmd", "echo 1", "--exit-code", "0"), ("history", "echo 1")):
+        done = harness(tmp_path, *args)
+        assert done.returncode == 2, done
+        assert "internal error" not in done.stderr
+        assert "history database" in done.stderr and "malformed" in done.stderr
+        assert "hint: move the file aside" in done.stderr
+    code, data = harness_json(tmp_path, "cmd", "echo 1", "--exit-code", "0")
+    assert (code, data["exit_code"]) == (2, 2) and "malformed" in data["error"]

@@ -362,7 +362,7 @@ class History:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._usable():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -372,10 +372,27 @@ class History:
             self._db.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._usable():
             cursor = self._db.execute(sql, params)
             cursor.row_factory = sqlite3.Row
             return list(cursor.fetchall())
+
+    @contextmanager
+    def _usable(self) -> Iterator[None]:
+        """A database that opened fine can still fail under a query: damaged pages SQLite only
+        finds when it reads them, a full disk, a lock held past the busy timeout. Those are the
+        file's state, not bugs, so they are a `HistoryError`; a violated key or malformed SQL
+        (IntegrityError, ProgrammingError) is ours and goes up as it is."""
+        try:
+            yield
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError):
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(
+                f"the history database {self.path} cannot be used: {exc}",
+                hint="move the file aside (ll-loop creates a new one on the next run), or "
+                "recover its rows with `sqlite3 history.db .recover`",
+            ) from exc
 
     # ---- runs -----------------------------------------------------------------------------
 
