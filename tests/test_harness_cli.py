@@ -140,3 +140,13 @@ def test_a_history_database_damaged_inside_is_one_clear_error(tmp_path: Path) ->
         assert "hint: move the file aside" in done.stderr
     code, data = harness_json(tmp_path, "cmd", "echo 1", "--exit-code", "0")
     assert (code, data["exit_code"]) == (2, 2) and "malformed" in data["error"]
+
+
+def test_an_attempt_id_past_sqlite_integers_is_no_such_attempt(tmp_path: Path) -> None:
+    huge = str(1 << 70)
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    for flags in (("--retry-of", huge), ("--compare-baseline", "--baseline-of", huge)):
+        done = harness(tmp_path, "cmd", "true", "--exit-code", "0", *flags)
+        assert done.returncode == 2, done
+        assert "internal error" not in done.stderr
+        assert f"{huge}: no such attempt" in done.stderr

@@ -27,6 +27,7 @@ from engine.model.errors import LoopError
 from engine.model.ports import RunResult
 
 DB_NAME = "history.db"
+SQLITE_MAX_INT = (1 << 63) - 1  # the largest INTEGER SQLite stores
 BUSY_TIMEOUT_S = 30.0
 
 AttemptOutcome = Literal["pass", "fail", "abstain", "error"]
@@ -480,6 +481,10 @@ class History:
         return Attempt(**{**asdict(attempt), "id": new_id, "created_at": values["created_at"]})
 
     def attempt(self, attempt_id: int) -> Attempt | None:
+        """The attempt with this id; None when there is none (an id past SQLite's 64-bit
+        integers, typed on a command line, cannot exist and is not sent to SQLite)."""
+        if not -SQLITE_MAX_INT - 1 <= attempt_id <= SQLITE_MAX_INT:
+            return None
         rows = self._select_attempts("WHERE id = ?", [attempt_id])
         return rows[0] if rows else None
 
