@@ -150,3 +150,13 @@ def test_an_attempt_id_past_sqlite_integers_is_no_such_attempt(tmp_path: Path) -
         assert done.returncode == 2, done
         assert "internal error" not in done.stderr
         assert f"{huge}: no such attempt" in done.stderr
+
+
+def test_too_many_samples_are_refused_before_any_sample_runs(tmp_path: Path) -> None:
+    counter = tmp_path / "calls"
+    for samples in (str(1 << 70), "10001"):
+        done = harness(tmp_path, "cmd", counter_command(counter, "true"), "--exit-code", "0",
+                       "--samples", samples)  # fmt: skip
+        assert done.returncode == 2, done
+        assert "internal error" not in done.stderr and "at most 10000" in done.stderr
+    assert not counter.exists()  # refused before the first sample

@@ -43,6 +43,7 @@ from engine.runtime.provenance import Provenance, git_provenance, head_content_h
 
 DEFAULT_STOCHASTIC_SAMPLES = 3
 DEFAULT_TIMEOUT = 300.0
+MAX_SAMPLES = 10_000  # per invocation; refused above, before anything runs
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,12 @@ def effective_samples(subject: Subject, options: Options) -> int:
     """How many samples run; refuses combinations that would mislead."""
     if options.samples is not None and options.samples < 1:
         raise Refusal("--samples must be at least 1", hint="pass --samples 1 or more")
+    if options.samples is not None and options.samples > MAX_SAMPLES:
+        raise Refusal(
+            f"--samples {options.samples} is more than one invocation runs (at most "
+            f"{MAX_SAMPLES}: the 95% interval is then within ±0.01 already)",
+            hint=f"pass --samples {MAX_SAMPLES} or fewer",
+        )
     if options.retry_of is not None:
         if options.samples is not None and options.samples > 1:
             raise Refusal(
