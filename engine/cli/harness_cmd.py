@@ -233,11 +233,11 @@ def _emit(
             print(
                 json.dumps(
                     {
-                        "result": "ERROR",
+                        "result": "ERROR" if exc.exit_code == 2 else "INCONCLUSIVE",
                         "exit_code": exc.exit_code,
                         "error": exc.message,
                         "hint": exc.hint or None,
-                        "refused": True,
+                        "refused": exc.exit_code == 2,  # else stopped: samples may have run
                     }
                 )
             )

@@ -47,6 +47,11 @@ def run_process(
     except subprocess.TimeoutExpired:
         timed_out = True
         out, err = _kill_group(proc)
+    except BaseException:
+        # Ctrl-C or SIGTERM: the subject has a session of its own, so the terminal's signal
+        # never reached it; without this it would outlive the harness, still running.
+        _kill_group(proc)
+        raise
     code = proc.returncode
     killed = code is not None and code < 0
     return ActionResult(
@@ -67,3 +72,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
     except subprocess.TimeoutExpired:
         signal_group(proc.pid, signal.SIGKILL)
         return proc.communicate()
+    except BaseException:  # a second Ctrl-C during the grace: no more waiting
+        signal_group(proc.pid, signal.SIGKILL)
+        raise
