@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sqlite3
+import time
 from pathlib import Path
 
 from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
@@ -160,3 +164,22 @@ def test_too_many_samples_are_refused_before_any_sample_runs(tmp_path: Path) -> 
         assert done.returncode == 2, done
         assert "internal error" not in done.stderr and "at most 10000" in done.stderr
     assert not counter.exists()  # refused before the first sample
+
+
+def test_a_sample_ends_when_its_command_exits_not_when_a_background_job_does(
+    tmp_path: Path,
+) -> None:
+    """`server & echo started` hands the background job its stdout; the sample is over when
+    bash exits (as an action of `ll-loop run`), not graded as timed out when --timeout ends."""
+    background = tmp_path / "background"
+    command = f"sleep 60 & echo $! > {background}; echo started"
+    started = time.monotonic()
+    try:
+        code, data = harness_json(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "20")
+    finally:
+        if background.exists():
+            with contextlib.suppress(OSError):
+                os.kill(int(background.read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 10
+    assert (code, data["result"]) == (0, "PASS"), data
+    assert data["stdout"] == "started\n" and not data["samples"][0]["timed_out"]

@@ -1,12 +1,21 @@
 """Run one subject process with a wall-clock timeout that kills its whole process group (IO).
 
-The harness runs argv lists (a `bash -c` command, or a nested `ll-loop run`), so it has its own
-small runner instead of the interpreter's script-oriented one. A sample that overruns `--timeout`
-must not leave a `sleep` behind, so the child gets its own session and the group is signalled.
+The harness runs argv lists (a `bash -c` command, a nested `ll-loop run`, a host agent CLI), so
+it has its own small runner instead of the interpreter's script-oriented one. A sample that
+overruns `--timeout` must not leave a `sleep` behind, so the child gets its own session and the
+group is signalled.
+
+A sample ends when its process exits, not when its pipes close: a command that starts a
+background job (`server & echo started`) hands the job its stdout, and waiting for the pipe's end
+would grade a command that finished at once as timed out. After the exit, what is still in the
+pipes is read for a moment (as `ll-loop run` does for an action), then the sample is done.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import signal
 import subprocess
 import time
@@ -17,6 +26,9 @@ from engine.model.ports import ActionResult
 from engine.runtime.actions import signal_group
 
 GRACE_SECONDS = 2.0
+DRAIN_SECONDS = 0.2  # after the process exits, read what is left in its pipes this long
+TICK_SECONDS = 0.1  # how often a still-running process is checked for its exit
+_READ_SIZE = 65536
 
 
 def run_process(
@@ -41,17 +53,18 @@ def run_process(
         )
     except OSError as exc:
         return ActionResult(output="", exit_code=None, spawn_error=str(exc))
-    timed_out = False
     try:
-        out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        out, err = _kill_group(proc)
+        out, err, timed_out = _collect(proc, stdin.encode() if stdin is not None else b"", timeout)
     except BaseException:
         # Ctrl-C or SIGTERM: the subject has a session of its own, so the terminal's signal
         # never reached it; without this it would outlive the harness, still running.
-        _kill_group(proc)
+        _end_group(proc)
         raise
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
     code = proc.returncode
     killed = code is not None and code < 0
     return ActionResult(
@@ -64,14 +77,96 @@ def run_process(
     )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """SIGTERM the group, SIGKILL it after a grace period, and collect what was written."""
+def _collect(
+    proc: subprocess.Popen[bytes], data: bytes, timeout: float | None
+) -> tuple[bytes, bytes, bool]:
+    """Feed `data` to stdin and read stdout and stderr until the process has exited and its
+    pipes are drained (or the drain time is up); on timeout, end the group. (out, err, timed
+    out)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    poller = select.poll()
+    for fd in buffers:
+        poller.register(fd, select.POLLIN)
+    stdin_fd = _open_stdin(proc, data, poller)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    kill_at: float | None = None
+    drain_until: float | None = None
+    timed_out = False
+    open_fds = len(buffers)
+    while open_fds:
+        now = time.monotonic()
+        if drain_until is None and proc.poll() is not None:
+            drain_until = now + DRAIN_SECONDS
+        if drain_until is not None and now >= drain_until:
+            break  # the process is gone; only a background child of it still holds the pipes
+        if kill_at is not None and now >= kill_at:
+            signal_group(proc.pid, signal.SIGKILL)
+            kill_at = None
+        elif deadline is not None and now >= deadline:
+            timed_out, deadline = True, None
+            signal_group(proc.pid, signal.SIGTERM)
+            kill_at = now + GRACE_SECONDS
+        upcoming = [t for t in (deadline, kill_at, drain_until) if t is not None]
+        upcoming.append(now + TICK_SECONDS)
+        for fd, _mask in poller.poll(max(0, int((min(upcoming) - now) * 1000) + 1)):
+            if fd == stdin_fd:
+                data = _feed(fd, data)
+                if not data:
+                    poller.unregister(fd)
+                    _close_stdin(proc)
+                    stdin_fd = None
+                continue
+            chunk = os.read(fd, _READ_SIZE)
+            if chunk:
+                buffers[fd].extend(chunk)
+            else:
+                poller.unregister(fd)
+                open_fds -= 1
+    if stdin_fd is not None:
+        _close_stdin(proc)
+    if timed_out:
+        signal_group(proc.pid, signal.SIGKILL)  # whatever of the group outlived the SIGTERM
+    proc.wait()
+    out, err = buffers.values()
+    return bytes(out), bytes(err), timed_out
+
+
+def _open_stdin(proc: subprocess.Popen[bytes], data: bytes, poller: select.poll) -> int | None:
+    """The stdin descriptor to feed `data` through (registered for writing), or None."""
+    if proc.stdin is None:
+        return None
+    if not data:
+        _close_stdin(proc)
+        return None
+    fd = proc.stdin.fileno()
+    os.set_blocking(fd, False)
+    poller.register(fd, select.POLLOUT)
+    return fd
+
+
+def _feed(fd: int, data: bytes) -> bytes:
+    """Write what the pipe takes now; what is left to write (nothing once the reader quit)."""
+    try:
+        return data[os.write(fd, data) :]
+    except BlockingIOError:
+        return data
+    except OSError:  # the process closed its stdin or exited: the rest is not wanted
+        return b""
+
+
+def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the group, SIGKILL it after a grace period (at once on a second interrupt)."""
     signal_group(proc.pid, signal.SIGTERM)
     try:
-        return proc.communicate(timeout=GRACE_SECONDS)
+        proc.wait(timeout=GRACE_SECONDS)
     except subprocess.TimeoutExpired:
-        signal_group(proc.pid, signal.SIGKILL)
-        return proc.communicate()
-    except BaseException:  # a second Ctrl-C during the grace: no more waiting
-        signal_group(proc.pid, signal.SIGKILL)
-        raise
+        pass
+    finally:
+        signal_group(proc.pid, signal.SIGKILL)  # what is left of the group
