@@ -10,6 +10,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from tests import cli
 from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
 
 
@@ -183,3 +184,20 @@ def test_a_sample_ends_when_its_command_exits_not_when_a_background_job_does(
     assert time.monotonic() - started < 10
     assert (code, data["result"]) == (0, "PASS"), data
     assert data["stdout"] == "started\n" and not data["samples"][0]["timed_out"]
+
+
+def test_a_sample_printing_past_the_output_cap_is_ended_as_an_infra_error(
+    tmp_path: Path,
+) -> None:
+    """What a sample prints is held in memory: past LL_MAX_OUTPUT_BYTES (both streams) its
+    group is ended, as an action's is, instead of filling the memory until the timeout."""
+    command = "head -c 1000000 /dev/zero | tr '\\0' y; echo more >&2; sleep 30"
+    started = time.monotonic()
+    done = cli.ll_harness(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "10",
+                          "--output", "json", env={"LL_MAX_OUTPUT_BYTES": "64K"})  # fmt: skip
+    assert time.monotonic() - started < 8
+    assert done.returncode == 2, done
+    [sample] = done.json["samples"]
+    assert "passed the cap of 65536 bytes" in sample["infra_error"]
+    assert len(sample["stdout"]) + len(sample["stderr"]) <= 65536
+    assert (sample["outcome"], sample["timed_out"], sample["exit_code"]) == ("error", False, None)

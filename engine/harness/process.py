@@ -9,6 +9,11 @@ A sample ends when its process exits, not when its pipes close: a command that s
 background job (`server & echo started`) hands the job its stdout, and waiting for the pipe's end
 would grade a command that finished at once as timed out. After the exit, what is still in the
 pipes is read for a moment (as `ll-loop run` does for an action), then the sample is done.
+
+What a sample prints is held in memory (it is judged and reported), so it is bounded by the cap
+of an action's output (`LL_MAX_OUTPUT_BYTES`, default 1 GiB, both streams together): past it the
+group is ended as on a timeout and the sample is an infra error saying so. `yes` would otherwise
+fill the memory in seconds.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.model.ports import ActionResult
-from engine.runtime.actions import signal_group
+from engine.runtime.actions import output_cap, signal_group
 
 GRACE_SECONDS = 2.0
 DRAIN_SECONDS = 0.2  # after the process exits, read what is left in its pipes this long
@@ -38,8 +43,12 @@ def run_process(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     stdin: str | None = None,
+    max_output: int | None = None,
 ) -> ActionResult:
-    """Run `argv` to completion or timeout; never raises for a failing or unspawnable command."""
+    """Run `argv` to completion or timeout; never raises for a failing or unspawnable command.
+
+    `max_output`: the byte cap on both streams together (default: `LL_MAX_OUTPUT_BYTES`)."""
+    cap = output_cap() if max_output is None else max_output
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -54,7 +63,8 @@ def run_process(
     except OSError as exc:
         return ActionResult(output="", exit_code=None, spawn_error=str(exc))
     try:
-        out, err, timed_out = _collect(proc, stdin.encode() if stdin is not None else b"", timeout)
+        data = stdin.encode() if stdin is not None else b""
+        out, err, timed_out, capped = _collect(proc, data, timeout, cap)
     except BaseException:
         # Ctrl-C or SIGTERM: the subject has a session of its own, so the terminal's signal
         # never reached it; without this it would outlive the harness, still running.
@@ -70,19 +80,20 @@ def run_process(
     return ActionResult(
         output=out.decode("utf-8", "replace"),
         stderr=err.decode("utf-8", "replace"),
-        exit_code=None if killed or timed_out else code,
+        exit_code=None if killed or timed_out or capped else code,
         duration_ms=int((time.monotonic() - start) * 1000),
         timed_out=timed_out,
-        signal=-code if killed and not timed_out else None,
+        signal=-code if killed and not (timed_out or capped) else None,
+        output_capped=cap if capped else None,
     )
 
 
 def _collect(
-    proc: subprocess.Popen[bytes], data: bytes, timeout: float | None
-) -> tuple[bytes, bytes, bool]:
+    proc: subprocess.Popen[bytes], data: bytes, timeout: float | None, cap: int
+) -> tuple[bytearray, bytearray, bool, bool]:
     """Feed `data` to stdin and read stdout and stderr until the process has exited and its
-    pipes are drained (or the drain time is up); on timeout, end the group. (out, err, timed
-    out)."""
+    pipes are drained (or the drain time is up); on timeout, or past `cap` bytes printed, end
+    the group. (out, err, timed out, capped)."""
     assert proc.stdout is not None and proc.stderr is not None
     buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
     poller = select.poll()
@@ -92,7 +103,8 @@ def _collect(
     deadline = None if timeout is None else time.monotonic() + timeout
     kill_at: float | None = None
     drain_until: float | None = None
-    timed_out = False
+    timed_out = capped = False
+    printed = 0
     open_fds = len(buffers)
     while open_fds:
         now = time.monotonic()
@@ -118,18 +130,23 @@ def _collect(
                     stdin_fd = None
                 continue
             chunk = os.read(fd, _READ_SIZE)
-            if chunk:
-                buffers[fd].extend(chunk)
-            else:
+            if chunk and not capped:  # once capped, what it prints while ending is dropped
+                buffers[fd].extend(chunk[: cap - printed])
+                printed += len(chunk)
+                if printed > cap:
+                    capped, deadline = True, None
+                    signal_group(proc.pid, signal.SIGTERM)
+                    kill_at = kill_at or time.monotonic() + GRACE_SECONDS
+            elif not chunk:
                 poller.unregister(fd)
                 open_fds -= 1
     if stdin_fd is not None:
         _close_stdin(proc)
-    if timed_out:
+    if timed_out or capped:
         signal_group(proc.pid, signal.SIGKILL)  # whatever of the group outlived the SIGTERM
     proc.wait()
     out, err = buffers.values()
-    return bytes(out), bytes(err), timed_out
+    return out, err, timed_out, capped
 
 
 def _open_stdin(proc: subprocess.Popen[bytes], data: bytes, poller: select.poll) -> int | None:
