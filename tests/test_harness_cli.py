@@ -8,6 +8,7 @@ import os
 import signal
 import sqlite3
 import time
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from tests import cli
@@ -201,3 +202,25 @@ def test_a_sample_printing_past_the_output_cap_is_ended_as_an_infra_error(
     assert "passed the cap of 65536 bytes" in sample["infra_error"]
     assert len(sample["stdout"]) + len(sample["stderr"]) <= 65536
     assert (sample["outcome"], sample["timed_out"], sample["exit_code"]) == ("error", False, None)
+
+
+def test_history_since_compares_instants_whatever_the_spelling(tmp_path: Path) -> None:
+    """Rows are stamped `...T03:57:32.123Z` (UTC); --since is read as an instant, not compared
+    as typed: a space for the T, an offset, or the basic format `20261202` mean the same."""
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    now = datetime.now(UTC)
+    hour = timedelta(hours=1)
+    plus5, minus5 = timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))
+    cases = {
+        (now + hour).strftime("%Y-%m-%d %H:%M"): 0,  # an hour from now, with a space
+        (now - hour).strftime("%Y-%m-%d %H:%M"): 1,
+        (now - hour).astimezone(plus5).isoformat(): 1,  # an hour ago, at +05:00
+        (now + hour).astimezone(minus5).isoformat(): 0,
+        (now - timedelta(days=1)).strftime("%Y%m%d"): 1,
+    }
+    for since, rows in cases.items():
+        done = harness(tmp_path, "history", "true", "--json", "--since", since)
+        assert done.returncode == 0, done
+        assert (since, done.json["rows"]) == (since, rows)
+    done = harness(tmp_path, "history", "true", "--since", "9999-12-31T23:00-05:00")
+    assert done.returncode == 2 and "is not a date" in done.stderr, done

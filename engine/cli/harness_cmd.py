@@ -590,6 +590,7 @@ def history_command(
     ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    since_value = _check_date(since) if since is not None else None
     if html is not None:
         from engine.cli.harness_history import write_history_html
 
@@ -597,14 +598,13 @@ def history_command(
     if stability:
         from engine.cli.harness_history import print_stability
 
-        return print_stability(target, since, as_json)
+        return print_stability(target, since_value, as_json)
     if target is None:
         raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
     from engine.runtime.history import history_path, open_history
 
-    since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()
     if not history_path(project_root(cwd)).exists():
         raise UsageError(
@@ -624,15 +624,21 @@ def history_command(
 
 
 def _check_date(value: str) -> str:
-    from datetime import datetime
+    """`--since` as the recorded times are written (`2026-11-30T14:43:52.123Z`, UTC), so that
+    comparing the strings compares the instants: a date means its midnight, a time without an
+    offset is UTC, one with an offset is converted (`20261130` and `2026-11-30 14:00` too)."""
+    from datetime import UTC, datetime
 
     try:
-        datetime.fromisoformat(value)
-    except ValueError:
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone(UTC)  # OverflowError: past year 9999 or before year 1
+    except (ValueError, OverflowError):
         raise UsageError(
             f"--since {value!r} is not a date", hint="use YYYY-MM-DD or an ISO timestamp (UTC)"
         ) from None
-    return value
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _context_pairs(items: list[str]) -> dict[str, str]:
