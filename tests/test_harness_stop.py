@@ -74,3 +74,38 @@ def test_a_stopped_batch_ends_its_sample_keeps_what_finished_and_exits_3(
     db = sqlite3.connect(tmp_path / ".loops" / "history.db")
     rows = db.execute("SELECT outcome, sample_index, samples_requested FROM harness_attempts")
     assert rows.fetchall() == [("pass", 0, 5)]  # the finished sample; never the interrupted one
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_prompt_ends_its_agent_cli(tmp_path: Path, signum: int) -> None:
+    """`prompt --runner cmd:AGENT`: the agent CLI runs in a session of its own, so it never sees
+    the terminal's Ctrl-C; the harness ends it on the way out."""
+    (tmp_path / ".loops").mkdir()
+    sleeper = tmp_path / "sleeper"
+    agent = f"cat > /dev/null; sleep 60 & echo $! > {sleeper}; wait"
+    argv = ["prompt", "hi", "--runner", f"cmd:{agent}", "--exit-code", "0"]
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while not sleeper.exists() or not sleeper.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    pid = int(sleeper.read_text())
+    try:
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 3, err
+        assert "after 0 of 3 samples: nothing was recorded" in err
+        deadline = time.monotonic() + 5
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the agent CLI outlived ll-harness"
+            time.sleep(0.05)
+    finally:
+        with contextlib.suppress(OSError):  # a failing test leaves nothing running
+            os.killpg(os.getpgid(pid), signal.SIGKILL)

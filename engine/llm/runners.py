@@ -148,6 +148,11 @@ class CommandRunner:
         except subprocess.TimeoutExpired:
             timed_out = True
             out, err = _stop_group(process)
+        except BaseException:
+            # Ctrl-C or SIGTERM (`ll-harness prompt --runner cmd:...`): the agent has a session
+            # of its own, so the terminal's signal never reached it; it must not outlive us.
+            _end_group(process)
+            raise
         duration = int((time.monotonic() - started) * 1000)
         code = process.returncode
         output = out.decode("utf-8", "replace")
@@ -162,6 +167,20 @@ class CommandRunner:
             cost_usd=agent.cost_usd if agent is not None else 0.0,
             trace=agent.trace if agent is not None else None,
         )
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, SIGKILL it after a grace period (at once on a second
+    interrupt); nothing is collected: the caller is on its way out."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _stop_group(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
