@@ -109,3 +109,46 @@ def test_a_stopped_prompt_ends_its_agent_cli(tmp_path: Path, signum: int) -> Non
     finally:
         with contextlib.suppress(OSError):  # a failing test leaves nothing running
             os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
+def test_a_stopped_dsl_batch_keeps_the_tasks_that_finished(tmp_path: Path) -> None:
+    """Each graded task is one history row, written as the task ends: Ctrl-C after the first
+    of two tasks keeps it (the batch used to record only once every task had ended), and the
+    message does not point at a `--resume` that a dsl batch does not have."""
+    (tmp_path / ".loops").mkdir()
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "a.yaml").write_text("prompt: quick\nblanks: [a]\nexpected: {a: 1}\n")
+    (tasks / "b.yaml").write_text("prompt: slow\nblanks: [a]\nexpected: {a: 1}\n")
+    sleeper = tmp_path / "sleeper"
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        f'p=$(cat); case "$p" in slow*) sleep 60 & echo $! > {sleeper}; wait;; esac\n'
+        "printf '```json\\n{\"a\": 1}\\n```\\n'\n"
+    )
+    argv = ["dsl", "tasks", "--runner", f"cmd:bash {agent}"]
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while not sleeper.exists() or not sleeper.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    pid = int(sleeper.read_text())
+    try:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    assert process.returncode == 3, err
+    assert "interrupted after 1 of 2 tasks: the finished ones are recorded" in err
+    assert "--resume" not in err
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    rows = db.execute("SELECT runner, target, outcome FROM harness_attempts").fetchall()
+    assert rows == [("dsl", "tasks/a.yaml", "pass")]
