@@ -179,6 +179,26 @@ class HistoryError(LoopError):
     code = "HISTORY"
 
 
+class RetryConflict(LoopError):
+    """A retry whose attempt another retry replaced while it ran: it is not recorded."""
+
+    code = "HISTORY_RETRY"
+
+    def __init__(self, attempt_id: int, by: int | None) -> None:
+        super().__init__(
+            f"attempt {attempt_id} was replaced by attempt {by} while this retry ran (another "
+            "--retry-of of it ended first): this retry is not recorded",
+            hint=f"see `ll-harness history TARGET`; if attempt {by} timed out too, retry that one",
+        )
+
+
+def _superseder(db: sqlite3.Connection, attempt_id: int) -> int | None:
+    row = db.execute(
+        "SELECT superseded_by FROM harness_attempts WHERE id = ?", (attempt_id,)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
 def utc_now() -> str:
     """A sortable UTC timestamp; every time column uses this one format, the one of the run's
     events and state.json (`2026-11-30T14:43:52.123Z`): a run's start and end read alike."""
@@ -474,10 +494,15 @@ class History:
             )
             new_id = int(cursor.lastrowid or 0)
             if attempt.retry_of is not None:
-                db.execute(
-                    "UPDATE harness_attempts SET superseded_by = ? WHERE id = ?",
+                # Only a row nobody superseded yet: two `--retry-of` of one attempt run at once
+                # were both admitted when they started, and only the first to end may replace it.
+                replaced = db.execute(
+                    "UPDATE harness_attempts SET superseded_by = ? "
+                    "WHERE id = ? AND superseded_by IS NULL",
                     (new_id, attempt.retry_of),
-                )
+                ).rowcount
+                if not replaced:
+                    raise RetryConflict(attempt.retry_of, _superseder(db, attempt.retry_of))
         return Attempt(**{**asdict(attempt), "id": new_id, "created_at": values["created_at"]})
 
     def attempt(self, attempt_id: int) -> Attempt | None:
