@@ -224,3 +224,13 @@ def test_history_since_compares_instants_whatever_the_spelling(tmp_path: Path) -
         assert (since, done.json["rows"]) == (since, rows)
     done = harness(tmp_path, "history", "true", "--since", "9999-12-31T23:00-05:00")
     assert done.returncode == 2 and "is not a date" in done.stderr, done
+
+
+def test_a_timeout_too_far_for_the_clock_is_waited_for_as_no_limit(tmp_path: Path) -> None:
+    """`--timeout 1e300` is a finite number of seconds, so it is accepted; the agent CLI's
+    wait must not overflow Python's clock (an internal error on every sample)."""
+    agent = "cmd:cat > /dev/null; echo ok"
+    args = ("--exit-code", "0", "--timeout", "1e300", "--samples", "1")
+    done = harness(tmp_path, "prompt", "hi", "--runner", agent, *args)
+    assert done.returncode == 0, done
+    assert "internal error" not in done.stdout + done.stderr

@@ -26,6 +26,7 @@ from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult
 
 KILL_GRACE_S = 2.0
+FOREVER_S = 1e9  # a timeout past this is waited for as no timeout
 
 # Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
 STOP_NOTES = {
@@ -144,7 +145,7 @@ class CommandRunner:
             return ActionResult(exit_code=None, spawn_error=str(exc))
         timed_out = False
         try:
-            out, err = process.communicate(prompt.encode("utf-8"), timeout=call.timeout)
+            out, err = process.communicate(prompt.encode("utf-8"), timeout=_bounded(call.timeout))
         except subprocess.TimeoutExpired:
             timed_out = True
             out, err = _stop_group(process)
@@ -167,6 +168,12 @@ class CommandRunner:
             cost_usd=agent.cost_usd if agent is not None else 0.0,
             trace=agent.trace if agent is not None else None,
         )
+
+
+def _bounded(timeout: float | None) -> float | None:
+    """A timeout `communicate` can wait for: past `FOREVER_S` (31 years) it is no limit in
+    practice, and Python's clock overflows near 292 years (`timeout: 1e300` is valid)."""
+    return None if timeout is None or timeout > FOREVER_S else timeout
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:
