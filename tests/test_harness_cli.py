@@ -234,3 +234,12 @@ def test_a_timeout_too_far_for_the_clock_is_waited_for_as_no_limit(tmp_path: Pat
     done = harness(tmp_path, "prompt", "hi", "--runner", agent, *args)
     assert done.returncode == 0, done
     assert "internal error" not in done.stdout + done.stderr
+
+
+def test_history_html_into_a_directory_names_the_html_flag(tmp_path: Path) -> None:
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    done = harness(tmp_path, "history", "true", "--html", str(tmp_path))
+    assert done.returncode == 2, done
+    assert f"hint: --html names the file to write, e.g. --html {tmp_path / 'report.html'}" in (
+        done.stderr
+    )
