@@ -89,6 +89,17 @@ def test_unknown_server_tool_or_bad_arguments_are_refused_before_any_call(
     assert args.returncode == 2 and "--args must be a JSON object" in args.stderr
 
 
+@pytest.mark.parametrize("value", ["NaN", "-Infinity", "1e400"])
+def test_arguments_that_are_no_json_numbers_are_refused(project: Path, value: str) -> None:
+    """Python's json reads NaN, Infinity and 1e400 (as inf); none is JSON, so the server would
+    get a request it cannot read, and the sample would be graded on that."""
+    done = harness(project, "mcp", "calc:add", "--args", f'{{"a": {value}, "b": 1}}',
+                   "--exit-code", "0")  # fmt: skip
+    assert done.returncode == 2, done
+    assert f"--args is not valid JSON: {value}" in done.stderr
+    assert not (project / ".loops" / "history.db").exists()  # nothing ran, nothing recorded
+
+
 def test_a_call_past_its_timeout_is_an_infra_error(project: Path) -> None:
     spec = load_server(project / ".mcp.json", "calc")
     run = call_tool(spec, "slow", {"seconds": 60}, 3)

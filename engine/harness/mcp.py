@@ -14,6 +14,7 @@ The `mcp` package is imported only in this module, and only when a call is made.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from collections.abc import Mapping
@@ -109,7 +110,7 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_finite_number, parse_constant=_not_json)
     except ValueError as exc:
         raise Refusal(
             f"--args is not valid JSON: {exc}", hint="""pass a JSON object: --args '{"a": 2}'"""
@@ -117,6 +118,20 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise Refusal("--args must be a JSON object", hint="""--args '{"name": "value"}'""")
     return value
+
+
+def _finite_number(text: str) -> float:
+    """A JSON number as a float; one too big for a float (`1e400`) would be sent as Infinity,
+    which is not JSON."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    """Python's json reads NaN and Infinity; JSON (and so an MCP server) does not."""
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def mcp_subject(target: str, arguments: str | None, *, config: Path | None, cwd: Path) -> Subject:
