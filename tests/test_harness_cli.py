@@ -243,3 +243,21 @@ def test_history_html_into_a_directory_names_the_html_flag(tmp_path: Path) -> No
     assert f"hint: --html names the file to write, e.g. --html {tmp_path / 'report.html'}" in (
         done.stderr
     )
+
+
+def test_history_of_a_target_two_runners_share_says_so_and_filters(tmp_path: Path) -> None:
+    """`cmd 'echo hi'` and `prompt 'echo hi'` are two subjects with one target text: the cmd
+    report's history counts its own runner only, and `history --runner cmd` agrees with it."""
+    for _ in range(3):
+        assert harness(tmp_path, "cmd", "echo hi", "--exit-code", "0").returncode == 0
+        failing = harness(tmp_path, "prompt", "echo hi", "--runner", "cmd:exit 1",
+                          "--exit-code", "0", "--samples", "1")  # fmt: skip
+        assert failing.returncode == 1, failing
+    _, report = harness_json(tmp_path, "cmd", "echo hi", "--exit-code", "0")
+    assert (report["history_pass_rate"]["k"], report["history_pass_rate"]["n"]) == (3, 3)
+    pooled = harness(tmp_path, "history", "echo hi")
+    assert "runners       cmd 4, prompt 3 rows: pooled; --runner R keeps one" in pooled.stdout
+    own = harness(tmp_path, "history", "echo hi", "--runner", "cmd", "--json")
+    assert own.returncode == 0, own
+    assert (own.json["pass_rate"]["k"], own.json["pass_rate"]["n"]) == (4, 4)
+    assert own.json["runners"] == {"cmd": 4}

@@ -560,6 +560,15 @@ def suite_command(
     return deliver(run, output.value, report_file)
 
 
+class HistoryRunner(StrEnum):
+    cmd = "cmd"
+    prompt = "prompt"
+    loop = "loop"
+    skill = "skill"
+    mcp = "mcp"
+    dsl = "dsl"
+
+
 @app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))
 def history_command(
     target: Annotated[
@@ -571,6 +580,14 @@ def history_command(
     ] = None,
     semantic: Annotated[
         str | None, typer.Option("--semantic", help="Only attempts judged by this criterion.")
+    ] = None,
+    runner: Annotated[
+        HistoryRunner | None,
+        typer.Option(
+            "--runner",
+            help="Only attempts of this runner (a shell command and a prompt of the same text "
+            "are two subjects).",
+        ),
     ] = None,
     last: Annotated[
         int, typer.Option("--last", min=0, help="How many recent attempts to list.")
@@ -612,7 +629,7 @@ def history_command(
             hint="run ll-harness or ll-loop from this directory first",
         )
     with open_history(project_root(cwd)) as history:
-        rows = history.attempts(target, since=since_value)
+        rows = history.attempts(target, since=since_value, runner=runner and runner.value)
     if semantic is not None:
         rows = [r for r in rows if r.semantic_criterion == semantic]
     summary = summarize(target, rows, since_value)
