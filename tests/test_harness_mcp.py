@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,16 @@ def test_a_call_past_its_timeout_is_an_infra_error(project: Path) -> None:
     run = call_tool(spec, "slow", {"seconds": 60}, 3)
     assert run.timed_out and run.infra_error == "timed out after 3s"
     assert run.exit_code is None
+
+
+def test_the_tool_listing_of_a_mute_server_ends_with_the_sample_timeout(tmp_path: Path) -> None:
+    """The listing before the samples is bounded by --timeout as a sample is: a server that
+    never answers is refused after 3 s when the user asked for 3 s (it used to wait 60 s
+    whatever --timeout said, and would cut off a server that starts slowly after 60 s too)."""
+    mute = {"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"mute": mute}}))
+    started = time.monotonic()
+    done = harness(tmp_path, "mcp", "mute:t", "--exit-code", "0", "--timeout", "3")
+    assert time.monotonic() - started < 30
+    assert done.returncode == 2, done
+    assert "could not list the tools of MCP server 'mute': timed out after 3s" in done.stderr

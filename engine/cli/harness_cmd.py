@@ -403,7 +403,10 @@ def mcp_command(
     from engine.harness.mcp import mcp_subject
 
     return _evaluate(
-        lambda cwd: mcp_subject(target, args, config=config, cwd=cwd), options, output, issue_id
+        lambda cwd: mcp_subject(target, args, config=config, cwd=cwd, timeout=options.timeout),
+        options,
+        output,
+        issue_id,
     )
 
 

@@ -134,12 +134,23 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def mcp_subject(target: str, arguments: str | None, *, config: Path | None, cwd: Path) -> Subject:
-    """The subject for one tool call; refuses (before any sample) an unknown server or tool."""
+def mcp_subject(
+    target: str,
+    arguments: str | None,
+    *,
+    config: Path | None,
+    cwd: Path,
+    timeout: float | None = PROBE_TIMEOUT,
+) -> Subject:
+    """The subject for one tool call; refuses (before any sample) an unknown server or tool.
+
+    `timeout` bounds the listing of the tools as it bounds a sample (`--timeout`): a server
+    that starts slowly (`npx` fetching it) gets the time a sample gets, one that never answers
+    is given up on as soon; None (no limit on a sample) still gives up after `PROBE_TIMEOUT`."""
     server_name, tool = split_target(target)
     spec = load_server(config or cwd / CONFIG_NAME, server_name)
     args = parse_arguments(arguments)
-    definition = _tool_definition(spec, tool)
+    definition = _tool_definition(spec, tool, timeout or PROBE_TIMEOUT)
 
     def run(timeout: float | None) -> SubjectRun:
         return call_tool(spec, tool, args, timeout)
@@ -155,9 +166,9 @@ def mcp_subject(target: str, arguments: str | None, *, config: Path | None, cwd:
     )
 
 
-def _tool_definition(spec: ServerSpec, tool: str) -> dict[str, Any]:
+def _tool_definition(spec: ServerSpec, tool: str, timeout: float) -> dict[str, Any]:
     """The tool's definition as the server lists it; a refusal when the server lacks it."""
-    listed = _session_call(spec, PROBE_TIMEOUT, lambda session: _list_tools(session))
+    listed = _session_call(spec, timeout, lambda session: _list_tools(session))
     if isinstance(listed, SubjectRun):
         raise Refusal(
             f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}",
