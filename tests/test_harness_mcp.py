@@ -119,3 +119,17 @@ def test_the_tool_listing_of_a_mute_server_ends_with_the_sample_timeout(tmp_path
     assert time.monotonic() - started < 30
     assert done.returncode == 2, done
     assert "could not list the tools of MCP server 'mute': timed out after 3s" in done.stderr
+
+
+def test_the_server_environment_is_part_of_the_measured_content(project: Path) -> None:
+    """A server started with another `env` is another subject: its baseline is not reused."""
+    config = json.loads((project / ".mcp.json").read_text())
+    args = ("calc:add", "--args", '{"a": 2, "b": 3}', "--exit-code", "0", "--measure-baseline")
+    hashes = []
+    for mode in ("fast", "strict"):
+        config["mcpServers"]["calc"]["env"] = {"MODE": mode}
+        (project / ".mcp.json").write_text(json.dumps(config))
+        code, data = harness_json(project, "mcp", *args)
+        assert code == 0 and data["samples_run"] == 1, data  # measured, not reused
+        hashes.append(data["content_hash"])
+    assert hashes[0] != hashes[1]

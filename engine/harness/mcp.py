@@ -155,7 +155,14 @@ def mcp_subject(
     def run(timeout: float | None) -> SubjectRun:
         return call_tool(spec, tool, args, timeout)
 
-    content = json.dumps({"server": spec.command_line(), "tool": definition}, sort_keys=True)
+    # How the server is started is part of what is measured, its environment too
+    # (`"env": {"MODE": "strict"}` can change every answer it gives). Not its directory: that
+    # is the project, wherever it is checked out, as for `cmd`.
+    # Without an environment the content is what it always was, so recorded baselines match.
+    measured: dict[str, Any] = {"server": spec.command_line(), "tool": definition}
+    if spec.env:
+        measured["env"] = dict(spec.env)
+    content = json.dumps(measured, sort_keys=True)
     return Subject(
         runner="mcp",
         target=f"{server_name}:{tool}",
