@@ -152,3 +152,43 @@ def test_a_stopped_dsl_batch_keeps_the_tasks_that_finished(tmp_path: Path) -> No
     db = sqlite3.connect(tmp_path / ".loops" / "history.db")
     rows = db.execute("SELECT runner, target, outcome FROM harness_attempts").fetchall()
     assert rows == [("dsl", "tasks/a.yaml", "pass")]
+
+
+def test_a_stopped_loop_sample_leaves_no_action_of_the_nested_run(tmp_path: Path) -> None:
+    """The nested `ll-loop run` ends its action on SIGTERM (SIGKILL after its own grace, the
+    action ignoring SIGTERM here) before it exits; the harness must wait longer than that grace
+    before its own SIGKILL, which would not reach the action's separate process group."""
+    (tmp_path / ".loops").mkdir()
+    sleeper = tmp_path / "sleeper"
+    (tmp_path / "stubborn.yaml").write_text(
+        "name: stubborn\ninitial: work\nscope: [x]\nstates:\n"
+        "  work:\n"
+        f"    action: \"trap '' TERM; sleep 60 & echo $! > {sleeper}; wait; wait\"\n"
+        "    next: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    argv = ["loop", "./stubborn.yaml", "--exit-code", "0", "--samples", "1"]
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while not sleeper.exists() or not sleeper.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    pid = int(sleeper.read_text())
+    try:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 3, err
+        deadline = time.monotonic() + 5
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the nested run's action outlived ll-harness"
+            time.sleep(0.05)
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)

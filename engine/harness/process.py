@@ -28,9 +28,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.model.ports import ActionResult
+from engine.runtime.actions import GRACE_SECONDS as ACTION_GRACE_SECONDS
 from engine.runtime.actions import output_cap, signal_group
 
-GRACE_SECONDS = 2.0
+# Between SIGTERM and SIGKILL of a sample's group: longer than an action's own grace, because
+# a nested `ll-loop run` (the `loop` subject) stops its action first — SIGTERM, SIGKILL after
+# that grace — and an action lives in a group of its own, which our SIGKILL would not reach.
+GRACE_SECONDS = ACTION_GRACE_SECONDS + 3.0
 DRAIN_SECONDS = 0.2  # after the process exits, read what is left in its pipes this long
 TICK_SECONDS = 0.1  # how often a still-running process is checked for its exit
 _READ_SIZE = 65536
