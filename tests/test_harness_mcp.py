@@ -4,6 +4,7 @@ small MCP server written with the same SDK and started by the harness itself."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from engine.harness.mcp import call_tool, load_server
 from engine.runtime.history import open_history
+from tests.cli import BIN
 from tests.harness_helpers import harness, harness_json
 from tests.loopback_server import LoopbackServer, verdict_reply
 
@@ -133,3 +135,49 @@ def test_the_server_environment_is_part_of_the_measured_content(project: Path) -
         assert code == 0 and data["samples_run"] == 1, data  # measured, not reused
         hashes.append(data["content_hash"])
     assert hashes[0] != hashes[1]
+
+
+NOISY = '''\
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("noisy")
+
+
+@app.tool()
+def shout() -> str:
+    """Logs 72 MB to stderr, then answers."""
+    line = "log line " * 1000 + "\\n"
+    for _ in range(8000):
+        sys.stderr.write(line)
+    sys.stderr.write("the last line\\n")
+    sys.stderr.flush()
+    return "done"
+
+
+app.run()
+'''
+
+
+def test_a_server_logging_megabytes_costs_the_harness_only_the_tail(tmp_path: Path) -> None:
+    """Only the end of a server's stderr is kept with the sample; reading the whole log back
+    held 72 MB of it in memory twice over (about 210 MB of RSS, 70 MB with the tail)."""
+    (tmp_path / "noisy.py").write_text(NOISY)
+    noisy = {"command": sys.executable, "args": ["noisy.py"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"noisy": noisy}}))
+    measure = (
+        "import json, resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024\n"
+        "print(json.dumps({'code': done.returncode, 'out': done.stdout, 'peak_mb': peak}))\n"
+    )
+    argv = [str(BIN / "ll-harness"), "mcp", "noisy:shout", "--exit-code", "0", "--output", "json"]
+    ran = subprocess.run(
+        [sys.executable, "-c", measure, *argv], cwd=tmp_path, capture_output=True, text=True
+    )
+    result = json.loads(ran.stdout)
+    assert result["code"] == 0, result
+    [sample] = json.loads(result["out"])["samples"]
+    assert sample["stderr"].endswith("the last line\n") and len(sample["stderr"]) <= 20000
+    assert result["peak_mb"] < 140, result["peak_mb"]

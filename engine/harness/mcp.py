@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import tempfile
 import time
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 CONFIG_NAME = ".mcp.json"
 PROBE_TIMEOUT = 60.0
+STDERR_KEPT = 20000  # bytes of a server's stderr kept with a sample
 
 
 @dataclass(frozen=True)
@@ -270,8 +272,7 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
             failure = f"timed out after {timeout:g}s" if timeout else "timed out"
         except Exception as exc:  # the SDK raises many kinds; each is one infra error
             failure = _describe(exc)
-        errlog.seek(0)
-        stderr = errlog.read()[-20000:]
+        stderr = _tail(errlog.fileno(), STDERR_KEPT)
     duration = int((time.monotonic() - started) * 1000)
     if failure is not None:
         return SubjectRun(
@@ -290,6 +291,13 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
             duration_ms=duration,
         )
     return value
+
+
+def _tail(fd: int, limit: int) -> str:
+    """The last `limit` bytes of the file at `fd` as text: a server may log gigabytes to its
+    stderr, and only the end is kept (reading it all would hold it all in memory)."""
+    size = os.fstat(fd).st_size
+    return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
 
 
 def _describe(exc: BaseException) -> str:
