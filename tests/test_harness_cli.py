@@ -261,3 +261,14 @@ def test_history_of_a_target_two_runners_share_says_so_and_filters(tmp_path: Pat
     assert own.returncode == 0, own
     assert (own.json["pass_rate"]["k"], own.json["pass_rate"]["n"]) == (4, 4)
     assert own.json["runners"] == {"cmd": 4}
+
+
+def test_dsl_refuses_a_sample_count_below_one(tmp_path: Path) -> None:
+    """`cmd --samples 0` is refused; `dsl --samples 0` (or -3) ran the batch as if it were 1."""
+    (tmp_path / "t.yaml").write_text("prompt: hi\nblanks: [a]\nexpected: {a: 1}\n")
+    answer = "cmd:cat > /dev/null; printf '{\"a\": 1}'"
+    for samples in ("0", "-3"):
+        done = harness(tmp_path, "dsl", "t.yaml", "--runner", answer, "--samples", samples)
+        assert done.returncode == 2, done
+        assert "--samples must be at least 1" in done.stderr
+    assert harness(tmp_path, "dsl", "t.yaml", "--runner", answer, "--samples", "1").code == 0

@@ -430,6 +430,8 @@ def dsl_command(
     from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
+        if samples is not None and samples < 1:
+            raise UsageError("--samples must be at least 1", hint="drop --samples (dsl runs 1)")
         if samples is not None and samples > 1:
             raise UsageError(
                 "dsl does not take --samples > 1: the task set is already the sample",
