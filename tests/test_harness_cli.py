@@ -272,3 +272,14 @@ def test_dsl_refuses_a_sample_count_below_one(tmp_path: Path) -> None:
         assert done.returncode == 2, done
         assert "--samples must be at least 1" in done.stderr
     assert harness(tmp_path, "dsl", "t.yaml", "--runner", answer, "--samples", "1").code == 0
+
+
+def test_a_command_that_closes_its_output_is_still_bound_by_the_timeout(tmp_path: Path) -> None:
+    """A sample ends at its process's exit, not its pipes' end: one that closes stdout and
+    stderr and goes on running still overruns --timeout (and is not graded on its exit)."""
+    started = time.monotonic()
+    command = "exec >&- 2>&-; sleep 30"
+    code, data = harness_json(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "2")
+    assert time.monotonic() - started < 15
+    assert (code, data["result"]) == (2, "ERROR"), data
+    assert data["samples"][0]["timed_out"] is True

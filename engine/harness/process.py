@@ -110,7 +110,7 @@ def _collect(
     timed_out = capped = False
     printed = 0
     open_fds = len(buffers)
-    while open_fds:
+    while True:  # until the process has exited and its pipes are drained (or given up on)
         now = time.monotonic()
         if drain_until is None and proc.poll() is not None:
             drain_until = now + DRAIN_SECONDS
@@ -123,6 +123,13 @@ def _collect(
             timed_out, deadline = True, None
             signal_group(proc.pid, signal.SIGTERM)
             kill_at = now + GRACE_SECONDS
+        if not open_fds:  # both pipes closed (at its exit, or it closed them): wait for it
+            limits = [t for t in (deadline, kill_at) if t is not None]
+            try:
+                proc.wait(timeout=max(0.0, min(limits) - now) if limits else None)
+            except subprocess.TimeoutExpired:
+                continue
+            break
         upcoming = [t for t in (deadline, kill_at, drain_until) if t is not None]
         upcoming.append(now + TICK_SECONDS)
         for fd, _mask in poller.poll(max(0, int((min(upcoming) - now) * 1000) + 1)):
