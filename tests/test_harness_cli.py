@@ -283,3 +283,10 @@ def test_a_command_that_closes_its_output_is_still_bound_by_the_timeout(tmp_path
     assert time.monotonic() - started < 15
     assert (code, data["result"]) == (2, "ERROR"), data
     assert data["samples"][0]["timed_out"] is True
+
+
+def test_dsl_counts_read_as_english(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("prompt: hi\nblanks: [a]\nexpected: {a: 1}\n")
+    done = harness(tmp_path, "dsl", "t.yaml", "--runner", "cmd:exit 3")
+    assert done.returncode == 2, done
+    assert "graded 0 of 1 task — 1 infra error\n" in done.stdout
