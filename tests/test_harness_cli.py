@@ -143,7 +143,7 @@ def test_a_history_database_damaged_inside_is_one_clear_error(tmp_path: Path) ->
         assert done.returncode == 2, done
         assert "internal error" not in done.stderr
         assert "history database" in done.stderr and "malformed" in done.stderr
-        assert "hint: move the file aside" in done.stderr
+        assert "if it is damaged, move it aside" in done.stderr
     code, data = harness_json(tmp_path, "cmd", "echo 1", "--exit-code", "0")
     assert (code, data["exit_code"]) == (2, 2) and "malformed" in data["error"]
 

@@ -411,8 +411,9 @@ class History:
         except sqlite3.DatabaseError as exc:
             raise HistoryError(
                 f"the history database {self.path} cannot be used: {exc}",
-                hint="move the file aside (ll-loop creates a new one on the next run), or "
-                "recover its rows with `sqlite3 history.db .recover`",
+                hint="if another process holds it, let that one finish; if it is damaged, move "
+                "it aside (ll-loop creates a new one) or recover its rows: "
+                "`sqlite3 history.db .recover`",
             ) from exc
 
     # ---- runs -----------------------------------------------------------------------------
