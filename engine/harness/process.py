@@ -1,43 +1,21 @@
-"""Run one subject process with a wall-clock timeout that kills its whole process group (IO).
+"""How `ll-harness` runs one subject process: `engine.shell.process`, with a longer grace.
 
-The harness runs argv lists (a `bash -c` command, a nested `ll-loop run`, a host agent CLI), so
-it has its own small runner instead of the interpreter's script-oriented one. A sample that
-overruns `--timeout` must not leave a `sleep` behind, so the child gets its own session and the
-group is signalled.
-
-A sample ends when its process exits, not when its pipes close: a command that starts a
-background job (`server & echo started`) hands the job its stdout, and waiting for the pipe's end
-would grade a command that finished at once as timed out. After the exit, what is still in the
-pipes is read for a moment (as `ll-loop run` does for an action), then the sample is done.
-
-What a sample prints is held in memory (it is judged and reported), so it is bounded by the cap
-of an action's output (`LL_MAX_OUTPUT_BYTES`, default 1 GiB, both streams together): past it the
-group is ended as on a timeout and the sample is an infra error saying so. `yes` would otherwise
-fill the memory in seconds.
+Between SIGTERM and SIGKILL of a sample's group the harness waits longer than an action's own
+grace, because a nested `ll-loop run` (the `loop` subject) stops its action first — SIGTERM,
+SIGKILL after that grace — and an action lives in a group of its own, which our SIGKILL would
+not reach.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import select
-import signal
-import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine.model.ports import ActionResult
 from engine.runtime.actions import GRACE_SECONDS as ACTION_GRACE_SECONDS
-from engine.runtime.actions import output_cap, signal_group
+from engine.shell import process
 
-# Between SIGTERM and SIGKILL of a sample's group: longer than an action's own grace, because
-# a nested `ll-loop run` (the `loop` subject) stops its action first — SIGTERM, SIGKILL after
-# that grace — and an action lives in a group of its own, which our SIGKILL would not reach.
 GRACE_SECONDS = ACTION_GRACE_SECONDS + 3.0
-DRAIN_SECONDS = 0.2  # after the process exits, read what is left in its pipes this long
-TICK_SECONDS = 0.1  # how often a still-running process is checked for its exit
-_READ_SIZE = 65536
 
 
 def run_process(
@@ -49,152 +27,13 @@ def run_process(
     stdin: str | None = None,
     max_output: int | None = None,
 ) -> ActionResult:
-    """Run `argv` to completion or timeout; never raises for a failing or unspawnable command.
-
-    `max_output`: the byte cap on both streams together (default: `LL_MAX_OUTPUT_BYTES`)."""
-    cap = output_cap() if max_output is None else max_output
-    start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=None if env is None else dict(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return ActionResult(output="", exit_code=None, spawn_error=str(exc))
-    try:
-        data = stdin.encode() if stdin is not None else b""
-        out, err, timed_out, capped = _collect(proc, data, timeout, cap)
-    except BaseException:
-        # Ctrl-C or SIGTERM: the subject has a session of its own, so the terminal's signal
-        # never reached it; without this it would outlive the harness, still running.
-        _end_group(proc)
-        raise
-    finally:
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-    code = proc.returncode
-    killed = code is not None and code < 0
-    return ActionResult(
-        output=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
-        exit_code=None if killed or timed_out or capped else code,
-        duration_ms=int((time.monotonic() - start) * 1000),
-        timed_out=timed_out,
-        signal=-code if killed and not (timed_out or capped) else None,
-        output_capped=cap if capped else None,
+    """One subject process to completion or timeout (`engine.shell.process.run_process`)."""
+    return process.run_process(
+        argv,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        max_output=max_output,
+        grace=GRACE_SECONDS,
     )
-
-
-def _collect(
-    proc: subprocess.Popen[bytes], data: bytes, timeout: float | None, cap: int
-) -> tuple[bytearray, bytearray, bool, bool]:
-    """Feed `data` to stdin and read stdout and stderr until the process has exited and its
-    pipes are drained (or the drain time is up); on timeout, or past `cap` bytes printed, end
-    the group. (out, err, timed out, capped)."""
-    assert proc.stdout is not None and proc.stderr is not None
-    buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
-    poller = select.poll()
-    for fd in buffers:
-        poller.register(fd, select.POLLIN)
-    stdin_fd = _open_stdin(proc, data, poller)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    kill_at: float | None = None
-    drain_until: float | None = None
-    timed_out = capped = False
-    printed = 0
-    open_fds = len(buffers)
-    while True:  # until the process has exited and its pipes are drained (or given up on)
-        now = time.monotonic()
-        if drain_until is None and proc.poll() is not None:
-            drain_until = now + DRAIN_SECONDS
-        if drain_until is not None and now >= drain_until:
-            break  # the process is gone; only a background child of it still holds the pipes
-        if kill_at is not None and now >= kill_at:
-            signal_group(proc.pid, signal.SIGKILL)
-            kill_at = None
-        elif deadline is not None and now >= deadline:
-            timed_out, deadline = True, None
-            signal_group(proc.pid, signal.SIGTERM)
-            kill_at = now + GRACE_SECONDS
-        if not open_fds:  # both pipes closed (at its exit, or it closed them): wait for it
-            limits = [t for t in (deadline, kill_at) if t is not None]
-            try:
-                proc.wait(timeout=max(0.0, min(limits) - now) if limits else None)
-            except subprocess.TimeoutExpired:
-                continue
-            break
-        upcoming = [t for t in (deadline, kill_at, drain_until) if t is not None]
-        upcoming.append(now + TICK_SECONDS)
-        for fd, _mask in poller.poll(max(0, int((min(upcoming) - now) * 1000) + 1)):
-            if fd == stdin_fd:
-                data = _feed(fd, data)
-                if not data:
-                    poller.unregister(fd)
-                    _close_stdin(proc)
-                    stdin_fd = None
-                continue
-            chunk = os.read(fd, _READ_SIZE)
-            if chunk and not capped:  # once capped, what it prints while ending is dropped
-                buffers[fd].extend(chunk[: cap - printed])
-                printed += len(chunk)
-                if printed > cap:
-                    capped, deadline = True, None
-                    signal_group(proc.pid, signal.SIGTERM)
-                    kill_at = kill_at or time.monotonic() + GRACE_SECONDS
-            elif not chunk:
-                poller.unregister(fd)
-                open_fds -= 1
-    if stdin_fd is not None:
-        _close_stdin(proc)
-    if timed_out or capped:
-        signal_group(proc.pid, signal.SIGKILL)  # whatever of the group outlived the SIGTERM
-    proc.wait()
-    out, err = buffers.values()
-    return out, err, timed_out, capped
-
-
-def _open_stdin(proc: subprocess.Popen[bytes], data: bytes, poller: select.poll) -> int | None:
-    """The stdin descriptor to feed `data` through (registered for writing), or None."""
-    if proc.stdin is None:
-        return None
-    if not data:
-        _close_stdin(proc)
-        return None
-    fd = proc.stdin.fileno()
-    os.set_blocking(fd, False)
-    poller.register(fd, select.POLLOUT)
-    return fd
-
-
-def _feed(fd: int, data: bytes) -> bytes:
-    """Write what the pipe takes now; what is left to write (nothing once the reader quit)."""
-    try:
-        return data[os.write(fd, data) :]
-    except BlockingIOError:
-        return data
-    except OSError:  # the process closed its stdin or exited: the rest is not wanted
-        return b""
-
-
-def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
-    if proc.stdin is not None:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-
-
-def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the group, SIGKILL it after a grace period (at once on a second interrupt)."""
-    signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        signal_group(proc.pid, signal.SIGKILL)  # what is left of the group
