@@ -290,3 +290,27 @@ def test_dsl_counts_read_as_english(tmp_path: Path) -> None:
     done = harness(tmp_path, "dsl", "t.yaml", "--runner", "cmd:exit 3")
     assert done.returncode == 2, done
     assert "graded 0 of 1 task — 1 infra error\n" in done.stdout
+
+
+def test_an_agent_cli_is_bounded_like_a_command(tmp_path: Path) -> None:
+    """`prompt --runner cmd:AGENT` runs the agent as a `cmd` subject is run: it is done when it
+    exits, though a background job it started holds its stdout (it was graded as timed out),
+    and past LL_MAX_OUTPUT_BYTES it is ended (`yes` grew the memory until the timeout)."""
+    background = tmp_path / "background"
+    agent = f"cmd:cat > /dev/null; sleep 60 & echo $! > {background}; echo the answer"
+    started = time.monotonic()
+    one = ("--exit-code", "0", "--samples", "1", "--timeout", "20")
+    try:
+        code, data = harness_json(tmp_path, "prompt", "hi", "--runner", agent, *one)
+    finally:
+        if background.exists():
+            with contextlib.suppress(OSError):
+                os.kill(int(background.read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 10
+    assert (code, data["stdout"]) == (0, "the answer\n"), data
+    started = time.monotonic()
+    done = cli.ll_harness(tmp_path, "prompt", "hi", "--runner", "cmd:cat > /dev/null; yes",
+                          *one, "--output", "json", env={"LL_MAX_OUTPUT_BYTES": "64K"})  # fmt: skip
+    assert time.monotonic() - started < 10
+    [sample] = done.json["samples"]
+    assert done.code == 2 and "passed the cap of 65536 bytes" in sample["infra_error"], sample

@@ -3,7 +3,9 @@
 - `anthropic`: one Messages call through the gateway (logged, priced, replayable); the output is
   the answer's text blocks joined.
 - `cmd:<command>`: an agent CLI such as `claude -p`, run with bash in its own process group, the
-  prompt on stdin and stdout as the output; on timeout the group gets SIGTERM, then SIGKILL. When
+  prompt on stdin and stdout as the output (`engine.shell.process`: on timeout, Ctrl-C or SIGTERM
+  the group gets SIGTERM, then SIGKILL; it is done when bash exits, even if a background job
+  holds its stdout; past `LL_MAX_OUTPUT_BYTES` of output it is ended). When
   it streams JSON events (`--output-format stream-json`), the output is its answer and the
   result carries the trace and the agent's own cost (`engine.llm.agent_trace`).
 
@@ -12,21 +14,17 @@ Runners are registered by name (`RUNNERS`), so `runner: cmd:...` maps to code wi
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from engine.llm.agent_trace import parse_agent_stream
 from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult
+from engine.shell.process import run_process
 
 KILL_GRACE_S = 2.0
-FOREVER_S = 1e9  # a timeout past this is waited for as no timeout
 
 # Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
 STOP_NOTES = {
@@ -132,74 +130,13 @@ class CommandRunner:
     command: str
 
     def run(self, prompt: str, call: PromptCall) -> ActionResult:
-        started = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                ["bash", "-c", self.command],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return ActionResult(exit_code=None, spawn_error=str(exc))
-        timed_out = False
-        try:
-            out, err = process.communicate(prompt.encode("utf-8"), timeout=_bounded(call.timeout))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            out, err = _stop_group(process)
-        except BaseException:
-            # Ctrl-C or SIGTERM (`ll-harness prompt --runner cmd:...`): the agent has a session
-            # of its own, so the terminal's signal never reached it; it must not outlive us.
-            _end_group(process)
-            raise
-        duration = int((time.monotonic() - started) * 1000)
-        code = process.returncode
-        output = out.decode("utf-8", "replace")
-        agent = parse_agent_stream(output)  # an agent CLI streaming JSON events
-        return ActionResult(
-            output=agent.text if agent is not None else output,
-            stderr=err.decode("utf-8", "replace"),
-            exit_code=None if timed_out or code < 0 else code,
-            duration_ms=duration,
-            timed_out=timed_out,
-            signal=-code if code < 0 and not timed_out else None,
-            cost_usd=agent.cost_usd if agent is not None else 0.0,
-            trace=agent.trace if agent is not None else None,
+        result = run_process(
+            ["bash", "-c", self.command], timeout=call.timeout, stdin=prompt, grace=KILL_GRACE_S
         )
-
-
-def _bounded(timeout: float | None) -> float | None:
-    """A timeout `communicate` can wait for: past `FOREVER_S` (31 years) it is no limit in
-    practice, and Python's clock overflows near 292 years (`timeout: 1e300` is valid)."""
-    return None if timeout is None or timeout > FOREVER_S else timeout
-
-
-def _end_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, SIGKILL it after a grace period (at once on a second
-    interrupt); nothing is collected: the caller is on its way out."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """SIGTERM the process group, SIGKILL it after a grace period; collect what it printed."""
-    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            return process.communicate(timeout=grace)
-        except subprocess.TimeoutExpired:
-            continue
-    return b"", b""
+        agent = parse_agent_stream(result.output)  # an agent CLI streaming JSON events
+        if agent is None:
+            return result
+        return replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
 
 
 register("anthropic")(lambda _argument: AnthropicRunner())
