@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import sqlite3
+import time
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+from tests import cli
 from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
 
 
@@ -117,3 +124,193 @@ def test_unknown_option_is_one_clear_error(tmp_path: Path) -> None:
     done = harness(tmp_path, "cmd", "true", "--exit-cod", "0")
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+def test_a_history_database_damaged_inside_is_one_clear_error(tmp_path: Path) -> None:
+    for _ in range(3):
+        assert harness(tmp_path, "cmd", "echo 1", "--exit-code", "0").returncode == 0
+    path = tmp_path / ".loops" / "history.db"
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    [(root,)] = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'harness_attempts'")
+    db.close()
+    with path.open("r+b") as file:  # the header opens fine; the attempts' page is garbage
+        file.seek((root - 1) * page_size + 8)
+        file.write(b"\xde\xad" * 1000)
+    for args in (("cmd", "echo 1", "--exit-code", "0"), ("history", "echo 1")):
+        done = harness(tmp_path, *args)
+        assert done.returncode == 2, done
+        assert "internal error" not in done.stderr
+        assert "history database" in done.stderr and "malformed" in done.stderr
+        assert "if it is damaged, move it aside" in done.stderr
+    code, data = harness_json(tmp_path, "cmd", "echo 1", "--exit-code", "0")
+    assert (code, data["exit_code"]) == (2, 2) and "malformed" in data["error"]
+
+
+def test_an_attempt_id_past_sqlite_integers_is_no_such_attempt(tmp_path: Path) -> None:
+    huge = str(1 << 70)
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    for flags in (("--retry-of", huge), ("--compare-baseline", "--baseline-of", huge)):
+        done = harness(tmp_path, "cmd", "true", "--exit-code", "0", *flags)
+        assert done.returncode == 2, done
+        assert "internal error" not in done.stderr
+        assert f"{huge}: no such attempt" in done.stderr
+
+
+def test_too_many_samples_are_refused_before_any_sample_runs(tmp_path: Path) -> None:
+    counter = tmp_path / "calls"
+    for samples in (str(1 << 70), "10001"):
+        done = harness(tmp_path, "cmd", counter_command(counter, "true"), "--exit-code", "0",
+                       "--samples", samples)  # fmt: skip
+        assert done.returncode == 2, done
+        assert "internal error" not in done.stderr and "at most 10000" in done.stderr
+    assert not counter.exists()  # refused before the first sample
+
+
+def test_a_sample_ends_when_its_command_exits_not_when_a_background_job_does(
+    tmp_path: Path,
+) -> None:
+    """`server & echo started` hands the background job its stdout; the sample is over when
+    bash exits (as an action of `ll-loop run`), not graded as timed out when --timeout ends."""
+    background = tmp_path / "background"
+    command = f"sleep 60 & echo $! > {background}; echo started"
+    started = time.monotonic()
+    try:
+        code, data = harness_json(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "20")
+    finally:
+        if background.exists():
+            with contextlib.suppress(OSError):
+                os.kill(int(background.read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 10
+    assert (code, data["result"]) == (0, "PASS"), data
+    assert data["stdout"] == "started\n" and not data["samples"][0]["timed_out"]
+
+
+def test_a_sample_printing_past_the_output_cap_is_ended_as_an_infra_error(
+    tmp_path: Path,
+) -> None:
+    """What a sample prints is held in memory: past LL_MAX_OUTPUT_BYTES (both streams) its
+    group is ended, as an action's is, instead of filling the memory until the timeout."""
+    command = "head -c 1000000 /dev/zero | tr '\\0' y; echo more >&2; sleep 30"
+    started = time.monotonic()
+    done = cli.ll_harness(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "10",
+                          "--output", "json", env={"LL_MAX_OUTPUT_BYTES": "64K"})  # fmt: skip
+    assert time.monotonic() - started < 8
+    assert done.returncode == 2, done
+    [sample] = done.json["samples"]
+    assert "passed the cap of 65536 bytes" in sample["infra_error"]
+    assert len(sample["stdout"]) + len(sample["stderr"]) <= 65536
+    assert (sample["outcome"], sample["timed_out"], sample["exit_code"]) == ("error", False, None)
+
+
+def test_history_since_compares_instants_whatever_the_spelling(tmp_path: Path) -> None:
+    """Rows are stamped `...T03:57:32.123Z` (UTC); --since is read as an instant, not compared
+    as typed: a space for the T, an offset, or the basic format `20261202` mean the same."""
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    now = datetime.now(UTC)
+    hour = timedelta(hours=1)
+    plus5, minus5 = timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))
+    cases = {
+        (now + hour).strftime("%Y-%m-%d %H:%M"): 0,  # an hour from now, with a space
+        (now - hour).strftime("%Y-%m-%d %H:%M"): 1,
+        (now - hour).astimezone(plus5).isoformat(): 1,  # an hour ago, at +05:00
+        (now + hour).astimezone(minus5).isoformat(): 0,
+        (now - timedelta(days=1)).strftime("%Y%m%d"): 1,
+    }
+    for since, rows in cases.items():
+        done = harness(tmp_path, "history", "true", "--json", "--since", since)
+        assert done.returncode == 0, done
+        assert (since, done.json["rows"]) == (since, rows)
+    done = harness(tmp_path, "history", "true", "--since", "9999-12-31T23:00-05:00")
+    assert done.returncode == 2 and "is not a date" in done.stderr, done
+
+
+def test_a_timeout_too_far_for_the_clock_is_waited_for_as_no_limit(tmp_path: Path) -> None:
+    """`--timeout 1e300` is a finite number of seconds, so it is accepted; the agent CLI's
+    wait must not overflow Python's clock (an internal error on every sample)."""
+    agent = "cmd:cat > /dev/null; echo ok"
+    args = ("--exit-code", "0", "--timeout", "1e300", "--samples", "1")
+    done = harness(tmp_path, "prompt", "hi", "--runner", agent, *args)
+    assert done.returncode == 0, done
+    assert "internal error" not in done.stdout + done.stderr
+
+
+def test_history_html_into_a_directory_names_the_html_flag(tmp_path: Path) -> None:
+    assert harness(tmp_path, "cmd", "true", "--exit-code", "0").returncode == 0
+    done = harness(tmp_path, "history", "true", "--html", str(tmp_path))
+    assert done.returncode == 2, done
+    assert f"hint: --html names the file to write, e.g. --html {tmp_path / 'report.html'}" in (
+        done.stderr
+    )
+
+
+def test_history_of_a_target_two_runners_share_says_so_and_filters(tmp_path: Path) -> None:
+    """`cmd 'echo hi'` and `prompt 'echo hi'` are two subjects with one target text: the cmd
+    report's history counts its own runner only, and `history --runner cmd` agrees with it."""
+    for _ in range(3):
+        assert harness(tmp_path, "cmd", "echo hi", "--exit-code", "0").returncode == 0
+        failing = harness(tmp_path, "prompt", "echo hi", "--runner", "cmd:exit 1",
+                          "--exit-code", "0", "--samples", "1")  # fmt: skip
+        assert failing.returncode == 1, failing
+    _, report = harness_json(tmp_path, "cmd", "echo hi", "--exit-code", "0")
+    assert (report["history_pass_rate"]["k"], report["history_pass_rate"]["n"]) == (3, 3)
+    pooled = harness(tmp_path, "history", "echo hi")
+    assert "runners       cmd 4, prompt 3 rows: pooled; --runner R keeps one" in pooled.stdout
+    own = harness(tmp_path, "history", "echo hi", "--runner", "cmd", "--json")
+    assert own.returncode == 0, own
+    assert (own.json["pass_rate"]["k"], own.json["pass_rate"]["n"]) == (4, 4)
+    assert own.json["runners"] == {"cmd": 4}
+
+
+def test_dsl_refuses_a_sample_count_below_one(tmp_path: Path) -> None:
+    """`cmd --samples 0` is refused; `dsl --samples 0` (or -3) ran the batch as if it were 1."""
+    (tmp_path / "t.yaml").write_text("prompt: hi\nblanks: [a]\nexpected: {a: 1}\n")
+    answer = "cmd:cat > /dev/null; printf '{\"a\": 1}'"
+    for samples in ("0", "-3"):
+        done = harness(tmp_path, "dsl", "t.yaml", "--runner", answer, "--samples", samples)
+        assert done.returncode == 2, done
+        assert "--samples must be at least 1" in done.stderr
+    assert harness(tmp_path, "dsl", "t.yaml", "--runner", answer, "--samples", "1").code == 0
+
+
+def test_a_command_that_closes_its_output_is_still_bound_by_the_timeout(tmp_path: Path) -> None:
+    """A sample ends at its process's exit, not its pipes' end: one that closes stdout and
+    stderr and goes on running still overruns --timeout (and is not graded on its exit)."""
+    started = time.monotonic()
+    command = "exec >&- 2>&-; sleep 30"
+    code, data = harness_json(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "2")
+    assert time.monotonic() - started < 15
+    assert (code, data["result"]) == (2, "ERROR"), data
+    assert data["samples"][0]["timed_out"] is True
+
+
+def test_dsl_counts_read_as_english(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("prompt: hi\nblanks: [a]\nexpected: {a: 1}\n")
+    done = harness(tmp_path, "dsl", "t.yaml", "--runner", "cmd:exit 3")
+    assert done.returncode == 2, done
+    assert "graded 0 of 1 task — 1 infra error\n" in done.stdout
+
+
+def test_an_agent_cli_is_bounded_like_a_command(tmp_path: Path) -> None:
+    """`prompt --runner cmd:AGENT` runs the agent as a `cmd` subject is run: it is done when it
+    exits, though a background job it started holds its stdout (it was graded as timed out),
+    and past LL_MAX_OUTPUT_BYTES it is ended (`yes` grew the memory until the timeout)."""
+    background = tmp_path / "background"
+    agent = f"cmd:cat > /dev/null; sleep 60 & echo $! > {background}; echo the answer"
+    started = time.monotonic()
+    one = ("--exit-code", "0", "--samples", "1", "--timeout", "20")
+    try:
+        code, data = harness_json(tmp_path, "prompt", "hi", "--runner", agent, *one)
+    finally:
+        if background.exists():
+            with contextlib.suppress(OSError):
+                os.kill(int(background.read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 10
+    assert (code, data["stdout"]) == (0, "the answer\n"), data
+    started = time.monotonic()
+    done = cli.ll_harness(tmp_path, "prompt", "hi", "--runner", "cmd:cat > /dev/null; yes",
+                          *one, "--output", "json", env={"LL_MAX_OUTPUT_BYTES": "64K"})  # fmt: skip
+    assert time.monotonic() - started < 10
+    [sample] = done.json["samples"]
+    assert done.code == 2 and "passed the cap of 65536 bytes" in sample["infra_error"], sample

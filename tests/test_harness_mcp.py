@@ -4,13 +4,16 @@ small MCP server written with the same SDK and started by the harness itself."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from engine.harness.mcp import call_tool, load_server
 from engine.runtime.history import open_history
+from tests.cli import BIN
 from tests.harness_helpers import harness, harness_json
 from tests.loopback_server import LoopbackServer, verdict_reply
 
@@ -89,8 +92,92 @@ def test_unknown_server_tool_or_bad_arguments_are_refused_before_any_call(
     assert args.returncode == 2 and "--args must be a JSON object" in args.stderr
 
 
+@pytest.mark.parametrize("value", ["NaN", "-Infinity", "1e400"])
+def test_arguments_that_are_no_json_numbers_are_refused(project: Path, value: str) -> None:
+    """Python's json reads NaN, Infinity and 1e400 (as inf); none is JSON, so the server would
+    get a request it cannot read, and the sample would be graded on that."""
+    done = harness(project, "mcp", "calc:add", "--args", f'{{"a": {value}, "b": 1}}',
+                   "--exit-code", "0")  # fmt: skip
+    assert done.returncode == 2, done
+    assert f"--args is not valid JSON: {value}" in done.stderr
+    assert not (project / ".loops" / "history.db").exists()  # nothing ran, nothing recorded
+
+
 def test_a_call_past_its_timeout_is_an_infra_error(project: Path) -> None:
     spec = load_server(project / ".mcp.json", "calc")
     run = call_tool(spec, "slow", {"seconds": 60}, 3)
     assert run.timed_out and run.infra_error == "timed out after 3s"
     assert run.exit_code is None
+
+
+def test_the_tool_listing_of_a_mute_server_ends_with_the_sample_timeout(tmp_path: Path) -> None:
+    """The listing before the samples is bounded by --timeout as a sample is: a server that
+    never answers is refused after 3 s when the user asked for 3 s (it used to wait 60 s
+    whatever --timeout said, and would cut off a server that starts slowly after 60 s too)."""
+    mute = {"command": sys.executable, "args": ["-c", "import time; time.sleep(600)"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"mute": mute}}))
+    started = time.monotonic()
+    done = harness(tmp_path, "mcp", "mute:t", "--exit-code", "0", "--timeout", "3")
+    assert time.monotonic() - started < 30
+    assert done.returncode == 2, done
+    assert "could not list the tools of MCP server 'mute': timed out after 3s" in done.stderr
+
+
+def test_the_server_environment_is_part_of_the_measured_content(project: Path) -> None:
+    """A server started with another `env` is another subject: its baseline is not reused."""
+    config = json.loads((project / ".mcp.json").read_text())
+    args = ("calc:add", "--args", '{"a": 2, "b": 3}', "--exit-code", "0", "--measure-baseline")
+    hashes = []
+    for mode in ("fast", "strict"):
+        config["mcpServers"]["calc"]["env"] = {"MODE": mode}
+        (project / ".mcp.json").write_text(json.dumps(config))
+        code, data = harness_json(project, "mcp", *args)
+        assert code == 0 and data["samples_run"] == 1, data  # measured, not reused
+        hashes.append(data["content_hash"])
+    assert hashes[0] != hashes[1]
+
+
+NOISY = '''\
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("noisy")
+
+
+@app.tool()
+def shout() -> str:
+    """Logs 72 MB to stderr, then answers."""
+    line = "log line " * 1000 + "\\n"
+    for _ in range(8000):
+        sys.stderr.write(line)
+    sys.stderr.write("the last line\\n")
+    sys.stderr.flush()
+    return "done"
+
+
+app.run()
+'''
+
+
+def test_a_server_logging_megabytes_costs_the_harness_only_the_tail(tmp_path: Path) -> None:
+    """Only the end of a server's stderr is kept with the sample; reading the whole log back
+    held 72 MB of it in memory twice over (about 210 MB of RSS, 70 MB with the tail)."""
+    (tmp_path / "noisy.py").write_text(NOISY)
+    noisy = {"command": sys.executable, "args": ["noisy.py"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"noisy": noisy}}))
+    measure = (
+        "import json, resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024\n"
+        "print(json.dumps({'code': done.returncode, 'out': done.stdout, 'peak_mb': peak}))\n"
+    )
+    argv = [str(BIN / "ll-harness"), "mcp", "noisy:shout", "--exit-code", "0", "--output", "json"]
+    ran = subprocess.run(
+        [sys.executable, "-c", measure, *argv], cwd=tmp_path, capture_output=True, text=True
+    )
+    result = json.loads(ran.stdout)
+    assert result["code"] == 0, result
+    [sample] = json.loads(result["out"])["samples"]
+    assert sample["stderr"].endswith("the last line\n") and len(sample["stderr"]) <= 20000
+    assert result["peak_mb"] < 140, result["peak_mb"]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness_helpers import harness
+from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.runs_helpers import write
 
 LL_HARNESS = str(Path(sys.executable).with_name("ll-harness"))
@@ -115,3 +117,20 @@ def _limit_memory() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+@pytest.mark.parametrize("criterion", ["", "   "])
+def test_an_empty_semantic_criterion_is_refused(
+    tmp_path: Path, loopback: LoopbackServer, criterion: str
+) -> None:
+    """A blank --semantic is a gate that asks nothing: with credentials and a judge saying yes,
+    it passed every sample. It is refused, as no gate at all is."""
+    loopback.default = verdict_reply("yes", evidence="hi")
+    done = harness(tmp_path, "cmd", "echo hi", "--semantic", criterion)
+    assert done.returncode == 2, done
+    assert "--semantic is empty" in done.stderr
+    tasks = tmp_path / "t.yaml"
+    tasks.write_text("prompt: hi\n")
+    done = harness(tmp_path, "dsl", "t.yaml", "--semantic", criterion, "--runner", "cmd:echo hi")
+    assert done.returncode == 2 and "--semantic is empty" in done.stderr, done
+    assert not loopback.requests

@@ -15,6 +15,7 @@ from engine.runtime.history import (
     SCHEMA_VERSION,
     HistoryError,
     NewAttempt,
+    RetryConflict,
     history_path,
     migrate,
     open_history,
@@ -226,3 +227,19 @@ def test_concurrent_processes_all_write(tmp_path: Path) -> None:
     with open_history(tmp_path) as history:
         assert len(history.runs(loop="par", limit=1000)) == 100
         assert len(history.attempts("t")) == 100
+
+
+def test_two_retries_of_one_attempt_record_only_the_first_to_end(tmp_path: Path) -> None:
+    """Two `--retry-of 1` started together are both admitted (attempt 1 is not superseded yet
+    when each starts); the one that ends second must not replace it again, or the retry chain
+    counts twice."""
+    with open_history(tmp_path) as history:
+        timed_out = history.record_attempt(_attempt(outcome="error", timed_out=True))
+        first = history.record_attempt(_attempt(retry_of=timed_out.id, attempt_kind="retry"))
+        with pytest.raises(RetryConflict, match=f"replaced by attempt {first.id} while"):
+            history.record_attempt(_attempt(retry_of=timed_out.id, attempt_kind="retry"))
+        rows = history.attempts("echo hi")
+    assert [(r.id, r.superseded_by, r.retry_of) for r in rows] == [
+        (first.id, None, timed_out.id),
+        (timed_out.id, first.id, None),
+    ]

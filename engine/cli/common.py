@@ -189,9 +189,10 @@ def err(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def write_report(target: Path, text: str) -> None:
+def write_report(target: Path, text: str, *, flag: str = "--out") -> None:
     """Write a report the user asked for at `target` (replacing it, never through a link) and
-    say so on stderr; a file that cannot be written is a usage error."""
+    say so on stderr; a file that cannot be written is a usage error. `flag` is the option that
+    named the file, for the hint."""
     from engine.load.project import write_new_file
 
     if str(target) == "-":  # the usual spelling of stdout
@@ -200,7 +201,7 @@ def write_report(target: Path, text: str) -> None:
     if target.is_dir():
         raise UsageError(
             f"cannot write {target}: it is a directory",
-            hint=f"--out names the file to write, e.g. --out {target / 'report.html'}",
+            hint=f"{flag} names the file to write, e.g. {flag} {target / 'report.html'}",
         )
     try:
         write_new_file(target, text.encode("utf-8"), replace=True)

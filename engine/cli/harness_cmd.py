@@ -233,11 +233,11 @@ def _emit(
             print(
                 json.dumps(
                     {
-                        "result": "ERROR",
+                        "result": "ERROR" if exc.exit_code == 2 else "INCONCLUSIVE",
                         "exit_code": exc.exit_code,
                         "error": exc.message,
                         "hint": exc.hint or None,
-                        "refused": True,
+                        "refused": exc.exit_code == 2,  # else stopped: samples may have run
                     }
                 )
             )
@@ -403,7 +403,10 @@ def mcp_command(
     from engine.harness.mcp import mcp_subject
 
     return _evaluate(
-        lambda cwd: mcp_subject(target, args, config=config, cwd=cwd), options, output, issue_id
+        lambda cwd: mcp_subject(target, args, config=config, cwd=cwd, timeout=options.timeout),
+        options,
+        output,
+        issue_id,
     )
 
 
@@ -427,6 +430,8 @@ def dsl_command(
     from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
+        if samples is not None and samples < 1:
+            raise UsageError("--samples must be at least 1", hint="drop --samples (dsl runs 1)")
         if samples is not None and samples > 1:
             raise UsageError(
                 "dsl does not take --samples > 1: the task set is already the sample",
@@ -560,6 +565,15 @@ def suite_command(
     return deliver(run, output.value, report_file)
 
 
+class HistoryRunner(StrEnum):
+    cmd = "cmd"
+    prompt = "prompt"
+    loop = "loop"
+    skill = "skill"
+    mcp = "mcp"
+    dsl = "dsl"
+
+
 @app.command("history", epilog=examples("ll-harness history 'pytest -q' --last 20"))
 def history_command(
     target: Annotated[
@@ -571,6 +585,14 @@ def history_command(
     ] = None,
     semantic: Annotated[
         str | None, typer.Option("--semantic", help="Only attempts judged by this criterion.")
+    ] = None,
+    runner: Annotated[
+        HistoryRunner | None,
+        typer.Option(
+            "--runner",
+            help="Only attempts of this runner (a shell command and a prompt of the same text "
+            "are two subjects).",
+        ),
     ] = None,
     last: Annotated[
         int, typer.Option("--last", min=0, help="How many recent attempts to list.")
@@ -590,6 +612,7 @@ def history_command(
     ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    since_value = _check_date(since) if since is not None else None
     if html is not None:
         from engine.cli.harness_history import write_history_html
 
@@ -597,14 +620,13 @@ def history_command(
     if stability:
         from engine.cli.harness_history import print_stability
 
-        return print_stability(target, since, as_json)
+        return print_stability(target, since_value, as_json)
     if target is None:
         raise UsageError("history needs a TARGET", hint="or pass --stability for every judge")
     from engine.harness.history_report import summarize
     from engine.harness.render import history_text
     from engine.runtime.history import history_path, open_history
 
-    since_value = _check_date(since) if since is not None else None
     cwd = Path.cwd()
     if not history_path(project_root(cwd)).exists():
         raise UsageError(
@@ -612,7 +634,7 @@ def history_command(
             hint="run ll-harness or ll-loop from this directory first",
         )
     with open_history(project_root(cwd)) as history:
-        rows = history.attempts(target, since=since_value)
+        rows = history.attempts(target, since=since_value, runner=runner and runner.value)
     if semantic is not None:
         rows = [r for r in rows if r.semantic_criterion == semantic]
     summary = summarize(target, rows, since_value)
@@ -624,15 +646,21 @@ def history_command(
 
 
 def _check_date(value: str) -> str:
-    from datetime import datetime
+    """`--since` as the recorded times are written (`2026-11-30T14:43:52.123Z`, UTC), so that
+    comparing the strings compares the instants: a date means its midnight, a time without an
+    offset is UTC, one with an offset is converted (`20261130` and `2026-11-30 14:00` too)."""
+    from datetime import UTC, datetime
 
     try:
-        datetime.fromisoformat(value)
-    except ValueError:
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone(UTC)  # OverflowError: past year 9999 or before year 1
+    except (ValueError, OverflowError):
         raise UsageError(
             f"--since {value!r} is not a date", hint="use YYYY-MM-DD or an ISO timestamp (UTC)"
         ) from None
-    return value
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _context_pairs(items: list[str]) -> dict[str, str]:

@@ -36,4 +36,4 @@ def write_history_html(target: str | None, out: Path) -> None:
         raise UsageError("--html needs a TARGET", hint="ll-harness history TARGET --html FILE")
     from engine.load.project import project_root
 
-    write_report(out, harness_report_html(project_root(), target))
+    write_report(out, harness_report_html(project_root(), target), flag="--html")

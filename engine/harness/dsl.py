@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -23,6 +23,7 @@ from engine.harness.baseline import check_retry
 from engine.harness.grading import SemanticResult, attempt_row, check_judge, semantic_outcome
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.refusal import Refusal
+from engine.harness.session import Stopped
 from engine.harness.subjects import Subject, SubjectRun, run_prompt
 from engine.harness.tasks import Task, load_tasks
 from engine.model.judges import Judge
@@ -31,7 +32,7 @@ from engine.model.suite import InlineCase, Suite
 from engine.model.suite import Subject as SuiteSubject
 from engine.runtime.history import Attempt, History, NewAttempt
 from engine.runtime.provenance import Provenance, git_provenance
-from engine.suites.driver import SuiteOptions, run_suite
+from engine.suites.driver import SuiteInterrupted, SuiteOptions, run_suite
 from engine.suites.spec import CaseOutcome, JudgeOutcome
 
 TaskOutcome = Literal["pass", "fail", "abstain", "error", "ungraded"]
@@ -187,26 +188,36 @@ def dsl_suite(tasks: Sequence[Task], options: DslOptions) -> Suite:
     )
 
 
-def grade_tasks(tasks: Sequence[Task], options: DslOptions, cwd: Path) -> dict[str, TaskResult]:
+def grade_tasks(
+    tasks: Sequence[Task],
+    options: DslOptions,
+    cwd: Path,
+    on_result: Callable[[TaskResult], None] | None = None,
+) -> dict[str, TaskResult]:
     """Run the graded tasks as a suite (nothing recorded: each task is one `dsl` attempt row,
-    written by `run_dsl`) and grade each task from its case's outcome."""
-    graded = [t for t in tasks if t.expected is not None or options.semantic is not None]
-    outcomes: dict[str, CaseOutcome] = {}
+    written by `run_dsl` through `on_result`, which hears each graded task as its case ends)
+    and grade each task from its case's outcome."""
+    graded = {t.name: t for t in tasks if t.expected is not None or options.semantic is not None}
+    runner = _runner_name(options)
+    results: dict[str, TaskResult] = {}
+
+    def grade(outcome: CaseOutcome) -> None:
+        result = task_result(graded[outcome.case_id], outcome, options, runner)
+        results[outcome.case_id] = result
+        if on_result is not None:
+            on_result(result)
+
     if graded:
         run_suite(
-            dsl_suite(graded, options),
+            dsl_suite(list(graded.values()), options),
             SuiteOptions(jobs=options.jobs, record=False),
             history=None,
             cwd=cwd,
-            on_case=lambda outcome: outcomes.__setitem__(outcome.case_id, outcome),
+            on_case=grade,
         )
-    runner = _runner_name(options)
-    results = {}
     for task in tasks:
-        if task.expected is None and options.semantic is None:
+        if task.name not in graded:
             results[task.name] = TaskResult(task, "ungraded", "no `expected:` and no --semantic")
-        else:
-            results[task.name] = task_result(task, outcomes[task.name], options, runner)
     return results
 
 
@@ -302,24 +313,30 @@ def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> Dsl
         )
     provenance = git_provenance(cwd)
     invocation_id = uuid.uuid4().hex[:16]
-    graded = grade_tasks(tasks, options, cwd)
-    results = []
-    for index, (task, subject) in enumerate(zip(tasks, subjects, strict=True)):
-        result = graded[task.name]
-        if result.outcome == "ungraded" or result.run is None:
-            results.append(result)
-            continue
-        row = _row(result, subject, options, invocation_id, index, provenance, retried)
-        results.append(
-            TaskResult(
-                result.task,
-                result.outcome,
-                result.reason,
-                result.run,
-                result.semantic,
-                history.record_attempt(row),
-            )
+    index_of = {task.name: index for index, task in enumerate(tasks)}
+    recorded: dict[str, TaskResult] = {}
+
+    def record(result: TaskResult) -> None:
+        """Each graded task is recorded as soon as it ends, so a stopped batch keeps it."""
+        index = index_of[result.task.name]
+        row = _row(result, subjects[index], options, invocation_id, index, provenance, retried)
+        recorded[result.task.name] = replace(result, attempt=history.record_attempt(row))
+
+    try:
+        graded = grade_tasks(tasks, options, cwd, on_result=record)
+    except SuiteInterrupted as exc:
+        kept = (
+            f"the finished ones are recorded (invocation {invocation_id})"
+            if recorded
+            else "nothing was recorded"
         )
+        how = exc.message.split(" after ", 1)[0]  # "interrupted" or "stopped by SIGTERM"
+        raise Stopped(
+            f"{how} after {len(recorded)} of {len(tasks)} tasks: {kept}",
+            hint="run the batch again for a result; `ll-harness history TASK` counts every "
+            "recorded task",
+        ) from None
+    results = [recorded.get(task.name, graded[task.name]) for task in tasks]
     return DslReport(
         invocation_id,
         tuple(results),

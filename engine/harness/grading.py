@@ -177,6 +177,11 @@ def check_judge(semantic: str | None) -> None:
     bad settings), as `ll-loop run` does for a loop's judges."""
     if semantic is None:
         return
+    if not semantic.strip():
+        raise Refusal(
+            "--semantic is empty: a judge asked about nothing measures nothing",
+            hint='pass the criterion: --semantic "<what a good result shows>"',
+        )
     from engine.llm.preflight import judge_problems
 
     problems = judge_problems()

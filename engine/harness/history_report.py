@@ -37,6 +37,12 @@ class HistorySummary:
         return self.tally.pass_rate
 
     @property
+    def runners(self) -> dict[str, int]:
+        """Rows per runner: more than one means different subjects that share a target text
+        are pooled (a shell command and a prompt both spelled `make test`)."""
+        return dict(sorted(Counter(a.runner for a in self.attempts).items()))
+
+    @property
     def abstention_rate(self) -> Rate:
         return Rate(self.tally.abstained, self.tally.graded + self.tally.abstained)
 
@@ -47,6 +53,7 @@ class HistorySummary:
             "rows": len(self.attempts),
             "authoritative": self.tally.total,
             "superseded": self.superseded,
+            "runners": self.runners,
             "tally": self.tally.to_json(),
             "pass_rate": self.pass_rate.to_json(),
             "abstention_rate": self.abstention_rate.to_json(),

@@ -14,6 +14,8 @@ The `mcp` package is imported only in this module, and only when a call is made.
 from __future__ import annotations
 
 import json
+import math
+import os
 import tempfile
 import time
 from collections.abc import Mapping
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 CONFIG_NAME = ".mcp.json"
 PROBE_TIMEOUT = 60.0
+STDERR_KEPT = 20000  # bytes of a server's stderr kept with a sample
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=_finite_number, parse_constant=_not_json)
     except ValueError as exc:
         raise Refusal(
             f"--args is not valid JSON: {exc}", hint="""pass a JSON object: --args '{"a": 2}'"""
@@ -119,17 +122,49 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     return value
 
 
-def mcp_subject(target: str, arguments: str | None, *, config: Path | None, cwd: Path) -> Subject:
-    """The subject for one tool call; refuses (before any sample) an unknown server or tool."""
+def _finite_number(text: str) -> float:
+    """A JSON number as a float; one too big for a float (`1e400`) would be sent as Infinity,
+    which is not JSON."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
+
+
+def _not_json(name: str) -> Any:
+    """Python's json reads NaN and Infinity; JSON (and so an MCP server) does not."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def mcp_subject(
+    target: str,
+    arguments: str | None,
+    *,
+    config: Path | None,
+    cwd: Path,
+    timeout: float | None = PROBE_TIMEOUT,
+) -> Subject:
+    """The subject for one tool call; refuses (before any sample) an unknown server or tool.
+
+    `timeout` bounds the listing of the tools as it bounds a sample (`--timeout`): a server
+    that starts slowly (`npx` fetching it) gets the time a sample gets, one that never answers
+    is given up on as soon; None (no limit on a sample) still gives up after `PROBE_TIMEOUT`."""
     server_name, tool = split_target(target)
     spec = load_server(config or cwd / CONFIG_NAME, server_name)
     args = parse_arguments(arguments)
-    definition = _tool_definition(spec, tool)
+    definition = _tool_definition(spec, tool, timeout or PROBE_TIMEOUT)
 
     def run(timeout: float | None) -> SubjectRun:
         return call_tool(spec, tool, args, timeout)
 
-    content = json.dumps({"server": spec.command_line(), "tool": definition}, sort_keys=True)
+    # How the server is started is part of what is measured, its environment too
+    # (`"env": {"MODE": "strict"}` can change every answer it gives). Not its directory: that
+    # is the project, wherever it is checked out, as for `cmd`.
+    # Without an environment the content is what it always was, so recorded baselines match.
+    measured: dict[str, Any] = {"server": spec.command_line(), "tool": definition}
+    if spec.env:
+        measured["env"] = dict(spec.env)
+    content = json.dumps(measured, sort_keys=True)
     return Subject(
         runner="mcp",
         target=f"{server_name}:{tool}",
@@ -140,9 +175,9 @@ def mcp_subject(target: str, arguments: str | None, *, config: Path | None, cwd:
     )
 
 
-def _tool_definition(spec: ServerSpec, tool: str) -> dict[str, Any]:
+def _tool_definition(spec: ServerSpec, tool: str, timeout: float) -> dict[str, Any]:
     """The tool's definition as the server lists it; a refusal when the server lacks it."""
-    listed = _session_call(spec, PROBE_TIMEOUT, lambda session: _list_tools(session))
+    listed = _session_call(spec, timeout, lambda session: _list_tools(session))
     if isinstance(listed, SubjectRun):
         raise Refusal(
             f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}",
@@ -237,8 +272,7 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
             failure = f"timed out after {timeout:g}s" if timeout else "timed out"
         except Exception as exc:  # the SDK raises many kinds; each is one infra error
             failure = _describe(exc)
-        errlog.seek(0)
-        stderr = errlog.read()[-20000:]
+        stderr = _tail(errlog.fileno(), STDERR_KEPT)
     duration = int((time.monotonic() - started) * 1000)
     if failure is not None:
         return SubjectRun(
@@ -257,6 +291,13 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
             duration_ms=duration,
         )
     return value
+
+
+def _tail(fd: int, limit: int) -> str:
+    """The last `limit` bytes of the file at `fd` as text: a server may log gigabytes to its
+    stderr, and only the end is kept (reading it all would hold it all in memory)."""
+    size = os.fstat(fd).st_size
+    return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
 
 
 def _describe(exc: BaseException) -> str:

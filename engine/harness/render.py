@@ -146,6 +146,9 @@ def history_text(summary: HistorySummary, last: int = 10) -> str:
         f"  pass rate     {summary.pass_rate.render()}",
         f"  abstention    {summary.abstention_rate.render()}",
     ]
+    if len(summary.runners) > 1:
+        pooled = ", ".join(f"{runner} {rows}" for runner, rows in summary.runners.items())
+        lines.append(f"  runners       {pooled} rows: pooled; --runner R keeps one")
     if summary.admissions:
         admitted = ", ".join(f"{k}×{v}" for k, v in sorted(summary.admissions.items()))
         lines.append(f"  admissions    {sum(summary.admissions.values())} ({admitted})")

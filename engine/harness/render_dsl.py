@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.harness.dsl import DslReport, TaskResult
+from engine.model.timefmt import counted
 
 
 def dsl_text(report: DslReport) -> str:
@@ -13,14 +14,14 @@ def dsl_text(report: DslReport) -> str:
     ungraded = report.of("ungraded")
     graded = report.pass_rate.n
     lines = [f"DSL pass-rate: {report.pass_rate.render()}"]
-    summary = f"  graded {graded} of {total} tasks"
+    summary = f"  graded {graded} of {counted(total, 'task')}"
     others = []
     if ungraded:
         others.append(f"{len(ungraded)} ungraded (no `expected:` and no --semantic)")
     if report.of("abstain"):
         others.append(f"{len(report.of('abstain'))} abstained")
     if report.of("error"):
-        others.append(f"{len(report.of('error'))} infra errors")
+        others.append(counted(len(report.of("error")), "infra error"))
     lines.append(summary + (" — " + ", ".join(others) if others else ""))
     for label, outcome in (
         ("failed", "fail"),

@@ -7,10 +7,15 @@ on sample 1 and skip the rest. Each sample is one history row.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
 
 from engine.harness.banding import EXIT_CODES, Band, Tally, band
 from engine.harness.baseline import (
@@ -38,11 +43,24 @@ from engine.harness.history_report import (
 from engine.harness.keys import Conditions
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
+from engine.judges.deadline import SignalInterrupt
+from engine.model.errors import LoopError
 from engine.runtime.history import Attempt, AttemptKind, History, NewAttempt
 from engine.runtime.provenance import Provenance, git_provenance, head_content_hash
 
 DEFAULT_STOCHASTIC_SAMPLES = 3
 DEFAULT_TIMEOUT = 300.0
+MAX_SAMPLES = 10_000  # per invocation; refused above, before anything runs
+
+
+class Stopped(LoopError):
+    """Ctrl-C or SIGTERM in the middle of the samples (exit 3: stopped, as `ll-loop run`).
+
+    The samples that finished are recorded; the interrupted one is not (it was ended by us and
+    says nothing about the subject), and its process group is ended with it."""
+
+    code = "HARNESS_STOPPED"
+    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,12 @@ def effective_samples(subject: Subject, options: Options) -> int:
     """How many samples run; refuses combinations that would mislead."""
     if options.samples is not None and options.samples < 1:
         raise Refusal("--samples must be at least 1", hint="pass --samples 1 or more")
+    if options.samples is not None and options.samples > MAX_SAMPLES:
+        raise Refusal(
+            f"--samples {options.samples} is more than one invocation runs (at most "
+            f"{MAX_SAMPLES}: the 95% interval is then within ±0.01 already)",
+            hint=f"pass --samples {MAX_SAMPLES} or fewer",
+        )
     if options.retry_of is not None:
         if options.samples is not None and options.samples > 1:
             raise Refusal(
@@ -222,18 +246,51 @@ def _run_samples(
     grader = llm_judge(options.gates.judge_model)
     results: list[SampleResult] = []
     recorded: list[Attempt] = []
-    for index in range(samples):
-        result = grade_sample(index, report.subject.run(options.timeout), options.gates, grader)
-        results.append(result)
-        row = _attempt_row(
-            result,
-            report=report,
-            kind=kind,
-            sample_index=retried.sample_index if retried is not None else index,
-            retry_of=retried.id if retried is not None else None,
+    try:
+        with _sigterm_stops():
+            for index in range(samples):
+                run = report.subject.run(options.timeout)
+                result = grade_sample(index, run, options.gates, grader)
+                results.append(result)
+                row = _attempt_row(
+                    result,
+                    report=report,
+                    kind=kind,
+                    sample_index=retried.sample_index if retried is not None else index,
+                    retry_of=retried.id if retried is not None else None,
+                )
+                recorded.append(history.record_attempt(row))
+    except KeyboardInterrupt as exc:
+        how = f"stopped by {exc}" if isinstance(exc, SignalInterrupt) else "interrupted"
+        kept = (
+            f"the finished ones are recorded (invocation {report.invocation_id}, attempts "
+            f"{', '.join(str(a.id) for a in recorded)})"
+            if recorded
+            else "nothing was recorded"
         )
-        recorded.append(history.record_attempt(row))
+        raise Stopped(
+            f"{how} after {len(recorded)} of {samples} samples: {kept}",
+            hint="run the measurement again for a result; `ll-harness history` counts every "
+            "recorded sample",
+        ) from None
     return tuple(results), tuple(recorded)
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """SIGTERM stops the samples as Ctrl-C does (only the main thread may install a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        raise SignalInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _working_copy_note(subject: Subject) -> list[str]:

@@ -3,7 +3,9 @@
 - `anthropic`: one Messages call through the gateway (logged, priced, replayable); the output is
   the answer's text blocks joined.
 - `cmd:<command>`: an agent CLI such as `claude -p`, run with bash in its own process group, the
-  prompt on stdin and stdout as the output; on timeout the group gets SIGTERM, then SIGKILL. When
+  prompt on stdin and stdout as the output (`engine.shell.process`: on timeout, Ctrl-C or SIGTERM
+  the group gets SIGTERM, then SIGKILL; it is done when bash exits, even if a background job
+  holds its stdout; past `LL_MAX_OUTPUT_BYTES` of output it is ended). When
   it streams JSON events (`--output-format stream-json`), the output is its answer and the
   result carries the trace and the agent's own cost (`engine.llm.agent_trace`).
 
@@ -12,21 +14,18 @@ Runners are registered by name (`RUNNERS`), so `runner: cmd:...` maps to code wi
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from engine.llm.agent_trace import parse_agent_stream
 from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult, ProcessSetting
+from engine.shell.process import run_process
 
 KILL_GRACE_S = 2.0
-STOP_POLL_S = 0.1  # how soon an agent CLI is ended once its run is stopping
 
 # Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
 STOP_NOTES = {
@@ -133,72 +132,20 @@ class CommandRunner:
     command: str
 
     def run(self, prompt: str, call: PromptCall) -> ActionResult:
-        started = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                ["bash", "-c", self.command],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                env=None if call.process is None else dict(call.process.env),
-                cwd=None if call.process is None else call.process.cwd,
-            )
-        except OSError as exc:
-            return ActionResult(exit_code=None, spawn_error=str(exc))
-        out, err, timed_out = _communicate(process, prompt.encode("utf-8"), call, started)
-        duration = int((time.monotonic() - started) * 1000)
-        code = process.returncode
-        output = out.decode("utf-8", "replace")
-        agent = parse_agent_stream(output)  # an agent CLI streaming JSON events
-        return ActionResult(
-            output=agent.text if agent is not None else output,
-            stderr=err.decode("utf-8", "replace"),
-            exit_code=None if timed_out or code < 0 else code,
-            duration_ms=duration,
-            timed_out=timed_out,
-            signal=-code if code < 0 and not timed_out else None,
-            cost_usd=agent.cost_usd if agent is not None else 0.0,
-            trace=agent.trace if agent is not None else None,
+        setting = call.process
+        result = run_process(
+            ["bash", "-c", self.command],
+            timeout=call.timeout,
+            stdin=prompt,
+            grace=KILL_GRACE_S,
+            env=None if setting is None else setting.env,
+            cwd=None if setting is None else Path(setting.cwd),
+            stopped=None if setting is None else setting.stopped,
         )
-
-
-def _communicate(
-    process: subprocess.Popen[bytes], data: bytes, call: PromptCall, started: float
-) -> tuple[bytes, bytes, bool]:
-    """Feed the prompt and collect the output: (stdout, stderr, timed out). The group is ended
-    at the timeout, or as soon as the run is stopping (checked every STOP_POLL_S)."""
-    stopped = call.process.stopped if call.process is not None else None
-    deadline = None if call.timeout is None else started + call.timeout
-    given: bytes | None = data
-    while True:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        wait = (
-            left if stopped is None else min(STOP_POLL_S, left if left is not None else STOP_POLL_S)
-        )
-        try:
-            out, err = process.communicate(given, timeout=wait)
-            return out, err, False
-        except subprocess.TimeoutExpired:
-            given = None  # sent already: a retried communicate() keeps what was read
-        if deadline is not None and time.monotonic() >= deadline:
-            out, err = _stop_group(process)
-            return out, err, True
-        if stopped is not None and stopped():
-            out, err = _stop_group(process)
-            return out, err, False
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """SIGTERM the process group, SIGKILL it after a grace period; collect what it printed."""
-    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            return process.communicate(timeout=grace)
-        except subprocess.TimeoutExpired:
-            continue
-    return b"", b""
+        agent = parse_agent_stream(result.output)  # an agent CLI streaming JSON events
+        if agent is None:
+            return result
+        return replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
 
 
 register("anthropic")(lambda _argument: AnthropicRunner())

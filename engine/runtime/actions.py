@@ -34,13 +34,10 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from engine.load.project import ensure_dir, open_file
-from engine.model.errors import UsageError
 from engine.model.ports import ActionResult
+from engine.shell.process import output_cap, signal_group
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
-MAX_OUTPUT_ENV = "LL_MAX_OUTPUT_BYTES"
-DEFAULT_MAX_OUTPUT = 1 << 30  # bytes an action may print (both streams) before it is ended
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the action's process group
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
@@ -372,25 +369,6 @@ def _wait_ms(deadline: float | None, kill_at: float | None, drain_until: float |
     return max(0, min(_MAX_WAIT_MS, int((min(upcoming) - time.monotonic()) * 1000) + 1))
 
 
-def output_cap(env: Mapping[str, str] | None = None) -> int:
-    """The byte cap on an action's output: `LL_MAX_OUTPUT_BYTES` (a whole number of bytes, or
-    with a K, M, G or T suffix in powers of 1024: `512M`), else 1 GiB. A value that is not a
-    positive size is a `UsageError`, never silently "no cap"."""
-    raw = (os.environ if env is None else env).get(MAX_OUTPUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_OUTPUT
-    text = raw.lower().removesuffix("ib").removesuffix("b")
-    unit = text[-1:] if text[-1:] in _UNITS else ""
-    digits = text[: len(text) - len(unit)].strip()
-    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
-        raise UsageError(
-            f"{MAX_OUTPUT_ENV}={raw!r} is not a size in bytes",
-            hint="write a whole number of bytes such as 1073741824, or 512M or 2G; unset it "
-            "for the default of 1G",
-        )
-    return int(digits) * _UNITS[unit]
-
-
 class _Spawned:
     """A child started by posix_spawn, with the members of Popen the runner uses."""
 
@@ -458,9 +436,3 @@ def _open_pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except OSError:
         return None
-
-
-def signal_group(pid: int, sig: signal.Signals) -> None:
-    """Signal a whole process group (an action's pgid is its pid); one already gone is fine."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)

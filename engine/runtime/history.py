@@ -27,6 +27,7 @@ from engine.model.errors import LoopError
 from engine.model.ports import RunResult
 
 DB_NAME = "history.db"
+SQLITE_MAX_INT = (1 << 63) - 1  # the largest INTEGER SQLite stores
 BUSY_TIMEOUT_S = 30.0
 
 AttemptOutcome = Literal["pass", "fail", "abstain", "error"]
@@ -176,6 +177,26 @@ class HistoryError(LoopError):
     """The history database cannot be used (newer schema, corrupt file)."""
 
     code = "HISTORY"
+
+
+class RetryConflict(LoopError):
+    """A retry whose attempt another retry replaced while it ran: it is not recorded."""
+
+    code = "HISTORY_RETRY"
+
+    def __init__(self, attempt_id: int, by: int | None) -> None:
+        super().__init__(
+            f"attempt {attempt_id} was replaced by attempt {by} while this retry ran (another "
+            "--retry-of of it ended first): this retry is not recorded",
+            hint=f"see `ll-harness history TARGET`; if attempt {by} timed out too, retry that one",
+        )
+
+
+def _superseder(db: sqlite3.Connection, attempt_id: int) -> int | None:
+    row = db.execute(
+        "SELECT superseded_by FROM harness_attempts WHERE id = ?", (attempt_id,)
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 def utc_now() -> str:
@@ -362,7 +383,7 @@ class History:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, self._usable():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -372,10 +393,28 @@ class History:
             self._db.execute("COMMIT")
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with self._lock, self._usable():
             cursor = self._db.execute(sql, params)
             cursor.row_factory = sqlite3.Row
             return list(cursor.fetchall())
+
+    @contextmanager
+    def _usable(self) -> Iterator[None]:
+        """A database that opened fine can still fail under a query: damaged pages SQLite only
+        finds when it reads them, a full disk, a lock held past the busy timeout. Those are the
+        file's state, not bugs, so they are a `HistoryError`; a violated key or malformed SQL
+        (IntegrityError, ProgrammingError) is ours and goes up as it is."""
+        try:
+            yield
+        except (sqlite3.IntegrityError, sqlite3.ProgrammingError):
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(
+                f"the history database {self.path} cannot be used: {exc}",
+                hint="if another process holds it, let that one finish; if it is damaged, move "
+                "it aside (ll-loop creates a new one) or recover its rows: "
+                "`sqlite3 history.db .recover`",
+            ) from exc
 
     # ---- runs -----------------------------------------------------------------------------
 
@@ -456,13 +495,22 @@ class History:
             )
             new_id = int(cursor.lastrowid or 0)
             if attempt.retry_of is not None:
-                db.execute(
-                    "UPDATE harness_attempts SET superseded_by = ? WHERE id = ?",
+                # Only a row nobody superseded yet: two `--retry-of` of one attempt run at once
+                # were both admitted when they started, and only the first to end may replace it.
+                replaced = db.execute(
+                    "UPDATE harness_attempts SET superseded_by = ? "
+                    "WHERE id = ? AND superseded_by IS NULL",
                     (new_id, attempt.retry_of),
-                )
+                ).rowcount
+                if not replaced:
+                    raise RetryConflict(attempt.retry_of, _superseder(db, attempt.retry_of))
         return Attempt(**{**asdict(attempt), "id": new_id, "created_at": values["created_at"]})
 
     def attempt(self, attempt_id: int) -> Attempt | None:
+        """The attempt with this id; None when there is none (an id past SQLite's 64-bit
+        integers, typed on a command line, cannot exist and is not sent to SQLite)."""
+        if not -SQLITE_MAX_INT - 1 <= attempt_id <= SQLITE_MAX_INT:
+            return None
         rows = self._select_attempts("WHERE id = ?", [attempt_id])
         return rows[0] if rows else None
 
