@@ -148,3 +148,21 @@ def test_glob_negates_a_class_only_with_a_leading_bang(
     )
     assert review(tmp_path).status == "ok"
     assert [a["content"] for a in answers(loopback)] == ["!.txt\na.txt", "!.txt\nb.txt"]
+
+
+def test_a_reviewer_cannot_read_inside_git_or_loops(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """`.git/config` may carry a token in a remote URL: it never reaches the model."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("url = https://user:SECRET@example.com/r.git\n")
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "note.txt").write_text("SECRET\n")
+    loopback.default = explorer(
+        ("read_file", {"path": ".git/config"}),
+        ("read_file", {"path": "sub/../.loops/note.txt"}),
+    )
+    assert review(tmp_path).status == "ok"
+    given = [a["content"] for a in answers(loopback)]
+    assert len(given) == 2 and not any("SECRET" in g for g in given)
+    assert "inside .git/" in given[0] and "inside .loops/" in given[1]

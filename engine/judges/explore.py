@@ -83,6 +83,12 @@ class Workspace:
         resolved = candidate.resolve()
         if resolved != root and not resolved.is_relative_to(root):
             raise Refused(f"{given!r} is outside the workspace; only paths inside it can be read")
+        hidden = SKIPPED_DIRS.intersection(resolved.relative_to(root).parts)
+        if hidden:  # `.git/config` may hold a token in a remote URL: never sent to a model
+            raise Refused(
+                f"{given!r} is inside {sorted(hidden)[0]}/, which reviewers do not read "
+                "(version control internals and ll-loop's own records are not the work)"
+            )
         return resolved
 
     def relative(self, path: Path) -> str:
