@@ -4,7 +4,9 @@ too large to export; the report's order; and the messages around them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -521,3 +523,40 @@ def test_progress_counts_one_case_as_one_case() -> None:
     display.close()
     assert stream.getvalue() == "suite m: run r, 1 case\n"
     assert display._status().startswith("0/1 case")
+
+
+AGENT = """\
+name: agent
+cases: [{id: a, input: {}}]
+subject:
+  prompt: "Do the work."
+  agent: "echo $$ > PIDFILE; sleep 300"
+judges: [{name: ran, builtin: exit_code}]
+"""
+
+
+def test_a_stop_ends_an_agent_subject_instead_of_leaving_it_running(tmp_path: Path) -> None:
+    """The agent CLI has a session of its own: Ctrl-C never reaches it. The stop used to wait
+    5 s for it, then leave it running after ll-harness had exited."""
+    pidfile = tmp_path / "agent.pid"
+    write(project(tmp_path) / "s.suite.yaml", AGENT.replace("PIDFILE", str(pidfile)))
+    process = _start_suite(tmp_path, jobs=1)
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        agent = int(pidfile.read_text())
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+        assert time.monotonic() - started < 4, err
+        assert process.returncode == 3, err
+        gone = time.monotonic() + 5
+        while Path(f"/proc/{agent}").exists() and time.monotonic() < gone:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{agent}").exists(), "the agent outlived the suite"
+    finally:
+        if pidfile.exists() and pidfile.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pidfile.read_text()), signal.SIGKILL)

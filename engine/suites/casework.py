@@ -299,6 +299,7 @@ def _run_arm(
             suite.source,
             prepared.messages.gateway if prepared.messages is not None else _no_gateway,
             suite.subject_model,
+            prepared.stopping.is_set,
         )
         run = run_subject(subject, place)
         if run.error is not None:

@@ -16,6 +16,7 @@ is that case's error: its judges do not run. A subject that exits non-zero ran: 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.model.errors import InterpolationError, LoopError
-from engine.model.ports import ActionResult, refused_before_first_step, run_json
+from engine.model.ports import ActionResult, ProcessSetting, refused_before_first_step, run_json
 from engine.model.suite import Subject
 from engine.runtime.actions import ActionRunner
 from engine.shell.interpolate import (
@@ -129,6 +130,7 @@ class Place:
     suite_source: str
     gateway: Callable[[], Any]  # the run's LLM gateway, built on first use
     subject_model: str | None = None
+    stopped: Callable[[], bool] | None = None  # True once the suite is stopping
 
 
 def run_subject(subject: Subject, place: Place) -> SubjectRun:
@@ -178,6 +180,9 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
         model=settings.prompt_model(None, None, subject.model or place.subject_model),
         max_tokens=settings.DEFAULT_PROMPT_MAX_TOKENS,
         timeout=subject.timeout,
+        # A stopping suite ends the agent's group (it has a session of its own: Ctrl-C never
+        # reaches it, and the stop would wait for it, then leave it running).
+        process=ProcessSetting(env=os.environ, cwd=str(place.workspace), stopped=place.stopped),
     )
     if command:
         # The agent starts in the workspace: `cd` first, in the same shell as its command line.
