@@ -7,6 +7,7 @@ by format name so the CLI maps `--format X` without a ladder of ifs.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -80,7 +81,7 @@ def render_github(reports: Sequence[LoopReport]) -> str:
     lines = []
     for report in reports:
         for d in report.diagnostics:
-            props = [f"file={_gh_escape(d.file or report.path, prop=True)}"]
+            props = [f"file={_gh_escape(_from_checkout(d.file or report.path), prop=True)}"]
             if d.line:
                 props.append(f"line={d.line}")
             if d.column:
@@ -89,6 +90,16 @@ def render_github(reports: Sequence[LoopReport]) -> str:
             message = d.message + (f" (hint: {d.hint})" if d.hint else "")
             lines.append(f"::{_GITHUB_LEVEL[d.severity]} {','.join(props)}::{_gh_escape(message)}")
     return "\n".join(lines)
+
+
+def _from_checkout(path: str) -> str:
+    """The path relative to the working directory (the checkout, in a workflow step) when it is
+    inside it: GitHub attaches an annotation only to a path relative to the repository, and a
+    loop given by name (`.loops/NAME.yaml`, a built-in) is reported with its absolute path."""
+    if not os.path.isabs(path):
+        return path
+    relative = os.path.relpath(path, os.getcwd())
+    return path if relative == ".." or relative.startswith("../") else relative
 
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}

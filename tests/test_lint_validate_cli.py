@@ -127,6 +127,18 @@ def test_github_annotations(tmp_path: Path) -> None:
     assert all(line.startswith("::") for line in result.stdout.splitlines())
 
 
+def test_github_annotations_of_a_loop_named_by_name_are_relative_to_the_checkout(
+    tmp_path: Path,
+) -> None:
+    """A loop found by name is reported with its absolute path; GitHub attaches an annotation
+    only to a path relative to the repository."""
+    (tmp_path / ".loops").mkdir()
+    write(tmp_path, ".loops/fix.yaml", BROKEN)
+    result = ll_loop("validate", "--format", "github", "fix", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "::error file=.loops/fix.yaml,line=14,col=5,title=LL001::" in result.stdout
+
+
 # The official SARIF 2.1.0 schema is not shipped by any installed package and there is no network,
 # so this checks the structure GitHub code scanning relies on, with the spec's required fields.
 SARIF_SUBSET: dict[str, Any] = {
