@@ -223,16 +223,20 @@ def run(
     _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
-    loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic)
-    if max_steps is not None:
-        if max_steps < 1:
-            raise UsageError(f"max_steps must be at least 1, got {max_steps}")
-        loop = replace(loop, max_steps=max_steps)
-    values = bind_context(loop, context or {}, inputs or {}, input, strict=strict_context)
-    replay_dir = _replay_dir(replay, where)
-    launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
-    run_id = new_run_id()
-    lease = _take_lock(launch, run_id, lock=lock, queue=queue, timeout=queue_timeout)
+    try:  # a refusal from here on names the loop as a result would (`loop_name`)
+        loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic)
+        if max_steps is not None:
+            if max_steps < 1:
+                raise UsageError(f"max_steps must be at least 1, got {max_steps}")
+            loop = replace(loop, max_steps=max_steps)
+        values = bind_context(loop, context or {}, inputs or {}, input, strict=strict_context)
+        replay_dir = _replay_dir(replay, where)
+        launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
+        run_id = new_run_id()
+        lease = _take_lock(launch, run_id, lock=lock, queue=queue, timeout=queue_timeout)
+    except LoopError as exc:
+        exc.loop_name = exc.loop_name or loop.name
+        raise
     from engine.runtime.session import start_run
 
     with lease:

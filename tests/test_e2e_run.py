@@ -607,6 +607,7 @@ def test_refusal_before_the_first_step_still_prints_json(tmp_path: Path) -> None
     assert set(ran.json) == RESULT_KEYS
     assert ran.json["outputs"] == {}
     assert ran.json["run_id"] is None and ran.json["outcome"] == "error"
+    assert ran.json["loop"] == "broken"  # its name, as in every result, once it has loaded
     assert ran.json["error"]
     assert "nowhere" in ran.stderr
     assert not (tmp_path / ".loops" / "runs").exists()
@@ -639,6 +640,7 @@ def test_invalid_yaml_and_missing_loop_are_refusals(tmp_path: Path) -> None:
     write_loop(tmp_path, "name: [unclosed\n")
     ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")
     assert ran.code == 2 and ran.json["error"] and "Traceback" not in ran.stderr
+    assert ran.json["loop"] == "loop.yaml"  # no name to give: what was typed
     ran = ll_loop(tmp_path, "run", "no-such-loop", "--json")
     assert ran.code == 2 and "no-such-loop" in ran.json["error"]
 

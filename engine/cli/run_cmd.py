@@ -218,7 +218,7 @@ def report_refusal(
     if output.json:
         refusal = refusal_object(
             message,
-            loop=loop,
+            loop=exc.loop_name or loop,
             duration_ms=int((time.monotonic() - started) * 1000),
             outcome=exc.outcome,
             terminated_by=exc.terminated_by,

@@ -63,6 +63,7 @@ class LoopError(Exception):
     exit_code = 2
     outcome = "error"  # what `run --json` reports for a run refused with this error
     terminated_by = "error"
+    loop_name: str | None = None  # the loop's name, when it had loaded before the refusal
 
     def __init__(self, message: str, *, hint: str = "", code: str | None = None) -> None:
         super().__init__(message)
