@@ -106,6 +106,22 @@ def scope_not_run_level(ctx: LintContext) -> Iterator[Finding]:
             )
 
 
+@rule("LL085", "warning", "scope-glob")
+def scope_glob(ctx: LintContext) -> Iterator[Finding]:
+    """A `scope` entry with glob characters: scope paths are not globs (`src/*` is a name)."""
+    for index, entry in enumerate(ctx.loop.scope or ()):
+        if "${" in entry or not any(c in entry for c in "*?["):
+            continue
+        folder = entry.split("*")[0].split("?")[0].split("[")[0].rstrip("/") or "."
+        yield Finding(
+            f"scope entry {entry!r} has glob characters, but scope paths are not globs: the "
+            "lock covers a path literally named so, and nothing the loop writes",
+            ("scope", index),
+            f"name the directory instead: {folder + '/' if folder != '.' else '.'} (a directory "
+            "covers everything below it)",
+        )
+
+
 @rule("LL084", "error", "input-key-unknown")
 def input_key_unknown(ctx: LintContext) -> Iterator[Finding]:
     """`input_key` naming neither a parameter nor a `context:` key: INPUT binds to nothing."""

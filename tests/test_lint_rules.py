@@ -560,3 +560,14 @@ def test_the_fixed_roots_lint_knows_are_the_ones_a_run_fills_in(tmp_path: Path) 
     text = (tmp_path / "out.json").read_text().replace("}{", "}\n{").splitlines()
     seen = [sorted(json.loads(part)) for part in text]
     assert seen == [sorted(FIXED_KEYS[root]) for root in ("state", "loop", "run")]
+
+
+def test_a_glob_in_scope_is_named_with_the_directory_to_write_instead() -> None:
+    done = {"done": {"terminal": True}}
+    [finding] = [
+        d for d in lint_loop(loop_of(done, scope=["src/*.py", "docs/"])) if d.code == "LL085"
+    ]
+    assert "'src/*.py' has glob characters" in finding.message and "src/" in finding.hint
+    assert "LL085" not in codes(
+        loop_of(done, scope=["src/", "${context.dir}"], context={"dir": "a"})
+    )
