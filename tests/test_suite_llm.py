@@ -162,3 +162,30 @@ def test_compare_baseline_judges_pairwise_against_the_stored_baseline(
     assert deltas["quality"]["delta"] == 0.0
     code, _out, _ = suite(root, SUITE_FILE, "--compare-baseline", "--samples", "1")
     assert code == 2 and "judged under other conditions" in _
+
+
+STRUCTURED = """\
+name: structured
+cases: [{id: a, input: {}}]
+subject: {command: "echo 'Done: the answer is written.'"}
+judges:
+  - name: done
+    builtin: llm_structured
+    arguments: {prompt: "Is the work done? Quote the line that says so.", samples: 3}
+"""
+
+
+def test_suite_samples_override_the_llm_structured_builtins_own(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """`--samples 1` is one answer per case for every LLM judge; the builtin took the larger of
+    its own `samples: 3` and the suite's."""
+    loopback.default = answers
+    write(tmp_path / "s.suite.yaml", STRUCTURED)
+    code, _, err = suite_json(tmp_path, "s.suite.yaml", "--samples", "1")
+    assert code == 0, err
+    assert len(loopback.requests) == 1
+    loopback.requests.clear()
+    code, _, err = suite_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert len(loopback.requests) == 3  # without --samples: its own

@@ -511,7 +511,7 @@ def structured_verdict(
         settings,
         criterion=criterion,
         text=text,
-        samples=max(samples, ctx.env.samples or 1),
+        samples=ctx.env.samples or samples,  # a suite's --samples overrides, as for every judge
         min_confidence=min_confidence,
     )
     details = dict(verdict.details)
