@@ -134,3 +134,45 @@ def test_an_empty_semantic_criterion_is_refused(
     done = harness(tmp_path, "dsl", "t.yaml", "--semantic", criterion, "--runner", "cmd:echo hi")
     assert done.returncode == 2 and "--semantic is empty" in done.stderr, done
     assert not loopback.requests
+
+
+PARAMETERISED = """
+name: counted
+initial: count
+scope: ["."]
+parameters:
+  n: {type: integer, required: true}
+states:
+  count:
+    action: "echo ${param.n} >> samples.log"
+    next: done
+  done: {terminal: true}
+"""
+
+
+@pytest.mark.parametrize(
+    ("context", "why"),
+    [
+        (["--context", "m=1"], "declares no parameter 'm'"),
+        (["--context", "n=x"], "must be an integer"),
+        ([], "requires parameter 'n'"),
+    ],
+)
+def test_a_loop_subject_with_unusable_context_is_refused_before_any_sample(
+    tmp_path: Path, context: list[str], why: str
+) -> None:
+    """Every sample's `ll-loop run` would refuse it: refused once, nothing run or recorded
+    (it ran N refused runs and recorded N error rows)."""
+    write(tmp_path / "counted.yaml", PARAMETERISED)
+    done = ll_harness(
+        tmp_path, "loop", "counted.yaml", "--exit-code", "0", "--samples", "3", *context
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert why in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "samples.log").exists()
+    assert not (tmp_path / ".loops" / "history.db").exists()
+    ok = ll_harness(
+        tmp_path, "loop", "counted.yaml", "--exit-code", "0", "--samples", "2", "--context", "n=3"
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert (tmp_path / "samples.log").read_text() == "3\n3\n"
