@@ -32,6 +32,26 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _start_until_sleeping(
+    cwd: Path, argv: list[str], sleeper: Path
+) -> tuple[subprocess.Popen[str], int]:
+    """`ll-harness ARGV` (Ctrl-C at its default), once its subject has written the pid of the
+    sleep it waits on to `sleeper`: the process and that pid."""
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    deadline = time.monotonic() + 60
+    while not sleeper.exists() or not sleeper.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    return process, int(sleeper.read_text())
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_stopped_batch_ends_its_sample_keeps_what_finished_and_exits_3(
     tmp_path: Path, signum: int
@@ -42,19 +62,7 @@ def test_a_stopped_batch_ends_its_sample_keeps_what_finished_and_exits_3(
     script = f"if [ $n -ge 2 ]; then sleep 60 & echo $! > {sleeper}; wait; fi"
     command = counter_command(tmp_path / "calls", script)
     argv = ["cmd", command, "--exit-code", "0", "--samples", "5", "--output", "json"]
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), *argv],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    deadline = time.monotonic() + 60
-    while not sleeper.exists() or not sleeper.read_text().strip():
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.05)
-    pid = int(sleeper.read_text())
+    process, pid = _start_until_sleeping(tmp_path, argv, sleeper)
     try:
         process.send_signal(signum)
         out, err = process.communicate(timeout=30)
@@ -84,19 +92,7 @@ def test_a_stopped_prompt_ends_its_agent_cli(tmp_path: Path, signum: int) -> Non
     sleeper = tmp_path / "sleeper"
     agent = f"cat > /dev/null; sleep 60 & echo $! > {sleeper}; wait"
     argv = ["prompt", "hi", "--runner", f"cmd:{agent}", "--exit-code", "0"]
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), *argv],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    deadline = time.monotonic() + 60
-    while not sleeper.exists() or not sleeper.read_text().strip():
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.05)
-    pid = int(sleeper.read_text())
+    process, pid = _start_until_sleeping(tmp_path, argv, sleeper)
     try:
         process.send_signal(signum)
         _, err = process.communicate(timeout=30)
@@ -127,19 +123,7 @@ def test_a_stopped_dsl_batch_keeps_the_tasks_that_finished(tmp_path: Path) -> No
         "printf '```json\\n{\"a\": 1}\\n```\\n'\n"
     )
     argv = ["dsl", "tasks", "--runner", f"cmd:bash {agent}"]
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), *argv],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    deadline = time.monotonic() + 60
-    while not sleeper.exists() or not sleeper.read_text().strip():
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.05)
-    pid = int(sleeper.read_text())
+    process, pid = _start_until_sleeping(tmp_path, argv, sleeper)
     try:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
@@ -168,19 +152,7 @@ def test_a_stopped_loop_sample_leaves_no_action_of_the_nested_run(tmp_path: Path
         "  done:\n    terminal: true\n"
     )
     argv = ["loop", "./stubborn.yaml", "--exit-code", "0", "--samples", "1"]
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), *argv],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    deadline = time.monotonic() + 60
-    while not sleeper.exists() or not sleeper.read_text().strip():
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.05)
-    pid = int(sleeper.read_text())
+    process, pid = _start_until_sleeping(tmp_path, argv, sleeper)
     try:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
