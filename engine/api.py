@@ -287,9 +287,9 @@ def _launch(
 ) -> Launch:
     """The run's `Launch`, after the LLM preflight of every loop it will run."""
     from engine.load.project import refuse_links
+    from engine.processes.group import output_cap
     from engine.runtime.runstore import runs_root
     from engine.runtime.session import Launch
-    from engine.shell.process import output_cap
 
     launch = Launch(
         loop=loop,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.load.project import UnsafePath, ensure_dir, open_file, write_new_file
-from engine.shell.process import output_cap
+from engine.processes.group import output_cap
 from tests.runs_helpers import LL_LOOP, ll_loop, result_of, spawn, wait_until, write
 
 SLEEPER = """

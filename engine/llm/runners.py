@@ -3,7 +3,7 @@
 - `anthropic`: one Messages call through the gateway (logged, priced, replayable); the output is
   the answer's text blocks joined.
 - `cmd:<command>`: an agent CLI such as `claude -p`, run with bash in its own process group, the
-  prompt on stdin and stdout as the output (`engine.shell.process`: on timeout, Ctrl-C or SIGTERM
+  prompt on stdin and stdout as the output (`engine.processes.group`: on timeout, Ctrl-C or SIGTERM
   the group gets SIGTERM, then SIGKILL; it is done when bash exits, even if a background job
   holds its stdout; past `LL_MAX_OUTPUT_BYTES` of output it is ended). When
   it streams JSON events (`--output-format stream-json`), the output is its answer and the
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from engine.llm.agent_trace import parse_agent_stream
 from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult, ProcessSetting
-from engine.shell.process import run_process
+from engine.processes.group import run_process
 
 KILL_GRACE_S = 2.0
 

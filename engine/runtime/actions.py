@@ -35,7 +35,7 @@ from typing import IO, Protocol
 
 from engine.load.project import ensure_dir, open_file
 from engine.model.ports import ActionResult
-from engine.shell.process import output_cap, signal_group
+from engine.processes.group import output_cap, signal_group
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
 GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the action's process group

@@ -24,10 +24,10 @@ from typing import Any, BinaryIO, Literal
 from engine.load.project import loops_dir, open_file, project_root, refuse_links
 from engine.model.errors import UsageError
 from engine.model.timefmt import epoch_seconds
+from engine.processes.group import signal_group
 from engine.runtime.locks import holders, process_alive
 from engine.runtime.orphans import orphaned_actions
 from engine.runtime.runstore import read_state, runs_root
-from engine.shell.process import signal_group
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
 MAX_EVENT_LINE = 16 * 1024 * 1024  # bytes: a longer line is no event of ours; it is skipped

@@ -24,13 +24,13 @@ from typing import Any
 from engine.model.loop import Loop
 from engine.model.ports import Event, Recorder, RunResult
 from engine.model.terminal import printable
+from engine.processes.group import output_cap
 from engine.runtime.actions import ActionRunner
 from engine.runtime.history import RunRecorder
 from engine.runtime.interpreter import RunState, Runtime, StopSignal, run
 from engine.runtime.locks import process_start_time
 from engine.runtime.runstore import RunStore, now_iso, runs_root
 from engine.runtime.subloop import ChildLoader
-from engine.shell.process import output_cap
 
 EventListener = Callable[[Event], None]
 
