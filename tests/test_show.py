@@ -55,6 +55,14 @@ def test_text_marks_retry_edges_and_terminal_outcomes() -> None:
     assert "    error → failed (failure)" in text
 
 
+def test_an_unknown_target_is_shown_quoted_on_its_own_line() -> None:
+    """A target may be any text: a newline in it must not start a line of its own."""
+    loop = load_loop_text(HARNESS.replace("next: check", 'next: "chek\\nfake: line"'))
+    text = render(loop, "text")
+    assert "    next → 'chek\\nfake: line' (unknown state)" in text
+    assert "\nfake: line" not in text
+
+
 def test_mermaid_and_dot() -> None:
     loop = load_loop_text(HARNESS)
     mermaid = render(loop, "mermaid")

@@ -85,7 +85,7 @@ def render_text(loop: Loop, graph: LoopGraph) -> str:
 def _target_text(loop: Loop, edge: Edge, retries: frozenset[tuple[str, str]]) -> str:
     target = loop.states.get(edge.target)
     if target is None:
-        return f"{edge.target} (unknown state)"
+        return f"{edge.target!r} (unknown state)"  # quoted: any text, a newline included
     text = edge.target
     if target.terminal:
         text += f" ({_outcome(target)})"
