@@ -219,6 +219,42 @@ def test_the_action_reads_its_values_from_the_environment(tmp_path: Path) -> Non
     assert "LL_CONTEXT_v" not in os.environ
 
 
+def test_a_value_the_script_only_names_is_exported_too(tmp_path: Path) -> None:
+    """The refusal's advice (`use "$LL_CONTEXT_v" in the script instead`) works on its own: the
+    script need not also interpolate the value somewhere for its variable to be set."""
+    hostile = 'it\'s "$(touch CANARY)"'
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: env
+        initial: make
+        scope: ['.']
+        parameters:
+          v: {type: string}
+        states:
+          make:
+            action: printf 'a\\nb\\n'
+            capture: t
+            next: show
+          show:
+            action: |
+              bash -c 'printf "%s" "$LL_CONTEXT_v" > seen'
+              bash -c 'printf "%s\\n" "$LL_CAPTURED_t__output" | wc -l' > lines
+              printf '[%s]' "${LL_CONTEXT_missing-unset}" "$LL_RUN_ID" > other
+            next: done
+          done:
+            terminal: true
+        """,
+        "--context",
+        f"v={hostile}",
+    )
+    assert ran.json["outcome"] == "success", ran.stderr
+    assert (tmp_path / "seen").read_text() == hostile
+    assert (tmp_path / "lines").read_text().strip() == "2"
+    assert (tmp_path / "other").read_text() == f"[unset][{ran.json['run_id']}]"
+    assert not (tmp_path / "CANARY").exists()
+
+
 # --- `${...}` in a cmd: runner ------------------------------------------------------------------
 
 

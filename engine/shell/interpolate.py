@@ -287,36 +287,52 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
 
 
 def shell_env(template: str, ns: Mapping[str, Any]) -> dict[str, str]:
-    """The environment variables that carry the values a template interpolates.
+    """The environment variables that carry the values a template interpolates or names.
 
     `${root.a.b ...}` exports the text of `root.a.b` (JSON when not a string) as
-    `LL_ROOT_a__b` (see `env_name`); values that are missing, hold NUL, or are longer than
-    `ENV_VALUE_LIMIT` bytes are not exported.
+    `LL_ROOT_a__b` (see `env_name`); so does a script that only reads the variable
+    (`"$LL_ROOT_a__b"`, the spelling a refusal recommends), since the name maps back to exactly
+    one path. Values that are missing, hold NUL, or are longer than `ENV_VALUE_LIMIT` bytes are
+    not exported.
     """
-    if "${" not in template:
+    if "${" not in template and "LL_" not in template:
         return {}
     exported: dict[str, str] = {}
-    for expression in find_expressions(template):
+    for expression in find_expressions(template) if "${" in template else []:
         spec = _spec(expression.text)
         if isinstance(spec, str):
             continue
         match = _LEADING_PATH.match(spec.base)
-        if match is None:
-            continue
-        path = match.group(1)
-        name = env_name(path)
-        if name is None or name in exported:
-            continue
-        value = _lookup_path(path, ns)
-        if value is _NOT_A_PATH or isinstance(value, _Missing):
-            continue
-        try:
-            text = to_text(value)
-        except Exception:
-            continue
-        if "\x00" not in text and len(text.encode("utf-8", "surrogatepass")) <= ENV_VALUE_LIMIT:
-            exported[name] = text
+        if match is not None:
+            _export(exported, match.group(1), ns)
+    for reference in _ENV_REFERENCE.finditer(template):
+        _export(
+            exported, reference.group(1).lower() + "." + reference.group(2).replace("__", "."), ns
+        )
     return exported
+
+
+# `$LL_CONTEXT_name`, `${LL_CAPTURED_t__output}`: a script reading an exported value by name.
+_ENV_REFERENCE = re.compile(
+    r"\bLL_(" + "|".join(sorted(root.upper() for root in ROOTS)) + r")_([A-Za-z0-9_]+)"
+)
+
+
+def _export(exported: dict[str, str], path: str, ns: Mapping[str, Any]) -> None:
+    """Add the variable of `path` to `exported`, unless it has none, is there, or cannot be
+    given (missing, not text, NUL, too long)."""
+    name = env_name(path)
+    if name is None or name in exported:
+        return
+    value = _lookup_path(path, ns)
+    if value is _NOT_A_PATH or isinstance(value, _Missing):
+        return
+    try:
+        text = to_text(value)
+    except Exception:
+        return
+    if "\x00" not in text and len(text.encode("utf-8", "surrogatepass")) <= ENV_VALUE_LIMIT:
+        exported[name] = text
 
 
 def env_name(path: str) -> str | None:
