@@ -169,6 +169,32 @@ def test_a_capture_evaluated_through_a_variable_is_a_warning(tmp_path: Path) -> 
     assert "LL035" not in [d.code for d in check_file(_write(tmp_path, typed))]
 
 
+@pytest.mark.parametrize(
+    ("action", "where"),
+    [
+        ('eval "echo $LL_CONTEXT_v"', (11, 19)),
+        ("echo $((LL_CONTEXT_v + 1))", (11, 15)),
+        ('run() { echo "$1"; }\nrun "$LL_CONTEXT_v"', (12, 13)),
+    ],
+)
+def test_an_exported_value_evaluated_by_name_is_a_warning(
+    action: str, where: tuple[int, int], tmp_path: Path
+) -> None:
+    """The script reads the value through its variable (which the run now exports), then hands
+    it where bash evaluates it: the same boundary as `n=${...}` then `$((n + 1))`."""
+    found = [d for d in check_file(_write(tmp_path, loop_yaml(action))) if d.code == "LL035"]
+    assert [(d.severity, d.line, d.column) for d in found] == [("warning", *where)]
+    assert "$LL_CONTEXT_v` holds the value of ${context.v}" in found[0].message
+    if "((" in action:
+        typed = loop_yaml(action, "integer")
+        assert "LL035" not in [d.code for d in check_file(_write(tmp_path, typed))]
+
+
+def test_an_exported_value_read_as_data_is_not_reported(tmp_path: Path) -> None:
+    action = 'bash -c \'printf "%s\\n" "$LL_CONTEXT_v"\'\necho "$LL_CONTEXT_v" "$LL_RUN_ID"'
+    assert [d.code for d in check_file(_write(tmp_path, loop_yaml(action)))] == []
+
+
 # --- values as environment variables -----------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -316,6 +316,33 @@ def shell_env(template: str, ns: Mapping[str, Any]) -> dict[str, str]:
 _ENV_REFERENCE = re.compile(
     r"\bLL_(" + "|".join(sorted(root.upper() for root in ROOTS)) + r")_([A-Za-z0-9_]+)"
 )
+
+
+_ENGINE_VARIABLES = frozenset({"LL_RUN_ID", "LL_RUN_DIR"})  # the run's own, not values
+
+
+def named_value_flows(template: str) -> tuple[tuple[str, str, Flow], ...]:
+    """The exported values (`$LL_CONTEXT_x`, see `shell_env`) a script uses where bash evaluates
+    them — `eval "$LL_CONTEXT_x"`, `$((LL_CONTEXT_n + 1))` — as (variable, path, flow), the flow's
+    line counted in `template` (lint: the same boundary as a value assigned to a variable)."""
+    if "LL_" not in template:
+        return ()
+    names: dict[str, str] = {}
+    for reference in _ENV_REFERENCE.finditer(template):
+        path = reference.group(1).lower() + "." + reference.group(2).replace("__", ".")
+        if env_name(path) == reference.group(0) and reference.group(0) not in _ENGINE_VARIABLES:
+            names.setdefault(reference.group(0), path)
+    if not names:
+        return ()
+    # each variable as if the script assigned it its value first: the flows of `_flows` then
+    # follow it exactly as they follow `x=${...}`
+    prefix = "".join(f"{name}=${{{path}}}\n" for name, path in names.items())
+    ordered = list(names.items())
+    return tuple(
+        (ordered[flow.hole][0], ordered[flow.hole][1], replace(flow, line=flow.line - len(names)))
+        for flow in _shell_flows(prefix + template)
+        if flow.hole < len(ordered)
+    )
 
 
 def _export(exported: dict[str, str], path: str, ns: Mapping[str, Any]) -> None:
