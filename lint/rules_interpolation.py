@@ -443,7 +443,7 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
 
     Arithmetic, a name, `eval`: the engine cannot quote it there (docs/format.md, the boundary).
     """
-    fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template]
+    fields = [f for f in _shell_fields(ctx.loop) if "${" in f.template or "LL_" in f.template]
     if not fields:
         return
     from engine.shell.commands import Role
@@ -451,6 +451,9 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
 
     types = ValueTypes.of(ctx.loop.parameters)
     for field in fields:
+        yield from _named_value_flows(field, types)
+        if "${" not in field.template:
+            continue
         holes, _ = shell_holes(field.template)
         for flow in shell_flows(field.template):
             expression = holes[flow.hole].expression
@@ -479,6 +482,35 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
                 needle=needle,
                 occurrence=nth,
             )
+
+
+def _named_value_flows(field: _ShellField, types: ValueTypes) -> Iterator[Finding]:
+    """LL035 for a value the script reads by its exported name (`eval "$LL_CONTEXT_x"`): the
+    engine sets the variable, and the script evaluates it — the same boundary."""
+    from engine.shell.commands import Role
+    from engine.shell.interpolate import named_value_flows, value_type
+
+    lines = field.template.split("\n")
+    for variable, path, flow in named_value_flows(field.template):
+        kind = value_type(path, types)
+        if kind == "integer" or (flow.role is Role.CODE and kind == "command"):
+            continue
+        line_start = sum(len(line) + 1 for line in lines[: flow.line - 1])
+        at = field.template.find(variable, line_start)
+        where = f"(line {flow.line}, column {flow.column})"
+        use = (
+            f"passes it as {flow.why} {where}: ll-loop does not follow values into functions"
+            if flow.role is Role.UNKNOWN
+            else f"uses it in {flow.why} {where}: bash evaluates the value there after all"
+        )
+        yield Finding(
+            f"`${variable}` holds the value of ${{{path}}}, and the {field.what} {use}",
+            field.path,
+            "read the variable only as data (`\"$VAR\"` in a word, or inside `bash -c '...'`); "
+            "never hand it to eval, arithmetic or as a name, unless it is `type: integer`",
+            needle=variable,
+            occurrence=field.template.count(variable, 0, max(at, 0)),
+        )
 
 
 @rule("LL036", "error", "output-as-command")

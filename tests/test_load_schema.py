@@ -35,6 +35,7 @@ def test_missing_evaluate_type_lists_the_types() -> None:
     assert d.message == "states.a.evaluate is missing the required key 'type'"
     assert (d.line, d.column) == (6, 5)
     assert "output_contains" in d.hint
+    assert "diff_stall" in d.hint and "assessment" in d.hint  # every type, from the schema
 
 
 def test_wrong_type_names_path_expected_type_and_value() -> None:

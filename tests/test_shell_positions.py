@@ -169,6 +169,32 @@ def test_a_capture_evaluated_through_a_variable_is_a_warning(tmp_path: Path) -> 
     assert "LL035" not in [d.code for d in check_file(_write(tmp_path, typed))]
 
 
+@pytest.mark.parametrize(
+    ("action", "where"),
+    [
+        ('eval "echo $LL_CONTEXT_v"', (11, 19)),
+        ("echo $((LL_CONTEXT_v + 1))", (11, 15)),
+        ('run() { echo "$1"; }\nrun "$LL_CONTEXT_v"', (12, 13)),
+    ],
+)
+def test_an_exported_value_evaluated_by_name_is_a_warning(
+    action: str, where: tuple[int, int], tmp_path: Path
+) -> None:
+    """The script reads the value through its variable (which the run now exports), then hands
+    it where bash evaluates it: the same boundary as `n=${...}` then `$((n + 1))`."""
+    found = [d for d in check_file(_write(tmp_path, loop_yaml(action))) if d.code == "LL035"]
+    assert [(d.severity, d.line, d.column) for d in found] == [("warning", *where)]
+    assert "$LL_CONTEXT_v` holds the value of ${context.v}" in found[0].message
+    if "((" in action:
+        typed = loop_yaml(action, "integer")
+        assert "LL035" not in [d.code for d in check_file(_write(tmp_path, typed))]
+
+
+def test_an_exported_value_read_as_data_is_not_reported(tmp_path: Path) -> None:
+    action = 'bash -c \'printf "%s\\n" "$LL_CONTEXT_v"\'\necho "$LL_CONTEXT_v" "$LL_RUN_ID"'
+    assert [d.code for d in check_file(_write(tmp_path, loop_yaml(action)))] == []
+
+
 # --- values as environment variables -----------------------------------------------------------
 
 
@@ -217,6 +243,42 @@ def test_the_action_reads_its_values_from_the_environment(tmp_path: Path) -> Non
     assert (tmp_path / "seen").read_text() == hostile
     assert not (tmp_path / "CANARY").exists()
     assert "LL_CONTEXT_v" not in os.environ
+
+
+def test_a_value_the_script_only_names_is_exported_too(tmp_path: Path) -> None:
+    """The refusal's advice (`use "$LL_CONTEXT_v" in the script instead`) works on its own: the
+    script need not also interpolate the value somewhere for its variable to be set."""
+    hostile = 'it\'s "$(touch CANARY)"'
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: env
+        initial: make
+        scope: ['.']
+        parameters:
+          v: {type: string}
+        states:
+          make:
+            action: printf 'a\\nb\\n'
+            capture: t
+            next: show
+          show:
+            action: |
+              bash -c 'printf "%s" "$LL_CONTEXT_v" > seen'
+              bash -c 'printf "%s\\n" "$LL_CAPTURED_t__output" | wc -l' > lines
+              printf '[%s]' "${LL_CONTEXT_missing-unset}" "$LL_RUN_ID" > other
+            next: done
+          done:
+            terminal: true
+        """,
+        "--context",
+        f"v={hostile}",
+    )
+    assert ran.json["outcome"] == "success", ran.stderr
+    assert (tmp_path / "seen").read_text() == hostile
+    assert (tmp_path / "lines").read_text().strip() == "2"
+    assert (tmp_path / "other").read_text() == f"[unset][{ran.json['run_id']}]"
+    assert not (tmp_path / "CANARY").exists()
 
 
 # --- `${...}` in a cmd: runner ------------------------------------------------------------------

@@ -502,10 +502,10 @@ def _required_hint(path: PathKey, key: str) -> str:
             "states": "add states: with at least one state",
         }.get(key, "")
     if path[-1] == "evaluate" and key == "type":
-        return (
-            "add type: one of exit_code, output_contains, output_numeric, output_json, "
-            "convergence, classify, llm_structured"
-        )
+        from engine.load.schema_check import load_schema
+
+        types = load_schema()["$defs"]["evaluate"]["properties"]["type"]["enum"]
+        return "add type: one of " + ", ".join(types)
     return ""
 
 

@@ -508,8 +508,9 @@ class Namespaces:
         return render_shell(template, self.mapping(), ValueTypes.of(self.loop.parameters))
 
     def shell_env(self, template: str) -> dict[str, str]:
-        """The values a shell action interpolates, as `LL_CONTEXT_name`-style variables."""
-        if "${" not in template:
+        """The values a shell action interpolates or names, as `LL_CONTEXT_name`-style
+        variables."""
+        if "${" not in template and "LL_" not in template:
             return {}
         from engine.shell.interpolate import shell_env
 

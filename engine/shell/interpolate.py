@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -287,36 +287,79 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
 
 
 def shell_env(template: str, ns: Mapping[str, Any]) -> dict[str, str]:
-    """The environment variables that carry the values a template interpolates.
+    """The environment variables that carry the values a template interpolates or names.
 
     `${root.a.b ...}` exports the text of `root.a.b` (JSON when not a string) as
-    `LL_ROOT_a__b` (see `env_name`); values that are missing, hold NUL, or are longer than
-    `ENV_VALUE_LIMIT` bytes are not exported.
+    `LL_ROOT_a__b` (see `env_name`); so does a script that only reads the variable
+    (`"$LL_ROOT_a__b"`, the spelling a refusal recommends), since the name maps back to exactly
+    one path. Values that are missing, hold NUL, or are longer than `ENV_VALUE_LIMIT` bytes are
+    not exported.
     """
-    if "${" not in template:
+    if "${" not in template and "LL_" not in template:
         return {}
     exported: dict[str, str] = {}
-    for expression in find_expressions(template):
+    for expression in find_expressions(template) if "${" in template else []:
         spec = _spec(expression.text)
         if isinstance(spec, str):
             continue
         match = _LEADING_PATH.match(spec.base)
-        if match is None:
-            continue
-        path = match.group(1)
-        name = env_name(path)
-        if name is None or name in exported:
-            continue
-        value = _lookup_path(path, ns)
-        if value is _NOT_A_PATH or isinstance(value, _Missing):
-            continue
-        try:
-            text = to_text(value)
-        except Exception:
-            continue
-        if "\x00" not in text and len(text.encode("utf-8", "surrogatepass")) <= ENV_VALUE_LIMIT:
-            exported[name] = text
+        if match is not None:
+            _export(exported, match.group(1), ns)
+    for reference in _ENV_REFERENCE.finditer(template):
+        _export(
+            exported, reference.group(1).lower() + "." + reference.group(2).replace("__", "."), ns
+        )
     return exported
+
+
+# `$LL_CONTEXT_name`, `${LL_CAPTURED_t__output}`: a script reading an exported value by name.
+_ENV_REFERENCE = re.compile(
+    r"\bLL_(" + "|".join(sorted(root.upper() for root in ROOTS)) + r")_([A-Za-z0-9_]+)"
+)
+
+
+_ENGINE_VARIABLES = frozenset({"LL_RUN_ID", "LL_RUN_DIR"})  # the run's own, not values
+
+
+def named_value_flows(template: str) -> tuple[tuple[str, str, Flow], ...]:
+    """The exported values (`$LL_CONTEXT_x`, see `shell_env`) a script uses where bash evaluates
+    them — `eval "$LL_CONTEXT_x"`, `$((LL_CONTEXT_n + 1))` — as (variable, path, flow), the flow's
+    line counted in `template` (lint: the same boundary as a value assigned to a variable)."""
+    if "LL_" not in template:
+        return ()
+    names: dict[str, str] = {}
+    for reference in _ENV_REFERENCE.finditer(template):
+        path = reference.group(1).lower() + "." + reference.group(2).replace("__", ".")
+        if env_name(path) == reference.group(0) and reference.group(0) not in _ENGINE_VARIABLES:
+            names.setdefault(reference.group(0), path)
+    if not names:
+        return ()
+    # each variable as if the script assigned it its value first: the flows of `_flows` then
+    # follow it exactly as they follow `x=${...}`
+    prefix = "".join(f"{name}=${{{path}}}\n" for name, path in names.items())
+    ordered = list(names.items())
+    return tuple(
+        (ordered[flow.hole][0], ordered[flow.hole][1], replace(flow, line=flow.line - len(names)))
+        for flow in _shell_flows(prefix + template)
+        if flow.hole < len(ordered)
+    )
+
+
+def _export(exported: dict[str, str], path: str, ns: Mapping[str, Any]) -> None:
+    """Add the variable of `path` to `exported`, unless it has none, is there, or cannot be
+    given (missing, not text, NUL, too long)."""
+    name = env_name(path)
+    if name is None or name in exported:
+        return
+    value = _lookup_path(path, ns)
+    if value is _NOT_A_PATH or isinstance(value, _Missing):
+        return
+    try:
+        text = to_text(value)
+    except Exception:
+        return
+    if "\x00" not in text and len(text.encode("utf-8", "surrogatepass")) <= ENV_VALUE_LIMIT:
+        exported[name] = text
 
 
 def env_name(path: str) -> str | None:
