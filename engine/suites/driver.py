@@ -506,7 +506,8 @@ _PLACE_FIELDS = frozenset({"file", "line", "check_line", "base_dir"})
 
 def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     """What decides a case's judgements besides the subject: the judges, the pairwise judge,
-    samples and the judge model (not where in the file a judge is written)."""
+    samples and the judge model, wherever it was chosen (not where in the file a judge is
+    written)."""
     judges = [
         {f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS}
         for j in suite.judges
@@ -519,9 +520,20 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
             "judges": judges,
             "pairwise": pairwise,
             "samples": samples or suite.samples,
-            "judge_model": suite.judge_model,
+            "judge_model": _judge_model(suite),
         }
     )
+
+
+def _judge_model(suite: Suite) -> str | None:
+    """The model the suite's LLM judges default to: `models.judge`, else `LL_JUDGE_MODEL`,
+    `LL_MODEL`, the built-in default (a baseline judged by another model under the same suite
+    file is judged under other conditions); `models.judge` as written when no judge asks one."""
+    if suite.pairwise is None and not any(j.uses_llm for j in suite.judges):
+        return suite.judge_model
+    from engine.llm import settings
+
+    return settings.judge_model(None, None, None, suite.judge_model)
 
 
 def suite_hash(suite: Suite) -> str:

@@ -1,0 +1,63 @@
+"""Baselines of a suite against the runs compared with them: what the comparison is over, and
+what it refuses — the judge model the environment chose, cases the baseline does not have, and
+baseline cases whose subject could not run. Real `ll-harness suite` runs; the model calls are
+answered by the loopback Messages server through the real SDK."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.loopback_server import LoopbackServer, Reply, forced_tool_name, tool_reply
+from tests.suite_helpers import suite, suite_json, write
+
+
+def prefers_the_subject(request: dict[str, Any]) -> Reply:
+    """The model: a score of 4 for every score judge; the pairwise judge prefers the record
+    whose output says NEW."""
+    tool = forced_tool_name(request)
+    if tool == "submit_preference":
+        text = json.dumps(request["messages"])
+        first = re.search(r"<response_A>(.*?)</response_A>", text, re.S)
+        better = "A" if first and "NEW" in first.group(1) else "B"
+        return tool_reply({"better": better, "reason": "it is newer"})(request)  # type: ignore[operator,no-any-return]
+    assert tool == "submit_score", tool
+    return tool_reply({"score": 4, "reason": "fine", "evidence": ""})(request)  # type: ignore[operator,no-any-return]
+
+
+SCORED = """\
+    name: scored
+    cases:
+      - {id: one, input: {v: 1}}
+      - {id: two, input: {v: 2}}
+    subject:
+      command: echo answer ${inputs.v}
+    isolation: copy
+    judges:
+      - name: quality
+        prompt: "Rate this answer: {{ outputs.stdout }}"
+"""
+
+
+def test_a_baseline_judged_by_another_model_from_the_environment_is_refused(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loopback.default = prefers_the_subject
+    write(tmp_path / "s.suite.yaml", SCORED)
+    monkeypatch.setenv("LL_JUDGE_MODEL", "claude-haiku-4-5")
+    code, measured, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0, err
+    assert {r.body["model"] for r in loopback.requests} == {"claude-haiku-4-5"}
+    monkeypatch.setenv("LL_JUDGE_MODEL", "claude-opus-4-1")
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert code == 2, out + err
+    assert "judged under other conditions" in err
+    assert len(loopback.requests) == 2  # refused before anything ran
+    # the same model, chosen the same way, compares
+    monkeypatch.setenv("LL_JUDGE_MODEL", "claude-haiku-4-5")
+    code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert compared["baseline_run"] == measured["run_id"], err
