@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.loopback_server import LoopbackServer, Reply, forced_tool_name, tool_reply
-from tests.suite_helpers import suite, suite_json, write
+from tests.suite_helpers import by_judge, suite, suite_json, write
 
 
 def prefers_the_subject(request: dict[str, Any]) -> Reply:
@@ -61,3 +61,49 @@ def test_a_baseline_judged_by_another_model_from_the_environment_is_refused(
     monkeypatch.setenv("LL_JUDGE_MODEL", "claude-haiku-4-5")
     code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
     assert compared["baseline_run"] == measured["run_id"], err
+
+
+PAIRWISE = """\
+    name: paired
+    cases:
+      - {id: one, input: {v: 1, w: 1}}
+      - {id: two, input: {v: 2}}
+    subject:
+      command: echo OLD ${inputs.w}
+    isolation: copy
+    judges:
+      - name: answered
+        builtin: exit_code
+    pairwise:
+      name: preference
+      prompt: Which answer is better?
+"""
+
+
+def test_a_case_the_stored_baseline_cannot_compare_is_an_errored_pairwise_judgement(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = prefers_the_subject
+    path = write(tmp_path / "s.suite.yaml", PAIRWISE)
+    code, measured, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert [c["status"] for c in measured["case_runs"]] == ["ok", "error"], err  # two lacks w
+    # the candidate: runs every case; a third case is new since the baseline
+    write(
+        path,
+        PAIRWISE.replace("echo OLD ${inputs.w}", "echo NEW ${inputs.v}").replace(
+            "- {id: two, input: {v: 2}}",
+            "- {id: two, input: {v: 2}}\n      - {id: three, input: {v: 3}}",
+        ),
+    )
+    code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert compared["baseline_run"] == measured["run_id"], err
+    preference = by_judge(compared)["preference"]
+    assert (preference["wins"], preference["losses"], preference["errored"]) == (1, 0, 2)
+    errors = {r["case"]: r["error"] for r in compared["results"] if r["judge"] == "preference"}
+    assert errors["one"] is None
+    assert "could not run on this case in baseline run" in errors["two"]
+    assert "has no case with these inputs and annotations" in errors["three"]
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert code == 0, err  # no thresholds
+    assert re.search(r"preference\s+pairwise\s+win/loss\s+win rate 1/1 \S+ \S+\s+0\s+2", out), out
+    assert "has no case with these inputs and annotations" in out

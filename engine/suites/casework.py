@@ -220,9 +220,9 @@ def _pairwise(
         other = decompress(spec.baseline_record)
     name = suite.pairwise.name
     if other is None:
-        if suite.baseline_subject is None and spec.baseline_record is None:
+        if suite.baseline_subject is None and spec.baseline_gap is None:
             return None  # no baseline to compare with in this run
-        why = "the baseline subject could not run on this case"
+        why = spec.baseline_gap or "the baseline subject could not run on this case"
         return JudgeOutcome(name, "pairwise", "error", rationale=why, error=why)
     mine = records.get("subject")
     if mine is None:

@@ -586,16 +586,30 @@ def _specs(
         and suite.baseline_subject is None
         and history is not None
     )
-    keys: dict[str, str] = {}
+    keys: dict[str, SuiteCaseRow] = {}
     if stored and plan.baseline_run is not None and history is not None:
-        keys = {c.case_key: c.case_id for c in history.suite_cases(plan.baseline_run.run_id)}
+        keys = {
+            c.case_key: c
+            for c in history.suite_cases(plan.baseline_run.run_id)
+            if c.arm == "subject"
+        }
     for case in todo:
-        record = None
+        record, gap = None, None
         if stored and history is not None and plan.baseline_run is not None:
+            baseline_id = plan.baseline_run.run_id
             other = keys.get(case.key)
             if other is not None:
-                record = history.suite_record(plan.baseline_run.run_id, "subject", other)
-        yield CaseSpec(settings, case, index_of[case.id], record)
+                record = history.suite_record(baseline_id, "subject", other.case_id)
+            if other is None:
+                gap = (
+                    f"baseline run {baseline_id} has no case with these inputs and annotations "
+                    "(the case is new or was edited since)"
+                )
+            elif record is None:
+                gap = f"the subject could not run on this case in baseline run {baseline_id}"
+                if other.status != "error":
+                    gap = f"baseline run {baseline_id} kept no outputs record of this case"
+        yield CaseSpec(settings, case, index_of[case.id], record, gap)
 
 
 class _Flow:
