@@ -107,3 +107,46 @@ def test_a_case_the_stored_baseline_cannot_compare_is_an_errored_pairwise_judgem
     assert code == 0, err  # no thresholds
     assert re.search(r"preference\s+pairwise\s+win/loss\s+win rate 1/1 \S+ \S+\s+0\s+2", out), out
     assert "has no case with these inputs and annotations" in out
+
+
+DETERMINISTIC = """\
+    name: counted
+    cases:
+      - {id: one, input: {v: 1}}
+      - {id: two, input: {v: 2}}
+      - {id: three, input: {v: 3}}
+    subject:
+      command: echo ${inputs.v}
+    isolation: copy
+    judges:
+      - name: small
+        check: |
+          return int(outputs["stdout"]) < 3, "below 3"
+"""
+
+
+def test_a_comparison_says_how_many_cases_the_baseline_lacks_and_refuses_when_it_has_none(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "s.suite.yaml", DETERMINISTIC)
+    code, measured, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0, err
+    # one case edited: the deltas are over the two others, and the report says so
+    write(path, DETERMINISTIC.replace("{id: three, input: {v: 3}}", "{id: three, input: {v: 4}}"))
+    code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert compared["baseline_run"] == measured["run_id"], err
+    [delta] = compared["deltas"]
+    assert delta["baseline"]["pass_rate"]["n"] == delta["candidate"]["pass_rate"]["n"] == 2
+    [note] = [n for n in compared["notes"] if "baseline run" in n]
+    assert note.startswith(f"1 case of this run is not in the baseline run {measured['run_id']}")
+    assert note.endswith("the deltas are over the other 2")
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert note in " ".join(out.split()), out
+    # every case edited: nothing to compare, refused before anything runs
+    write(path, DETERMINISTIC.replace("input: {v:", "input: {w: 0, v:"))
+    runs = len(list((tmp_path / ".loops" / "suites").iterdir()))
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert code == 2 and not out, out + err
+    assert f"the baseline run {measured['run_id']} has none of these 3 cases" in err
+    assert "Traceback" not in err
+    assert len(list((tmp_path / ".loops" / "suites").iterdir())) == runs

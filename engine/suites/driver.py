@@ -284,10 +284,12 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
     cases = _selected(list_cases(suite), options.cases)
-    if options.compare_baseline and suite.pairwise is not None:
+    if options.compare_baseline:
         cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
     _check_workspace(suite, root)
     baseline_run = _baseline_run(suite, options, history, fingerprint)
+    if baseline_run is not None and history is not None:
+        _check_shared_cases(cases, baseline_run, history)
     run_id = run_row.run_id if run_row is not None else new_run_id()
     run_dir = root / ".loops" / "suites" / run_id
     if history is not None:  # a run that records nothing leaves nothing behind either
@@ -448,6 +450,17 @@ def _baseline_run(
             hint="re-measure the baseline with --measure-baseline and the same suite and flags",
         )
     return found
+
+
+def _check_shared_cases(cases: Sequence[Case], baseline: SuiteRunRow, history: History) -> None:
+    """A comparison needs cases the baseline has (the same key: inputs and annotations)."""
+    theirs = {c.case_key for c in history.suite_cases(baseline.run_id) if c.arm == "subject"}
+    if not any(c.key in theirs for c in cases if c.problem is None):
+        raise SuiteRefusal(
+            f"the baseline run {baseline.run_id} has none of these {counted(len(cases), 'case')} "
+            "(cases match by their inputs and annotations): there is nothing to compare",
+            hint="re-measure the baseline on this dataset with --measure-baseline",
+        )
 
 
 def _run_row(
@@ -811,6 +824,8 @@ def _result(
         baseline_summaries = summarise(judges, judgement_scores(rows.judgements, "baseline"), ())
     deltas = _deltas(suite, plan, rows, history) if plan.baseline_run is not None else []
     notes = []
+    if plan.baseline_run is not None and history is not None:
+        notes += _unshared_note(plan.baseline_run, rows, history)
     gated = {t.judge for t in suite.thresholds}
     if (
         suite.pairwise is not None
@@ -852,6 +867,20 @@ def _in_plan_order(rows: Sequence[_Row], plan: _Plan) -> list[_Row]:
     an interruption. Within a case the rows keep their order (arm, judge, sample)."""
     order = {case.id: index for index, case in enumerate(plan.cases)}
     return sorted(rows, key=lambda row: (order.get(row.case_id, len(order)), row.case_id))
+
+
+def _unshared_note(baseline: SuiteRunRow, rows: _Rows, history: History) -> list[str]:
+    """Say so when the comparison is over fewer cases than the run has."""
+    ours = [c.case_key for c in rows.cases if c.arm == "subject"]
+    theirs = {c.case_key for c in history.suite_cases(baseline.run_id) if c.arm == "subject"}
+    missing = sum(1 for key in ours if key not in theirs)
+    if not missing:
+        return []
+    return [
+        f"{counted(missing, 'case')} of this run {'is' if missing == 1 else 'are'} not in the "
+        f"baseline run {baseline.run_id} (new, or inputs or annotations edited since): the "
+        f"deltas are over the other {len(ours) - missing}"
+    ]
 
 
 def _deltas(suite: Suite, plan: _Plan, rows: _Rows, history: History | None) -> list[BaselineDelta]:
