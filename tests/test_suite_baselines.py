@@ -150,3 +150,18 @@ def test_a_comparison_says_how_many_cases_the_baseline_lacks_and_refuses_when_it
     assert f"the baseline run {measured['run_id']} has none of these 3 cases" in err
     assert "Traceback" not in err
     assert len(list((tmp_path / ".loops" / "suites").iterdir())) == runs
+
+
+def test_a_run_whose_only_gate_is_the_pairwise_judge_does_not_claim_the_suite_has_none(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = prefers_the_subject
+    write(
+        tmp_path / "s.suite.yaml",
+        PAIRWISE + "    thresholds:\n      preference: {min_win_rate: 0.5}\n",
+    )
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0 and out.startswith("Suite paired: UNGATED"), out + err
+    assert "the suite has no thresholds" not in out
+    assert "no threshold was judged in this run" in " ".join(out.split())
+    assert not loopback.requests  # nothing to compare with: no pairwise call

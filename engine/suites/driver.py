@@ -839,7 +839,12 @@ def _result(
     cost = sum(c.cost_usd for c in rows.cases) + sum(j.cost_usd for j in rows.judgements)
     verdict = suite_verdict(summaries)
     if verdict is Verdict.UNGATED:
-        notes.append("the suite has no thresholds: its exit code gates nothing")
+        notes.append(
+            "no threshold was judged in this run (its only gate is the pairwise judge's): "
+            "its exit code gates nothing"
+            if suite.thresholds
+            else "the suite has no thresholds: its exit code gates nothing"
+        )
     return SuiteResult(
         run_id=settings.run_id,
         suite=suite.name,
