@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,30 @@ def test_a_run_whose_only_gate_is_the_pairwise_judge_does_not_claim_the_suite_ha
     assert "the suite has no thresholds" not in out
     assert "no threshold was judged in this run" in " ".join(out.split())
     assert not loopback.requests  # nothing to compare with: no pairwise call
+
+
+def test_a_resumed_comparison_keeps_the_baseline_it_started_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "s.suite.yaml", DETERMINISTIC.replace("echo ${inputs.v}", "echo $V"))
+    monkeypatch.setenv("V", "1")  # the incumbent: every case passes
+    code, first, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0, err
+    monkeypatch.setenv("V", "2")
+    code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
+    run_id = compared["run_id"]
+    assert compared["baseline_run"] == first["run_id"], err
+    with sqlite3.connect(tmp_path / ".loops" / "history.db") as db:  # as if killed before 'three'
+        db.execute("UPDATE suite_runs SET ended_at = NULL WHERE run_id = ?", (run_id,))
+        for table in ("suite_judgements", "suite_cases"):
+            db.execute(f"DELETE FROM {table} WHERE run_id = ? AND case_id = 'three'", (run_id,))
+    monkeypatch.setenv("V", "9")  # a newer baseline is measured meanwhile
+    code, second, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert second["run_id"] != first["run_id"], err
+    monkeypatch.setenv("V", "2")
+    code, resumed, err = suite_json(
+        tmp_path, "s.suite.yaml", "--compare-baseline", "--resume", run_id
+    )
+    assert resumed["run_id"] == run_id and resumed["resumed"] == 2, err
+    assert resumed["baseline_run"] == first["run_id"]
+    assert resumed["deltas"] == compared["deltas"]

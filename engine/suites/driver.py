@@ -290,6 +290,8 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
     baseline_run = _baseline_run(suite, options, history, fingerprint)
     if baseline_run is not None and history is not None:
         _check_shared_cases(cases, baseline_run, history)
+        # pinned: a --resume compares with this baseline, even once a newer one is measured
+        options = replace(options, baseline_of=baseline_run.run_id)
     run_id = run_row.run_id if run_row is not None else new_run_id()
     run_dir = root / ".loops" / "suites" / run_id
     if history is not None:  # a run that records nothing leaves nothing behind either
