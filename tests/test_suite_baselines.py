@@ -193,3 +193,21 @@ def test_a_resumed_comparison_keeps_the_baseline_it_started_with(
     assert resumed["run_id"] == run_id and resumed["resumed"] == 2, err
     assert resumed["baseline_run"] == first["run_id"]
     assert resumed["deltas"] == compared["deltas"]
+
+
+def test_a_baseline_judged_with_another_prompt_file_is_refused(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = prefers_the_subject
+    text = SCORED.replace(
+        'prompt: "Rate this answer: {{ outputs.stdout }}"', "prompt_file: rate.j2"
+    )
+    write(tmp_path / "s.suite.yaml", text)
+    prompt = write(tmp_path / "rate.j2", "Rate this answer: {{ outputs.stdout }}")
+    code, measured, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0 and len(loopback.requests) == 2, err
+    code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert compared["baseline_run"] == measured["run_id"], err  # the same prompt compares
+    write(prompt, "Rate this answer harshly: {{ outputs.stdout }}")
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert code == 2 and "judged under other conditions" in err, out + err

@@ -29,6 +29,7 @@ from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
+from engine.model.judges import Judge
 from engine.model.suite import Case, Suite
 from engine.model.timefmt import counted
 from engine.runtime.history import (
@@ -524,7 +525,10 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     samples and the judge model, wherever it was chosen (not where in the file a judge is
     written)."""
     judges = [
-        {f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS}
+        {
+            **{f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS},
+            **({"prompt_file_sha256": _prompt_file_digest(j)} if j.prompt_file else {}),
+        }
         for j in suite.judges
     ]
     pairwise = None
@@ -538,6 +542,21 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
             "judge_model": _judge_model(suite),
         }
     )
+
+
+def _prompt_file_digest(judge: Judge) -> str | None:
+    """The bytes of a judge's `prompt_file` (an edited prompt is another judge); None without
+    one, or when its path depends on the case (`${...}`) or it cannot be read (then every case
+    says so)."""
+    if judge.prompt_file is None or "${" in judge.prompt_file:
+        return None
+    path = Path(judge.prompt_file)
+    if not path.is_absolute():
+        path = Path(judge.base_dir) / path
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _judge_model(suite: Suite) -> str | None:
