@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.loopback_server import LoopbackServer, Reply, forced_tool_name, tool_reply
-from tests.suite_helpers import by_judge, suite, suite_json, write
+from tests.suite_helpers import by_judge, dataset, suite, suite_json, write
 
 
 def prefers_the_subject(request: dict[str, Any]) -> Reply:
@@ -211,3 +211,20 @@ def test_a_baseline_judged_with_another_prompt_file_is_refused(
     write(prompt, "Rate this answer harshly: {{ outputs.stdout }}")
     code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
     assert code == 2 and "judged under other conditions" in err, out + err
+
+
+def test_a_broken_case_has_no_pairwise_judgement_when_nothing_is_compared(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = prefers_the_subject
+    dataset(tmp_path, {"good": {"input": {"v": 1, "w": 1}}, "broken": {}})  # no input.yaml
+    inline = (
+        "    cases:\n      - {id: one, input: {v: 1, w: 1}}\n      - {id: two, input: {v: 2}}\n"
+    )
+    assert inline in PAIRWISE
+    write(tmp_path / "s.suite.yaml", PAIRWISE.replace(inline, "    dataset: cases\n"))
+    code, data, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert [c["status"] for c in data["case_runs"]] == ["error", "ok"], err
+    assert not [r for r in data["results"] if r["judge"] == "preference"]
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0 and "preference" not in out, out + err
