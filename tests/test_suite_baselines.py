@@ -228,3 +228,24 @@ def test_a_broken_case_has_no_pairwise_judgement_when_nothing_is_compared(
     assert not [r for r in data["results"] if r["judge"] == "preference"]
     code, out, err = suite(tmp_path, "s.suite.yaml", "--measure-baseline")
     assert code == 0 and "preference" not in out, out + err
+
+
+def test_baseline_of_an_unfinished_run_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "s.suite.yaml", DETERMINISTIC)
+    code, measured, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    run_id = measured["run_id"]
+    with sqlite3.connect(tmp_path / ".loops" / "history.db") as db:  # as if killed after 'one'
+        db.execute("UPDATE suite_runs SET ended_at = NULL WHERE run_id = ?", (run_id,))
+        for table in ("suite_judgements", "suite_cases"):
+            db.execute(f"DELETE FROM {table} WHERE run_id = ? AND case_id != 'one'", (run_id,))
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline", "--baseline-of", run_id)
+    assert code == 2 and not out, out + err
+    assert f"--baseline-of {run_id}: that run has not finished" in err
+    assert f"--resume {run_id}" in err
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", run_id)
+    assert code == 0, err
+    code, compared, err = suite_json(
+        tmp_path, "s.suite.yaml", "--compare-baseline", "--baseline-of", run_id
+    )
+    assert compared["baseline_run"] == run_id, err
+    assert not [n for n in compared["notes"] if "not in the baseline run" in n]

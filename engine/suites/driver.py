@@ -436,6 +436,13 @@ def _baseline_run(
                 f"--baseline-of {options.baseline_of}: no run of suite {suite.name!r} has that id",
                 hint="see the run ids printed by earlier runs of this suite",
             )
+        if found.ended_at is None:
+            raise SuiteRefusal(
+                f"--baseline-of {found.run_id}: that run has not finished (it is running, or "
+                "was interrupted): its cases are only part of a baseline",
+                hint=f"finish it with `ll-harness suite {suite.source or '...'} --resume "
+                f"{found.run_id}`, or name a finished run",
+            )
     else:
         measured = [
             r for r in history.suite_runs(suite.name, kind="baseline") if r.ended_at is not None
