@@ -101,6 +101,29 @@ def test_a_mean_is_gated_by_its_bootstrap_interval(tmp_path: Path) -> None:
     assert "mean 4.50 [" in text and "min_mean 3.5  PASS" in text
 
 
+def test_one_numeric_value_has_no_interval_and_decides_no_gate(tmp_path: Path) -> None:
+    dataset(tmp_path, {"only": {"input": {"score": 5}}})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: single
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 4}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 3 and data["result"] == "INCONCLUSIVE", err  # one case, like 1/1 [0.21, 1]
+    assert by_judge(data)["score"]["mean"] == {"n": 1, "mean": 5.0, "low": None, "high": None}
+    text = suite(tmp_path, "m.suite.yaml")[1]
+    assert "mean 5.00 (n=1: no interval)" in text and "min_mean 4  INCONCLUSIVE" in text
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
