@@ -52,10 +52,10 @@ class Rate:
         low, high = self.interval
         return {"k": self.k, "n": self.n, "rate": self.value, "low": low, "high": high}
 
-    def render(self) -> str:
+    def render(self, digits: int = 2) -> str:
         """`12/14 [0.57, 0.94] (95% CI)`."""
         low, high = self.interval
-        return f"{self.k}/{self.n} [{low:.2f}, {high:.2f}] (95% CI)"
+        return f"{self.k}/{self.n} [{low:.{digits}f}, {high:.{digits}f}] (95% CI)"
 
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -116,11 +116,11 @@ class Mean:
         low, high = self.interval or (None, None)
         return {"n": self.n, "mean": self.value, "low": low, "high": high}
 
-    def render(self) -> str:
+    def render(self, digits: int = 2) -> str:
         """`3.85 [3.52, 4.14] (n=20)`."""
         if self.value is None:
             return "n/a (n=0)"
         if self.interval is None:
             return f"{self.value:.2f} (n={self.n}: no interval)"
         low, high = self.interval
-        return f"{self.value:.2f} [{low:.2f}, {high:.2f}] (n={self.n})"
+        return f"{self.value:.2f} [{low:.{digits}f}, {high:.{digits}f}] (n={self.n})"
