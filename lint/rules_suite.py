@@ -71,10 +71,23 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
 
 @rule("LL091", "error", "suite-unreachable-gate", targets=("suite",))
 def suite_unreachable_gate(ctx: SuiteContext) -> Iterator[Finding]:
-    """A `min_mean` above the highest value its judge can give: the gate can never pass."""
+    """A gate above what its judge can give (a `min_mean`) or prove (a rate of 1): never passes.
+
+    A rate gate of 1 cannot pass because a Wilson interval's lower end is below 1 however many
+    cases pass."""
     judges = {j.name: j for j in ctx.suite.judges}
     for threshold in ctx.suite.thresholds:
         judge = judges.get(threshold.judge)
+        bool_mean = judge is not None and judge.kind == "llm" and judge.feedback == "bool"
+        rated = threshold.gate in ("min_pass_rate", "min_win_rate") or bool_mean
+        if rated and threshold.value == 1:  # above 1: a mean past the range, below
+            yield Finding(
+                f"thresholds.{threshold.judge}.{threshold.gate} is {threshold.value:g}: a rate's "
+                "95% interval ends below 1 however many cases pass, so it can never pass",
+                ("thresholds", threshold.judge, threshold.gate),
+                "choose a rate below 1: 0.95 passes once 73 cases of 73 pass, 0.9 once 35 of 35",
+            )
+            continue
         known = _known_range(judge) if judge is not None else None
         if threshold.gate != "min_mean" or known is None:
             continue

@@ -77,6 +77,17 @@ def test_thresholds_gate_the_exit_code(
     assert f"min_pass_rate 0.8  {verdict}" in out
 
 
+def test_an_interval_next_to_its_gate_is_printed_as_its_verdict_reads(tmp_path: Path) -> None:
+    numbered(tmp_path, 15)  # 15/15: Wilson [0.796, 1], just below the gate of 0.8
+    write(tmp_path / "g.suite.yaml", PASSING)
+    code, out, err = suite(tmp_path, "g.suite.yaml", "--jobs", "2")
+    assert code == 3, out + err
+    assert "pass rate 15/15 [0.796, 1.000]" in out  # two decimals would print [0.80, 1.00]
+    assert "min_pass_rate 0.8  INCONCLUSIVE" in out
+    code, out, err = suite(tmp_path, "g.suite.yaml", "--cases", "c0[0-2]")
+    assert "pass rate 3/3 [0.44, 1.00]" in out, out + err  # far from the gate: two decimals
+
+
 def test_a_mean_is_gated_by_its_bootstrap_interval(tmp_path: Path) -> None:
     dataset(tmp_path, {f"c{i}": {"input": {"score": 4 + i % 2}} for i in range(12)})
     write(
@@ -99,6 +110,29 @@ def test_a_mean_is_gated_by_its_bootstrap_interval(tmp_path: Path) -> None:
     assert mean["mean"] == 4.5 and 3.5 <= mean["low"] < 4.5 < mean["high"] <= 5
     text = suite(tmp_path, "m.suite.yaml")[1]
     assert "mean 4.50 [" in text and "min_mean 3.5  PASS" in text
+
+
+def test_one_numeric_value_has_no_interval_and_decides_no_gate(tmp_path: Path) -> None:
+    dataset(tmp_path, {"only": {"input": {"score": 5}}})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: single
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 4}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 3 and data["result"] == "INCONCLUSIVE", err  # one case, like 1/1 [0.21, 1]
+    assert by_judge(data)["score"]["mean"] == {"n": 1, "mean": 5.0, "low": None, "high": None}
+    text = suite(tmp_path, "m.suite.yaml")[1]
+    assert "mean 5.00 (n=1: no interval)" in text and "min_mean 4  INCONCLUSIVE" in text
 
 
 @pytest.mark.parametrize(

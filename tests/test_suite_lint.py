@@ -52,6 +52,22 @@ def test_suite_lint_findings_are_positioned(tmp_path: Path) -> None:
     }
 
 
+def test_a_rate_gate_of_one_can_never_pass(tmp_path: Path) -> None:
+    text = SUITE.replace("min_mean: 2", "min_mean: 1").replace(
+        "thresholds:\n", "thresholds:\n  typo: {min_pass_rate: 1.0}\n"
+    )
+    path = write(tmp_path / "checked.suite.yaml", text)
+    found = {(d.code, d.line): d for d in check_file(path) if d.code == "LL091"}
+    assert set(found) == {("LL091", 21), ("LL091", 22)}  # min_pass_rate 1; a bool's mean 1
+    assert "min_pass_rate is 1: a rate's 95% interval ends below 1" in found["LL091", 21].message
+    fixed = text.replace("min_pass_rate: 1.0", "min_pass_rate: 0.95")
+    write(path, fixed.replace("min_mean: 1", "min_mean: 0.9"))
+    assert not [d for d in check_file(path) if d.code == "LL091"]
+    write(path, SUITE)  # a bool judge's min_mean of 2 is past its range, as before
+    [past] = [d for d in check_file(path) if d.code == "LL091"]
+    assert "gives values from 0 to 1: it can never pass" in past.message
+
+
 def test_validate_reports_suites_and_loops_alike(tmp_path: Path) -> None:
     write(tmp_path / "checked.suite.yaml", SUITE)
     write(tmp_path / "broken.yaml", "name: x\nsubject: {command: a}\ncases: []\n")

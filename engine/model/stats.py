@@ -52,10 +52,10 @@ class Rate:
         low, high = self.interval
         return {"k": self.k, "n": self.n, "rate": self.value, "low": low, "high": high}
 
-    def render(self) -> str:
+    def render(self, digits: int = 2) -> str:
         """`12/14 [0.57, 0.94] (95% CI)`."""
         low, high = self.interval
-        return f"{self.k}/{self.n} [{low:.2f}, {high:.2f}] (95% CI)"
+        return f"{self.k}/{self.n} [{low:.{digits}f}, {high:.{digits}f}] (95% CI)"
 
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -92,7 +92,11 @@ def bootstrap_interval(
 
 @dataclass(frozen=True)
 class Mean:
-    """The mean of `values` with its 95% bootstrap interval; `value` is None when empty."""
+    """The mean of `values` with its 95% bootstrap interval; `value` is None when empty.
+
+    One value has no interval: resampling it gives a point, which would make a single case as
+    certain as a thousand (a gate judged by it would PASS or FAIL on one case, where one bool
+    case's Wilson interval is [0.21, 1])."""
 
     values: tuple[float, ...]
 
@@ -106,15 +110,17 @@ class Mean:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return bootstrap_interval(self.values) if self.values else None
+        return bootstrap_interval(self.values) if self.n >= 2 else None
 
     def to_json(self) -> dict[str, object]:
         low, high = self.interval or (None, None)
         return {"n": self.n, "mean": self.value, "low": low, "high": high}
 
-    def render(self) -> str:
+    def render(self, digits: int = 2) -> str:
         """`3.85 [3.52, 4.14] (n=20)`."""
-        if self.value is None or self.interval is None:
+        if self.value is None:
             return "n/a (n=0)"
+        if self.interval is None:
+            return f"{self.value:.2f} (n={self.n}: no interval)"
         low, high = self.interval
-        return f"{self.value:.2f} [{low:.2f}, {high:.2f}] (n={self.n})"
+        return f"{self.value:.2f} [{low:.{digits}f}, {high:.{digits}f}] (n={self.n})"

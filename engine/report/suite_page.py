@@ -31,7 +31,8 @@ MEANINGS = {
     Verdict.INCONCLUSIVE: "a gated judge's 95% interval straddles its threshold: more cases "
     "would decide",
     Verdict.ERROR: "every case of a gated judge errored: nothing was measured",
-    Verdict.UNGATED: "the suite has no thresholds, so the exit code gates nothing",
+    Verdict.UNGATED: "no threshold was judged (the suite has none, or only a pairwise judge's "
+    "with nothing to compare), so the exit code gates nothing",
 }
 _WHY_CLASS = {Verdict.PASS: "success", Verdict.FAIL: "failure", Verdict.ERROR: "error"}
 

@@ -171,13 +171,15 @@ def run_case(spec: CaseSpec) -> CaseOutcome:
 
 
 def broken_case(spec: CaseSpec, reason: str) -> CaseOutcome:
-    """A case that could not run: every judge of every arm errored with `reason`."""
+    """A case that could not run: every judge of every arm errored with `reason` (and the
+    pairwise judge, when there is something to compare the case with)."""
     suite = spec.settings.suite
     arms = tuple(
         ArmOutcome(arm, "error", _errored(suite, reason), error=reason) for arm in arms_of(suite)
     )
     pair = None
-    if suite.pairwise is not None:
+    compared = suite.baseline_subject is not None or spec.baseline_gap is not None
+    if suite.pairwise is not None and (compared or spec.baseline_record is not None):
         pair = JudgeOutcome(
             suite.pairwise.name, "pairwise", "error", rationale=reason, error=reason
         )
@@ -220,9 +222,9 @@ def _pairwise(
         other = decompress(spec.baseline_record)
     name = suite.pairwise.name
     if other is None:
-        if suite.baseline_subject is None and spec.baseline_record is None:
+        if suite.baseline_subject is None and spec.baseline_gap is None:
             return None  # no baseline to compare with in this run
-        why = "the baseline subject could not run on this case"
+        why = spec.baseline_gap or "the baseline subject could not run on this case"
         return JudgeOutcome(name, "pairwise", "error", rationale=why, error=why)
     mine = records.get("subject")
     if mine is None:

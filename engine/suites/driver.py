@@ -29,6 +29,7 @@ from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
+from engine.model.judges import Judge
 from engine.model.suite import Case, Suite
 from engine.model.timefmt import counted
 from engine.runtime.history import (
@@ -284,10 +285,14 @@ def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Pa
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
     cases = _selected(list_cases(suite), options.cases)
-    if options.compare_baseline and suite.pairwise is not None:
+    if options.compare_baseline:
         cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
     _check_workspace(suite, root)
     baseline_run = _baseline_run(suite, options, history, fingerprint)
+    if baseline_run is not None and history is not None:
+        _check_shared_cases(cases, baseline_run, history)
+        # pinned: a --resume compares with this baseline, even once a newer one is measured
+        options = replace(options, baseline_of=baseline_run.run_id)
     run_id = run_row.run_id if run_row is not None else new_run_id()
     run_dir = root / ".loops" / "suites" / run_id
     if history is not None:  # a run that records nothing leaves nothing behind either
@@ -431,6 +436,13 @@ def _baseline_run(
                 f"--baseline-of {options.baseline_of}: no run of suite {suite.name!r} has that id",
                 hint="see the run ids printed by earlier runs of this suite",
             )
+        if found.ended_at is None:
+            raise SuiteRefusal(
+                f"--baseline-of {found.run_id}: that run has not finished (it is running, or "
+                "was interrupted): its cases are only part of a baseline",
+                hint=f"finish it with `ll-harness suite {suite.source or '...'} --resume "
+                f"{found.run_id}`, or name a finished run",
+            )
     else:
         measured = [
             r for r in history.suite_runs(suite.name, kind="baseline") if r.ended_at is not None
@@ -448,6 +460,17 @@ def _baseline_run(
             hint="re-measure the baseline with --measure-baseline and the same suite and flags",
         )
     return found
+
+
+def _check_shared_cases(cases: Sequence[Case], baseline: SuiteRunRow, history: History) -> None:
+    """A comparison needs cases the baseline has (the same key: inputs and annotations)."""
+    theirs = {c.case_key for c in history.suite_cases(baseline.run_id) if c.arm == "subject"}
+    if not any(c.key in theirs for c in cases if c.problem is None):
+        raise SuiteRefusal(
+            f"the baseline run {baseline.run_id} has none of these {counted(len(cases), 'case')} "
+            "(cases match by their inputs and annotations): there is nothing to compare",
+            hint="re-measure the baseline on this dataset with --measure-baseline",
+        )
 
 
 def _run_row(
@@ -506,9 +529,13 @@ _PLACE_FIELDS = frozenset({"file", "line", "check_line", "base_dir"})
 
 def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     """What decides a case's judgements besides the subject: the judges, the pairwise judge,
-    samples and the judge model (not where in the file a judge is written)."""
+    samples and the judge model, wherever it was chosen (not where in the file a judge is
+    written)."""
     judges = [
-        {f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS}
+        {
+            **{f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS},
+            **({"prompt_file_sha256": _prompt_file_digest(j)} if j.prompt_file else {}),
+        }
         for j in suite.judges
     ]
     pairwise = None
@@ -519,9 +546,35 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
             "judges": judges,
             "pairwise": pairwise,
             "samples": samples or suite.samples,
-            "judge_model": suite.judge_model,
+            "judge_model": _judge_model(suite),
         }
     )
+
+
+def _prompt_file_digest(judge: Judge) -> str | None:
+    """The bytes of a judge's `prompt_file` (an edited prompt is another judge); None without
+    one, or when its path depends on the case (`${...}`) or it cannot be read (then every case
+    says so)."""
+    if judge.prompt_file is None or "${" in judge.prompt_file:
+        return None
+    path = Path(judge.prompt_file)
+    if not path.is_absolute():
+        path = Path(judge.base_dir) / path
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _judge_model(suite: Suite) -> str | None:
+    """The model the suite's LLM judges default to: `models.judge`, else `LL_JUDGE_MODEL`,
+    `LL_MODEL`, the built-in default (a baseline judged by another model under the same suite
+    file is judged under other conditions); `models.judge` as written when no judge asks one."""
+    if suite.pairwise is None and not any(j.uses_llm for j in suite.judges):
+        return suite.judge_model
+    from engine.llm import settings
+
+    return settings.judge_model(None, None, None, suite.judge_model)
 
 
 def suite_hash(suite: Suite) -> str:
@@ -574,16 +627,30 @@ def _specs(
         and suite.baseline_subject is None
         and history is not None
     )
-    keys: dict[str, str] = {}
+    keys: dict[str, SuiteCaseRow] = {}
     if stored and plan.baseline_run is not None and history is not None:
-        keys = {c.case_key: c.case_id for c in history.suite_cases(plan.baseline_run.run_id)}
+        keys = {
+            c.case_key: c
+            for c in history.suite_cases(plan.baseline_run.run_id)
+            if c.arm == "subject"
+        }
     for case in todo:
-        record = None
+        record, gap = None, None
         if stored and history is not None and plan.baseline_run is not None:
+            baseline_id = plan.baseline_run.run_id
             other = keys.get(case.key)
             if other is not None:
-                record = history.suite_record(plan.baseline_run.run_id, "subject", other)
-        yield CaseSpec(settings, case, index_of[case.id], record)
+                record = history.suite_record(baseline_id, "subject", other.case_id)
+            if other is None:
+                gap = (
+                    f"baseline run {baseline_id} has no case with these inputs and annotations "
+                    "(the case is new or was edited since)"
+                )
+            elif record is None:
+                gap = f"the subject could not run on this case in baseline run {baseline_id}"
+                if other.status != "error":
+                    gap = f"baseline run {baseline_id} kept no outputs record of this case"
+        yield CaseSpec(settings, case, index_of[case.id], record, gap)
 
 
 class _Flow:
@@ -785,6 +852,8 @@ def _result(
         baseline_summaries = summarise(judges, judgement_scores(rows.judgements, "baseline"), ())
     deltas = _deltas(suite, plan, rows, history) if plan.baseline_run is not None else []
     notes = []
+    if plan.baseline_run is not None and history is not None:
+        notes += _unshared_note(plan.baseline_run, rows, history)
     gated = {t.judge for t in suite.thresholds}
     if (
         suite.pairwise is not None
@@ -798,7 +867,12 @@ def _result(
     cost = sum(c.cost_usd for c in rows.cases) + sum(j.cost_usd for j in rows.judgements)
     verdict = suite_verdict(summaries)
     if verdict is Verdict.UNGATED:
-        notes.append("the suite has no thresholds: its exit code gates nothing")
+        notes.append(
+            "no threshold was judged in this run (its only gate is the pairwise judge's): "
+            "its exit code gates nothing"
+            if suite.thresholds
+            else "the suite has no thresholds: its exit code gates nothing"
+        )
     return SuiteResult(
         run_id=settings.run_id,
         suite=suite.name,
@@ -826,6 +900,20 @@ def _in_plan_order(rows: Sequence[_Row], plan: _Plan) -> list[_Row]:
     an interruption. Within a case the rows keep their order (arm, judge, sample)."""
     order = {case.id: index for index, case in enumerate(plan.cases)}
     return sorted(rows, key=lambda row: (order.get(row.case_id, len(order)), row.case_id))
+
+
+def _unshared_note(baseline: SuiteRunRow, rows: _Rows, history: History) -> list[str]:
+    """Say so when the comparison is over fewer cases than the run has."""
+    ours = [c.case_key for c in rows.cases if c.arm == "subject"]
+    theirs = {c.case_key for c in history.suite_cases(baseline.run_id) if c.arm == "subject"}
+    missing = sum(1 for key in ours if key not in theirs)
+    if not missing:
+        return []
+    return [
+        f"{counted(missing, 'case')} of this run {'is' if missing == 1 else 'are'} not in the "
+        f"baseline run {baseline.run_id} (new, or inputs or annotations edited since): the "
+        f"deltas are over the other {len(ours) - missing}"
+    ]
 
 
 def _deltas(suite: Suite, plan: _Plan, rows: _Rows, history: History | None) -> list[BaselineDelta]:

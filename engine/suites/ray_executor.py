@@ -138,7 +138,7 @@ class CaseRunner:
         return ray.get_runtime_context().get_node_id(), code_fingerprint()
 
     def run(
-        self, shared: list[Any], cases: list[tuple[Case, int, bytes | None]]
+        self, shared: list[Any], cases: list[tuple[Case, int, bytes | None, str | None]]
     ) -> tuple[list[CaseOutcome], float]:
         """A few cases, one after the other: (their outcomes, the seconds they took). `shared`
         wraps the ref of the run's settings (in a list, so Ray hands us the ref and we fetch it
@@ -153,10 +153,11 @@ class CaseRunner:
         context = ray.get_runtime_context()
         started = time.perf_counter()
         outcomes = []
-        for case, index, baseline_record in cases:
+        for case, index, baseline_record, baseline_gap in cases:
             self.running = settings.run_id
             try:
-                outcomes.append(run_case(CaseSpec(settings, case, index, baseline_record)))
+                spec = CaseSpec(settings, case, index, baseline_record, baseline_gap)
+                outcomes.append(run_case(spec))
             finally:
                 self.running = ""
             if context.is_canceled():
@@ -432,7 +433,8 @@ class RayExecutor:
         call = slot.actor.run.options(max_task_retries=0) if alone else slot.actor.run
         shared = [self._shared(batch[0][0].settings)]
         try:
-            ref = call.remote(shared, [(s.case, s.index, s.baseline_record) for s, _ in batch])
+            cases = [(s.case, s.index, s.baseline_record, s.baseline_gap) for s, _ in batch]
+            ref = call.remote(shared, cases)
         except Exception as exc:  # Ray refused the call (the cluster went away)
             for _, ours in batch:
                 ours.set_exception(exc)

@@ -93,10 +93,27 @@ def aggregate_text(summary: JudgeSummary) -> str:
     if summary.pairwise:
         rate = summary.win_rate
         ties = f", {summary.ties} tie{'s' if summary.ties != 1 else ''}" if summary.ties else ""
-        return f"win rate {rate.render().removesuffix(' (95% CI)')}{ties}"
+        shown = rate.render(_digits(summary, rate.interval if rate.n else None))
+        return f"win rate {shown.removesuffix(' (95% CI)')}{ties}"
     if summary.numeric:
-        return f"mean {summary.mean.render()}"
-    return f"pass rate {summary.pass_rate.render().removesuffix(' (95% CI)')}"
+        return f"mean {summary.mean.render(_digits(summary, summary.mean.interval))}"
+    rate = summary.pass_rate
+    shown = rate.render(_digits(summary, rate.interval if rate.n else None))
+    return f"pass rate {shown.removesuffix(' (95% CI)')}"
+
+
+def _digits(summary: JudgeSummary, shown: tuple[float, float] | None) -> int:
+    """Two decimals, or more when the interval shown is the one gated and two would misstate
+    the verdict: a low end of 0.796 under a gate of 0.8 must not print as 0.80."""
+    gate = summary.threshold
+    if gate is None or shown is None or summary.interval_for(gate.gate) != shown:
+        return 2
+    digits = 2
+    while digits < 6 and any(
+        (round(end, digits) >= gate.value) != (end >= gate.value) for end in shown
+    ):
+        digits += 1
+    return digits
 
 
 def _failing_by_case(rows: Sequence[SuiteJudgementRow]) -> dict[str, list[SuiteJudgementRow]]:

@@ -59,12 +59,14 @@ class RunSettings:
 @dataclass(frozen=True)
 class CaseSpec:
     """One case to run. `baseline_record` is the outputs record (compressed JSON) a measured
-    baseline kept for this case, when the pairwise judge compares against it."""
+    baseline kept for this case, when the pairwise judge compares against it; `baseline_gap`
+    says why there is none when it should (the pairwise judge errors with it)."""
 
     settings: RunSettings
     case: Case
     index: int
     baseline_record: bytes | None = None
+    baseline_gap: str | None = None
 
 
 @dataclass(frozen=True)
