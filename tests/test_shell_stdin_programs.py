@@ -29,6 +29,11 @@ PAYLOAD = "touch CANARY"
         ("echo ${context.t} | parallel", "parallel"),
         ("echo ${context.t} | xargs -I{} sh -c 'echo {}'", "xargs"),
         ('echo ${context.t} | "$RUNNER"', "?"),
+        # a shell's -c script reads the same input: followed when literal, refused when not
+        ("bash -c bash -c <<< ${context.t}", "bash"),
+        ("env sh -c 'cat | sh' <<< ${context.t}", "env"),
+        ("echo ${context.t} | sudo bash -c 'python3'", "sudo"),
+        ('bash -c "$SCRIPT" <<< ${context.t}', "bash"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -44,6 +49,7 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
         ("echo ${context.t} | grep -c touch", "1\n"),
         ('printf "%s\\n" ${context.t} | while read -r l; do echo "[$l]"; done', f"[{PAYLOAD}]\n"),
         ("echo ${context.t} | bash -c 'cat'", f"{PAYLOAD}\n"),
+        ("sh -c 'read -r l; echo \"[$l]\"' <<< ${context.t}", f"[{PAYLOAD}]\n"),
         ("wc -w <<< ${context.t}", "2\n"),
         ("echo ${context.t} | tr a-z A-Z", f"{PAYLOAD.upper()}\n"),
         ("sort <<EOF\n${context.t}\nEOF", f"{PAYLOAD}\n"),

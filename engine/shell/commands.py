@@ -398,6 +398,9 @@ def _find_role(words: list[Word], index: int, depth: int, functions: frozenset[s
     return VALUE
 
 
+COMMAND_STRING = "the command string of"  # how `_shell_role` names `bash -c CODE`'s CODE
+
+
 def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
     """`bash [options] -c CODE [$0 args...]` or `bash [options] SCRIPT [args...]`."""
     command_string = False
@@ -406,7 +409,7 @@ def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
         word = words[i]
         if word is None:
             if i == index and command_string:
-                return Verdict(Role.CODE, f"the command string of `{base} -c`, which runs as code")
+                return Verdict(Role.CODE, f"{COMMAND_STRING} `{base} -c`, which runs as code")
             if i == index:
                 return Verdict(Role.CODE, f"where `{base}` reads options, a script or -c code")
             return Verdict(Role.UNKNOWN, f"after a word `{base}` may read as an option")
@@ -427,7 +430,7 @@ def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
         return Verdict(Role.CODE, f"an option of `{base}`")
     if index == i:
         if command_string:
-            return Verdict(Role.CODE, f"the command string of `{base} -c`, which runs as code")
+            return Verdict(Role.CODE, f"{COMMAND_STRING} `{base} -c`, which runs as code")
         return Verdict(Role.CODE, f"the script `{base}` runs")
     return VALUE  # $0 and the positional parameters
 

@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
+    COMMAND_STRING,
     Role,
     Verdict,
     argument_role,
@@ -625,10 +626,12 @@ def _feeds_stdin(redirect: Node) -> bool:
     )
 
 
-def _program_reader(node: Node, functions: frozenset[str]) -> str | None:
+def _program_reader(node: Node, functions: frozenset[str], depth: int = 0) -> str | None:
     """The first command in `node` that would run what it reads as a program: one whose next
     word would be code (`bash`, `python3`, `sh -s`, `ssh host`), a script given as `-`, a
-    function of the script or a command named only at run time (not followed: fail closed)."""
+    function of the script or a command named only at run time (not followed: fail closed),
+    or a shell whose `-c` script does one of these (`bash -c bash`: the script reads the same
+    input; followed when it is literal, refused when it is not)."""
     for found in _walk(node):
         if found.type != "command":
             continue
@@ -638,7 +641,23 @@ def _program_reader(node: Node, functions: frozenset[str]) -> str | None:
         base = (words[0] or "?").rsplit("/", 1)[-1]
         if runs_its_input(words, functions) or _replaces(base, words):
             return base
+        if _inline_script_reads_code(words, depth):
+            return base
     return None
+
+
+def _inline_script_reads_code(words: list[str | None], depth: int) -> bool:
+    """Whether the `-c` script of a shell among `words` (wrappers looked through) runs what it
+    reads on standard input as a program, or cannot be followed (not literal, not parsed)."""
+    for index in range(1, len(words)):
+        if not argument_role(words, index).why.startswith(COMMAND_STRING):
+            continue
+        script = words[index]
+        if script is None or depth >= 4:
+            return True
+        root, _ = _parse(script.encode("utf-8", "surrogateescape"))
+        return root.has_error or _program_reader(root, frozenset(), depth + 1) is not None
+    return False
 
 
 def _reader_words(command: Node) -> list[str | None]:
