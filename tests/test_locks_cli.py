@@ -277,17 +277,23 @@ states:
 """
 
 
+def _killed_while_acting(root: Path) -> str:
+    """`ll-loop run orphaning.yaml` SIGKILLed while its action runs (the action runs on, in a
+    group of its own, until `go` exists); the run id. Writes `second.yaml` beside it."""
+    write(root / "orphaning.yaml", ORPHANING)
+    write(root / "second.yaml", marker_loop("second", ["src/engine"], hold=0))
+    killed = spawn(root, "run", "orphaning.yaml", "--json", "-q")
+    wait_until(lambda: (root / "holding").exists())
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=15)
+    return next((root / ".loops" / "runs").iterdir()).name
+
+
 def test_a_killed_run_keeps_its_scope_while_its_action_still_runs(tmp_path: Path) -> None:
     """kill -9 of ll-loop leaves its action changing the scope's files: an overlapping run is
     refused until `stop` ends the action; `resume` of the killed run itself is not."""
-    write(tmp_path / "orphaning.yaml", ORPHANING)
-    write(tmp_path / "second.yaml", marker_loop("second", ["src/engine"], hold=0))
-    killed = spawn(tmp_path, "run", "orphaning.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "holding").exists())
-        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
-        killed.send_signal(signal.SIGKILL)
-        killed.communicate(timeout=15)
+        run_id = _killed_while_acting(tmp_path)
         group = int((tmp_path / "action.pid").read_text())
         refused = ll_loop(tmp_path, "run", "second.yaml", "--json", "-q")
         assert refused.returncode == 2
@@ -309,14 +315,8 @@ def test_a_killed_run_keeps_its_scope_while_its_action_still_runs(tmp_path: Path
 
 
 def test_stop_of_a_killed_run_ends_its_action_and_frees_its_scope(tmp_path: Path) -> None:
-    write(tmp_path / "orphaning.yaml", ORPHANING)
-    write(tmp_path / "second.yaml", marker_loop("second", ["src/engine"], hold=0))
-    killed = spawn(tmp_path, "run", "orphaning.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "holding").exists())
-        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
-        killed.send_signal(signal.SIGKILL)
-        killed.communicate(timeout=15)
+        run_id = _killed_while_acting(tmp_path)
         assert ll_loop(tmp_path, "run", "second.yaml", "--json", "-q").returncode == 2
         stopped = ll_loop(tmp_path, "stop", run_id)
         assert stopped.returncode == 0, stopped.stderr
