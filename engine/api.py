@@ -421,7 +421,13 @@ def _take_lock(
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
     with _stop_while_queued(queue and launch.handle_signals):
         return acquire_scope(
-            launch.root, run_id, scope, queue=queue, timeout=timeout, env=launch.env
+            launch.root,
+            run_id,
+            scope,
+            queue=queue,
+            timeout=timeout,
+            env=launch.env,
+            loop=launch.loop.name,
         )
 
 
@@ -618,6 +624,7 @@ def _queued(root: Path, known: set[str]) -> list[RunStatus]:
         RunStatus(
             run_id=record.run_id,
             status="queued",
+            loop=record.loop or None,
             elapsed_s=max(0.0, time.time() - record.queued_at),
             pid=record.pid,
             alive=True,

@@ -229,7 +229,9 @@ def test_status_lists_queued_runs_and_stop_removes_them(tmp_path: Path) -> None:
         entry = queued()[0]
         assert entry["pid"] == waiter.pid
         assert entry["waiting_for"] == [str(tmp_path.resolve() / "src")]
-        assert "queued" in ll_loop(tmp_path, "status").stdout
+        assert entry["loop"] == "second"  # named while it waits (it has no run directory yet)
+        table = ll_loop(tmp_path, "status").stdout
+        assert "queued" in table and "second" in table
         stopped = ll_loop(tmp_path, "stop", str(entry["run_id"]))
         assert stopped.returncode == 0 and "had not started" in stopped.stdout
         out, _ = waiter.communicate(timeout=15)

@@ -139,6 +139,7 @@ class Record:
     holding: bool
     queued_at: float
     acquired_at: float | None = None
+    loop: str = ""  # the loop's name, for `status` while the run waits in the queue
 
     @property
     def filename(self) -> str:
@@ -174,6 +175,7 @@ class Record:
             "holding": self.holding,
             "queued_at": self.queued_at,
             "acquired_at": self.acquired_at,
+            "loop": self.loop,
         }
 
     @classmethod
@@ -189,6 +191,7 @@ class Record:
             holding=bool(data["holding"]),
             queued_at=float(data.get("queued_at", 0.0)),
             acquired_at=float(acquired) if acquired is not None else None,
+            loop=str(data.get("loop") or ""),
         )
 
 
@@ -358,6 +361,7 @@ def acquire_scope(
     queue: bool = False,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
+    loop: str = "",
 ) -> Lease:
     """Take the scope's paths for `run_id`, or raise `LockConflict`.
 
@@ -384,6 +388,7 @@ def acquire_scope(
             ticket=registry.next_ticket(live),
             holding=False,
             queued_at=time.time(),
+            loop=loop,
         )
         found = blocker(record, live)
         if found is None:
