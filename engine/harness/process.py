@@ -11,9 +11,8 @@ from __future__ import annotations
 import functools
 
 from engine.processes import group as process
-from engine.runtime.actions import GRACE_SECONDS as ACTION_GRACE_SECONDS
 
-GRACE_SECONDS = ACTION_GRACE_SECONDS + 3.0
+GRACE_SECONDS = process.GRACE_SECONDS + 3.0  # an action's own grace, and time to end it
 
 # One subject process to completion or timeout (`engine.processes.group.run_process`).
 run_process = functools.partial(process.run_process, grace=GRACE_SECONDS)

@@ -25,8 +25,6 @@ from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult, ProcessSetting
 from engine.processes.group import run_process
 
-KILL_GRACE_S = 2.0
-
 # Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
 STOP_NOTES = {
     "max_tokens": "the answer was cut off at max_tokens (raise llm.max_tokens)",
@@ -137,7 +135,6 @@ class CommandRunner:
             ["bash", "-c", self.command],
             timeout=call.timeout,
             stdin=prompt,
-            grace=KILL_GRACE_S,
             env=None if setting is None else setting.env,
             cwd=None if setting is None else Path(setting.cwd),
             stopped=None if setting is None else setting.stopped,

@@ -35,10 +35,9 @@ from typing import IO, Protocol
 
 from engine.load.project import ensure_dir, open_file
 from engine.model.ports import ActionResult
-from engine.processes.group import output_cap, signal_group
+from engine.processes.group import GRACE_SECONDS, output_cap, signal_group
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
-GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the action's process group
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
 _HAS_PIDFD = hasattr(os, "pidfd_open")
