@@ -106,7 +106,12 @@ class LlmGateway:
         log: CallLog | None = None,
         replay: ReplayLog | None = None,
         cache: ResponseCache | None = None,
+        stoppable: bool = False,
     ) -> None:
+        """`stoppable`: live calls can be abandoned by `stop` (a run's gateway). Each then waits
+        in a thread of its own while the caller looks at the flag every `STOP_POLL_S`: a call
+        blocked in the SDK's socket read cannot be interrupted any other way, and a run would
+        wait out the request timeout."""
         self.transport = transport
         self.prices = prices
         self.recorder: Recorder = recorder or NullRecorder()
@@ -116,14 +121,8 @@ class LlmGateway:
         self._lock = threading.Lock()
         self._cost = 0.0
         self._by_state: dict[str, float] = {}
-        self._stoppable = False  # whether a live call waits in a thread of its own
+        self._stoppable = stoppable
         self._stopping = False  # set by `stop` (from a signal handler: a plain flag)
-
-    def stoppable(self) -> None:
-        """Make live calls abandonable by `stop`: each then waits in a thread of its own while
-        the caller looks at the flag every `STOP_POLL_S` (a call blocked in the SDK's socket
-        read cannot be interrupted any other way; a run would wait out the request timeout)."""
-        self._stoppable = True
 
     def stop(self) -> None:
         """The run is stopping (`ll-loop stop`, Ctrl-C): a live call in flight is abandoned

@@ -49,9 +49,10 @@ def build_gateway(
     replay_from: Path | None = None,
     cache: bool = False,
     gate: RateGate | None = None,
+    stoppable: bool = False,
 ) -> LlmGateway:
     """A gateway with the run's log, optional replay source, optional cache and optional shared
-    rate gate (see `RateGate`)."""
+    rate gate (see `RateGate`); `stoppable` for a run's, whose `stop` abandons a live call."""
     return LlmGateway(
         transport=AnthropicClient(timeout=settings.request_timeout(loop), gate=gate),
         prices=load_prices(project_root(run_dir)),
@@ -59,6 +60,7 @@ def build_gateway(
         log=CallLog(run_dir) if run_dir is not None else None,
         replay=ReplayLog.load(replay_from) if replay_from is not None else None,
         cache=ResponseCache(cache_dir(run_dir)) if cache else None,
+        stoppable=stoppable,
     )
 
 
@@ -96,8 +98,8 @@ class RunGateway:
                     recorder=self.recorder,
                     replay_from=self.replay_from,
                     cache=self.cache,
+                    stoppable=True,
                 )
-                built.stoppable()
                 if self.stopping:
                     built.stop()
                 self.built = built
