@@ -305,10 +305,8 @@ def shell_env(template: str, ns: Mapping[str, Any]) -> dict[str, str]:
         match = _LEADING_PATH.match(spec.base)
         if match is not None:
             _export(exported, match.group(1), ns)
-    for reference in _ENV_REFERENCE.finditer(template):
-        _export(
-            exported, reference.group(1).lower() + "." + reference.group(2).replace("__", "."), ns
-        )
+    for path in _named_paths(template).values():
+        _export(exported, path, ns)
     return exported
 
 
@@ -321,17 +319,24 @@ _ENV_REFERENCE = re.compile(
 _ENGINE_VARIABLES = frozenset({"LL_RUN_ID", "LL_RUN_DIR"})  # the run's own, not values
 
 
+def _named_paths(template: str) -> dict[str, str]:
+    """The exported variables `template` names (`$LL_CONTEXT_x`), each with the one path whose
+    variable it is (`context.x`; see `env_name`), in the order they first appear."""
+    names: dict[str, str] = {}
+    for reference in _ENV_REFERENCE.finditer(template):
+        path = reference.group(1).lower() + "." + reference.group(2).replace("__", ".")
+        if env_name(path) == reference.group(0):
+            names.setdefault(reference.group(0), path)
+    return names
+
+
 def named_value_flows(template: str) -> tuple[tuple[str, str, Flow], ...]:
     """The exported values (`$LL_CONTEXT_x`, see `shell_env`) a script uses where bash evaluates
     them — `eval "$LL_CONTEXT_x"`, `$((LL_CONTEXT_n + 1))` — as (variable, path, flow), the flow's
     line counted in `template` (lint: the same boundary as a value assigned to a variable)."""
     if "LL_" not in template:
         return ()
-    names: dict[str, str] = {}
-    for reference in _ENV_REFERENCE.finditer(template):
-        path = reference.group(1).lower() + "." + reference.group(2).replace("__", ".")
-        if env_name(path) == reference.group(0) and reference.group(0) not in _ENGINE_VARIABLES:
-            names.setdefault(reference.group(0), path)
+    names = {n: p for n, p in _named_paths(template).items() if n not in _ENGINE_VARIABLES}
     if not names:
         return ()
     # each variable as if the script assigned it its value first: the flows of `_flows` then
