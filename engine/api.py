@@ -217,6 +217,7 @@ def run(
     (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
     `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
     """
+    from engine.model.params import bind_context
     from engine.runtime.runstore import new_run_id
 
     _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
@@ -333,58 +334,6 @@ def _llm_preflight(launch: Launch) -> None:
         raise LlmPreflightError(tuple(problems))
 
 
-def bind_context(
-    loop: Loop,
-    context: Mapping[str, Any],
-    inputs: Mapping[str, Any],
-    input: str | None = None,
-    *,
-    strict: bool = False,
-) -> dict[str, Any]:
-    """The run's starting context: `context` defaults ← parameter defaults ← `context` ←
-    `input` (as `context.input`) ← `inputs`. Values for declared parameters are converted to
-    their types; `inputs` may name declared parameters only; a required one must be given.
-    With `strict` (the CLI's `--context`), a loop that declares `parameters` takes in `context`
-    only those, its `context:` names and `input`: another key is a typo until proven otherwise."""
-    from engine.model.params import ParameterError, check_caller_keys, coerce
-
-    values = dict(loop.context)
-    for name, param in loop.parameters.items():
-        if param.has_default and name not in values:
-            values[name] = param.default
-    unknown = sorted(set(inputs) - set(loop.parameters))
-    if unknown:
-        names = ", ".join(sorted(loop.parameters)) or "none"
-        raise UsageError(
-            f"loop {loop.name!r} has no parameter {unknown[0]!r} (declared: {names})",
-            hint="pass only declared parameters as inputs, or put other values in context",
-        )
-    if strict:
-        check_caller_keys(loop, context)
-    given = {**context, **({} if input is None else {"input": input}), **inputs}
-    if loop.input_key not in (None, "input") and "input" in given and loop.input_key not in given:
-        given[str(loop.input_key)] = given.pop("input")  # INPUT is the parameter input_key names
-    for key, value in given.items():
-        declared = loop.parameters.get(key)
-        if declared is None:
-            values[key] = value
-            continue
-        try:
-            values[key] = coerce(declared, value, loop.name)
-        except ParameterError as exc:
-            raise UsageError(
-                exc.message, hint=f"pass a value of the declared type (--context {key}=...)"
-            ) from None
-    missing = [n for n, p in loop.parameters.items() if p.required and n not in values]
-    if missing:
-        raise UsageError(
-            f"loop {loop.name!r} requires parameter {missing[0]!r}",
-            hint=f"pass --context {missing[0]}=VALUE"
-            + (" or give it as INPUT" if missing[0] == loop.input_key else ""),
-        )
-    return values
-
-
 def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:
     """A run id (or a unique prefix of one, as every RUN argument takes) under `.loops/runs/`,
     or a run directory path (any directory: a run copied from elsewhere replays too)."""
@@ -481,6 +430,7 @@ def resume(
     happen twice: actions should be idempotent). Context, captures, step and retry counters are
     those of the last boundary. `on_notice` hears what the resume repaired on the way.
     """
+    from engine.model.params import bind_context
     from engine.runtime.interpreter import RunState
     from engine.runtime.resume import end_orphaned_actions, find_run, repair_events, restore_state
     from engine.runtime.runstore import RunStore, read_state

@@ -83,7 +83,7 @@ def test_two_runs_with_a_per_run_scope_do_not_conflict(tmp_path: Path) -> None:
 
 
 def test_the_api_binds_input_to_the_input_key() -> None:
-    from engine.api import bind_context
+    from engine.model.params import bind_context
 
     loop = load_loop_text(LOOP)
     assert bind_context(loop, {}, {}, input="ENH-9")["issue"] == "ENH-9"

@@ -343,17 +343,14 @@ def loop_command(
     from engine.harness.subjects import loop_subject
 
     pairs = _context_pairs(context or [])
-
-    def subject(cwd: Path) -> Subject:
-        from engine.api import bind_context
-        from engine.load.loader import load_loop_file
-
-        path = resolve_loop(loop, cwd)
-        # What every sample's `ll-loop run` would refuse is refused once, before any sample.
-        bind_context(load_loop_file(path), pairs, {}, input_text, strict=True)
-        return loop_subject(path, input_text=input_text, context=pairs, cwd=cwd)
-
-    return _evaluate(subject, options, output, issue_id)
+    return _evaluate(
+        lambda cwd: loop_subject(
+            resolve_loop(loop, cwd), input_text=input_text, context=pairs, cwd=cwd
+        ),
+        options,
+        output,
+        issue_id,
+    )
 
 
 @app.command(

@@ -146,8 +146,11 @@ def loop_subject(
     its `outputs` and the output of the last state it ran (`judged_loop_text`).
     """
     from engine.load.loader import load_loop_file
+    from engine.model.params import bind_context
 
     loop = load_loop_file(path)
+    # What every sample's `ll-loop run` would refuse is refused once, before any sample.
+    bind_context(loop, context, {}, input_text, strict=True)
     argv = [*_ll_loop_command(), "run", str(path)]
     if input_text is not None:
         argv.append(input_text)

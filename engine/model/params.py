@@ -121,3 +121,53 @@ def check_caller_keys(loop: Loop, keys: Iterable[str], flag: str = "--context") 
             + (f" (did you mean {close[0]!r}?)" if close else ""),
             hint=f"its parameters are {declared}; pass {flag} NAME=VALUE for one of them",
         )
+
+
+def bind_context(
+    loop: Loop,
+    context: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    input: str | None = None,
+    *,
+    strict: bool = False,
+) -> dict[str, Any]:
+    """The run's starting context: `context` defaults ← parameter defaults ← `context` ←
+    `input` (as `context.input`) ← `inputs`. Values for declared parameters are converted to
+    their types; `inputs` may name declared parameters only; a required one must be given.
+    With `strict` (the CLI's `--context`), a loop that declares `parameters` takes in `context`
+    only those, its `context:` names and `input`: another key is a typo until proven otherwise."""
+    values = dict(loop.context)
+    for name, param in loop.parameters.items():
+        if param.has_default and name not in values:
+            values[name] = param.default
+    unknown = sorted(set(inputs) - set(loop.parameters))
+    if unknown:
+        names = ", ".join(sorted(loop.parameters)) or "none"
+        raise UsageError(
+            f"loop {loop.name!r} has no parameter {unknown[0]!r} (declared: {names})",
+            hint="pass only declared parameters as inputs, or put other values in context",
+        )
+    if strict:
+        check_caller_keys(loop, context)
+    given = {**context, **({} if input is None else {"input": input}), **inputs}
+    if loop.input_key not in (None, "input") and "input" in given and loop.input_key not in given:
+        given[str(loop.input_key)] = given.pop("input")  # INPUT is the parameter input_key names
+    for key, value in given.items():
+        declared = loop.parameters.get(key)
+        if declared is None:
+            values[key] = value
+            continue
+        try:
+            values[key] = coerce(declared, value, loop.name)
+        except ParameterError as exc:
+            raise UsageError(
+                exc.message, hint=f"pass a value of the declared type (--context {key}=...)"
+            ) from None
+    missing = [n for n, p in loop.parameters.items() if p.required and n not in values]
+    if missing:
+        raise UsageError(
+            f"loop {loop.name!r} requires parameter {missing[0]!r}",
+            hint=f"pass --context {missing[0]}=VALUE"
+            + (" or give it as INPUT" if missing[0] == loop.input_key else ""),
+        )
+    return values
