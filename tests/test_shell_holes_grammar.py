@@ -121,6 +121,11 @@ HOLES = {
         "an argument of `run`, a function this script defines: ll-loop does not follow values "
         "into functions",
     ),
+    "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
+        "! ! eval ${context.x}",
+        {"x": TOUCH},
+        "an argument of `eval`",
+    ),
     "wrapped-function-argument": (
         'run() { eval "$1"; }\ntime run ${context.x}',
         {"x": "touch CANARY"},
@@ -169,6 +174,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ("cat <<'EOF'\n`x` ${context.v}\nEOF", "`x` -v $(x)\n"),
         ("echo $'it\\'s' [${context.v}]", "it's [-v $(x)]\n"),
         ("printf '%s\\n' ${context.v}", "-v $(x)\n"),
+        ("! ! printf '%s\\n' ${context.v}", "-v $(x)\n"),
         ("printf -- ${context.v}", "-v $(x)"),
         ('[ -n "${context.v}" ] && echo set', "set\n"),
         ('[ "${context.v}" = x ] || echo differs', "differs\n"),

@@ -110,6 +110,9 @@ class _Wrapper:
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
+    # `! ! eval X`: tree-sitter-bash reads the second `!` as a command name; bash reads every
+    # leading `!` as the reserved word that negates what follows.
+    "!": _Wrapper(),
     "builtin": _Wrapper(),
     "command": _Wrapper(),
     "exec": _Wrapper(frozenset({"-a"})),
@@ -142,6 +145,9 @@ _WRAPPERS: dict[str, _Wrapper] = {
         frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"})
     ),
 }
+
+WRAPPER_OPERANDS = {name: wrapper.operands for name, wrapper in _WRAPPERS.items()}
+"""Commands that run the command after their options (and this many operands)."""
 
 # Builtins whose arguments are variable names, or after which one is: (option → role of its
 # argument); `None` for the role of the other operands.

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
     COMMAND_STRING,
+    WRAPPER_OPERANDS,
     Role,
     Verdict,
     argument_role,
@@ -906,12 +907,6 @@ _NO_OPTIONS = frozenset({"test", "[", "[["})
 """Their words are operands and operators by position, which the test rules classify."""
 _CODE_THEN_DATA = frozenset({"bash", "sh", "zsh", "dash", "ksh", "python", "python3"})
 """After `-c CODE` their words are the code's data ($1, sys.argv), not options."""
-_WRAPPER_OPERANDS = {
-    **dict.fromkeys(("env", "sudo", "doas", "nohup", "time", "nice", "setsid", "stdbuf"), 0),
-    **dict.fromkeys(("command", "builtin", "exec", "xargs", "ionice", "unbuffer"), 0),
-    **dict.fromkeys(("timeout", "chroot", "flock"), 1),
-}
-"""Commands that run the command after their options (and this many operands)."""
 
 
 def _starts_word(word: Node, hole: int, source: bytes) -> bool:
@@ -927,7 +922,7 @@ def _option_reader(words: Sequence[str | None], index: int) -> str | None:
     for _ in range(8):
         name = words[start]
         base = None if name is None else name.rsplit("/", 1)[-1]
-        operands = _WRAPPER_OPERANDS.get(base or "")
+        operands = WRAPPER_OPERANDS.get(base or "")
         if operands is None:
             break
         i = start + 1
