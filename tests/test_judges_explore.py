@@ -9,12 +9,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.judges import JudgeResult, run_judge
+from engine.judges.explore import MAX_MATCHES, Refused, Workspace, glob_matcher
 from tests.judges_helpers import judges_of, llm_env
 from tests.loopback_server import (
     LoopbackServer,
@@ -86,11 +88,10 @@ def test_grep_and_glob_pass_over_a_fifo_instead_of_blocking_on_it(
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [
-        ("glob", {"pattern": "[z-a]"}),
-        ("grep", {"pattern": "x", "glob": "[z-a]"}),
         ("read_file", {"path": "app.py", "offset": "abc"}),
         ("read_file", {"path": "app.py", "limit": "all"}),
         ("read_file", {"path": "app\x00.py"}),
+        ("grep", {"pattern": "x", "path": "app\x00.py"}),
     ],
 )
 def test_a_malformed_tool_call_is_a_tool_error_the_model_sees(
@@ -166,3 +167,80 @@ def test_a_reviewer_cannot_read_inside_git_or_loops(
     given = [a["content"] for a in answers(loopback)]
     assert len(given) == 2 and not any("SECRET" in g for g in given)
     assert "inside .git/" in given[0] and "inside .loops/" in given[1]
+
+
+def test_a_backtracking_grep_pattern_ends_in_its_time_limit_without_freezing_the_run(
+    tmp_path: Path,
+) -> None:
+    """`(a+)+$` over a line of 40 a's backtracks for days. It ends at the limit with what was
+    found and a hint, and the run's other threads (its stop, other cases) keep running."""
+    (tmp_path / "a.txt").write_text("first (a+) hit\n")
+    (tmp_path / "b.txt").write_text("a" * 40 + "!\n")
+    ticks = 0
+    done = threading.Event()
+
+    def tick() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            done.wait(0.01)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    started = time.monotonic()
+    answer = Workspace(tmp_path, grep_seconds=1.0).grep(r"(a+)+$|\(a\+\)")
+    took = time.monotonic() - started
+    done.set()
+    ticker.join()
+    assert 1.0 <= took < 5.0
+    first, note = answer.splitlines()
+    assert first == "a.txt:1: first (a+) hit"
+    assert note.startswith("[... the search stopped after 1 s: the pattern backtracks")
+    assert ticks >= 50  # the other thread ran all along (re holds the GIL while it backtracks)
+
+
+def test_grep_answers_and_limits_as_before(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text("x = 1\n" * (MAX_MATCHES + 5))
+    (tmp_path / "blob.bin").write_bytes(b"x = 1\0")
+    (tmp_path / "notes.md").write_text("x = 1 é\n")
+    workspace = Workspace(tmp_path)
+    lines = workspace.grep("x = 1").splitlines()
+    assert lines[0] == "notes.md:1: x = 1 é"  # the binary file is passed over
+    assert lines[1:3] == ["src/m.py:1: x = 1", "src/m.py:2: x = 1"]
+    assert len(lines) == MAX_MATCHES + 1 and lines[-1] == "[... more matches not shown ...]"
+    assert workspace.grep("x", "src", "*.md") == "no line matches 'x'"
+    assert workspace.grep("x", ".", "**/*.md") == "notes.md:1: x = 1 é"
+    with pytest.raises(Refused, match="is not a regular expression"):
+        workspace.grep("(")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matched"),
+    [
+        ("*.py", "a.py", True),
+        ("*.py", "d/a.py", False),
+        ("**/*.py", "a.py", True),
+        ("**/*.py", "d/e/a.py", True),
+        ("src/**", "src/a/b.py", True),
+        ("src/**/b.py", "src/b.py", True),
+        ("a/**/b/**/c", "a/x/b/y/z/c", True),
+        ("a/**/b", "a/c", False),
+        ("[a!]x", "!x", True),
+        ("[!a]x", "ax", False),
+        ("?", "ab", False),
+        ("[z-a]", "z", False),
+        ("./*.md", "notes.md", True),
+    ],
+)
+def test_glob_names(pattern: str, path: str, matched: bool) -> None:
+    assert glob_matcher(pattern)(path) is matched
+
+
+def test_globs_that_made_a_regex_backtrack_match_at_once() -> None:
+    """As one regex, ten `**/` took 48 s per path and sixteen `*` half a second."""
+    started = time.monotonic()
+    assert not glob_matcher("**/" * 10 + "x")("a/" * 30 + "y")
+    assert glob_matcher("**/" * 10 + "x")("a/" * 30 + "x")
+    assert not glob_matcher("*" * 16 + "x")("a" * 60 + "y")
+    assert time.monotonic() - started < 0.5

@@ -3,25 +3,34 @@
 A path is resolved (symlinks followed) and must stay inside the workspace: `../x`, an absolute
 path elsewhere, or a symlink pointing out are refused with a tool error the model sees, never
 read. Walks skip `.git` and `.loops` and never descend through symlinked directories. Answers are
-bounded, so one tool call cannot flood the reviewer's context.
+bounded, so one tool call cannot flood the reviewer's context, and so is their time: globs are
+matched without backtracking, and grep's regular expression (which may backtrack) is searched
+in a child process with a time limit.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import io
+import json
+import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from engine.processes.group import run_process
 
 MAX_TOOL_STEPS = 20
 READ_CHARS = 40_000
 MAX_LISTED = 200
 MAX_MATCHES = 100
 GREP_FILE_BYTES = 2_000_000
+GREP_SECONDS = 10.0  # a grep call's time limit: its search runs in a child process
 SKIPPED_DIRS = frozenset({".git", ".loops"})
 
 TOOLS: tuple[dict[str, Any], ...] = (
@@ -73,6 +82,7 @@ class Workspace:
     """The directory a reviewer may look at."""
 
     root: Path
+    grep_seconds: float = GREP_SECONDS
 
     def resolve(self, given: str) -> Path:
         """`given` inside the workspace, symlinks followed; Refused when it leads outside."""
@@ -155,8 +165,8 @@ class Workspace:
     def glob(self, pattern: str) -> str:
         if not pattern:
             raise Refused("give a glob pattern, e.g. **/*.py")
-        matcher = glob_regex(pattern)
-        found = [rel for rel in (self.relative(p) for p in self.files()) if matcher.fullmatch(rel)]
+        matches = glob_matcher(pattern)
+        found = [rel for rel in (self.relative(p) for p in self.files()) if matches(rel)]
         if not found:
             return f"no file matches {pattern!r}"
         shown = found[:MAX_LISTED]
@@ -164,31 +174,70 @@ class Workspace:
         return "\n".join(shown) + more
 
     def grep(self, pattern: str, given: str = ".", only: Any = None) -> str:
+        """Matching lines, searched in a child process that ends after `GREP_SECONDS`: a
+        pattern that backtracks (`(a+)+$` on a line of a's) runs in C holding the GIL, which
+        froze every thread of the run, its stop included, for as long as it took (hours)."""
         try:
-            wanted = re.compile(pattern)
+            re.compile(pattern)
         except re.error as exc:
             raise Refused(f"{pattern!r} is not a regular expression: {exc}") from None
         start = self.resolve(given)
-        matcher = glob_regex(str(only)) if only else None
-        hits: list[str] = []
-        for path in self.files(start):
-            rel = self.relative(path)
-            if matcher is not None and not matcher.fullmatch(rel):
-                continue
-            try:
-                if path.stat().st_size > GREP_FILE_BYTES:
-                    continue
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if b"\0" in data[:8192]:
-                continue
-            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if wanted.search(line):
-                    hits.append(f"{rel}:{number}: {line[:300]}")
-                    if len(hits) >= MAX_MATCHES:
-                        return "\n".join(hits) + "\n[... more matches not shown ...]"
+        matches = glob_matcher(str(only)) if only else None
+        named = ((self.relative(path), os.fsdecode(path)) for path in self.files(start))
+        files = [(rel, path) for rel, path in named if matches is None or matches(rel)]
+        job = {
+            "pattern": pattern,
+            "files": files,
+            "max_bytes": GREP_FILE_BYTES,
+            "max_matches": MAX_MATCHES,
+            "line_chars": 300,
+            "alarm": math.ceil(self.grep_seconds) + 2,
+        }
+        ran = run_process(
+            [sys.executable, "-I", "-S", "-c", _GREP_PROGRAM],
+            timeout=self.grep_seconds,
+            stdin=json.dumps(job),
+            max_output=MAX_MATCHES * 2_000,
+            grace=0.5,
+        )
+        hits = ran.output.splitlines()
+        if ran.timed_out:
+            hits.append(
+                f"[... the search stopped after {self.grep_seconds:g} s: the pattern backtracks "
+                "too much (nested repetition such as (a+)+); simplify it ...]"
+            )
+        elif ran.exit_code != 0:
+            raise Refused(f"the search failed: {(ran.stderr or ran.spawn_error or '').strip()}")
+        elif len(hits) >= MAX_MATCHES:
+            hits.append("[... more matches not shown ...]")
         return "\n".join(hits) or f"no line matches {pattern!r}"
+
+
+# The grep child: standard library only, started isolated (-I -S) so it starts in ~15 ms. It
+# prints each hit as found, so what a stopped search found is still shown, and its own alarm
+# ends it even when the run that started it is gone (SIGALRM's default action).
+_GREP_PROGRAM = """
+import json, re, signal, sys
+job = json.load(sys.stdin)
+signal.alarm(job["alarm"])
+wanted, out, found = re.compile(job["pattern"]), sys.stdout.buffer, 0
+for rel, path in job["files"]:
+    try:
+        with open(path, "rb") as file:
+            data = file.read(job["max_bytes"] + 1)
+    except OSError:
+        continue
+    if len(data) > job["max_bytes"] or b"\\0" in data[:8192]:
+        continue
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        if wanted.search(line):
+            hit = f"{rel}:{number}: {line[: job['line_chars']]}"
+            out.write(hit.encode("utf-8", "backslashreplace") + b"\\n")
+            out.flush()
+            found += 1
+            if found >= job["max_matches"]:
+                sys.exit(0)
+"""
 
 
 def _bounded_lines(text: io.TextIOWrapper) -> Iterator[str]:
@@ -202,28 +251,48 @@ def _bounded_lines(text: io.TextIOWrapper) -> Iterator[str]:
 
 
 @lru_cache(maxsize=128)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob (`*`, `?`, `[...]`, `**` across directories) as a regex on relative paths."""
-    out, i = "", 0
-    pattern = pattern.removeprefix("./")
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif char == "*":
-            out, i = out + "[^/]*", i + 1
-        elif char == "?":
-            out, i = out + "[^/]", i + 1
-        elif char == "[":
-            close = pattern.find("]", i + 1)
-            if close < 0:
-                out, i = out + re.escape(char), i + 1
-            else:
-                members = pattern[i + 1 : close]  # only a leading ! negates: [a!] holds "!"
-                members = "^" + members[1:] if members.startswith("!") else members
-                out, i = out + "[" + members + "]", close + 1
-        else:
-            out, i = out + re.escape(char), i + 1
-    return re.compile(out)
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a relative path matches a glob: `*`, `?` and `[...]` (`[!...]` negates) within
+    one name, and `**` as a whole name for any number of directories (none included).
+
+    Matched name by name, each with fnmatch's translation (which does not backtrack), the
+    `**` names followed as a set of positions: linear in the path. One regex of the whole glob
+    backtracked: ten `**/` before a name took 48 s per path, which a model (or a prompt
+    injection in what it read) could ask for.
+    """
+    names: list[str] = []
+    for name in pattern.removeprefix("./").split("/"):
+        if not (name == "**" and names and names[-1] == "**"):  # `**/**` is `**`
+            names.append(name)
+    compiled = [None if n == "**" else re.compile(fnmatch.translate(n)) for n in names]
+    end = len(compiled)
+
+    def reach(positions: set[int]) -> set[int]:
+        """`positions` and every position after `**` names, which may match no directory."""
+        out, stack = set(), list(positions)
+        while stack:
+            at = stack.pop()
+            if at not in out:
+                out.add(at)
+                if at < end and compiled[at] is None:
+                    stack.append(at + 1)
+        return out
+
+    def matches(path: str) -> bool:
+        positions = reach({0})
+        for part in path.split("/"):
+            after: set[int] = set()
+            for at in positions:
+                if at == end:
+                    continue
+                glob = compiled[at]
+                if glob is None:
+                    after.add(at)  # `**` takes this name and may take more
+                elif glob.match(part):
+                    after.add(at + 1)
+            positions = reach(after)
+            if not positions:
+                return False
+        return end in positions
+
+    return matches

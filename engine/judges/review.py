@@ -222,7 +222,7 @@ def _answer(workspace: Workspace, use: Mapping[str, Any], steps: int) -> tuple[s
         return f"refused: {exc}", True
     except OSError as exc:
         return f"refused: {exc.strerror or exc}", True
-    except (ValueError, TypeError, re.error) as exc:  # a bad glob, offset "abc", a NUL in a path
+    except (ValueError, TypeError, re.error) as exc:  # offset "abc", a NUL in a path
         return f"refused: the {name} arguments are not valid ({exc})", True
 
 
