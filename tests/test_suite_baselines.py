@@ -64,6 +64,25 @@ def test_a_baseline_judged_by_another_model_from_the_environment_is_refused(
     assert compared["baseline_run"] == measured["run_id"], err
 
 
+def test_a_baseline_judged_with_other_thinking_from_the_environment_is_refused(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`LL_JUDGE_REASONING` gives the judges extended thinking, which moves their verdicts as a
+    model does; unset, the fingerprint is the one recorded before it counted."""
+    loopback.default = prefers_the_subject
+    write(tmp_path / "s.suite.yaml", SCORED)
+    monkeypatch.delenv("LL_JUDGE_REASONING", raising=False)
+    code, measured, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0, err
+    monkeypatch.setenv("LL_JUDGE_REASONING", "high")
+    code, out, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert code == 2, out + err
+    assert "judged under other conditions" in err
+    monkeypatch.setenv("LL_JUDGE_REASONING", "off")  # off is no thinking, as unset
+    code, compared, err = suite_json(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert compared["baseline_run"] == measured["run_id"], err
+
+
 PAIRWISE = """\
     name: paired
     cases:

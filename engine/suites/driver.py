@@ -541,14 +541,16 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     pairwise = None
     if suite.pairwise is not None:
         pairwise = {k: v for k, v in _plain(suite.pairwise).items() if k != "line"}
-    return _digest(
-        {
-            "judges": judges,
-            "pairwise": pairwise,
-            "samples": samples or suite.samples,
-            "judge_model": _judge_model(suite),
-        }
-    )
+    conditions = {
+        "judges": judges,
+        "pairwise": pairwise,
+        "samples": samples or suite.samples,
+        "judge_model": _judge_model(suite),
+    }
+    reasoning = _judge_reasoning(suite)
+    if reasoning is not None:  # only when set: a fingerprint recorded without it stays equal
+        conditions["judge_reasoning"] = reasoning
+    return _digest(conditions)
 
 
 def _prompt_file_digest(judge: Judge) -> str | None:
@@ -575,6 +577,20 @@ def _judge_model(suite: Suite) -> str | None:
     from engine.llm import settings
 
     return settings.judge_model(None, None, None, suite.judge_model)
+
+
+def _judge_reasoning(suite: Suite) -> str | None:
+    """`LL_JUDGE_REASONING`, which the suite's LLM judges think with when they set no
+    `reasoning` of their own (theirs is part of the judge); None when off or unused."""
+    if suite.pairwise is None and not any(j.uses_llm for j in suite.judges):
+        return None
+    from engine.llm import settings
+
+    try:
+        budget = settings.judge_reasoning()
+    except ValueError:  # each LLM judgement says so; as a condition it is the text given
+        return os.environ.get("LL_JUDGE_REASONING", "").strip()
+    return None if budget is None else str(budget)
 
 
 def suite_hash(suite: Suite) -> str:
