@@ -268,3 +268,46 @@ def test_baseline_of_an_unfinished_run_is_refused(tmp_path: Path) -> None:
     )
     assert compared["baseline_run"] == run_id, err
     assert not [n for n in compared["notes"] if "not in the baseline run" in n]
+
+
+TIED = """\
+    name: tied
+    cases:
+      - {id: even, input: {v: 1}}
+      - {id: worse, input: {v: 2}}
+    subject:
+      command: echo NEW ${inputs.v}
+    baseline_subject:
+      command: echo OLD ${inputs.v}
+    isolation: copy
+    judges:
+      - name: answered
+        builtin: exit_code
+    pairwise:
+      name: preference
+      prompt: Which answer is better?
+"""
+
+
+def test_a_pairwise_tie_is_not_listed_as_a_failure_and_a_loss_says_it_lost(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Case `even` is called even; for `worse` the model prefers the baseline's answer."""
+
+    def model(request: dict[str, Any]) -> Reply:
+        text = json.dumps(request["messages"])
+        first = re.search(r"<response_A>(.*?)</response_A>", text, re.S)
+        assert first is not None
+        if "NEW 1" in text:
+            return tool_reply({"better": "tie", "reason": "the same"})(request)  # type: ignore[operator,no-any-return]
+        better = "A" if "OLD" in first.group(1) else "B"
+        return tool_reply({"better": better, "reason": "the old one is right"})(request)  # type: ignore[operator,no-any-return]
+
+    loopback.default = model
+    write(tmp_path / "s.suite.yaml", TIED)
+    code, out, err = suite(tmp_path, "s.suite.yaml")
+    assert code == 0, out + err  # no thresholds
+    failures = out.split("Failed or errored judges by case:")[1]
+    assert "even" not in failures  # a tie is neither a win nor a failure
+    assert "    preference: lost to the baseline: the old one is right" in failures
+    assert "1 tie" in out

@@ -124,15 +124,18 @@ def _failing_by_case(rows: Sequence[SuiteJudgementRow]) -> dict[str, list[SuiteJ
 
 
 def _why(row: SuiteJudgementRow) -> str:
+    text = row.error or row.rationale or ""
     if row.status == "abstain":
         head = "abstained"
     elif row.status == "error":
         head = "error"
+    elif row.judge_kind == "pairwise":  # a loss (ties are not listed); its rationale says so
+        head, text = "lost to the baseline", text.removeprefix("loss: ")
     elif row.is_bool or row.value is None:
         head = "failed"
     else:
         head = f"scored {row.value:g}"
-    text = " ".join((row.error or row.rationale or "").split())
+    text = " ".join(text.split())
     if len(text) > RATIONALE_CHARS:
         text = text[: RATIONALE_CHARS - 3] + "..."
     return f"{head}: {text}" if text else head

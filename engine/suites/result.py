@@ -83,13 +83,15 @@ class SuiteResult:
         return [c for c in self.cases if c.status == "error"]
 
     def failing(self) -> list[SuiteJudgementRow]:
-        """Judgements of the subject that failed or errored (first sample), case by case."""
+        """Judgements of the subject that failed or errored (first sample), case by case. A
+        pairwise tie is neither: the win rate leaves it out, and so does this list."""
         return [
             j
             for j in self.judgements
             if j.sample_index == 0
             and j.arm in ("subject", "pairwise")
             and (j.status in ("error", "abstain") or j.passed is False)
+            and not (j.judge_kind == "pairwise" and j.status == "ok" and j.value == 0.5)
         ]
 
     def summary(self, judge: str) -> JudgeSummary | None:
