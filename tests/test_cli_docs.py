@@ -24,7 +24,9 @@ errors are one sentence with a hint (add `--debug` for a traceback). Exit codes 
 `simulate` and `ll-harness`: **0** success/pass, **1** failure/fail, **2** error (invalid loop,
 unrouted verdict, crash, lock conflict, usage), **3** inconclusive (budget or time exhausted,
 stopped, cost limit, abstained). `validate`: 0 clean or warnings only, 1 errors (warnings too with
-`--strict`), 2 usage error. `--version` prints the version; `NO_COLOR=1` turns colour off.
+`--strict`), 2 usage error. A reader that leaves (`ll-loop run LOOP | head -3`) ends nothing:
+the command runs to its end with its own exit code, and what nobody reads is dropped.
+`--version` prints the version; `NO_COLOR=1` turns colour off.
 
 Shell completion (bash, zsh, fish, PowerShell): `ll-loop --install-completion` adds it to your
 shell's start-up file (restart the shell afterwards), `ll-loop --show-completion` prints the script

@@ -143,3 +143,50 @@ def test_schema_out_writes_the_file(tmp_path: Path) -> None:
     )
     refused = ll_loop(tmp_path, "schema", "--out", str(tmp_path))
     assert refused.code == 2 and "is a directory" in refused.stderr
+
+
+STEPS = """\
+name: steps
+initial: tick
+scope: ["."]
+max_steps: 12
+states:
+  tick:
+    action: "sleep 0.05"
+    on_yes: $current
+    on_no: done
+  done: {terminal: true}
+"""
+
+
+def test_a_reader_that_leaves_the_pipe_does_not_end_a_run(tmp_path: Path) -> None:
+    """`ll-loop run LOOP 2>&1 | head -2`: the run went on only until its next line, then was
+    left interrupted with exit 1 (a failure, by our exit codes). It runs to its end now and
+    exits with its own code; what nobody reads is dropped."""
+    (tmp_path / "steps.yaml").write_text(STEPS)
+    process = subprocess.Popen(
+        [str(BIN / "ll-loop"), "run", "steps.yaml"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    process.stdout.readline()  # the run's first line: it has started
+    process.stdout.close()  # the reader leaves, as head does
+    assert process.wait(timeout=60) == 3  # max_steps: inconclusive, as without the pipe
+    assert "inconclusive (max_steps)" in ll_loop(tmp_path, "history").stdout
+    [run] = (tmp_path / ".loops" / "runs").iterdir()
+    assert json.loads((run / "state.json").read_text())["steps"] == 12
+
+
+def test_a_harness_result_nobody_reads_keeps_its_exit_code(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), "cmd", "echo hi", "--exit-code", "0", "--samples", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # nobody reads the report
+    assert process.wait(timeout=60) == 0
+    assert process.stderr.read() == b""

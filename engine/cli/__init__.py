@@ -22,7 +22,12 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import keep_descriptors_private, run_guarded, version_option
+from engine.cli.common import (
+    keep_descriptors_private,
+    outlive_the_reader,
+    run_guarded,
+    version_option,
+)
 
 # Registration order is the order `ll-loop --help` lists the commands in.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
@@ -72,6 +77,7 @@ def main() -> None:
     cost ~15 ms of every command, a tenth of a short run's start-up.
     """
     keep_descriptors_private()
+    outlive_the_reader()
     code = run_guarded(build_app(command_of(sys.argv[1:])), "ll-loop")
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say

@@ -10,6 +10,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Any, TextIO
 
 import typer
 
@@ -94,6 +95,52 @@ def keep_descriptors_private() -> None:
             with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
                 if os.get_inheritable(fd):
                     os.set_inheritable(fd, False)
+
+
+class _ReaderMayLeave:
+    """stdout or stderr of a console command, going on when its reader has gone (`| head`).
+
+    A write to a pipe whose reader closed raises BrokenPipeError, which click turns into exit
+    1: `ll-loop run LOOP | head -3` interrupted the run at its third line and reported a
+    failure. Now the stream's descriptor is pointed at /dev/null at the first such write and
+    the command runs to its end with its own exit code; only what nobody reads is dropped.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self._stream.fileno())
+        finally:
+            os.close(null)
+        with contextlib.suppress(OSError):  # what was held for the pipe now goes to /dev/null
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def outlive_the_reader() -> None:
+    """Wrap stdout and stderr so a closed pipe never ends a command (console entry points)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _ReaderMayLeave):
+            setattr(sys, name, _ReaderMayLeave(stream))
 
 
 def _one_line_summaries(app: typer.Typer) -> None:

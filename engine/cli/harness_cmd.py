@@ -27,6 +27,7 @@ from engine.cli.common import (
     finite,
     keep_descriptors_private,
     out,
+    outlive_the_reader,
     resolve_loop,
     run_guarded,
     version_option,
@@ -676,6 +677,7 @@ def _context_pairs(items: list[str]) -> dict[str, str]:
 def main() -> None:
     """Console entry point for `ll-harness`."""
     keep_descriptors_private()
+    outlive_the_reader()
     code = run_guarded(app, "ll-harness")
     if _threads_left():
         # A stopped suite may leave a case's thread stuck in a judge (in C code, where it
