@@ -113,6 +113,16 @@ def test_yaml_syntax_and_alias_bombs_are_diagnostics(tmp_path: Path) -> None:
     assert any("F007" in p for p in found), found
 
 
+def test_a_suite_nested_too_deep_is_not_told_about_states() -> None:
+    text = "name: x\ncases: " + "[" * 100 + "]" * 100 + "\n"
+    _, _, [diagnostic] = check_suite_text(text, "deep.suite.yaml")
+    assert diagnostic.code == "F007"
+    assert (
+        diagnostic.hint
+        == "loop and suite files nest only a few levels deep; this looks like generated junk"
+    )
+
+
 def test_suite_files_are_told_from_loops() -> None:
     assert looks_like_suite(GOOD)
     assert not looks_like_suite("name: x\ninitial: a\nstates:\n  a: {terminal: true}\n")

@@ -330,7 +330,7 @@ def _too_deep(file: str, line: int, column: int) -> Diagnostic:
         file,
         line,
         column,
-        "a loop file is shallow (states → state → evaluate); this looks like generated junk",
+        "loop and suite files nest only a few levels deep; this looks like generated junk",
     )
 
 
