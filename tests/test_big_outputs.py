@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from engine.runtime.interpreter import WHOLE_OUTPUT_LIMIT
 from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.run_helpers import run_yaml
@@ -83,3 +85,48 @@ def test_an_output_too_big_to_read_back_is_an_error_not_a_guess(tmp_path: Path) 
     [evaluated] = [e for e in ran.events() if e["event"] == "evaluate"]
     assert evaluated["verdict"] == "error"
     assert f"{size:,} bytes" in evaluated["details"]["reason"]
+
+
+PASSED_ON = """
+name: passed-on
+initial: read
+scope: ["."]
+states:
+  read:
+    action: "head -c {size} /dev/zero | tr '\\\\0' x; echo; echo END"
+    capture: text
+    on_yes: use
+    on_no: failed
+  use:
+    action: printf "%s" "${{{value}}}" | wc -c
+    capture: used
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+  broken: {{terminal: true, failure: true}}
+"""
+
+
+@pytest.mark.parametrize("value", ["captured.text.output", "prev.output"])
+def test_an_output_longer_than_state_json_keeps_is_interpolated_whole(
+    tmp_path: Path, value: str
+) -> None:
+    """Captures and `prev` keep 64 Ki characters in memory and state.json; interpolated, they
+    gave the next action those, silently, for a 100 KB output (its end lost)."""
+    ran = run_yaml(tmp_path, PASSED_ON.format(size=100_000, value=value))
+    assert ran.code == 0, ran.stdout
+    state = (ran.run_dir / "state.json").read_text()
+    assert '"output":"100004"' in state  # 100,000 x, a newline and END, all of them
+
+
+def test_a_value_too_large_for_the_environment_is_an_error_that_says_what_to_do(
+    tmp_path: Path,
+) -> None:
+    ran = run_yaml(tmp_path, PASSED_ON.format(size=200_000, value="captured.text.output"))
+    assert ran.code == 1, ran.stdout
+    assert ran.json["final_state"] == "broken"
+    events = (ran.run_dir / "events.jsonl").read_text()
+    assert "Argument list too long: the script or an interpolated value is larger" in events
+    assert "${captured.name.output_path}" in events

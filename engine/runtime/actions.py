@@ -22,6 +22,7 @@ write gigabytes into the run directory.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import shutil
@@ -180,7 +181,7 @@ class ActionRunner:
             for fd in (out_read, err_read):
                 os.close(fd)
             return ActionResult(
-                output="", stderr="", exit_code=None, spawn_error=str(exc), duration_ms=0
+                output="", stderr="", exit_code=None, spawn_error=_spawn_problem(exc), duration_ms=0
             )
         finally:
             os.close(out_write)
@@ -394,6 +395,18 @@ class _Spawned:
                 raise subprocess.TimeoutExpired(["bash"], timeout or 0.0)
             time.sleep(0.01)
         return code
+
+
+def _spawn_problem(exc: Exception) -> str:
+    """Why bash could not start, in words a loop's author can act on."""
+    if isinstance(exc, OSError) and exc.errno == errno.E2BIG:
+        return (
+            f"{exc.strerror}: the script or an interpolated value is larger than the system lets "
+            "a command line or one environment variable be (128 KiB on Linux); pass a large "
+            "value through a file, e.g. $LL_CAPTURED_name__output_path or "
+            "${captured.name.output_path}"
+        )
+    return str(exc)
 
 
 def _only_stdio_inheritable() -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -416,6 +416,7 @@ def remember(
         "exit_code": result.exit_code,
         "verdict": verdict.name,
         "details": dict(verdict.details),
+        **({"output_path": output_path} if output_path else {}),
     }
 
 
@@ -483,8 +484,8 @@ class Namespaces:
             self._ns = {
                 "context": rs.context,
                 "param": {k: rs.context[k] for k in loop.parameters if k in rs.context},
-                "captured": rs.captured,
-                "prev": rs.prev or {},
+                "captured": {k: _read_back(v, f"captured.{k}") for k, v in rs.captured.items()},
+                "prev": _read_back(rs.prev or {}, "prev"),
                 "state": {
                     "name": self.state.name,
                     "step": rs.steps,
@@ -644,6 +645,46 @@ def _bounded(
             output_path = str(path)
         text = text[:CAPTURE_LIMIT]
     return text, output_path
+
+
+class _WholeOutput(Mapping[str, Any]):
+    """A capture (or `prev`) whose `output` was cut to `CAPTURE_LIMIT` characters to keep the
+    run's memory and state.json small: interpolating `.output` reads the whole output back from
+    its file, as an evaluator does. `${captured.log.output}` gave the first 64 Ki characters of
+    a 200 KB output, silently, to the next action or prompt."""
+
+    def __init__(self, entry: Mapping[str, Any], name: str) -> None:
+        self._entry, self._name = entry, name
+
+    def __getitem__(self, key: str) -> Any:
+        if key != "output":
+            return self._entry[key]
+        path = Path(self._entry["output_path"])
+        try:
+            size = path.stat().st_size
+            if size <= WHOLE_OUTPUT_LIMIT:
+                return path.read_text(encoding="utf-8", errors="replace").removesuffix("\n")
+            reason = f"the output is {size:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} read back"
+        except OSError as exc:
+            reason = f"its whole output cannot be read from {path}: {exc.strerror or exc}"
+        raise InterpolationError(
+            f"{self._name}.output",
+            f"{reason}; use the file instead: ${{{self._name}.output_path}}",
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entry)
+
+    def __len__(self) -> int:
+        return len(self._entry)
+
+
+def _read_back(entry: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """`entry` as interpolation sees it: whole, or read back when its output was cut."""
+    output = entry.get("output")
+    if isinstance(output, str) and len(output) >= CAPTURE_LIMIT and entry.get("output_path"):
+        return _WholeOutput(entry, name)
+    return entry
 
 
 def _whole_output(result: ActionResult) -> str | Verdict:
