@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import random
+import resource
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli import BIN
 from tests.runs_helpers import ll_loop, result_of, run_dir, spawn, state_of, write
 
 # Idempotent actions: every value is computed from restored captures and context, so running
@@ -255,3 +258,47 @@ def test_resume_keeps_the_budget_the_run_started_with(tmp_path: Path) -> None:
     result = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "-q"))
     assert result["terminated_by"] == "max_steps"
     assert result["steps"] == 6  # not the file's 40
+
+
+FILLING = """
+name: fill
+initial: tick
+scope: ["."]
+max_steps: 60
+states:
+  tick:
+    action: head -c 2000 /dev/zero | tr '\\\\0' x
+    capture: out
+    on_yes: $current
+    on_no: done
+  done: {terminal: true}
+"""
+
+
+def test_a_full_disk_is_said_in_one_sentence_and_the_run_resumes(tmp_path: Path) -> None:
+    """A write the file system refuses (here a file-size limit: EFBIG, as ENOSPC on a full
+    disk) was reported as an internal error of ll-loop. It is an error of the machine, exit 2,
+    and the run resumes once there is room, its torn last event line repaired."""
+    write(tmp_path / "fill.yaml", FILLING)
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
+
+    ran = subprocess.run(
+        [str(BIN / "ll-loop"), "run", "fill.yaml"],
+        cwd=tmp_path,
+        preexec_fn=small_files,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 2, ran.stderr
+    assert "internal error" not in ran.stderr
+    assert "error: cannot write: File too large\n  hint: free space" in ran.stderr
+    [run] = (tmp_path / ".loops" / "runs").iterdir()
+    assert state_of(tmp_path, run.name)["steps"] < 60
+    resumed = ll_loop(tmp_path, "resume", run.name, "--json")
+    assert resumed.code == 3, resumed.stderr  # max_steps, as an uninterrupted run ends
+    assert result_of(resumed)["steps"] == 60
+    for line in (run / "events.jsonl").read_text().splitlines():
+        json.loads(line)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import inspect
 import json
 import math
@@ -64,6 +65,10 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
     except Exception as exc:  # a bug: say so plainly
         if debug_enabled():
             traceback.print_exc()
+        storage = _storage_problem(exc)
+        if storage is not None:
+            err(storage)
+            return 2
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
             if prog_name == "ll-loop":
@@ -75,6 +80,24 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         )
         return 2
     return int(result or 0) if isinstance(result, int) else 0
+
+
+# The file system refused a write: the machine's state, not a bug of ours.
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def _storage_problem(exc: Exception) -> str | None:
+    """One sentence for a write the file system refused (a full disk, a quota, a read-only
+    mount), which had been reported as an internal error of ll-loop. What a run had written
+    stays (its events and state.json up to its last step), so it resumes once there is room."""
+    if not isinstance(exc, OSError) or exc.errno not in _STORAGE_ERRNOS:
+        return None
+    where = f" ({exc.filename})" if exc.filename else ""
+    return (
+        f"error: cannot write: {exc.strerror}{where}\n  hint: free space (or fix the file "
+        "system), then continue an interrupted run with `ll-loop resume RUN` (`ll-loop status` "
+        "lists it)"
+    )
 
 
 def keep_descriptors_private() -> None:
