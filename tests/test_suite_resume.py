@@ -4,6 +4,7 @@ again, no row is lost or duplicated, and the report equals an uninterrupted run'
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -123,3 +124,46 @@ def test_resume_refuses_a_changed_suite_and_other_options(tmp_path: Path) -> Non
     assert code == 2 and "the suite file changed since it started" in err
     code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", "nope")
     assert code == 2 and "--resume nope: there is no such suite run" in err
+
+
+HARNESS = [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()"]
+FILLING = """\
+name: fill
+dataset: cases
+isolation: copy
+subject:
+  command: head -c 3000 /dev/zero | tr '\\\\0' x; echo ${inputs.n}
+judges:
+  - name: exit
+    builtin: exit_code
+"""
+
+
+def test_a_suite_on_a_full_disk_says_so_and_resumes_when_there_is_room(tmp_path: Path) -> None:
+    """The history database past a file-size limit (SQLite reports a full disk so, or as a
+    'disk I/O error'): one sentence whose hint names the full disk, exit 2, and `--resume`
+    then records every case once."""
+    root = own_project(tmp_path)
+    write(root / "s.suite.yaml", FILLING)
+    dataset(root, {f"c{n:03d}": {"n": n} for n in range(300)})
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    full = subprocess.run(
+        [*HARNESS, "suite", "s.suite.yaml", "--quiet"],
+        cwd=root,
+        env=env,
+        preexec_fn=small_files,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert full.returncode == 2, full.stderr
+    assert "hint: if the disk is full" in full.stderr
+    [(run_id,)] = db_rows(root, "SELECT run_id FROM suite_runs")
+    code, data, err = suite_json(root, "s.suite.yaml", "--resume", run_id)
+    assert code == 0 and data["resumed"], err
+    assert recorded(root) == 300
+    assert db_rows(root, "SELECT count(DISTINCT case_id) FROM suite_cases") == [(300,)]

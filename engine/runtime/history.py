@@ -411,9 +411,9 @@ class History:
         except sqlite3.DatabaseError as exc:
             raise HistoryError(
                 f"the history database {self.path} cannot be used: {exc}",
-                hint="if another process holds it, let that one finish; if it is damaged, move "
-                "it aside (ll-loop creates a new one) or recover its rows: "
-                "`sqlite3 history.db .recover`",
+                hint="if the disk is full (SQLite may say 'disk I/O error'), free space; if "
+                "another process holds it, let that one finish; if it is damaged, move it aside "
+                "(ll-loop creates a new one) or recover its rows: `sqlite3 history.db .recover`",
             ) from exc
 
     # ---- runs -----------------------------------------------------------------------------
