@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine.load.dataset import load_cases
-from engine.load.suite import check_suite_text, load_suite_file, looks_like_suite
+from engine.load.locate import looks_like_suite
+from engine.load.suite import check_suite_text, load_suite_file
 from engine.model.errors import UsageError
 
 GOOD = """\

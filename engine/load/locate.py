@@ -49,6 +49,21 @@ def loops_dir(cwd: Path | None = None) -> Path:
 
 
 FileKind = Literal["loop", "suite", "library"]
+SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
+
+
+def is_suite_path(path: str | Path) -> bool:
+    """A `*.suite.yaml` (or `.suite.yml`) file."""
+    return str(path).endswith(SUITE_SUFFIXES)
+
+
+def looks_like_suite(text: str) -> bool:
+    """A YAML text that is a suite rather than a loop: it has a top-level `subject:` key and no
+    `states:` (used where a file's name does not say, e.g. `ll-loop validate x.yaml`)."""
+    lines = text.splitlines()
+    return any(line.startswith("subject:") for line in lines) and not any(
+        line.startswith("states:") for line in lines
+    )
 
 
 def file_kind(path: str | Path) -> FileKind:
@@ -56,7 +71,6 @@ def file_kind(path: str | Path) -> FileKind:
     no `states:`), a fragment library (`fragments:` and no `name:`, `initial:` or `states:`), or
     a loop (anything else, so a broken loop is reported as one)."""
     from engine.load.fragments import looks_like_library
-    from engine.load.suite import is_suite_path, looks_like_suite
 
     if is_suite_path(path):
         return "suite"

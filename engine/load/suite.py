@@ -41,23 +41,8 @@ from engine.model.suite import (
 )
 
 SUITE_SCHEMA = "suite.schema.json"
-SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
 _KINDS = ("loop", "agent", "command", "prompt")  # which field decides, in priority order
 _GATES = ("min_pass_rate", "min_mean", "min_win_rate")
-
-
-def is_suite_path(path: str | Path) -> bool:
-    """A `*.suite.yaml` (or `.suite.yml`) file."""
-    return str(path).endswith(SUITE_SUFFIXES)
-
-
-def looks_like_suite(text: str) -> bool:
-    """A YAML text that is a suite rather than a loop: it has a top-level `subject:` key and no
-    `states:` (used where a file's name does not say, e.g. `ll-loop validate x.yaml`)."""
-    lines = text.splitlines()
-    return any(line.startswith("subject:") for line in lines) and not any(
-        line.startswith("states:") for line in lines
-    )
 
 
 def load_suite_file(path: str | Path) -> Suite:
