@@ -879,8 +879,8 @@ def test_json_result_carries_the_loops_outputs(tmp_path: Path) -> None:
 
 def test_every_event_is_on_disk_before_the_run_waits(tmp_path: Path) -> None:
     """A step's events are written together, but always before the run waits on anything: the
-    judge of a state without an action, and an action, each find their step's events in the
-    log while they run."""
+    judge of a state without an action, an action, and the judge of an action (after it ended)
+    each find their step's events in the log while they run."""
     events = f"{tmp_path}/.loops/runs/*/events.jsonl"
     ran = run_yaml(
         tmp_path,
@@ -903,6 +903,19 @@ def test_every_event_is_on_disk_before_the_run_waits(tmp_path: Path) -> None:
           act:
             action: grep -c '"event":"action_start"' {events}
             evaluate: {{type: output_numeric, operator: eq, target: 1}}
+            on_yes: judged
+            on_no: failed
+          judged:
+            action: echo judged
+            evaluate:
+              type: assessment
+              judges:
+                - name: seen
+                  check: |
+                    import glob
+                    text = open(glob.glob({events!r})[0]).read()
+                    ended = text.count('"event":"action_complete"')
+                    return ended == 2, f"{{ended}} action_complete on disk"
             on_yes: done
             on_no: failed
           done: {{terminal: true}}

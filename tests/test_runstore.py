@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
 import threading
@@ -57,8 +59,9 @@ def test_a_reopened_run_writes_over_a_stale_temp_file(tmp_path: Path) -> None:
 
 
 def test_events_are_on_disk_before_the_run_waits_and_at_every_boundary(tmp_path: Path) -> None:
-    """Lines are written where the run may wait (an action starts or ends) and at a state
-    boundary: a reader sees them before any wait, and a killed run loses none it waited on."""
+    """Lines are written where the run may wait (an action starts, a flush before a judge that
+    may wait) and at a state boundary: a reader sees them before any wait, and a killed run
+    loses none it waited on."""
     store = RunStore.create(tmp_path)
 
     def on_disk() -> list[dict[str, object]]:
@@ -73,6 +76,8 @@ def test_events_are_on_disk_before_the_run_waits_and_at_every_boundary(tmp_path:
     assert [e["event"] for e in on_disk()] == ["state_enter", "action_start"]
     assert on_disk()[0]["run_id"] == store.run_id
     store.emit("action_complete", depth=0, step=1, state="tick", exit_code=0)
+    assert len(on_disk()) == 2  # judged in microseconds: written with the boundary
+    store.flush()  # what the interpreter calls before an evaluator that may wait
     assert len(on_disk()) == 3
     store.emit("evaluate", depth=0, step=1, state="tick", verdict="yes")
     store.emit("route", depth=0, step=1, state="tick", verdict="yes", target="done", note="é\n")
@@ -140,3 +145,29 @@ def test_events_from_many_threads_are_each_written_once(tmp_path: Path) -> None:
     lines = store.events_path.read_text(encoding="utf-8").splitlines()
     seen = sorted((e["thread"], e["i"]) for e in map(json.loads, lines))
     assert seen == [(n, i) for n in range(threads) for i in range(per_thread)]
+
+
+def test_state_json_is_whole_after_every_boundary_and_no_descriptor_outlives_the_store(
+    tmp_path: Path,
+) -> None:
+    """The two files' descriptors stay open between boundaries and trade places at each swap;
+    content that shrinks is cut, content that grows is not left with a tail of the older one."""
+    store = RunStore.create(tmp_path)
+    for step, pad in enumerate([50, 5, 500, 0, 80, 3, 3, 900]):
+        data = {"steps": step, "pad": "x" * pad}
+        store.save_state(data)
+        assert store.load_state() == data
+    held = [link for link in _links() if link.startswith(str(store.dir))]
+    assert len(held) == 2  # state.json and the temp, open for the next boundary
+    store.close()
+    assert not [link for link in _links() if link.startswith(str(store.dir))]
+    assert sorted(p.name for p in store.dir.iterdir()) == ["artifacts", "outputs", "state.json"]
+
+
+def _links() -> list[str]:
+    """What this process's descriptors point at."""
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return links

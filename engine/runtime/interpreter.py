@@ -219,6 +219,11 @@ def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
     return result.timed_out and rt.deadline is not None and time.monotonic() >= rt.deadline
 
 
+# Evaluators that may wait (a model, a test command, git): the step's events are written before
+# they start. The others judge in microseconds, and the boundary writes the events soon after.
+_WAITING_EVALUATORS = frozenset({"llm_structured", "assessment", "diff_stall"})
+
+
 def run_state(
     loop: Loop, state: State, rs: RunState, rt: Runtime
 ) -> tuple[ActionResult, Verdict, bool]:
@@ -240,6 +245,8 @@ def run_state(
     if rt.stop.requested:
         return result, Verdict("error", {"reason": "stopped"}), True
     if verdict is None:
+        if _evaluator_name(state) in _WAITING_EVALUATORS:  # its events go out before it waits
+            rt.recorder.flush()
         verdict = evaluate(loop, state, result, rs, rt, ns, before=before)
         if rt.stop.requested:  # stopped while judged: a killed test is no verdict to route on
             return result, Verdict("error", {"reason": "stopped"}), True

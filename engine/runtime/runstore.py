@@ -2,9 +2,9 @@
 
 `state.json` is replaced atomically (a temp file swapped in) at every state boundary, so a crash
 leaves either the previous or the next boundary, never half a file. `events.jsonl` is appended
-one JSON object per line; the lines of a step are held until the run may wait (an action starts
-or ends, a judge or model call ends, a state without an action is entered) or reaches a boundary,
-then written with one write(2), so at most one step's events are
+one JSON object per line; the lines of a step are held until the run may wait (an action starts,
+an evaluator that may wait begins, a judge or model call ends, a state without an action is
+entered) or reaches a boundary, then written with one write(2), so at most one step's events are
 ever in memory and a run of 100,000 steps costs no more memory than a run of ten. `llm.jsonl`
 belongs to the LLM layer.
 
@@ -43,9 +43,10 @@ def new_run_id() -> str:
 _second_text: tuple[int, str] = (-1, "")  # the last whole second formatted, reused per event
 
 
-# Events after which the run may wait: an action runs, is judged, or a judge or model call
-# ends with others still to come. The log is written then (and whenever `flush` is called).
-_WAIT_FOLLOWS = frozenset({"action_start", "action_complete", "llm_call", "judge"})
+# Events after which the run may wait: an action runs, or a judge or model call ends with others
+# still to come. The log is written then, and whenever `flush` is called (the interpreter does
+# before an evaluator that may wait, and at every state boundary).
+_WAIT_FOLLOWS = frozenset({"action_start", "llm_call", "judge"})
 
 
 def now_iso() -> str:
@@ -79,6 +80,12 @@ class RunStore:
         self._state_temp = os.fsencode(directory / "state.json.tmp")
         self._state_target = os.fsencode(self.state_path)  # both encoded once, not per boundary
         self._state_written = self.state_path.exists()
+        # Once swaps work, the two files' descriptors stay open: the one at the temp name is
+        # written next, then the names are exchanged and the two trade places (no open/close
+        # per boundary). Each descriptor's size, to truncate only when the content shrinks.
+        self._temp_fd: int | None = None
+        self._state_fd: int | None = None
+        self._sizes: dict[int, int] = {}
         self._exchange: bool | None = None  # False once the exchange proved unsupported
         self._events: int | None = None  # the event log, O_APPEND
         self._pending: list[str] = []  # event lines not written yet (`emit`)
@@ -108,12 +115,12 @@ class RunStore:
 
     def emit(self, event: str, **fields: Any) -> None:
         """Add one event line to the log. Lines are written (one write(2) for all that are
-        waiting) where the run may wait: once an action is about to start, once it has ended
-        (before it is judged, which may call a model), after each judge or model call, when the
-        interpreter says so (`flush`: a state without an action is entered) and at every state
-        boundary. So a reader (`ll-loop history RUN`, `tail -f`) sees each event before the run
-        waits on anything, and a killed run loses at most what it did in the microseconds since;
-        one write per event cost 1000 quick steps ~35 ms."""
+        waiting) where the run may wait: once an action is about to start, after each judge or
+        model call, when the interpreter says so (`flush`: before an evaluator that may wait, or
+        a state without an action is entered) and at every state boundary. So a reader
+        (`ll-loop history RUN`, `tail -f`) sees each event before the run waits on anything, and
+        a killed run loses at most what it did in the microseconds since; one write per event
+        cost 1000 quick steps ~35 ms."""
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
         line = self._dumps(record)
         with self._pending_lock:
@@ -138,11 +145,12 @@ class RunStore:
 
         The new content is written to `state.json.tmp`, which is then swapped in. On Linux the
         swap is `renameat2(RENAME_EXCHANGE)`, after which the temp file holds the previous
-        boundary and is overwritten in place next time. Both halves matter on ext4: a rename
-        *over* an existing file flushes data to disk (auto_da_alloc, 0.3-1.5 ms), and creating
-        and unlinking a fresh temp file each time costs ~60 µs of inode churn, against ~15 µs
-        for write + ftruncate + exchange (the temp is never truncated to zero, which would
-        trigger the same flush). Elsewhere it is a plain `os.replace`.
+        boundary and is overwritten in place next time, through the descriptor kept open for it.
+        Both halves matter on ext4: a rename *over* an existing file flushes data to disk
+        (auto_da_alloc, 0.3-1.5 ms), and creating and unlinking a fresh temp file each time
+        costs ~60 µs of inode churn, against ~15 µs for write + ftruncate + exchange (the temp
+        is never truncated to zero, which would trigger the same flush). Elsewhere it is a
+        plain `os.replace`.
 
         A reader of a live run opens state.json and reads it at once; the inode it holds is
         rewritten only two boundaries later, so `read_state` retries the rare torn read.
@@ -151,26 +159,50 @@ class RunStore:
         sync = time.monotonic() - self._synced >= SYNC_INTERVAL
         if sync and self._events is not None:
             os.fsync(self._events)
-        temp = self._state_temp
         content = _utf8(self._dumps(data))
-        # The directory was made (create) or checked (open) by us: only the file is guarded.
-        fd = open_file(temp, os.O_WRONLY | os.O_CREAT, parents_checked=True)
-        try:
-            _write_all(fd, content)
-            os.ftruncate(fd, len(content))
-            if sync:
-                os.fsync(fd)
-                self._synced = time.monotonic()
-        finally:
-            os.close(fd)
         if self._exchange is not False and self._state_written:
-            swapped = _exchange(temp, self._state_target)
-            self._exchange = swapped
+            fd = self._temp_fd if self._temp_fd is not None else self._open_temp()
+            self._write_at_start(fd, content, sync)
+            self._exchange = _exchange(self._state_temp, self._state_target)
+            if self._exchange:  # the names traded places, and so do the descriptors
+                self._temp_fd, self._state_fd = self._state_fd, fd
+            else:  # no swaps on this system: a plain replace from now on
+                self._forget(fd)
+                self._temp_fd = None
         if not self._exchange:
-            os.replace(temp, self.state_path)
+            fd = self._open_temp()
+            try:
+                self._write_at_start(fd, content, sync)
+            finally:
+                self._forget(fd)
+            os.replace(self._state_temp, self.state_path)
             self._state_written = True
         if sync:  # the swap too reaches the disk at each sync point, not only the content
             _fsync_path(self.dir)
+
+    def _open_temp(self) -> int:
+        """The temp file, created if needed; never through a link (the directory was made or
+        checked by us, so only the file is guarded)."""
+        fd = open_file(self._state_temp, os.O_WRONLY | os.O_CREAT, parents_checked=True)
+        self._sizes[fd] = os.fstat(fd).st_size
+        return fd
+
+    def _write_at_start(self, fd: int, content: bytes, sync: bool) -> None:
+        """`content` as the whole file: written over the old from its start, cut only when it is
+        shorter (never to zero first, which would make ext4 flush the file at its close)."""
+        view = memoryview(content)
+        while view:
+            view = view[os.pwrite(fd, view, len(content) - len(view)) :]
+        if len(content) < self._sizes[fd]:
+            os.ftruncate(fd, len(content))
+        self._sizes[fd] = len(content)
+        if sync:
+            os.fsync(fd)
+            self._synced = time.monotonic()
+
+    def _forget(self, fd: int) -> None:
+        self._sizes.pop(fd, None)
+        os.close(fd)
 
     def load_state(self) -> dict[str, Any]:
         return read_state(self.state_path)
@@ -193,6 +225,10 @@ class RunStore:
         if self._events is not None:
             os.close(self._events)
             self._events = None
+        for fd in (self._temp_fd, self._state_fd):
+            if fd is not None:
+                self._forget(fd)
+        self._temp_fd = self._state_fd = None
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._state_temp)
 
