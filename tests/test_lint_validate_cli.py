@@ -497,3 +497,13 @@ def test_json_format_prints_its_report_for_a_command_line_that_does_not_parse(
     [report] = json.loads(result.stdout)["loops"]
     [usage] = report["diagnostics"]
     assert report["valid"] is False and usage["code"] == "USAGE" and why in usage["message"]
+
+
+def test_a_directory_without_yaml_files_of_its_own_says_so(tmp_path: Path) -> None:
+    """`validate examples/` (whose loops sit in sub-directories) said "no loop file at
+    examples/", as for a path that does not exist."""
+    (tmp_path / "suites" / "a").mkdir(parents=True)
+    result = ll_loop("validate", "suites/", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "suites/ holds no .yaml file (sub-directories are not searched)" in result.stdout
+    assert "ll-loop validate suites/*/*.yaml" in result.stdout

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from engine.cli.common import err, examples, resolve_loop
-from engine.model.errors import Diagnostic, LoopError
+from engine.model.errors import Diagnostic, LoopError, UsageError
 from engine.model.terminal import printable
 
 if TYPE_CHECKING:  # lint and the loader are imported only when a command runs
@@ -104,6 +104,14 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
     reports = []
     usage_error = False
     for ref in _expand(refs):
+        if Path(ref).is_dir():  # a directory with no YAML file of its own
+            usage_error = True
+            empty = UsageError(
+                f"{ref} holds no .yaml file (sub-directories are not searched)",
+                hint=f"name the files, e.g. `ll-loop validate {ref.rstrip('/')}/*/*.yaml`",
+            )
+            reports.append(LoopReport(ref, (_usage_diagnostic(ref, empty),)))
+            continue
         try:
             path = resolve_loop(ref)
         except LoopError as exc:
