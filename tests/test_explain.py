@@ -60,6 +60,9 @@ def test_live_then_stopped_then_resumed_run(tmp_path: Path) -> None:
         text, data = explain(tmp_path, run_id)
         assert data["status"] == "running"
         assert text.splitlines()[1] == "why: still running: step 2 of 10, in state 'wait'"
+        assert "wait ? → (running)" in text  # not "(interrupted)": its process is alive
+        assert ll_loop(tmp_path, "report", run_id, "--html", "--out", "live.html").returncode == 0
+        assert "(running)" in (tmp_path / "live.html").read_text()
         assert ll_loop(tmp_path, "stop", run_id).returncode == 0
         proc.wait(timeout=20)
         text, data = explain(tmp_path, run_id)

@@ -320,7 +320,8 @@ def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
     """The text of `ll-loop explain`, fitted to `screen` lines: when everything does not fit,
     fewer judgements and then the middle of the path give way (`--format json` has them all)."""
     head, tail = _head_lines(explanation), _tail_lines(explanation)
-    path = [f"  {_path_line(item)}" for item in explanation.path]
+    unfinished = "(running)" if explanation.facts.status == "running" else "(interrupted)"
+    path = [f"  {_path_line(item, unfinished)}" for item in explanation.path]
     shown = SHOWN_JUDGEMENTS
     judges = _judgement_lines(explanation.judgements, shown)
     while shown > 1 and len(head) + len(path) + len(judges) + len(tail) + 1 > screen:
@@ -376,23 +377,21 @@ def _tail_lines(explanation: Explanation) -> list[str]:
     return lines
 
 
-def _path_line(item: PathItem) -> str:
+def _path_line(item: PathItem, unfinished: str) -> str:
+    """One line of the path; a step with no verdict yet ends in `unfinished` (a live run's
+    current step is running, a dead run's was interrupted)."""
     span = (
         f"{item.first_step}"
         if item.last_step == item.first_step
         else (f"{item.first_step}-{item.last_step}")
     )
     hops = " · ".join(
-        f"{state} {verdict or '?'} → {target or _no_target(verdict)}"
+        f"{state} {verdict or '?'} → {target or (unfinished if verdict is None else '(no route)')}"
         for state, verdict, target in item.steps
     )
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
-
-
-def _no_target(verdict: str | None) -> str:
-    return "(interrupted)" if verdict is None else "(no route)"
 
 
 def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:

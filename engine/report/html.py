@@ -40,7 +40,7 @@ def run_report_html(view: RunView, root: Path) -> str:
     sections = [
         summary_section(explanation),
         graph_section(graph, counts, note=why_not),
-        timeline_section(view.trace),
+        timeline_section(view.trace, running=view.facts.status == "running"),
         judges_section(explanation),
         cost_section(explanation, _bound(loop, root) if loop is not None else None),
         *history_sections(root, view.facts.loop),

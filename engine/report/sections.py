@@ -106,7 +106,7 @@ def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Se
     return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
 
 
-def timeline_section(trace: Trace | None) -> Section:
+def timeline_section(trace: Trace | None, *, running: bool = False) -> Section:
     steps = trace.steps if trace else []
     if not steps:
         return Section("timeline", "Timeline", "<p>No step has run.</p>")
@@ -114,7 +114,9 @@ def timeline_section(trace: Trace | None) -> Section:
     note = ""
     if len(drawn) < len(steps):
         note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
-    return Section("timeline", "Timeline", note + _timeline_svg(drawn) + _step_table(steps))
+    unfinished = "(running)" if running else "(interrupted)"
+    table_html = _step_table(steps, unfinished)
+    return Section("timeline", "Timeline", note + _timeline_svg(drawn) + table_html)
 
 
 def _timeline_svg(steps: list[Step]) -> str:
@@ -162,7 +164,8 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     return following[0] if step.finished else min(own, following[0])
 
 
-def _step_table(steps: list[Step]) -> str:
+def _step_table(steps: list[Step], unfinished: str) -> str:
+    """The steps as rows; one with no verdict yet reads `unfinished` (running or interrupted)."""
     shown = steps if len(steps) <= STEP_ROWS else steps[: STEP_ROWS // 2] + steps[-STEP_ROWS // 2 :]
     rows = []
     for step in shown:
@@ -178,7 +181,7 @@ def _step_table(steps: list[Step]) -> str:
                 escape(step.state),
                 escape(outcome),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
-                escape(step.target or ("(no route)" if step.routed else "(interrupted)")),
+                escape(step.target or ("(no route)" if step.routed else unfinished)),
                 f"{(step.duration_ms or 0) / 1000:.2f} s",
                 f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
                 escape(_clip(step.output, 120)),
