@@ -455,8 +455,10 @@ def resume(
             f"{loop.source} no longer has",
             hint="restore the state in the loop file, or start a new run",
         )
-    launch = _launch(loop, saved.get("context", {}), where, env, None, False, on_event,
-                     handle_signals)  # fmt: skip
+    replay = saved.get("replay_from")  # a replayed run stays a replay: no live call on resume
+    replay_dir = Path(replay) if isinstance(replay, str) and replay else None
+    launch = _launch(loop, saved.get("context", {}), where, env, replay_dir,
+                     saved.get("cache") is True, on_event, handle_signals)  # fmt: skip
     lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
     with lease:
         store = RunStore.open(snapshot.dir.parent, snapshot.run_id)

@@ -375,3 +375,61 @@ def test_a_stop_abandons_a_model_call_in_flight(
     calls = [json.loads(line) for line in (run_dir / "llm.jsonl").read_text().splitlines()]
     assert [(c["status"], c["response"]) for c in calls] == [("error", None)]
     assert "stopped while this call was waiting" in calls[0]["error"]
+
+
+HELD = """
+name: held
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: failed
+    on_error: failed
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: again
+  again:
+    action: "echo 'All 5 checks passed, again'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_resumed_replay_is_still_a_replay(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A run started with --replay and stopped halfway answers from the log after its resume
+    too (it used to resume live: a paid call, and answers the replayed run never had)."""
+    write_loop(tmp_path, HELD)
+    (tmp_path / "go").touch()
+    loopback.push(
+        verdict_reply("yes", evidence="All 5 checks passed"),
+        verdict_reply("yes", evidence="All 5 checks passed, again"),
+    )
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q")
+    assert first.json["final_state"] == "done", first.stderr
+    (tmp_path / "go").unlink()
+    (tmp_path / "action.pid").unlink()
+    served = len(loopback.requests)
+    loopback.default = error_reply(500)
+    replay = spawn(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", first.json["run_id"])
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        [run_id] = set(runs(tmp_path)) - {first.json["run_id"]}
+        assert ll_loop(tmp_path, "stop", run_id).code == 0
+        replay.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    (tmp_path / "go").touch()
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert len(loopback.requests) == served
+    calls = [e for e in resumed.events() if e["event"] == "llm_call"]
+    assert [(c["state"], c["source"]) for c in calls] == [("judge", "replay"), ("again", "replay")]

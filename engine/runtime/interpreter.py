@@ -66,6 +66,9 @@ class RunState:
     ran_on_max_steps: bool = False
     result: dict[str, Any] | None = None  # RunResult.to_json() once finished
     max_steps: int | None = None  # the budget the run started with (a --max-steps override)
+    # Where the run's LLM answers come from (`run --replay`, `--cache`): a resume keeps them.
+    replay_from: str | None = None
+    cache: bool = False
     pid: int | None = None  # the process running it, with its start time (liveness for status)
     pid_start: int | None = None
 

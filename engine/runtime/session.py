@@ -163,6 +163,8 @@ def _fresh_state(launch: Launch, run_id: str) -> RunState:
         context=dict(launch.context),
         started_at=now_iso(),
         max_steps=loop.max_steps,
+        replay_from=str(launch.replay_from.resolve()) if launch.replay_from else None,
+        cache=launch.cache,
     )
 
 
