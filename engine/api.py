@@ -432,7 +432,13 @@ def resume(
     """
     from engine.model.params import bind_context
     from engine.runtime.interpreter import RunState
-    from engine.runtime.resume import end_orphaned_actions, find_run, repair_events, restore_state
+    from engine.runtime.resume import (
+        end_orphaned_actions,
+        find_run,
+        repair_events,
+        restore_state,
+        resuming,
+    )
     from engine.runtime.runstore import RunStore, read_state
     from engine.runtime.session import Resumed, start_run
 
@@ -442,40 +448,43 @@ def resume(
     notice = on_notice or (lambda _text: None)
     snapshot = find_run(run_id, where.root)
     _check_resumable(snapshot)
-    if restore_state(snapshot.dir):
-        notice("state.json did not parse; resuming from the boundary before it")
-    saved = read_state(snapshot.dir / "state.json")
-    loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
-    loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
-    loop = _with_original_budget(loop, saved)
-    bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
-    if snapshot.current not in loop.states:
-        raise UsageError(
-            f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
-            f"{loop.source} no longer has",
-            hint="restore the state in the loop file, or start a new run",
-        )
-    replay = saved.get("replay_from")  # a replayed run stays a replay: no live call on resume
-    replay_dir = Path(replay) if isinstance(replay, str) and replay else None
-    launch = _launch(loop, saved.get("context", {}), where, env, replay_dir,
-                     saved.get("cache") is True, on_event, handle_signals)  # fmt: skip
-    lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
-    with lease:
-        store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
-        dropped = repair_events(store.events_path)
-        # The state runs again: an action the killed run left running must not run alongside.
-        ended = end_orphaned_actions(snapshot.run_id)
-        if ended:
-            notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
-        state = RunState.from_json(store.load_state())
-        state.status, state.result = "running", None
-        note = {
-            "previous_status": snapshot.status,
-            "repaired_bytes": dropped,
-            "ended_actions": ended,
-        }
-        resumed = Resumed(store, state, note)
-        return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
+    with resuming(snapshot.dir):  # one process continues a run: a second resume is refused
+        snapshot = find_run(snapshot.run_id, where.root)  # as the resume before us left it
+        _check_resumable(snapshot)
+        if restore_state(snapshot.dir):
+            notice("state.json did not parse; resuming from the boundary before it")
+        saved = read_state(snapshot.dir / "state.json")
+        loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
+        loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
+        loop = _with_original_budget(loop, saved)
+        bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
+        if snapshot.current not in loop.states:
+            raise UsageError(
+                f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
+                f"{loop.source} no longer has",
+                hint="restore the state in the loop file, or start a new run",
+            )
+        replay = saved.get("replay_from")  # a replayed run stays a replay: no live call on resume
+        replay_dir = Path(replay) if isinstance(replay, str) and replay else None
+        launch = _launch(loop, saved.get("context", {}), where, env, replay_dir,
+                         saved.get("cache") is True, on_event, handle_signals)  # fmt: skip
+        lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
+        with lease:
+            store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
+            dropped = repair_events(store.events_path)
+            # The state runs again: an action the killed run left running must not run alongside.
+            ended = end_orphaned_actions(snapshot.run_id)
+            if ended:
+                notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
+            state = RunState.from_json(store.load_state())
+            state.status, state.result = "running", None
+            note = {
+                "previous_status": snapshot.status,
+                "repaired_bytes": dropped,
+                "ended_actions": ended,
+            }
+            resumed = Resumed(store, state, note)
+            return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
 
 
 def _check_resumable(snapshot: RunSnapshot) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import signal
 import time
 from pathlib import Path
@@ -17,7 +18,17 @@ from typing import Any
 
 import pytest
 
-from tests.runs_helpers import ll_loop, result_of, run_dir, spawn, state_of, write
+from tests.runs_helpers import (
+    end_action_group,
+    ll_loop,
+    result_of,
+    run_dir,
+    spawn,
+    state_of,
+    wait_until,
+    write,
+    written,
+)
 
 # Idempotent actions: every value is computed from restored captures and context, so running
 # the interrupted state again gives the same result. Retries are counted on `add`.
@@ -255,3 +266,55 @@ def test_resume_keeps_the_budget_the_run_started_with(tmp_path: Path) -> None:
     result = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "-q"))
     assert result["terminated_by"] == "max_steps"
     assert result["steps"] == 6  # not the file's 40
+
+
+HELD = """
+name: held
+initial: hold
+scope: [work]
+states:
+  hold:
+    action: |
+      echo $$ >> action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_two_resumes_of_one_run_at_once_run_it_once(tmp_path: Path) -> None:
+    """Both used to read the run as interrupted and run it: each ended the other's action as
+    an orphan (the run then failed) and both wrote its files."""
+    write(tmp_path / "held.yaml", HELD)
+    pids = tmp_path / "action.pid"
+    proc = spawn(tmp_path, "run", "held.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: written(pids), timeout=60)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        both = [spawn(tmp_path, "resume", run_id, "--json", "-q") for _ in range(2)]
+        wait_until(lambda: any(p.poll() is not None for p in both), timeout=60)
+        (tmp_path / "go").touch()
+        ended = [p.communicate(timeout=60) for p in both]
+    finally:
+        for line in pids.read_text().split():
+            end_action_group(_pid_file(tmp_path, line))
+    codes = sorted(p.returncode for p in both)
+    assert codes == [0, 2], ended
+    [refusal] = [json.loads(out) for p, (out, _) in zip(both, ended, strict=True) if p.returncode]
+    assert re.search(r"is being resumed by another process|is still running", refusal["error"])
+    resumes = [e for e in _events(tmp_path, run_id) if e["event"] == "loop_resume"]
+    assert len(resumes) == 1
+    assert state_of(tmp_path, run_id)["result"]["final_state"] == "done"
+
+
+def _pid_file(tmp_path: Path, pid: str) -> Path:
+    path = tmp_path / f"pid-{pid}"
+    path.write_text(pid + "\n")
+    return path
+
+
+def _events(cwd: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]

@@ -12,11 +12,13 @@ skip such a torn tail; `repair_events` cuts it off before a resumed run appends 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -246,6 +248,32 @@ def _lock_pids(root: Path | None) -> dict[str, tuple[int, int | None]]:
     if not (loops_dir(root) / "locks").is_dir():
         return {}
     return {r.run_id: (r.pid, r.start_time) for r in holders(root)}
+
+
+RESUME_LOCK = "resume.lock"
+
+
+@contextmanager
+def resuming(directory: Path) -> Iterator[None]:
+    """Hold the run's resume lock (an exclusive `flock(2)` on `resume.lock` in its directory)
+    for as long as this process continues the run; UsageError when another process holds it.
+
+    Two `ll-loop resume RUN` started together both read the run as interrupted before either
+    names its process in state.json: without this both ran it, each ending the other's actions
+    as orphans and writing the same files. The kernel drops the lock with its process.
+    """
+    fd = open_file(directory / RESUME_LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"run {directory.name} is being resumed by another process",
+                hint=f"let that resume run; `ll-loop status {directory.name}` shows where it is",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 # --- events --------------------------------------------------------------------------------
