@@ -314,17 +314,22 @@ def _llm_preflight(launch: Launch) -> None:
     """Stop with every LLM problem of the run's loops (a child's named as such), each once: a
     child's judge without credentials stops the run before its first step, not halfway."""
     family = [launch.loop]
+    problems: list[str] = []
     if launch.load_child is not None:
-        from engine.runtime.subloop import static_family
+        from engine.runtime.subloop import chooses_child_at_run_time, static_family
 
         family = static_family(launch.loop, launch.root, launch.load_child)
+        if launch.replay_from is not None and any(map(chooses_child_at_run_time, family)):
+            from engine.llm.preflight import replay_log_problem  # a child chosen then may call
+
+            missing = replay_log_problem(launch.replay_from)
+            problems += [missing] if missing else []
     family = [member for member in family if member.uses_llm()]
-    if not family:
+    if not family and not problems:
         return
     from engine.llm import llm_preflight
 
     replaying = launch.replay_from is not None
-    problems: list[str] = []
     for member in family:
         found = llm_preflight(member, replay=replaying, replay_from=launch.replay_from)
         if member is not launch.loop:

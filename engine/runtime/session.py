@@ -169,14 +169,17 @@ def _fresh_state(launch: Launch, run_id: str) -> RunState:
 
 
 def _family_uses_llm(launch: Launch) -> bool:
-    """A sub-loop named literally that calls an LLM: one set of services serves the whole run
-    (replay, cache and the cost limit see the children's calls too)."""
+    """A sub-loop named literally that calls an LLM, or one chosen at run time (`loop: ${...}`),
+    which may: one set of services serves the whole run, so replay, cache and the cost limit
+    see the children's calls too (a child with services of its own replayed nothing: it called
+    the API during `--replay`). The services are built on first use: a run that never calls a
+    model pays nothing for them."""
     if launch.load_child is None or not any(s.is_subloop for s in launch.loop.states.values()):
         return False
-    from engine.runtime.subloop import static_family
+    from engine.runtime.subloop import chooses_child_at_run_time, static_family
 
     family = static_family(launch.loop, launch.root, launch.load_child)
-    return any(member.uses_llm() for member in family)
+    return any(member.uses_llm() or chooses_child_at_run_time(member) for member in family)
 
 
 def _warn(message: str) -> None:

@@ -138,6 +138,12 @@ def static_family(loop: Loop, project_root: Path, load: ChildLoader) -> list[Loo
     return family
 
 
+def chooses_child_at_run_time(loop: Loop) -> bool:
+    """`loop` has a `loop: ${...}` state: which loop it runs, and whether that calls an LLM, is
+    only known at run time."""
+    return any(s.loop is not None and "${" in s.loop for s in loop.states.values())
+
+
 # --- parameters ------------------------------------------------------------------------------
 
 
