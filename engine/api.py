@@ -435,6 +435,7 @@ def resume(
     happen twice: actions should be idempotent). Context, captures, step and retry counters are
     those of the last boundary. `on_notice` hears what the resume repaired on the way.
     """
+    from engine.llm.calllog import spent_since
     from engine.model.params import bind_context
     from engine.runtime.interpreter import RunState
     from engine.runtime.resume import (
@@ -483,6 +484,8 @@ def resume(
                 notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
             state = RunState.from_json(store.load_state())
             state.status, state.result = "running", None
+            # The calls made after the boundary were billed though the state runs again.
+            state.cost_usd += spent_since(store.dir, store.state_path.stat().st_mtime)
             note = {
                 "previous_status": snapshot.status,
                 "repaired_bytes": dropped,

@@ -433,3 +433,107 @@ def test_a_resumed_replay_is_still_a_replay(loopback: LoopbackServer, tmp_path: 
     assert len(loopback.requests) == served
     calls = [e for e in resumed.events() if e["event"] == "llm_call"]
     assert [(c["state"], c["source"]) for c in calls] == [("judge", "replay"), ("again", "replay")]
+
+
+CHILD_SPENDS = """
+name: spends
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: failed
+    on_error: failed
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+CALLS_CHILD = """
+name: caller
+initial: call
+scope: [src]
+states:
+  call:
+    loop: spends
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_childs_spend_before_a_kill_stays_in_the_parents_cost(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed inside its child, after the child's $3 judge: the child goes on from its own
+    boundary, and the parent, from the boundary before the child began, used to lose the $3
+    (the child said $3, its parent $0)."""
+    write_loop(tmp_path, CHILD_SPENDS, "spends.yaml")
+    write_loop(tmp_path, CALLS_CHILD)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        (tmp_path / "go").touch()
+        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert resumed.json["cost_usd"] == pytest.approx(3.0, abs=0.01)
+    history = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"]
+    assert history[0]["cost_usd"] == pytest.approx(3.0, abs=0.01)
+
+
+def test_calls_made_after_the_last_boundary_count_after_a_resume(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed while the judge of a prompt state waits: the prompt's $3 answer was billed, and
+    the state runs again on resume, billing another. The run's cost counts both (it used to
+    count the second only: each kill hid a step's spend from max_cost_usd)."""
+    loop = """
+name: asked
+initial: ask
+scope: [src]
+states:
+  ask:
+    action: "Say that all checks passed."
+    action_type: prompt
+    timeout: 60
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+    write_loop(tmp_path, loop)
+    loopback.push(
+        text_reply("All checks passed", input_tokens=1_000_000, output_tokens=0),
+        verdict_reply("yes", evidence="All checks passed", delay=60.0),
+    )
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: len(loopback.requests) == 2, timeout=90)  # the judge is waiting
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    loopback.reset()
+    loopback.push(
+        text_reply("All checks passed", input_tokens=1_000_000, output_tokens=0),
+        verdict_reply("yes", evidence="All checks passed", input_tokens=0, output_tokens=0),
+    )
+    resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert resumed.json["cost_usd"] == pytest.approx(6.0)

@@ -13,9 +13,9 @@ import json
 import os
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from engine.load.project import UnsafePath, ensure_dir, loops_dir, open_file
 from engine.model.errors import PreflightError
@@ -47,6 +47,57 @@ class CallLog:
             fd = open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(line)
+
+
+def spent_since(run_dir: Path, since: float) -> float:
+    """What the calls in `<run_dir>/llm.jsonl` logged after `since` (a `time.time()`) cost.
+
+    A resumed run continues from its last state boundary, but the calls the killed session
+    made after it were billed all the same (the state that runs again makes them anew); this
+    is their cost. The log is in call order, so it is read from its end back to the first
+    entry at or before `since`: a long run's log is not read whole.
+    """
+    try:
+        handle = (run_dir / LOG_NAME).open("rb")
+    except OSError:
+        return 0.0
+    total = 0.0
+    with handle:
+        for line in _lines_from_end(handle):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line torn by the crash
+            if not isinstance(entry, dict):
+                continue
+            ts, cost = _number(entry.get("ts")), _number(entry.get("cost_usd"))
+            if ts is not None and ts <= since:
+                break
+            if cost is not None and 0 <= cost < float("inf"):
+                total += cost
+    return total
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _lines_from_end(handle: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
+    """The non-empty lines of a file, last first, read in blocks from its end."""
+    position = handle.seek(0, os.SEEK_END)
+    rest = b""
+    while position > 0:
+        size = min(block, position)
+        position -= size
+        handle.seek(position)
+        lines = (handle.read(size) + rest).split(b"\n")
+        rest = lines[0]  # may continue in the block before
+        yield from (line for line in reversed(lines[1:]) if line)
+    if rest:
+        yield rest
 
 
 class ReplayLog:
