@@ -435,13 +435,13 @@ def resume(
     happen twice: actions should be idempotent). Context, captures, step and retry counters are
     those of the last boundary. `on_notice` hears what the resume repaired on the way.
     """
-    from engine.llm.calllog import spent_since
+    from engine.llm.calllog import LOG_NAME, spent_since
     from engine.model.params import bind_context
     from engine.runtime.interpreter import RunState
     from engine.runtime.resume import (
         end_orphaned_actions,
         find_run,
-        repair_events,
+        repair_log,
         restore_state,
         resuming,
     )
@@ -477,7 +477,9 @@ def resume(
         lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
         with lease:
             store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
-            dropped = repair_events(store.events_path)
+            dropped = repair_log(store.events_path)
+            # A torn call glued to the next one appended would make the log unreplayable.
+            repair_log(store.dir / LOG_NAME)
             # The state runs again: an action the killed run left running must not run alongside.
             ended = end_orphaned_actions(snapshot.run_id)
             if ended:

@@ -537,3 +537,34 @@ states:
     resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
     assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
     assert resumed.json["cost_usd"] == pytest.approx(6.0)
+
+
+def test_a_resumed_run_with_a_torn_call_log_still_replays(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The crash cut llm.jsonl's last line short; resume used to append the next call to it,
+    leaving a line in the middle of the log that is no JSON, so `--replay` of the run failed."""
+    write_loop(tmp_path, HELD)
+    loopback.push(
+        verdict_reply("yes", evidence="All 5 checks passed"),
+        verdict_reply("yes", evidence="All 5 checks passed, again"),
+    )
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    run_id = next(runs(tmp_path))
+    log = tmp_path / ".loops" / "runs" / run_id / "llm.jsonl"
+    with log.open("a") as handle:
+        handle.write('{"attempts":1,"cost_usd":0.0,"error":null,"hash":"7a')  # died mid-write
+    (tmp_path / "go").touch()
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    served = len(loopback.requests)
+    loopback.default = error_reply(500)
+    again = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", run_id)
+    assert again.json["final_state"] == "done", again.stdout + again.stderr
+    assert len(loopback.requests) == served

@@ -118,12 +118,15 @@ class ReplayLog:
                 hint="pass the run directory (or id) of a run that made LLM calls",
             )
         entries: dict[str, deque[dict[str, Any]]] = {}
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        lines = path.read_bytes().split(b"\n")
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
+                entry = json.loads(line)  # bytes that are not UTF-8 are a ValueError too
             except ValueError as exc:
+                if number == len(lines):  # no newline after it: a line the crash cut short
+                    break
                 raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
             if isinstance(entry, dict) and isinstance(entry.get("hash"), str):
                 entries.setdefault(entry["hash"], deque()).append(entry)

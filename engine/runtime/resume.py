@@ -6,8 +6,9 @@ boundary) says where it stands, `events.jsonl` says how it got there. A record t
 start time (as the lock registry does), so a run killed with SIGKILL, or by a power cut, shows as
 `interrupted` and can be resumed.
 
-`events.jsonl` is appended line by line, so a crash can leave half a line at its end. Readers
-skip such a torn tail; `repair_events` cuts it off before a resumed run appends to the file.
+`events.jsonl` (and `llm.jsonl`) are appended line by line, so a crash can leave half a line at
+the end. Readers skip such a torn tail; `repair_log` cuts it off before a resumed run appends to
+the file.
 """
 
 from __future__ import annotations
@@ -307,8 +308,9 @@ def _skip_line(handle: BinaryIO) -> None:
             return
 
 
-def repair_events(path: Path) -> int:
-    """Cut a torn last line off `path` so appended events start on a line of their own.
+def repair_log(path: Path) -> int:
+    """Cut a torn last line off a log (`events.jsonl`, `llm.jsonl`) so the lines a resumed run
+    appends start on a line of their own.
 
     Returns how many bytes were dropped. Only the tail after the last newline is ever cut; a
     complete line is never touched.
