@@ -435,10 +435,11 @@ def resume(
     happen twice: actions should be idempotent). Context, captures, step and retry counters are
     those of the last boundary. `on_notice` hears what the resume repaired on the way.
     """
-    from engine.llm.calllog import LOG_NAME, spent_since
+    from engine.llm.calllog import LOG_NAME, mark_abandoned, spent_since
     from engine.model.params import bind_context
     from engine.runtime.interpreter import RunState
     from engine.runtime.resume import (
+        abandoned_calls,
         end_orphaned_actions,
         find_run,
         repair_log,
@@ -480,6 +481,8 @@ def resume(
             dropped = repair_log(store.events_path)
             # A torn call glued to the next one appended would make the log unreplayable.
             repair_log(store.dir / LOG_NAME)
+            abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
+            mark_abandoned(store.dir, abandoned)
             # The state runs again: an action the killed run left running must not run alongside.
             ended = end_orphaned_actions(snapshot.run_id)
             if ended:
@@ -492,6 +495,7 @@ def resume(
                 "previous_status": snapshot.status,
                 "repaired_bytes": dropped,
                 "ended_actions": ended,
+                "abandoned_calls": abandoned,
             }
             resumed = Resumed(store, state, note)
             return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)

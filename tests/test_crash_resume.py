@@ -318,3 +318,46 @@ def _pid_file(tmp_path: Path, pid: str) -> Path:
 def _events(cwd: Path, run_id: str) -> list[dict[str, Any]]:
     lines = (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def _event(kind: str, depth: int = 0, **fields: Any) -> dict[str, Any]:
+    return {
+        "ts": "2026-12-02T00:00:00.000Z",
+        "event": kind,
+        "run_id": "r",
+        "depth": depth,
+        **fields,
+    }
+
+
+@pytest.mark.parametrize(
+    ("story", "abandoned"),
+    [
+        ("start call route call call", 2),  # killed in the top-level run's second step
+        ("start route start1 call1 route1 call1", 1),  # in a child that is continued
+        ("start route start1 call1 route1 call1 done1", 2),  # the child ended: it runs anew
+        ("start route start1 call1 stopped1 stopped resume resume1 call1", 1),  # stopped, resumed
+        ("start call route", 0),
+    ],
+)
+def test_the_calls_a_resume_makes_anew_are_those_after_the_boundary_it_continues_from(
+    tmp_path: Path, story: str, abandoned: int
+) -> None:
+    from engine.runtime.resume import abandoned_calls
+
+    kinds = {
+        "start": ("loop_start", {}),
+        "call": ("llm_call", {}),
+        "route": ("route", {}),
+        "done": ("loop_complete", {"terminated_by": "terminal"}),
+        "stopped": ("loop_complete", {"terminated_by": "stopped"}),
+        "resume": ("loop_resume", {}),
+    }
+    events = []
+    for word in story.split():
+        depth = int(word[-1]) if word[-1].isdigit() else 0
+        kind, fields = kinds[word.rstrip("0123456789")]
+        events.append(json.dumps(_event(kind, depth, **fields)))
+    log = tmp_path / "events.jsonl"
+    log.write_text("\n".join(events) + "\n")
+    assert abandoned_calls(log) == abandoned

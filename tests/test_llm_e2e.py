@@ -17,7 +17,13 @@ import jsonschema
 import pytest
 
 from engine.load.resources import schema_path
-from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    error_reply,
+    text_reply,
+    verdict_reply,
+)
 from tests.run_helpers import run_yaml, write_loop
 from tests.runs_helpers import end_action_group, ll_loop, result_of, spawn, wait_until
 
@@ -519,7 +525,7 @@ states:
     write_loop(tmp_path, loop)
     loopback.push(
         text_reply("All checks passed", input_tokens=1_000_000, output_tokens=0),
-        verdict_reply("yes", evidence="All checks passed", delay=60.0),
+        Reply(hang=60.0),  # the judge never answers
     )
     proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
@@ -568,3 +574,56 @@ def test_a_resumed_run_with_a_torn_call_log_still_replays(
     again = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", run_id)
     assert again.json["final_state"] == "done", again.stdout + again.stderr
     assert len(loopback.requests) == served
+
+
+ASKED = """
+name: asked
+initial: ask
+scope: [src]
+states:
+  ask:
+    action: "Say that all checks passed."
+    action_type: prompt
+    timeout: 60
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_replay_of_a_resumed_run_skips_the_calls_of_the_killed_attempt(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed while the judge waits: the prompt's first answer is in llm.jsonl, but the run
+    went on with the answer of the state's second attempt. Its replay must take that one (it
+    took the first, then missed the judge's request, which judged the second)."""
+    write_loop(tmp_path, ASKED)
+    loopback.push(
+        text_reply("All checks passed (first attempt)"),
+        Reply(hang=60.0),  # the judge never answers
+    )
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: len(loopback.requests) == 2, timeout=90)  # the judge is waiting
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    loopback.reset()
+    loopback.push(
+        text_reply("All checks passed (second attempt)"),
+        verdict_reply("yes", evidence="All checks passed (second attempt)"),
+    )
+    run_id = next(runs(tmp_path))
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    loopback.default = error_reply(500)
+    again = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", run_id)
+    assert again.json["final_state"] == "done", again.stdout + again.stderr
+    assert len(loopback.requests) == 2
+    [answer] = [e for e in again.events() if e["event"] == "action_complete"]
+    assert answer["output"] == "All checks passed (second attempt)"

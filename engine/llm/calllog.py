@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -47,6 +48,13 @@ class CallLog:
             fd = open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(line)
+
+
+def mark_abandoned(run_dir: Path, count: int) -> None:
+    """Say in `<run_dir>/llm.jsonl` that its last `count` calls belong to a state that a resume
+    runs again: a replay of the run skips them (it replays the calls the run went on with)."""
+    if count > 0:
+        CallLog(run_dir).append({"ts": time.time(), "abandoned": count})
 
 
 def spent_since(run_dir: Path, since: float) -> float:
@@ -117,7 +125,7 @@ class ReplayLog:
                 f"cannot replay: {path} does not exist",
                 hint="pass the run directory (or id) of a run that made LLM calls",
             )
-        entries: dict[str, deque[dict[str, Any]]] = {}
+        calls: list[dict[str, Any]] = []
         lines = path.read_bytes().split(b"\n")
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -128,8 +136,16 @@ class ReplayLog:
                 if number == len(lines):  # no newline after it: a line the crash cut short
                     break
                 raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
-            if isinstance(entry, dict) and isinstance(entry.get("hash"), str):
-                entries.setdefault(entry["hash"], deque()).append(entry)
+            if not isinstance(entry, dict):
+                continue
+            abandoned = entry.get("abandoned")  # `mark_abandoned`: the state ran again
+            if isinstance(abandoned, int) and not isinstance(abandoned, bool) and abandoned > 0:
+                del calls[max(0, len(calls) - abandoned) :]
+            elif isinstance(entry.get("hash"), str):
+                calls.append(entry)
+        entries: dict[str, deque[dict[str, Any]]] = {}
+        for entry in calls:
+            entries.setdefault(entry["hash"], deque()).append(entry)
         return cls(entries, path)
 
     def take(self, key: str) -> dict[str, Any] | None:

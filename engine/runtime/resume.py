@@ -301,6 +301,36 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield event
 
 
+def abandoned_calls(events_path: Path) -> int:
+    """How many model calls of the interrupted session the resumed run makes anew: the
+    `llm_call` events after the boundary it continues from (and after the last resume, which
+    counted those before it).
+
+    That boundary is the last `route` of the top-level run, or, when the run died in a
+    sub-loop that is continued, the last `route` of that child (and so on down). A run's
+    `loop_start` is its first boundary; its `loop_complete` ends it (a stopped one stays open:
+    it is continued).
+    """
+    boundaries: list[int] = []  # per depth: the index of the open run's last boundary
+    resumed = -1
+    calls: list[int] = []  # the indexes of the llm_call events
+    for index, event in enumerate(read_events(events_path)):
+        kind, depth = event.get("event"), event.get("depth")
+        if not isinstance(depth, int) or depth < 0:
+            continue
+        if kind == "llm_call":
+            calls.append(index)
+        elif kind in {"loop_start", "route"}:
+            del boundaries[depth:]
+            boundaries += [index] * (depth + 1 - len(boundaries))
+        elif kind == "loop_resume" and depth == 0:
+            resumed = index
+        elif kind == "loop_complete" and event.get("terminated_by") != "stopped":
+            del boundaries[depth:]
+    since = max(boundaries[-1] if boundaries else -1, resumed)
+    return sum(1 for index in calls if index > since)
+
+
 def _skip_line(handle: BinaryIO) -> None:
     """Read past the end of the current line in bounded pieces."""
     while piece := handle.readline(MAX_EVENT_LINE):
