@@ -627,3 +627,57 @@ def test_a_replay_of_a_resumed_run_skips_the_calls_of_the_killed_attempt(
     assert len(loopback.requests) == 2
     [answer] = [e for e in again.events() if e["event"] == "action_complete"]
     assert answer["output"] == "All checks passed (second attempt)"
+
+
+TWICE = """
+name: twice
+initial: check
+max_steps: 10
+scope: [src]
+states:
+  check:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: hold
+    on_error: failed
+  hold:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: check
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_resumed_replay_goes_on_from_the_answers_it_had_replayed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The same judge request twice, answered `no` then `yes`; the replay is stopped between
+    them. After its resume the second request gets the second answer (the replay log used to
+    start again from the first: `no` once more, and a path the recorded run never took)."""
+    write_loop(tmp_path, TWICE)
+    (tmp_path / "go").touch()
+    loopback.push(
+        verdict_reply("no", evidence="All 5 checks passed"),
+        verdict_reply("yes", evidence="All 5 checks passed"),
+    )
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q")
+    assert (first.json["final_state"], first.json["steps"]) == ("done", 3), first.stderr
+    (tmp_path / "go").unlink()
+    (tmp_path / "action.pid").unlink()
+    loopback.default = error_reply(500)
+    replay = spawn(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", first.json["run_id"])
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        [run_id] = set(runs(tmp_path)) - {first.json["run_id"]}
+        assert ll_loop(tmp_path, "stop", run_id).code == 0
+        replay.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    (tmp_path / "go").touch()
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert (resumed.json["final_state"], resumed.json["steps"]) == ("done", 3), resumed.stdout
+    assert [v for s, v in resumed.verdicts() if s == "check"] == ["no", "yes"]
+    assert len(loopback.requests) == 2

@@ -108,6 +108,31 @@ def _lines_from_end(handle: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
         yield rest
 
 
+def _read_calls(path: Path) -> list[dict[str, Any]]:
+    """The calls of an LLM log in the order they were made, without those a resume marked
+    abandoned (`mark_abandoned`) and a last line the crash cut short; `PreflightError` for a
+    line in the middle that is not JSON."""
+    calls: list[dict[str, Any]] = []
+    lines = path.read_bytes().split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)  # bytes that are not UTF-8 are a ValueError too
+        except ValueError as exc:
+            if number == len(lines):  # no newline after it: a line the crash cut short
+                break
+            raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
+        if not isinstance(entry, dict):
+            continue
+        abandoned = entry.get("abandoned")  # the state of these calls ran again
+        if isinstance(abandoned, int) and not isinstance(abandoned, bool) and abandoned > 0:
+            del calls[max(0, len(calls) - abandoned) :]
+        elif isinstance(entry.get("hash"), str):
+            calls.append(entry)
+    return calls
+
+
 class ReplayLog:
     """The recorded calls of an earlier run, served by request hash in recorded order."""
 
@@ -125,28 +150,21 @@ class ReplayLog:
                 f"cannot replay: {path} does not exist",
                 hint="pass the run directory (or id) of a run that made LLM calls",
             )
-        calls: list[dict[str, Any]] = []
-        lines = path.read_bytes().split(b"\n")
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)  # bytes that are not UTF-8 are a ValueError too
-            except ValueError as exc:
-                if number == len(lines):  # no newline after it: a line the crash cut short
-                    break
-                raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
-            if not isinstance(entry, dict):
-                continue
-            abandoned = entry.get("abandoned")  # `mark_abandoned`: the state ran again
-            if isinstance(abandoned, int) and not isinstance(abandoned, bool) and abandoned > 0:
-                del calls[max(0, len(calls) - abandoned) :]
-            elif isinstance(entry.get("hash"), str):
-                calls.append(entry)
         entries: dict[str, deque[dict[str, Any]]] = {}
-        for entry in calls:
+        for entry in _read_calls(path):
             entries.setdefault(entry["hash"], deque()).append(entry)
         return cls(entries, path)
+
+    def skip_replayed(self, run_dir: Path) -> None:
+        """Take, in order, the answers the run in `run_dir` has already replayed from this log
+        (a resumed replay): its next call gets the answer after them, not the first again.
+        Taking from a hash with no answers left is a no-op, as the miss it replays was."""
+        path = run_dir / LOG_NAME
+        if not path.is_file():
+            return  # nothing replayed yet
+        for entry in _read_calls(path):
+            if entry.get("source") == "replay":
+                self.take(entry["hash"])
 
     def take(self, key: str) -> dict[str, Any] | None:
         """The next recorded entry for `key`, or None when the log has no (more) answers for it."""

@@ -53,12 +53,15 @@ def build_gateway(
 ) -> LlmGateway:
     """A gateway with the run's log, optional replay source, optional cache and optional shared
     rate gate (see `RateGate`); `stoppable` for a run's, whose `stop` abandons a live call."""
+    replay = ReplayLog.load(replay_from) if replay_from is not None else None
+    if replay is not None and run_dir is not None:
+        replay.skip_replayed(run_dir)  # a resumed replay goes on from the answers it had
     return LlmGateway(
         transport=AnthropicClient(timeout=settings.request_timeout(loop), gate=gate),
         prices=load_prices(project_root(run_dir)),
         recorder=recorder,
         log=CallLog(run_dir) if run_dir is not None else None,
-        replay=ReplayLog.load(replay_from) if replay_from is not None else None,
+        replay=replay,
         cache=ResponseCache(cache_dir(run_dir)) if cache else None,
         stoppable=stoppable,
     )
