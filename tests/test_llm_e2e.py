@@ -681,3 +681,30 @@ def test_a_resumed_replay_goes_on_from_the_answers_it_had_replayed(
     assert (resumed.json["final_state"], resumed.json["steps"]) == ("done", 3), resumed.stdout
     assert [v for s, v in resumed.verdicts() if s == "check"] == ["no", "yes"]
     assert len(loopback.requests) == 2
+
+
+def test_a_budget_spent_to_the_cent_ends_the_run(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """Ten calls of $0.10 against `max_cost_usd: 1.0`: the spend has reached the limit, so no
+    eleventh step (in floating point the ten add up to 0.9999999999999999, which let it run)."""
+    loop = """
+name: tenth
+initial: check
+max_steps: 20
+max_cost_usd: 1.0
+scope: [src]
+llm: {model: claude-haiku-4-5}
+states:
+  check:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: check
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+    loopback.default = verdict_reply(
+        "yes", evidence="All 5 checks passed", input_tokens=100_000, output_tokens=0
+    )
+    ran = run_yaml(tmp_path, loop)
+    assert (ran.json["terminated_by"], ran.json["steps"]) == ("max_cost", 10), ran.stdout
+    assert len(loopback.requests) == 10

@@ -41,6 +41,10 @@ from engine.runtime.subloop import route_verdict
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
 PREVIEW_LIMIT = 2000  # characters of an output shown in an event
+# A spend this close below `max_cost_usd` has reached it: a run's cost is a float sum of call
+# costs (ten calls of $0.10 add up to 0.9999999999999999), and a nano-dollar is far below the
+# price of one token.
+COST_EPSILON = 1e-9
 
 
 @dataclass
@@ -165,7 +169,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish_budget(loop, rs, rt, started)
         if rt.deadline is not None and time.monotonic() >= rt.deadline:
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
-        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
+        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
             # checked after the terminal test: the step that reached success may cost the most
             return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
         if rt.stop.requested:
