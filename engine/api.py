@@ -442,6 +442,7 @@ def resume(
         abandoned_calls,
         end_orphaned_actions,
         find_run,
+        find_run_dir,
         repair_log,
         restore_state,
         resuming,
@@ -455,7 +456,9 @@ def resume(
     notice = on_notice or (lambda _text: None)
     snapshot = find_run(run_id, where.root)
     _check_resumable(snapshot)
-    with resuming(snapshot.dir):  # one process continues a run: a second resume is refused
+    # One process continues a run: a second resume is refused. A child run's directory names
+    # its top-level run, which is the run to continue (a child has no log of its own).
+    with resuming(find_run_dir(snapshot.run_id, where.root)):
         snapshot = find_run(snapshot.run_id, where.root)  # as the resume before us left it
         _check_resumable(snapshot)
         if restore_state(snapshot.dir):

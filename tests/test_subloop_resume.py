@@ -136,3 +136,24 @@ def test_a_finished_child_is_not_continued(project: Path) -> None:
 def _events(project: Path, run_id: str) -> list[dict[str, object]]:
     lines = (run_dir(project, run_id) / "events.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def test_a_child_runs_directory_resumes_its_top_level_run(project: Path) -> None:
+    """`resume RUN` takes a run's directory, a child's too: that names the run to continue
+    (resuming it used to end the run's action, then fail with an internal error)."""
+    proc, run_id = held_in_child(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    (project / "action.pid").unlink()
+    child = run_dir(project, run_id) / "children" / "call-1"
+    resumed = spawn(project, "resume", str(child), "--json", "-q")
+    try:
+        wait_until(lambda: written(project / "action.pid"))
+        (project / "go").touch()
+        out, err = resumed.communicate(timeout=30)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+    assert resumed.returncode == 0, err
+    assert json.loads(out)["final_state"] == "ok"
+    assert (project / "ran.log").read_text().split() == ["one", "two", "two", "three"]
