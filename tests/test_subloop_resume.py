@@ -157,3 +157,23 @@ def test_a_child_runs_directory_resumes_its_top_level_run(project: Path) -> None
     assert resumed.returncode == 0, err
     assert json.loads(out)["final_state"] == "ok"
     assert (project / "ran.log").read_text().split() == ["one", "two", "two", "three"]
+
+
+def test_a_kill_two_sub_loops_deep_continues_both(project: Path) -> None:
+    """The middle run had not finished its first step (its sub-loop) when the run died: it is
+    continued too, and with it the grandchild (the middle one used to start afresh, running the
+    grandchild's finished steps again)."""
+    write(project / ".loops" / "parent.yaml", PARENT)
+    write(project / "top.yaml", PARENT.replace("name: parent", "name: top").replace(
+        "loop: three-steps", "loop: parent"))  # fmt: skip
+    proc = spawn(project, "run", "top.yaml", "--json", "-q")
+    wait_until(lambda: written(project / "action.pid"))
+    run_id = next((project / ".loops" / "runs").iterdir()).name
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    result = finish(project, run_id)
+    assert result["final_state"] == "ok"
+    assert (project / "ran.log").read_text().split() == ["one", "two", "two", "three"]
+    children = run_dir(project, run_id) / "children"
+    assert sorted(p.name for p in children.iterdir()) == ["call-1"]
+    assert sorted(p.name for p in (children / "call-1" / "children").iterdir()) == ["call-1"]

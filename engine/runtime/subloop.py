@@ -347,16 +347,17 @@ def unfinished_child(
     children: Path, state: str, index: int, child: Loop
 ) -> tuple[Path, dict[str, Any]] | None:
     """The latest child run of `state` (`<state>-<index>`) when it stopped halfway: its directory
-    and saved state. A finished child, one that never took a step, another loop, or a state the
-    loop no longer has: None."""
+    and saved state. A finished child, another loop, or a state the loop no longer has: None.
+
+    A child that has not finished its first step is continued too: that step may be a sub-loop
+    of its own, whose child has steps to keep (starting the middle one afresh ran the whole
+    grandchild again)."""
     directory = children / f"{state}-{index}"
     try:
         saved = read_state(directory / "state.json")
     except (OSError, ValueError):
         return None
     if saved.get("status") == "finished" or saved.get("loop") != child.name:
-        return None
-    if not saved.get("steps"):  # died before the child's first step: nothing to continue
         return None
     if saved.get("current") not in child.states:
         return None
