@@ -708,3 +708,30 @@ states:
     ran = run_yaml(tmp_path, loop)
     assert (ran.json["terminated_by"], ran.json["steps"]) == ("max_cost", 10), ran.stdout
     assert len(loopback.requests) == 10
+
+
+def test_every_level_of_a_run_killed_two_sub_loops_deep_keeps_its_spend(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """top → caller → spends, killed in `spends` after its $3 judge. Each level is continued
+    from its own boundary; each must still count the $3 (the middle one, whose last boundary
+    came before it, used to say $0)."""
+    write_loop(tmp_path, CHILD_SPENDS, "spends.yaml")
+    write_loop(tmp_path, CALLS_CHILD, "caller.yaml")
+    write_loop(tmp_path, CALLS_CHILD.replace("name: caller", "name: top").replace(
+        "loop: spends", "loop: caller"))  # fmt: skip
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        (tmp_path / "go").touch()
+        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    middle = resumed.run_dir / "children" / "call-1"
+    inner = middle / "children" / "call-1"
+    costs = [json.loads((d / "state.json").read_text())["cost_usd"] for d in (middle, inner)]
+    assert [resumed.json["cost_usd"], *costs] == pytest.approx([3.0, 3.0, 3.0], abs=0.01)

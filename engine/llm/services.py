@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.llm import settings
-from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
+from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir, spent_since
 from engine.llm.client import AnthropicClient, RateGate
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.llm.judge import JudgeSettings, judge_structured
@@ -147,6 +147,9 @@ class RunLlmServices:
         """The run's LLM spend: the Messages calls plus what agent CLIs reported."""
         built = self.gateway.built
         return (built.cost_usd if built is not None else 0.0) + self.gateway.agent_cost
+
+    def spent_since(self, since: float) -> float:
+        return spent_since(self.gateway.run_dir, since)
 
     def cost_by_state(self) -> dict[str, float]:
         built = self.gateway.built

@@ -451,6 +451,9 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     if request.resume is not None:
         child_rs = RunState.from_json(request.resume)
         child_rs.status, child_rs.result = "running", None
+        if llm is not None:  # the calls after its boundary were billed, though they run again
+            boundary = (request.run_dir / "state.json").stat().st_mtime
+            child_rs.cost_usd += llm.spent_since(boundary)
         rt.recorder.emit(
             "loop_resume",
             depth=request.depth,
