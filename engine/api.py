@@ -447,7 +447,7 @@ def resume(
         restore_state,
         resuming,
     )
-    from engine.runtime.runstore import RunStore, read_state
+    from engine.runtime.runstore import RunStore, read_state, saved_at
     from engine.runtime.session import Resumed, start_run
 
     _arguments(run_id=run_id, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
@@ -493,7 +493,7 @@ def resume(
             state = RunState.from_json(store.load_state())
             state.status, state.result = "running", None
             # The calls made after the boundary were billed though the state runs again.
-            state.cost_usd += spent_since(store.dir, store.state_path.stat().st_mtime)
+            state.cost_usd += spent_since(store.dir, saved_at(state.to_json(), store.state_path))
             note = {
                 "previous_status": snapshot.status,
                 "repaired_bytes": dropped,

@@ -7,6 +7,7 @@ call of the run goes over HTTP to the scripted server of the test.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -288,7 +289,32 @@ states:
     finally:
         end_action_group(tmp_path / "action.pid")
     assert resumed["final_state"] == "done"
-    assert resumed["cost_usd"] >= 3.0  # the judge's $3, spent before the kill
+    assert resumed["cost_usd"] == pytest.approx(
+        3.0, abs=0.01
+    )  # the judge's $3, spent before the kill
+
+
+def test_a_resume_counts_a_call_before_the_boundary_once_whatever_the_files_mtime(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The spend a resume adds is that of the calls logged after the state was saved; a state
+    file whose mtime reads earlier than that (a kernel's coarse file clock, a copied run) must
+    not count the judge before the boundary twice."""
+    write_loop(tmp_path, CHILD_SPENDS)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        state = tmp_path / ".loops" / "runs" / next(runs(tmp_path)) / "state.json"
+        os.utime(state, (state.stat().st_atime - 10, state.stat().st_mtime - 10))
+        (tmp_path / "go").touch()
+        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert resumed.json["cost_usd"] == pytest.approx(3.0, abs=0.01)
 
 
 def test_history_shows_what_each_run_spent(loopback: LoopbackServer, tmp_path: Path) -> None:

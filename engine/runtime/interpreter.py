@@ -66,6 +66,9 @@ class RunState:
     cost_usd: float = 0.0
     started_at: str = ""
     elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
+    # time.time() when this state was saved: the model calls logged after it are not in
+    # `cost_usd` (resume adds them; the file's mtime can lag the clock by a tick)
+    saved_at: float = 0.0
     status: str = "running"  # running | finished
     ran_on_max_steps: bool = False
     result: dict[str, Any] | None = None  # RunResult.to_json() once finished
@@ -474,6 +477,7 @@ def persist(rs: RunState, rt: Runtime, started: float) -> None:
     """Write state.json (atomically) at a state boundary."""
     if rt.save_state is not None:
         rs.elapsed_ms = int((time.monotonic() - started) * 1000)
+        rs.saved_at = time.time()
         rt.save_state(rs.to_json())
 
 

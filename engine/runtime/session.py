@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,7 @@ def start_run(
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     if resume is not None:  # name this process at once: `status`/`stop` must see it alive
+        state.saved_at = time.time()  # its cost counts every call logged so far
         store.save_state(state.to_json())
         recorder.emit(
             "loop_resume",

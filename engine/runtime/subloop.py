@@ -34,7 +34,7 @@ from engine.model.errors import InterpolationError, LoopError
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.params import ParameterError, coerce
 from engine.model.ports import RunResult, Verdict
-from engine.runtime.runstore import RunStore, now_iso, read_state
+from engine.runtime.runstore import RunStore, now_iso, read_state, saved_at
 
 if TYPE_CHECKING:
     from engine.runtime.interpreter import Namespaces, RunState, Runtime, SubloopHook
@@ -452,7 +452,7 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         child_rs = RunState.from_json(request.resume)
         child_rs.status, child_rs.result = "running", None
         if llm is not None:  # the calls after its boundary were billed, though they run again
-            boundary = (request.run_dir / "state.json").stat().st_mtime
+            boundary = saved_at(request.resume, request.run_dir / "state.json")
             child_rs.cost_usd += llm.spent_since(boundary)
         rt.recorder.emit(
             "loop_resume",
