@@ -498,7 +498,7 @@ def resume(
                 "previous_status": snapshot.status,
                 "repaired_bytes": dropped,
                 "ended_actions": ended,
-                "abandoned_calls": abandoned,
+                "abandoned_calls": len(abandoned),
             }
             resumed = Resumed(store, state, note)
             return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)

@@ -17,7 +17,9 @@ from typing import Any
 import jsonschema
 import pytest
 
+from engine.llm.calllog import mark_abandoned
 from engine.load.resources import schema_path
+from engine.runtime.resume import abandoned_calls
 from tests.loopback_server import (
     LoopbackServer,
     Reply,
@@ -644,6 +646,9 @@ def test_a_replay_of_a_resumed_run_skips_the_calls_of_the_killed_attempt(
         verdict_reply("yes", evidence="All checks passed (second attempt)"),
     )
     run_id = next(runs(tmp_path))
+    run_dir = tmp_path / ".loops" / "runs" / run_id
+    # a resume that died after marking the killed attempt's calls: the next marks them again
+    mark_abandoned(run_dir, abandoned_calls(run_dir / "events.jsonl"))
     resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
     assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
     loopback.default = error_reply(500)

@@ -50,11 +50,13 @@ class CallLog:
                 handle.write(line)
 
 
-def mark_abandoned(run_dir: Path, count: int) -> None:
-    """Say in `<run_dir>/llm.jsonl` that its last `count` calls belong to a state that a resume
-    runs again: a replay of the run skips them (it replays the calls the run went on with)."""
-    if count > 0:
-        CallLog(run_dir).append({"ts": time.time(), "abandoned": count})
+def mark_abandoned(run_dir: Path, calls: range) -> None:
+    """Say in `<run_dir>/llm.jsonl` that its calls at these positions belong to a state that a
+    resume runs again: a replay of the run skips them (it replays the calls the run went on
+    with). The positions, not a count: a resume that dies before the run goes on marks the same
+    calls again, and no other."""
+    if calls:
+        CallLog(run_dir).append({"ts": time.time(), "abandoned": [calls.start, calls.stop]})
 
 
 def spent_since(run_dir: Path, since: float) -> float:
@@ -110,9 +112,10 @@ def _lines_from_end(handle: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
 
 def _read_calls(path: Path) -> list[dict[str, Any]]:
     """The calls of an LLM log in the order they were made, without those a resume marked
-    abandoned (`mark_abandoned`) and a last line the crash cut short; `PreflightError` for a
-    line in the middle that is not JSON."""
+    abandoned (`mark_abandoned`: positions among all the calls of the log) and a last line the
+    crash cut short; `PreflightError` for a line in the middle that is not JSON."""
     calls: list[dict[str, Any]] = []
+    abandoned: set[int] = set()
     lines = path.read_bytes().split(b"\n")
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -125,12 +128,12 @@ def _read_calls(path: Path) -> list[dict[str, Any]]:
             raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
         if not isinstance(entry, dict):
             continue
-        abandoned = entry.get("abandoned")  # the state of these calls ran again
-        if isinstance(abandoned, int) and not isinstance(abandoned, bool) and abandoned > 0:
-            del calls[max(0, len(calls) - abandoned) :]
+        marked = entry.get("abandoned")  # `mark_abandoned`: the state of these calls ran again
+        if isinstance(marked, list) and len(marked) == 2 and all(type(n) is int for n in marked):
+            abandoned.update(range(*marked))
         elif isinstance(entry.get("hash"), str):
             calls.append(entry)
-    return calls
+    return [entry for position, entry in enumerate(calls) if position not in abandoned]
 
 
 class ReplayLog:

@@ -13,6 +13,7 @@ the file.
 
 from __future__ import annotations
 
+import bisect
 import fcntl
 import json
 import os
@@ -301,10 +302,11 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield event
 
 
-def abandoned_calls(events_path: Path) -> int:
-    """How many model calls of the interrupted session the resumed run makes anew: the
-    `llm_call` events after the boundary it continues from (and after the last resume, which
-    counted those before it).
+def abandoned_calls(events_path: Path) -> range:
+    """The model calls of the interrupted session that the resumed run makes anew, as their
+    positions among the run's `llm_call` events (the n-th event is the n-th call of
+    `llm.jsonl`): those after the boundary it continues from, and after the last resume, which
+    dealt with the ones before it.
 
     That boundary is the last `route` of the top-level run, or, when the run died in a
     sub-loop that is continued, the last `route` of that child (and so on down). A run's
@@ -328,7 +330,8 @@ def abandoned_calls(events_path: Path) -> int:
         elif kind == "loop_complete" and event.get("terminated_by") != "stopped":
             del boundaries[depth:]
     since = max(boundaries[-1] if boundaries else -1, resumed)
-    return sum(1 for index in calls if index > since)
+    first = bisect.bisect_right(calls, since)
+    return range(first, len(calls))
 
 
 def _skip_line(handle: BinaryIO) -> None:
