@@ -485,7 +485,8 @@ def resume(
             # A torn call glued to the next one appended would make the log unreplayable.
             repair_log(store.dir / LOG_NAME)
             abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
-            mark_abandoned(store.dir, abandoned)
+            if abandoned:
+                mark_abandoned(store.dir, abandoned.start)
             # The state runs again: an action the killed run left running must not run alongside.
             ended = end_orphaned_actions(snapshot.run_id)
             if ended:

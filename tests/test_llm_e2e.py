@@ -648,7 +648,7 @@ def test_a_replay_of_a_resumed_run_skips_the_calls_of_the_killed_attempt(
     run_id = next(runs(tmp_path))
     run_dir = tmp_path / ".loops" / "runs" / run_id
     # a resume that died after marking the killed attempt's calls: the next marks them again
-    mark_abandoned(run_dir, abandoned_calls(run_dir / "events.jsonl"))
+    mark_abandoned(run_dir, abandoned_calls(run_dir / "events.jsonl").start)
     resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
     assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
     loopback.default = error_reply(500)

@@ -50,13 +50,12 @@ class CallLog:
                 handle.write(line)
 
 
-def mark_abandoned(run_dir: Path, calls: range) -> None:
-    """Say in `<run_dir>/llm.jsonl` that its calls at these positions belong to a state that a
-    resume runs again: a replay of the run skips them (it replays the calls the run went on
-    with). The positions, not a count: a resume that dies before the run goes on marks the same
-    calls again, and no other."""
-    if calls:
-        CallLog(run_dir).append({"ts": time.time(), "abandoned": [calls.start, calls.stop]})
+def mark_abandoned(run_dir: Path, first: int) -> None:
+    """Say in `<run_dir>/llm.jsonl` that its calls from position `first` on (all of them
+    logged so far) belong to a state that a resume runs again: a replay of the run skips them,
+    and replays the calls the run went on with. A position, not a count: a resume that died
+    before the run went on is marked again with the same calls, and no others."""
+    CallLog(run_dir).append({"ts": time.time(), "abandoned_from": first})
 
 
 def spent_since(run_dir: Path, since: float) -> float:
@@ -128,9 +127,9 @@ def _read_calls(path: Path) -> list[dict[str, Any]]:
             raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
         if not isinstance(entry, dict):
             continue
-        marked = entry.get("abandoned")  # `mark_abandoned`: the state of these calls ran again
-        if isinstance(marked, list) and len(marked) == 2 and all(type(n) is int for n in marked):
-            abandoned.update(range(*marked))
+        first = entry.get("abandoned_from")  # `mark_abandoned`: their state ran again
+        if type(first) is int and first >= 0:
+            abandoned.update(range(first, len(calls)))
         elif isinstance(entry.get("hash"), str):
             calls.append(entry)
     return [entry for position, entry in enumerate(calls) if position not in abandoned]
