@@ -55,7 +55,8 @@ def mark_abandoned(run_dir: Path, first: int) -> None:
     logged so far) belong to a state that a resume runs again: a replay of the run skips them,
     and replays the calls the run went on with. A position, not a count: a resume that died
     before the run went on is marked again with the same calls, and no others."""
-    CallLog(run_dir).append({"ts": time.time(), "abandoned_from": first})
+    if (run_dir / LOG_NAME).is_file():  # a log someone removed is not started by a marker
+        CallLog(run_dir).append({"ts": time.time(), "abandoned_from": first})
 
 
 def spent_since(run_dir: Path, since: float) -> float:
