@@ -314,17 +314,22 @@ def _llm_preflight(launch: Launch) -> None:
     """Stop with every LLM problem of the run's loops (a child's named as such), each once: a
     child's judge without credentials stops the run before its first step, not halfway."""
     family = [launch.loop]
+    problems: list[str] = []
     if launch.load_child is not None:
-        from engine.runtime.subloop import static_family
+        from engine.runtime.subloop import chooses_child_at_run_time, static_family
 
         family = static_family(launch.loop, launch.root, launch.load_child)
+        if launch.replay_from is not None and any(map(chooses_child_at_run_time, family)):
+            from engine.llm.preflight import replay_log_problem  # a child chosen then may call
+
+            missing = replay_log_problem(launch.replay_from)
+            problems += [missing] if missing else []
     family = [member for member in family if member.uses_llm()]
-    if not family:
+    if not family and not problems:
         return
     from engine.llm import llm_preflight
 
     replaying = launch.replay_from is not None
-    problems: list[str] = []
     for member in family:
         found = llm_preflight(member, replay=replaying, replay_from=launch.replay_from)
         if member is not launch.loop:
@@ -430,10 +435,19 @@ def resume(
     happen twice: actions should be idempotent). Context, captures, step and retry counters are
     those of the last boundary. `on_notice` hears what the resume repaired on the way.
     """
+    from engine.llm.calllog import LOG_NAME, mark_abandoned, spent_since
     from engine.model.params import bind_context
     from engine.runtime.interpreter import RunState
-    from engine.runtime.resume import end_orphaned_actions, find_run, repair_events, restore_state
-    from engine.runtime.runstore import RunStore, read_state
+    from engine.runtime.resume import (
+        abandoned_calls,
+        end_orphaned_actions,
+        find_run,
+        find_run_dir,
+        repair_log,
+        restore_state,
+        resuming,
+    )
+    from engine.runtime.runstore import RunStore, read_state, saved_at
     from engine.runtime.session import Resumed, start_run
 
     _arguments(run_id=run_id, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
@@ -442,38 +456,53 @@ def resume(
     notice = on_notice or (lambda _text: None)
     snapshot = find_run(run_id, where.root)
     _check_resumable(snapshot)
-    if restore_state(snapshot.dir):
-        notice("state.json did not parse; resuming from the boundary before it")
-    saved = read_state(snapshot.dir / "state.json")
-    loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
-    loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
-    loop = _with_original_budget(loop, saved)
-    bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
-    if snapshot.current not in loop.states:
-        raise UsageError(
-            f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
-            f"{loop.source} no longer has",
-            hint="restore the state in the loop file, or start a new run",
-        )
-    launch = _launch(loop, saved.get("context", {}), where, env, None, False, on_event,
-                     handle_signals)  # fmt: skip
-    lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
-    with lease:
-        store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
-        dropped = repair_events(store.events_path)
-        # The state runs again: an action the killed run left running must not run alongside.
-        ended = end_orphaned_actions(snapshot.run_id)
-        if ended:
-            notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
-        state = RunState.from_json(store.load_state())
-        state.status, state.result = "running", None
-        note = {
-            "previous_status": snapshot.status,
-            "repaired_bytes": dropped,
-            "ended_actions": ended,
-        }
-        resumed = Resumed(store, state, note)
-        return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
+    # One process continues a run: a second resume is refused. A child run's directory names
+    # its top-level run, which is the run to continue (a child has no log of its own).
+    with resuming(find_run_dir(snapshot.run_id, where.root)):
+        snapshot = find_run(snapshot.run_id, where.root)  # as the resume before us left it
+        _check_resumable(snapshot)
+        if restore_state(snapshot.dir):
+            notice("state.json did not parse; resuming from the boundary before it")
+        saved = read_state(snapshot.dir / "state.json")
+        loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
+        loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
+        loop = _with_original_budget(loop, saved)
+        bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
+        if snapshot.current not in loop.states:
+            raise UsageError(
+                f"run {snapshot.run_id} stopped in state {snapshot.current!r}, which "
+                f"{loop.source} no longer has",
+                hint="restore the state in the loop file, or start a new run",
+            )
+        replay = saved.get("replay_from")  # a replayed run stays a replay: no live call on resume
+        replay_dir = Path(replay) if isinstance(replay, str) and replay else None
+        launch = _launch(loop, saved.get("context", {}), where, env, replay_dir,
+                         saved.get("cache") is True, on_event, handle_signals)  # fmt: skip
+        lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
+        with lease:
+            store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
+            dropped = repair_log(store.events_path)
+            # A torn call glued to the next one appended would make the log unreplayable.
+            repair_log(store.dir / LOG_NAME)
+            abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
+            if abandoned:
+                mark_abandoned(store.dir, abandoned.start)
+            # The state runs again: an action the killed run left running must not run alongside.
+            ended = end_orphaned_actions(snapshot.run_id)
+            if ended:
+                notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
+            state = RunState.from_json(store.load_state())
+            state.status, state.result = "running", None
+            # The calls made after the boundary were billed though the state runs again.
+            state.cost_usd += spent_since(store.dir, saved_at(state.to_json(), store.state_path))
+            note = {
+                "previous_status": snapshot.status,
+                "repaired_bytes": dropped,
+                "ended_actions": ended,
+                "abandoned_calls": len(abandoned),
+            }
+            resumed = Resumed(store, state, note)
+            return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
 
 
 def _check_resumable(snapshot: RunSnapshot) -> None:

@@ -129,6 +129,30 @@ def test_a_subloop_costs_its_childs_whole_bound() -> None:
     assert bound.usd == 3 * loop_cost(child).usd  # type: ignore[operator]
 
 
+def test_loops_that_call_each_other_are_bounded_at_once() -> None:
+    """Six sub-loop states calling the other loop, nesting down to the depth limit: each
+    (caller, reference, depth) is bounded once (the bound walked 6^8 children: hours)."""
+
+    def calling(name: str, other: str) -> Loop:
+        states: dict[str, object] = {
+            f"s{i}": {"loop": other, "next": f"s{i + 1}" if i < 5 else "done"} for i in range(6)
+        }
+        states["judge"] = {"action": "cat log", "evaluate": JUDGE, "next": "s0"}
+        states["done"] = {"terminal": True}
+        return make_loop(states, initial="judge", name=name, source=f"/loops/{name}.yaml")
+
+    loops = {"a": calling("a", "b"), "b": calling("b", "a")}
+    seen: list[str] = []
+
+    def resolve(ref: str, parent: Loop) -> Loop:
+        seen.append(ref)
+        assert len(seen) <= 2 * 8, "each reference is resolved once per depth"
+        return loops[ref]
+
+    bound = loop_cost(loops["a"], resolve_child=resolve)
+    assert bound.bounded and bound.calls == sum(6 * 6**d for d in range(8))  # 6 calls a level
+
+
 def test_cheapest_success_path_counts_the_least_calls() -> None:
     bound = loop_cost(_review_loop(10), prices=PriceTable())
     assert bound.cheapest_success is not None

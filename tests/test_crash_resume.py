@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import resource
 import signal
 import subprocess
@@ -20,7 +21,17 @@ from typing import Any
 import pytest
 
 from tests.cli import BIN
-from tests.runs_helpers import ll_loop, result_of, run_dir, spawn, state_of, write
+from tests.runs_helpers import (
+    end_action_group,
+    ll_loop,
+    result_of,
+    run_dir,
+    spawn,
+    state_of,
+    wait_until,
+    write,
+    written,
+)
 
 # Idempotent actions: every value is computed from restored captures and context, so running
 # the interrupted state again gives the same result. Retries are counted on `add`.
@@ -258,6 +269,102 @@ def test_resume_keeps_the_budget_the_run_started_with(tmp_path: Path) -> None:
     result = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "-q"))
     assert result["terminated_by"] == "max_steps"
     assert result["steps"] == 6  # not the file's 40
+
+
+HELD = """
+name: held
+initial: hold
+scope: [work]
+states:
+  hold:
+    action: |
+      echo $$ >> action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_two_resumes_of_one_run_at_once_run_it_once(tmp_path: Path) -> None:
+    """Both used to read the run as interrupted and run it: each ended the other's action as
+    an orphan (the run then failed) and both wrote its files."""
+    write(tmp_path / "held.yaml", HELD)
+    pids = tmp_path / "action.pid"
+    proc = spawn(tmp_path, "run", "held.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: written(pids), timeout=60)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        both = [spawn(tmp_path, "resume", run_id, "--json", "-q") for _ in range(2)]
+        wait_until(lambda: any(p.poll() is not None for p in both), timeout=60)
+        (tmp_path / "go").touch()
+        ended = [p.communicate(timeout=60) for p in both]
+    finally:
+        for line in pids.read_text().split():
+            end_action_group(_pid_file(tmp_path, line))
+    codes = sorted(p.returncode for p in both)
+    assert codes == [0, 2], ended
+    [refusal] = [json.loads(out) for p, (out, _) in zip(both, ended, strict=True) if p.returncode]
+    assert re.search(r"is being resumed by another process|is still running", refusal["error"])
+    resumes = [e for e in _events(tmp_path, run_id) if e["event"] == "loop_resume"]
+    assert len(resumes) == 1
+    assert state_of(tmp_path, run_id)["result"]["final_state"] == "done"
+
+
+def _pid_file(tmp_path: Path, pid: str) -> Path:
+    path = tmp_path / f"pid-{pid}"
+    path.write_text(pid + "\n")
+    return path
+
+
+def _events(cwd: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (run_dir(cwd, run_id) / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _event(kind: str, depth: int = 0, **fields: Any) -> dict[str, Any]:
+    return {
+        "ts": "2026-12-02T00:00:00.000Z",
+        "event": kind,
+        "run_id": "r",
+        "depth": depth,
+        **fields,
+    }
+
+
+@pytest.mark.parametrize(
+    ("story", "abandoned"),
+    [
+        ("start call route call call", 2),  # killed in the top-level run's second step
+        ("start route start1 call1 route1 call1", 1),  # in a child that is continued
+        ("start route start1 call1 route1 call1 done1", 2),  # the child ended: it runs anew
+        ("start route start1 call1 stopped1 stopped resume resume1 call1", 1),  # stopped, resumed
+        ("start call route", 0),
+    ],
+)
+def test_the_calls_a_resume_makes_anew_are_those_after_the_boundary_it_continues_from(
+    tmp_path: Path, story: str, abandoned: int
+) -> None:
+    from engine.runtime.resume import abandoned_calls
+
+    kinds = {
+        "start": ("loop_start", {}),
+        "call": ("llm_call", {}),
+        "route": ("route", {}),
+        "done": ("loop_complete", {"terminated_by": "terminal"}),
+        "stopped": ("loop_complete", {"terminated_by": "stopped"}),
+        "resume": ("loop_resume", {}),
+    }
+    events = []
+    for word in story.split():
+        depth = int(word[-1]) if word[-1].isdigit() else 0
+        kind, fields = kinds[word.rstrip("0123456789")]
+        events.append(json.dumps(_event(kind, depth, **fields)))
+    log = tmp_path / "events.jsonl"
+    log.write_text("\n".join(events) + "\n")
+    assert len(abandoned_calls(log)) == abandoned
+    assert abandoned_calls(log).stop == story.count("call")  # the last ones of the log
 
 
 FILLING = """

@@ -7,6 +7,7 @@ call of the run goes over HTTP to the scripted server of the test.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -16,8 +17,16 @@ from typing import Any
 import jsonschema
 import pytest
 
+from engine.llm.calllog import mark_abandoned
 from engine.load.resources import schema_path
-from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
+from engine.runtime.resume import abandoned_calls
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    error_reply,
+    text_reply,
+    verdict_reply,
+)
 from tests.run_helpers import run_yaml, write_loop
 from tests.runs_helpers import end_action_group, ll_loop, result_of, spawn, wait_until
 
@@ -282,7 +291,31 @@ states:
     finally:
         end_action_group(tmp_path / "action.pid")
     assert resumed["final_state"] == "done"
-    assert resumed["cost_usd"] >= 3.0  # the judge's $3, spent before the kill
+    # the judge's $3, spent before the kill, once
+    assert resumed["cost_usd"] == pytest.approx(3.0, abs=0.01)
+
+
+def test_a_resume_counts_a_call_before_the_boundary_once_whatever_the_files_mtime(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The spend a resume adds is that of the calls logged after the state was saved; a state
+    file whose mtime reads earlier than that (a kernel's coarse file clock, a copied run) must
+    not count the judge before the boundary twice."""
+    write_loop(tmp_path, CHILD_SPENDS)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        state = tmp_path / ".loops" / "runs" / next(runs(tmp_path)) / "state.json"
+        os.utime(state, (state.stat().st_atime - 10, state.stat().st_mtime - 10))
+        (tmp_path / "go").touch()
+        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert resumed.json["cost_usd"] == pytest.approx(3.0, abs=0.01)
 
 
 def test_history_shows_what_each_run_spent(loopback: LoopbackServer, tmp_path: Path) -> None:
@@ -375,3 +408,360 @@ def test_a_stop_abandons_a_model_call_in_flight(
     calls = [json.loads(line) for line in (run_dir / "llm.jsonl").read_text().splitlines()]
     assert [(c["status"], c["response"]) for c in calls] == [("error", None)]
     assert "stopped while this call was waiting" in calls[0]["error"]
+
+
+HELD = """
+name: held
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: failed
+    on_error: failed
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: again
+  again:
+    action: "echo 'All 5 checks passed, again'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_resumed_replay_is_still_a_replay(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A run started with --replay and stopped halfway answers from the log after its resume
+    too (it used to resume live: a paid call, and answers the replayed run never had)."""
+    write_loop(tmp_path, HELD)
+    (tmp_path / "go").touch()
+    loopback.push(
+        verdict_reply("yes", evidence="All 5 checks passed"),
+        verdict_reply("yes", evidence="All 5 checks passed, again"),
+    )
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q")
+    assert first.json["final_state"] == "done", first.stderr
+    (tmp_path / "go").unlink()
+    (tmp_path / "action.pid").unlink()
+    served = len(loopback.requests)
+    loopback.default = error_reply(500)
+    replay = spawn(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", first.json["run_id"])
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        [run_id] = set(runs(tmp_path)) - {first.json["run_id"]}
+        assert ll_loop(tmp_path, "stop", run_id).code == 0
+        replay.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    (tmp_path / "go").touch()
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert len(loopback.requests) == served
+    calls = [e for e in resumed.events() if e["event"] == "llm_call"]
+    assert [(c["state"], c["source"]) for c in calls] == [("judge", "replay"), ("again", "replay")]
+
+
+CHILD_SPENDS = """
+name: spends
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: failed
+    on_error: failed
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+CALLS_CHILD = """
+name: caller
+initial: call
+scope: [src]
+states:
+  call:
+    loop: spends
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_childs_spend_before_a_kill_stays_in_the_parents_cost(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed inside its child, after the child's $3 judge: the child goes on from its own
+    boundary, and the parent, from the boundary before the child began, used to lose the $3
+    (the child said $3, its parent $0)."""
+    write_loop(tmp_path, CHILD_SPENDS, "spends.yaml")
+    write_loop(tmp_path, CALLS_CHILD)
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        (tmp_path / "go").touch()
+        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert resumed.json["cost_usd"] == pytest.approx(3.0, abs=0.01)
+    history = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"]
+    assert history[0]["cost_usd"] == pytest.approx(3.0, abs=0.01)
+
+
+def test_calls_made_after_the_last_boundary_count_after_a_resume(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed while the judge of a prompt state waits: the prompt's $3 answer was billed, and
+    the state runs again on resume, billing another. The run's cost counts both (it used to
+    count the second only: each kill hid a step's spend from max_cost_usd)."""
+    loop = """
+name: asked
+initial: ask
+scope: [src]
+states:
+  ask:
+    action: "Say that all checks passed."
+    action_type: prompt
+    timeout: 60
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+    write_loop(tmp_path, loop)
+    loopback.push(
+        text_reply("All checks passed", input_tokens=1_000_000, output_tokens=0),
+        Reply(hang=60.0),  # the judge never answers
+    )
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: len(loopback.requests) == 2, timeout=90)  # the judge is waiting
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    loopback.reset()
+    loopback.push(
+        text_reply("All checks passed", input_tokens=1_000_000, output_tokens=0),
+        verdict_reply("yes", evidence="All checks passed", input_tokens=0, output_tokens=0),
+    )
+    resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    assert resumed.json["cost_usd"] == pytest.approx(6.0)
+
+
+def test_a_resumed_run_with_a_torn_call_log_still_replays(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The crash cut llm.jsonl's last line short; resume used to append the next call to it,
+    leaving a line in the middle of the log that is no JSON, so `--replay` of the run failed."""
+    write_loop(tmp_path, HELD)
+    loopback.push(
+        verdict_reply("yes", evidence="All 5 checks passed"),
+        verdict_reply("yes", evidence="All 5 checks passed, again"),
+    )
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    run_id = next(runs(tmp_path))
+    log = tmp_path / ".loops" / "runs" / run_id / "llm.jsonl"
+    with log.open("a") as handle:
+        handle.write('{"attempts":1,"cost_usd":0.0,"error":null,"hash":"7a')  # died mid-write
+    (tmp_path / "go").touch()
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    served = len(loopback.requests)
+    loopback.default = error_reply(500)
+    again = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", run_id)
+    assert again.json["final_state"] == "done", again.stdout + again.stderr
+    assert len(loopback.requests) == served
+
+
+ASKED = """
+name: asked
+initial: ask
+scope: [src]
+states:
+  ask:
+    action: "Say that all checks passed."
+    action_type: prompt
+    timeout: 60
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_replay_of_a_resumed_run_skips_the_calls_of_the_killed_attempt(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Killed while the judge waits: the prompt's first answer is in llm.jsonl, but the run
+    went on with the answer of the state's second attempt. Its replay must take that one (it
+    took the first, then missed the judge's request, which judged the second)."""
+    write_loop(tmp_path, ASKED)
+    loopback.push(
+        text_reply("All checks passed (first attempt)"),
+        Reply(hang=60.0),  # the judge never answers
+    )
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: len(loopback.requests) == 2, timeout=90)  # the judge is waiting
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    loopback.reset()
+    loopback.push(
+        text_reply("All checks passed (second attempt)"),
+        verdict_reply("yes", evidence="All checks passed (second attempt)"),
+    )
+    run_id = next(runs(tmp_path))
+    run_dir = tmp_path / ".loops" / "runs" / run_id
+    # a resume that died after marking the killed attempt's calls: the next marks them again
+    mark_abandoned(run_dir, abandoned_calls(run_dir / "events.jsonl").start)
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    loopback.default = error_reply(500)
+    again = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", run_id)
+    assert again.json["final_state"] == "done", again.stdout + again.stderr
+    assert len(loopback.requests) == 2
+    [answer] = [e for e in again.events() if e["event"] == "action_complete"]
+    assert answer["output"] == "All checks passed (second attempt)"
+
+
+TWICE = """
+name: twice
+initial: check
+max_steps: 10
+scope: [src]
+states:
+  check:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: hold
+    on_error: failed
+  hold:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: check
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_a_resumed_replay_goes_on_from_the_answers_it_had_replayed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The same judge request twice, answered `no` then `yes`; the replay is stopped between
+    them. After its resume the second request gets the second answer (the replay log used to
+    start again from the first: `no` once more, and a path the recorded run never took)."""
+    write_loop(tmp_path, TWICE)
+    (tmp_path / "go").touch()
+    loopback.push(
+        verdict_reply("no", evidence="All 5 checks passed"),
+        verdict_reply("yes", evidence="All 5 checks passed"),
+    )
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q")
+    assert (first.json["final_state"], first.json["steps"]) == ("done", 3), first.stderr
+    (tmp_path / "go").unlink()
+    (tmp_path / "action.pid").unlink()
+    loopback.default = error_reply(500)
+    replay = spawn(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", first.json["run_id"])
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        [run_id] = set(runs(tmp_path)) - {first.json["run_id"]}
+        assert ll_loop(tmp_path, "stop", run_id).code == 0
+        replay.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    (tmp_path / "go").touch()
+    resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
+    assert (resumed.json["final_state"], resumed.json["steps"]) == ("done", 3), resumed.stdout
+    assert [v for s, v in resumed.verdicts() if s == "check"] == ["no", "yes"]
+    assert len(loopback.requests) == 2
+
+
+def test_a_budget_spent_to_the_cent_ends_the_run(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """Ten calls of $0.10 against `max_cost_usd: 1.0`: the spend has reached the limit, so no
+    eleventh step (in floating point the ten add up to 0.9999999999999999, which let it run)."""
+    loop = """
+name: tenth
+initial: check
+max_steps: 20
+max_cost_usd: 1.0
+scope: [src]
+llm: {model: claude-haiku-4-5}
+states:
+  check:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: check
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+    loopback.default = verdict_reply(
+        "yes", evidence="All 5 checks passed", input_tokens=100_000, output_tokens=0
+    )
+    ran = run_yaml(tmp_path, loop)
+    assert (ran.json["terminated_by"], ran.json["steps"]) == ("max_cost", 10), ran.stdout
+    assert len(loopback.requests) == 10
+
+
+def test_every_level_of_a_run_killed_two_sub_loops_deep_keeps_its_spend(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """top → caller → spends, killed in `spends` after its $3 judge. Each level is continued
+    from its own boundary; each must still count the $3 (the middle one, whose last boundary
+    came before it, used to say $0)."""
+    write_loop(tmp_path, CHILD_SPENDS, "spends.yaml")
+    write_loop(tmp_path, CALLS_CHILD, "caller.yaml")
+    write_loop(tmp_path, CALLS_CHILD.replace("name: caller", "name: top").replace(
+        "loop: spends", "loop: caller"))  # fmt: skip
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
+    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+        (tmp_path / "go").touch()
+        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
+    middle = resumed.run_dir / "children" / "call-1"
+    inner = middle / "children" / "call-1"
+    costs = [json.loads((d / "state.json").read_text())["cost_usd"] for d in (middle, inner)]
+    assert [resumed.json["cost_usd"], *costs] == pytest.approx([3.0, 3.0, 3.0], abs=0.01)

@@ -128,6 +128,28 @@ def test_replay_of_a_run_without_log_fails_before_any_step(tmp_path: Path) -> No
     assert "llm.jsonl does not exist" in problem
 
 
+def test_replay_skips_a_torn_last_line_and_refuses_bytes_that_are_not_utf8(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A crash can cut the log's last call short: the calls before it still replay. A log
+    with bytes that are not UTF-8 is one sentence (it was an internal error)."""
+    loopback.push(verdict_reply("yes", evidence=QUOTE))
+    judge_once(tmp_path / "r1")
+    log = tmp_path / "r1" / "llm.jsonl"
+    whole = log.read_bytes()
+    log.write_bytes(whole + whole[: len(whole) // 2])
+    verdict, _ = judge_once(tmp_path / "r2", replay_from=tmp_path / "r1")
+    assert verdict.name == "yes"
+    assert len(loopback.requests) == 1
+
+    log.write_bytes(b"\xff\xfe\n" + whole)
+    loop, _, _ = make()
+    with pytest.raises(PreflightError, match=r"llm\.jsonl:1 is not JSON"):
+        create_llm_services(
+            loop, run_dir=tmp_path / "r3", recorder=MemoryRecorder(), replay_from=tmp_path / "r1"
+        )
+
+
 def test_cache_serves_identical_requests_and_never_errors(
     loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -152,3 +152,33 @@ states:
     inner = ran.state()["captured"]["inner"]
     assert inner["terminated_by"] == "terminal" and inner["terminal"] == "ok"
     assert ran.json["cost_usd"] > 3.0  # the run's total still counts both
+
+
+def test_a_child_chosen_at_run_time_replays_too(loopback: LoopbackServer, project: Path) -> None:
+    """`loop: ${...}` with a parent that calls no model: the child's judge is replayed with the
+    run, never called (it used to get LLM services of its own, without the replay log)."""
+    dynamic = PARENT.replace("loop: judged-child", 'loop: "${context.child}"')
+    write_loop(project, dynamic, "dynamic.yaml")
+    loopback.push(verdict_reply("yes", evidence="All 3 checks passed", input_tokens=1_000_000))
+    first = ll_loop(project, "run", "dynamic.yaml", "--json", "--context", "child=judged-child")
+    assert first.json["final_state"] == "done", first.stderr
+
+    served = len(loopback.requests)
+    loopback.default = error_reply(500)
+    again = ll_loop(
+        project, "run", "dynamic.yaml", "--json", "--context", "child=judged-child",
+        "--replay", first.run_dir.name,
+    )  # fmt: skip
+    assert again.json["final_state"] == "done", again.stdout + again.stderr
+    assert again.json["cost_usd"] == 0
+    assert len(loopback.requests) == served
+    assert (first.run_dir / "llm.jsonl").is_file()  # the child's call is in the run's log
+
+    (first.run_dir / "llm.jsonl").unlink()  # nothing to replay: refused before the first step
+    refused = ll_loop(
+        project, "run", "dynamic.yaml", "--json", "--context", "child=judged-child",
+        "--replay", first.run_dir.name,
+    )  # fmt: skip
+    assert refused.code == 2
+    assert refused.json["error"].startswith("cannot replay:")
+    assert len(loopback.requests) == served

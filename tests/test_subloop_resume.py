@@ -136,3 +136,44 @@ def test_a_finished_child_is_not_continued(project: Path) -> None:
 def _events(project: Path, run_id: str) -> list[dict[str, object]]:
     lines = (run_dir(project, run_id) / "events.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def test_a_child_runs_directory_resumes_its_top_level_run(project: Path) -> None:
+    """`resume RUN` takes a run's directory, a child's too: that names the run to continue
+    (resuming it used to end the run's action, then fail with an internal error)."""
+    proc, run_id = held_in_child(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    (project / "action.pid").unlink()
+    child = run_dir(project, run_id) / "children" / "call-1"
+    resumed = spawn(project, "resume", str(child), "--json", "-q")
+    try:
+        wait_until(lambda: written(project / "action.pid"))
+        (project / "go").touch()
+        out, err = resumed.communicate(timeout=30)
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+    assert resumed.returncode == 0, err
+    assert json.loads(out)["final_state"] == "ok"
+    assert (project / "ran.log").read_text().split() == ["one", "two", "two", "three"]
+
+
+def test_a_kill_two_sub_loops_deep_continues_both(project: Path) -> None:
+    """The middle run had not finished its first step (its sub-loop) when the run died: it is
+    continued too, and with it the grandchild (the middle one used to start afresh, running the
+    grandchild's finished steps again)."""
+    write(project / ".loops" / "parent.yaml", PARENT)
+    write(project / "top.yaml", PARENT.replace("name: parent", "name: top").replace(
+        "loop: three-steps", "loop: parent"))  # fmt: skip
+    proc = spawn(project, "run", "top.yaml", "--json", "-q")
+    wait_until(lambda: written(project / "action.pid"))
+    run_id = next((project / ".loops" / "runs").iterdir()).name
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    result = finish(project, run_id)
+    assert result["final_state"] == "ok"
+    assert (project / "ran.log").read_text().split() == ["one", "two", "two", "three"]
+    children = run_dir(project, run_id) / "children"
+    assert sorted(p.name for p in children.iterdir()) == ["call-1"]
+    assert sorted(p.name for p in (children / "call-1" / "children").iterdir()) == ["call-1"]

@@ -12,10 +12,11 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from engine.load.project import UnsafePath, ensure_dir, loops_dir, open_file
 from engine.model.errors import PreflightError
@@ -49,6 +50,92 @@ class CallLog:
                 handle.write(line)
 
 
+def mark_abandoned(run_dir: Path, first: int) -> None:
+    """Say in `<run_dir>/llm.jsonl` that its calls from position `first` on (all of them
+    logged so far) belong to a state that a resume runs again: a replay of the run skips them,
+    and replays the calls the run went on with. A position, not a count: a resume that died
+    before the run went on is marked again with the same calls, and no others."""
+    if (run_dir / LOG_NAME).is_file():  # a log someone removed is not started by a marker
+        CallLog(run_dir).append({"ts": time.time(), "abandoned_from": first})
+
+
+def spent_since(run_dir: Path, since: float) -> float:
+    """What the calls in `<run_dir>/llm.jsonl` logged after `since` (a `time.time()`) cost.
+
+    A resumed run continues from its last state boundary, but the calls the killed session
+    made after it were billed all the same (the state that runs again makes them anew); this
+    is their cost. The log is in call order, so it is read from its end back to the first
+    entry at or before `since`: a long run's log is not read whole.
+    """
+    try:
+        handle = (run_dir / LOG_NAME).open("rb")
+    except OSError:
+        return 0.0
+    total = 0.0
+    with handle:
+        for line in _lines_from_end(handle):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line torn by the crash
+            if not isinstance(entry, dict):
+                continue
+            ts, cost = _number(entry.get("ts")), _number(entry.get("cost_usd"))
+            if ts is not None and ts <= since:
+                break
+            if cost is not None and 0 <= cost < float("inf"):
+                total += cost
+    return total
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (booleans included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _lines_from_end(handle: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
+    """The non-empty lines of a file, last first, read in blocks from its end."""
+    position = handle.seek(0, os.SEEK_END)
+    rest = b""
+    while position > 0:
+        size = min(block, position)
+        position -= size
+        handle.seek(position)
+        lines = (handle.read(size) + rest).split(b"\n")
+        rest = lines[0]  # may continue in the block before
+        yield from (line for line in reversed(lines[1:]) if line)
+    if rest:
+        yield rest
+
+
+def _read_calls(path: Path) -> list[dict[str, Any]]:
+    """The calls of an LLM log in the order they were made, without those a resume marked
+    abandoned (`mark_abandoned`: positions among all the calls of the log) and a last line the
+    crash cut short; `PreflightError` for a line in the middle that is not JSON."""
+    calls: list[dict[str, Any]] = []
+    abandoned: set[int] = set()
+    lines = path.read_bytes().split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)  # bytes that are not UTF-8 are a ValueError too
+        except ValueError as exc:
+            if number == len(lines):  # no newline after it: a line the crash cut short
+                break
+            raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
+        if not isinstance(entry, dict):
+            continue
+        first = entry.get("abandoned_from")  # `mark_abandoned`: their state ran again
+        if type(first) is int and first >= 0:
+            abandoned.update(range(first, len(calls)))
+        elif isinstance(entry.get("hash"), str):
+            calls.append(entry)
+    return [entry for position, entry in enumerate(calls) if position not in abandoned]
+
+
 class ReplayLog:
     """The recorded calls of an earlier run, served by request hash in recorded order."""
 
@@ -67,16 +154,20 @@ class ReplayLog:
                 hint="pass the run directory (or id) of a run that made LLM calls",
             )
         entries: dict[str, deque[dict[str, Any]]] = {}
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError as exc:
-                raise PreflightError(f"cannot replay: {path}:{number} is not JSON ({exc})") from exc
-            if isinstance(entry, dict) and isinstance(entry.get("hash"), str):
-                entries.setdefault(entry["hash"], deque()).append(entry)
+        for entry in _read_calls(path):
+            entries.setdefault(entry["hash"], deque()).append(entry)
         return cls(entries, path)
+
+    def skip_replayed(self, run_dir: Path) -> None:
+        """Take, in order, the answers the run in `run_dir` has already replayed from this log
+        (a resumed replay): its next call gets the answer after them, not the first again.
+        Taking from a hash with no answers left is a no-op, as the miss it replays was."""
+        path = run_dir / LOG_NAME
+        if not path.is_file():
+            return  # nothing replayed yet
+        for entry in _read_calls(path):
+            if entry.get("source") == "replay":
+                self.take(entry["hash"])
 
     def take(self, key: str) -> dict[str, Any] | None:
         """The next recorded entry for `key`, or None when the log has no (more) answers for it."""

@@ -41,6 +41,8 @@ MALFORMED_RETRIES = 1  # a judge sample or reviewer is asked once more after a m
 
 # (reference, the loop that names it) -> the child loop, or None when it does not resolve
 ChildResolver = Callable[[str, Loop], Loop | None]
+# (the parent's file, the `loop:` reference, the parent's depth) -> what one execution costs
+SubloopCosts = dict[tuple[str, str, int], StepCost]
 
 
 def request_chars(request: Mapping[str, Any]) -> int:
@@ -80,12 +82,15 @@ def loop_cost(
     resolve_child: ChildResolver | None = None,
     max_steps: int | None = None,
     depth: int = 0,
+    subloops: SubloopCosts | None = None,
 ) -> CostBound:
     """The cost bound of `loop` (built-in prices unless `prices`); sub-loops through
-    `resolve_child` (an unresolvable child makes the bound unknown)."""
+    `resolve_child` (an unresolvable child makes the bound unknown). `subloops` keeps each
+    sub-loop's bound once worked out, for the whole walk."""
     table = prices if prices is not None else PriceTable()
+    subloops = {} if subloops is None else subloops
     steps = {
-        name: state_cost(loop, state, table, resolve_child, depth)
+        name: state_cost(loop, state, table, resolve_child, depth, subloops=subloops)
         for name, state in loop.states.items()
         if not state.terminal
     }
@@ -98,11 +103,26 @@ def loop_cost(
 
 
 def state_cost(
-    loop: Loop, state: State, prices: PriceTable, resolve_child: ChildResolver | None, depth: int
+    loop: Loop,
+    state: State,
+    prices: PriceTable,
+    resolve_child: ChildResolver | None,
+    depth: int,
+    *,
+    subloops: SubloopCosts | None = None,
 ) -> StepCost:
     """What one execution of `state` can cost."""
     if state.is_subloop:
-        return _subloop_cost(loop, state, prices, resolve_child, depth)
+        assert state.loop is not None
+        # Loops that call each other (or one that calls itself) nest down to MAX_DEPTH: without
+        # keeping each (caller, reference, depth) once, six such states took 6^8 walks (hours).
+        key = (loop.source or loop.name, state.loop, depth)
+        known = None if subloops is None else subloops.get(key)
+        if known is None:
+            known = _subloop_cost(loop, state, prices, resolve_child, depth, subloops)
+            if subloops is not None:
+                subloops[key] = known
+        return known
     parts: list[StepCost] = []
     if state.action_type == "prompt" and state.action is not None:
         parts.append(_prompt_cost(loop, state, prices))
@@ -195,7 +215,12 @@ def _chars(system: str, user: str, tool: Mapping[str, Any]) -> int:
 
 
 def _subloop_cost(
-    parent: Loop, state: State, prices: PriceTable, resolve_child: ChildResolver | None, depth: int
+    parent: Loop,
+    state: State,
+    prices: PriceTable,
+    resolve_child: ChildResolver | None,
+    depth: int,
+    subloops: SubloopCosts | None,
 ) -> StepCost:
     assert state.loop is not None
     if depth + 1 >= MAX_DEPTH:
@@ -210,7 +235,9 @@ def _subloop_cost(
         return StepCost(unknown=f"sub-loop {state.loop!r} does not load: {exc.message}")
     if child is None:
         return StepCost(unknown=f"sub-loop {state.loop!r} does not load")
-    bound = loop_cost(child, prices=prices, resolve_child=resolve_child, depth=depth + 1)
+    bound = loop_cost(
+        child, prices=prices, resolve_child=resolve_child, depth=depth + 1, subloops=subloops
+    )
     if not bound.bounded:
         reasons = "; ".join(f"{k}: {v}" for k, v in bound.unknown.items())
         return StepCost(unknown=f"sub-loop {child.name!r} has no bound ({reasons})")

@@ -88,6 +88,16 @@ def sdk_states(loop: Loop) -> list[str]:
     return names
 
 
+def replay_log_problem(replay_from: Path) -> str | None:
+    """Why `replay_from` cannot answer a replay (it has no LLM log), or None."""
+    if (replay_from / LOG_NAME).is_file():
+        return None
+    return (
+        f"cannot replay: {replay_from / LOG_NAME} does not exist; pass the run id of a run "
+        "that made LLM calls"
+    )
+
+
 def preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = None) -> list[str]:
     """Every reason this loop's LLM states could not run; `[]` when they can."""
     if not loop.uses_llm():
@@ -103,11 +113,8 @@ def preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = No
     if needs_sdk:
         problems.extend(settings.env_problems())
     if replay:
-        if replay_from is not None and not (replay_from / LOG_NAME).is_file():
-            problems.append(
-                f"cannot replay: {replay_from / LOG_NAME} does not exist; pass the "
-                "run id of a run that made LLM calls"
-            )
+        if replay_from is not None and (missing := replay_log_problem(replay_from)):
+            problems.append(missing)
     elif needs_sdk and not has_credentials():
         listed = ", ".join(repr(n) for n in needs_sdk)
         subject = f"state {listed} calls" if len(needs_sdk) == 1 else f"states {listed} call"

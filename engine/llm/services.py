@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.llm import settings
-from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir
+from engine.llm.calllog import CallLog, ReplayLog, ResponseCache, cache_dir, spent_since
 from engine.llm.client import AnthropicClient, RateGate
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.llm.judge import JudgeSettings, judge_structured
@@ -53,12 +53,15 @@ def build_gateway(
 ) -> LlmGateway:
     """A gateway with the run's log, optional replay source, optional cache and optional shared
     rate gate (see `RateGate`); `stoppable` for a run's, whose `stop` abandons a live call."""
+    replay = ReplayLog.load(replay_from) if replay_from is not None else None
+    if replay is not None and run_dir is not None:
+        replay.skip_replayed(run_dir)  # a resumed replay goes on from the answers it had
     return LlmGateway(
         transport=AnthropicClient(timeout=settings.request_timeout(loop), gate=gate),
         prices=load_prices(project_root(run_dir)),
         recorder=recorder,
         log=CallLog(run_dir) if run_dir is not None else None,
-        replay=ReplayLog.load(replay_from) if replay_from is not None else None,
+        replay=replay,
         cache=ResponseCache(cache_dir(run_dir)) if cache else None,
         stoppable=stoppable,
     )
@@ -144,6 +147,9 @@ class RunLlmServices:
         """The run's LLM spend: the Messages calls plus what agent CLIs reported."""
         built = self.gateway.built
         return (built.cost_usd if built is not None else 0.0) + self.gateway.agent_cost
+
+    def spent_since(self, since: float) -> float:
+        return spent_since(self.gateway.run_dir, since)
 
     def cost_by_state(self) -> dict[str, float]:
         built = self.gateway.built

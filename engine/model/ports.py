@@ -247,6 +247,11 @@ class LlmServices(Protocol):
     @property
     def cost_usd(self) -> float: ...
 
+    def spent_since(self, since: float) -> float:
+        """What the run's calls logged after `since` (a `time.time()`) cost, those of earlier
+        sessions of a resumed run included."""
+        ...
+
     def bind(self, *, depth: int = 0, step: int | None = None) -> LlmServices:
         """A view whose `llm_call` events carry this depth and step."""
         ...

@@ -41,6 +41,10 @@ from engine.runtime.subloop import route_verdict
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
 PREVIEW_LIMIT = 2000  # characters of an output shown in an event
+# A spend this close below `max_cost_usd` has reached it: a run's cost is a float sum of call
+# costs (ten calls of $0.10 add up to 0.9999999999999999), and a nano-dollar is far below the
+# price of one token.
+COST_EPSILON = 1e-9
 
 
 @dataclass
@@ -62,10 +66,16 @@ class RunState:
     cost_usd: float = 0.0
     started_at: str = ""
     elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
+    # time.time() when this state was saved: the model calls logged after it are not in
+    # `cost_usd` (resume adds them; the file's mtime can lag the clock by a tick)
+    saved_at: float = 0.0
     status: str = "running"  # running | finished
     ran_on_max_steps: bool = False
     result: dict[str, Any] | None = None  # RunResult.to_json() once finished
     max_steps: int | None = None  # the budget the run started with (a --max-steps override)
+    # Where the run's LLM answers come from (`run --replay`, `--cache`): a resume keeps them.
+    replay_from: str | None = None
+    cache: bool = False
     pid: int | None = None  # the process running it, with its start time (liveness for status)
     pid_start: int | None = None
 
@@ -162,7 +172,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
             return _finish_budget(loop, rs, rt, started)
         if rt.deadline is not None and time.monotonic() >= rt.deadline:
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
-        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd:
+        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
             # checked after the terminal test: the step that reached success may cost the most
             return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
         if rt.stop.requested:
@@ -475,6 +485,7 @@ def persist(rs: RunState, rt: Runtime, started: float) -> None:
     """Write state.json (atomically) at a state boundary."""
     if rt.save_state is not None:
         rs.elapsed_ms = int((time.monotonic() - started) * 1000)
+        rs.saved_at = time.time()
         rt.save_state(rs.to_json())
 
 

@@ -6,17 +6,21 @@ boundary) says where it stands, `events.jsonl` says how it got there. A record t
 start time (as the lock registry does), so a run killed with SIGKILL, or by a power cut, shows as
 `interrupted` and can be resumed.
 
-`events.jsonl` is appended line by line, so a crash can leave half a line at its end. Readers
-skip such a torn tail; `repair_events` cuts it off before a resumed run appends to the file.
+`events.jsonl` (and `llm.jsonl`) are appended line by line, so a crash can leave half a line at
+the end. Readers skip such a torn tail; `repair_log` cuts it off before a resumed run appends to
+the file.
 """
 
 from __future__ import annotations
 
+import bisect
+import fcntl
 import json
 import os
 import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -248,6 +252,32 @@ def _lock_pids(root: Path | None) -> dict[str, tuple[int, int | None]]:
     return {r.run_id: (r.pid, r.start_time) for r in holders(root)}
 
 
+RESUME_LOCK = "resume.lock"
+
+
+@contextmanager
+def resuming(directory: Path) -> Iterator[None]:
+    """Hold the run's resume lock (an exclusive `flock(2)` on `resume.lock` in its directory)
+    for as long as this process continues the run; UsageError when another process holds it.
+
+    Two `ll-loop resume RUN` started together both read the run as interrupted before either
+    names its process in state.json: without this both ran it, each ending the other's actions
+    as orphans and writing the same files. The kernel drops the lock with its process.
+    """
+    fd = open_file(directory / RESUME_LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(
+                f"run {directory.name} is being resumed by another process",
+                hint=f"let that resume run; `ll-loop status {directory.name}` shows where it is",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 # --- events --------------------------------------------------------------------------------
 
 
@@ -272,6 +302,38 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 yield event
 
 
+def abandoned_calls(events_path: Path) -> range:
+    """The model calls of the interrupted session that the resumed run makes anew, as their
+    positions among the run's `llm_call` events (the n-th event is the n-th call of
+    `llm.jsonl`): those after the boundary it continues from, and after the last resume, which
+    dealt with the ones before it.
+
+    That boundary is the last `route` of the top-level run, or, when the run died in a
+    sub-loop that is continued, the last `route` of that child (and so on down). A run's
+    `loop_start` is its first boundary; its `loop_complete` ends it (a stopped one stays open:
+    it is continued).
+    """
+    boundaries: list[int] = []  # per depth: the index of the open run's last boundary
+    resumed = -1
+    calls: list[int] = []  # the indexes of the llm_call events
+    for index, event in enumerate(read_events(events_path)):
+        kind, depth = event.get("event"), event.get("depth")
+        if not isinstance(depth, int) or depth < 0:
+            continue
+        if kind == "llm_call":
+            calls.append(index)
+        elif kind in {"loop_start", "route"}:
+            del boundaries[depth:]
+            boundaries += [index] * (depth + 1 - len(boundaries))
+        elif kind == "loop_resume" and depth == 0:
+            resumed = index
+        elif kind == "loop_complete" and event.get("terminated_by") != "stopped":
+            del boundaries[depth:]
+    since = max(boundaries[-1] if boundaries else -1, resumed)
+    first = bisect.bisect_right(calls, since)
+    return range(first, len(calls))
+
+
 def _skip_line(handle: BinaryIO) -> None:
     """Read past the end of the current line in bounded pieces."""
     while piece := handle.readline(MAX_EVENT_LINE):
@@ -279,8 +341,9 @@ def _skip_line(handle: BinaryIO) -> None:
             return
 
 
-def repair_events(path: Path) -> int:
-    """Cut a torn last line off `path` so appended events start on a line of their own.
+def repair_log(path: Path) -> int:
+    """Cut a torn last line off a log (`events.jsonl`, `llm.jsonl`) so the lines a resumed run
+    appends start on a line of their own.
 
     Returns how many bytes were dropped. Only the tail after the last newline is ever cut; a
     complete line is never touched.

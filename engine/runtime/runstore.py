@@ -26,6 +26,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,15 @@ def read_state(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path} is not a JSON object")
         return data
     raise AssertionError("unreachable")
+
+
+def saved_at(state: Mapping[str, Any], path: Path) -> float:
+    """When `state`, read from `path`, was saved: its `saved_at`, else (a run of an earlier
+    version) the file's modification time."""
+    value = state.get("saved_at")
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return path.stat().st_mtime
 
 
 _RENAME_EXCHANGE = 2

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,7 @@ def start_run(
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     if resume is not None:  # name this process at once: `status`/`stop` must see it alive
+        state.saved_at = time.time()  # its cost counts every call logged so far
         store.save_state(state.to_json())
         recorder.emit(
             "loop_resume",
@@ -163,18 +165,23 @@ def _fresh_state(launch: Launch, run_id: str) -> RunState:
         context=dict(launch.context),
         started_at=now_iso(),
         max_steps=loop.max_steps,
+        replay_from=str(launch.replay_from.resolve()) if launch.replay_from else None,
+        cache=launch.cache,
     )
 
 
 def _family_uses_llm(launch: Launch) -> bool:
-    """A sub-loop named literally that calls an LLM: one set of services serves the whole run
-    (replay, cache and the cost limit see the children's calls too)."""
+    """A sub-loop named literally that calls an LLM, or one chosen at run time (`loop: ${...}`),
+    which may: one set of services serves the whole run, so replay, cache and the cost limit
+    see the children's calls too (a child with services of its own replayed nothing: it called
+    the API during `--replay`). The services are built on first use: a run that never calls a
+    model pays nothing for them."""
     if launch.load_child is None or not any(s.is_subloop for s in launch.loop.states.values()):
         return False
-    from engine.runtime.subloop import static_family
+    from engine.runtime.subloop import chooses_child_at_run_time, static_family
 
     family = static_family(launch.loop, launch.root, launch.load_child)
-    return any(member.uses_llm() for member in family)
+    return any(member.uses_llm() or chooses_child_at_run_time(member) for member in family)
 
 
 def _warn(message: str) -> None:

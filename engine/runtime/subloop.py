@@ -34,7 +34,7 @@ from engine.model.errors import InterpolationError, LoopError
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.params import ParameterError, coerce
 from engine.model.ports import RunResult, Verdict
-from engine.runtime.runstore import RunStore, now_iso, read_state
+from engine.runtime.runstore import RunStore, now_iso, read_state, saved_at
 
 if TYPE_CHECKING:
     from engine.runtime.interpreter import Namespaces, RunState, Runtime, SubloopHook
@@ -136,6 +136,12 @@ def static_family(loop: Loop, project_root: Path, load: ChildLoader) -> list[Loo
             except (LoopError, OSError):
                 continue
     return family
+
+
+def chooses_child_at_run_time(loop: Loop) -> bool:
+    """`loop` has a `loop: ${...}` state: which loop it runs, and whether that calls an LLM, is
+    only known at run time."""
+    return any(s.loop is not None and "${" in s.loop for s in loop.states.values())
 
 
 # --- parameters ------------------------------------------------------------------------------
@@ -341,16 +347,17 @@ def unfinished_child(
     children: Path, state: str, index: int, child: Loop
 ) -> tuple[Path, dict[str, Any]] | None:
     """The latest child run of `state` (`<state>-<index>`) when it stopped halfway: its directory
-    and saved state. A finished child, one that never took a step, another loop, or a state the
-    loop no longer has: None."""
+    and saved state. A finished child, another loop, or a state the loop no longer has: None.
+
+    A child that has not finished its first step is continued too: that step may be a sub-loop
+    of its own, whose child has steps to keep (starting the middle one afresh ran the whole
+    grandchild again)."""
     directory = children / f"{state}-{index}"
     try:
         saved = read_state(directory / "state.json")
     except (OSError, ValueError):
         return None
     if saved.get("status") == "finished" or saved.get("loop") != child.name:
-        return None
-    if not saved.get("steps"):  # died before the child's first step: nothing to continue
         return None
     if saved.get("current") not in child.states:
         return None
@@ -444,6 +451,9 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     if request.resume is not None:
         child_rs = RunState.from_json(request.resume)
         child_rs.status, child_rs.result = "running", None
+        if llm is not None:  # the calls after its boundary were billed, though they run again
+            boundary = saved_at(request.resume, request.run_dir / "state.json")
+            child_rs.cost_usd += llm.spent_since(boundary)
         rt.recorder.emit(
             "loop_resume",
             depth=request.depth,
