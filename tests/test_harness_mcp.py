@@ -181,3 +181,29 @@ def test_a_server_logging_megabytes_costs_the_harness_only_the_tail(tmp_path: Pa
     [sample] = json.loads(result["out"])["samples"]
     assert sample["stderr"].endswith("the last line\n") and len(sample["stderr"]) <= 20000
     assert result["peak_mb"] < 140, result["peak_mb"]
+
+
+def test_a_server_banner_on_stdout_prints_no_traceback(project: Path) -> None:
+    """A server that greets on stdout before speaking MCP still works; the SDK logs the line it
+    cannot parse with its traceback, which reached the user's terminal once per session."""
+    (project / "banner.py").write_text('print("calc server v1 starting", flush=True)\n' + SERVER)
+    config = {"mcpServers": {"calc": {"command": sys.executable, "args": ["banner.py"]}}}
+    (project / ".mcp.json").write_text(json.dumps(config))
+    done = harness(project, "mcp", "calc:add", "--args", '{"a": 2, "b": 3}', "--exit-code", "0",
+                   "--output", "json", process=True)  # fmt: skip
+    assert done.returncode == 0, done
+    assert "Traceback" not in done.stderr and done.stderr == "", done.stderr
+    [sample] = done.json["samples"]
+    assert "mcp client: Failed to parse JSONRPC message" in sample["stderr"]
+    assert "calc server v1 starting" in sample["stderr"]  # kept with the sample, on one line
+
+
+def test_a_server_that_dies_at_start_is_refused_with_what_it_said(tmp_path: Path) -> None:
+    """`Connection closed` alone did not say why: the end of the server's stderr does."""
+    dying = "import sys; print('config error: CALC_TOKEN is not set', file=sys.stderr); sys.exit(3)"
+    crash = {"command": sys.executable, "args": ["-c", dying]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": crash}}))
+    done = harness(tmp_path, "mcp", "calc:add", "--exit-code", "0")
+    assert done.returncode == 2, done
+    assert "could not list the tools of MCP server 'calc'" in done.stderr
+    assert "its stderr ends with: config error: CALC_TOKEN is not set" in done.stderr

@@ -13,15 +13,17 @@ The `mcp` package is imported only in this module, and only when a call is made.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from engine.harness.keys import input_hash, sha256_text
 from engine.harness.refusal import Refusal
@@ -179,8 +181,10 @@ def _tool_definition(spec: ServerSpec, tool: str, timeout: float) -> dict[str, A
     """The tool's definition as the server lists it; a refusal when the server lacks it."""
     listed = _session_call(spec, timeout, lambda session: _list_tools(session))
     if isinstance(listed, SubjectRun):
+        said = _last_line(listed.stderr)
         raise Refusal(
-            f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}",
+            f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}"
+            + (f"; its stderr ends with: {said}" if said else ""),
             hint=f"check that `{' '.join(spec.command_line())}` starts an MCP stdio server",
         )
     names = [t.get("name") for t in listed]
@@ -266,7 +270,8 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
         failure: str | None = None
         value: Any = None
         try:
-            value = anyio.run(session_work)
+            with _sdk_log_to(errlog):
+                value = anyio.run(session_work)
         except TimeoutError:
             timed_out = True
             failure = f"timed out after {timeout:g}s" if timeout else "timed out"
@@ -291,6 +296,42 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
             duration_ms=duration,
         )
     return value
+
+
+@contextlib.contextmanager
+def _sdk_log_to(errlog: IO[str]) -> Iterator[None]:
+    """The SDK's log records go to the sample's stderr, one line each, for the session's length.
+
+    The SDK logs a line a server writes to stdout that is not JSON-RPC (a start-up banner) with
+    its traceback; ll-loop configures no logging, so Python printed that traceback to the
+    user's terminal, once per session, while the call itself went on and passed."""
+    handler = logging.StreamHandler(errlog)
+    handler.setFormatter(_OneLineFormatter())
+    logger = logging.getLogger("mcp")
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _OneLineFormatter(logging.Formatter):
+    """A record and its exception's message, on one line, without the traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f": {record.exc_info[1]}"
+        return "mcp client: " + " ".join(text.split())[:500]
+
+
+def _last_line(text: str, limit: int = 300) -> str:
+    """The last non-blank line of `text`, cut to `limit` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else ""
 
 
 def _tail(fd: int, limit: int) -> str:
