@@ -123,6 +123,27 @@ def test_heading_levels_and_variants() -> None:
     assert issue.kind == "bug"
 
 
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        (
+            "### AC1: Export button\n\nThe button downloads a CSV.\n\n### AC2: Columns\n\n"
+            "It has id and title.\n",
+            (
+                "AC1: Export button. The button downloads a CSV.",
+                "AC2: Columns. It has id and title.",
+            ),
+        ),
+        ("Grouped:\n\n### Functional\n- [ ] a\n- [ ] b\n### Speed\n\n- c\n", ("a", "b", "c")),
+    ],
+)
+def test_criteria_under_sub_headings_are_criteria(section: str, expected: tuple[str, ...]) -> None:
+    """A sub-heading inside Acceptance Criteria (one per criterion, or one per group) ended the
+    section: the issue had no criteria, and scaffold-verify refused it as having none."""
+    text = f"# FEAT-6: Export\n\n## Acceptance Criteria\n\n{section}\n## Notes\n\n### Later\n\nno\n"
+    assert parse_issue(text).acceptance_criteria == expected
+
+
 def test_bad_front_matter_is_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "FEAT-1-x.md"
     path.write_text("---\nid: FEAT-1\ntitle: [unclosed\n---\n# x\n")

@@ -298,6 +298,7 @@ def _split_sections(body: str) -> tuple[str, dict[str, str]]:
     preamble: list[str] = []
     sections: dict[str, list[str]] = {}
     current: list[str] | None = preamble
+    current_level = 0  # the heading level of the section being read (0: none)
     in_fence = False
     for line in body.split("\n"):
         if _FENCE_RE.match(line):
@@ -310,10 +311,13 @@ def _split_sections(body: str) -> tuple[str, dict[str, str]]:
                 current = preamble
                 continue
             key = _section_key(text)
+            if key is None and current_level and level > current_level and current is not None:
+                current.append(line.strip())  # a sub-heading of the section (`### AC1: ...`)
+                continue
             if key is not None and key not in sections:
-                current = sections.setdefault(key, [])
+                current, current_level = sections.setdefault(key, []), level
             else:
-                current = None  # an unknown or repeated heading ends the section
+                current, current_level = None, 0  # an unknown or repeated heading ends it
             continue
         if current is not None:
             current.append(line.rstrip())
@@ -369,8 +373,45 @@ def list_items(text: str) -> tuple[str, ...]:
 
     After a blank line only indented text continues an item; an unindented paragraph or code
     fence between items is commentary and is left out. A section with no list at all yields one
-    item per paragraph.
+    item per paragraph. Sub-headings split the section: a sub-heading over a list only groups
+    its items; one over plain text is one item, the heading and its text (`### AC1: Export`).
     """
+    chunks = _heading_chunks(text)
+    if not any(heading for heading, _ in chunks):
+        return _plain_items(text)
+    found: list[str] = []
+    for heading, chunk in chunks:
+        if _has_list(chunk):
+            found += _plain_items(chunk)
+        elif heading:
+            body = " ".join(_plain_items(chunk))
+            found.append(f"{heading.rstrip('.:')}. {body}" if body else heading)
+        elif not _has_list(text):  # text before the first sub-heading, in a section of prose
+            found += _plain_items(chunk)
+    return tuple(found)
+
+
+def _heading_chunks(text: str) -> list[tuple[str, str]]:
+    """`text` split at its markdown headings (outside code fences): (heading, text under it)."""
+    chunks: list[tuple[str, list[str]]] = [("", [])]
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING_RE.match(line)
+        if match:
+            chunks.append((match.group(2).strip(), []))
+        else:
+            chunks[-1][1].append(line)
+    return [(heading, "\n".join(lines)) for heading, lines in chunks if heading or any(lines)]
+
+
+def _has_list(text: str) -> bool:
+    return any(_ITEM_RE.match(line) for line in text.split("\n"))
+
+
+def _plain_items(text: str) -> tuple[str, ...]:
+    """`list_items` of text without headings."""
     items: list[list[str]] = []
     current: list[str] | None = None  # the item that continuation lines join, if any
     base_indent: int | None = None
