@@ -140,6 +140,25 @@ def test_ambiguous_id_lists_every_match(project: Path) -> None:
     assert ".issues/bugs/P1-BUG-204-export-crash.md" in done.stderr
 
 
+@pytest.mark.parametrize("dsl", [(), ("--dsl",)])
+def test_two_files_with_one_id_are_refused_not_one_dropped(
+    project: Path, dsl: tuple[str, ...]
+) -> None:
+    """Two paths of one ID made a harness for the second only (Variant A, no message), and
+    `--dsl` wrote the second's task files over the first's, saying it wrote both."""
+    for folder, answer in (("old", "5"), ("new", "6")):
+        text = "---\nid: FEAT-50\n---\n# Adds\n\n## Use Case\n\nadd\n\n## Examples\n\n"
+        text += f"- 2 -> {answer}\n"
+        (project / ".issues" / folder).mkdir()
+        (project / ".issues" / folder / "adds.md").write_text(text)
+    refs = ".issues/old/adds.md,.issues/new/adds.md"
+    done = ll_loop("scaffold-eval", "--issues", refs, *dsl, cwd=project)
+    assert done.returncode == 2, done
+    assert ".issues/old/adds.md" in done.stderr and ".issues/new/adds.md" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (project / ".loops").exists()  # nothing written
+
+
 def test_scaffold_verify_files_and_modes(project: Path) -> None:
     done = ll_loop("scaffold-verify", "FEAT-919", cwd=project)
     assert done.returncode == 0, done.stderr

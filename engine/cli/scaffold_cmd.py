@@ -261,12 +261,21 @@ def write_dsl_tasks(
     from engine.scaffold.dsl_tasks import dsl_tasks, task_directory
 
     planned: list[tuple[Path, str]] = []
+    owners: dict[Path, Issue] = {}
     for issue in issues:
         tasks = dsl_tasks(issue)
         directory = project_root(root) / task_directory(issue) if out is None else out
         shared = out is not None and len(issues) > 1  # one directory: name files per issue
         prefix = f"{Path(task_directory(issue)).name}-" if shared else ""
         planned += [(directory / f"{prefix}{task.name}", task.text) for task in tasks]
+        for path, _ in planned[len(planned) - len(tasks) :]:
+            first = owners.setdefault(path, issue)
+            if first is not issue:  # the second would overwrite the first's tasks
+                raise UsageError(
+                    f"{first.id} ({first.path}) and {issue.id} ({issue.path}) would both "
+                    f"write {_display(path, root)}",
+                    hint="pass them one at a time with --out DIR, or give one another `id:`",
+                )
     existing = [path for path, _ in planned if path.exists()]
     if existing and not force:
         raise UsageError(
