@@ -159,6 +159,16 @@ def test_two_files_with_one_id_are_refused_not_one_dropped(
     assert not (project / ".loops").exists()  # nothing written
 
 
+def test_a_binary_file_is_not_an_issue(project: Path) -> None:
+    """A screenshot passed as the issue became a harness whose prompts were its bytes."""
+    (project / "mockup.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+    for command in (("scaffold-eval", "--issues", "mockup.png"), ("scaffold-verify", "mockup.png")):
+        done = ll_loop(*command, cwd=project)
+        assert done.returncode == 2, done
+        assert "mockup.png is not a text file (it contains NUL bytes)" in done.stderr
+    assert not (project / ".loops").exists()
+
+
 def test_scaffold_verify_files_and_modes(project: Path) -> None:
     done = ll_loop("scaffold-verify", "FEAT-919", cwd=project)
     assert done.returncode == 0, done.stderr

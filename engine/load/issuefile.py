@@ -153,6 +153,11 @@ def load_issue(path: Path) -> Issue:
             f"cannot read issue file {path}: {exc.strerror or exc}",
             hint="pass an existing markdown file or an issue ID found under .issues/",
         ) from exc
+    if b"\x00" in raw[:8192]:  # an image or archive: its bytes would become the prompts
+        raise UsageError(
+            f"{path} is not a text file (it contains NUL bytes), so it is not an issue",
+            hint="pass the issue's markdown file, or an issue ID found under .issues/",
+        )
     text = raw.decode("utf-8", errors="replace")
     return parse_issue(text, path=path)
 
