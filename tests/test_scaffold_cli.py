@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,15 @@ def test_a_binary_file_is_not_an_issue(project: Path) -> None:
         assert done.returncode == 2, done
         assert "mockup.png is not a text file (it contains NUL bytes)" in done.stderr
     assert not (project / ".loops").exists()
+
+
+def test_out_onto_a_fifo_is_refused_not_waited_on(project: Path) -> None:
+    """`--out FIFO --force` opened the FIFO to write and waited for a reader for ever."""
+    os.mkfifo(project / "pipe.yaml")
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-919", "--out", "pipe.yaml", "--force",
+                   cwd=project, process=True, timeout=30)  # fmt: skip
+    assert done.returncode == 2, done
+    assert "pipe.yaml exists and is not a regular file" in done.stderr
 
 
 def test_scaffold_verify_files_and_modes(project: Path) -> None:
