@@ -13,7 +13,7 @@ import pytest
 
 from engine.harness.mcp import call_tool, load_server
 from engine.runtime.history import open_history
-from tests.cli import BIN
+from tests.cli import BIN, ll_harness
 from tests.harness_helpers import harness, harness_json
 from tests.loopback_server import LoopbackServer, verdict_reply
 
@@ -207,3 +207,20 @@ def test_a_server_that_dies_at_start_is_refused_with_what_it_said(tmp_path: Path
     assert done.returncode == 2, done
     assert "could not list the tools of MCP server 'calc'" in done.stderr
     assert "its stderr ends with: config error: CALC_TOKEN is not set" in done.stderr
+
+
+def test_a_result_past_the_output_cap_is_an_infra_error(tmp_path: Path) -> None:
+    """LL_MAX_OUTPUT_BYTES bounds a sample's output for every runner (docs/harness.md); an MCP
+    result of 300 KB under a 100 KB cap passed, kept and reported whole."""
+    server = SERVER.replace(
+        "app.run()", '@app.tool()\ndef big() -> str:\n    return "x" * 300_000\n\n\napp.run()'
+    )
+    (tmp_path / "big_server.py").write_text(server)
+    config = {"mcpServers": {"calc": {"command": sys.executable, "args": ["big_server.py"]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    args = ("mcp", "calc:big", "--exit-code", "0", "--output", "json")
+    done = ll_harness(tmp_path, *args, env={"LL_MAX_OUTPUT_BYTES": "100K"})
+    assert done.returncode == 2, done
+    [sample] = done.json["samples"]
+    assert sample["infra_error"] == "output passed the cap of 102400 bytes (LL_MAX_OUTPUT_BYTES)"
+    assert len(done.json["stdout"]) == 102400  # the first bytes are kept

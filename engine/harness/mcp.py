@@ -21,13 +21,14 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from engine.harness.keys import input_hash, sha256_text
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
+from engine.processes.group import MAX_OUTPUT_ENV, output_cap
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -154,10 +155,11 @@ def mcp_subject(
     server_name, tool = split_target(target)
     spec = load_server(config or cwd / CONFIG_NAME, server_name)
     args = parse_arguments(arguments)
+    cap = output_cap()  # a bad LL_MAX_OUTPUT_BYTES is refused before the server starts
     definition = _tool_definition(spec, tool, timeout or PROBE_TIMEOUT)
 
     def run(timeout: float | None) -> SubjectRun:
-        return call_tool(spec, tool, args, timeout)
+        return within_cap(call_tool(spec, tool, args, timeout), cap)
 
     # How the server is started is part of what is measured, its environment too
     # (`"env": {"MODE": "strict"}` can change every answer it gives). Not its directory: that
@@ -224,6 +226,18 @@ def call_tool(
 
     outcome = _session_call(spec, timeout, call)
     return outcome if isinstance(outcome, SubjectRun) else SubjectRun(stdout=str(outcome))
+
+
+def within_cap(run: SubjectRun, cap: int) -> SubjectRun:
+    """A sample whose result and stderr pass `LL_MAX_OUTPUT_BYTES` is an infra error with the
+    first `cap` bytes of its result kept, as a command's is. The SDK has read the message whole
+    by then: the cap bounds what is reported and recorded, not what the call held."""
+    size = len(run.stdout.encode("utf-8", "replace")) + len(run.stderr.encode("utf-8", "replace"))
+    if size <= cap:
+        return run
+    kept = run.stdout.encode("utf-8", "replace")[:cap].decode("utf-8", "ignore")
+    reason = f"output passed the cap of {cap} bytes ({MAX_OUTPUT_ENV})"
+    return replace(run, stdout=kept, exit_code=None, infra_error=reason)
 
 
 def result_text(content: list[Any], structured: Any) -> str:
