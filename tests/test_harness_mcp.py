@@ -4,6 +4,7 @@ small MCP server written with the same SDK and started by the harness itself."""
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -207,6 +208,27 @@ def test_a_server_that_dies_at_start_is_refused_with_what_it_said(tmp_path: Path
     assert done.returncode == 2, done
     assert "could not list the tools of MCP server 'calc'" in done.stderr
     assert "its stderr ends with: config error: CALC_TOKEN is not set" in done.stderr
+
+
+def test_a_server_logging_without_end_does_not_fill_the_disk(tmp_path: Path) -> None:
+    """A server's stderr went to a temporary file: one that logs without end filled the disk
+    at hundreds of MB a second until --timeout. Under a 16 MB limit on the size of any file
+    written, the server above (72 MB of log) still answers and its tail is kept."""
+    (tmp_path / "noisy.py").write_text(NOISY)
+    noisy = {"command": sys.executable, "args": ["noisy.py"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"noisy": noisy}}))
+    limit = 16 * 1024 * 1024
+    ran = subprocess.run(
+        [str(BIN / "ll-harness"), "mcp", "noisy:shout", "--exit-code", "0", "--output", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+    )
+    assert ran.returncode == 0, ran.stderr
+    [sample] = json.loads(ran.stdout)["samples"]
+    assert sample["stderr"].endswith("the last line\n"), sample["stderr"][-200:]
 
 
 def test_a_result_past_the_output_cap_is_an_infra_error(tmp_path: Path) -> None:

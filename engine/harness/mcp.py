@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import os
-import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -279,19 +279,21 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
                 await session.initialize()
                 return await work(session)
 
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
-        timed_out = False
-        failure: str | None = None
-        value: Any = None
-        try:
-            with _sdk_log_to(errlog):
-                value = anyio.run(session_work)
-        except TimeoutError:
-            timed_out = True
-            failure = f"timed out after {timeout:g}s" if timeout else "timed out"
-        except Exception as exc:  # the SDK raises many kinds; each is one infra error
-            failure = _describe(exc)
-        stderr = _tail(errlog.fileno(), STDERR_KEPT)
+    tail = StderrTail(STDERR_KEPT)
+    errlog = tail.writer
+    timed_out = False
+    failure: str | None = None
+    value: Any = None
+    try:
+        with _sdk_log_to(errlog):
+            value = anyio.run(session_work)
+    except TimeoutError:
+        timed_out = True
+        failure = f"timed out after {timeout:g}s" if timeout else "timed out"
+    except Exception as exc:  # the SDK raises many kinds; each is one infra error
+        failure = _describe(exc)
+    finally:
+        stderr = tail.close()
     duration = int((time.monotonic() - started) * 1000)
     if failure is not None:
         return SubjectRun(
@@ -348,11 +350,34 @@ def _last_line(text: str, limit: int = 300) -> str:
     return lines[-1][:limit] if lines else ""
 
 
-def _tail(fd: int, limit: int) -> str:
-    """The last `limit` bytes of the file at `fd` as text: a server may log gigabytes to its
-    stderr, and only the end is kept (reading it all would hold it all in memory)."""
-    size = os.fstat(fd).st_size
-    return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
+class StderrTail:
+    """A server's stderr through a pipe, of which only the last `limit` bytes are kept.
+
+    A server may log without end: written to a temporary file, its stderr filled the disk at
+    hundreds of MB a second until `--timeout` (5 minutes by default). A thread drains the pipe
+    and keeps the tail; `writer` is what the server (and the SDK's log records) write to."""
+
+    def __init__(self, limit: int) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self._limit = limit
+        self._kept = bytearray()
+        self._reader = threading.Thread(target=self._drain, args=(read_fd,), daemon=True)
+        self._reader.start()
+
+    def _drain(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                self._kept += chunk
+                if len(self._kept) > 2 * self._limit:
+                    del self._kept[: -self._limit]
+
+    def close(self) -> str:
+        """The end of what was written, as text. A process the server left behind may hold the
+        pipe open: the tail is then what arrived within a moment."""
+        self.writer.close()
+        self._reader.join(timeout=1.0)
+        return bytes(self._kept[-self._limit :]).decode("utf-8", "replace")
 
 
 def _describe(exc: BaseException) -> str:
