@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -72,6 +73,17 @@ def test_criteria_from_front_matter_list() -> None:
         "`tracker keys revoke KEY` makes the next API call with that key fail with 401 and the "
         "message `key revoked`."
     )
+
+
+def test_front_matter_criteria_skip_empty_entries_and_refuse_nested_ones() -> None:
+    """`- ` (null) became the criterion `None`, a nested list `['a', 'b']`, and a mapping was
+    ignored, so scaffold-verify said the issue had no criteria at all."""
+    issue = parse_issue("---\nacceptance_criteria:\n  - works\n  -\n  - 3\n---\n# FEAT-1: t\n")
+    assert issue.acceptance_criteria == ("works", "3")
+    for value, said in (("\n  - [a, b]", "is a list: ['a', 'b']"), (" {a: 1}", "must be a list")):
+        text = f"---\nacceptance_criteria:{value}\n---\n# FEAT-1: t\n"
+        with pytest.raises(UsageError, match=re.escape(said)):
+            parse_issue(text, path=Path("FEAT-1.md"))
 
 
 def test_bold_headings_nested_bullets_fences_and_comments() -> None:

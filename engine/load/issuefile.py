@@ -171,7 +171,7 @@ def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = N
     found_id = issue_id or _fm_str(front, "id") or _id_from(path, title)
     title = fm_title or _strip_id_prefix(title, found_id) or (path.stem if path else found_id)
     kind = _kind(front, found_id)
-    criteria = _criteria(front, sections.get("acceptance_criteria", ""))
+    criteria = _criteria(front, sections.get("acceptance_criteria", ""), path)
     expected = sections.get("expected_behavior", "")
     return Issue(
         id=found_id,
@@ -461,12 +461,31 @@ def _join(parts: Iterable[str]) -> str:
     return " ".join(part.strip() for part in parts if part.strip())
 
 
-def _criteria(front: Mapping[str, Any], section: str) -> tuple[str, ...]:
+def _criteria(front: Mapping[str, Any], section: str, path: Path | None) -> tuple[str, ...]:
+    """Front matter `acceptance_criteria:` (a list, or markdown text), else the section.
+
+    An empty entry (`- ` reads as null) is skipped and a nested list or mapping is refused:
+    as text they became criteria such as `None` and `['a', 'b']` that a judge was asked to
+    verify."""
     from_front = front.get("acceptance_criteria")
     if isinstance(from_front, list) and from_front:
-        return tuple(_join(str(item).split("\n")) for item in from_front if str(item).strip())
+        for item in from_front:
+            if isinstance(item, (list, dict)):
+                raise UsageError(
+                    f"{path or 'the issue'}: an entry of `acceptance_criteria` in the front "
+                    f"matter is a {'list' if isinstance(item, list) else 'mapping'}: {item!r}",
+                    hint="write each criterion as one line of text: `- the export has a header`",
+                )
+        texts = (str(item) for item in from_front if item is not None)
+        return tuple(_join(text.split("\n")) for text in texts if text.strip())
     if isinstance(from_front, str) and from_front.strip():
         return list_items(from_front)
+    if from_front is not None and not isinstance(from_front, (list, str)):
+        raise UsageError(
+            f"{path or 'the issue'}: `acceptance_criteria` in the front matter must be a list "
+            f"of criteria, got {from_front!r}",
+            hint="write one criterion per line: `- the export has a header`",
+        )
     return list_items(section) if section else ()
 
 
