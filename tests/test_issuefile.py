@@ -156,6 +156,17 @@ def test_criteria_under_sub_headings_are_criteria(section: str, expected: tuple[
     assert parse_issue(text).acceptance_criteria == expected
 
 
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_windows_and_classic_mac_line_ends(newline: str) -> None:
+    """A lone CR was deleted, not read as a line break: a classic Mac file became one line and
+    had no sections, so scaffold-verify said it had no acceptance criteria."""
+    text = newline.join(
+        ["---", "id: FEAT-20", "---", "# CR", "## Acceptance Criteria", "- a", "- b"]
+    )
+    issue = parse_issue(text)
+    assert (issue.id, issue.title, issue.acceptance_criteria) == ("FEAT-20", "CR", ("a", "b"))
+
+
 def test_bad_front_matter_is_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "FEAT-1-x.md"
     path.write_text("---\nid: FEAT-1\ntitle: [unclosed\n---\n# x\n")

@@ -118,7 +118,8 @@ _BOLD_HEADING_RE = re.compile(r"^\s{0,3}(?:\*\*|__)([^*_]{2,60}?):?(?:\*\*|__):?
 _ITEM_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s*)?(.*)$")
 _FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 # YAML 1.1 treats these as line breaks; issue text must not smuggle them into a block scalar.
-_ODD_BREAKS = str.maketrans({"\u0085": "\n", "\u2028": "\n", "\u2029": "\n", "\r": None})
+# A lone CR (a classic Mac file) is a line break too: deleting it ran every line into the first.
+_ODD_BREAKS = str.maketrans({"\u0085": "\n", "\u2028": "\n", "\u2029": "\n", "\r": "\n"})
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def load_issue(path: Path) -> Issue:
 
 def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = None) -> Issue:
     """Parse issue markdown. `issue_id` overrides what the front matter and file name say."""
-    text = text.lstrip("\ufeff").translate(_ODD_BREAKS)
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").translate(_ODD_BREAKS)
     front, body = _split_front_matter(text, path)
     title, sections = _split_sections(body)
     fm_title = _fm_str(front, "title")
@@ -241,7 +242,7 @@ def _declares_id(path: Path, token: re.Pattern[str]) -> bool:
             head = handle.read(4096)
     except OSError:
         return False
-    for line in head.split("\n"):
+    for line in head.splitlines():
         stripped = line.strip()
         if re.match(r"^id\s*:", stripped):
             return token.search(stripped.split(":", 1)[1]) is not None
