@@ -558,6 +558,9 @@ def test_eval_driven_development_confidence_gate(
 ) -> None:
     made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
     assert made.returncode == 0, made.stderr
+    # A bug an earlier run filed mentions the ID; the gate read it as the issue measured.
+    filed = subloops / ".issues" / "bugs" / "P2-BUG-302-eval-harness-feat-919.md"
+    filed.write_text("# BUG-302: eval harness eval-harness-feat-919 does not pass\n")
     llm = ScriptedLlm(loopback).say(f"Clear criteria.\n{scores}", "implemented", "TRANSCRIPT: ok")
     llm.judge("yes")
     run = run_loop(

@@ -222,6 +222,15 @@ def test_find_ambiguous_lists_every_match(project: Path) -> None:
     assert "features/P2-FEAT-919-sprint-dashboard.md" in message
 
 
+def test_find_prefers_the_file_named_by_the_id_over_one_that_mentions_it(project: Path) -> None:
+    """eval-driven-development files P2-BUG-302-eval-harness-feat-919.md for a failing harness;
+    from then on FEAT-919 was ambiguous and scaffold-eval/verify refused it."""
+    bug = project / ".issues" / "bugs" / "P2-BUG-302-eval-harness-feat-919.md"
+    bug.write_text("# BUG-302: eval harness eval-harness-feat-919 does not pass\n")
+    assert find_issue("FEAT-919", project).name == "P2-FEAT-919-sprint-dashboard.md"
+    assert find_issue("bug-302", project) == bug
+
+
 def test_find_by_front_matter_id_or_title_when_the_name_has_none(project: Path) -> None:
     (project / ".issues" / "dashboard-v2.md").write_text("---\nid: ENH-5\n---\n# Dashboard\n")
     (project / ".issues" / "exports.md").write_text("# BUG-900: export is slow\n")

@@ -219,6 +219,10 @@ def find_issue(id_or_path: str, root: Path) -> Path:
     )
     token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(ref)}(?![A-Za-z0-9])", re.IGNORECASE)
     matches = [p for p in files if token.search(p.name)]
+    # A file named by the ID beats one that only mentions it: the bug eval-driven-development
+    # files for a harness, P2-BUG-302-eval-harness-feat-919.md, made FEAT-919 ambiguous.
+    named = [p for p in matches if _id_from(p, "") == ref.upper()]
+    matches = named or matches
     if not matches:  # file names without IDs: the front matter `id:` or the title may say it
         matches = [p for p in files if _declares_id(p, token)]
     if len(matches) == 1:
