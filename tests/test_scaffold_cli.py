@@ -120,6 +120,24 @@ def test_issue_by_path(project: Path) -> None:
     assert "name: eval-harness-bug-555" in done.stdout
 
 
+def test_a_path_with_a_space_is_one_issue(project: Path) -> None:
+    """`--issues` split on spaces too, so `my issues/x.md` was looked up as the IDs `my` and
+    `issues/x.md` (and scaffold-verify, which takes one issue, failed the same way)."""
+    folder = project / "my issues"
+    folder.mkdir()
+    (folder / "BUG-555 bare.md").write_text((project / ".issues/bugs/BUG-555-bare.md").read_text())
+    done = ll_loop(
+        "scaffold-eval", "--issues", "my issues/BUG-555 bare.md", "--stdout", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert "name: eval-harness-bug-555" in done.stdout
+    done = ll_loop("scaffold-verify", "my issues/BUG-555 bare.md", "--adversarial", "--stdout",
+                   cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    both = ll_loop("scaffold-eval", "--issues", "FEAT-919 BUG-204", "--stdout", cwd=project)
+    assert both.returncode == 0 and "Eval harness for 2 issues" in both.stdout  # IDs: still split
+
+
 def test_unknown_id_lists_close_candidates(project: Path) -> None:
     done = ll_loop("scaffold-eval", "--issues", "FEAT-91", cwd=project)
     assert done.returncode == 2

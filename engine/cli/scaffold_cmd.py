@@ -53,10 +53,16 @@ class Written:
 
 
 def load_issues(refs: str, root: Path) -> list[Issue]:
-    """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped."""
+    """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped.
+
+    IDs may also be separated by spaces (`FEAT-1 BUG-2`), but a part naming an existing file is
+    kept whole: `my issues/FEAT-1.md` is one path, not the IDs `my` and `issues/FEAT-1.md`."""
     from engine.load.issuefile import find_issue, load_issue
 
-    wanted = [part.strip() for part in refs.replace(" ", ",").split(",") if part.strip()]
+    wanted: list[str] = []
+    for part in (part.strip() for part in refs.split(",")):
+        is_file = bool(part) and (Path(part) if Path(part).is_absolute() else root / part).is_file()
+        wanted += [part] if is_file else part.split()
     if not wanted:
         raise UsageError("--issues is empty", hint="pass --issues FEAT-919 or --issues A-1,B-2")
     issues: list[Issue] = []
