@@ -4,6 +4,7 @@ loopback Messages-API server; every test asserts the path the run took and its o
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -525,6 +526,9 @@ def test_eval_driven_development_files_a_repeated_failure_once(
     text = filed[0].read_text()
     assert "failure: eval-harness-feat-919 ended failed (verdict no)" in text
     assert text.count("## Seen again: run ") == 2
+    # Each round of this one run has its own heading (they read as one run seen twice before).
+    seen = re.findall(r"^## Seen again: run (.+)$", text, flags=re.MULTILINE)
+    assert len(set(seen)) == 2 and all(f"{run.result['run_id']}, step " in s for s in seen), seen
     # A closed bug (moved to completed/) is not reused: the next failure is filed anew.
     completed = subloops / ".issues" / "completed"
     completed.mkdir()
