@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,25 @@ def test_windows_and_classic_mac_line_ends(newline: str) -> None:
     )
     issue = parse_issue(text)
     assert (issue.id, issue.title, issue.acceptance_criteria) == ("FEAT-20", "CR", ("a", "b"))
+
+
+def test_pathological_markdown_is_read_in_linear_time() -> None:
+    """A heading padded with spaces backtracked in cubic time (1,500 spaces: 10 s, 2,000: 20 s),
+    and each unclosed `<!--` was scanned to the end of the text (10,000 of them: 4 s)."""
+    text = (
+        "# FEAT-1: t"
+        + " " * 1500
+        + "x\n\n## Summary ##\n\nhello <!-- gone --> world\n"
+        + "<!--" * 10000
+        + "\n\n## "
+        + "(" * 10000
+        + "\n"
+    )
+    started = time.monotonic()
+    issue = parse_issue(text)
+    assert time.monotonic() - started < 2
+    assert issue.summary.startswith("hello  world\n<!--<!--")  # an unclosed comment is kept
+    assert parse_issue("# C#\n\n## Use Case ##\nu\n").title == "C#"  # `#` closes after a space
 
 
 def test_bad_front_matter_is_one_clear_error(tmp_path: Path) -> None:

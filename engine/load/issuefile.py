@@ -113,7 +113,11 @@ _NEGATIVE_RE = re.compile(
     r"should\s+never|no\s+longer)\b",
     re.IGNORECASE,
 )
-_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+# The text after the marker is taken whole and its closing `#`s are cut in `_heading_text`: the
+# one-pattern form (`\s+(.*?)\s*#*\s*$`) backtracked in cubic time over a run of spaces, so a
+# heading padded with 2,000 spaces took 20 seconds to read.
+_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
+_MAX_SECTION_HEADING = 200  # characters; longer headings name no section
 _BOLD_HEADING_RE = re.compile(r"^\s{0,3}(?:\*\*|__)([^*_]{2,60}?):?(?:\*\*|__):?\s*$")
 _ITEM_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s*)?(.*)$")
 _FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -340,11 +344,21 @@ def _split_sections(body: str) -> tuple[str, dict[str, str]]:
 def _heading(line: str) -> tuple[int, str] | None:
     match = _HEADING_RE.match(line)
     if match:
-        return len(match.group(1)), match.group(2).strip()
+        return len(match.group(1)), _heading_text(match.group(2))
     bold = _BOLD_HEADING_RE.match(line)
     if bold and _section_key(bold.group(1)) is not None:
         return 2, bold.group(1).strip()
     return None
+
+
+def _heading_text(raw: str) -> str:
+    """A heading's text without its closing run of `#` (`## Summary ##`), as CommonMark reads
+    it: the run counts only after a space."""
+    text = raw.strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.rstrip()
+    return text
 
 
 def _normalise_heading(text: str) -> str:
@@ -355,6 +369,8 @@ def _normalise_heading(text: str) -> str:
 
 
 def _section_key(heading: str) -> str | None:
+    if len(heading) > _MAX_SECTION_HEADING:  # and `\(.*?\)` below is quadratic in "(" runs
+        return None
     norm = _normalise_heading(heading)
     if not norm:
         return None
@@ -367,9 +383,24 @@ def _section_key(heading: str) -> str | None:
     return None
 
 
+def _without_comments(text: str) -> str:
+    """`text` without `<!-- ... -->` comments; an unclosed one is kept. In one pass: the regex
+    `<!--.*?-->` scanned to the end of the text from every unclosed `<!--`."""
+    parts: list[str] = []
+    start = 0
+    while (open_at := text.find("<!--", start)) != -1:
+        close_at = text.find("-->", open_at + 4)
+        if close_at == -1:
+            break
+        parts.append(text[start:open_at])
+        start = close_at + 3
+    parts.append(text[start:])
+    return "".join(parts)
+
+
 def _tidy(text: str) -> str:
     """Strip blank edges and trailing spaces; drop HTML comments (issue templates use them)."""
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
+    text = _without_comments(text)
     lines = [line.rstrip() for line in text.split("\n")]
     while lines and not lines[0].strip():
         lines.pop(0)
@@ -410,7 +441,7 @@ def _heading_chunks(text: str) -> list[tuple[str, str]]:
             in_fence = not in_fence
         match = None if in_fence else _HEADING_RE.match(line)
         if match:
-            chunks.append((match.group(2).strip(), []))
+            chunks.append((_heading_text(match.group(2)), []))
         else:
             chunks[-1][1].append(line)
     return [(heading, "\n".join(lines)) for heading, lines in chunks if heading or any(lines)]
