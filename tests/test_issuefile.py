@@ -249,6 +249,19 @@ def test_find_prefers_the_file_named_by_the_id_over_one_that_mentions_it(project
     bug.write_text("# BUG-302: eval harness eval-harness-feat-919 does not pass\n")
     assert find_issue("FEAT-919", project).name == "P2-FEAT-919-sprint-dashboard.md"
     assert find_issue("bug-302", project) == bug
+    with pytest.raises(UsageError) as caught:  # and a near miss is pointed at the right file
+        find_issue("FEAT-9190", project)
+    assert "FEAT-919 (.issues/features/P2-FEAT-919-sprint-dashboard.md)" in caught.value.hint
+
+
+def test_find_from_a_sub_directory_of_the_project(project: Path) -> None:
+    """From `src/` the lookup said there was no .issues/ directory, while the harness it would
+    write went to the project's .loops/ and `ll-loop run` found loops from there."""
+    (project / ".loops").mkdir()
+    deep = project / "src" / "deep"
+    deep.mkdir(parents=True)
+    found = find_issue("FEAT-919", deep)
+    assert found == project / ".issues" / "features" / "P2-FEAT-919-sprint-dashboard.md"
 
 
 def test_find_by_front_matter_id_or_title_when_the_name_has_none(project: Path) -> None:

@@ -196,7 +196,8 @@ def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = N
 
 
 def find_issue(id_or_path: str, root: Path) -> Path:
-    """A path to an existing file, or the one file under `root/.issues/` whose name has the ID.
+    """A path to an existing file, or the one file under `.issues/` whose name has the ID: the
+    `.issues/` of `root`, else of the project `root` is in (as `.loops/` is found).
 
     The ID must appear as a whole token (FEAT-91 does not match FEAT-919), case-insensitively.
     """
@@ -213,6 +214,10 @@ def find_issue(id_or_path: str, root: Path) -> Path:
     if not ref:
         raise UsageError("empty issue ID", hint="pass an issue ID such as FEAT-919, or a path")
     issues_dir = root / ".issues"
+    if not issues_dir.is_dir():  # run from a sub-directory: the project's own, as for .loops/
+        from engine.load.project import project_root
+
+        issues_dir = project_root(root) / ".issues"
     if not issues_dir.is_dir():
         raise UsageError(
             f"no .issues/ directory under {root} to look up {ref}",
@@ -577,9 +582,16 @@ def _rel(path: Path, root: Path) -> str:
 
 def _candidates_hint(ref: str, files: list[Path], root: Path) -> str:
     known: dict[str, Path] = {}
-    for path in files:
-        for match in _ID_RE.finditer(_PRIORITY_RE.sub("", path.name)):
-            known.setdefault(match.group(1).upper(), path)
+    found = [
+        (p, [m.group(1).upper() for m in _ID_RE.finditer(_PRIORITY_RE.sub("", p.name))])
+        for p in files
+    ]
+    for path, ids in found:  # a file named by an ID first, then the ones that mention it
+        if ids:
+            known.setdefault(ids[0], path)
+    for path, ids in found:
+        for issue_id in ids[1:]:
+            known.setdefault(issue_id, path)
     number = re.search(r"\d+", ref)
     close = close_matches(ref.upper(), known, n=5)
     if number:
