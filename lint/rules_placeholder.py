@@ -17,8 +17,10 @@ from lint._context import LintContext
 from lint._paths import state_path, strings_in
 from lint._registry import Finding, PathKey, rule
 
-# The same marker `engine.scaffold.PLACEHOLDER_RE` writes and finds (one line, lazily closed).
-PLACEHOLDER = re.compile(r"<FILL:\s*(.*?)>")
+# The same marker `engine.scaffold.PLACEHOLDER_RE` writes and finds: one line, up to the first
+# `>` and never across another `<` (so each unclosed `<FILL:` is given up at the next `<`, not
+# at the line's end: linear, where `<FILL:\s*(.*?)>` was quadratic in the unclosed markers).
+PLACEHOLDER = re.compile(r"<FILL:([^<>\n]*)>")
 
 
 @rule("LL060", "warning", "placeholder")

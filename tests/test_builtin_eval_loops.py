@@ -4,6 +4,7 @@ loopback Messages-API server; every test asserts the path the run took and its o
 from __future__ import annotations
 
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -525,6 +526,9 @@ def test_eval_driven_development_files_a_repeated_failure_once(
     text = filed[0].read_text()
     assert "failure: eval-harness-feat-919 ended failed (verdict no)" in text
     assert text.count("## Seen again: run ") == 2
+    # Each round of this one run has its own heading (they read as one run seen twice before).
+    seen = re.findall(r"^## Seen again: run (.+)$", text, flags=re.MULTILINE)
+    assert len(set(seen)) == 2 and all(f"{run.result['run_id']}, step " in s for s in seen), seen
     # A closed bug (moved to completed/) is not reused: the next failure is filed anew.
     completed = subloops / ".issues" / "completed"
     completed.mkdir()
@@ -558,6 +562,9 @@ def test_eval_driven_development_confidence_gate(
 ) -> None:
     made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
     assert made.returncode == 0, made.stderr
+    # A bug an earlier run filed mentions the ID; the gate read it as the issue measured.
+    filed = subloops / ".issues" / "bugs" / "P2-BUG-302-eval-harness-feat-919.md"
+    filed.write_text("# BUG-302: eval harness eval-harness-feat-919 does not pass\n")
     llm = ScriptedLlm(loopback).say(f"Clear criteria.\n{scores}", "implemented", "TRANSCRIPT: ok")
     llm.judge("yes")
     run = run_loop(

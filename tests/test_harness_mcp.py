@@ -4,6 +4,7 @@ small MCP server written with the same SDK and started by the harness itself."""
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from engine.harness.mcp import call_tool, load_server
 from engine.runtime.history import open_history
-from tests.cli import BIN
+from tests.cli import BIN, ll_harness
 from tests.harness_helpers import harness, harness_json
 from tests.loopback_server import LoopbackServer, verdict_reply
 
@@ -181,3 +182,67 @@ def test_a_server_logging_megabytes_costs_the_harness_only_the_tail(tmp_path: Pa
     [sample] = json.loads(result["out"])["samples"]
     assert sample["stderr"].endswith("the last line\n") and len(sample["stderr"]) <= 20000
     assert result["peak_mb"] < 140, result["peak_mb"]
+
+
+def test_a_server_banner_on_stdout_prints_no_traceback(project: Path) -> None:
+    """A server that greets on stdout before speaking MCP still works; the SDK logs the line it
+    cannot parse with its traceback, which reached the user's terminal once per session."""
+    (project / "banner.py").write_text('print("calc server v1 starting", flush=True)\n' + SERVER)
+    config = {"mcpServers": {"calc": {"command": sys.executable, "args": ["banner.py"]}}}
+    (project / ".mcp.json").write_text(json.dumps(config))
+    done = harness(project, "mcp", "calc:add", "--args", '{"a": 2, "b": 3}', "--exit-code", "0",
+                   "--output", "json", process=True)  # fmt: skip
+    assert done.returncode == 0, done
+    assert "Traceback" not in done.stderr and done.stderr == "", done.stderr
+    [sample] = done.json["samples"]
+    assert "mcp client: Failed to parse JSONRPC message" in sample["stderr"]
+    assert "calc server v1 starting" in sample["stderr"]  # kept with the sample, on one line
+
+
+def test_a_server_that_dies_at_start_is_refused_with_what_it_said(tmp_path: Path) -> None:
+    """`Connection closed` alone did not say why: the end of the server's stderr does."""
+    dying = "import sys; print('config error: CALC_TOKEN is not set', file=sys.stderr); sys.exit(3)"
+    crash = {"command": sys.executable, "args": ["-c", dying]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": crash}}))
+    done = harness(tmp_path, "mcp", "calc:add", "--exit-code", "0")
+    assert done.returncode == 2, done
+    assert "could not list the tools of MCP server 'calc'" in done.stderr
+    assert "its stderr ends with: config error: CALC_TOKEN is not set" in done.stderr
+
+
+def test_a_server_logging_without_end_does_not_fill_the_disk(tmp_path: Path) -> None:
+    """A server's stderr went to a temporary file: one that logs without end filled the disk
+    at hundreds of MB a second until --timeout. Under a 16 MB limit on the size of any file
+    written, the server above (72 MB of log) still answers and its tail is kept."""
+    (tmp_path / "noisy.py").write_text(NOISY)
+    noisy = {"command": sys.executable, "args": ["noisy.py"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"noisy": noisy}}))
+    limit = 16 * 1024 * 1024
+    ran = subprocess.run(
+        [str(BIN / "ll-harness"), "mcp", "noisy:shout", "--exit-code", "0", "--output", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+    )
+    assert ran.returncode == 0, ran.stderr
+    [sample] = json.loads(ran.stdout)["samples"]
+    assert sample["stderr"].endswith("the last line\n"), sample["stderr"][-200:]
+
+
+def test_a_result_past_the_output_cap_is_an_infra_error(tmp_path: Path) -> None:
+    """LL_MAX_OUTPUT_BYTES bounds a sample's output for every runner (docs/harness.md); an MCP
+    result of 300 KB under a 100 KB cap passed, kept and reported whole."""
+    server = SERVER.replace(
+        "app.run()", '@app.tool()\ndef big() -> str:\n    return "x" * 300_000\n\n\napp.run()'
+    )
+    (tmp_path / "big_server.py").write_text(server)
+    config = {"mcpServers": {"calc": {"command": sys.executable, "args": ["big_server.py"]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    args = ("mcp", "calc:big", "--exit-code", "0", "--output", "json")
+    done = ll_harness(tmp_path, *args, env={"LL_MAX_OUTPUT_BYTES": "100K"})
+    assert done.returncode == 2, done
+    [sample] = done.json["samples"]
+    assert sample["infra_error"] == "output passed the cap of 102400 bytes (LL_MAX_OUTPUT_BYTES)"
+    assert len(done.json["stdout"]) == 102400  # the first bytes are kept

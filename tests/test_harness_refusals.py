@@ -93,6 +93,29 @@ def test_dsl_semantic_without_credentials_is_refused(tmp_path: Path) -> None:
     assert "no credentials are set" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("prompt", "say hi", "--exit-code", "0"), "no credentials are set"),
+        (("dsl", "task.yaml"), "no credentials are set"),
+    ],
+)
+def test_a_prompt_runner_without_credentials_is_refused_before_any_sample(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    """The prompt and dsl subjects ran every sample without credentials and recorded each as an
+    infra error: `unexpected TypeError: "Could not resolve authentication method..."`, once per
+    task, exit 2 only at the end."""
+    write(tmp_path / "task.yaml", "prompt: say hello\nexpected: {answer: hello}\n")
+    done = ll_harness(tmp_path, *args)
+    assert done.returncode == 2, done
+    assert said in done.stderr and "TypeError" not in done.stderr + done.stdout
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():  # nothing ran, nothing recorded
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
 def test_an_alias_bomb_in_a_task_file_is_refused_by_the_yaml_reader(tmp_path: Path) -> None:
     rows = ["expected:", '  a: &a ["x","x","x","x","x","x","x","x","x"]']
     for prev, name in zip("abcdefg", "bcdefgh", strict=True):

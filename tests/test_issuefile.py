@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,17 @@ def test_criteria_from_front_matter_list() -> None:
     )
 
 
+def test_front_matter_criteria_skip_empty_entries_and_refuse_nested_ones() -> None:
+    """`- ` (null) became the criterion `None`, a nested list `['a', 'b']`, and a mapping was
+    ignored, so scaffold-verify said the issue had no criteria at all."""
+    issue = parse_issue("---\nacceptance_criteria:\n  - works\n  -\n  - 3\n---\n# FEAT-1: t\n")
+    assert issue.acceptance_criteria == ("works", "3")
+    for value, said in (("\n  - [a, b]", "is a list: ['a', 'b']"), (" {a: 1}", "must be a list")):
+        text = f"---\nacceptance_criteria:{value}\n---\n# FEAT-1: t\n"
+        with pytest.raises(UsageError, match=re.escape(said)):
+            parse_issue(text, path=Path("FEAT-1.md"))
+
+
 def test_bold_headings_nested_bullets_fences_and_comments() -> None:
     issue = load_issue(fixture("P2-FEAT-31-cli-colours.md"))
     assert issue.title == "Colourful CLI output ✨"
@@ -121,6 +134,57 @@ def test_heading_levels_and_variants() -> None:
     assert issue.steps_to_reproduce == "1. go"
     assert issue.actual_behavior == "breaks"
     assert issue.kind == "bug"
+
+
+@pytest.mark.parametrize(
+    ("section", "expected"),
+    [
+        (
+            "### AC1: Export button\n\nThe button downloads a CSV.\n\n### AC2: Columns\n\n"
+            "It has id and title.\n",
+            (
+                "AC1: Export button. The button downloads a CSV.",
+                "AC2: Columns. It has id and title.",
+            ),
+        ),
+        ("Grouped:\n\n### Functional\n- [ ] a\n- [ ] b\n### Speed\n\n- c\n", ("a", "b", "c")),
+    ],
+)
+def test_criteria_under_sub_headings_are_criteria(section: str, expected: tuple[str, ...]) -> None:
+    """A sub-heading inside Acceptance Criteria (one per criterion, or one per group) ended the
+    section: the issue had no criteria, and scaffold-verify refused it as having none."""
+    text = f"# FEAT-6: Export\n\n## Acceptance Criteria\n\n{section}\n## Notes\n\n### Later\n\nno\n"
+    assert parse_issue(text).acceptance_criteria == expected
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_windows_and_classic_mac_line_ends(newline: str) -> None:
+    """A lone CR was deleted, not read as a line break: a classic Mac file became one line and
+    had no sections, so scaffold-verify said it had no acceptance criteria."""
+    text = newline.join(
+        ["---", "id: FEAT-20", "---", "# CR", "## Acceptance Criteria", "- a", "- b"]
+    )
+    issue = parse_issue(text)
+    assert (issue.id, issue.title, issue.acceptance_criteria) == ("FEAT-20", "CR", ("a", "b"))
+
+
+def test_pathological_markdown_is_read_in_linear_time() -> None:
+    """A heading padded with spaces backtracked in cubic time (1,500 spaces: 10 s, 2,000: 20 s),
+    and each unclosed `<!--` was scanned to the end of the text (10,000 of them: 4 s)."""
+    text = (
+        "# FEAT-1: t"
+        + " " * 1500
+        + "x\n\n## Summary ##\n\nhello <!-- gone --> world\n"
+        + "<!--" * 10000
+        + "\n\n## "
+        + "(" * 10000
+        + "\n"
+    )
+    started = time.monotonic()
+    issue = parse_issue(text)
+    assert time.monotonic() - started < 2
+    assert issue.summary.startswith("hello  world\n<!--<!--")  # an unclosed comment is kept
+    assert parse_issue("# C#\n\n## Use Case ##\nu\n").title == "C#"  # `#` closes after a space
 
 
 def test_bad_front_matter_is_one_clear_error(tmp_path: Path) -> None:
@@ -176,6 +240,28 @@ def test_find_ambiguous_lists_every_match(project: Path) -> None:
     assert "ambiguous" in message
     assert "completed/P2-FEAT-919-old-dashboard.md" in message
     assert "features/P2-FEAT-919-sprint-dashboard.md" in message
+
+
+def test_find_prefers_the_file_named_by_the_id_over_one_that_mentions_it(project: Path) -> None:
+    """eval-driven-development files P2-BUG-302-eval-harness-feat-919.md for a failing harness;
+    from then on FEAT-919 was ambiguous and scaffold-eval/verify refused it."""
+    bug = project / ".issues" / "bugs" / "P2-BUG-302-eval-harness-feat-919.md"
+    bug.write_text("# BUG-302: eval harness eval-harness-feat-919 does not pass\n")
+    assert find_issue("FEAT-919", project).name == "P2-FEAT-919-sprint-dashboard.md"
+    assert find_issue("bug-302", project) == bug
+    with pytest.raises(UsageError) as caught:  # and a near miss is pointed at the right file
+        find_issue("FEAT-9190", project)
+    assert "FEAT-919 (.issues/features/P2-FEAT-919-sprint-dashboard.md)" in caught.value.hint
+
+
+def test_find_from_a_sub_directory_of_the_project(project: Path) -> None:
+    """From `src/` the lookup said there was no .issues/ directory, while the harness it would
+    write went to the project's .loops/ and `ll-loop run` found loops from there."""
+    (project / ".loops").mkdir()
+    deep = project / "src" / "deep"
+    deep.mkdir(parents=True)
+    found = find_issue("FEAT-919", deep)
+    assert found == project / ".issues" / "features" / "P2-FEAT-919-sprint-dashboard.md"
 
 
 def test_find_by_front_matter_id_or_title_when_the_name_has_none(project: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
@@ -150,3 +151,17 @@ def test_agrees_with_the_scaffold_commands_own_placeholder_report(tmp_path: Path
     assert [d.path for d in check_file(path) if d.code == "LL060"] == [
         p.path for p in scaffold.placeholders
     ]
+
+
+def test_many_unclosed_markers_are_read_in_linear_time() -> None:
+    """`<FILL:\\s*(.*?)>` scanned to the end of the line from every unclosed `<FILL:`: an issue
+    repeating that text 40,000 times made scaffold-eval (which lints what it writes) run for
+    minutes. A real marker before them is still found."""
+    text = "<FILL: the real one> " + "<FILL:" * 20000
+    loop = make_loop(
+        {"s": {"action": f"echo '{text}'", "next": "done"}, "done": {"terminal": True}}
+    )
+    started = time.monotonic()
+    found = [d.message for d in lint_loop(loop) if d.code == "LL060"]
+    assert time.monotonic() - started < 3  # about 30 s before
+    assert found == ["unfilled placeholder: the real one"]

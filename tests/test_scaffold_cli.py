@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,24 @@ def test_issue_by_path(project: Path) -> None:
     assert "name: eval-harness-bug-555" in done.stdout
 
 
+def test_a_path_with_a_space_is_one_issue(project: Path) -> None:
+    """`--issues` split on spaces too, so `my issues/x.md` was looked up as the IDs `my` and
+    `issues/x.md` (and scaffold-verify, which takes one issue, failed the same way)."""
+    folder = project / "my issues"
+    folder.mkdir()
+    (folder / "BUG-555 bare.md").write_text((project / ".issues/bugs/BUG-555-bare.md").read_text())
+    done = ll_loop(
+        "scaffold-eval", "--issues", "my issues/BUG-555 bare.md", "--stdout", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert "name: eval-harness-bug-555" in done.stdout
+    done = ll_loop("scaffold-verify", "my issues/BUG-555 bare.md", "--adversarial", "--stdout",
+                   cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    both = ll_loop("scaffold-eval", "--issues", "FEAT-919 BUG-204", "--stdout", cwd=project)
+    assert both.returncode == 0 and "Eval harness for 2 issues" in both.stdout  # IDs: still split
+
+
 def test_unknown_id_lists_close_candidates(project: Path) -> None:
     done = ll_loop("scaffold-eval", "--issues", "FEAT-91", cwd=project)
     assert done.returncode == 2
@@ -138,6 +157,44 @@ def test_ambiguous_id_lists_every_match(project: Path) -> None:
     assert "ambiguous" in done.stderr
     assert ".issues/completed/P3-BUG-204-old.md" in done.stderr
     assert ".issues/bugs/P1-BUG-204-export-crash.md" in done.stderr
+
+
+@pytest.mark.parametrize("dsl", [(), ("--dsl",)])
+def test_two_files_with_one_id_are_refused_not_one_dropped(
+    project: Path, dsl: tuple[str, ...]
+) -> None:
+    """Two paths of one ID made a harness for the second only (Variant A, no message), and
+    `--dsl` wrote the second's task files over the first's, saying it wrote both."""
+    for folder, answer in (("old", "5"), ("new", "6")):
+        text = "---\nid: FEAT-50\n---\n# Adds\n\n## Use Case\n\nadd\n\n## Examples\n\n"
+        text += f"- 2 -> {answer}\n"
+        (project / ".issues" / folder).mkdir()
+        (project / ".issues" / folder / "adds.md").write_text(text)
+    refs = ".issues/old/adds.md,.issues/new/adds.md"
+    done = ll_loop("scaffold-eval", "--issues", refs, *dsl, cwd=project)
+    assert done.returncode == 2, done
+    assert ".issues/old/adds.md" in done.stderr and ".issues/new/adds.md" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (project / ".loops").exists()  # nothing written
+
+
+def test_a_binary_file_is_not_an_issue(project: Path) -> None:
+    """A screenshot passed as the issue became a harness whose prompts were its bytes."""
+    (project / "mockup.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+    for command in (("scaffold-eval", "--issues", "mockup.png"), ("scaffold-verify", "mockup.png")):
+        done = ll_loop(*command, cwd=project)
+        assert done.returncode == 2, done
+        assert "mockup.png is not a text file (it contains NUL bytes)" in done.stderr
+    assert not (project / ".loops").exists()
+
+
+def test_out_onto_a_fifo_is_refused_not_waited_on(project: Path) -> None:
+    """`--out FIFO --force` opened the FIFO to write and waited for a reader for ever."""
+    os.mkfifo(project / "pipe.yaml")
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-919", "--out", "pipe.yaml", "--force",
+                   cwd=project, process=True, timeout=30)  # fmt: skip
+    assert done.returncode == 2, done
+    assert "pipe.yaml exists and is not a regular file" in done.stderr
 
 
 def test_scaffold_verify_files_and_modes(project: Path) -> None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import yaml
 
+from engine.load.issuefile import parse_issue
+from engine.scaffold.dsl_tasks import Example, issue_examples
 from tests.harness_helpers import harness_json
 from tests.scaffold_helpers import ll_loop, write
 
@@ -91,3 +94,16 @@ def test_an_issue_without_examples_is_refused_and_files_are_not_overwritten(
     assert ll_loop("scaffold-eval", "--issues", "FEAT-930", "--dsl", cwd=tmp_path).returncode == 0
     again = ll_loop("scaffold-eval", "--issues", "FEAT-930", "--dsl", cwd=tmp_path)
     assert again.returncode == 2 and "--force" in again.stderr
+
+
+def test_an_example_padded_with_spaces_is_split_in_linear_time() -> None:
+    """The arrow pattern `\\s*(?:→|->|=>)\\s*` backtracked over every run of spaces: an example
+    with 20,000 spaces took 4 s to split, one with 100,000 minutes."""
+    issue = parse_issue(
+        "# FEAT-9: t\n\n## Examples\n\n- `2 + 3`   →   `5`\n- a" + " " * 30000 + "b\n"
+    )
+    started = time.monotonic()
+    examples = issue_examples(issue)
+    assert time.monotonic() - started < 2
+    assert examples[0] == Example("2 + 3", "5")
+    assert examples[1].expected is None and examples[1].input.startswith("a ")

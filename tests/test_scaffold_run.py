@@ -143,6 +143,24 @@ def test_variant_b_all_pass_is_done(project: Path, loopback: LoopbackServer) -> 
     assert run.exit_code == 0
 
 
+def test_variant_b_judges_issues_whose_ids_read_alike(
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    """`FEAT 7` and `FEAT-7` shared the work-list token FEAT-7: the second issue was marked
+    processed with the first, never judged, and the report said 1 of 1 passed (exit 0)."""
+    for name, issue_id in (("space.md", "FEAT 7"), ("dash.md", "FEAT-7")):
+        text = f"---\nid: {issue_id}\n---\n# {name}\n\n## Use Case\n\nuse it\n"
+        (project / ".issues" / name).write_text(text)
+    llm = ScriptedLlm(loopback).say(SAW, SAW).judge("yes", "yes")
+    made = scaffold(project, "scaffold-eval", "--issues", ".issues/space.md,.issues/dash.md")
+    run = run_loop(str(made["path"]), cwd=project)
+    assert run.exit_code == 0, run.stderr
+    assert len(llm.judged) == 2  # both issues were judged
+    results = (run.run_dir / "artifacts" / "results.txt").read_text().splitlines()
+    assert results == ["FEAT-7 pass", "FEAT-7-2 pass"]
+
+
 def test_verify_runs_every_criterion_then_fails_on_one_no(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811

@@ -53,10 +53,16 @@ class Written:
 
 
 def load_issues(refs: str, root: Path) -> list[Issue]:
-    """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped."""
+    """`ID[,ID...]` (IDs or paths) → parsed issues, in the order given, duplicates dropped.
+
+    IDs may also be separated by spaces (`FEAT-1 BUG-2`), but a part naming an existing file is
+    kept whole: `my issues/FEAT-1.md` is one path, not the IDs `my` and `issues/FEAT-1.md`."""
     from engine.load.issuefile import find_issue, load_issue
 
-    wanted = [part.strip() for part in refs.replace(" ", ",").split(",") if part.strip()]
+    wanted: list[str] = []
+    for part in (part.strip() for part in refs.split(",")):
+        is_file = bool(part) and (Path(part) if Path(part).is_absolute() else root / part).is_file()
+        wanted += [part] if is_file else part.split()
     if not wanted:
         raise UsageError("--issues is empty", hint="pass --issues FEAT-919 or --issues A-1,B-2")
     issues: list[Issue] = []
@@ -261,12 +267,21 @@ def write_dsl_tasks(
     from engine.scaffold.dsl_tasks import dsl_tasks, task_directory
 
     planned: list[tuple[Path, str]] = []
+    owners: dict[Path, Issue] = {}
     for issue in issues:
         tasks = dsl_tasks(issue)
         directory = project_root(root) / task_directory(issue) if out is None else out
         shared = out is not None and len(issues) > 1  # one directory: name files per issue
         prefix = f"{Path(task_directory(issue)).name}-" if shared else ""
         planned += [(directory / f"{prefix}{task.name}", task.text) for task in tasks]
+        for path, _ in planned[len(planned) - len(tasks) :]:
+            first = owners.setdefault(path, issue)
+            if first is not issue:  # the second would overwrite the first's tasks
+                raise UsageError(
+                    f"{first.id} ({first.path}) and {issue.id} ({issue.path}) would both "
+                    f"write {_display(path, root)}",
+                    hint="pass them one at a time with --out DIR, or give one another `id:`",
+                )
     existing = [path for path, _ in planned if path.exists()]
     if existing and not force:
         raise UsageError(

@@ -20,7 +20,13 @@ from types import MappingProxyType
 from typing import Literal
 
 from engine.harness.baseline import check_retry
-from engine.harness.grading import SemanticResult, attempt_row, check_judge, semantic_outcome
+from engine.harness.grading import (
+    SemanticResult,
+    attempt_row,
+    check_judge,
+    check_prompt_runner,
+    semantic_outcome,
+)
 from engine.harness.keys import Conditions, input_hash
 from engine.harness.refusal import Refusal
 from engine.harness.session import Stopped
@@ -296,6 +302,10 @@ def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> Dsl
     tasks = load_tasks(path, cwd)
     if any(task.expected is None for task in tasks):
         check_judge(options.semantic)  # only tasks without `expected:` are judged
+    if tasks:
+        from engine.llm.settings import prompt_runner
+
+        check_prompt_runner(prompt_runner(None, None, options.runner))
     subjects = [task_subject(task, options) for task in tasks]
     retried: Attempt | None = None
     if options.retry_of is not None:

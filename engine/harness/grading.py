@@ -189,6 +189,19 @@ def check_judge(semantic: str | None) -> None:
         raise Refusal(problems[0], hint="fix the LLM settings, or drop --semantic")
 
 
+def check_prompt_runner(runner: str) -> None:
+    """Refuse before the first sample when the `anthropic` prompt runner could not run (no
+    credentials): every sample was recorded as an infra error instead, `unexpected TypeError:
+    "Could not resolve authentication method..."` once per sample."""
+    from engine.llm.preflight import prompt_problems
+
+    problems = prompt_problems(runner)
+    if problems:
+        raise Refusal(
+            problems[0], hint="fix the LLM settings, or pass --runner 'cmd:<agent command>'"
+        )
+
+
 def llm_judge(model: str | None) -> Judge:
     """The real judge: `engine.llm.judge_text` (imported only when a criterion is judged)."""
 

@@ -13,19 +13,22 @@ The `mcp` package is imported only in this module, and only when a call is made.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import os
-import tempfile
+import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from engine.harness.keys import input_hash, sha256_text
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
+from engine.processes.group import MAX_OUTPUT_ENV, output_cap
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -152,10 +155,11 @@ def mcp_subject(
     server_name, tool = split_target(target)
     spec = load_server(config or cwd / CONFIG_NAME, server_name)
     args = parse_arguments(arguments)
+    cap = output_cap()  # a bad LL_MAX_OUTPUT_BYTES is refused before the server starts
     definition = _tool_definition(spec, tool, timeout or PROBE_TIMEOUT)
 
     def run(timeout: float | None) -> SubjectRun:
-        return call_tool(spec, tool, args, timeout)
+        return within_cap(call_tool(spec, tool, args, timeout), cap)
 
     # How the server is started is part of what is measured, its environment too
     # (`"env": {"MODE": "strict"}` can change every answer it gives). Not its directory: that
@@ -179,8 +183,10 @@ def _tool_definition(spec: ServerSpec, tool: str, timeout: float) -> dict[str, A
     """The tool's definition as the server lists it; a refusal when the server lacks it."""
     listed = _session_call(spec, timeout, lambda session: _list_tools(session))
     if isinstance(listed, SubjectRun):
+        said = _last_line(listed.stderr)
         raise Refusal(
-            f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}",
+            f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}"
+            + (f"; its stderr ends with: {said}" if said else ""),
             hint=f"check that `{' '.join(spec.command_line())}` starts an MCP stdio server",
         )
     names = [t.get("name") for t in listed]
@@ -222,6 +228,18 @@ def call_tool(
     return outcome if isinstance(outcome, SubjectRun) else SubjectRun(stdout=str(outcome))
 
 
+def within_cap(run: SubjectRun, cap: int) -> SubjectRun:
+    """A sample whose result and stderr pass `LL_MAX_OUTPUT_BYTES` is an infra error with the
+    first `cap` bytes of its result kept, as a command's is. The SDK has read the message whole
+    by then: the cap bounds what is reported and recorded, not what the call held."""
+    size = len(run.stdout.encode("utf-8", "replace")) + len(run.stderr.encode("utf-8", "replace"))
+    if size <= cap:
+        return run
+    kept = run.stdout.encode("utf-8", "replace")[:cap].decode("utf-8", "ignore")
+    reason = f"output passed the cap of {cap} bytes ({MAX_OUTPUT_ENV})"
+    return replace(run, stdout=kept, exit_code=None, infra_error=reason)
+
+
 def result_text(content: list[Any], structured: Any) -> str:
     """The tool result as text: its text blocks in order, other blocks as JSON; the structured
     result as JSON when there is no text at all."""
@@ -261,18 +279,21 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
                 await session.initialize()
                 return await work(session)
 
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
-        timed_out = False
-        failure: str | None = None
-        value: Any = None
-        try:
+    tail = StderrTail(STDERR_KEPT)
+    errlog = tail.writer
+    timed_out = False
+    failure: str | None = None
+    value: Any = None
+    try:
+        with _sdk_log_to(errlog):
             value = anyio.run(session_work)
-        except TimeoutError:
-            timed_out = True
-            failure = f"timed out after {timeout:g}s" if timeout else "timed out"
-        except Exception as exc:  # the SDK raises many kinds; each is one infra error
-            failure = _describe(exc)
-        stderr = _tail(errlog.fileno(), STDERR_KEPT)
+    except TimeoutError:
+        timed_out = True
+        failure = f"timed out after {timeout:g}s" if timeout else "timed out"
+    except Exception as exc:  # the SDK raises many kinds; each is one infra error
+        failure = _describe(exc)
+    finally:
+        stderr = tail.close()
     duration = int((time.monotonic() - started) * 1000)
     if failure is not None:
         return SubjectRun(
@@ -293,11 +314,70 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
     return value
 
 
-def _tail(fd: int, limit: int) -> str:
-    """The last `limit` bytes of the file at `fd` as text: a server may log gigabytes to its
-    stderr, and only the end is kept (reading it all would hold it all in memory)."""
-    size = os.fstat(fd).st_size
-    return os.pread(fd, limit, max(0, size - limit)).decode("utf-8", "replace")
+@contextlib.contextmanager
+def _sdk_log_to(errlog: IO[str]) -> Iterator[None]:
+    """The SDK's log records go to the sample's stderr, one line each, for the session's length.
+
+    The SDK logs a line a server writes to stdout that is not JSON-RPC (a start-up banner) with
+    its traceback; ll-loop configures no logging, so Python printed that traceback to the
+    user's terminal, once per session, while the call itself went on and passed."""
+    handler = logging.StreamHandler(errlog)
+    handler.setFormatter(_OneLineFormatter())
+    logger = logging.getLogger("mcp")
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _OneLineFormatter(logging.Formatter):
+    """A record and its exception's message, on one line, without the traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f": {record.exc_info[1]}"
+        return "mcp client: " + " ".join(text.split())[:500]
+
+
+def _last_line(text: str, limit: int = 300) -> str:
+    """The last non-blank line of `text`, cut to `limit` characters."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+class StderrTail:
+    """A server's stderr through a pipe, of which only the last `limit` bytes are kept.
+
+    A server may log without end: written to a temporary file, its stderr filled the disk at
+    hundreds of MB a second until `--timeout` (5 minutes by default). A thread drains the pipe
+    and keeps the tail; `writer` is what the server (and the SDK's log records) write to."""
+
+    def __init__(self, limit: int) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self._limit = limit
+        self._kept = bytearray()
+        self._reader = threading.Thread(target=self._drain, args=(read_fd,), daemon=True)
+        self._reader.start()
+
+    def _drain(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                self._kept += chunk
+                if len(self._kept) > 2 * self._limit:
+                    del self._kept[: -self._limit]
+
+    def close(self) -> str:
+        """The end of what was written, as text. A process the server left behind may hold the
+        pipe open: the tail is then what arrived within a moment."""
+        self.writer.close()
+        self._reader.join(timeout=1.0)
+        return bytes(self._kept[-self._limit :]).decode("utf-8", "replace")
 
 
 def _describe(exc: BaseException) -> str:

@@ -93,10 +93,12 @@ def cmd_subject(command: str, *, cwd: Path) -> Subject:
 
 def prompt_subject(prompt: str, *, model: str | None, prompt_runner: str | None) -> Subject:
     """`ll-harness prompt`: one completion per sample through the LLM layer's prompt runner."""
+    from engine.harness.grading import check_prompt_runner
     from engine.llm.settings import prompt_model
     from engine.llm.settings import prompt_runner as resolve_runner
 
     runner_name = resolve_runner(None, None, prompt_runner)
+    check_prompt_runner(runner_name)
     model_name = prompt_model(None, None, model) if runner_name == "anthropic" else model
 
     def run(timeout: float | None) -> SubjectRun:

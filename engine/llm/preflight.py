@@ -71,6 +71,25 @@ def judge_problems() -> list[str]:
     return problems
 
 
+def prompt_problems(runner: str) -> list[str]:
+    """Why a prompt outside a loop (`ll-harness prompt`, `ll-harness dsl`) could not run through
+    the `anthropic` runner; `[]` if it can, or for a `cmd:` runner (a failing command is what
+    such a sample measures)."""
+    if split_runner(runner)[0] != "anthropic":
+        return []
+    problems = settings.env_problems()
+    if not has_credentials():
+        problems.append(
+            "the prompt runner 'anthropic' calls the Anthropic API but no credentials are set: "
+            "set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+        )
+    try:
+        load_prices()
+    except LoopError as exc:
+        problems.append(exc.message)
+    return problems
+
+
 def sdk_states(loop: Loop) -> list[str]:
     """States that call the Messages API: judges, and prompt states whose runner is `anthropic`."""
     names = []

@@ -113,12 +113,17 @@ _NEGATIVE_RE = re.compile(
     r"should\s+never|no\s+longer)\b",
     re.IGNORECASE,
 )
-_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+# The text after the marker is taken whole and its closing `#`s are cut in `_heading_text`: the
+# one-pattern form (`\s+(.*?)\s*#*\s*$`) backtracked in cubic time over a run of spaces, so a
+# heading padded with 2,000 spaces took 20 seconds to read.
+_HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
+_MAX_SECTION_HEADING = 200  # characters; longer headings name no section
 _BOLD_HEADING_RE = re.compile(r"^\s{0,3}(?:\*\*|__)([^*_]{2,60}?):?(?:\*\*|__):?\s*$")
 _ITEM_RE = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s*)?(.*)$")
 _FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 # YAML 1.1 treats these as line breaks; issue text must not smuggle them into a block scalar.
-_ODD_BREAKS = str.maketrans({"\u0085": "\n", "\u2028": "\n", "\u2029": "\n", "\r": None})
+# A lone CR (a classic Mac file) is a line break too: deleting it ran every line into the first.
+_ODD_BREAKS = str.maketrans({"\u0085": "\n", "\u2028": "\n", "\u2029": "\n", "\r": "\n"})
 
 
 @dataclass(frozen=True)
@@ -153,20 +158,25 @@ def load_issue(path: Path) -> Issue:
             f"cannot read issue file {path}: {exc.strerror or exc}",
             hint="pass an existing markdown file or an issue ID found under .issues/",
         ) from exc
+    if b"\x00" in raw[:8192]:  # an image or archive: its bytes would become the prompts
+        raise UsageError(
+            f"{path} is not a text file (it contains NUL bytes), so it is not an issue",
+            hint="pass the issue's markdown file, or an issue ID found under .issues/",
+        )
     text = raw.decode("utf-8", errors="replace")
     return parse_issue(text, path=path)
 
 
 def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = None) -> Issue:
     """Parse issue markdown. `issue_id` overrides what the front matter and file name say."""
-    text = text.lstrip("\ufeff").translate(_ODD_BREAKS)
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").translate(_ODD_BREAKS)
     front, body = _split_front_matter(text, path)
     title, sections = _split_sections(body)
     fm_title = _fm_str(front, "title")
     found_id = issue_id or _fm_str(front, "id") or _id_from(path, title)
     title = fm_title or _strip_id_prefix(title, found_id) or (path.stem if path else found_id)
     kind = _kind(front, found_id)
-    criteria = _criteria(front, sections.get("acceptance_criteria", ""))
+    criteria = _criteria(front, sections.get("acceptance_criteria", ""), path)
     expected = sections.get("expected_behavior", "")
     return Issue(
         id=found_id,
@@ -186,7 +196,8 @@ def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = N
 
 
 def find_issue(id_or_path: str, root: Path) -> Path:
-    """A path to an existing file, or the one file under `root/.issues/` whose name has the ID.
+    """A path to an existing file, or the one file under `.issues/` whose name has the ID: the
+    `.issues/` of `root`, else of the project `root` is in (as `.loops/` is found).
 
     The ID must appear as a whole token (FEAT-91 does not match FEAT-919), case-insensitively.
     """
@@ -203,6 +214,10 @@ def find_issue(id_or_path: str, root: Path) -> Path:
     if not ref:
         raise UsageError("empty issue ID", hint="pass an issue ID such as FEAT-919, or a path")
     issues_dir = root / ".issues"
+    if not issues_dir.is_dir():  # run from a sub-directory: the project's own, as for .loops/
+        from engine.load.project import project_root
+
+        issues_dir = project_root(root) / ".issues"
     if not issues_dir.is_dir():
         raise UsageError(
             f"no .issues/ directory under {root} to look up {ref}",
@@ -213,6 +228,10 @@ def find_issue(id_or_path: str, root: Path) -> Path:
     )
     token = re.compile(rf"(?<![A-Za-z0-9]){re.escape(ref)}(?![A-Za-z0-9])", re.IGNORECASE)
     matches = [p for p in files if token.search(p.name)]
+    # A file named by the ID beats one that only mentions it: the bug eval-driven-development
+    # files for a harness, P2-BUG-302-eval-harness-feat-919.md, made FEAT-919 ambiguous.
+    named = [p for p in matches if _id_from(p, "") == ref.upper()]
+    matches = named or matches
     if not matches:  # file names without IDs: the front matter `id:` or the title may say it
         matches = [p for p in files if _declares_id(p, token)]
     if len(matches) == 1:
@@ -236,7 +255,7 @@ def _declares_id(path: Path, token: re.Pattern[str]) -> bool:
             head = handle.read(4096)
     except OSError:
         return False
-    for line in head.split("\n"):
+    for line in head.splitlines():
         stripped = line.strip()
         if re.match(r"^id\s*:", stripped):
             return token.search(stripped.split(":", 1)[1]) is not None
@@ -298,6 +317,7 @@ def _split_sections(body: str) -> tuple[str, dict[str, str]]:
     preamble: list[str] = []
     sections: dict[str, list[str]] = {}
     current: list[str] | None = preamble
+    current_level = 0  # the heading level of the section being read (0: none)
     in_fence = False
     for line in body.split("\n"):
         if _FENCE_RE.match(line):
@@ -310,10 +330,13 @@ def _split_sections(body: str) -> tuple[str, dict[str, str]]:
                 current = preamble
                 continue
             key = _section_key(text)
+            if key is None and current_level and level > current_level and current is not None:
+                current.append(line.strip())  # a sub-heading of the section (`### AC1: ...`)
+                continue
             if key is not None and key not in sections:
-                current = sections.setdefault(key, [])
+                current, current_level = sections.setdefault(key, []), level
             else:
-                current = None  # an unknown or repeated heading ends the section
+                current, current_level = None, 0  # an unknown or repeated heading ends it
             continue
         if current is not None:
             current.append(line.rstrip())
@@ -326,11 +349,21 @@ def _split_sections(body: str) -> tuple[str, dict[str, str]]:
 def _heading(line: str) -> tuple[int, str] | None:
     match = _HEADING_RE.match(line)
     if match:
-        return len(match.group(1)), match.group(2).strip()
+        return len(match.group(1)), _heading_text(match.group(2))
     bold = _BOLD_HEADING_RE.match(line)
     if bold and _section_key(bold.group(1)) is not None:
         return 2, bold.group(1).strip()
     return None
+
+
+def _heading_text(raw: str) -> str:
+    """A heading's text without its closing run of `#` (`## Summary ##`), as CommonMark reads
+    it: the run counts only after a space."""
+    text = raw.strip()
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare.rstrip()
+    return text
 
 
 def _normalise_heading(text: str) -> str:
@@ -341,6 +374,8 @@ def _normalise_heading(text: str) -> str:
 
 
 def _section_key(heading: str) -> str | None:
+    if len(heading) > _MAX_SECTION_HEADING:  # and `\(.*?\)` below is quadratic in "(" runs
+        return None
     norm = _normalise_heading(heading)
     if not norm:
         return None
@@ -353,9 +388,24 @@ def _section_key(heading: str) -> str | None:
     return None
 
 
+def _without_comments(text: str) -> str:
+    """`text` without `<!-- ... -->` comments; an unclosed one is kept. In one pass: the regex
+    `<!--.*?-->` scanned to the end of the text from every unclosed `<!--`."""
+    parts: list[str] = []
+    start = 0
+    while (open_at := text.find("<!--", start)) != -1:
+        close_at = text.find("-->", open_at + 4)
+        if close_at == -1:
+            break
+        parts.append(text[start:open_at])
+        start = close_at + 3
+    parts.append(text[start:])
+    return "".join(parts)
+
+
 def _tidy(text: str) -> str:
     """Strip blank edges and trailing spaces; drop HTML comments (issue templates use them)."""
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
+    text = _without_comments(text)
     lines = [line.rstrip() for line in text.split("\n")]
     while lines and not lines[0].strip():
         lines.pop(0)
@@ -369,8 +419,45 @@ def list_items(text: str) -> tuple[str, ...]:
 
     After a blank line only indented text continues an item; an unindented paragraph or code
     fence between items is commentary and is left out. A section with no list at all yields one
-    item per paragraph.
+    item per paragraph. Sub-headings split the section: a sub-heading over a list only groups
+    its items; one over plain text is one item, the heading and its text (`### AC1: Export`).
     """
+    chunks = _heading_chunks(text)
+    if not any(heading for heading, _ in chunks):
+        return _plain_items(text)
+    found: list[str] = []
+    for heading, chunk in chunks:
+        if _has_list(chunk):
+            found += _plain_items(chunk)
+        elif heading:
+            body = " ".join(_plain_items(chunk))
+            found.append(f"{heading.rstrip('.:')}. {body}" if body else heading)
+        elif not _has_list(text):  # text before the first sub-heading, in a section of prose
+            found += _plain_items(chunk)
+    return tuple(found)
+
+
+def _heading_chunks(text: str) -> list[tuple[str, str]]:
+    """`text` split at its markdown headings (outside code fences): (heading, text under it)."""
+    chunks: list[tuple[str, list[str]]] = [("", [])]
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING_RE.match(line)
+        if match:
+            chunks.append((_heading_text(match.group(2)), []))
+        else:
+            chunks[-1][1].append(line)
+    return [(heading, "\n".join(lines)) for heading, lines in chunks if heading or any(lines)]
+
+
+def _has_list(text: str) -> bool:
+    return any(_ITEM_RE.match(line) for line in text.split("\n"))
+
+
+def _plain_items(text: str) -> tuple[str, ...]:
+    """`list_items` of text without headings."""
     items: list[list[str]] = []
     current: list[str] | None = None  # the item that continuation lines join, if any
     base_indent: int | None = None
@@ -415,12 +502,31 @@ def _join(parts: Iterable[str]) -> str:
     return " ".join(part.strip() for part in parts if part.strip())
 
 
-def _criteria(front: Mapping[str, Any], section: str) -> tuple[str, ...]:
+def _criteria(front: Mapping[str, Any], section: str, path: Path | None) -> tuple[str, ...]:
+    """Front matter `acceptance_criteria:` (a list, or markdown text), else the section.
+
+    An empty entry (`- ` reads as null) is skipped and a nested list or mapping is refused:
+    as text they became criteria such as `None` and `['a', 'b']` that a judge was asked to
+    verify."""
     from_front = front.get("acceptance_criteria")
     if isinstance(from_front, list) and from_front:
-        return tuple(_join(str(item).split("\n")) for item in from_front if str(item).strip())
+        for item in from_front:
+            if isinstance(item, (list, dict)):
+                raise UsageError(
+                    f"{path or 'the issue'}: an entry of `acceptance_criteria` in the front "
+                    f"matter is a {'list' if isinstance(item, list) else 'mapping'}: {item!r}",
+                    hint="write each criterion as one line of text: `- the export has a header`",
+                )
+        texts = (str(item) for item in from_front if item is not None)
+        return tuple(_join(text.split("\n")) for text in texts if text.strip())
     if isinstance(from_front, str) and from_front.strip():
         return list_items(from_front)
+    if from_front is not None and not isinstance(from_front, (list, str)):
+        raise UsageError(
+            f"{path or 'the issue'}: `acceptance_criteria` in the front matter must be a list "
+            f"of criteria, got {from_front!r}",
+            hint="write one criterion per line: `- the export has a header`",
+        )
     return list_items(section) if section else ()
 
 
@@ -476,9 +582,16 @@ def _rel(path: Path, root: Path) -> str:
 
 def _candidates_hint(ref: str, files: list[Path], root: Path) -> str:
     known: dict[str, Path] = {}
-    for path in files:
-        for match in _ID_RE.finditer(_PRIORITY_RE.sub("", path.name)):
-            known.setdefault(match.group(1).upper(), path)
+    found = [
+        (p, [m.group(1).upper() for m in _ID_RE.finditer(_PRIORITY_RE.sub("", p.name))])
+        for p in files
+    ]
+    for path, ids in found:  # a file named by an ID first, then the ones that mention it
+        if ids:
+            known.setdefault(ids[0], path)
+    for path, ids in found:
+        for issue_id in ids[1:]:
+            known.setdefault(issue_id, path)
     number = re.search(r"\d+", ref)
     close = close_matches(ref.upper(), known, n=5)
     if number:

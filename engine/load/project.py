@@ -144,12 +144,23 @@ def write_new_file(path: Path, data: bytes, *, replace: bool = False) -> None:
     """Write a file the user asked for (`install`, `scaffold-eval --out`): never through a link.
 
     Without `replace` an existing file is left alone (`FileExistsError`); with it, the file is
-    overwritten in place. A link at `path`, dangling or not, is refused either way.
+    overwritten in place. A link at `path`, dangling or not, is refused either way, and so is
+    anything but a regular file: opening a FIFO to write waits for a reader that never comes,
+    and a device is not where a loop goes.
     """
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if replace else os.O_EXCL)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | (os.O_TRUNC if replace else os.O_EXCL)
     if os.path.islink(path):
         raise _unsafe(Path(path))
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise _not_a_file(Path(path))
+    except FileNotFoundError:
+        pass
     fd = open_file(path, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the check
+        os.close(fd)
+        raise _not_a_file(Path(path))
+    os.set_blocking(fd, True)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
 
@@ -161,6 +172,14 @@ def _below_loops(path: Path) -> list[Path]:
         return []
     start = parts.index(LOOPS_DIR)
     return [Path(*parts[: index + 1]) for index in range(start, len(parts))]
+
+
+def _not_a_file(path: Path) -> UnsafePath:
+    return UnsafePath(
+        f"{path} exists and is not a regular file (a FIFO, device or directory); "
+        "ll-loop writes only regular files",
+        hint="choose another path, or remove what is there",
+    )
 
 
 def _unsafe(path: Path) -> UnsafePath:

@@ -55,7 +55,7 @@ __all__ = [
 def scaffold_eval(issues: Sequence[Issue], learning: LearningTests | None = None) -> Scaffold:
     """Variant A for one issue, Variant B (a work list) for several; with learning tests
     enabled, an issue's `learning_tests_required:` targets become proof-first gates."""
-    unique = list({issue.id.upper(): issue for issue in issues}.values())
+    unique = list(_one_per_id(issues).values())
     if not unique:
         raise UsageError("no issues to scaffold", hint="pass --issues ID[,ID...]")
     if len(unique) == 1:
@@ -75,6 +75,20 @@ def scaffold_verify(issue: Issue, *, adversarial: bool = False) -> Scaffold:
             " (which leaves a placeholder to fill) or `scaffold-verify --adversarial`",
         )
     return _for_editors(criteria_loop(issue))
+
+
+def _one_per_id(issues: Sequence[Issue]) -> dict[str, Issue]:
+    """The issues by ID (case-insensitive), the same issue given twice once. Two files with one
+    ID are refused: the work list would keep one of them and silently drop the other."""
+    by_id: dict[str, Issue] = {}
+    for issue in issues:
+        first = by_id.setdefault(issue.id.upper(), issue)
+        if first.path != issue.path:
+            raise UsageError(
+                f"{first.path} and {issue.path} are both issue {issue.id}",
+                hint="pass one of them, or give one another `id:` in its front matter",
+            )
+    return by_id
 
 
 def _for_editors(scaffold: Scaffold) -> Scaffold:

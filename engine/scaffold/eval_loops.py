@@ -173,7 +173,7 @@ def _unproven_terminal(gates: tuple[ProofTarget, ...]) -> str:
 
 def variant_b(issues: Sequence[Issue], learning: LearningTests | None = None) -> Scaffold:
     name = eval_name(issues)
-    ids = [safe_id(i.id) for i in issues]
+    ids = work_list_ids([i.id for i in issues])
     keys = state_keys(ids)
     gates = {i.id: gates_of(i, learning or LearningTests()) for i in issues}
     per_item = 2 + 2 * (ISSUE_RETRIES + 1)
@@ -338,6 +338,22 @@ def _record_state(state: str, outcome: str, why: str) -> str:
       printf '%s {outcome}\\n' "$id" >> "${{run.dir}}/results.txt"
       printf '%s\\n' "$id" >> "${{run.dir}}/processed.txt"
     next: discover"""
+
+
+def work_list_ids(issue_ids: Sequence[str]) -> list[str]:
+    """A distinct shell-safe token per issue, for the work list and results.txt.
+
+    IDs that `safe_id` folds together (`FEAT 1` and `FEAT-1`) get `-2`, `-3`, ...: the list
+    marks an ID processed by its token, so a shared token ended the second issue unjudged and
+    the report counted one issue fewer (a pass for the whole list)."""
+    tokens: list[str] = []
+    for issue_id in issue_ids:
+        base = safe_id(issue_id)
+        token, n = base, 2
+        while token in tokens:
+            token, n = f"{base}-{n}", n + 1
+        tokens.append(token)
+    return tokens
 
 
 def state_keys(ids: Sequence[str]) -> list[str]:
