@@ -484,13 +484,13 @@ def resume(
             dropped = repair_log(store.events_path)
             # A torn call glued to the next one appended would make the log unreplayable.
             repair_log(store.dir / LOG_NAME)
-            abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
-            if abandoned:
-                mark_abandoned(store.dir, abandoned.start)
             # The state runs again: an action the killed run left running must not run alongside.
             ended = end_orphaned_actions(snapshot.run_id)
             if ended:
                 notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
+            abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
+            if abandoned:
+                mark_abandoned(store.dir, abandoned.start)
             state = RunState.from_json(store.load_state())
             state.status, state.result = "running", None
             # The calls made after the boundary were billed though the state runs again.
