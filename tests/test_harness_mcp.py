@@ -246,3 +246,36 @@ def test_a_result_past_the_output_cap_is_an_infra_error(tmp_path: Path) -> None:
     [sample] = done.json["samples"]
     assert sample["infra_error"] == "output passed the cap of 102400 bytes (LL_MAX_OUTPUT_BYTES)"
     assert len(done.json["stdout"]) == 102400  # the first bytes are kept
+
+
+ENV_SERVER = SERVER.replace(
+    "app.run()",
+    '@app.tool()\ndef token() -> str:\n    """The token it was given."""\n'
+    '    import os\n\n    return os.environ.get("TOKEN", "<unset>")\n\n\napp.run()',
+)
+
+
+def test_variables_in_the_configuration_are_expanded_as_the_agent_clis_do(
+    tmp_path: Path,
+) -> None:
+    """`"TOKEN": "${CALC_TOKEN}"` reached the server as that literal text (Claude Code expands
+    `${VAR}` and `${VAR:-default}` in command, args and env). The configuration as written is
+    what is measured: a rotated token is the same subject."""
+    (tmp_path / "env_server.py").write_text(ENV_SERVER)
+    calc = {
+        "command": "${CALC_PYTHON:-" + sys.executable + "}",
+        "args": ["${CALC_SCRIPT:-env_server.py}"],
+        "env": {"TOKEN": "${CALC_TOKEN}"},
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))
+    args = ("mcp", "calc:token", "--exit-code", "0", "--output", "json")
+    hashes = []
+    for token in ("s3cret", "rotated"):
+        done = ll_harness(tmp_path, *args, env={"CALC_TOKEN": token})
+        assert done.returncode == 0, done
+        assert done.json["stdout"] == token
+        hashes.append(done.json["content_hash"])
+    assert hashes[0] == hashes[1]
+    unset = ll_harness(tmp_path, "mcp", "calc:token", "--exit-code", "0")
+    assert unset.returncode == 2
+    assert "env.TOKEN uses ${CALC_TOKEN}, which is not set" in unset.stderr
