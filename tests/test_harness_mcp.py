@@ -279,3 +279,34 @@ def test_variables_in_the_configuration_are_expanded_as_the_agent_clis_do(
     unset = ll_harness(tmp_path, "mcp", "calc:token", "--exit-code", "0")
     assert unset.returncode == 2
     assert "env.TOKEN uses ${CALC_TOKEN}, which is not set" in unset.stderr
+
+
+# A server written by hand, answering a call with a result of the wrong shape.
+MISSHAPEN = """\
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, mid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        version = msg["params"]["protocolVersion"]
+        result = {"protocolVersion": version, "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "raw", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": "not a list"}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}), flush=True)
+"""
+
+
+def test_a_misshapen_result_is_an_infra_error_on_one_line(tmp_path: Path) -> None:
+    (tmp_path / "raw.py").write_text(MISSHAPEN)
+    raw = {"command": sys.executable, "args": ["raw.py"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"raw": raw}}))
+    code, data = harness_json(tmp_path, "mcp", "raw:t", "--exit-code", "0")
+    assert code == 2, data
+    error = data["samples"][0]["infra_error"]
+    assert error.startswith("MCP call failed: 1 validation error for CallToolResult content")
+    assert "\n" not in error

@@ -420,10 +420,12 @@ class StderrTail:
 
 
 def _describe(exc: BaseException) -> str:
-    """The innermost useful message of an SDK failure (task groups wrap them in groups)."""
+    """The innermost useful message of an SDK failure (task groups wrap them in groups), on one
+    line: a result of the wrong shape fails pydantic's validation with a message of five lines,
+    which the report printed inside its one-line `Exit [...]` field."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, OSError):
         return f"the MCP server could not start: {exc.strerror or exc}"
-    message = str(exc) or type(exc).__name__
+    message = " ".join(str(exc).split()) or type(exc).__name__
     return f"MCP call failed: {message}"
