@@ -246,3 +246,67 @@ def test_a_result_past_the_output_cap_is_an_infra_error(tmp_path: Path) -> None:
     [sample] = done.json["samples"]
     assert sample["infra_error"] == "output passed the cap of 102400 bytes (LL_MAX_OUTPUT_BYTES)"
     assert len(done.json["stdout"]) == 102400  # the first bytes are kept
+
+
+ENV_SERVER = SERVER.replace(
+    "app.run()",
+    '@app.tool()\ndef token() -> str:\n    """The token it was given."""\n'
+    '    import os\n\n    return os.environ.get("TOKEN", "<unset>")\n\n\napp.run()',
+)
+
+
+def test_variables_in_the_configuration_are_expanded_as_the_agent_clis_do(
+    tmp_path: Path,
+) -> None:
+    """`"TOKEN": "${CALC_TOKEN}"` reached the server as that literal text (Claude Code expands
+    `${VAR}` and `${VAR:-default}` in command, args and env). The configuration as written is
+    what is measured: a rotated token is the same subject."""
+    (tmp_path / "env_server.py").write_text(ENV_SERVER)
+    calc = {
+        "command": "${CALC_PYTHON:-" + sys.executable + "}",
+        "args": ["${CALC_SCRIPT:-env_server.py}"],
+        "env": {"TOKEN": "${CALC_TOKEN}"},
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))
+    args = ("mcp", "calc:token", "--exit-code", "0", "--output", "json")
+    hashes = []
+    for token in ("s3cret", "rotated"):
+        done = ll_harness(tmp_path, *args, env={"CALC_TOKEN": token})
+        assert done.returncode == 0, done
+        assert done.json["stdout"] == token
+        hashes.append(done.json["content_hash"])
+    assert hashes[0] == hashes[1]
+    unset = ll_harness(tmp_path, "mcp", "calc:token", "--exit-code", "0")
+    assert unset.returncode == 2
+    assert "env.TOKEN uses ${CALC_TOKEN}, which is not set" in unset.stderr
+
+
+# A server written by hand, answering a call with a result of the wrong shape.
+MISSHAPEN = """\
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, mid = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        version = msg["params"]["protocolVersion"]
+        result = {"protocolVersion": version, "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "raw", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    elif method == "tools/call":
+        result = {"content": "not a list"}
+    else:
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}), flush=True)
+"""
+
+
+def test_a_misshapen_result_is_an_infra_error_on_one_line(tmp_path: Path) -> None:
+    (tmp_path / "raw.py").write_text(MISSHAPEN)
+    raw = {"command": sys.executable, "args": ["raw.py"]}
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"raw": raw}}))
+    code, data = harness_json(tmp_path, "mcp", "raw:t", "--exit-code", "0")
+    assert code == 2, data
+    error = data["samples"][0]["infra_error"]
+    assert error.startswith("MCP call failed: 1 validation error for CallToolResult content")
+    assert "\n" not in error

@@ -14,10 +14,12 @@ The `mcp` package is imported only in this module, and only when a call is made.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -47,6 +49,9 @@ class ServerSpec:
     args: tuple[str, ...] = ()
     env: Mapping[str, str] | None = None
     cwd: str | None = None
+    # command, args and env as written, before `${VAR}` expansion: what is measured, so a
+    # rotated token is not a different subject (and its value is never hashed into history)
+    written: Mapping[str, Any] | None = None
 
     def command_line(self) -> list[str]:
         return [self.command, *self.args]
@@ -105,9 +110,39 @@ def load_server(config: Path, name: str) -> ServerSpec:
     ):
         raise Refusal(f"`env` of MCP server {name!r} must map names to strings", hint="fix it")
     cwd = entry.get("cwd")
+    written = {"command": command, "args": list(args), "env": dict(env) if env else None}
+    expand = functools.partial(_expand, server=name)
     return ServerSpec(
-        name, command, tuple(args), env, cwd if isinstance(cwd, str) else str(config.parent)
+        name,
+        expand(command, "command"),
+        tuple(expand(a, f"args[{i}]") for i, a in enumerate(args)),
+        {k: expand(v, f"env.{k}") for k, v in env.items()} if env else env,
+        cwd if isinstance(cwd, str) else str(config.parent),
+        written,
     )
+
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand(value: str, where: str, *, server: str) -> str:
+    """`${VAR}` and `${VAR:-default}` replaced from the environment, as the agent CLIs expand
+    them in `.mcp.json` (command, args, env): a server given `"TOKEN": "${GITHUB_TOKEN}"` was
+    started with that literal text. A variable that is unset and has no default is refused."""
+
+    def value_of(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = os.environ.get(name)
+        if found is None or (found == "" and default is not None):
+            if default is None:
+                raise Refusal(
+                    f"MCP server {server!r}: {where} uses ${{{name}}}, which is not set",
+                    hint=f"export {name}, or write ${{{name}:-default}} in the configuration",
+                )
+            return default
+        return found
+
+    return _VARIABLE.sub(value_of, value)
 
 
 def parse_arguments(text: str | None) -> dict[str, Any]:
@@ -165,9 +200,13 @@ def mcp_subject(
     # (`"env": {"MODE": "strict"}` can change every answer it gives). Not its directory: that
     # is the project, wherever it is checked out, as for `cmd`.
     # Without an environment the content is what it always was, so recorded baselines match.
-    measured: dict[str, Any] = {"server": spec.command_line(), "tool": definition}
-    if spec.env:
-        measured["env"] = dict(spec.env)
+    written = spec.written or {"command": spec.command, "args": spec.args, "env": spec.env}
+    measured: dict[str, Any] = {
+        "server": [written["command"], *written["args"]],
+        "tool": definition,
+    }
+    if written["env"]:
+        measured["env"] = dict(written["env"])
     content = json.dumps(measured, sort_keys=True)
     return Subject(
         runner="mcp",
@@ -381,10 +420,12 @@ class StderrTail:
 
 
 def _describe(exc: BaseException) -> str:
-    """The innermost useful message of an SDK failure (task groups wrap them in groups)."""
+    """The innermost useful message of an SDK failure (task groups wrap them in groups), on one
+    line: a result of the wrong shape fails pydantic's validation with a message of five lines,
+    which the report printed inside its one-line `Exit [...]` field."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, OSError):
         return f"the MCP server could not start: {exc.strerror or exc}"
-    message = str(exc) or type(exc).__name__
+    message = " ".join(str(exc).split()) or type(exc).__name__
     return f"MCP call failed: {message}"
