@@ -51,6 +51,58 @@ states:
 """
 
 
+CHILD_SPENDS = """
+name: spends
+initial: judge
+scope: [src]
+states:
+  judge:
+    action: "echo 'All 5 checks passed'"
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: wait
+    on_no: failed
+    on_error: failed
+  wait:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+ASKED = """
+name: asked
+initial: ask
+scope: [src]
+states:
+  ask:
+    action: "Say that all checks passed."
+    action_type: prompt
+    timeout: 60
+    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def killed_while_held(cwd: Path, *extra: str) -> str:
+    """Start `loop.yaml`, SIGKILL it once its held action runs (it writes action.pid), and give
+    the run's id; the held action goes on until `go` exists (the caller ends its group)."""
+    proc = spawn(cwd, "run", "loop.yaml", "--json", "-q", *extra)
+    try:
+        # a fresh process imports the SDK before its first LLM call: seconds on a busy machine
+        wait_until(lambda: (cwd / "action.pid").exists(), timeout=90)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    return next(runs(cwd))
+
+
 def test_judge_yes_routes_to_success_and_reports_cost(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:
@@ -259,35 +311,12 @@ def test_every_sample_is_in_the_event_and_the_capture(
 
 def test_the_cost_of_a_run_survives_its_resume(loopback: LoopbackServer, tmp_path: Path) -> None:
     """A resumed run's LLM services start from zero; the run's cost must not."""
-    loop = """
-name: costly
-initial: judge
-scope: [src]
-states:
-  judge:
-    action: "echo 'All 5 checks passed'"
-    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
-    on_yes: wait
-    on_no: failed
-    on_error: failed
-  wait:
-    action: |
-      echo $$ > action.pid
-      while [ ! -f go ]; do sleep 0.05; done
-    next: done
-  done: {terminal: true}
-  failed: {terminal: true, failure: true}
-"""
-    write_loop(tmp_path, loop)
+    write_loop(tmp_path, CHILD_SPENDS)
     loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
-    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
-        # a fresh process imports the SDK before its first LLM call: seconds on a busy machine
-        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=15)
+        run_id = killed_while_held(tmp_path)
         (tmp_path / "go").touch()
-        resumed = result_of(ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q"))
+        resumed = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "-q"))
     finally:
         end_action_group(tmp_path / "action.pid")
     assert resumed["final_state"] == "done"
@@ -303,15 +332,12 @@ def test_a_resume_counts_a_call_before_the_boundary_once_whatever_the_files_mtim
     not count the judge before the boundary twice."""
     write_loop(tmp_path, CHILD_SPENDS)
     loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
-    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=15)
+        run_id = killed_while_held(tmp_path)
         state = tmp_path / ".loops" / "runs" / next(runs(tmp_path)) / "state.json"
         os.utime(state, (state.stat().st_atime - 10, state.stat().st_mtime - 10))
         (tmp_path / "go").touch()
-        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+        resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
     finally:
         end_action_group(tmp_path / "action.pid")
     assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
@@ -468,26 +494,6 @@ def test_a_resumed_replay_is_still_a_replay(loopback: LoopbackServer, tmp_path: 
     assert [(c["state"], c["source"]) for c in calls] == [("judge", "replay"), ("again", "replay")]
 
 
-CHILD_SPENDS = """
-name: spends
-initial: judge
-scope: [src]
-states:
-  judge:
-    action: "echo 'All 5 checks passed'"
-    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
-    on_yes: wait
-    on_no: failed
-    on_error: failed
-  wait:
-    action: |
-      echo $$ > action.pid
-      while [ ! -f go ]; do sleep 0.05; done
-    next: done
-  done: {terminal: true}
-  failed: {terminal: true, failure: true}
-"""
-
 CALLS_CHILD = """
 name: caller
 initial: call
@@ -512,13 +518,10 @@ def test_a_childs_spend_before_a_kill_stays_in_the_parents_cost(
     write_loop(tmp_path, CHILD_SPENDS, "spends.yaml")
     write_loop(tmp_path, CALLS_CHILD)
     loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
-    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=15)
+        run_id = killed_while_held(tmp_path)
         (tmp_path / "go").touch()
-        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+        resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
     finally:
         end_action_group(tmp_path / "action.pid")
     assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
@@ -533,23 +536,7 @@ def test_calls_made_after_the_last_boundary_count_after_a_resume(
     """Killed while the judge of a prompt state waits: the prompt's $3 answer was billed, and
     the state runs again on resume, billing another. The run's cost counts both (it used to
     count the second only: each kill hid a step's spend from max_cost_usd)."""
-    loop = """
-name: asked
-initial: ask
-scope: [src]
-states:
-  ask:
-    action: "Say that all checks passed."
-    action_type: prompt
-    timeout: 60
-    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
-    on_yes: done
-    on_no: failed
-    on_error: failed
-  done: {terminal: true}
-  failed: {terminal: true, failure: true}
-"""
-    write_loop(tmp_path, loop)
+    write_loop(tmp_path, ASKED)
     loopback.push(
         text_reply("All checks passed", input_tokens=1_000_000, output_tokens=0),
         Reply(hang=60.0),  # the judge never answers
@@ -582,11 +569,8 @@ def test_a_resumed_run_with_a_torn_call_log_still_replays(
         verdict_reply("yes", evidence="All 5 checks passed"),
         verdict_reply("yes", evidence="All 5 checks passed, again"),
     )
-    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=15)
+        run_id = killed_while_held(tmp_path)
     finally:
         end_action_group(tmp_path / "action.pid")
     run_id = next(runs(tmp_path))
@@ -601,24 +585,6 @@ def test_a_resumed_run_with_a_torn_call_log_still_replays(
     again = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q", "--replay", run_id)
     assert again.json["final_state"] == "done", again.stdout + again.stderr
     assert len(loopback.requests) == served
-
-
-ASKED = """
-name: asked
-initial: ask
-scope: [src]
-states:
-  ask:
-    action: "Say that all checks passed."
-    action_type: prompt
-    timeout: 60
-    evaluate: {type: llm_structured, prompt: "Did every check pass? Quote it."}
-    on_yes: done
-    on_no: failed
-    on_error: failed
-  done: {terminal: true}
-  failed: {terminal: true, failure: true}
-"""
 
 
 def test_a_replay_of_a_resumed_run_skips_the_calls_of_the_killed_attempt(
@@ -751,13 +717,10 @@ def test_every_level_of_a_run_killed_two_sub_loops_deep_keeps_its_spend(
     write_loop(tmp_path, CALLS_CHILD.replace("name: caller", "name: top").replace(
         "loop: spends", "loop: caller"))  # fmt: skip
     loopback.push(verdict_reply("yes", evidence="All 5 checks passed", input_tokens=1_000_000))
-    proc = spawn(tmp_path, "run", "loop.yaml", "--json", "-q")
     try:
-        wait_until(lambda: (tmp_path / "action.pid").exists(), timeout=90)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=15)
+        run_id = killed_while_held(tmp_path)
         (tmp_path / "go").touch()
-        resumed = ll_loop(tmp_path, "resume", next(runs(tmp_path)), "--json", "-q")
+        resumed = ll_loop(tmp_path, "resume", run_id, "--json", "-q")
     finally:
         end_action_group(tmp_path / "action.pid")
     assert resumed.json["final_state"] == "done", resumed.stdout + resumed.stderr
