@@ -14,6 +14,7 @@ from engine.llm.prices import PriceTable, load_prices
 from engine.model.errors import PreflightError
 from engine.model.loop import Evaluate, LlmConfig, Loop, State
 from engine.model.ports import LlmServices, Verdict
+from tests.cli import ll_loop
 from tests.loopback_server import (
     LoopbackServer,
     MemoryRecorder,
@@ -21,6 +22,7 @@ from tests.loopback_server import (
     text_reply,
     verdict_reply,
 )
+from tests.run_helpers import write_loop
 
 TEXT = "lint: 0 problems"
 QUOTE = "0 problems"
@@ -270,3 +272,30 @@ def test_bound_views_tag_events_and_share_costs(loopback: LoopbackServer, tmp_pa
     assert (first["depth"], "step" in first) == (0, False)
     assert (second["depth"], second["step"]) == (1, 4)
     assert made.cost_usd == child.cost_usd == pytest.approx(2 * 1000 * 1.0 / 1e6)
+
+
+def test_a_replay_refused_for_its_log_leaves_no_run_directory(tmp_path: Path) -> None:
+    """The log is read once the run's directory exists: a refusal left an empty directory with
+    no state.json behind, which `status` does not list and nothing ever removed."""
+    write_loop(
+        tmp_path,
+        """
+name: judged
+initial: a
+scope: ["."]
+states:
+  a:
+    action: echo hi
+    evaluate: {type: llm_structured, prompt: "Is it right? Quote it."}
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+""",
+    )
+    old = tmp_path / ".loops" / "runs" / "old"
+    old.mkdir(parents=True)
+    (old / "llm.jsonl").write_text('{"x":\n')
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--replay", "old")
+    assert ran.code == 2 and "llm.jsonl:1 is not JSON" in ran.stderr
+    assert [p.name for p in (tmp_path / ".loops" / "runs").iterdir()] == ["old"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -101,13 +102,19 @@ def start_run(
     if loop.uses_llm() or _family_uses_llm(launch):
         from engine.llm import create_llm_services
 
-        runtime.llm = create_llm_services(
-            loop,
-            run_dir=store.dir,
-            recorder=recorder,
-            replay_from=launch.replay_from,
-            cache=launch.cache,
-        )
+        try:
+            runtime.llm = create_llm_services(
+                loop,
+                run_dir=store.dir,
+                recorder=recorder,
+                replay_from=launch.replay_from,
+                cache=launch.cache,
+            )
+        except BaseException:  # a replay log that cannot be read: no run took place
+            actions.close()
+            if resume is None:
+                _discard(store)
+            raise
         stop.listeners.append(runtime.llm.stop)
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
@@ -144,6 +151,13 @@ def start_run(
         store.close()
     history.write(lambda h: h.record_run_end(result))
     return result
+
+
+def _discard(store: RunStore) -> None:
+    """Remove the directory of a run refused before its first step (it holds only the empty
+    folders made with it): `status` would not list it, and nothing would ever clean it up."""
+    store.close()
+    shutil.rmtree(store.dir, ignore_errors=True)
 
 
 def _release(store: RunStore) -> None:
