@@ -376,3 +376,43 @@ def test_a_damaged_state_json_is_named_as_such_and_the_events_still_show(tmp_pat
     assert "loop_complete" in shown.stdout
     nothing = ll_loop(tmp_path, "explain", "")
     assert (nothing.returncode, nothing.stderr.splitlines()[0]) == (2, "error: no run id given")
+
+
+FINAL_REPORT = """
+name: reported
+initial: tick
+scope: [work]
+max_steps: 1
+on_max_steps: report
+states:
+  tick:
+    action: "true"
+    on_yes: tick
+    on_no: done
+  report:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+      echo reported > report.txt
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_stop_while_on_max_steps_runs_is_a_stop_and_resume_runs_it_again(
+    project: Path,
+) -> None:
+    """Stopped in its on_max_steps state, the run was reported as ended by its budget
+    (`max_steps`) and a resume never ran that state again."""
+    write(project / "reported.yaml", FINAL_REPORT)
+    proc = spawn(project, "run", "reported.yaml", "--json", "-q")
+    wait_until(lambda: written(project / "action.pid"))
+    run_id = next((project / ".loops" / "runs").iterdir()).name
+    assert ll_loop(project, "stop", run_id).returncode == 0
+    out, _ = proc.communicate(timeout=15)
+    assert (proc.returncode, json.loads(out)["terminated_by"]) == (3, "stopped")
+    (project / "go").touch()
+    resumed = ll_loop(project, "resume", run_id, "--json", "-q")
+    assert (resumed.returncode, resumed.json["terminated_by"]) == (3, "max_steps"), resumed.stderr
+    assert resumed.json["final_state"] == "report"
+    assert (project / "report.txt").read_text() == "reported\n"

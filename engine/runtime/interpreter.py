@@ -560,11 +560,15 @@ def _finish_budget(loop: Loop, rs: RunState, rt: Runtime, started: float) -> Run
     """Steps exhausted: run `on_max_steps` once (not counted, not routed), then finish."""
     final = rs.current
     if loop.on_max_steps is not None and not rs.ran_on_max_steps:
-        rs.ran_on_max_steps = True
         final = loop.on_max_steps
         state = loop.states.get(final)
         if state is not None and not state.terminal:
-            run_state(loop, state, rs, rt)
+            _, _, stopped = run_state(loop, state, rs, rt)
+            if stopped:  # a stop, not the budget, ended the run; on resume the state runs again
+                return _finish(
+                    loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason
+                )
+        rs.ran_on_max_steps = True
         rs.current = final
     return _finish(loop, rs, rt, started, "inconclusive", "max_steps")
 
