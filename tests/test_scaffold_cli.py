@@ -54,6 +54,12 @@ def test_stdout_prints_yaml_and_writes_nothing(project: Path) -> None:
     assert done.returncode == 0
     assert yaml.safe_load(done.stdout)["name"] == "eval-harness-bug-204"
     assert not (project / ".loops").exists()
+    both = ll_loop(
+        "scaffold-eval", "--issues", "BUG-204", "--stdout", "--out", "x.yaml", cwd=project
+    )
+    assert both.returncode == 2  # --out was ignored without a word
+    assert "--stdout prints the loop and writes no file, so --out has nothing to do" in both.stderr
+    assert not (project / "x.yaml").exists()
 
 
 def test_json_summary_lists_placeholders_and_diagnostics(project: Path) -> None:

@@ -104,6 +104,11 @@ def write_scaffold(
     """
     from engine.load.project import ensure_dir, loops_dir, project_root, write_new_file
 
+    if stdout and out is not None:  # one of them would be ignored without a word
+        raise UsageError(
+            "--stdout prints the loop and writes no file, so --out has nothing to do",
+            hint="drop one of them",
+        )
     default_dir = loops_dir(project_root(root))
     target = None if stdout else _out_path(out, scaffold.name, default_dir)
     file = _display(target, root) if target else f"{scaffold.name}.yaml"
