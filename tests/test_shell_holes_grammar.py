@@ -131,6 +131,11 @@ HOLES = {
         {"x": "touch CANARY"},
         "ll-loop does not follow values into functions",
     ),
+    "quote-in-a-pattern": (  # the deep fuzzer: the grammar's `==` pattern swallows a quote
+        "echo == echo ' ] ${context.x}",
+        {"x": "\ntouch CANARY\n"},
+        "the pattern at line 1, column 9 leaves a quote open",
+    ),
 }
 
 
@@ -175,6 +180,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ("echo $'it\\'s' [${context.v}]", "it's [-v $(x)]\n"),
         ("printf '%s\\n' ${context.v}", "-v $(x)\n"),
         ("! ! printf '%s\\n' ${context.v}", "-v $(x)\n"),
+        ("[[ a == a ]] && [[ 'a b' =~ ^'a b'$ ]] && printf %s ${context.v}", "-v $(x)"),
         ("printf -- ${context.v}", "-v $(x)"),
         ('[ -n "${context.v}" ] && echo set', "set\n"),
         ('[ "${context.v}" = x ] || echo differs', "differs\n"),
@@ -204,7 +210,7 @@ def loop_yaml(action: str) -> str:
     )
 
 
-_WHOLE_SCRIPT = {"ansi-c-ending-in-backslash"}
+_WHOLE_SCRIPT = {"ansi-c-ending-in-backslash", "quote-in-a-pattern"}
 _ACTION_LINE = 20  # the block scalar of `loop_yaml` starts on this line
 
 

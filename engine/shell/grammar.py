@@ -241,6 +241,9 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
       `a` + backslash + newline + `EOF` is the line `aEOF`, not the end of the body.
     - A `$'...'` string ends at the first `'` no backslash escapes: in `$'\\'x'` bash's string
       is `$'\\'`, the grammar's runs on to the next quote.
+    - The grammar reads a pattern after `==` or `=~` (also after `==` in a plain command, where
+      bash has a word) as one token, quotes and all: in `echo == a ' ] x` its pattern is
+      `a ' `, while bash's `'` opens a string that runs on past it.
     """
     closers = _captures(root, "closer") if _CLOSER_WORDS.search(text) else []
     for node in closers:
@@ -265,6 +268,13 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the $'...' string at line {line}, column {column} ends elsewhere for bash "
                 "(a backslash before a quote)"
             )
+    for node in _captures(root, "regex") if _PATTERN_OPERATORS.search(source) else []:
+        if _quote_left_open(source[node.start_byte : node.end_byte]):
+            line, column = _point(source, node.start_byte)
+            return (
+                f"the pattern at line {line}, column {column} leaves a quote open, which bash "
+                "reads on past where the grammar ends it"
+            )
     for _body, doc in facts.heredocs:
         body = source[doc.start : doc.end]
         if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
@@ -274,6 +284,28 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 "backslash, which bash joins with the delimiter line"
             )
     return None
+
+
+def _quote_left_open(text: bytes) -> bool:
+    """Whether bash, reading `text` from outside any quotes, is still inside a quoted string
+    (or right after a backslash) at its end."""
+    i, mode = 0, b""
+    while i < len(text):
+        byte = text[i : i + 1]
+        if mode == b"'":
+            mode = b"" if byte == b"'" else mode
+        elif byte == b"\\":
+            i += 1  # escapes the next byte (inside "..." and $'...' too)
+        elif mode == b"$'":
+            mode = b"" if byte == b"'" else mode
+        elif mode == b'"':
+            mode = b"" if byte == b'"' else mode
+        elif byte == b"'" or byte == b'"':
+            mode = byte
+        elif text[i : i + 2] == b"$'":
+            mode, i = b"$'", i + 1
+        i += 1
+    return bool(mode) or i > len(text)
 
 
 def _ansi_c_end(source: bytes, start: int) -> int:
@@ -291,6 +323,7 @@ def _ansi_c_end(source: bytes, start: int) -> int:
     return len(source)
 
 
+_PATTERN_OPERATORS = re.compile(rb"[=!]=|=~")
 _CLOSER_WORDS = re.compile(r"\b(?:esac|fi|then|else|elif|done)\b|\}")
 _DECLARING_WORDS = re.compile(r"\b(?:declare|typeset|local|export|readonly|let)\b")
 _QUERY = """
@@ -300,6 +333,7 @@ _QUERY = """
 ["esac" "fi" "then" "else" "elif" "done" "}"] @closer
 (ansi_c_string) @ansi
 (function_definition) @function
+(regex) @regex
 """
 
 
