@@ -155,6 +155,19 @@ def test_the_bracket_test_is_refused_for_its_words_not_as_unparsable() -> None:
     assert "cannot parse" not in attempt(template, values)
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "shopt -s extglob\n[[ x == @(a|') ]] ; echo ${context.x}",
+        "shopt -s extglob\ncase x in +(a|b)' ) echo ;; esac; echo ${context.x}",
+    ],
+)
+def test_an_extglob_pattern_that_leaves_a_quote_open_is_refused(template: str) -> None:
+    """The grammar's extglob token swallows a quote as its `==` pattern does; no value placed
+    after one was seen to run (bash finds the script broken), but the positions are not bash's."""
+    assert "leaves a quote open" in attempt(template, {"x": "x ]]\ntouch CANARY\n#"})
+
+
 # --- integers still go where the holes were; the safe forms beside them are untouched ---------
 
 

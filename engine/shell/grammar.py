@@ -242,8 +242,9 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
     - A `$'...'` string ends at the first `'` no backslash escapes: in `$'\\'x'` bash's string
       is `$'\\'`, the grammar's runs on to the next quote.
     - The grammar reads a pattern after `==` or `=~` (also after `==` in a plain command, where
-      bash has a word) as one token, quotes and all: in `echo == a ' ] x` its pattern is
-      `a ' `, while bash's `'` opens a string that runs on past it.
+      bash has a word) and an extglob pattern (`@(a|b)`) as one token, quotes and all: in
+      `echo == a ' ] x` its pattern is `a ' `, while bash's `'` opens a string that runs on
+      past it.
     """
     closers = _captures(root, "closer") if _CLOSER_WORDS.search(text) else []
     for node in closers:
@@ -268,7 +269,7 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the $'...' string at line {line}, column {column} ends elsewhere for bash "
                 "(a backslash before a quote)"
             )
-    for node in _captures(root, "regex") if _PATTERN_OPERATORS.search(source) else []:
+    for node in _captures(root, "pattern") if _PATTERN_MARKS.search(source) else []:
         if _quote_left_open(source[node.start_byte : node.end_byte]):
             line, column = _point(source, node.start_byte)
             return (
@@ -323,7 +324,7 @@ def _ansi_c_end(source: bytes, start: int) -> int:
     return len(source)
 
 
-_PATTERN_OPERATORS = re.compile(rb"[=!]=|=~")
+_PATTERN_MARKS = re.compile(rb"[=!]=|=~|[@+*?!]\(")  # where the grammar may read a pattern
 _CLOSER_WORDS = re.compile(r"\b(?:esac|fi|then|else|elif|done)\b|\}")
 _DECLARING_WORDS = re.compile(r"\b(?:declare|typeset|local|export|readonly|let)\b")
 _QUERY = """
@@ -333,7 +334,7 @@ _QUERY = """
 ["esac" "fi" "then" "else" "elif" "done" "}"] @closer
 (ansi_c_string) @ansi
 (function_definition) @function
-(regex) @regex
+[(regex) (extglob_pattern)] @pattern
 """
 
 
