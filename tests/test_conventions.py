@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,28 @@ def test_a_harness_result_nobody_reads_keeps_its_exit_code(tmp_path: Path) -> No
     process.stdout.close()  # nobody reads the report
     assert process.wait(timeout=60) == 0
     assert process.stderr.read() == b""
+
+
+def test_ctrl_c_says_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C during a long command exited 130 with nothing said: typer turns the
+    KeyboardInterrupt into that exit code before our handler would have said so."""
+    states = "".join(f"  s{i}:\n    action: 'true'\n    on_yes: s{i + 1}\n" for i in range(20_000))
+    head = "name: huge\ninitial: s0\nmax_steps: 30000\nstates:\n"
+    (tmp_path / "huge.yaml").write_text(head + states + "  s20000: {terminal: true}\n")
+    process = subprocess.Popen(
+        [str(BIN / "ll-loop"), "validate", "huge.yaml"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    ticks = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until it has started on the file (start-up is ~0.3 s)
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / ticks >= 0.8:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert (process.returncode, err) == (130, "interrupted\n")

@@ -32,6 +32,7 @@ __all__ = [
 
 
 _debug = False  # `--debug` was given to the command being run
+INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (128 + SIGINT), as shells use
 
 
 def debug_enabled() -> bool:
@@ -57,7 +58,7 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except SystemExit as exc:
@@ -79,7 +80,10 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
             "re-run with --debug for the traceback and report it"
         )
         return 2
-    return int(result or 0) if isinstance(result, int) else 0
+    code = int(result or 0) if isinstance(result, int) else 0
+    if code == INTERRUPTED:  # Ctrl-C: typer turns it into this exit code before we see it
+        print("interrupted", file=sys.stderr)
+    return code
 
 
 # The file system refused a write: the machine's state, not a bug of ours.
