@@ -6,6 +6,7 @@ run's `outputs/`; the verdict must still be about all of it (a test log's summar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,38 @@ def test_a_value_too_large_for_the_environment_is_an_error_that_says_what_to_do(
     events = (ran.run_dir / "events.jsonl").read_text()
     assert "Argument list too long: the script or an interpolated value is larger" in events
     assert "${captured.name.output_path}" in events
+
+
+STDERR_LOOP = """
+name: noisy
+initial: fail
+scope: ["."]
+states:
+  fail:
+    action: >-
+      head -c {size} /dev/zero | tr '\\0' e >&2; echo >&2;
+      echo 'FAILED: the reason' >&2
+    capture: run
+    next: use
+  use:
+    action: 'echo ${{captured.run.stderr | length | integer}}'
+    capture: used
+    next: done
+  done: {{terminal: true}}
+"""
+
+
+@pytest.mark.parametrize("size", [100_000, 3_000_000])
+def test_stderr_keeps_its_end_and_is_interpolated_whole(tmp_path: Path, size: int) -> None:
+    """A capture kept stderr's last 64 Ki characters silently, and past the MiB an action's
+    stderr held in memory those were the end of its first MiB: the reason a failure gives, at
+    its very end, was lost from the capture and from the `action_complete` event."""
+    ran = run_yaml(tmp_path, STDERR_LOOP.format(size=size))
+    assert ran.code == 0, ran.stdout
+    state = json.loads((ran.run_dir / "state.json").read_text())
+    kept = state["captured"]["run"]["stderr"]
+    assert kept.endswith("FAILED: the reason") and len(kept) == 64 * 1024
+    assert state["captured"]["used"]["output"] == str(size + 1 + len("FAILED: the reason"))
+    events = [json.loads(line) for line in (ran.run_dir / "events.jsonl").read_text().splitlines()]
+    [ended] = [e for e in events if e["event"] == "action_complete" and e["state"] == "fail"]
+    assert ended["stderr"].endswith("FAILED: the reason\n")

@@ -31,6 +31,7 @@ class ActionResult:
     signal: int | None = None
     spawn_error: str | None = None
     output_path: str | None = None
+    stderr_path: str | None = None  # stderr whole, when it spilled (`stderr` is then its end)
     cost_usd: float = 0.0
     # An agent CLI's streamed events, parsed (conversation, tool_calls, events, token_usage,
     # cost_usd, num_turns): set when a prompt action's runner printed such a stream.

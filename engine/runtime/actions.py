@@ -84,13 +84,18 @@ class _Stream:
                 self.file.write(chunk)
             self.chunks = [b"".join(self.chunks)[: self.limit]]
 
-    def finish(self) -> tuple[str, str | None]:
-        """The (possibly truncated) text and the path of the whole output, if spilled."""
+    def finish(self, *, end: bool = False) -> tuple[str, str | None]:
+        """The text and the path of the whole stream, if it spilled: then the text is its first
+        `limit` bytes, or its last with `end` (stderr, where a failure says why)."""
         data = b"".join(self.chunks)
-        if self.file is not None:
-            self.file.close()
-            return data[: self.limit].decode("utf-8", "replace"), str(self.path)
-        return data.decode("utf-8", "replace"), None
+        if self.file is None:
+            return data.decode("utf-8", "replace"), None
+        self.file.close()
+        if end and self.path is not None:
+            with self.path.open("rb") as whole:
+                whole.seek(max(0, self.size - self.limit))
+                data = whole.read(self.limit)
+        return data[: self.limit].decode("utf-8", "replace"), str(self.path)
 
 
 class ActionRunner:
@@ -197,7 +202,7 @@ class ActionRunner:
             os.close(out_read)
             os.close(err_read)
         output, output_path = out.finish()
-        stderr, _ = err.finish()
+        stderr, stderr_path = err.finish(end=True)
         code = proc.returncode
         sig = -code if code is not None and code < 0 else None
         return ActionResult(
@@ -208,6 +213,7 @@ class ActionRunner:
             timed_out=timed_out,
             signal=None if timed_out or capped else sig,
             output_path=output_path,
+            stderr_path=stderr_path,
             output_capped=self.max_output if capped else None,
         )
 

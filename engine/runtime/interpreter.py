@@ -411,19 +411,21 @@ def remember(
 ) -> None:
     """Store the capture (if any) and `prev`, with outputs bounded in memory."""
     output, output_path = _bounded(result.output, result.output_path, state, rs, rt)
+    stderr, stderr_path = _bounded_end(result.stderr, result.stderr_path, state, rs, rt)
     name = state.capture
     if state.evaluate is not None and state.evaluate.type == "assessment":
         name = name or state.name  # an assessment is always captured: its judges' results
     if name and not state.is_subloop:
         rs.captured[name] = {
             "output": output,
-            "stderr": result.stderr[-CAPTURE_LIMIT:].rstrip("\n"),
+            "stderr": stderr,
             "exit_code": result.exit_code,
             "duration_ms": result.duration_ms,
             "timed_out": result.timed_out,
             "verdict": verdict.name,
             "details": dict(verdict.details),
             **({"output_path": output_path} if output_path else {}),
+            **({"stderr_path": stderr_path} if stderr_path else {}),
             **_judged(verdict),
             **_traced(result),
         }
@@ -659,39 +661,57 @@ def _bounded(
     and the file holding it whole when it was cut."""
     text = output[:-1] if output.endswith("\n") else output
     if len(text) > CAPTURE_LIMIT:
-        if output_path is None:
-            path = ensure_dir(rt.outputs_dir) / f"{rs.steps:06d}-{state.name}.out"
-            fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(output)
-            output_path = str(path)
+        output_path = output_path or _keep_whole(output, "out", state, rs, rt)
         text = text[:CAPTURE_LIMIT]
     return text, output_path
 
 
+def _bounded_end(
+    stderr: str, stderr_path: str | None, state: State, rs: RunState, rt: Runtime
+) -> tuple[str, str | None]:
+    """Stderr for a capture: its last CAPTURE_LIMIT chars (where a failure says why) and the
+    file holding it whole when it was cut."""
+    text = stderr.rstrip("\n")
+    if len(text) > CAPTURE_LIMIT or stderr_path is not None:
+        stderr_path = stderr_path or _keep_whole(stderr, "err", state, rs, rt)
+        text = text[-CAPTURE_LIMIT:]
+    return text, stderr_path
+
+
+def _keep_whole(text: str, suffix: str, state: State, rs: RunState, rt: Runtime) -> str:
+    """Write a stream too long for a capture to the run's outputs/; its path."""
+    path = ensure_dir(rt.outputs_dir) / f"{rs.steps:06d}-{state.name}.{suffix}"
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # never through a link
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return str(path)
+
+
 class _WholeOutput(Mapping[str, Any]):
-    """A capture (or `prev`) whose `output` was cut to `CAPTURE_LIMIT` characters to keep the
-    run's memory and state.json small: interpolating `.output` reads the whole output back from
-    its file, as an evaluator does. `${captured.log.output}` gave the first 64 Ki characters of
-    a 200 KB output, silently, to the next action or prompt."""
+    """A capture (or `prev`) whose `output` or `stderr` was cut to `CAPTURE_LIMIT` characters
+    to keep the run's memory and state.json small: interpolating it reads the whole stream back
+    from its file, as an evaluator does. `${captured.log.output}` gave the first 64 Ki
+    characters of a 200 KB output, silently, to the next action or prompt."""
 
     def __init__(self, entry: Mapping[str, Any], name: str) -> None:
         self._entry, self._name = entry, name
 
     def __getitem__(self, key: str) -> Any:
-        if key != "output":
+        path_key = _WHOLE_STREAMS.get(key)
+        if path_key is None or not _was_cut(self._entry, key):
             return self._entry[key]
-        path = Path(self._entry["output_path"])
+        path = Path(self._entry[path_key])
         try:
             size = path.stat().st_size
             if size <= WHOLE_OUTPUT_LIMIT:
-                return path.read_text(encoding="utf-8", errors="replace").removesuffix("\n")
-            reason = f"the output is {size:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} read back"
+                text = path.read_text(encoding="utf-8", errors="replace")
+                return text.removesuffix("\n") if key == "output" else text.rstrip("\n")
+            reason = f"the {key} is {size:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} read back"
         except OSError as exc:
-            reason = f"its whole output cannot be read from {path}: {exc.strerror or exc}"
+            reason = f"its whole {key} cannot be read from {path}: {exc.strerror or exc}"
         raise InterpolationError(
-            f"{self._name}.output",
-            f"{reason}; use the file instead: ${{{self._name}.output_path}}",
+            f"{self._name}.{key}",
+            f"{reason}; use the file instead: ${{{self._name}.{path_key}}}",
         )
 
     def __iter__(self) -> Iterator[str]:
@@ -701,10 +721,21 @@ class _WholeOutput(Mapping[str, Any]):
         return len(self._entry)
 
 
+_WHOLE_STREAMS = {"output": "output_path", "stderr": "stderr_path"}
+
+
+def _was_cut(entry: Mapping[str, Any], key: str) -> bool:
+    text = entry.get(key)
+    return (
+        isinstance(text, str)
+        and len(text) >= CAPTURE_LIMIT
+        and bool(entry.get(_WHOLE_STREAMS[key]))
+    )
+
+
 def _read_back(entry: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    """`entry` as interpolation sees it: whole, or read back when its output was cut."""
-    output = entry.get("output")
-    if isinstance(output, str) and len(output) >= CAPTURE_LIMIT and entry.get("output_path"):
+    """`entry` as interpolation sees it: whole, or read back where a stream of it was cut."""
+    if any(_was_cut(entry, key) for key in _WHOLE_STREAMS):
         return _WholeOutput(entry, name)
     return entry
 
