@@ -328,6 +328,7 @@ def _soup_check(template: str, value: str) -> None:
 @example("printf %s \"$(case b in a) echo esac;; b) printf %s \"${context.v}\";; esac)\"",
          "$(touch CANARY)")  # fmt: skip
 @example("cat <<EOF\na\\\nEOF\necho ${context.v}\nEOF\n", "$(touch CANARY)")
+@example("echo == echo ' ]", "\ntouch CANARY\n")  # the grammar's `==` pattern held a quote
 def test_generated_templates_never_run_a_payload(template: str, value: str) -> None:
     _soup_check(template, value)
 
