@@ -48,6 +48,8 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
     """Every interpolated string of a state, with its YAML path."""
     if state.action is not None:
         yield state_path(state, "action"), state.action
+    if state.loop is not None:  # the child's name is rendered before the child is looked up
+        yield state_path(state, "loop"), state.loop
     if state.evaluate is not None:
         for key in ("source", "prompt", "previous", "pattern", "path", "target"):
             value = getattr(state.evaluate, key)
@@ -68,10 +70,26 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
     for state in loop.states.values():
         for path, template in _fields(state):
             yield from _in_template(state, path, template)
-    for path, template in strings_in(loop.outputs, ("outputs",)):
+    for path, template in _loop_fields(loop):
         yield from _in_template(None, path, template)
+
+
+def _loop_fields(loop: Loop) -> Iterator[tuple[PathKey, str]]:
+    """The interpolated strings outside the states that a `Use` covers: `outputs:` (rendered at
+    the terminal) and the loop's `llm.runner`. `scope` is left to LL083: it is rendered before
+    the first step, where captures and `${prev}` do not exist."""
+    yield from strings_in(loop.outputs, ("outputs",))
     if loop.llm.runner is not None:
-        yield from _in_template(None, ("llm", "runner"), loop.llm.runner)
+        yield ("llm", "runner"), loop.llm.runner
+
+
+def _templates(loop: Loop) -> Iterator[tuple[PathKey, str]]:
+    """Every string of the loop a run interpolates, with its YAML path (scope entries too)."""
+    for state in loop.states.values():
+        yield from _fields(state)
+    yield from _loop_fields(loop)
+    for index, entry in enumerate(loop.scope or ()):
+        yield ("scope", index), entry
 
 
 def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[Use]:
@@ -89,9 +107,10 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
 @rule("LL030", "error", "bad-expression")
 def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
-    uses = _uses(ctx)
-    if not uses and not any("${" in t for s in ctx.loop.states.values() for _, t in _fields(s)):
+    templates = [(path, text) for path, text in _templates(ctx.loop) if "${" in text]
+    if not templates:
         return
+    uses = _uses(ctx)
     from engine.shell.interpolate import ROOTS, check_expression
 
     roots = sorted(ROOTS)
@@ -108,18 +127,17 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                 use.path,
                 "use Jinja2 expression syntax, e.g. ${captured.tests.output | default('')}",
             )
-    for state in ctx.loop.states.values():
-        for path, template in _fields(state):
-            for match in _OURS.finditer(template):
-                root = match.group(1)
-                if root not in ROOTS:
-                    yield Finding(
-                        f"expression root {root!r} is not a namespace{did_you_mean(root, roots)}",
-                        path,
-                        f"start the expression with one of {', '.join(roots)}; write $${{ for "
-                        "a literal ${",
-                    )
-            yield from _unknown_keys(path, template)
+    for path, template in templates:
+        for match in _OURS.finditer(template):
+            root = match.group(1)
+            if root not in ROOTS:
+                yield Finding(
+                    f"expression root {root!r} is not a namespace{did_you_mean(root, roots)}",
+                    path,
+                    f"start the expression with one of {', '.join(roots)}; write $${{ for "
+                    "a literal ${",
+                )
+        yield from _unknown_keys(path, template)
 
 
 def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:

@@ -550,6 +550,28 @@ def test_an_unknown_key_of_a_fixed_root_is_a_bad_expression() -> None:
     ]
 
 
+def test_bad_roots_and_keys_are_found_outside_the_states_fields_too() -> None:
+    """A typo in `loop:`, `scope`, `outputs:` or `llm.runner` went unreported: the run then sent
+    `loop:` to its error route, locked a path named `${contxt.out}/` and returned an output of
+    `${contxt.who}` or null."""
+    loop = loop_of(
+        {
+            "call": {"loop": "${contxt.job}", "on_yes": "done", "on_no": "done"},
+            "done": {"terminal": True},
+        },
+        scope=["${contxt.out}/"],
+        outputs={"greeting": "hello ${contxt.who}", "took": "${loop.elapsed_ms}"},
+    )
+    found = sorted((d.path, d.message) for d in lint_loop(loop) if d.code == "LL030")
+    bad_root = "expression root 'contxt' is not a namespace (did you mean 'context'?)"
+    assert found == [
+        ("outputs.greeting", bad_root),
+        ("outputs.took", "'loop' has no key 'elapsed_ms'"),
+        ("scope.0", bad_root),
+        ("states.call.loop", bad_root),
+    ]
+
+
 def test_the_fixed_roots_lint_knows_are_the_ones_a_run_fills_in(tmp_path: Path) -> None:
     (tmp_path / "keys.yaml").write_text(
         "name: keys\ninitial: s\nscope: [out.json]\nstates:\n"
