@@ -258,6 +258,20 @@ def test_llm_rules() -> None:
     assert found["LL020"].path == "states.guess"
 
 
+def test_a_judge_with_a_route_table_is_told_to_add_a_table_entry() -> None:
+    """With a route table, MR-4 said "add `on_no:`", which the loader refuses there (F017)."""
+    judge = {
+        "action": "cat report.txt",
+        "evaluate": {"type": "llm_structured", "prompt": "Actionable? Quote the evidence."},
+        "route": {"yes": "done", "blocked": "done", "_error": "done"},
+    }
+    loop = loop_of({"judge": judge, "done": {"terminal": True}})
+    [diag] = [d for d in lint_loop(loop) if d.code == "MR-4"]
+    assert diag.path == "states.judge.route"
+    assert "routes yes but neither no nor partial" in diag.message
+    assert "on_" not in diag.hint and "`no:` entry" in diag.hint
+
+
 def test_default_timeout_satisfies_prompt_timeout() -> None:
     loop = loop_of(
         {
