@@ -25,7 +25,9 @@ def _is_step(state: State) -> bool:
 
 @rule("LL010", "error", "terminal-with-action")
 def terminal_with_action(ctx: LintContext) -> Iterator[Finding]:
-    """A terminal state that has an action, evaluator, sub-loop or routes: none of it ever runs."""
+    """A terminal with an action, evaluator, sub-loop, capture, retries or routes: none runs.
+
+    A terminal has no edges, so LL001 never sees where its routes point."""
     for state in ctx.loop.terminals():
         dead = [
             key
@@ -35,6 +37,9 @@ def terminal_with_action(ctx: LintContext) -> Iterator[Finding]:
                 ("evaluate", state.evaluate is not None),
                 ("next", state.next is not None),
                 ("route", state.route is not None),
+                ("capture", state.capture is not None),
+                ("max_retries", state.max_retries is not None),
+                ("on_retry_exhausted", state.on_retry_exhausted is not None),
             )
             if present
         ] + [f"on_{v}" for v in state.routes]

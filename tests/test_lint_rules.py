@@ -211,6 +211,25 @@ def test_state_configuration_rules() -> None:
     assert found["LL015"].path == "states.failed.terminal"
 
 
+def test_a_terminal_with_a_capture_or_retries_is_dead_configuration() -> None:
+    """A terminal's `on_retry_exhausted` could name no state at all and pass: a terminal has no
+    edges, so LL001 never saw it, and only LL009 spoke, about the retry count."""
+    loop = loop_of(
+        {
+            "a": {"action": "x", "next": "done", "on_error": "done"},
+            "done": {
+                "terminal": True,
+                "capture": "result",
+                "max_retries": 2,
+                "on_retry_exhausted": "nowhere",
+            },
+        }
+    )
+    [diag] = [d for d in lint_loop(loop) if d.code not in ("LL008",)]
+    assert diag.code == "LL010" and diag.path == "states.done.capture"
+    assert "has capture, max_retries, on_retry_exhausted, which never runs" in diag.message
+
+
 @pytest.mark.parametrize("name", ["failed", "error", "abort", "gave_up", "buildFailure"])
 def test_failure_sounding_names(name: str) -> None:
     loop = loop_of(
