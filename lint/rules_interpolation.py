@@ -173,7 +173,9 @@ def unclosed_expression(ctx: LintContext) -> Iterator[Finding]:
 
 @rule("LL031", "warning", "capture-maybe-unset")
 def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
-    """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet."""
+    """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet.
+
+    `${prev...}` in the initial state is reported too: the first step has no previous one."""
     capturers: dict[str, list[str]] = {}
     for state in ctx.loop.states.values():
         auto = state.is_subloop or (
@@ -193,6 +195,14 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
         return bool(blockers) and reader not in _reach_avoiding(ctx, blockers)
 
     for use in _uses(ctx):
+        if use.root == "prev" and not use.guarded and _first_step_reads_prev(ctx, use):
+            yield Finding(
+                f"initial state {ctx.loop.initial!r} reads ${{{use.text}}}, but on the first "
+                "step no state has run yet, so there is no previous output",
+                use.path,
+                "guard the read: ${prev.output | default('')}, or read it in a later state",
+            )
+            continue
         name = use.capture
         if name is None or use.guarded:
             continue
@@ -227,6 +237,16 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             f"capture {name!r} on every path before this state, or guard the read: "
             f"${{captured.{name}.output | default('')}}",
         )
+
+
+def _first_step_reads_prev(ctx: LintContext, use: Use) -> bool:
+    """`use` is rendered by the first step of every run, when `prev` is still empty (an
+    evaluator's `previous:` is the exception: a missing value there means "none yet")."""
+    return (
+        use.state is not None
+        and use.state.name == ctx.loop.initial
+        and use.path[-2:] != ("evaluate", "previous")
+    )
 
 
 def _reach_avoiding(ctx: LintContext, blockers: set[str]) -> set[str]:

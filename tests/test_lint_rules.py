@@ -453,6 +453,28 @@ def test_a_state_reading_its_own_capture_is_unsafe_on_first_entry() -> None:
     assert "LL031" in codes(loop)
 
 
+def test_prev_read_by_the_initial_state_is_unset_on_the_first_step() -> None:
+    """`${prev.output}` in the initial state was an `error` verdict on every run's first step
+    (a child loop's too: it does not see its parent's output), and lint said nothing."""
+    states = {
+        "a": {
+            "action": 'echo "last: ${prev.output}"',
+            "evaluate": {"type": "convergence", "target": 0, "previous": "${prev.output}"},
+            "on_target": "b",
+            "on_progress": "a",
+            "on_stall": "b",
+            "on_error": "b",
+        },
+        "b": {"action": 'echo "${prev.output}"', "next": "done", "on_error": "done"},
+        "done": {"terminal": True},
+    }
+    found = [d for d in lint_loop(loop_of(states)) if d.code == "LL031"]
+    assert [d.path for d in found] == ["states.a.action"]  # not `previous:`, not state b
+    assert "initial state 'a' reads ${prev.output}, but on the first step" in found[0].message
+    guarded = {**states, "a": {**states["a"], "action": "echo \"${prev.output | default('')}\""}}
+    assert "LL031" not in codes(loop_of(guarded))
+
+
 def test_raw_capture_in_shell() -> None:
     flow = {
         **CAPTURE_FLOW,
