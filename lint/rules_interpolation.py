@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the interpolator (and jinja2) load only for a loop with `${
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
 _FIXED_KEY = re.compile(r"(?<!\$)\$\{\s*(state|loop|run)\s*\.\s*([A-Za-z_]\w*)")
+_PARAM_KEY = re.compile(r"^\s*param\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 
 
@@ -138,6 +139,27 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                     "a literal ${",
                 )
         yield from _unknown_keys(path, template)
+    yield from _undeclared_params(ctx.loop, uses)
+
+
+def _undeclared_params(loop: Loop, uses: list[Use]) -> Iterator[Finding]:
+    """`${param.X}` holds only the parameters the loop declares, so an undeclared X is never set
+    (a `context:` default or `--context` value included): certain to fail when rendered."""
+    declared = list(loop.parameters)
+    for use in uses:
+        match = _PARAM_KEY.match(use.text) if use.root == "param" else None
+        if match is None or use.guarded or not use.closed:
+            continue
+        key = match.group(1) or match.group(2)
+        if key in loop.parameters:
+            continue
+        yield Finding(
+            f"'param' has no key {key!r}{did_you_mean(key, declared)}: it holds only the "
+            "loop's declared parameters",
+            use.path,
+            f"declare {key!r} under `parameters:`, or read ${{context.{key}}}"
+            + (f" (declared: {', '.join(declared)})" if declared else ""),
+        )
 
 
 def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:

@@ -627,6 +627,30 @@ def test_bad_roots_and_keys_are_found_outside_the_states_fields_too() -> None:
     ]
 
 
+def test_a_param_the_loop_does_not_declare_is_a_bad_expression() -> None:
+    """`${param.isue}` (a typo) or `${param.label}` (a context default, not a parameter) was an
+    error verdict on every run: `param` holds only declared parameters."""
+    action = (
+        "echo \"${param.issue} ${param.isue} ${param.label} ${param['issue']}"
+        " ${param.extra | default('')}\""
+    )
+    loop = loop_of(
+        {
+            "s": {"action": action, "next": "done", "on_error": "done"},
+            "done": {"terminal": True},
+        },
+        parameters={"issue": {"type": "string", "required": True}},
+        context={"label": "bug"},
+    )
+    found = [d for d in lint_loop(loop) if d.code == "LL030"]
+    assert [d.message for d in found] == [
+        "'param' has no key 'isue' (did you mean 'issue'?): it holds only the loop's declared "
+        "parameters",
+        "'param' has no key 'label': it holds only the loop's declared parameters",
+    ]
+    assert "read ${context.label} (declared: issue)" in found[1].hint
+
+
 def test_the_fixed_roots_lint_knows_are_the_ones_a_run_fills_in(tmp_path: Path) -> None:
     (tmp_path / "keys.yaml").write_text(
         "name: keys\ninitial: s\nscope: [out.json]\nstates:\n"
