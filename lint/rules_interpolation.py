@@ -197,7 +197,8 @@ def unclosed_expression(ctx: LintContext) -> Iterator[Finding]:
 def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
     """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet.
 
-    `${prev...}` in the initial state is reported too: the first step has no previous one."""
+    `${prev...}` in the initial state is reported too: the first step has no previous one. An
+    evaluator's `previous:` is exempt: the run takes a missing value there as "none yet"."""
     capturers: dict[str, list[str]] = {}
     for state in ctx.loop.states.values():
         auto = state.is_subloop or (
@@ -217,7 +218,9 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
         return bool(blockers) and reader not in _reach_avoiding(ctx, blockers)
 
     for use in _uses(ctx):
-        if use.root == "prev" and not use.guarded and _first_step_reads_prev(ctx, use):
+        if use.guarded or use.path[-2:] == ("evaluate", "previous"):
+            continue  # a missing `previous:` value means "no previous value yet": progress
+        if use.root == "prev" and use.state is not None and use.state.name == ctx.loop.initial:
             yield Finding(
                 f"initial state {ctx.loop.initial!r} reads ${{{use.text}}}, but on the first "
                 "step no state has run yet, so there is no previous output",
@@ -226,7 +229,7 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             )
             continue
         name = use.capture
-        if name is None or use.guarded:
+        if name is None:
             continue
         if use.state is None:  # an `outputs:` entry, evaluated at whichever terminal is reached
             ends = sorted(ctx.reachable & ctx.graph.terminals, key=ctx.graph.order.__getitem__)
@@ -259,16 +262,6 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             f"capture {name!r} on every path before this state, or guard the read: "
             f"${{captured.{name}.output | default('')}}",
         )
-
-
-def _first_step_reads_prev(ctx: LintContext, use: Use) -> bool:
-    """`use` is rendered by the first step of every run, when `prev` is still empty (an
-    evaluator's `previous:` is the exception: a missing value there means "none yet")."""
-    return (
-        use.state is not None
-        and use.state.name == ctx.loop.initial
-        and use.path[-2:] != ("evaluate", "previous")
-    )
 
 
 def _reach_avoiding(ctx: LintContext, blockers: set[str]) -> set[str]:

@@ -475,6 +475,29 @@ def test_prev_read_by_the_initial_state_is_unset_on_the_first_step() -> None:
     assert "LL031" not in codes(loop_of(guarded))
 
 
+def test_a_convergence_previous_may_read_its_own_capture_unset() -> None:
+    """The pattern docs/format.md shows (`previous: ${captured.score.output}` on the state that
+    captures `score`) was LL031, but the run takes a missing `previous:` as "none yet"."""
+    states = {
+        "score": {
+            "action": "./score.sh",
+            "capture": "score",
+            "evaluate": {
+                "type": "convergence",
+                "target": 0.85,
+                "previous": "${captured.score.output}",
+            },
+            "on_target": "done",
+            "on_progress": "refine",
+            "on_stall": "done",
+            "on_error": "done",
+        },
+        "refine": {"action": "./refine.sh", "next": "score", "on_error": "done"},
+        "done": {"terminal": True},
+    }
+    assert "LL031" not in codes(loop_of(states))
+
+
 def test_raw_capture_in_shell() -> None:
     flow = {
         **CAPTURE_FLOW,
