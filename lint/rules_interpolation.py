@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the interpolator (and jinja2) load only for a loop with `${
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
+# The same, unless the `$` is escaped (`\${x.y}` matches that text literally in a regex).
+_OURS_IN_REGEX = re.compile(r"(?<![\\$])\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
 _FIXED_KEY = re.compile(r"(?<!\$)\$\{\s*(state|loop|run)\s*\.\s*([A-Za-z_]\w*)")
 _PARAM_KEY = re.compile(r"^\s*param\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
@@ -52,7 +54,7 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
     if state.loop is not None:  # the child's name is rendered before the child is looked up
         yield state_path(state, "loop"), state.loop
     if state.evaluate is not None:
-        for key in ("source", "prompt", "previous", "pattern", "path", "target"):
+        for key in ("source", "prompt", "previous", "target"):  # not pattern, path: _literal
             value = getattr(state.evaluate, key)
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
@@ -108,6 +110,7 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
 @rule("LL030", "error", "bad-expression")
 def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
+    yield from _not_interpolated(ctx.loop)
     templates = [(path, text) for path, text in _templates(ctx.loop) if "${" in text]
     if not templates:
         return
@@ -140,6 +143,26 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                 )
         yield from _unknown_keys(path, template)
     yield from _undeclared_params(ctx.loop, uses)
+
+
+def _not_interpolated(loop: Loop) -> Iterator[Finding]:
+    """An expression in an evaluator's `pattern` or `path`, which the run takes as written: a
+    regex `${` (end of line, then `{`) never matches, and no JSON key is spelled like that."""
+    for state in loop.states.values():
+        for key in ("pattern", "path"):
+            value = getattr(state.evaluate, key, None)
+            if not isinstance(value, str):
+                continue
+            match = _OURS_IN_REGEX.search(value)
+            if match is None:
+                continue
+            yield Finding(
+                f"the evaluator's `{key}` is not interpolated, so {value[match.start() :]!r} "
+                "is taken as written and never matches what it names",
+                state_path(state, "evaluate", key),
+                "write the text itself; to match a value, judge with an assessment's `regex` "
+                "builtin (its pattern is interpolated) or `grep -F` it in the action",
+            )
 
 
 def _undeclared_params(loop: Loop, uses: list[Use]) -> Iterator[Finding]:

@@ -678,6 +678,39 @@ def test_a_param_the_loop_does_not_declare_is_a_bad_expression() -> None:
     assert "read ${context.label} (declared: issue)" in found[1].hint
 
 
+def test_an_expression_in_a_pattern_or_json_path_is_not_interpolated() -> None:
+    """`pattern: "${context.expected}"` passed lint, and the run matched it as written: `no`
+    although the output held the expected text."""
+    routes = {"on_yes": "done", "on_no": "done", "on_error": "done"}
+    loop = loop_of(
+        {
+            "grep": {
+                "action": "make",
+                "evaluate": {"type": "output_contains", "pattern": "ok: ${context.expected}"},
+                **routes,
+            },
+            "json": {
+                "action": "cat r.json",
+                "evaluate": {"type": "output_json", "path": ".${captured.k.output}", "target": 1},
+                **routes,
+            },
+            "literal": {
+                "action": "make",
+                "evaluate": {"type": "output_contains", "pattern": r"\${context\.x} ${HOME}"},
+                **routes,
+            },
+            "done": {"terminal": True},
+        },
+        context={"expected": "BUILD SUCCESSFUL"},
+    )
+    found = [d for d in lint_loop(loop) if d.code.startswith("LL03")]
+    assert [(d.code, d.path) for d in found] == [
+        ("LL030", "states.grep.evaluate.pattern"),
+        ("LL030", "states.json.evaluate.path"),
+    ]
+    assert "'${context.expected}' is taken as written" in found[0].message
+
+
 def test_the_fixed_roots_lint_knows_are_the_ones_a_run_fills_in(tmp_path: Path) -> None:
     (tmp_path / "keys.yaml").write_text(
         "name: keys\ninitial: s\nscope: [out.json]\nstates:\n"
