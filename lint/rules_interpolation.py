@@ -58,6 +58,8 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
             value = getattr(state.evaluate, key)
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
+        for index, entry in enumerate(state.evaluate.scope):  # diff_stall's watched paths
+            yield state_path(state, "evaluate", "scope", index), entry
     yield from strings_in(state.with_, state_path(state, "with"))
     if state.runner is not None:
         yield state_path(state, "runner"), state.runner

@@ -711,6 +711,31 @@ def test_an_expression_in_a_pattern_or_json_path_is_not_interpolated() -> None:
     assert "'${context.expected}' is taken as written" in found[0].message
 
 
+def test_the_paths_a_diff_stall_watches_are_checked_like_any_interpolation() -> None:
+    """diff_stall renders its `scope:` entries before each check (a missing value is `error`),
+    but lint did not look at them."""
+    loop = loop_of(
+        {
+            "check": {
+                "action": "true",
+                "evaluate": {
+                    "type": "diff_stall",
+                    "scope": ["${contxt.dir}/", "${captured.dir.output}"],
+                },
+                "on_progress": "done",
+                "on_stall": "done",
+                "on_error": "done",
+            },
+            "done": {"terminal": True},
+        }
+    )
+    found = [(d.code, d.path) for d in lint_loop(loop) if d.code.startswith("LL03")]
+    assert found == [
+        ("LL030", "states.check.evaluate.scope.0"),
+        ("LL031", "states.check.evaluate.scope.1"),
+    ]
+
+
 def test_the_fixed_roots_lint_knows_are_the_ones_a_run_fills_in(tmp_path: Path) -> None:
     (tmp_path / "keys.yaml").write_text(
         "name: keys\ninitial: s\nscope: [out.json]\nstates:\n"
