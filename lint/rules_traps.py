@@ -15,6 +15,9 @@ from lint._registry import Finding, rule
 from lint.rules_interpolation import _uses
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
+# Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
+_SCOPE_RUN_KEYS = frozenset({"dir", "id"})
+_RUN_KEY = re.compile(r"^\s*run\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE_OF = re.compile(r"(?<!\$)\$\{\s*captured\s*\.\s*([A-Za-z_]\w*)")
 # `/name` or `/plugin:name` as the first word: a slash command, not a path to a program.
 _SLASH_COMMAND = re.compile(r"^\s*(/[A-Za-z][\w.-]*(?::[\w.-]+)?)(?=\s|$)")
@@ -93,16 +96,17 @@ def scope_not_run_level(ctx: LintContext) -> Iterator[Finding]:
         return
     from engine.shell.interpolate import find_expressions
 
-    allowed = ", ".join(sorted(RUN_LEVEL_ROOTS))
     for index, entry in enumerate(ctx.loop.scope):
         for expr in find_expressions(entry):
-            if expr.root in RUN_LEVEL_ROOTS:
+            key = _RUN_KEY.match(expr.text) if expr.root == "run" else None
+            if expr.root in RUN_LEVEL_ROOTS and (key is None or key.group(1) in _SCOPE_RUN_KEYS):
                 continue
             yield Finding(
                 f"scope entry {entry!r} reads ${{{expr.text.strip()}}}, which has no value when "
                 "the scope is locked, before the first step",
                 ("scope", index),
-                f"scope may use only values fixed for the run: {allowed} (e.g. ${{run.dir}})",
+                "scope may use only values fixed for the run: ${run.dir}, ${run.id}, "
+                "${context.X}, ${param.X}, ${env.X}",
             )
 
 

@@ -84,6 +84,12 @@ def test_scope_may_only_use_run_level_roots() -> None:
     assert codes(good) == []
     bad = loop("action: 'true'").replace('scope: ["."]', 'scope: [".", "${prev.output}"]')
     assert codes(bad) == [("LL083", "scope.1")]
+    # the scope is locked with run.dir and run.id only: ${run.started_at} passed and the run
+    # was refused before its first step ("missing value: 'started_at'")
+    late = loop("action: 'true'").replace(
+        'scope: ["."]', 'scope: ["${run.id}", "${run.started_at}"]'
+    )
+    assert codes(late) == [("LL083", "scope.1")]
 
 
 def test_input_key_must_name_a_parameter_or_context_key() -> None:
