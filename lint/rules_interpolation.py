@@ -79,6 +79,15 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
         yield from _in_template(None, path, template)
 
 
+def _scope_uses(loop: Loop) -> list[Use]:
+    """The expressions of the `scope` entries (rendered before the first step; see LL083)."""
+    return [
+        use
+        for index, entry in enumerate(loop.scope or ())
+        for use in _in_template(None, ("scope", index), entry)
+    ]
+
+
 def _loop_fields(loop: Loop) -> Iterator[tuple[PathKey, str]]:
     """The interpolated strings outside the states that a `Use` covers: `outputs:` (rendered at
     the terminal) and the loop's `llm.runner`. `scope` is left to LL083: it is rendered before

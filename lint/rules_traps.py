@@ -12,7 +12,7 @@ from engine.model.loop import RUN_LEVEL_ROOTS, Loop
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
 from lint._registry import Finding, rule
-from lint.rules_interpolation import _uses
+from lint.rules_interpolation import _scope_uses, _uses
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 # Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
@@ -35,7 +35,7 @@ def undefined_context(ctx: LintContext) -> Iterator[Finding]:
     """A `${context.X}` that no `context:` default or parameter provides: missing at run time."""
     provided = _provided(ctx.loop)
     seen: set[tuple[object, str]] = set()
-    for use in _uses(ctx):
+    for use in [*_uses(ctx), *_scope_uses(ctx.loop)]:
         match = _CONTEXT_KEY.match(use.text) if use.root == "context" else None
         if match is None or use.guarded or not use.closed:  # unclosed: LL033
             continue
