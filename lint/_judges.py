@@ -33,7 +33,7 @@ def judge_strings(state: State) -> Iterator[tuple[PathKey, str]]:
                     yield from strings_in(value, (*path, key))
         else:
             yield from strings_in(dict(judge.arguments), (*path, "arguments"))
-        for key in ("prompt", "llm_rubric", "criteria"):
+        for key in ("prompt", "llm_rubric", "criteria", "prompt_file"):
             text = getattr(judge, key)
             if isinstance(text, str):
                 yield (*path, key), text

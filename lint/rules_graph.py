@@ -150,6 +150,8 @@ def retries_never_counted(ctx: LintContext) -> Iterator[Finding]:
     """`max_retries` on a state that no cycle re-enters, so the retry count never grows."""
     entered_by_retry = {target for _, target in ctx.retries}
     for state in ctx.reachable_states():
+        if state.terminal:
+            continue  # a terminal's max_retries is dead like the rest of its keys: LL010
         if state.max_retries is not None and state.name not in entered_by_retry:
             yield Finding(
                 f"state {state.name!r} sets max_retries but no cycle leads back into it, "

@@ -22,7 +22,10 @@ if TYPE_CHECKING:  # the interpolator (and jinja2) load only for a loop with `${
 
 # `${name.` or `${name |` — shaped like one of our expressions rather than bash's `${HOME}`.
 _OURS = re.compile(r"(?<!\$)\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
+# The same, unless the `$` is escaped (`\${x.y}` matches that text literally in a regex).
+_OURS_IN_REGEX = re.compile(r"(?<![\\$])\$\{\s*([A-Za-z_]\w*)\s*(?=[.|])")
 _FIXED_KEY = re.compile(r"(?<!\$)\$\{\s*(state|loop|run)\s*\.\s*([A-Za-z_]\w*)")
+_PARAM_KEY = re.compile(r"^\s*param\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 _CAPTURE = re.compile(r"^\s*captured\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 
 
@@ -48,11 +51,15 @@ def _fields(state: State) -> Iterator[tuple[PathKey, str]]:
     """Every interpolated string of a state, with its YAML path."""
     if state.action is not None:
         yield state_path(state, "action"), state.action
+    if state.loop is not None:  # the child's name is rendered before the child is looked up
+        yield state_path(state, "loop"), state.loop
     if state.evaluate is not None:
-        for key in ("source", "prompt", "previous", "pattern", "path", "target"):
+        for key in ("source", "prompt", "previous", "target"):  # not pattern, path: _literal
             value = getattr(state.evaluate, key)
             if isinstance(value, str):
                 yield state_path(state, "evaluate", key), value
+        for index, entry in enumerate(state.evaluate.scope):  # diff_stall's watched paths
+            yield state_path(state, "evaluate", "scope", index), entry
     yield from strings_in(state.with_, state_path(state, "with"))
     if state.runner is not None:
         yield state_path(state, "runner"), state.runner
@@ -68,10 +75,35 @@ def _find_uses(loop: Loop) -> Iterator[Use]:
     for state in loop.states.values():
         for path, template in _fields(state):
             yield from _in_template(state, path, template)
-    for path, template in strings_in(loop.outputs, ("outputs",)):
+    for path, template in _loop_fields(loop):
         yield from _in_template(None, path, template)
+
+
+def _scope_uses(loop: Loop) -> list[Use]:
+    """The expressions of the `scope` entries (rendered before the first step; see LL083)."""
+    return [
+        use
+        for index, entry in enumerate(loop.scope or ())
+        for use in _in_template(None, ("scope", index), entry)
+    ]
+
+
+def _loop_fields(loop: Loop) -> Iterator[tuple[PathKey, str]]:
+    """The interpolated strings outside the states that a `Use` covers: `outputs:` (rendered at
+    the terminal) and the loop's `llm.runner`. `scope` is left to LL083: it is rendered before
+    the first step, where captures and `${prev}` do not exist."""
+    yield from strings_in(loop.outputs, ("outputs",))
     if loop.llm.runner is not None:
-        yield from _in_template(None, ("llm", "runner"), loop.llm.runner)
+        yield ("llm", "runner"), loop.llm.runner
+
+
+def _templates(loop: Loop) -> Iterator[tuple[PathKey, str]]:
+    """Every string of the loop a run interpolates, with its YAML path (scope entries too)."""
+    for state in loop.states.values():
+        yield from _fields(state)
+    yield from _loop_fields(loop)
+    for index, entry in enumerate(loop.scope or ()):
+        yield ("scope", index), entry
 
 
 def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[Use]:
@@ -89,9 +121,11 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
 @rule("LL030", "error", "bad-expression")
 def bad_expression(ctx: LintContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
-    uses = _uses(ctx)
-    if not uses and not any("${" in t for s in ctx.loop.states.values() for _, t in _fields(s)):
+    yield from _not_interpolated(ctx.loop)
+    templates = [(path, text) for path, text in _templates(ctx.loop) if "${" in text]
+    if not templates:
         return
+    uses = _uses(ctx)
     from engine.shell.interpolate import ROOTS, check_expression
 
     roots = sorted(ROOTS)
@@ -108,18 +142,58 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                 use.path,
                 "use Jinja2 expression syntax, e.g. ${captured.tests.output | default('')}",
             )
-    for state in ctx.loop.states.values():
-        for path, template in _fields(state):
-            for match in _OURS.finditer(template):
-                root = match.group(1)
-                if root not in ROOTS:
-                    yield Finding(
-                        f"expression root {root!r} is not a namespace{did_you_mean(root, roots)}",
-                        path,
-                        f"start the expression with one of {', '.join(roots)}; write $${{ for "
-                        "a literal ${",
-                    )
-            yield from _unknown_keys(path, template)
+    for path, template in templates:
+        for match in _OURS.finditer(template):
+            root = match.group(1)
+            if root not in ROOTS:
+                yield Finding(
+                    f"expression root {root!r} is not a namespace{did_you_mean(root, roots)}",
+                    path,
+                    f"start the expression with one of {', '.join(roots)}; write $${{ for "
+                    "a literal ${",
+                )
+        yield from _unknown_keys(path, template)
+    yield from _undeclared_params(ctx.loop, uses)
+
+
+def _not_interpolated(loop: Loop) -> Iterator[Finding]:
+    """An expression in an evaluator's `pattern` or `path`, which the run takes as written: a
+    regex `${` (end of line, then `{`) never matches, and no JSON key is spelled like that."""
+    for state in loop.states.values():
+        for key in ("pattern", "path"):
+            value = getattr(state.evaluate, key, None)
+            if not isinstance(value, str):
+                continue
+            match = _OURS_IN_REGEX.search(value)
+            if match is None:
+                continue
+            yield Finding(
+                f"the evaluator's `{key}` is not interpolated, so {value[match.start() :]!r} "
+                "is taken as written and never matches what it names",
+                state_path(state, "evaluate", key),
+                "write the text itself; to match a value, judge with an assessment's `regex` "
+                "builtin (its pattern is interpolated) or `grep -F` it in the action",
+            )
+
+
+def _undeclared_params(loop: Loop, uses: list[Use]) -> Iterator[Finding]:
+    """`${param.X}` holds only the parameters the loop declares, so an undeclared X is never set
+    (a `context:` default or `--context` value included): certain to fail when rendered."""
+    declared = list(loop.parameters)
+    for use in uses:
+        match = _PARAM_KEY.match(use.text) if use.root == "param" else None
+        if match is None or use.guarded or not use.closed:
+            continue
+        key = match.group(1) or match.group(2)
+        if key in loop.parameters:
+            continue
+        yield Finding(
+            f"'param' has no key {key!r}{did_you_mean(key, declared)}: it holds only the "
+            "loop's declared parameters",
+            use.path,
+            f"declare {key!r} under `parameters:`, or read ${{context.{key}}}"
+            + (f" (declared: {', '.join(declared)})" if declared else ""),
+        )
 
 
 def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:
@@ -155,7 +229,10 @@ def unclosed_expression(ctx: LintContext) -> Iterator[Finding]:
 
 @rule("LL031", "warning", "capture-maybe-unset")
 def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
-    """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet."""
+    """A `${captured.X...}` read where some path from `initial` has not run `capture: X` yet.
+
+    `${prev...}` in the initial state is reported too: the first step has no previous one. An
+    evaluator's `previous:` is exempt: the run takes a missing value there as "none yet"."""
     capturers: dict[str, list[str]] = {}
     for state in ctx.loop.states.values():
         auto = state.is_subloop or (
@@ -175,8 +252,18 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
         return bool(blockers) and reader not in _reach_avoiding(ctx, blockers)
 
     for use in _uses(ctx):
+        if use.guarded or use.path[-2:] == ("evaluate", "previous"):
+            continue  # a missing `previous:` value means "no previous value yet": progress
+        if use.root == "prev" and use.state is not None and use.state.name == ctx.loop.initial:
+            yield Finding(
+                f"initial state {ctx.loop.initial!r} reads ${{{use.text}}}, but on the first "
+                "step no state has run yet, so there is no previous output",
+                use.path,
+                "guard the read: ${prev.output | default('')}, or read it in a later state",
+            )
+            continue
         name = use.capture
-        if name is None or use.guarded:
+        if name is None:
             continue
         if use.state is None:  # an `outputs:` entry, evaluated at whichever terminal is reached
             ends = sorted(ctx.reachable & ctx.graph.terminals, key=ctx.graph.order.__getitem__)

@@ -100,9 +100,15 @@ def judge_without_no(ctx: LintContext) -> Iterator[Finding]:
         table = state.route if state.route is not None else state.routes
         has_default = state.route is not None and "_" in table
         if "yes" in table and not ({"no", "partial"} & table.keys()) and not has_default:
+            if state.route is None:
+                routes = "on_yes but neither on_no nor on_partial"
+                hint = "add `on_no:` (partial and blocked fall back to it)"
+            else:  # a route table has no fallbacks, and rejects on_* keys (F017)
+                routes = "yes but neither no nor partial"
+                hint = "add a `no:` entry (and `partial:`, `blocked:`) to the route table, or `_:`"
             yield Finding(
-                f"LLM-judged state {state.name!r} routes on_yes but neither on_no nor "
-                "on_partial, so a negative judgement has no deliberate destination",
+                f"LLM-judged state {state.name!r} routes {routes}, so a negative judgement has "
+                "no deliberate destination",
                 state_path(state, "on_yes" if state.route is None else "route"),
-                "add `on_no:` (partial and blocked fall back to it)",
+                hint,
             )

@@ -25,7 +25,9 @@ def _is_step(state: State) -> bool:
 
 @rule("LL010", "error", "terminal-with-action")
 def terminal_with_action(ctx: LintContext) -> Iterator[Finding]:
-    """A terminal state that has an action, evaluator, sub-loop or routes: none of it ever runs."""
+    """A terminal with an action, evaluator, sub-loop, capture, retries or routes: none runs.
+
+    A terminal has no edges, so LL001 never sees where its routes point."""
     for state in ctx.loop.terminals():
         dead = [
             key
@@ -35,6 +37,9 @@ def terminal_with_action(ctx: LintContext) -> Iterator[Finding]:
                 ("evaluate", state.evaluate is not None),
                 ("next", state.next is not None),
                 ("route", state.route is not None),
+                ("capture", state.capture is not None),
+                ("max_retries", state.max_retries is not None),
+                ("on_retry_exhausted", state.on_retry_exhausted is not None),
             )
             if present
         ] + [f"on_{v}" for v in state.routes]
@@ -128,9 +133,8 @@ _FAILURE_WORDS = frozenset(
 def failure_sounding_terminal(ctx: LintContext) -> Iterator[Finding]:
     """A terminal named like a failure (`failed`, `error`, `abort`, …) without `failure: true`."""
     for state in ctx.loop.terminals():
-        words = set(
-            re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", state.name).lower())
-        )
+        parts = re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", state.name).lower())
+        words = {*parts, "".join(parts)}  # `give_up` is the one word `giveup`
         if not state.failure and words & _FAILURE_WORDS:
             yield Finding(
                 f"terminal {state.name!r} sounds like a failure but counts as success: "

@@ -12,9 +12,12 @@ from engine.model.loop import RUN_LEVEL_ROOTS, Loop
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
 from lint._registry import Finding, rule
-from lint.rules_interpolation import _uses
+from lint.rules_interpolation import _scope_uses, _uses
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
+# Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
+_SCOPE_RUN_KEYS = frozenset({"dir", "id"})
+_RUN_KEY = re.compile(r"^\s*run\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE_OF = re.compile(r"(?<!\$)\$\{\s*captured\s*\.\s*([A-Za-z_]\w*)")
 # `/name` or `/plugin:name` as the first word: a slash command, not a path to a program.
 _SLASH_COMMAND = re.compile(r"^\s*(/[A-Za-z][\w.-]*(?::[\w.-]+)?)(?=\s|$)")
@@ -32,7 +35,7 @@ def undefined_context(ctx: LintContext) -> Iterator[Finding]:
     """A `${context.X}` that no `context:` default or parameter provides: missing at run time."""
     provided = _provided(ctx.loop)
     seen: set[tuple[object, str]] = set()
-    for use in _uses(ctx):
+    for use in [*_uses(ctx), *_scope_uses(ctx.loop)]:
         match = _CONTEXT_KEY.match(use.text) if use.root == "context" else None
         if match is None or use.guarded or not use.closed:  # unclosed: LL033
             continue
@@ -93,16 +96,17 @@ def scope_not_run_level(ctx: LintContext) -> Iterator[Finding]:
         return
     from engine.shell.interpolate import find_expressions
 
-    allowed = ", ".join(sorted(RUN_LEVEL_ROOTS))
     for index, entry in enumerate(ctx.loop.scope):
         for expr in find_expressions(entry):
-            if expr.root in RUN_LEVEL_ROOTS:
+            key = _RUN_KEY.match(expr.text) if expr.root == "run" else None
+            if expr.root in RUN_LEVEL_ROOTS and (key is None or key.group(1) in _SCOPE_RUN_KEYS):
                 continue
             yield Finding(
                 f"scope entry {entry!r} reads ${{{expr.text.strip()}}}, which has no value when "
                 "the scope is locked, before the first step",
                 ("scope", index),
-                f"scope may use only values fixed for the run: {allowed} (e.g. ${{run.dir}})",
+                "scope may use only values fixed for the run: ${run.dir}, ${run.id}, "
+                "${context.X}, ${param.X}, ${env.X}",
             )
 
 

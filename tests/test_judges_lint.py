@@ -43,9 +43,12 @@ def test_interpolations_in_judge_fields_are_checked() -> None:
           - {type: llm_review, criteria: "Does it fix ${captured.triage.output}?"}
         judges:
           - {name: r, builtin: regex, arguments: {pattern: "${context.word"}}
+          - {name: q, prompt_file: "${contxt.prompts}/quality.md"}
         """
     )
     assert ("LL030", "states.work.evaluate.expectations.0.command") in found
+    # prompt_file is rendered before it is read; a typo there was never reported
+    assert ("LL030", "states.work.evaluate.judges.1.prompt_file") in found
     assert ("LL031", "states.work.evaluate.expectations.1.criteria") in found
     assert ("LL033", "states.work.evaluate.judges.0.arguments.pattern") in found
 

@@ -211,8 +211,31 @@ def test_state_configuration_rules() -> None:
     assert found["LL015"].path == "states.failed.terminal"
 
 
-@pytest.mark.parametrize("name", ["failed", "error", "abort", "gave_up", "buildFailure"])
+def test_a_terminal_with_a_capture_or_retries_is_dead_configuration() -> None:
+    """A terminal's `on_retry_exhausted` could name no state at all and pass: a terminal has no
+    edges, so LL001 never saw it, and only LL009 spoke, about the retry count."""
+    loop = loop_of(
+        {
+            "a": {"action": "x", "next": "done", "on_error": "done"},
+            "done": {
+                "terminal": True,
+                "capture": "result",
+                "max_retries": 2,
+                "on_retry_exhausted": "nowhere",
+            },
+        }
+    )
+    [diag] = [d for d in lint_loop(loop) if d.code not in ("LL008",)]
+    assert diag.code == "LL010" and diag.path == "states.done.capture"
+    assert "has capture, max_retries, on_retry_exhausted, which never runs" in diag.message
+
+
+@pytest.mark.parametrize(
+    "name", ["failed", "error", "abort", "gave_up", "buildFailure", "give_up", "GiveUp", "time_out"]
+)
 def test_failure_sounding_names(name: str) -> None:
+    # give_up (docs/format.md's own sub-loop example) and time_out passed: each part alone
+    # is no failure word, the name as one word is
     loop = loop_of(
         {
             "s": {"action": "x", "on_yes": "ok", "on_no": name, "on_error": name},
@@ -256,6 +279,20 @@ def test_llm_rules() -> None:
     assert found["MR-4"].path == "states.judge.on_yes"
     assert found["LL021"].path == "states.ask.action_type"
     assert found["LL020"].path == "states.guess"
+
+
+def test_a_judge_with_a_route_table_is_told_to_add_a_table_entry() -> None:
+    """With a route table, MR-4 said "add `on_no:`", which the loader refuses there (F017)."""
+    judge = {
+        "action": "cat report.txt",
+        "evaluate": {"type": "llm_structured", "prompt": "Actionable? Quote the evidence."},
+        "route": {"yes": "done", "blocked": "done", "_error": "done"},
+    }
+    loop = loop_of({"judge": judge, "done": {"terminal": True}})
+    [diag] = [d for d in lint_loop(loop) if d.code == "MR-4"]
+    assert diag.path == "states.judge.route"
+    assert "routes yes but neither no nor partial" in diag.message
+    assert "on_" not in diag.hint and "`no:` entry" in diag.hint
 
 
 def test_default_timeout_satisfies_prompt_timeout() -> None:
@@ -420,6 +457,51 @@ def test_a_state_reading_its_own_capture_is_unsafe_on_first_entry() -> None:
     assert "LL031" in codes(loop)
 
 
+def test_prev_read_by_the_initial_state_is_unset_on_the_first_step() -> None:
+    """`${prev.output}` in the initial state was an `error` verdict on every run's first step
+    (a child loop's too: it does not see its parent's output), and lint said nothing."""
+    states = {
+        "a": {
+            "action": 'echo "last: ${prev.output}"',
+            "evaluate": {"type": "convergence", "target": 0, "previous": "${prev.output}"},
+            "on_target": "b",
+            "on_progress": "a",
+            "on_stall": "b",
+            "on_error": "b",
+        },
+        "b": {"action": 'echo "${prev.output}"', "next": "done", "on_error": "done"},
+        "done": {"terminal": True},
+    }
+    found = [d for d in lint_loop(loop_of(states)) if d.code == "LL031"]
+    assert [d.path for d in found] == ["states.a.action"]  # not `previous:`, not state b
+    assert "initial state 'a' reads ${prev.output}, but on the first step" in found[0].message
+    guarded = {**states, "a": {**states["a"], "action": "echo \"${prev.output | default('')}\""}}
+    assert "LL031" not in codes(loop_of(guarded))
+
+
+def test_a_convergence_previous_may_read_its_own_capture_unset() -> None:
+    """The pattern docs/format.md shows (`previous: ${captured.score.output}` on the state that
+    captures `score`) was LL031, but the run takes a missing `previous:` as "none yet"."""
+    states = {
+        "score": {
+            "action": "./score.sh",
+            "capture": "score",
+            "evaluate": {
+                "type": "convergence",
+                "target": 0.85,
+                "previous": "${captured.score.output}",
+            },
+            "on_target": "done",
+            "on_progress": "refine",
+            "on_stall": "done",
+            "on_error": "done",
+        },
+        "refine": {"action": "./refine.sh", "next": "score", "on_error": "done"},
+        "done": {"terminal": True},
+    }
+    assert "LL031" not in codes(loop_of(states))
+
+
 def test_raw_capture_in_shell() -> None:
     flow = {
         **CAPTURE_FLOW,
@@ -547,6 +629,110 @@ def test_an_unknown_key_of_a_fixed_root_is_a_bad_expression() -> None:
     assert found == [
         "'loop' has no key 'elapsed_ms'",
         "'loop' has no key 'stpes' (did you mean 'steps'?)",
+    ]
+
+
+def test_bad_roots_and_keys_are_found_outside_the_states_fields_too() -> None:
+    """A typo in `loop:`, `scope`, `outputs:` or `llm.runner` went unreported: the run then sent
+    `loop:` to its error route, locked a path named `${contxt.out}/` and returned an output of
+    `${contxt.who}` or null."""
+    loop = loop_of(
+        {
+            "call": {"loop": "${contxt.job}", "on_yes": "done", "on_no": "done"},
+            "done": {"terminal": True},
+        },
+        scope=["${contxt.out}/"],
+        outputs={"greeting": "hello ${contxt.who}", "took": "${loop.elapsed_ms}"},
+    )
+    found = sorted((d.path, d.message) for d in lint_loop(loop) if d.code == "LL030")
+    bad_root = "expression root 'contxt' is not a namespace (did you mean 'context'?)"
+    assert found == [
+        ("outputs.greeting", bad_root),
+        ("outputs.took", "'loop' has no key 'elapsed_ms'"),
+        ("scope.0", bad_root),
+        ("states.call.loop", bad_root),
+    ]
+
+
+def test_a_param_the_loop_does_not_declare_is_a_bad_expression() -> None:
+    """`${param.isue}` (a typo) or `${param.label}` (a context default, not a parameter) was an
+    error verdict on every run: `param` holds only declared parameters."""
+    action = (
+        "echo \"${param.issue} ${param.isue} ${param.label} ${param['issue']}"
+        " ${param.extra | default('')}\""
+    )
+    loop = loop_of(
+        {
+            "s": {"action": action, "next": "done", "on_error": "done"},
+            "done": {"terminal": True},
+        },
+        parameters={"issue": {"type": "string", "required": True}},
+        context={"label": "bug"},
+    )
+    found = [d for d in lint_loop(loop) if d.code == "LL030"]
+    assert [d.message for d in found] == [
+        "'param' has no key 'isue' (did you mean 'issue'?): it holds only the loop's declared "
+        "parameters",
+        "'param' has no key 'label': it holds only the loop's declared parameters",
+    ]
+    assert "read ${context.label} (declared: issue)" in found[1].hint
+
+
+def test_an_expression_in_a_pattern_or_json_path_is_not_interpolated() -> None:
+    """`pattern: "${context.expected}"` passed lint, and the run matched it as written: `no`
+    although the output held the expected text."""
+    routes = {"on_yes": "done", "on_no": "done", "on_error": "done"}
+    loop = loop_of(
+        {
+            "grep": {
+                "action": "make",
+                "evaluate": {"type": "output_contains", "pattern": "ok: ${context.expected}"},
+                **routes,
+            },
+            "json": {
+                "action": "cat r.json",
+                "evaluate": {"type": "output_json", "path": ".${captured.k.output}", "target": 1},
+                **routes,
+            },
+            "literal": {
+                "action": "make",
+                "evaluate": {"type": "output_contains", "pattern": r"\${context\.x} ${HOME}"},
+                **routes,
+            },
+            "done": {"terminal": True},
+        },
+        context={"expected": "BUILD SUCCESSFUL"},
+    )
+    found = [d for d in lint_loop(loop) if d.code.startswith("LL03")]
+    assert [(d.code, d.path) for d in found] == [
+        ("LL030", "states.grep.evaluate.pattern"),
+        ("LL030", "states.json.evaluate.path"),
+    ]
+    assert "'${context.expected}' is taken as written" in found[0].message
+
+
+def test_the_paths_a_diff_stall_watches_are_checked_like_any_interpolation() -> None:
+    """diff_stall renders its `scope:` entries before each check (a missing value is `error`),
+    but lint did not look at them."""
+    loop = loop_of(
+        {
+            "check": {
+                "action": "true",
+                "evaluate": {
+                    "type": "diff_stall",
+                    "scope": ["${contxt.dir}/", "${captured.dir.output}"],
+                },
+                "on_progress": "done",
+                "on_stall": "done",
+                "on_error": "done",
+            },
+            "done": {"terminal": True},
+        }
+    )
+    found = [(d.code, d.path) for d in lint_loop(loop) if d.code.startswith("LL03")]
+    assert found == [
+        ("LL030", "states.check.evaluate.scope.0"),
+        ("LL031", "states.check.evaluate.scope.1"),
     ]
 
 

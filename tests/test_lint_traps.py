@@ -37,6 +37,14 @@ def test_undefined_context_is_reported_once_per_field_and_key() -> None:
     assert found == [("LL080", "states.a.action"), ("LL080", "states.a.action")]
 
 
+def test_undefined_context_in_scope_is_reported() -> None:
+    """A scope entry is rendered before the first step: `${context.out_dir}` with no default
+    refused the run ("missing value") although lint passed the loop."""
+    scoped = 'scope: ["${context.out_dir}/", "${context.tmp | default(\'\')}"]'
+    found = codes(loop("action: 'true'").replace('scope: ["."]', scoped))
+    assert found == [("LL080", "scope.0")]
+
+
 def test_provided_or_guarded_context_is_not_reported() -> None:
     top = "context: {who: me}\nparameters: {n: {type: integer}}"
     action = 'action: echo "${context.who} ${context.n} ${context.input} ${context.x | default(1)}"'
@@ -84,6 +92,12 @@ def test_scope_may_only_use_run_level_roots() -> None:
     assert codes(good) == []
     bad = loop("action: 'true'").replace('scope: ["."]', 'scope: [".", "${prev.output}"]')
     assert codes(bad) == [("LL083", "scope.1")]
+    # the scope is locked with run.dir and run.id only: ${run.started_at} passed and the run
+    # was refused before its first step ("missing value: 'started_at'")
+    late = loop("action: 'true'").replace(
+        'scope: ["."]', 'scope: ["${run.id}", "${run.started_at}"]'
+    )
+    assert codes(late) == [("LL083", "scope.1")]
 
 
 def test_input_key_must_name_a_parameter_or_context_key() -> None:

@@ -232,6 +232,25 @@ def test_action_and_subloop_do_not_mix() -> None:
     assert "an action or a sub-loop, not both" in d.message
 
 
+def test_a_subloop_state_takes_no_evaluate() -> None:
+    """The child's outcome is the verdict and the evaluator never ran: lint and simulate took
+    its verdicts (`target`...), and the run ended on an unrouted `yes`, or passed a check the
+    child's output failed."""
+    d = one(
+        """\
+        name: x
+        initial: a
+        states:
+          a:
+            loop: child
+            evaluate: {type: output_contains, pattern: READY}
+            on_yes: a
+        """,
+        "F017",
+    )
+    assert "an evaluate block would never run" in d.message
+
+
 def test_with_needs_loop() -> None:
     d = one(
         """\
