@@ -381,3 +381,16 @@ def test_states_written_as_a_list_gets_a_hint() -> None:
 def test_a_quoted_cost_is_not_called_seconds() -> None:
     d = one(MINIMAL + 'max_cost_usd: "2"\n', "F011")
     assert d.hint == "write a plain number without quotes"
+
+
+@pytest.mark.parametrize("spelling", ["on-yes", "onYes", "On_Yes", "ON_YES"])
+def test_a_route_in_another_spelling_gets_the_snake_case_route(spelling: str) -> None:
+    d = one(MINIMAL.replace("next: done", f"{spelling}: done"), "F012")
+    assert d.message == f"unknown key '{spelling}' in states.start"
+    assert d.hint == "did you mean 'on_yes'? routes are written on_<verdict>, in lowercase with _"
+
+
+def test_an_action_written_as_a_list_gets_the_block_form() -> None:
+    d = one(MINIMAL.replace('action: "true"', "action:\n      - make\n      - make test"), "F011")
+    assert d.message == "states.start.action must be a string, got a list"
+    assert d.hint == "write the commands as one text block: action: |, then one command per line"
