@@ -135,6 +135,9 @@ def test_a_literal_child_that_cannot_load_refuses_the_run_before_step_one(projec
     assert done.returncode == 2
     assert result_of(done)["steps"] == 0
     assert "no loop named 'nosuchloop'" in done.stderr
+    write(project / "typo.yaml", PARENT.replace("loop: child", "loop: chlid"))
+    done = ll_loop(project, "run", "typo.yaml", "-c", "mode=ok", "--json")
+    assert "(did you mean 'child'?)" in done.stderr
 
 
 def test_a_child_that_cannot_load_is_an_error_verdict_with_the_reason(project: Path) -> None:
