@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.load.loader import check_loop_text
 from engine.load.suggest import UNSUPPORTED
 from tests.load_helpers import MINIMAL, one, problems
 
@@ -394,3 +395,26 @@ def test_an_action_written_as_a_list_gets_the_block_form() -> None:
     d = one(MINIMAL.replace('action: "true"', "action:\n      - make\n      - make test"), "F011")
     assert d.message == "states.start.action must be a string, got a list"
     assert d.hint == "write the commands as one text block: action: |, then one command per line"
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        (
+            '{type: integer, default: "two"}',
+            "the default of parameter 'n' of loop 'minimal' must be an integer, got \"two\"",
+        ),
+        (
+            "{type: string, enum: [low, high], default: medium}",
+            "the default of parameter 'n' of loop 'minimal' must be one of \"low\", \"high\", "
+            'got "medium"',
+        ),
+    ],
+)
+def test_a_default_the_parameter_would_refuse_is_refused(declared: str, message: str) -> None:
+    """A caller's --context n=two is refused, so the default must fit the same rules."""
+    d = one(MINIMAL + f"parameters:\n  n: {declared}\n", "F014")
+    assert (d.message, d.path, d.line) == (message, "parameters.n.default", 10)
+    assert d.hint == "write a default the parameter accepts, or change its type or enum"
+    loop, _, found = check_loop_text(MINIMAL + 'parameters:\n  n: {type: integer, default: "3"}\n')
+    assert loop is not None and not found
