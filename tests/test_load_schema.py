@@ -418,3 +418,17 @@ def test_a_default_the_parameter_would_refuse_is_refused(declared: str, message:
     assert d.hint == "write a default the parameter accepts, or change its type or enum"
     loop, _, found = check_loop_text(MINIMAL + 'parameters:\n  n: {type: integer, default: "3"}\n')
     assert loop is not None and not found
+
+
+def test_a_misspelt_required_key_is_told_once_as_the_unknown_key() -> None:
+    """`patern:` is the mistake; "missing the required key 'pattern'" above it would be the one
+    line a refused run or a LoadError's message shows, without the "did you mean"."""
+    text = MINIMAL.replace(
+        "next: done", "evaluate: {type: output_contains, patern: ok}\n    on_yes: done"
+    )
+    found = problems(text)
+    assert [(d.code, d.message, d.hint) for d in found] == [
+        ("F012", "unknown key 'patern' in states.start.evaluate", "did you mean 'pattern'?")
+    ]
+    found = problems(text.replace("patern: ok", "negate: true"))  # nothing misspelt: still said
+    assert [d.code for d in found] == ["F010"]

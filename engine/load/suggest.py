@@ -297,6 +297,8 @@ def explain(found: list[Violation], positions: Positions, file: str) -> list[Dia
     for violation in found:
         if violation.keyword == "propertyNames" and violation.path in unknown:
             continue  # already reported as an unknown key
+        if violation.keyword == "required" and _misspelt(violation, unknown):
+            continue  # `patern:` says "did you mean 'pattern'?"; "missing pattern" only echoes it
 
         for code, message, hint, at, of_value in _explain(violation):
             line, column = positions.value_of(at) if of_value else positions.of(at)
@@ -308,6 +310,12 @@ def explain(found: list[Violation], positions: Positions, file: str) -> list[Dia
 
 
 _Explained = tuple[str, str, str, PathKey, bool]
+
+
+def _misspelt(missing: Violation, unknown: set[PathKey]) -> bool:
+    """The required key is what an unknown key beside it was meant to be."""
+    beside = [str(path[-1]) for path in unknown if path[:-1] == missing.path]
+    return did_you_mean(str(missing.detail), beside) is not None
 
 
 def _explain(v: Violation) -> list[_Explained]:
