@@ -744,6 +744,7 @@ def suite(
 
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
+    _refuse_lint_errors(target)
     options = SuiteOptions(
         samples=samples,
         jobs=jobs,
@@ -758,6 +759,41 @@ def suite(
     )
     return run_suite(
         target, options, cwd=where.base or Path.cwd(), on_case=on_case, progress=progress
+    )
+
+
+_PER_CASE_RULES = frozenset({"LL034"})
+"""Lint errors a suite still runs with: LL034 assumes every case value is text, but a case
+whose value is a number passes where bash evaluates it, and the others error one by one."""
+
+
+def _refuse_lint_errors(target: Path | Suite) -> None:
+    """Refuse a suite whose lint finds errors (an unknown builtin, an `if:` that does not
+    parse, a gate that can never pass) before any case runs, as `ll-loop run` refuses a loop:
+    otherwise every case pays for its subject and the mistake shows only in the report. A file
+    that does not load is left to `run_suite`, which raises its `LoadError`."""
+    from engine.load.suite import check_suite_file
+    from engine.model.suite import Suite
+    from engine.suites import SuiteRefusal
+    from lint import lint_suite
+
+    if isinstance(target, Suite):
+        suite: Suite | None = target
+        positions: Positions | None = None
+    else:
+        suite, positions, _ = check_suite_file(target)
+    if suite is None:
+        return
+    found = lint_suite(suite, positions)
+    errors = [d for d in found if d.severity == "error" and d.code not in _PER_CASE_RULES]
+    if not errors:
+        return
+    first = errors[0]
+    more = len(errors) - 1
+    listed = f"; `ll-loop validate {suite.source}` lists all {len(errors)}" if more else ""
+    raise SuiteRefusal(
+        f"{first.location()}: {first.code} {first.message}; the suite did not run",
+        hint=(first.hint or "fix it") + listed,
     )
 
 

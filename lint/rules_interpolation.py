@@ -288,7 +288,7 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
         where = (
             f"on some path from {ctx.loop.initial!r} no state with `capture: {name}` runs before it"
             if name in capturers
-            else f"no state has `capture: {name}`"
+            else f"no state has `capture: {name}`{did_you_mean(name, capturers)}"
         )
         yield Finding(
             f"state {reader!r} reads ${{{use.text}}}, but {where}",

@@ -8,6 +8,7 @@ from pathlib import Path
 from engine.model.judges import Judge
 from lint._context import LintContext
 from lint._judges import judges_with_paths
+from lint._paths import did_you_mean
 from lint._registry import Finding, rule
 from lint._suite import SuiteContext
 
@@ -89,7 +90,8 @@ def judge_builtin(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         if found is None:
             names = sorted({b.name for b in all_builtins()})
             yield Finding(
-                f"judge {judge.name!r} names builtin {judge.builtin!r}, which does not exist",
+                f"judge {judge.name!r} names builtin {judge.builtin!r}, which does not exist"
+                + did_you_mean(judge.builtin or "", names),
                 (*path, "builtin"),
                 f"use one of {', '.join(names)} (`ll-loop judges` lists them with arguments)",
             )

@@ -328,6 +328,17 @@ def test_validate_names_a_missing_loop(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no loop named 'nope'"):
         engine.validate("nope", cwd=tmp_path)
     assert engine.validate("fix-until-green-demo") == []
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "count-to-three.yaml").write_text("name: count-to-three\n")
+    (tmp_path / ".loops" / "nightly.suite.yaml").write_text("name: nightly\n")
+    with pytest.raises(UsageError) as typo:
+        engine.validate("count-to-thre", cwd=tmp_path)
+    assert typo.value.message == (
+        "no loop named 'count-to-thre' in .loops/ or the built-ins (did you mean 'count-to-three'?)"
+    )
+    with pytest.raises(UsageError) as suite:  # a suite is not a loop to suggest
+        engine.validate("nightly", cwd=tmp_path)
+    assert "did you mean" not in suite.value.message
 
 
 def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:

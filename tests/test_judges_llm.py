@@ -98,6 +98,20 @@ def test_an_unknown_template_variable_is_the_judges_error_naming_it(tmp_path: Pa
     assert result.status == "error"
     assert "'output', which does not exist" in str(result.error)
     assert "judges.yaml:10" in str(result.error)  # the line of the judge entry
+    assert "(did you mean 'outputs'?)" in str(result.error)
+
+
+def test_an_unknown_template_filter_is_the_judges_error_naming_the_one_meant(
+    tmp_path: Path,
+) -> None:
+    """Jinja's compiler refuses it (not its parser): one sentence, not TemplateAssertionError
+    with a `File "<introspection>"` tail."""
+    judge = judge_of("name: q\nprompt: 'Judge {{ outputs | uppper }}'")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "error"
+    assert str(result.error).endswith(
+        "its template does not compile: No filter named 'uppper'. (did you mean 'upper'?)"
+    )
 
 
 def test_bool_judge_passes_with_a_verbatim_quote(loopback: LoopbackServer, tmp_path: Path) -> None:

@@ -177,6 +177,26 @@ def test_a_check_that_does_not_compile_names_its_file_line() -> None:
     assert d.line == 13 and "does not compile" in d.message  # the line of `return (value`
 
 
+def test_a_check_written_as_an_expression_is_told_to_return_it() -> None:
+    """Written like an `if:`, the check returns None, which no judge accepts: every run errors."""
+    block = """
+    type: assessment
+    judges:
+      - name: said_hi
+        check: |
+          text = outputs["stdout"]
+          "hi" in text
+    """
+    d = one(loop_text(block), "F043")
+    assert d.line == 13  # the line of the dropped expression
+    assert d.message.endswith(
+        "the check snippet computes 'hi' in text and returns nothing, so the judge could only error"
+    )
+    assert d.hint == "a check is a function body: write return 'hi' in text, \"why\""
+    for fine in ('return "hi" in text', "raise SystemExit(1)", "print(text)"):
+        assert load_loop_text(loop_text(block.replace('"hi" in text', fine)))
+
+
 def test_polpo_misspellings_get_a_use_hint() -> None:
     path = one(
         loop_text("type: assessment\nexpectations:\n  - {type: file_exists, path: a.txt}\n"),
@@ -244,7 +264,7 @@ def test_rubric_judges_need_no_cannot_judge_route_ll007() -> None:
 
 
 def test_assessment_verdicts_are_closed_yes_no_error() -> None:
-    text = loop_text("type: assessment\njudges:\n  - {name: a, check: x}\n").replace(
+    text = loop_text("type: assessment\njudges:\n  - {name: a, check: return x}\n").replace(
         "    on_no: failed\n", "    on_no: failed\n    on_partial: failed\n"
     )
     codes = [d.code for d in lint_loop(load_loop_text(text))]
@@ -252,7 +272,9 @@ def test_assessment_verdicts_are_closed_yes_no_error() -> None:
 
 
 def test_a_score_range_whose_minimum_is_not_below_its_maximum_is_refused() -> None:
-    reversed_range = "type: assessment\njudges:\n  - {name: a, check: x, score_range: [5, 1]}\n"
+    reversed_range = (
+        "type: assessment\njudges:\n  - {name: a, check: return x, score_range: [5, 1]}\n"
+    )
     d = one(loop_text(reversed_range), "F015")
     assert d.message == (
         "states.work.evaluate.judges[0] (judge 'a'): score_range [5, 1] holds no value between "

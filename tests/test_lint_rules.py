@@ -420,6 +420,15 @@ def test_capture_read_where_it_may_be_unset() -> None:
     )
 
 
+def test_a_misspelt_capture_gets_the_capture_meant() -> None:
+    report = {**CAPTURE_FLOW["report"], "action": 'echo "${captured.test.output}"'}
+    found = [d for d in lint_loop(loop_of({**CAPTURE_FLOW, "report": report})) if d.code == "LL031"]
+    assert found[0].message == (
+        "state 'report' reads ${captured.test.output}, but no state has `capture: test` "
+        "(did you mean 'tests'?)"
+    )
+
+
 def test_capture_read_is_safe_when_dominated_or_defaulted() -> None:
     dominated = {**CAPTURE_FLOW, "start": {**CAPTURE_FLOW["start"], "on_no": "test"}}
     assert "LL031" not in codes(loop_of(dominated))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.load.loader import check_loop_text
 from engine.load.suggest import UNSUPPORTED
 from tests.load_helpers import MINIMAL, one, problems
 
@@ -400,3 +401,53 @@ def test_states_written_as_a_list_gets_a_hint() -> None:
 def test_a_quoted_cost_is_not_called_seconds() -> None:
     d = one(MINIMAL + 'max_cost_usd: "2"\n', "F011")
     assert d.hint == "write a plain number without quotes"
+
+
+@pytest.mark.parametrize("spelling", ["on-yes", "onYes", "On_Yes", "ON_YES"])
+def test_a_route_in_another_spelling_gets_the_snake_case_route(spelling: str) -> None:
+    d = one(MINIMAL.replace("next: done", f"{spelling}: done"), "F012")
+    assert d.message == f"unknown key '{spelling}' in states.start"
+    assert d.hint == "did you mean 'on_yes'? routes are written on_<verdict>, in lowercase with _"
+
+
+def test_an_action_written_as_a_list_gets_the_block_form() -> None:
+    d = one(MINIMAL.replace('action: "true"', "action:\n      - make\n      - make test"), "F011")
+    assert d.message == "states.start.action must be a string, got a list"
+    assert d.hint == "write the commands as one text block: action: |, then one command per line"
+
+
+@pytest.mark.parametrize(
+    ("declared", "message"),
+    [
+        (
+            '{type: integer, default: "two"}',
+            "the default of parameter 'n' of loop 'minimal' must be an integer, got \"two\"",
+        ),
+        (
+            "{type: string, enum: [low, high], default: medium}",
+            "the default of parameter 'n' of loop 'minimal' must be one of \"low\", \"high\", "
+            'got "medium"',
+        ),
+    ],
+)
+def test_a_default_the_parameter_would_refuse_is_refused(declared: str, message: str) -> None:
+    """A caller's --context n=two is refused, so the default must fit the same rules."""
+    d = one(MINIMAL + f"parameters:\n  n: {declared}\n", "F014")
+    assert (d.message, d.path, d.line) == (message, "parameters.n.default", 10)
+    assert d.hint == "write a default the parameter accepts, or change its type or enum"
+    loop, _, found = check_loop_text(MINIMAL + 'parameters:\n  n: {type: integer, default: "3"}\n')
+    assert loop is not None and not found
+
+
+def test_a_misspelt_required_key_is_told_once_as_the_unknown_key() -> None:
+    """`patern:` is the mistake; "missing the required key 'pattern'" above it would be the one
+    line a refused run or a LoadError's message shows, without the "did you mean"."""
+    text = MINIMAL.replace(
+        "next: done", "evaluate: {type: output_contains, patern: ok}\n    on_yes: done"
+    )
+    found = problems(text)
+    assert [(d.code, d.message, d.hint) for d in found] == [
+        ("F012", "unknown key 'patern' in states.start.evaluate", "did you mean 'pattern'?")
+    ]
+    found = problems(text.replace("patern: ok", "negate: true"))  # nothing misspelt: still said
+    assert [d.code for d in found] == ["F010"]

@@ -45,6 +45,22 @@ def test_tab_indentation_gets_a_hint_about_spaces() -> None:
     assert "spaces" in d.hint
 
 
+def test_a_key_without_its_colon_is_named_on_its_own_line() -> None:
+    """YAML reports `action "true"` one line below, at the next key's colon."""
+    text = MINIMAL.replace('action: "true"', 'action "true"\n    # a comment\n')
+    d = one(text, "F001")
+    assert (d.line, d.column) == (8, 5)
+    assert d.hint == 'line 5 has no colon after its key: write action: "true"'
+    d = one(MINIMAL.replace('action: "true"', 'action "true"'), "F001")
+    assert (d.line, d.column, d.hint) == (
+        6,
+        9,
+        'line 5 has no colon after its key: write action: "true"',
+    )
+    d = one(MINIMAL.replace('action: "true"', "action: echo a: b"), "F001")
+    assert d.hint == 'quote a value that contains ": ", e.g. action: "echo a: b"'
+
+
 def test_two_documents_are_refused() -> None:
     d = one(MINIMAL + "---\nname: other\n", "F001")
     assert "---" in d.hint

@@ -135,6 +135,9 @@ def test_a_literal_child_that_cannot_load_refuses_the_run_before_step_one(projec
     assert done.returncode == 2
     assert result_of(done)["steps"] == 0
     assert "no loop named 'nosuchloop'" in done.stderr
+    write(project / "typo.yaml", PARENT.replace("loop: child", "loop: chlid"))
+    done = ll_loop(project, "run", "typo.yaml", "-c", "mode=ok", "--json")
+    assert "(did you mean 'child'?)" in done.stderr
 
 
 def test_a_child_that_cannot_load_is_an_error_verdict_with_the_reason(project: Path) -> None:
@@ -216,3 +219,40 @@ def test_recursion_is_bounded_with_a_clear_error(tmp_path: Path) -> None:
     assert max(e.get("depth", 0) for e in events) == 8
     deepest = [e for e in events if e["event"] == "evaluate" and e.get("depth") == 8]
     assert "sub-loops nest deeper than 8 levels" in deepest[0]["details"]["error"]
+
+
+def test_an_unrouted_child_error_names_its_cause(tmp_path: Path) -> None:
+    """Without on_error, the run's error says why the child failed (a failed action, a loop
+    that calls itself), once, not "verdict 'error'" alone nor wrapped once per level."""
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: go
+        states:
+          go: {action: "exit 3", next: done}
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path / "self.yaml",
+        """
+        name: self
+        initial: again
+        states:
+          again: {loop: self.yaml, on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+    )
+    write(tmp_path / "parent.yaml", (tmp_path / "self.yaml").read_text().replace("self", "child"))
+    result = result_of(ll_loop(tmp_path, "run", "parent.yaml", "--json", "-q"))
+    assert result["error"] == (
+        "state 'again' produced verdict 'error', which has no route: its loop 'child' failed: "
+        "state 'go' failed (action exited with code 3) and has no on_error route"
+    )
+    result = result_of(ll_loop(tmp_path, "run", "self.yaml", "--json", "-q"))
+    assert result["error"] == (
+        "state 'again' produced verdict 'error', which has no route: its loop 'self' failed: "
+        "sub-loops nest deeper than 8 levels: loop 'self' calls 'self.yaml' at depth 9 (a loop "
+        "that calls itself without end?)"
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
 from tests.lint_cli_helpers import ll_loop
-from tests.suite_helpers import write
+from tests.suite_helpers import suite, write
 
 SUITE = """\
 name: checked
@@ -108,3 +108,33 @@ def test_case_text_where_bash_runs_code_is_an_error(tmp_path: Path) -> None:
     )
     found = [(d.code, d.line) for d in check_file(path) if d.severity == "error"]
     assert found == [("LL034", 4), ("LL034", 6)]
+
+
+def test_a_suite_with_lint_errors_is_refused_before_any_case_runs(tmp_path: Path) -> None:
+    """As `ll-loop run` refuses a loop: a misspelt builtin would otherwise run every case's
+    subject and error the judge on each."""
+    ran = tmp_path / "ran"
+    write(
+        tmp_path / "typo.suite.yaml",
+        f"""\
+        name: typo
+        cases: [{{input: {{text: hi}}}}, {{input: {{text: ho}}}}]
+        subject:
+          command: touch {ran}
+        judges:
+          - name: ok
+            builtin: exit_cod
+          - name: cond
+            if: "annotations.get('x' "
+            check: return True, "ok"
+        """,
+    )
+    code, out, err = suite(tmp_path, "typo.suite.yaml")
+    assert code == 2, out + err
+    message, hint = err.splitlines()
+    assert message == (
+        "error: typo.suite.yaml:7:5: LL073 judge 'ok' names builtin 'exit_cod', which does not "
+        "exist (did you mean 'exit_code'?); the suite did not run"
+    )
+    assert hint.endswith("`ll-loop validate typo.suite.yaml` lists all 2")
+    assert not ran.exists()

@@ -104,6 +104,22 @@ def test_messages_name_the_suite_and_suggest() -> None:
     assert found == ["1:F004 the top level of a suite file must be a mapping of keys, got a list"]
 
 
+def test_a_misspelt_subject_kind_is_told_as_the_unknown_key_alone() -> None:
+    """`cmd:` is the mistake: "subject has no kind" above it would be the only line a refused
+    run shows, without the "did you mean"."""
+    found = problems(GOOD.replace("  command: echo", "  cmd: echo", 1))
+    assert found == ["8:F012 unknown key 'cmd' in subject"]
+    found = problems(GOOD.replace("  command: echo", "  model: m\n  commmand: echo", 2))
+    assert found == [
+        "9:F012 unknown key 'commmand' in subject",
+        "23:F012 unknown key 'commmand' in baseline_subject",
+    ]
+    found = problems(
+        GOOD.replace('  command: echo "${inputs.text}" | tr a-z A-Z\n', "  model: m\n")
+    )
+    assert found == ["7:F050 subject has no kind: it sets none of command, prompt, agent and loop"]
+
+
 def test_yaml_syntax_and_alias_bombs_are_diagnostics(tmp_path: Path) -> None:
     assert problems("name: [unclosed\n")[0].split(" ")[0].endswith("F001")
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -42,6 +42,7 @@ from engine.llm.judge import (
     run_concurrently,
     tool_input,
 )
+from engine.load.spelling import did_you_mean_hint
 from engine.model.ports import MessagesPort, MessagesReply
 
 EVALUATION_TOOL = "submit_evaluation"
@@ -106,14 +107,29 @@ def _compiled(source: str) -> tuple[Any, frozenset[str]]:
         raise JudgeError(
             f"its template does not parse (template line {exc.lineno}): {exc.message}"
         ) from None
-    used = frozenset(meta.find_undeclared_variables(parsed))
+    try:  # the compiler, not the parser, refuses an unknown filter or test
+        used = frozenset(meta.find_undeclared_variables(parsed))
+        template = env.from_string(source)
+    except TemplateSyntaxError as exc:
+        raise JudgeError(f"its template does not compile: {_unknown_name(env, exc)}") from None
     unknown = sorted(used - {*VARIABLES, INTERPOLATED})
     if unknown:
         raise JudgeError(
-            f"its template uses the variable {unknown[0]!r}, which does not exist "
-            f"(known: {', '.join(VARIABLES)})"
+            f"its template uses the variable {unknown[0]!r}, which does not exist"
+            f"{did_you_mean_hint(unknown[0], VARIABLES)} (known: {', '.join(VARIABLES)})"
         )
-    return env.from_string(source), used
+    return template, used
+
+
+def _unknown_name(env: Any, exc: Exception) -> str:
+    """Jinja's `No filter named 'uppper'.`, without the `File "<introspection>"` it appends, and
+    with the filter or test meant."""
+    message = str(getattr(exc, "message", None) or exc).split(' File "<', 1)[0].strip()
+    for kind, known in (("filter", env.filters), ("test", env.tests)):
+        prefix = f"No {kind} named '"
+        if message.startswith(prefix):
+            return message + did_you_mean_hint(message[len(prefix) :].split("'", 1)[0], known)
+    return message
 
 
 def template_source(ctx: JudgeContext) -> tuple[str, list[str], bool]:

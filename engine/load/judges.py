@@ -231,10 +231,27 @@ def _kind_problems(
                 )
             )
     if kind == "check" and isinstance(entry.get("check"), str):
-        problem = snippet_problem(
-            entry["check"], _arguments(entry), snippet_line(positions, (*at, "check")), file
+        start = snippet_line(positions, (*at, "check"))
+        problem = snippet_problem(entry["check"], _arguments(entry), start, file)
+        dropped = (
+            None if problem else unreturned_expression(entry["check"], _arguments(entry), start)
         )
-        if problem is not None:
+        if dropped is not None:
+            expression, line = dropped
+            found.append(
+                Diagnostic(
+                    "F043",
+                    "error",
+                    f"{who}: the check snippet computes {expression} and returns nothing, so "
+                    "the judge could only error",
+                    file,
+                    _render((*at, "check")),
+                    line,
+                    1,
+                    f'a check is a function body: write return {expression}, "why"',
+                )
+            )
+        elif problem is not None:
             message, line = problem
             found.append(
                 Diagnostic(
@@ -300,6 +317,29 @@ def snippet_tree(check: str, arguments: Mapping[str, Any], first_line: int) -> a
     body = textwrap.indent(textwrap.dedent(check), "    ", lambda _line: True)
     tree = ast.parse(f"def __check__({params}):\n{body}\n")
     return ast.increment_lineno(tree, max(0, first_line - 2))
+
+
+def unreturned_expression(
+    check: str, arguments: Mapping[str, Any], first_line: int
+) -> tuple[str, int] | None:
+    """The last line of a snippet (one that compiles) that computes a value and drops it, when
+    the snippet has no `return` of its own: written like an `if:` expression, the check returns
+    None, which no judge accepts; with its file line. None when it returns, or ends otherwise
+    (a call, a raise)."""
+    function = snippet_tree(check, arguments, first_line).body[0]
+    if not isinstance(function, ast.FunctionDef):
+        return None
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+    last = function.body[-1]
+    if isinstance(last, ast.Expr) and not isinstance(last.value, ast.Call | ast.Await):
+        return ast.unparse(last.value), last.lineno
+    return None
 
 
 def snippet_problem(

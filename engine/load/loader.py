@@ -117,6 +117,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems = _with_origins(explain(violations(data), positions, file), positions)
         problems += _pattern_problems(data, positions, file)
         problems += _judge_problems(data, positions, file)
+        problems += _default_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
@@ -181,6 +182,37 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                     line,
                     column,
                     "patterns are Python regular expressions; escape literal ( [ . * + ? with \\",
+                )
+            )
+    return out
+
+
+def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
+    """A parameter's `default` must be a value a caller could pass for it (its type, its enum):
+    `default: "two"` for an integer would otherwise reach `${param.m}` as it is, while a caller's
+    `--context m=two` is refused."""
+    from engine.model.params import ParameterError, coerce
+
+    out = []
+    parameters = data.get("parameters")
+    for name, body in parameters.items() if isinstance(parameters, dict) else ():
+        if not isinstance(body, dict) or body.get("default") is None:
+            continue
+        try:
+            coerce(_build_parameter(name, body), body["default"], str(data.get("name", "")))
+        except ParameterError as exc:
+            path: PathKey = ("parameters", name, "default")
+            line, column = positions.value_of(path)
+            out.append(
+                Diagnostic(
+                    "F014",
+                    "error",
+                    f"the default of {exc.message}",
+                    file,
+                    ".".join(str(p) for p in path),
+                    line,
+                    column,
+                    "write a default the parameter accepts, or change its type or enum",
                 )
             )
     return out

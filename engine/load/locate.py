@@ -34,9 +34,26 @@ def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
             if path.is_file():
                 return path
     raise UsageError(
-        f"no loop named {ref!r} in .loops/ or the built-ins",
+        f"no loop named {ref!r} in .loops/ or the built-ins"
+        + near_loop_name(ref, (loops_dir(cwd), builtin_loops_dir())),
         hint="run `ll-loop list` to see the loops available here",
     )
+
+
+def near_loop_name(ref: str, folders: tuple[Path, ...]) -> str:
+    """` (did you mean 'x'?)` for a loop name typed with a typo, among the loop files of
+    `folders` (suites left out: they are not loops), or `""`."""
+    from engine.load.spelling import did_you_mean_hint
+
+    names = {
+        path.name.removesuffix(suffix)
+        for folder in folders
+        if folder.is_dir()
+        for suffix in SUFFIXES
+        for path in folder.glob(f"*{suffix}")
+        if not is_suite_path(path)
+    }
+    return did_you_mean_hint(ref, names)
 
 
 def loops_dir(cwd: Path | None = None) -> Path:

@@ -10,6 +10,7 @@ losing behaviour silently (docs/format.md, "Keys of the reference system we do n
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NamedTuple
 
 from engine.load.schema_check import Violation
@@ -296,6 +297,8 @@ def explain(found: list[Violation], positions: Positions, file: str) -> list[Dia
     for violation in found:
         if violation.keyword == "propertyNames" and violation.path in unknown:
             continue  # already reported as an unknown key
+        if violation.keyword == "required" and _misspelt(violation, unknown):
+            continue  # `patern:` says "did you mean 'pattern'?"; "missing pattern" only echoes it
 
         for code, message, hint, at, of_value in _explain(violation):
             line, column = positions.value_of(at) if of_value else positions.of(at)
@@ -307,6 +310,12 @@ def explain(found: list[Violation], positions: Positions, file: str) -> list[Dia
 
 
 _Explained = tuple[str, str, str, PathKey, bool]
+
+
+def _misspelt(missing: Violation, unknown: set[PathKey]) -> bool:
+    """The required key is what an unknown key beside it was meant to be."""
+    beside = [str(path[-1]) for path in unknown if path[:-1] == missing.path]
+    return did_you_mean(str(missing.detail), beside) is not None
 
 
 def _explain(v: Violation) -> list[_Explained]:
@@ -489,6 +498,8 @@ def _type_hint(expected: list[str], value: Any, path: PathKey) -> str:
         return "this key needs indented entries below it"
     if "object" in expected and isinstance(value, list):
         return "write NAME: value entries here, not a list of `- ` items"
+    if last == "action" and "string" in expected and isinstance(value, list):
+        return "write the commands as one text block: action: |, then one command per line"
     if "string" in expected and isinstance(value, bool):
         return 'quote the word if you meant text, e.g. "yes"'
     return ""
@@ -514,9 +525,23 @@ def _unknown_hint(key: str, allowed: list[str], place: str, guess: str | None) -
     elsewhere = _belongs_elsewhere(key, place)
     if elsewhere:
         return elsewhere
+    route = _route_spelling(key) if place == "state" else None
+    if route is not None:
+        return f"did you mean '{route}'? routes are written on_<verdict>, in lowercase with _"
     if guess:
         return f"did you mean '{guess}'?"
     return "keys allowed here: " + ", ".join(allowed) + extra
+
+
+_ROUTE_KEY = re.compile(r"^on_[a-z][a-z0-9_]*$")
+
+
+def _route_spelling(key: str) -> str | None:
+    """`on-yes`, `onYes`, `On_Yes`: an on_<verdict> route in another tool's spelling, which
+    difflib does not guess because the allowed keys list no verdict routes."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", key.strip())
+    snake = re.sub(r"[-\s]+", "_", snake).lower()
+    return snake if snake != key and _ROUTE_KEY.match(snake) else None
 
 
 def _belongs_elsewhere(key: str, place: str) -> str:

@@ -86,10 +86,17 @@ def check_suite_text(
             for d in explain(violations(data, load_schema(SUITE_SCHEMA)), positions, file)
         ]
         problems += judge_list_problems(data, (), positions, file)
-        problems += _suite_problems(data, positions, file)
+        problems = _without_echoes(problems + _suite_problems(data, positions, file))
         if problems:
             return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
         return _build(data, positions, "" if file == "<string>" else file), positions, []
+
+
+def _without_echoes(problems: list[Diagnostic]) -> list[Diagnostic]:
+    """`subject has no kind` beside an unknown key in that subject (`cmd:`): the key is the
+    mistake and its "did you mean" the fix, and a refusal shows only its first problem."""
+    unknown = {d.path.rsplit(".", 1)[0] for d in problems if d.code == "F012"}
+    return [d for d in problems if not (d.code == "F050" and d.path in unknown)]
 
 
 def _worded(d: Diagnostic) -> Diagnostic:

@@ -313,14 +313,39 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
     elif char == "\t":
         hint = "YAML indentation uses spaces, not tabs"
     elif "mapping values are not allowed" in problem:
-        hint = 'quote a value that contains ": ", e.g. action: "echo a: b"'
+        hint = _missing_colon_hint(text, line, column) or (
+            'quote a value that contains ": ", e.g. action: "echo a: b"'
+        )
     elif "cannot start any token" in problem and char in "`@%":
         hint = f"quote a value that starts with {char}"
     elif "undefined alias" in problem:
         hint = "define the anchor (&name) before using the alias (*name)"
+    elif "did not find expected key" in problem and _missing_colon_hint(text, line, column):
+        hint = _missing_colon_hint(text, line, column)
     elif "could not find expected ':'" in problem:
         hint = "a key needs a colon; a multi-line text value needs | or > after the key"
     return _diag("F001", message, file, line, column, hint)
+
+
+_KEY_ONLY = re.compile(r"^\s*(?:-\s+)?[\w.-]*\s*$")
+_KEY_WITHOUT_COLON = re.compile(r"^(\s*(?:-\s+)?)([A-Za-z_][\w.-]*)\s+([^\s:#].*)$")
+
+
+def _missing_colon_hint(text: str, line: int, column: int) -> str:
+    """`action "true"` followed by `next: done`: YAML reads the two lines as one text and
+    stumbles on the second colon (or, past a comment, finds no key), so the error lands below
+    the mistake."""
+    lines = text.splitlines()
+    if not 0 < line <= len(lines) or not _KEY_ONLY.match(lines[line - 1][: column - 1]):
+        return ""
+    above = line - 1
+    while above > 0 and (not lines[above - 1].strip() or lines[above - 1].lstrip()[0] == "#"):
+        above -= 1
+    match = _KEY_WITHOUT_COLON.match(lines[above - 1]) if above > 0 else None
+    if match is None or ": " in match.group(3) or match.group(3).endswith(":"):
+        return ""
+    _, key, rest = match.groups()
+    return f"line {above} has no colon after its key: write {key}: {rest.rstrip()}"
 
 
 def _too_deep(file: str, line: int, column: int) -> Diagnostic:

@@ -14,6 +14,7 @@ so `run(loop, run_state, runtime)` continues from any boundary: resuming is "loa
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -789,12 +790,30 @@ def _interpolation_error(exc: InterpolationError) -> Verdict:
     return Verdict("error", {"reason": exc.message, "expression": "${" + exc.expression + "}"})
 
 
+_CHILD_CHAIN = re.compile(
+    r"^state '[^']*' produced verdict 'error', which has no route: its loop '[^']*' failed: "
+)
+
+
+def _child_error(details: Mapping[str, Any]) -> str | None:
+    """Why a sub-loop ended in error: the child's own message holds the cause (a failed
+    action, a loop that calls itself), which "verdict 'error'" alone hides. A child that ended
+    on its own child's error passes that cause up as it is, not wrapped once per level."""
+    error = details.get("error")
+    if not isinstance(error, str) or not error:
+        return None
+    return f"its loop {details.get('loop')!r} failed: {_CHILD_CHAIN.sub('', error)}"
+
+
 def _unrouted(state: State, verdict: Verdict, result: ActionResult) -> str:
     """Why the run ends: a failed `next:` step, or a verdict with no route."""
     if verdict.name == "error" and state.next is not None and state.evaluate is None:
         why = verdict.details.get("reason") or result.failure_reason()
         return f"state {state.name!r} failed ({why}) and has no on_error route"
     reason = verdict.details.get("reason")
+    child = _child_error(verdict.details) if verdict.name == "error" and not reason else None
+    if child is not None:
+        return f"state {state.name!r} produced verdict 'error', which has no route: {child}"
     suffix = f" ({reason})" if verdict.name == "error" and reason else ""
     return f"state {state.name!r} produced verdict {verdict.name!r}{suffix}, which has no route"
 

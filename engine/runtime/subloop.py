@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.graph.routing import route_for
+from engine.load.locate import near_loop_name
 from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import InterpolationError, LoopError
@@ -105,13 +106,15 @@ def resolve_child(ref: str, parent_source: str, project_root: Path) -> Path:
             f"no loop file at {path}",
             hint="a `loop:` path is relative to the file of the loop that calls it",
         )
-    for folder in (parent_dir, project_root / ".loops", builtin_loops_dir()):
+    folders = (parent_dir, project_root / ".loops", builtin_loops_dir())
+    for folder in folders:
         for suffix in _SUFFIXES:
             path = folder / f"{ref}{suffix}"
             if path.is_file():
                 return path
     raise SubloopError(
-        f"no loop named {ref!r} next to the parent loop, in .loops/ or in the built-ins",
+        f"no loop named {ref!r} next to the parent loop, in .loops/ or in the built-ins"
+        + near_loop_name(ref, folders),
         hint="check the name with `ll-loop list`, or give a path relative to the parent file",
     )
 
