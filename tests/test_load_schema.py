@@ -439,6 +439,15 @@ def test_a_default_the_parameter_would_refuse_is_refused(declared: str, message:
     assert loop is not None and not found
 
 
+@pytest.mark.parametrize("declared", ["{type: null, default: low}", "{enum: 5, default: low}"])
+def test_a_default_beside_a_type_or_enum_the_schema_refuses_is_not_a_crash(declared: str) -> None:
+    """The default's check ran on a type or enum the schema had refused: `type: null` was a
+    KeyError out of the loader (the fuzzer's find)."""
+    loop, _, found = check_loop_text(MINIMAL + f"parameters:\n  n: {declared}\n")
+    paths = [d.path for d in found]
+    assert loop is None and paths in (["parameters.n.type"], ["parameters.n.enum"]), paths
+
+
 def test_a_misspelt_required_key_is_told_once_as_the_unknown_key() -> None:
     """`patern:` is the mistake; "missing the required key 'pattern'" above it would be the one
     line a refused run or a LoadError's message shows, without the "did you mean"."""

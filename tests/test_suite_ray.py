@@ -230,7 +230,9 @@ def test_a_case_that_kills_its_worker_every_time_is_errored_and_spares_the_next_
 ) -> None:
     # One actor (--jobs 1) holds c00, which kills its worker each time, with c01 sent behind
     # it: Ray may spend c01's retries along with c00's (c01 was then errored without running),
-    # but c01 never started there and runs once; c00 is errored after a bounded number of tries.
+    # but c01 is not errored; c00 is errored after a bounded number of tries. A case behind it
+    # may run twice: a call the restarted worker finished before c00 killed it again can lose
+    # its reply and be retried (Ray runs a call at least once); it is recorded once.
     from engine.suites.ray_executor import MAX_RETRIES
 
     cases = 4
@@ -241,7 +243,7 @@ def test_a_case_that_kills_its_worker_every_time_is_errored_and_spares_the_next_
     attempts = Counter(p.name.split(".")[0] for p in (tmp_path / "pids").iterdir())
     # Ray's attempts, then one alone on the actor: bounded, and then the case is errored
     assert attempts["c00"] == MAX_RETRIES + 2
-    assert [attempts[f"c{i:02d}"] for i in range(1, cases)] == [1] * (cases - 1)
+    assert all(attempts[f"c{i:02d}"] in (1, 2) for i in range(1, cases)), attempts
     rows = db_rows(tmp_path, "SELECT case_id, status, error FROM suite_cases ORDER BY case_id")
     assert [(case, status) for case, status, _ in rows] == [("c00", "error")] + [
         (f"c{i:02d}", "ok") for i in range(1, cases)

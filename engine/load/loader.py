@@ -191,12 +191,16 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     """A parameter's `default` must be a value a caller could pass for it (its type, its enum):
     `default: "two"` for an integer would otherwise reach `${param.m}` as it is, while a caller's
     `--context m=two` is refused."""
-    from engine.model.params import ParameterError, coerce
+    from engine.model.params import PARAMETER_TYPES, ParameterError, coerce
 
     out = []
     parameters = data.get("parameters")
     for name, body in parameters.items() if isinstance(parameters, dict) else ():
         if not isinstance(body, dict) or body.get("default") is None:
+            continue
+        if body.get("type", "any") not in PARAMETER_TYPES or not isinstance(
+            body.get("enum", []), list
+        ):  # the schema reports a type or enum it does not know; there is nothing to check
             continue
         try:
             coerce(_build_parameter(name, body), body["default"], str(data.get("name", "")))

@@ -57,6 +57,7 @@ _ARTICLE = {
     "any": "any value",
     "command": "a command line (a string)",
 }
+PARAMETER_TYPES = frozenset(_ARTICLE)
 
 
 def _convert(kind: str, value: Any) -> Any:
