@@ -439,7 +439,10 @@ def test_a_default_the_parameter_would_refuse_is_refused(declared: str, message:
     assert loop is not None and not found
 
 
-@pytest.mark.parametrize("declared", ["{type: null, default: low}", "{enum: 5, default: low}"])
+@pytest.mark.parametrize(
+    "declared",
+    ["{type: null, default: low}", "{type: [a], default: low}", "{enum: 5, default: low}"],
+)
 def test_a_default_beside_a_type_or_enum_the_schema_refuses_is_not_a_crash(declared: str) -> None:
     """The default's check ran on a type or enum the schema had refused: `type: null` was a
     KeyError out of the loader (the fuzzer's find)."""

@@ -170,18 +170,14 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
         try:
             re.compile(pattern)
         except re.error as exc:
-            path: PathKey = ("states", name, "evaluate", "pattern")
-            line, column = positions.value_of(path)
             out.append(
-                Diagnostic(
+                _at_value(
+                    ("states", name, "evaluate", "pattern"),
                     "F016",
-                    "error",
                     f"states.{name}.evaluate.pattern is not a valid regular expression: {exc}",
-                    file,
-                    ".".join(str(p) for p in path),
-                    line,
-                    column,
                     "patterns are Python regular expressions; escape literal ( [ . * + ? with \\",
+                    positions,
+                    file,
                 )
             )
     return out
@@ -198,28 +194,31 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     for name, body in parameters.items() if isinstance(parameters, dict) else ():
         if not isinstance(body, dict) or body.get("default") is None:
             continue
-        if body.get("type", "any") not in PARAMETER_TYPES or not isinstance(
-            body.get("enum", []), list
-        ):  # the schema reports a type or enum it does not know; there is nothing to check
-            continue
+        kind, enum = body.get("type", "any"), body.get("enum", [])
+        if not (isinstance(kind, str) and kind in PARAMETER_TYPES and isinstance(enum, list)):
+            continue  # the schema reports a type or enum it does not know: nothing to check
         try:
             coerce(_build_parameter(name, body), body["default"], str(data.get("name", "")))
         except ParameterError as exc:
-            path: PathKey = ("parameters", name, "default")
-            line, column = positions.value_of(path)
             out.append(
-                Diagnostic(
+                _at_value(
+                    ("parameters", name, "default"),
                     "F014",
-                    "error",
                     f"the default of {exc.message}",
-                    file,
-                    ".".join(str(p) for p in path),
-                    line,
-                    column,
                     "write a default the parameter accepts, or change its type or enum",
+                    positions,
+                    file,
                 )
             )
     return out
+
+
+def _at_value(
+    path: PathKey, code: str, message: str, hint: str, positions: Positions, file: str
+) -> Diagnostic:
+    """An error about the value at `path`, placed where that value is written."""
+    line, column = positions.value_of(path)
+    return Diagnostic(code, "error", message, file, ".".join(map(str, path)), line, column, hint)
 
 
 def _judge_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
