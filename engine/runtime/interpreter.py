@@ -703,11 +703,10 @@ class _WholeOutput(Mapping[str, Any]):
             return self._entry[key]
         path = Path(self._entry[path_key])
         try:
-            size = path.stat().st_size
-            if size <= WHOLE_OUTPUT_LIMIT:
-                text = path.read_text(encoding="utf-8", errors="replace")
+            text = _read_whole(path)
+            if isinstance(text, str):
                 return text.removesuffix("\n") if key == "output" else text.rstrip("\n")
-            reason = f"the {key} is {size:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} read back"
+            reason = f"the {key} is {text:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} read back"
         except OSError as exc:
             reason = f"its whole {key} cannot be read from {path}: {exc.strerror or exc}"
         raise InterpolationError(
@@ -750,16 +749,25 @@ def _whole_output(result: ActionResult) -> str | Verdict:
         return result.output
     path = Path(result.output_path)
     try:
-        size = path.stat().st_size
-        if size > WHOLE_OUTPUT_LIMIT:
-            return error(
-                f"the output is {size:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} an "
-                f"evaluator reads (all of it is in {path}); make the action print less, e.g. "
-                "`... | tail -c 1000000`"
-            )
-        return path.read_text(encoding="utf-8", errors="replace")
+        text = _read_whole(path)
     except OSError as exc:
         return error(f"cannot read the action's output from {path}: {exc.strerror or exc}")
+    if isinstance(text, str):
+        return text
+    return error(
+        f"the output is {text:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} an "
+        f"evaluator reads (all of it is in {path}); make the action print less, e.g. "
+        "`... | tail -c 1000000`"
+    )
+
+
+def _read_whole(path: Path) -> str | int:
+    """A spilled stream's whole text, or its size in bytes when that passes
+    `WHOLE_OUTPUT_LIMIT` (read for an evaluator and for interpolation alike)."""
+    size = path.stat().st_size
+    if size > WHOLE_OUTPUT_LIMIT:
+        return size
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _judged(verdict: Verdict) -> dict[str, Any]:
