@@ -191,9 +191,7 @@ class RunStore:
     def _write_at_start(self, fd: int, content: bytes, sync: bool) -> None:
         """`content` as the whole file: written over the old from its start, cut only when it is
         shorter (never to zero first, which would make ext4 flush the file at its close)."""
-        view = memoryview(content)
-        while view:
-            view = view[os.pwrite(fd, view, len(content) - len(view)) :]
+        _write_all(fd, content, at=0)
         if len(content) < self._sizes[fd]:
             os.ftruncate(fd, len(content))
         self._sizes[fd] = len(content)
@@ -305,11 +303,13 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """write(2) until all of `data` is written (a short write is rare but allowed)."""
+def _write_all(fd: int, data: bytes, *, at: int | None = None) -> None:
+    """write(2) until all of `data` is written (a short write is rare but allowed); from offset
+    `at` with pwrite(2) when given, else at the descriptor's position."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        done = len(data) - len(view)
+        view = view[os.write(fd, view) if at is None else os.pwrite(fd, view, at + done) :]
 
 
 def _jsonable(value: Any) -> Any:
