@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from engine._results import HistoryEntry, RunStatus, StopResult
     from engine.load.yaml_positions import Positions
     from engine.model.ports import Event, RunResult
-    from engine.model.suite import Suite  # imported when a suite runs: not every run's cost
+    from engine.model.suite import Case, Suite  # imported when a suite runs: not every run's cost
     from engine.runtime.locks import Lease
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
@@ -744,7 +744,7 @@ def suite(
 
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
-    _refuse_lint_errors(target)
+    loaded, read = _refuse_lint_errors(target)
     options = SuiteOptions(
         samples=samples,
         jobs=jobs,
@@ -758,7 +758,12 @@ def suite(
         address=address,
     )
     return run_suite(
-        target, options, cwd=where.base or Path.cwd(), on_case=on_case, progress=progress
+        loaded or target,
+        options,
+        cwd=where.base or Path.cwd(),
+        on_case=on_case,
+        progress=progress,
+        cases=read,
     )
 
 
@@ -767,11 +772,14 @@ _PER_CASE_RULES = frozenset({"LL034"})
 whose value is a number passes where bash evaluates it, and the others error one by one."""
 
 
-def _refuse_lint_errors(target: Path | Suite) -> None:
+def _refuse_lint_errors(target: Path | Suite) -> tuple[Suite | None, list[Case] | None]:
     """Refuse a suite whose lint finds errors (an unknown builtin, an `if:` that does not
     parse, a gate that can never pass) before any case runs, as `ll-loop run` refuses a loop:
-    otherwise every case pays for its subject and the mistake shows only in the report. A file
-    that does not load is left to `run_suite`, which raises its `LoadError`."""
+    otherwise every case pays for its subject and the mistake shows only in the report. Returns
+    the suite as loaded and its cases as read for lint, for the run to use (a dataset of
+    thousands of cases is read once, not twice). A file that does not load, or a dataset that
+    cannot be listed, is left to `run_suite`, which raises its error."""
+    from engine.load.dataset import load_cases
     from engine.load.suite import check_suite_file
     from engine.model.suite import Suite
     from engine.suites import SuiteRefusal
@@ -783,11 +791,15 @@ def _refuse_lint_errors(target: Path | Suite) -> None:
     else:
         suite, positions, _ = check_suite_file(target)
     if suite is None:
-        return
-    found = lint_suite(suite, positions)
+        return None, None
+    try:
+        cases: list[Case] | None = load_cases(suite)
+    except LoopError:
+        cases = None
+    found = lint_suite(suite, positions, cases)
     errors = [d for d in found if d.severity == "error" and d.code not in _PER_CASE_RULES]
     if not errors:
-        return
+        return suite, cases
     first = errors[0]
     more = len(errors) - 1
     listed = f"; `ll-loop validate {suite.source}` lists all {len(errors)}" if more else ""

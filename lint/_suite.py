@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -23,15 +23,18 @@ class SuiteContext:
     """The suite under lint, and its cases when they can be read (a lint never fails on data)."""
 
     suite: Suite
+    read: Sequence[Case] | None = None  # every case, already read by the caller
 
     @cached_property
     def cases(self) -> list[Case]:
+        """The cases that could be read (a broken one is the run's to report)."""
         from engine.load.dataset import load_cases
 
         try:
-            return [c for c in load_cases(self.suite) if c.problem is None]
+            every = load_cases(self.suite) if self.read is None else self.read
         except LoopError:
             return []
+        return [c for c in every if c.problem is None]
 
     def shell_templates(self) -> Iterator[tuple[PathKey, str, str]]:
         """Every bash script of the suite with a `${...}`: (path, script, what it is)."""

@@ -12,13 +12,19 @@ from lint._registry import RULES, find_rule
 from lint._suite import SuiteContext
 
 if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
-    from engine.model.suite import Suite
+    from collections.abc import Sequence
+
+    from engine.model.suite import Case, Suite
 
 
-def lint_suite(suite: Suite, positions: PositionLookup | None = None) -> list[Diagnostic]:
-    """Every diagnostic of every suite rule for `suite`, in file order."""
+def lint_suite(
+    suite: Suite, positions: PositionLookup | None = None, cases: Sequence[Case] | None = None
+) -> list[Diagnostic]:
+    """Every diagnostic of every suite rule for `suite`, in file order. `cases` are its cases
+    when the caller has read them already (`load_cases`); otherwise the rules that need them
+    read them."""
     with collector_paused():
-        ctx = SuiteContext(suite)
+        ctx = SuiteContext(suite, cases)
         found: list[Diagnostic] = []
         for item in RULES.values():
             if "suite" not in item.targets:

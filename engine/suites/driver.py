@@ -108,6 +108,7 @@ def run_suite(
     progress: Callable[..., SuiteProgress] | None = None,
     executor: Executor | None = None,
     on_case: Callable[[CaseOutcome], None] | None = None,
+    cases: Sequence[Case] | None = None,
 ) -> SuiteResult:
     """Run a suite end to end and return what it found (see the module docstring).
 
@@ -116,9 +117,10 @@ def run_suite(
     `history` an open history database to record into (default: the project's, opened and
     closed here). `progress` makes the display (default: none); `executor` runs the cases
     (default: `options.executor` with `options.jobs` workers); `on_case` hears each case's
-    outcome as it arrives. A load problem raises `LoadError`, a refusal `SuiteRefusal`, an
-    interruption `SuiteInterrupted` (the run stays resumable); nothing else is raised for
-    what goes wrong inside a case.
+    outcome as it arrives; `cases` are the suite's cases already read (by `load_cases`, for
+    lint), so that no case file is read twice. A load problem raises `LoadError`, a refusal
+    `SuiteRefusal`, an interruption `SuiteInterrupted` (the run stays resumable); nothing else
+    is raised for what goes wrong inside a case.
     """
     chosen = options or SuiteOptions()
     where = Path(cwd) if cwd is not None else Path.cwd()
@@ -128,11 +130,11 @@ def run_suite(
         require_ray()  # refused before anything is read or recorded
     loaded = suite if isinstance(suite, Suite) else load_suite_file(Path(suite))
     if history is not None or not chosen.record:
-        return _run(loaded, chosen, history, where, progress, executor, on_case)
+        return _run(loaded, chosen, history, where, progress, executor, on_case, cases)
     from engine.runtime.history import open_history
 
     with open_history(project_root(where)) as opened:
-        return _run(loaded, chosen, opened, where, progress, executor, on_case)
+        return _run(loaded, chosen, opened, where, progress, executor, on_case, cases)
 
 
 def _run(
@@ -143,10 +145,11 @@ def _run(
     progress: Callable[..., SuiteProgress] | None,
     executor: Executor | None,
     on_case: Callable[[CaseOutcome], None] | None,
+    read: Sequence[Case] | None,
 ) -> SuiteResult:
     started = time.monotonic()
     recording = history if options.record else None
-    plan = _admit(loaded, options, recording, cwd)
+    plan = _admit(loaded, options, recording, cwd, read)
     settings, options = plan.settings, plan.options
     lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
     try:
@@ -277,14 +280,20 @@ class _Plan:
     baseline_run: SuiteRunRow | None
 
 
-def _admit(suite: Suite, options: SuiteOptions, history: History | None, cwd: Path) -> _Plan:
+def _admit(
+    suite: Suite,
+    options: SuiteOptions,
+    history: History | None,
+    cwd: Path,
+    read: Sequence[Case] | None,
+) -> _Plan:
     root = project_root(cwd)
     fingerprint = conditions_fingerprint(suite, options.samples)
     run_row: SuiteRunRow | None = None
     if options.resume is not None:
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
-    cases = _selected(list_cases(suite), options.cases)
+    cases = _selected(list(read) if read is not None else list_cases(suite), options.cases)
     if options.compare_baseline:
         cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
     _check_workspace(suite, root)
