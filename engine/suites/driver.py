@@ -13,12 +13,13 @@ import fnmatch
 import hashlib
 import json
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import FrameType
@@ -680,12 +681,15 @@ def _specs(
 
 class _Flow:
     """The cases in flight: about twice the executor's capacity submitted at a time (a worker
-    never waits for its next spec, and memory stays bounded whatever the dataset's size)."""
+    never waits for its next spec, and memory stays bounded whatever the dataset's size).
+    Finished futures arrive on a queue from their done-callback: one `get` a case, where
+    `concurrent.futures.wait` would lock and unlock every pending future each time."""
 
     def __init__(self, pool: Executor, specs: Iterator[CaseSpec]) -> None:
         self.pool, self.specs = pool, specs
         self.window = max(2, pool.capacity * 2)
         self.pending: dict[Future[CaseOutcome], CaseSpec] = {}
+        self.finished: queue.SimpleQueue[Future[CaseOutcome]] = queue.SimpleQueue()
 
     def outcomes(self, *, tick: float | None = None) -> Iterator[CaseOutcome | None]:
         """Outcomes as cases finish, and None every `tick` seconds in which none did."""
@@ -696,19 +700,22 @@ class _Flow:
                 if spec is None:
                     exhausted = True
                     break
-                self.pending[self.pool.submit(spec)] = spec
+                future = self.pool.submit(spec)
+                self.pending[future] = spec
+                future.add_done_callback(self.finished.put)
             if not self.pending:
                 return
-            finished, _ = wait(list(self.pending), timeout=tick, return_when=FIRST_COMPLETED)
-            if not finished:
+            try:
+                future = self.finished.get(timeout=tick)
+            except queue.Empty:
                 yield None
-            for future in finished:
-                spec = self.pending.pop(future)
-                error = future.exception()
-                if error is not None:  # the executor failed to run it (not the case itself)
-                    yield broken_case(spec, f"the executor could not run the case: {error}")
-                else:
-                    yield future.result()
+                continue
+            spec = self.pending.pop(future)
+            error = future.exception()
+            if error is not None:  # the executor failed to run it (not the case itself)
+                yield broken_case(spec, f"the executor could not run the case: {error}")
+            else:
+                yield future.result()
 
     def stop(self, run_id: str) -> int:
         """Drop the cases not started; stop the running ones (again and again: one may be just
