@@ -134,7 +134,17 @@ HOLES = {
     "quote-in-a-pattern": (  # the deep fuzzer: the grammar's `==` pattern swallows a quote
         "echo == echo ' ] ${context.x}",
         {"x": "\ntouch CANARY\n"},
-        "the pattern at line 1, column 9 leaves a quote open",
+        "the grammar reads a pattern at line 1, column 9 where bash has plain words",
+    ),
+    "heredoc-in-a-pattern": (  # the soak: the grammar's `==` pattern swallows a `<<-EOF`
+        "echo == <<-EOF\n ] ${context.x}",
+        {"x": "$(touch CANARY)"},
+        "the grammar reads a pattern at line 1, column 9 where bash has plain words",
+    ),
+    "operators-in-a-bracket-pattern": (
+        "[ a == @(b|c) ] ; echo ${context.x}",
+        {"x": TOUCH},
+        "several words or operators to bash (inside [ ], as in any command)",
     ),
 }
 
@@ -223,7 +233,12 @@ def loop_yaml(action: str) -> str:
     )
 
 
-_WHOLE_SCRIPT = {"ansi-c-ending-in-backslash", "quote-in-a-pattern"}
+_WHOLE_SCRIPT = {
+    "ansi-c-ending-in-backslash",
+    "quote-in-a-pattern",
+    "heredoc-in-a-pattern",
+    "operators-in-a-bracket-pattern",
+}
 _ACTION_LINE = 20  # the block scalar of `loop_yaml` starts on this line
 
 

@@ -270,11 +270,23 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 "(a backslash before a quote)"
             )
     for node in _captures(root, "pattern") if _PATTERN_MARKS.search(source) else []:
-        if _quote_left_open(source[node.start_byte : node.end_byte]):
-            line, column = _point(source, node.start_byte)
+        token = source[node.start_byte : node.end_byte]
+        where = _pattern_place(node)
+        line, column = _point(source, node.start_byte)
+        if where is None:
+            return (
+                f"the grammar reads a pattern at line {line}, column {column} where bash has "
+                "plain words and operators (`==` is a pattern only inside [[ ]])"
+            )
+        if _quote_left_open(token):
             return (
                 f"the pattern at line {line}, column {column} leaves a quote open, which bash "
                 "reads on past where the grammar ends it"
+            )
+        if where == "[" and _WORD_BREAK.search(token):
+            return (
+                f"the pattern at line {line}, column {column} is one token to the grammar, "
+                "several words or operators to bash (inside [ ], as in any command)"
             )
     for _body, doc in facts.heredocs:
         body = source[doc.start : doc.end]
@@ -284,6 +296,22 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the here-document line before its delimiter (line {line}) ends with a "
                 "backslash, which bash joins with the delimiter line"
             )
+    return None
+
+
+def _pattern_place(node: Node) -> str | None:
+    """Where bash reads the pattern `node` as a pattern: "[[" or "case", or "[" (a test, where
+    bash has plain words); None where bash has no pattern at all (a plain command's `==`)."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "case_item":
+            return "case"
+        if parent.type == "test_command":
+            first = parent.child(0)
+            return "[[" if first is not None and first.type == "[[" else "["
+        if parent.type in ("command", "program", "redirected_statement"):
+            return None
+        parent = parent.parent
     return None
 
 
@@ -325,6 +353,7 @@ def _ansi_c_end(source: bytes, start: int) -> int:
 
 
 _PATTERN_MARKS = re.compile(rb"[=!]=|=~|[@+*?!]\(")  # where the grammar may read a pattern
+_WORD_BREAK = re.compile(rb"[\s|&;()<>]")  # what ends a word for bash (quotes: _quote_left_open)
 _CLOSER_WORDS = re.compile(r"\b(?:esac|fi|then|else|elif|done)\b|\}")
 _DECLARING_WORDS = re.compile(r"\b(?:declare|typeset|local|export|readonly|let)\b")
 _QUERY = """
