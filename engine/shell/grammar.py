@@ -300,12 +300,13 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
 
 
 def _pattern_place(node: Node) -> str | None:
-    """Where bash reads the pattern `node` as a pattern: "[[" or "case", or "[" (a test, where
-    bash has plain words); None where bash has no pattern at all (a plain command's `==`)."""
+    """Where bash reads the pattern `node` as a pattern: "[[", "case" or "expansion"
+    (`${x//a/b}`), or "[" (a test, where bash has plain words); None where bash has no pattern
+    at all (a plain command's `==`)."""
     parent = node.parent
     while parent is not None:
-        if parent.type == "case_item":
-            return "case"
+        if parent.type in ("case_item", "expansion"):
+            return parent.type
         if parent.type == "test_command":
             first = parent.child(0)
             return "[[" if first is not None and first.type == "[[" else "["
