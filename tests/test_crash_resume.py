@@ -312,6 +312,28 @@ def test_two_resumes_of_one_run_at_once_run_it_once(tmp_path: Path) -> None:
     assert state_of(tmp_path, run_id)["result"]["final_state"] == "done"
 
 
+def test_a_run_killed_in_its_first_step_is_started_once_in_its_events(tmp_path: Path) -> None:
+    """The resumed session used to log `loop_start` again after its `loop_resume` when the
+    kill came before the first boundary: a reader counting starts saw two runs."""
+    write(tmp_path / "held.yaml", HELD)
+    pids = tmp_path / "action.pid"
+    proc = spawn(tmp_path, "run", "held.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: written(pids), timeout=60)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        (tmp_path / "go").touch()
+        assert ll_loop(tmp_path, "resume", run_id, "-q").returncode == 0
+    finally:
+        for line in pids.read_text().split():
+            end_action_group(_pid_file(tmp_path, line))
+    kinds = [e["event"] for e in _events(tmp_path, run_id)]
+    assert kinds.count("loop_start") == 1
+    assert kinds.index("loop_start") == 0 and kinds.count("loop_resume") == 1
+    assert kinds[-1] == "loop_complete"
+
+
 def _pid_file(tmp_path: Path, pid: str) -> Path:
     path = tmp_path / f"pid-{pid}"
     path.write_text(pid + "\n")

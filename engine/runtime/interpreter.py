@@ -144,15 +144,17 @@ class StepResult:
     interrupted: bool = False  # a stop came while the action ran
 
 
-def run(loop: Loop, rs: RunState, rt: Runtime) -> RunResult:
-    """Run `loop` from wherever `rs` stands until it finishes; never raises for a bad step."""
+def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunResult:
+    """Run `loop` from wherever `rs` stands until it finishes; never raises for a bad step.
+    A `resumed` run has its `loop_resume` event already: it starts nothing anew, even when it
+    was killed inside its first step."""
     started = time.monotonic() - rs.elapsed_ms / 1000
     if rt.llm is not None:
         rt.cost_offset = rs.cost_usd - rt.llm.cost_usd
     if loop.timeout is not None and rt.deadline is None:
         rt.deadline = started + loop.timeout
     retry = retry_edges(compile_graph(loop))
-    if rs.steps == 0 and rs.prev is None:
+    if rs.steps == 0 and rs.prev is None and not resumed:
         persist(rs, rt, started)
         rt.recorder.emit(
             "loop_start",

@@ -66,6 +66,9 @@ class Progress:
                 self._start_ticker()
             elif name == "loop_start":
                 self._line(f"run {self.run_id}: loop {self.loop}")
+            else:
+                where = fields.get("state", "")
+                self._line(f"run {self.run_id}: loop {self.loop}, resumed at {where}")
         elif name == "state_enter":
             self.state, self.step = str(fields.get("state", "")), int(fields.get("step", 0))
             if self.mode == "live":

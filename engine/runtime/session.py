@@ -136,7 +136,7 @@ def start_run(
     history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
     try:
-        result = run(loop, state, runtime)
+        result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
             # The run no longer belongs to this process, which may live on (a Python caller):
             # without its pid the run reads as stopped, and can be resumed, at once.

@@ -478,7 +478,7 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     outer = env.get("LL_RUN_DIR")
     env["LL_RUN_DIR"] = str(artifacts)
     try:
-        return run(request.loop, child_rs, child_rt)
+        return run(request.loop, child_rs, child_rt, resumed=request.resume is not None)
     finally:
         store.close()
         if own_llm is not None:
