@@ -26,6 +26,9 @@ unrouted verdict, crash, lock conflict, usage), **3** inconclusive (budget or ti
 stopped, cost limit, abstained). `validate`: 0 clean or warnings only, 1 errors (warnings too with
 `--strict`), 2 usage error. A reader that leaves (`ll-loop run LOOP | head -3`) ends nothing:
 the command runs to its end with its own exit code, and what nobody reads is dropped.
+A command asked for JSON (`--json`, `--format json`, `--output json`) prints JSON on stdout for
+an error too: `run`/`resume` their result object, `validate` its report, `ll-harness` its
+refusal object, and every other `ll-loop` command `{"error", "hint", "code", "exit_code"}`.
 `--version` prints the version; `NO_COLOR=1` turns colour off.
 
 Shell completion (bash, zsh, fish, PowerShell): `ll-loop --install-completion` adds it to your

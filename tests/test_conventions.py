@@ -217,3 +217,27 @@ def test_ctrl_c_says_interrupted(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err) == (130, "interrupted\n")
+
+
+@pytest.mark.parametrize(
+    ("call", "args"),
+    [
+        (ll_loop, ("scaffold-eval", "--issues", "NOPE-1", "--json")),
+        (ll_loop, ("status", "nope", "--json")),
+        (ll_loop, ("explain", "nope", "--format", "json")),
+        (ll_loop, ("show", "no-such-loop", "--format", "json")),
+        (ll_loop, ("list", "--json", "--no-such-option")),
+        (ll_harness, ("cmd", "true", "--output", "json", "--samples", "x")),
+        (ll_harness, ("suite", "s.suite.yaml", "--output=json", "--jobs", "x")),
+    ],
+)
+def test_an_error_asked_for_as_json_is_a_json_object_on_stdout(
+    tmp_path: Path, call: object, args: tuple[str, ...]
+) -> None:
+    """These printed nothing on stdout (the sentence went to stderr only): a script reading
+    the JSON it asked for got an empty string."""
+    ran = call(tmp_path, *args)  # type: ignore[operator]
+    assert ran.code == 2
+    payload = json.loads(ran.stdout)
+    assert payload["exit_code"] == 2 and payload["error"]
+    assert "error" in ran.stderr.lower() or "invalid" in ran.stderr.lower()

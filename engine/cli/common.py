@@ -55,6 +55,8 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         if debug_enabled():
             traceback.print_exc()
         print(exc.render(), file=sys.stderr)  # render() shows control characters as escapes
+        if prog_name == "ll-loop":
+            _error_as_json(exc.message, exc.hint, exc.exit_code, code=exc.code)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -74,6 +76,8 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         if _is_click_usage_error(exc):  # already shown with its usage line
             if prog_name == "ll-loop":
                 _refusal_as_json(exc)
+            else:
+                _harness_refusal_as_json(exc)
             return 2
         err(
             f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "
@@ -199,6 +203,40 @@ def _refusal_as_json(exc: BaseException) -> None:
 
         usage = Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
         print(render_json([LoopReport("", (usage,))]))
+    else:
+        _error_as_json(message, f"see `ll-loop {command} --help`", 2, code="USAGE")
+
+
+def _harness_refusal_as_json(exc: BaseException) -> None:
+    """`ll-harness ... --output json` (or `--json`) prints its refusal object for a command line
+    that does not parse too, as it does for every other refusal."""
+    args = sys.argv[1:]
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    wants = "--json" in args or "--output=json" in args
+    if not (wants or any(flag == "--output" and value == "json" for flag, value in pairs)):
+        return
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    refusal = {"result": "ERROR", "exit_code": 2, "error": message, "hint": None, "refused": True}
+    print(json.dumps(refusal))
+
+
+# Commands that print their own JSON for every outcome (a result object, a validate report).
+_OWN_JSON = frozenset({"run", "resume", "validate"})
+
+
+def _error_as_json(message: str, hint: str, exit_code: int, *, code: str) -> None:
+    """Any other command asked for JSON (`--json`, `--format json`) that ends in an error prints
+    `{"error", "hint", "code", "exit_code"}` on stdout, besides the sentence on stderr: a script
+    reading stdout gets an object, not nothing."""
+    from engine.cli import command_of
+
+    args = sys.argv[1:]
+    command = command_of(args)
+    if command is None or command in _OWN_JSON or not ("--json" in args or _asks_for_json(args)):
+        return
+    payload = {"error": message, "hint": hint, "code": code, "exit_code": exit_code}
+    print(json.dumps(payload, ensure_ascii=False))
 
 
 def _asks_for_json(args: list[str]) -> bool:
