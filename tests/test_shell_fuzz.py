@@ -330,6 +330,7 @@ def _soup_check(template: str, value: str) -> None:
 @example("cat <<EOF\na\\\nEOF\necho ${context.v}\nEOF\n", "$(touch CANARY)")
 @example("echo == echo ' ]", "\ntouch CANARY\n")  # the grammar's `==` pattern held a quote
 @example("echo == <<-EOF\n ]", "$(touch CANARY)")  # ... and a here-document's start (soak)
+@example("echo == \n eval", "$(touch CANARY)")  # ... and read past the newline (soak)
 def test_generated_templates_never_run_a_payload(template: str, value: str) -> None:
     _soup_check(template, value)
 

@@ -141,6 +141,11 @@ HOLES = {
         {"x": "$(touch CANARY)"},
         "the grammar reads a pattern at line 1, column 9 where bash has plain words",
     ),
+    "newline-after-a-plain-==": (  # the soak: the grammar's `==` reads past the newline
+        "echo == \n eval ${context.x}",
+        {"x": TOUCH},
+        "the grammar reads on past the end of the command at line 1, column 6",
+    ),
     "operators-in-a-bracket-pattern": (
         "[ a == @(b|c) ] ; echo ${context.x}",
         {"x": TOUCH},
@@ -237,6 +242,7 @@ _WHOLE_SCRIPT = {
     "ansi-c-ending-in-backslash",
     "quote-in-a-pattern",
     "heredoc-in-a-pattern",
+    "newline-after-a-plain-==",
     "operators-in-a-bracket-pattern",
 }
 _ACTION_LINE = 20  # the block scalar of `loop_yaml` starts on this line

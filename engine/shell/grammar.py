@@ -245,6 +245,9 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
       bash has a word) and an extglob pattern (`@(a|b)`) as one token, quotes and all: in
       `echo == a ' ] x` its pattern is `a ' `, while bash's `'` opens a string that runs on
       past it.
+    - After a plain command's `==` the grammar reads on past the newline (`echo ==` + newline +
+      `eval x` is one command to it, two to bash); between a command's words bash allows only
+      blanks and escaped newlines.
     """
     closers = _captures(root, "closer") if _CLOSER_WORDS.search(text) else []
     for node in closers:
@@ -288,6 +291,14 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the pattern at line {line}, column {column} is one token to the grammar, "
                 "several words or operators to bash (inside [ ], as in any command)"
             )
+    for node in _captures(root, "command"):
+        joined = _joined_line(node, source)
+        if joined is not None:
+            line, column = _point(source, joined)
+            return (
+                f"the grammar reads on past the end of the command at line {line}, column "
+                f"{column} (a newline, `;`, `|` or `&` after it), as if it were one command"
+            )
     for _body, doc in facts.heredocs:
         body = source[doc.start : doc.end]
         if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
@@ -296,6 +307,19 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the here-document line before its delimiter (line {line}) ends with a "
                 "backslash, which bash joins with the delimiter line"
             )
+    return None
+
+
+def _joined_line(command: Node, source: bytes) -> int | None:
+    """Where the grammar reads one command on past a newline, `;`, `|` or `&` that ends it for
+    bash (seen after a plain command's `==`: `echo ==` then `eval ...` on the next line): the
+    offset of the word before, else None. Between a command's words bash allows only blanks and
+    escaped newlines."""
+    children = command.children
+    for before, after in itertools.pairwise(children):
+        gap = source[before.end_byte : after.start_byte]
+        if gap.strip(b" \t") and re.search(rb"(?<!\\)[\n;|&]", gap):
+            return before.start_byte
     return None
 
 
