@@ -43,8 +43,13 @@ class Use:
 
     @property
     def capture(self) -> str | None:
-        match = _CAPTURE.match(self.text)
-        return (match.group(1) or match.group(2)) if match else None
+        return captured_name(self.text)
+
+
+def captured_name(text: str) -> str | None:
+    """The capture an expression's inner text reads (`captured.x...`, `captured['x']...`)."""
+    match = _CAPTURE.match(text)
+    return (match.group(1) or match.group(2)) if match else None
 
 
 def _fields(state: State) -> Iterator[tuple[PathKey, str]]:

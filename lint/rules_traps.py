@@ -12,13 +12,12 @@ from engine.model.loop import RUN_LEVEL_ROOTS, Loop
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
 from lint._registry import Finding, rule
-from lint.rules_interpolation import _scope_uses, _uses
+from lint.rules_interpolation import _scope_uses, _uses, captured_name
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 # Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
 _SCOPE_RUN_KEYS = frozenset({"dir", "id"})
 _RUN_KEY = re.compile(r"^\s*run\s*\.\s*([A-Za-z_]\w*)")
-_CAPTURE_OF = re.compile(r"(?<!\$)\$\{\s*captured\s*\.\s*([A-Za-z_]\w*)")
 # `/name` or `/plugin:name` as the first word: a slash command, not a path to a program.
 _SLASH_COMMAND = re.compile(r"^\s*(/[A-Za-z][\w.-]*(?::[\w.-]+)?)(?=\s|$)")
 
@@ -78,7 +77,12 @@ def source_reads_own_capture(ctx: LintContext) -> Iterator[Finding]:
         spec = state.evaluate
         if state.capture is None or spec is None or spec.source is None:
             continue
-        if state.capture not in _CAPTURE_OF.findall(spec.source):
+        if "${" not in spec.source:
+            continue
+        from engine.shell.interpolate import find_expressions
+
+        reads = {captured_name(expr.text) for expr in find_expressions(spec.source)}
+        if state.capture not in reads:
             continue
         yield Finding(
             f"state {state.name!r} judges ${{captured.{state.capture}...}}, its own capture, "

@@ -82,6 +82,9 @@ def test_an_evaluator_reading_its_own_capture_is_an_error() -> None:
     assert codes(text) == [("LL082", "states.a.evaluate.source")]
     other = text.replace("captured.out.stderr", "captured.other.output | default('')")
     assert codes(other) == []
+    # the subscript spelling reads the same capture (the rule looked for `captured.` only)
+    subscript = text.replace("captured.out.stderr", "captured['out'].stderr")
+    assert codes(subscript) == [("LL082", "states.a.evaluate.source")]
 
 
 def test_scope_may_only_use_run_level_roots() -> None:
