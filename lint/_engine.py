@@ -96,11 +96,13 @@ class _Placer:
         key = (finding.path, finding.needle)
         nth = self._seen.get(key, 0) if finding.occurrence is None else finding.occurrence
         self._seen[key] = nth + 1
-        found = _find(self.positions.text, finding.needle, line, column, nth)
+        found = find_in_text(self.positions.text, finding.needle, line, column, nth)
         return found or (line, column)
 
 
-def _find(text: str, needle: str, line: int, column: int, nth: int) -> tuple[int, int] | None:
+def find_in_text(
+    text: str, needle: str, line: int, column: int, nth: int
+) -> tuple[int, int] | None:
     """(line, column) of the `nth` occurrence of `needle` at or after (line, column), if any."""
     offset = 0
     for _ in range(line - 1):

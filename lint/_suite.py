@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from engine.model.errors import LoopError
 from engine.model.judges import Judge
+from lint._judges import strings_of_judge
+from lint._paths import strings_in
 from lint._registry import PathKey
 
 if TYPE_CHECKING:  # a suite's lint imports them; a loop's need not pay for it
@@ -49,6 +51,24 @@ class SuiteContext:
             if isinstance(command, str):
                 at = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
                 yield at, command, "judge command"
+
+    def templates(self) -> Iterator[tuple[PathKey, str]]:
+        """Every string of the suite a run interpolates (`${inputs.x}`), with its YAML path:
+        the subjects' command, prompt and `with:` values, the hooks, the judges' strings."""
+        suite = self.suite
+        for key, subject in (
+            ("subject", suite.subject),
+            ("baseline_subject", suite.baseline_subject),
+        ):
+            if subject is None:
+                continue
+            for name, text in subject.templates().items():
+                yield (key, name), text
+            yield from strings_in(dict(subject.with_ or {}), (key, "with"))
+        for index, hook in enumerate(suite.before_each):
+            yield ("before_each", index), hook.command
+        for judge, path in self.judges():
+            yield from strings_of_judge(judge, path)
 
     def judges(self) -> Iterator[tuple[Judge, PathKey]]:
         """Each judge with the YAML path of its entry."""

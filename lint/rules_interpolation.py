@@ -118,9 +118,12 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
         yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded, closed)
 
 
-@rule("LL030", "error", "bad-expression")
-def bad_expression(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL030", "error", "bad-expression", targets=("loop", "suite"))
+def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
+    if isinstance(ctx, SuiteContext):
+        yield from _suite_bad_expressions(ctx)
+        return
     yield from _not_interpolated(ctx.loop)
     templates = [(path, text) for path, text in _templates(ctx.loop) if "${" in text]
     if not templates:
@@ -154,6 +157,55 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                 )
         yield from _unknown_keys(path, template)
     yield from _undeclared_params(ctx.loop, uses)
+
+
+# What a suite's `${...}` can read: the case (engine.suites.casework builds no other namespace).
+_SUITE_ROOTS = ("inputs", "annotations")
+
+
+def _suite_bad_expressions(ctx: SuiteContext) -> Iterator[Finding]:
+    """LL030 for a suite: a case has only `inputs` and `annotations`. Another root of ours
+    (`${context.x}`) has no value, so every case errors; a root that is not ours (`${input.x}`)
+    is not interpolated at all: bash gets it as written ("bad substitution"), a model reads it
+    as text."""
+    templates = [(path, text) for path, text in ctx.templates() if "${" in text]
+    if not templates:
+        return
+    from engine.shell.interpolate import ROOTS, check_expression
+
+    for path, template in templates:
+        for use in _in_template(None, path, template):
+            if not use.closed:
+                continue  # LL033
+            problem = check_expression(use.text)
+            if problem:
+                yield Finding(
+                    f"expression ${{{use.text}}} does not parse: {problem}",
+                    path,
+                    "use Jinja2 expression syntax, e.g. ${inputs.text | default('')}",
+                    needle=f"${{{use.text}}}",
+                )
+            elif use.root not in _SUITE_ROOTS and not use.guarded:
+                yield Finding(
+                    f"${{{use.text}}} reads {use.root!r}, which a suite does not have: a case "
+                    "has only inputs and annotations, so every case would error",
+                    path,
+                    "read the case: ${inputs.KEY} (input.yaml) or ${annotations.KEY}"
+                    + ("; in a command, the environment is $NAME" if use.root == "env" else ""),
+                    needle=f"${{{use.text}}}",
+                )
+        for match in _OURS.finditer(template):
+            root = match.group(1)
+            if root not in ROOTS:
+                yield Finding(
+                    f"expression root {root!r} is not a namespace"
+                    f"{did_you_mean(root, list(_SUITE_ROOTS))}: ${{{root}...}} is left as "
+                    "written, not replaced by the case's value",
+                    path,
+                    "a suite reads the case as ${inputs.KEY} or ${annotations.KEY}; write "
+                    "$${ for a literal ${",
+                    needle=match.group(0),
+                )
 
 
 def _not_interpolated(loop: Loop) -> Iterator[Finding]:
@@ -212,10 +264,15 @@ def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:
             )
 
 
-@rule("LL033", "error", "unclosed-expression")
-def unclosed_expression(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL033", "error", "unclosed-expression", targets=("loop", "suite"))
+def unclosed_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """An `${root...` that is never closed with `}`: at run time it is an error, not text."""
-    for use in _uses(ctx):
+    uses = (
+        [u for path, text in ctx.templates() for u in _in_template(None, path, text)]
+        if isinstance(ctx, SuiteContext)
+        else _uses(ctx)
+    )
+    for use in uses:
         if use.closed:
             continue
         start = " ".join(use.text.split())

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from engine.load.gcpause import collector_paused
 from engine.model.errors import Diagnostic
-from lint._engine import PositionLookup
-from lint._registry import RULES, find_rule
+from lint._engine import PositionLookup, find_in_text
+from lint._registry import RULES, Finding, find_rule
 from lint._suite import SuiteContext
 
 if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
@@ -26,7 +26,7 @@ def lint_suite(suite: Suite, positions: PositionLookup | None = None) -> list[Di
             if any(find_rule(s.code) is item for s in suite.lint):
                 continue
             for finding in item.check(ctx):
-                line, column = positions.of(finding.path) if positions is not None else (0, 0)
+                line, column = _place(finding, positions)
                 found.append(
                     Diagnostic(
                         item.code,
@@ -40,3 +40,14 @@ def lint_suite(suite: Suite, positions: PositionLookup | None = None) -> list[Di
                     )
                 )
     return sorted(found, key=lambda d: (d.line, d.column, d.code))
+
+
+def _place(finding: Finding, positions: PositionLookup | None) -> tuple[int, int]:
+    """The key at the finding's path, refined to its `needle` when the text holds it there."""
+    if positions is None:
+        return 0, 0
+    line, column = positions.of(finding.path)
+    if finding.needle:
+        nth = finding.occurrence or 0
+        return find_in_text(positions.text, finding.needle, line, column, nth) or (line, column)
+    return line, column

@@ -138,3 +138,47 @@ def test_a_suite_with_lint_errors_is_refused_before_any_case_runs(tmp_path: Path
     )
     assert hint.endswith("`ll-loop validate typo.suite.yaml` lists all 2")
     assert not ran.exists()
+
+
+def test_a_suite_expression_with_a_wrong_root_is_an_error(tmp_path: Path) -> None:
+    """`${input.text}` is not one of ours, so a run leaves it as written (bash says "bad
+    substitution", a model reads it as text); `${context.x}` is ours but a case has no
+    context, so every case errors. Both are found where they are written."""
+    path = write(
+        tmp_path / "roots.suite.yaml",
+        """\
+        name: roots
+        cases: [{id: a, input: {text: hi}, annotations: {expected: hi}}]
+        subject:
+          command: echo ${input.text} ${inptus.text}
+        baseline_subject:
+          prompt: "Say ${context.greeting}, ${context.name | default('you')}"
+        before_each:
+          - echo ${inputs.text | nope(}
+        judges:
+          - name: matches
+            builtin: regex
+            arguments: {pattern: "${annotation.expected}"}
+          - name: judged
+            prompt: |
+              Was the answer to ${inputs.text} right?
+              It should be ${annotations.expected
+        pairwise: {prompt: "Which is better?"}
+        """,
+    )
+    found = {(d.code, d.line, d.column): d.message for d in check_file(path)}
+    assert set(found) == {
+        ("LL030", 4, 17),
+        ("LL030", 4, 31),
+        ("LL030", 6, 16),  # ${context.greeting}; the guarded ${context.name} is not reported
+        ("LL030", 8, 10),
+        ("LL030", 12, 27),
+        ("LL033", 14, 5),
+    }
+    assert found["LL030", 4, 17] == (
+        "expression root 'input' is not a namespace (did you mean 'inputs'?): ${input...} is "
+        "left as written, not replaced by the case's value"
+    )
+    assert "(did you mean 'annotations'?)" in found["LL030", 12, 27]
+    assert found["LL030", 6, 16].startswith("${context.greeting} reads 'context', which a suite")
+    assert "does not parse" in found["LL030", 8, 10]
