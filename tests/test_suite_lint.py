@@ -182,3 +182,45 @@ def test_a_suite_expression_with_a_wrong_root_is_an_error(tmp_path: Path) -> Non
     assert "(did you mean 'annotations'?)" in found["LL030", 12, 27]
     assert found["LL030", 6, 16].startswith("${context.greeting} reads 'context', which a suite")
     assert "does not parse" in found["LL030", 8, 10]
+
+
+def test_a_judge_prompt_that_is_not_a_template_is_found_at_its_line(tmp_path: Path) -> None:
+    """A judge's Jinja prompt that does not parse, uses an unknown filter or a variable the
+    judge does not have made that judge an error on every case, found only at run time."""
+    write(tmp_path / "prompts" / "tone.j2", "Judge the tone.\n{% for x in outputs %}\n{{ x }}\n")
+    path = write(
+        tmp_path / "templates.suite.yaml",
+        """\
+        name: templates
+        cases: [{id: a, input: {text: hi}}]
+        subject:
+          command: echo ${inputs.text}
+        judges:
+          - name: braces
+            prompt: "Score {{ outputs } 1-5 for ${inputs.text}"
+          - name: filter
+            prompt: |
+              Score 1-5 the answer to ${inputs.text}.
+              {{ outputs | uppper }}
+          - name: variable
+            feedback_type: bool
+            llm_rubric: "Is {{ output }} polite?"
+          - name: tone
+            prompt_file: prompts/tone.j2
+          - name: fine
+            prompt: "{% if inputs.text %}Score {{ outputs | upper }} 1-5{% endif %}"
+        """,
+    )
+    found = {(d.line, d.column): d.message for d in check_file(path) if d.code == "LL074"}
+    assert found == {
+        (7, 14): "judge 'braces': its template does not parse (template line 1): unexpected '}'",
+        (11, 7): "judge 'filter': its template does not compile: No filter named 'uppper'. "
+        "(did you mean 'upper'?)",
+        (14, 18): "judge 'variable': its template uses the variable 'output', which does not "
+        "exist (did you mean 'outputs'?) (known: outputs, conversation, tool_trace, evidence, "
+        "inputs, annotations, arguments)",
+        (16, 5): "judge 'tone': its template does not parse (template line 3): Unexpected end "
+        "of template. Jinja was looking for the following tags: 'endfor' or 'else'. The "
+        "innermost block that needs to be closed is 'for'. "
+        f"(in {tmp_path / 'prompts' / 'tone.j2'}, line 3)",
+    }
