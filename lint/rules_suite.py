@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.model.judges import Judge
@@ -124,3 +125,40 @@ def suite_raw_input(ctx: SuiteContext) -> Iterator[Finding]:
                     path,
                     f"drop `| raw`: ${{{root}.{key}}} is quoted for its place in the command",
                 )
+
+
+@rule("LL093", "error", "suite-dataset", targets=("suite",))
+def suite_dataset(ctx: SuiteContext) -> Iterator[Finding]:
+    """The `dataset:` directory does not exist, is not a directory or holds no case folder.
+
+    The run refuses such a suite before its first case; the path is relative to the suite file."""
+    from engine.load.dataset import dataset_dir
+
+    folder = dataset_dir(ctx.suite)
+    if folder is None:
+        return
+    written = ctx.suite.dataset
+    hint = (
+        "dataset: is a directory relative to the suite file's directory, with one folder per "
+        "case (each with input.yaml)"
+    )
+    if not folder.exists():
+        problem = "does not exist"
+    elif not folder.is_dir():
+        problem = "is not a directory"
+    elif not _has_case_folder(folder):
+        problem, hint = "holds no case folder", "add a folder per case, each with input.yaml"
+    else:
+        return
+    shown = f"{written!r}" if str(folder) == written else f"{written!r} ({folder})"
+    yield Finding(
+        f"the dataset {shown} {problem}: the suite would refuse to run", ("dataset",), hint
+    )
+
+
+def _has_case_folder(folder: Path) -> bool:
+    """A folder the run takes as a case: a directory not starting with `.` (dataset.py)."""
+    try:
+        return any(e.is_dir() and not e.name.startswith(".") for e in folder.iterdir())
+    except OSError:
+        return True  # unreadable: the run says why; lint does not guess

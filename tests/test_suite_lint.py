@@ -224,3 +224,35 @@ def test_a_judge_prompt_that_is_not_a_template_is_found_at_its_line(tmp_path: Pa
         "innermost block that needs to be closed is 'for'. "
         f"(in {tmp_path / 'prompts' / 'tone.j2'}, line 3)",
     }
+
+
+def test_a_dataset_the_run_would_refuse_is_found_by_validate(tmp_path: Path) -> None:
+    """`dataset:` is resolved against the suite file's directory, as the run does; a missing
+    directory, a file, or a directory without case folders refused the run only."""
+    suites = tmp_path / "suites"
+    text = """\
+        name: data
+        dataset: {where}
+        subject:
+          command: echo ${{inputs.text}}
+        judges:
+          - {{name: ok, builtin: exit_code}}
+        """
+    (suites / "empty" / ".hidden").mkdir(parents=True)
+    write(suites / "a-file", "")
+    write(suites / "cases" / "one" / "input.yaml", "text: hi\n")
+    found = {}
+    for where in ("cases", "missing", "a-file", "empty"):
+        path = write(suites / f"{where}.suite.yaml", text.format(where=where))
+        found[where] = [(d.code, d.line, d.message) for d in check_file(path)]
+    assert found["cases"] == []
+    assert found["missing"] == [
+        (
+            "LL093",
+            2,
+            f"the dataset 'missing' ({suites / 'missing'}) does not exist: the suite would "
+            "refuse to run",
+        )
+    ]
+    assert "is not a directory" in found["a-file"][0][2]
+    assert "holds no case folder" in found["empty"][0][2]
