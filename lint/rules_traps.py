@@ -12,7 +12,8 @@ from engine.model.loop import RUN_LEVEL_ROOTS, Loop
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
 from lint._registry import Finding, rule
-from lint.rules_interpolation import _scope_uses, _uses
+from lint._suite import SuiteContext
+from lint.rules_interpolation import _scope_uses, _shell_fields, _uses
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 # Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
@@ -21,6 +22,9 @@ _RUN_KEY = re.compile(r"^\s*run\s*\.\s*([A-Za-z_]\w*)")
 _CAPTURE_OF = re.compile(r"(?<!\$)\$\{\s*captured\s*\.\s*([A-Za-z_]\w*)")
 # `/name` or `/plugin:name` as the first word: a slash command, not a path to a program.
 _SLASH_COMMAND = re.compile(r"^\s*(/[A-Za-z][\w.-]*(?::[\w.-]+)?)(?=\s|$)")
+# `{{ context.name }}` (Jinja, Ansible) or `${{ context.name }}` (GitHub Actions) naming one of
+# our roots; Go templates (`{{ .Name }}`) start with a dot and are left alone.
+_BRACES = re.compile(r"\$?\{\{\s*([A-Za-z_]\w*)((?:\s*\.\s*[A-Za-z_]\w*)*)\s*(\}\}|[|.\[(])")
 
 
 def _provided(loop: Loop) -> set[str]:
@@ -138,3 +142,31 @@ def input_key_unknown(ctx: LintContext) -> Iterator[Finding]:
         ("input_key",),
         f"declare it: parameters: {{{key}: {{type: string, required: true}}}}",
     )
+
+
+@rule("LL086", "warning", "jinja-in-shell", targets=("loop", "suite"))
+def jinja_in_shell(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """`{{ context.x }}` in a shell command: not interpolated, bash gets the braces as text.
+
+    Jinja, Ansible and GitHub Actions (`${{ }}`) write values so; ll-loop writes `${...}`."""
+    from engine.shell.interpolate import ROOTS
+
+    if isinstance(ctx, SuiteContext):
+        fields = [(path, text, what) for path, text, what in ctx.shell_templates()]
+    else:
+        fields = [(f.path, f.template, f.what) for f in _shell_fields(ctx.loop)]
+    for path, text, what in fields:
+        for match in _BRACES.finditer(text):
+            root = match.group(1)
+            if root not in ROOTS:
+                continue
+            dotted = root + "".join(match.group(2).split())
+            closed = match.group(3) == "}}"
+            shown = match.group(0) if closed else match.group(0)[:-1].rstrip() + " ...}}"
+            yield Finding(
+                f"{shown} in this {what} is not interpolated: bash gets it as text",
+                path,
+                f"write ${{{dotted}{'' if closed else ' ...'}}}: ll-loop replaces ${{...}} with "
+                "the value, quoted for its place in the command",
+                needle=match.group(0),
+            )

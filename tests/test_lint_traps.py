@@ -103,3 +103,34 @@ def test_scope_may_only_use_run_level_roots() -> None:
 def test_input_key_must_name_a_parameter_or_context_key() -> None:
     assert codes(loop("action: 'true'", "input_key: nope")) == [("LL084", "input_key")]
     assert codes(loop("action: 'true'", "input_key: k\ncontext: {k: ''}")) == []
+
+
+def test_jinja_braces_in_a_shell_command_are_a_warning() -> None:
+    """`{{ context.name }}` reached bash as text (`echo` printed the braces); `${{ ... }}`
+    (GitHub Actions) is a bad substitution. Go templates (`{{ .Name }}`), names that are not
+    ours and prompts are left alone."""
+    top = "context: {name: ada}"
+    action = """\
+    action: |
+      echo "hello {{ context.name }}" ${{ context.name }}
+      echo {{ captured.a.output | trim }}
+      docker inspect --format '{{ .State.Running }}' web
+      echo '{{ item }}'
+    """
+    loop_, positions = load_loop_with_positions(
+        text=textwrap.dedent(loop(action, top)), file="loop.yaml"
+    )
+    found = [
+        (d.line, d.column, d.message) for d in lint_loop(loop_, positions) if d.code == "LL086"
+    ]
+    assert found == [
+        (8, 19, "{{ context.name }} in this action is not interpolated: bash gets it as text"),
+        (8, 39, "${{ context.name }} in this action is not interpolated: bash gets it as text"),
+        (
+            9,
+            12,
+            "{{ captured.a.output ...}} in this action is not interpolated: bash gets it as text",
+        ),
+    ]
+    prompt = "action: Greet {{ context.name }}\naction_type: prompt\nrunner: 'cmd:x'\ntimeout: 9"
+    assert codes(loop(prompt, top)) == []

@@ -256,3 +256,20 @@ def test_a_dataset_the_run_would_refuse_is_found_by_validate(tmp_path: Path) -> 
     ]
     assert "is not a directory" in found["a-file"][0][2]
     assert "holds no case folder" in found["empty"][0][2]
+
+
+def test_jinja_braces_in_a_suite_command_are_a_warning(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "braces.suite.yaml",
+        """\
+        name: braces
+        cases: [{input: {text: hi}}]
+        subject:
+          command: ./count.sh {{ inputs.text }}
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    [found] = [d for d in check_file(path) if d.code == "LL086"]
+    assert (found.line, found.column, found.severity) == (4, 23, "warning")
+    assert found.hint.startswith("write ${inputs.text}:")
