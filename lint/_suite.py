@@ -11,7 +11,7 @@ from engine.model.errors import LoopError
 from engine.model.judges import Judge
 from lint._judges import strings_of_judge
 from lint._paths import strings_in
-from lint._registry import PathKey
+from lint._registry import PathKey, PositionLookup
 
 if TYPE_CHECKING:  # a suite's lint imports them; a loop's need not pay for it
     from engine.model.suite import Case, Suite
@@ -25,6 +25,7 @@ class SuiteContext:
     """The suite under lint, and its cases when they can be read (a lint never fails on data)."""
 
     suite: Suite
+    positions: PositionLookup | None = None  # where each node sits in the file (LL087)
 
     @cached_property
     def cases(self) -> list[Case]:

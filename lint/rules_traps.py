@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from engine.model.loop import RUN_LEVEL_ROOTS, Loop
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
-from lint._registry import Finding, rule
+from lint._registry import Finding, PathKey, PositionLookup, rule
 from lint._suite import SuiteContext
 from lint.rules_interpolation import _scope_uses, _shell_fields, _uses
 
@@ -151,11 +151,7 @@ def jinja_in_shell(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     Jinja, Ansible and GitHub Actions (`${{ }}`) write values so; ll-loop writes `${...}`."""
     from engine.shell.interpolate import ROOTS
 
-    if isinstance(ctx, SuiteContext):
-        fields = [(path, text, what) for path, text, what in ctx.shell_templates()]
-    else:
-        fields = [(f.path, f.template, f.what) for f in _shell_fields(ctx.loop)]
-    for path, text, what in fields:
+    for path, text, what in _commands(ctx):
         for match in _BRACES.finditer(text):
             root = match.group(1)
             if root not in ROOTS:
@@ -170,3 +166,59 @@ def jinja_in_shell(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 "the value, quoted for its place in the command",
                 needle=match.group(0),
             )
+
+
+def _commands(ctx: LintContext | SuiteContext) -> list[tuple[PathKey, str, str]]:
+    """Every text that runs as a bash script: (YAML path, script, what it is)."""
+    if isinstance(ctx, SuiteContext):
+        return list(ctx.shell_templates())
+    return [(f.path, f.template, f.what) for f in _shell_fields(ctx.loop)]
+
+
+# A YAML comment: whitespace, then `#`, after a plain scalar on its line.
+_COMMENT = re.compile(r"[ \t]+#")
+
+
+@rule("LL087", "error", "comment-cuts-command", targets=("loop", "suite"))
+def comment_cuts_command(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A ` #` inside a bash quote of an unquoted YAML command: YAML cut the rest off as a comment.
+
+    `action: grep "TODO #42" notes.txt` gives bash `grep "TODO`, which does not parse."""
+    positions = ctx.positions
+    if positions is None or not positions.text:
+        return
+    lines = positions.text.splitlines()
+    for path, text, what in _commands(ctx):
+        cut = _comment_after(positions, lines, path, text)
+        if cut is None:
+            continue
+        from engine.shell.grammar import script_problem
+
+        problem = script_problem(text)
+        if problem is None:
+            continue  # bash too reads an unquoted ` #` as a comment: nothing changed
+        yield Finding(
+            f"YAML read {cut!r} as a comment, so the {what} bash gets ends at {text[-30:]!r} "
+            f"and does not parse ({problem})",
+            path,
+            "quote the whole value in YAML ('...' doubling inner ', or a block: `|` and the "
+            "command on the next line): an unquoted value ends where ` #` starts",
+            needle=cut,
+        )
+
+
+def _comment_after(
+    positions: PositionLookup, lines: list[str], path: PathKey, text: str
+) -> str | None:
+    """The comment YAML dropped after `text`, when `text` is a one-line plain scalar written at
+    `path` and a comment follows it on its line (None otherwise, or when unsure)."""
+    if "\n" in text or getattr(positions, "origin_of", lambda _: "")(path):
+        return None  # several lines, or written in a fragment library (another file)
+    line, column = positions.value_of(path)
+    if not 0 < line <= len(lines):
+        return None
+    rest = lines[line - 1][column - 1 :]
+    if not rest or rest[0] in "\"'|>&*!{[" or not rest.startswith(text):
+        return None  # quoted, a block, an anchor, an alias, a tag, flow: not a plain scalar
+    tail = rest[len(text) :]
+    return tail.strip() if _COMMENT.match(tail) else None

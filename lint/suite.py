@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from engine.load.gcpause import collector_paused
 from engine.model.errors import Diagnostic
-from lint._engine import PositionLookup, find_in_text
-from lint._registry import RULES, Finding, find_rule
+from lint._engine import find_in_text
+from lint._registry import RULES, Finding, PositionLookup, find_rule
 from lint._suite import SuiteContext
 
 if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
 def lint_suite(suite: Suite, positions: PositionLookup | None = None) -> list[Diagnostic]:
     """Every diagnostic of every suite rule for `suite`, in file order."""
     with collector_paused():
-        ctx = SuiteContext(suite)
+        ctx = SuiteContext(suite, positions)
         found: list[Diagnostic] = []
         for item in RULES.values():
             if "suite" not in item.targets:

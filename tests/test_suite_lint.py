@@ -273,3 +273,22 @@ def test_jinja_braces_in_a_suite_command_are_a_warning(tmp_path: Path) -> None:
     [found] = [d for d in check_file(path) if d.code == "LL086"]
     assert (found.line, found.column, found.severity) == (4, 23, "warning")
     assert found.hint.startswith("write ${inputs.text}:")
+
+
+def test_a_yaml_comment_cutting_a_suite_command_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "cut.suite.yaml",
+        """\
+        name: cut
+        cases: [{input: {text: hi}}]
+        subject:
+          command: grep -c "issue #${inputs.text}" notes.txt
+        before_each:
+          - sed -i 's/ #.*//' notes.txt
+          - make setup  # a comment bash would drop too
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    found = [(d.line, d.column) for d in check_file(path) if d.code == "LL087"]
+    assert found == [(4, 27), (6, 16)]
