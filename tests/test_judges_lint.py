@@ -66,3 +66,39 @@ def test_an_assessment_is_captured_under_its_state_name() -> None:
         },
     )
     assert [c for c, _ in found if c == "LL031"] == []
+
+
+def test_builtin_arguments_of_the_wrong_kind_are_errors() -> None:
+    """`negate: "false"` is text, and any text is true: the regex judge silently passed on no
+    match; `paths: out/x.json` errored every run ("must be a non-empty list"), `pattern: 5` and
+    `max_cost_usd: five` raised inside the builtin. Numbers written as text, and `${...}`, are
+    fine (they are converted, or rendered first)."""
+    found = codes(
+        """
+        type: assessment
+        judges:
+          - {name: a, builtin: regex, arguments: {pattern: hi, negate: "false"}}
+          - {name: b, builtin: file_exists, arguments: {paths: out/x.json}}
+          - {name: c, builtin: regex, arguments: {pattern: 5}}
+          - {name: d, builtin: cost_budget, arguments: {max_cost_usd: five}}
+          - {name: e, builtin: cost_budget, arguments: {max_cost_usd: "0.5"}}
+          - {name: f, builtin: output_numeric, arguments: {operator: ge, target: "${context.t}"}}
+          - {name: g, builtin: json_schema, arguments: {schema: [1]}}
+        """,
+        **{"scope:": "context: {t: 3}\nscope:"},
+    )
+    assert [p for c, p in found if c == "LL073"] == [
+        f"states.work.evaluate.judges.{i}.arguments" for i in (0, 1, 2, 3, 6)
+    ]
+
+
+def test_a_builtin_argument_of_the_wrong_kind_is_the_judge_error_at_run_time() -> None:
+    from engine.judges.registry import find_builtin
+
+    regex = find_builtin("regex")
+    assert regex is not None
+    assert regex.argument_problem({"pattern": "x", "negate": "false"}) == (
+        "the argument 'negate' of builtin 'regex' is 'false', not a boolean (any text is true: "
+        "write true or false, unquoted)"
+    )
+    assert regex.argument_problem({"pattern": "x", "negate": True}) is None
