@@ -162,3 +162,23 @@ def _has_case_folder(folder: Path) -> bool:
         return any(e.is_dir() and not e.name.startswith(".") for e in folder.iterdir())
     except OSError:
         return True  # unreadable: the run says why; lint does not guess
+
+
+@rule("LL094", "error", "suite-output-path", targets=("suite",))
+def suite_output_path(ctx: SuiteContext) -> Iterator[Finding]:
+    """An `outputs.paths` entry outside the case's workspace: the run never reads it.
+
+    The record holds only files inside the workspace (engine.runtime.workspace.read_files), so
+    an absolute path or one through `..` is passed over without a word."""
+    import posixpath
+
+    for index, given in enumerate(ctx.suite.output_paths):
+        normal = posixpath.normpath(given)
+        if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
+            yield Finding(
+                f"outputs.paths entry {given!r} is outside the case's workspace: the run reads "
+                "only files inside it, so judges would never see this one",
+                ("outputs", "paths", index),
+                "write a path relative to the workspace (out/result.json); to give every case a "
+                "file from the project, list it under workspace:",
+            )

@@ -292,3 +292,27 @@ def test_a_yaml_comment_cutting_a_suite_command_is_an_error(tmp_path: Path) -> N
     )
     found = [(d.line, d.column) for d in check_file(path) if d.code == "LL087"]
     assert found == [(4, 27), (6, 16)]
+
+
+def test_an_output_path_outside_the_workspace_is_an_error(tmp_path: Path) -> None:
+    """The run reads only files inside the case's workspace and passed over these without a
+    word: the judges never saw them."""
+    path = write(
+        tmp_path / "outside.suite.yaml",
+        """\
+        name: outside
+        cases: [{input: {text: hi}}]
+        subject:
+          command: echo hi
+        outputs:
+          paths: [out, ../report.json, /tmp/result.json, out/../../x, ./out/../out]
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    found = [(d.line, d.column, d.path) for d in check_file(path) if d.code == "LL094"]
+    assert found == [
+        (6, 16, "outputs.paths.1"),
+        (6, 32, "outputs.paths.2"),
+        (6, 50, "outputs.paths.3"),
+    ]
