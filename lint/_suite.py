@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from engine.model.errors import LoopError
 from engine.model.judges import Judge
+from engine.model.loop import Loop
+from lint._context import LoopResolver
 from lint._judges import strings_of_judge
 from lint._paths import strings_in
 from lint._registry import PathKey, PositionLookup
@@ -26,6 +28,7 @@ class SuiteContext:
 
     suite: Suite
     positions: PositionLookup | None = None  # where each node sits in the file (LL087)
+    resolve_loop: LoopResolver | None = None  # finds a loop subject (LL095)
 
     @cached_property
     def cases(self) -> list[Case]:
@@ -52,6 +55,15 @@ class SuiteContext:
             if isinstance(command, str):
                 at = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
                 yield at, command, "judge command"
+
+    def subject_loop(self, ref: str) -> tuple[Loop | None, str]:
+        """The loop a subject's `loop:` names and, when it cannot be loaded, why."""
+        if self.resolve_loop is None:
+            return None, "no resolver"
+        try:
+            return self.resolve_loop(ref), ""
+        except LoopError as exc:
+            return None, exc.message
 
     def templates(self) -> Iterator[tuple[PathKey, str]]:
         """Every string of the suite a run interpolates (`${inputs.x}`), with its YAML path:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.model.judges import Judge
+from engine.model.loop import Loop
+from lint._paths import did_you_mean, names
 from lint._registry import Finding, PathKey, rule
 from lint._suite import SuiteContext
 
 if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
-    from engine.model.suite import Suite
+    from engine.model.suite import Case, Subject, Suite
 
 _CASE_KEY = re.compile(r"\s*(inputs|annotations)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _GUARDED = re.compile(r"\|\s*default\b|:default=|\?\s*$")
@@ -50,10 +52,12 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
     """The subject or a hook reads a case key that some cases do not have (they will error).
 
     `${inputs.KEY}` or `${annotations.KEY}` without a default, in the subject, the baseline
-    subject or a hook."""
+    subject or a hook; or a required parameter of a loop subject without `with:`, which takes
+    the case's input of that name."""
     cases = ctx.cases
     if not cases:
         return
+    yield from _unbound_parameters(ctx)
     for path, text, _ in _templates(ctx.suite):
         for root, key, guarded, _ in _case_reads(text):
             if guarded:
@@ -151,9 +155,7 @@ def suite_dataset(ctx: SuiteContext) -> Iterator[Finding]:
     else:
         return
     shown = f"{written!r}" if str(folder) == written else f"{written!r} ({folder})"
-    yield Finding(
-        f"the dataset {shown} {problem}: the suite would refuse to run", ("dataset",), hint
-    )
+    yield Finding(f"the dataset {shown} {problem}", ("dataset",), hint)
 
 
 def _has_case_folder(folder: Path) -> bool:
@@ -181,4 +183,89 @@ def suite_output_path(ctx: SuiteContext) -> Iterator[Finding]:
                 ("outputs", "paths", index),
                 "write a path relative to the workspace (out/result.json); to give every case a "
                 "file from the project, list it under workspace:",
+            )
+
+
+@rule("LL095", "error", "suite-subject-loop", targets=("suite",))
+def suite_subject_loop(ctx: SuiteContext) -> Iterator[Finding]:
+    """A loop subject that cannot be found or loaded, or whose parameters `with:` (or, without
+    `with:`, the cases' inputs) do not fit: every case would error."""
+    if ctx.resolve_loop is None:
+        return
+    for key, subject in _loop_subjects(ctx.suite):
+        child, why = ctx.subject_loop(subject.loop or "")
+        if child is None:
+            yield Finding(
+                f"{key} runs loop {subject.loop!r}, which cannot be found or loaded"
+                + (f": {why}" if why else ""),
+                (key, "loop"),
+                "use a path relative to the suite file, a name in .loops/, or a built-in from "
+                "`ll-loop list`",
+            )
+            continue
+        if subject.with_ is not None:  # without it: the cases' inputs, per case (LL090)
+            yield from _with_problems(key, child, dict(subject.with_))
+
+
+def _with_problems(key: str, child: Loop, given: dict[str, Any]) -> Iterator[Finding]:
+    """LL041's checks for a suite's `with:`: required parameters, unknown names, literal types."""
+    from lint.rules_subloop import literal_problem
+
+    params = child.parameters
+    for name, declared in params.items():
+        if declared.required and not declared.has_default and name not in given:
+            yield Finding(
+                f"{key}.with does not pass required parameter {name!r} of loop {child.name!r}",
+                (key, "with"),
+                f"add `{name}: ${{inputs.{name}}}` (or a value) under `with:`",
+            )
+    for name, value in given.items():
+        param = params.get(name)
+        if param is None and (not params or name in child.context or name == "input"):
+            continue  # accepted as `--context` (engine.model.params.check_caller_keys)
+        if param is None:
+            known = f"; it takes {names(params)}"
+            yield Finding(
+                f"loop {child.name!r} has no parameter {name!r}{did_you_mean(name, params)}"
+                f"{known}: the run refuses it",
+                (key, "with", name),
+                "pass only the names declared under the loop's `parameters:`",
+            )
+            continue
+        problem = literal_problem(param, value, child.name)
+        if problem:
+            yield Finding(problem, (key, "with", name), "pass a value of the declared type")
+
+
+def _unbound_parameters(ctx: SuiteContext) -> Iterator[Finding]:
+    """Without `with:`, a run passes a loop subject the inputs it declares parameters for: a
+    required parameter some case has no input for is refused in that case."""
+    cases = ctx.cases
+    for key, subject in _loop_subjects(ctx.suite):
+        if subject.with_ is not None or ctx.resolve_loop is None:
+            continue
+        child, _ = ctx.subject_loop(subject.loop or "")
+        if child is not None:
+            yield from _lacking_parameters(cases, key, child)
+
+
+def _loop_subjects(suite: Suite) -> Iterator[tuple[str, Subject]]:
+    """The loop subjects with a literal `loop:`, by YAML key."""
+    for key, subject in (("subject", suite.subject), ("baseline_subject", suite.baseline_subject)):
+        if subject is not None and subject.kind == "loop" and "${" not in (subject.loop or ""):
+            yield key, subject
+
+
+def _lacking_parameters(cases: list[Case], key: str, child: Loop) -> Iterator[Finding]:
+    for name, declared in child.parameters.items():
+        if not declared.required or declared.has_default:
+            continue
+        lacking = [c.id for c in cases if name not in c.inputs]
+        if lacking:
+            shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+            yield Finding(
+                f"loop {child.name!r} requires parameter {name!r}, and {len(lacking)} of "
+                f"{len(cases)} cases have no input {name!r} ({shown}): they will error",
+                (key, "loop"),
+                f"add {name} to those cases' input.yaml, or bind it under `with:`",
             )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from engine.load.gcpause import collector_paused
 from engine.model.errors import Diagnostic
+from lint._context import LoopResolver
 from lint._engine import find_in_text
 from lint._registry import RULES, Finding, PositionLookup, find_rule
 from lint._suite import SuiteContext
@@ -15,10 +16,16 @@ if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
     from engine.model.suite import Suite
 
 
-def lint_suite(suite: Suite, positions: PositionLookup | None = None) -> list[Diagnostic]:
-    """Every diagnostic of every suite rule for `suite`, in file order."""
+def lint_suite(
+    suite: Suite,
+    positions: PositionLookup | None = None,
+    *,
+    resolve_loop: LoopResolver | None = None,
+) -> list[Diagnostic]:
+    """Every diagnostic of every suite rule for `suite`, in file order; `resolve_loop` finds a
+    loop subject (the caller knows about files; without it, loop subjects are not checked)."""
     with collector_paused():
-        ctx = SuiteContext(suite, positions)
+        ctx = SuiteContext(suite, positions, resolve_loop)
         found: list[Diagnostic] = []
         for item in RULES.values():
             if "suite" not in item.targets:

@@ -483,7 +483,9 @@ def test_a_missing_dataset_is_refused_at_its_line(tmp_path: Path) -> None:
     write(project(tmp_path) / "s.suite.yaml", MINIMAL)
     done = ll_harness(tmp_path, "suite", "s.suite.yaml")
     assert done.code == 2
-    assert "s.suite.yaml:2: cannot read the dataset directory" in done.stderr
+    # lint (LL093) refuses it before the run reads the dataset
+    assert "s.suite.yaml:2:1: LL093 the dataset 'cases' (" in done.stderr
+    assert "does not exist; the suite did not run" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -507,6 +509,7 @@ def test_an_unusable_workspace_path_is_refused_before_the_run(
 
 def test_validate_counts_a_suite_as_a_suite(tmp_path: Path) -> None:
     write(project(tmp_path) / "s.suite.yaml", MINIMAL)
+    write(tmp_path / "cases" / "a" / "input.yaml", "{}")
     done = ll_loop(tmp_path, "validate", "s.suite.yaml")
     assert done.code == 0, done.stderr
     assert "1 suite: no problems" in done.stdout + done.stderr

@@ -4,6 +4,7 @@ file:line:col and codes, in every format; judge rules check a suite's judges too
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
@@ -247,12 +248,7 @@ def test_a_dataset_the_run_would_refuse_is_found_by_validate(tmp_path: Path) -> 
         found[where] = [(d.code, d.line, d.message) for d in check_file(path)]
     assert found["cases"] == []
     assert found["missing"] == [
-        (
-            "LL093",
-            2,
-            f"the dataset 'missing' ({suites / 'missing'}) does not exist: the suite would "
-            "refuse to run",
-        )
+        ("LL093", 2, f"the dataset 'missing' ({suites / 'missing'}) does not exist")
     ]
     assert "is not a directory" in found["a-file"][0][2]
     assert "holds no case folder" in found["empty"][0][2]
@@ -316,3 +312,71 @@ def test_an_output_path_outside_the_workspace_is_an_error(tmp_path: Path) -> Non
         (6, 32, "outputs.paths.2"),
         (6, 50, "outputs.paths.3"),
     ]
+
+
+CHILD = """\
+name: child
+initial: go
+scope: ["."]
+parameters:
+  text: {type: string, required: true}
+  times: {type: integer, default: 1}
+states:
+  go:
+    action: echo ${context.text}
+    next: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_loop_subject_that_would_be_refused_is_found_by_validate(tmp_path: Path) -> None:
+    """A misspelt loop file, a `with:` name the loop does not declare, a missing required
+    parameter: each errored every case at run time ("no loop file", "declares no parameter")."""
+    write(tmp_path / "child.yaml", CHILD)
+    text = textwrap.dedent(
+        """\
+        name: looped
+        cases: [{id: a, input: {text: hi}}, {id: b, input: {other: x}}]
+        subject:
+          loop: LOOP
+        judges:
+          - {name: ok, builtin: exit_code}
+        """
+    )
+
+    def found(loop: str) -> list[tuple[int, int, str]]:
+        path = write(tmp_path / "looped.suite.yaml", text.replace("LOOP", loop))
+        return [(d.line, d.column, d.message) for d in check_file(path) if d.code == "LL095"]
+
+    assert found("chlid.yaml") == [
+        (
+            4,
+            3,
+            "subject runs loop 'chlid.yaml', which cannot be found or loaded: no loop file at "
+            f"{tmp_path / 'chlid.yaml'}",
+        )
+    ]
+    assert found("child.yaml\n  with: {txt: '${inputs.text}', times: many}") == [
+        (5, 3, "subject.with does not pass required parameter 'text' of loop 'child'"),
+        (
+            5,
+            10,
+            "loop 'child' has no parameter 'txt' (did you mean 'text'?); it takes 'text' and "
+            "'times': the run refuses it",
+        ),
+        (5, 33, "parameter 'times' of loop 'child' must be an integer, got \"many\""),
+    ]
+    # Without with:, the run passes the inputs the loop declares: case b has no text, and
+    # errors alone (the other cases run), so that is LL090's warning.
+    assert found("child.yaml") == []
+    path = write(tmp_path / "looped.suite.yaml", text.replace("LOOP", "child.yaml"))
+    [lacking] = [d for d in check_file(path) if d.code == "LL090"]
+    assert (lacking.line, lacking.severity, lacking.message) == (
+        4,
+        "warning",
+        "loop 'child' requires parameter 'text', and 1 of 2 cases have no input 'text' (b): "
+        "they will error",
+    )
+    assert found("child.yaml\n  with: {text: '${inputs.text | default(1)}', times: 2}") == []
