@@ -168,6 +168,7 @@ def _suite_bad_expressions(ctx: SuiteContext) -> Iterator[Finding]:
     (`${context.x}`) has no value, so every case errors; a root that is not ours (`${input.x}`)
     is not interpolated at all: bash gets it as written ("bad substitution"), a model reads it
     as text."""
+    yield from _suite_not_interpolated(ctx)
     templates = [(path, text) for path, text in ctx.templates() if "${" in text]
     if not templates:
         return
@@ -206,6 +207,37 @@ def _suite_bad_expressions(ctx: SuiteContext) -> Iterator[Finding]:
                     "$${ for a literal ${",
                     needle=match.group(0),
                 )
+
+
+def _suite_not_interpolated(ctx: SuiteContext) -> Iterator[Finding]:
+    """A `${...}` in a subject's `agent:`, `runner:` or `loop:`, which a run takes as written:
+    bash refuses `${inputs.x}` as a bad substitution, and no loop file is named so."""
+    from engine.shell.interpolate import env_name
+
+    for key, subject in (
+        ("subject", ctx.suite.subject),
+        ("baseline_subject", ctx.suite.baseline_subject),
+    ):
+        if subject is None:
+            continue
+        for field in ("agent", "runner", "loop"):
+            value = getattr(subject, field)
+            match = _OURS.search(value) if isinstance(value, str) else None
+            if match is None:
+                continue
+            written = value[match.start() :].split("}", 1)[0] + "}"
+            variable = env_name(written[2:-1].strip()) if field != "loop" else None
+            yield Finding(
+                f"{key}.{field} is not interpolated, so {written} reaches "
+                + ("the loop lookup" if field == "loop" else "bash")
+                + " as written"
+                + ("" if field == "loop" else " (a bad substitution)"),
+                (key, field),
+                f'read the value from the environment instead: "${variable}"'
+                if variable
+                else "name one loop; pass the case's values to it with `with:`",
+                needle=match.group(0),
+            )
 
 
 def _not_interpolated(loop: Loop) -> Iterator[Finding]:

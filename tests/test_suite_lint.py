@@ -380,3 +380,27 @@ def test_a_loop_subject_that_would_be_refused_is_found_by_validate(tmp_path: Pat
         "they will error",
     )
     assert found("child.yaml\n  with: {text: '${inputs.text | default(1)}', times: 2}") == []
+
+
+def test_an_expression_where_a_suite_does_not_interpolate_is_an_error(tmp_path: Path) -> None:
+    """`agent:` is run as written: `${inputs.model}` there was a bad substitution in bash, and
+    the agent failed on every case; its value is in the environment as $LL_INPUTS_model."""
+    path = write(
+        tmp_path / "agent.suite.yaml",
+        """\
+        name: agent
+        cases: [{input: {text: hi, model: m}}]
+        subject:
+          agent: claude -p --model ${inputs.model}
+          prompt: "${inputs.text}"
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    [found] = [d for d in check_file(path) if d.code == "LL030"]
+    assert (found.line, found.column) == (4, 28)
+    assert found.message == (
+        "subject.agent is not interpolated, so ${inputs.model} reaches bash as written (a bad "
+        "substitution)"
+    )
+    assert found.hint == 'read the value from the environment instead: "$LL_INPUTS_model"'
