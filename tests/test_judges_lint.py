@@ -102,3 +102,23 @@ def test_a_builtin_argument_of_the_wrong_kind_is_the_judge_error_at_run_time() -
         "write true or false, unquoted)"
     )
     assert regex.argument_problem({"pattern": "x", "negate": True}) is None
+
+
+def test_a_builtin_regex_that_does_not_compile_is_an_error() -> None:
+    """`pattern: "hi("` made the regex judge an error on every run ("not a valid regular
+    expression"); a pattern with `${...}` is rendered first and compiled then."""
+    found = codes(
+        """
+        type: assessment
+        judges:
+          - {name: a, builtin: regex, arguments: {pattern: "hi("}}
+          - {name: b, builtin: tool_called, arguments: {name: x, input_pattern: "[a-"}}
+          - {name: c, builtin: output_contains, arguments: {pattern: "ok(\\\\d+)"}}
+          - {name: d, builtin: regex, arguments: {pattern: "${context.word}("}}
+        """,
+        **{"scope:": "context: {word: w}\nscope:"},
+    )
+    assert [p for c, p in found if c == "LL073"] == [
+        "states.work.evaluate.judges.0.arguments",
+        "states.work.evaluate.judges.1.arguments",
+    ]

@@ -28,6 +28,7 @@ class Argument:
     required: bool = False
     default: Any = None
     description: str = ""
+    regex: bool = False  # a Python regular expression: one without `${...}` must compile
 
     def describe(self) -> str:
         if self.required:
@@ -49,9 +50,11 @@ class Argument:
             return None
         wanted = {"string": str, "boolean": bool, "list": list | tuple, "mapping": Mapping}
         kind = wanted.get(self.type)
-        if kind is None or isinstance(value, kind):
-            return None
-        return f"is {_shown(value)}, not a {self.type}" + _HOW.get(self.type, "")
+        if kind is not None and not isinstance(value, kind):
+            return f"is {_shown(value)}, not a {self.type}" + _HOW.get(self.type, "")
+        if self.regex and isinstance(value, str) and "${" not in value:
+            return _regex_problem(value)
+        return None
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,16 @@ def _shown(value: Any) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
     return repr(value)
+
+
+def _regex_problem(pattern: str) -> str | None:
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"is not a valid regular expression: {exc}"
+    return None
 
 
 def _numeric(text: str) -> bool:
