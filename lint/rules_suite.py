@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.model.judges import Judge
 from engine.model.loop import Loop
+from lint._judges import strings_of_judge
 from lint._paths import did_you_mean, names
 from lint._registry import Finding, PathKey, rule
 from lint._suite import SuiteContext
@@ -52,13 +53,19 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
     """The subject or a hook reads a case key that some cases do not have (they will error).
 
     `${inputs.KEY}` or `${annotations.KEY}` without a default, in the subject, the baseline
-    subject or a hook; or a required parameter of a loop subject without `with:`, which takes
-    the case's input of that name."""
+    subject, a hook or a judge without `if:`; or a required parameter of a loop subject without
+    `with:`, which takes the case's input of that name."""
     cases = ctx.cases
     if not cases:
         return
     yield from _unbound_parameters(ctx)
-    for path, text, _ in _templates(ctx.suite):
+    judged = [
+        (path, text)
+        for judge, at in ctx.judges()
+        if judge.condition is None  # an `if:` may skip the cases without the key
+        for path, text in strings_of_judge(judge, at)
+    ]
+    for path, text in [(p, t) for p, t, _ in _templates(ctx.suite)] + judged:
         for root, key, guarded, _ in _case_reads(text):
             if guarded:
                 continue

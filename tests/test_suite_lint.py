@@ -404,3 +404,33 @@ def test_an_expression_where_a_suite_does_not_interpolate_is_an_error(tmp_path: 
         "substitution)"
     )
     assert found.hint == 'read the value from the environment instead: "$LL_INPUTS_model"'
+
+
+def test_a_judge_reading_a_key_some_cases_lack_is_a_warning(tmp_path: Path) -> None:
+    """`${annotations.expected}` in a judge's argument errored that judge on each case without
+    the key ("missing value"); a judge whose `if:` may skip those cases is left alone."""
+    path = write(
+        tmp_path / "judged.suite.yaml",
+        """\
+        name: judged
+        cases:
+          - {id: a, input: {text: hi}, annotations: {expected: hi}}
+          - {id: b, input: {text: ho}}
+        subject:
+          command: echo ${inputs.text}
+        judges:
+          - {name: rx, builtin: regex, arguments: {pattern: "${annotations.expected}"}}
+          - name: guarded
+            if: "'expected' in annotations"
+            builtin: regex
+            arguments: {pattern: "${annotations.expected}"}
+        """,
+    )
+    found = [(d.line, d.path, d.message) for d in check_file(path) if d.code == "LL090"]
+    assert found == [
+        (
+            8,
+            "judges.0.arguments.pattern",
+            "${annotations.expected} is missing from 1 of 2 cases (b): they will error",
+        )
+    ]
