@@ -157,6 +157,21 @@ def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 )
         yield from _unknown_keys(path, template)
     yield from _undeclared_params(ctx.loop, uses)
+    yield from _suite_roots_in_loop(uses)
+
+
+def _suite_roots_in_loop(uses: list[Use]) -> Iterator[Finding]:
+    """`${inputs.x}` in a loop: `inputs` and `annotations` are a suite case's, and a loop run
+    has neither, so the expression fails wherever it is rendered (unless guarded)."""
+    for use in uses:
+        if use.root in _SUITE_ROOTS and use.closed and not use.guarded:
+            yield Finding(
+                f"${{{use.text}}} reads {use.root!r}, which only a suite's case has: in a loop "
+                "it has no value, and the state errors",
+                use.path,
+                "a loop reads its inputs as ${context.NAME} (declare NAME under parameters:)",
+                needle=f"${{{use.text}}}",
+            )
 
 
 # What a suite's `${...}` can read: the case (engine.suites.casework builds no other namespace).

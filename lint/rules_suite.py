@@ -195,8 +195,10 @@ def suite_output_path(ctx: SuiteContext) -> Iterator[Finding]:
 
 @rule("LL095", "error", "suite-subject-loop", targets=("suite",))
 def suite_subject_loop(ctx: SuiteContext) -> Iterator[Finding]:
-    """A loop subject that cannot be found or loaded, or whose parameters `with:` (or, without
-    `with:`, the cases' inputs) do not fit: every case would error."""
+    """A loop subject that cannot be found or loaded, or a `with:` that does not fit it.
+
+    A name the loop does not declare, a required parameter left out, a literal of the wrong
+    type: every case would error."""
     if ctx.resolve_loop is None:
         return
     for key, subject in _loop_subjects(ctx.suite):
