@@ -130,7 +130,9 @@ def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:
     suite, positions, problems = check_suite_file(path)
     if suite is None:
         return problems
-    return lint_suite(suite, positions, resolve_loop=_subject_loops(suite, where))
+    return lint_suite(
+        suite, positions, resolve_loop=_subject_loops(suite, where), project_root=where.root
+    )
 
 
 def _subject_loops(suite: Suite, where: _Where) -> Callable[[str], Loop | None]:
@@ -795,7 +797,9 @@ def _refuse_lint_errors(target: Path | Suite, where: _Where) -> None:
         suite, positions, _ = check_suite_file(target)
     if suite is None:
         return
-    found = lint_suite(suite, positions, resolve_loop=_subject_loops(suite, where))
+    found = lint_suite(
+        suite, positions, resolve_loop=_subject_loops(suite, where), project_root=where.root
+    )
     errors = [d for d in found if d.severity == "error" and d.code not in _PER_CASE_RULES]
     if not errors:
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.model.errors import LoopError
@@ -29,6 +30,7 @@ class SuiteContext:
     suite: Suite
     positions: PositionLookup | None = None  # where each node sits in the file (LL087)
     resolve_loop: LoopResolver | None = None  # finds a loop subject (LL095)
+    project_root: Path | None = None  # where `workspace:` paths are (LL096); None: unknown
 
     @cached_property
     def cases(self) -> list[Case]:

@@ -278,3 +278,24 @@ def _lacking_parameters(cases: list[Case], key: str, child: Loop) -> Iterator[Fi
                 (key, "loop"),
                 f"add {name} to those cases' input.yaml, or bind it under `with:`",
             )
+
+
+@rule("LL096", "error", "suite-workspace-path", targets=("suite",))
+def suite_workspace_path(ctx: SuiteContext) -> Iterator[Finding]:
+    """A `workspace:` path of an `isolation: copy` suite is outside the project or missing.
+
+    The run refuses the suite before its first case. Checked for `isolation: copy` only: with
+    `auto` the run picks a git worktree in a repository, where the paths are not copied."""
+    if ctx.project_root is None or ctx.suite.isolation != "copy":
+        return
+    from engine.load.project import workspace_path_problem
+
+    for index, given in enumerate(ctx.suite.workspace):
+        problem = workspace_path_problem(given, ctx.project_root)
+        if problem is not None:
+            yield Finding(
+                problem,
+                ("workspace", index),
+                "workspace: lists paths inside the project root (the nearest .loops/ or .git "
+                "above where the suite runs), copied into each case",
+            )

@@ -149,9 +149,11 @@ def jinja_in_shell(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """`{{ context.x }}` in a shell command: not interpolated, bash gets the braces as text.
 
     Jinja, Ansible and GitHub Actions (`${{ }}`) write values so; ll-loop writes `${...}`."""
-    from engine.shell.interpolate import ROOTS
-
     for path, text, what in _commands(ctx):
+        if "{{" not in text:
+            continue
+        from engine.shell.interpolate import ROOTS  # only a command with `{{` pays its import
+
         for match in _BRACES.finditer(text):
             root = match.group(1)
             if root not in ROOTS:

@@ -3,6 +3,7 @@ filtered by the suite's `lint: suppress` like a loop's."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.load.gcpause import collector_paused
@@ -21,11 +22,13 @@ def lint_suite(
     positions: PositionLookup | None = None,
     *,
     resolve_loop: LoopResolver | None = None,
+    project_root: Path | None = None,
 ) -> list[Diagnostic]:
-    """Every diagnostic of every suite rule for `suite`, in file order; `resolve_loop` finds a
-    loop subject (the caller knows about files; without it, loop subjects are not checked)."""
+    """Every diagnostic of every suite rule for `suite`, in file order. The caller knows about
+    files: `resolve_loop` finds a loop subject, `project_root` holds the `workspace:` paths
+    (without them, those are not checked)."""
     with collector_paused():
-        ctx = SuiteContext(suite, positions, resolve_loop)
+        ctx = SuiteContext(suite, positions, resolve_loop, project_root)
         found: list[Diagnostic] = []
         for item in RULES.values():
             if "suite" not in item.targets:
