@@ -166,3 +166,25 @@ def _prompt_file_template(judge: Judge, path: tuple[str | int, ...]) -> Iterator
             (*path, "prompt_file"),
             _template_hint(problem.message),
         )
+
+
+@rule("LL075", "error", "judge-threshold", targets=_BOTH)
+def judge_threshold(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A judge's `threshold` is above the highest value it can give, so it never passes.
+
+    An LLM judge scores inside its `score_range` (1-5 by default); any judge with a declared
+    `score_range` stays inside it (a value outside is its error)."""
+    for judge, path in _judges(ctx):
+        if judge.threshold is None:
+            continue
+        numeric_llm = judge.kind == "llm" and judge.feedback != "bool"
+        if not numeric_llm and judge.score_range is None:
+            continue  # a range only the run knows (a check, a metric's number, a review)
+        low, high = judge.value_range()
+        if judge.threshold > high:
+            yield Finding(
+                f"judge {judge.name!r} passes at {judge.threshold:g} or more, but gives values "
+                f"from {low:g} to {high:g}: it can never pass",
+                (*path, "threshold"),
+                f"choose a threshold between {low:g} and {high:g}, or set the judge's score_range",
+            )

@@ -122,3 +122,23 @@ def test_a_builtin_regex_that_does_not_compile_is_an_error() -> None:
         "states.work.evaluate.judges.0.arguments",
         "states.work.evaluate.judges.1.arguments",
     ]
+
+
+def test_a_threshold_above_what_the_judge_gives_is_an_error() -> None:
+    """`threshold: 7` on a 1-5 LLM judge, or 2 on a check scored in [0, 1]: the judge failed on
+    every run, so the assessment could never say yes."""
+    found = codes(
+        """
+        type: assessment
+        judges:
+          - {name: a, prompt: "Score 1-5. Quote the evidence.", threshold: 7}
+          - {name: b, check: "return 0.5, 'half'", score_range: [0, 1], threshold: 2}
+          - {name: c, prompt: "Score 0-10. Quote the evidence.", score_range: [0, 10], threshold: 7}
+          - {name: d, check: "return 12, 'n'", threshold: 10}
+          - {name: e, feedback_type: bool, prompt: "Fine? Quote the evidence.", threshold: 7}
+        """
+    )
+    assert [p for c, p in found if c == "LL075"] == [
+        "states.work.evaluate.judges.0.threshold",
+        "states.work.evaluate.judges.1.threshold",
+    ]
