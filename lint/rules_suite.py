@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
 
 _CASE_KEY = re.compile(r"\s*(inputs|annotations)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _GUARDED = re.compile(r"\|\s*default\b|:default=|\?\s*$")
+# `$LL_INPUTS_text` / `${LL_INPUTS_text}`, not `${LL_INPUTS_text:-x}` (a default of its own).
+_CASE_VARIABLE = re.compile(
+    r"\$\{?LL_(INPUTS|ANNOTATIONS)_([A-Za-z0-9_]+)(?![A-Za-z0-9_]|:?[-=?+])"
+)
 
 
 def _templates(suite: Suite) -> Iterator[tuple[PathKey, str, bool]]:
@@ -65,6 +69,7 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
         if judge.condition is None  # an `if:` may skip the cases without the key
         for path, text in strings_of_judge(judge, at)
     ]
+    yield from _case_variables(ctx, cases)
     for path, text in [(p, t) for p, t, _ in _templates(ctx.suite)] + judged:
         for root, key, guarded, _ in _case_reads(text):
             if guarded:
@@ -299,3 +304,36 @@ def suite_workspace_path(ctx: SuiteContext) -> Iterator[Finding]:
                 "workspace: lists paths inside the project root (the nearest .loops/ or .git "
                 "above where the suite runs), copied into each case",
             )
+
+
+def _case_variables(ctx: SuiteContext, cases: list[Case]) -> Iterator[Finding]:
+    """`$LL_INPUTS_KEY` / `$LL_ANNOTATIONS_KEY` in the subject's or a hook's bash: the inputs
+    are exported (a key a case lacks is simply unset: an empty value), the annotations never
+    (they hold the answers the subject must not see)."""
+    keys = sorted({key for case in cases for key in case.inputs})
+    for path, text, is_shell in _templates(ctx.suite):
+        if not is_shell or "LL_" not in text:
+            continue
+        for match in _CASE_VARIABLE.finditer(text):
+            variable, name = match.group(0).lstrip("${"), match.group(2).split("__")[0]
+            if match.group(1) == "ANNOTATIONS":
+                yield Finding(
+                    f"${variable} is always empty here: a case's annotations are not exported "
+                    "to the subject or its hooks (they hold the answers)",
+                    path,
+                    "judges read annotations; if the subject needs the value, put it in the "
+                    "case's input.yaml",
+                    needle=match.group(0),
+                )
+                continue
+            lacking = [c.id for c in cases if name not in c.inputs]
+            if lacking:
+                shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+                yield Finding(
+                    f"${variable} is empty in {len(lacking)} of {len(cases)} cases ({shown}): "
+                    f"they have no input {name!r}{did_you_mean(name, keys)}",
+                    path,
+                    f"add {name} to those cases' input.yaml, or give the variable a default: "
+                    f'"${{{variable}:-}}"',
+                    needle=match.group(0),
+                )

@@ -434,3 +434,33 @@ def test_a_judge_reading_a_key_some_cases_lack_is_a_warning(tmp_path: Path) -> N
             "${annotations.expected} is missing from 1 of 2 cases (b): they will error",
         )
     ]
+
+
+def test_a_case_variable_the_subject_never_gets_is_a_warning(tmp_path: Path) -> None:
+    """`$LL_ANNOTATIONS_expected` was always empty in the subject (annotations are the answers,
+    never exported to it) and `$LL_INPUTS_txt` empty in every case without `txt`: the command
+    ran on with an empty value. A variable with a default of its own is left alone."""
+    path = write(
+        tmp_path / "vars.suite.yaml",
+        """\
+        name: vars
+        cases: [{id: a, input: {text: hi}, annotations: {expected: hi}}]
+        subject:
+          command: echo "$LL_ANNOTATIONS_expected ${LL_INPUTS_txt} $LL_INPUTS_text ${LL_INPUTS_n-0}"
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    found = [(d.column, d.message) for d in check_file(path) if d.code == "LL090"]
+    assert found == [
+        (
+            18,
+            "$LL_ANNOTATIONS_expected is always empty here: a case's annotations are not "
+            "exported to the subject or its hooks (they hold the answers)",
+        ),
+        (
+            43,
+            "$LL_INPUTS_txt is empty in 1 of 1 cases (a): they have no input 'txt' (did you "
+            "mean 'text'?)",
+        ),
+    ]
