@@ -114,7 +114,7 @@ def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
 
     kind = file_kind(path)
     if kind == "suite":
-        return _check_suite(path)
+        return _check_suite(path, where)
     if kind == "library":
         return check_library_file(path)
     loop, positions, problems = check_loop_file(path)
@@ -123,14 +123,27 @@ def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
     return _lint(loop, positions, where)
 
 
-def _check_suite(path: Path) -> list[Diagnostic]:
+def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:
     from engine.load.suite import check_suite_file
     from lint import lint_suite
 
     suite, positions, problems = check_suite_file(path)
     if suite is None:
         return problems
-    return lint_suite(suite, positions)
+    return lint_suite(
+        suite, positions, resolve_loop=_subject_loops(suite, where), project_root=where.root
+    )
+
+
+def _subject_loops(suite: Suite, where: _Where) -> Callable[[str], Loop | None]:
+    """How lint finds a loop subject: as the suite run does, next to the suite file, in the
+    project's `.loops/`, or among the built-ins (loaded and linted like a sub-loop)."""
+    from engine.runtime.subloop import resolve_child
+
+    def resolver(ref: str) -> Loop | None:
+        return load_child(resolve_child(ref, suite.source, where.root))
+
+    return resolver
 
 
 def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagnostic]:
@@ -744,7 +757,7 @@ def suite(
 
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
-    loaded, read = _refuse_lint_errors(target)
+    loaded, read = _refuse_lint_errors(target, where)
     options = SuiteOptions(
         samples=samples,
         jobs=jobs,
@@ -772,7 +785,9 @@ _PER_CASE_RULES = frozenset({"LL034"})
 whose value is a number passes where bash evaluates it, and the others error one by one."""
 
 
-def _refuse_lint_errors(target: Path | Suite) -> tuple[Suite | None, list[Case] | None]:
+def _refuse_lint_errors(
+    target: Path | Suite, where: _Where
+) -> tuple[Suite | None, list[Case] | None]:
     """Refuse a suite whose lint finds errors (an unknown builtin, an `if:` that does not
     parse, a gate that can never pass) before any case runs, as `ll-loop run` refuses a loop:
     otherwise every case pays for its subject and the mistake shows only in the report. Returns
@@ -796,7 +811,13 @@ def _refuse_lint_errors(target: Path | Suite) -> tuple[Suite | None, list[Case] 
         cases: list[Case] | None = load_cases(suite)
     except LoopError:
         cases = None
-    found = lint_suite(suite, positions, cases)
+    found = lint_suite(
+        suite,
+        positions,
+        resolve_loop=_subject_loops(suite, where),
+        project_root=where.root,
+        cases=cases,
+    )
     errors = [d for d in found if d.severity == "error" and d.code not in _PER_CASE_RULES]
     if not errors:
         return suite, cases

@@ -20,8 +20,8 @@ from lint import (  # noqa: F401  (importing registers the rules)
     rules_traps,
 )
 from lint._context import LintContext, LoopResolver
-from lint._engine import PositionLookup, lint_loop
-from lint._registry import RULES, Finding, Rule, find_rule, rule
+from lint._engine import lint_loop
+from lint._registry import RULES, Finding, PositionLookup, Rule, find_rule, rule
 from lint.suite import lint_suite
 
 __all__ = [

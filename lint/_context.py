@@ -16,6 +16,7 @@ from engine.graph.loop_graph import (
 )
 from engine.model.errors import LoopError
 from engine.model.loop import Loop, State
+from lint._registry import PositionLookup
 
 # Resolves a literal `loop:` reference of a sub-loop state to the child loop, or None when it
 # does not resolve. Supplied by the caller (the CLI knows about files; lint does not).
@@ -30,6 +31,9 @@ class LintContext:
     loop: Loop
     graph: LoopGraph
     resolve_loop: LoopResolver | None = None
+    # Where each node sits in the loop's file, for the few rules that look at how a value was
+    # written (LL087); None when the loop was built in Python.
+    positions: PositionLookup | None = None
 
     @cached_property
     def reachable(self) -> frozenset[str]:

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from engine.graph.loop_graph import compile_graph
 from engine.load.gcpause import collector_paused
 from engine.model.errors import Diagnostic
 from engine.model.loop import Loop, Suppression
 from lint._context import LintContext, LoopResolver
-from lint._registry import RULES, Finding, PathKey, Rule, find_rule
-
-
-class PositionLookup(Protocol):
-    """What lint needs from the loader's positions: (line, column) of a YAML path."""
-
-    def of(self, path: PathKey) -> tuple[int, int]: ...
-
-    @property
-    def text(self) -> str:
-        """The source text the positions refer to ("" when unknown)."""
-        ...
+from lint._registry import RULES, Finding, PathKey, PositionLookup, Rule, find_rule
 
 
 def lint_loop(
@@ -28,7 +15,7 @@ def lint_loop(
 ) -> list[Diagnostic]:
     """Every diagnostic of every rule for `loop`, suppressions applied, in file order."""
     with collector_paused():
-        ctx = LintContext(loop, compile_graph(loop), resolve_loop)
+        ctx = LintContext(loop, compile_graph(loop), resolve_loop, positions)
         placer = _Placer(loop, positions)
         found: list[Diagnostic] = []
         for item in RULES.values():
@@ -96,11 +83,13 @@ class _Placer:
         key = (finding.path, finding.needle)
         nth = self._seen.get(key, 0) if finding.occurrence is None else finding.occurrence
         self._seen[key] = nth + 1
-        found = _find(self.positions.text, finding.needle, line, column, nth)
+        found = find_in_text(self.positions.text, finding.needle, line, column, nth)
         return found or (line, column)
 
 
-def _find(text: str, needle: str, line: int, column: int, nth: int) -> tuple[int, int] | None:
+def find_in_text(
+    text: str, needle: str, line: int, column: int, nth: int
+) -> tuple[int, int] | None:
     """(line, column) of the `nth` occurrence of `needle` at or after (line, column), if any."""
     offset = 0
     for _ in range(line - 1):

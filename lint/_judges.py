@@ -27,13 +27,18 @@ def judges_with_paths(state: State) -> Iterator[tuple[Judge, PathKey]]:
 def judge_strings(state: State) -> Iterator[tuple[PathKey, str]]:
     """Every string of a state's judges that is `${...}`-interpolated at run time."""
     for judge, path in judges_with_paths(state):
-        if judge.spelling in _ON_ENTRY:
-            for key, value in judge.arguments.items():
-                if key != "threshold":
-                    yield from strings_in(value, (*path, key))
-        else:
-            yield from strings_in(dict(judge.arguments), (*path, "arguments"))
-        for key in ("prompt", "llm_rubric", "criteria", "prompt_file"):
-            text = getattr(judge, key)
-            if isinstance(text, str):
-                yield (*path, key), text
+        yield from strings_of_judge(judge, path)
+
+
+def strings_of_judge(judge: Judge, path: PathKey) -> Iterator[tuple[PathKey, str]]:
+    """Every string of one judge (written at `path`) that is `${...}`-interpolated at run time."""
+    if judge.spelling in _ON_ENTRY:
+        for key, value in judge.arguments.items():
+            if key != "threshold":
+                yield from strings_in(value, (*path, key))
+    else:
+        yield from strings_in(dict(judge.arguments), (*path, "arguments"))
+    for key in ("prompt", "llm_rubric", "criteria", "prompt_file"):
+        text = getattr(judge, key)
+        if isinstance(text, str):
+            yield (*path, key), text

@@ -10,11 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from engine.model.errors import Severity
 
 PathKey = tuple[str | int, ...]
+
+
+class PositionLookup(Protocol):
+    """What lint needs from the loader's positions: (line, column) of a YAML path."""
+
+    def of(self, path: PathKey) -> tuple[int, int]: ...
+
+    def value_of(self, path: PathKey) -> tuple[int, int]:
+        """Where the value at `path` starts (its key's position when unknown)."""
+        ...
+
+    @property
+    def text(self) -> str:
+        """The source text the positions refer to ("" when unknown)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.model.errors import LoopError
 from engine.model.judges import Judge
-from lint._registry import PathKey
+from engine.model.loop import Loop
+from lint._context import LoopResolver
+from lint._judges import strings_of_judge
+from lint._paths import strings_in
+from lint._registry import PathKey, PositionLookup
 
 if TYPE_CHECKING:  # a suite's lint imports them; a loop's need not pay for it
     from engine.model.suite import Case, Suite
@@ -23,6 +28,9 @@ class SuiteContext:
     """The suite under lint, and its cases when they can be read (a lint never fails on data)."""
 
     suite: Suite
+    positions: PositionLookup | None = None  # where each node sits in the file (LL087)
+    resolve_loop: LoopResolver | None = None  # finds a loop subject (LL095)
+    project_root: Path | None = None  # where `workspace:` paths are (LL096); None: unknown
     read: Sequence[Case] | None = None  # every case, already read by the caller
 
     @cached_property
@@ -52,6 +60,33 @@ class SuiteContext:
             if isinstance(command, str):
                 at = (*path, "command") if judge.spelling != "judges" else (*path, "arguments")
                 yield at, command, "judge command"
+
+    def subject_loop(self, ref: str) -> tuple[Loop | None, str]:
+        """The loop a subject's `loop:` names and, when it cannot be loaded, why."""
+        if self.resolve_loop is None:
+            return None, "no resolver"
+        try:
+            return self.resolve_loop(ref), ""
+        except LoopError as exc:
+            return None, exc.message
+
+    def templates(self) -> Iterator[tuple[PathKey, str]]:
+        """Every string of the suite a run interpolates (`${inputs.x}`), with its YAML path:
+        the subjects' command, prompt and `with:` values, the hooks, the judges' strings."""
+        suite = self.suite
+        for key, subject in (
+            ("subject", suite.subject),
+            ("baseline_subject", suite.baseline_subject),
+        ):
+            if subject is None:
+                continue
+            for name, text in subject.templates().items():
+                yield (key, name), text
+            yield from strings_in(dict(subject.with_ or {}), (key, "with"))
+        for index, hook in enumerate(suite.before_each):
+            yield ("before_each", index), hook.command
+        for judge, path in self.judges():
+            yield from strings_of_judge(judge, path)
 
     def judges(self) -> Iterator[tuple[Judge, PathKey]]:
         """Each judge with the YAML path of its entry."""

@@ -123,9 +123,12 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
         yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded, closed)
 
 
-@rule("LL030", "error", "bad-expression")
-def bad_expression(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL030", "error", "bad-expression", targets=("loop", "suite"))
+def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """An `${...}` expression that does not parse, or whose root is not a known namespace."""
+    if isinstance(ctx, SuiteContext):
+        yield from _suite_bad_expressions(ctx)
+        return
     yield from _not_interpolated(ctx.loop)
     templates = [(path, text) for path, text in _templates(ctx.loop) if "${" in text]
     if not templates:
@@ -159,6 +162,102 @@ def bad_expression(ctx: LintContext) -> Iterator[Finding]:
                 )
         yield from _unknown_keys(path, template)
     yield from _undeclared_params(ctx.loop, uses)
+    yield from _suite_roots_in_loop(uses)
+
+
+def _suite_roots_in_loop(uses: list[Use]) -> Iterator[Finding]:
+    """`${inputs.x}` in a loop: `inputs` and `annotations` are a suite case's, and a loop run
+    has neither, so the expression fails wherever it is rendered (unless guarded)."""
+    for use in uses:
+        if use.root in _SUITE_ROOTS and use.closed and not use.guarded:
+            yield Finding(
+                f"${{{use.text}}} reads {use.root!r}, which only a suite's case has: in a loop "
+                "it has no value, and the state errors",
+                use.path,
+                "a loop reads its inputs as ${context.NAME} (declare NAME under parameters:)",
+                needle=f"${{{use.text}}}",
+            )
+
+
+# What a suite's `${...}` can read: the case (engine.suites.casework builds no other namespace).
+_SUITE_ROOTS = ("inputs", "annotations")
+
+
+def _suite_bad_expressions(ctx: SuiteContext) -> Iterator[Finding]:
+    """LL030 for a suite: a case has only `inputs` and `annotations`. Another root of ours
+    (`${context.x}`) has no value, so every case errors; a root that is not ours (`${input.x}`)
+    is not interpolated at all: bash gets it as written ("bad substitution"), a model reads it
+    as text."""
+    yield from _suite_not_interpolated(ctx)
+    templates = [(path, text) for path, text in ctx.templates() if "${" in text]
+    if not templates:
+        return
+    from engine.shell.interpolate import ROOTS, check_expression
+
+    for path, template in templates:
+        for use in _in_template(None, path, template):
+            if not use.closed:
+                continue  # LL033
+            problem = check_expression(use.text)
+            if problem:
+                yield Finding(
+                    f"expression ${{{use.text}}} does not parse: {problem}",
+                    path,
+                    "use Jinja2 expression syntax, e.g. ${inputs.text | default('')}",
+                    needle=f"${{{use.text}}}",
+                )
+            elif use.root not in _SUITE_ROOTS and not use.guarded:
+                yield Finding(
+                    f"${{{use.text}}} reads {use.root!r}, which a suite does not have: a case "
+                    "has only inputs and annotations, so every case would error",
+                    path,
+                    "read the case: ${inputs.KEY} (input.yaml) or ${annotations.KEY}"
+                    + ("; in a command, the environment is $NAME" if use.root == "env" else ""),
+                    needle=f"${{{use.text}}}",
+                )
+        for match in _OURS.finditer(template):
+            root = match.group(1)
+            if root not in ROOTS:
+                yield Finding(
+                    f"expression root {root!r} is not a namespace"
+                    f"{did_you_mean(root, list(_SUITE_ROOTS))}: ${{{root}...}} is left as "
+                    "written, not replaced by the case's value",
+                    path,
+                    "a suite reads the case as ${inputs.KEY} or ${annotations.KEY}; write "
+                    "$${ for a literal ${",
+                    needle=match.group(0),
+                )
+
+
+def _suite_not_interpolated(ctx: SuiteContext) -> Iterator[Finding]:
+    """A `${...}` in a subject's `agent:`, `runner:` or `loop:`, which a run takes as written:
+    bash refuses `${inputs.x}` as a bad substitution, and no loop file is named so."""
+    from engine.shell.interpolate import env_name
+
+    for key, subject in (
+        ("subject", ctx.suite.subject),
+        ("baseline_subject", ctx.suite.baseline_subject),
+    ):
+        if subject is None:
+            continue
+        for field in ("agent", "runner", "loop"):
+            value = getattr(subject, field)
+            match = _OURS.search(value) if isinstance(value, str) else None
+            if match is None:
+                continue
+            written = value[match.start() :].split("}", 1)[0] + "}"
+            variable = env_name(written[2:-1].strip()) if field != "loop" else None
+            yield Finding(
+                f"{key}.{field} is not interpolated, so {written} reaches "
+                + ("the loop lookup" if field == "loop" else "bash")
+                + " as written"
+                + ("" if field == "loop" else " (a bad substitution)"),
+                (key, field),
+                f'read the value from the environment instead: "${variable}"'
+                if variable
+                else "name one loop; pass the case's values to it with `with:`",
+                needle=match.group(0),
+            )
 
 
 def _not_interpolated(loop: Loop) -> Iterator[Finding]:
@@ -217,10 +316,15 @@ def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:
             )
 
 
-@rule("LL033", "error", "unclosed-expression")
-def unclosed_expression(ctx: LintContext) -> Iterator[Finding]:
+@rule("LL033", "error", "unclosed-expression", targets=("loop", "suite"))
+def unclosed_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """An `${root...` that is never closed with `}`: at run time it is an error, not text."""
-    for use in _uses(ctx):
+    uses = (
+        [u for path, text in ctx.templates() for u in _in_template(None, path, text)]
+        if isinstance(ctx, SuiteContext)
+        else _uses(ctx)
+    )
+    for use in uses:
         if use.closed:
             continue
         start = " ".join(use.text.split())

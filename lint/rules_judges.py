@@ -103,3 +103,88 @@ def judge_builtin(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 (*path, "arguments"),
                 f"`ll-loop judges` lists the arguments of {found.name}",
             )
+
+
+@rule("LL074", "error", "judge-template", targets=_BOTH)
+def judge_template(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """An LLM judge's prompt is not a usable Jinja template, so the judge errors on every run.
+
+    A syntax error, an unknown filter or test, or a variable the judge does not have."""
+    for judge, path in _judges(ctx):
+        if judge.kind != "llm":
+            continue
+        from engine.judges.llm_judges import template_problem  # only loops with LLM judges pay
+
+        for key in ("prompt", "llm_rubric"):
+            text = getattr(judge, key)
+            problem = template_problem(text) if isinstance(text, str) else None
+            if problem is not None:
+                yield Finding(
+                    f"judge {judge.name!r}: {problem.message}",
+                    (*path, key),
+                    _template_hint(problem.message),
+                    needle=_template_line(text or "", problem.line),
+                )
+        yield from _prompt_file_template(judge, path)
+
+
+def _template_hint(message: str) -> str:
+    if "uses the variable" in message:
+        return (
+            "a judge's template reads outputs, conversation, tool_trace, evidence, inputs, "
+            "annotations and arguments (docs/judges.md); ${...} interpolates a case's value"
+        )
+    return (
+        "close every {{ }} and {% %} tag and use Jinja's own filters; "
+        "write {{ '{{' }} for literal braces"
+    )
+
+
+def _template_line(text: str, line: int) -> str:
+    """The text of the template's line `line`, to place the diagnostic on it ("" if unknown)."""
+    lines = text.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _prompt_file_template(judge: Judge, path: tuple[str | int, ...]) -> Iterator[Finding]:
+    """LL074 for a `prompt_file` that exists (a missing one is LL072): read, never rendered."""
+    if judge.prompt_file is None or "${" in judge.prompt_file:
+        return
+    given = Path(judge.prompt_file)
+    where = given if given.is_absolute() else Path(judge.base_dir or ".") / given
+    try:
+        text = where.read_text(encoding="utf-8")
+    except (OSError, UnicodeError):
+        return  # LL072 (missing); a file the run cannot read either says so there
+    from engine.judges.llm_judges import template_problem
+
+    problem = template_problem(text)
+    if problem is not None:
+        yield Finding(
+            f"judge {judge.name!r}: {problem.message} (in {where}"
+            + (f", line {problem.line})" if problem.line else ")"),
+            (*path, "prompt_file"),
+            _template_hint(problem.message),
+        )
+
+
+@rule("LL075", "error", "judge-threshold", targets=_BOTH)
+def judge_threshold(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A judge's `threshold` is above the highest value it can give, so it never passes.
+
+    An LLM judge scores inside its `score_range` (1-5 by default); any judge with a declared
+    `score_range` stays inside it (a value outside is its error)."""
+    for judge, path in _judges(ctx):
+        if judge.threshold is None:
+            continue
+        numeric_llm = judge.kind == "llm" and judge.feedback != "bool"
+        if not numeric_llm and judge.score_range is None:
+            continue  # a range only the run knows (a check, a metric's number, a review)
+        low, high = judge.value_range()
+        if judge.threshold > high:
+            yield Finding(
+                f"judge {judge.name!r} passes at {judge.threshold:g} or more, but gives values "
+                f"from {low:g} to {high:g}: it can never pass",
+                (*path, "threshold"),
+                f"choose a threshold between {low:g} and {high:g}, or set the judge's score_range",
+            )

@@ -69,7 +69,7 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
                     "pass only the names declared under the child's `parameters:`",
                 )
                 continue
-            problem = _literal_problem(param, value, child.name)
+            problem = literal_problem(param, value, child.name)
             if problem:
                 yield Finding(
                     problem,
@@ -78,7 +78,7 @@ def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
                 )
 
 
-def _literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
+def literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
     """Why a literal `with:` value fails the binding a run applies (`engine.model.params.coerce`),
     or empty when it fits or is an `${...}` expression known only at run time."""
     if isinstance(value, str) and "${" in value:

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.model.judges import Judge
+from engine.model.loop import Loop
+from lint._judges import strings_of_judge
+from lint._paths import did_you_mean, names
 from lint._registry import Finding, PathKey, rule
 from lint._suite import SuiteContext
 
 if TYPE_CHECKING:  # a suite's lint imports it; a loop's need not pay for it
-    from engine.model.suite import Suite
+    from engine.model.suite import Case, Subject, Suite
 
 _CASE_KEY = re.compile(r"\s*(inputs|annotations)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _GUARDED = re.compile(r"\|\s*default\b|:default=|\?\s*$")
+# `$LL_INPUTS_text` / `${LL_INPUTS_text}`, not `${LL_INPUTS_text:-x}` (a default of its own).
+_CASE_VARIABLE = re.compile(
+    r"\$\{?LL_(INPUTS|ANNOTATIONS)_([A-Za-z0-9_]+)(?![A-Za-z0-9_]|:?[-=?+])"
+)
 
 
 def _templates(suite: Suite) -> Iterator[tuple[PathKey, str, bool]]:
@@ -49,11 +57,20 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
     """The subject or a hook reads a case key that some cases do not have (they will error).
 
     `${inputs.KEY}` or `${annotations.KEY}` without a default, in the subject, the baseline
-    subject or a hook."""
+    subject, a hook or a judge without `if:`; or a required parameter of a loop subject without
+    `with:`, which takes the case's input of that name."""
     cases = ctx.cases
     if not cases:
         return
-    for path, text, _ in _templates(ctx.suite):
+    yield from _unbound_parameters(ctx)
+    judged = [
+        (path, text)
+        for judge, at in ctx.judges()
+        if judge.condition is None  # an `if:` may skip the cases without the key
+        for path, text in strings_of_judge(judge, at)
+    ]
+    yield from _case_variables(ctx, cases)
+    for path, text in [(p, t) for p, t, _ in _templates(ctx.suite)] + judged:
         for root, key, guarded, _ in _case_reads(text):
             if guarded:
                 continue
@@ -123,4 +140,200 @@ def suite_raw_input(ctx: SuiteContext) -> Iterator[Finding]:
                     "holding `; rm -rf ~` runs it",
                     path,
                     f"drop `| raw`: ${{{root}.{key}}} is quoted for its place in the command",
+                )
+
+
+@rule("LL093", "error", "suite-dataset", targets=("suite",))
+def suite_dataset(ctx: SuiteContext) -> Iterator[Finding]:
+    """The `dataset:` directory does not exist, is not a directory or holds no case folder.
+
+    The run refuses such a suite before its first case; the path is relative to the suite file."""
+    from engine.load.dataset import dataset_dir
+
+    folder = dataset_dir(ctx.suite)
+    if folder is None:
+        return
+    written = ctx.suite.dataset
+    hint = (
+        "dataset: is a directory relative to the suite file's directory, with one folder per "
+        "case (each with input.yaml)"
+    )
+    if not folder.exists():
+        problem = "does not exist"
+    elif not folder.is_dir():
+        problem = "is not a directory"
+    elif not _has_case_folder(folder):
+        problem, hint = "holds no case folder", "add a folder per case, each with input.yaml"
+    else:
+        return
+    shown = f"{written!r}" if str(folder) == written else f"{written!r} ({folder})"
+    yield Finding(f"the dataset {shown} {problem}", ("dataset",), hint)
+
+
+def _has_case_folder(folder: Path) -> bool:
+    """A folder the run takes as a case: a directory not starting with `.` (dataset.py)."""
+    try:
+        return any(e.is_dir() and not e.name.startswith(".") for e in folder.iterdir())
+    except OSError:
+        return True  # unreadable: the run says why; lint does not guess
+
+
+@rule("LL094", "error", "suite-output-path", targets=("suite",))
+def suite_output_path(ctx: SuiteContext) -> Iterator[Finding]:
+    """An `outputs.paths` entry outside the case's workspace: the run never reads it.
+
+    The record holds only files inside the workspace (engine.runtime.workspace.read_files), so
+    an absolute path or one through `..` is passed over without a word."""
+    import posixpath
+
+    for index, given in enumerate(ctx.suite.output_paths):
+        normal = posixpath.normpath(given)
+        if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
+            yield Finding(
+                f"outputs.paths entry {given!r} is outside the case's workspace: the run reads "
+                "only files inside it, so judges would never see this one",
+                ("outputs", "paths", index),
+                "write a path relative to the workspace (out/result.json); to give every case a "
+                "file from the project, list it under workspace:",
+            )
+
+
+@rule("LL095", "error", "suite-subject-loop", targets=("suite",))
+def suite_subject_loop(ctx: SuiteContext) -> Iterator[Finding]:
+    """A loop subject that cannot be found or loaded, or a `with:` that does not fit it.
+
+    A name the loop does not declare, a required parameter left out, a literal of the wrong
+    type: every case would error."""
+    if ctx.resolve_loop is None:
+        return
+    for key, subject in _loop_subjects(ctx.suite):
+        child, why = ctx.subject_loop(subject.loop or "")
+        if child is None:
+            yield Finding(
+                f"{key} runs loop {subject.loop!r}, which cannot be found or loaded"
+                + (f": {why}" if why else ""),
+                (key, "loop"),
+                "use a path relative to the suite file, a name in .loops/, or a built-in from "
+                "`ll-loop list`",
+            )
+            continue
+        if subject.with_ is not None:  # without it: the cases' inputs, per case (LL090)
+            yield from _with_problems(key, child, dict(subject.with_))
+
+
+def _with_problems(key: str, child: Loop, given: dict[str, Any]) -> Iterator[Finding]:
+    """LL041's checks for a suite's `with:`: required parameters, unknown names, literal types."""
+    from lint.rules_subloop import literal_problem
+
+    params = child.parameters
+    for name, declared in params.items():
+        if declared.required and not declared.has_default and name not in given:
+            yield Finding(
+                f"{key}.with does not pass required parameter {name!r} of loop {child.name!r}",
+                (key, "with"),
+                f"add `{name}: ${{inputs.{name}}}` (or a value) under `with:`",
+            )
+    for name, value in given.items():
+        param = params.get(name)
+        if param is None and (not params or name in child.context or name == "input"):
+            continue  # accepted as `--context` (engine.model.params.check_caller_keys)
+        if param is None:
+            known = f"; it takes {names(params)}"
+            yield Finding(
+                f"loop {child.name!r} has no parameter {name!r}{did_you_mean(name, params)}"
+                f"{known}: the run refuses it",
+                (key, "with", name),
+                "pass only the names declared under the loop's `parameters:`",
+            )
+            continue
+        problem = literal_problem(param, value, child.name)
+        if problem:
+            yield Finding(problem, (key, "with", name), "pass a value of the declared type")
+
+
+def _unbound_parameters(ctx: SuiteContext) -> Iterator[Finding]:
+    """Without `with:`, a run passes a loop subject the inputs it declares parameters for: a
+    required parameter some case has no input for is refused in that case."""
+    cases = ctx.cases
+    for key, subject in _loop_subjects(ctx.suite):
+        if subject.with_ is not None or ctx.resolve_loop is None:
+            continue
+        child, _ = ctx.subject_loop(subject.loop or "")
+        if child is not None:
+            yield from _lacking_parameters(cases, key, child)
+
+
+def _loop_subjects(suite: Suite) -> Iterator[tuple[str, Subject]]:
+    """The loop subjects with a literal `loop:`, by YAML key."""
+    for key, subject in (("subject", suite.subject), ("baseline_subject", suite.baseline_subject)):
+        if subject is not None and subject.kind == "loop" and "${" not in (subject.loop or ""):
+            yield key, subject
+
+
+def _lacking_parameters(cases: list[Case], key: str, child: Loop) -> Iterator[Finding]:
+    for name, declared in child.parameters.items():
+        if not declared.required or declared.has_default:
+            continue
+        lacking = [c.id for c in cases if name not in c.inputs]
+        if lacking:
+            shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+            yield Finding(
+                f"loop {child.name!r} requires parameter {name!r}, and {len(lacking)} of "
+                f"{len(cases)} cases have no input {name!r} ({shown}): they will error",
+                (key, "loop"),
+                f"add {name} to those cases' input.yaml, or bind it under `with:`",
+            )
+
+
+@rule("LL096", "error", "suite-workspace-path", targets=("suite",))
+def suite_workspace_path(ctx: SuiteContext) -> Iterator[Finding]:
+    """A `workspace:` path of an `isolation: copy` suite is outside the project or missing.
+
+    The run refuses the suite before its first case. Checked for `isolation: copy` only: with
+    `auto` the run picks a git worktree in a repository, where the paths are not copied."""
+    if ctx.project_root is None or ctx.suite.isolation != "copy":
+        return
+    from engine.load.project import workspace_path_problem
+
+    for index, given in enumerate(ctx.suite.workspace):
+        problem = workspace_path_problem(given, ctx.project_root)
+        if problem is not None:
+            yield Finding(
+                problem,
+                ("workspace", index),
+                "workspace: lists paths inside the project root (the nearest .loops/ or .git "
+                "above where the suite runs), copied into each case",
+            )
+
+
+def _case_variables(ctx: SuiteContext, cases: list[Case]) -> Iterator[Finding]:
+    """`$LL_INPUTS_KEY` / `$LL_ANNOTATIONS_KEY` in the subject's or a hook's bash: the inputs
+    are exported (a key a case lacks is simply unset: an empty value), the annotations never
+    (they hold the answers the subject must not see)."""
+    keys = sorted({key for case in cases for key in case.inputs})
+    for path, text, is_shell in _templates(ctx.suite):
+        if not is_shell or "LL_" not in text:
+            continue
+        for match in _CASE_VARIABLE.finditer(text):
+            variable, name = match.group(0).lstrip("${"), match.group(2).split("__")[0]
+            if match.group(1) == "ANNOTATIONS":
+                yield Finding(
+                    f"${variable} is always empty here: a case's annotations are not exported "
+                    "to the subject or its hooks (they hold the answers)",
+                    path,
+                    "judges read annotations; if the subject needs the value, put it in the "
+                    "case's input.yaml",
+                    needle=match.group(0),
+                )
+                continue
+            lacking = [c.id for c in cases if name not in c.inputs]
+            if lacking:
+                shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
+                yield Finding(
+                    f"${variable} is empty in {len(lacking)} of {len(cases)} cases ({shown}): "
+                    f"they have no input {name!r}{did_you_mean(name, keys)}",
+                    path,
+                    f"add {name} to those cases' input.yaml, or give the variable a default: "
+                    f'"${{{variable}:-}}"',
+                    needle=match.group(0),
                 )

@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from engine.model.loop import RUN_LEVEL_ROOTS, Loop
 from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
-from lint._registry import Finding, rule
-from lint.rules_interpolation import _scope_uses, _uses, captured_name
+from lint._registry import Finding, PathKey, PositionLookup, rule
+from lint._suite import SuiteContext
+from lint.rules_interpolation import _scope_uses, _shell_fields, _uses, captured_name
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 # Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
@@ -20,6 +21,9 @@ _SCOPE_RUN_KEYS = frozenset({"dir", "id"})
 _RUN_KEY = re.compile(r"^\s*run\s*\.\s*([A-Za-z_]\w*)")
 # `/name` or `/plugin:name` as the first word: a slash command, not a path to a program.
 _SLASH_COMMAND = re.compile(r"^\s*(/[A-Za-z][\w.-]*(?::[\w.-]+)?)(?=\s|$)")
+# `{{ context.name }}` (Jinja, Ansible) or `${{ context.name }}` (GitHub Actions) naming one of
+# our roots; Go templates (`{{ .Name }}`) start with a dot and are left alone.
+_BRACES = re.compile(r"\$?\{\{\s*([A-Za-z_]\w*)((?:\s*\.\s*[A-Za-z_]\w*)*)\s*(\}\}|[|.\[(])")
 
 
 def _provided(loop: Loop) -> set[str]:
@@ -142,3 +146,85 @@ def input_key_unknown(ctx: LintContext) -> Iterator[Finding]:
         ("input_key",),
         f"declare it: parameters: {{{key}: {{type: string, required: true}}}}",
     )
+
+
+@rule("LL086", "warning", "jinja-in-shell", targets=("loop", "suite"))
+def jinja_in_shell(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """`{{ context.x }}` in a shell command: not interpolated, bash gets the braces as text.
+
+    Jinja, Ansible and GitHub Actions (`${{ }}`) write values so; ll-loop writes `${...}`."""
+    for path, text, what in _commands(ctx):
+        if "{{" not in text:
+            continue
+        from engine.shell.interpolate import ROOTS  # only a command with `{{` pays its import
+
+        for match in _BRACES.finditer(text):
+            root = match.group(1)
+            if root not in ROOTS:
+                continue
+            dotted = root + "".join(match.group(2).split())
+            closed = match.group(3) == "}}"
+            shown = match.group(0) if closed else match.group(0)[:-1].rstrip() + " ...}}"
+            yield Finding(
+                f"{shown} in this {what} is not interpolated: bash gets it as text",
+                path,
+                f"write ${{{dotted}{'' if closed else ' ...'}}}: ll-loop replaces ${{...}} with "
+                "the value, quoted for its place in the command",
+                needle=match.group(0),
+            )
+
+
+def _commands(ctx: LintContext | SuiteContext) -> list[tuple[PathKey, str, str]]:
+    """Every text that runs as a bash script: (YAML path, script, what it is)."""
+    if isinstance(ctx, SuiteContext):
+        return list(ctx.shell_templates())
+    return [(f.path, f.template, f.what) for f in _shell_fields(ctx.loop)]
+
+
+# A YAML comment: whitespace, then `#`, after a plain scalar on its line.
+_COMMENT = re.compile(r"[ \t]+#")
+
+
+@rule("LL087", "error", "comment-cuts-command", targets=("loop", "suite"))
+def comment_cuts_command(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A ` #` inside a bash quote of an unquoted YAML command: YAML cut the rest off as a comment.
+
+    `action: grep "TODO #42" notes.txt` gives bash `grep "TODO`, which does not parse."""
+    positions = ctx.positions
+    if positions is None or not positions.text:
+        return
+    lines = positions.text.splitlines()
+    for path, text, what in _commands(ctx):
+        cut = _comment_after(positions, lines, path, text)
+        if cut is None:
+            continue
+        from engine.shell.grammar import script_problem
+
+        problem = script_problem(text)
+        if problem is None:
+            continue  # bash too reads an unquoted ` #` as a comment: nothing changed
+        yield Finding(
+            f"YAML read {cut!r} as a comment, so the {what} bash gets ends at {text[-30:]!r} "
+            f"and does not parse ({problem})",
+            path,
+            "quote the whole value in YAML ('...' doubling inner ', or a block: `|` and the "
+            "command on the next line): an unquoted value ends where ` #` starts",
+            needle=cut,
+        )
+
+
+def _comment_after(
+    positions: PositionLookup, lines: list[str], path: PathKey, text: str
+) -> str | None:
+    """The comment YAML dropped after `text`, when `text` is a one-line plain scalar written at
+    `path` and a comment follows it on its line (None otherwise, or when unsure)."""
+    if "\n" in text or getattr(positions, "origin_of", lambda _: "")(path):
+        return None  # several lines, or written in a fragment library (another file)
+    line, column = positions.value_of(path)
+    if not 0 < line <= len(lines):
+        return None
+    rest = lines[line - 1][column - 1 :]
+    if not rest or rest[0] in "\"'|>&*!{[" or not rest.startswith(text):
+        return None  # quoted, a block, an anchor, an alias, a tag, flow: not a plain scalar
+    tail = rest[len(text) :]
+    return tail.strip() if _COMMENT.match(tail) else None

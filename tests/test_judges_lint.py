@@ -66,3 +66,79 @@ def test_an_assessment_is_captured_under_its_state_name() -> None:
         },
     )
     assert [c for c, _ in found if c == "LL031"] == []
+
+
+def test_builtin_arguments_of_the_wrong_kind_are_errors() -> None:
+    """`negate: "false"` is text, and any text is true: the regex judge silently passed on no
+    match; `paths: out/x.json` errored every run ("must be a non-empty list"), `pattern: 5` and
+    `max_cost_usd: five` raised inside the builtin. Numbers written as text, and `${...}`, are
+    fine (they are converted, or rendered first)."""
+    found = codes(
+        """
+        type: assessment
+        judges:
+          - {name: a, builtin: regex, arguments: {pattern: hi, negate: "false"}}
+          - {name: b, builtin: file_exists, arguments: {paths: out/x.json}}
+          - {name: c, builtin: regex, arguments: {pattern: 5}}
+          - {name: d, builtin: cost_budget, arguments: {max_cost_usd: five}}
+          - {name: e, builtin: cost_budget, arguments: {max_cost_usd: "0.5"}}
+          - {name: f, builtin: output_numeric, arguments: {operator: ge, target: "${context.t}"}}
+          - {name: g, builtin: json_schema, arguments: {schema: [1]}}
+        """,
+        **{"scope:": "context: {t: 3}\nscope:"},
+    )
+    assert [p for c, p in found if c == "LL073"] == [
+        f"states.work.evaluate.judges.{i}.arguments" for i in (0, 1, 2, 3, 6)
+    ]
+
+
+def test_a_builtin_argument_of_the_wrong_kind_is_the_judge_error_at_run_time() -> None:
+    from engine.judges.registry import find_builtin
+
+    regex = find_builtin("regex")
+    assert regex is not None
+    assert regex.argument_problem({"pattern": "x", "negate": "false"}) == (
+        "the argument 'negate' of builtin 'regex' is 'false', not a boolean (any text is true: "
+        "write true or false, unquoted)"
+    )
+    assert regex.argument_problem({"pattern": "x", "negate": True}) is None
+
+
+def test_a_builtin_regex_that_does_not_compile_is_an_error() -> None:
+    """`pattern: "hi("` made the regex judge an error on every run ("not a valid regular
+    expression"); a pattern with `${...}` is rendered first and compiled then."""
+    found = codes(
+        """
+        type: assessment
+        judges:
+          - {name: a, builtin: regex, arguments: {pattern: "hi("}}
+          - {name: b, builtin: tool_called, arguments: {name: x, input_pattern: "[a-"}}
+          - {name: c, builtin: output_contains, arguments: {pattern: "ok(\\\\d+)"}}
+          - {name: d, builtin: regex, arguments: {pattern: "${context.word}("}}
+        """,
+        **{"scope:": "context: {word: w}\nscope:"},
+    )
+    assert [p for c, p in found if c == "LL073"] == [
+        "states.work.evaluate.judges.0.arguments",
+        "states.work.evaluate.judges.1.arguments",
+    ]
+
+
+def test_a_threshold_above_what_the_judge_gives_is_an_error() -> None:
+    """`threshold: 7` on a 1-5 LLM judge, or 2 on a check scored in [0, 1]: the judge failed on
+    every run, so the assessment could never say yes."""
+    found = codes(
+        """
+        type: assessment
+        judges:
+          - {name: a, prompt: "Score 1-5. Quote the evidence.", threshold: 7}
+          - {name: b, check: "return 0.5, 'half'", score_range: [0, 1], threshold: 2}
+          - {name: c, prompt: "Score 0-10. Quote the evidence.", score_range: [0, 10], threshold: 7}
+          - {name: d, check: "return 12, 'n'", threshold: 10}
+          - {name: e, feedback_type: bool, prompt: "Fine? Quote the evidence.", threshold: 7}
+        """
+    )
+    assert [p for c, p in found if c == "LL075"] == [
+        "states.work.evaluate.judges.0.threshold",
+        "states.work.evaluate.judges.1.threshold",
+    ]

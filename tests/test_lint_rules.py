@@ -766,3 +766,23 @@ def test_a_glob_in_scope_is_named_with_the_directory_to_write_instead() -> None:
     assert "LL085" not in codes(
         loop_of(done, scope=["src/", "${context.dir}"], context={"dir": "a"})
     )
+
+
+def test_a_suite_root_in_a_loop_is_an_error() -> None:
+    """`${inputs.text}` passed validate in a loop, and the state errored on every run ('inputs'
+    is undefined): only a suite's case has inputs and annotations."""
+    loop = loop_of(
+        {
+            "s": {
+                "action": 'echo "${inputs.text}" "${annotations.x | default(1)}"',
+                "next": "done",
+                "on_error": "done",
+            },
+            "done": {"terminal": True},
+        }
+    )
+    found = [d.message for d in lint_loop(loop) if d.code == "LL030"]
+    assert found == [
+        "${inputs.text} reads 'inputs', which only a suite's case has: in a loop it has no "
+        "value, and the state errors"
+    ]

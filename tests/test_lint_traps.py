@@ -106,3 +106,62 @@ def test_scope_may_only_use_run_level_roots() -> None:
 def test_input_key_must_name_a_parameter_or_context_key() -> None:
     assert codes(loop("action: 'true'", "input_key: nope")) == [("LL084", "input_key")]
     assert codes(loop("action: 'true'", "input_key: k\ncontext: {k: ''}")) == []
+
+
+def test_jinja_braces_in_a_shell_command_are_a_warning() -> None:
+    """`{{ context.name }}` reached bash as text (`echo` printed the braces); `${{ ... }}`
+    (GitHub Actions) is a bad substitution. Go templates (`{{ .Name }}`), names that are not
+    ours and prompts are left alone."""
+    top = "context: {name: ada}"
+    action = """\
+    action: |
+      echo "hello {{ context.name }}" ${{ context.name }}
+      echo {{ captured.a.output | trim }}
+      docker inspect --format '{{ .State.Running }}' web
+      echo '{{ item }}'
+    """
+    loop_, positions = load_loop_with_positions(
+        text=textwrap.dedent(loop(action, top)), file="loop.yaml"
+    )
+    found = [
+        (d.line, d.column, d.message) for d in lint_loop(loop_, positions) if d.code == "LL086"
+    ]
+    assert found == [
+        (8, 19, "{{ context.name }} in this action is not interpolated: bash gets it as text"),
+        (8, 39, "${{ context.name }} in this action is not interpolated: bash gets it as text"),
+        (
+            9,
+            12,
+            "{{ captured.a.output ...}} in this action is not interpolated: bash gets it as text",
+        ),
+    ]
+    prompt = "action: Greet {{ context.name }}\naction_type: prompt\nrunner: 'cmd:x'\ntimeout: 9"
+    assert codes(loop(prompt, top)) == []
+
+
+def test_a_yaml_comment_inside_a_bash_quote_cuts_the_command() -> None:
+    """`action: grep -c "TODO #42" notes.txt` ran `grep -c "TODO` (YAML dropped ` #42"...` as
+    a comment) and the action failed with a bash syntax error; validate said nothing. A comment
+    bash would drop as well, or a quoted YAML value, is fine."""
+
+    def cut(action: str) -> list[tuple[int, int, str]]:
+        text = textwrap.dedent(loop(action))
+        loop_, positions = load_loop_with_positions(text=text, file="loop.yaml")
+        found = lint_loop(loop_, positions)
+        return [(d.line, d.column, d.message) for d in found if d.code == "LL087"]
+
+    assert cut('action: grep -c "TODO #42" notes.txt  # count them') == [
+        (
+            7,
+            27,
+            "YAML read '#42\" notes.txt  # count them' as a comment, so the action bash gets "
+            "ends at 'grep -c \"TODO' and does not parse (a quote is still open at its end)",
+        )
+    ]
+    assert [c[:2] for c in cut("action: echo $(date #now)")] == [(7, 25)]
+    assert cut("action: make test  # the fast ones") == []
+    assert cut("action: 'grep -c \"TODO #42\" notes.txt'") == []
+    assert cut('action: |\n  grep -c "TODO #42" notes.txt') == []
+    # Without positions (a loop built in Python) the rule cannot know how the value was written.
+    loop_, _ = load_loop_with_positions(text=textwrap.dedent(loop("action: a")), file="l.yaml")
+    assert "LL087" not in [d.code for d in lint_loop(loop_)]

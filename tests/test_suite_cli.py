@@ -138,7 +138,7 @@ def test_one_numeric_value_has_no_interval_and_decides_no_gate(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
-        ("empty", "the dataset is empty: there is no case to run"),
+        ("empty", "g.suite.yaml:2:1: LL093 the dataset 'cases' ("),  # ... holds no case folder
         ("no-judges", "g.suite.yaml:1:1: the suite has no judges"),
         ("unknown-threshold", "g.suite.yaml:9:3: thresholds names 'ecoed'"),
         ("no-match", "--cases 'zz*' matches none of the 2 cases"),

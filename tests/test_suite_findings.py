@@ -483,7 +483,9 @@ def test_a_missing_dataset_is_refused_at_its_line(tmp_path: Path) -> None:
     write(project(tmp_path) / "s.suite.yaml", MINIMAL)
     done = ll_harness(tmp_path, "suite", "s.suite.yaml")
     assert done.code == 2
-    assert "s.suite.yaml:2: cannot read the dataset directory" in done.stderr
+    # lint (LL093) refuses it before the run reads the dataset
+    assert "s.suite.yaml:2:1: LL093 the dataset 'cases' (" in done.stderr
+    assert "does not exist; the suite did not run" in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -501,12 +503,14 @@ def test_an_unusable_workspace_path_is_refused_before_the_run(
     (here / "cases" / "a" / "input.yaml").write_text("{}")
     done = ll_harness(here, "suite", "s.suite.yaml")
     assert done.code == 2, done.stdout
-    assert f"s.suite.yaml:6: workspace path {given!r} {why}" in done.stderr
+    # lint (LL096) refuses it, at the entry, before the run's own check
+    assert f"s.suite.yaml:6:21: LL096 workspace path {given!r} {why}" in done.stderr
     assert not recorded(here)
 
 
 def test_validate_counts_a_suite_as_a_suite(tmp_path: Path) -> None:
     write(project(tmp_path) / "s.suite.yaml", MINIMAL)
+    write(tmp_path / "cases" / "a" / "input.yaml", "{}")
     done = ll_loop(tmp_path, "validate", "s.suite.yaml")
     assert done.code == 0, done.stderr
     assert "1 suite: no problems" in done.stdout + done.stderr
@@ -560,3 +564,27 @@ def test_a_stop_ends_an_agent_subject_instead_of_leaving_it_running(tmp_path: Pa
         if pidfile.exists() and pidfile.read_text().strip():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_validate_reports_a_workspace_path_the_run_would_refuse(tmp_path: Path) -> None:
+    """`ll-loop validate` passed a copy suite whose workspace: path was missing or outside the
+    project; only `ll-harness suite` refused it. With `isolation: auto` (a git worktree in a
+    repository, where nothing is copied) lint leaves it to the run."""
+    here = project(tmp_path / "here")
+    (here / "ok.txt").write_text("ok")
+    (here / "cases" / "a").mkdir(parents=True)
+    (here / "cases" / "a" / "input.yaml").write_text("{}")
+    write(here / "s.suite.yaml", MINIMAL + "workspace: [ok.txt, nosuch.txt, ../x]\n")
+    done = ll_loop(here, "validate", "s.suite.yaml")
+    assert done.code == 1
+    found = [line for line in done.stdout.splitlines() if " LL096 " in line]
+    assert found == [
+        f"s.suite.yaml:6:21: error LL096 workspace path 'nosuch.txt' does not exist under the "
+        f"project root {here}",
+        f"s.suite.yaml:6:33: error LL096 workspace path '../x' is outside the project root {here}",
+    ]
+    write(here / "s.suite.yaml", MINIMAL.replace("copy", "auto") + "workspace: [nosuch.txt]\n")
+    assert " LL096 " not in ll_loop(here, "validate", "s.suite.yaml").stdout
+    done = ll_harness(here, "suite", "s.suite.yaml")  # no git here: auto copies, and refuses
+    assert done.code == 2
+    assert "s.suite.yaml:6: workspace path 'nosuch.txt' does not exist" in done.stderr

@@ -4,6 +4,7 @@ file:line:col and codes, in every format; judge rules check a suite's judges too
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
@@ -138,3 +139,328 @@ def test_a_suite_with_lint_errors_is_refused_before_any_case_runs(tmp_path: Path
     )
     assert hint.endswith("`ll-loop validate typo.suite.yaml` lists all 2")
     assert not ran.exists()
+
+
+def test_a_suite_expression_with_a_wrong_root_is_an_error(tmp_path: Path) -> None:
+    """`${input.text}` is not one of ours, so a run leaves it as written (bash says "bad
+    substitution", a model reads it as text); `${context.x}` is ours but a case has no
+    context, so every case errors. Both are found where they are written."""
+    path = write(
+        tmp_path / "roots.suite.yaml",
+        """\
+        name: roots
+        cases: [{id: a, input: {text: hi}, annotations: {expected: hi}}]
+        subject:
+          command: echo ${input.text} ${inptus.text}
+        baseline_subject:
+          prompt: "Say ${context.greeting}, ${context.name | default('you')}"
+        before_each:
+          - echo ${inputs.text | nope(}
+        judges:
+          - name: matches
+            builtin: regex
+            arguments: {pattern: "${annotation.expected}"}
+          - name: judged
+            prompt: |
+              Was the answer to ${inputs.text} right?
+              It should be ${annotations.expected
+        pairwise: {prompt: "Which is better?"}
+        """,
+    )
+    found = {(d.code, d.line, d.column): d.message for d in check_file(path)}
+    assert set(found) == {
+        ("LL030", 4, 17),
+        ("LL030", 4, 31),
+        ("LL030", 6, 16),  # ${context.greeting}; the guarded ${context.name} is not reported
+        ("LL030", 8, 10),
+        ("LL030", 12, 27),
+        ("LL033", 14, 5),
+    }
+    assert found["LL030", 4, 17] == (
+        "expression root 'input' is not a namespace (did you mean 'inputs'?): ${input...} is "
+        "left as written, not replaced by the case's value"
+    )
+    assert "(did you mean 'annotations'?)" in found["LL030", 12, 27]
+    assert found["LL030", 6, 16].startswith("${context.greeting} reads 'context', which a suite")
+    assert "does not parse" in found["LL030", 8, 10]
+
+
+def test_a_judge_prompt_that_is_not_a_template_is_found_at_its_line(tmp_path: Path) -> None:
+    """A judge's Jinja prompt that does not parse, uses an unknown filter or a variable the
+    judge does not have made that judge an error on every case, found only at run time."""
+    write(tmp_path / "prompts" / "tone.j2", "Judge the tone.\n{% for x in outputs %}\n{{ x }}\n")
+    path = write(
+        tmp_path / "templates.suite.yaml",
+        """\
+        name: templates
+        cases: [{id: a, input: {text: hi}}]
+        subject:
+          command: echo ${inputs.text}
+        judges:
+          - name: braces
+            prompt: "Score {{ outputs } 1-5 for ${inputs.text}"
+          - name: filter
+            prompt: |
+              Score 1-5 the answer to ${inputs.text}.
+              {{ outputs | uppper }}
+          - name: variable
+            feedback_type: bool
+            llm_rubric: "Is {{ output }} polite?"
+          - name: tone
+            prompt_file: prompts/tone.j2
+          - name: fine
+            prompt: "{% if inputs.text %}Score {{ outputs | upper }} 1-5{% endif %}"
+        """,
+    )
+    found = {(d.line, d.column): d.message for d in check_file(path) if d.code == "LL074"}
+    assert found == {
+        (7, 14): "judge 'braces': its template does not parse (template line 1): unexpected '}'",
+        (11, 7): "judge 'filter': its template does not compile: No filter named 'uppper'. "
+        "(did you mean 'upper'?)",
+        (14, 18): "judge 'variable': its template uses the variable 'output', which does not "
+        "exist (did you mean 'outputs'?) (known: outputs, conversation, tool_trace, evidence, "
+        "inputs, annotations, arguments)",
+        (16, 5): "judge 'tone': its template does not parse (template line 3): Unexpected end "
+        "of template. Jinja was looking for the following tags: 'endfor' or 'else'. The "
+        "innermost block that needs to be closed is 'for'. "
+        f"(in {tmp_path / 'prompts' / 'tone.j2'}, line 3)",
+    }
+
+
+def test_a_dataset_the_run_would_refuse_is_found_by_validate(tmp_path: Path) -> None:
+    """`dataset:` is resolved against the suite file's directory, as the run does; a missing
+    directory, a file, or a directory without case folders refused the run only."""
+    suites = tmp_path / "suites"
+    text = """\
+        name: data
+        dataset: {where}
+        subject:
+          command: echo ${{inputs.text}}
+        judges:
+          - {{name: ok, builtin: exit_code}}
+        """
+    (suites / "empty" / ".hidden").mkdir(parents=True)
+    write(suites / "a-file", "")
+    write(suites / "cases" / "one" / "input.yaml", "text: hi\n")
+    found = {}
+    for where in ("cases", "missing", "a-file", "empty"):
+        path = write(suites / f"{where}.suite.yaml", text.format(where=where))
+        found[where] = [(d.code, d.line, d.message) for d in check_file(path)]
+    assert found["cases"] == []
+    assert found["missing"] == [
+        ("LL093", 2, f"the dataset 'missing' ({suites / 'missing'}) does not exist")
+    ]
+    assert "is not a directory" in found["a-file"][0][2]
+    assert "holds no case folder" in found["empty"][0][2]
+
+
+def test_jinja_braces_in_a_suite_command_are_a_warning(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "braces.suite.yaml",
+        """\
+        name: braces
+        cases: [{input: {text: hi}}]
+        subject:
+          command: ./count.sh {{ inputs.text }}
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    [found] = [d for d in check_file(path) if d.code == "LL086"]
+    assert (found.line, found.column, found.severity) == (4, 23, "warning")
+    assert found.hint.startswith("write ${inputs.text}:")
+
+
+def test_a_yaml_comment_cutting_a_suite_command_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "cut.suite.yaml",
+        """\
+        name: cut
+        cases: [{input: {text: hi}}]
+        subject:
+          command: grep -c "issue #${inputs.text}" notes.txt
+        before_each:
+          - sed -i 's/ #.*//' notes.txt
+          - make setup  # a comment bash would drop too
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    found = [(d.line, d.column) for d in check_file(path) if d.code == "LL087"]
+    assert found == [(4, 27), (6, 16)]
+
+
+def test_an_output_path_outside_the_workspace_is_an_error(tmp_path: Path) -> None:
+    """The run reads only files inside the case's workspace and passed over these without a
+    word: the judges never saw them."""
+    path = write(
+        tmp_path / "outside.suite.yaml",
+        """\
+        name: outside
+        cases: [{input: {text: hi}}]
+        subject:
+          command: echo hi
+        outputs:
+          paths: [out, ../report.json, /tmp/result.json, out/../../x, ./out/../out]
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    found = [(d.line, d.column, d.path) for d in check_file(path) if d.code == "LL094"]
+    assert found == [
+        (6, 16, "outputs.paths.1"),
+        (6, 32, "outputs.paths.2"),
+        (6, 50, "outputs.paths.3"),
+    ]
+
+
+CHILD = """\
+name: child
+initial: go
+scope: ["."]
+parameters:
+  text: {type: string, required: true}
+  times: {type: integer, default: 1}
+states:
+  go:
+    action: echo ${context.text}
+    next: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_loop_subject_that_would_be_refused_is_found_by_validate(tmp_path: Path) -> None:
+    """A misspelt loop file, a `with:` name the loop does not declare, a missing required
+    parameter: each errored every case at run time ("no loop file", "declares no parameter")."""
+    write(tmp_path / "child.yaml", CHILD)
+    text = textwrap.dedent(
+        """\
+        name: looped
+        cases: [{id: a, input: {text: hi}}, {id: b, input: {other: x}}]
+        subject:
+          loop: LOOP
+        judges:
+          - {name: ok, builtin: exit_code}
+        """
+    )
+
+    def found(loop: str) -> list[tuple[int, int, str]]:
+        path = write(tmp_path / "looped.suite.yaml", text.replace("LOOP", loop))
+        return [(d.line, d.column, d.message) for d in check_file(path) if d.code == "LL095"]
+
+    assert found("chlid.yaml") == [
+        (
+            4,
+            3,
+            "subject runs loop 'chlid.yaml', which cannot be found or loaded: no loop file at "
+            f"{tmp_path / 'chlid.yaml'}",
+        )
+    ]
+    assert found("child.yaml\n  with: {txt: '${inputs.text}', times: many}") == [
+        (5, 3, "subject.with does not pass required parameter 'text' of loop 'child'"),
+        (
+            5,
+            10,
+            "loop 'child' has no parameter 'txt' (did you mean 'text'?); it takes 'text' and "
+            "'times': the run refuses it",
+        ),
+        (5, 33, "parameter 'times' of loop 'child' must be an integer, got \"many\""),
+    ]
+    # Without with:, the run passes the inputs the loop declares: case b has no text, and
+    # errors alone (the other cases run), so that is LL090's warning.
+    assert found("child.yaml") == []
+    path = write(tmp_path / "looped.suite.yaml", text.replace("LOOP", "child.yaml"))
+    [lacking] = [d for d in check_file(path) if d.code == "LL090"]
+    assert (lacking.line, lacking.severity, lacking.message) == (
+        4,
+        "warning",
+        "loop 'child' requires parameter 'text', and 1 of 2 cases have no input 'text' (b): "
+        "they will error",
+    )
+    assert found("child.yaml\n  with: {text: '${inputs.text | default(1)}', times: 2}") == []
+
+
+def test_an_expression_where_a_suite_does_not_interpolate_is_an_error(tmp_path: Path) -> None:
+    """`agent:` is run as written: `${inputs.model}` there was a bad substitution in bash, and
+    the agent failed on every case; its value is in the environment as $LL_INPUTS_model."""
+    path = write(
+        tmp_path / "agent.suite.yaml",
+        """\
+        name: agent
+        cases: [{input: {text: hi, model: m}}]
+        subject:
+          agent: claude -p --model ${inputs.model}
+          prompt: "${inputs.text}"
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    [found] = [d for d in check_file(path) if d.code == "LL030"]
+    assert (found.line, found.column) == (4, 28)
+    assert found.message == (
+        "subject.agent is not interpolated, so ${inputs.model} reaches bash as written (a bad "
+        "substitution)"
+    )
+    assert found.hint == 'read the value from the environment instead: "$LL_INPUTS_model"'
+
+
+def test_a_judge_reading_a_key_some_cases_lack_is_a_warning(tmp_path: Path) -> None:
+    """`${annotations.expected}` in a judge's argument errored that judge on each case without
+    the key ("missing value"); a judge whose `if:` may skip those cases is left alone."""
+    path = write(
+        tmp_path / "judged.suite.yaml",
+        """\
+        name: judged
+        cases:
+          - {id: a, input: {text: hi}, annotations: {expected: hi}}
+          - {id: b, input: {text: ho}}
+        subject:
+          command: echo ${inputs.text}
+        judges:
+          - {name: rx, builtin: regex, arguments: {pattern: "${annotations.expected}"}}
+          - name: guarded
+            if: "'expected' in annotations"
+            builtin: regex
+            arguments: {pattern: "${annotations.expected}"}
+        """,
+    )
+    found = [(d.line, d.path, d.message) for d in check_file(path) if d.code == "LL090"]
+    assert found == [
+        (
+            8,
+            "judges.0.arguments.pattern",
+            "${annotations.expected} is missing from 1 of 2 cases (b): they will error",
+        )
+    ]
+
+
+def test_a_case_variable_the_subject_never_gets_is_a_warning(tmp_path: Path) -> None:
+    """`$LL_ANNOTATIONS_expected` was always empty in the subject (annotations are the answers,
+    never exported to it) and `$LL_INPUTS_txt` empty in every case without `txt`: the command
+    ran on with an empty value. A variable with a default of its own is left alone."""
+    path = write(
+        tmp_path / "vars.suite.yaml",
+        """\
+        name: vars
+        cases: [{id: a, input: {text: hi}, annotations: {expected: hi}}]
+        subject:
+          command: echo "$LL_ANNOTATIONS_expected ${LL_INPUTS_txt} $LL_INPUTS_text ${LL_INPUTS_n-0}"
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    found = [(d.column, d.message) for d in check_file(path) if d.code == "LL090"]
+    assert found == [
+        (
+            18,
+            "$LL_ANNOTATIONS_expected is always empty here: a case's annotations are not "
+            "exported to the subject or its hooks (they hold the answers)",
+        ),
+        (
+            43,
+            "$LL_INPUTS_txt is empty in 1 of 1 cases (a): they have no input 'txt' (did you "
+            "mean 'text'?)",
+        ),
+    ]

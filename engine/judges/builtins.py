@@ -78,7 +78,13 @@ def exit_code(ctx: JudgeContext) -> Judgement:
     category="output",
     description="A regular expression matches the field (negate: it must not).",
     arguments=(
-        Argument("pattern", "string", required=True, description="a Python regular expression"),
+        Argument(
+            "pattern",
+            "string",
+            required=True,
+            description="a Python regular expression",
+            regex=True,
+        ),
         Argument("negate", "boolean", default=False, description="pass when it does not match"),
         FIELD,
     ),
@@ -305,7 +311,9 @@ def max_turns(ctx: JudgeContext, *, max_turns: int) -> Judgement:
     description="A tool whose name matches (exactly, or as a glob like mcp__*) was called.",
     arguments=(
         Argument("name", "string", required=True, description="a tool name or glob pattern"),
-        Argument("input_pattern", "string", default=None, description="a regex on its input"),
+        Argument(
+            "input_pattern", "string", default=None, description="a regex on its input", regex=True
+        ),
         Argument("min_count", "integer", default=1, description="calls needed"),
         Argument("negate", "boolean", default=False, description="pass when it was not called"),
     ),
@@ -342,7 +350,13 @@ def tool_called(
     category="output",
     description="A regular expression matches the field (negate: it must not).",
     arguments=(
-        Argument("pattern", "string", required=True, description="a Python regular expression"),
+        Argument(
+            "pattern",
+            "string",
+            required=True,
+            description="a Python regular expression",
+            regex=True,
+        ),
         Argument("negate", "boolean", default=False, description="pass when it does not match"),
         Argument("ignore_case", "boolean", default=False, description="case-insensitive"),
         FIELD,

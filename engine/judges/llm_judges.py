@@ -16,6 +16,7 @@ hash-tagged block, as the `llm_structured` judge does.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -95,30 +96,75 @@ def _environment() -> Any:
     return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
 
 
+@dataclass(frozen=True)
+class TemplateProblem:
+    """Why a judge's template cannot be used (the judge's error at run time, word for word),
+    and the template line it is on (0 when Jinja does not say)."""
+
+    message: str
+    line: int = 0
+
+
 @lru_cache(maxsize=256)
 def _compiled(source: str) -> tuple[Any, frozenset[str]]:
     """The template and the variables it reads (compiled once per text)."""
+    checked = _checked(source)
+    if isinstance(checked, TemplateProblem):
+        raise JudgeError(checked.message)
+    return checked
+
+
+def _checked(source: str) -> tuple[Any, frozenset[str]] | TemplateProblem:
     from jinja2 import TemplateSyntaxError, meta
 
     env = _environment()
     try:
         parsed = env.parse(source)
     except TemplateSyntaxError as exc:
-        raise JudgeError(
-            f"its template does not parse (template line {exc.lineno}): {exc.message}"
-        ) from None
+        return TemplateProblem(
+            f"its template does not parse (template line {exc.lineno}): {exc.message}",
+            exc.lineno,
+        )
     try:  # the compiler, not the parser, refuses an unknown filter or test
         used = frozenset(meta.find_undeclared_variables(parsed))
         template = env.from_string(source)
     except TemplateSyntaxError as exc:
-        raise JudgeError(f"its template does not compile: {_unknown_name(env, exc)}") from None
+        return TemplateProblem(
+            f"its template does not compile: {_unknown_name(env, exc)}", exc.lineno
+        )
     unknown = sorted(used - {*VARIABLES, INTERPOLATED})
     if unknown:
-        raise JudgeError(
+        return TemplateProblem(
             f"its template uses the variable {unknown[0]!r}, which does not exist"
-            f"{did_you_mean_hint(unknown[0], VARIABLES)} (known: {', '.join(VARIABLES)})"
+            f"{did_you_mean_hint(unknown[0], VARIABLES)} (known: {', '.join(VARIABLES)})",
+            _line_using(source, unknown[0]),
         )
     return template, used
+
+
+def _line_using(source: str, name: str) -> int:
+    """The first template line where `name` stands inside `{{ }}` or `{% %}` (0 if none)."""
+    inside = re.compile(r"\{[{%][^}]*\b" + re.escape(name) + r"\b")
+    for number, text in enumerate(source.splitlines(), 1):
+        if inside.search(text):
+            return number
+    return 0
+
+
+def template_problem(text: str) -> TemplateProblem | None:
+    """What makes a judge's `prompt` or `llm_rubric`, as written, an error on every run: its
+    `${...}` stand for values (as `_with_values` reads them), the rest is the Jinja template.
+    Static: for `ll-loop validate` (lint LL074)."""
+    from engine.shell.interpolate import find_expressions
+
+    pieces, at = [], 0
+    for index, expression in enumerate(find_expressions(text)):
+        lines = text.count("\n", expression.start, expression.end)  # keep the line numbers
+        pieces += [text[at : expression.start], f"{{{{ {INTERPOLATED}[{index}] }}}}" + "\n" * lines]
+        at = expression.end
+    pieces.append(text[at:])
+    checked = _checked("".join(pieces))
+    return checked if isinstance(checked, TemplateProblem) else None
 
 
 def _unknown_name(env: Any, exc: Exception) -> str:

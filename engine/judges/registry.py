@@ -28,6 +28,7 @@ class Argument:
     required: bool = False
     default: Any = None
     description: str = ""
+    regex: bool = False  # a Python regular expression: one without `${...}` must compile
 
     def describe(self) -> str:
         if self.required:
@@ -35,6 +36,25 @@ class Argument:
         else:
             need = "optional" if self.default is None else f"default {self.default!r}"
         return f"{self.name} ({self.type}, {need})"
+
+    def value_problem(self, value: Any) -> str | None:
+        """Why `value`, as written in YAML, cannot be this argument, or None when it can (or
+        might: a number may be written as text, and any text with `${...}` is rendered first)."""
+        if value is None:
+            return "is empty" if self.required else None
+        if self.type in ("number", "integer"):
+            if isinstance(value, bool | list | dict):
+                return f"is {_shown(value)}, not a number"
+            if isinstance(value, str) and "${" not in value and not _numeric(value):
+                return f"is {_shown(value)}, not a number"
+            return None
+        wanted = {"string": str, "boolean": bool, "list": list | tuple, "mapping": Mapping}
+        kind = wanted.get(self.type)
+        if kind is not None and not isinstance(value, kind):
+            return f"is {_shown(value)}, not a {self.type}" + _HOW.get(self.type, "")
+        if self.regex and isinstance(value, str) and "${" not in value:
+            return _regex_problem(value)
+        return None
 
 
 @dataclass(frozen=True)
@@ -63,7 +83,48 @@ class Builtin:
         if unknown and not self.open_arguments:
             listed = ", ".join(sorted(known)) or "none"
             return f"builtin {self.name!r} has no argument {unknown[0]!r} (its arguments: {listed})"
+        for argument in self.arguments:
+            problem = (
+                argument.value_problem(given[argument.name]) if argument.name in given else None
+            )
+            if problem is not None:
+                return f"the argument {argument.name!r} of builtin {self.name!r} {problem}"
         return None
+
+
+# What a value of the wrong kind does in the builtin, said in the message: the mistake is silent.
+_HOW = {
+    "boolean": " (any text is true: write true or false, unquoted)",
+    "list": " (text would be read one character at a time: write [a, b])",
+}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return repr(value)
+
+
+def _regex_problem(pattern: str) -> str | None:
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"is not a valid regular expression: {exc}"
+    return None
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 _OURS: dict[str, Builtin] = {}

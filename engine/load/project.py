@@ -61,6 +61,19 @@ def project_root(start: Path | None = None) -> Path:
     return first_git or here
 
 
+def workspace_path_problem(given: str, project_root: Path) -> str | None:
+    """Why a suite's `workspace:` path cannot be copied into a case (None: it can): the suite
+    run refuses it, and lint (LL096) reports it first."""
+    source = (project_root / given).resolve()
+    try:
+        source.relative_to(project_root.resolve())
+    except ValueError:
+        return f"workspace path {given!r} is outside the project root {project_root}"
+    if not source.exists():
+        return f"workspace path {given!r} does not exist under the project root {project_root}"
+    return None
+
+
 def _owned(path: Path) -> bool:
     """`path` exists (a link counts as itself) and belongs to this user."""
     try:

@@ -211,6 +211,16 @@ def _hole_name(literals: Sequence[str]) -> str:
     return name
 
 
+def script_problem(script: str) -> str | None:
+    """Why bash cannot run `script` as a whole (a quote or a bracket left open at its end), in
+    words, or None when it parses."""
+    source = script.encode("utf-8", "surrogatepass")
+    if _quote_left_open(source):
+        return "a quote is still open at its end"
+    root, _ = _parse(source)
+    return _parse_problem(root, source) if root.has_error else None
+
+
 def _parse_problem(root: Node, source: bytes) -> str:
     """Where the first ERROR or MISSING node is, in words."""
     for node in _walk(root):

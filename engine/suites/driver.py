@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from engine.judges.deadline import SignalInterrupt
 from engine.load.dataset import list_cases, read_case
-from engine.load.project import project_root
+from engine.load.project import project_root, workspace_path_problem
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
 from engine.model.judges import Judge
@@ -387,7 +387,7 @@ def _check_workspace(suite: Suite, root: Path) -> None:
     if mode != "copy":
         return
     for index, given in enumerate(suite.workspace):
-        problem = workspaces.workspace_path_problem(given, root)
+        problem = workspace_path_problem(given, root)
         if problem is not None:
             line = suite.workspace_lines[index] if index < len(suite.workspace_lines) else 0
             where = f"{suite.source}:{line}: " if suite.source and line else ""

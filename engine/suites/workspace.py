@@ -185,18 +185,6 @@ def _add_worktree(git_root: Path, path: Path) -> None:
     raise WorkspaceError(f"cannot make a git worktree for the case: {last or 'git failed'}")
 
 
-def workspace_path_problem(given: str, project_root: Path) -> str | None:
-    """Why a `workspace:` path cannot be copied into a case (None: it can)."""
-    source = (project_root / given).resolve()
-    try:
-        source.relative_to(project_root.resolve())
-    except ValueError:
-        return f"workspace path {given!r} is outside the project root {project_root}"
-    if not source.exists():
-        return f"workspace path {given!r} does not exist under the project root {project_root}"
-    return None
-
-
 def _copy_paths(paths: tuple[str, ...], project_root: Path, into: Path) -> None:
     for given in paths:
         source = (project_root / given).resolve()
