@@ -74,9 +74,8 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
         for root, key, guarded, _ in _case_reads(text):
             if guarded:
                 continue
-            lacking = [c.id for c in cases if key not in getattr(c, root)]
+            lacking, shown = _lacking(cases, key, root)
             if lacking:
-                shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
                 yield Finding(
                     f"${{{root}.{key}}} is missing from {len(lacking)} of {len(cases)} cases "
                     f"({shown}): they will error",
@@ -270,13 +269,19 @@ def _loop_subjects(suite: Suite) -> Iterator[tuple[str, Subject]]:
             yield key, subject
 
 
+def _lacking(cases: list[Case], key: str, root: str = "inputs") -> tuple[list[str], str]:
+    """The ids of the cases whose `root` (inputs or annotations) has no `key`, and the first
+    three of them as a message shows them."""
+    ids = [c.id for c in cases if key not in getattr(c, root)]
+    return ids, ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+
+
 def _lacking_parameters(cases: list[Case], key: str, child: Loop) -> Iterator[Finding]:
     for name, declared in child.parameters.items():
         if not declared.required or declared.has_default:
             continue
-        lacking = [c.id for c in cases if name not in c.inputs]
+        lacking, shown = _lacking(cases, name)
         if lacking:
-            shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
             yield Finding(
                 f"loop {child.name!r} requires parameter {name!r}, and {len(lacking)} of "
                 f"{len(cases)} cases have no input {name!r} ({shown}): they will error",
@@ -326,9 +331,8 @@ def _case_variables(ctx: SuiteContext, cases: list[Case]) -> Iterator[Finding]:
                     needle=match.group(0),
                 )
                 continue
-            lacking = [c.id for c in cases if name not in c.inputs]
+            lacking, shown = _lacking(cases, name)
             if lacking:
-                shown = ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else "")
                 yield Finding(
                     f"${variable} is empty in {len(lacking)} of {len(cases)} cases ({shown}): "
                     f"they have no input {name!r}{did_you_mean(name, keys)}",
