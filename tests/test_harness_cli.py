@@ -314,3 +314,22 @@ def test_an_agent_cli_is_bounded_like_a_command(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     [sample] = done.json["samples"]
     assert done.code == 2 and "passed the cap of 65536 bytes" in sample["infra_error"], sample
+
+
+def test_a_measured_cmd_baseline_says_how_to_compare_with_it(tmp_path: Path) -> None:
+    """A cmd baseline is found again only by --baseline-of, and the ids the run printed gave no
+    hint which to pass; a second measurement of the same content reuses the rows and recorded
+    nothing, so its own invocation id was not one --baseline-of could find."""
+    measured = harness(tmp_path, "cmd", "true", "--exit-code", "0", "--measure-baseline")
+    assert measured.returncode == 0, measured.stderr
+    [hint] = [line for line in measured.stdout.splitlines() if line.startswith("Next")]
+    invocation = hint.split("--baseline-of ")[1]
+    code, again = harness_json(tmp_path, "cmd", "true", "--exit-code", "0", "--measure-baseline")
+    assert code == 0 and again["baseline_reused"]
+    assert again["baseline_invocation"] == invocation != again["invocation_id"]
+    compared = harness(
+        tmp_path, "cmd", "true ", "--exit-code", "0", "--compare-baseline", "--baseline-of",
+        invocation,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    assert "Delta     +0.00" in compared.stdout

@@ -41,7 +41,7 @@ def report_text(report: Report) -> str:
     if report.reused_baseline:
         lines.append(
             f"Baseline  reused {len(report.reused_baseline)} measured rows for this content and "
-            "these conditions (nothing was run)"
+            f"these conditions (nothing was run): invocation {_measured(report)}"
         )
     many = len(report.samples) > 1
     for sample in report.samples:
@@ -65,6 +65,9 @@ def report_text(report: Report) -> str:
     ids = ", ".join(str(a.id) for a in report.attempts)
     if ids:
         lines.append(f"Recorded  invocation {report.invocation_id}, attempts {ids}")
+    baseline = _measured(report)
+    if baseline is not None:
+        lines.append(_baseline_next(report.subject.runner, baseline))
     if report.retry_of is not None:
         lines.append(f"Retry     supersedes attempt {report.retry_of}")
     timed_out = [a.id for a in report.attempts if a.timed_out]
@@ -72,6 +75,23 @@ def report_text(report: Report) -> str:
         ids = ", ".join(str(i) for i in timed_out)
         lines.append(f"Timeouts  attempt {ids}: rerun with --retry-of ID to replace one")
     return "\n".join(lines)
+
+
+def _measured(report: Report) -> str | None:
+    """The invocation whose rows are the baseline this run measured or reused, else None. A
+    reused baseline's rows keep the invocation that measured them (this one recorded nothing)."""
+    rows = report.reused_baseline or report.attempts
+    if rows and all(a.attempt_kind == "baseline" for a in rows):
+        return rows[0].invocation_id
+    return None
+
+
+def _baseline_next(runner: str, invocation: str) -> str:
+    """How a measured baseline is compared with later: a loop or skill is found again by its
+    committed content, a cmd, prompt or mcp subject only by `--baseline-of`."""
+    if runner in ("loop", "skill"):
+        return "Next      edit the subject, then run again with --compare-baseline"
+    return f"Next      run the changed subject with --compare-baseline --baseline-of {invocation}"
 
 
 def report_json(report: Report) -> dict[str, Any]:
@@ -126,6 +146,8 @@ def report_json(report: Report) -> dict[str, Any]:
             data["history_admissions"] = report.history.admissions
     if report.reused_baseline:
         data["baseline_reused"] = [attempt_json(a) for a in report.reused_baseline]
+    if _measured(report) is not None:
+        data["baseline_invocation"] = _measured(report)
     if report.delta is not None:
         data["baseline"] = report.delta.to_json()
     return data
