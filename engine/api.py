@@ -100,6 +100,7 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
     too. Raises `UsageError` when `path` names no loop."""
     from engine.load.locate import resolve_loop
 
+    _arguments(path=path)
     where = _Where.of(cwd)
     return _check_file(resolve_loop(str(path), where.base), where)
 
@@ -755,6 +756,10 @@ def suite(
     from engine.model.suite import Suite
     from engine.suites import SuiteOptions, run_suite
 
+    if not isinstance(path, str | os.PathLike | Suite):
+        raise UsageError(f"path must be a suite file's path or a Suite, not {type(path).__name__}")
+    _arguments(samples=samples, jobs=jobs, cases=cases, baseline_of=baseline_of, resume=resume)
+    _arguments(executor=executor, address=address, on_case=on_case, progress=progress)
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
     loaded, read = _refuse_lint_errors(target, where)
@@ -867,16 +872,24 @@ class _Where:
 
 _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "path_or_loop": ((str, os.PathLike, Loop), "a path, a loop name or a Loop"),
+    "path": ((str, os.PathLike), "a path or a loop name"),
     "run_id": ((str,), "a run id (or a unique prefix of one)"),
     "context": ((Mapping,), "a mapping of names to values"),
     "inputs": ((Mapping,), "a mapping of parameter names to values"),
     "input": ((str,), "a string"),
     "max_steps": ((int,), "a whole number"),
+    "samples": ((int,), "a whole number"),
+    "jobs": ((int,), "a whole number"),
+    "cases": ((str,), "a glob of case ids"),
+    "baseline_of": ((str,), "a suite run id"),
+    "resume": ((str,), "a suite run id"),
+    "executor": ((str,), "the name of an executor"),
+    "address": ((str,), "a Ray cluster address"),
     "env": ((Mapping,), "a mapping of variable names to strings"),
 }
 
 
-_REQUIRED = frozenset({"path_or_loop", "run_id"})
+_REQUIRED = frozenset({"path_or_loop", "path", "run_id"})
 
 
 def _arguments(**named: Any) -> None:
@@ -885,7 +898,7 @@ def _arguments(**named: Any) -> None:
     for name, value in named.items():
         if value is None and name not in _REQUIRED:
             continue
-        if name.startswith("on_"):
+        if name.startswith("on_") or name == "progress":
             if not callable(value):
                 raise UsageError(f"{name} must be a function, not {type(value).__name__}")
             continue

@@ -112,6 +112,11 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         (lambda d: engine.status(123, cwd=d), "run_id must be a run id"),
         (lambda d: engine.stop(None, cwd=d), "run_id must be a run id"),  # type: ignore[arg-type]
         (lambda d: engine.resume(None, cwd=d), "run_id must be a run id"),  # type: ignore[arg-type]
+        # validate(None) looked for a loop named 'None'; suite(3) raised TypeError
+        (lambda d: engine.validate(None, cwd=d), "path must be a path or a loop name"),
+        (lambda d: engine.suite(3, cwd=d), "path must be a suite file's path or a Suite"),
+        (lambda d: engine.suite("s.suite.yaml", jobs="2", cwd=d), "jobs must be a whole"),
+        (lambda d: engine.suite("s.suite.yaml", progress="x", cwd=d), "progress must be a func"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
