@@ -379,3 +379,72 @@ def test_ll_loop_judges_lists_every_builtin_with_its_arguments() -> None:
     assert "Polpo expectations" in listed.stdout
     assert find_builtin("files/file_exists") is not None
     assert find_builtin("agent/file_exists") is None
+
+
+# An author's pattern that backtracks without end: with `re`, (a|aa)+$ over sixty a's and a b
+# ran for days inside C holding the GIL, past the run's timeout, its stop and a SIGTERM.
+_BACKTRACKING = textwrap.dedent(
+    """
+    import json
+    import engine.model.patterns as patterns
+    from engine.judges import JudgeEnv, build_record, run_judge
+    from engine.judges.evaluators import Judged, judge
+    from engine.model.loop import Evaluate
+    from engine.model.ports import ActionResult
+    from tests.judges_helpers import judge_of
+
+    patterns.PATTERN_SECONDS = 0.3
+    text = "a" * 60 + "b"
+    record = build_record(stdout=text, exit_code=0, trace={
+        "tool_calls": [{"name": "Bash", "input": {"command": text}}]})
+    verdict = judge(Evaluate(type="output_contains", pattern="(a|aa)+$"),
+                    Judged(text, ActionResult(output=text, exit_code=0)))
+    out = {"output_contains": [verdict.name, verdict.details["reason"]]}
+    for entry in ("name: regex\\nbuiltin: regex\\narguments: {pattern: '(a|aa)+$'}",
+                  "name: tool_called\\nbuiltin: tool_called\\n"
+                  "arguments: {name: Bash, input_pattern: '(a|aa)+c'}"):
+        result = run_judge(judge_of(entry), record, JudgeEnv())
+        out[result.name] = [result.status, result.error]
+    print(json.dumps(out))
+    """
+)
+
+
+def test_a_backtracking_pattern_is_an_error_within_its_time_limit() -> None:
+    """output_contains, the regex judge and tool_called's input_pattern stop a search that runs
+    past the limit and say so in one sentence with a hint; a child runs them so that, were the
+    search unbounded, this test would fail at its timeout instead of hanging the suite."""
+    started = time.monotonic()
+    ran = subprocess.run(
+        [sys.executable, "-c", _BACKTRACKING],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert time.monotonic() - started < 30
+    found = json.loads(ran.stdout)
+    assert found["output_contains"][0] == "error"
+    for _, message in found.values():
+        assert "did not finish matching within 0.3 s" in message
+        assert "simplify it" in message
+    assert found["regex"][0] == found["tool_called"][0] == "error"
+
+
+def test_ordinary_patterns_match_as_before() -> None:
+    """The bounded search keeps `re`'s meaning: MULTILINE anchors, ignore_case, negate, groups,
+    lookarounds, and an invalid pattern as that judge's error."""
+    record = build_record(stdout="x\nOK 12\nnot ok\n", exit_code=0)
+    cases: dict[str, bool | None] = {
+        r"{pattern: '^OK \d+$'}": True,
+        r"{pattern: '^ok', ignore_case: true}": True,
+        r"{pattern: '(?<=not )ok$'}": True,
+        r"{pattern: '^ok$', negate: true}": True,
+        r"{pattern: 'OK (\d)\1'}": False,
+        r"{pattern: '(unclosed'}": None,
+    }
+    for arguments, passed in cases.items():
+        result = run(f"name: r\nbuiltin: regex\narguments: {arguments}", record)
+        assert result.passed is passed, (arguments, result)
+        assert result.errored is (passed is None)
