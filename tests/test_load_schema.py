@@ -136,7 +136,6 @@ def test_out_of_range_values() -> None:
     ]
 
 
-
 def test_a_timeout_too_long_to_measure_is_refused_where_it_is_written() -> None:
     """`timeout: 1e308` passed the schema and crashed the run with an internal OverflowError
     (the action runner's poll wait became an infinite number of milliseconds)."""
@@ -145,6 +144,7 @@ def test_a_timeout_too_long_to_measure_is_refused_where_it_is_written() -> None:
         ("F015", "timeout must be at most 31536000, got 1e+308", 10)
     ]
     assert "365 days" in found[0].hint
+
 
 def test_min_confidence_is_a_probability() -> None:
     d = one(
