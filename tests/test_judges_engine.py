@@ -448,3 +448,51 @@ def test_ordinary_patterns_match_as_before() -> None:
         result = run(f"name: r\nbuiltin: regex\narguments: {arguments}", record)
         assert result.passed is passed, (arguments, result)
         assert result.errored is (passed is None)
+
+
+_NEVER_ENDING = textwrap.dedent(
+    """
+    import json, sys
+    import engine.judges.python_judges as python_judges
+    from engine.judges import JudgeEnv, build_record, run_judge
+    from tests.judges_helpers import judge_of
+
+    python_judges.CONDITION_SECONDS = 0.3
+    record = build_record(stdout="ok", exit_code=0)
+    env = JudgeEnv(project_root=sys.argv[1])
+    entries = {
+        "module": "name: m\\nmodule: evals_pkg_spin.spin\\nfunction: forever\\ntimeout: 0.3",
+        "condition": "name: c\\nbuiltin: exit_code\\n"
+        "if: \\"[0 for a in 'x' * 100000 for b in 'x' * 100000] == []\\"",
+    }
+    print(json.dumps({k: run_judge(judge_of(e), record, env).error for k, e in entries.items()}))
+    """
+)
+
+
+def test_a_module_judge_or_an_if_that_never_ends_is_that_judges_error(tmp_path: Path) -> None:
+    """A module function and an `if:` had no time limit at all (a module judge could not even
+    set `timeout:`), so `while True` in either hung the run or the suite for good. Both now
+    run under the check watchdog: the function within its `timeout:` (default 30 s), an `if:`
+    within 5 s. A child runs them, so that without limits the test fails instead of hanging."""
+    package = tmp_path / "evals_pkg_spin"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "spin.py").write_text("def forever(outputs):\n    while True:\n        pass\n")
+    ran = subprocess.run(
+        [sys.executable, "-c", _NEVER_ENDING, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["module"] == (
+        "judge 'm' at judges.yaml:10: evals_pkg_spin.spin.forever did not finish within its "
+        "time limit of 0.3 s (set the judge's timeout: to change it)"
+    )
+    assert found["condition"] == (
+        "judge 'c' at judges.yaml:10: its if: expression failed "
+        "(TimeoutError: it did not finish within 0.3 s)"
+    )

@@ -119,8 +119,9 @@ def test_a_check_timeout_is_a_key_of_check_judges_only(tmp_path: Path) -> None:
     )
     done = ll_loop(tmp_path, "validate", "s.suite.yaml")
     assert done.code != 0
-    assert "timeout applies to builtin (with arguments) or an inline check snippet judges" in (
-        done.stdout + done.stderr
+    assert (
+        "timeout applies to builtin (with arguments) or an inline check snippet or module + "
+        "function judges" in done.stdout + done.stderr
     )
 
 
