@@ -164,3 +164,12 @@ def test_parse_number() -> None:
     assert parse_number(True) is None
     assert parse_number("inf") is None
     assert parse_number(None) is None
+
+
+def test_json_nested_past_the_recursion_limit_is_an_error_verdict() -> None:
+    """json raises RecursionError, not ValueError, on `[` repeated 200,000 times: the run ended
+    as an internal error instead of the evaluator's error verdict."""
+    deep = "[" * 200_000 + "]" * 200_000
+    outcome = judge(Evaluate(type="output_json", path=".0", target=1), Judged(deep, OK))
+    assert outcome.name == "error"
+    assert "the JSON nests too deeply" in outcome.details["reason"]

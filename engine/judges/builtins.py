@@ -17,6 +17,7 @@ from engine.judges.env import JudgeContext
 from engine.judges.evaluators import Judged, judge, parse_number
 from engine.judges.registry import Argument, builtin
 from engine.judges.result import JudgeError, Judgement
+from engine.model import jsontext
 from engine.model.loop import Evaluate
 from engine.model.patterns import PatternSyntaxError, PatternTimeout, compile_pattern, search
 from engine.model.ports import ActionResult
@@ -398,7 +399,7 @@ def json_schema(
         raise JudgeError("give exactly one of schema and schema_file")
     if schema_file is not None:
         try:
-            schema = json.loads(ctx.path(schema_file).read_text(encoding="utf-8"))
+            schema = jsontext.loads(ctx.path(schema_file).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise JudgeError(f"cannot read the schema file {schema_file!r}: {exc}") from None
     if not isinstance(schema, Mapping):
@@ -412,7 +413,7 @@ def json_schema(
     value = ctx.outputs.get(field)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsontext.loads(value)
         except ValueError as exc:
             return Judgement(False, f"{field} is not JSON: {exc}")
     errors = sorted(validator_class(schema).iter_errors(value), key=lambda e: list(e.path))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.model import jsontext
 from engine.model.loop import Evaluate
 from engine.model.patterns import PatternSyntaxError, PatternTimeout, compile_pattern, search
 from engine.model.ports import ActionResult, Verdict
@@ -148,7 +149,7 @@ def output_numeric(spec: Evaluate, judged: Judged) -> Verdict:
 def output_json(spec: Evaluate, judged: Judged) -> Verdict:
     """The value at `path` (`.a.b.0`) of the JSON text, compared with `target`."""
     try:
-        document = json.loads(judged.text)
+        document = jsontext.loads(judged.text)
     except ValueError as exc:
         return error(f"output is not JSON ({exc}): {_preview(judged.text)}")
     found, value, why = json_path(document, spec.path or ".")

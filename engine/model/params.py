@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engine.model import jsontext
 from engine.model.errors import LoopError, UsageError
 from engine.model.loop import Loop, Parameter
 
@@ -91,7 +92,7 @@ def _parse_text(kind: str, text: str) -> Any:
         return {"true": True, "false": False}.get(text.lower(), text)
     try:  # NaN and Infinity are not numbers a loop can use (JSON has neither either)
         if kind in {"integer", "number", "array", "object"}:
-            return json.loads(text, parse_constant=_no_constant)
+            return jsontext.loads(text, parse_constant=_no_constant)
         return text
     except ValueError:
         return text
