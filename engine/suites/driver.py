@@ -57,6 +57,7 @@ from engine.suites.result import BaselineDelta, SuiteResult, describe_subject
 from engine.suites.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
 
 LLM_JOBS = 8
+MAX_JUDGE_SAMPLES = 100  # --samples, as the schemas bound a judge's samples and reviewers
 # While cases run, a thread waiting for the GIL (a subject that just exited, a pipe to read)
 # gets it after 0.5 ms instead of Python's 5 ms: with several workers busy, the default made a
 # 3 ms spawn take 15 ms.
@@ -327,8 +328,11 @@ def _small_copies(suite: Suite, root: Path) -> bool:
 
 
 def _check_options(suite: Suite, options: SuiteOptions) -> None:
-    if options.samples is not None and options.samples < 1:
-        raise SuiteRefusal("--samples must be at least 1", hint="pass --samples 1 or more")
+    if options.samples is not None and not 1 <= options.samples <= MAX_JUDGE_SAMPLES:
+        raise SuiteRefusal(
+            f"--samples must be from 1 to {MAX_JUDGE_SAMPLES}, got {options.samples}",
+            hint="a few samples settle a judge; more only cost model calls",
+        )
     if options.jobs is not None and options.jobs < 1:
         raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
     if options.address is not None and options.executor != "ray":
