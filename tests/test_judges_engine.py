@@ -496,3 +496,15 @@ def test_a_module_judge_or_an_if_that_never_ends_is_that_judges_error(tmp_path: 
         "judge 'c' at judges.yaml:10: its if: expression failed "
         "(TimeoutError: it did not finish within 0.3 s)"
     )
+
+
+def test_a_judges_huge_rationale_or_error_is_cut_where_it_is_made() -> None:
+    """A check returning a 200 MB rationale wrote it whole into history.db (and every event and
+    report naming the judge); so did an exception with a message that long."""
+    long = run("name: big\ncheck: |\n  return True, 'x' * 1_000_000")
+    assert long.passed is True
+    assert long.rationale == "x" * 10_000 + "... [cut: 990,000 more characters]"
+    raised = run("name: boom\ncheck: |\n  raise ValueError('y' * 1_000_000)")
+    assert raised.errored
+    assert str(raised.error).endswith("... [cut: 990,051 more characters]")
+    assert len(str(raised.error)) < 10_100
