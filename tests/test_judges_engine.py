@@ -508,3 +508,47 @@ def test_a_judges_huge_rationale_or_error_is_cut_where_it_is_made() -> None:
     assert raised.errored
     assert str(raised.error).endswith("... [cut: 990,051 more characters]")
     assert len(str(raised.error)) < 10_100
+
+
+_ENDLESS_FILES = textwrap.dedent(
+    """
+    import json, resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    from engine.judges import JudgeEnv, run_judge
+    from tests.judges_helpers import judge_of
+
+    big = sys.argv[1]
+    entries = {
+        "zero": "name: s\\nbuiltin: json_schema\\narguments: {schema_file: /dev/zero}",
+        "schema": f"name: s\\nbuiltin: json_schema\\narguments: {{schema_file: {big}}}",
+        "prompt": f"name: p\\nprompt_file: {big}",
+    }
+    record = {"stdout": "{}"}
+    found = {k: run_judge(judge_of(e), record, JudgeEnv()).error for k, e in entries.items()}
+    print(json.dumps(found))
+    """
+)
+
+
+def test_a_schema_or_prompt_file_that_never_ends_or_is_huge_is_refused(tmp_path: Path) -> None:
+    """`schema_file: /dev/zero` grew the process by ~700 MB a second until the machine ran out
+    of memory; a huge file was read whole. Both files are read like a dataset's YAML: a regular
+    file of at most 10 MB. In a child with 2 GiB of address space, so that without the limit
+    the test fails instead of the machine."""
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (11 * 1024 * 1024))
+    ran = subprocess.run(
+        [sys.executable, "-c", _ENDLESS_FILES, str(big)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["zero"].endswith(
+        "cannot read the schema file '/dev/zero': it is not a regular file"
+    )
+    too_large = "it is too large to read (11.0 MB; the limit is 10.0 MB)"
+    assert found["schema"].endswith(f"cannot read the schema file {str(big)!r}: {too_large}")
+    assert found["prompt"].endswith(f"cannot read its prompt_file {str(big)!r}: {too_large}")

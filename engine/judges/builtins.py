@@ -17,6 +17,7 @@ from engine.judges.env import JudgeContext
 from engine.judges.evaluators import Judged, judge, parse_number
 from engine.judges.registry import Argument, builtin
 from engine.judges.result import JudgeError, Judgement
+from engine.load.bounded import MAX_YAML_BYTES, read_capped
 from engine.model import jsontext
 from engine.model.loop import Evaluate
 from engine.model.patterns import PatternSyntaxError, PatternTimeout, compile_pattern, search
@@ -399,7 +400,7 @@ def json_schema(
         raise JudgeError("give exactly one of schema and schema_file")
     if schema_file is not None:
         try:
-            schema = jsontext.loads(ctx.path(schema_file).read_text(encoding="utf-8"))
+            schema = jsontext.loads(read_capped(ctx.path(schema_file), MAX_YAML_BYTES))
         except (OSError, ValueError) as exc:
             raise JudgeError(f"cannot read the schema file {schema_file!r}: {exc}") from None
     if not isinstance(schema, Mapping):

@@ -43,6 +43,7 @@ from engine.llm.judge import (
     run_concurrently,
     tool_input,
 )
+from engine.load.bounded import MAX_YAML_BYTES, read_capped
 from engine.load.spelling import did_you_mean_hint
 from engine.model.ports import MessagesPort, MessagesReply
 
@@ -148,11 +149,10 @@ def template_source(ctx: JudgeContext) -> tuple[str, list[str], bool]:
     if not path.is_absolute():
         path = Path(judge.base_dir or ctx.env.workspace) / path
     try:
-        return path.read_text(encoding="utf-8"), [], False
-    except OSError as exc:
-        raise JudgeError(
-            f"cannot read its prompt_file {str(path)!r}: {exc.strerror or exc}"
-        ) from None
+        return read_capped(path, MAX_YAML_BYTES).decode("utf-8"), [], False
+    except (OSError, ValueError) as exc:  # FileRefused, UnicodeDecodeError
+        reason = exc.strerror if isinstance(exc, OSError) else None
+        raise JudgeError(f"cannot read its prompt_file {str(path)!r}: {reason or exc}") from None
 
 
 def _with_values(ctx: JudgeContext, text: str) -> tuple[str, list[str]]:

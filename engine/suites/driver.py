@@ -25,6 +25,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from engine.judges.deadline import SignalInterrupt
+from engine.load.bounded import MAX_YAML_BYTES, FileRefused, read_capped
 from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root
 from engine.load.suite import load_suite_file
@@ -567,8 +568,8 @@ def _prompt_file_digest(judge: Judge) -> str | None:
     if not path.is_absolute():
         path = Path(judge.base_dir) / path
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_capped(path, MAX_YAML_BYTES)).hexdigest()
+    except (OSError, FileRefused):  # /dev/zero was read without end here, before any case
         return None
 
 
