@@ -439,6 +439,7 @@ TOO_LARGE = [
     "[1] | slice(10 ** 9) | list | length",
     "{'a': 1} | tojson(10 ** 9)",
     "lipsum(10 ** 9)",
+    "('a' * 40000000) ~ ('b' * 40000000)",
 ]
 
 _TOO_LARGE_CHILD = """
@@ -492,6 +493,7 @@ def test_values_too_large_to_build_are_refused_before_they_are_built() -> None:
         ("[1, 2, 3] | batch(2) | list | length", "2"),
         ("{'a': 1} | tojson(2)", '{\n  "a": 1\n}'),
         ("context.name * 2", "worldworld"),
+        ("context.name ~ '-' ~ context.n", "world-3"),
     ],
 )
 def test_ordinary_operators_and_filters_keep_their_values(expression: str, value: str) -> None:

@@ -469,6 +469,8 @@ _HOSTILE_TEMPLATES = textwrap.dedent(
         "long": "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",
         "slow": "{% for i in range(100000) %}{% for j in range(100000) %}"
                 "{% endfor %}{% endfor %}",
+        "doubling": "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+                    "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
     }
     found = {}
     for name, template in templates.items():
@@ -497,4 +499,5 @@ def test_a_template_that_builds_too_much_or_never_ends_is_the_judges_error() -> 
     assert "repeated 1000000000000 times would be too large" in found["repeat"]
     assert "it makes more than 16,777,216 characters" in found["long"]
     assert "its template did not finish rendering within 0.5 s" in found["slow"]
+    assert "the text joined with ~ would be too large" in found["doubling"]
     assert all("cannot be rendered" in found[name] for name in ("power", "repeat", "long"))
