@@ -471,6 +471,10 @@ _HOSTILE_TEMPLATES = textwrap.dedent(
                 "{% endfor %}{% endfor %}",
         "doubling": "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
                     "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+        "block": "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+                 "{% set s %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = s %}{% endfor %}",
+        "macro": "{% set ns = namespace(s='x') %}{% macro twice() %}{{ ns.s }}{{ ns.s }}"
+                 "{% endmacro %}{% for i in range(64) %}{% set ns.s = twice() %}{% endfor %}",
     }
     found = {}
     for name, template in templates.items():
@@ -500,4 +504,6 @@ def test_a_template_that_builds_too_much_or_never_ends_is_the_judges_error() -> 
     assert "it makes more than 16,777,216 characters" in found["long"]
     assert "its template did not finish rendering within 0.5 s" in found["slow"]
     assert "the text joined with ~ would be too large" in found["doubling"]
+    for doubled in ("block", "macro"):
+        assert "the text a block or macro renders would be too large" in found[doubled]
     assert all("cannot be rendered" in found[name] for name in ("power", "repeat", "long"))

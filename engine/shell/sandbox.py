@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
@@ -258,6 +258,14 @@ class _Limits(SandboxedEnvironment):
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
     code_generator_class = _Generator
+
+    def concat(self, parts: Iterable[Any]) -> str:  # type: ignore[override]
+        """What a `{% set %}` block, a macro or a `{% filter %}` renders (Jinja's `"".join`),
+        refused past `MAX_CHARS`: `{% set s %}{{ s }}{{ s }}{% endset %}` in a loop doubles."""
+        texts = list(parts)
+        if sum(len(text) for text in texts) > MAX_CHARS:
+            raise refuse("the text a block or macro renders")
+        return "".join(texts)
 
     def checked_join(self, parts: tuple[Any, ...]) -> str:
         """`a ~ b ~ ...` (Jinja's `str_join`), refused past `MAX_CHARS`."""
