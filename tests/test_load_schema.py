@@ -196,6 +196,35 @@ def test_invalid_regex_is_reported_at_the_pattern() -> None:
     assert d.line == 6
 
 
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(?:a{3000}){3000}", "its counted repeats spell out more than 50,000 characters"),
+        ("a{99999999999}", "the repetition number is too large"),
+        ("(" * 5000 + ")" * 5000, "it nests too deeply"),
+    ],
+)
+def test_a_regex_too_large_to_compile_is_refused_at_the_pattern(pattern: str, reason: str) -> None:
+    """Compiled with the `regex` library, (?:a{3000}){3000} took 2.4 GB and four seconds at
+    load (more nested, the machine's memory); with `re`, a{99999999999} and 5,000 nested groups
+    raised OverflowError and RecursionError out of the loader."""
+    d = one(
+        f"""\
+        name: x
+        initial: a
+        states:
+          a:
+            action: "true"
+            evaluate: {{type: output_contains, pattern: '{pattern}'}}
+            on_yes: a
+        """,
+        "F016",
+    )
+    assert "not a valid regular expression" in d.message
+    assert reason in d.message
+    assert d.line == 6
+
+
 def test_duplicate_classify_verdicts() -> None:
     d = one(
         """\

@@ -54,6 +54,8 @@ SHOWN_CHARS = 200  # of a refused value in the sentence: a with: from an action'
 def _shown(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 3]}..."
+
+
 _ARTICLE = {
     "string": "a string",
     "integer": "an integer",

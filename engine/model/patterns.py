@@ -11,16 +11,25 @@ that `re` does, takes a `timeout=` that it checks while it backtracks, and with
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from functools import lru_cache
+from typing import Any
 
 import regex
 
 PATTERN_SECONDS = 5.0  # the longest one search may take; a sane pattern takes milliseconds
 SIMPLIFY_HINT = "simplify it: nested repetition such as (a+)+ or (a|aa)+ backtracks without end"
 
+MAX_EXPANDED = 50_000  # characters a pattern's counted repeats spell out, at their minimum
+
 Pattern = regex.Pattern[str]
 Match = regex.Match[str]
-PatternSyntaxError = regex.error
+
+
+class PatternSyntaxError(ValueError):
+    """A pattern that is not a regular expression (as `re` reads one), or one too large to
+    compile; its `str` says what and where."""
 
 
 class PatternTimeout(Exception):
@@ -32,7 +41,46 @@ def compile_pattern(pattern: str, *, multiline: bool = True, ignore_case: bool =
     """`pattern` compiled, by default with `^`/`$` matching at each line; `PatternSyntaxError`
     (whose `str` says what and where) when it is not a regular expression."""
     flags = (regex.MULTILINE if multiline else 0) | (regex.IGNORECASE if ignore_case else 0)
-    return regex.compile(pattern, flags)
+    try:  # `re` reads it first: what `re` refused stays refused, with `re`'s own words
+        parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
+    except (re.error, OverflowError) as exc:
+        raise PatternSyntaxError(str(exc)) from None
+    except RecursionError:
+        raise PatternSyntaxError("it nests too deeply") from None
+    if _expanded(parsed) > MAX_EXPANDED:
+        raise PatternSyntaxError(
+            f"its counted repeats spell out more than {MAX_EXPANDED:,} characters (such as "
+            "(?:a{1000}){1000}), which the matcher would build in memory; use + or * instead"
+        )
+    try:
+        return regex.compile(pattern, flags)
+    except regex.error as exc:
+        raise PatternSyntaxError(str(exc)) from None
+
+
+def _expanded(items: Any) -> int:
+    """How many characters the parsed pattern's repeats spell out at their minimum counts: the
+    `regex` library builds `(?:a{3000}){3000}` as nine million steps (2.4 GB) while `re`
+    keeps the counts, so a twenty-character pattern could exhaust memory at load."""
+    repeats = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
+    total = 0
+    for op, argument in items:
+        if str(op) in repeats:
+            low, _, body = argument
+            total += max(low, 1) * _expanded(body)
+        else:
+            total += max(1, sum(_expanded(inner) for inner in _inner(argument)))
+    return total
+
+
+def _inner(argument: Any) -> Iterator[Any]:
+    """The sub-patterns inside one parsed item's argument (groups, branches, lookarounds)."""
+    parts = argument if isinstance(argument, tuple | list) else (argument,)
+    for part in parts:
+        if isinstance(part, re._parser.SubPattern):  # type: ignore[attr-defined]
+            yield part
+        elif isinstance(part, list):
+            yield from _inner(part)
 
 
 def search(compiled: Pattern, text: str, seconds: float | None = None) -> Match | None:
