@@ -20,7 +20,7 @@ from engine.judges.result import JudgeError, Judgement
 from engine.load.bounded import MAX_YAML_BYTES, read_capped
 from engine.model import jsontext
 from engine.model.loop import Evaluate
-from engine.model.patterns import PatternSyntaxError, PatternTimeout, compile_pattern, search
+from engine.model.patterns import PatternSyntaxError, PatternTooCostly, compile_pattern, search
 from engine.model.ports import ActionResult
 
 FIELD = Argument("field", "string", default="stdout", description="the record field judged")
@@ -330,7 +330,7 @@ def tool_called(
             return True
         try:
             return search(wanted, json.dumps(call.get("input"), default=str)) is not None
-        except PatternTimeout as exc:
+        except PatternTooCostly as exc:
             raise JudgeError(f"input_pattern: {exc}") from None
 
     calls = [c for c in ctx.outputs.get("tool_calls") or [] if isinstance(c, Mapping)]
@@ -370,7 +370,7 @@ def regex(
         raise JudgeError(f"pattern is not a valid regular expression: {exc}") from None
     try:
         match = search(compiled, _text(ctx, field))
-    except PatternTimeout as exc:
+    except PatternTooCostly as exc:
         raise JudgeError(str(exc)) from None
     if match is None:
         return Judgement(negate, f"{pattern!r} does not match {field}")

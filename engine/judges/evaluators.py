@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.model import jsontext
 from engine.model.loop import Evaluate
-from engine.model.patterns import PatternSyntaxError, PatternTimeout, compile_pattern, search
+from engine.model.patterns import PatternSyntaxError, PatternTooCostly, compile_pattern, search
 from engine.model.ports import ActionResult, Verdict
 
 Evaluator = Callable[[Evaluate, "Judged"], Verdict]
@@ -124,7 +124,7 @@ def output_contains(spec: Evaluate, judged: Judged) -> Verdict:
         match = search(compile_pattern(spec.pattern or ""), judged.text)
     except PatternSyntaxError as exc:
         return error(f"invalid regular expression {spec.pattern!r}: {exc}")
-    except PatternTimeout as exc:
+    except PatternTooCostly as exc:
         return error(str(exc), pattern=spec.pattern)
     found = match is not None
     details: dict[str, Any] = {"pattern": spec.pattern, "matched": found}

@@ -32,8 +32,9 @@ class PatternSyntaxError(ValueError):
     compile; its `str` says what and where."""
 
 
-class PatternTimeout(Exception):
-    """A search that ran past `PATTERN_SECONDS`: its message is one sentence with a hint."""
+class PatternTooCostly(Exception):
+    """A search that ran past `PATTERN_SECONDS`, or whose backtracking outgrew the memory the
+    `regex` library allows it (~600 MB, a `MemoryError`): one sentence with a hint."""
 
 
 @lru_cache(maxsize=256)
@@ -84,13 +85,18 @@ def _inner(argument: Any) -> Iterator[Any]:
 
 
 def search(compiled: Pattern, text: str, seconds: float | None = None) -> Match | None:
-    """The first match of `compiled` in `text`, or None; `PatternTimeout` past `seconds`
+    """The first match of `compiled` in `text`, or None; `PatternTooCostly` past `seconds`
     (default `PATTERN_SECONDS`)."""
     seconds = PATTERN_SECONDS if seconds is None else seconds
     try:
         return compiled.search(text, timeout=seconds, concurrent=True)
+    except MemoryError:  # (a|aa)+$ over ten million a's: within a second
+        raise PatternTooCostly(
+            f"the pattern {compiled.pattern!r} backtracks too much to match this text "
+            f"({SIMPLIFY_HINT})"
+        ) from None
     except TimeoutError:
-        raise PatternTimeout(
+        raise PatternTooCostly(
             f"the pattern {compiled.pattern!r} did not finish matching within {seconds:g} s "
             f"({SIMPLIFY_HINT})"
         ) from None
