@@ -21,7 +21,12 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from engine.judges.deadline import DEFAULT_CHECK_TIMEOUT, CheckTimeout, within
+from engine.judges.deadline import (
+    DEFAULT_CHECK_TIMEOUT,
+    DEFAULT_MODULE_TIMEOUT,
+    CheckTimeout,
+    within,
+)
 from engine.judges.result import JudgeError
 from engine.load.judges import keyword_names, snippet_tree
 from engine.model.judges import Judge
@@ -94,10 +99,10 @@ def describe(exc: BaseException) -> str:
 def callable_runner(judge: Judge) -> Callable[[Any], Any]:
     """`run(ctx)` for a module judge: imported at its first run, from the project root, which
     stays on `sys.path` while the function runs (it may import its project's modules then),
-    within its time limit (`timeout:`, else `DEFAULT_CHECK_TIMEOUT`) as a check is."""
+    within its time limit (`timeout:`, else `DEFAULT_MODULE_TIMEOUT`), as a check is."""
     arguments = dict(judge.arguments)
 
-    limit = judge.timeout or DEFAULT_CHECK_TIMEOUT
+    limit = judge.timeout or DEFAULT_MODULE_TIMEOUT
 
     def call(ctx: Any) -> Any:
         root = ctx.env.import_root
