@@ -164,3 +164,21 @@ def test_parse_number() -> None:
     assert parse_number(True) is None
     assert parse_number("inf") is None
     assert parse_number(None) is None
+
+
+def test_json_nested_past_the_recursion_limit_is_an_error_verdict() -> None:
+    """json raises RecursionError, not ValueError, on `[` repeated 200,000 times: the run ended
+    as an internal error instead of the evaluator's error verdict."""
+    deep = "[" * 200_000 + "]" * 200_000
+    outcome = judge(Evaluate(type="output_json", path=".0", target=1), Judged(deep, OK))
+    assert outcome.name == "error"
+    assert "the JSON nests too deeply" in outcome.details["reason"]
+
+
+def test_a_pattern_whose_backtracking_outgrows_its_memory_is_an_error_verdict() -> None:
+    """Over ten million a's, (a|aa)+$ fills the regex library's backtracking stack within a
+    second and it raises MemoryError, which ended a loop as an internal error."""
+    text = "a" * 10_000_000 + "b"
+    outcome = judge(Evaluate(type="output_contains", pattern="(a|aa)+$"), Judged(text, OK))
+    assert outcome.name == "error"
+    assert "backtracks too much to match this text (simplify it" in outcome.details["reason"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -411,3 +412,97 @@ def test_deep_nesting_is_an_error_not_a_crash() -> None:
 def test_nul_in_the_action_itself_is_refused() -> None:
     with pytest.raises(InterpolationError, match="NUL"):
         render_shell("echo \x00 ${context.name}", NS)
+
+
+# --- values too large to build ---------------------------------------------------------------
+
+# Each asked Python for gigabytes (or, for the power, a number Jinja computed while compiling,
+# in C, holding the GIL: the run hung before its first step, past its timeout and its stop).
+TOO_LARGE = [
+    "10 ** (10 ** 9)",
+    "'a' * 10 ** 12",
+    "[0] * 10 ** 12",
+    "('a' * 1000000) + ('b' * 10 ** 8)",
+    "'' | center(10 ** 12)",
+    "'x'.ljust(10 ** 12)",
+    "'a\\tb'.expandtabs(10 ** 12)",
+    "'{:>999999999999}'.format(1)",
+    "'{:>{}}'.format(1, 10 ** 12)",
+    "'%0999999999999d' % 1",
+    "'%*d' % (10 ** 12, 1)",
+    "'%0999999999999d' | format(1)",
+    "('a' * 1000000) | replace('a', 'b' * 100000)",
+    "range(100000) | join('x' * 100000)",
+    "'a\\nb' | indent(10 ** 12)",
+    "'ab' | wordwrap(1, wrapstring='x' * 60000000)",
+    "[1] | batch(10 ** 12, 0) | list | length",
+    "[1] | slice(10 ** 9) | list | length",
+    "{'a': 1} | tojson(10 ** 9)",
+    "lipsum(10 ** 9)",
+    "('a' * 40000000) ~ ('b' * 40000000)",
+]
+
+_TOO_LARGE_CHILD = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import render_text
+found = {}
+for expression in json.loads(sys.argv[1]):
+    try:
+        template = "${context.n | default(" + expression + ")}"
+        found[expression] = render_text(template, {"context": {}})
+    except InterpolationError as problem:
+        found[expression] = str(problem)
+print(json.dumps(found))
+"""
+
+
+def test_values_too_large_to_build_are_refused_before_they_are_built() -> None:
+    """One sentence naming the expression, at once; in a child with 2 GiB of address space, so
+    that an expression that is not refused fails (MemoryError, a timeout) without hurting the
+    machine."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _TOO_LARGE_CHILD, json.dumps(TOO_LARGE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    for expression, message in json.loads(ran.stdout).items():
+        assert message.startswith(f"cannot interpolate ${{context.n | default({expression})}}")
+        assert "would be too large (values in ll-loop files are kept far smaller" in message
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("2 ** 10", "1024"),
+        ("10 ** 20", "100000000000000000000"),
+        ("'ab' * 3", "ababab"),
+        ("[1, 2] + [3]", "[1, 2, 3]"),
+        ("'%05d' % 7", "00007"),
+        ("'%s and %s' % ('a', 'b')", "a and b"),
+        ("'{:>5}'.format(7)", "    7"),
+        ("'%.2f' | format(1.5)", "1.50"),
+        ("[1, 2] | join(',')", "1,2"),
+        ("'a-b' | replace('-', '+')", "a+b"),
+        ("'abc' | center(7)", "  abc  "),
+        ("'a\\nb' | indent(2)", "a\n  b"),
+        ("[1, 2, 3] | batch(2) | list | length", "2"),
+        ("{'a': 1} | tojson(2)", '{\n  "a": 1\n}'),
+        ("context.name * 2", "worldworld"),
+        ("context.name ~ '-' ~ context.n", "world-3"),
+    ],
+)
+def test_ordinary_operators_and_filters_keep_their_values(expression: str, value: str) -> None:
+    assert (
+        render_text(
+            "${"
+            + (expression if "context" in expression else f"context.x | default({expression})")
+            + "}",
+            NS,
+        )
+        == value
+    )

@@ -379,3 +379,176 @@ def test_ll_loop_judges_lists_every_builtin_with_its_arguments() -> None:
     assert "Polpo expectations" in listed.stdout
     assert find_builtin("files/file_exists") is not None
     assert find_builtin("agent/file_exists") is None
+
+
+# An author's pattern that backtracks without end: with `re`, (a|aa)+$ over sixty a's and a b
+# ran for days inside C holding the GIL, past the run's timeout, its stop and a SIGTERM.
+_BACKTRACKING = textwrap.dedent(
+    """
+    import json
+    import engine.model.patterns as patterns
+    from engine.judges import JudgeEnv, build_record, run_judge
+    from engine.judges.evaluators import Judged, judge
+    from engine.model.loop import Evaluate
+    from engine.model.ports import ActionResult
+    from tests.judges_helpers import judge_of
+
+    patterns.PATTERN_SECONDS = 0.3
+    text = "a" * 60 + "b"
+    record = build_record(stdout=text, exit_code=0, trace={
+        "tool_calls": [{"name": "Bash", "input": {"command": text}}]})
+    verdict = judge(Evaluate(type="output_contains", pattern="(a|aa)+$"),
+                    Judged(text, ActionResult(output=text, exit_code=0)))
+    out = {"output_contains": [verdict.name, verdict.details["reason"]]}
+    for entry in ("name: regex\\nbuiltin: regex\\narguments: {pattern: '(a|aa)+$'}",
+                  "name: tool_called\\nbuiltin: tool_called\\n"
+                  "arguments: {name: Bash, input_pattern: '(a|aa)+c'}"):
+        result = run_judge(judge_of(entry), record, JudgeEnv())
+        out[result.name] = [result.status, result.error]
+    print(json.dumps(out))
+    """
+)
+
+
+def test_a_backtracking_pattern_is_an_error_within_its_time_limit() -> None:
+    """output_contains, the regex judge and tool_called's input_pattern stop a search that runs
+    past the limit and say so in one sentence with a hint; a child runs them so that, were the
+    search unbounded, this test would fail at its timeout instead of hanging the suite."""
+    started = time.monotonic()
+    ran = subprocess.run(
+        [sys.executable, "-c", _BACKTRACKING],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert time.monotonic() - started < 30
+    found = json.loads(ran.stdout)
+    assert found["output_contains"][0] == "error"
+    for _, message in found.values():
+        assert "did not finish matching within 0.3 s" in message
+        assert "simplify it" in message
+    assert found["regex"][0] == found["tool_called"][0] == "error"
+
+
+def test_ordinary_patterns_match_as_before() -> None:
+    """The bounded search keeps `re`'s meaning: MULTILINE anchors, ignore_case, negate, groups,
+    lookarounds, and an invalid pattern as that judge's error."""
+    record = build_record(stdout="x\nOK 12\nnot ok\n", exit_code=0)
+    cases: dict[str, bool | None] = {
+        r"{pattern: '^OK \d+$'}": True,
+        r"{pattern: '^ok', ignore_case: true}": True,
+        r"{pattern: '(?<=not )ok$'}": True,
+        r"{pattern: '^ok$', negate: true}": True,
+        r"{pattern: 'OK (\d)\1'}": False,
+        r"{pattern: '(unclosed'}": None,
+    }
+    for arguments, passed in cases.items():
+        result = run(f"name: r\nbuiltin: regex\narguments: {arguments}", record)
+        assert result.passed is passed, (arguments, result)
+        assert result.errored is (passed is None)
+
+
+_NEVER_ENDING = textwrap.dedent(
+    """
+    import json, sys
+    import engine.judges.python_judges as python_judges
+    from engine.judges import JudgeEnv, build_record, run_judge
+    from tests.judges_helpers import judge_of
+
+    python_judges.CONDITION_SECONDS = 0.3
+    record = build_record(stdout="ok", exit_code=0)
+    env = JudgeEnv(project_root=sys.argv[1])
+    entries = {
+        "module": "name: m\\nmodule: evals_pkg_spin.spin\\nfunction: forever\\ntimeout: 0.3",
+        "condition": "name: c\\nbuiltin: exit_code\\n"
+        "if: \\"[0 for a in 'x' * 100000 for b in 'x' * 100000] == []\\"",
+    }
+    print(json.dumps({k: run_judge(judge_of(e), record, env).error for k, e in entries.items()}))
+    """
+)
+
+
+def test_a_module_judge_or_an_if_that_never_ends_is_that_judges_error(tmp_path: Path) -> None:
+    """A module function and an `if:` had no time limit at all (a module judge could not even
+    set `timeout:`), so `while True` in either hung the run or the suite for good. Both now
+    run under the check watchdog: the function within its `timeout:` (default 30 s), an `if:`
+    within 5 s. A child runs them, so that without limits the test fails instead of hanging."""
+    package = tmp_path / "evals_pkg_spin"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "spin.py").write_text("def forever(outputs):\n    while True:\n        pass\n")
+    ran = subprocess.run(
+        [sys.executable, "-c", _NEVER_ENDING, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["module"] == (
+        "judge 'm' at judges.yaml:10: evals_pkg_spin.spin.forever did not finish within its "
+        "time limit of 0.3 s (set the judge's timeout: to change it)"
+    )
+    assert found["condition"] == (
+        "judge 'c' at judges.yaml:10: its if: expression failed "
+        "(TimeoutError: it did not finish within 0.3 s)"
+    )
+
+
+def test_a_judges_huge_rationale_or_error_is_cut_where_it_is_made() -> None:
+    """A check returning a 200 MB rationale wrote it whole into history.db (and every event and
+    report naming the judge); so did an exception with a message that long."""
+    long = run("name: big\ncheck: |\n  return True, 'x' * 1_000_000")
+    assert long.passed is True
+    assert long.rationale == "x" * 10_000 + "... [cut: 990,000 more characters]"
+    raised = run("name: boom\ncheck: |\n  raise ValueError('y' * 1_000_000)")
+    assert raised.errored
+    assert str(raised.error).endswith("... [cut: 990,051 more characters]")
+    assert len(str(raised.error)) < 10_100
+
+
+_ENDLESS_FILES = textwrap.dedent(
+    """
+    import json, resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    from engine.judges import JudgeEnv, run_judge
+    from tests.judges_helpers import judge_of
+
+    big = sys.argv[1]
+    entries = {
+        "zero": "name: s\\nbuiltin: json_schema\\narguments: {schema_file: /dev/zero}",
+        "schema": f"name: s\\nbuiltin: json_schema\\narguments: {{schema_file: {big}}}",
+        "prompt": f"name: p\\nprompt_file: {big}",
+    }
+    record = {"stdout": "{}"}
+    found = {k: run_judge(judge_of(e), record, JudgeEnv()).error for k, e in entries.items()}
+    print(json.dumps(found))
+    """
+)
+
+
+def test_a_schema_or_prompt_file_that_never_ends_or_is_huge_is_refused(tmp_path: Path) -> None:
+    """`schema_file: /dev/zero` grew the process by ~700 MB a second until the machine ran out
+    of memory; a huge file was read whole. Both files are read like a dataset's YAML: a regular
+    file of at most 10 MB. In a child with 2 GiB of address space, so that without the limit
+    the test fails instead of the machine."""
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (11 * 1024 * 1024))
+    ran = subprocess.run(
+        [sys.executable, "-c", _ENDLESS_FILES, str(big)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["zero"].endswith(
+        "cannot read the schema file '/dev/zero': it is not a regular file"
+    )
+    too_large = "it is too large to read (11.0 MB; the limit is 10.0 MB)"
+    assert found["schema"].endswith(f"cannot read the schema file {str(big)!r}: {too_large}")
+    assert found["prompt"].endswith(f"cannot read its prompt_file {str(big)!r}: {too_large}")

@@ -3,8 +3,12 @@ contract, numeric scores with samples, `llm_review` with reviewers and exploring
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -448,3 +452,58 @@ def test_output_only_work_is_scored_without_exploring(
     run_judge(judge, RECORD, llm_env(workspace))
     assert len(loopback.requests) == 1
     assert forced_tool_name(loopback.requests[0].body) == "submit_scores"
+
+
+_HOSTILE_TEMPLATES = textwrap.dedent(
+    """
+    import json, resource
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    import engine.judges.llm_judges as llm_judges
+    from engine.judges import JudgeEnv, run_judge
+    from tests.judges_helpers import judge_of
+
+    llm_judges.TEMPLATE_SECONDS = 0.5
+    templates = {
+        "power": "{{ 10 ** (10 ** 9) }}",
+        "repeat": "{{ 'ab' * 10 ** 12 }}",
+        "long": "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",
+        "slow": "{% for i in range(100000) %}{% for j in range(100000) %}"
+                "{% endfor %}{% endfor %}",
+        "doubling": "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+                    "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+        "block": "{% set ns = namespace(s='x') %}{% for i in range(64) %}"
+                 "{% set s %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = s %}{% endfor %}",
+        "macro": "{% set ns = namespace(s='x') %}{% macro twice() %}{{ ns.s }}{{ ns.s }}"
+                 "{% endmacro %}{% for i in range(64) %}{% set ns.s = twice() %}{% endfor %}",
+    }
+    found = {}
+    for name, template in templates.items():
+        judge = judge_of(f"name: {name}\\nprompt: {json.dumps(template)}")
+        found[name] = run_judge(judge, {"stdout": "ok"}, JudgeEnv()).error
+    print(json.dumps(found))
+    """
+)
+
+
+def test_a_template_that_builds_too_much_or_never_ends_is_the_judges_error() -> None:
+    """Before any model call. A power Jinja folded while compiling hung the judge (inside C,
+    holding the GIL); a nested loop ran for hours; a repeated text asked for gigabytes. The
+    child has 2 GiB of address space and a deadline, so an unbounded template fails the test
+    instead of the machine."""
+    ran = subprocess.run(
+        [sys.executable, "-c", _HOSTILE_TEMPLATES],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert "4-bit number ** 1000000000 would be too large" in found["power"]
+    assert "repeated 1000000000000 times would be too large" in found["repeat"]
+    assert "it makes more than 16,777,216 characters" in found["long"]
+    assert "its template did not finish rendering within 0.5 s" in found["slow"]
+    assert "the text joined with ~ would be too large" in found["doubling"]
+    for doubled in ("block", "macro"):
+        assert "the text a block or macro renders would be too large" in found[doubled]
+    assert all("cannot be rendered" in found[name] for name in ("power", "repeat", "long"))

@@ -136,6 +136,16 @@ def test_out_of_range_values() -> None:
     ]
 
 
+def test_a_timeout_too_long_to_measure_is_refused_where_it_is_written() -> None:
+    """`timeout: 1e308` passed the schema and crashed the run with an internal OverflowError
+    (the action runner's poll wait became an infinite number of milliseconds)."""
+    found = problems(MINIMAL + "default_timeout: 31536000\ntimeout: 1e308\n")
+    assert [(d.code, d.message, d.line) for d in found] == [
+        ("F015", "timeout must be at most 31536000, got 1e+308", 10)
+    ]
+    assert "365 days" in found[0].hint
+
+
 def test_min_confidence_is_a_probability() -> None:
     d = one(
         """\
@@ -183,6 +193,35 @@ def test_invalid_regex_is_reported_at_the_pattern() -> None:
         "F016",
     )
     assert "not a valid regular expression" in d.message
+    assert d.line == 6
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(?:a{3000}){3000}", "its counted repeats spell out more than 50,000 characters"),
+        ("a{99999999999}", "the repetition number is too large"),
+        ("(" * 5000 + ")" * 5000, "it nests too deeply"),
+    ],
+)
+def test_a_regex_too_large_to_compile_is_refused_at_the_pattern(pattern: str, reason: str) -> None:
+    """Compiled with the `regex` library, (?:a{3000}){3000} took 2.4 GB and four seconds at
+    load (more nested, the machine's memory); with `re`, a{99999999999} and 5,000 nested groups
+    raised OverflowError and RecursionError out of the loader."""
+    d = one(
+        f"""\
+        name: x
+        initial: a
+        states:
+          a:
+            action: "true"
+            evaluate: {{type: output_contains, pattern: '{pattern}'}}
+            on_yes: a
+        """,
+        "F016",
+    )
+    assert "not a valid regular expression" in d.message
+    assert reason in d.message
     assert d.line == 6
 
 

@@ -119,8 +119,9 @@ def test_a_check_timeout_is_a_key_of_check_judges_only(tmp_path: Path) -> None:
     )
     done = ll_loop(tmp_path, "validate", "s.suite.yaml")
     assert done.code != 0
-    assert "timeout applies to builtin (with arguments) or an inline check snippet judges" in (
-        done.stdout + done.stderr
+    assert (
+        "timeout applies to builtin (with arguments) or an inline check snippet or module + "
+        "function judges" in done.stdout + done.stderr
     )
 
 
@@ -588,3 +589,29 @@ def test_validate_reports_a_workspace_path_the_run_would_refuse(tmp_path: Path) 
     done = ll_harness(here, "suite", "s.suite.yaml")  # no git here: auto copies, and refuses
     assert done.code == 2
     assert "s.suite.yaml:6: workspace path 'nosuch.txt' does not exist" in done.stderr
+
+
+def test_judge_samples_are_bounded_in_the_file_and_on_the_command_line(tmp_path: Path) -> None:
+    """`samples: 100000000` on an LLM judge queued every sample at once (one future each) and
+    grew the process by ~130 MB a second until the machine ran out of memory, before the first
+    model call; `--samples` did the same. Both are refused, at the judge's line."""
+    write(
+        project(tmp_path) / "s.suite.yaml",
+        """\
+        name: t
+        cases: [{id: a, input: {}}]
+        subject: {command: "echo hi"}
+        judges:
+          - {name: smart, prompt: "Rate it.", samples: 100000000}
+        """,
+    )
+    done = ll_loop(tmp_path, "validate", "s.suite.yaml")
+    assert done.code == 1, done  # validate's "the file has errors"
+    assert "s.suite.yaml:5:" in done.stdout + done.stderr
+    assert "judges[0].samples must be at most 100, got 100000000" in done.stdout + done.stderr
+    (tmp_path / "s.suite.yaml").write_text(
+        (tmp_path / "s.suite.yaml").read_text().replace("samples: 100000000", "samples: 3")
+    )
+    refused = ll_harness(tmp_path, "suite", "s.suite.yaml", "--samples", "100000000")
+    assert refused.code == 2, refused
+    assert "--samples must be from 1 to 100, got 100000000" in refused.stderr

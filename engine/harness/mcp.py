@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 from engine.harness.keys import input_hash, sha256_text
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
+from engine.model import jsontext
 from engine.processes.group import MAX_OUTPUT_ENV, output_cap
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        value = json.loads(text, parse_float=_finite_number, parse_constant=_not_json)
+        value = jsontext.loads(text, parse_float=_finite_number, parse_constant=_not_json)
     except ValueError as exc:
         raise Refusal(
             f"--args is not valid JSON: {exc}", hint="""pass a JSON object: --args '{"a": 2}'"""

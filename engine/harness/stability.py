@@ -27,6 +27,7 @@ from typing import Any
 
 from engine.harness.stats import Rate
 from engine.harness.verdicts import judge_notes
+from engine.model import jsontext
 from engine.runtime.history import Attempt, History
 
 MIN_INPUTS = 20
@@ -185,7 +186,6 @@ def _decision(verdict: str) -> str:
 
 def _evaluate_events(path: Path) -> Iterator[dict[str, Any]]:
     """The `loop_start` and `evaluate` events of a log; other lines are not even parsed."""
-    import json
 
     try:
         handle = path.open("rb")
@@ -196,7 +196,7 @@ def _evaluate_events(path: Path) -> Iterator[dict[str, Any]]:
             if b'"evaluate"' not in raw and b'"loop_start"' not in raw:
                 continue
             try:
-                event = json.loads(raw)
+                event = jsontext.loads(raw)
             except ValueError:
                 continue  # a torn last line
             if isinstance(event, dict):

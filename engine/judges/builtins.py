@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,10 @@ from engine.judges.env import JudgeContext
 from engine.judges.evaluators import Judged, judge, parse_number
 from engine.judges.registry import Argument, builtin
 from engine.judges.result import JudgeError, Judgement
+from engine.load.bounded import MAX_YAML_BYTES, read_capped
+from engine.model import jsontext
 from engine.model.loop import Evaluate
+from engine.model.patterns import PatternSyntaxError, PatternTooCostly, compile_pattern, search
 from engine.model.ports import ActionResult
 
 FIELD = Argument("field", "string", default="stdout", description="the record field judged")
@@ -327,15 +329,21 @@ def tool_called(
     negate: bool = False,
 ) -> Judgement:
     try:
-        wanted = re.compile(input_pattern) if input_pattern else None
-    except re.error as exc:
+        wanted = compile_pattern(input_pattern, multiline=False) if input_pattern else None
+    except PatternSyntaxError as exc:
         raise JudgeError(f"input_pattern is not a valid regular expression: {exc}") from None
+
+    def input_matches(call: Mapping[str, Any]) -> bool:
+        if wanted is None:
+            return True
+        try:
+            return search(wanted, json.dumps(call.get("input"), default=str)) is not None
+        except PatternTooCostly as exc:
+            raise JudgeError(f"input_pattern: {exc}") from None
+
     calls = [c for c in ctx.outputs.get("tool_calls") or [] if isinstance(c, Mapping)]
     matching = [
-        c
-        for c in calls
-        if fnmatch.fnmatchcase(str(c.get("name", "")), name)
-        and (wanted is None or wanted.search(json.dumps(c.get("input"), default=str)))
+        c for c in calls if fnmatch.fnmatchcase(str(c.get("name", "")), name) and input_matches(c)
     ]
     found = len(matching) >= int(min_count)
     names = sorted({str(c.get("name")) for c in calls})
@@ -370,12 +378,14 @@ def regex(
     ignore_case: bool = False,
     field: str = "stdout",
 ) -> Judgement:
-    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
     try:
-        compiled = re.compile(ctx.render(pattern), flags)
-    except re.error as exc:
+        compiled = compile_pattern(ctx.render(pattern), ignore_case=ignore_case)
+    except PatternSyntaxError as exc:
         raise JudgeError(f"pattern is not a valid regular expression: {exc}") from None
-    match = compiled.search(_text(ctx, field))
+    try:
+        match = search(compiled, _text(ctx, field))
+    except PatternTooCostly as exc:
+        raise JudgeError(str(exc)) from None
     if match is None:
         return Judgement(negate, f"{pattern!r} does not match {field}")
     return Judgement(not negate, f"{pattern!r} matches {field}: {match.group(0)[:200]!r}")
@@ -404,7 +414,7 @@ def json_schema(
         raise JudgeError("give exactly one of schema and schema_file")
     if schema_file is not None:
         try:
-            schema = json.loads(ctx.path(schema_file).read_text(encoding="utf-8"))
+            schema = jsontext.loads(read_capped(ctx.path(schema_file), MAX_YAML_BYTES))
         except (OSError, ValueError) as exc:
             raise JudgeError(f"cannot read the schema file {schema_file!r}: {exc}") from None
     if not isinstance(schema, Mapping):
@@ -418,7 +428,7 @@ def json_schema(
     value = ctx.outputs.get(field)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsontext.loads(value)
         except ValueError as exc:
             return Judgement(False, f"{field} is not JSON: {exc}")
     errors = sorted(validator_class(schema).iter_errors(value), key=lambda e: list(e.path))

@@ -33,6 +33,7 @@ from engine.judges.result import JudgeError, JudgeResult, coerce
 from engine.model.judges import Judge
 
 Runner = Callable[[JudgeContext], Any]
+MAX_TEXT_CHARS = 10_000  # of a judge's rationale, evidence or error kept
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,8 @@ def _judge(
         "ok",
         value,
         passed,
-        judgement.rationale,
-        judgement.evidence,
+        cut(judgement.rationale),
+        cut(judgement.evidence),
         None if isinstance(value, bool) or judge.builtin == "metric" else judge.value_range(),
         _ms(started),
         judgement.cost_usd,
@@ -183,7 +184,7 @@ def _error(
 ) -> JudgeResult:
     details = dict(details or {})
     samples = tuple(details.pop("samples", ()) or ())
-    sentence = f"judge {judge.name!r} at {where}: {reason}"
+    sentence = cut(f"judge {judge.name!r} at {where}: {reason}")
     return JudgeResult(
         judge.name,
         "error",
@@ -194,6 +195,15 @@ def _error(
         samples=samples,
         details=details,
     )
+
+
+def cut(text: str) -> str:
+    """`text`, or its first `MAX_TEXT_CHARS` characters and how many more there were: a judge's
+    code writes its rationale (or its exception's message), and one of 200 MB went whole into
+    every event, report and `history.db` row that names the judge."""
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    return f"{text[:MAX_TEXT_CHARS]}... [cut: {len(text) - MAX_TEXT_CHARS:,} more characters]"
 
 
 def _ms(started: float) -> int:

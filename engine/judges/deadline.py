@@ -20,6 +20,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 DEFAULT_CHECK_TIMEOUT = 30.0  # seconds, when a check judge sets no `timeout:`
+# A module judge is a project's own code, which may call a service or a model: more room, but
+# still a limit (it had none, and a `while True` in it hung a suite for good).
+DEFAULT_MODULE_TIMEOUT = 300.0
 REFIRE_SECONDS = 1.0  # a snippet that swallowed the exception gets it again after this
 
 T = TypeVar("T")

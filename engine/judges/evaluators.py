@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import math
 import operator as op
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from engine.model import jsontext
 from engine.model.loop import Evaluate
+from engine.model.patterns import PatternSyntaxError, PatternTooCostly, compile_pattern, search
 from engine.model.ports import ActionResult, Verdict
 
 Evaluator = Callable[[Evaluate, "Judged"], Verdict]
@@ -121,10 +121,11 @@ def exit_code(spec: Evaluate, judged: Judged) -> Verdict:
 def output_contains(spec: Evaluate, judged: Judged) -> Verdict:
     """yes when `pattern` (a regex) matches somewhere in the text; `negate` flips it."""
     try:
-        pattern = _regex(spec.pattern or "")
-    except re.error as exc:
+        match = search(compile_pattern(spec.pattern or ""), judged.text)
+    except PatternSyntaxError as exc:
         return error(f"invalid regular expression {spec.pattern!r}: {exc}")
-    match = pattern.search(judged.text)
+    except PatternTooCostly as exc:
+        return error(str(exc), pattern=spec.pattern)
     found = match is not None
     details: dict[str, Any] = {"pattern": spec.pattern, "matched": found}
     if match is not None:
@@ -148,7 +149,7 @@ def output_numeric(spec: Evaluate, judged: Judged) -> Verdict:
 def output_json(spec: Evaluate, judged: Judged) -> Verdict:
     """The value at `path` (`.a.b.0`) of the JSON text, compared with `target`."""
     try:
-        document = json.loads(judged.text)
+        document = jsontext.loads(judged.text)
     except ValueError as exc:
         return error(f"output is not JSON ({exc}): {_preview(judged.text)}")
     found, value, why = json_path(document, spec.path or ".")
@@ -291,8 +292,3 @@ def _output_and_target(judged: Judged) -> tuple[float, float] | Verdict:
 def _preview(text: str) -> str:
     text = text.strip()
     return repr(text if len(text) <= 80 else text[:77] + "...")
-
-
-@lru_cache(maxsize=128)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.MULTILINE)

@@ -179,7 +179,7 @@ class Workspace:
         froze every thread of the run, its stop included, for as long as it took (hours)."""
         try:
             re.compile(pattern)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:  # a{99999999999}, ((((...
             raise Refused(f"{pattern!r} is not a regular expression: {exc}") from None
         start = self.resolve(given)
         matches = glob_matcher(str(only)) if only else None

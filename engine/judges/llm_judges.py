@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from engine.judges.deadline import CheckTimeout, within
 from engine.judges.env import JudgeContext
 from engine.judges.record import (
     format_evidence,
@@ -43,6 +44,7 @@ from engine.llm.judge import (
     run_concurrently,
     tool_input,
 )
+from engine.load.bounded import MAX_YAML_BYTES, read_capped
 from engine.load.spelling import did_you_mean_hint
 from engine.model.ports import MessagesPort, MessagesReply
 
@@ -53,6 +55,8 @@ VARIABLES = (*MATERIAL, "inputs", "annotations", "arguments")
 # The values of a prompt's `${...}`: the template reads them from this variable, so a value is
 # text, never template code (a captured `{{ .Name }}` or `{% end %}` would not parse).
 INTERPOLATED = "ll_interpolated"
+TEMPLATE_SECONDS = 10.0  # a template only lays out a prompt: milliseconds, unless it loops on
+MAX_PROMPT_CHARS = 16 * 1024 * 1024  # far past any model's context window
 # Less favourable first: ties in the vote go to the lowest rank.
 _FAVOUR = {"error": 0, "abstain": 1, "fail": 2, "pass": 3}
 
@@ -91,9 +95,10 @@ class Prompt:
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
 
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
+    from engine.shell.sandbox import BoundedSandbox
+
+    return BoundedSandbox(undefined=StrictUndefined, keep_trailing_newline=True)
 
 
 @dataclass(frozen=True)
@@ -190,11 +195,10 @@ def template_source(ctx: JudgeContext) -> tuple[str, list[str], bool]:
     if not path.is_absolute():
         path = Path(judge.base_dir or ctx.env.workspace) / path
     try:
-        return path.read_text(encoding="utf-8"), [], False
-    except OSError as exc:
-        raise JudgeError(
-            f"cannot read its prompt_file {str(path)!r}: {exc.strerror or exc}"
-        ) from None
+        return read_capped(path, MAX_YAML_BYTES).decode("utf-8"), [], False
+    except (OSError, ValueError) as exc:  # FileRefused, UnicodeDecodeError
+        reason = exc.strerror if isinstance(exc, OSError) else None
+        raise JudgeError(f"cannot read its prompt_file {str(path)!r}: {reason or exc}") from None
 
 
 def _with_values(ctx: JudgeContext, text: str) -> tuple[str, list[str]]:
@@ -233,8 +237,13 @@ def render_prompt(ctx: JudgeContext) -> Prompt:
     template, used = _compiled(source)
     values = variables(ctx)
     try:
-        text = template.render({**values, INTERPOLATED: interpolated})
-    except Exception as exc:  # StrictUndefined, a failing filter, ...
+        text = within(TEMPLATE_SECONDS, lambda: _bounded_render(template, values, interpolated))
+    except CheckTimeout:
+        raise JudgeError(
+            f"its template did not finish rendering within {TEMPLATE_SECONDS:g} s "
+            "(loop over less: a template only lays out the prompt)"
+        ) from None
+    except Exception as exc:  # StrictUndefined, a failing filter, a value too large, ...
         raise JudgeError(f"its template cannot be rendered: {exc}") from None
     shown = [name for name in MATERIAL if name in used]
     if not shown:
@@ -243,6 +252,21 @@ def render_prompt(ctx: JudgeContext) -> Prompt:
         shown = [chosen]
     material = [part for name in shown for part in _quotable(name, values, ctx.outputs)]
     return Prompt(text, tuple(material))
+
+
+def _bounded_render(template: Any, values: Mapping[str, Any], interpolated: list[str]) -> str:
+    """The template rendered, refused once its text passes `MAX_PROMPT_CHARS` (a loop nested
+    in a loop writes a text no model reads, and would be built whole in memory first)."""
+    pieces, size = [], 0
+    for piece in template.generate({**values, INTERPOLATED: interpolated}):
+        size += len(piece)
+        if size > MAX_PROMPT_CHARS:
+            raise ValueError(
+                f"it makes more than {MAX_PROMPT_CHARS:,} characters "
+                "(a prompt is read by a model: show it less)"
+            )
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def _quotable(name: str, values: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 from engine.judges.env import JudgeContext
 from engine.judges.registry import Argument, builtin
 from engine.judges.result import JudgeError, Judgement
+from engine.model import jsontext
 
 _FENCED_JSON = re.compile(r"```[ \t]*json[^\n]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 UNPARSEABLE = "unparseable answer — no JSON object in response"
@@ -25,7 +26,7 @@ def extract_answer(text: str) -> dict[str, Any] | None:
     """The answer object: the last fenced ```json block that is an object, else the last {...}."""
     for block in reversed(_FENCED_JSON.findall(text)):
         try:
-            value = json.loads(block)
+            value = jsontext.loads(block)
         except ValueError:
             continue
         if isinstance(value, dict):

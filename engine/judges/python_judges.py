@@ -21,12 +21,18 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from engine.judges.deadline import DEFAULT_CHECK_TIMEOUT, CheckTimeout, within
+from engine.judges.deadline import (
+    DEFAULT_CHECK_TIMEOUT,
+    DEFAULT_MODULE_TIMEOUT,
+    CheckTimeout,
+    within,
+)
 from engine.judges.result import JudgeError
 from engine.load.judges import keyword_names, snippet_tree
 from engine.model.judges import Judge
 
 _IMPORT_LOCK = threading.Lock()
+CONDITION_SECONDS = 5.0  # an `if:` is one expression over the record: milliseconds
 _NO_BUILTINS: dict[str, Any] = {}
 
 
@@ -92,14 +98,26 @@ def describe(exc: BaseException) -> str:
 
 def callable_runner(judge: Judge) -> Callable[[Any], Any]:
     """`run(ctx)` for a module judge: imported at its first run, from the project root, which
-    stays on `sys.path` while the function runs (it may import its project's modules then)."""
+    stays on `sys.path` while the function runs (it may import its project's modules then),
+    within its time limit (`timeout:`, else `DEFAULT_MODULE_TIMEOUT`), as a check is."""
     arguments = dict(judge.arguments)
 
-    def run(ctx: Any) -> Any:
+    limit = judge.timeout or DEFAULT_MODULE_TIMEOUT
+
+    def call(ctx: Any) -> Any:
         root = ctx.env.import_root
         with project_on_path(root):
             function = load_callable(str(judge.module), str(judge.function), root)
             return function(outputs=ctx.outputs, **arguments)
+
+    def run(ctx: Any) -> Any:
+        try:
+            return within(limit, lambda: call(ctx))
+        except CheckTimeout:
+            raise JudgeError(
+                f"{judge.module}.{judge.function} did not finish within its time limit of "
+                f"{limit:g} s (set the judge's timeout: to change it)"
+            ) from None
 
     return run
 
@@ -197,11 +215,14 @@ def compile_condition(expression: str, file: str = "<if>") -> CodeType:
 def condition_holds(
     code: CodeType, outputs: Mapping[str, Any], annotations: Mapping[str, Any], inputs: Any
 ) -> bool:
-    """Evaluate a compiled condition without builtins."""
+    """Evaluate a compiled condition without builtins, within `CONDITION_SECONDS`."""
     scope = {
         "__builtins__": _NO_BUILTINS,
         "outputs": outputs,
         "annotations": dict(annotations),
         "inputs": dict(inputs) if isinstance(inputs, Mapping) else inputs,
     }
-    return bool(eval(code, scope))
+    try:
+        return within(CONDITION_SECONDS, lambda: bool(eval(code, scope)))
+    except CheckTimeout:
+        raise TimeoutError(f"it did not finish within {CONDITION_SECONDS:g} s") from None

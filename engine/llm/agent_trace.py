@@ -10,10 +10,11 @@ text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_usd` and `nu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from engine.model import jsontext
 
 EVENT_TYPES = frozenset({"system", "assistant", "user", "result"})
 _USAGE_KEYS = (
@@ -44,7 +45,7 @@ def parse_agent_stream(stdout: str) -> AgentRun | None:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = jsontext.loads(line)
         except ValueError:
             return None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):

@@ -25,37 +25,54 @@ def _problem(code: str, message: str, file: str, hint: str) -> YamlProblems:
     return YamlProblems([Diagnostic(code, "error", message, file, "", 1, 1, hint)])
 
 
-def read_limited(path: Path, file: str, limit: int = MAX_YAML_BYTES) -> str:
-    """The text of `path`, at most `limit` bytes; anything else is `YamlProblems`."""
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise _problem("F000", f"cannot read the file: {reason}", file, "check the path") from None
+class FileRefused(ValueError):
+    """A file `read_capped` would not read: not a regular file, or larger than the limit
+    (`size`: the bytes found so far)."""
+
+    def __init__(self, reason: str, size: int | None = None) -> None:
+        super().__init__(reason)
+        self.size = size
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them; `FileRefused` (one
+    sentence) for a file that is not regular (`/dev/zero`, a FIFO) or is larger; `OSError`
+    when it cannot be opened or read. The limit holds while reading too (a growing file)."""
+    fd = os.open(path, _READ_FLAGS)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _problem(
-                "F000", "cannot read the file: it is not a regular file", file, "check the path"
-            )
+            raise FileRefused("it is not a regular file")
         if info.st_size > limit:
-            raise _too_big(info.st_size, limit, file)
+            raise _too_large(info.st_size, limit)
         chunks: list[bytes] = []
         size = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
+        while chunk := os.read(fd, 1 << 20):
             size += len(chunk)
             if size > limit:
-                raise _too_big(size, limit, file)
+                raise _too_large(size, limit)
             chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def read_limited(path: Path, file: str, limit: int = MAX_YAML_BYTES) -> str:
+    """The text of `path`, at most `limit` bytes; anything else is `YamlProblems`."""
+    try:
+        data = read_capped(path, limit)
+    except FileRefused as refused:
+        if refused.size is not None:
+            raise _too_big(refused.size, limit, file) from None
+        raise _problem("F000", f"cannot read the file: {refused}", file, "check the path") from None
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise _problem("F000", f"cannot read the file: {reason}", file, "check the path") from None
-    finally:
-        os.close(fd)
-    return decode(b"".join(chunks), file)
+    return decode(data, file)
+
+
+def _too_large(size: int, limit: int) -> FileRefused:
+    return FileRefused(f"it is too large to read ({_mb(size)}; the limit is {_mb(limit)})", size)
 
 
 def _too_big(size: int, limit: int, file: str) -> YamlProblems:

@@ -39,7 +39,7 @@ KIND_FIELDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 _LLM_ONLY = ("feedback_type", "samples", "min_confidence", "model", "reasoning", "max_tokens")
 _ONLY: dict[str, tuple[str, ...]] = {
     **{key: ("llm",) for key in (*_LLM_ONLY, "temperature")},
-    "timeout": ("builtin", "check"),
+    "timeout": ("builtin", "check", "callable"),
 }
 _KIND_WORDS = {
     "builtin": "builtin (with arguments)",

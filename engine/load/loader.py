@@ -36,6 +36,7 @@ from engine.model.loop import (
     State,
     Suppression,
 )
+from engine.model.patterns import PatternSyntaxError, compile_pattern
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
@@ -168,8 +169,8 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
         if not isinstance(pattern, str):
             continue
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            compile_pattern(pattern)
+        except PatternSyntaxError as exc:
             out.append(
                 _at_value(
                     ("states", name, "evaluate", "pattern"),

@@ -379,7 +379,8 @@ def _explain(v: Violation) -> list[_Explained]:
             "maximum": "at most",
             "exclusiveMinimum": "greater than",
         }[kind]
-        hint = "timeouts are seconds, greater than 0" if "timeout" in where else ""
+        hint = "timeouts are seconds, greater than 0 and at most 31536000 (365 days)"
+        hint = hint if "timeout" in where else ""
         return [
             ("F015", f"{where} must be {relation} {v.detail}, got {v.value}", hint, v.path, True)
         ]

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engine.model import jsontext
 from engine.model.errors import LoopError, UsageError
 from engine.model.loop import Loop, Parameter
 
@@ -33,20 +34,28 @@ def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
     if converted is _MISMATCH:
         raise ParameterError(
             f"parameter {param.name!r} of loop {loop_name!r} must be {_ARTICLE[param.type]}, "
-            f"got {json.dumps(value, default=str)}",
+            f"got {_shown(value)}",
             hint="fix the value in the state's `with:`",
         )
     if param.enum is not None and converted not in param.enum:
         allowed = ", ".join(json.dumps(v) for v in param.enum)
         raise ParameterError(
             f"parameter {param.name!r} of loop {loop_name!r} must be one of {allowed}, "
-            f"got {json.dumps(converted, default=str)}",
+            f"got {_shown(converted)}",
             hint="fix the value in the state's `with:`",
         )
     return converted
 
 
 _MISMATCH = object()
+SHOWN_CHARS = 200  # of a refused value in the sentence: a with: from an action's output can be MBs
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= SHOWN_CHARS else f"{text[: SHOWN_CHARS - 3]}..."
+
+
 _ARTICLE = {
     "string": "a string",
     "integer": "an integer",
@@ -91,7 +100,7 @@ def _parse_text(kind: str, text: str) -> Any:
         return {"true": True, "false": False}.get(text.lower(), text)
     try:  # NaN and Infinity are not numbers a loop can use (JSON has neither either)
         if kind in {"integer", "number", "array", "object"}:
-            return json.loads(text, parse_constant=_no_constant)
+            return jsontext.loads(text, parse_constant=_no_constant)
         return text
     except ValueError:
         return text

@@ -6,11 +6,11 @@ tested without IO and each IO part can be tested for real on its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from engine.model import jsontext
 from engine.model.loop import Evaluate, Loop, State
 
 Outcome = Literal["success", "failure", "inconclusive", "error"]
@@ -114,14 +114,14 @@ def run_json(stdout: str) -> dict[str, Any] | None:
     """The result `ll-loop run --json` printed (`RunResult.to_json`, or the refusal object):
     the whole output as one JSON object, else its last line that is one; None without one."""
     try:
-        whole = json.loads(stdout)
+        whole = jsontext.loads(stdout)
     except ValueError:
         whole = None
     if isinstance(whole, dict):
         return whole
     for line in reversed(stdout.strip().splitlines()):
         try:
-            value = json.loads(line)
+            value = jsontext.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict):

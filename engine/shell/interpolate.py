@@ -886,14 +886,15 @@ def _compile(source: str) -> tuple[Callable[..., Any] | None, str | None]:
 def _environment() -> Any:
     """The immutable sandbox with strict, chainable undefined values and our filters."""
     from jinja2 import ChainableUndefined, StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from engine.shell.sandbox import BoundedImmutableSandbox
 
     class _Undefined(ChainableUndefined, StrictUndefined):
         """Missing values chain (`a.b.c | default(x)` works) but fail when used."""
 
         __slots__ = ()
 
-    class _Environment(ImmutableSandboxedEnvironment):
+    class _Environment(BoundedImmutableSandbox):
         """On a mapping, `.name` is only ever the key: `context.items` is the value named
         `items`, and a missing `context.keys` is a missing value, not a dict method."""
 
@@ -917,6 +918,7 @@ def _environment() -> Any:
     env.filters["raw"] = lambda value: Raw(to_text(value))
     env.filters["shell"] = lambda value: ShellQuoted(shell_quote(to_text(value)))
     env.filters["integer"] = lambda value: _integer("| integer", value)
+    env.limit_filters()
     return env
 
 

@@ -29,6 +29,7 @@ from engine.judges import (
 )
 from engine.judges.result import JudgeError
 from engine.load.dataset import read_case
+from engine.model import jsontext
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
@@ -424,7 +425,7 @@ def _run_hooks(
 def _hook_value(text: str) -> Any:
     text = text.strip()[:HOOK_OUTPUT_CHARS]
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except ValueError:
         return text
 

@@ -26,6 +26,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from engine.judges.deadline import SignalInterrupt
+from engine.load.bounded import MAX_YAML_BYTES, FileRefused, read_capped
 from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root, workspace_path_problem
 from engine.load.suite import load_suite_file
@@ -58,6 +59,7 @@ from engine.suites.result import BaselineDelta, SuiteResult, describe_subject
 from engine.suites.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
 
 LLM_JOBS = 8
+MAX_JUDGE_SAMPLES = 100  # --samples, as the schemas bound a judge's samples and reviewers
 # While cases run, a thread waiting for the GIL (a subject that just exited, a pipe to read)
 # gets it after 0.5 ms instead of Python's 5 ms: with several workers busy, the default made a
 # 3 ms spawn take 15 ms.
@@ -337,8 +339,11 @@ def _small_copies(suite: Suite, root: Path) -> bool:
 
 
 def _check_options(suite: Suite, options: SuiteOptions) -> None:
-    if options.samples is not None and options.samples < 1:
-        raise SuiteRefusal("--samples must be at least 1", hint="pass --samples 1 or more")
+    if options.samples is not None and not 1 <= options.samples <= MAX_JUDGE_SAMPLES:
+        raise SuiteRefusal(
+            f"--samples must be from 1 to {MAX_JUDGE_SAMPLES}, got {options.samples}",
+            hint="a few samples settle a judge; more only cost model calls",
+        )
     if options.jobs is not None and options.jobs < 1:
         raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
     if options.address is not None and options.executor != "ray":
@@ -573,8 +578,8 @@ def _prompt_file_digest(judge: Judge) -> str | None:
     if not path.is_absolute():
         path = Path(judge.base_dir) / path
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_capped(path, MAX_YAML_BYTES)).hexdigest()
+    except (OSError, FileRefused):  # /dev/zero was read without end here, before any case
         return None
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.model import jsontext
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult, ProcessSetting, refused_before_first_step, run_json
 from engine.model.suite import Subject
@@ -258,7 +259,7 @@ def _run_extra(run: dict[str, Any], workspace: Path) -> dict[str, Any]:
         with log.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 try:
-                    event = json.loads(line)
+                    event = jsontext.loads(line)
                 except ValueError:
                     continue
                 if len(events) < MAX_EVENTS:

@@ -1,0 +1,36 @@
+"""A parameter's value as a user or a state passes it: a refusal is one short sentence, whatever
+the value holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.lint_cli_helpers import ll_loop
+
+LOOP = """\
+name: par
+initial: a
+scope: ["x"]
+parameters:
+  xs: {type: array}
+states:
+  a: {action: "true", next: done}
+  done: {terminal: true}
+"""
+
+
+def test_json_nested_past_the_recursion_limit_is_refused_in_one_short_sentence(
+    tmp_path: Path,
+) -> None:
+    """`--context xs=[[[...]]]` (50,000 deep) ended `ll-loop run` as an internal error
+    (json's RecursionError); a refused value was also echoed whole, 100 KB in one sentence."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / "par.yaml").write_text(LOOP)
+    deep = "[" * 50_000 + "]" * 50_000
+    done = ll_loop("run", "par.yaml", "--context", f"xs={deep}", cwd=tmp_path)
+    assert done.code == 2, done
+    assert "internal error" not in done.stderr
+    assert "parameter 'xs' of loop 'par' must be an array, got '[[[[" in done.stderr.replace(
+        '"', "'"
+    )
+    assert len(done.stderr) < 600
