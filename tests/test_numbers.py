@@ -62,10 +62,18 @@ def test_yaml_numbers_follow_the_yaml_1_2_core_schema() -> None:
     ]
 
 
-def test_a_huge_finite_timeout_runs(tmp_path: Path) -> None:
-    write(tmp_path / "loop.yaml", LOOP.format(top="timeout: 1e300\ndefault_timeout: 1e12"))
+def test_the_longest_timeout_runs_and_a_longer_one_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A year is the longest timeout: 1e308 seconds ended the run in an internal error (the
+    action runner's wait became infinite milliseconds), so anything longer is refused at load
+    (F015) rather than taken as "no limit" without a word."""
+    write(tmp_path / "loop.yaml", LOOP.format(top="timeout: 31536000\ndefault_timeout: 31536000"))
     done = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q")
     assert result_of(done)["final_state"] == "done", done.stderr
+    write(tmp_path / "loop.yaml", LOOP.format(top="timeout: 1e300\ndefault_timeout: 1e12"))
+    done = ll_loop(tmp_path, "run", "loop.yaml", "--json", "-q")
+    assert done.returncode == 2
+    assert "loop.yaml:4:10: error F015 timeout must be at most 31536000" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(
