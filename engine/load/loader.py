@@ -36,7 +36,7 @@ from engine.model.loop import (
     State,
     Suppression,
 )
-from engine.model.patterns import PatternSyntaxError, compile_pattern
+from engine.model.patterns import PatternSyntaxError, check_pattern
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
@@ -169,7 +169,7 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
         if not isinstance(pattern, str):
             continue
         try:
-            compile_pattern(pattern)
+            check_pattern(pattern)
         except PatternSyntaxError as exc:
             out.append(
                 _at_value(

@@ -14,17 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import regex
+if TYPE_CHECKING:  # imported where a pattern is compiled to search: ~12 ms a `validate` skips
+    import regex
 
 PATTERN_SECONDS = 5.0  # the longest one search may take; a sane pattern takes milliseconds
 SIMPLIFY_HINT = "simplify it: nested repetition such as (a+)+ or (a|aa)+ backtracks without end"
 
 MAX_EXPANDED = 50_000  # characters a pattern's counted repeats spell out, at their minimum
-
-Pattern = regex.Pattern[str]
-Match = regex.Match[str]
 
 
 class PatternSyntaxError(ValueError):
@@ -37,12 +35,32 @@ class PatternTooCostly(Exception):
     `regex` library allows it (~600 MB, a `MemoryError`): one sentence with a hint."""
 
 
+def check_pattern(pattern: str, *, multiline: bool = True, ignore_case: bool = False) -> None:
+    """`PatternSyntaxError` (whose `str` says what and where) when `pattern` is not a regular
+    expression as `re` reads one, or is too large to compile; what loading a file checks."""
+    _checked_flags(pattern, multiline=multiline, ignore_case=ignore_case)
+
+
 @lru_cache(maxsize=256)
-def compile_pattern(pattern: str, *, multiline: bool = True, ignore_case: bool = False) -> Pattern:
+def compile_pattern(
+    pattern: str, *, multiline: bool = True, ignore_case: bool = False
+) -> regex.Pattern[str]:
     """`pattern` compiled, by default with `^`/`$` matching at each line; `PatternSyntaxError`
     (whose `str` says what and where) when it is not a regular expression."""
-    flags = (regex.MULTILINE if multiline else 0) | (regex.IGNORECASE if ignore_case else 0)
-    try:  # `re` reads it first: what `re` refused stays refused, with `re`'s own words
+    import regex
+
+    flags = _checked_flags(pattern, multiline=multiline, ignore_case=ignore_case)
+    try:
+        return regex.compile(pattern, flags)
+    except regex.error as exc:
+        raise PatternSyntaxError(str(exc)) from None
+
+
+def _checked_flags(pattern: str, *, multiline: bool, ignore_case: bool) -> int:
+    """The flags to compile `pattern` with (`re`'s values, which `regex` shares), once `re` has
+    read it: what `re` refused stays refused, with `re`'s own words."""
+    flags = (re.MULTILINE if multiline else 0) | (re.IGNORECASE if ignore_case else 0)
+    try:
         parsed = re._parser.parse(pattern, flags)  # type: ignore[attr-defined]
     except (re.error, OverflowError) as exc:
         raise PatternSyntaxError(str(exc)) from None
@@ -53,10 +71,7 @@ def compile_pattern(pattern: str, *, multiline: bool = True, ignore_case: bool =
             f"its counted repeats spell out more than {MAX_EXPANDED:,} characters (such as "
             "(?:a{1000}){1000}), which the matcher would build in memory; use + or * instead"
         )
-    try:
-        return regex.compile(pattern, flags)
-    except regex.error as exc:
-        raise PatternSyntaxError(str(exc)) from None
+    return flags
 
 
 def _expanded(items: Any) -> int:
@@ -84,7 +99,9 @@ def _inner(argument: Any) -> Iterator[Any]:
             yield from _inner(part)
 
 
-def search(compiled: Pattern, text: str, seconds: float | None = None) -> Match | None:
+def search(
+    compiled: regex.Pattern[str], text: str, seconds: float | None = None
+) -> regex.Match[str] | None:
     """The first match of `compiled` in `text`, or None; `PatternTooCostly` past `seconds`
     (default `PATTERN_SECONDS`)."""
     seconds = PATTERN_SECONDS if seconds is None else seconds
