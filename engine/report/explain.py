@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.harness.verdicts import JudgeNote
+from engine.model.terminal import printable
 from engine.model.timefmt import counted
 from engine.report.runlog import Step, Trace, run_again
 
@@ -318,7 +319,8 @@ def _stderr_tail(step: Step) -> tuple[str, ...]:
 
 def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
     """The text of `ll-loop explain`, fitted to `screen` lines: when everything does not fit,
-    fewer judgements and then the middle of the path give way (`--format json` has them all)."""
+    fewer judgements and then the middle of the path give way (`--format json` has them all).
+    Control characters in it (an action's stderr, a judge's reason) are shown as escapes."""
     head, tail = _head_lines(explanation), _tail_lines(explanation)
     unfinished = "(running)" if explanation.facts.status == "running" else "(interrupted)"
     path = [f"  {_path_line(item, unfinished)}" for item in explanation.path]
@@ -337,7 +339,8 @@ def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
             f"  … {hidden} more stretches of the path …",
             *path[-(keep - first) :],
         ]
-    return "\n".join([*head, *(["path:", *path] if path else []), *judges, *tail])
+    text = "\n".join([*head, *(["path:", *path] if path else []), *judges, *tail])
+    return printable(text)  # an action's stderr, a judge's reason: shown, never obeyed
 
 
 def _head_lines(explanation: Explanation) -> list[str]:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from engine.model.terminal import printable
+
 
 @dataclass(frozen=True)
 class Section:
@@ -29,7 +31,9 @@ def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
         f'<section id="{escape(s.id)}"><h2>{escape(s.title)}</h2>\n{s.body}\n</section>'
         for s in sections
     )
-    return f"""<!DOCTYPE html>
+    # text from actions and models may hold escape sequences and other control characters:
+    # they are invalid in HTML, and a page viewed as text (cat, a CI log) would obey them
+    return printable(f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -45,7 +49,7 @@ def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
 <script>{SCRIPT}</script>
 </body>
 </html>
-"""
+""")
 
 
 def table(

@@ -1,0 +1,82 @@
+"""`ll-loop explain` and the report on the ways a run ends that the sentence must name exactly:
+retries used up, the budget with `on_max_steps`, the loop's time limit, a long cycle, an error
+two sub-loops deep, a run killed inside a sub-loop; and text from actions that must be shown,
+never obeyed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.runs_helpers import (
+    ll_loop,
+    result_of,
+    write,
+)
+
+
+def explained(cwd: Path, run_id: str) -> tuple[str, dict[str, Any]]:
+    text = ll_loop(cwd, "explain", run_id)
+    assert text.returncode == 0, text.stderr
+    data = json.loads(ll_loop(cwd, "explain", run_id, "--format", "json").stdout)
+    return text.stdout, data
+
+
+def run(cwd: Path, name: str, text: str) -> str:
+    write(cwd / f"{name}.yaml", text)
+    return str(result_of(ll_loop(cwd, "run", f"{name}.yaml", "--json", "--quiet"))["run_id"])
+
+
+def report(cwd: Path, run_id: str) -> str:
+    done = ll_loop(cwd, "report", run_id, "--html", "--out", "r.html")
+    assert done.returncode == 0, done.stderr
+    return (cwd / "r.html").read_text()
+
+
+SPIN = """
+name: spin
+initial: poll
+scope: ["."]
+max_steps: {steps}
+{extra}
+states:
+  poll:
+    action: "false"
+    on_yes: done
+    on_no: nap
+  nap:
+    action: "true"
+    next: poll
+  cleanup:
+    action: echo cleaning
+    next: done
+  done:
+    terminal: true
+"""
+
+
+ANSI = """
+name: ansi
+initial: a
+scope: ["."]
+states:
+  a:
+    action: |
+      printf '\\033[31mRED\\033[0m <b>bold</b> \\007bell\\n' >&2
+      exit 3
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_control_characters_from_an_action_are_shown_not_sent(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "ansi", ANSI)
+    text, data = explained(tmp_path, run_id)
+    assert data["stderr_tail"] == ["\x1b[31mRED\x1b[0m <b>bold</b> \x07bell"]  # JSON: as is
+    assert "\x1b" not in text and "\x07" not in text
+    assert "  | \\x1b[31mRED\\x1b[0m <b>bold</b> \\x07bell" in text
+    page = report(tmp_path, run_id)
+    assert "\x1b" not in page and "\x07" not in page
+    assert "\\x1b[31mRED\\x1b[0m &lt;b&gt;bold&lt;/b&gt; \\x07bell" in page
