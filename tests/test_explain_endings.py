@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.report.runlog import read_trace
 from tests.runs_helpers import (
     ll_loop,
     result_of,
@@ -80,3 +81,16 @@ def test_control_characters_from_an_action_are_shown_not_sent(tmp_path: Path) ->
     page = report(tmp_path, run_id)
     assert "\x1b" not in page and "\x07" not in page
     assert "\\x1b[31mRED\\x1b[0m &lt;b&gt;bold&lt;/b&gt; \\x07bell" in page
+
+
+def test_a_damaged_event_does_not_stand_in_for_the_step() -> None:
+    events: list[dict[str, Any]] = [
+        {"event": "loop_start", "depth": 0, "loop": "x", "initial": "a", "max_steps": 5},
+        {"event": "state_enter", "depth": 0, "step": 1, "state": "a"},
+        {"event": "state_enter", "depth": "x", "step": "y", "state": 5},  # no event of ours
+        {"event": "evaluate", "depth": 0, "step": 1, "state": "a", "verdict": "yes"},
+        {"event": "route", "depth": 0, "step": 1, "state": "a", "verdict": "yes", "target": "b"},
+    ]
+    trace = read_trace(events)
+    assert trace is not None
+    assert [(s.state, s.verdict, s.target) for s in trace.steps] == [("a", "yes", "b")]

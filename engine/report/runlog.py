@@ -182,9 +182,12 @@ class _Builder:
             del self.open[deeper]
 
     def state_enter(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        state = event.get("state")
+        if not isinstance(state, str) or not state:
+            return  # no state of ours: a damaged line must not stand in for the real step
         step = Step(
             step=_int(event.get("step")) or len(trace.steps) + 1,
-            state=str(event.get("state") or ""),
+            state=state,
             depth=depth,
             started_at=str(event.get("ts") or ""),
         )
