@@ -57,6 +57,89 @@ states:
 """
 
 
+def test_retries_used_up_name_the_state_whose_retries_ran_out(tmp_path: Path) -> None:
+    run_id = run(
+        tmp_path,
+        "retries",
+        """
+        name: retries
+        initial: check
+        scope: ["."]
+        states:
+          check:
+            action: "false"
+            on_yes: done
+            on_no: fix
+            max_retries: 2
+            on_retry_exhausted: give_up
+          fix:
+            action: "true"
+            next: check
+          done:
+            terminal: true
+          give_up:
+            terminal: true
+            failure: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    # it was check's retries that ran out, not fix's; the last hop went to give_up, not check
+    assert data["reason"] == (
+        "reached the failure terminal 'give_up' from state 'fix' (verdict yes, routed to "
+        "'check', which had used its 2 retries: on_retry_exhausted) at step 6 of 50"
+    )
+    assert "      6  fix yes → give_up ('check' had used its 2 retries)" in text
+    last = data["path"][-1]["steps"][-1]
+    assert (last["target"], last["note"]) == ("give_up", "'check' had used its 2 retries")
+    assert "give_up (&#x27;check&#x27; had used its 2 retries)" in report(tmp_path, run_id)
+
+
+def test_on_max_steps_is_named_and_the_cycle_before_it_kept(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "spin", SPIN.format(steps=7, extra="on_max_steps: cleanup"))
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 7 steps without reaching a terminal; the last 7 steps went round poll → nap; "
+        "then on_max_steps ran 'cleanup' (yes)"
+    )
+    assert "cleanup yes → (on_max_steps; the run ended)" in text
+    page = report(tmp_path, run_id)
+    row = page[page.index('<tr data-state="cleanup">') :]
+    row = row[: row.index("</tr>")]
+    assert "(on_max_steps; the run ended)" in row and "interrupted" not in row
+
+
+def test_a_long_cycle_is_counted_from_where_it_began(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "spin", SPIN.format(steps=60, extra=""))
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 60 steps without reaching a terminal; the last 60 steps went round poll → nap"
+    )
+
+
+def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> None:
+    run_id = run(
+        tmp_path,
+        "slow",
+        """
+        name: slow
+        initial: a
+        scope: ["."]
+        timeout: 1
+        states:
+          a:
+            action: sleep 5
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "its time limit (1s) ran out during step 1 of 50, in state 'a'; its action was ended"
+    )
+    assert "a error → (the loop's time limit ran out)" in text
+
+
 ANSI = """
 name: ansi
 initial: a

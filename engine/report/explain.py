@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.harness.verdicts import JudgeNote
 from engine.model.terminal import printable
@@ -23,12 +23,24 @@ SCREEN_LINES = 24
 STDERR_LINES = 5
 
 
+class Hop(NamedTuple):
+    """One step on the path: its state and verdict, the state entered next, why that is not
+    simply the route's target ('' when it is), and whether the step ended (routed)."""
+
+    state: str
+    verdict: str | None
+    target: str | None
+    note: str
+    ended: bool
+
+
 @dataclass(frozen=True)
 class PathItem:
-    """A stretch of the path: `steps` (state, verdict, target) repeated `times` times."""
+    """A stretch of the path: `steps` (state, verdict, the state entered next, and a note when
+    that is not simply the route's target) repeated `times` times."""
 
     first_step: int
-    steps: tuple[tuple[str, str | None, str | None], ...]
+    steps: tuple[Hop, ...]
     times: int = 1
 
     @property
@@ -40,7 +52,10 @@ class PathItem:
             "first_step": self.first_step,
             "last_step": self.last_step,
             "times": self.times,
-            "steps": [{"state": s, "verdict": v, "target": t} for s, v, t in self.steps],
+            "steps": [
+                {"state": h.state, "verdict": h.verdict, "target": h.target, "note": h.note or None}
+                for h in self.steps
+            ],
         }
 
 
@@ -64,6 +79,7 @@ class RunFacts:
     cost_usd: float
     result: dict[str, Any] | None = None
     max_cost_usd: float | None = None
+    timeout_s: float | None = None  # the loop's `timeout` (the run directory does not keep it)
 
 
 @dataclass(frozen=True)
@@ -191,7 +207,7 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
 
 def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
     """The path with consecutive repeats folded: `(test no → fix · fix fixed → test) ×3`."""
-    items = [(s.state, s.verdict, s.target) for s in steps]
+    items = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
     numbers = [s.step for s in steps]
     folded: list[PathItem] = []
     i = 0
@@ -238,10 +254,21 @@ def end_reason(
         via = _via(last)
         return f"reached the {kind} terminal {final!r}{via} at step {facts.steps}{budget}"
     if how == "max_steps":
-        where = _cycling(steps) or f"; it ended in state {final!r}"
-        return f"used all {facts.steps} steps without reaching a terminal{where}"
+        counted_steps = [s for s in steps if not s.budget_end]
+        where = _cycling(counted_steps) or f"; it ended in state {final!r}"
+        after = steps[-1] if steps and steps[-1].budget_end else None
+        then = f"; then on_max_steps ran {after.state!r} ({after.verdict})" if after else ""
+        return f"used all {facts.steps} steps without reaching a terminal{where}{then}"
     if how == "timeout":
-        return f"its time limit ran out in state {final!r} after {_steps(facts.steps, budget)}"
+        limit = f" ({facts.timeout_s:g}s)" if facts.timeout_s is not None else ""
+        if last is not None and last.out_of_time:
+            return (
+                f"its time limit{limit} ran out during step {last.step}{budget}, in state "
+                f"{last.state!r}; its action was ended"
+            )
+        return (
+            f"its time limit{limit} ran out in state {final!r} after {_steps(facts.steps, budget)}"
+        )
     if how == "max_cost":
         limit = f" of ${facts.max_cost_usd:g}" if facts.max_cost_usd is not None else ""
         return (
@@ -267,8 +294,12 @@ def _id(facts: RunFacts) -> str:
 def _via(last: Step | None) -> str:
     if last is None:
         return ""
-    route = "retries exhausted" if last.retry and last.retry.get("exhausted") else None
-    verdict = route or (f"verdict {last.verdict}" if last.verdict else "no verdict")
+    verdict = f"verdict {last.verdict}" if last.verdict else "no verdict"
+    exhausted = last.exhausted
+    if exhausted is not None:  # its route led back to a state whose retries were used up
+        limit = (last.retry or {}).get("max_retries")
+        used = f"its {limit} retries" if isinstance(limit, int) else "its retries"
+        verdict += f", routed to {exhausted[0]!r}, which had used {used}: on_retry_exhausted"
     return f" from state {last.state!r} ({verdict})"
 
 
@@ -277,12 +308,12 @@ def _cycling(steps: list[Step]) -> str:
     (and perhaps the start of one more round)."""
     if not steps:
         return ""
-    tail = fold_path(steps[-3 * MAX_FOLD :])
+    tail = fold_path(steps)
     for index in range(len(tail) - 1, -1, -1):
         item = tail[index]
         after = tail[index + 1 :]
         if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
-            cycle = " → ".join(state for state, _, _ in item.steps)
+            cycle = " → ".join(hop.state for hop in item.steps)
             count = steps[-1].step - item.first_step + 1
             return f"; the last {count} steps went round {cycle}"
     return f"; it was in state {steps[-1].state!r}"
@@ -388,13 +419,25 @@ def _path_line(item: PathItem, unfinished: str) -> str:
         if item.last_step == item.first_step
         else (f"{item.first_step}-{item.last_step}")
     )
-    hops = " · ".join(
-        f"{state} {verdict or '?'} → {target or (unfinished if verdict is None else '(no route)')}"
-        for state, verdict, target in item.steps
-    )
+    hops = " · ".join(_hop_text(hop, unfinished) for hop in item.steps)
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
+
+
+def _hop_text(hop: Hop, unfinished: str) -> str:
+    where = next_text(hop.ended, hop.target, hop.note, unfinished)
+    return f"{hop.state} {hop.verdict or '?'} → {where}"
+
+
+def next_text(ended: bool, target: str | None, note: str, unfinished: str) -> str:
+    """Where a step went: its target (with why, when not its route's), why it went nowhere,
+    or `unfinished` for a step that never ended (running, or cut short)."""
+    if not ended:
+        return unfinished
+    if target is not None:
+        return f"{target} ({note})" if note else target
+    return f"({note or 'no route'})"
 
 
 def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:

@@ -64,6 +64,7 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
     except (OSError, ValueError):
         saved = {}
     cost = saved.get("cost_usd")
+    max_cost, timeout = _limits(snapshot.loop_file)
     return RunFacts(
         run_id=snapshot.run_id,
         loop=snapshot.loop,
@@ -73,18 +74,21 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
         elapsed_ms=int(snapshot.elapsed_s() * 1000),
         cost_usd=float(cost) if isinstance(cost, int | float) else 0.0,
         result=snapshot.result,
-        max_cost_usd=_max_cost(snapshot.loop_file),
+        max_cost_usd=max_cost,
+        timeout_s=timeout,
     )
 
 
-def _max_cost(loop_file: str) -> float | None:
-    """The loop's `max_cost_usd` (the run directory does not keep it); None when unknown."""
+def _limits(loop_file: str) -> tuple[float | None, float | None]:
+    """The loop's `max_cost_usd` and `timeout` (the run directory keeps neither); None when
+    unknown."""
     if not loop_file:
-        return None
+        return None, None
     from engine.load.loader import load_loop_file
     from engine.model.errors import LoopError
 
     try:
-        return load_loop_file(Path(loop_file)).max_cost_usd
+        loop = load_loop_file(Path(loop_file))
     except (LoopError, OSError):
-        return None
+        return None, None
+    return loop.max_cost_usd, loop.timeout

@@ -43,6 +43,8 @@ class Step:
     target: str | None = None
     routed: bool = False
     route_error: str | None = None
+    out_of_time: bool = False  # the loop's own timeout cut this step: the run ended in it
+    budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cost_usd: float = 0.0
@@ -51,6 +53,42 @@ class Step:
     @property
     def finished(self) -> bool:
         return self.routed
+
+    @property
+    def ended(self) -> bool:
+        """Routed, or run as `on_max_steps` (which is never routed): the step is over."""
+        return self.routed or self.budget_end
+
+    @property
+    def went_to(self) -> str | None:
+        """The state the run entered after this step: the route's target, or that state's
+        `on_retry_exhausted` when its retries ran out."""
+        exhausted = self.exhausted
+        return exhausted[1] if exhausted else self.target
+
+    @property
+    def exhausted(self) -> tuple[str, str] | None:
+        """(the state whose retries ran out, where the run went instead) when this step's
+        route re-entered a state once too often."""
+        retry = self.retry or {}
+        state, after = retry.get("state"), retry.get("target")
+        if retry.get("exhausted") and isinstance(state, str) and isinstance(after, str):
+            return state, after
+        return None
+
+    def hop_note(self) -> str:
+        """Why this step went somewhere other than its route, or nowhere: '' when it simply
+        followed its route (or has none, or is unfinished)."""
+        exhausted = self.exhausted
+        if exhausted is not None:
+            limit = (self.retry or {}).get("max_retries")
+            times = f" {limit}" if isinstance(limit, int) else ""
+            return f"{exhausted[0]!r} had used its{times} retries"
+        if self.out_of_time:
+            return "the loop's time limit ran out"
+        if self.budget_end:
+            return "on_max_steps; the run ended"
+        return ""
 
     def spent(self) -> tuple[int, float]:
         """LLM calls and dollars of this step, a sub-loop's whole child run included."""
@@ -232,6 +270,7 @@ class _Builder:
         step.routed = True
         step.target = _str(event.get("target"))
         step.route_error = _str(event.get("error"))
+        step.out_of_time = event.get("timeout") is True
         if step.verdict is None:
             step.verdict = _str(event.get("verdict"))
 
@@ -259,6 +298,10 @@ class _Builder:
 
     def loop_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         trace.end = {k: v for k, v in event.items() if k not in ("ts", "event", "run_id")}
+        step = trace.current
+        if event.get("terminated_by") == "max_steps" and step is not None:
+            # a judged step the budget's end left unrouted ran as the `on_max_steps` state
+            step.budget_end = not step.routed and step.verdict is not None
 
     def output_error(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         trace.output_errors.append(f"{event.get('output')}: {event.get('error')}")

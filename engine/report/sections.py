@@ -19,7 +19,7 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, fold_path
+from engine.report.explain import Explanation, fold_path, next_text
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -181,7 +181,7 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
                 escape(step.state),
                 escape(outcome),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
-                escape(step.target or ("(no route)" if step.routed else unfinished)),
+                escape(next_text(step.ended, step.went_to, step.hop_note(), unfinished)),
                 f"{(step.duration_ms or 0) / 1000:.2f} s",
                 f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
                 escape(_clip(step.output, 120)),
@@ -197,7 +197,7 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
     if len(steps) > len(shown):
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
-        f"{p.first_step}-{p.last_step}: ({' → '.join(s for s, _, _ in p.steps)}) ×{p.times}"
+        f"{p.first_step}-{p.last_step}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
         for p in fold_path(steps)
         if p.times > 1
     )
