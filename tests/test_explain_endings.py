@@ -6,14 +6,20 @@ never obeyed."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
 from engine.report.runlog import read_trace
 from tests.runs_helpers import (
+    end_action_group,
     ll_loop,
     result_of,
+    spawn,
+    wait_until,
     write,
+    written,
 )
 
 
@@ -138,6 +144,116 @@ def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> N
         "its time limit (1s) ran out during step 1 of 50, in state 'a'; its action was ended"
     )
     assert "a error → (the loop's time limit ran out)" in text
+
+
+def test_an_error_two_sub_loops_deep_is_said_once_with_where_it_was(tmp_path: Path) -> None:
+    write(
+        tmp_path / "inner.yaml",
+        """
+        name: inner
+        initial: go
+        scope: ["."]
+        states:
+          go:
+            action: echo deep fail >&2; exit 3
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    write(
+        tmp_path / "middle.yaml",
+        """
+        name: middle
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: inner.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    run_id = run(
+        tmp_path,
+        "outer",
+        """
+        name: outer
+        initial: top
+        scope: ["."]
+        states:
+          top:
+            loop: middle.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    reason = str(data["reason"])
+    assert reason.count("state 'go' failed (action exited with code 3)") == 1, reason
+    assert reason.endswith(
+        " — inside sub-loop 'middle', state 'call' → sub-loop 'inner', state 'go'"
+    )
+    assert data["stderr_tail"] == ["deep fail"]
+    assert data["stderr_from"] == "sub-loop 'middle' → sub-loop 'inner' → state 'go'"
+    assert "  | deep fail" in text
+    assert "deep fail" in report(tmp_path, run_id)
+
+
+def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: Path) -> None:
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: pre
+        scope: ["."]
+        states:
+          pre:
+            action: echo pre
+            next: wait
+          wait:
+            action: echo $$ > "${run.dir}/../../../wait.pid"; sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: child.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(written(p) for p in runs.glob("*/wait.pid")))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.iterdir()).name
+        _, data = explained(tmp_path, run_id)
+        child = data["children"][0]
+        _, own = explained(tmp_path, str(runs / run_id / "children" / "call-1"))
+        # one step (pre) ended; the second (wait) was cut: it is not counted in either view
+        assert child["steps"] == own["steps"] == 1
+        assert "in state 'wait' after 1 of 50 steps" in str(child["reason"])
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
 
 
 ANSI = """

@@ -93,6 +93,9 @@ class Explanation:
     calls_by_state: dict[str, int]
     max_steps: int | None
     stderr_tail: tuple[str, ...] = ()
+    stderr_from: str = ""  # the failing action's state (`sub-loop 'x' → state 'go'` in a child)
+    failed_in: tuple[tuple[str, str], ...] = ()  # (loop, state) from this run to the failing one
+    root_error: str = ""  # the error of the innermost run that failed
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
 
@@ -118,6 +121,7 @@ class Explanation:
             "cost_by_state": {k: round(v, 6) for k, v in self.cost_by_state.items()},
             "calls_by_state": self.calls_by_state,
             "stderr_tail": list(self.stderr_tail),
+            "stderr_from": self.stderr_from or None,
             "log_incomplete": self.log_gap or None,
             "children": [
                 {"step": step, "state": state, **child.to_json()}
@@ -149,6 +153,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     )
     last = steps[-1] if steps else None
     gap = "" if child else log_gap(facts, trace)
+    stderr = _failing_stderr(last, children)
+    failing = _child_of(children, last) if last is not None and _failed(last) else None
+    own_error = str((facts.result or {}).get("error") or "")
     return Explanation(
         facts=facts,
         reason=end_reason(facts, trace if not gap else None, children),
@@ -158,7 +165,14 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         cost_by_state={k: v for k, v in sorted(cost.items(), key=lambda kv: -kv[1]) if v},
         calls_by_state={k: v for k, v in calls.most_common() if v},
         max_steps=trace.max_steps if trace else None,
-        stderr_tail=_stderr_tail(last) if last and _failed(last) else (),
+        stderr_tail=stderr[0],
+        stderr_from=stderr[1],
+        failed_in=(
+            ((facts.loop, last.state), *(failing.failed_in if failing else ()))
+            if last is not None and _failed(last)
+            else ()
+        ),
+        root_error=(failing.root_error if failing and failing.root_error else own_error),
         children=children,
         log_gap=gap,
     )
@@ -198,7 +212,7 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
         loop=child.loop,
         status=status,
         current=str(end.get("final_state") or last),
-        steps=int(end.get("steps") or len(child.steps)),
+        steps=int(end.get("steps") or sum(1 for s in child.steps if s.routed)),
         elapsed_ms=int(end.get("duration_ms") or 0),
         cost_usd=float(end.get("cost_usd") or child.spent()[1]),
         result=end or None,
@@ -277,7 +291,7 @@ def end_reason(
         )
     if how == "error":
         error = str(result.get("error") or "an error")
-        inside = _inside(children, last)
+        inside = _inside(children, last, error)
         return f"ended with an error: {error}{inside}"
     return f"ended: {result.get('outcome')} ({how}) in state {final!r}"
 
@@ -319,14 +333,51 @@ def _cycling(steps: list[Step]) -> str:
     return f"; it was in state {steps[-1].state!r}"
 
 
-def _inside(children: tuple[tuple[int, str, Explanation], ...], last: Step | None) -> str:
-    """The child's own reason when the failing step ran a sub-loop."""
-    if last is None:
+def _inside(
+    children: tuple[tuple[int, str, Explanation], ...], last: Step | None, error: str
+) -> str:
+    """The child's own reason when the failing step ran a sub-loop, unless the run's error
+    already carries the child's (the engine nests a child's cause in its parent's error)."""
+    child = _child_of(children, last)
+    if child is None:
         return ""
+    own = str((child.facts.result or {}).get("error") or "")
+    if own and own in error:
+        return ""
+    if child.root_error and child.root_error in error:
+        # the engine names the innermost cause only: say which sub-loops it is in
+        return " — inside " + " → ".join(
+            f"sub-loop {loop!r}, state {state!r}" for loop, state in child.failed_in
+        )
+    return f" — inside sub-loop {child.facts.loop!r}: {child.reason}"
+
+
+def _child_of(
+    children: tuple[tuple[int, str, Explanation], ...], last: Step | None
+) -> Explanation | None:
+    """The explanation of the child run `last` (a sub-loop step) ran, if any."""
+    if last is None:
+        return None
     for step, state, child in children:
         if step == last.step and state == last.state:
-            return f" — inside sub-loop {child.facts.loop!r}: {child.reason}"
-    return ""
+            return child
+    return None
+
+
+def _failing_stderr(
+    last: Step | None, children: tuple[tuple[int, str, Explanation], ...]
+) -> tuple[tuple[str, ...], str]:
+    """The end of the failing action's stderr and the state it ran in; for a sub-loop step
+    that failed, the failing action inside its child (however deep)."""
+    if last is None or not _failed(last):
+        return (), ""
+    own = _stderr_tail(last)
+    if own:
+        return own, f"state {last.state!r}"
+    child = _child_of(children, last)
+    if child is not None and child.stderr_tail:
+        return child.stderr_tail, f"sub-loop {child.facts.loop!r} → {child.stderr_from}"
+    return (), ""
 
 
 def _failed(step: Step) -> bool:
@@ -389,7 +440,9 @@ def _head_lines(explanation: Explanation) -> list[str]:
     if explanation.log_gap:
         lines.append(f"note: {explanation.log_gap}; the path below is incomplete")
     if explanation.stderr_tail:
-        lines.append("stderr of the failing action ends:")
+        source = explanation.stderr_from
+        inside = f" ({source})" if source.startswith("sub-loop") else ""
+        lines.append(f"stderr of the failing action{inside} ends:")
         lines += [f"  | {_clip(line, 100)}" for line in explanation.stderr_tail]
     return lines
 

@@ -77,7 +77,9 @@ def summary_section(explanation: Explanation) -> Section:
         f'<p class="why {escape(kind)}" id="why">{escape(explanation.reason)}</p>',
     ]
     if explanation.stderr_tail:
-        body.append("<p>stderr of the failing action ends:</p>")
+        source = explanation.stderr_from
+        inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
+        body.append(f"<p>stderr of the failing action{inside} ends:</p>")
         body.append(f"<pre>{escape(chr(10).join(explanation.stderr_tail))}</pre>")
     for step, state, child in explanation.children[-5:]:
         body.append(
