@@ -5,6 +5,7 @@ never obeyed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -293,3 +294,53 @@ def test_a_damaged_event_does_not_stand_in_for_the_step() -> None:
     trace = read_trace(events)
     assert trace is not None
     assert [(s.state, s.verdict, s.target) for s in trace.steps] == [("a", "yes", "b")]
+
+
+def test_a_step_killed_twice_keeps_its_number_on_the_path(tmp_path: Path) -> None:
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: prepare
+        scope: ["."]
+        max_steps: 10
+        states:
+          prepare:
+            action: echo prepared
+            next: wait
+          wait:
+            action: |
+              echo $$ >> "${run.dir}/../wait.pids"
+              test -f "${run.dir}/../go" || sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    runs = tmp_path / ".loops" / "runs"
+
+    def pids() -> list[int]:
+        logs = list(runs.glob("*/wait.pids")) if runs.is_dir() else []
+        return [int(p) for p in logs[0].read_text().split()] if logs else []
+
+    try:
+        proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+        wait_until(lambda: len(pids()) == 1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.iterdir()).name
+        proc = spawn(tmp_path, "resume", run_id, "--quiet")
+        wait_until(lambda: len(pids()) == 2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        (runs / run_id / "go").touch()
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, data = explained(tmp_path, run_id)
+        # the two cut attempts were both step 2, as was the one that ended: not steps 2-3
+        assert "        2  (wait ? → (interrupted)) ×2\n        2  wait yes → done\n" in text
+        assert [(p["first_step"], p["last_step"]) for p in data["path"]] == [(1, 1), (2, 2), (2, 2)]
+        assert "Repeated stretches: 2: (wait) ×2<" in report(tmp_path, run_id)
+    finally:
+        for pid in pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)

@@ -42,9 +42,14 @@ class PathItem:
     first_step: int
     steps: tuple[Hop, ...]
     times: int = 1
+    last: int | None = None  # the last step's number, when not first_step + count - 1
 
     @property
     def last_step(self) -> int:
+        """The number of the stretch's last step: attempts a kill cut short and a resume ran
+        again share their step's number, so it is not always first + count - 1."""
+        if self.last is not None:
+            return self.last
         return self.first_step + len(self.steps) * self.times - 1
 
     def to_json(self) -> dict[str, Any]:
@@ -234,7 +239,9 @@ def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
                 times += 1
             if times >= 2 and period * times > best_period * best_times:
                 best_period, best_times = period, times
-        folded.append(PathItem(numbers[i], tuple(items[i : i + best_period]), best_times))
+        end = i + best_period * best_times - 1
+        hops = tuple(items[i : i + best_period])
+        folded.append(PathItem(numbers[i], hops, best_times, last=numbers[end]))
         i += best_period * best_times
     return tuple(folded)
 

@@ -199,12 +199,17 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
     if len(steps) > len(shown):
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
-        f"{p.first_step}-{p.last_step}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
+        f"{_span(p.first_step, p.last_step)}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
         for p in fold_path(steps)
         if p.times > 1
     )
     repeats = f'<p class="legend">Repeated stretches: {escape(folded)}</p>' if folded else ""
     return repeats + html + note
+
+
+def _span(first: int, last: int) -> str:
+    """`4-9`, or `2` for attempts of one step (a kill cut them short, a resume ran it again)."""
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def judges_section(explanation: Explanation) -> Section:
