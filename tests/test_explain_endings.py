@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.report.runlog import read_trace
+from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -344,3 +345,40 @@ def test_a_step_killed_twice_keeps_its_number_on_the_path(tmp_path: Path) -> Non
         for pid in pids():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
+
+
+JUDGED = """
+name: judged
+initial: check
+scope: ["."]
+states:
+  check:
+    action: echo "lint 0 problems"
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line."
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+
+
+def test_a_replayed_run_says_its_answers_were_replayed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", input_tokens=10_000)
+    live = run(tmp_path, "judged", JUDGED)
+    again = ll_loop(tmp_path, "run", "judged.yaml", "--replay", live, "--json", "--quiet")
+    replay_id = str(result_of(again)["run_id"])
+    assert len(loopback.requests) == 1  # the replay called nothing
+    text, data = explained(tmp_path, replay_id)
+    said = (
+        f"the model's answers came from run {live}'s llm.jsonl (--replay): no call was made, "
+        "and its judges said what they said then"
+    )
+    assert f"replay: {said}" in text.splitlines()
+    assert str(data["replay_from"]).endswith(live)
+    assert f"Replayed: {said}." in report(tmp_path, replay_id).replace("&#x27;", "'")
+    _, original = explained(tmp_path, live)
+    assert original["replay_from"] is None

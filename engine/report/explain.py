@@ -85,6 +85,7 @@ class RunFacts:
     result: dict[str, Any] | None = None
     max_cost_usd: float | None = None
     timeout_s: float | None = None  # the loop's `timeout` (the run directory does not keep it)
+    replay_from: str = ""  # the run directory whose logged model answers this run replayed
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class Explanation:
             "max_steps": self.max_steps,
             "duration_ms": self.facts.elapsed_ms,
             "cost_usd": round(self.facts.cost_usd, 6),
+            "replay_from": self.facts.replay_from or None,
             "reason": self.reason,
             "path": [p.to_json() for p in self.path],
             "judgements": [
@@ -444,6 +446,8 @@ def _head_lines(explanation: Explanation) -> list[str]:
         f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
         f"why: {explanation.reason}",
     ]
+    if facts.replay_from:
+        lines.append(f"replay: {replayed(facts.replay_from)}")
     if explanation.log_gap:
         lines.append(f"note: {explanation.log_gap}; the path below is incomplete")
     if explanation.stderr_tail:
@@ -483,6 +487,15 @@ def _path_line(item: PathItem, unfinished: str) -> str:
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
+
+
+def replayed(source: str) -> str:
+    """What a replayed run's verdicts and costs are: answers of another run, not the model's."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    return (
+        f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made, "
+        "and its judges said what they said then"
+    )
 
 
 def _hop_text(hop: Hop, unfinished: str) -> str:

@@ -76,6 +76,7 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
         result=snapshot.result,
         max_cost_usd=max_cost,
         timeout_s=timeout,
+        replay_from=str(saved.get("replay_from") or ""),
     )
 
 

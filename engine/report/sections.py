@@ -19,7 +19,7 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, fold_path, next_text
+from engine.report.explain import Explanation, fold_path, next_text, replayed
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -76,6 +76,8 @@ def summary_section(explanation: Explanation) -> Section:
         f'<p class="facts">{facts_html}</p>',
         f'<p class="why {escape(kind)}" id="why">{escape(explanation.reason)}</p>',
     ]
+    if facts.replay_from:
+        body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
     if explanation.stderr_tail:
         source = explanation.stderr_from
         inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
