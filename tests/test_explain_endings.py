@@ -382,3 +382,27 @@ def test_a_replayed_run_says_its_answers_were_replayed(
     assert f"Replayed: {said}." in report(tmp_path, replay_id).replace("&#x27;", "'")
     _, original = explained(tmp_path, live)
     assert original["replay_from"] is None
+
+
+def test_a_state_json_without_its_result_is_explained_from_the_log(tmp_path: Path) -> None:
+    """A run directory written by another version (or edited): its state.json says finished
+    but keeps no result. The log's loop_complete tells how it ended; without that too, the
+    sentence says it is not recorded (it said `ended: None (None)`)."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=4, extra=""))
+    folder = tmp_path / ".loops" / "runs" / run_id
+    saved = json.loads((folder / "state.json").read_text())
+    del saved["result"]
+    (folder / "state.json").write_text(json.dumps(saved))
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 4 steps without reaching a terminal; the last 4 steps went round poll → nap"
+    )
+    assert " · inconclusive (max_steps) · 4/4 steps · " in text.splitlines()[0]
+    log = folder / "events.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))  # no loop_complete
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "finished in state 'poll' after 4 steps; neither state.json nor the event log records "
+        "how it ended"
+    )
+    assert "None" not in text

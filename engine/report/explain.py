@@ -9,7 +9,7 @@ stopped or interrupted run stands).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from engine.harness.verdicts import JudgeNote
@@ -140,6 +140,8 @@ class Explanation:
 def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Explanation:
     """The explanation of one run (or one child run: pass its facts and trace, and `child`:
     its facts come from the same log, which cannot be checked against itself)."""
+    if facts.status == "finished" and not facts.result and trace is not None and trace.end:
+        facts = replace(facts, result=dict(trace.end))  # a state.json without its result
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
@@ -302,6 +304,11 @@ def end_reason(
         error = str(result.get("error") or "an error")
         inside = _inside(children, last, error)
         return f"ended with an error: {error}{inside}"
+    if not result:
+        return (
+            f"finished in state {final!r} after {_steps(facts.steps, budget)}; neither "
+            "state.json nor the event log records how it ended"
+        )
     return f"ended: {result.get('outcome')} ({how}) in state {final!r}"
 
 
@@ -438,7 +445,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     facts = explanation.facts
     result = facts.result or {}
     state = facts.status
-    if state == "finished":
+    if state == "finished" and result:
         state = f"{result.get('outcome')} ({result.get('terminated_by')})"
     budget = f"/{explanation.max_steps}" if explanation.max_steps else ""
     lines = [
