@@ -406,3 +406,31 @@ def test_a_state_json_without_its_result_is_explained_from_the_log(tmp_path: Pat
         "how it ended"
     )
     assert "None" not in text
+    assert (
+        "before the run&#x27;s end (state.json records 4 steps); the path below is incomplete"
+        in (report(tmp_path, run_id))
+    )
+
+
+def test_a_run_without_a_readable_state_json_is_told_from_its_log(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "spin", SPIN.format(steps=4, extra=""))
+    folder = tmp_path / ".loops" / "runs" / run_id
+    (folder / "state.json").write_text('{"run_id": ')  # damaged, and no state.json.tmp
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 4 steps without reaching a terminal; the last 4 steps went round poll → nap"
+    )
+    assert "note: its state.json is damaged (it does not parse); this is the event log's " in text
+    assert data["state_unreadable"] and data["steps"] == 4
+    assert "the event log&#x27;s account alone" in report(tmp_path, run_id)
+    (folder / "state.json").unlink()
+    log = folder / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[: len(lines) // 2]))  # and a log that stops in the middle
+    text, data = explained(tmp_path, run_id)
+    assert data["status"] == "unknown"
+    assert str(data["reason"]).startswith("the event log stops in step 2 of 4, state 'nap', ")
+    assert "note: its state.json is missing; this is the event log's account alone" in text
+    log.write_text("")  # nothing left to tell: the refusal it always was
+    done = ll_loop(tmp_path, "explain", run_id)
+    assert done.returncode == 2 and "has no state.json" in done.stderr

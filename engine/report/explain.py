@@ -77,7 +77,7 @@ class RunFacts:
 
     run_id: str
     loop: str
-    status: str  # running | interrupted | stopped | finished
+    status: str  # running | interrupted | stopped | finished | unknown (no state.json)
     current: str
     steps: int
     elapsed_ms: int
@@ -86,6 +86,7 @@ class RunFacts:
     max_cost_usd: float | None = None
     timeout_s: float | None = None  # the loop's `timeout` (the run directory does not keep it)
     replay_from: str = ""  # the run directory whose logged model answers this run replayed
+    state_problem: str = ""  # why state.json could not be read (the facts are the log's)
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Explanation:
             "duration_ms": self.facts.elapsed_ms,
             "cost_usd": round(self.facts.cost_usd, 6),
             "replay_from": self.facts.replay_from or None,
+            "state_unreadable": self.facts.state_problem or None,
             "reason": self.reason,
             "path": [p.to_json() for p in self.path],
             "judgements": [
@@ -261,6 +263,12 @@ def end_reason(
         if last is not None and not last.finished:  # the step under way
             return f"still running: step {last.step}{budget}, in state {last.state!r}"
         return f"still running: {_steps(facts.steps, budget)} done, now in state {facts.current!r}"
+    if facts.status == "unknown":  # no state.json, and the log has no end
+        where = f"in step {last.step}{budget}, state {last.state!r}" if last else "before step 1"
+        return (
+            f"the event log stops {where}, and without state.json whether its process still "
+            "runs is not known (`ll-loop status` shows the live runs)"
+        )
     if facts.status == "interrupted":
         return (
             f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
@@ -420,7 +428,7 @@ def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
     fewer judgements and then the middle of the path give way (`--format json` has them all).
     Control characters in it (an action's stderr, a judge's reason) are shown as escapes."""
     head, tail = _head_lines(explanation), _tail_lines(explanation)
-    unfinished = "(running)" if explanation.facts.status == "running" else "(interrupted)"
+    unfinished = unfinished_label(explanation.facts.status)
     path = [f"  {_path_line(item, unfinished)}" for item in explanation.path]
     shown = SHOWN_JUDGEMENTS
     judges = _judgement_lines(explanation.judgements, shown)
@@ -453,6 +461,8 @@ def _head_lines(explanation: Explanation) -> list[str]:
         f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
         f"why: {explanation.reason}",
     ]
+    if facts.state_problem:
+        lines.append(f"note: {facts.state_problem}")
     if facts.replay_from:
         lines.append(f"replay: {replayed(facts.replay_from)}")
     if explanation.log_gap:
@@ -494,6 +504,11 @@ def _path_line(item: PathItem, unfinished: str) -> str:
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
+
+
+def unfinished_label(status: str) -> str:
+    """What a step with no end is, by the run's status: under way, cut short, or not known."""
+    return {"running": "(running)", "unknown": "(no end logged)"}.get(status, "(interrupted)")
 
 
 def replayed(source: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from engine.model.errors import UsageError
 from engine.report.explain import RunFacts
 from engine.report.runlog import Trace, child_trace, read_trace
-from engine.runtime.resume import RunSnapshot, find_run, read_events
+from engine.runtime.resume import RunSnapshot, find_run, find_run_dir, read_events
 from engine.runtime.runstore import read_state
 
 
@@ -26,8 +26,12 @@ class RunView:
 
 def open_run(ref: str, root: Path | None = None) -> RunView:
     """A run by id, prefix or directory; a `children/<state>-<n>` directory is a child run,
-    whose events are in its top run's log."""
-    snapshot = find_run(ref, root)
+    whose events are in its top run's log. A run whose state.json is gone or does not parse is
+    told from its event log alone, when that has its start."""
+    try:
+        snapshot = find_run(ref, root)
+    except UsageError as problem:
+        return _from_log_alone(ref, root, problem)
     top_dir = _top_dir(snapshot.dir)
     events = read_events(top_dir / "events.jsonl")
     trace = read_trace(events)
@@ -48,6 +52,34 @@ def open_run(ref: str, root: Path | None = None) -> RunView:
         snapshot.started_at,
         child=top_dir != snapshot.dir,
     )
+
+
+def _from_log_alone(ref: str, root: Path | None, problem: UsageError) -> RunView:
+    """The run in `ref`'s directory as its event log tells it (its state.json unreadable);
+    `problem` (why find_run refused it) when the log cannot tell it either."""
+    directory = find_run_dir(ref, root)
+    trace = read_trace(read_events(directory / "events.jsonl"))
+    if trace is None or _top_dir(directory) != directory:
+        raise problem
+    end = trace.end or {}
+    last = trace.current
+    why = "missing" if not (directory / "state.json").exists() else "damaged (it does not parse)"
+    facts = RunFacts(
+        run_id=directory.name,
+        loop=trace.loop,
+        status="finished" if end else "unknown",
+        current=str(end.get("final_state") or (last.state if last else trace.initial)),
+        steps=_int(end.get("steps"), sum(1 for s in trace.steps if s.routed)),
+        elapsed_ms=_int(end.get("duration_ms"), 0),
+        cost_usd=trace.spent()[1],
+        result=end or None,
+        state_problem=f"its state.json is {why}; this is the event log's account alone",
+    )
+    return RunView(facts, trace, directory, "", trace.started_at)
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def _top_dir(directory: Path) -> Path:

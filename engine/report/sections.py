@@ -76,6 +76,13 @@ def summary_section(explanation: Explanation) -> Section:
         f'<p class="facts">{facts_html}</p>',
         f'<p class="why {escape(kind)}" id="why">{escape(explanation.reason)}</p>',
     ]
+    if facts.state_problem:
+        body.append(f'<p class="note">Note: {escape(facts.state_problem)}.</p>')
+    if explanation.log_gap:
+        body.append(
+            f'<p class="note">Note: {escape(explanation.log_gap)}; the path below is '
+            "incomplete.</p>"
+        )
     if facts.replay_from:
         body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
     if explanation.stderr_tail:
@@ -110,7 +117,8 @@ def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Se
     return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
 
 
-def timeline_section(trace: Trace | None, *, running: bool = False) -> Section:
+def timeline_section(trace: Trace | None, *, unfinished: str = "(interrupted)") -> Section:
+    """The steps over time and as a table; a step with no end reads `unfinished`."""
     steps = trace.steps if trace else []
     if not steps:
         return Section("timeline", "Timeline", "<p>No step has run.</p>")
@@ -118,7 +126,6 @@ def timeline_section(trace: Trace | None, *, running: bool = False) -> Section:
     note = ""
     if len(drawn) < len(steps):
         note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
-    unfinished = "(running)" if running else "(interrupted)"
     table_html = _step_table(steps, unfinished)
     return Section("timeline", "Timeline", note + _timeline_svg(drawn) + table_html)
 
