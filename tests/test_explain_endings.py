@@ -434,3 +434,15 @@ def test_a_run_without_a_readable_state_json_is_told_from_its_log(tmp_path: Path
     log.write_text("")  # nothing left to tell: the refusal it always was
     done = ll_loop(tmp_path, "explain", run_id)
     assert done.returncode == 2 and "has no state.json" in done.stderr
+
+
+def test_an_on_max_steps_terminal_is_named(tmp_path: Path) -> None:
+    """`on_max_steps: done` where done is a terminal: nothing runs, the run ends in 'done'
+    (still inconclusive); explain said only 'used all 7 steps without reaching a terminal'."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=7, extra="on_max_steps: done"))
+    _, data = explained(tmp_path, run_id)
+    assert (data["final_state"], data["terminated_by"]) == ("done", "max_steps")
+    assert data["reason"] == (
+        "used all 7 steps without reaching a terminal; the last 7 steps went round poll → nap; "
+        "on_max_steps then sent it to the terminal 'done' (still inconclusive)"
+    )

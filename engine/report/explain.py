@@ -291,6 +291,10 @@ def end_reason(
         where = _cycling(counted_steps) or f"; it ended in state {final!r}"
         after = steps[-1] if steps and steps[-1].budget_end else None
         then = f"; then on_max_steps ran {after.state!r} ({after.verdict})" if after else ""
+        last_counted = counted_steps[-1] if counted_steps else None
+        if not after and last_counted and final not in (last_counted.went_to, last_counted.state):
+            # a terminal on_max_steps runs nothing: the run ends there, still inconclusive
+            then = f"; on_max_steps then sent it to the terminal {final!r} (still inconclusive)"
         return f"used all {facts.steps} steps without reaching a terminal{where}{then}"
     if how == "timeout":
         limit = f" ({facts.timeout_s:g}s)" if facts.timeout_s is not None else ""
