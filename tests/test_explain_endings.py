@@ -446,3 +446,36 @@ def test_an_on_max_steps_terminal_is_named(tmp_path: Path) -> None:
         "used all 7 steps without reaching a terminal; the last 7 steps went round poll → nap; "
         "on_max_steps then sent it to the terminal 'done' (still inconclusive)"
     )
+
+
+SLEEPY = """
+name: sleepy
+initial: build
+scope: ["."]
+states:
+  build:
+    action: sleep 5
+    timeout: 1
+    next: done
+{on_error}
+  done:
+    terminal: true
+  broken:
+    terminal: true
+    failure: true
+"""
+
+
+def test_an_actions_own_timeout_is_named_with_its_limit(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "sleepy", SLEEPY.format(on_error=""))
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "ended with an error: state 'build' failed (action timed out) and has no on_error "
+        "route; its action ran past its 1s timeout"
+    )
+    run_id = run(tmp_path, "sleepy", SLEEPY.format(on_error="    on_error: broken"))
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "reached the failure terminal 'broken' from state 'build' (verdict error: its action "
+        "ran past its 1s timeout) at step 1 of 50"
+    )

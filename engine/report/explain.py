@@ -315,6 +315,8 @@ def end_reason(
     if how == "error":
         error = str(result.get("error") or "an error")
         inside = _inside(children, last, error)
+        if last is not None and last.timeout_note() and last.timeout_note() not in error:
+            inside += f"; {last.timeout_note()}"
         return f"ended with an error: {error}{inside}"
     if not result:
         return (
@@ -337,6 +339,8 @@ def _via(last: Step | None) -> str:
     if last is None:
         return ""
     verdict = f"verdict {last.verdict}" if last.verdict else "no verdict"
+    if last.timeout_note():
+        verdict += f": {last.timeout_note()}"
     exhausted = last.exhausted
     if exhausted is not None:  # its route led back to a state whose retries were used up
         limit = (last.retry or {}).get("max_retries")

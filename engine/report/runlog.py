@@ -32,6 +32,7 @@ class Step:
     action: str | None = None
     exit_code: int | None = None
     duration_ms: int | None = None
+    timeout: float | None = None  # the action's time limit, as it started
     timed_out: bool = False
     signal: int | None = None
     spawn_error: str | None = None
@@ -75,6 +76,13 @@ class Step:
         if retry.get("exhausted") and isinstance(state, str) and isinstance(after, str):
             return state, after
         return None
+
+    def timeout_note(self) -> str:
+        """`its action ran past its 30s timeout` when the state's own timeout ended it."""
+        if not self.timed_out or self.out_of_time:
+            return ""
+        limit = f" {self.timeout:g}s" if self.timeout is not None else ""
+        return f"its action ran past its{limit} timeout"
 
     def hop_note(self) -> str:
         """Why this step went somewhere other than its route, or nowhere: '' when it simply
@@ -241,6 +249,7 @@ class _Builder:
         if step is not None:
             step.action_type = _str(event.get("action_type"))
             step.action = _str(event.get("action"))
+            step.timeout = _float(event.get("timeout"))
 
     def action_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
