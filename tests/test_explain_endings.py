@@ -479,3 +479,19 @@ def test_an_actions_own_timeout_is_named_with_its_limit(tmp_path: Path) -> None:
         "reached the failure terminal 'broken' from state 'build' (verdict error: its action "
         "ran past its 1s timeout) at step 1 of 50"
     )
+
+
+def test_an_event_log_that_cannot_be_read_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    """events.jsonl replaced by a directory: explain and report said `internal error:
+    IsADirectoryError`; the run is told from state.json, as with a lost log."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=1, extra=""))
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    log.unlink()
+    log.mkdir()
+    text, data = explained(tmp_path, run_id)
+    assert (
+        data["reason"] == "used its only step without reaching a terminal; it ended in state 'nap'"
+    )
+    assert " · 1 step · " in text.splitlines()[0]  # no budget known without the log: not "1 steps"
+    assert "note: the event log is missing, empty or unreadable; state.json records 1 step" in text
+    assert "the event log is missing, empty or unreadable" in report(tmp_path, run_id)

@@ -197,7 +197,8 @@ def log_gap(facts: RunFacts, trace: Trace | None) -> str:
     logged = max((s.step for s in trace.steps), default=0) if trace else 0
     if trace is None:
         return (
-            f"the event log is missing or empty; state.json records {counted(facts.steps, 'step')}"
+            "the event log is missing, empty or unreadable; state.json records "
+            f"{counted(facts.steps, 'step')}"
         )
     if facts.status == "finished" and trace.end is None:
         return (
@@ -295,7 +296,8 @@ def end_reason(
         if not after and last_counted and final not in (last_counted.went_to, last_counted.state):
             # a terminal on_max_steps runs nothing: the run ends there, still inconclusive
             then = f"; on_max_steps then sent it to the terminal {final!r} (still inconclusive)"
-        return f"used all {facts.steps} steps without reaching a terminal{where}{then}"
+        used = f"all {facts.steps} steps" if facts.steps != 1 else "its only step"
+        return f"used {used} without reaching a terminal{where}{then}"
     if how == "timeout":
         limit = f" ({facts.timeout_s:g}s)" if facts.timeout_s is not None else ""
         if last is not None and last.out_of_time:
@@ -464,8 +466,9 @@ def _head_lines(explanation: Explanation) -> list[str]:
     if state == "finished" and result:
         state = f"{result.get('outcome')} ({result.get('terminated_by')})"
     budget = f"/{explanation.max_steps}" if explanation.max_steps else ""
+    steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
-        f"run {facts.run_id} · {facts.loop} · {state} · {facts.steps}{budget} steps · "
+        f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
         f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
         f"why: {explanation.reason}",
     ]

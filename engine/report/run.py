@@ -33,8 +33,7 @@ def open_run(ref: str, root: Path | None = None) -> RunView:
     except UsageError as problem:
         return _from_log_alone(ref, root, problem)
     top_dir = _top_dir(snapshot.dir)
-    events = read_events(top_dir / "events.jsonl")
-    trace = read_trace(events)
+    trace = _read_log(top_dir / "events.jsonl")
     if top_dir != snapshot.dir:
         if trace is None:
             raise UsageError(f"the event log of {top_dir} has no loop_start")
@@ -58,7 +57,7 @@ def _from_log_alone(ref: str, root: Path | None, problem: UsageError) -> RunView
     """The run in `ref`'s directory as its event log tells it (its state.json unreadable);
     `problem` (why find_run refused it) when the log cannot tell it either."""
     directory = find_run_dir(ref, root)
-    trace = read_trace(read_events(directory / "events.jsonl"))
+    trace = _read_log(directory / "events.jsonl")
     if trace is None or _top_dir(directory) != directory:
         raise problem
     end = trace.end or {}
@@ -76,6 +75,15 @@ def _from_log_alone(ref: str, root: Path | None, problem: UsageError) -> RunView
         state_problem=f"its state.json is {why}; this is the event log's account alone",
     )
     return RunView(facts, trace, directory, "", trace.started_at)
+
+
+def _read_log(path: Path) -> Trace | None:
+    """The trace in an event log; None when it has none, or cannot be read at all (a
+    directory in its place, no permission): the run is then told from state.json."""
+    try:
+        return read_trace(read_events(path))
+    except OSError:
+        return None
 
 
 def _int(value: object, default: int) -> int:
