@@ -495,3 +495,16 @@ def test_an_event_log_that_cannot_be_read_is_a_note_not_a_crash(tmp_path: Path) 
     assert " · 1 step · " in text.splitlines()[0]  # no budget known without the log: not "1 steps"
     assert "note: the event log is missing, empty or unreadable; state.json records 1 step" in text
     assert "the event log is missing, empty or unreadable" in report(tmp_path, run_id)
+
+
+def test_an_event_log_that_is_no_file_does_not_hang_explain(tmp_path: Path) -> None:
+    """A FIFO in place of events.jsonl: opening it waits for a writer that never comes, so
+    explain and report hung; a log that is no regular file is not read."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=2, extra=""))
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    log.unlink()
+    os.mkfifo(log)
+    for args in (("explain", run_id), ("report", run_id, "--html", "--out", "r.html")):
+        done = ll_loop(tmp_path, *args, process=True, timeout=20)  # TimeoutExpired: it hung
+        assert done.returncode == 0, done.stderr
+    assert "the event log is missing, empty or unreadable" in (tmp_path / "r.html").read_text()

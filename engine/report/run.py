@@ -79,8 +79,11 @@ def _from_log_alone(ref: str, root: Path | None, problem: UsageError) -> RunView
 
 def _read_log(path: Path) -> Trace | None:
     """The trace in an event log; None when it has none, or cannot be read at all (a
-    directory in its place, no permission): the run is then told from state.json."""
+    directory in its place, no permission), or is no file (a FIFO would block the reader
+    forever, /dev/zero never ends a line): the run is then told from state.json."""
     try:
+        if path.exists() and not path.is_file():
+            return None
         return read_trace(read_events(path))
     except OSError:
         return None
