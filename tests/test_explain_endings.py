@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.report.runlog import read_trace
-from tests.loopback_server import LoopbackServer, verdict_reply
+from tests.loopback_server import LoopbackServer, error_reply, verdict_reply
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -508,3 +508,20 @@ def test_an_event_log_that_is_no_file_does_not_hang_explain(tmp_path: Path) -> N
         done = ll_loop(tmp_path, *args, process=True, timeout=20)  # TimeoutExpired: it hung
         assert done.returncode == 0, done.stderr
     assert "the event log is missing, empty or unreadable" in (tmp_path / "r.html").read_text()
+
+
+def test_a_judge_that_failed_is_not_called_a_sub_loop(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A judge whose call failed, with no on_error: the run's error (and so explain) said
+    `its loop None failed: call failed: …`, as if a sub-loop had failed."""
+    loopback.default = error_reply(400)
+    loop = JUDGED.replace("    on_error: done\n", "    on_cannot_judge: done\n")
+    write(tmp_path / "judged.yaml", loop)
+    ended = result_of(ll_loop(tmp_path, "run", "judged.yaml", "--json", "--quiet"))
+    _, data = explained(tmp_path, str(ended["run_id"]))
+    assert data["reason"] == (
+        "ended with an error: state 'check' produced verdict 'error' (call failed: HTTP 400: "
+        "scripted 400 (not retryable)), which has no route"
+    )
+    assert ended["error"] in str(data["reason"])
