@@ -251,6 +251,8 @@ def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: P
         _, own = explained(tmp_path, str(runs / run_id / "children" / "call-1"))
         # one step (pre) ended; the second (wait) was cut: it is not counted in either view
         assert child["steps"] == own["steps"] == 1
+        # the child's own explanation says whose child it is (its state.json has the top id)
+        assert own["run_id"] == f"{run_id} (children/call-1)"
         assert "in state 'wait' after 1 of 50 steps" in str(child["reason"])
     finally:
         proc.kill()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.model.errors import UsageError
@@ -43,8 +43,12 @@ def open_run(ref: str, root: Path | None = None) -> RunView:
                 f"no sub-loop run in the event log of {top_dir.name} matches {snapshot.dir}",
                 hint="give the top run's id instead; its explanation lists its sub-loops",
             )
+    facts = _facts(snapshot)
+    if top_dir != snapshot.dir:  # a child's state.json holds its top run's id: say which child
+        where = snapshot.dir.resolve().relative_to(top_dir.resolve())
+        facts = replace(facts, run_id=f"{facts.run_id} ({where})")
     return RunView(
-        _facts(snapshot),
+        facts,
         trace,
         snapshot.dir,
         snapshot.loop_file,
