@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.model.errors import UsageError
+from engine.model.timefmt import epoch_seconds
 from engine.report.explain import RunFacts
 from engine.report.runlog import Trace, child_trace, read_trace
 from engine.runtime.resume import RunSnapshot, find_run, find_run_dir, read_events
@@ -111,7 +112,7 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
     except (OSError, ValueError):
         saved = {}
     cost = saved.get("cost_usd")
-    max_cost, timeout = _limits(snapshot.loop_file)
+    max_cost, timeout = _limits(snapshot.loop_file, snapshot.started_at)
     return RunFacts(
         run_id=snapshot.run_id,
         loop=snapshot.loop,
@@ -127,15 +128,18 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
     )
 
 
-def _limits(loop_file: str) -> tuple[float | None, float | None]:
+def _limits(loop_file: str, started_at: str) -> tuple[float | None, float | None]:
     """The loop's `max_cost_usd` and `timeout` (the run directory keeps neither); None when
-    unknown."""
+    unknown, and when the file changed after the run started (its limits may not be the run's)."""
     if not loop_file:
         return None, None
     from engine.load.loader import load_loop_file
     from engine.model.errors import LoopError
 
+    started = epoch_seconds(started_at)
     try:
+        if started is None or Path(loop_file).stat().st_mtime > started:
+            return None, None
         loop = load_loop_file(Path(loop_file))
     except (LoopError, OSError):
         return None, None
