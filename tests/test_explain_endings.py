@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.report.runlog import read_trace
-from tests.loopback_server import LoopbackServer, error_reply, verdict_reply
+from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -531,3 +531,63 @@ def test_a_judge_that_failed_is_not_called_a_sub_loop(
         "scripted 400 (not retryable)), which has no route"
     )
     assert ended["error"] in str(data["reason"])
+
+
+PAID_CHILD = """
+name: child
+initial: ask
+scope: ["."]
+states:
+  ask:
+    action_type: prompt
+    action: "Write a haiku"
+    timeout: 30
+    next: wait
+  wait:
+    action: echo $$ > "${run.dir}/../../../wait.pid"; test -f "${run.dir}/../../../go" || sleep 30
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_continued_sub_loop_is_paid_for_once(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """Killed inside a child after its $0.30 prompt, then resumed: the child is continued, not
+    run again, and the run cost $0.30; explain said `call $0.6000 (2 calls)`, counting the
+    child under both the cut attempt and the one that continued it."""
+    loopback.default = text_reply("a poem", input_tokens=0, output_tokens=20_000)
+    write(tmp_path / "child.yaml", PAID_CHILD)
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: child.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(written(p) for p in runs.glob("*/wait.pid")))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.iterdir()).name
+        (runs / run_id / "go").touch()
+        ended = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "--quiet"))
+        assert ended["cost_usd"] == 0.3 and len(loopback.requests) == 1
+        text, data = explained(tmp_path, run_id)
+        assert (data["cost_by_state"], data["calls_by_state"]) == ({"call": 0.3}, {"call": 1})
+        assert "cost by state: call $0.3000 (1 call)" in text
+        page = report(tmp_path, run_id)
+        assert page.count("$0.3000") >= 1 and "$0.6000" not in page
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))

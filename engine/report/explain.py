@@ -496,7 +496,7 @@ def _tail_lines(explanation: Explanation) -> list[str]:
         lines.append(f"steps by state: {parts}")
     if explanation.cost_by_state:
         parts = ", ".join(
-            f"{k} ${v:.4f} ({explanation.calls_by_state.get(k, 0)} calls)"
+            f"{k} ${v:.4f} ({counted(explanation.calls_by_state.get(k, 0), 'call')})"
             for k, v in explanation.cost_by_state.items()
         )
         lines.append(f"cost by state: {parts}")

@@ -50,6 +50,7 @@ class Step:
     llm_calls: int = 0
     cost_usd: float = 0.0
     child: Trace | None = None
+    child_continued: bool = False  # a resume continued this step's child in a later step
 
     @property
     def finished(self) -> bool:
@@ -99,9 +100,10 @@ class Step:
         return ""
 
     def spent(self) -> tuple[int, float]:
-        """LLM calls and dollars of this step, a sub-loop's whole child run included."""
+        """LLM calls and dollars of this step, a sub-loop's whole child run included (once: a
+        child a resume continued counts in the step that continued it)."""
         calls, cost = self.llm_calls, self.cost_usd
-        if self.child is not None:
+        if self.child is not None and not self.child_continued:
             more_calls, more_cost = self.child.spent()
             calls, cost = calls + more_calls, cost + more_cost
         return calls, cost
@@ -222,6 +224,10 @@ class _Builder:
             parent = self.open.get(depth - 1)
             step = parent.current if parent else None
             if step is not None:
+                if step.child is not None and parent is not None:  # not continued: a new child
+                    for earlier in parent.steps[:-1]:
+                        if earlier.child is step.child:
+                            earlier.child_continued = False
                 step.child = trace
         self.open[depth] = trace
         for deeper in [d for d in self.open if d > depth]:
@@ -243,6 +249,7 @@ class _Builder:
         # running is continued (a `loop_resume` at the child's depth), not started anew.
         if previous is not None and not previous.finished and previous.state == step.state:
             step.child = previous.child
+            previous.child_continued = previous.child is not None
 
     def action_start(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
