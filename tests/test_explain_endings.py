@@ -591,3 +591,45 @@ def test_a_continued_sub_loop_is_paid_for_once(loopback: LoopbackServer, tmp_pat
         proc.kill()
         proc.wait(timeout=10)
         end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+REVIEW = """
+name: review
+initial: check
+scope: ["."]
+max_steps: 4
+states:
+  check:
+    action: echo "lint 2 problems"
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line."
+    on_yes: done
+    on_no: fix
+    on_error: done
+  fix:
+    action: echo fixed
+    next: check
+  done: {terminal: true}
+"""
+
+
+def test_a_long_judged_runs_report_stays_small(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """20000 steps, 10000 of them judged: the step table and timeline were capped, the judges
+    table listed every verdict (megabytes); it keeps the first and last ones, as the steps."""
+    loopback.default = verdict_reply("no", evidence="lint 2 problems", reason="two left " * 20)
+    run_id = run(tmp_path, "review", REVIEW)
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    start, body, end = events[0], events[1:-1], events[-1]  # two rounds: 4 steps, 2 judged
+    with log.open("w") as out:
+        out.write(json.dumps(start) + "\n")
+        for round_ in range(5000):
+            for event in body:
+                out.write(json.dumps({**event, "step": event["step"] + 4 * round_}) + "\n")
+        out.write(json.dumps(end) + "\n")
+    _, data = explained(tmp_path, run_id)
+    assert len(data["judgements"]) == 10000  # JSON keeps them all
+    page = report(tmp_path, run_id)
+    assert len(page) < 1_500_000, len(page)
+    assert "9600 judged steps in the middle are not listed" in page

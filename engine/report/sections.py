@@ -29,6 +29,7 @@ TIMELINE_WIDTH = 900
 LANE_H = 22
 TIMELINE_BARS = 2000  # a longer run draws its last steps (one bar each would be megabytes)
 STEP_ROWS = 400  # the step table lists at most this many steps (the first and the last ones)
+JUDGE_ROWS = 400  # and the judges table this many verdicts
 
 
 def path_counts(trace: Trace | None, final_state: str | None) -> PathCounts:
@@ -224,8 +225,12 @@ def _span(first: int, last: int) -> str:
 def judges_section(explanation: Explanation) -> Section:
     if not explanation.judgements:
         return Section("judges", "Judges", "<p>No LLM judge or assessment ran in this run.</p>")
+    judgements = explanation.judgements
+    shown = judgements
+    if len(judgements) > JUDGE_ROWS:  # like the step table: the first and the last ones
+        shown = judgements[: JUDGE_ROWS // 2] + judgements[-JUDGE_ROWS // 2 :]
     rows = []
-    for j in explanation.judgements:
+    for j in shown:
         note = j.note
         verdict = note.verdict or ""
         extra = []
@@ -251,6 +256,12 @@ def judges_section(explanation: Explanation) -> Section:
             )
         )
     body = table(["step", "state", "judge", "verdict", "reason", "evidence", "cost"], rows)
+    if len(judgements) > len(shown):
+        hidden = len(judgements) - len(shown)
+        body += (
+            f"<p>{hidden} judged steps in the middle are not listed "
+            "(<code>ll-loop explain RUN -f json</code> lists them all).</p>"
+        )
     return Section("judges", "Judges", body)
 
 
