@@ -633,3 +633,31 @@ def test_a_long_judged_runs_report_stays_small(loopback: LoopbackServer, tmp_pat
     page = report(tmp_path, run_id)
     assert len(page) < 1_500_000, len(page)
     assert "9600 judged steps in the middle are not listed" in page
+
+
+def test_an_error_routed_to_a_terminal_says_what_the_error_was(tmp_path: Path) -> None:
+    run_id = run(
+        tmp_path,
+        "build",
+        """
+        name: build
+        initial: compile
+        scope: ["."]
+        states:
+          compile:
+            action: exit 3
+            on_yes: done
+            on_no: done
+            on_error: broken
+          done:
+            terminal: true
+          broken:
+            terminal: true
+            failure: true
+        """,
+    )
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "reached the failure terminal 'broken' from state 'compile' (verdict error: action "
+        "exited with code 3 (only 0 and 1 are verdicts)) at step 1 of 50"
+    )

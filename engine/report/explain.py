@@ -341,8 +341,11 @@ def _via(last: Step | None) -> str:
     if last is None:
         return ""
     verdict = f"verdict {last.verdict}" if last.verdict else "no verdict"
+    why = last.details.get("reason") or last.details.get("error")  # an error's own cause
     if last.timeout_note():
         verdict += f": {last.timeout_note()}"
+    elif last.verdict == "error" and isinstance(why, str) and why:  # why it was an error
+        verdict += f": {why}"
     exhausted = last.exhausted
     if exhausted is not None:  # its route led back to a state whose retries were used up
         limit = (last.retry or {}).get("max_retries")
