@@ -661,3 +661,32 @@ def test_an_error_routed_to_a_terminal_says_what_the_error_was(tmp_path: Path) -
         "reached the failure terminal 'broken' from state 'compile' (verdict error: action "
         "exited with code 3 (only 0 and 1 are verdicts)) at step 1 of 50"
     )
+
+
+def test_an_output_left_null_says_why(tmp_path: Path) -> None:
+    """A loop whose `outputs:` value could not be computed returns it as null (to a parent,
+    too); the event log says why, and explain and the report said nothing."""
+    run_id = run(
+        tmp_path,
+        "outs",
+        """
+        name: outs
+        initial: a
+        scope: ["."]
+        outputs:
+          answer: ${captured.nothing.output}
+        states:
+          a:
+            action: echo hi
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    why = (
+        "answer: cannot interpolate ${captured.nothing.output}: missing value: 'nothing' is not set"
+    )
+    assert data["output_errors"] == [f"{why} (nothing is set)"]
+    assert f"output not computed (null): {why}" in text
+    assert "Output not computed (null): answer: cannot interpolate" in report(tmp_path, run_id)

@@ -103,6 +103,7 @@ class Explanation:
     stderr_from: str = ""  # the failing action's state (`sub-loop 'x' → state 'go'` in a child)
     failed_in: tuple[tuple[str, str], ...] = ()  # (loop, state) from this run to the failing one
     root_error: str = ""  # the error of the innermost run that failed
+    output_errors: tuple[str, ...] = ()  # `name: why` of each `outputs:` value left null
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
 
@@ -131,6 +132,7 @@ class Explanation:
             "calls_by_state": self.calls_by_state,
             "stderr_tail": list(self.stderr_tail),
             "stderr_from": self.stderr_from or None,
+            "output_errors": list(self.output_errors),
             "log_incomplete": self.log_gap or None,
             "children": [
                 {"step": step, "state": state, **child.to_json()}
@@ -184,6 +186,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
             else ()
         ),
         root_error=(failing.root_error if failing and failing.root_error else own_error),
+        output_errors=tuple(trace.output_errors) if trace else (),
         children=children,
         log_gap=gap,
     )
@@ -481,6 +484,8 @@ def _head_lines(explanation: Explanation) -> list[str]:
         lines.append(f"replay: {replayed(facts.replay_from)}")
     if explanation.log_gap:
         lines.append(f"note: {explanation.log_gap}; the path below is incomplete")
+    for problem in explanation.output_errors:
+        lines.append(f"output not computed (null): {_clip(problem, 150)}")
     if explanation.stderr_tail:
         source = explanation.stderr_from
         inside = f" ({source})" if source.startswith("sub-loop") else ""

@@ -86,6 +86,8 @@ def summary_section(explanation: Explanation) -> Section:
         )
     if facts.replay_from:
         body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
+    for problem in explanation.output_errors:
+        body.append(f"<p>Output not computed (null): {escape(problem)}</p>")
     if explanation.stderr_tail:
         source = explanation.stderr_from
         inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
