@@ -690,3 +690,37 @@ def test_an_output_left_null_says_why(tmp_path: Path) -> None:
     assert data["output_errors"] == [f"{why} (nothing is set)"]
     assert f"output not computed (null): {why}" in text
     assert "Output not computed (null): answer: cannot interpolate" in report(tmp_path, run_id)
+
+
+def test_a_stopped_step_reads_stopped_not_interrupted(tmp_path: Path) -> None:
+    """`ll-loop stop` ends a run gracefully; its cut step read `(interrupted)`, the word for a
+    run whose process was killed."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(written(p) for p in runs.glob("*/wait.pid")))
+        run_id = next(runs.iterdir()).name
+        assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+        proc.wait(timeout=20)
+        text, data = explained(tmp_path, run_id)
+        assert data["status"] == "stopped"
+        assert "        1  wait ? → (stopped)" in text
+        assert "(stopped)" in report(tmp_path, run_id)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))

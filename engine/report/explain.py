@@ -526,8 +526,10 @@ def _path_line(item: PathItem, unfinished: str) -> str:
 
 
 def unfinished_label(status: str) -> str:
-    """What a step with no end is, by the run's status: under way, cut short, or not known."""
-    return {"running": "(running)", "unknown": "(no end logged)"}.get(status, "(interrupted)")
+    """What a step with no end is, by the run's status: under way, stopped (`ll-loop stop`),
+    cut short (a kill), or not known."""
+    labels = {"running": "(running)", "stopped": "(stopped)", "unknown": "(no end logged)"}
+    return labels.get(status, "(interrupted)")
 
 
 def replayed(source: str) -> str:
