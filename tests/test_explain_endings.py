@@ -110,6 +110,7 @@ def test_on_max_steps_is_named_and_the_cycle_before_it_kept(tmp_path: Path) -> N
         "then on_max_steps ran 'cleanup' (yes)"
     )
     assert "cleanup yes → (on_max_steps; the run ended)" in text
+    assert data["steps_by_state"] == {"poll": 4, "nap": 3}  # 7 steps: cleanup is not one
     page = report(tmp_path, run_id)
     row = page[page.index('<tr data-state="cleanup">') :]
     row = row[: row.index("</tr>")]

@@ -149,7 +149,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
-    steps_by_state = dict(Counter(s.state for s in counted_steps).most_common())
+    # the on_max_steps state runs once the budget is spent and is no step of it
+    per_state = Counter(s.state for s in counted_steps if not s.budget_end)
+    steps_by_state = dict(per_state.most_common())
     cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
     for step in steps:

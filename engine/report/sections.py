@@ -276,7 +276,7 @@ def cost_section(explanation: Explanation, bound: CostBound | None) -> Section:
             str(explanation.calls_by_state.get(state, 0)),
             f"${explanation.cost_by_state.get(state, 0.0):.4f}",
         )
-        for state in explanation.steps_by_state
+        for state in dict.fromkeys([*explanation.steps_by_state, *explanation.cost_by_state])
     ]
     body = [table(["state", "steps", "LLM calls", "cost"], rows)]
     if bound is not None and bound.bounded and bound.usd is not None:
