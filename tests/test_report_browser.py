@@ -166,3 +166,52 @@ def test_harness_history_page_charts_each_invocation_with_its_interval(
     assert bars == 3
     ARTIFACTS.mkdir(exist_ok=True)
     browser.screenshot(path=str(ARTIFACTS / "harness-history.png"), full_page=True)
+
+
+SPIN = """
+name: spin
+initial: poll
+scope: ["."]
+max_steps: 40000
+states:
+  poll:
+    action: "false"
+    on_yes: done
+    on_no: nap
+  nap:
+    action: "true"
+    next: poll
+  done:
+    terminal: true
+"""
+
+
+def test_a_long_runs_visit_counts_fit_their_badges(browser: Any, tmp_path: Path) -> None:
+    """A state that ran 20000 times: the badge holds all five digits (a circle held two)."""
+    write_loop(tmp_path, SPIN.replace("max_steps: 40000", "max_steps: 4"))
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+    log = ran.run_dir / "events.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    start, body, end = events[0], events[1:-1], events[-1]  # 4 steps, two rounds of the cycle
+    start["max_steps"] = end["steps"] = 40000
+    with log.open("w") as out:  # the same two rounds, 10000 times: 40000 steps
+        out.write(json.dumps(start) + "\n")
+        for round_ in range(10000):
+            for event in body:
+                out.write(json.dumps({**event, "step": event["step"] + 4 * round_}) + "\n")
+        out.write(json.dumps(end) + "\n")
+    page_file = tmp_path / "report.html"
+    assert (
+        ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file)).code == 0
+    )
+    load_offline(browser, page_file)
+    fits = browser.eval_on_selector_all(
+        "svg.graph .node[data-visits='20000']",
+        """nodes => nodes.map(n => {
+            const badge = n.querySelector('.badge').getBBox();
+            const text = n.querySelector('.badge-text').getBBox();
+            return [n.querySelector('.badge-text').textContent,
+                    text.x >= badge.x && text.x + text.width <= badge.x + badge.width];
+        })""",
+    )
+    assert fits == [["20000", True], ["20000", True]]

@@ -366,10 +366,16 @@ def test_a_damaged_state_json_is_named_as_such_and_the_events_still_show(tmp_pat
     write(tmp_path / "sleeper.yaml", SINGLE_COMMAND.replace("sleep 60", "echo hi"))
     run_id = result_of(ll_loop(tmp_path, "run", "sleeper.yaml", "--json", "-q"))["run_id"]
     (run_dir(tmp_path, run_id) / "state.json").write_text('{"run_id": "x", ')
-    explained = ll_loop(tmp_path, "explain", run_id)
-    assert explained.returncode == 2
-    assert f"run {run_id}'s state.json is damaged (it does not parse)" in explained.stderr
-    assert f"`ll-loop history {run_id}` shows them" in explained.stderr
+    explained = ll_loop(tmp_path, "explain", run_id)  # told from its events, and says so
+    assert explained.returncode == 0, explained.stderr
+    assert (
+        "note: its state.json is damaged (it does not parse); this is the event log's account"
+        in explained.stdout
+    )
+    resumed = ll_loop(tmp_path, "resume", run_id)
+    assert resumed.returncode == 2
+    assert f"run {run_id}'s state.json is damaged (it does not parse)" in resumed.stderr
+    assert f"`ll-loop history {run_id}` shows them" in resumed.stderr
     shown = ll_loop(tmp_path, "history", run_id)
     assert shown.returncode == 0, shown.stderr
     assert "state.json is damaged (it does not parse); its events follow" in shown.stdout

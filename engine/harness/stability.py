@@ -187,6 +187,8 @@ def _decision(verdict: str) -> str:
 def _evaluate_events(path: Path) -> Iterator[dict[str, Any]]:
     """The `loop_start` and `evaluate` events of a log; other lines are not even parsed."""
 
+    if path.exists() and not path.is_file():
+        return  # a FIFO would block the report forever, /dev/zero never ends a line
     try:
         handle = path.open("rb")
     except OSError:

@@ -9,10 +9,11 @@ stopped or interrupted run stands).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 from engine.harness.verdicts import JudgeNote
+from engine.model.terminal import printable
 from engine.model.timefmt import counted
 from engine.report.runlog import Step, Trace, run_again
 
@@ -22,16 +23,33 @@ SCREEN_LINES = 24
 STDERR_LINES = 5
 
 
+class Hop(NamedTuple):
+    """One step on the path: its state and verdict, the state entered next, why that is not
+    simply the route's target ('' when it is), and whether the step ended (routed)."""
+
+    state: str
+    verdict: str | None
+    target: str | None
+    note: str
+    ended: bool
+
+
 @dataclass(frozen=True)
 class PathItem:
-    """A stretch of the path: `steps` (state, verdict, target) repeated `times` times."""
+    """A stretch of the path: `steps` (state, verdict, the state entered next, and a note when
+    that is not simply the route's target) repeated `times` times."""
 
     first_step: int
-    steps: tuple[tuple[str, str | None, str | None], ...]
+    steps: tuple[Hop, ...]
     times: int = 1
+    last: int | None = None  # the last step's number, when not first_step + count - 1
 
     @property
     def last_step(self) -> int:
+        """The number of the stretch's last step: attempts a kill cut short and a resume ran
+        again share their step's number, so it is not always first + count - 1."""
+        if self.last is not None:
+            return self.last
         return self.first_step + len(self.steps) * self.times - 1
 
     def to_json(self) -> dict[str, Any]:
@@ -39,7 +57,10 @@ class PathItem:
             "first_step": self.first_step,
             "last_step": self.last_step,
             "times": self.times,
-            "steps": [{"state": s, "verdict": v, "target": t} for s, v, t in self.steps],
+            "steps": [
+                {"state": h.state, "verdict": h.verdict, "target": h.target, "note": h.note or None}
+                for h in self.steps
+            ],
         }
 
 
@@ -56,13 +77,16 @@ class RunFacts:
 
     run_id: str
     loop: str
-    status: str  # running | interrupted | stopped | finished
+    status: str  # running | interrupted | stopped | finished | unknown (no state.json)
     current: str
     steps: int
     elapsed_ms: int
     cost_usd: float
     result: dict[str, Any] | None = None
     max_cost_usd: float | None = None
+    timeout_s: float | None = None  # the loop's `timeout` (the run directory does not keep it)
+    replay_from: str = ""  # the run directory whose logged model answers this run replayed
+    state_problem: str = ""  # why state.json could not be read (the facts are the log's)
 
 
 @dataclass(frozen=True)
@@ -76,6 +100,10 @@ class Explanation:
     calls_by_state: dict[str, int]
     max_steps: int | None
     stderr_tail: tuple[str, ...] = ()
+    stderr_from: str = ""  # the failing action's state (`sub-loop 'x' → state 'go'` in a child)
+    failed_in: tuple[tuple[str, str], ...] = ()  # (loop, state) from this run to the failing one
+    root_error: str = ""  # the error of the innermost run that failed
+    output_errors: tuple[str, ...] = ()  # `name: why` of each `outputs:` value left null
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
 
@@ -92,6 +120,8 @@ class Explanation:
             "max_steps": self.max_steps,
             "duration_ms": self.facts.elapsed_ms,
             "cost_usd": round(self.facts.cost_usd, 6),
+            "replay_from": self.facts.replay_from or None,
+            "state_unreadable": self.facts.state_problem or None,
             "reason": self.reason,
             "path": [p.to_json() for p in self.path],
             "judgements": [
@@ -101,6 +131,8 @@ class Explanation:
             "cost_by_state": {k: round(v, 6) for k, v in self.cost_by_state.items()},
             "calls_by_state": self.calls_by_state,
             "stderr_tail": list(self.stderr_tail),
+            "stderr_from": self.stderr_from or None,
+            "output_errors": list(self.output_errors),
             "log_incomplete": self.log_gap or None,
             "children": [
                 {"step": step, "state": state, **child.to_json()}
@@ -112,10 +144,14 @@ class Explanation:
 def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Explanation:
     """The explanation of one run (or one child run: pass its facts and trace, and `child`:
     its facts come from the same log, which cannot be checked against itself)."""
+    if facts.status == "finished" and not facts.result and trace is not None and trace.end:
+        facts = replace(facts, result=dict(trace.end))  # a state.json without its result
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
-    steps_by_state = dict(Counter(s.state for s in counted_steps).most_common())
+    # the on_max_steps state runs once the budget is spent and is no step of it
+    per_state = Counter(s.state for s in counted_steps if not s.budget_end)
+    steps_by_state = dict(per_state.most_common())
     cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
     for step in steps:
@@ -132,6 +168,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     )
     last = steps[-1] if steps else None
     gap = "" if child else log_gap(facts, trace)
+    stderr = _failing_stderr(last, children)
+    failing = _child_of(children, last) if last is not None and _failed(last) else None
+    own_error = str((facts.result or {}).get("error") or "")
     return Explanation(
         facts=facts,
         reason=end_reason(facts, trace if not gap else None, children),
@@ -141,7 +180,15 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         cost_by_state={k: v for k, v in sorted(cost.items(), key=lambda kv: -kv[1]) if v},
         calls_by_state={k: v for k, v in calls.most_common() if v},
         max_steps=trace.max_steps if trace else None,
-        stderr_tail=_stderr_tail(last) if last and _failed(last) else (),
+        stderr_tail=stderr[0],
+        stderr_from=stderr[1],
+        failed_in=(
+            ((facts.loop, last.state), *(failing.failed_in if failing else ()))
+            if last is not None and _failed(last)
+            else ()
+        ),
+        root_error=(failing.root_error if failing and failing.root_error else own_error),
+        output_errors=tuple(trace.output_errors) if trace else (),
         children=children,
         log_gap=gap,
     )
@@ -155,7 +202,8 @@ def log_gap(facts: RunFacts, trace: Trace | None) -> str:
     logged = max((s.step for s in trace.steps), default=0) if trace else 0
     if trace is None:
         return (
-            f"the event log is missing or empty; state.json records {counted(facts.steps, 'step')}"
+            "the event log is missing, empty or unreadable; state.json records "
+            f"{counted(facts.steps, 'step')}"
         )
     if facts.status == "finished" and trace.end is None:
         return (
@@ -181,7 +229,7 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
         loop=child.loop,
         status=status,
         current=str(end.get("final_state") or last),
-        steps=int(end.get("steps") or len(child.steps)),
+        steps=int(end.get("steps") or sum(1 for s in child.steps if s.routed)),
         elapsed_ms=int(end.get("duration_ms") or 0),
         cost_usd=float(end.get("cost_usd") or child.spent()[1]),
         result=end or None,
@@ -190,7 +238,7 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
 
 def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
     """The path with consecutive repeats folded: `(test no → fix · fix fixed → test) ×3`."""
-    items = [(s.state, s.verdict, s.target) for s in steps]
+    items = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
     numbers = [s.step for s in steps]
     folded: list[PathItem] = []
     i = 0
@@ -203,7 +251,9 @@ def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
                 times += 1
             if times >= 2 and period * times > best_period * best_times:
                 best_period, best_times = period, times
-        folded.append(PathItem(numbers[i], tuple(items[i : i + best_period]), best_times))
+        end = i + best_period * best_times - 1
+        hops = tuple(items[i : i + best_period])
+        folded.append(PathItem(numbers[i], hops, best_times, last=numbers[end]))
         i += best_period * best_times
     return tuple(folded)
 
@@ -219,6 +269,12 @@ def end_reason(
         if last is not None and not last.finished:  # the step under way
             return f"still running: step {last.step}{budget}, in state {last.state!r}"
         return f"still running: {_steps(facts.steps, budget)} done, now in state {facts.current!r}"
+    if facts.status == "unknown":  # no state.json, and the log has no end
+        where = f"in step {last.step}{budget}, state {last.state!r}" if last else "before step 1"
+        return (
+            f"the event log stops {where}, and without state.json whether its process still "
+            "runs is not known (`ll-loop status` shows the live runs)"
+        )
     if facts.status == "interrupted":
         return (
             f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
@@ -237,10 +293,26 @@ def end_reason(
         via = _via(last)
         return f"reached the {kind} terminal {final!r}{via} at step {facts.steps}{budget}"
     if how == "max_steps":
-        where = _cycling(steps) or f"; it ended in state {final!r}"
-        return f"used all {facts.steps} steps without reaching a terminal{where}"
+        counted_steps = [s for s in steps if not s.budget_end]
+        where = _cycling(counted_steps) or f"; it ended in state {final!r}"
+        after = steps[-1] if steps and steps[-1].budget_end else None
+        then = f"; then on_max_steps ran {after.state!r} ({after.verdict})" if after else ""
+        last_counted = counted_steps[-1] if counted_steps else None
+        if not after and last_counted and final not in (last_counted.went_to, last_counted.state):
+            # a terminal on_max_steps runs nothing: the run ends there, still inconclusive
+            then = f"; on_max_steps then sent it to the terminal {final!r} (still inconclusive)"
+        used = f"all {facts.steps} steps" if facts.steps != 1 else "its only step"
+        return f"used {used} without reaching a terminal{where}{then}"
     if how == "timeout":
-        return f"its time limit ran out in state {final!r} after {_steps(facts.steps, budget)}"
+        limit = f" ({facts.timeout_s:g}s)" if facts.timeout_s is not None else ""
+        if last is not None and last.out_of_time:
+            return (
+                f"its time limit{limit} ran out during step {last.step}{budget}, in state "
+                f"{last.state!r}; its action was ended"
+            )
+        return (
+            f"its time limit{limit} ran out in state {final!r} after {_steps(facts.steps, budget)}"
+        )
     if how == "max_cost":
         limit = f" of ${facts.max_cost_usd:g}" if facts.max_cost_usd is not None else ""
         return (
@@ -249,8 +321,15 @@ def end_reason(
         )
     if how == "error":
         error = str(result.get("error") or "an error")
-        inside = _inside(children, last)
+        inside = _inside(children, last, error)
+        if last is not None and last.timeout_note() and last.timeout_note() not in error:
+            inside += f"; {last.timeout_note()}"
         return f"ended with an error: {error}{inside}"
+    if not result:
+        return (
+            f"finished in state {final!r} after {_steps(facts.steps, budget)}; neither "
+            "state.json nor the event log records how it ended"
+        )
     return f"ended: {result.get('outcome')} ({how}) in state {final!r}"
 
 
@@ -266,8 +345,17 @@ def _id(facts: RunFacts) -> str:
 def _via(last: Step | None) -> str:
     if last is None:
         return ""
-    route = "retries exhausted" if last.retry and last.retry.get("exhausted") else None
-    verdict = route or (f"verdict {last.verdict}" if last.verdict else "no verdict")
+    verdict = f"verdict {last.verdict}" if last.verdict else "no verdict"
+    why = last.details.get("reason") or last.details.get("error")  # an error's own cause
+    if last.timeout_note():
+        verdict += f": {last.timeout_note()}"
+    elif last.verdict == "error" and isinstance(why, str) and why:  # why it was an error
+        verdict += f": {why}"
+    exhausted = last.exhausted
+    if exhausted is not None:  # its route led back to a state whose retries were used up
+        limit = (last.retry or {}).get("max_retries")
+        used = f"its {limit} retries" if isinstance(limit, int) else "its retries"
+        verdict += f", routed to {exhausted[0]!r}, which had used {used}: on_retry_exhausted"
     return f" from state {last.state!r} ({verdict})"
 
 
@@ -276,25 +364,62 @@ def _cycling(steps: list[Step]) -> str:
     (and perhaps the start of one more round)."""
     if not steps:
         return ""
-    tail = fold_path(steps[-3 * MAX_FOLD :])
+    tail = fold_path(steps)
     for index in range(len(tail) - 1, -1, -1):
         item = tail[index]
         after = tail[index + 1 :]
         if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
-            cycle = " → ".join(state for state, _, _ in item.steps)
+            cycle = " → ".join(hop.state for hop in item.steps)
             count = steps[-1].step - item.first_step + 1
             return f"; the last {count} steps went round {cycle}"
     return f"; it was in state {steps[-1].state!r}"
 
 
-def _inside(children: tuple[tuple[int, str, Explanation], ...], last: Step | None) -> str:
-    """The child's own reason when the failing step ran a sub-loop."""
-    if last is None:
+def _inside(
+    children: tuple[tuple[int, str, Explanation], ...], last: Step | None, error: str
+) -> str:
+    """The child's own reason when the failing step ran a sub-loop, unless the run's error
+    already carries the child's (the engine nests a child's cause in its parent's error)."""
+    child = _child_of(children, last)
+    if child is None:
         return ""
+    own = str((child.facts.result or {}).get("error") or "")
+    if own and own in error:
+        return ""
+    if child.root_error and child.root_error in error:
+        # the engine names the innermost cause only: say which sub-loops it is in
+        return " — inside " + " → ".join(
+            f"sub-loop {loop!r}, state {state!r}" for loop, state in child.failed_in
+        )
+    return f" — inside sub-loop {child.facts.loop!r}: {child.reason}"
+
+
+def _child_of(
+    children: tuple[tuple[int, str, Explanation], ...], last: Step | None
+) -> Explanation | None:
+    """The explanation of the child run `last` (a sub-loop step) ran, if any."""
+    if last is None:
+        return None
     for step, state, child in children:
         if step == last.step and state == last.state:
-            return f" — inside sub-loop {child.facts.loop!r}: {child.reason}"
-    return ""
+            return child
+    return None
+
+
+def _failing_stderr(
+    last: Step | None, children: tuple[tuple[int, str, Explanation], ...]
+) -> tuple[tuple[str, ...], str]:
+    """The end of the failing action's stderr and the state it ran in; for a sub-loop step
+    that failed, the failing action inside its child (however deep)."""
+    if last is None or not _failed(last):
+        return (), ""
+    own = _stderr_tail(last)
+    if own:
+        return own, f"state {last.state!r}"
+    child = _child_of(children, last)
+    if child is not None and child.stderr_tail:
+        return child.stderr_tail, f"sub-loop {child.facts.loop!r} → {child.stderr_from}"
+    return (), ""
 
 
 def _failed(step: Step) -> bool:
@@ -318,9 +443,10 @@ def _stderr_tail(step: Step) -> tuple[str, ...]:
 
 def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
     """The text of `ll-loop explain`, fitted to `screen` lines: when everything does not fit,
-    fewer judgements and then the middle of the path give way (`--format json` has them all)."""
+    fewer judgements and then the middle of the path give way (`--format json` has them all).
+    Control characters in it (an action's stderr, a judge's reason) are shown as escapes."""
     head, tail = _head_lines(explanation), _tail_lines(explanation)
-    unfinished = "(running)" if explanation.facts.status == "running" else "(interrupted)"
+    unfinished = unfinished_label(explanation.facts.status)
     path = [f"  {_path_line(item, unfinished)}" for item in explanation.path]
     shown = SHOWN_JUDGEMENTS
     judges = _judgement_lines(explanation.judgements, shown)
@@ -337,25 +463,35 @@ def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
             f"  … {hidden} more stretches of the path …",
             *path[-(keep - first) :],
         ]
-    return "\n".join([*head, *(["path:", *path] if path else []), *judges, *tail])
+    text = "\n".join([*head, *(["path:", *path] if path else []), *judges, *tail])
+    return printable(text)  # an action's stderr, a judge's reason: shown, never obeyed
 
 
 def _head_lines(explanation: Explanation) -> list[str]:
     facts = explanation.facts
     result = facts.result or {}
     state = facts.status
-    if state == "finished":
+    if state == "finished" and result:
         state = f"{result.get('outcome')} ({result.get('terminated_by')})"
     budget = f"/{explanation.max_steps}" if explanation.max_steps else ""
+    steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
-        f"run {facts.run_id} · {facts.loop} · {state} · {facts.steps}{budget} steps · "
+        f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
         f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
         f"why: {explanation.reason}",
     ]
+    if facts.state_problem:
+        lines.append(f"note: {facts.state_problem}")
+    if facts.replay_from:
+        lines.append(f"replay: {replayed(facts.replay_from)}")
     if explanation.log_gap:
         lines.append(f"note: {explanation.log_gap}; the path below is incomplete")
+    for problem in explanation.output_errors:
+        lines.append(f"output not computed (null): {_clip(problem, 150)}")
     if explanation.stderr_tail:
-        lines.append("stderr of the failing action ends:")
+        source = explanation.stderr_from
+        inside = f" ({source})" if source.startswith("sub-loop") else ""
+        lines.append(f"stderr of the failing action{inside} ends:")
         lines += [f"  | {_clip(line, 100)}" for line in explanation.stderr_tail]
     return lines
 
@@ -370,7 +506,7 @@ def _tail_lines(explanation: Explanation) -> list[str]:
         lines.append(f"steps by state: {parts}")
     if explanation.cost_by_state:
         parts = ", ".join(
-            f"{k} ${v:.4f} ({explanation.calls_by_state.get(k, 0)} calls)"
+            f"{k} ${v:.4f} ({counted(explanation.calls_by_state.get(k, 0), 'call')})"
             for k, v in explanation.cost_by_state.items()
         )
         lines.append(f"cost by state: {parts}")
@@ -385,13 +521,41 @@ def _path_line(item: PathItem, unfinished: str) -> str:
         if item.last_step == item.first_step
         else (f"{item.first_step}-{item.last_step}")
     )
-    hops = " · ".join(
-        f"{state} {verdict or '?'} → {target or (unfinished if verdict is None else '(no route)')}"
-        for state, verdict, target in item.steps
-    )
+    hops = " · ".join(_hop_text(hop, unfinished) for hop in item.steps)
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
+
+
+def unfinished_label(status: str) -> str:
+    """What a step with no end is, by the run's status: under way, stopped (`ll-loop stop`),
+    cut short (a kill), or not known."""
+    labels = {"running": "(running)", "stopped": "(stopped)", "unknown": "(no end logged)"}
+    return labels.get(status, "(interrupted)")
+
+
+def replayed(source: str) -> str:
+    """What a replayed run's verdicts and costs are: answers of another run, not the model's."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    return (
+        f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made, "
+        "and its judges said what they said then"
+    )
+
+
+def _hop_text(hop: Hop, unfinished: str) -> str:
+    where = next_text(hop.ended, hop.target, hop.note, unfinished)
+    return f"{hop.state} {hop.verdict or '?'} → {where}"
+
+
+def next_text(ended: bool, target: str | None, note: str, unfinished: str) -> str:
+    """Where a step went: its target (with why, when not its route's), why it went nowhere,
+    or `unfinished` for a step that never ended (running, or cut short)."""
+    if not ended:
+        return unfinished
+    if target is not None:
+        return f"{target} ({note})" if note else target
+    return f"({note or 'no route'})"
 
 
 def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:

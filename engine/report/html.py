@@ -15,7 +15,7 @@ from engine.model.errors import LoopError
 from engine.model.loop import Loop
 from engine.model.timefmt import epoch_seconds
 from engine.report.bound import static_bound
-from engine.report.explain import explain
+from engine.report.explain import explain, unfinished_label
 from engine.report.page import Section, render_page
 from engine.report.run import RunView
 from engine.report.runlog import Trace
@@ -40,7 +40,7 @@ def run_report_html(view: RunView, root: Path) -> str:
     sections = [
         summary_section(explanation),
         graph_section(graph, counts, note=why_not),
-        timeline_section(view.trace, running=view.facts.status == "running"),
+        timeline_section(view.trace, unfinished=unfinished_label(view.facts.status)),
         judges_section(explanation),
         cost_section(explanation, _bound(loop, root) if loop is not None else None),
         *history_sections(root, view.facts.loop),

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from engine.model.terminal import printable
+
 
 @dataclass(frozen=True)
 class Section:
@@ -29,7 +31,9 @@ def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
         f'<section id="{escape(s.id)}"><h2>{escape(s.title)}</h2>\n{s.body}\n</section>'
         for s in sections
     )
-    return f"""<!DOCTYPE html>
+    # text from actions and models may hold escape sequences and other control characters:
+    # they are invalid in HTML, and a page viewed as text (cat, a CI log) would obey them
+    return printable(f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -45,7 +49,7 @@ def render_page(title: str, subtitle: str, sections: Sequence[Section]) -> str:
 <script>{SCRIPT}</script>
 </body>
 </html>
-"""
+""")
 
 
 def table(
@@ -95,11 +99,11 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .verdict-no, .verdict-fail, .verdict-error { color: var(--bad); font-weight: 600; }
 .flag { color: var(--bad); font-weight: 600; }
 .graph-wrap { overflow-x: auto; border: 1px solid var(--line); background: #fff; }
-svg.graph .node rect { fill: #fff; stroke: #8a94a6; stroke-width: 1.3; }
-svg.graph .node.visited rect { fill: #fff4e6; stroke: var(--taken); stroke-width: 2.2; }
-svg.graph .node.terminal.success rect { stroke: var(--ok); }
-svg.graph .node.terminal.failure rect { stroke: var(--bad); }
-svg.graph .node.current rect { stroke-dasharray: 5 3; stroke-width: 3; }
+svg.graph .node rect.shape { fill: #fff; stroke: #8a94a6; stroke-width: 1.3; }
+svg.graph .node.visited rect.shape { fill: #fff4e6; stroke: var(--taken); stroke-width: 2.2; }
+svg.graph .node.terminal.success rect.shape { stroke: var(--ok); }
+svg.graph .node.terminal.failure rect.shape { stroke: var(--bad); }
+svg.graph .node.current rect.shape { stroke-dasharray: 5 3; stroke-width: 3; }
 svg.graph .node .label { font-size: 13px; text-anchor: middle; fill: var(--ink); }
 svg.graph .badge { fill: var(--taken); }
 svg.graph .badge-text { font-size: 11px; fill: #fff; text-anchor: middle; font-weight: 700; }
@@ -110,7 +114,7 @@ svg.graph .edge.taken path { stroke: var(--taken); }
 svg.graph .edge-label { font-size: 11px; fill: var(--muted); paint-order: stroke;
   stroke: #fff; stroke-width: 3px; }
 svg.graph .edge.taken .edge-label { fill: var(--taken); font-weight: 700; }
-svg.graph .node.selected rect { stroke: #1864ab; stroke-width: 3; }
+svg.graph .node.selected rect.shape { stroke: #1864ab; stroke-width: 3; }
 svg.timeline rect.bar { fill: #ffd8a8; stroke: var(--taken); }
 svg.timeline rect.bar.error, svg.timeline rect.bar.no { fill: #ffc9c9; stroke: var(--bad); }
 svg.timeline rect.bar.yes { fill: #d3f9d8; stroke: var(--ok); }

@@ -32,6 +32,7 @@ class Step:
     action: str | None = None
     exit_code: int | None = None
     duration_ms: int | None = None
+    timeout: float | None = None  # the action's time limit, as it started
     timed_out: bool = False
     signal: int | None = None
     spawn_error: str | None = None
@@ -43,19 +44,66 @@ class Step:
     target: str | None = None
     routed: bool = False
     route_error: str | None = None
+    out_of_time: bool = False  # the loop's own timeout cut this step: the run ended in it
+    budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cost_usd: float = 0.0
     child: Trace | None = None
+    child_continued: bool = False  # a resume continued this step's child in a later step
 
     @property
     def finished(self) -> bool:
         return self.routed
 
+    @property
+    def ended(self) -> bool:
+        """Routed, or run as `on_max_steps` (which is never routed): the step is over."""
+        return self.routed or self.budget_end
+
+    @property
+    def went_to(self) -> str | None:
+        """The state the run entered after this step: the route's target, or that state's
+        `on_retry_exhausted` when its retries ran out."""
+        exhausted = self.exhausted
+        return exhausted[1] if exhausted else self.target
+
+    @property
+    def exhausted(self) -> tuple[str, str] | None:
+        """(the state whose retries ran out, where the run went instead) when this step's
+        route re-entered a state once too often."""
+        retry = self.retry or {}
+        state, after = retry.get("state"), retry.get("target")
+        if retry.get("exhausted") and isinstance(state, str) and isinstance(after, str):
+            return state, after
+        return None
+
+    def timeout_note(self) -> str:
+        """`its action ran past its 30s timeout` when the state's own timeout ended it."""
+        if not self.timed_out or self.out_of_time:
+            return ""
+        limit = f" {self.timeout:g}s" if self.timeout is not None else ""
+        return f"its action ran past its{limit} timeout"
+
+    def hop_note(self) -> str:
+        """Why this step went somewhere other than its route, or nowhere: '' when it simply
+        followed its route (or has none, or is unfinished)."""
+        exhausted = self.exhausted
+        if exhausted is not None:
+            limit = (self.retry or {}).get("max_retries")
+            times = f" {limit}" if isinstance(limit, int) else ""
+            return f"{exhausted[0]!r} had used its{times} retries"
+        if self.out_of_time:
+            return "the loop's time limit ran out"
+        if self.budget_end:
+            return "on_max_steps; the run ended"
+        return ""
+
     def spent(self) -> tuple[int, float]:
-        """LLM calls and dollars of this step, a sub-loop's whole child run included."""
+        """LLM calls and dollars of this step, a sub-loop's whole child run included (once: a
+        child a resume continued counts in the step that continued it)."""
         calls, cost = self.llm_calls, self.cost_usd
-        if self.child is not None:
+        if self.child is not None and not self.child_continued:
             more_calls, more_cost = self.child.spent()
             calls, cost = calls + more_calls, cost + more_cost
         return calls, cost
@@ -176,15 +224,22 @@ class _Builder:
             parent = self.open.get(depth - 1)
             step = parent.current if parent else None
             if step is not None:
+                if step.child is not None and parent is not None:  # not continued: a new child
+                    for earlier in parent.steps[:-1]:
+                        if earlier.child is step.child:
+                            earlier.child_continued = False
                 step.child = trace
         self.open[depth] = trace
         for deeper in [d for d in self.open if d > depth]:
             del self.open[deeper]
 
     def state_enter(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
+        state = event.get("state")
+        if not isinstance(state, str) or not state:
+            return  # no state of ours: a damaged line must not stand in for the real step
         step = Step(
             step=_int(event.get("step")) or len(trace.steps) + 1,
-            state=str(event.get("state") or ""),
+            state=state,
             depth=depth,
             started_at=str(event.get("ts") or ""),
         )
@@ -194,12 +249,14 @@ class _Builder:
         # running is continued (a `loop_resume` at the child's depth), not started anew.
         if previous is not None and not previous.finished and previous.state == step.state:
             step.child = previous.child
+            previous.child_continued = previous.child is not None
 
     def action_start(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
         if step is not None:
             step.action_type = _str(event.get("action_type"))
             step.action = _str(event.get("action"))
+            step.timeout = _float(event.get("timeout"))
 
     def action_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
@@ -229,6 +286,7 @@ class _Builder:
         step.routed = True
         step.target = _str(event.get("target"))
         step.route_error = _str(event.get("error"))
+        step.out_of_time = event.get("timeout") is True
         if step.verdict is None:
             step.verdict = _str(event.get("verdict"))
 
@@ -256,6 +314,10 @@ class _Builder:
 
     def loop_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         trace.end = {k: v for k, v in event.items() if k not in ("ts", "event", "run_id")}
+        step = trace.current
+        if event.get("terminated_by") == "max_steps" and step is not None:
+            # a judged step the budget's end left unrouted ran as the `on_max_steps` state
+            step.budget_end = not step.routed and step.verdict is not None
 
     def output_error(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         trace.output_errors.append(f"{event.get('output')}: {event.get('error')}")

@@ -19,7 +19,7 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, fold_path
+from engine.report.explain import Explanation, fold_path, next_text, replayed
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -29,6 +29,7 @@ TIMELINE_WIDTH = 900
 LANE_H = 22
 TIMELINE_BARS = 2000  # a longer run draws its last steps (one bar each would be megabytes)
 STEP_ROWS = 400  # the step table lists at most this many steps (the first and the last ones)
+JUDGE_ROWS = 400  # and the judges table this many verdicts
 
 
 def path_counts(trace: Trace | None, final_state: str | None) -> PathCounts:
@@ -76,8 +77,21 @@ def summary_section(explanation: Explanation) -> Section:
         f'<p class="facts">{facts_html}</p>',
         f'<p class="why {escape(kind)}" id="why">{escape(explanation.reason)}</p>',
     ]
+    if facts.state_problem:
+        body.append(f'<p class="note">Note: {escape(facts.state_problem)}.</p>')
+    if explanation.log_gap:
+        body.append(
+            f'<p class="note">Note: {escape(explanation.log_gap)}; the path below is '
+            "incomplete.</p>"
+        )
+    if facts.replay_from:
+        body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
+    for problem in explanation.output_errors:
+        body.append(f"<p>Output not computed (null): {escape(problem)}</p>")
     if explanation.stderr_tail:
-        body.append("<p>stderr of the failing action ends:</p>")
+        source = explanation.stderr_from
+        inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
+        body.append(f"<p>stderr of the failing action{inside} ends:</p>")
         body.append(f"<pre>{escape(chr(10).join(explanation.stderr_tail))}</pre>")
     for step, state, child in explanation.children[-5:]:
         body.append(
@@ -106,7 +120,8 @@ def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Se
     return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
 
 
-def timeline_section(trace: Trace | None, *, running: bool = False) -> Section:
+def timeline_section(trace: Trace | None, *, unfinished: str = "(interrupted)") -> Section:
+    """The steps over time and as a table; a step with no end reads `unfinished`."""
     steps = trace.steps if trace else []
     if not steps:
         return Section("timeline", "Timeline", "<p>No step has run.</p>")
@@ -114,7 +129,6 @@ def timeline_section(trace: Trace | None, *, running: bool = False) -> Section:
     note = ""
     if len(drawn) < len(steps):
         note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
-    unfinished = "(running)" if running else "(interrupted)"
     table_html = _step_table(steps, unfinished)
     return Section("timeline", "Timeline", note + _timeline_svg(drawn) + table_html)
 
@@ -181,7 +195,7 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
                 escape(step.state),
                 escape(outcome),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
-                escape(step.target or ("(no route)" if step.routed else unfinished)),
+                escape(next_text(step.ended, step.went_to, step.hop_note(), unfinished)),
                 f"{(step.duration_ms or 0) / 1000:.2f} s",
                 f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
                 escape(_clip(step.output, 120)),
@@ -197,7 +211,7 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
     if len(steps) > len(shown):
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
-        f"{p.first_step}-{p.last_step}: ({' → '.join(s for s, _, _ in p.steps)}) ×{p.times}"
+        f"{_span(p.first_step, p.last_step)}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
         for p in fold_path(steps)
         if p.times > 1
     )
@@ -205,11 +219,20 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
     return repeats + html + note
 
 
+def _span(first: int, last: int) -> str:
+    """`4-9`, or `2` for attempts of one step (a kill cut them short, a resume ran it again)."""
+    return str(first) if first == last else f"{first}-{last}"
+
+
 def judges_section(explanation: Explanation) -> Section:
     if not explanation.judgements:
         return Section("judges", "Judges", "<p>No LLM judge or assessment ran in this run.</p>")
+    judgements = explanation.judgements
+    shown = judgements
+    if len(judgements) > JUDGE_ROWS:  # like the step table: the first and the last ones
+        shown = judgements[: JUDGE_ROWS // 2] + judgements[-JUDGE_ROWS // 2 :]
     rows = []
-    for j in explanation.judgements:
+    for j in shown:
         note = j.note
         verdict = note.verdict or ""
         extra = []
@@ -235,6 +258,12 @@ def judges_section(explanation: Explanation) -> Section:
             )
         )
     body = table(["step", "state", "judge", "verdict", "reason", "evidence", "cost"], rows)
+    if len(judgements) > len(shown):
+        hidden = len(judgements) - len(shown)
+        body += (
+            f"<p>{hidden} judged steps in the middle are not listed "
+            "(<code>ll-loop explain RUN -f json</code> lists them all).</p>"
+        )
     return Section("judges", "Judges", body)
 
 
@@ -247,7 +276,7 @@ def cost_section(explanation: Explanation, bound: CostBound | None) -> Section:
             str(explanation.calls_by_state.get(state, 0)),
             f"${explanation.cost_by_state.get(state, 0.0):.4f}",
         )
-        for state in explanation.steps_by_state
+        for state in dict.fromkeys([*explanation.steps_by_state, *explanation.cost_by_state])
     ]
     body = [table(["state", "steps", "LLM calls", "cost"], rows)]
     if bound is not None and bound.bounded and bound.usd is not None:

@@ -84,13 +84,16 @@ def _node(graph: LoopGraph, node: str, placed: Layout, counts: PathCounts) -> st
         classes.append("current")
     left, top = x - NODE_W / 2, y - NODE_H / 2
     shape = (
-        f'<rect x="{left:.1f}" y="{top:.1f}" width="{NODE_W}" height="{NODE_H}" rx="'
+        f'<rect class="shape" x="{left:.1f}" y="{top:.1f}" width="{NODE_W}" height="{NODE_H}" rx="'
         f'{NODE_H / 2 if node in graph.terminals else 8}"/>'
     )
     badge = ""
     if visits:
+        # a pill as wide as the count: a circle fits two digits, a long run's 50000 is five
+        width = max(22, 7 * len(str(visits)) + 10)
         badge = (
-            f'<circle class="badge" cx="{left + NODE_W - 4:.1f}" cy="{top + 4:.1f}" r="11"/>'
+            f'<rect class="badge" x="{left + NODE_W - 4 - width / 2:.1f}" y="{top - 7:.1f}" '
+            f'width="{width}" height="22" rx="11"/>'
             f'<text class="badge-text" x="{left + NODE_W - 4:.1f}" y="{top + 8:.1f}">'
             f"{visits}</text>"
         )

@@ -821,9 +821,12 @@ def _unrouted(state: State, verdict: Verdict, result: ActionResult) -> str:
         why = verdict.details.get("reason") or result.failure_reason()
         return f"state {state.name!r} failed ({why}) and has no on_error route"
     reason = verdict.details.get("reason")
-    child = _child_error(verdict.details) if verdict.name == "error" and not reason else None
+    failed = verdict.name == "error" and not reason
+    child = _child_error(verdict.details) if failed and state.is_subloop else None
     if child is not None:
         return f"state {state.name!r} produced verdict 'error', which has no route: {child}"
+    if failed and isinstance(verdict.details.get("error"), str):
+        reason = verdict.details["error"]  # a judge's own failure (its call, its answer)
     suffix = f" ({reason})" if verdict.name == "error" and reason else ""
     return f"state {state.name!r} produced verdict {verdict.name!r}{suffix}, which has no route"
 

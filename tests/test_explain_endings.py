@@ -1,0 +1,727 @@
+"""`ll-loop explain` and the report on the ways a run ends that the sentence must name exactly:
+retries used up, the budget with `on_max_steps`, the loop's time limit, a long cycle, an error
+two sub-loops deep, a run killed inside a sub-loop; and text from actions that must be shown,
+never obeyed."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from engine.report.runlog import read_trace
+from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
+from tests.runs_helpers import (
+    end_action_group,
+    ll_loop,
+    result_of,
+    spawn,
+    wait_until,
+    write,
+    written,
+)
+
+
+def explained(cwd: Path, run_id: str) -> tuple[str, dict[str, Any]]:
+    text = ll_loop(cwd, "explain", run_id)
+    assert text.returncode == 0, text.stderr
+    data = json.loads(ll_loop(cwd, "explain", run_id, "--format", "json").stdout)
+    return text.stdout, data
+
+
+def run(cwd: Path, name: str, text: str) -> str:
+    write(cwd / f"{name}.yaml", text)
+    return str(result_of(ll_loop(cwd, "run", f"{name}.yaml", "--json", "--quiet"))["run_id"])
+
+
+def report(cwd: Path, run_id: str) -> str:
+    done = ll_loop(cwd, "report", run_id, "--html", "--out", "r.html")
+    assert done.returncode == 0, done.stderr
+    return (cwd / "r.html").read_text()
+
+
+SPIN = """
+name: spin
+initial: poll
+scope: ["."]
+max_steps: {steps}
+{extra}
+states:
+  poll:
+    action: "false"
+    on_yes: done
+    on_no: nap
+  nap:
+    action: "true"
+    next: poll
+  cleanup:
+    action: echo cleaning
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_retries_used_up_name_the_state_whose_retries_ran_out(tmp_path: Path) -> None:
+    run_id = run(
+        tmp_path,
+        "retries",
+        """
+        name: retries
+        initial: check
+        scope: ["."]
+        states:
+          check:
+            action: "false"
+            on_yes: done
+            on_no: fix
+            max_retries: 2
+            on_retry_exhausted: give_up
+          fix:
+            action: "true"
+            next: check
+          done:
+            terminal: true
+          give_up:
+            terminal: true
+            failure: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    # it was check's retries that ran out, not fix's; the last hop went to give_up, not check
+    assert data["reason"] == (
+        "reached the failure terminal 'give_up' from state 'fix' (verdict yes, routed to "
+        "'check', which had used its 2 retries: on_retry_exhausted) at step 6 of 50"
+    )
+    assert "      6  fix yes → give_up ('check' had used its 2 retries)" in text
+    last = data["path"][-1]["steps"][-1]
+    assert (last["target"], last["note"]) == ("give_up", "'check' had used its 2 retries")
+    assert "give_up (&#x27;check&#x27; had used its 2 retries)" in report(tmp_path, run_id)
+
+
+def test_on_max_steps_is_named_and_the_cycle_before_it_kept(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "spin", SPIN.format(steps=7, extra="on_max_steps: cleanup"))
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 7 steps without reaching a terminal; the last 7 steps went round poll → nap; "
+        "then on_max_steps ran 'cleanup' (yes)"
+    )
+    assert "cleanup yes → (on_max_steps; the run ended)" in text
+    assert data["steps_by_state"] == {"poll": 4, "nap": 3}  # 7 steps: cleanup is not one
+    page = report(tmp_path, run_id)
+    row = page[page.index('<tr data-state="cleanup">') :]
+    row = row[: row.index("</tr>")]
+    assert "(on_max_steps; the run ended)" in row and "interrupted" not in row
+
+
+def test_a_long_cycle_is_counted_from_where_it_began(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "spin", SPIN.format(steps=60, extra=""))
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 60 steps without reaching a terminal; the last 60 steps went round poll → nap"
+    )
+
+
+def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> None:
+    run_id = run(
+        tmp_path,
+        "slow",
+        """
+        name: slow
+        initial: a
+        scope: ["."]
+        timeout: 1
+        states:
+          a:
+            action: sleep 5
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "its time limit (1s) ran out during step 1 of 50, in state 'a'; its action was ended"
+    )
+    assert "a error → (the loop's time limit ran out)" in text
+    loop = tmp_path / "slow.yaml"  # edited since: its timeout is not the run's
+    loop.write_text(loop.read_text().replace("timeout: 1", "timeout: 9"))
+    _, data = explained(tmp_path, run_id)
+    assert str(data["reason"]).startswith("its time limit ran out during step 1 of 50")
+
+
+def test_an_error_two_sub_loops_deep_is_said_once_with_where_it_was(tmp_path: Path) -> None:
+    write(
+        tmp_path / "inner.yaml",
+        """
+        name: inner
+        initial: go
+        scope: ["."]
+        states:
+          go:
+            action: echo deep fail >&2; exit 3
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    write(
+        tmp_path / "middle.yaml",
+        """
+        name: middle
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: inner.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    run_id = run(
+        tmp_path,
+        "outer",
+        """
+        name: outer
+        initial: top
+        scope: ["."]
+        states:
+          top:
+            loop: middle.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    reason = str(data["reason"])
+    assert reason.count("state 'go' failed (action exited with code 3)") == 1, reason
+    assert reason.endswith(
+        " — inside sub-loop 'middle', state 'call' → sub-loop 'inner', state 'go'"
+    )
+    assert data["stderr_tail"] == ["deep fail"]
+    assert data["stderr_from"] == "sub-loop 'middle' → sub-loop 'inner' → state 'go'"
+    assert "  | deep fail" in text
+    assert "deep fail" in report(tmp_path, run_id)
+
+
+def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: Path) -> None:
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: pre
+        scope: ["."]
+        states:
+          pre:
+            action: echo pre
+            next: wait
+          wait:
+            action: echo $$ > "${run.dir}/../../../wait.pid"; sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: child.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(written(p) for p in runs.glob("*/wait.pid")))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.iterdir()).name
+        _, data = explained(tmp_path, run_id)
+        child = data["children"][0]
+        _, own = explained(tmp_path, str(runs / run_id / "children" / "call-1"))
+        # one step (pre) ended; the second (wait) was cut: it is not counted in either view
+        assert child["steps"] == own["steps"] == 1
+        # the child's own explanation says whose child it is (its state.json has the top id)
+        assert own["run_id"] == f"{run_id} (children/call-1)"
+        assert "in state 'wait' after 1 of 50 steps" in str(child["reason"])
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+ANSI = """
+name: ansi
+initial: a
+scope: ["."]
+states:
+  a:
+    action: |
+      printf '\\033[31mRED\\033[0m <b>bold</b> \\007bell\\n' >&2
+      exit 3
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_control_characters_from_an_action_are_shown_not_sent(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "ansi", ANSI)
+    text, data = explained(tmp_path, run_id)
+    assert data["stderr_tail"] == ["\x1b[31mRED\x1b[0m <b>bold</b> \x07bell"]  # JSON: as is
+    assert "\x1b" not in text and "\x07" not in text
+    assert "  | \\x1b[31mRED\\x1b[0m <b>bold</b> \\x07bell" in text
+    page = report(tmp_path, run_id)
+    assert "\x1b" not in page and "\x07" not in page
+    assert "\\x1b[31mRED\\x1b[0m &lt;b&gt;bold&lt;/b&gt; \\x07bell" in page
+
+
+def test_a_damaged_event_does_not_stand_in_for_the_step() -> None:
+    events: list[dict[str, Any]] = [
+        {"event": "loop_start", "depth": 0, "loop": "x", "initial": "a", "max_steps": 5},
+        {"event": "state_enter", "depth": 0, "step": 1, "state": "a"},
+        {"event": "state_enter", "depth": "x", "step": "y", "state": 5},  # no event of ours
+        {"event": "evaluate", "depth": 0, "step": 1, "state": "a", "verdict": "yes"},
+        {"event": "route", "depth": 0, "step": 1, "state": "a", "verdict": "yes", "target": "b"},
+    ]
+    trace = read_trace(events)
+    assert trace is not None
+    assert [(s.state, s.verdict, s.target) for s in trace.steps] == [("a", "yes", "b")]
+
+
+def test_a_step_killed_twice_keeps_its_number_on_the_path(tmp_path: Path) -> None:
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: prepare
+        scope: ["."]
+        max_steps: 10
+        states:
+          prepare:
+            action: echo prepared
+            next: wait
+          wait:
+            action: |
+              echo $$ >> "${run.dir}/../wait.pids"
+              test -f "${run.dir}/../go" || sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    runs = tmp_path / ".loops" / "runs"
+
+    def pids() -> list[int]:
+        logs = list(runs.glob("*/wait.pids")) if runs.is_dir() else []
+        return [int(p) for p in logs[0].read_text().split()] if logs else []
+
+    try:
+        proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+        wait_until(lambda: len(pids()) == 1)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.iterdir()).name
+        proc = spawn(tmp_path, "resume", run_id, "--quiet")
+        wait_until(lambda: len(pids()) == 2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        (runs / run_id / "go").touch()
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, data = explained(tmp_path, run_id)
+        # the two cut attempts were both step 2, as was the one that ended: not steps 2-3
+        assert "        2  (wait ? → (interrupted)) ×2\n        2  wait yes → done\n" in text
+        assert [(p["first_step"], p["last_step"]) for p in data["path"]] == [(1, 1), (2, 2), (2, 2)]
+        assert "Repeated stretches: 2: (wait) ×2<" in report(tmp_path, run_id)
+    finally:
+        for pid in pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+JUDGED = """
+name: judged
+initial: check
+scope: ["."]
+states:
+  check:
+    action: echo "lint 0 problems"
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line."
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+
+
+def test_a_replayed_run_says_its_answers_were_replayed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", input_tokens=10_000)
+    live = run(tmp_path, "judged", JUDGED)
+    again = ll_loop(tmp_path, "run", "judged.yaml", "--replay", live, "--json", "--quiet")
+    replay_id = str(result_of(again)["run_id"])
+    assert len(loopback.requests) == 1  # the replay called nothing
+    text, data = explained(tmp_path, replay_id)
+    said = (
+        f"the model's answers came from run {live}'s llm.jsonl (--replay): no call was made, "
+        "and its judges said what they said then"
+    )
+    assert f"replay: {said}" in text.splitlines()
+    assert str(data["replay_from"]).endswith(live)
+    assert f"Replayed: {said}." in report(tmp_path, replay_id).replace("&#x27;", "'")
+    _, original = explained(tmp_path, live)
+    assert original["replay_from"] is None
+
+
+def test_a_state_json_without_its_result_is_explained_from_the_log(tmp_path: Path) -> None:
+    """A run directory written by another version (or edited): its state.json says finished
+    but keeps no result. The log's loop_complete tells how it ended; without that too, the
+    sentence says it is not recorded (it said `ended: None (None)`)."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=4, extra=""))
+    folder = tmp_path / ".loops" / "runs" / run_id
+    saved = json.loads((folder / "state.json").read_text())
+    del saved["result"]
+    (folder / "state.json").write_text(json.dumps(saved))
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 4 steps without reaching a terminal; the last 4 steps went round poll → nap"
+    )
+    assert " · inconclusive (max_steps) · 4/4 steps · " in text.splitlines()[0]
+    log = folder / "events.jsonl"
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[:-1]))  # no loop_complete
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "finished in state 'poll' after 4 steps; neither state.json nor the event log records "
+        "how it ended"
+    )
+    assert "None" not in text
+    assert (
+        "before the run&#x27;s end (state.json records 4 steps); the path below is incomplete"
+        in (report(tmp_path, run_id))
+    )
+
+
+def test_a_run_without_a_readable_state_json_is_told_from_its_log(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "spin", SPIN.format(steps=4, extra=""))
+    folder = tmp_path / ".loops" / "runs" / run_id
+    (folder / "state.json").write_text('{"run_id": ')  # damaged, and no state.json.tmp
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 4 steps without reaching a terminal; the last 4 steps went round poll → nap"
+    )
+    assert "note: its state.json is damaged (it does not parse); this is the event log's " in text
+    assert data["state_unreadable"] and data["steps"] == 4
+    assert "the event log&#x27;s account alone" in report(tmp_path, run_id)
+    (folder / "state.json").unlink()
+    log = folder / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[: len(lines) // 2]))  # and a log that stops in the middle
+    text, data = explained(tmp_path, run_id)
+    assert data["status"] == "unknown"
+    assert str(data["reason"]).startswith("the event log stops in step 2 of 4, state 'nap', ")
+    assert "note: its state.json is missing; this is the event log's account alone" in text
+    log.write_text("")  # nothing left to tell: the refusal it always was
+    done = ll_loop(tmp_path, "explain", run_id)
+    assert done.returncode == 2 and "has no state.json" in done.stderr
+
+
+def test_an_on_max_steps_terminal_is_named(tmp_path: Path) -> None:
+    """`on_max_steps: done` where done is a terminal: nothing runs, the run ends in 'done'
+    (still inconclusive); explain said only 'used all 7 steps without reaching a terminal'."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=7, extra="on_max_steps: done"))
+    _, data = explained(tmp_path, run_id)
+    assert (data["final_state"], data["terminated_by"]) == ("done", "max_steps")
+    assert data["reason"] == (
+        "used all 7 steps without reaching a terminal; the last 7 steps went round poll → nap; "
+        "on_max_steps then sent it to the terminal 'done' (still inconclusive)"
+    )
+
+
+SLEEPY = """
+name: sleepy
+initial: build
+scope: ["."]
+states:
+  build:
+    action: sleep 5
+    timeout: 1
+    next: done
+{on_error}
+  done:
+    terminal: true
+  broken:
+    terminal: true
+    failure: true
+"""
+
+
+def test_an_actions_own_timeout_is_named_with_its_limit(tmp_path: Path) -> None:
+    run_id = run(tmp_path, "sleepy", SLEEPY.format(on_error=""))
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "ended with an error: state 'build' failed (action timed out) and has no on_error "
+        "route; its action ran past its 1s timeout"
+    )
+    run_id = run(tmp_path, "sleepy", SLEEPY.format(on_error="    on_error: broken"))
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "reached the failure terminal 'broken' from state 'build' (verdict error: its action "
+        "ran past its 1s timeout) at step 1 of 50"
+    )
+
+
+def test_an_event_log_that_cannot_be_read_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    """events.jsonl replaced by a directory: explain and report said `internal error:
+    IsADirectoryError`; the run is told from state.json, as with a lost log."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=1, extra=""))
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    log.unlink()
+    log.mkdir()
+    text, data = explained(tmp_path, run_id)
+    assert (
+        data["reason"] == "used its only step without reaching a terminal; it ended in state 'nap'"
+    )
+    assert " · 1 step · " in text.splitlines()[0]  # no budget known without the log: not "1 steps"
+    assert "note: the event log is missing, empty or unreadable; state.json records 1 step" in text
+    assert "the event log is missing, empty or unreadable" in report(tmp_path, run_id)
+
+
+def test_an_event_log_that_is_no_file_does_not_hang_explain(tmp_path: Path) -> None:
+    """A FIFO in place of events.jsonl: opening it waits for a writer that never comes, so
+    explain and report hung; a log that is no regular file is not read."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=2, extra=""))
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    log.unlink()
+    os.mkfifo(log)
+    for args in (("explain", run_id), ("report", run_id, "--html", "--out", "r.html")):
+        done = ll_loop(tmp_path, *args, process=True, timeout=20)  # TimeoutExpired: it hung
+        assert done.returncode == 0, done.stderr
+    assert "the event log is missing, empty or unreadable" in (tmp_path / "r.html").read_text()
+
+
+def test_a_judge_that_failed_is_not_called_a_sub_loop(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A judge whose call failed, with no on_error: the run's error (and so explain) said
+    `its loop None failed: call failed: …`, as if a sub-loop had failed."""
+    loopback.default = error_reply(400)
+    loop = JUDGED.replace("    on_error: done\n", "    on_cannot_judge: done\n")
+    write(tmp_path / "judged.yaml", loop)
+    ended = result_of(ll_loop(tmp_path, "run", "judged.yaml", "--json", "--quiet"))
+    _, data = explained(tmp_path, str(ended["run_id"]))
+    assert data["reason"] == (
+        "ended with an error: state 'check' produced verdict 'error' (call failed: HTTP 400: "
+        "scripted 400 (not retryable)), which has no route"
+    )
+    assert ended["error"] in str(data["reason"])
+
+
+PAID_CHILD = """
+name: child
+initial: ask
+scope: ["."]
+states:
+  ask:
+    action_type: prompt
+    action: "Write a haiku"
+    timeout: 30
+    next: wait
+  wait:
+    action: echo $$ > "${run.dir}/../../../wait.pid"; test -f "${run.dir}/../../../go" || sleep 30
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_continued_sub_loop_is_paid_for_once(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """Killed inside a child after its $0.30 prompt, then resumed: the child is continued, not
+    run again, and the run cost $0.30; explain said `call $0.6000 (2 calls)`, counting the
+    child under both the cut attempt and the one that continued it."""
+    loopback.default = text_reply("a poem", input_tokens=0, output_tokens=20_000)
+    write(tmp_path / "child.yaml", PAID_CHILD)
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: child.yaml
+            on_yes: done
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(written(p) for p in runs.glob("*/wait.pid")))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.iterdir()).name
+        (runs / run_id / "go").touch()
+        ended = result_of(ll_loop(tmp_path, "resume", run_id, "--json", "--quiet"))
+        assert ended["cost_usd"] == 0.3 and len(loopback.requests) == 1
+        text, data = explained(tmp_path, run_id)
+        assert (data["cost_by_state"], data["calls_by_state"]) == ({"call": 0.3}, {"call": 1})
+        assert "cost by state: call $0.3000 (1 call)" in text
+        page = report(tmp_path, run_id)
+        assert page.count("$0.3000") >= 1 and "$0.6000" not in page
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+REVIEW = """
+name: review
+initial: check
+scope: ["."]
+max_steps: 4
+states:
+  check:
+    action: echo "lint 2 problems"
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line."
+    on_yes: done
+    on_no: fix
+    on_error: done
+  fix:
+    action: echo fixed
+    next: check
+  done: {terminal: true}
+"""
+
+
+def test_a_long_judged_runs_report_stays_small(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """20000 steps, 10000 of them judged: the step table and timeline were capped, the judges
+    table listed every verdict (megabytes); it keeps the first and last ones, as the steps."""
+    loopback.default = verdict_reply("no", evidence="lint 2 problems", reason="two left " * 20)
+    run_id = run(tmp_path, "review", REVIEW)
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    start, body, end = events[0], events[1:-1], events[-1]  # two rounds: 4 steps, 2 judged
+    with log.open("w") as out:
+        out.write(json.dumps(start) + "\n")
+        for round_ in range(5000):
+            for event in body:
+                out.write(json.dumps({**event, "step": event["step"] + 4 * round_}) + "\n")
+        out.write(json.dumps(end) + "\n")
+    _, data = explained(tmp_path, run_id)
+    assert len(data["judgements"]) == 10000  # JSON keeps them all
+    page = report(tmp_path, run_id)
+    assert len(page) < 1_500_000, len(page)
+    assert "9600 judged steps in the middle are not listed" in page
+
+
+def test_an_error_routed_to_a_terminal_says_what_the_error_was(tmp_path: Path) -> None:
+    run_id = run(
+        tmp_path,
+        "build",
+        """
+        name: build
+        initial: compile
+        scope: ["."]
+        states:
+          compile:
+            action: exit 3
+            on_yes: done
+            on_no: done
+            on_error: broken
+          done:
+            terminal: true
+          broken:
+            terminal: true
+            failure: true
+        """,
+    )
+    _, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "reached the failure terminal 'broken' from state 'compile' (verdict error: action "
+        "exited with code 3 (only 0 and 1 are verdicts)) at step 1 of 50"
+    )
+
+
+def test_an_output_left_null_says_why(tmp_path: Path) -> None:
+    """A loop whose `outputs:` value could not be computed returns it as null (to a parent,
+    too); the event log says why, and explain and the report said nothing."""
+    run_id = run(
+        tmp_path,
+        "outs",
+        """
+        name: outs
+        initial: a
+        scope: ["."]
+        outputs:
+          answer: ${captured.nothing.output}
+        states:
+          a:
+            action: echo hi
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    why = (
+        "answer: cannot interpolate ${captured.nothing.output}: missing value: 'nothing' is not set"
+    )
+    assert data["output_errors"] == [f"{why} (nothing is set)"]
+    assert f"output not computed (null): {why}" in text
+    assert "Output not computed (null): answer: cannot interpolate" in report(tmp_path, run_id)
+
+
+def test_a_stopped_step_reads_stopped_not_interrupted(tmp_path: Path) -> None:
+    """`ll-loop stop` ends a run gracefully; its cut step read `(interrupted)`, the word for a
+    run whose process was killed."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: runs.is_dir() and any(written(p) for p in runs.glob("*/wait.pid")))
+        run_id = next(runs.iterdir()).name
+        assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+        proc.wait(timeout=20)
+        text, data = explained(tmp_path, run_id)
+        assert data["status"] == "stopped"
+        assert "        1  wait ? → (stopped)" in text
+        assert "(stopped)" in report(tmp_path, run_id)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
