@@ -434,3 +434,41 @@ def test_files_that_are_no_loops_say_where_and_what_to_do(tmp_path: Path) -> Non
     assert reasons["latin.yaml"].startswith(
         f"{tmp_path / 'latin.yaml'}:1:10: the file is not valid"
     )
+
+
+# --- 13. an output that would replace an original, or is a directory ----------------------------
+
+_ECHO = """
+name: echo
+initial: a
+states:
+  a:
+    action: echo hi
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_out_onto_the_inputs_own_directory_never_replaces_an_original(tmp_path: Path) -> None:
+    original = write(tmp_path, "echo.yaml", _ECHO).read_text()
+    code, report = migrate(tmp_path, "echo.yaml", "--out", ".", "--force")
+    item = files(report)["echo.yaml"]
+    assert code == 1 and item["status"] == "failed"
+    assert item["reason"] == (
+        f"writing {tmp_path / 'echo.yaml'} would replace the little-loops file it is converted "
+        "from; give --out another directory"
+    )
+    assert (tmp_path / "echo.yaml").read_text() == original
+
+
+def test_an_output_path_that_is_a_directory_is_not_offered_to_force(tmp_path: Path) -> None:
+    write(tmp_path, "echo.yaml", _ECHO)
+    (tmp_path / "echo.ll.yaml").mkdir()
+    for extra in ((), ("--force",)):
+        code, report = migrate(tmp_path, "echo.yaml", *extra)
+        item = files(report)["echo.yaml"]
+        assert code == 1 and item["status"] == "failed"
+        assert item["reason"] == (
+            f"{tmp_path / 'echo.ll.yaml'} is a directory, so the converted file cannot be "
+            "written there"
+        )
