@@ -472,3 +472,31 @@ def test_an_output_path_that_is_a_directory_is_not_offered_to_force(tmp_path: Pa
             f"{tmp_path / 'echo.ll.yaml'} is a directory, so the converted file cannot be "
             "written there"
         )
+
+
+# --- 14. an output_contains pattern that is no regular expression was plain text ----------------
+
+_PLAIN_PATTERN = """
+name: plain
+initial: check
+states:
+  check:
+    action: "echo 'found [ERROR here'"
+    evaluate:
+      type: output_contains
+      pattern: "[ERROR"
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_pattern_that_is_no_regular_expression_still_matches_its_text(tmp_path: Path) -> None:
+    write(tmp_path, "plain.yaml", _PLAIN_PATTERN)
+    code, report = migrate(tmp_path, "plain.yaml")
+    item = files(report)["plain.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "matched it as plain text" in notes(item, "changed")["states.check.evaluate.pattern"]
+    result = ll_loop(tmp_path, "run", "plain.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout

@@ -284,6 +284,13 @@ def convert_evaluate(
     for key in ("pattern", "operator", "previous", "direction", "prompt"):
         if isinstance(body.get(key), str):
             out[key] = text(body[key]) if key in ("previous", "prompt") else body[key]
+    if isinstance(out.get("pattern"), str) and not _compiles(out["pattern"]):
+        out["pattern"] = re.escape(out["pattern"])
+        job.note(
+            "changed", f"{where}.pattern",
+            "not a regular expression, so little-loops matched it as plain text: it is written "
+            "escaped, to match the same text",
+        )  # fmt: skip
     if "negate" in body:
         out["negate"] = bool(body["negate"])
     if "target" in body and body["target"] is not None:
@@ -326,6 +333,14 @@ def convert_evaluate(
         if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
             _dropped_key("evaluate", key, f"{where}.{key}", job)
     return out
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
 
 
 def _schema_verdicts(schema: Any) -> list[str]:
