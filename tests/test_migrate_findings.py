@@ -500,3 +500,53 @@ def test_a_pattern_that_is_no_regular_expression_still_matches_its_text(tmp_path
     assert "matched it as plain text" in notes(item, "changed")["states.check.evaluate.pattern"]
     result = ll_loop(tmp_path, "run", "plain.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "done", result.stdout
+
+
+# --- 15. a caller reading a child's capture through the sub-loop state ---------------------------
+
+_CHILD = """
+name: child
+initial: say
+parameters:
+  msg: {type: string, default: nothing}
+states:
+  say:
+    action: "echo said ${context.msg}"
+    capture: said
+    next: done
+  done: {terminal: true}
+"""
+
+_CALLER = """
+name: caller
+initial: run
+states:
+  run:
+    loop: child
+    with: {msg: hi}
+    on_yes: after
+    on_no: failed
+  after:
+    action: "echo 'after [${captured.run.said.output}]'"
+    capture: after
+    evaluate: {type: output_contains, pattern: "after \\\\[said hi\\\\]"}
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_caller_reads_its_childs_capture_as_little_loops_merged_it(tmp_path: Path) -> None:
+    write(tmp_path, "child.yaml", _CHILD)
+    write(tmp_path, "caller.yaml", _CALLER)
+    code, report = migrate(tmp_path, "caller.yaml")
+    assert code == 0, report
+    caller, child = files(report)["caller.yaml"], files(report)["child.yaml"]
+    assert "reads the child's output said" in notes(caller, "changed")["states.run"]
+    assert "outputs.said" in notes(child, "changed")
+    assert load_loop_file(tmp_path / "child.ll.yaml").outputs == {
+        "said": "${captured.said.output}"
+    }
+    result = ll_loop(tmp_path, "run", "caller.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.migrate.expressions import CHILD_READ, SUBLOOP_KEYS
 from engine.migrate.loops import Library, LoopPlan, convert_library, convert_loop
 from engine.migrate.report import FileReport, MigrationReport, Note
 from engine.migrate.source import (
@@ -322,6 +323,8 @@ def _plan(items: dict[Path, _Item]) -> None:
                     )
             if body.get("context_passthrough"):
                 _passthrough(item, state, child, extra, libraries)
+            if body.get("context_passthrough") or given:
+                _child_values(item, state, child)
         for entry, lib_path in item.imports:
             lib = libraries.get(lib_path)
             if lib is not None and lib.dest is not None and item.dest is not None:
@@ -398,6 +401,40 @@ def _passthrough(
         "the child gets by name what it reads: with: " + (", ".join(passed) or "nothing")
         + "; values it sets no longer flow back into this loop's context",
     )  # fmt: skip
+
+
+def _child_values(item: _Item, state: str, child: _Item) -> None:
+    """little-loops merged a child's captures into its caller under the sub-loop state's name
+    (`${captured.STATE.CAPTURE.output}`); ll-loop gives a caller the child's `outputs`, so the
+    child declares each value read that way and the caller reads it there."""
+    text = json.dumps(item.data, default=str)
+    own = item.data["states"][state].get("capture")
+    capture_as = re.sub(r"\W", "_", own if isinstance(own, str) else state)
+    prefix = re.compile(r"(?<!\$)\$\{\s*captured\s*")
+    for found in prefix.finditer(text):
+        read = CHILD_READ.match(text, found.end())
+        if read is None or read.group(1) != state or read.group(2) in SUBLOOP_KEYS:
+            continue
+        capture, name = read.group(2), read.group(3)
+        output = capture if name == "output" else f"{capture}_{name}"
+        output = re.sub(r"\W", "_", output)
+        moved = f"{capture_as}.outputs.{output}"
+        if item.plan.child_values.setdefault((state, capture, name), moved) != moved:
+            continue
+        item.plan.child_captures[state] = capture_as
+        item.report.note(
+            "changed", f"states.{state}",
+            f"${{captured.{state}.{capture}.{name}}} (the child's capture, which little-loops "
+            f"merged into this loop) reads the child's output {output}: ${{captured.{moved}}}",
+        )  # fmt: skip
+        if output in child.plan.add_outputs:
+            continue
+        child.plan.add_outputs[output] = f"${{captured.{capture}.{name}}}"
+        child.report.note(
+            "changed", f"outputs.{output}",
+            f"{item.data.get('name')} reads this loop's capture {capture} "
+            "(little-loops merged a child's captures into its caller): declared as an output",
+        )  # fmt: skip
 
 
 def _declared(loop: _Item) -> set[str]:

@@ -36,6 +36,10 @@ _MISSING_FIX = (
     "; left as it is, it fails every run that reaches it: compute the value in the action "
     "(${run.started_at} is when the run started) or remove it"
 )
+# `.STATE.CAPTURE.FIELD` after `captured`: a child's capture, which little-loops merged into its
+# caller under the sub-loop state's name (ll-loop's keys there are the child's own result).
+CHILD_READ = re.compile(r"\s*\.\s*([\w-]+)\s*\.\s*([\w-]+)\s*\.\s*(\w+)")
+SUBLOOP_KEYS = frozenset({"outcome", "outputs", "steps", "terminal", "terminated_by"})
 _SLICE = re.compile(r":(\d+)(?::(\d+))?\s*$")
 _OURS = frozenset({"context", "captured", "prev", "state", "loop", "run", "env", "param"})
 _THEIRS_ONLY = {
@@ -60,6 +64,8 @@ class Rewriter:
 
     run_dir: str = "${run.dir}"  # what `${context.run_dir}` becomes in this loop
     captures: Mapping[str, str] = field(default_factory=dict)  # renamed capture names
+    # (sub-loop state, child capture, field) -> where it is now: `CAPTURE.outputs.NAME`
+    child_values: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the loop's context defaults
     problems: list[Problem] = field(default_factory=list)
     uses_run_dir: bool = False
@@ -102,6 +108,11 @@ class Rewriter:
             if found is not None:
                 self.uses_run_dir = True
                 return _with_tail(self.run_dir, found.group(1))
+        if root == "captured" and self.child_values:
+            read = CHILD_READ.match(rest)
+            moved = self.child_values.get(read.groups()) if read is not None else None
+            if read is not None and moved is not None:
+                return f"${{captured.{moved}{rest[read.end() :]}}}"
         if root == "captured" and self.captures:
             name = re.match(r"\s*\.\s*([\w-]+)", rest)
             if name is not None and name.group(1) in self.captures:

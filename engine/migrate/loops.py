@@ -24,7 +24,8 @@ from engine.migrate.source import deep_merge, listing, locate, mapping
 
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
-    "timeout", "default_timeout", "scope", "input_key", "parameters", "context", "llm", "lint",
+    "timeout", "default_timeout", "scope", "input_key", "parameters", "outputs", "context", "llm",
+    "lint",
     "import", "fragments", "states",
 )  # fmt: skip
 FALLBACK_TIMEOUT_S = 3600  # little-loops' timeout of an action that sets none
@@ -65,6 +66,10 @@ class LoopPlan:
     loop_refs: dict[str, str] = field(default_factory=dict)  # state -> rewritten `loop:`
     libraries: list[Library] = field(default_factory=list)
     sources: list[Path] = field(default_factory=list)  # the file, its from: parents, libraries
+    # a caller reads a child capture: (state, capture, field) -> `CAPTURE.outputs.NAME`
+    child_values: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    child_captures: dict[str, str] = field(default_factory=dict)  # sub-loop state -> capture
+    add_outputs: dict[str, str] = field(default_factory=dict)  # name -> expression (a child)
 
 
 def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     context = dict(mapping(data.get("context")))
     job = LoopJob(
         report,
-        Rewriter(run_dir=plan.run_dir, defaults=context),
+        Rewriter(run_dir=plan.run_dir, defaults=context, child_values=plan.child_values),
         context=context,
         bindings=plan.bindings,
         on_max_steps=data.get("on_max_steps")
@@ -101,6 +106,8 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
         out["parameters"] = parameters
     if context:
         out["context"] = context
+    if plan.add_outputs:
+        out["outputs"] = {k: job.rewriter.text(v) for k, v in sorted(plan.add_outputs.items())}
     states = _states(data, plan, job)
     llm = _llm(data, job, report)
     if llm:
@@ -209,6 +216,8 @@ def _states(data: Mapping[str, Any], plan: LoopPlan, job: LoopJob) -> dict[str, 
             out[name] = convert_state(name, {k: v for k, v in body.items() if k != "fragment"}, job)
         if name in plan.loop_refs and "loop" in out[name]:
             out[name]["loop"] = plan.loop_refs[name]
+        if name in plan.child_captures and "loop" in out[name]:
+            out[name].setdefault("capture", plan.child_captures[name])
     return out
 
 
