@@ -550,3 +550,30 @@ def test_a_caller_reads_its_childs_capture_as_little_loops_merged_it(tmp_path: P
     }
     result = ll_loop(tmp_path, "run", "caller.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 16. a capture name that is no identifier is renamed where it is read too --------------------
+
+_HYPHEN = """
+name: hyphen
+initial: a
+states:
+  a:
+    action: "echo hello"
+    capture: my-cap
+    next: b
+  b:
+    action: "echo got ${captured.my-cap.output}"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_renamed_capture_is_read_under_its_new_name(tmp_path: Path) -> None:
+    write(tmp_path, "hyphen.yaml", _HYPHEN)
+    code, _ = migrate(tmp_path, "hyphen.yaml")
+    loop = load_loop_file(tmp_path / "hyphen.ll.yaml")
+    assert code == 0 and loop.states["a"].capture == "my_cap"
+    assert loop.states["b"].action == "echo got ${captured.my_cap.output}"
+    result = ll_loop(tmp_path, "run", "hyphen.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr

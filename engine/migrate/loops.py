@@ -10,6 +10,7 @@ state is written out whole. Top-level keys follow `engine.migrate.keys`; `input_
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,12 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     context = dict(mapping(data.get("context")))
     job = LoopJob(
         report,
-        Rewriter(run_dir=plan.run_dir, defaults=context, child_values=plan.child_values),
+        Rewriter(
+            run_dir=plan.run_dir,
+            defaults=context,
+            child_values=plan.child_values,
+            captures=_renamed_captures(data),
+        ),
         context=context,
         bindings=plan.bindings,
         on_max_steps=data.get("on_max_steps")
@@ -133,6 +139,16 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     _report_problems(job.rewriter, plan.sources, report)
     _drop_the_rest(data, report)
     return {key: out[key] for key in _ORDER if key in out}
+
+
+def _renamed_captures(data: Mapping[str, Any]) -> dict[str, str]:
+    """Capture names that are no identifiers (`my-cap`), and what they are written as (`my_cap`),
+    so `${captured.my-cap.output}` reads the renamed capture."""
+    bodies = [*mapping(data.get("states")).values(), *mapping(data.get("fragments")).values()]
+    names = {
+        b["capture"] for b in bodies if isinstance(b, dict) and isinstance(b.get("capture"), str)
+    }
+    return {n: re.sub(r"\W", "_", n) for n in names if re.search(r"\W", n)}
 
 
 def convert_library(
