@@ -577,3 +577,40 @@ def test_a_renamed_capture_is_read_under_its_new_name(tmp_path: Path) -> None:
     assert loop.states["b"].action == "echo got ${captured.my_cap.output}"
     result = ll_loop(tmp_path, "run", "hyphen.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 17. a sub-loop state without on_no ended the run when the child failed ----------------------
+
+_FAILING_CHILD = """
+name: fails
+initial: bad
+states:
+  bad:
+    action: "false"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+_ONLY_YES = """
+name: only-yes
+initial: run
+states:
+  run:
+    loop: fails
+    on_yes: done
+  done: {terminal: true}
+"""
+
+
+def test_a_sub_loop_state_without_on_no_routes_the_childs_failure_to_unrouted(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "fails.yaml", _FAILING_CHILD)
+    write(tmp_path, "only-yes.yaml", _ONLY_YES)
+    code, report = migrate(tmp_path, "only-yes.yaml")
+    item = files(report)["only-yes.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "verdict 'no' had no route" in notes(item, "changed")["states.run"]
+    loop = load_loop_file(tmp_path / "only-yes.ll.yaml")
+    assert loop.states["run"].routes["no"] == "unrouted" and loop.states["unrouted"].failure

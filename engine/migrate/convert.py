@@ -616,8 +616,16 @@ def _subloop_routes(
         target = shorthand.get(verdict)
         if verdict == "error" and target is None:
             target = shorthand.get("no")
-        if target is not None:
-            out[f"on_{verdict}"] = target
+        if target is None and verdict == "error":
+            continue  # an unrouted error ends the run with an error, as little-loops' did
+        if target is None:
+            target = UNROUTED
+            job.note(
+                "changed", where,
+                f"verdict {verdict!r} had no route (little-loops ended the run there); it now "
+                "goes to the failure terminal `unrouted`",
+            )  # fmt: skip
+        out[f"on_{verdict}"] = target
     for verdict in shorthand:
         if verdict not in ("yes", "no", "error"):
             job.note(
