@@ -614,3 +614,29 @@ def test_a_sub_loop_state_without_on_no_routes_the_childs_failure_to_unrouted(
     assert "verdict 'no' had no route" in notes(item, "changed")["states.run"]
     loop = load_loop_file(tmp_path / "only-yes.ll.yaml")
     assert loop.states["run"].routes["no"] == "unrouted" and loop.states["unrouted"].failure
+
+
+# --- 18. a name that cannot be found says where it is written and what to do -------------------
+
+
+def test_names_not_found_say_file_line_and_search(tmp_path: Path) -> None:
+    write(tmp_path, "orphan.yaml", "name: orphan\nfrom: base-check\ninitial: a\n")
+    write(tmp_path, "caller.yaml", _ONLY_YES.replace("loop: fails", "loop: nowhere"))
+    write(tmp_path, "nothing.yaml", "foo: bar\n")
+    code, report = migrate(tmp_path, "orphan.yaml", "caller.yaml", "nothing.yaml")
+    assert code == 1
+    found = files(report)
+    hint = "; give the directory that holds it with --search DIR, or give its file to migrate"
+    assert found["orphan.yaml"]["reason"] == (
+        f"{tmp_path / 'orphan.yaml'}:2:1: from: 'base-check' not found next to the loop or "
+        "under the directories given" + hint
+    )
+    assert found["caller.yaml"]["blockers"][0] == (
+        f"states.run.loop: {tmp_path / 'caller.yaml'}:5:5: sub-loop 'nowhere' not found next "
+        "to the loop or under the directories given" + hint
+    )
+    assert found["nothing.yaml"]["reason"] == (
+        f"{tmp_path / 'nothing.yaml'}:1:1: not a little-loops loop: it has no name:, initial:, "
+        "states: (or flow:); a little-loops loop is a mapping with name:, initial: and states: "
+        "(or flow:)"
+    )

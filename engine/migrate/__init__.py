@@ -30,7 +30,9 @@ from engine.migrate.source import (
     listing,
     ll_loop_marker,
     mapping,
+    not_a_loop,
     not_a_mapping,
+    not_found,
     read_yaml,
     resolve_flow,
     resolve_inheritance,
@@ -186,7 +188,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             item.report.role = "library"
             item.data = data
             return item
-        data, parents = resolve_inheritance(data, path.parent, roots)
+        data, parents = resolve_inheritance(data, path, roots)
         item.parents = parents
         for parent in parents:
             item.report.note("changed", "from", f"{parent.name} merged in")
@@ -194,9 +196,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             item.report.note("changed", "flow", "expanded into states")
         data = resolve_flow(data)
         if not isinstance(data.get("states"), dict) or "name" not in data or "initial" not in data:
-            raise SourceError(
-                "not a little-loops loop: it needs name:, initial: and states: (or flow:)"
-            )
+            raise SourceError(not_a_loop(path, data))
         marker = ll_loop_marker(data)
         if marker and _loads_as_ll_loop(path):
             item.report = _left_alone(path, _ALREADY_OURS.format(marker=marker))
@@ -219,14 +219,15 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             if child is None:
                 item.report.note(
                     "blocker", f"states.{state}.loop",
-                    f"sub-loop {ref!r} not found: give its file to migrate too",
+                    not_found(path, ["states", str(state), "loop"], f"sub-loop {ref!r}"),
                 )  # fmt: skip
             else:
                 item.children.append((str(state), child))
     for entry in listing(data.get("import")):
         lib = find(str(entry), path.parent, roots, loop=False)
         if lib is None:
-            item.report.note("blocker", "import", f"fragment library {entry!r} not found")
+            message = not_found(path, ["import"], f"fragment library {entry!r}")
+            item.report.note("blocker", "import", message)
         else:
             item.imports.append((str(entry), lib))
     return item
