@@ -640,3 +640,38 @@ def test_names_not_found_say_file_line_and_search(tmp_path: Path) -> None:
         "states: (or flow:); a little-loops loop is a mapping with name:, initial: and states: "
         "(or flow:)"
     )
+
+
+# --- 19. convergence `previous` reading the state's own capture compared a value with itself ----
+
+_OWN_PREVIOUS = """
+name: own-previous
+initial: measure
+states:
+  measure:
+    action: "echo 4"
+    capture: m
+    evaluate:
+      type: convergence
+      target: 10
+      direction: maximize
+      previous: "${captured.m.output}"
+    route:
+      target: done
+      progress: measure
+      stall: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_previous_reading_its_own_capture_says_little_loops_compared_it_with_itself(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "own-previous.yaml", _OWN_PREVIOUS)
+    code, report = migrate(tmp_path, "own-previous.yaml")
+    item = files(report)["own-previous.yaml"]
+    assert code == 0, item
+    assert "compared the value with itself" in (
+        notes(item, "changed")["states.measure.evaluate.previous"]
+    )

@@ -269,7 +269,7 @@ def convert_evaluate(
     source = body.get("source")
     if isinstance(source, str):
         own = state.get("capture")
-        if own and re.search(r"\$\{\s*captured\s*\.\s*" + re.escape(str(own)) + r"\b", source):
+        if own and _reads_capture(source, str(own)):
             if re.fullmatch(r"\s*\$\{\s*captured\.[\w-]+\.output\s*\}\s*", source):
                 job.note(
                     "changed", f"{where}.source",
@@ -281,6 +281,15 @@ def convert_evaluate(
                 out["source"] = text(source)
         else:
             out["source"] = text(source)
+    own = state.get("capture")
+    previous = body.get("previous")
+    if own and isinstance(previous, str) and _reads_capture(previous, str(own)):
+        job.note(
+            "changed", f"{where}.previous",
+            "reads this state's own capture, where little-loops had already stored this "
+            "check's value: it compared the value with itself (stall, unless at the target); "
+            "ll-loop reads the value of the previous check",
+        )  # fmt: skip
     for key in ("pattern", "operator", "previous", "direction", "prompt"):
         if isinstance(body.get(key), str):
             out[key] = text(body[key]) if key in ("previous", "prompt") else body[key]
@@ -333,6 +342,10 @@ def convert_evaluate(
         if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
             _dropped_key("evaluate", key, f"{where}.{key}", job)
     return out
+
+
+def _reads_capture(text: str, capture: str) -> bool:
+    return re.search(r"\$\{\s*captured\s*\.\s*" + re.escape(capture) + r"\b", text) is not None
 
 
 def _compiles(pattern: str) -> bool:
