@@ -675,3 +675,23 @@ def test_a_previous_reading_its_own_capture_says_little_loops_compared_it_with_i
     assert "compared the value with itself" in (
         notes(item, "changed")["states.measure.evaluate.previous"]
     )
+
+
+def test_a_second_run_with_out_inside_the_directory_does_not_convert_its_own_output(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "loops/echo.yaml", _ECHO)
+    assert migrate(tmp_path, "loops", "--out", "loops/converted")[0] == 0
+    code, report = migrate(tmp_path, "loops", "--out", "loops/converted")
+    statuses = {
+        str(Path(f["source"]).relative_to(tmp_path)): (f["status"], f["reason"])
+        for f in report["files"]
+    }
+    assert code == 0
+    assert statuses == {
+        "loops/echo.yaml": ("unchanged", ""),
+        "loops/converted/echo.yaml": (
+            "skipped", "under --out, where migrate writes: not converted again"
+        ),
+    }
+    assert not (tmp_path / "loops/converted/converted").exists()

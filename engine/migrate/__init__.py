@@ -79,7 +79,7 @@ def migrate(
 
     `search` adds directories where sub-loops, parents and libraries are looked up last
     (little-loops' own built-in loops directory, for loops that use its libraries)."""
-    inputs, alone = _expand(paths)
+    inputs, alone = _expand(paths, out)
     roots = _roots(paths, inputs) + [p.resolve() for p in search]
     items = _discover(inputs, roots)
     _mark_parents(items)
@@ -104,16 +104,19 @@ def migrate(
 
 
 _CONVERTED_NAME = "named NAME.ll.yaml, as migrate names what it writes: not converted again"
+_UNDER_OUT = "under --out, where migrate writes: not converted again"
 _ALREADY_OURS = (
     "already an ll-loop loop (it loads as one and uses ll-loop's own {marker}): nothing to convert"
 )
 
 
-def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
+def _expand(paths: Sequence[Path], out: Path | None = None) -> tuple[list[Path], list[FileReport]]:
     """The files to convert, and the files of the given directories left alone on purpose:
-    what migrate wrote, and symbolic links (following one would write outside the tree)."""
+    what migrate wrote (`NAME.ll.yaml`, or anything under `out` when it lies inside a directory
+    given), and symbolic links (following one would write outside the tree)."""
     found: list[Path] = []
     alone: list[FileReport] = []
+    written = out.resolve() if out is not None else None
     for path in paths:
         if not path.is_dir():
             if _is_output_name(path):  # named, not found: `NAME.ll.ll.yaml` all the same
@@ -127,6 +130,8 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
                 alone.append(_left_alone(file.absolute(), _LINKED.format(link=link)))
             elif _is_output_name(file):
                 alone.append(_left_alone(file.absolute(), _CONVERTED_NAME))
+            elif _inside(file, written, path):
+                alone.append(_left_alone(file.absolute(), _UNDER_OUT))
             elif file.is_file():
                 found.append(file)
     return [p.resolve() if p.exists() else p for p in found], alone
@@ -136,6 +141,14 @@ _LINKED = (
     "{link} is a symbolic link: not followed, so nothing is written outside the directory "
     "given; give its target to migrate to convert it"
 )
+
+
+def _inside(file: Path, out: Path | None, top: Path) -> bool:
+    """Whether `file` lies under `out`, a folder below the directory given (`top`): what an
+    earlier run wrote there. `--out` naming `top` itself is no such folder."""
+    if out is None or out == top.resolve():
+        return False
+    return file.resolve().is_relative_to(out)
 
 
 def _link_in(file: Path, top: Path) -> Path | None:
