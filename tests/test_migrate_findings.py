@@ -695,3 +695,31 @@ def test_a_second_run_with_out_inside_the_directory_does_not_convert_its_own_out
         ),
     }
     assert not (tmp_path / "loops/converted/converted").exists()
+
+
+# --- 20. two sub-loops of one name from outside the directory given ------------------------------
+
+
+def test_two_children_of_one_name_get_two_outputs_under_out(tmp_path: Path) -> None:
+    for folder in ("B", "C"):
+        write(tmp_path, f"{folder}/child.yaml", _ECHO.replace("echo hi", f"echo {folder}"))
+    write(tmp_path, "A/par.yaml", """
+        name: par
+        initial: a
+        states:
+          a:
+            loop: ../B/child
+            on_yes: b
+          b:
+            loop: ../C/child
+            on_yes: done
+          done: {terminal: true}
+        """)
+    code, report = migrate(tmp_path, "A/par.yaml", "--out", "o")
+    outputs = sorted(f["output"] for f in report["files"])
+    assert code == 0 and len(set(outputs)) == 3, outputs
+    par = load_loop_file(tmp_path / "o/par.yaml")
+    runs = [par.states[s].loop for s in ("a", "b")]
+    assert len(set(runs)) == 2, runs
+    texts = {(tmp_path / "o" / f"{ref}").with_suffix(".yaml").read_text() for ref in runs}
+    assert any("echo B" in t for t in texts) and any("echo C" in t for t in texts)

@@ -288,11 +288,16 @@ def _assign_outputs(
     items: dict[Path, _Item], out: Path | None, base: Path, search: Sequence[Path]
 ) -> None:
     usable = [i for i in items.values() if i.report.status not in ("failed", "skipped")]
+    taken: set[Path] = set()
     for item in usable:
         if out is not None:
             item.dest = (out / _relative(item.path, base, search)).resolve()
+            if item.dest in taken:  # two files of one name from outside the directory given
+                common = Path(os.path.commonpath([str(base), str(item.path)]))
+                item.dest = (out / item.path.relative_to(common)).resolve()
         else:
             item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
+        taken.add(item.dest)
         item.report.output = str(item.dest)
 
 
