@@ -545,9 +545,7 @@ def test_a_caller_reads_its_childs_capture_as_little_loops_merged_it(tmp_path: P
     caller, child = files(report)["caller.yaml"], files(report)["child.yaml"]
     assert "reads the child's output said" in notes(caller, "changed")["states.run"]
     assert "outputs.said" in notes(child, "changed")
-    assert load_loop_file(tmp_path / "child.ll.yaml").outputs == {
-        "said": "${captured.said.output}"
-    }
+    assert load_loop_file(tmp_path / "child.ll.yaml").outputs == {"said": "${captured.said.output}"}
     result = ll_loop(tmp_path, "run", "caller.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
 
@@ -672,8 +670,9 @@ def test_a_previous_reading_its_own_capture_says_little_loops_compared_it_with_i
     code, report = migrate(tmp_path, "own-previous.yaml")
     item = files(report)["own-previous.yaml"]
     assert code == 0, item
-    assert "compared the value with itself" in (
-        notes(item, "changed")["states.measure.evaluate.previous"]
+    assert (
+        "compared the value with itself"
+        in (notes(item, "changed")["states.measure.evaluate.previous"])
     )
 
 
@@ -691,7 +690,8 @@ def test_a_second_run_with_out_inside_the_directory_does_not_convert_its_own_out
     assert statuses == {
         "loops/echo.yaml": ("unchanged", ""),
         "loops/converted/echo.yaml": (
-            "skipped", "under --out, where migrate writes: not converted again"
+            "skipped",
+            "under --out, where migrate writes: not converted again",
         ),
     }
     assert not (tmp_path / "loops/converted/converted").exists()
@@ -703,7 +703,10 @@ def test_a_second_run_with_out_inside_the_directory_does_not_convert_its_own_out
 def test_two_children_of_one_name_get_two_outputs_under_out(tmp_path: Path) -> None:
     for folder in ("B", "C"):
         write(tmp_path, f"{folder}/child.yaml", _ECHO.replace("echo hi", f"echo {folder}"))
-    write(tmp_path, "A/par.yaml", """
+    write(
+        tmp_path,
+        "A/par.yaml",
+        """
         name: par
         initial: a
         states:
@@ -714,7 +717,8 @@ def test_two_children_of_one_name_get_two_outputs_under_out(tmp_path: Path) -> N
             loop: ../C/child
             on_yes: done
           done: {terminal: true}
-        """)
+        """,
+    )
     code, report = migrate(tmp_path, "A/par.yaml", "--out", "o")
     outputs = sorted(f["output"] for f in report["files"])
     assert code == 0 and len(set(outputs)) == 3, outputs

@@ -110,7 +110,8 @@ class Rewriter:
                 return _with_tail(self.run_dir, found.group(1))
         if root == "captured" and self.child_values:
             read = CHILD_READ.match(rest)
-            moved = self.child_values.get(read.groups()) if read is not None else None
+            read_at = (read.group(1), read.group(2), read.group(3)) if read is not None else None
+            moved = self.child_values.get(read_at) if read_at is not None else None
             if read is not None and moved is not None:
                 return f"${{captured.{moved}{rest[read.end() :]}}}"
         if root == "captured" and self.captures:
