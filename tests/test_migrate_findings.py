@@ -727,3 +727,36 @@ def test_two_children_of_one_name_get_two_outputs_under_out(tmp_path: Path) -> N
     assert len(set(runs)) == 2, runs
     texts = {(tmp_path / "o" / f"{ref}").with_suffix(".yaml").read_text() for ref in runs}
     assert any("echo B" in t for t in texts) and any("echo C" in t for t in texts)
+
+
+# --- 21. convergence without previous: never stalled in little-loops ----------------------------
+
+_NO_PREVIOUS = """
+name: no-previous
+initial: measure
+states:
+  measure:
+    action: |
+      n=$(cat count 2>/dev/null || echo 0); n=$((n + 1)); echo $n > count
+      if [ $n -ge 3 ]; then echo 5; else echo 1; fi
+    evaluate:
+      type: convergence
+      target: 5
+      direction: maximize
+    route:
+      target: done
+      progress: measure
+      stall: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_convergence_without_previous_goes_where_progress_went(tmp_path: Path) -> None:
+    write(tmp_path, "no-previous.yaml", _NO_PREVIOUS)
+    code, report = migrate(tmp_path, "no-previous.yaml")
+    item = files(report)["no-previous.yaml"]
+    assert code == 0, item
+    assert "never stall" in notes(item, "changed")["states.measure.evaluate"]
+    result = ll_loop(tmp_path, "run", "no-previous.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr

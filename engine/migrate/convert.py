@@ -19,7 +19,7 @@ from engine.load.loader import DEFAULT_JUDGE_PROMPT
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.report import FileReport
-from engine.migrate.routes import UNROUTED, Routing, plan_routes, their_target
+from engine.migrate.routes import UNROUTED, Routing, our_target, plan_routes, their_target
 from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
@@ -511,11 +511,32 @@ def _routes(
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
     _rewritten(plan, where, job)
     _route_notes(plan, where, table is None, kind, job)
+    if kind == "convergence" and "previous" not in mapping(body.get("evaluate")):
+        _never_stalled(plan, where, job)
     if plan.table is not None:
         out["route"] = plan.table
     else:
         for verdict, target in plan.shorthand.items():
             out[f"on_{verdict}"] = target
+
+
+def _never_stalled(plan: Routing, where: str, job: LoopJob) -> None:
+    """little-loops' convergence without `previous:` had no value to compare with, so every
+    value short of the target was `progress`; ll-loop compares with the state's last value and
+    can say `stall`: it goes where `progress` went."""
+    routes = plan.table if plan.table is not None else plan.shorthand
+    progress = our_target("progress", plan.shorthand, plan.table)
+    if our_target("stall", plan.shorthand, plan.table) == progress:
+        return
+    if progress is None:
+        routes.pop("stall", None)
+    else:
+        routes["stall"] = progress
+    job.note(
+        "changed", f"{where}.evaluate",
+        "without previous:, little-loops had no value to compare with, so every value short "
+        f"of the target was progress (never stall); stall goes where progress went ({progress})",
+    )  # fmt: skip
 
 
 def _route_notes(plan: Routing, where: str, shorthand: bool, producer: str, job: LoopJob) -> None:
