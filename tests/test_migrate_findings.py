@@ -760,3 +760,39 @@ def test_convergence_without_previous_goes_where_progress_went(tmp_path: Path) -
     assert "never stall" in notes(item, "changed")["states.measure.evaluate"]
     result = ll_loop(tmp_path, "run", "no-previous.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 22. a sub-loop state's capture held the child's events in little-loops ---------------------
+
+_EVENTS_READER = """
+name: events-reader
+initial: run
+states:
+  run:
+    loop: child
+    capture: events
+    on_yes: check
+    on_no: check
+  check:
+    action: "printf '%s' \\"${captured.events.output}\\" | grep -q SUMMARY"
+    on_yes: done
+    on_no: done
+  report:
+    action: "echo '${captured.events.output?}'"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_reading_a_sub_loop_states_capture_output_is_a_blocker(tmp_path: Path) -> None:
+    write(tmp_path, "child.yaml", _CHILD)
+    write(tmp_path, "events-reader.yaml", _EVENTS_READER)
+    code, report = migrate(tmp_path, "events-reader.yaml")
+    item = files(report)["events-reader.yaml"]
+    assert code == 1 and item["status"] == "blocked", item
+    blocker = notes(item, "blocker")["states.check"]
+    assert blocker.startswith(
+        f"${{captured.events.output}} at {tmp_path / 'events-reader.yaml'}:10: little-loops "
+        "stored the child's event stream in a sub-loop state's capture"
+    )
+    assert "always its default" in notes(item, "changed")["states.report"]

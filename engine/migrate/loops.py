@@ -83,6 +83,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
             defaults=context,
             child_values=plan.child_values,
             captures=_renamed_captures(data),
+            subloop_captures=_subloop_captures(data),
         ),
         context=context,
         bindings=plan.bindings,
@@ -149,6 +150,15 @@ def _renamed_captures(data: Mapping[str, Any]) -> dict[str, str]:
         b["capture"] for b in bodies if isinstance(b, dict) and isinstance(b.get("capture"), str)
     }
     return {n: re.sub(r"\W", "_", n) for n in names if re.search(r"\W", n)}
+
+
+def _subloop_captures(data: Mapping[str, Any]) -> frozenset[str]:
+    """The `capture:` names of sub-loop states (little-loops stored the child's events there)."""
+    bodies = mapping(data.get("states")).values()
+    return frozenset(
+        b["capture"] for b in bodies
+        if isinstance(b, dict) and "loop" in b and isinstance(b.get("capture"), str)
+    )  # fmt: skip
 
 
 def convert_library(
