@@ -796,3 +796,15 @@ def test_reading_a_sub_loop_states_capture_output_is_a_blocker(tmp_path: Path) -
         "stored the child's event stream in a sub-loop state's capture"
     )
     assert "always its default" in notes(item, "changed")["states.report"]
+
+
+# --- 23. a symbolic link that leads nowhere is named as such ------------------------------------
+
+
+def test_a_dangling_or_circular_link_is_not_called_missing(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    result = ll_loop(tmp_path, "migrate", "a.yaml")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "a.yaml is a symbolic link that leads nowhere" in result.stderr
+    assert "no such file" not in result.stderr
