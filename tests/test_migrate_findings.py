@@ -808,3 +808,30 @@ def test_a_dangling_or_circular_link_is_not_called_missing(tmp_path: Path) -> No
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "a.yaml is a symbolic link that leads nowhere" in result.stderr
     assert "no such file" not in result.stderr
+
+
+# --- 24. classify tokens that differ only in case -----------------------------------------------
+
+_CASE_TOKENS = """
+name: case-tokens
+initial: a
+states:
+  a:
+    action: "echo pass"
+    evaluate: {type: classify}
+    route:
+      pass: done
+      PASS: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_classify_tokens_that_differ_only_in_case_are_a_blocker(tmp_path: Path) -> None:
+    write(tmp_path, "case-tokens.yaml", _CASE_TOKENS)
+    code, report = migrate(tmp_path, "case-tokens.yaml")
+    item = files(report)["case-tokens.yaml"]
+    assert code == 1 and item["status"] == "blocked", item
+    assert notes(item, "blocker")["states.a"].startswith(
+        "classify tokens 'pass' and 'PASS' are one verdict here (pass)"
+    )

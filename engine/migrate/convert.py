@@ -621,6 +621,14 @@ def _verdict_names(
         if not _VERDICT.match(ours):
             job.note("blocker", where, f"classify token {token!r} cannot be a verdict name")
             continue
+        if ours in names:
+            job.note(
+                "blocker", where,
+                f"classify tokens {names[ours]!r} and {token!r} are one verdict here ({ours}): "
+                "the line is matched ignoring case, and - as _; give them names that differ "
+                "otherwise",
+            )  # fmt: skip
+            continue
         names[ours] = token
     if names:
         out["evaluate"]["verdicts"] = list(names)
