@@ -97,7 +97,7 @@ def test_an_mcp_gate_says_which_of_its_routes_never_applied_in_little_loops(
     assert routes["tool_error"] == "fix" and routes["success"] == "unrouted"
 
 
-# --- 13. an mcp_tool action must name SERVER/TOOL ----------------------------------------------
+# --- 13. an output path that is a directory ------------------------------------------------------
 
 
 def test_an_mcp_action_without_a_server_is_a_blocker(tmp_path: Path) -> None:
@@ -436,7 +436,7 @@ def test_files_that_are_no_loops_say_where_and_what_to_do(tmp_path: Path) -> Non
     )
 
 
-# --- 13. an output that would replace an original, or is a directory ----------------------------
+# --- 13. an output path that is a directory -------------------------------------------------------
 
 _ECHO = """
 name: echo
@@ -447,18 +447,6 @@ states:
     next: done
   done: {terminal: true}
 """
-
-
-def test_out_onto_the_inputs_own_directory_never_replaces_an_original(tmp_path: Path) -> None:
-    original = write(tmp_path, "echo.yaml", _ECHO).read_text()
-    code, report = migrate(tmp_path, "echo.yaml", "--out", ".", "--force")
-    item = files(report)["echo.yaml"]
-    assert code == 1 and item["status"] == "failed"
-    assert item["reason"] == (
-        f"writing {tmp_path / 'echo.yaml'} would replace the little-loops file it is converted "
-        "from; give --out another directory"
-    )
-    assert (tmp_path / "echo.yaml").read_text() == original
 
 
 def test_an_output_path_that_is_a_directory_is_not_offered_to_force(tmp_path: Path) -> None:

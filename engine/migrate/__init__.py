@@ -93,7 +93,7 @@ def migrate(
         if item.dest is None:
             continue
         text = _convert(item, items)
-        if _write(item, text, force, set(items)):
+        if _write(item, text, force):
             written.append(item)
     for item in written:
         _check(item, validate)
@@ -501,22 +501,11 @@ def _library_fragments(lib: _Item) -> dict[str, Any]:
     return fragments if isinstance(fragments, dict) else {}
 
 
-def _write(item: _Item, text: str, force: bool, sources: set[Path]) -> bool:
-    """Write `text` to the item's output unless that would replace a file this run reads (a
-    little-loops original: `--out` onto the inputs' own directory), a directory, or (without
-    `force`) a file with other content."""
+def _write(item: _Item, text: str, force: bool) -> bool:
+    """Write `text` to the item's output unless that is a directory or (without `force`) a file
+    with other content."""
     dest = item.dest
     assert dest is not None
-    if dest.resolve() in sources:
-        item.report.status = "failed"
-        which = (
-            "it is converted from" if dest.resolve() == item.path.resolve() else "this run reads"
-        )
-        item.report.reason = (
-            f"writing {dest} would replace the little-loops file {which}; "
-            "give --out another directory"
-        )
-        return False
     if dest.is_dir():
         item.report.status = "failed"
         item.report.reason = f"{dest} is a directory, so the converted file cannot be written there"
