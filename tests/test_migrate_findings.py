@@ -823,3 +823,41 @@ def test_classify_tokens_that_differ_only_in_case_are_a_blocker(tmp_path: Path) 
     assert notes(item, "blocker")["states.a"].startswith(
         "classify tokens 'pass' and 'PASS' are one verdict here (pass)"
     )
+
+
+# --- 25. output_contains error_patterns: little-loops' error verdict ----------------------------
+
+_ERROR_PATTERNS = """
+name: error-patterns
+initial: a
+states:
+  a:
+    action: "echo 'PLAN_AUTH_FAILURE (x+y)'"
+    evaluate:
+      type: output_contains
+      pattern: LIMIT_EXCEEDED
+      error_patterns: ["AUTH_FAILURE (x+y)"]
+    on_yes: failed
+    on_no: failed
+    on_error: abort
+  abort:
+    action: "echo aborting"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_error_patterns_still_send_their_output_where_error_went(tmp_path: Path) -> None:
+    write(tmp_path, "error-patterns.yaml", _ERROR_PATTERNS)
+    code, report = migrate(tmp_path, "error-patterns.yaml")
+    item = files(report)["error-patterns.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "a_error_patterns" in notes(item, "changed")["states.a.evaluate.error_patterns"]
+    result = ll_loop(tmp_path, "run", "error-patterns.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+    other = _ERROR_PATTERNS.replace("PLAN_AUTH_FAILURE (x+y)", "plan retry")
+    write(tmp_path, "error-patterns.yaml", other)
+    migrate(tmp_path, "error-patterns.yaml", "--force")
+    result = ll_loop(tmp_path, "run", "error-patterns.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "failed", result.stdout + result.stderr

@@ -50,6 +50,7 @@ class LoopJob:
     agent: bool = False  # some state runs a prompt: the loop needs the agent CLI runner
     bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # state -> with:
     on_max_steps: str | None = None  # little-loops ran this state's action even if terminal
+    extra_states: dict[str, dict[str, Any]] = field(default_factory=dict)  # states to add
 
     def note(self, kind: Any, where: str, message: str) -> None:
         self.report.note(kind, where, message)
@@ -126,6 +127,7 @@ def convert_state(
         _mcp_routes(body, out, where, job)
     else:
         _routes(name, body, out, where, job)
+        _error_patterns(name, body, out, where, job)
     if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
         if partial or _routes_to_itself(name, out):
             out["max_retries"] = body["max_retries"]
@@ -340,6 +342,8 @@ def convert_evaluate(
     _prune(kind, out, where, job)
     for key in body:
         if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
+            if key == "error_patterns" and _error_pattern_list(body, state):
+                continue  # kept as a state of its own (_error_patterns)
             _dropped_key("evaluate", key, f"{where}.{key}", job)
     return out
 
@@ -518,6 +522,64 @@ def _routes(
     else:
         for verdict, target in plan.shorthand.items():
             out[f"on_{verdict}"] = target
+
+
+def _error_pattern_list(evaluate: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
+    """The `error_patterns` little-loops applied: output_contains, not negated, judged (not a
+    `next:` state)."""
+    patterns = evaluate.get("error_patterns")
+    if evaluate.get("type") != "output_contains" or evaluate.get("negate") or "next" in state:
+        return []
+    if not isinstance(patterns, list):
+        return []
+    return [str(p) for p in patterns if isinstance(p, str | int | float) and str(p)]
+
+
+def _error_patterns(
+    name: str, body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob
+) -> None:
+    """little-loops' output_contains said `error` (not `no`) when its pattern was missing and
+    one of `error_patterns` was in the output. ll-loop's cannot: the converted state sends `no`
+    to a state of its own that looks for those texts in the output (captured for it) and goes
+    where little-loops' `error` went when one is there, else where `no` went."""
+    evaluate = mapping(body.get("evaluate"))
+    patterns = _error_pattern_list(evaluate, body)
+    if not patterns or out.get("evaluate", {}).get("type") != "output_contains":
+        return
+    table = out.get("route") if isinstance(out.get("route"), dict) else None
+    shorthand = {k[3:]: v for k, v in out.items() if k.startswith("on_") and isinstance(v, str)}
+    on_no = our_target("no", shorthand, table)
+    on_error = our_target("error", shorthand, table)
+    if on_no == on_error:
+        job.note(
+            "dropped", f"{where}.evaluate.error_patterns",
+            "error and no go to the same state here, so the patterns change nothing",
+        )  # fmt: skip
+        return
+    capture = out.setdefault("capture", f"{_identifier(name)}_output")
+    check = f"{name}_error_patterns"
+    extra: dict[str, Any] = {
+        "description": f"little-loops' error_patterns of {name}: one of them in its output "
+        "(and not the pattern) was verdict error",
+        "evaluate": {
+            "type": "output_contains",
+            "source": f"${{captured.{capture}.output}}",
+            "pattern": "|".join(re.escape(p) for p in patterns),
+        },
+    }
+    for verdict, target in (("yes", on_error), ("no", on_no), ("error", on_error)):
+        if target is not None:
+            extra[f"on_{verdict}"] = target
+    if table is not None:
+        table["no"] = check
+    else:
+        out["on_no"] = check
+    job.extra_states[check] = extra
+    job.note(
+        "changed", f"{where}.evaluate.error_patterns",
+        f"little-loops' error verdict for {', '.join(map(repr, patterns))} in the output is "
+        f"kept by state {check} (its no goes there; one more step)",
+    )  # fmt: skip
 
 
 def _never_stalled(plan: Routing, where: str, job: LoopJob) -> None:

@@ -244,6 +244,11 @@ def _states(data: Mapping[str, Any], plan: LoopPlan, job: LoopJob) -> dict[str, 
             out[name]["loop"] = plan.loop_refs[name]
         if name in plan.child_captures and "loop" in out[name]:
             out[name].setdefault("capture", plan.child_captures[name])
+    for name, extra in job.extra_states.items():
+        if name in out:
+            job.note("blocker", f"states.{name}", "a state of this name exists already")
+            continue
+        out[name] = extra
     return out
 
 
