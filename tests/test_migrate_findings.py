@@ -861,3 +861,46 @@ def test_error_patterns_still_send_their_output_where_error_went(tmp_path: Path)
     migrate(tmp_path, "error-patterns.yaml", "--force")
     result = ll_loop(tmp_path, "run", "error-patterns.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "failed", result.stdout + result.stderr
+
+
+# --- 26. a sub-loop state's on_timeout: the child cut off by its budget --------------------------
+
+_SPIN = """
+name: spin
+initial: s
+max_steps: 2
+states:
+  s:
+    action: "echo spin"
+    evaluate: {type: output_contains, pattern: never}
+    on_yes: done
+    on_no: s
+  done: {terminal: true}
+"""
+
+_ON_TIMEOUT = """
+name: on-timeout
+initial: run
+states:
+  run:
+    loop: spin
+    on_yes: failed
+    on_no: failed
+    on_timeout: timed
+  timed:
+    action: "echo timed"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_sub_loop_cut_off_by_its_budget_still_goes_to_on_timeout(tmp_path: Path) -> None:
+    write(tmp_path, "spin.yaml", _SPIN)
+    write(tmp_path, "on-timeout.yaml", _ON_TIMEOUT)
+    code, report = migrate(tmp_path, "on-timeout.yaml")
+    item = files(report)["on-timeout.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "still goes to timed" in notes(item, "changed")["states.run.on_timeout"]
+    result = ll_loop(tmp_path, "run", "on-timeout.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr

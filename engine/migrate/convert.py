@@ -504,7 +504,7 @@ def _routes(
             )  # fmt: skip
         return
     if "loop" in out:
-        _subloop_routes(shorthand, table, out, where, job)
+        _subloop_routes(name, shorthand, table, out, where, job)
         return
     kind = out.get("evaluate", {}).get("type")
     if kind is None:
@@ -707,6 +707,7 @@ def _verdict_names(
 
 
 def _subloop_routes(
+    name: str,
     shorthand: Mapping[str, str],
     table: Mapping[str, str] | None,
     out: dict[str, Any],
@@ -730,12 +731,45 @@ def _subloop_routes(
                 "goes to the failure terminal `unrouted`",
             )  # fmt: skip
         out[f"on_{verdict}"] = target
+    if "timeout" in shorthand and shorthand["timeout"] != out["on_no"]:
+        _subloop_budget(name, shorthand["timeout"], out, where, job)
     for verdict in shorthand:
-        if verdict not in ("yes", "no", "error"):
+        if verdict not in ("yes", "no", "error", "timeout"):
             job.note(
                 "dropped", f"{where}.on_{verdict}",
                 "a sub-loop's verdict is yes, no or error (budget or timeout is no)",
             )  # fmt: skip
+
+
+_BUDGET_ENDS = ("max_steps", "timeout", "max_cost")
+
+
+def _subloop_budget(
+    name: str, on_timeout: str, out: dict[str, Any], where: str, job: LoopJob
+) -> None:
+    """little-loops sent a child cut off by its budget or timeout to `on_timeout` (else
+    `on_no`); ll-loop calls that `no`, so `no` goes to a state of its own that reads how the
+    child ended (`terminated_by`) and goes to `on_timeout` for a budget or a timeout."""
+    capture = out.setdefault("capture", _identifier(name))
+    check = f"{name}_budget"
+    job.extra_states[check] = {
+        "description": f"little-loops' on_timeout of {name}: a child cut off by its budget or "
+        "timeout went there",
+        "evaluate": {
+            "type": "output_contains",
+            "source": f"${{captured.{capture}.terminated_by}}",
+            "pattern": f"^({'|'.join(_BUDGET_ENDS)})$",
+        },
+        "on_yes": on_timeout,
+        "on_no": out["on_no"],
+        "on_error": out["on_no"],
+    }
+    out["on_no"] = check
+    job.note(
+        "changed", f"{where}.on_timeout",
+        f"a child cut off by its budget or timeout still goes to {on_timeout}: the state's no "
+        f"goes to {check}, which reads how the child ended (one more step)",
+    )  # fmt: skip
 
 
 def _routes_to_itself(name: str, out: Mapping[str, Any]) -> bool:
