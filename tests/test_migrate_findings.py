@@ -904,3 +904,33 @@ def test_a_sub_loop_cut_off_by_its_budget_still_goes_to_on_timeout(tmp_path: Pat
     assert "still goes to timed" in notes(item, "changed")["states.run.on_timeout"]
     result = ll_loop(tmp_path, "run", "on-timeout.ll.yaml", "--json", "--no-lock")
     assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 27. state names ll-loop cannot take ---------------------------------------------------------
+
+_ODD_NAMES = """
+name: odd-names
+initial: check
+states:
+  check:
+    action: "echo hi"
+    on_yes: "step two"
+    on_no: "1st"
+  "step two":
+    action: "echo two"
+    next: done
+  "1st":
+    action: "echo first"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_state_names_ll_loop_cannot_take_are_renamed_with_their_routes(tmp_path: Path) -> None:
+    write(tmp_path, "odd-names.yaml", _ODD_NAMES)
+    code, report = migrate(tmp_path, "odd-names.yaml")
+    item = files(report)["odd-names.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "renamed from 'step two'" in notes(item, "changed")["states.step_two"]
+    loop = load_loop_file(tmp_path / "odd-names.ll.yaml")
+    assert loop.states["check"].routes == {"yes": "step_two", "no": "s_1st"}

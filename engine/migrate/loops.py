@@ -75,6 +75,7 @@ class LoopPlan:
 
 def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> dict[str, Any]:
     """The ll-loop loop for little-loops `data`."""
+    data = _valid_state_names(data, report)
     context = dict(mapping(data.get("context")))
     job = LoopJob(
         report,
@@ -140,6 +141,50 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     _report_problems(job.rewriter, plan.sources, report)
     _drop_the_rest(data, report)
     return {key: out[key] for key in _ORDER if key in out}
+
+
+_STATE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_ROUTE_KEYS = re.compile(r"on_\w+|next")
+
+
+def _valid_state_names(data: dict[str, Any], report: FileReport) -> dict[str, Any]:
+    """State names ll-loop cannot take (`step two`, `1st`) renamed (`step_two`, `s_1st`), with
+    every route to them: little-loops took any name."""
+    states = mapping(data.get("states"))
+    taken = {str(n) for n in states}
+    renames: dict[str, str] = {}
+    for name in map(str, states):
+        if _STATE_NAME.fullmatch(name):
+            continue
+        new = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+        new = new if _STATE_NAME.fullmatch(new) else f"s_{new}"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renames[name] = new
+        report.note(
+            "changed", f"states.{new}",
+            f"renamed from {name!r} (a state name is letters, digits, _ and -, starting with a "
+            "letter or _), and every route to it",
+        )  # fmt: skip
+    if not renames:
+        return data
+
+    def target(value: Any) -> Any:
+        return renames.get(value, value) if isinstance(value, str) else value
+
+    new_states: dict[str, Any] = {}
+    for name, body in states.items():
+        if isinstance(body, dict):
+            body = {k: target(v) if _ROUTE_KEYS.fullmatch(str(k)) else v for k, v in body.items()}
+            if isinstance(body.get("route"), dict):
+                body["route"] = {k: target(v) for k, v in body["route"].items()}
+        new_states[renames.get(str(name), str(name))] = body
+    out = {**data, "states": new_states}
+    for key in ("initial", "on_max_steps"):
+        if key in out:
+            out[key] = target(out[key])
+    return out
 
 
 def _renamed_captures(data: Mapping[str, Any]) -> dict[str, str]:
