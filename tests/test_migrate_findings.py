@@ -97,7 +97,7 @@ def test_an_mcp_gate_says_which_of_its_routes_never_applied_in_little_loops(
     assert routes["tool_error"] == "fix" and routes["success"] == "unrouted"
 
 
-# --- 13. an mcp_tool action must name SERVER/TOOL ----------------------------------------------
+# --- 13. an output path that is a directory ------------------------------------------------------
 
 
 def test_an_mcp_action_without_a_server_is_a_blocker(tmp_path: Path) -> None:
@@ -434,3 +434,503 @@ def test_files_that_are_no_loops_say_where_and_what_to_do(tmp_path: Path) -> Non
     assert reasons["latin.yaml"].startswith(
         f"{tmp_path / 'latin.yaml'}:1:10: the file is not valid"
     )
+
+
+# --- 13. an output path that is a directory -------------------------------------------------------
+
+_ECHO = """
+name: echo
+initial: a
+states:
+  a:
+    action: echo hi
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_an_output_path_that_is_a_directory_is_not_offered_to_force(tmp_path: Path) -> None:
+    write(tmp_path, "echo.yaml", _ECHO)
+    (tmp_path / "echo.ll.yaml").mkdir()
+    for extra in ((), ("--force",)):
+        code, report = migrate(tmp_path, "echo.yaml", *extra)
+        item = files(report)["echo.yaml"]
+        assert code == 1 and item["status"] == "failed"
+        assert item["reason"] == (
+            f"{tmp_path / 'echo.ll.yaml'} is a directory, so the converted file cannot be "
+            "written there"
+        )
+
+
+# --- 14. an output_contains pattern that is no regular expression was plain text ----------------
+
+_PLAIN_PATTERN = """
+name: plain
+initial: check
+states:
+  check:
+    action: "echo 'found [ERROR here'"
+    evaluate:
+      type: output_contains
+      pattern: "[ERROR"
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_pattern_that_is_no_regular_expression_still_matches_its_text(tmp_path: Path) -> None:
+    write(tmp_path, "plain.yaml", _PLAIN_PATTERN)
+    code, report = migrate(tmp_path, "plain.yaml")
+    item = files(report)["plain.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "matched it as plain text" in notes(item, "changed")["states.check.evaluate.pattern"]
+    result = ll_loop(tmp_path, "run", "plain.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout
+
+
+# --- 15. a caller reading a child's capture through the sub-loop state ---------------------------
+
+_CHILD = """
+name: child
+initial: say
+parameters:
+  msg: {type: string, default: nothing}
+states:
+  say:
+    action: "echo said ${context.msg}"
+    capture: said
+    next: done
+  done: {terminal: true}
+"""
+
+_CALLER = """
+name: caller
+initial: run
+states:
+  run:
+    loop: child
+    with: {msg: hi}
+    on_yes: after
+    on_no: failed
+  after:
+    action: "echo 'after [${captured.run.said.output}]'"
+    capture: after
+    evaluate: {type: output_contains, pattern: "after \\\\[said hi\\\\]"}
+    on_yes: done
+    on_no: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_caller_reads_its_childs_capture_as_little_loops_merged_it(tmp_path: Path) -> None:
+    write(tmp_path, "child.yaml", _CHILD)
+    write(tmp_path, "caller.yaml", _CALLER)
+    code, report = migrate(tmp_path, "caller.yaml")
+    assert code == 0, report
+    caller, child = files(report)["caller.yaml"], files(report)["child.yaml"]
+    assert "reads the child's output said" in notes(caller, "changed")["states.run"]
+    assert "outputs.said" in notes(child, "changed")
+    assert load_loop_file(tmp_path / "child.ll.yaml").outputs == {"said": "${captured.said.output}"}
+    result = ll_loop(tmp_path, "run", "caller.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 16. a capture name that is no identifier is renamed where it is read too --------------------
+
+_HYPHEN = """
+name: hyphen
+initial: a
+states:
+  a:
+    action: "echo hello"
+    capture: my-cap
+    next: b
+  b:
+    action: "echo got ${captured.my-cap.output}"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_renamed_capture_is_read_under_its_new_name(tmp_path: Path) -> None:
+    write(tmp_path, "hyphen.yaml", _HYPHEN)
+    code, _ = migrate(tmp_path, "hyphen.yaml")
+    loop = load_loop_file(tmp_path / "hyphen.ll.yaml")
+    assert code == 0 and loop.states["a"].capture == "my_cap"
+    assert loop.states["b"].action == "echo got ${captured.my_cap.output}"
+    result = ll_loop(tmp_path, "run", "hyphen.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 17. a sub-loop state without on_no ended the run when the child failed ----------------------
+
+_FAILING_CHILD = """
+name: fails
+initial: bad
+states:
+  bad:
+    action: "false"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+_ONLY_YES = """
+name: only-yes
+initial: run
+states:
+  run:
+    loop: fails
+    on_yes: done
+  done: {terminal: true}
+"""
+
+
+def test_a_sub_loop_state_without_on_no_routes_the_childs_failure_to_unrouted(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "fails.yaml", _FAILING_CHILD)
+    write(tmp_path, "only-yes.yaml", _ONLY_YES)
+    code, report = migrate(tmp_path, "only-yes.yaml")
+    item = files(report)["only-yes.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "verdict 'no' had no route" in notes(item, "changed")["states.run"]
+    loop = load_loop_file(tmp_path / "only-yes.ll.yaml")
+    assert loop.states["run"].routes["no"] == "unrouted" and loop.states["unrouted"].failure
+
+
+# --- 18. a name that cannot be found says where it is written and what to do -------------------
+
+
+def test_names_not_found_say_file_line_and_search(tmp_path: Path) -> None:
+    write(tmp_path, "orphan.yaml", "name: orphan\nfrom: base-check\ninitial: a\n")
+    write(tmp_path, "caller.yaml", _ONLY_YES.replace("loop: fails", "loop: nowhere"))
+    write(tmp_path, "nothing.yaml", "foo: bar\n")
+    code, report = migrate(tmp_path, "orphan.yaml", "caller.yaml", "nothing.yaml")
+    assert code == 1
+    found = files(report)
+    hint = "; give the directory that holds it with --search DIR, or give its file to migrate"
+    assert found["orphan.yaml"]["reason"] == (
+        f"{tmp_path / 'orphan.yaml'}:2:1: from: 'base-check' not found next to the loop or "
+        "under the directories given" + hint
+    )
+    assert found["caller.yaml"]["blockers"][0] == (
+        f"states.run.loop: {tmp_path / 'caller.yaml'}:5:5: sub-loop 'nowhere' not found next "
+        "to the loop or under the directories given" + hint
+    )
+    assert found["nothing.yaml"]["reason"] == (
+        f"{tmp_path / 'nothing.yaml'}:1:1: not a little-loops loop: it has no name:, initial:, "
+        "states: (or flow:); a little-loops loop is a mapping with name:, initial: and states: "
+        "(or flow:)"
+    )
+
+
+# --- 19. convergence `previous` reading the state's own capture compared a value with itself ----
+
+_OWN_PREVIOUS = """
+name: own-previous
+initial: measure
+states:
+  measure:
+    action: "echo 4"
+    capture: m
+    evaluate:
+      type: convergence
+      target: 10
+      direction: maximize
+      previous: "${captured.m.output}"
+    route:
+      target: done
+      progress: measure
+      stall: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_previous_reading_its_own_capture_says_little_loops_compared_it_with_itself(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "own-previous.yaml", _OWN_PREVIOUS)
+    code, report = migrate(tmp_path, "own-previous.yaml")
+    item = files(report)["own-previous.yaml"]
+    assert code == 0, item
+    assert (
+        "compared the value with itself"
+        in (notes(item, "changed")["states.measure.evaluate.previous"])
+    )
+
+
+def test_a_second_run_with_out_inside_the_directory_does_not_convert_its_own_output(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, "loops/echo.yaml", _ECHO)
+    assert migrate(tmp_path, "loops", "--out", "loops/converted")[0] == 0
+    code, report = migrate(tmp_path, "loops", "--out", "loops/converted")
+    statuses = {
+        str(Path(f["source"]).relative_to(tmp_path)): (f["status"], f["reason"])
+        for f in report["files"]
+    }
+    assert code == 0
+    assert statuses == {
+        "loops/echo.yaml": ("unchanged", ""),
+        "loops/converted/echo.yaml": (
+            "skipped",
+            "under --out, where migrate writes: not converted again",
+        ),
+    }
+    assert not (tmp_path / "loops/converted/converted").exists()
+
+
+# --- 20. two sub-loops of one name from outside the directory given ------------------------------
+
+
+def test_two_children_of_one_name_get_two_outputs_under_out(tmp_path: Path) -> None:
+    for folder in ("B", "C"):
+        write(tmp_path, f"{folder}/child.yaml", _ECHO.replace("echo hi", f"echo {folder}"))
+    write(
+        tmp_path,
+        "A/par.yaml",
+        """
+        name: par
+        initial: a
+        states:
+          a:
+            loop: ../B/child
+            on_yes: b
+          b:
+            loop: ../C/child
+            on_yes: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "A/par.yaml", "--out", "o")
+    outputs = sorted(f["output"] for f in report["files"])
+    assert code == 0 and len(set(outputs)) == 3, outputs
+    par = load_loop_file(tmp_path / "o/par.yaml")
+    runs = [par.states[s].loop for s in ("a", "b")]
+    assert len(set(runs)) == 2, runs
+    texts = {(tmp_path / "o" / f"{ref}").with_suffix(".yaml").read_text() for ref in runs}
+    assert any("echo B" in t for t in texts) and any("echo C" in t for t in texts)
+
+
+# --- 21. convergence without previous: never stalled in little-loops ----------------------------
+
+_NO_PREVIOUS = """
+name: no-previous
+initial: measure
+states:
+  measure:
+    action: |
+      n=$(cat count 2>/dev/null || echo 0); n=$((n + 1)); echo $n > count
+      if [ $n -ge 3 ]; then echo 5; else echo 1; fi
+    evaluate:
+      type: convergence
+      target: 5
+      direction: maximize
+    route:
+      target: done
+      progress: measure
+      stall: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_convergence_without_previous_goes_where_progress_went(tmp_path: Path) -> None:
+    write(tmp_path, "no-previous.yaml", _NO_PREVIOUS)
+    code, report = migrate(tmp_path, "no-previous.yaml")
+    item = files(report)["no-previous.yaml"]
+    assert code == 0, item
+    assert "never stall" in notes(item, "changed")["states.measure.evaluate"]
+    result = ll_loop(tmp_path, "run", "no-previous.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 22. a sub-loop state's capture held the child's events in little-loops ---------------------
+
+_EVENTS_READER = """
+name: events-reader
+initial: run
+states:
+  run:
+    loop: child
+    capture: events
+    on_yes: check
+    on_no: check
+  check:
+    action: "printf '%s' \\"${captured.events.output}\\" | grep -q SUMMARY"
+    on_yes: done
+    on_no: done
+  report:
+    action: "echo '${captured.events.output?}'"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_reading_a_sub_loop_states_capture_output_is_a_blocker(tmp_path: Path) -> None:
+    write(tmp_path, "child.yaml", _CHILD)
+    write(tmp_path, "events-reader.yaml", _EVENTS_READER)
+    code, report = migrate(tmp_path, "events-reader.yaml")
+    item = files(report)["events-reader.yaml"]
+    assert code == 1 and item["status"] == "blocked", item
+    blocker = notes(item, "blocker")["states.check"]
+    assert blocker.startswith(
+        f"${{captured.events.output}} at {tmp_path / 'events-reader.yaml'}:10: little-loops "
+        "stored the child's event stream in a sub-loop state's capture"
+    )
+    assert "always its default" in notes(item, "changed")["states.report"]
+
+
+# --- 23. a symbolic link that leads nowhere is named as such ------------------------------------
+
+
+def test_a_dangling_or_circular_link_is_not_called_missing(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    result = ll_loop(tmp_path, "migrate", "a.yaml")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "a.yaml is a symbolic link that leads nowhere" in result.stderr
+    assert "no such file" not in result.stderr
+
+
+# --- 24. classify tokens that differ only in case -----------------------------------------------
+
+_CASE_TOKENS = """
+name: case-tokens
+initial: a
+states:
+  a:
+    action: "echo pass"
+    evaluate: {type: classify}
+    route:
+      pass: done
+      PASS: failed
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_classify_tokens_that_differ_only_in_case_are_a_blocker(tmp_path: Path) -> None:
+    write(tmp_path, "case-tokens.yaml", _CASE_TOKENS)
+    code, report = migrate(tmp_path, "case-tokens.yaml")
+    item = files(report)["case-tokens.yaml"]
+    assert code == 1 and item["status"] == "blocked", item
+    assert notes(item, "blocker")["states.a"].startswith(
+        "classify tokens 'pass' and 'PASS' are one verdict here (pass)"
+    )
+
+
+# --- 25. output_contains error_patterns: little-loops' error verdict ----------------------------
+
+_ERROR_PATTERNS = """
+name: error-patterns
+initial: a
+states:
+  a:
+    action: "echo 'PLAN_AUTH_FAILURE (x+y)'"
+    evaluate:
+      type: output_contains
+      pattern: LIMIT_EXCEEDED
+      error_patterns: ["AUTH_FAILURE (x+y)"]
+    on_yes: failed
+    on_no: failed
+    on_error: abort
+  abort:
+    action: "echo aborting"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_error_patterns_still_send_their_output_where_error_went(tmp_path: Path) -> None:
+    write(tmp_path, "error-patterns.yaml", _ERROR_PATTERNS)
+    code, report = migrate(tmp_path, "error-patterns.yaml")
+    item = files(report)["error-patterns.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "a_error_patterns" in notes(item, "changed")["states.a.evaluate.error_patterns"]
+    result = ll_loop(tmp_path, "run", "error-patterns.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+    other = _ERROR_PATTERNS.replace("PLAN_AUTH_FAILURE (x+y)", "plan retry")
+    write(tmp_path, "error-patterns.yaml", other)
+    migrate(tmp_path, "error-patterns.yaml", "--force")
+    result = ll_loop(tmp_path, "run", "error-patterns.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "failed", result.stdout + result.stderr
+
+
+# --- 26. a sub-loop state's on_timeout: the child cut off by its budget --------------------------
+
+_SPIN = """
+name: spin
+initial: s
+max_steps: 2
+states:
+  s:
+    action: "echo spin"
+    evaluate: {type: output_contains, pattern: never}
+    on_yes: done
+    on_no: s
+  done: {terminal: true}
+"""
+
+_ON_TIMEOUT = """
+name: on-timeout
+initial: run
+states:
+  run:
+    loop: spin
+    on_yes: failed
+    on_no: failed
+    on_timeout: timed
+  timed:
+    action: "echo timed"
+    next: done
+  done: {terminal: true}
+  failed: {terminal: true}
+"""
+
+
+def test_a_sub_loop_cut_off_by_its_budget_still_goes_to_on_timeout(tmp_path: Path) -> None:
+    write(tmp_path, "spin.yaml", _SPIN)
+    write(tmp_path, "on-timeout.yaml", _ON_TIMEOUT)
+    code, report = migrate(tmp_path, "on-timeout.yaml")
+    item = files(report)["on-timeout.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "still goes to timed" in notes(item, "changed")["states.run.on_timeout"]
+    result = ll_loop(tmp_path, "run", "on-timeout.ll.yaml", "--json", "--no-lock")
+    assert json.loads(result.stdout)["final_state"] == "done", result.stdout + result.stderr
+
+
+# --- 27. state names ll-loop cannot take ---------------------------------------------------------
+
+_ODD_NAMES = """
+name: odd-names
+initial: check
+states:
+  check:
+    action: "echo hi"
+    on_yes: "step two"
+    on_no: "1st"
+  "step two":
+    action: "echo two"
+    next: done
+  "1st":
+    action: "echo first"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_state_names_ll_loop_cannot_take_are_renamed_with_their_routes(tmp_path: Path) -> None:
+    write(tmp_path, "odd-names.yaml", _ODD_NAMES)
+    code, report = migrate(tmp_path, "odd-names.yaml")
+    item = files(report)["odd-names.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    assert "renamed from 'step two'" in notes(item, "changed")["states.step_two"]
+    loop = load_loop_file(tmp_path / "odd-names.ll.yaml")
+    assert loop.states["check"].routes == {"yes": "step_two", "no": "s_1st"}

@@ -82,7 +82,13 @@ def register(app: typer.Typer) -> None:
 
 def _check_usage(paths: list[Path], out: Path | None, search: list[Path]) -> None:
     """Refuse, before anything is written, what cannot be meant."""
-    missing = [str(p) for p in paths if not p.exists()]
+    missing = [p for p in paths if not p.exists()]
+    if missing and missing[0].is_symlink():
+        raise UsageError(
+            f"{missing[0]} is a symbolic link that leads nowhere (its target does not exist, "
+            "or links lead in a circle)",
+            hint="give the file it should point at",
+        )
     if missing:
         raise UsageError(f"no such file or directory: {missing[0]}", hint="check the path")
     empty = [str(p) for p in paths if p.is_dir() and not _has_yaml(p)]

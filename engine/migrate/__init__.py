@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.migrate.expressions import CHILD_READ, SUBLOOP_KEYS
 from engine.migrate.loops import Library, LoopPlan, convert_library, convert_loop
 from engine.migrate.report import FileReport, MigrationReport, Note
 from engine.migrate.source import (
@@ -29,7 +30,9 @@ from engine.migrate.source import (
     listing,
     ll_loop_marker,
     mapping,
+    not_a_loop,
     not_a_mapping,
+    not_found,
     read_yaml,
     resolve_flow,
     resolve_inheritance,
@@ -76,7 +79,7 @@ def migrate(
 
     `search` adds directories where sub-loops, parents and libraries are looked up last
     (little-loops' own built-in loops directory, for loops that use its libraries)."""
-    inputs, alone = _expand(paths)
+    inputs, alone = _expand(paths, out)
     roots = _roots(paths, inputs) + [p.resolve() for p in search]
     items = _discover(inputs, roots)
     _mark_parents(items)
@@ -101,16 +104,19 @@ def migrate(
 
 
 _CONVERTED_NAME = "named NAME.ll.yaml, as migrate names what it writes: not converted again"
+_UNDER_OUT = "under --out, where migrate writes: not converted again"
 _ALREADY_OURS = (
     "already an ll-loop loop (it loads as one and uses ll-loop's own {marker}): nothing to convert"
 )
 
 
-def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
+def _expand(paths: Sequence[Path], out: Path | None = None) -> tuple[list[Path], list[FileReport]]:
     """The files to convert, and the files of the given directories left alone on purpose:
-    what migrate wrote, and symbolic links (following one would write outside the tree)."""
+    what migrate wrote (`NAME.ll.yaml`, or anything under `out` when it lies inside a directory
+    given), and symbolic links (following one would write outside the tree)."""
     found: list[Path] = []
     alone: list[FileReport] = []
+    written = out.resolve() if out is not None else None
     for path in paths:
         if not path.is_dir():
             if _is_output_name(path):  # named, not found: `NAME.ll.ll.yaml` all the same
@@ -124,6 +130,8 @@ def _expand(paths: Sequence[Path]) -> tuple[list[Path], list[FileReport]]:
                 alone.append(_left_alone(file.absolute(), _LINKED.format(link=link)))
             elif _is_output_name(file):
                 alone.append(_left_alone(file.absolute(), _CONVERTED_NAME))
+            elif _inside(file, written, path):
+                alone.append(_left_alone(file.absolute(), _UNDER_OUT))
             elif file.is_file():
                 found.append(file)
     return [p.resolve() if p.exists() else p for p in found], alone
@@ -133,6 +141,14 @@ _LINKED = (
     "{link} is a symbolic link: not followed, so nothing is written outside the directory "
     "given; give its target to migrate to convert it"
 )
+
+
+def _inside(file: Path, out: Path | None, top: Path) -> bool:
+    """Whether `file` lies under `out`, a folder below the directory given (`top`): what an
+    earlier run wrote there. `--out` naming `top` itself is no such folder."""
+    if out is None or out == top.resolve():
+        return False
+    return file.resolve().is_relative_to(out)
 
 
 def _link_in(file: Path, top: Path) -> Path | None:
@@ -185,7 +201,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             item.report.role = "library"
             item.data = data
             return item
-        data, parents = resolve_inheritance(data, path.parent, roots)
+        data, parents = resolve_inheritance(data, path, roots)
         item.parents = parents
         for parent in parents:
             item.report.note("changed", "from", f"{parent.name} merged in")
@@ -193,9 +209,7 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             item.report.note("changed", "flow", "expanded into states")
         data = resolve_flow(data)
         if not isinstance(data.get("states"), dict) or "name" not in data or "initial" not in data:
-            raise SourceError(
-                "not a little-loops loop: it needs name:, initial: and states: (or flow:)"
-            )
+            raise SourceError(not_a_loop(path, data))
         marker = ll_loop_marker(data)
         if marker and _loads_as_ll_loop(path):
             item.report = _left_alone(path, _ALREADY_OURS.format(marker=marker))
@@ -218,14 +232,15 @@ def _read(path: Path, wanted: str, roots: Sequence[Path]) -> _Item:
             if child is None:
                 item.report.note(
                     "blocker", f"states.{state}.loop",
-                    f"sub-loop {ref!r} not found: give its file to migrate too",
+                    not_found(path, ["states", str(state), "loop"], f"sub-loop {ref!r}"),
                 )  # fmt: skip
             else:
                 item.children.append((str(state), child))
     for entry in listing(data.get("import")):
         lib = find(str(entry), path.parent, roots, loop=False)
         if lib is None:
-            item.report.note("blocker", "import", f"fragment library {entry!r} not found")
+            message = not_found(path, ["import"], f"fragment library {entry!r}")
+            item.report.note("blocker", "import", message)
         else:
             item.imports.append((str(entry), lib))
     return item
@@ -273,11 +288,16 @@ def _assign_outputs(
     items: dict[Path, _Item], out: Path | None, base: Path, search: Sequence[Path]
 ) -> None:
     usable = [i for i in items.values() if i.report.status not in ("failed", "skipped")]
+    taken: set[Path] = set()
     for item in usable:
         if out is not None:
             item.dest = (out / _relative(item.path, base, search)).resolve()
+            if item.dest in taken:  # two files of one name from outside the directory given
+                common = Path(os.path.commonpath([str(base), str(item.path)]))
+                item.dest = (out / item.path.relative_to(common)).resolve()
         else:
             item.dest = item.path.with_name(f"{item.path.stem}.ll{item.path.suffix}")
+        taken.add(item.dest)
         item.report.output = str(item.dest)
 
 
@@ -322,6 +342,8 @@ def _plan(items: dict[Path, _Item]) -> None:
                     )
             if body.get("context_passthrough"):
                 _passthrough(item, state, child, extra, libraries)
+            if body.get("context_passthrough") or given:
+                _child_values(item, state, child)
         for entry, lib_path in item.imports:
             lib = libraries.get(lib_path)
             if lib is not None and lib.dest is not None and item.dest is not None:
@@ -400,6 +422,40 @@ def _passthrough(
     )  # fmt: skip
 
 
+def _child_values(item: _Item, state: str, child: _Item) -> None:
+    """little-loops merged a child's captures into its caller under the sub-loop state's name
+    (`${captured.STATE.CAPTURE.output}`); ll-loop gives a caller the child's `outputs`, so the
+    child declares each value read that way and the caller reads it there."""
+    text = json.dumps(item.data, default=str)
+    own = item.data["states"][state].get("capture")
+    capture_as = re.sub(r"\W", "_", own if isinstance(own, str) else state)
+    prefix = re.compile(r"(?<!\$)\$\{\s*captured\s*")
+    for found in prefix.finditer(text):
+        read = CHILD_READ.match(text, found.end())
+        if read is None or read.group(1) != state or read.group(2) in SUBLOOP_KEYS:
+            continue
+        capture, name = read.group(2), read.group(3)
+        output = capture if name == "output" else f"{capture}_{name}"
+        output = re.sub(r"\W", "_", output)
+        moved = f"{capture_as}.outputs.{output}"
+        if item.plan.child_values.setdefault((state, capture, name), moved) != moved:
+            continue
+        item.plan.child_captures[state] = capture_as
+        item.report.note(
+            "changed", f"states.{state}",
+            f"${{captured.{state}.{capture}.{name}}} (the child's capture, which little-loops "
+            f"merged into this loop) reads the child's output {output}: ${{captured.{moved}}}",
+        )  # fmt: skip
+        if output in child.plan.add_outputs:
+            continue
+        child.plan.add_outputs[output] = f"${{captured.{capture}.{name}}}"
+        child.report.note(
+            "changed", f"outputs.{output}",
+            f"{item.data.get('name')} reads this loop's capture {capture} "
+            "(little-loops merged a child's captures into its caller): declared as an output",
+        )  # fmt: skip
+
+
 def _declared(loop: _Item) -> set[str]:
     """The parameters a little-loops loop will have once converted."""
     params = loop.data.get("parameters")
@@ -446,8 +502,14 @@ def _library_fragments(lib: _Item) -> dict[str, Any]:
 
 
 def _write(item: _Item, text: str, force: bool) -> bool:
+    """Write `text` to the item's output unless that is a directory or (without `force`) a file
+    with other content."""
     dest = item.dest
     assert dest is not None
+    if dest.is_dir():
+        item.report.status = "failed"
+        item.report.reason = f"{dest} is a directory, so the converted file cannot be written there"
+        return False
     if _same_text(dest, text):
         item.unchanged = True
         return True

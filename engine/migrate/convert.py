@@ -19,7 +19,7 @@ from engine.load.loader import DEFAULT_JUDGE_PROMPT
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.report import FileReport
-from engine.migrate.routes import UNROUTED, Routing, plan_routes, their_target
+from engine.migrate.routes import UNROUTED, Routing, our_target, plan_routes, their_target
 from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
@@ -50,6 +50,7 @@ class LoopJob:
     agent: bool = False  # some state runs a prompt: the loop needs the agent CLI runner
     bindings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # state -> with:
     on_max_steps: str | None = None  # little-loops ran this state's action even if terminal
+    extra_states: dict[str, dict[str, Any]] = field(default_factory=dict)  # states to add
 
     def note(self, kind: Any, where: str, message: str) -> None:
         self.report.note(kind, where, message)
@@ -126,6 +127,7 @@ def convert_state(
         _mcp_routes(body, out, where, job)
     else:
         _routes(name, body, out, where, job)
+        _error_patterns(name, body, out, where, job)
     if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
         if partial or _routes_to_itself(name, out):
             out["max_retries"] = body["max_retries"]
@@ -269,7 +271,7 @@ def convert_evaluate(
     source = body.get("source")
     if isinstance(source, str):
         own = state.get("capture")
-        if own and re.search(r"\$\{\s*captured\s*\.\s*" + re.escape(str(own)) + r"\b", source):
+        if own and _reads_capture(source, str(own)):
             if re.fullmatch(r"\s*\$\{\s*captured\.[\w-]+\.output\s*\}\s*", source):
                 job.note(
                     "changed", f"{where}.source",
@@ -281,9 +283,25 @@ def convert_evaluate(
                 out["source"] = text(source)
         else:
             out["source"] = text(source)
+    own = state.get("capture")
+    previous = body.get("previous")
+    if own and isinstance(previous, str) and _reads_capture(previous, str(own)):
+        job.note(
+            "changed", f"{where}.previous",
+            "reads this state's own capture, where little-loops had already stored this "
+            "check's value: it compared the value with itself (stall, unless at the target); "
+            "ll-loop reads the value of the previous check",
+        )  # fmt: skip
     for key in ("pattern", "operator", "previous", "direction", "prompt"):
         if isinstance(body.get(key), str):
             out[key] = text(body[key]) if key in ("previous", "prompt") else body[key]
+    if isinstance(out.get("pattern"), str) and not _compiles(out["pattern"]):
+        out["pattern"] = re.escape(out["pattern"])
+        job.note(
+            "changed", f"{where}.pattern",
+            "not a regular expression, so little-loops matched it as plain text: it is written "
+            "escaped, to match the same text",
+        )  # fmt: skip
     if "negate" in body:
         out["negate"] = bool(body["negate"])
     if "target" in body and body["target"] is not None:
@@ -324,8 +342,22 @@ def convert_evaluate(
     _prune(kind, out, where, job)
     for key in body:
         if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
+            if key == "error_patterns" and _error_pattern_list(body, state):
+                continue  # kept as a state of its own (_error_patterns)
             _dropped_key("evaluate", key, f"{where}.{key}", job)
     return out
+
+
+def _reads_capture(text: str, capture: str) -> bool:
+    return re.search(r"\$\{\s*captured\s*\.\s*" + re.escape(capture) + r"\b", text) is not None
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
 
 
 def _schema_verdicts(schema: Any) -> list[str]:
@@ -472,7 +504,7 @@ def _routes(
             )  # fmt: skip
         return
     if "loop" in out:
-        _subloop_routes(shorthand, table, out, where, job)
+        _subloop_routes(name, shorthand, table, out, where, job)
         return
     kind = out.get("evaluate", {}).get("type")
     if kind is None:
@@ -483,11 +515,90 @@ def _routes(
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
     _rewritten(plan, where, job)
     _route_notes(plan, where, table is None, kind, job)
+    if kind == "convergence" and "previous" not in mapping(body.get("evaluate")):
+        _never_stalled(plan, where, job)
     if plan.table is not None:
         out["route"] = plan.table
     else:
         for verdict, target in plan.shorthand.items():
             out[f"on_{verdict}"] = target
+
+
+def _error_pattern_list(evaluate: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
+    """The `error_patterns` little-loops applied: output_contains, not negated, judged (not a
+    `next:` state)."""
+    patterns = evaluate.get("error_patterns")
+    if evaluate.get("type") != "output_contains" or evaluate.get("negate") or "next" in state:
+        return []
+    if not isinstance(patterns, list):
+        return []
+    return [str(p) for p in patterns if isinstance(p, str | int | float) and str(p)]
+
+
+def _error_patterns(
+    name: str, body: Mapping[str, Any], out: dict[str, Any], where: str, job: LoopJob
+) -> None:
+    """little-loops' output_contains said `error` (not `no`) when its pattern was missing and
+    one of `error_patterns` was in the output. ll-loop's cannot: the converted state sends `no`
+    to a state of its own that looks for those texts in the output (captured for it) and goes
+    where little-loops' `error` went when one is there, else where `no` went."""
+    evaluate = mapping(body.get("evaluate"))
+    patterns = _error_pattern_list(evaluate, body)
+    if not patterns or out.get("evaluate", {}).get("type") != "output_contains":
+        return
+    table = out.get("route") if isinstance(out.get("route"), dict) else None
+    shorthand = {k[3:]: v for k, v in out.items() if k.startswith("on_") and isinstance(v, str)}
+    on_no = our_target("no", shorthand, table)
+    on_error = our_target("error", shorthand, table)
+    if on_no == on_error:
+        job.note(
+            "dropped", f"{where}.evaluate.error_patterns",
+            "error and no go to the same state here, so the patterns change nothing",
+        )  # fmt: skip
+        return
+    capture = out.setdefault("capture", f"{_identifier(name)}_output")
+    check = f"{name}_error_patterns"
+    extra: dict[str, Any] = {
+        "description": f"little-loops' error_patterns of {name}: one of them in its output "
+        "(and not the pattern) was verdict error",
+        "evaluate": {
+            "type": "output_contains",
+            "source": f"${{captured.{capture}.output}}",
+            "pattern": "|".join(re.escape(p) for p in patterns),
+        },
+    }
+    for verdict, target in (("yes", on_error), ("no", on_no), ("error", on_error)):
+        if target is not None:
+            extra[f"on_{verdict}"] = target
+    if table is not None:
+        table["no"] = check
+    else:
+        out["on_no"] = check
+    job.extra_states[check] = extra
+    job.note(
+        "changed", f"{where}.evaluate.error_patterns",
+        f"little-loops' error verdict for {', '.join(map(repr, patterns))} in the output is "
+        f"kept by state {check} (its no goes there; one more step)",
+    )  # fmt: skip
+
+
+def _never_stalled(plan: Routing, where: str, job: LoopJob) -> None:
+    """little-loops' convergence without `previous:` had no value to compare with, so every
+    value short of the target was `progress`; ll-loop compares with the state's last value and
+    can say `stall`: it goes where `progress` went."""
+    routes = plan.table if plan.table is not None else plan.shorthand
+    progress = our_target("progress", plan.shorthand, plan.table)
+    if our_target("stall", plan.shorthand, plan.table) == progress:
+        return
+    if progress is None:
+        routes.pop("stall", None)
+    else:
+        routes["stall"] = progress
+    job.note(
+        "changed", f"{where}.evaluate",
+        "without previous:, little-loops had no value to compare with, so every value short "
+        f"of the target was progress (never stall); stall goes where progress went ({progress})",
+    )  # fmt: skip
 
 
 def _route_notes(plan: Routing, where: str, shorthand: bool, producer: str, job: LoopJob) -> None:
@@ -572,6 +683,14 @@ def _verdict_names(
         if not _VERDICT.match(ours):
             job.note("blocker", where, f"classify token {token!r} cannot be a verdict name")
             continue
+        if ours in names:
+            job.note(
+                "blocker", where,
+                f"classify tokens {names[ours]!r} and {token!r} are one verdict here ({ours}): "
+                "the line is matched ignoring case, and - as _; give them names that differ "
+                "otherwise",
+            )  # fmt: skip
+            continue
         names[ours] = token
     if names:
         out["evaluate"]["verdicts"] = list(names)
@@ -588,6 +707,7 @@ def _verdict_names(
 
 
 def _subloop_routes(
+    name: str,
     shorthand: Mapping[str, str],
     table: Mapping[str, str] | None,
     out: dict[str, Any],
@@ -601,14 +721,55 @@ def _subloop_routes(
         target = shorthand.get(verdict)
         if verdict == "error" and target is None:
             target = shorthand.get("no")
-        if target is not None:
-            out[f"on_{verdict}"] = target
+        if target is None and verdict == "error":
+            continue  # an unrouted error ends the run with an error, as little-loops' did
+        if target is None:
+            target = UNROUTED
+            job.note(
+                "changed", where,
+                f"verdict {verdict!r} had no route (little-loops ended the run there); it now "
+                "goes to the failure terminal `unrouted`",
+            )  # fmt: skip
+        out[f"on_{verdict}"] = target
+    if "timeout" in shorthand and shorthand["timeout"] != out["on_no"]:
+        _subloop_budget(name, shorthand["timeout"], out, where, job)
     for verdict in shorthand:
-        if verdict not in ("yes", "no", "error"):
+        if verdict not in ("yes", "no", "error", "timeout"):
             job.note(
                 "dropped", f"{where}.on_{verdict}",
                 "a sub-loop's verdict is yes, no or error (budget or timeout is no)",
             )  # fmt: skip
+
+
+_BUDGET_ENDS = ("max_steps", "timeout", "max_cost")
+
+
+def _subloop_budget(
+    name: str, on_timeout: str, out: dict[str, Any], where: str, job: LoopJob
+) -> None:
+    """little-loops sent a child cut off by its budget or timeout to `on_timeout` (else
+    `on_no`); ll-loop calls that `no`, so `no` goes to a state of its own that reads how the
+    child ended (`terminated_by`) and goes to `on_timeout` for a budget or a timeout."""
+    capture = out.setdefault("capture", _identifier(name))
+    check = f"{name}_budget"
+    job.extra_states[check] = {
+        "description": f"little-loops' on_timeout of {name}: a child cut off by its budget or "
+        "timeout went there",
+        "evaluate": {
+            "type": "output_contains",
+            "source": f"${{captured.{capture}.terminated_by}}",
+            "pattern": f"^({'|'.join(_BUDGET_ENDS)})$",
+        },
+        "on_yes": on_timeout,
+        "on_no": out["on_no"],
+        "on_error": out["on_no"],
+    }
+    out["on_no"] = check
+    job.note(
+        "changed", f"{where}.on_timeout",
+        f"a child cut off by its budget or timeout still goes to {on_timeout}: the state's no "
+        f"goes to {check}, which reads how the child ended (one more step)",
+    )  # fmt: skip
 
 
 def _routes_to_itself(name: str, out: Mapping[str, Any]) -> bool:

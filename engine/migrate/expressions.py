@@ -36,6 +36,10 @@ _MISSING_FIX = (
     "; left as it is, it fails every run that reaches it: compute the value in the action "
     "(${run.started_at} is when the run started) or remove it"
 )
+# `.STATE.CAPTURE.FIELD` after `captured`: a child's capture, which little-loops merged into its
+# caller under the sub-loop state's name (ll-loop's keys there are the child's own result).
+CHILD_READ = re.compile(r"\s*\.\s*([\w-]+)\s*\.\s*([\w-]+)\s*\.\s*(\w+)")
+SUBLOOP_KEYS = frozenset({"outcome", "outputs", "steps", "terminal", "terminated_by"})
 _SLICE = re.compile(r":(\d+)(?::(\d+))?\s*$")
 _OURS = frozenset({"context", "captured", "prev", "state", "loop", "run", "env", "param"})
 _THEIRS_ONLY = {
@@ -48,7 +52,7 @@ _THEIRS_ONLY = {
 class Problem:
     """Something in an expression that could not be kept: where, why, and the text itself."""
 
-    kind: str  # dropped | blocker
+    kind: str  # dropped | changed | blocker
     where: str  # states.fix, the loop, ...
     message: str
     expression: str = ""  # as written, so the report can point at its line
@@ -60,6 +64,9 @@ class Rewriter:
 
     run_dir: str = "${run.dir}"  # what `${context.run_dir}` becomes in this loop
     captures: Mapping[str, str] = field(default_factory=dict)  # renamed capture names
+    # (sub-loop state, child capture, field) -> where it is now: `CAPTURE.outputs.NAME`
+    child_values: Mapping[tuple[str, str, str], str] = field(default_factory=dict)
+    subloop_captures: frozenset[str] = frozenset()  # captures of sub-loop states (as written)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the loop's context defaults
     problems: list[Problem] = field(default_factory=list)
     uses_run_dir: bool = False
@@ -102,6 +109,14 @@ class Rewriter:
             if found is not None:
                 self.uses_run_dir = True
                 return _with_tail(self.run_dir, found.group(1))
+        if root == "captured" and self.child_values:
+            read = CHILD_READ.match(rest)
+            read_at = (read.group(1), read.group(2), read.group(3)) if read is not None else None
+            moved = self.child_values.get(read_at) if read_at is not None else None
+            if read is not None and moved is not None:
+                return f"${{captured.{moved}{rest[read.end() :]}}}"
+        if root == "captured" and self.subloop_captures:
+            self._subloop_capture_read(rest, match.group(0))
         if root == "captured" and self.captures:
             name = re.match(r"\s*\.\s*([\w-]+)", rest)
             if name is not None and name.group(1) in self.captures:
@@ -118,6 +133,31 @@ class Rewriter:
         elif root in _THEIRS_ONLY:
             self.problems.append(Problem("blocker", self.where, _THEIRS_ONLY[root]))
         return match.group(0)
+
+    def _subloop_capture_read(self, rest: str, expression: str) -> None:
+        """`${captured.C.output}` where C is a sub-loop state's capture: little-loops stored the
+        child's event stream there; ll-loop keeps the child's result (SUBLOOP_KEYS)."""
+        read = re.match(r"\s*\.\s*([\w-]+)\s*\.\s*(\w+)(.*)$", rest, re.S)
+        if read is None or read.group(1) not in self.subloop_captures:
+            return
+        if read.group(2) in SUBLOOP_KEYS:
+            return
+        what = "the child's event stream" if read.group(2) == "output" else f"{read.group(2)!r}"
+        kept = "terminal, outcome, terminated_by, steps and outputs"
+        tail = read.group(3).strip()
+        if tail.startswith((":default=", "?")):
+            message = (
+                f"little-loops stored {what} in a sub-loop state's capture; ll-loop keeps the "
+                f"child's {kept}, so this is always its default"
+            )
+            self.problems.append(Problem("changed", self.where, message, expression))
+            return
+        message = (
+            f"little-loops stored {what} in a sub-loop state's capture; ll-loop keeps the "
+            f"child's {kept}: left as it is, it is an error verdict wherever it is read: read "
+            "one of those (a value the child declares under outputs:) instead"
+        )
+        self.problems.append(Problem("blocker", self.where, message, expression))
 
 
 def _with_tail(expression: str, tail: str) -> str:

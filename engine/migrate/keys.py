@@ -159,7 +159,9 @@ _TABLE: list[KeyFate] = [
     KeyFate("evaluate", "schema", "dropped", "", "the judge's answer schema is fixed"),
     KeyFate("evaluate", "uncertain_suffix", "dropped", "",
             "low confidence is the cannot_judge verdict"),
-    KeyFate("evaluate", "error_patterns", "dropped", "", "route on the verdicts instead"),
+    KeyFate("evaluate", "error_patterns", "converted", "on output_contains, a state of its own "
+            "(`NAME_error_patterns`) after `no` that looks for them in the output and goes where "
+            "`error` went when one is there"),
     KeyFate("evaluate", "key", "dropped", "",
             "output_numeric reads the whole output: print only the number"),
     KeyFate("evaluate", "history_file", "converted", "the file the score_stall check reads"),

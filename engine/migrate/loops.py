@@ -10,6 +10,7 @@ state is written out whole. Top-level keys follow `engine.migrate.keys`; `input_
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,8 @@ from engine.migrate.source import deep_merge, listing, locate, mapping
 
 _ORDER = (
     "name", "description", "category", "labels", "initial", "max_steps", "on_max_steps",
-    "timeout", "default_timeout", "scope", "input_key", "parameters", "context", "llm", "lint",
+    "timeout", "default_timeout", "scope", "input_key", "parameters", "outputs", "context", "llm",
+    "lint",
     "import", "fragments", "states",
 )  # fmt: skip
 FALLBACK_TIMEOUT_S = 3600  # little-loops' timeout of an action that sets none
@@ -65,14 +67,25 @@ class LoopPlan:
     loop_refs: dict[str, str] = field(default_factory=dict)  # state -> rewritten `loop:`
     libraries: list[Library] = field(default_factory=list)
     sources: list[Path] = field(default_factory=list)  # the file, its from: parents, libraries
+    # a caller reads a child capture: (state, capture, field) -> `CAPTURE.outputs.NAME`
+    child_values: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    child_captures: dict[str, str] = field(default_factory=dict)  # sub-loop state -> capture
+    add_outputs: dict[str, str] = field(default_factory=dict)  # name -> expression (a child)
 
 
 def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> dict[str, Any]:
     """The ll-loop loop for little-loops `data`."""
+    data = _valid_state_names(data, report)
     context = dict(mapping(data.get("context")))
     job = LoopJob(
         report,
-        Rewriter(run_dir=plan.run_dir, defaults=context),
+        Rewriter(
+            run_dir=plan.run_dir,
+            defaults=context,
+            child_values=plan.child_values,
+            captures=_renamed_captures(data),
+            subloop_captures=_subloop_captures(data),
+        ),
         context=context,
         bindings=plan.bindings,
         on_max_steps=data.get("on_max_steps")
@@ -101,6 +114,8 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
         out["parameters"] = parameters
     if context:
         out["context"] = context
+    if plan.add_outputs:
+        out["outputs"] = {k: job.rewriter.text(v) for k, v in sorted(plan.add_outputs.items())}
     states = _states(data, plan, job)
     llm = _llm(data, job, report)
     if llm:
@@ -126,6 +141,69 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     _report_problems(job.rewriter, plan.sources, report)
     _drop_the_rest(data, report)
     return {key: out[key] for key in _ORDER if key in out}
+
+
+_STATE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_ROUTE_KEYS = re.compile(r"on_\w+|next")
+
+
+def _valid_state_names(data: dict[str, Any], report: FileReport) -> dict[str, Any]:
+    """State names ll-loop cannot take (`step two`, `1st`) renamed (`step_two`, `s_1st`), with
+    every route to them: little-loops took any name."""
+    states = mapping(data.get("states"))
+    taken = {str(n) for n in states}
+    renames: dict[str, str] = {}
+    for name in map(str, states):
+        if _STATE_NAME.fullmatch(name):
+            continue
+        new = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+        new = new if _STATE_NAME.fullmatch(new) else f"s_{new}"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renames[name] = new
+        report.note(
+            "changed", f"states.{new}",
+            f"renamed from {name!r} (a state name is letters, digits, _ and -, starting with a "
+            "letter or _), and every route to it",
+        )  # fmt: skip
+    if not renames:
+        return data
+
+    def target(value: Any) -> Any:
+        return renames.get(value, value) if isinstance(value, str) else value
+
+    new_states: dict[str, Any] = {}
+    for name, body in states.items():
+        if isinstance(body, dict):
+            body = {k: target(v) if _ROUTE_KEYS.fullmatch(str(k)) else v for k, v in body.items()}
+            if isinstance(body.get("route"), dict):
+                body["route"] = {k: target(v) for k, v in body["route"].items()}
+        new_states[renames.get(str(name), str(name))] = body
+    out = {**data, "states": new_states}
+    for key in ("initial", "on_max_steps"):
+        if key in out:
+            out[key] = target(out[key])
+    return out
+
+
+def _renamed_captures(data: Mapping[str, Any]) -> dict[str, str]:
+    """Capture names that are no identifiers (`my-cap`), and what they are written as (`my_cap`),
+    so `${captured.my-cap.output}` reads the renamed capture."""
+    bodies = [*mapping(data.get("states")).values(), *mapping(data.get("fragments")).values()]
+    names = {
+        b["capture"] for b in bodies if isinstance(b, dict) and isinstance(b.get("capture"), str)
+    }
+    return {n: re.sub(r"\W", "_", n) for n in names if re.search(r"\W", n)}
+
+
+def _subloop_captures(data: Mapping[str, Any]) -> frozenset[str]:
+    """The `capture:` names of sub-loop states (little-loops stored the child's events there)."""
+    bodies = mapping(data.get("states")).values()
+    return frozenset(
+        b["capture"] for b in bodies
+        if isinstance(b, dict) and "loop" in b and isinstance(b.get("capture"), str)
+    )  # fmt: skip
 
 
 def convert_library(
@@ -209,6 +287,13 @@ def _states(data: Mapping[str, Any], plan: LoopPlan, job: LoopJob) -> dict[str, 
             out[name] = convert_state(name, {k: v for k, v in body.items() if k != "fragment"}, job)
         if name in plan.loop_refs and "loop" in out[name]:
             out[name]["loop"] = plan.loop_refs[name]
+        if name in plan.child_captures and "loop" in out[name]:
+            out[name].setdefault("capture", plan.child_captures[name])
+    for name, extra in job.extra_states.items():
+        if name in out:
+            job.note("blocker", f"states.{name}", "a state of this name exists already")
+            continue
+        out[name] = extra
     return out
 
 

@@ -51,6 +51,42 @@ def placed(path: Path, line: int, column: int, message: str, hint: str = "") -> 
     return f"{path}:{line}:{column}: {message}" + (f"; {hint}" if hint else "")
 
 
+def place_of(path: Path, *candidates: Sequence[str]) -> tuple[int, int]:
+    """Line and column of the first of the keys (each a path of keys) written in the file: a
+    value merged in from a `from:` parent is not there, so its `from:` is the next best place
+    (1, 1 when none is)."""
+    try:
+        _, positions = parse_yaml(read_text(path, str(path)), str(path), yaml11=True)
+    except (OSError, YamlProblems):
+        return 1, 1
+    for keys in candidates:
+        if tuple(keys) in positions.keys:
+            line, column = positions.keys[tuple(keys)]
+            return line, column
+    return 1, 1
+
+
+_SEARCH_HINT = "give the directory that holds it with --search DIR, or give its file to migrate"
+
+
+def not_found(path: Path, keys: Sequence[str], what: str) -> str:
+    """`file:line:col: <what> not found ...; hint` for a name `path` uses at `keys`."""
+    line, column = place_of(path, keys, ["from"])
+    return placed(
+        path, line, column, f"{what} not found next to the loop or under the directories given",
+        _SEARCH_HINT,
+    )  # fmt: skip
+
+
+def not_a_loop(path: Path, data: dict[str, Any]) -> str:
+    """Why a mapping is no little-loops loop: the keys it lacks."""
+    lacking = [k for k in ("name", "initial") if k not in data]
+    if not isinstance(data.get("states"), dict):
+        lacking.append("states: (or flow:)" if "states" not in data else "states: as a mapping")
+    missing = ", ".join(k if k.startswith("states") else f"{k}:" for k in lacking)
+    return placed(path, 1, 1, f"not a little-loops loop: it has no {missing}", _LOOP_SHAPE)
+
+
 def not_a_mapping(path: Path, data: Any) -> str:
     """Why a document whose top level is a list or a scalar is not a loop."""
     kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
@@ -118,9 +154,11 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 
 def resolve_inheritance(
-    data: dict[str, Any], here: Path, roots: Sequence[Path], seen: tuple[str, ...] = ()
+    data: dict[str, Any], source: Path, roots: Sequence[Path], seen: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], list[Path]]:
-    """`from: PARENT` merged in (the child wins); also the parent files that were used."""
+    """`from: PARENT` merged in (the child wins); also the parent files that were used.
+    `source` is the file `data` was read from."""
+    here = source.parent
     parent_ref = data.get("from")
     if parent_ref is None:
         return data, []
@@ -130,13 +168,11 @@ def resolve_inheritance(
         raise SourceError("circular from: chain " + " -> ".join((*seen, parent_ref)))
     path = find(parent_ref, here, roots, loop=True)
     if path is None:
-        raise SourceError(
-            f"from: {parent_ref!r} not found next to the loop or under the given directories"
-        )
+        raise SourceError(not_found(source, ["from"], f"from: {parent_ref!r}"))
     parent = read_yaml(path)
     if not isinstance(parent, dict):
         raise SourceError(f"from: {parent_ref!r} is not a loop (its top level is not a mapping)")
-    parent, used = resolve_inheritance(parent, path.parent, roots, (*seen, parent_ref))
+    parent, used = resolve_inheritance(parent, path, roots, (*seen, parent_ref))
     child = {k: v for k, v in data.items() if k != "from"}
     merged = deep_merge(parent, child)
     merged.pop("from", None)
