@@ -391,6 +391,23 @@ def test_a_replayed_run_says_its_answers_were_replayed(
     assert original["replay_from"] is None
 
 
+def test_a_run_answered_from_the_cache_says_so(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A `--cache` run's judges looked live, their answers as if the model had just given
+    them, at $0; a replayed run already said where its answers came from."""
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", input_tokens=10_000)
+    run(tmp_path, "judged", JUDGED)  # writes judged.yaml: a live run, no cache
+    live = ll_loop(tmp_path, "run", "judged.yaml", "--cache", "--json", "--quiet")
+    cached = ll_loop(tmp_path, "run", "judged.yaml", "--cache", "--json", "--quiet")
+    assert len(loopback.requests) == 2  # the first --cache run called, the second did not
+    text, data = explained(tmp_path, str(result_of(cached)["run_id"]))
+    said = "1 of 1 model answers came from the cache (--cache): no call was made for them"
+    assert any(line.startswith(f"cache: {said}") for line in text.splitlines())
+    assert data["cached_calls"] == 1
+    assert f"Cache: {said}" in report(tmp_path, str(result_of(cached)["run_id"]))
+    _, paid = explained(tmp_path, str(result_of(live)["run_id"]))
+    assert paid["cached_calls"] == 0
+
+
 def test_a_state_json_without_its_result_is_explained_from_the_log(tmp_path: Path) -> None:
     """A run directory written by another version (or edited): its state.json says finished
     but keeps no result. The log's loop_complete tells how it ended; without that too, the

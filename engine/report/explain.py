@@ -106,6 +106,7 @@ class Explanation:
     output_errors: tuple[str, ...] = ()  # `name: why` of each `outputs:` value left null
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
+    cached_calls: int = 0  # model calls the `--cache` answered (no call was made)
 
     def to_json(self) -> dict[str, Any]:
         result = self.facts.result or {}
@@ -121,6 +122,7 @@ class Explanation:
             "duration_ms": self.facts.elapsed_ms,
             "cost_usd": round(self.facts.cost_usd, 6),
             "replay_from": self.facts.replay_from or None,
+            "cached_calls": self.cached_calls,
             "state_unreadable": self.facts.state_problem or None,
             "reason": self.reason,
             "path": [p.to_json() for p in self.path],
@@ -191,6 +193,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         output_errors=tuple(trace.output_errors) if trace else (),
         children=children,
         log_gap=gap,
+        cached_calls=trace.cached() if trace else 0,
     )
 
 
@@ -484,6 +487,8 @@ def _head_lines(explanation: Explanation) -> list[str]:
         lines.append(f"note: {facts.state_problem}")
     if facts.replay_from:
         lines.append(f"replay: {replayed(facts.replay_from)}")
+    elif explanation.cached_calls:
+        lines.append(f"cache: {from_cache(explanation)}")
     if explanation.log_gap:
         lines.append(f"note: {explanation.log_gap}; the path below is incomplete")
     for problem in explanation.output_errors:
@@ -532,6 +537,15 @@ def unfinished_label(status: str) -> str:
     cut short (a kill), or not known."""
     labels = {"running": "(running)", "stopped": "(stopped)", "unknown": "(no end logged)"}
     return labels.get(status, "(interrupted)")
+
+
+def from_cache(explanation: Explanation) -> str:
+    """What a run that used `--cache` had from it: answers of earlier calls, at no cost."""
+    total = sum(explanation.calls_by_state.values())
+    return (
+        f"{explanation.cached_calls} of {total} model answers came from the cache (--cache): "
+        "no call was made for them, and they cost nothing"
+    )
 
 
 def replayed(source: str) -> str:

@@ -48,6 +48,7 @@ class Step:
     budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
+    cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
     cost_usd: float = 0.0
     child: Trace | None = None
     child_continued: bool = False  # a resume continued this step's child in a later step
@@ -108,6 +109,13 @@ class Step:
             calls, cost = calls + more_calls, cost + more_cost
         return calls, cost
 
+    def cached(self) -> int:
+        """Of `spent()`'s calls, those the `--cache` answered (counted as `spent` counts)."""
+        cached = self.cached_calls
+        if self.child is not None and not self.child_continued:
+            cached += self.child.cached()
+        return cached
+
     def judges(self) -> list[JudgeNote]:
         return judge_notes(self.evaluator, self.details)
 
@@ -164,6 +172,10 @@ class Trace:
         """LLM calls and dollars of the whole run, its children included."""
         totals = [step.spent() for step in self.steps]
         return sum(c for c, _ in totals), sum(d for _, d in totals)
+
+    def cached(self) -> int:
+        """LLM calls of the whole run the `--cache` answered, its children included."""
+        return sum(step.cached() for step in self.steps)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -301,6 +313,8 @@ class _Builder:
         if step is None:
             return
         step.llm_calls += 1
+        if event.get("source") == "cache":
+            step.cached_calls += 1
         cost = event.get("cost_usd")
         if isinstance(cost, int | float):
             step.cost_usd += float(cost)

@@ -19,7 +19,7 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, fold_path, next_text, replayed
+from engine.report.explain import Explanation, fold_path, from_cache, next_text, replayed
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -86,6 +86,8 @@ def summary_section(explanation: Explanation) -> Section:
         )
     if facts.replay_from:
         body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
+    elif explanation.cached_calls:
+        body.append(f"<p>Cache: {escape(from_cache(explanation))}.</p>")
     for problem in explanation.output_errors:
         body.append(f"<p>Output not computed (null): {escape(problem)}</p>")
     if explanation.stderr_tail:
