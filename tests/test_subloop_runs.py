@@ -252,7 +252,29 @@ def test_an_unrouted_child_error_names_its_cause(tmp_path: Path) -> None:
     )
     result = result_of(ll_loop(tmp_path, "run", "self.yaml", "--json", "-q"))
     assert result["error"] == (
-        "state 'again' produced verdict 'error', which has no route: its loop 'self' failed: "
-        "sub-loops nest deeper than 8 levels: loop 'self' calls 'self.yaml' at depth 9 (a loop "
-        "that calls itself without end?)"
+        "state 'again' produced verdict 'error', which has no route: its loop 'self' failed "
+        "(inside 'self' → … 6 more → 'self.yaml'): sub-loops nest deeper than 8 levels: loop "
+        "'self' calls 'self.yaml' at depth 9 (a loop that calls itself without end?)"
+    )
+    # two levels deep, the failing state is named with the loop it is in ('go' is the
+    # grandchild's): the message said "its loop 'middle' failed: state 'go' ..."
+    write(
+        tmp_path / "middle.yaml",
+        (tmp_path / "self.yaml")
+        .read_text()
+        .replace("self.yaml", "child.yaml")
+        .replace("name: self", "name: middle"),
+    )
+    write(
+        tmp_path / "top.yaml",
+        (tmp_path / "self.yaml")
+        .read_text()
+        .replace("self.yaml", "middle.yaml")
+        .replace("name: self", "name: top"),
+    )
+    result = result_of(ll_loop(tmp_path, "run", "top.yaml", "--json", "-q"))
+    assert result["error"] == (
+        "state 'again' produced verdict 'error', which has no route: its loop 'middle' failed "
+        "(inside 'child'): state 'go' failed (action exited with code 3) and has no on_error "
+        "route"
     )

@@ -801,18 +801,34 @@ def _interpolation_error(exc: InterpolationError) -> Verdict:
 
 
 _CHILD_CHAIN = re.compile(
-    r"^state '[^']*' produced verdict 'error', which has no route: its loop '[^']*' failed: "
+    r"^state '[^']*' produced verdict 'error', which has no route: "
+    r"its loop ('[^']*') failed(?: \(inside ([^)]*)\))?: "
 )
+
+
+_MORE = re.compile(r"… (\d+) more")
 
 
 def _child_error(details: Mapping[str, Any]) -> str | None:
     """Why a sub-loop ended in error: the child's own message holds the cause (a failed
     action, a loop that calls itself), which "verdict 'error'" alone hides. A child that ended
-    on its own child's error passes that cause up as it is, not wrapped once per level."""
+    on its own child's error passes that cause up once, not wrapped once per level, with the
+    loops it went through (`inside 'inner'`): the failing state is in the innermost."""
     error = details.get("error")
     if not isinstance(error, str) or not error:
         return None
-    return f"its loop {details.get('loop')!r} failed: {_CHILD_CHAIN.sub('', error)}"
+    loop = details.get("loop")
+    chain = _CHILD_CHAIN.match(error)
+    if chain is None:
+        return f"its loop {loop!r} failed: {error}"
+    names: list[str | None] = [chain.group(1)]  # None: a loop a deeper level left unnamed
+    for name in chain.group(2).split(" → ") if chain.group(2) else ():
+        more = _MORE.fullmatch(name)
+        names += [None] * int(more.group(1)) if more else [name]
+    if len(names) > 3:  # a loop calling itself: the first, how many between, the last
+        names = [names[0], f"… {len(names) - 2} more", names[-1]]
+    inside = " → ".join(name or "…" for name in names)
+    return f"its loop {loop!r} failed (inside {inside}): {error[chain.end() :]}"
 
 
 def _unrouted(state: State, verdict: Verdict, result: ActionResult) -> str:
