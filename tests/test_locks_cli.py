@@ -208,6 +208,56 @@ def test_a_nested_run_reaching_outside_its_parents_lease_fails_fast(tmp_path: Pa
     assert "held by this run's parent" in inner["error"]
 
 
+def test_a_nested_queued_run_does_not_wait_behind_a_run_waiting_for_its_parent(
+    tmp_path: Path,
+) -> None:
+    # outer holds src; wide (src + docs) queues behind it; then outer's action starts
+    # `ll-loop run docs.yaml --queue`. docs is free, but the nested run queued behind wide,
+    # which waits for outer, which waits for the nested run: it waited for ever.
+    write(tmp_path / "docs.yaml", marker_loop("docs", ["docs"], hold=0))
+    write(tmp_path / "wide.yaml", marker_loop("wide", ["src", "docs"], hold=0))
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: nest
+        scope: [src]
+        states:
+          nest:
+            action: |
+              touch holding
+              while [ ! -f go ]; do sleep 0.05; done
+              timeout 20 ll-loop run docs.yaml --queue --json -q
+            evaluate: {type: exit_code}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    outer = spawn(tmp_path, "run", "outer.yaml", "--json", "-q", env=env)
+    wide = None
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        wide = spawn(tmp_path, "run", "wide.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        (tmp_path / "go").touch()
+        out, err = outer.communicate(timeout=60)
+        assert result_of(subprocess.CompletedProcess([], 0, out, err))["final_state"] == "done"
+        out, err = wide.communicate(timeout=60)
+        assert wide.returncode == 0, err
+        marks = (tmp_path / "marks.log").read_text().split()
+        assert marks == ["begin", "docs", "end", "docs", "begin", "wide", "end", "wide"]
+    finally:
+        (tmp_path / "go").touch()
+        for proc in (outer, wide):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
 def _bin_dir() -> str:
     """Where `ll-loop` is, so an action can call it."""
     return str(Path(sys.executable).parent)

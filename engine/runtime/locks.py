@@ -284,14 +284,22 @@ def _write(path: Path, text: str, flags: int) -> None:
         f.write(text)
 
 
-def blocker(record: Record, others: Sequence[Record]) -> tuple[Record, str] | None:
-    """Who keeps `record` from taking its paths: an overlapping holder, else an earlier waiter."""
+def blocker(
+    record: Record, others: Sequence[Record], parent: str | None = None
+) -> tuple[Record, str] | None:
+    """Who keeps `record` from taking its paths: an overlapping holder, else an earlier waiter.
+
+    A run started by a live holder's action (`parent`) is that holder's work, which arrived
+    before every waiter: it waits for holders only. Queued behind a waiter that waits for its
+    own parent, it would wait for ever (the parent waits for it)."""
     others = [o for o in others if o.run_id != record.run_id]  # a resumed run's own record
     for other in others:
         if other.ticket != record.ticket and other.holding:
             path = overlap(record.paths, other.paths)
             if path is not None:
                 return other, path
+    if parent is not None and any(o.run_id == parent and o.holding for o in others):
+        return None
     for other in others:
         if other.ticket < record.ticket and not other.holding:
             path = overlap(record.paths, other.paths)
@@ -390,7 +398,7 @@ def acquire_scope(
             queued_at=time.time(),
             loop=loop,
         )
-        found = blocker(record, live)
+        found = blocker(record, live, parent)
         if found is None:
             held = replace(record, holding=True, acquired_at=time.time())
             registry.write(held)
@@ -417,7 +425,7 @@ def _wait_turn(
     while True:
         time.sleep(POLL_SECONDS)
         with registry.guard:
-            found = blocker(record, registry.live_records())
+            found = blocker(record, registry.live_records(), parent)
             if found is None:
                 held = replace(record, holding=True, acquired_at=time.time())
                 registry.write(held)
