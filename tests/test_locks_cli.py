@@ -378,3 +378,16 @@ def test_stop_of_a_killed_run_ends_its_action_and_frees_its_scope(tmp_path: Path
         (tmp_path / "go").touch()
         with contextlib.suppress(OSError, ValueError):  # no action started: nothing to end
             os.killpg(int((tmp_path / "action.pid").read_text()), signal.SIGKILL)
+
+
+def test_a_scope_through_a_link_loop_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    # `scope: [loopy/]` where loopy -> loop1 -> loopy: resolving it raised RuntimeError, an
+    # internal error ("this is a bug in ll-loop").
+    (tmp_path / "loopy").symlink_to("loop1")
+    (tmp_path / "loop1").symlink_to("loopy")
+    write(tmp_path / "w.yaml", marker_loop("w", ["loopy/"], hold=0))
+    done = ll_loop(tmp_path, "run", "w.yaml", "-q")
+    assert done.returncode == 2, done.stderr
+    assert "scope path 'loopy/' cannot be locked: a symbolic link loop" in done.stderr
+    assert "bug" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "marks.log").exists()

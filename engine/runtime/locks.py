@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.load.project import ensure_dir, loops_dir, open_file
-from engine.model.errors import LockConflict
+from engine.model.errors import LockConflict, UsageError
 from engine.runtime.orphans import orphaned_actions
 
 LEASE_ENV = "LL_LOCK_LEASE"
@@ -102,8 +102,20 @@ def scope_paths(root: Path, scope: Sequence[str] | None) -> tuple[str, ...]:
     base = Path(root).resolve()
     if not scope:
         return (str(base),)
-    paths = {str((base / entry).resolve()) for entry in scope}
+    paths = {_resolved(base, entry) for entry in scope}
     return tuple(sorted(paths))
+
+
+def _resolved(base: Path, entry: str) -> str:
+    """`base / entry` with its links followed; a link loop or a NUL is the user's to fix."""
+    try:
+        return str((base / entry).resolve())
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a link loop (< 3.13)
+        reason = "a symbolic link loop" if isinstance(exc, RuntimeError) else str(exc)
+        raise UsageError(
+            f"scope path {entry!r} cannot be locked: {reason}",
+            hint="fix or remove the link it names, or correct the loop's `scope`",
+        ) from None
 
 
 def _contains(outer: str, inner: str) -> bool:
