@@ -219,7 +219,11 @@ class RegistryGuard:
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+        try:
+            fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+        except FileNotFoundError:  # `.loops/locks/` removed by hand while a run waits in it
+            ensure_dir(self.path.parent)
+            fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
@@ -243,13 +247,8 @@ class Registry:
 
     def records(self) -> list[Record]:
         """Every readable record, oldest ticket first (a torn or foreign file is skipped)."""
-        found: list[Record] = []
-        for path in sorted(self.dir.glob("*.json")):
-            try:
-                found.append(Record.from_json(json.loads(path.read_text(encoding="utf-8"))))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-        return found
+        found = (self._read(path) for path in sorted(self.dir.glob("*.json")))
+        return [record for record in found if record is not None]
 
     def live_records(self) -> list[Record]:
         """The records whose process still runs; dead ones are deleted on the way."""
@@ -282,6 +281,32 @@ class Registry:
     def remove(self, record: Record) -> None:
         with contextlib.suppress(FileNotFoundError):
             (self.dir / record.filename).unlink()
+
+    def remove_own(self, record: Record) -> None:
+        """Remove `record`'s file if it is still `record`'s: when the registry was cleared by
+        hand, its ticket may have been handed to another run, whose lock that file is now."""
+        current = self._read(self.dir / record.filename)
+        if current is not None and (current.run_id, current.pid) == (record.run_id, record.pid):
+            self.remove(record)
+
+    def rejoin(self, record: Record, live: Sequence[Record]) -> Record:
+        """`record` written back if the registry lost it (cleared by hand while it waited);
+        under a new ticket if another run has been given its own."""
+        if any(
+            (r.run_id, r.pid, r.ticket) == (record.run_id, record.pid, record.ticket) for r in live
+        ):
+            return record
+        if (self.dir / record.filename).exists():
+            record = replace(record, ticket=self.next_ticket(live))
+        self.write(record)
+        return record
+
+    @staticmethod
+    def _read(path: Path) -> Record | None:
+        try:
+            return Record.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -359,7 +384,7 @@ class Lease:
             return
         registry = Registry(self.root)
         with registry.guard:
-            registry.remove(self.record)
+            registry.remove_own(self.record)
 
     def __enter__(self) -> Lease:
         return self
@@ -417,27 +442,31 @@ def acquire_scope(
             return Lease(run_id, paths, registry.root, record=held)
         _refuse_unless_queued(found, queue, parent)
         registry.write(record)  # a waiter: its ticket keeps its place in the queue
+    waiting = [record]  # its ticket changes if the registry is cleared under it
     try:
-        held = _wait_turn(registry, record, timeout, started, parent)
+        held = _wait_turn(registry, waiting, timeout, started, parent)
     except BaseException:
         with registry.guard:
-            registry.remove(record)
+            registry.remove_own(waiting[0])
         raise
     return Lease(run_id, paths, registry.root, record=held, waited_s=time.monotonic() - started)
 
 
 def _wait_turn(
     registry: Registry,
-    record: Record,
+    waiting: list[Record],
     timeout: float | None,
     started: float,
     parent: str | None,
 ) -> Record:
-    """Poll until nothing blocks the queued `record`, then mark it holding; raise on timeout."""
+    """Poll until nothing blocks the queued record (`waiting[0]`), then mark it holding; raise
+    on timeout. A record the registry lost is written back (`Registry.rejoin`)."""
     while True:
         time.sleep(POLL_SECONDS)
         with registry.guard:
-            found = blocker(record, registry.live_records(), parent)
+            live = registry.live_records()
+            record = waiting[0] = registry.rejoin(waiting[0], live)
+            found = blocker(record, live, parent)
             if found is None:
                 held = replace(record, holding=True, acquired_at=time.time())
                 registry.write(held)
