@@ -391,3 +391,68 @@ def test_a_scope_through_a_link_loop_is_refused_in_one_sentence(tmp_path: Path) 
     assert "scope path 'loopy/' cannot be locked: a symbolic link loop" in done.stderr
     assert "bug" not in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "marks.log").exists()
+
+
+def test_a_sub_loop_holds_the_paths_of_its_scope_outside_its_parents(tmp_path: Path) -> None:
+    # A sub-loop ran under its parent's lock only: a child with scope [docs] under a parent
+    # holding [src] wrote docs/ while another run held docs/, and a run started meanwhile on
+    # docs/ was let in beside it.
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: w
+        scope: [docs]
+        states:
+          w:
+            action: "touch child-in; while [ ! -f go ]; do sleep 0.05; done; echo c >> marks.log"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: sub
+        scope: [src]
+        states:
+          sub:
+            loop: child.yaml
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    write(tmp_path / "docs.yaml", marker_loop("docs", ["docs/guide"], hold=0))
+    parent = spawn(tmp_path, "run", "parent.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "child-in").exists())
+        refused = ll_loop(tmp_path, "run", "docs.yaml", "-q")
+        assert refused.returncode == 2, refused.stdout
+        assert "docs/guide is locked by run" in refused.stderr
+        (tmp_path / "go").touch()
+        out, err = parent.communicate(timeout=60)
+        assert parent.returncode == 0, err
+        assert result_of(subprocess.CompletedProcess([], 0, out, err))["final_state"] == "done"
+        assert ll_loop(tmp_path, "run", "docs.yaml", "-q").returncode == 0  # released
+    finally:
+        (tmp_path / "go").touch()
+        if parent.poll() is None:
+            parent.kill()
+            parent.communicate()
+    # and a child whose paths another run holds does not start: its state's error route
+    (tmp_path / "marks.log").unlink()
+    write(tmp_path / "holder.yaml", HOLDER.replace("scope: [src]", "scope: [docs]"))
+    (tmp_path / "go").unlink()
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        done = ll_loop(tmp_path, "run", "parent.yaml", "--json", "-q")
+        assert result_of(done)["final_state"] == "failed"
+        assert not (tmp_path / "marks.log").exists()
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
