@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from engine.runtime.locks import overlap
 from tests.runs_helpers import ll_loop, result_of, spawn, wait_until, write
 
@@ -456,3 +458,35 @@ def test_a_sub_loop_holds_the_paths_of_its_scope_outside_its_parents(tmp_path: P
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+def test_a_lock_registry_this_user_cannot_write_is_one_sentence_and_status_still_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # .loops/locks made by `sudo ll-loop run` (or on a read-only mount): opening
+    # .registry.lock failed with EACCES, and run and status both said "internal error:
+    # PermissionError ... this is a bug in ll-loop" (EROFS: "free space", "resume RUN").
+    import errno
+
+    from engine.runtime import locks
+
+    write(tmp_path / "w.yaml", marker_loop("w", ["src"], hold=0))
+    assert ll_loop(tmp_path, "run", "w.yaml", "-q").returncode == 0  # the registry exists
+    real_open = locks.open_file
+    for code in (errno.EACCES, errno.EROFS):
+
+        def refuse(path: Path, flags: int, *args: int, code: int = code) -> int:
+            if str(path).endswith(".registry.lock"):
+                raise OSError(code, os.strerror(code), str(path))
+            return real_open(path, flags, *args)
+
+        monkeypatch.setattr(locks, "open_file", refuse)
+        done = ll_loop(tmp_path, "run", "w.yaml", "--json", "-q")
+        assert done.returncode == 2, done.stderr
+        error = result_of(done)["error"]
+        assert error.startswith("cannot take the scope lock: the lock registry "), error
+        assert "not writable" in error
+        assert "bug" not in done.stderr and "free space" not in done.stderr
+        status = ll_loop(tmp_path, "status")
+        assert status.returncode == 0, status.stderr
+    assert ll_loop(tmp_path, "run", "w.yaml", "--no-lock", "-q").returncode == 0

@@ -23,6 +23,7 @@ parent (a deadlock); it does not release what it did not take.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -220,10 +221,15 @@ class RegistryGuard:
 
     def __enter__(self) -> None:
         try:
-            fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
-        except FileNotFoundError:  # `.loops/locks/` removed by hand while a run waits in it
-            ensure_dir(self.path.parent)
-            fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+            try:
+                fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+            except FileNotFoundError:  # `.loops/locks/` removed by hand while a run waits in it
+                ensure_dir(self.path.parent)
+                fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            if exc.errno not in _REFUSED:
+                raise
+            raise registry_unusable(self.path.parent, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
@@ -237,12 +243,31 @@ class RegistryGuard:
             os.close(fd)  # closing our only descriptor of it releases the lock
 
 
+_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def registry_unusable(where: Path, exc: OSError) -> LockConflict:
+    """The registry cannot be written by this user (made by another, e.g. under sudo) or at
+    all (a read-only mount): one sentence, not an internal error or a hint about disk space."""
+    return LockConflict(
+        f"cannot take the scope lock: the lock registry {where} is not writable ({exc.strerror})",
+        hint="make .loops/locks writable for you (a run under sudo or another user may have "
+        "made it), or run with --no-lock",
+    )
+
+
 class Registry:
     """The records of one project root; every method but `records` needs `self.guard` held."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
-        self.dir = ensure_dir(loops_dir(self.root) / "locks")
+        where = loops_dir(self.root) / "locks"
+        try:
+            self.dir = ensure_dir(where)
+        except OSError as exc:
+            if exc.errno not in _REFUSED:
+                raise
+            raise registry_unusable(where, exc) from None
         self.guard = RegistryGuard(self.dir / _REGISTRY_LOCK)
 
     def records(self) -> list[Record]:
@@ -520,9 +545,14 @@ def _inherited(
 
 def holders(root: Path) -> list[Record]:
     """The live records (holders and waiters) of a project, dead ones reaped on the way."""
-    registry = Registry(root)
-    with registry.guard:
-        return registry.live_records()
+    try:
+        registry = Registry(root)
+        with registry.guard:
+            return registry.live_records()
+    except LockConflict:  # a registry this user cannot write is still read (`status`)
+        readonly = loops_dir(Path(root).resolve()) / "locks"
+        found = (Registry._read(path) for path in sorted(readonly.glob("*.json")))
+        return [r for r in found if r is not None and r.live()]
 
 
 def no_lock(root: Path, run_id: str) -> Lease:
