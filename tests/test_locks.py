@@ -117,10 +117,34 @@ def test_a_recycled_pid_is_not_a_live_holder(tmp_path: Path) -> None:
         holding=True,
         queued_at=time.time(),
     )
-    registry.write(fake)
+    (registry.dir / fake.filename).write_text(json.dumps(fake.to_json()))  # not ours: no flock
     with acquire_scope(tmp_path, "fresh", None):
         assert [r.run_id for r in holders(tmp_path)] == ["fresh"]
     assert not (registry.dir / fake.filename).exists()
+
+
+def test_a_holder_whose_pid_this_process_cannot_see_still_holds(tmp_path: Path) -> None:
+    # A holder in another pid namespace (a container sharing the project) or hidden by
+    # /proc's hidepid: its pid looked gone, its record was reaped and its paths taken while it
+    # still ran. The record's flock, which the kernel drops with the holder, says it lives.
+    holder = start(tmp_path, "elsewhere", "--scope", "src", "--hold", "60")
+    try:
+        wait_for(lambda: registered(tmp_path, "elsewhere", holding=True))
+        dead = subprocess.Popen(["true"])  # a pid that no longer exists
+        dead.wait()
+        (path,) = Registry(tmp_path).dir.glob("0*.json")
+        seen = {**json.loads(path.read_text()), "pid": dead.pid, "start_time": None}
+        with open(path, "r+") as f:  # in place: the holder's flock is on this file
+            f.write(json.dumps(seen))
+            f.truncate()
+        with pytest.raises(LockConflict, match="locked by run elsewhere "):
+            acquire_scope(tmp_path, "next", ["src/app.py"])
+        assert registered(tmp_path, "elsewhere", holding=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    with acquire_scope(tmp_path, "next", ["src/app.py"]):  # gone for real: reaped
+        assert [r.run_id for r in holders(tmp_path)] == ["next"]
 
 
 # --- real processes ---------------------------------------------------------------------------

@@ -279,7 +279,7 @@ class Registry:
         """The records whose process still runs; dead ones are deleted on the way."""
         live: list[Record] = []
         for record in self.records():
-            if record.live():
+            if record.live() or _held(self.dir / record.filename):
                 live.append(record)
             else:
                 self.remove(record)
@@ -301,11 +301,15 @@ class Registry:
         return ticket
 
     def write(self, record: Record) -> None:
-        _write_atomic(self.dir / record.filename, json.dumps(record.to_json()))
+        path = self.dir / record.filename
+        _write_atomic(path, json.dumps(record.to_json()))
+        _hold(path)
 
     def remove(self, record: Record) -> None:
+        path = self.dir / record.filename
         with contextlib.suppress(FileNotFoundError):
-            (self.dir / record.filename).unlink()
+            path.unlink()
+        _let_go(path)
 
     def remove_own(self, record: Record) -> None:
         """Remove `record`'s file if it is still `record`'s: when the registry was cleared by
@@ -313,6 +317,8 @@ class Registry:
         current = self._read(self.dir / record.filename)
         if current is not None and (current.run_id, current.pid) == (record.run_id, record.pid):
             self.remove(record)
+        else:
+            _let_go(self.dir / record.filename)
 
     def rejoin(self, record: Record, live: Sequence[Record]) -> Record:
         """`record` written back if the registry lost it (cleared by hand while it waited);
@@ -332,6 +338,50 @@ class Registry:
             return Record.from_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+# This process's records, each kept open with a shared `flock(2)` while it is in the registry:
+# the kernel drops it with the process. A record so locked is live whatever `/proc` says: its
+# holder may run in another pid namespace (a container sharing the project) or be hidden from
+# this user (`hidepid`), where its pid looked gone and its paths were taken.
+_OWN: dict[str, int] = {}
+
+
+def _hold(path: Path) -> None:
+    """Keep this process's record at `path` (just written: a new file) locked while it lives."""
+    _let_go(path)
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return
+    _OWN[str(path)] = fd
+
+
+def _let_go(path: Path) -> None:
+    fd = _OWN.pop(str(path), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _held(path: Path) -> bool:
+    """True when a live process keeps the record at `path` locked (see `_OWN`)."""
+    if str(path) in _OWN:
+        return True
+    try:
+        fd = open_file(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # also lets go of the lock just taken
+    return False
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -552,7 +602,7 @@ def holders(root: Path) -> list[Record]:
     except LockConflict:  # a registry this user cannot write is still read (`status`)
         readonly = loops_dir(Path(root).resolve()) / "locks"
         found = (Registry._read(path) for path in sorted(readonly.glob("*.json")))
-        return [r for r in found if r is not None and r.live()]
+        return [r for r in found if r is not None and (r.live() or _held(readonly / r.filename))]
 
 
 def no_lock(root: Path, run_id: str) -> Lease:
