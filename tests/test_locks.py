@@ -140,6 +140,18 @@ def test_a_holder_whose_pid_this_process_cannot_see_still_holds(tmp_path: Path) 
         with pytest.raises(LockConflict, match="locked by run elsewhere "):
             acquire_scope(tmp_path, "next", ["src/app.py"])
         assert registered(tmp_path, "elsewhere", holding=True)
+        # with one of its actions running, it is not reported as killed
+        action = subprocess.Popen(
+            ["sleep", "60"], env={**os.environ, "LL_RUN_ID": "elsewhere"}, start_new_session=True
+        )
+        try:
+            with pytest.raises(LockConflict) as refused:
+                acquire_scope(tmp_path, "next", ["src/app.py"])
+            assert "killed" not in refused.value.message
+            assert f"(pid {dead.pid}, held)" in refused.value.message
+        finally:
+            action.kill()
+            action.wait()
     finally:
         holder.kill()
         holder.wait()

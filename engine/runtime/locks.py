@@ -153,6 +153,7 @@ class Record:
     queued_at: float
     acquired_at: float | None = None
     loop: str = ""  # the loop's name, for `status` while the run waits in the queue
+    locked: bool = field(default=False, compare=False)  # its process keeps it flocked: it runs
 
     @property
     def filename(self) -> str:
@@ -168,7 +169,7 @@ class Record:
 
     def describe(self) -> str:
         role = "held" if self.holding else "queued"
-        if self.holding and not process_alive(self.pid, self.start_time):
+        if self.holding and not self.locked and not process_alive(self.pid, self.start_time):
             left = orphaned_actions(self.run_id)
             if left:
                 groups = ", ".join(str(g) for g in left)
@@ -279,7 +280,9 @@ class Registry:
         """The records whose process still runs; dead ones are deleted on the way."""
         live: list[Record] = []
         for record in self.records():
-            if record.live() or _held(self.dir / record.filename):
+            if _held(self.dir / record.filename):
+                live.append(replace(record, locked=True))
+            elif record.live():
                 live.append(record)
             else:
                 self.remove(record)
