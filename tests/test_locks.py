@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -116,10 +117,46 @@ def test_a_recycled_pid_is_not_a_live_holder(tmp_path: Path) -> None:
         holding=True,
         queued_at=time.time(),
     )
-    registry.write(fake)
+    (registry.dir / fake.filename).write_text(json.dumps(fake.to_json()))  # not ours: no flock
     with acquire_scope(tmp_path, "fresh", None):
         assert [r.run_id for r in holders(tmp_path)] == ["fresh"]
     assert not (registry.dir / fake.filename).exists()
+
+
+def test_a_holder_whose_pid_this_process_cannot_see_still_holds(tmp_path: Path) -> None:
+    # A holder in another pid namespace (a container sharing the project) or hidden by
+    # /proc's hidepid: its pid looked gone, its record was reaped and its paths taken while it
+    # still ran. The record's flock, which the kernel drops with the holder, says it lives.
+    holder = start(tmp_path, "elsewhere", "--scope", "src", "--hold", "60")
+    try:
+        wait_for(lambda: registered(tmp_path, "elsewhere", holding=True))
+        dead = subprocess.Popen(["true"])  # a pid that no longer exists
+        dead.wait()
+        (path,) = Registry(tmp_path).dir.glob("0*.json")
+        seen = {**json.loads(path.read_text()), "pid": dead.pid, "start_time": None}
+        with open(path, "r+") as f:  # in place: the holder's flock is on this file
+            f.write(json.dumps(seen))
+            f.truncate()
+        with pytest.raises(LockConflict, match="locked by run elsewhere "):
+            acquire_scope(tmp_path, "next", ["src/app.py"])
+        assert registered(tmp_path, "elsewhere", holding=True)
+        # with one of its actions running, it is not reported as killed
+        action = subprocess.Popen(
+            ["sleep", "60"], env={**os.environ, "LL_RUN_ID": "elsewhere"}, start_new_session=True
+        )
+        try:
+            with pytest.raises(LockConflict) as refused:
+                acquire_scope(tmp_path, "next", ["src/app.py"])
+            assert "killed" not in refused.value.message
+            assert f"(pid {dead.pid}, held)" in refused.value.message
+        finally:
+            action.kill()
+            action.wait()
+    finally:
+        holder.kill()
+        holder.wait()
+    with acquire_scope(tmp_path, "next", ["src/app.py"]):  # gone for real: reaped
+        assert [r.run_id for r in holders(tmp_path)] == ["next"]
 
 
 # --- real processes ---------------------------------------------------------------------------
@@ -199,6 +236,52 @@ def test_queue_is_fifo_and_an_earlier_waiter_blocks_a_later_one(tmp_path: Path) 
     ]
     assert order.index("w1") < order.index("w2")
     assert order.index("w1") < order.index("w3")
+
+
+def test_a_waiter_outlives_the_registry_being_cleared_by_hand(tmp_path: Path) -> None:
+    # `rm -rf .loops/locks` while a run waits in the queue: the waiter's next look opened
+    # .registry.lock in the missing directory and died of FileNotFoundError (an internal error).
+    release = tmp_path / "release"
+    holder = start(tmp_path, "h", "--scope", "src", "--until", str(release))
+    wait_for(lambda: registered(tmp_path, "h", holding=True))
+    waiter = start(tmp_path, "w", "--scope", "src", "--queue", "--until", str(release))
+    try:
+        wait_for(lambda: registered(tmp_path, "w", holding=False))
+        locks = tmp_path / ".loops" / "locks"
+        shutil.rmtree(locks)
+
+        def holds() -> bool:  # read by hand: `Registry` would make the directory again
+            records = [json.loads(p.read_text()) for p in locks.glob("0*.json")]
+            return any(r["run_id"] == "w" and r["holding"] for r in records)
+
+        # its record is written back: it holds src now, and a third run is refused
+        wait_for(holds)
+        with pytest.raises(LockConflict, match="locked by run w "):
+            acquire_scope(tmp_path, "third", ["src"])
+    finally:
+        release.touch()
+        for proc in (holder, waiter):
+            out, err = proc.communicate(timeout=30)
+            assert proc.returncode == 0, err
+    assert out.startswith("acquired w")
+
+
+def test_a_lease_released_after_the_registry_was_cleared_spares_the_new_holder(
+    tmp_path: Path,
+) -> None:
+    # Cleared by hand, the registry hands out ticket 1 again; the first run's release removed
+    # 000000000001.json, the second run's lock, and a third run then took the same paths.
+    first = acquire_scope(tmp_path, "first", ["src"])
+    shutil.rmtree(tmp_path / ".loops" / "locks")
+    second = acquire_scope(tmp_path, "second", ["src"])
+    assert first.record is not None and second.record is not None
+    assert second.record.filename == first.record.filename
+    first.release()
+    assert [r.run_id for r in holders(tmp_path)] == ["second"]
+    with pytest.raises(LockConflict, match="locked by run second "):
+        acquire_scope(tmp_path, "third", ["src"])
+    second.release()
+    assert holders(tmp_path) == []
 
 
 def test_eight_queued_runs_over_overlapping_scopes_never_share_a_path(tmp_path: Path) -> None:

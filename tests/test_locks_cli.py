@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from engine.runtime.locks import overlap
 from tests.runs_helpers import ll_loop, result_of, spawn, wait_until, write
 
@@ -208,6 +210,56 @@ def test_a_nested_run_reaching_outside_its_parents_lease_fails_fast(tmp_path: Pa
     assert "held by this run's parent" in inner["error"]
 
 
+def test_a_nested_queued_run_does_not_wait_behind_a_run_waiting_for_its_parent(
+    tmp_path: Path,
+) -> None:
+    # outer holds src; wide (src + docs) queues behind it; then outer's action starts
+    # `ll-loop run docs.yaml --queue`. docs is free, but the nested run queued behind wide,
+    # which waits for outer, which waits for the nested run: it waited for ever.
+    write(tmp_path / "docs.yaml", marker_loop("docs", ["docs"], hold=0))
+    write(tmp_path / "wide.yaml", marker_loop("wide", ["src", "docs"], hold=0))
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: nest
+        scope: [src]
+        states:
+          nest:
+            action: |
+              touch holding
+              while [ ! -f go ]; do sleep 0.05; done
+              timeout 20 ll-loop run docs.yaml --queue --json -q
+            evaluate: {type: exit_code}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    outer = spawn(tmp_path, "run", "outer.yaml", "--json", "-q", env=env)
+    wide = None
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        wide = spawn(tmp_path, "run", "wide.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        (tmp_path / "go").touch()
+        out, err = outer.communicate(timeout=60)
+        assert result_of(subprocess.CompletedProcess([], 0, out, err))["final_state"] == "done"
+        out, err = wide.communicate(timeout=60)
+        assert wide.returncode == 0, err
+        marks = (tmp_path / "marks.log").read_text().split()
+        assert marks == ["begin", "docs", "end", "docs", "begin", "wide", "end", "wide"]
+    finally:
+        (tmp_path / "go").touch()
+        for proc in (outer, wide):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+
 def _bin_dir() -> str:
     """Where `ll-loop` is, so an action can call it."""
     return str(Path(sys.executable).parent)
@@ -328,3 +380,113 @@ def test_stop_of_a_killed_run_ends_its_action_and_frees_its_scope(tmp_path: Path
         (tmp_path / "go").touch()
         with contextlib.suppress(OSError, ValueError):  # no action started: nothing to end
             os.killpg(int((tmp_path / "action.pid").read_text()), signal.SIGKILL)
+
+
+def test_a_scope_through_a_link_loop_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    # `scope: [loopy/]` where loopy -> loop1 -> loopy: resolving it raised RuntimeError, an
+    # internal error ("this is a bug in ll-loop").
+    (tmp_path / "loopy").symlink_to("loop1")
+    (tmp_path / "loop1").symlink_to("loopy")
+    write(tmp_path / "w.yaml", marker_loop("w", ["loopy/"], hold=0))
+    done = ll_loop(tmp_path, "run", "w.yaml", "-q")
+    assert done.returncode == 2, done.stderr
+    assert "scope path 'loopy/' cannot be locked: a symbolic link loop" in done.stderr
+    assert "bug" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "marks.log").exists()
+
+
+def test_a_sub_loop_holds_the_paths_of_its_scope_outside_its_parents(tmp_path: Path) -> None:
+    # A sub-loop ran under its parent's lock only: a child with scope [docs] under a parent
+    # holding [src] wrote docs/ while another run held docs/, and a run started meanwhile on
+    # docs/ was let in beside it.
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: w
+        scope: [docs]
+        states:
+          w:
+            action: "touch child-in; while [ ! -f go ]; do sleep 0.05; done; echo c >> marks.log"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: sub
+        scope: [src]
+        states:
+          sub:
+            loop: child.yaml
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    write(tmp_path / "docs.yaml", marker_loop("docs", ["docs/guide"], hold=0))
+    parent = spawn(tmp_path, "run", "parent.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "child-in").exists())
+        refused = ll_loop(tmp_path, "run", "docs.yaml", "-q")
+        assert refused.returncode == 2, refused.stdout
+        assert "docs/guide is locked by run" in refused.stderr
+        (tmp_path / "go").touch()
+        out, err = parent.communicate(timeout=60)
+        assert parent.returncode == 0, err
+        assert result_of(subprocess.CompletedProcess([], 0, out, err))["final_state"] == "done"
+        assert ll_loop(tmp_path, "run", "docs.yaml", "-q").returncode == 0  # released
+    finally:
+        (tmp_path / "go").touch()
+        if parent.poll() is None:
+            parent.kill()
+            parent.communicate()
+    # and a child whose paths another run holds does not start: its state's error route
+    (tmp_path / "marks.log").unlink()
+    write(tmp_path / "holder.yaml", HOLDER.replace("scope: [src]", "scope: [docs]"))
+    (tmp_path / "go").unlink()
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        done = ll_loop(tmp_path, "run", "parent.yaml", "--json", "-q")
+        assert result_of(done)["final_state"] == "failed"
+        assert not (tmp_path / "marks.log").exists()
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+
+
+def test_a_lock_registry_this_user_cannot_write_is_one_sentence_and_status_still_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # .loops/locks made by `sudo ll-loop run` (or on a read-only mount): opening
+    # .registry.lock failed with EACCES, and run and status both said "internal error:
+    # PermissionError ... this is a bug in ll-loop" (EROFS: "free space", "resume RUN").
+    import errno
+
+    from engine.runtime import locks
+
+    write(tmp_path / "w.yaml", marker_loop("w", ["src"], hold=0))
+    assert ll_loop(tmp_path, "run", "w.yaml", "-q").returncode == 0  # the registry exists
+    real_open = locks.open_file
+    for code in (errno.EACCES, errno.EROFS):
+
+        def refuse(path: Path, flags: int, *args: int, code: int = code) -> int:
+            if str(path).endswith(".registry.lock"):
+                raise OSError(code, os.strerror(code), str(path))
+            return real_open(path, flags, *args)
+
+        monkeypatch.setattr(locks, "open_file", refuse)
+        done = ll_loop(tmp_path, "run", "w.yaml", "--json", "-q")
+        assert done.returncode == 2, done.stderr
+        error = result_of(done)["error"]
+        assert error.startswith("cannot take the scope lock: the lock registry "), error
+        assert "not writable" in error
+        assert "bug" not in done.stderr and "free space" not in done.stderr
+        status = ll_loop(tmp_path, "status")
+        assert status.returncode == 0, status.stderr
+    assert ll_loop(tmp_path, "run", "w.yaml", "--no-lock", "-q").returncode == 0

@@ -23,6 +23,7 @@ parent (a deadlock); it does not release what it did not take.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -34,7 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.load.project import ensure_dir, loops_dir, open_file
-from engine.model.errors import LockConflict
+from engine.model.errors import LockConflict, UsageError
 from engine.runtime.orphans import orphaned_actions
 
 LEASE_ENV = "LL_LOCK_LEASE"
@@ -102,8 +103,20 @@ def scope_paths(root: Path, scope: Sequence[str] | None) -> tuple[str, ...]:
     base = Path(root).resolve()
     if not scope:
         return (str(base),)
-    paths = {str((base / entry).resolve()) for entry in scope}
+    paths = {_resolved(base, entry) for entry in scope}
     return tuple(sorted(paths))
+
+
+def _resolved(base: Path, entry: str) -> str:
+    """`base / entry` with its links followed; a link loop or a NUL is the user's to fix."""
+    try:
+        return str((base / entry).resolve())
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a link loop (< 3.13)
+        reason = "a symbolic link loop" if isinstance(exc, RuntimeError) else str(exc)
+        raise UsageError(
+            f"scope path {entry!r} cannot be locked: {reason}",
+            hint="fix or remove the link it names, or correct the loop's `scope`",
+        ) from None
 
 
 def _contains(outer: str, inner: str) -> bool:
@@ -140,6 +153,7 @@ class Record:
     queued_at: float
     acquired_at: float | None = None
     loop: str = ""  # the loop's name, for `status` while the run waits in the queue
+    locked: bool = field(default=False, compare=False)  # its process keeps it flocked: it runs
 
     @property
     def filename(self) -> str:
@@ -155,7 +169,7 @@ class Record:
 
     def describe(self) -> str:
         role = "held" if self.holding else "queued"
-        if self.holding and not process_alive(self.pid, self.start_time):
+        if self.holding and not self.locked and not process_alive(self.pid, self.start_time):
             left = orphaned_actions(self.run_id)
             if left:
                 groups = ", ".join(str(g) for g in left)
@@ -207,7 +221,16 @@ class RegistryGuard:
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+        try:
+            try:
+                fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+            except FileNotFoundError:  # `.loops/locks/` removed by hand while a run waits in it
+                ensure_dir(self.path.parent)
+                fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            if exc.errno not in _REFUSED:
+                raise
+            raise registry_unusable(self.path.parent, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
@@ -221,29 +244,45 @@ class RegistryGuard:
             os.close(fd)  # closing our only descriptor of it releases the lock
 
 
+_REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def registry_unusable(where: Path, exc: OSError) -> LockConflict:
+    """The registry cannot be written by this user (made by another, e.g. under sudo) or at
+    all (a read-only mount): one sentence, not an internal error or a hint about disk space."""
+    return LockConflict(
+        f"cannot take the scope lock: the lock registry {where} is not writable ({exc.strerror})",
+        hint="make .loops/locks writable for you (a run under sudo or another user may have "
+        "made it), or run with --no-lock",
+    )
+
+
 class Registry:
     """The records of one project root; every method but `records` needs `self.guard` held."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
-        self.dir = ensure_dir(loops_dir(self.root) / "locks")
+        where = loops_dir(self.root) / "locks"
+        try:
+            self.dir = ensure_dir(where)
+        except OSError as exc:
+            if exc.errno not in _REFUSED:
+                raise
+            raise registry_unusable(where, exc) from None
         self.guard = RegistryGuard(self.dir / _REGISTRY_LOCK)
 
     def records(self) -> list[Record]:
         """Every readable record, oldest ticket first (a torn or foreign file is skipped)."""
-        found: list[Record] = []
-        for path in sorted(self.dir.glob("*.json")):
-            try:
-                found.append(Record.from_json(json.loads(path.read_text(encoding="utf-8"))))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-        return found
+        found = (self._read(path) for path in sorted(self.dir.glob("*.json")))
+        return [record for record in found if record is not None]
 
     def live_records(self) -> list[Record]:
         """The records whose process still runs; dead ones are deleted on the way."""
         live: list[Record] = []
         for record in self.records():
-            if record.live():
+            if _held(self.dir / record.filename):
+                live.append(replace(record, locked=True))
+            elif record.live():
                 live.append(record)
             else:
                 self.remove(record)
@@ -265,11 +304,87 @@ class Registry:
         return ticket
 
     def write(self, record: Record) -> None:
-        _write_atomic(self.dir / record.filename, json.dumps(record.to_json()))
+        path = self.dir / record.filename
+        _write_atomic(path, json.dumps(record.to_json()))
+        _hold(path)
 
     def remove(self, record: Record) -> None:
+        path = self.dir / record.filename
         with contextlib.suppress(FileNotFoundError):
-            (self.dir / record.filename).unlink()
+            path.unlink()
+        _let_go(path)
+
+    def remove_own(self, record: Record) -> None:
+        """Remove `record`'s file if it is still `record`'s: when the registry was cleared by
+        hand, its ticket may have been handed to another run, whose lock that file is now."""
+        current = self._read(self.dir / record.filename)
+        if current is not None and (current.run_id, current.pid) == (record.run_id, record.pid):
+            self.remove(record)
+        else:
+            _let_go(self.dir / record.filename)
+
+    def rejoin(self, record: Record, live: Sequence[Record]) -> Record:
+        """`record` written back if the registry lost it (cleared by hand while it waited);
+        under a new ticket if another run has been given its own."""
+        if any(
+            (r.run_id, r.pid, r.ticket) == (record.run_id, record.pid, record.ticket) for r in live
+        ):
+            return record
+        if (self.dir / record.filename).exists():
+            record = replace(record, ticket=self.next_ticket(live))
+        self.write(record)
+        return record
+
+    @staticmethod
+    def _read(path: Path) -> Record | None:
+        try:
+            return Record.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+# This process's records, each kept open with a shared `flock(2)` while it is in the registry:
+# the kernel drops it with the process. A record so locked is live whatever `/proc` says: its
+# holder may run in another pid namespace (a container sharing the project) or be hidden from
+# this user (`hidepid`), where its pid looked gone and its paths were taken.
+_OWN: dict[str, int] = {}
+
+
+def _hold(path: Path) -> None:
+    """Keep this process's record at `path` (just written: a new file) locked while it lives."""
+    _let_go(path)
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return
+    _OWN[str(path)] = fd
+
+
+def _let_go(path: Path) -> None:
+    fd = _OWN.pop(str(path), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _held(path: Path) -> bool:
+    """True when a live process keeps the record at `path` locked (see `_OWN`)."""
+    if str(path) in _OWN:
+        return True
+    try:
+        fd = open_file(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # also lets go of the lock just taken
+    return False
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -284,14 +399,22 @@ def _write(path: Path, text: str, flags: int) -> None:
         f.write(text)
 
 
-def blocker(record: Record, others: Sequence[Record]) -> tuple[Record, str] | None:
-    """Who keeps `record` from taking its paths: an overlapping holder, else an earlier waiter."""
+def blocker(
+    record: Record, others: Sequence[Record], parent: str | None = None
+) -> tuple[Record, str] | None:
+    """Who keeps `record` from taking its paths: an overlapping holder, else an earlier waiter.
+
+    A run started by a live holder's action (`parent`) is that holder's work, which arrived
+    before every waiter: it waits for holders only. Queued behind a waiter that waits for its
+    own parent, it would wait for ever (the parent waits for it)."""
     others = [o for o in others if o.run_id != record.run_id]  # a resumed run's own record
     for other in others:
         if other.ticket != record.ticket and other.holding:
             path = overlap(record.paths, other.paths)
             if path is not None:
                 return other, path
+    if parent is not None and any(o.run_id == parent and o.holding for o in others):
+        return None
     for other in others:
         if other.ticket < record.ticket and not other.holding:
             path = overlap(record.paths, other.paths)
@@ -339,7 +462,7 @@ class Lease:
             return
         registry = Registry(self.root)
         with registry.guard:
-            registry.remove(self.record)
+            registry.remove_own(self.record)
 
     def __enter__(self) -> Lease:
         return self
@@ -390,34 +513,38 @@ def acquire_scope(
             queued_at=time.time(),
             loop=loop,
         )
-        found = blocker(record, live)
+        found = blocker(record, live, parent)
         if found is None:
             held = replace(record, holding=True, acquired_at=time.time())
             registry.write(held)
             return Lease(run_id, paths, registry.root, record=held)
         _refuse_unless_queued(found, queue, parent)
         registry.write(record)  # a waiter: its ticket keeps its place in the queue
+    waiting = [record]  # its ticket changes if the registry is cleared under it
     try:
-        held = _wait_turn(registry, record, timeout, started, parent)
+        held = _wait_turn(registry, waiting, timeout, started, parent)
     except BaseException:
         with registry.guard:
-            registry.remove(record)
+            registry.remove_own(waiting[0])
         raise
     return Lease(run_id, paths, registry.root, record=held, waited_s=time.monotonic() - started)
 
 
 def _wait_turn(
     registry: Registry,
-    record: Record,
+    waiting: list[Record],
     timeout: float | None,
     started: float,
     parent: str | None,
 ) -> Record:
-    """Poll until nothing blocks the queued `record`, then mark it holding; raise on timeout."""
+    """Poll until nothing blocks the queued record (`waiting[0]`), then mark it holding; raise
+    on timeout. A record the registry lost is written back (`Registry.rejoin`)."""
     while True:
         time.sleep(POLL_SECONDS)
         with registry.guard:
-            found = blocker(record, registry.live_records())
+            live = registry.live_records()
+            record = waiting[0] = registry.rejoin(waiting[0], live)
+            found = blocker(record, live, parent)
             if found is None:
                 held = replace(record, holding=True, acquired_at=time.time())
                 registry.write(held)
@@ -471,9 +598,14 @@ def _inherited(
 
 def holders(root: Path) -> list[Record]:
     """The live records (holders and waiters) of a project, dead ones reaped on the way."""
-    registry = Registry(root)
-    with registry.guard:
-        return registry.live_records()
+    try:
+        registry = Registry(root)
+        with registry.guard:
+            return registry.live_records()
+    except LockConflict:  # a registry this user cannot write is still read (`status`)
+        readonly = loops_dir(Path(root).resolve()) / "locks"
+        found = (Registry._read(path) for path in sorted(readonly.glob("*.json")))
+        return [r for r in found if r is not None and (r.live() or _held(readonly / r.filename))]
 
 
 def no_lock(root: Path, run_id: str) -> Lease:

@@ -21,8 +21,10 @@ terminal name before the verdict is looked at (`route_subloop`).
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -288,11 +290,13 @@ def run_subloop(
     index: int,
     run_child: RunChild,
     load: ChildLoader,
+    lock_env: MutableMapping[str, str] | None = None,
 ) -> SubloopOutcome:
     """Run `state`'s child loop to its end and say how the parent should see it.
 
     `loop_ref` and `with_values` are already interpolated by the caller; `depth` is the child's
-    depth (1 under a top-level run); `index` numbers this state's child runs.
+    depth (1 under a top-level run); `index` numbers this state's child runs. `lock_env` is
+    the environment of the run's actions, which carries its lease (`child_lease`).
     """
     if depth > MAX_DEPTH:
         return failed_start(
@@ -333,7 +337,13 @@ def run_subloop(
             state=state.name,
             run_id=parent_run_id,
         )
-    result = run_child(request)
+    with ExitStack() as lease:
+        try:
+            lease.enter_context(child_lease(child, request, project_root, lock_env))
+        except LoopError as exc:
+            reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"
+            return failed_start(reason, loop_ref=loop_ref)
+        result = run_child(request)
     verdict = verdict_of(result)
     verdict = Verdict(verdict.name, {**verdict.details, "child_dir": str(request.run_dir)})
     return SubloopOutcome(
@@ -344,6 +354,40 @@ def run_subloop(
         cost_usd=result.cost_usd,
         details=verdict.details,
     )
+
+
+@contextmanager
+def child_lease(
+    child: Loop, request: ChildRequest, project_root: Path, env: MutableMapping[str, str] | None
+) -> Iterator[None]:
+    """Hold the paths of the child's `scope` that lie outside the run's lease while it runs.
+
+    A child runs under its parent's lock; one without a `scope` of its own changes what its
+    parent does. A child whose scope reaches elsewhere (`docs/` under a parent holding `src/`)
+    wrote there unlocked, beside a run holding it: it takes those paths now, under the run's
+    id, failing fast (the state's error) when another run holds them, and its actions' lease
+    covers them too. A run without a lease (`--no-lock`) locks nothing for its children.
+    """
+    from engine.runtime.locks import LEASE_ENV, PATHS_ENV, acquire_scope, scope_paths, within
+    from engine.runtime.scope import run_scope
+
+    if env is None or not env.get(LEASE_ENV) or not child.scope:
+        yield
+        return
+    scope = run_scope(child, request.run_id, request.context, root=project_root, env=env)
+    leased = [str(p) for p in json.loads(env.get(PATHS_ENV) or "[]")]
+    extra = [p for p in scope_paths(project_root, scope) if not within([p], leased)]
+    if not scope or not extra:
+        yield
+        return
+    mine = {k: v for k, v in env.items() if k != LEASE_ENV}  # its own lock, not an inherited one
+    with acquire_scope(project_root, request.run_id, extra, env=mine, loop=child.name) as lease:
+        outer = env.get(PATHS_ENV, "[]")
+        env[PATHS_ENV] = json.dumps([*leased, *lease.paths])
+        try:
+            yield
+        finally:
+            env[PATHS_ENV] = outer
 
 
 def unfinished_child(
@@ -406,6 +450,7 @@ def make_hook(project_root: Path, load: ChildLoader) -> SubloopHook:
                 index=_next_index(parent_dir / "children", state.name),
                 run_child=lambda request: _run_child(request, rt),
                 load=load,
+                lock_env=rt.actions.env,
             )
         if rt.llm is None:
             rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)
