@@ -106,6 +106,40 @@ def test_history_reader(tmp_path: Path) -> None:
     assert later["rows"] == 0 and later["pass_rate"]["rate"] is None
 
 
+def test_a_passing_retry_reports_its_whole_measurement_not_one_pass(tmp_path: Path) -> None:
+    # Calls 1 and 3 fail, call 2 times out, the retry (call 4) passes: the measurement is 1/3
+    # passed and 2 failed, INCONCLUSIVE, never the retry's own "PASS 1/1" with exit 0.
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -eq 2 ]; then sleep 30; fi; [ $n -ge 4 ]")
+    flags = ("--exit-code", "0", "--timeout", "0.5")
+    code, first = harness_json(tmp_path, "cmd", command, *flags, "--samples", "3")
+    assert code == 1 and first["tally"] == {"pass": 0, "fail": 2, "abstain": 0, "error": 1}
+    timed_out = first["samples"][1]["attempt_id"]
+
+    done = harness(tmp_path, "cmd", command, *flags, "--retry-of", str(timed_out))
+    assert done.returncode == 3, done.stdout
+    assert "Result    INCONCLUSIVE  1/3 passed, 2 failed" in done.stdout
+    assert f"samples of invocation {first['invocation_id']} with this one" in done.stdout
+
+
+def test_a_retry_json_counts_every_sample_of_its_measurement(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -le 2 ]; then sleep 30; fi; true")
+    flags = ("--exit-code", "0", "--timeout", "0.5")
+    _, first = harness_json(tmp_path, "cmd", command, *flags, "--samples", "3")
+    one, two = (s["attempt_id"] for s in first["samples"][:2])
+
+    code, data = harness_json(tmp_path, "cmd", command, *flags, "--retry-of", str(one))
+    assert (code, data["result"]) == (3, "INCONCLUSIVE")  # sample 2 still timed out
+    assert data["tally"] == {"pass": 2, "fail": 0, "abstain": 0, "error": 1}
+    assert data["measurement_invocation"] == first["invocation_id"]
+
+    code, data = harness_json(tmp_path, "cmd", command, *flags, "--retry-of", str(two))
+    assert (code, data["result"]) == (0, "PASS")  # both retries in place: 3/3
+    assert data["tally"] == {"pass": 3, "fail": 0, "abstain": 0, "error": 0}
+    assert data["samples_run"] == 1 and data["samples_requested"] == 3
+
+
 def test_history_refuses_bad_input(tmp_path: Path) -> None:
     missing = harness(tmp_path, "history", "true")
     assert missing.returncode == 2 and "no history database" in missing.stderr

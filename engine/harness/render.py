@@ -69,7 +69,13 @@ def report_text(report: Report) -> str:
     if baseline is not None:
         lines.append(_baseline_next(report.subject.runner, baseline))
     if report.retry_of is not None:
-        lines.append(f"Retry     supersedes attempt {report.retry_of}")
+        line = f"Retry     supersedes attempt {report.retry_of}"
+        if report.measured_invocation is not None:
+            line += (
+                f"; the result counts the {len(report.measurement)} samples of invocation "
+                f"{report.measured_invocation} with this one in its place"
+            )
+        lines.append(line)
     timed_out = [a.id for a in report.attempts if a.timed_out]
     if timed_out:
         ids = ", ".join(str(i) for i in timed_out)
@@ -136,6 +142,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "git_dirty": report.provenance.dirty,
         "git_branch": report.provenance.branch,
         "retry_of": report.retry_of,
+        "measurement_invocation": report.measured_invocation,
         "history_pass_rate": None,
         "history_abstention_rate": None,
     }
