@@ -402,3 +402,40 @@ def test_a_suite_run_records_where_it_ran_in_git(tmp_path: Path) -> None:
     assert code == 0, err
     rows = db_rows(tmp_path, "SELECT git_head, git_branch, git_dirty FROM suite_runs")
     assert rows == [(head, "trunk", 1)]
+
+
+def test_an_ungated_suite_whose_every_case_errored_is_an_error_not_exit_0(tmp_path: Path) -> None:
+    """No thresholds gate nothing, but a run in which no judge scored any case measured nothing:
+    exit 0 would read as "it ran fine" to CI."""
+    numbered(tmp_path, 2)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: stuck
+        dataset: cases
+        subject: {command: "sleep 30", timeout: 0.3}
+        judges:
+          - {name: ran, builtin: exit_code}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"], data["exit_code"]) == (2, "ERROR", 2), err
+    assert any("nothing was measured" in note for note in data["notes"])
+    code, out, _ = suite(tmp_path, "t.suite.yaml")
+    assert code == 2 and out.startswith("Suite stuck: ERROR")
+
+
+def test_an_ungated_suite_with_one_scored_case_stays_ungated(tmp_path: Path) -> None:
+    numbered(tmp_path, 2)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: half
+        dataset: cases
+        subject: {command: 'if [ "$LL_INPUTS_n" = 0 ]; then sleep 30; fi', timeout: 0.3}
+        judges:
+          - {name: ran, builtin: exit_code}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"]) == (0, "UNGATED"), err

@@ -30,7 +30,8 @@ MEANINGS = {
     Verdict.FAIL: "a gated judge's 95% interval lies wholly below its threshold",
     Verdict.INCONCLUSIVE: "a gated judge's 95% interval straddles its threshold: more cases "
     "would decide",
-    Verdict.ERROR: "every case of a gated judge errored: nothing was measured",
+    Verdict.ERROR: "every case of a gated judge errored (or, in a suite without gates, every "
+    "judgement): nothing was measured",
     Verdict.UNGATED: "no threshold was judged (the suite has none, or only a pairwise judge's "
     "with nothing to compare), so the exit code gates nothing",
 }

@@ -10,7 +10,8 @@ A threshold is judged by its interval, as `ll-harness cmd` bands samples: PASS w
 interval is at or above the gate, FAIL when the whole interval is below it, INCONCLUSIVE when it
 straddles it (more cases would decide), ERROR when every case errored. The suite: FAIL if a gate
 failed, else ERROR if one errored, else INCONCLUSIVE if one is undecided, else PASS; UNGATED
-when the suite has no thresholds (the exit code then gates nothing).
+when the suite has no thresholds (the exit code then gates nothing) — but ERROR when every
+judgement of the run errored (a suite whose every case timed out measured nothing, gated or not).
 """
 
 from __future__ import annotations
@@ -207,8 +208,16 @@ def suite_verdict(summaries: Sequence[JudgeSummary]) -> Verdict:
     """The suite's result from its gated judges (see the module docstring)."""
     verdicts = [s.verdict for s in summaries if s.verdict is not None]
     if not verdicts:
+        if nothing_measured(summaries):
+            return Verdict.ERROR  # exit 0 must not stand for a run that measured nothing
         return Verdict.UNGATED
     for worst in (Verdict.FAIL, Verdict.ERROR, Verdict.INCONCLUSIVE):
         if worst in verdicts:
             return worst
     return Verdict.PASS
+
+
+def nothing_measured(summaries: Sequence[JudgeSummary]) -> bool:
+    """Every judgement of the run errored or abstained (none scored, none skipped)."""
+    scores = [s for summary in summaries for s in summary.scores]
+    return bool(scores) and all(s.status in ("error", "abstain") for s in scores)
