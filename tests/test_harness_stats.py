@@ -90,3 +90,15 @@ def test_interval_contains_the_ratio_and_is_symmetric(kn: tuple[int, int]) -> No
     mirror_low, mirror_high = wilson_interval(n - k, n)
     assert abs(low - (1 - mirror_high)) < 1e-12
     assert abs(high - (1 - mirror_low)) < 1e-12
+
+
+def test_equal_values_in_a_range_are_as_uncertain_as_as_many_passing_bools() -> None:
+    from engine.model.stats import Mean
+
+    for n in (2, 5, 20, 300):
+        low, high = Mean((1.0,) * n, (0.0, 1.0)).interval or (None, None)
+        assert (low, high) == pytest.approx(wilson_interval(n, n))
+    low, high = Mean((3.0,) * 5, (1.0, 5.0)).interval or (0.0, 0.0)
+    assert 1.0 < low < 3.0 < high < 5.0
+    assert Mean((38.0,) * 4, (0.0, 1.0)).interval == (38.0, 38.0)  # values outside: no range
+    assert Mean((4.0, 4.0)).interval == (4.0, 4.0)  # no range known: the bootstrap's point

@@ -135,6 +135,53 @@ def test_one_numeric_value_has_no_interval_and_decides_no_gate(tmp_path: Path) -
     assert "mean 5.00 (n=1: no interval)" in text and "min_mean 4  INCONCLUSIVE" in text
 
 
+def test_equal_numeric_values_are_not_a_certain_mean(tmp_path: Path) -> None:
+    """Two cases scoring 5 of [1, 5] resampled to the point [5, 5] and PASSed min_mean 4.5 for
+    sure, where two passing bool cases give [0.34, 1]: the unseen share of other values (at most
+    0.66 of the cases at n = 2) may lie anywhere in the range."""
+    dataset(tmp_path, {"a": {"input": {"score": 5}}, "b": {"input": {"score": 5}}})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: equal
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 4.5}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 3 and data["result"] == "INCONCLUSIVE", err
+    mean = by_judge(data)["score"]["mean"]
+    assert mean["mean"] == 5.0 and mean["high"] == 5.0
+    assert mean["low"] == pytest.approx(1 + 4 * 0.34238, abs=1e-4)  # 1..5 scaled like 2/2
+
+
+def test_many_equal_numeric_values_decide_their_gate(tmp_path: Path) -> None:
+    dataset(tmp_path, {f"c{i:03d}": {"input": {"score": 5}} for i in range(100)})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: equal
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 4.5}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 0 and data["result"] == "PASS", err
+    assert 4.8 < by_judge(data)["score"]["mean"]["low"] < 5.0
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [

@@ -90,15 +90,31 @@ def bootstrap_interval(
     return (low, high)
 
 
+def unseen_mass_interval(value: float, n: int, bounds: tuple[float, float]) -> tuple[float, float]:
+    """The 95% interval of the mean of `n` values in `bounds` that all came out `value`.
+
+    Resampling them gives the point `value` whatever `n` is: two cases would be as certain as a
+    thousand. What they do show is that the share of values other than `value` is small — at
+    most `1 - low` of the Wilson interval of n/n (0.66 at n = 2, 0.04 at n = 100) — and the
+    rest can lie anywhere in `bounds`. So two scores of 1 in [0, 1] give [0.34, 1], as two
+    passing bool cases do.
+    """
+    low, high = bounds
+    unseen = 1.0 - wilson_interval(n, n)[0]
+    return (value - (value - low) * unseen, value + (high - value) * unseen)
+
+
 @dataclass(frozen=True)
 class Mean:
     """The mean of `values` with its 95% bootstrap interval; `value` is None when empty.
 
     One value has no interval: resampling it gives a point, which would make a single case as
     certain as a thousand (a gate judged by it would PASS or FAIL on one case, where one bool
-    case's Wilson interval is [0.21, 1])."""
+    case's Wilson interval is [0.21, 1]). Values that are all equal resample to a point too:
+    with the values' `bounds` (a judge's score range) their interval is `unseen_mass_interval`."""
 
     values: tuple[float, ...]
+    bounds: tuple[float, float] | None = None
 
     @property
     def n(self) -> int:
@@ -110,7 +126,14 @@ class Mean:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return bootstrap_interval(self.values) if self.n >= 2 else None
+        if self.n < 2:
+            return None
+        first = self.values[0]
+        if self.bounds is not None and min(self.values) == max(self.values):
+            low, high = self.bounds
+            if low < high and low <= first <= high:  # a range the values keep to
+                return unseen_mass_interval(first, self.n, self.bounds)
+        return bootstrap_interval(self.values)
 
     def to_json(self) -> dict[str, object]:
         low, high = self.interval or (None, None)

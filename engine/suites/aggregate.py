@@ -59,6 +59,7 @@ class Scored:
     value: float | None = None
     is_bool: bool | None = None
     passed: bool | None = None
+    bounds: tuple[float, float] | None = None  # the judge's score range, when it has one
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,10 @@ class JudgeSummary:
 
     @property
     def mean(self) -> Mean:
-        return Mean(tuple(float(s.value) for s in self.scored if s.value is not None))
+        scored = [s for s in self.scored if s.value is not None]
+        ranges = {s.bounds for s in scored}
+        bounds = ranges.pop() if len(ranges) == 1 else None  # one range, or none is assumed
+        return Mean(tuple(float(s.value) for s in scored if s.value is not None), bounds)
 
     @property
     def wins(self) -> int:
@@ -185,7 +189,12 @@ def judgement_scores(rows: Iterable[SuiteJudgementRow], arm: str) -> Iterator[tu
     aggregates (a judgement's value is already its samples' aggregate)."""
     for r in rows:
         if r.arm == arm and r.sample_index == 0:
-            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed)
+            bounds = (
+                (r.score_low, r.score_high)
+                if r.score_low is not None and r.score_high is not None
+                else None
+            )
+            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed, bounds)
 
 
 def summarise(
