@@ -102,3 +102,15 @@ def test_equal_values_in_a_range_are_as_uncertain_as_as_many_passing_bools() -> 
     assert 1.0 < low < 3.0 < high < 5.0
     assert Mean((38.0,) * 4, (0.0, 1.0)).interval == (38.0, 38.0)  # values outside: no range
     assert Mean((4.0, 4.0)).interval == (4.0, 4.0)  # no range known: the bootstrap's point
+
+
+def test_values_at_the_ends_of_their_range_are_a_proportion() -> None:
+    """9 scores of 1 and one of 0 in [0, 1] bootstrapped to [0.70, 1]: min_mean 0.65 PASSed on
+    what is, as a bool judge, 9/10 [0.60, 0.98]."""
+    from engine.model.stats import Mean
+
+    values = (1.0,) * 9 + (0.0,)
+    assert Mean(values, (0.0, 1.0)).interval == pytest.approx(wilson_interval(9, 10))
+    low, high = wilson_interval(1, 3)
+    assert Mean((1.0, 1.0, 5.0), (1.0, 5.0)).interval == pytest.approx((1 + 4 * low, 1 + 4 * high))
+    assert Mean((0.5, 1.0, 1.0), (0.0, 1.0)).interval == pytest.approx((0.5, 1.0))  # bootstrap

@@ -110,8 +110,10 @@ class Mean:
 
     One value has no interval: resampling it gives a point, which would make a single case as
     certain as a thousand (a gate judged by it would PASS or FAIL on one case, where one bool
-    case's Wilson interval is [0.21, 1]). Values that are all equal resample to a point too:
-    with the values' `bounds` (a judge's score range) their interval is `unseen_mass_interval`."""
+    case's Wilson interval is [0.21, 1]). Within the values' `bounds` (a judge's score range),
+    values that are all equal (which resample to a point) get `unseen_mass_interval`, and values
+    all at the range's ends (a proportion, where the bootstrap claims more than Wilson: 9 of 10
+    gave [0.70, 1] against [0.60, 0.98]) get the Wilson interval scaled to the range."""
 
     values: tuple[float, ...]
     bounds: tuple[float, float] | None = None
@@ -128,11 +130,17 @@ class Mean:
     def interval(self) -> tuple[float, float] | None:
         if self.n < 2:
             return None
-        first = self.values[0]
-        if self.bounds is not None and min(self.values) == max(self.values):
+        if self.bounds is not None:
             low, high = self.bounds
-            if low < high and low <= first <= high:  # a range the values keep to
-                return unseen_mass_interval(first, self.n, self.bounds)
+            values = self.values
+            if low < high and all(low <= v <= high for v in values):  # a range they keep to
+                if all(v in (low, high) for v in values):
+                    # only the range's ends: a proportion, as certain as that many bool cases
+                    k = sum(1 for v in values if v == high)
+                    w_low, w_high = wilson_interval(k, self.n)
+                    return (low + (high - low) * w_low, low + (high - low) * w_high)
+                if min(values) == max(values):
+                    return unseen_mass_interval(values[0], self.n, self.bounds)
         return bootstrap_interval(self.values)
 
     def to_json(self) -> dict[str, object]:
