@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -138,6 +139,58 @@ def test_a_retry_json_counts_every_sample_of_its_measurement(tmp_path: Path) -> 
     assert (code, data["result"]) == (0, "PASS")  # both retries in place: 3/3
     assert data["tally"] == {"pass": 3, "fail": 0, "abstain": 0, "error": 0}
     assert data["samples_run"] == 1 and data["samples_requested"] == 3
+
+
+def _commit(root: Path, message: str) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", message]):
+        if args[0] == "init" and (root / ".git").exists():
+            continue
+        subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=root, check=True
+        )
+
+
+def test_a_baseline_is_measured_again_at_a_new_commit_and_compared_as_named(
+    tmp_path: Path,
+) -> None:
+    """A command's content is its text: `--measure-baseline` reused the rows of `grep -q ok f`
+    measured before f changed (PASS, exit 0, nothing run), and `--baseline-of` the new
+    measurement pooled the old commit's rows into it (baseline 2/4, not the 0/2 it measured)."""
+    (tmp_path / ".gitignore").write_text(".loops/\n")
+    (tmp_path / "f").write_text("ok\n")
+    _commit(tmp_path, "ok")
+    flags = ("--exit-code", "0", "--samples", "2")
+    code, before = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0 and before["tally"]["pass"] == 2
+    (tmp_path / "f").write_text("bad\n")
+    _commit(tmp_path, "bad")
+
+    code, after = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 1 and "baseline_reused" not in after, after  # measured, at this commit
+    assert after["tally"] == {"pass": 0, "fail": 2, "abstain": 0, "error": 0}
+
+    code, compared = harness_json(
+        tmp_path, "cmd", "grep -q ok  f", *flags, "--compare-baseline", "--baseline-of",
+        after["invocation_id"],
+    )  # fmt: skip
+    assert (compared["baseline"]["baseline"]["k"], compared["baseline"]["baseline"]["n"]) == (0, 2)
+    assert compared["baseline"]["delta"] == 0.0
+    code, older = harness_json(
+        tmp_path, "cmd", "grep -q ok  f", *flags, "--compare-baseline", "--baseline-of",
+        before["invocation_id"],
+    )  # fmt: skip
+    assert (older["baseline"]["baseline"]["k"], older["baseline"]["baseline"]["n"]) == (2, 2)
+    assert older["baseline"]["measured_at_other_head"] is True
+
+
+def test_a_reused_baseline_names_the_invocation_that_measured_it(tmp_path: Path) -> None:
+    """Rows reused from an ordinary run (not --measure-baseline) printed 'invocation None'."""
+    harness(tmp_path, "cmd", "true", "--exit-code", "0")
+    done = harness(tmp_path, "cmd", "true", "--exit-code", "0", "--measure-baseline")
+    assert done.returncode == 0 and "invocation None" not in done.stdout, done.stdout
+    [line] = [x for x in done.stdout.splitlines() if x.startswith("Baseline")]
+    [hint] = [x for x in done.stdout.splitlines() if x.startswith("Next")]
+    assert line.split("invocation ")[1] == hint.split("--baseline-of ")[1]
 
 
 def test_history_refuses_bad_input(tmp_path: Path) -> None:

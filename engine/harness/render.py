@@ -41,7 +41,7 @@ def report_text(report: Report) -> str:
     if report.reused_baseline:
         lines.append(
             f"Baseline  reused {len(report.reused_baseline)} measured rows for this content and "
-            f"these conditions (nothing was run): invocation {_measured(report)}"
+            f"these conditions at this git HEAD (nothing was run): invocation {_measured(report)}"
         )
     many = len(report.samples) > 1
     for sample in report.samples:
@@ -86,7 +86,9 @@ def report_text(report: Report) -> str:
 def _measured(report: Report) -> str | None:
     """The invocation whose rows are the baseline this run measured or reused, else None. A
     reused baseline's rows keep the invocation that measured them (this one recorded nothing)."""
-    rows = report.reused_baseline or report.attempts
+    if report.reused_baseline:  # any of their invocations names the same content and conditions
+        return report.reused_baseline[0].invocation_id
+    rows = report.attempts
     if rows and all(a.attempt_kind == "baseline" for a in rows):
         return rows[0].invocation_id
     return None

@@ -217,7 +217,9 @@ def evaluate(
         notes=tuple(_working_copy_note(subject)) if options.measure_baseline else (),
     )
     if options.measure_baseline:
-        reuse = measured_baseline(history, subject, conditions.fingerprint(), samples)
+        reuse = measured_baseline(
+            history, subject, conditions.fingerprint(), samples, report.provenance.head
+        )
         if reuse:
             return replace(report, reused_baseline=tuple(reuse))
     kind: AttemptKind = "repetition"
