@@ -114,3 +114,21 @@ def test_values_at_the_ends_of_their_range_are_a_proportion() -> None:
     low, high = wilson_interval(1, 3)
     assert Mean((1.0, 1.0, 5.0), (1.0, 5.0)).interval == pytest.approx((1 + 4 * low, 1 + 4 * high))
     assert Mean((0.5, 1.0, 1.0), (0.0, 1.0)).interval == pytest.approx((0.5, 1.0))  # bootstrap
+
+
+def test_a_numeric_gate_holds_whatever_its_errored_cases_would_score() -> None:
+    from engine.model.suite import Threshold
+    from engine.suites.aggregate import JudgeSummary, Scored, Verdict
+
+    def summary(values: list[float], errored: int, bounds: object) -> JudgeSummary:
+        scores = [
+            Scored(f"c{i}", "ok", v, False, v >= 3, bounds)  # type: ignore[arg-type]
+            for i, v in enumerate(values)
+        ] + [Scored(f"e{i}", "error") for i in range(errored)]
+        return JudgeSummary("q", "check", tuple(scores), Threshold("q", "min_mean", 3.0))
+
+    values = [4.0, 4.5, 5.0, 4.0, 4.5, 5.0, 4.0, 4.5, 5.0, 4.5]
+    assert summary(values, 0, (1.0, 5.0)).verdict is Verdict.PASS
+    assert summary(values, 1, (1.0, 5.0)).verdict is Verdict.PASS  # one 1 beside ten: still
+    assert summary(values, 6, (1.0, 5.0)).verdict is Verdict.INCONCLUSIVE  # six 1s could sink it
+    assert summary(values, 1, None).verdict is Verdict.INCONCLUSIVE  # no range: no bound
