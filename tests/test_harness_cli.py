@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from tests import cli
-from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
+from tests.harness_helpers import calls, counter_command, flaky_command, harness, harness_json
 
 
 def test_no_gate_refuses_with_exit_2(tmp_path: Path) -> None:
@@ -181,6 +181,25 @@ def test_a_baseline_is_measured_again_at_a_new_commit_and_compared_as_named(
     )  # fmt: skip
     assert (older["baseline"]["baseline"]["k"], older["baseline"]["baseline"]["n"]) == (2, 2)
     assert older["baseline"]["measured_at_other_head"] is True
+
+
+def test_a_retry_at_another_commit_is_refused(tmp_path: Path) -> None:
+    """A command's content is its text, so a timed-out sample measured at one commit was
+    replaced by a sample of other code, completing a measurement neither commit had."""
+    (tmp_path / ".gitignore").write_text(".loops/\ncount\n")
+    (tmp_path / "f").write_text("one\n")
+    _commit(tmp_path, "one")
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -eq 1 ]; then sleep 30; fi; true")
+    flags = ("--exit-code", "0", "--timeout", "0.5")
+    _, first = harness_json(tmp_path, "cmd", command, *flags)
+    [sample] = first["samples"]
+    (tmp_path / "f").write_text("two\n")
+    _commit(tmp_path, "two")
+    done = harness(tmp_path, "cmd", command, *flags, "--retry-of", str(sample["attempt_id"]))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "is at another commit than attempt" in done.stderr and "hint:" in done.stderr
+    assert calls(counter) == 1  # refused before anything ran
 
 
 def test_a_reused_baseline_names_the_invocation_that_measured_it(tmp_path: Path) -> None:

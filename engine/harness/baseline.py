@@ -210,7 +210,11 @@ class Delta:
 
 
 def check_retry(
-    history: History, attempt_id: int, subject: Subject, fingerprint_at: Callable[[int], str]
+    history: History,
+    attempt_id: int,
+    subject: Subject,
+    fingerprint_at: Callable[[int], str],
+    head: str | None = None,
 ) -> Attempt:
     """The attempt a `--retry-of` supersedes, if it may be retried; else a refusal.
 
@@ -248,6 +252,13 @@ def check_retry(
         raise Refusal(
             f"the subject changed since attempt {attempt_id} (content hash differs)",
             hint="a changed subject needs a fresh measurement, not a retry",
+        )
+    if attempt.git_head is not None and head is not None and attempt.git_head != head:
+        raise Refusal(
+            f"the project is at another commit than attempt {attempt_id} "
+            f"({attempt.git_head[:12]}, now {head[:12]}): a retry would join a measurement of "
+            "other code",
+            hint="check out that commit to retry, or run a fresh measurement at this one",
         )
     if fingerprint_at(attempt.samples_requested) != attempt.conditions_fp:
         raise Refusal(

@@ -195,10 +195,15 @@ def evaluate(
     samples = effective_samples(subject, options)
     conditions = conditions_of(subject, options, samples)
     retried: Attempt | None = None
+    provenance = git_provenance(cwd)
     if options.retry_of is not None:
         at_n = conditions  # the fingerprint of the invocation being retried, at its own N
         retried = check_retry(
-            history, options.retry_of, subject, lambda n: at_n.with_samples(n).fingerprint()
+            history,
+            options.retry_of,
+            subject,
+            lambda n: at_n.with_samples(n).fingerprint(),
+            provenance.head,
         )
         conditions = conditions.with_samples(retried.samples_requested)
     baseline: list[Attempt] = []
@@ -211,7 +216,7 @@ def evaluate(
         conditions=conditions,
         samples=(),
         attempts=(),
-        provenance=git_provenance(cwd),
+        provenance=provenance,
         history=_prior_history(history, subject),
         retry_of=retried.id if retried is not None else None,
         notes=tuple(_working_copy_note(subject)) if options.measure_baseline else (),
