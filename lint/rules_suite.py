@@ -88,6 +88,8 @@ def suite_missing_input(ctx: SuiteContext) -> Iterator[Finding]:
 @rule("LL091", "error", "suite-unreachable-gate", targets=("suite",))
 def suite_unreachable_gate(ctx: SuiteContext) -> Iterator[Finding]:
     """A gate above what its judge can give (a `min_mean`) or prove (a rate of 1): never passes.
+    A gate at the lowest value its judge can give (a rate of 0): never fails, so it gates nothing
+    and the suite would PASS with every case failed.
 
     A rate gate of 1 cannot pass because a Wilson interval's lower end is below 1 however many
     cases pass."""
@@ -96,6 +98,15 @@ def suite_unreachable_gate(ctx: SuiteContext) -> Iterator[Finding]:
         judge = judges.get(threshold.judge)
         bool_mean = judge is not None and judge.kind == "llm" and judge.feedback == "bool"
         rated = threshold.gate in ("min_pass_rate", "min_win_rate") or bool_mean
+        if rated and threshold.value <= 0:
+            yield Finding(
+                f"thresholds.{threshold.judge}.{threshold.gate} is {threshold.value:g}: every "
+                "rate is at least 0, so this gate passes even when every case fails",
+                ("thresholds", threshold.judge, threshold.gate),
+                "choose the lowest rate you would accept (0.5, 0.8), or drop the threshold to "
+                "report the judge ungated",
+            )
+            continue
         if rated and threshold.value == 1:  # above 1: a mean past the range, below
             yield Finding(
                 f"thresholds.{threshold.judge}.{threshold.gate} is {threshold.value:g}: a rate's "
@@ -108,7 +119,16 @@ def suite_unreachable_gate(ctx: SuiteContext) -> Iterator[Finding]:
         if threshold.gate != "min_mean" or known is None:
             continue
         low, high = known
-        if threshold.value > high:
+        if threshold.value <= low:
+            yield Finding(
+                f"thresholds.{threshold.judge}.min_mean is {threshold.value:g}, but judge "
+                f"{threshold.judge!r} gives values from {low:g} to {high:g}: every mean is at "
+                "least that, so this gate passes even when every case scores lowest",
+                ("thresholds", threshold.judge, "min_mean"),
+                f"choose a mean above {low:g} you would accept, or drop the threshold to report "
+                "the judge ungated",
+            )
+        elif threshold.value > high:
             yield Finding(
                 f"thresholds.{threshold.judge}.min_mean is {threshold.value:g}, but judge "
                 f"{threshold.judge!r} gives values from {low:g} to {high:g}: it can never pass",

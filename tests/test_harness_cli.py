@@ -7,12 +7,13 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from tests import cli
-from tests.harness_helpers import counter_command, flaky_command, harness, harness_json
+from tests.harness_helpers import calls, counter_command, flaky_command, harness, harness_json
 
 
 def test_no_gate_refuses_with_exit_2(tmp_path: Path) -> None:
@@ -104,6 +105,111 @@ def test_history_reader(tmp_path: Path) -> None:
         harness(tmp_path, "history", command, "--json", "--since", "2999-01-01").stdout
     )
     assert later["rows"] == 0 and later["pass_rate"]["rate"] is None
+
+
+def test_a_passing_retry_reports_its_whole_measurement_not_one_pass(tmp_path: Path) -> None:
+    # Calls 1 and 3 fail, call 2 times out, the retry (call 4) passes: the measurement is 1/3
+    # passed and 2 failed, INCONCLUSIVE, never the retry's own "PASS 1/1" with exit 0.
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -eq 2 ]; then sleep 30; fi; [ $n -ge 4 ]")
+    flags = ("--exit-code", "0", "--timeout", "0.5")
+    code, first = harness_json(tmp_path, "cmd", command, *flags, "--samples", "3")
+    assert code == 1 and first["tally"] == {"pass": 0, "fail": 2, "abstain": 0, "error": 1}
+    timed_out = first["samples"][1]["attempt_id"]
+
+    done = harness(tmp_path, "cmd", command, *flags, "--retry-of", str(timed_out))
+    assert done.returncode == 3, done.stdout
+    assert "Result    INCONCLUSIVE  1/3 passed, 2 failed" in done.stdout
+    assert f"samples of invocation {first['invocation_id']} with this one" in done.stdout
+
+
+def test_a_retry_json_counts_every_sample_of_its_measurement(tmp_path: Path) -> None:
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -le 2 ]; then sleep 30; fi; true")
+    flags = ("--exit-code", "0", "--timeout", "0.5")
+    _, first = harness_json(tmp_path, "cmd", command, *flags, "--samples", "3")
+    one, two = (s["attempt_id"] for s in first["samples"][:2])
+
+    code, data = harness_json(tmp_path, "cmd", command, *flags, "--retry-of", str(one))
+    assert (code, data["result"]) == (3, "INCONCLUSIVE")  # sample 2 still timed out
+    assert data["tally"] == {"pass": 2, "fail": 0, "abstain": 0, "error": 1}
+    assert data["measurement_invocation"] == first["invocation_id"]
+
+    code, data = harness_json(tmp_path, "cmd", command, *flags, "--retry-of", str(two))
+    assert (code, data["result"]) == (0, "PASS")  # both retries in place: 3/3
+    assert data["tally"] == {"pass": 3, "fail": 0, "abstain": 0, "error": 0}
+    assert data["samples_run"] == 1 and data["samples_requested"] == 3
+
+
+def _commit(root: Path, message: str) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", message]):
+        if args[0] == "init" and (root / ".git").exists():
+            continue
+        subprocess.run(
+            ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=root, check=True
+        )
+
+
+def test_a_baseline_is_measured_again_at_a_new_commit_and_compared_as_named(
+    tmp_path: Path,
+) -> None:
+    """A command's content is its text: `--measure-baseline` reused the rows of `grep -q ok f`
+    measured before f changed (PASS, exit 0, nothing run), and `--baseline-of` the new
+    measurement pooled the old commit's rows into it (baseline 2/4, not the 0/2 it measured)."""
+    (tmp_path / ".gitignore").write_text(".loops/\n")
+    (tmp_path / "f").write_text("ok\n")
+    _commit(tmp_path, "ok")
+    flags = ("--exit-code", "0", "--samples", "2")
+    code, before = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0 and before["tally"]["pass"] == 2
+    (tmp_path / "f").write_text("bad\n")
+    _commit(tmp_path, "bad")
+
+    code, after = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 1 and "baseline_reused" not in after, after  # measured, at this commit
+    assert after["tally"] == {"pass": 0, "fail": 2, "abstain": 0, "error": 0}
+
+    code, compared = harness_json(
+        tmp_path, "cmd", "grep -q ok  f", *flags, "--compare-baseline", "--baseline-of",
+        after["invocation_id"],
+    )  # fmt: skip
+    assert (compared["baseline"]["baseline"]["k"], compared["baseline"]["baseline"]["n"]) == (0, 2)
+    assert compared["baseline"]["delta"] == 0.0
+    code, older = harness_json(
+        tmp_path, "cmd", "grep -q ok  f", *flags, "--compare-baseline", "--baseline-of",
+        before["invocation_id"],
+    )  # fmt: skip
+    assert (older["baseline"]["baseline"]["k"], older["baseline"]["baseline"]["n"]) == (2, 2)
+    assert older["baseline"]["measured_at_other_head"] is True
+
+
+def test_a_retry_at_another_commit_is_refused(tmp_path: Path) -> None:
+    """A command's content is its text, so a timed-out sample measured at one commit was
+    replaced by a sample of other code, completing a measurement neither commit had."""
+    (tmp_path / ".gitignore").write_text(".loops/\ncount\n")
+    (tmp_path / "f").write_text("one\n")
+    _commit(tmp_path, "one")
+    counter = tmp_path / "count"
+    command = counter_command(counter, "if [ $n -eq 1 ]; then sleep 30; fi; true")
+    flags = ("--exit-code", "0", "--timeout", "0.5")
+    _, first = harness_json(tmp_path, "cmd", command, *flags)
+    [sample] = first["samples"]
+    (tmp_path / "f").write_text("two\n")
+    _commit(tmp_path, "two")
+    done = harness(tmp_path, "cmd", command, *flags, "--retry-of", str(sample["attempt_id"]))
+    assert done.returncode == 2 and done.stdout == ""
+    assert "is at another commit than attempt" in done.stderr and "hint:" in done.stderr
+    assert calls(counter) == 1  # refused before anything ran
+
+
+def test_a_reused_baseline_names_the_invocation_that_measured_it(tmp_path: Path) -> None:
+    """Rows reused from an ordinary run (not --measure-baseline) printed 'invocation None'."""
+    harness(tmp_path, "cmd", "true", "--exit-code", "0")
+    done = harness(tmp_path, "cmd", "true", "--exit-code", "0", "--measure-baseline")
+    assert done.returncode == 0 and "invocation None" not in done.stdout, done.stdout
+    [line] = [x for x in done.stdout.splitlines() if x.startswith("Baseline")]
+    [hint] = [x for x in done.stdout.splitlines() if x.startswith("Next")]
+    assert line.split("invocation ")[1] == hint.split("--baseline-of ")[1]
 
 
 def test_history_refuses_bad_input(tmp_path: Path) -> None:

@@ -90,3 +90,45 @@ def test_interval_contains_the_ratio_and_is_symmetric(kn: tuple[int, int]) -> No
     mirror_low, mirror_high = wilson_interval(n - k, n)
     assert abs(low - (1 - mirror_high)) < 1e-12
     assert abs(high - (1 - mirror_low)) < 1e-12
+
+
+def test_equal_values_in_a_range_are_as_uncertain_as_as_many_passing_bools() -> None:
+    from engine.model.stats import Mean
+
+    for n in (2, 5, 20, 300):
+        low, high = Mean((1.0,) * n, (0.0, 1.0)).interval or (None, None)
+        assert (low, high) == pytest.approx(wilson_interval(n, n))
+    low, high = Mean((3.0,) * 5, (1.0, 5.0)).interval or (0.0, 0.0)
+    assert 1.0 < low < 3.0 < high < 5.0
+    assert Mean((38.0,) * 4, (0.0, 1.0)).interval == (38.0, 38.0)  # values outside: no range
+    assert Mean((4.0, 4.0)).interval == (4.0, 4.0)  # no range known: the bootstrap's point
+
+
+def test_values_at_the_ends_of_their_range_are_a_proportion() -> None:
+    """9 scores of 1 and one of 0 in [0, 1] bootstrapped to [0.70, 1]: min_mean 0.65 PASSed on
+    what is, as a bool judge, 9/10 [0.60, 0.98]."""
+    from engine.model.stats import Mean
+
+    values = (1.0,) * 9 + (0.0,)
+    assert Mean(values, (0.0, 1.0)).interval == pytest.approx(wilson_interval(9, 10))
+    low, high = wilson_interval(1, 3)
+    assert Mean((1.0, 1.0, 5.0), (1.0, 5.0)).interval == pytest.approx((1 + 4 * low, 1 + 4 * high))
+    assert Mean((0.5, 1.0, 1.0), (0.0, 1.0)).interval == pytest.approx((0.5, 1.0))  # bootstrap
+
+
+def test_a_numeric_gate_holds_whatever_its_errored_cases_would_score() -> None:
+    from engine.model.suite import Threshold
+    from engine.suites.aggregate import JudgeSummary, Scored, Verdict
+
+    def summary(values: list[float], errored: int, bounds: object) -> JudgeSummary:
+        scores = [
+            Scored(f"c{i}", "ok", v, False, v >= 3, bounds)  # type: ignore[arg-type]
+            for i, v in enumerate(values)
+        ] + [Scored(f"e{i}", "error") for i in range(errored)]
+        return JudgeSummary("q", "check", tuple(scores), Threshold("q", "min_mean", 3.0))
+
+    values = [4.0, 4.5, 5.0, 4.0, 4.5, 5.0, 4.0, 4.5, 5.0, 4.5]
+    assert summary(values, 0, (1.0, 5.0)).verdict is Verdict.PASS
+    assert summary(values, 1, (1.0, 5.0)).verdict is Verdict.PASS  # one 1 beside ten: still
+    assert summary(values, 6, (1.0, 5.0)).verdict is Verdict.INCONCLUSIVE  # six 1s could sink it
+    assert summary(values, 1, None).verdict is Verdict.INCONCLUSIVE  # no range: no bound

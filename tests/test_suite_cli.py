@@ -135,6 +135,53 @@ def test_one_numeric_value_has_no_interval_and_decides_no_gate(tmp_path: Path) -
     assert "mean 5.00 (n=1: no interval)" in text and "min_mean 4  INCONCLUSIVE" in text
 
 
+def test_equal_numeric_values_are_not_a_certain_mean(tmp_path: Path) -> None:
+    """Two cases scoring 5 of [1, 5] resampled to the point [5, 5] and PASSed min_mean 4.5 for
+    sure, where two passing bool cases give [0.34, 1]: the unseen share of other values (at most
+    0.66 of the cases at n = 2) may lie anywhere in the range."""
+    dataset(tmp_path, {"a": {"input": {"score": 5}}, "b": {"input": {"score": 5}}})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: equal
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 4.5}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 3 and data["result"] == "INCONCLUSIVE", err
+    mean = by_judge(data)["score"]["mean"]
+    assert mean["mean"] == 5.0 and mean["high"] == 5.0
+    assert mean["low"] == pytest.approx(1 + 4 * 0.34238, abs=1e-4)  # 1..5 scaled like 2/2
+
+
+def test_many_equal_numeric_values_decide_their_gate(tmp_path: Path) -> None:
+    dataset(tmp_path, {f"c{i:03d}": {"input": {"score": 5}} for i in range(100)})
+    write(
+        tmp_path / "m.suite.yaml",
+        """\
+        name: equal
+        dataset: cases
+        subject: {command: "echo ${inputs.score}"}
+        judges:
+          - name: score
+            check: return float(outputs["stdout"]), "the score printed"
+            score_range: [1, 5]
+        thresholds:
+          score: {min_mean: 4.5}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "m.suite.yaml")
+    assert code == 0 and data["result"] == "PASS", err
+    assert 4.8 < by_judge(data)["score"]["mean"]["low"] < 5.0
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
@@ -208,11 +255,13 @@ def test_per_case_errors_are_recorded_excluded_and_the_suite_goes_on(tmp_path: P
           - name: exit
             builtin: exit_code
         thresholds:
-          said_ok: {min_pass_rate: 0.3}
+          said_ok: {min_pass_rate: 0.15}
         """,
     )
     code, data, err = suite_json(tmp_path, "e.suite.yaml", "--jobs", "4")
-    assert code == 0, err  # 4/4 scored cases pass: [0.51, 1] clears 0.3
+    # 4/4 scored cases pass ([0.51, 1]); with the 5 errored ones failing it is 4/9 [0.19, 0.73]:
+    # still at or above 0.15
+    assert code == 0, err
     said = by_judge(data)["said_ok"]
     assert (said["scored"], said["errored"]) == (4, 5)
     assert said["pass_rate"]["n"] == 4  # errored cases are excluded from the rate
@@ -233,6 +282,52 @@ def test_per_case_errors_are_recorded_excluded_and_the_suite_goes_on(tmp_path: P
     assert db_rows(tmp_path, "SELECT count(*) FROM suite_judgements WHERE judge = 'exit'") == [
         (18,)
     ]
+
+
+def test_errored_cases_cannot_pass_a_gate_the_scored_ones_alone_would(tmp_path: Path) -> None:
+    """Nine cases of ten timed out and the one scored case passed: 1/1 [0.21, 1] PASSed
+    min_pass_rate 0.2, exit 0, though the nine could all be failures (1/10 [0.02, 0.40])."""
+    numbered(tmp_path, 10)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: mostly
+        dataset: cases
+        subject: {command: 'if [ "$LL_INPUTS_n" != 0 ]; then sleep 30; fi', timeout: 0.3}
+        judges:
+          - {name: ok, builtin: exit_code}
+        thresholds:
+          ok: {min_pass_rate: 0.2}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"]) == (3, "INCONCLUSIVE"), err
+    ok = by_judge(data)["ok"]
+    assert (ok["scored"], ok["errored"], ok["verdict"]) == (1, 9, "INCONCLUSIVE")
+    assert any("9 errored cases could still turn it" in note for note in data["notes"])
+
+
+def test_a_gate_decided_whatever_the_errored_cases_say_is_decided(tmp_path: Path) -> None:
+    numbered(tmp_path, 30)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: few
+        dataset: cases
+        subject: {command: 'if [ "$LL_INPUTS_n" = 0 ]; then sleep 30; fi', timeout: 0.3}
+        judges:
+          - {name: ok, builtin: exit_code}
+        thresholds:
+          ok: {min_pass_rate: 0.7}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"]) == (0, "PASS"), err  # 29/30 counting the error a failure
+    write(tmp_path / "t.suite.yaml", (tmp_path / "t.suite.yaml").read_text().replace(
+        "exit_code}", "exit_code}\n  - {name: no, check: 'return False, \"no\"'}").replace(
+        "ok: {min_pass_rate: 0.7}", "no: {min_pass_rate: 0.5}"))  # fmt: skip
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"]) == (1, "FAIL"), err  # 0/30 counting the error a pass: 1/30
 
 
 def test_inputs_reach_the_subject_verbatim_never_as_code(tmp_path: Path) -> None:
@@ -402,3 +497,40 @@ def test_a_suite_run_records_where_it_ran_in_git(tmp_path: Path) -> None:
     assert code == 0, err
     rows = db_rows(tmp_path, "SELECT git_head, git_branch, git_dirty FROM suite_runs")
     assert rows == [(head, "trunk", 1)]
+
+
+def test_an_ungated_suite_whose_every_case_errored_is_an_error_not_exit_0(tmp_path: Path) -> None:
+    """No thresholds gate nothing, but a run in which no judge scored any case measured nothing:
+    exit 0 would read as "it ran fine" to CI."""
+    numbered(tmp_path, 2)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: stuck
+        dataset: cases
+        subject: {command: "sleep 30", timeout: 0.3}
+        judges:
+          - {name: ran, builtin: exit_code}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"], data["exit_code"]) == (2, "ERROR", 2), err
+    assert any("nothing was measured" in note for note in data["notes"])
+    code, out, _ = suite(tmp_path, "t.suite.yaml")
+    assert code == 2 and out.startswith("Suite stuck: ERROR")
+
+
+def test_an_ungated_suite_with_one_scored_case_stays_ungated(tmp_path: Path) -> None:
+    numbered(tmp_path, 2)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: half
+        dataset: cases
+        subject: {command: 'if [ "$LL_INPUTS_n" = 0 ]; then sleep 30; fi', timeout: 0.3}
+        judges:
+          - {name: ran, builtin: exit_code}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"]) == (0, "UNGATED"), err

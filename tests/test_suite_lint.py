@@ -69,6 +69,44 @@ def test_a_rate_gate_of_one_can_never_pass(tmp_path: Path) -> None:
     assert "gives values from 0 to 1: it can never pass" in past.message
 
 
+def test_a_gate_at_the_bottom_can_never_fail(tmp_path: Path) -> None:
+    """min_pass_rate 0 PASSed a suite whose every case failed (0/2 [0.00, 0.66] is at or above
+    0): a gate that cannot fail gates nothing, and the suite is refused like one that cannot
+    pass."""
+    text = SUITE.replace("min_mean: 2", "min_mean: 0").replace(
+        "thresholds:\n", "thresholds:\n  typo: {min_pass_rate: 0}\n"
+    )
+    path = write(tmp_path / "checked.suite.yaml", text)
+    found = {(d.code, d.line): d for d in check_file(path) if d.code == "LL091"}
+    assert set(found) == {("LL091", 21), ("LL091", 22)}  # a rate of 0; a bool's mean of 0
+    assert "passes even when every case fails" in found["LL091", 21].message
+    assert "passes even when every case fails" in found["LL091", 22].message
+    scored = SUITE.replace("    feedback_type: bool\n", "").replace("min_mean: 2", "min_mean: 1")
+    write(path, scored)  # a 1-5 judge's min_mean of 1: every mean is at least 1
+    [low] = [d for d in check_file(path) if d.code == "LL091"]
+    assert "gives values from 1 to 5: every mean is at least that" in low.message
+    write(path, scored.replace("min_mean: 1", "min_mean: 1.5"))
+    assert not [d for d in check_file(path) if d.code == "LL091"]
+
+
+def test_a_suite_with_a_gate_that_cannot_fail_is_refused(tmp_path: Path) -> None:
+    write(
+        tmp_path / "z.suite.yaml",
+        """\
+        name: z
+        cases: [{id: a, input: {x: 1}}, {id: b, input: {x: 2}}]
+        subject: {command: "exit 1"}
+        judges:
+          - {name: ok, builtin: exit_code}
+        thresholds:
+          ok: {min_pass_rate: 0}
+        """,
+    )
+    code, out, err = suite(tmp_path, "z.suite.yaml")
+    assert code == 2 and out == "", out
+    assert "LL091" in err and "passes even when every case fails" in err
+
+
 def test_validate_reports_suites_and_loops_alike(tmp_path: Path) -> None:
     write(tmp_path / "checked.suite.yaml", SUITE)
     write(tmp_path / "broken.yaml", "name: x\nsubject: {command: a}\ncases: []\n")

@@ -145,7 +145,7 @@ def test_a_suite_on_a_full_disk_says_so_and_resumes_when_there_is_room(tmp_path:
     then records every case once."""
     root = own_project(tmp_path)
     write(root / "s.suite.yaml", FILLING)
-    dataset(root, {f"c{n:03d}": {"n": n} for n in range(300)})
+    dataset(root, {f"c{n:03d}": {"input": {"n": n}} for n in range(300)})
 
     def small_files() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))

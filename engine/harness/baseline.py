@@ -31,6 +31,10 @@ class Cell:
     target: str
     input_hash: str
     content_hash: str
+    # `--baseline-of` names a measurement, and it was taken at one git HEAD: rows of the same
+    # content measured at other commits are other measurements, not this baseline.
+    named: bool = False
+    git_head: str | None = None
 
 
 def lookup_attempt(history: History, ref: str) -> Attempt | None:
@@ -56,7 +60,14 @@ def resolve_incumbent(history: History, subject: Subject, baseline_of: str | Non
                 f"not a {subject.runner} one",
                 hint="compare like with like: the same runner on both arms",
             )
-        return Cell(attempt.runner, attempt.target, attempt.input_hash, attempt.target_content_hash)
+        return Cell(
+            attempt.runner,
+            attempt.target,
+            attempt.input_hash,
+            attempt.target_content_hash,
+            named=True,
+            git_head=attempt.git_head,
+        )
     if subject.runner in FILE_RUNNERS and subject.source_path is not None:
         committed = head_content_hash(subject.source_path)
         if committed is None:
@@ -105,6 +116,8 @@ def baseline_rows(
             hint="run the incumbent with --measure-baseline (same flags) before changing it",
         )
     same = [r for r in rows if r.conditions_fp == fingerprint]
+    if incumbent.named:
+        same = [r for r in same if r.git_head == incumbent.git_head]
     if not same:
         raise Refusal(
             "the baseline was measured under other conditions (gates, criterion, judge or "
@@ -121,13 +134,15 @@ def baseline_rows(
 
 
 def measured_baseline(
-    history: History, subject: Subject, fingerprint: str, samples: int
+    history: History, subject: Subject, fingerprint: str, samples: int, head: str | None
 ) -> list[Attempt]:
-    """Rows already measured for this exact content and conditions (reused, not re-run)."""
+    """Rows already measured for this exact content and conditions at this git HEAD (reused,
+    not re-run). Rows of another HEAD are not this project's behaviour: a command's content is
+    its text, so `grep -q ok f` measured before f changed would stand in for it forever."""
     rows = history.cell_attempts(
         subject.runner, subject.target, subject.input_hash, subject.content_hash
     )
-    same = [r for r in rows if r.conditions_fp == fingerprint]
+    same = [r for r in rows if r.conditions_fp == fingerprint and r.git_head == head]
     return same if Tally.of(r.outcome for r in same).graded >= samples else []
 
 
@@ -195,7 +210,11 @@ class Delta:
 
 
 def check_retry(
-    history: History, attempt_id: int, subject: Subject, fingerprint_at: Callable[[int], str]
+    history: History,
+    attempt_id: int,
+    subject: Subject,
+    fingerprint_at: Callable[[int], str],
+    head: str | None = None,
 ) -> Attempt:
     """The attempt a `--retry-of` supersedes, if it may be retried; else a refusal.
 
@@ -233,6 +252,13 @@ def check_retry(
         raise Refusal(
             f"the subject changed since attempt {attempt_id} (content hash differs)",
             hint="a changed subject needs a fresh measurement, not a retry",
+        )
+    if attempt.git_head is not None and head is not None and attempt.git_head != head:
+        raise Refusal(
+            f"the project is at another commit than attempt {attempt_id} "
+            f"({attempt.git_head[:12]}, now {head[:12]}): a retry would join a measurement of "
+            "other code",
+            hint="check out that commit to retry, or run a fresh measurement at this one",
         )
     if fingerprint_at(attempt.samples_requested) != attempt.conditions_fp:
         raise Refusal(

@@ -308,20 +308,21 @@ def run_dsl(path: Path, options: DslOptions, history: History, cwd: Path) -> Dsl
         check_prompt_runner(prompt_runner(None, None, options.runner))
     subjects = [task_subject(task, options) for task in tasks]
     retried: Attempt | None = None
+    if options.retry_of is not None and (len(tasks) != 1 or not path.is_file()):
+        raise Refusal(
+            "--retry-of on dsl needs the path of the single task file it retries",
+            hint="pass the task file, not its directory",
+        )
+    provenance = git_provenance(cwd)
     if options.retry_of is not None:
-        if len(tasks) != 1 or not path.is_file():
-            raise Refusal(
-                "--retry-of on dsl needs the path of the single task file it retries",
-                hint="pass the task file, not its directory",
-            )
         conditions = task_conditions(tasks[0], subjects[0], options)
         retried = check_retry(
             history,
             options.retry_of,
             subjects[0],
             lambda n: conditions.with_samples(n).fingerprint(),
+            provenance.head,
         )
-    provenance = git_provenance(cwd)
     invocation_id = uuid.uuid4().hex[:16]
     index_of = {task.name: index for index, task in enumerate(tasks)}
     recorded: dict[str, TaskResult] = {}

@@ -41,7 +41,7 @@ def report_text(report: Report) -> str:
     if report.reused_baseline:
         lines.append(
             f"Baseline  reused {len(report.reused_baseline)} measured rows for this content and "
-            f"these conditions (nothing was run): invocation {_measured(report)}"
+            f"these conditions at this git HEAD (nothing was run): invocation {_measured(report)}"
         )
     many = len(report.samples) > 1
     for sample in report.samples:
@@ -69,7 +69,13 @@ def report_text(report: Report) -> str:
     if baseline is not None:
         lines.append(_baseline_next(report.subject.runner, baseline))
     if report.retry_of is not None:
-        lines.append(f"Retry     supersedes attempt {report.retry_of}")
+        line = f"Retry     supersedes attempt {report.retry_of}"
+        if report.measured_invocation is not None:
+            line += (
+                f"; the result counts the {len(report.measurement)} samples of invocation "
+                f"{report.measured_invocation} with this one in its place"
+            )
+        lines.append(line)
     timed_out = [a.id for a in report.attempts if a.timed_out]
     if timed_out:
         ids = ", ".join(str(i) for i in timed_out)
@@ -80,7 +86,9 @@ def report_text(report: Report) -> str:
 def _measured(report: Report) -> str | None:
     """The invocation whose rows are the baseline this run measured or reused, else None. A
     reused baseline's rows keep the invocation that measured them (this one recorded nothing)."""
-    rows = report.reused_baseline or report.attempts
+    if report.reused_baseline:  # any of their invocations names the same content and conditions
+        return report.reused_baseline[0].invocation_id
+    rows = report.attempts
     if rows and all(a.attempt_kind == "baseline" for a in rows):
         return rows[0].invocation_id
     return None
@@ -136,6 +144,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "git_dirty": report.provenance.dirty,
         "git_branch": report.provenance.branch,
         "retry_of": report.retry_of,
+        "measurement_invocation": report.measured_invocation,
         "history_pass_rate": None,
         "history_abstention_rate": None,
     }

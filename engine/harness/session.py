@@ -91,11 +91,17 @@ class Report:
     retry_of: int | None = None
     reused_baseline: tuple[Attempt, ...] = ()
     notes: tuple[str, ...] = ()  # warnings for stderr
+    # A retry's result is its measurement's: every sample of the invocation it joined, each
+    # one's surviving attempt (this retry in place of the attempt it superseded).
+    measurement: tuple[Attempt, ...] = ()
+    measured_invocation: str | None = None  # the invocation a retry joined
 
     @property
     def tally(self) -> Tally:
         if self.reused_baseline:
             return Tally.of(a.outcome for a in self.reused_baseline)
+        if self.measurement:
+            return Tally.of(a.outcome for a in self.measurement)
         return Tally.of(s.outcome for s in self.samples)
 
     @property
@@ -189,10 +195,15 @@ def evaluate(
     samples = effective_samples(subject, options)
     conditions = conditions_of(subject, options, samples)
     retried: Attempt | None = None
+    provenance = git_provenance(cwd)
     if options.retry_of is not None:
         at_n = conditions  # the fingerprint of the invocation being retried, at its own N
         retried = check_retry(
-            history, options.retry_of, subject, lambda n: at_n.with_samples(n).fingerprint()
+            history,
+            options.retry_of,
+            subject,
+            lambda n: at_n.with_samples(n).fingerprint(),
+            provenance.head,
         )
         conditions = conditions.with_samples(retried.samples_requested)
     baseline: list[Attempt] = []
@@ -205,13 +216,15 @@ def evaluate(
         conditions=conditions,
         samples=(),
         attempts=(),
-        provenance=git_provenance(cwd),
+        provenance=provenance,
         history=_prior_history(history, subject),
         retry_of=retried.id if retried is not None else None,
         notes=tuple(_working_copy_note(subject)) if options.measure_baseline else (),
     )
     if options.measure_baseline:
-        reuse = measured_baseline(history, subject, conditions.fingerprint(), samples)
+        reuse = measured_baseline(
+            history, subject, conditions.fingerprint(), samples, report.provenance.head
+        )
         if reuse:
             return replace(report, reused_baseline=tuple(reuse))
     kind: AttemptKind = "repetition"
@@ -223,7 +236,34 @@ def evaluate(
     delta = None
     if options.compare_baseline:
         delta = Delta.of(baseline, Tally.of(r.outcome for r in results), report.provenance.head)
-    return replace(report, samples=results, attempts=recorded, delta=delta)
+    report = replace(report, samples=results, attempts=recorded, delta=delta)
+    if retried is not None and recorded:
+        invocation, measurement = _measurement(history, retried)
+        report = replace(report, measurement=measurement, measured_invocation=invocation)
+    return report
+
+
+def _measurement(history: History, retried: Attempt) -> tuple[str, tuple[Attempt, ...]]:
+    """Every sample of the measurement a retry joined, as its surviving attempt: one passing
+    retry is not a PASS of an invocation whose other samples failed."""
+    root, seen = retried, {retried.id}
+    while root.retry_of is not None:
+        earlier = history.attempt(root.retry_of)
+        if earlier is None or earlier.id in seen:
+            break
+        root = earlier
+        seen.add(root.id)
+    surviving: list[Attempt] = []
+    for row in history.invocation(root.invocation_id):
+        hops = {row.id}
+        while row.superseded_by is not None:
+            newer = history.attempt(row.superseded_by)
+            if newer is None or newer.id in hops:
+                break
+            row = newer
+            hops.add(row.id)
+        surviving.append(row)
+    return root.invocation_id, tuple(surviving)
 
 
 def _prior_history(history: History, subject: Subject) -> HistorySummary | None:

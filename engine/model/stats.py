@@ -90,15 +90,33 @@ def bootstrap_interval(
     return (low, high)
 
 
+def unseen_mass_interval(value: float, n: int, bounds: tuple[float, float]) -> tuple[float, float]:
+    """The 95% interval of the mean of `n` values in `bounds` that all came out `value`.
+
+    Resampling them gives the point `value` whatever `n` is: two cases would be as certain as a
+    thousand. What they do show is that the share of values other than `value` is small — at
+    most `1 - low` of the Wilson interval of n/n (0.66 at n = 2, 0.04 at n = 100) — and the
+    rest can lie anywhere in `bounds`. So two scores of 1 in [0, 1] give [0.34, 1], as two
+    passing bool cases do.
+    """
+    low, high = bounds
+    unseen = 1.0 - wilson_interval(n, n)[0]
+    return (value - (value - low) * unseen, value + (high - value) * unseen)
+
+
 @dataclass(frozen=True)
 class Mean:
     """The mean of `values` with its 95% bootstrap interval; `value` is None when empty.
 
     One value has no interval: resampling it gives a point, which would make a single case as
     certain as a thousand (a gate judged by it would PASS or FAIL on one case, where one bool
-    case's Wilson interval is [0.21, 1])."""
+    case's Wilson interval is [0.21, 1]). Within the values' `bounds` (a judge's score range),
+    values that are all equal (which resample to a point) get `unseen_mass_interval`, and values
+    all at the range's ends (a proportion, where the bootstrap claims more than Wilson: 9 of 10
+    gave [0.70, 1] against [0.60, 0.98]) get the Wilson interval scaled to the range."""
 
     values: tuple[float, ...]
+    bounds: tuple[float, float] | None = None
 
     @property
     def n(self) -> int:
@@ -110,7 +128,20 @@ class Mean:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        return bootstrap_interval(self.values) if self.n >= 2 else None
+        if self.n < 2:
+            return None
+        if self.bounds is not None:
+            low, high = self.bounds
+            values = self.values
+            if low < high and all(low <= v <= high for v in values):  # a range they keep to
+                if all(v in (low, high) for v in values):
+                    # only the range's ends: a proportion, as certain as that many bool cases
+                    k = sum(1 for v in values if v == high)
+                    w_low, w_high = wilson_interval(k, self.n)
+                    return (low + (high - low) * w_low, low + (high - low) * w_high)
+                if min(values) == max(values):
+                    return unseen_mass_interval(values[0], self.n, self.bounds)
+        return bootstrap_interval(self.values)
 
     def to_json(self) -> dict[str, object]:
         low, high = self.interval or (None, None)

@@ -28,9 +28,10 @@ REASON_CHARS = 4000  # a judge's rationale or error beyond this is clipped (the 
 MEANINGS = {
     Verdict.PASS: "every gated judge's 95% interval is at or above its threshold",
     Verdict.FAIL: "a gated judge's 95% interval lies wholly below its threshold",
-    Verdict.INCONCLUSIVE: "a gated judge's 95% interval straddles its threshold: more cases "
-    "would decide",
-    Verdict.ERROR: "every case of a gated judge errored: nothing was measured",
+    Verdict.INCONCLUSIVE: "a gated judge's 95% interval straddles its threshold, or its errored "
+    "cases could still turn it: more cases would decide",
+    Verdict.ERROR: "every case of a gated judge errored (or, in a suite without gates, every "
+    "judgement): nothing was measured",
     Verdict.UNGATED: "no threshold was judged (the suite has none, or only a pairwise judge's "
     "with nothing to compare), so the exit code gates nothing",
 }

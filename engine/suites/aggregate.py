@@ -8,20 +8,24 @@ gets a win rate: wins among decided cases (ties apart).
 
 A threshold is judged by its interval, as `ll-harness cmd` bands samples: PASS when the whole
 interval is at or above the gate, FAIL when the whole interval is below it, INCONCLUSIVE when it
-straddles it (more cases would decide), ERROR when every case errored. The suite: FAIL if a gate
+straddles it (more cases would decide), ERROR when every case errored. A PASS or FAIL must hold
+with the errored cases counted against it (failing for a PASS, passing for a FAIL): they are
+unknowns, not absent. The suite: FAIL if a gate
 failed, else ERROR if one errored, else INCONCLUSIVE if one is undecided, else PASS; UNGATED
-when the suite has no thresholds (the exit code then gates nothing).
+when the suite has no thresholds (the exit code then gates nothing) — but ERROR when every
+judgement of the run errored (a suite whose every case timed out measured nothing, gated or not).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from engine.model.stats import Mean, Rate
+from engine.model.stats import Mean, Rate, wilson_interval
 from engine.model.suite import Threshold
 
 if TYPE_CHECKING:
@@ -58,6 +62,7 @@ class Scored:
     value: float | None = None
     is_bool: bool | None = None
     passed: bool | None = None
+    bounds: tuple[float, float] | None = None  # the judge's score range, when it has one
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,10 @@ class JudgeSummary:
 
     @property
     def mean(self) -> Mean:
-        return Mean(tuple(float(s.value) for s in self.scored if s.value is not None))
+        scored = [s for s in self.scored if s.value is not None]
+        ranges = {s.bounds for s in scored}
+        bounds = ranges.pop() if len(ranges) == 1 else None  # one range, or none is assumed
+        return Mean(tuple(float(s.value) for s in scored if s.value is not None), bounds)
 
     @property
     def wins(self) -> int:
@@ -139,6 +147,17 @@ class JudgeSummary:
     @property
     def verdict(self) -> Verdict | None:
         """The threshold's verdict; None when the judge is not gated."""
+        return self._verdict(count_unknown=True)
+
+    @property
+    def undecided_by_unknown(self) -> bool:
+        """The scored cases alone would decide the gate; its errored cases keep it open."""
+        return self.verdict is Verdict.INCONCLUSIVE and self._verdict(count_unknown=False) in (
+            Verdict.PASS,
+            Verdict.FAIL,
+        )
+
+    def _verdict(self, *, count_unknown: bool) -> Verdict | None:
         gate = self.threshold
         if gate is None:
             return None
@@ -148,11 +167,40 @@ class JudgeSummary:
                 return Verdict.ERROR
             return Verdict.INCONCLUSIVE
         low, high = interval
+        unknown = self.errored  # errored or abstained: cases the gate knows nothing of
+        if unknown and count_unknown:
+            # A verdict must hold whatever the unknown cases would have scored: a PASS with
+            # each of them failing, a FAIL with each of them passing (9 timed-out cases of 10
+            # beside one pass are no evidence of a 20% pass rate).
+            worst, best = self._bounds_with_unknown(gate.gate, unknown)
+            low = min(low, worst) if worst is not None else -math.inf
+            high = max(high, best) if best is not None else math.inf
         if low >= gate.value:
             return Verdict.PASS
         if high < gate.value:
             return Verdict.FAIL
         return Verdict.INCONCLUSIVE
+
+    def _bounds_with_unknown(self, gate: str, unknown: int) -> tuple[float | None, float | None]:
+        """The interval's low end with every unknown case failing (lowest score), and its
+        high end with every unknown case passing (highest); None where no bound is known."""
+        if gate == "min_win_rate":
+            k, n = self.wins, self.wins + self.losses
+        elif gate == "min_pass_rate" or not self.numeric:
+            rate = self.pass_rate
+            k, n = rate.k, rate.n
+        else:
+            mean = self.mean
+            if mean.bounds is None:
+                return None, None
+            bottom, top = mean.bounds
+            worst = Mean(mean.values + (bottom,) * unknown, mean.bounds).interval
+            best = Mean(mean.values + (top,) * unknown, mean.bounds).interval
+            return (
+                worst[0] if worst is not None else None,
+                best[1] if best is not None else None,
+            )
+        return wilson_interval(k, n + unknown)[0], wilson_interval(k + unknown, n + unknown)[1]
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -184,7 +232,12 @@ def judgement_scores(rows: Iterable[SuiteJudgementRow], arm: str) -> Iterator[tu
     aggregates (a judgement's value is already its samples' aggregate)."""
     for r in rows:
         if r.arm == arm and r.sample_index == 0:
-            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed)
+            bounds = (
+                (r.score_low, r.score_high)
+                if r.score_low is not None and r.score_high is not None
+                else None
+            )
+            yield r.judge, Scored(r.case_id, r.status, r.value, r.is_bool, r.passed, bounds)
 
 
 def summarise(
@@ -207,8 +260,16 @@ def suite_verdict(summaries: Sequence[JudgeSummary]) -> Verdict:
     """The suite's result from its gated judges (see the module docstring)."""
     verdicts = [s.verdict for s in summaries if s.verdict is not None]
     if not verdicts:
+        if nothing_measured(summaries):
+            return Verdict.ERROR  # exit 0 must not stand for a run that measured nothing
         return Verdict.UNGATED
     for worst in (Verdict.FAIL, Verdict.ERROR, Verdict.INCONCLUSIVE):
         if worst in verdicts:
             return worst
     return Verdict.PASS
+
+
+def nothing_measured(summaries: Sequence[JudgeSummary]) -> bool:
+    """Every judgement of the run errored or abstained (none scored, none skipped)."""
+    scores = [s for summary in summaries for s in summary.scores]
+    return bool(scores) and all(s.status in ("error", "abstain") for s in scores)

@@ -903,6 +903,17 @@ def _result(
         )
     cost = sum(c.cost_usd for c in rows.cases) + sum(j.cost_usd for j in rows.judgements)
     verdict = suite_verdict(summaries)
+    for summary in summaries:
+        if summary.undecided_by_unknown:
+            notes.append(
+                f"judge {summary.name!r}: {counted(len(summary.scored), 'scored case')} alone "
+                f"would decide its gate, but {counted(summary.errored, 'errored case')} could "
+                "still turn it: INCONCLUSIVE until they are judged"
+            )
+    if verdict is Verdict.ERROR and not any(s.verdict is not None for s in summaries):
+        notes.append(
+            "every judgement of this run errored: nothing was measured (see the errors by case)"
+        )
     if verdict is Verdict.UNGATED:
         notes.append(
             "no threshold was judged in this run (its only gate is the pairwise judge's): "
