@@ -12,7 +12,7 @@ import math
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -246,24 +246,22 @@ def evaluate(
 def _measurement(history: History, retried: Attempt) -> tuple[str, tuple[Attempt, ...]]:
     """Every sample of the measurement a retry joined, as its surviving attempt: one passing
     retry is not a PASS of an invocation whose other samples failed."""
-    root, seen = retried, {retried.id}
-    while root.retry_of is not None:
-        earlier = history.attempt(root.retry_of)
-        if earlier is None or earlier.id in seen:
+    root = _follow(history, retried, lambda a: a.retry_of)
+    samples = history.invocation(root.invocation_id)
+    return root.invocation_id, tuple(_follow(history, s, lambda a: a.superseded_by) for s in samples)
+
+
+def _follow(history: History, start: Attempt, link: Callable[[Attempt], int | None]) -> Attempt:
+    """The last attempt of the chain `link` makes from `start` (a retry's original, a sample's
+    latest retry); a row that is missing or seen before ends it."""
+    row, seen = start, {start.id}
+    while (next_id := link(row)) is not None:
+        found = history.attempt(next_id)
+        if found is None or found.id in seen:
             break
-        root = earlier
-        seen.add(root.id)
-    surviving: list[Attempt] = []
-    for row in history.invocation(root.invocation_id):
-        hops = {row.id}
-        while row.superseded_by is not None:
-            newer = history.attempt(row.superseded_by)
-            if newer is None or newer.id in hops:
-                break
-            row = newer
-            hops.add(row.id)
-        surviving.append(row)
-    return root.invocation_id, tuple(surviving)
+        row = found
+        seen.add(row.id)
+    return row
 
 
 def _prior_history(history: History, subject: Subject) -> HistorySummary | None:
