@@ -247,8 +247,11 @@ def _measurement(history: History, retried: Attempt) -> tuple[str, tuple[Attempt
     """Every sample of the measurement a retry joined, as its surviving attempt: one passing
     retry is not a PASS of an invocation whose other samples failed."""
     root = _follow(history, retried, lambda a: a.retry_of)
-    samples = history.invocation(root.invocation_id)
-    return root.invocation_id, tuple(_follow(history, s, lambda a: a.superseded_by) for s in samples)
+    latest = [
+        _follow(history, s, lambda a: a.superseded_by)
+        for s in history.invocation(root.invocation_id)
+    ]
+    return root.invocation_id, tuple(latest)
 
 
 def _follow(history: History, start: Attempt, link: Callable[[Attempt], int | None]) -> Attempt:
