@@ -311,6 +311,58 @@ def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
         proc.wait()
 
 
+IN_A_THREAD = """
+import sys, threading, time
+import engine
+got = {}
+worker = threading.Thread(target=lambda: got.update(r=engine.run("slow.yaml")))
+worker.start()
+while not [s for s in engine.status() if s.status == "running"]:
+    time.sleep(0.05)
+[running] = engine.status()
+done = engine.stop(running.run_id)
+worker.join()
+print(done.stopped, done.status.status, got["r"].terminated_by, flush=True)
+"""
+
+
+def test_stop_of_a_run_in_a_thread_of_this_process_stops_only_that_run(tmp_path: Path) -> None:
+    """A run in a worker thread installs no signal handler: `stop` sent this very process a
+    SIGTERM, which killed it (a web service calling engine.stop died with its run)."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_A_THREAD],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "True stopped stopped"), proc.stderr
+
+
+def test_stop_from_on_event_does_not_wait_for_its_own_run(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT, "count.yaml")
+    answers: list[engine.StopResult] = []
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            answers.append(engine.stop(event.run_id, cwd=tmp_path, wait=30))
+
+    result = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    assert (result.terminated_by, result.steps) == ("stopped", 2)
+    assert result.duration_ms < 10_000 and answers[0].was == "running"
+
+
 def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:
     import engine.runtime.interpreter  # the runtime's package is engine.runtime, not engine.run
 

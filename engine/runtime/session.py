@@ -37,6 +37,35 @@ from engine.runtime.subloop import ChildLoader
 EventListener = Callable[[Event], None]
 
 
+@dataclass
+class _Live:
+    """A run this process is running: how to stop it, and when it has ended."""
+
+    stop: StopSignal
+    thread: threading.Thread
+    ended: threading.Event
+
+
+_live: dict[str, _Live] = {}
+_live_lock = threading.Lock()
+
+
+def stop_in_process(run_id: str, reason: str, wait: float) -> bool | None:
+    """Stop a run this process is running (in any thread), as SIGTERM would stop it, without a
+    signal: a SIGTERM to our own pid would kill the whole process when the run is in a thread
+    (which installs no handler), or stop another run (the one in the main thread, whose handler
+    it is). None when the run is not running here; else whether it ended within `wait` seconds
+    (not waited for when the caller is the run's own thread: an `on_event` callback)."""
+    with _live_lock:
+        live = _live.get(run_id)
+    if live is None:
+        return None
+    live.stop.request(reason)
+    if live.thread is threading.current_thread():
+        return False
+    return live.ended.wait(wait)
+
+
 @dataclass(frozen=True)
 class Launch:
     """Everything a run needs once it has been allowed to start."""
@@ -135,6 +164,9 @@ def start_run(
     history = RunRecorder(launch.root, warn=_warn)
     history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
+    live = _Live(stop, threading.current_thread(), threading.Event())
+    with _live_lock:
+        _live[state.run_id] = live
     try:
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
@@ -144,12 +176,16 @@ def start_run(
             store.save_state(state.to_json())
     except BaseException:  # a caller's on_event raised, or a bug: the run ends here
         _release(store)
+        live.ended.set()
         raise
     finally:
         _restore_handlers(previous)
         actions.close()
         store.close()
+        with _live_lock:
+            _live.pop(state.run_id, None)
     history.write(lambda h: h.record_run_end(result))
+    live.ended.set()  # after its history row: a `stop` that returns finds the run ended there
     return result
 
 
