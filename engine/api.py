@@ -666,15 +666,15 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     if snapshot.pid == os.getpid():  # a run of this process: stopped without a signal
         from engine.runtime.session import stop_in_process
 
-        ended = stop_in_process(snapshot.run_id, "stopped by engine.stop", wait)
-        if ended is None:
+        done = stop_in_process(snapshot.run_id, "stopped by engine.stop", wait)
+        if done is None:
             raise UsageError(
                 f"run {snapshot.run_id} is not running (status {snapshot.status}, "
                 "this process no longer runs it)",
                 hint=f"continue it with `ll-loop resume {snapshot.run_id}`",
             )
         after = read_run(snapshot.dir) or snapshot
-        return StopResult(snapshot.run_id, ended, "running", _status_of(after))
+        return StopResult(snapshot.run_id, done, "running", _status_of(after))
     with contextlib.suppress(ProcessLookupError):
         os.kill(snapshot.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
