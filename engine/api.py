@@ -638,6 +638,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
 
     from engine._results import StopResult
     from engine.runtime.locks import process_alive
+    from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
     _arguments(run_id=run_id)
@@ -675,14 +676,27 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
             )
         after = read_run(snapshot.dir) or snapshot
         return StopResult(snapshot.run_id, done, "running", _status_of(after))
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(snapshot.pid, signal.SIGTERM)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and process_alive(snapshot.pid, snapshot.pid_start):
+    if snapshot.signals:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(snapshot.pid, signal.SIGTERM)
+    else:  # a run in a thread of its process: a SIGTERM would kill the whole process
+        from engine.runtime.session import STOP_REQUEST
+
+        (snapshot.dir / STOP_REQUEST).touch()
+    deadline, pid = time.monotonic() + wait, snapshot.pid
+
+    def over() -> bool:
+        """Its process is gone, or (a Python program lives on after its run) the run dropped
+        its pid and its actions' groups are gone too."""
+        if not process_alive(pid, snapshot.pid_start):
+            return True
+        now = read_run(snapshot.dir)
+        return not (now is None or now.alive) and not orphaned_actions(snapshot.run_id)
+
+    while time.monotonic() < deadline and not over():
         time.sleep(0.05)
     after = read_run(snapshot.dir) or snapshot
-    stopped = not process_alive(snapshot.pid, snapshot.pid_start)
-    return StopResult(snapshot.run_id, stopped, "running", _status_of(after))
+    return StopResult(snapshot.run_id, over(), "running", _status_of(after))
 
 
 def history(

@@ -350,6 +350,55 @@ def test_stop_of_a_run_in_a_thread_of_this_process_stops_only_that_run(tmp_path:
     assert (proc.returncode, proc.stdout.strip()) == (0, "True stopped stopped"), proc.stderr
 
 
+HOST = """
+import sys, threading
+import engine
+got = {}
+worker = threading.Thread(target=lambda: got.update(r=engine.run("slow.yaml")))
+worker.start()
+worker.join()
+print("host alive", got["r"].terminated_by, flush=True)
+sys.stdin.read()  # a service lives on after its run
+"""
+
+
+def test_stop_from_another_process_of_a_run_in_a_thread_leaves_its_host_alive(
+    tmp_path: Path,
+) -> None:
+    """`ll-loop stop RUN` of a run a service runs in a worker thread sent the service SIGTERM
+    (no handler in a thread): the service died. The run is asked through its directory."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOST],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        from tests.runs_helpers import wait_until
+
+        wait_until(lambda: any(s.status == "running" for s in engine.status(cwd=tmp_path)))
+        [running] = engine.status(cwd=tmp_path)
+        done = engine.stop(running.run_id, cwd=tmp_path)
+        assert done.stopped and done.status is not None and done.status.status == "stopped"
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "host alive stopped"
+        assert proc.communicate(timeout=30)[0] == "" and proc.returncode == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_stop_from_on_event_does_not_wait_for_its_own_run(tmp_path: Path) -> None:
     write_loop(tmp_path, COUNT, "count.yaml")
     answers: list[engine.StopResult] = []

@@ -50,6 +50,27 @@ _live: dict[str, _Live] = {}
 _live_lock = threading.Lock()
 
 
+STOP_REQUEST = "stop-requested"
+"""The file `stop` writes in the directory of a run its process's SIGTERM would not stop."""
+
+
+def _watch_stop_requests(run_dir: Path, stop: StopSignal, ended: threading.Event) -> None:
+    """A run that takes no signals is stopped from another process (`ll-loop stop`) by a
+    `STOP_REQUEST` file in its directory: SIGTERM would kill the process hosting it (a thread
+    installs no handler) or reach a handler that is not the run's. Checked every 0.1 s."""
+    request = run_dir / STOP_REQUEST
+    request.unlink(missing_ok=True)  # one left from an earlier session is no request to this
+
+    def watch() -> None:
+        while not ended.wait(0.1):
+            if request.exists():
+                request.unlink(missing_ok=True)
+                stop.request("stopped by ll-loop stop")
+        request.unlink(missing_ok=True)
+
+    threading.Thread(target=watch, name=f"ll-loop stop watch {run_dir.name}", daemon=True).start()
+
+
 def stop_in_process(run_id: str, reason: str, wait: float) -> bool | None:
     """Stop a run this process is running (in any thread), as SIGTERM would stop it, without a
     signal: a SIGTERM to our own pid would kill the whole process when the run is in a thread
@@ -147,6 +168,7 @@ def start_run(
         stop.listeners.append(runtime.llm.stop)
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
+    state.signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
     if resume is not None:  # name this process at once: `status`/`stop` must see it alive
         state.saved_at = time.time()  # its cost counts every call logged so far
         store.save_state(state.to_json())
@@ -167,6 +189,8 @@ def start_run(
     live = _Live(stop, threading.current_thread(), threading.Event())
     with _live_lock:
         _live[state.run_id] = live
+    if not state.signals:
+        _watch_stop_requests(store.dir, stop, live.ended)
     try:
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
