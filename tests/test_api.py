@@ -82,6 +82,16 @@ def test_on_event_sees_every_event_the_log_gets(tmp_path: Path) -> None:
     assert [e.state for e in seen if e.event == "route"][:2] == ["check", "add"]
 
 
+def test_on_event_hands_over_each_event_as_its_line_reads(tmp_path: Path) -> None:
+    """The docs say the fields of its line in events.jsonl: the callback got no `ts`, and the
+    last event carried `run_id` among its fields (the file's has it as the Event's run_id)."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+    seen: list[Event] = []
+    result = engine.run(tmp_path / "count.yaml", on_event=seen.append, cwd=tmp_path)
+    assert seen == engine.events(result.run_id, cwd=tmp_path)
+    assert all("ts" in e.fields and "run_id" not in e.fields for e in seen)
+
+
 def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_path: Path) -> None:
     """The exception reaches the caller; the run no longer names this (living) process, so
     `status` does not call it running and `stop` has no process to signal."""

@@ -11,6 +11,7 @@ directory (or takes a resumed run's), runs the interpreter to the end and record
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -271,8 +272,11 @@ class _Tee:
         self.listener = listener
 
     def emit(self, event: str, **fields: Any) -> None:
-        self.store.emit(event, **fields)
-        self.listener(Event(event, self.store.run_id, fields))
+        """The listener gets the event as its line in `events.jsonl` reads (as `engine.events`
+        gives it): `ts` included, values as JSON has them, nothing the run goes on changing."""
+        record = json.loads(self.store.emit_line(event, **fields))
+        name, run_id = record.pop("event"), record.pop("run_id")
+        self.listener(Event(name, run_id, record))
 
     def flush(self) -> None:
         self.store.flush()
