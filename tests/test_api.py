@@ -422,6 +422,40 @@ def test_stop_from_on_event_does_not_wait_for_its_own_run(tmp_path: Path) -> Non
     assert result.duration_ms < 10_000 and answers[0].was == "running"
 
 
+def test_two_suites_in_threads_leave_the_switch_interval_as_it_was(tmp_path: Path) -> None:
+    """Each suite saved the GIL switch interval and put it back when it ended: with two in
+    threads, the first to start ending first, the second put back the suites' 0.5 ms, which
+    the process kept for good."""
+    import shutil
+
+    shutil.copytree(Path(__file__).parent.parent / "examples/suites/wordcount", tmp_path / "wc")
+    suite_file = tmp_path / "wc" / "wordcount.suite.yaml"
+    own = sys.getswitchinterval()
+    second_running, first_done = threading.Event(), threading.Event()
+    verdicts: list[str] = []
+
+    def run_second() -> None:
+        result = engine.suite(suite_file, cwd=tmp_path, on_case=second, jobs=1)
+        verdicts.append(result.verdict.value)
+
+    other = threading.Thread(target=run_second, daemon=True)
+
+    def second(_case: object) -> None:
+        second_running.set()
+        first_done.wait(60)
+
+    def first(_case: object) -> None:
+        if not other.is_alive() and not second_running.is_set():
+            other.start()
+            second_running.wait(60)
+
+    verdicts.append(engine.suite(suite_file, cwd=tmp_path, on_case=first, jobs=1).verdict.value)
+    first_done.set()
+    other.join(60)
+    assert verdicts == ["PASS", "PASS"]
+    assert sys.getswitchinterval() == own
+
+
 def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:
     import engine.runtime.interpreter  # the runtime's package is engine.runtime, not engine.run
 
