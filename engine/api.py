@@ -236,6 +236,8 @@ def run(
 
     _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
     _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
+    _arguments(cache=cache, lock=lock, queue=queue, queue_timeout=queue_timeout)
+    _arguments(handle_signals=handle_signals, strict_context=strict_context)
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
     try:  # a refusal from here on names the loop as a result would (`loop_name`)
@@ -465,7 +467,8 @@ def resume(
     from engine.runtime.session import Resumed, start_run
 
     _arguments(run_id=run_id, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
-    _arguments(on_notice=on_notice)
+    _arguments(on_notice=on_notice, lock=lock, queue=queue, queue_timeout=queue_timeout)
+    _arguments(handle_signals=handle_signals)
     where = _Where.of(cwd)
     notice = on_notice or (lambda _text: None)
     snapshot = find_run(run_id, where.root)
@@ -567,6 +570,7 @@ def status(
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import find_run, list_runs
 
+    _arguments(include_finished=include_finished)
     where = _Where.of(cwd)
     if run_id is not None:
         _arguments(run_id=run_id)
@@ -641,7 +645,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
-    _arguments(run_id=run_id)
+    _arguments(run_id=run_id, wait=wait)
     where = _Where.of(cwd)
     waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
     if len(waiting) == 1 and waiting[0].pid is not None:
@@ -710,6 +714,7 @@ def history(
     from engine.runtime.resume import read_run
     from engine.runtime.runstore import runs_root
 
+    _arguments(loop=loop, limit=limit)
     where = _Where.of(cwd)
     if not history_path(where.root).exists():
         return []
@@ -786,6 +791,8 @@ def suite(
         raise UsageError(f"path must be a suite file's path or a Suite, not {type(path).__name__}")
     _arguments(samples=samples, jobs=jobs, cases=cases, baseline_of=baseline_of, resume=resume)
     _arguments(executor=executor, address=address, on_case=on_case, progress=progress)
+    _arguments(measure_baseline=measure_baseline, compare_baseline=compare_baseline)
+    _arguments(keep_workspaces=keep_workspaces)
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
     loaded, read = _refuse_lint_errors(target, where)
@@ -912,7 +919,17 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "executor": ((str,), "the name of an executor"),
     "address": ((str,), "a Ray cluster address"),
     "env": ((Mapping,), "a mapping of variable names to strings"),
+    "loop": ((str,), "a loop name"),
+    "limit": ((int,), "a whole number"),
 }
+
+# Checked as the commands' options are (`--queue-timeout`, `--wait`: finite, at least 0;
+# `--limit`: at least 1): a string of seconds was a TypeError once a run waited in the queue.
+_SECONDS = frozenset({"queue_timeout", "wait"})
+_FLAGS = frozenset(
+    {"cache", "lock", "queue", "handle_signals", "strict_context", "include_finished"}
+    | {"measure_baseline", "compare_baseline", "keep_workspaces"}
+)
 
 
 _REQUIRED = frozenset({"path_or_loop", "path", "run_id"})
@@ -924,6 +941,13 @@ def _arguments(**named: Any) -> None:
     for name, value in named.items():
         if value is None and name not in _REQUIRED:
             continue
+        if name in _FLAGS:
+            if not isinstance(value, bool):
+                raise UsageError(f"{name} must be True or False, not {type(value).__name__}")
+            continue
+        if name in _SECONDS:
+            _seconds(name, value)
+            continue
         if name.startswith("on_") or name == "progress":
             if not callable(value):
                 raise UsageError(f"{name} must be a function, not {type(value).__name__}")
@@ -933,6 +957,32 @@ def _arguments(**named: Any) -> None:
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
+        if isinstance(value, Mapping) and name == "env":
+            _env_names(value)
+        if isinstance(value, int) and name == "limit" and value < 1:
+            raise UsageError(f"limit must be at least 1, got {value}")
+
+
+def _seconds(name: str, value: Any) -> None:
+    import math
+
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise UsageError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name} must be a finite number of seconds, at least 0, got {value}")
+
+
+def _env_names(env: Mapping[str, str]) -> None:
+    """What no process environment can hold: the run would start and its first action fail
+    to spawn ('illegal environment variable name'), leaving a run behind."""
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            raise UsageError(
+                f"env has a variable name no environment can hold: {key!r}",
+                hint="a name is not empty and has no '=' or NUL character",
+            )
+        if "\0" in value:
+            raise UsageError(f"env value of {key} holds a NUL character, which no environment can")
 
 
 def _all_strings(mapping: Any) -> bool:

@@ -127,6 +127,18 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         (lambda d: engine.suite(3, cwd=d), "path must be a suite file's path or a Suite"),
         (lambda d: engine.suite("s.suite.yaml", jobs="2", cwd=d), "jobs must be a whole"),
         (lambda d: engine.suite("s.suite.yaml", progress="x", cwd=d), "progress must be a func"),
+        # checked as the commands' options are; a string of seconds was a TypeError once a run
+        # waited in the queue, an env name with '=' a run that failed to spawn its first action
+        (lambda d: engine.run("count.yaml", queue=True, queue_timeout="5", cwd=d), "seconds"),
+        (lambda d: engine.run("count.yaml", queue_timeout=-1, cwd=d), "at least 0, got -1"),
+        (lambda d: engine.run("count.yaml", lock="no", cwd=d), "lock must be True or False"),
+        (lambda d: engine.run("count.yaml", env={"A=B": "x"}, cwd=d), "no environment can hold"),
+        (lambda d: engine.run("count.yaml", env={"A": "x\0"}, cwd=d), "NUL"),
+        (lambda d: engine.resume("x", queue_timeout=float("nan"), cwd=d), "finite number"),
+        (lambda d: engine.stop("x", wait="1", cwd=d), "wait must be a number of seconds"),
+        (lambda d: engine.history(cwd=d, limit=0), "limit must be at least 1"),
+        (lambda d: engine.history(3, cwd=d), "loop must be a loop name"),
+        (lambda d: engine.status(include_finished="yes", cwd=d), "include_finished must be"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
