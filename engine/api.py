@@ -389,7 +389,10 @@ def _take_lock(
     if not lock:
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
-    with _stop_while_queued(queue and launch.handle_signals):
+    import threading
+
+    signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
+    with _stop_while_queued(queue and signals):
         return acquire_scope(
             launch.root,
             run_id,
@@ -398,6 +401,7 @@ def _take_lock(
             timeout=timeout,
             env=launch.env,
             loop=launch.loop.name,
+            signals=signals,
         )
 
 
@@ -641,7 +645,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     import time
 
     from engine._results import StopResult
-    from engine.runtime.locks import process_alive
+    from engine.runtime.locks import ask_to_stop_waiting, process_alive
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
@@ -649,8 +653,9 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     where = _Where.of(cwd)
     waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
     if len(waiting) == 1 and waiting[0].pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(waiting[0].pid, signal.SIGTERM)
+        if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(waiting[0].pid, signal.SIGTERM)
         return StopResult(waiting[0].run_id, stopped=True, was="queued")
     snapshot = find_run(run_id, where.root)
     if snapshot.status == "finished":

@@ -421,6 +421,72 @@ def test_stop_from_another_process_of_a_run_in_a_thread_leaves_its_host_alive(
         proc.wait()
 
 
+QUEUED_IN_A_THREAD = """
+import sys, threading, time
+import engine
+got = {}
+def run(name, **kw):
+    try:
+        got[name] = engine.run("slow.yaml", **kw).terminated_by
+    except engine.LoopError as exc:
+        got[name] = type(exc).__name__
+holder = threading.Thread(target=run, args=("holder",))
+holder.start()
+while not engine.status():
+    time.sleep(0.05)
+waiter = threading.Thread(target=run, args=("waiter",), kwargs={"queue": True})
+waiter.start()
+while not [s for s in engine.status() if s.status == "queued"]:
+    time.sleep(0.05)
+[queued] = [s for s in engine.status() if s.status == "queued"]
+if sys.argv[1] == "here":
+    engine.stop(queued.run_id)
+else:
+    print(queued.run_id, flush=True)
+waiter.join()
+engine.stop([s for s in engine.status() if s.status == "running"][0].run_id)
+holder.join()
+print(got["waiter"], got["holder"], flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["here", "elsewhere"])
+def test_stop_of_a_run_queued_in_a_thread_leaves_its_process_alive(
+    tmp_path: Path, where: str
+) -> None:
+    """A run waiting in the lock queue from a worker thread: `stop` sent the process SIGTERM,
+    which killed it, whether the stop came from the process itself or from `ll-loop stop`."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", QUEUED_IN_A_THREAD, where],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if where == "elsewhere":
+            assert proc.stdout is not None
+            queued = proc.stdout.readline().strip()
+            assert engine.stop(queued, cwd=tmp_path).was == "queued"
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out.split()[-2:]) == (0, ["StoppedWaiting", "stopped"]), err
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_stop_from_on_event_does_not_wait_for_its_own_run(tmp_path: Path) -> None:
     write_loop(tmp_path, COUNT, "count.yaml")
     answers: list[engine.StopResult] = []
