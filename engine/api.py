@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.model.errors import (
     Diagnostic,
+    LoadError,
+    LockConflict,
     LoopError,
     PreflightError,
     StoppedWaiting,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from engine.runtime.locks import Lease
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
+    from engine.suites.driver import SuiteInterrupted, SuiteRefusal
     from engine.suites.progress import SuiteProgress
     from engine.suites.result import SuiteResult
     from engine.suites.spec import CaseOutcome
@@ -51,12 +54,19 @@ __all__ = [
     "Diagnostic",
     "Event",
     "HistoryEntry",
+    "LoadError",
+    "LockConflict",
     "LoopError",
+    "PreflightError",
     "RunRefused",
     "RunResult",
     "RunStatus",
     "StopResult",
+    "StoppedWaiting",
+    "SuiteInterrupted",
+    "SuiteRefusal",
     "SuiteResult",
+    "UsageError",
     "events",
     "history",
     "iter_events",
@@ -1005,6 +1015,8 @@ _LAZY = {
     "RunStatus": "engine._results",
     "StopResult": "engine._results",
     "SuiteResult": "engine.suites.result",
+    "SuiteRefusal": "engine.suites.driver",
+    "SuiteInterrupted": "engine.suites.driver",
 }
 
 

@@ -534,6 +534,19 @@ def test_two_suites_in_threads_leave_the_switch_interval_as_it_was(tmp_path: Pat
     assert sys.getswitchinterval() == own
 
 
+def test_the_exceptions_the_docs_name_are_the_package_s() -> None:
+    """docs/api.md says run raises LoadError, LockConflict, PreflightError, UsageError and
+    suite SuiteRefusal, SuiteInterrupted; none could be caught as `engine.<name>`."""
+    from engine.model import errors
+    from engine.suites import driver
+
+    for name in ("LoadError", "LockConflict", "PreflightError", "UsageError", "StoppedWaiting"):
+        assert getattr(engine, name) is getattr(errors, name)
+    assert engine.SuiteRefusal is driver.SuiteRefusal
+    assert engine.SuiteInterrupted is driver.SuiteInterrupted
+    assert {"LockConflict", "SuiteRefusal"} <= set(engine.__all__)
+
+
 def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:
     import engine.runtime.interpreter  # the runtime's package is engine.runtime, not engine.run
 
