@@ -45,6 +45,13 @@ class _Live:
     stop: StopSignal
     thread: threading.Thread
     ended: threading.Event
+    watcher: threading.Thread | None = None  # reads stop requests (a run that takes no signal)
+
+    def end(self) -> None:
+        """The run has ended: its stop watcher ends with it, before the run returns."""
+        self.ended.set()
+        if self.watcher is not None:
+            self.watcher.join()
 
 
 _live: dict[str, _Live] = {}
@@ -55,7 +62,9 @@ STOP_REQUEST = "stop-requested"
 """The file `stop` writes in the directory of a run its process's SIGTERM would not stop."""
 
 
-def _watch_stop_requests(run_dir: Path, stop: StopSignal, ended: threading.Event) -> None:
+def _watch_stop_requests(
+    run_dir: Path, stop: StopSignal, ended: threading.Event
+) -> threading.Thread:
     """A run that takes no signals is stopped from another process (`ll-loop stop`) by a
     `STOP_REQUEST` file in its directory: SIGTERM would kill the process hosting it (a thread
     installs no handler) or reach a handler that is not the run's. Checked every 0.1 s."""
@@ -69,7 +78,9 @@ def _watch_stop_requests(run_dir: Path, stop: StopSignal, ended: threading.Event
                 stop.request("stopped by ll-loop stop")
         request.unlink(missing_ok=True)
 
-    threading.Thread(target=watch, name=f"ll-loop stop watch {run_dir.name}", daemon=True).start()
+    watcher = threading.Thread(target=watch, name=f"ll-loop stop watch {run_dir.name}", daemon=True)
+    watcher.start()
+    return watcher
 
 
 def stop_in_process(run_id: str, reason: str, wait: float) -> bool | None:
@@ -191,7 +202,7 @@ def start_run(
     with _live_lock:
         _live[state.run_id] = live
     if not state.signals:
-        _watch_stop_requests(store.dir, stop, live.ended)
+        live.watcher = _watch_stop_requests(store.dir, stop, live.ended)
     try:
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
@@ -201,7 +212,7 @@ def start_run(
             store.save_state(state.to_json())
     except BaseException:  # a caller's on_event raised, or a bug: the run ends here
         _release(store)
-        live.ended.set()
+        live.end()
         raise
     finally:
         _restore_handlers(previous)
@@ -210,7 +221,7 @@ def start_run(
         with _live_lock:
             _live.pop(state.run_id, None)
     history.write(lambda h: h.record_run_end(result))
-    live.ended.set()  # after its history row: a `stop` that returns finds the run ended there
+    live.end()  # after its history row: a `stop` that returns finds the run ended there
     return result
 
 
