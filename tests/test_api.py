@@ -284,6 +284,34 @@ def test_llm_states_run_through_the_api(loopback: LoopbackServer, tmp_path: Path
     assert again.outcome == "success" and len(loopback.requests) == requests
 
 
+def test_llm_runs_close_their_connections(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """Each run's SDK client was left to the garbage collector: its sockets (and the
+    server's end of them) stayed open until a collection found the cycle."""
+    import gc
+    import time
+
+    write_loop(tmp_path, JUDGED, "judged.yaml")
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
+    assert engine.run("judged.yaml", cwd=tmp_path).outcome == "success"  # imports settle
+    gc.collect()
+    before = open_fds()
+    gc.disable()
+    try:
+        for _ in range(5):
+            loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
+            assert engine.run("judged.yaml", cwd=tmp_path).outcome == "success"
+        deadline = time.monotonic() + 5
+        while open_fds() > before and time.monotonic() < deadline:
+            time.sleep(0.05)  # the server's thread sees the close and closes its end
+        assert open_fds() <= before
+    finally:
+        gc.enable()
+
+
 def test_stop_then_resume_in_process(tmp_path: Path) -> None:
     """A SIGTERM stops the run at its next boundary (resumable); `resume` finishes it."""
     write_loop(tmp_path, COUNT, "count.yaml")

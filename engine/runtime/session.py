@@ -217,12 +217,20 @@ def start_run(
     finally:
         _restore_handlers(previous)
         actions.close()
+        _close_llm(runtime.llm)
         store.close()
         with _live_lock:
             _live.pop(state.run_id, None)
     history.write(lambda h: h.record_run_end(result))
     live.end()  # after its history row: a `stop` that returns finds the run ended there
     return result
+
+
+def _close_llm(llm: object) -> None:
+    """Close the run's LLM services (their HTTP connections), when they can be closed."""
+    close = getattr(llm, "close", None)
+    if callable(close):
+        close()
 
 
 def _discard(store: RunStore) -> None:
