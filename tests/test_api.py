@@ -331,6 +331,28 @@ def test_stop_then_resume_in_process(tmp_path: Path) -> None:
         engine.resume(first.run_id, cwd=tmp_path)
 
 
+def test_on_event_raising_at_loop_resume_leaves_the_run_resumable(tmp_path: Path) -> None:
+    """The loop_resume event was emitted after state.json named this process and before the
+    part that releases the run on an exception: the run read as running, by this living
+    process, so neither resume nor stop could take it up until the process ended."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def boom(event: Event) -> None:
+        if event.event == "loop_resume":
+            raise RuntimeError("boom")
+
+    first = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    with pytest.raises(RuntimeError, match="boom"):
+        engine.resume(first.run_id, cwd=tmp_path, on_event=boom)
+    after = engine.status(first.run_id, cwd=tmp_path)
+    assert (after.status, after.alive, after.resumable) == ("interrupted", False, True)
+    assert engine.resume(first.run_id, cwd=tmp_path).outcome == "success"
+
+
 def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
     write_loop(
         tmp_path,

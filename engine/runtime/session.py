@@ -181,29 +181,29 @@ def start_run(
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     state.signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
-    if resume is not None:  # name this process at once: `status`/`stop` must see it alive
-        state.saved_at = time.time()  # its cost counts every call logged so far
-        store.save_state(state.to_json())
-        recorder.emit(
-            "loop_resume",
-            depth=0,
-            step=state.steps,
-            state=state.current,
-            loop=loop.name,
-            max_steps=loop.max_steps,
-            cost_usd=state.cost_usd,
-            **resume.note,
-        )
-    started = now_iso()
-    history = RunRecorder(launch.root, warn=_warn)
-    history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
     live = _Live(stop, threading.current_thread(), threading.Event())
     with _live_lock:
         _live[state.run_id] = live
     if not state.signals:
         live.watcher = _watch_stop_requests(store.dir, stop, live.ended)
-    try:
+    history = RunRecorder(launch.root, warn=_warn)
+    try:  # from the moment state.json names this process, an exception releases the run
+        if resume is not None:  # name this process at once: `status`/`stop` must see it alive
+            state.saved_at = time.time()  # its cost counts every call logged so far
+            store.save_state(state.to_json())
+            recorder.emit(
+                "loop_resume",
+                depth=0,
+                step=state.steps,
+                state=state.current,
+                loop=loop.name,
+                max_steps=loop.max_steps,
+                cost_usd=state.cost_usd,
+                **resume.note,
+            )
+        started = now_iso()
+        history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
             # The run no longer belongs to this process, which may live on (a Python caller):
