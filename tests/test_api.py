@@ -353,6 +353,49 @@ def test_on_event_raising_at_loop_resume_leaves_the_run_resumable(tmp_path: Path
     assert engine.resume(first.run_id, cwd=tmp_path).outcome == "success"
 
 
+class Interrupted(Exception):
+    """Raised by a signal handler while the run waits for its action (as Ctrl-C raises
+    KeyboardInterrupt in a program that leaves the signals to Python: handle_signals=False)."""
+
+
+def test_an_exception_while_an_action_runs_ends_the_action(tmp_path: Path) -> None:
+    """The exception left engine.run and the action's process group ran on, unseen (status
+    listed it as orphaned), changing files after the caller saw the run end."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        states:
+          wait: {action: "echo $$ > action.pid; sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted()
+
+    def soon(event: Event) -> None:
+        if event.event == "action_start":
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        with pytest.raises(Interrupted):
+            engine.run("slow.yaml", cwd=tmp_path, on_event=soon, handle_signals=False)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    action = int((tmp_path / "action.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.killpg(action, 0)
+    [run] = engine.status(cwd=tmp_path)
+    assert (run.status, engine.status(run.run_id, cwd=tmp_path).orphaned_actions) == (
+        "interrupted",
+        (),
+    )
+
+
 def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
     write_loop(
         tmp_path,
