@@ -170,7 +170,10 @@ def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagno
     return lint_loop(loop, positions, resolve_loop=resolver)
 
 
-_children: dict[tuple[str, int, int], Loop] = {}
+_children: dict[str, tuple[int, int, Loop]] = {}
+"""Each child file's loop as last loaded, by path, with the mtime and size it was loaded at:
+one entry per file (keyed by mtime too, a file edited between runs kept every version)."""
+_CHILDREN_MAX = 256  # files; past it the oldest loaded is forgotten (temp files of a service)
 
 
 def load_child(path: Path) -> Loop:
@@ -183,8 +186,9 @@ def load_child(path: Path) -> Loop:
     from lint import lint_loop
 
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    loop = _children.get(key)
+    key, version = str(path.resolve()), (stat.st_mtime_ns, stat.st_size)
+    cached = _children.get(key)
+    loop = cached[2] if cached is not None and cached[:2] == version else None
     if loop is None:
         try:
             loop, positions = load_loop_with_positions(path)
@@ -199,7 +203,10 @@ def load_child(path: Path) -> Loop:
                 f"child loop is invalid: {first.location()}: {first.code} {first.message}",
                 hint=f"see `ll-loop validate {path}`",
             )
-        _children[key] = loop
+        _children.pop(key, None)
+        _children[key] = (*version, loop)
+        while len(_children) > _CHILDREN_MAX:
+            del _children[next(iter(_children))]
     return loop
 
 

@@ -650,6 +650,29 @@ def test_the_exceptions_the_docs_name_are_the_package_s() -> None:
     assert {"LockConflict", "SuiteRefusal"} <= set(engine.__all__)
 
 
+def test_the_child_loop_cache_keeps_one_version_per_file_and_a_bounded_number(
+    tmp_path: Path,
+) -> None:
+    """Sub-loops were cached by path, mtime and size, never forgotten: a child edited between
+    runs kept every version, and a service writing children to temporary files grew without
+    end."""
+    import time
+
+    from engine import api
+
+    child = tmp_path / "child.yaml"
+    for n in range(5):
+        child.write_text(COUNT.replace("max_steps: 10", f"max_steps: {10 + n}"))
+        os.utime(child, ns=(time.time_ns(), time.time_ns() + n))
+        assert api.load_child(child).max_steps == 10 + n
+    assert sum(key == str(child.resolve()) for key in api._children) == 1
+    for n in range(api._CHILDREN_MAX + 5):
+        other = tmp_path / f"c{n}.yaml"
+        other.write_text(COUNT)
+        api.load_child(other)
+    assert len(api._children) == api._CHILDREN_MAX
+
+
 def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:
     import engine.runtime.interpreter  # the runtime's package is engine.runtime, not engine.run
 
