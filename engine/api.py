@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from engine.model.errors import (
     Diagnostic,
+    LoadError,
+    LockConflict,
     LoopError,
     PreflightError,
     StoppedWaiting,
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from engine.runtime.locks import Lease
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
+    from engine.suites.driver import SuiteInterrupted, SuiteRefusal
     from engine.suites.progress import SuiteProgress
     from engine.suites.result import SuiteResult
     from engine.suites.spec import CaseOutcome
@@ -51,12 +54,19 @@ __all__ = [
     "Diagnostic",
     "Event",
     "HistoryEntry",
+    "LoadError",
+    "LockConflict",
     "LoopError",
+    "PreflightError",
     "RunRefused",
     "RunResult",
     "RunStatus",
     "StopResult",
+    "StoppedWaiting",
+    "SuiteInterrupted",
+    "SuiteRefusal",
     "SuiteResult",
+    "UsageError",
     "events",
     "history",
     "iter_events",
@@ -160,7 +170,10 @@ def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagno
     return lint_loop(loop, positions, resolve_loop=resolver)
 
 
-_children: dict[tuple[str, int, int], Loop] = {}
+_children: dict[str, tuple[int, int, Loop]] = {}
+"""Each child file's loop as last loaded, by path, with the mtime and size it was loaded at:
+one entry per file (keyed by mtime too, a file edited between runs kept every version)."""
+_CHILDREN_MAX = 256  # files; past it the oldest loaded is forgotten (temp files of a service)
 
 
 def load_child(path: Path) -> Loop:
@@ -173,8 +186,9 @@ def load_child(path: Path) -> Loop:
     from lint import lint_loop
 
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    loop = _children.get(key)
+    key, version = str(path.resolve()), (stat.st_mtime_ns, stat.st_size)
+    cached = _children.get(key)
+    loop = cached[2] if cached is not None and cached[:2] == version else None
     if loop is None:
         try:
             loop, positions = load_loop_with_positions(path)
@@ -189,7 +203,10 @@ def load_child(path: Path) -> Loop:
                 f"child loop is invalid: {first.location()}: {first.code} {first.message}",
                 hint=f"see `ll-loop validate {path}`",
             )
-        _children[key] = loop
+        _children.pop(key, None)
+        _children[key] = (*version, loop)
+        while len(_children) > _CHILDREN_MAX:
+            del _children[next(iter(_children))]
     return loop
 
 
@@ -236,6 +253,8 @@ def run(
 
     _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
     _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
+    _arguments(cache=cache, lock=lock, queue=queue, queue_timeout=queue_timeout)
+    _arguments(handle_signals=handle_signals, strict_context=strict_context)
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
     try:  # a refusal from here on names the loop as a result would (`loop_name`)
@@ -387,7 +406,10 @@ def _take_lock(
     if not lock:
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
-    with _stop_while_queued(queue and launch.handle_signals):
+    import threading
+
+    signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
+    with _stop_while_queued(queue and signals):
         return acquire_scope(
             launch.root,
             run_id,
@@ -396,6 +418,7 @@ def _take_lock(
             timeout=timeout,
             env=launch.env,
             loop=launch.loop.name,
+            signals=signals,
         )
 
 
@@ -465,7 +488,8 @@ def resume(
     from engine.runtime.session import Resumed, start_run
 
     _arguments(run_id=run_id, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
-    _arguments(on_notice=on_notice)
+    _arguments(on_notice=on_notice, lock=lock, queue=queue, queue_timeout=queue_timeout)
+    _arguments(handle_signals=handle_signals)
     where = _Where.of(cwd)
     notice = on_notice or (lambda _text: None)
     snapshot = find_run(run_id, where.root)
@@ -567,6 +591,7 @@ def status(
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import find_run, list_runs
 
+    _arguments(include_finished=include_finished)
     where = _Where.of(cwd)
     if run_id is not None:
         _arguments(run_id=run_id)
@@ -637,15 +662,17 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     import time
 
     from engine._results import StopResult
-    from engine.runtime.locks import process_alive
+    from engine.runtime.locks import ask_to_stop_waiting, process_alive
+    from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
-    _arguments(run_id=run_id)
+    _arguments(run_id=run_id, wait=wait)
     where = _Where.of(cwd)
     waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
     if len(waiting) == 1 and waiting[0].pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(waiting[0].pid, signal.SIGTERM)
+        if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(waiting[0].pid, signal.SIGTERM)
         return StopResult(waiting[0].run_id, stopped=True, was="queued")
     snapshot = find_run(run_id, where.root)
     if snapshot.status == "finished":
@@ -663,14 +690,39 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
             f"run {snapshot.run_id} is not running (status {snapshot.status}, its process is gone)",
             hint=f"continue it with `ll-loop resume {snapshot.run_id}`",
         )
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(snapshot.pid, signal.SIGTERM)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and process_alive(snapshot.pid, snapshot.pid_start):
+    if snapshot.pid == os.getpid():  # a run of this process: stopped without a signal
+        from engine.runtime.session import stop_in_process
+
+        done = stop_in_process(snapshot.run_id, "stopped by engine.stop", wait)
+        if done is None:
+            raise UsageError(
+                f"run {snapshot.run_id} is not running (status {snapshot.status}, "
+                "this process no longer runs it)",
+                hint=f"continue it with `ll-loop resume {snapshot.run_id}`",
+            )
+        after = read_run(snapshot.dir) or snapshot
+        return StopResult(snapshot.run_id, done, "running", _status_of(after))
+    if snapshot.signals:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(snapshot.pid, signal.SIGTERM)
+    else:  # a run in a thread of its process: a SIGTERM would kill the whole process
+        from engine.runtime.session import STOP_REQUEST
+
+        (snapshot.dir / STOP_REQUEST).touch()
+    deadline, pid = time.monotonic() + wait, snapshot.pid
+
+    def over() -> bool:
+        """Its process is gone, or (a Python program lives on after its run) the run dropped
+        its pid and its actions' groups are gone too."""
+        if not process_alive(pid, snapshot.pid_start):
+            return True
+        now = read_run(snapshot.dir)
+        return not (now is None or now.alive) and not orphaned_actions(snapshot.run_id)
+
+    while time.monotonic() < deadline and not over():
         time.sleep(0.05)
     after = read_run(snapshot.dir) or snapshot
-    stopped = not process_alive(snapshot.pid, snapshot.pid_start)
-    return StopResult(snapshot.run_id, stopped, "running", _status_of(after))
+    return StopResult(snapshot.run_id, over(), "running", _status_of(after))
 
 
 def history(
@@ -684,6 +736,7 @@ def history(
     from engine.runtime.resume import read_run
     from engine.runtime.runstore import runs_root
 
+    _arguments(loop=loop, limit=limit)
     where = _Where.of(cwd)
     if not history_path(where.root).exists():
         return []
@@ -760,6 +813,8 @@ def suite(
         raise UsageError(f"path must be a suite file's path or a Suite, not {type(path).__name__}")
     _arguments(samples=samples, jobs=jobs, cases=cases, baseline_of=baseline_of, resume=resume)
     _arguments(executor=executor, address=address, on_case=on_case, progress=progress)
+    _arguments(measure_baseline=measure_baseline, compare_baseline=compare_baseline)
+    _arguments(keep_workspaces=keep_workspaces)
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
     loaded, read = _refuse_lint_errors(target, where)
@@ -886,7 +941,17 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "executor": ((str,), "the name of an executor"),
     "address": ((str,), "a Ray cluster address"),
     "env": ((Mapping,), "a mapping of variable names to strings"),
+    "loop": ((str,), "a loop name"),
+    "limit": ((int,), "a whole number"),
 }
+
+# Checked as the commands' options are (`--queue-timeout`, `--wait`: finite, at least 0;
+# `--limit`: at least 1): a string of seconds was a TypeError once a run waited in the queue.
+_SECONDS = frozenset({"queue_timeout", "wait"})
+_FLAGS = frozenset(
+    {"cache", "lock", "queue", "handle_signals", "strict_context", "include_finished"}
+    | {"measure_baseline", "compare_baseline", "keep_workspaces"}
+)
 
 
 _REQUIRED = frozenset({"path_or_loop", "path", "run_id"})
@@ -898,6 +963,13 @@ def _arguments(**named: Any) -> None:
     for name, value in named.items():
         if value is None and name not in _REQUIRED:
             continue
+        if name in _FLAGS:
+            if not isinstance(value, bool):
+                raise UsageError(f"{name} must be True or False, not {type(value).__name__}")
+            continue
+        if name in _SECONDS:
+            _seconds(name, value)
+            continue
         if name.startswith("on_") or name == "progress":
             if not callable(value):
                 raise UsageError(f"{name} must be a function, not {type(value).__name__}")
@@ -907,6 +979,32 @@ def _arguments(**named: Any) -> None:
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
+        if isinstance(value, Mapping) and name == "env":
+            _env_names(value)
+        if isinstance(value, int) and name == "limit" and value < 1:
+            raise UsageError(f"limit must be at least 1, got {value}")
+
+
+def _seconds(name: str, value: Any) -> None:
+    import math
+
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise UsageError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name} must be a finite number of seconds, at least 0, got {value}")
+
+
+def _env_names(env: Mapping[str, str]) -> None:
+    """What no process environment can hold: the run would start and its first action fail
+    to spawn ('illegal environment variable name'), leaving a run behind."""
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key:
+            raise UsageError(
+                f"env has a variable name no environment can hold: {key!r}",
+                hint="a name is not empty and has no '=' or NUL character",
+            )
+        if "\0" in value:
+            raise UsageError(f"env value of {key} holds a NUL character, which no environment can")
 
 
 def _all_strings(mapping: Any) -> bool:
@@ -924,6 +1022,8 @@ _LAZY = {
     "RunStatus": "engine._results",
     "StopResult": "engine._results",
     "SuiteResult": "engine.suites.result",
+    "SuiteRefusal": "engine.suites.driver",
+    "SuiteInterrupted": "engine.suites.driver",
 }
 
 

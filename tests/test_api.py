@@ -82,6 +82,16 @@ def test_on_event_sees_every_event_the_log_gets(tmp_path: Path) -> None:
     assert [e.state for e in seen if e.event == "route"][:2] == ["check", "add"]
 
 
+def test_on_event_hands_over_each_event_as_its_line_reads(tmp_path: Path) -> None:
+    """The docs say the fields of its line in events.jsonl: the callback got no `ts`, and the
+    last event carried `run_id` among its fields (the file's has it as the Event's run_id)."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+    seen: list[Event] = []
+    result = engine.run(tmp_path / "count.yaml", on_event=seen.append, cwd=tmp_path)
+    assert seen == engine.events(result.run_id, cwd=tmp_path)
+    assert all("ts" in e.fields and "run_id" not in e.fields for e in seen)
+
+
 def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_path: Path) -> None:
     """The exception reaches the caller; the run no longer names this (living) process, so
     `status` does not call it running and `stop` has no process to signal."""
@@ -117,6 +127,18 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         (lambda d: engine.suite(3, cwd=d), "path must be a suite file's path or a Suite"),
         (lambda d: engine.suite("s.suite.yaml", jobs="2", cwd=d), "jobs must be a whole"),
         (lambda d: engine.suite("s.suite.yaml", progress="x", cwd=d), "progress must be a func"),
+        # checked as the commands' options are; a string of seconds was a TypeError once a run
+        # waited in the queue, an env name with '=' a run that failed to spawn its first action
+        (lambda d: engine.run("count.yaml", queue=True, queue_timeout="5", cwd=d), "seconds"),
+        (lambda d: engine.run("count.yaml", queue_timeout=-1, cwd=d), "at least 0, got -1"),
+        (lambda d: engine.run("count.yaml", lock="no", cwd=d), "lock must be True or False"),
+        (lambda d: engine.run("count.yaml", env={"A=B": "x"}, cwd=d), "no environment can hold"),
+        (lambda d: engine.run("count.yaml", env={"A": "x\0"}, cwd=d), "NUL"),
+        (lambda d: engine.resume("x", queue_timeout=float("nan"), cwd=d), "finite number"),
+        (lambda d: engine.stop("x", wait="1", cwd=d), "wait must be a number of seconds"),
+        (lambda d: engine.history(cwd=d, limit=0), "limit must be at least 1"),
+        (lambda d: engine.history(3, cwd=d), "loop must be a loop name"),
+        (lambda d: engine.status(include_finished="yes", cwd=d), "include_finished must be"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
@@ -262,6 +284,34 @@ def test_llm_states_run_through_the_api(loopback: LoopbackServer, tmp_path: Path
     assert again.outcome == "success" and len(loopback.requests) == requests
 
 
+def test_llm_runs_close_their_connections(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """Each run's SDK client was left to the garbage collector: its sockets (and the
+    server's end of them) stayed open until a collection found the cycle."""
+    import gc
+    import time
+
+    write_loop(tmp_path, JUDGED, "judged.yaml")
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
+    assert engine.run("judged.yaml", cwd=tmp_path).outcome == "success"  # imports settle
+    gc.collect()
+    before = open_fds()
+    gc.disable()
+    try:
+        for _ in range(5):
+            loopback.push(verdict_reply("yes", evidence="All 5 checks passed"))
+            assert engine.run("judged.yaml", cwd=tmp_path).outcome == "success"
+        deadline = time.monotonic() + 5
+        while open_fds() > before and time.monotonic() < deadline:
+            time.sleep(0.05)  # the server's thread sees the close and closes its end
+        assert open_fds() <= before
+    finally:
+        gc.enable()
+
+
 def test_stop_then_resume_in_process(tmp_path: Path) -> None:
     """A SIGTERM stops the run at its next boundary (resumable); `resume` finishes it."""
     write_loop(tmp_path, COUNT, "count.yaml")
@@ -279,6 +329,71 @@ def test_stop_then_resume_in_process(tmp_path: Path) -> None:
     assert engine.status(cwd=tmp_path) == []
     with pytest.raises(UsageError, match="already finished"):
         engine.resume(first.run_id, cwd=tmp_path)
+
+
+def test_on_event_raising_at_loop_resume_leaves_the_run_resumable(tmp_path: Path) -> None:
+    """The loop_resume event was emitted after state.json named this process and before the
+    part that releases the run on an exception: the run read as running, by this living
+    process, so neither resume nor stop could take it up until the process ended."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def boom(event: Event) -> None:
+        if event.event == "loop_resume":
+            raise RuntimeError("boom")
+
+    first = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    with pytest.raises(RuntimeError, match="boom"):
+        engine.resume(first.run_id, cwd=tmp_path, on_event=boom)
+    after = engine.status(first.run_id, cwd=tmp_path)
+    assert (after.status, after.alive, after.resumable) == ("interrupted", False, True)
+    assert engine.resume(first.run_id, cwd=tmp_path).outcome == "success"
+
+
+class Interrupted(Exception):
+    """Raised by a signal handler while the run waits for its action (as Ctrl-C raises
+    KeyboardInterrupt in a program that leaves the signals to Python: handle_signals=False)."""
+
+
+def test_an_exception_while_an_action_runs_ends_the_action(tmp_path: Path) -> None:
+    """The exception left engine.run and the action's process group ran on, unseen (status
+    listed it as orphaned), changing files after the caller saw the run end."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        states:
+          wait: {action: "echo $$ > action.pid; sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted()
+
+    def soon(event: Event) -> None:
+        if event.event == "action_start":
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        with pytest.raises(Interrupted):
+            engine.run("slow.yaml", cwd=tmp_path, on_event=soon, handle_signals=False)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    action = int((tmp_path / "action.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.killpg(action, 0)
+    [run] = engine.status(cwd=tmp_path)
+    assert (run.status, engine.status(run.run_id, cwd=tmp_path).orphaned_actions) == (
+        "interrupted",
+        (),
+    )
 
 
 def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
@@ -309,6 +424,253 @@ def test_stop_ends_a_run_in_another_process(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+IN_A_THREAD = """
+import sys, threading, time
+import engine
+got = {}
+worker = threading.Thread(target=lambda: got.update(r=engine.run("slow.yaml")))
+worker.start()
+while not [s for s in engine.status() if s.status == "running"]:
+    time.sleep(0.05)
+[running] = engine.status()
+done = engine.stop(running.run_id)
+worker.join()
+print(done.stopped, done.status.status, got["r"].terminated_by, flush=True)
+"""
+
+
+def test_stop_of_a_run_in_a_thread_of_this_process_stops_only_that_run(tmp_path: Path) -> None:
+    """A run in a worker thread installs no signal handler: `stop` sent this very process a
+    SIGTERM, which killed it (a web service calling engine.stop died with its run)."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_A_THREAD],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "True stopped stopped"), proc.stderr
+
+
+HOST = """
+import sys, threading
+import engine
+got = {}
+worker = threading.Thread(target=lambda: got.update(r=engine.run("slow.yaml")))
+worker.start()
+worker.join()
+print("host alive", got["r"].terminated_by, flush=True)
+sys.stdin.read()  # a service lives on after its run
+"""
+
+
+def test_stop_from_another_process_of_a_run_in_a_thread_leaves_its_host_alive(
+    tmp_path: Path,
+) -> None:
+    """`ll-loop stop RUN` of a run a service runs in a worker thread sent the service SIGTERM
+    (no handler in a thread): the service died. The run is asked through its directory."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOST],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        from tests.runs_helpers import wait_until
+
+        wait_until(lambda: any(s.status == "running" for s in engine.status(cwd=tmp_path)))
+        [running] = engine.status(cwd=tmp_path)
+        done = engine.stop(running.run_id, cwd=tmp_path)
+        assert done.stopped and done.status is not None and done.status.status == "stopped"
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "host alive stopped"
+        assert proc.communicate(timeout=30)[0] == "" and proc.returncode == 0
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+QUEUED_IN_A_THREAD = """
+import sys, threading, time
+import engine
+got = {}
+def run(name, **kw):
+    try:
+        got[name] = engine.run("slow.yaml", **kw).terminated_by
+    except engine.LoopError as exc:
+        got[name] = type(exc).__name__
+holder = threading.Thread(target=run, args=("holder",))
+holder.start()
+while not engine.status():
+    time.sleep(0.05)
+waiter = threading.Thread(target=run, args=("waiter",), kwargs={"queue": True})
+waiter.start()
+while not [s for s in engine.status() if s.status == "queued"]:
+    time.sleep(0.05)
+[queued] = [s for s in engine.status() if s.status == "queued"]
+if sys.argv[1] == "here":
+    engine.stop(queued.run_id)
+else:
+    print(queued.run_id, flush=True)
+waiter.join()
+engine.stop([s for s in engine.status() if s.status == "running"][0].run_id)
+holder.join()
+print(got["waiter"], got["holder"], flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["here", "elsewhere"])
+def test_stop_of_a_run_queued_in_a_thread_leaves_its_process_alive(
+    tmp_path: Path, where: str
+) -> None:
+    """A run waiting in the lock queue from a worker thread: `stop` sent the process SIGTERM,
+    which killed it, whether the stop came from the process itself or from `ll-loop stop`."""
+    write_loop(
+        tmp_path,
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait: {action: "sleep 30", next: done}
+          done: {terminal: true}
+        """,
+        "slow.yaml",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", QUEUED_IN_A_THREAD, where],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        if where == "elsewhere":
+            assert proc.stdout is not None
+            queued = proc.stdout.readline().strip()
+            assert engine.stop(queued, cwd=tmp_path).was == "queued"
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out.split()[-2:]) == (0, ["StoppedWaiting", "stopped"]), err
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_run_that_takes_no_signals_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """Its stop-request watcher outlived the run by a moment (half the runs, here)."""
+    write_loop(tmp_path, "name: o\ninitial: a\nstates:\n  a: {action: 'true', next: b}\n"
+               "  b: {terminal: true}\n", "o.yaml")  # fmt: skip
+    before = threading.enumerate()
+    for _ in range(20):
+        assert engine.run("o.yaml", cwd=tmp_path, handle_signals=False).outcome == "success"
+        assert threading.enumerate() == before
+
+
+def test_stop_from_on_event_does_not_wait_for_its_own_run(tmp_path: Path) -> None:
+    write_loop(tmp_path, COUNT, "count.yaml")
+    answers: list[engine.StopResult] = []
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            answers.append(engine.stop(event.run_id, cwd=tmp_path, wait=30))
+
+    result = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    assert (result.terminated_by, result.steps) == ("stopped", 2)
+    assert result.duration_ms < 10_000 and answers[0].was == "running"
+
+
+def test_two_suites_in_threads_leave_the_switch_interval_as_it_was(tmp_path: Path) -> None:
+    """Each suite saved the GIL switch interval and put it back when it ended: with two in
+    threads, the first to start ending first, the second put back the suites' 0.5 ms, which
+    the process kept for good."""
+    import shutil
+
+    shutil.copytree(Path(__file__).parent.parent / "examples/suites/wordcount", tmp_path / "wc")
+    suite_file = tmp_path / "wc" / "wordcount.suite.yaml"
+    own = sys.getswitchinterval()
+    second_running, first_done = threading.Event(), threading.Event()
+    verdicts: list[str] = []
+
+    def run_second() -> None:
+        result = engine.suite(suite_file, cwd=tmp_path, on_case=second, jobs=1)
+        verdicts.append(result.verdict.value)
+
+    other = threading.Thread(target=run_second, daemon=True)
+
+    def second(_case: object) -> None:
+        second_running.set()
+        first_done.wait(60)
+
+    def first(_case: object) -> None:
+        if not other.is_alive() and not second_running.is_set():
+            other.start()
+            second_running.wait(60)
+
+    verdicts.append(engine.suite(suite_file, cwd=tmp_path, on_case=first, jobs=1).verdict.value)
+    first_done.set()
+    other.join(60)
+    assert verdicts == ["PASS", "PASS"]
+    assert sys.getswitchinterval() == own
+
+
+def test_the_exceptions_the_docs_name_are_the_package_s() -> None:
+    """docs/api.md says run raises LoadError, LockConflict, PreflightError, UsageError and
+    suite SuiteRefusal, SuiteInterrupted; none could be caught as `engine.<name>`."""
+    from engine.model import errors
+    from engine.suites import driver
+
+    for name in ("LoadError", "LockConflict", "PreflightError", "UsageError", "StoppedWaiting"):
+        assert getattr(engine, name) is getattr(errors, name)
+    assert engine.SuiteRefusal is driver.SuiteRefusal
+    assert engine.SuiteInterrupted is driver.SuiteInterrupted
+    assert {"LockConflict", "SuiteRefusal"} <= set(engine.__all__)
+
+
+def test_the_child_loop_cache_keeps_one_version_per_file_and_a_bounded_number(
+    tmp_path: Path,
+) -> None:
+    """Sub-loops were cached by path, mtime and size, never forgotten: a child edited between
+    runs kept every version, and a service writing children to temporary files grew without
+    end."""
+    import time
+
+    from engine import api
+
+    child = tmp_path / "child.yaml"
+    for n in range(5):
+        child.write_text(COUNT.replace("max_steps: 10", f"max_steps: {10 + n}"))
+        os.utime(child, ns=(time.time_ns(), time.time_ns() + n))
+        assert api.load_child(child).max_steps == 10 + n
+    assert sum(key == str(child.resolve()) for key in api._children) == 1
+    for n in range(api._CHILDREN_MAX + 5):
+        other = tmp_path / f"c{n}.yaml"
+        other.write_text(COUNT)
+        api.load_child(other)
+    assert len(api._children) == api._CHILDREN_MAX
 
 
 def test_engine_run_is_the_function_even_after_the_runtime_is_imported(tmp_path: Path) -> None:

@@ -177,6 +177,14 @@ class AnthropicClient:
                 self._sdk = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
             return self._sdk
 
+    def close(self) -> None:
+        """Close the SDK client's connections (the run is over): left to the garbage
+        collector, each run's pool kept its sockets open until a collection found the cycle."""
+        with self._lock:
+            sdk, self._sdk = self._sdk, None
+        if sdk is not None:
+            sdk.close()
+
     def create(self, request: Mapping[str, Any], *, deadline: float | None = None) -> LlmResponse:
         """POST /v1/messages with retries; `deadline` (monotonic) bounds the whole call."""
         started = time.monotonic()

@@ -131,6 +131,12 @@ class LlmGateway:
         signal handler: it only sets a flag."""
         self._stopping = True
 
+    def close(self) -> None:
+        """The run is over: the transport's connections are closed (when it has any)."""
+        close = getattr(self.transport, "close", None)
+        if callable(close):
+            close()
+
     @property
     def cost_usd(self) -> float:
         with self._lock:

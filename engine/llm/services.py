@@ -88,6 +88,13 @@ class RunGateway:
         if built is not None:
             built.stop()
 
+    def close(self) -> None:
+        """The run is over: the gateway's connections go with it."""
+        with self._lock:
+            built = self.built
+        if built is not None:
+            built.close()
+
     def add_agent_cost(self, cost: float) -> None:
         with self._lock:
             self.agent_cost += cost
@@ -135,6 +142,10 @@ class RunLlmServices:
 
     def stop(self) -> None:
         self.gateway.stop()
+
+    def close(self) -> None:
+        """The run has ended: close the SDK client's connections (see `AnthropicClient`)."""
+        self.gateway.close()
 
     def bind(self, *, depth: int = 0, step: int | None = None) -> RunLlmServices:
         return replace(self, depth=depth, step=step)

@@ -138,8 +138,8 @@ def refused_before_first_step(result: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class Event:
-    """One event of a run, as an `on_event` callback receives it: the same name and fields as
-    its line in `events.jsonl` (which adds the time, `ts`)."""
+    """One event of a run, as an `on_event` callback receives it and `engine.events` reads it:
+    the name and fields of its line in `events.jsonl` (the time, `ts`, included)."""
 
     event: str
     run_id: str

@@ -197,6 +197,9 @@ class ActionRunner:
             out, err, timed_out, capped = self._collect(
                 proc, out_read, err_read, start, timeout, state
             )
+        except BaseException:  # the caller unwinds (Ctrl-C as KeyboardInterrupt, a handler's
+            self._end(proc)  # exception): the action must not run on unseen, changing files
+            raise
         finally:
             self._proc = None
             os.close(out_read)
@@ -352,6 +355,16 @@ class ActionRunner:
                 os.close(pidfd)
         out_stream, err_stream = streams.values()
         return out_stream, err_stream, timed_out, capped
+
+    def _end(self, proc: _Child) -> None:
+        """End the action's whole group as a stop does: SIGTERM, SIGKILL after the grace (at
+        once if the wait is interrupted too)."""
+        signal_group(proc.pid, signal.SIGTERM)
+        try:
+            self._reap(proc, time.monotonic() + self.grace, killing=True)
+        except BaseException:
+            signal_group(proc.pid, signal.SIGKILL)
+            raise
 
     def _reap(self, proc: _Child, kill_at: float | None, killing: bool) -> None:
         """Wait for bash; after a timeout or stop, sweep the group with SIGKILL."""

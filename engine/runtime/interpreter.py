@@ -79,6 +79,9 @@ class RunState:
     cache: bool = False
     pid: int | None = None  # the process running it, with its start time (liveness for status)
     pid_start: int | None = None
+    # False: the process's SIGTERM does not stop this run (a run in a worker thread, or with
+    # handle_signals=False); `stop` from another process asks through the run directory.
+    signals: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """A shallow dict (json.dumps walks the nested values; no deep copy per step)."""

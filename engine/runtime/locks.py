@@ -35,7 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from engine.load.project import ensure_dir, loops_dir, open_file
-from engine.model.errors import LockConflict, UsageError
+from engine.model.errors import LockConflict, StoppedWaiting, UsageError
 from engine.runtime.orphans import orphaned_actions
 
 LEASE_ENV = "LL_LOCK_LEASE"
@@ -153,11 +153,19 @@ class Record:
     queued_at: float
     acquired_at: float | None = None
     loop: str = ""  # the loop's name, for `status` while the run waits in the queue
+    # False: a SIGTERM to `pid` would not end this wait (a run queued in a worker thread, whose
+    # process it would kill); `stop` asks through the file `stop_request` instead.
+    signals: bool = True
     locked: bool = field(default=False, compare=False)  # its process keeps it flocked: it runs
 
     @property
     def filename(self) -> str:
         return f"{self.ticket:012d}.json"
+
+    @property
+    def stop_request(self) -> str:
+        """The file in the registry's directory that asks this waiter to give up."""
+        return f"{self.ticket:012d}.stop"
 
     def live(self) -> bool:
         """Its run's process runs; or, for a holder, an action its killed run left behind
@@ -190,6 +198,7 @@ class Record:
             "queued_at": self.queued_at,
             "acquired_at": self.acquired_at,
             "loop": self.loop,
+            "signals": self.signals,
         }
 
     @classmethod
@@ -206,6 +215,7 @@ class Record:
             queued_at=float(data.get("queued_at", 0.0)),
             acquired_at=float(acquired) if acquired is not None else None,
             loop=str(data.get("loop") or ""),
+            signals=data.get("signals") is not False,
         )
 
 
@@ -485,6 +495,7 @@ def acquire_scope(
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
     loop: str = "",
+    signals: bool = True,
 ) -> Lease:
     """Take the scope's paths for `run_id`, or raise `LockConflict`.
 
@@ -512,6 +523,7 @@ def acquire_scope(
             holding=False,
             queued_at=time.time(),
             loop=loop,
+            signals=signals,
         )
         found = blocker(record, live, parent)
         if found is None:
@@ -527,6 +539,9 @@ def acquire_scope(
         with registry.guard:
             registry.remove_own(waiting[0])
         raise
+    finally:
+        with contextlib.suppress(OSError):
+            (registry.dir / waiting[0].stop_request).unlink()
     return Lease(run_id, paths, registry.root, record=held, waited_s=time.monotonic() - started)
 
 
@@ -541,6 +556,11 @@ def _wait_turn(
     on timeout. A record the registry lost is written back (`Registry.rejoin`)."""
     while True:
         time.sleep(POLL_SECONDS)
+        if (registry.dir / waiting[0].stop_request).exists():
+            raise StoppedWaiting(
+                "stopped by ll-loop stop while waiting for the scope lock; the run never started",
+                hint="run it again (with --queue to wait) when you want it",
+            )
         with registry.guard:
             live = registry.live_records()
             record = waiting[0] = registry.rejoin(waiting[0], live)
@@ -594,6 +614,24 @@ def _inherited(
         if record.run_id == parent and record.holding and within(paths, record.paths):
             return record
     return None
+
+
+def ask_to_stop_waiting(root: Path, run_id: str, wait: float) -> bool:
+    """Ask a run waiting in the queue that a SIGTERM would not stop (queued in a worker
+    thread, or in this very process: the signal would kill the process, or stop another of its
+    waits) to give up, through its `stop_request` file; wait up to `wait` seconds for it to
+    leave the queue. False when the run is not such a waiter (a SIGTERM is what stops it)."""
+    registry = Registry(root)
+    with registry.guard:
+        found = [r for r in registry.live_records() if r.run_id == run_id and not r.holding]
+    if not found or (found[0].signals and found[0].pid != os.getpid()):
+        return False
+    record = found[0]
+    (registry.dir / record.stop_request).touch()
+    deadline = time.monotonic() + wait
+    while (registry.dir / record.filename).exists() and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+    return True
 
 
 def holders(root: Path) -> list[Record]:

@@ -56,6 +56,7 @@ class RunSnapshot:
     result: dict[str, Any] | None
     updated_at: float  # mtime of state.json
     cost_usd: float = 0.0  # LLM spend so far (state.json, updated at every state boundary)
+    signals: bool = True  # its process's SIGTERM stops it (else: `STOP_REQUEST` in its dir)
 
     @property
     def status(self) -> Status:
@@ -136,6 +137,7 @@ def read_run(
         result=result if isinstance(result, dict) else None,
         updated_at=mtime,
         cost_usd=_cost(data.get("cost_usd")),
+        signals=data.get("signals") is not False,
     )
 
 

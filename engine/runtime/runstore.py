@@ -122,12 +122,17 @@ class RunStore:
         (`ll-loop history RUN`, `tail -f`) sees each event before the run waits on anything, and
         a killed run loses at most what it did in the microseconds since; one write per event
         cost 1000 quick steps ~35 ms."""
+        self.emit_line(event, **fields)
+
+    def emit_line(self, event: str, **fields: Any) -> str:
+        """`emit`, returning the line as the log has it (what a listener is handed)."""
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
         line = self._dumps(record)
         with self._pending_lock:
             self._pending.append(line)
         if event in _WAIT_FOLLOWS:
             self.flush()
+        return line
 
     def flush(self) -> None:
         """Write the waiting event lines (the run directory's event log) in one write(2)."""

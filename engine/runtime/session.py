@@ -11,6 +11,7 @@ directory (or takes a resumed run's), runs the interpreter to the end and record
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -35,6 +36,67 @@ from engine.runtime.runstore import RunStore, now_iso, runs_root
 from engine.runtime.subloop import ChildLoader
 
 EventListener = Callable[[Event], None]
+
+
+@dataclass
+class _Live:
+    """A run this process is running: how to stop it, and when it has ended."""
+
+    stop: StopSignal
+    thread: threading.Thread
+    ended: threading.Event
+    watcher: threading.Thread | None = None  # reads stop requests (a run that takes no signal)
+
+    def end(self) -> None:
+        """The run has ended: its stop watcher ends with it, before the run returns."""
+        self.ended.set()
+        if self.watcher is not None:
+            self.watcher.join()
+
+
+_live: dict[str, _Live] = {}
+_live_lock = threading.Lock()
+
+
+STOP_REQUEST = "stop-requested"
+"""The file `stop` writes in the directory of a run its process's SIGTERM would not stop."""
+
+
+def _watch_stop_requests(
+    run_dir: Path, stop: StopSignal, ended: threading.Event
+) -> threading.Thread:
+    """A run that takes no signals is stopped from another process (`ll-loop stop`) by a
+    `STOP_REQUEST` file in its directory: SIGTERM would kill the process hosting it (a thread
+    installs no handler) or reach a handler that is not the run's. Checked every 0.1 s."""
+    request = run_dir / STOP_REQUEST
+    request.unlink(missing_ok=True)  # one left from an earlier session is no request to this
+
+    def watch() -> None:
+        while not ended.wait(0.1):
+            if request.exists():
+                request.unlink(missing_ok=True)
+                stop.request("stopped by ll-loop stop")
+        request.unlink(missing_ok=True)
+
+    watcher = threading.Thread(target=watch, name=f"ll-loop stop watch {run_dir.name}", daemon=True)
+    watcher.start()
+    return watcher
+
+
+def stop_in_process(run_id: str, reason: str, wait: float) -> bool | None:
+    """Stop a run this process is running (in any thread), as SIGTERM would stop it, without a
+    signal: a SIGTERM to our own pid would kill the whole process when the run is in a thread
+    (which installs no handler), or stop another run (the one in the main thread, whose handler
+    it is). None when the run is not running here; else whether it ended within `wait` seconds
+    (not waited for when the caller is the run's own thread: an `on_event` callback)."""
+    with _live_lock:
+        live = _live.get(run_id)
+    if live is None:
+        return None
+    live.stop.request(reason)
+    if live.thread is threading.current_thread():
+        return False
+    return live.ended.wait(wait)
 
 
 @dataclass(frozen=True)
@@ -118,24 +180,30 @@ def start_run(
         stop.listeners.append(runtime.llm.stop)
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
-    if resume is not None:  # name this process at once: `status`/`stop` must see it alive
-        state.saved_at = time.time()  # its cost counts every call logged so far
-        store.save_state(state.to_json())
-        recorder.emit(
-            "loop_resume",
-            depth=0,
-            step=state.steps,
-            state=state.current,
-            loop=loop.name,
-            max_steps=loop.max_steps,
-            cost_usd=state.cost_usd,
-            **resume.note,
-        )
-    started = now_iso()
-    history = RunRecorder(launch.root, warn=_warn)
-    history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
+    state.signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
-    try:
+    live = _Live(stop, threading.current_thread(), threading.Event())
+    with _live_lock:
+        _live[state.run_id] = live
+    if not state.signals:
+        live.watcher = _watch_stop_requests(store.dir, stop, live.ended)
+    history = RunRecorder(launch.root, warn=_warn)
+    try:  # from the moment state.json names this process, an exception releases the run
+        if resume is not None:  # name this process at once: `status`/`stop` must see it alive
+            state.saved_at = time.time()  # its cost counts every call logged so far
+            store.save_state(state.to_json())
+            recorder.emit(
+                "loop_resume",
+                depth=0,
+                step=state.steps,
+                state=state.current,
+                loop=loop.name,
+                max_steps=loop.max_steps,
+                cost_usd=state.cost_usd,
+                **resume.note,
+            )
+        started = now_iso()
+        history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
             # The run no longer belongs to this process, which may live on (a Python caller):
@@ -144,13 +212,25 @@ def start_run(
             store.save_state(state.to_json())
     except BaseException:  # a caller's on_event raised, or a bug: the run ends here
         _release(store)
+        live.end()
         raise
     finally:
         _restore_handlers(previous)
         actions.close()
+        _close_llm(runtime.llm)
         store.close()
+        with _live_lock:
+            _live.pop(state.run_id, None)
     history.write(lambda h: h.record_run_end(result))
+    live.end()  # after its history row: a `stop` that returns finds the run ended there
     return result
+
+
+def _close_llm(llm: object) -> None:
+    """Close the run's LLM services (their HTTP connections), when they can be closed."""
+    close = getattr(llm, "close", None)
+    if callable(close):
+        close()
 
 
 def _discard(store: RunStore) -> None:
@@ -211,8 +291,11 @@ class _Tee:
         self.listener = listener
 
     def emit(self, event: str, **fields: Any) -> None:
-        self.store.emit(event, **fields)
-        self.listener(Event(event, self.store.run_id, fields))
+        """The listener gets the event as its line in `events.jsonl` reads (as `engine.events`
+        gives it): `ts` included, values as JSON has them, nothing the run goes on changing."""
+        record = json.loads(self.store.emit_line(event, **fields))
+        name, run_id = record.pop("event"), record.pop("run_id")
+        self.listener(Event(name, run_id, record))
 
     def flush(self) -> None:
         self.store.flush()
