@@ -6,7 +6,7 @@ tested without IO and each IO part can be tested for real on its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -134,6 +134,36 @@ def refused_before_first_step(result: Mapping[str, Any]) -> str | None:
     if result.get("outcome") == "error" and not result.get("steps"):
         return f"the loop run was refused before its first step: {result.get('error')}"
     return None
+
+
+class LineFields(Mapping[str, Any]):
+    """The fields of one `events.jsonl` line (all but `event` and `run_id`), parsed when first
+    read: a listener that looks at a few events (the CLI's progress with `--quiet` looks only at
+    model calls) does not pay a JSON parse for each of a run's thousands."""
+
+    __slots__ = ("_fields", "_line")
+
+    def __init__(self, line: str) -> None:
+        self._line = line
+        self._fields: dict[str, Any] | None = None
+
+    def _parsed(self) -> dict[str, Any]:
+        if self._fields is None:
+            record = jsontext.loads(self._line)
+            self._fields = {k: v for k, v in record.items() if k not in ("event", "run_id")}
+        return self._fields
+
+    def __getitem__(self, key: str) -> Any:
+        return self._parsed()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parsed())
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+    def __repr__(self) -> str:
+        return repr(self._parsed())
 
 
 @dataclass(frozen=True)

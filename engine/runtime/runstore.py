@@ -122,10 +122,13 @@ class RunStore:
         (`ll-loop history RUN`, `tail -f`) sees each event before the run waits on anything, and
         a killed run loses at most what it did in the microseconds since; one write per event
         cost 1000 quick steps ~35 ms."""
-        self.emit_line(event, **fields)
+        self._add(event, fields)
 
     def emit_line(self, event: str, **fields: Any) -> str:
         """`emit`, returning the line as the log has it (what a listener is handed)."""
+        return self._add(event, fields)
+
+    def _add(self, event: str, fields: dict[str, Any]) -> str:
         record = {"ts": now_iso(), "event": event, "run_id": self.run_id, **fields}
         line = self._dumps(record)
         with self._pending_lock:

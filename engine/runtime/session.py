@@ -11,7 +11,6 @@ directory (or takes a resumed run's), runs the interpreter to the end and record
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -25,7 +24,7 @@ from types import FrameType
 from typing import Any
 
 from engine.model.loop import Loop
-from engine.model.ports import Event, Recorder, RunResult
+from engine.model.ports import Event, LineFields, Recorder, RunResult
 from engine.model.terminal import printable
 from engine.processes.group import output_cap
 from engine.runtime.actions import ActionRunner
@@ -293,9 +292,8 @@ class _Tee:
     def emit(self, event: str, **fields: Any) -> None:
         """The listener gets the event as its line in `events.jsonl` reads (as `engine.events`
         gives it): `ts` included, values as JSON has them, nothing the run goes on changing."""
-        record = json.loads(self.store.emit_line(event, **fields))
-        name, run_id = record.pop("event"), record.pop("run_id")
-        self.listener(Event(name, run_id, record))
+        line = self.store.emit_line(event, **fields)
+        self.listener(Event(event, self.store.run_id, LineFields(line)))
 
     def flush(self) -> None:
         self.store.flush()
