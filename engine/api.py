@@ -227,6 +227,7 @@ def run(
     queue_timeout: float | None = None,
     on_event: EventCallback | None = None,
     on_diagnostic: DiagnosticCallback | None = None,
+    on_notice: Callable[[str], None] | None = None,
     cwd: PathLike | None = None,
     env: Mapping[str, str] | None = None,
     handle_signals: bool = True,
@@ -243,7 +244,8 @@ def run(
     sub-loop's `with:`). `replay` is a run id or run directory whose LLM log answers every LLM
     call. `lock=False` takes no scope lock; `queue` waits for overlapping runs (at most
     `queue_timeout` seconds). `on_event` gets every event as it is written to `events.jsonl`;
-    `on_diagnostic` every lint finding before the first step. `cwd` is the working directory
+    `on_diagnostic` every lint finding before the first step; `on_notice` a sentence when the
+    run starts waiting in the lock queue (whom it waits for). `cwd` is the working directory
     (default: the process's): actions run there, and `.loops/` is at the project root above it
     (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
     `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
@@ -254,7 +256,7 @@ def run(
     _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
     _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
     _arguments(cache=cache, lock=lock, queue=queue, queue_timeout=queue_timeout)
-    _arguments(handle_signals=handle_signals, strict_context=strict_context)
+    _arguments(handle_signals=handle_signals, strict_context=strict_context, on_notice=on_notice)
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
     try:  # a refusal from here on names the loop as a result would (`loop_name`)
@@ -267,7 +269,9 @@ def run(
         replay_dir = _replay_dir(replay, where)
         launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
         run_id = new_run_id()
-        lease = _take_lock(launch, run_id, lock=lock, queue=queue, timeout=queue_timeout)
+        lease = _take_lock(
+            launch, run_id, lock=lock, queue=queue, timeout=queue_timeout, on_wait=on_notice
+        )
     except LoopError as exc:
         exc.loop_name = exc.loop_name or loop.name
         raise
@@ -395,7 +399,13 @@ def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:
 
 
 def _take_lock(
-    launch: Launch, run_id: str, *, lock: bool, queue: bool, timeout: float | None
+    launch: Launch,
+    run_id: str,
+    *,
+    lock: bool,
+    queue: bool,
+    timeout: float | None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Lease:
     """Hold the loop's `scope` for this run: fail fast on an overlapping live run
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
@@ -419,6 +429,7 @@ def _take_lock(
             env=launch.env,
             loop=launch.loop.name,
             signals=signals,
+            on_wait=on_wait,
         )
 
 
@@ -516,7 +527,9 @@ def resume(
         replay_dir = Path(replay) if isinstance(replay, str) and replay else None
         launch = _launch(loop, saved.get("context", {}), where, env, replay_dir,
                          saved.get("cache") is True, on_event, handle_signals)  # fmt: skip
-        lease = _take_lock(launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout)
+        lease = _take_lock(
+            launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout, on_wait=notice
+        )
         with lease:
             store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
             dropped = repair_log(store.events_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -490,3 +491,27 @@ def test_a_lock_registry_this_user_cannot_write_is_one_sentence_and_status_still
         status = ll_loop(tmp_path, "status")
         assert status.returncode == 0, status.stderr
     assert ll_loop(tmp_path, "run", "w.yaml", "--no-lock", "-q").returncode == 0
+
+
+def test_a_queued_run_says_whom_it_waits_for(tmp_path: Path) -> None:
+    """`ll-loop run --queue` printed nothing while it waited for the lock: a run that looked
+    hung. It says once whom it waits for (not with --quiet), then runs when the holder ends."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue")
+        assert waiter.stderr is not None
+        said, _, _ = select.select([waiter.stderr], [], [], 30)
+        assert said, "the queued run said nothing"
+        line = waiter.stderr.readline()
+        assert line.startswith(f"waiting for scope path {tmp_path.resolve() / 'src'}, locked by")
+        assert f"(pid {holder.pid}, held)" in line
+        assert waiter.poll() is None and not (tmp_path / "marks.log").exists()
+        (tmp_path / "go").touch()
+        waiter.communicate(timeout=30)
+        assert waiter.returncode == 0
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)

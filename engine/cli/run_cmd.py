@@ -118,6 +118,7 @@ def register(app: "typer.Typer") -> None:
                 queue_timeout=queue_timeout,
                 on_event=display.progress,
                 on_diagnostic=display.diagnostic,
+                on_notice=None if output.quiet else err,
                 strict_context=True,  # a --context key the loop's parameters lack is a typo
             )
         except LoopError as exc:

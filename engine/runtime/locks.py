@@ -28,7 +28,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -496,10 +496,12 @@ def acquire_scope(
     env: Mapping[str, str] | None = None,
     loop: str = "",
     signals: bool = True,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Lease:
     """Take the scope's paths for `run_id`, or raise `LockConflict`.
 
-    `queue` waits FIFO (up to `timeout` seconds when given); `env` is where an inherited lease
+    `queue` waits FIFO (up to `timeout` seconds when given), after telling `on_wait` whom it
+    waits for; `env` is where an inherited lease
     is looked for (`os.environ` when None). An uncontended lock costs one pass under the
     registry lock and two small file writes.
     """
@@ -534,6 +536,9 @@ def acquire_scope(
         registry.write(record)  # a waiter: its ticket keeps its place in the queue
     waiting = [record]  # its ticket changes if the registry is cleared under it
     try:
+        if on_wait is not None:  # a queued run that says nothing looks hung
+            other, path = found
+            on_wait(f"waiting for scope path {path}, locked by {other.describe()}")
         held = _wait_turn(registry, waiting, timeout, started, parent)
     except BaseException:
         with registry.guard:
