@@ -243,7 +243,8 @@ def run(
     `input` (as `context.input`, the CLI's INPUT), `inputs` (declared parameters only, like a
     sub-loop's `with:`). `replay` is a run id or run directory whose LLM log answers every LLM
     call. `lock=False` takes no scope lock; `queue` waits for overlapping runs (at most
-    `queue_timeout` seconds). `on_event` gets every event as it is written to `events.jsonl`;
+    `queue_timeout` seconds, which implies `queue`). `on_event` gets every event as it is
+    written to `events.jsonl`;
     `on_diagnostic` every lint finding before the first step; `on_notice` a sentence when the
     run starts waiting in the lock queue (whom it waits for). `cwd` is the working directory
     (default: the process's): actions run there, and `.loops/` is at the project root above it
@@ -270,7 +271,12 @@ def run(
         launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
         run_id = new_run_id()
         lease = _take_lock(
-            launch, run_id, lock=lock, queue=queue, timeout=queue_timeout, on_wait=on_notice
+            launch,
+            run_id,
+            lock=lock,
+            queue=queue or queue_timeout is not None,  # a time limit on waiting is a wish to wait
+            timeout=queue_timeout,
+            on_wait=on_notice,
         )
     except LoopError as exc:
         exc.loop_name = exc.loop_name or loop.name
@@ -528,7 +534,12 @@ def resume(
         launch = _launch(loop, saved.get("context", {}), where, env, replay_dir,
                          saved.get("cache") is True, on_event, handle_signals)  # fmt: skip
         lease = _take_lock(
-            launch, snapshot.run_id, lock=lock, queue=queue, timeout=queue_timeout, on_wait=notice
+            launch,
+            snapshot.run_id,
+            lock=lock,
+            queue=queue or queue_timeout is not None,
+            timeout=queue_timeout,
+            on_wait=notice,
         )
         with lease:
             store = RunStore.open(snapshot.dir.parent, snapshot.run_id)

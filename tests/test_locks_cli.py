@@ -515,3 +515,21 @@ def test_a_queued_run_says_whom_it_waits_for(tmp_path: Path) -> None:
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+def test_a_queue_timeout_alone_waits_for_the_lock(tmp_path: Path) -> None:
+    """`--queue-timeout 1` without `--queue` was ignored: the run failed at once, as if no wait
+    had been asked for. A time limit on waiting implies waiting."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        started = time.monotonic()
+        done = ll_loop(tmp_path, "run", "second.yaml", "--queue-timeout", "1", "--json", "-q")
+        assert time.monotonic() - started >= 1
+        assert done.returncode == 2
+        assert result_of(done)["error"].startswith("gave up after 1s waiting for scope path")
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)

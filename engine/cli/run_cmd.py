@@ -92,7 +92,7 @@ def register(app: "typer.Typer") -> None:
                 "--queue-timeout",
                 min=0,
                 callback=finite,
-                help="With --queue: give up after S seconds.",
+                help="Wait for overlapping runs at most S seconds (implies --queue).",
             ),
         ] = None,
         no_lock: Annotated[

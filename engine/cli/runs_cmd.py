@@ -176,7 +176,7 @@ def resume_command(
             "--queue-timeout",
             min=0,
             callback=finite,
-            help="With --queue: give up after S seconds.",
+            help="Wait for overlapping runs at most S seconds (implies --queue).",
         ),
     ] = None,
     no_lock: Annotated[bool, typer.Option("--no-lock", help="Do not take the scope lock.")] = False,
