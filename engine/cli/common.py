@@ -211,9 +211,7 @@ def _harness_refusal_as_json(exc: BaseException) -> None:
     """`ll-harness ... --output json` (or `--json`) prints its refusal object for a command line
     that does not parse too, as it does for every other refusal."""
     args = sys.argv[1:]
-    pairs = zip(args, [*args[1:], ""], strict=True)
-    wants = "--json" in args or "--output=json" in args
-    if not (wants or any(flag == "--output" and value == "json" for flag, value in pairs)):
+    if "--json" not in args and not _asks_for_json(args, "--output"):
         return
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
@@ -239,13 +237,13 @@ def _error_as_json(message: str, hint: str, exit_code: int, *, code: str) -> Non
     print(json.dumps(payload, ensure_ascii=False))
 
 
-def _asks_for_json(args: list[str]) -> bool:
-    """`--format json`, `--format=json`, `-f json` or `-fjson` among `args`."""
+def _asks_for_json(args: list[str], option: str = "--format") -> bool:
+    """`--format json` or `--format=json` among `args` (and `-f json`, `-fjson` for --format;
+    ll-harness names its option --output)."""
+    names = {option, "-f"} if option == "--format" else {option}
+    joined = {f"{option}=json"} | ({"-fjson"} if option == "--format" else set())
     pairs = zip(args, [*args[1:], ""], strict=True)
-    return any(
-        (flag in {"--format", "-f"} and value == "json") or flag in {"--format=json", "-fjson"}
-        for flag, value in pairs
-    )
+    return any((flag in names and value == "json") or flag in joined for flag, value in pairs)
 
 
 def _is_click_usage_error(exc: BaseException) -> bool:
