@@ -28,7 +28,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -231,16 +231,12 @@ class RegistryGuard:
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        try:
+        with _refused_as_conflict(self.path.parent):
             try:
                 fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
             except FileNotFoundError:  # `.loops/locks/` removed by hand while a run waits in it
                 ensure_dir(self.path.parent)
                 fd = open_file(self.path, os.O_RDWR | os.O_CREAT)
-        except OSError as exc:
-            if exc.errno not in _REFUSED:
-                raise
-            raise registry_unusable(self.path.parent, exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
@@ -257,14 +253,22 @@ class RegistryGuard:
 _REFUSED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
-def registry_unusable(where: Path, exc: OSError) -> LockConflict:
-    """The registry cannot be written by this user (made by another, e.g. under sudo) or at
-    all (a read-only mount): one sentence, not an internal error or a hint about disk space."""
-    return LockConflict(
-        f"cannot take the scope lock: the lock registry {where} is not writable ({exc.strerror})",
-        hint="make .loops/locks writable for you (a run under sudo or another user may have "
-        "made it), or run with --no-lock",
-    )
+@contextlib.contextmanager
+def _refused_as_conflict(where: Path) -> Iterator[None]:
+    """The registry at `where` cannot be written by this user (made by another, e.g. under
+    sudo) or at all (a read-only mount): one sentence, not an internal error or a hint about
+    disk space."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _REFUSED:
+            raise
+        raise LockConflict(
+            f"cannot take the scope lock: the lock registry {where} is not writable "
+            f"({exc.strerror})",
+            hint="make .loops/locks writable for you (a run under sudo or another user may "
+            "have made it), or run with --no-lock",
+        ) from None
 
 
 class Registry:
@@ -273,18 +277,13 @@ class Registry:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
         where = loops_dir(self.root) / "locks"
-        try:
+        with _refused_as_conflict(where):
             self.dir = ensure_dir(where)
-        except OSError as exc:
-            if exc.errno not in _REFUSED:
-                raise
-            raise registry_unusable(where, exc) from None
         self.guard = RegistryGuard(self.dir / _REGISTRY_LOCK)
 
     def records(self) -> list[Record]:
         """Every readable record, oldest ticket first (a torn or foreign file is skipped)."""
-        found = (self._read(path) for path in sorted(self.dir.glob("*.json")))
-        return [record for record in found if record is not None]
+        return _records_in(self.dir)
 
     def live_records(self) -> list[Record]:
         """The records whose process still runs; dead ones are deleted on the way."""
@@ -351,6 +350,13 @@ class Registry:
             return Record.from_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+def _records_in(folder: Path) -> list[Record]:
+    """Every readable record in `folder`, oldest ticket first (a torn or foreign file is
+    skipped)."""
+    found = (Registry._read(path) for path in sorted(folder.glob("*.json")))
+    return [record for record in found if record is not None]
 
 
 # This process's records, each kept open with a shared `flock(2)` while it is in the registry:
@@ -647,8 +653,7 @@ def holders(root: Path) -> list[Record]:
             return registry.live_records()
     except LockConflict:  # a registry this user cannot write is still read (`status`)
         readonly = loops_dir(Path(root).resolve()) / "locks"
-        found = (Registry._read(path) for path in sorted(readonly.glob("*.json")))
-        return [r for r in found if r is not None and (r.live() or _held(readonly / r.filename))]
+        return [r for r in _records_in(readonly) if _held(readonly / r.filename) or r.live()]
 
 
 def no_lock(root: Path, run_id: str) -> Lease:
