@@ -422,9 +422,7 @@ def _take_lock(
     if not lock:
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
-    import threading
-
-    signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
+    signals = launch.takes_signals()
     with _stop_while_queued(queue and signals):
         return acquire_scope(
             launch.root,

@@ -113,6 +113,11 @@ class Launch:
     on_event: EventListener | None = None
     handle_signals: bool = True  # SIGTERM/SIGINT stop the run gracefully (main thread only)
 
+    def takes_signals(self) -> bool:
+        """Whether SIGTERM/SIGINT reach this run, started from the calling thread: only the
+        main thread installs handlers; otherwise `stop` asks through the run's files."""
+        return self.handle_signals and threading.current_thread() is threading.main_thread()
+
 
 @dataclass(frozen=True)
 class Resumed:
@@ -179,7 +184,7 @@ def start_run(
         stop.listeners.append(runtime.llm.stop)
     state = resume.state if resume is not None else _fresh_state(launch, store.run_id)
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
-    state.signals = launch.handle_signals and threading.current_thread() is threading.main_thread()
+    state.signals = launch.takes_signals()
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
     live = _Live(stop, threading.current_thread(), threading.Event())
     with _live_lock:
