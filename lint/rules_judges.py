@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from engine.load.bounded import MAX_YAML_BYTES, read_capped
 from engine.model.judges import Judge
 from lint._context import LintContext
 from lint._judges import judges_with_paths
@@ -66,11 +67,8 @@ def judge_module(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
 def judge_prompt_file(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     """An LLM judge's `prompt_file` does not exist."""
     for judge, path in _judges(ctx):
-        if judge.prompt_file is None or "${" in judge.prompt_file:
-            continue
-        given = Path(judge.prompt_file)
-        where = given if given.is_absolute() else Path(judge.base_dir or ".") / given
-        if not where.is_file():
+        where = judge.known_prompt_file()
+        if where is not None and not where.is_file():
             yield Finding(
                 f"the prompt_file of judge {judge.name!r} does not exist: {where}",
                 (*path, "prompt_file"),
@@ -148,13 +146,12 @@ def _template_line(text: str, line: int) -> str:
 
 def _prompt_file_template(judge: Judge, path: tuple[str | int, ...]) -> Iterator[Finding]:
     """LL074 for a `prompt_file` that exists (a missing one is LL072): read, never rendered."""
-    if judge.prompt_file is None or "${" in judge.prompt_file:
+    where = judge.known_prompt_file()
+    if where is None:
         return
-    given = Path(judge.prompt_file)
-    where = given if given.is_absolute() else Path(judge.base_dir or ".") / given
-    try:
-        text = where.read_text(encoding="utf-8")
-    except (OSError, UnicodeError):
+    try:  # bounded as the run reads it: `validate` of a prompt_file at /dev/zero must end
+        text = read_capped(where, MAX_YAML_BYTES).decode("utf-8")
+    except (OSError, ValueError):  # FileRefused, UnicodeDecodeError
         return  # LL072 (missing); a file the run cannot read either says so there
     from engine.judges.llm_judges import template_problem
 

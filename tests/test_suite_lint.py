@@ -265,6 +265,27 @@ def test_a_judge_prompt_that_is_not_a_template_is_found_at_its_line(tmp_path: Pa
     }
 
 
+def test_a_prompt_file_that_never_ends_is_not_read_by_validate(tmp_path: Path) -> None:
+    """LL074 read a `prompt_file` whole: at /dev/zero `ll-loop validate` grew without end
+    (the run reads it bounded, and so does lint now); LL072 says it is no file."""
+    path = write(
+        tmp_path / "zero.suite.yaml",
+        """\
+        name: zero
+        cases: [{id: a, input: {text: hi}}]
+        subject:
+          command: echo ${inputs.text}
+        judges:
+          - name: endless
+            prompt_file: /dev/zero
+        """,
+    )
+    found = [(d.code, d.message) for d in check_file(path) if d.code in ("LL072", "LL074")]
+    assert found == [
+        ("LL072", "the prompt_file of judge 'endless' does not exist: /dev/zero"),
+    ]
+
+
 def test_a_dataset_the_run_would_refuse_is_found_by_validate(tmp_path: Path) -> None:
     """`dataset:` is resolved against the suite file's directory, as the run does; a missing
     directory, a file, or a directory without case folders refused the run only."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from engine.model.loop import EMPTY, Dimension
@@ -93,6 +94,13 @@ class Judge:
         return self.kind in ("llm", "review") or (
             self.kind == "builtin" and self.builtin in LLM_BUILTINS
         )
+
+    def known_prompt_file(self) -> Path | None:
+        """The `prompt_file` as the run will read it, when that is known before the run (it
+        reads no `${...}`): relative paths are the judge file's directory's."""
+        if self.prompt_file is None or "${" in self.prompt_file:
+            return None
+        return Path(self.base_dir or ".") / self.prompt_file
 
     def value_range(self) -> tuple[float, float]:
         """`score_range`, else [1, 5] for model-scored judges and [0, 1] for the others."""

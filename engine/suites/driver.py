@@ -589,11 +589,9 @@ def _prompt_file_digest(judge: Judge) -> str | None:
     """The bytes of a judge's `prompt_file` (an edited prompt is another judge); None without
     one, or when its path depends on the case (`${...}`) or it cannot be read (then every case
     says so)."""
-    if judge.prompt_file is None or "${" in judge.prompt_file:
+    path = judge.known_prompt_file()
+    if path is None:
         return None
-    path = Path(judge.prompt_file)
-    if not path.is_absolute():
-        path = Path(judge.base_dir) / path
     try:
         return hashlib.sha256(read_capped(path, MAX_YAML_BYTES)).hexdigest()
     except (OSError, FileRefused):  # /dev/zero was read without end here, before any case
