@@ -34,7 +34,7 @@ class FileRefused(ValueError):
         self.size = size
 
 
-def read_capped(path: Path, limit: int) -> bytes:
+def read_capped(path: str | Path, limit: int) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; `FileRefused` (one
     sentence) for a file that is not regular (`/dev/zero`, a FIFO) or is larger; `OSError`
     when it cannot be opened or read. The limit holds while reading too (a growing file)."""
@@ -57,7 +57,7 @@ def read_capped(path: Path, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_limited(path: Path, file: str, limit: int = MAX_YAML_BYTES) -> str:
+def read_limited(path: str | Path, file: str, limit: int = MAX_YAML_BYTES) -> str:
     """The text of `path`, at most `limit` bytes; anything else is `YamlProblems`."""
     try:
         data = read_capped(path, limit)

@@ -79,9 +79,11 @@ def list_cases(suite: Suite) -> list[Case]:
                 "name (case ids are printed as they are)",
                 hint="rename the folder: its name is the case id",
             )
+    base = str(folder)  # joined as text: a Path per case cost more than reading it
     return [
-        Case(name, {}, {}, "", str(folder / name), str(folder / name), loaded=False)
+        Case(name, {}, {}, "", path, path, loaded=False)
         for name in names
+        for path in (os.path.join(base, name),)
     ]
 
 
@@ -126,7 +128,7 @@ def read_case(folder: str | Path) -> Case:
 def _mapping(path: str, what: str) -> tuple[dict[str, Any], str, str | None]:
     """(the mapping, the text read, why it cannot be used)."""
     try:
-        text = read_limited(Path(path), path)
+        text = read_limited(path, path)
         data, _ = parse_yaml(text, path)
     except YamlProblems as failed:
         first = failed.diagnostics[0]

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from engine.load.project import ensure_dir, loops_dir, refuse_links
 from engine.model.errors import LoopError
@@ -347,6 +347,7 @@ _SUITE_RUN_COLUMNS = tuple(f.name for f in fields(SuiteRunRow))
 _SUITE_CASE_COLUMNS = tuple(f.name for f in fields(SuiteCaseRow))
 _SUITE_JUDGEMENT_COLUMNS = tuple(f.name for f in fields(SuiteJudgementRow))
 _SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed"})
+_SuiteRow = TypeVar("_SuiteRow", SuiteCaseRow, SuiteJudgementRow)
 
 
 class History:
@@ -397,6 +398,12 @@ class History:
             cursor = self._db.execute(sql, params)
             cursor.row_factory = sqlite3.Row
             return list(cursor.fetchall())
+
+    def _read_tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows as plain tuples: a resumed suite reads thousands, and a `sqlite3.Row` made
+        into a dict per row cost more than the query."""
+        with self._lock, self._usable():
+            return list(self._db.execute(sql, params).fetchall())
 
     @contextmanager
     def _usable(self) -> Iterator[None]:
@@ -630,11 +637,11 @@ class History:
         columns = [
             c if c != "record" or with_records else "NULL AS record" for c in _SUITE_CASE_COLUMNS
         ]
-        rows = self._read(
+        rows = self._read_tuples(
             f"SELECT {', '.join(columns)} FROM suite_cases WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return [SuiteCaseRow(**_suite_values(r)) for r in rows]
+        return _typed_rows(SuiteCaseRow, _SUITE_CASE_COLUMNS, rows)
 
     def suite_record(self, run_id: str, arm: str, case_id: str) -> bytes | None:
         rows = self._read(
@@ -644,12 +651,12 @@ class History:
         return bytes(rows[0]["record"]) if rows and rows[0]["record"] is not None else None
 
     def suite_judgements(self, run_id: str) -> list[SuiteJudgementRow]:
-        rows = self._read(
+        rows = self._read_tuples(
             f"SELECT {', '.join(_SUITE_JUDGEMENT_COLUMNS)} FROM suite_judgements "
             "WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return [SuiteJudgementRow(**_suite_values(r)) for r in rows]
+        return _typed_rows(SuiteJudgementRow, _SUITE_JUDGEMENT_COLUMNS, rows)
 
 
 def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> None:
@@ -676,6 +683,23 @@ _GETTERS = {
 }
 _SUITE_CASE_INSERT = _insert_sql("suite_cases", _SUITE_CASE_COLUMNS)
 _SUITE_JUDGEMENT_INSERT = _insert_sql("suite_judgements", _SUITE_JUDGEMENT_COLUMNS)
+
+
+def _typed_rows(
+    kind: type[_SuiteRow], columns: tuple[str, ...], rows: list[tuple[Any, ...]]
+) -> list[_SuiteRow]:
+    """Rows selected in `columns` order as `kind`, with the stored 0/1 of bool columns as bools."""
+    bools = [i for i, name in enumerate(columns) if name in _SUITE_BOOLS]
+    if not bools:
+        return [kind(*row) for row in rows]
+    typed: list[_SuiteRow] = []
+    for row in rows:
+        values = list(row)
+        for i in bools:
+            if values[i] is not None:
+                values[i] = bool(values[i])
+        typed.append(kind(*values))
+    return typed
 
 
 def _suite_values(row: sqlite3.Row) -> dict[str, Any]:
