@@ -7,13 +7,13 @@ exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCON
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import inspect
 import json
 import os
 import sys
-import threading
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -675,23 +675,18 @@ def _context_pairs(items: list[str]) -> dict[str, str]:
 
 
 def main() -> None:
-    """Console entry point for `ll-harness`."""
+    """Console entry point for `ll-harness`; it ends the process.
+
+    It leaves with `os._exit` once the exit handlers have run (a Ray cluster's, a process
+    pool's) and stdout and stderr are flushed, as `ll-loop` does: the interpreter's teardown of
+    the modules a suite imported cost ~25 ms of every command (a resumed suite pays it twice).
+    A stopped suite may also leave a case's thread stuck in a judge (in C code, where it cannot
+    be interrupted), which the interpreter would wait for forever on the way out."""
     keep_descriptors_private()
     outlive_the_reader()
     code = run_guarded(app, "ll-harness")
-    if _threads_left():
-        # A stopped suite may leave a case's thread stuck in a judge (in C code, where it
-        # cannot be interrupted): the interpreter would wait for it forever on the way out.
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
-def _threads_left() -> bool:
-    """Whether a thread the interpreter would wait for at exit is still running."""
-    main_thread = threading.main_thread()
-    return any(
-        t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()
-    )
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
