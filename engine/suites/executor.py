@@ -14,10 +14,9 @@ of a picklable `CaseSpec` (`engine.suites.spec`), so an executor may run it anyw
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Executor as _PoolExecutor
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from engine.suites.casework import run_case
@@ -55,6 +54,9 @@ class LocalExecutor:
         self.work = work
         self.pool: _PoolExecutor
         if processes:
+            import multiprocessing  # not imported by a suite of threads (~4 ms of start-up)
+            from concurrent.futures import ProcessPoolExecutor
+
             # fork would copy the driver's threads and locks mid-flight; spawn starts clean.
             context = multiprocessing.get_context("spawn")
             self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
