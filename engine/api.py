@@ -839,7 +839,7 @@ def suite(
     _arguments(keep_workspaces=keep_workspaces)
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
-    loaded, read = _refuse_lint_errors(target, where)
+    loaded, read = _refuse_lint_errors(target, where, resume)
     options = SuiteOptions(
         samples=samples,
         jobs=jobs,
@@ -868,14 +868,15 @@ whose value is a number passes where bash evaluates it, and the others error one
 
 
 def _refuse_lint_errors(
-    target: Path | Suite, where: _Where
+    target: Path | Suite, where: _Where, resume: str | None = None
 ) -> tuple[Suite | None, list[Case] | None]:
     """Refuse a suite whose lint finds errors (an unknown builtin, an `if:` that does not
     parse, a gate that can never pass) before any case runs, as `ll-loop run` refuses a loop:
     otherwise every case pays for its subject and the mistake shows only in the report. Returns
     the suite as loaded and its cases as read for lint, for the run to use (a dataset of
-    thousands of cases is read once, not twice). A file that does not load, or a dataset that
-    cannot be listed, is left to `run_suite`, which raises its error."""
+    thousands of cases is read once, not twice; a resumed run's finished cases are only listed,
+    as nothing runs or lints them again). A file that does not load, or a dataset that cannot
+    be listed, is left to `run_suite`, which raises its error."""
     from engine.load.dataset import load_cases
     from engine.load.suite import check_suite_file
     from engine.model.suite import Suite
@@ -890,7 +891,7 @@ def _refuse_lint_errors(
     if suite is None:
         return None, None
     try:
-        cases: list[Case] | None = load_cases(suite)
+        cases: list[Case] | None = load_cases(suite, _finished_cases(where.root, resume))
     except LoopError:
         cases = None
     found = lint_suite(
@@ -898,7 +899,7 @@ def _refuse_lint_errors(
         positions,
         resolve_loop=_subject_loops(suite, where),
         project_root=where.root,
-        cases=cases,
+        cases=None if cases is None else [c for c in cases if c.loaded],
     )
     errors = [d for d in found if d.severity == "error" and d.code not in _PER_CASE_RULES]
     if not errors:
@@ -910,6 +911,22 @@ def _refuse_lint_errors(
         f"{first.location()}: {first.code} {first.message}; the suite did not run",
         hint=(first.hint or "fix it") + listed,
     )
+
+
+def _finished_cases(root: Path, resume: str | None) -> frozenset[str]:
+    """The cases run `resume` recorded; none when there is no such run to ask (`run_suite`
+    then refuses the resume in its own words)."""
+    import sqlite3
+
+    from engine.runtime.history import history_path, open_history
+
+    if resume is None or not history_path(root).is_file():
+        return frozenset()
+    try:
+        with open_history(root) as history:
+            return history.suite_case_ids(resume)
+    except (LoopError, sqlite3.Error):
+        return frozenset()
 
 
 # --- shared ------------------------------------------------------------------------------------

@@ -126,6 +126,34 @@ def test_resume_refuses_a_changed_suite_and_other_options(tmp_path: Path) -> Non
     assert code == 2 and "--resume nope: there is no such suite run" in err
 
 
+def test_resume_reads_only_the_cases_it_runs(tmp_path: Path) -> None:
+    """A finished case is neither run nor read again (a resumed run of thousands of cases
+    started by reading them all, for lint); the cases still to run are read and linted."""
+    from engine.api import _refuse_lint_errors, _Where
+
+    dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(4)})
+    write(tmp_path / "s.suite.yaml", SUITE)
+    code, first, err = suite_json(tmp_path, "s.suite.yaml")
+    assert code == 3, err  # 4 of 4 cannot show 0.8 yet: inconclusive
+    run_id = first["run_id"]
+    with sqlite3.connect(tmp_path / ".loops" / "history.db") as db:  # as if killed before c03
+        db.execute("UPDATE suite_runs SET ended_at = NULL")
+        db.execute("DELETE FROM suite_cases WHERE case_id = 'c03'")
+        db.execute("DELETE FROM suite_judgements WHERE case_id = 'c03'")
+    where = _Where.of(tmp_path)
+    _, fresh = _refuse_lint_errors(tmp_path / "s.suite.yaml", where)
+    _, resumed = _refuse_lint_errors(tmp_path / "s.suite.yaml", where, run_id)
+    assert fresh is not None and [c.loaded for c in fresh] == [True] * 4
+    assert resumed is not None and [c.loaded for c in resumed] == [False, False, False, True]
+    _, unknown = _refuse_lint_errors(tmp_path / "s.suite.yaml", where, "nope")
+    assert unknown is not None and all(c.loaded for c in unknown)
+
+    code, data, err = suite_json(tmp_path, "s.suite.yaml", "--resume", run_id, "--jobs", "4")
+    assert code == 3, err
+    assert data["resumed"] == 3 and data["judges"] == first["judges"]
+    assert db_rows(tmp_path, "SELECT count(DISTINCT case_id) FROM suite_cases") == [(4,)]
+
+
 HARNESS = [sys.executable, "-c", "from engine.cli.harness_cmd import main; main()"]
 FILLING = """\
 name: fill

@@ -44,9 +44,10 @@ def dataset_dir(suite: Suite) -> Path | None:
     return Path(suite.source).resolve().parent / given
 
 
-def load_cases(suite: Suite) -> list[Case]:
-    """Every case of `suite` in order, read; `UsageError` when its dataset cannot be listed."""
-    return [c if c.loaded else read_case(str(c.folder)) for c in list_cases(suite)]
+def load_cases(suite: Suite, skip: frozenset[str] = frozenset()) -> list[Case]:
+    """Every case of `suite` in order, read but for the ids in `skip` (left as listed: a
+    resumed run's finished cases); `UsageError` when its dataset cannot be listed."""
+    return [c if c.loaded or c.id in skip else read_case(str(c.folder)) for c in list_cases(suite)]
 
 
 def list_cases(suite: Suite) -> list[Case]:

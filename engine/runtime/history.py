@@ -643,6 +643,13 @@ class History:
         )
         return _typed_rows(SuiteCaseRow, _SUITE_CASE_COLUMNS, rows)
 
+    def suite_case_ids(self, run_id: str) -> frozenset[str]:
+        """The cases a run has recorded: what `--resume` need not run (nor read) again."""
+        rows = self._read_tuples(
+            "SELECT DISTINCT case_id FROM suite_cases WHERE run_id = ?", (run_id,)
+        )
+        return frozenset(str(row[0]) for row in rows)
+
     def suite_record(self, run_id: str, arm: str, case_id: str) -> bytes | None:
         rows = self._read(
             "SELECT record FROM suite_cases WHERE run_id = ? AND arm = ? AND case_id = ?",
