@@ -183,6 +183,35 @@ def test_a_baseline_is_measured_again_at_a_new_commit_and_compared_as_named(
     assert older["baseline"]["measured_at_other_head"] is True
 
 
+def test_a_baseline_on_a_dirty_tree_is_reused_only_for_the_same_uncommitted_changes(
+    tmp_path: Path,
+) -> None:
+    """`--measure-baseline` reused rows measured at this HEAD whatever was uncommitted: after
+    `f` was edited to pass, it reported the FAIL measured before the edit (exit 1, nothing
+    run). Rows are reused for the same edits only; `.loops/` (unignored here) is not an edit."""
+    (tmp_path / "f").write_text("ok\n")
+    _commit(tmp_path, "ok")
+    flags = ("--exit-code", "0", "--samples", "2")
+    (tmp_path / "f").write_text("bad\n")  # uncommitted
+    code, bad = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 1 and bad["git_dirty"] is True and bad["git_worktree"]
+    (tmp_path / "f").write_text("ok, edited\n")  # still uncommitted, other code
+    code, edited = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0 and "baseline_reused" not in edited, edited
+    code, again = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0 and {a["invocation_id"] for a in again["baseline_reused"]} == {
+        edited["invocation_id"]
+    }
+    (tmp_path / "new.txt").write_text("an untracked file is an edit too\n")
+    code, untracked = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0 and "baseline_reused" not in untracked
+    (tmp_path / "new.txt").unlink()
+    subprocess.run(["git", "checkout", "-q", "f"], cwd=tmp_path, check=True)  # clean again
+    code, clean = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0 and "baseline_reused" not in clean
+    assert clean["git_dirty"] is False and clean["git_worktree"] is None  # .loops/ is no edit
+
+
 def test_a_retry_at_another_commit_is_refused(tmp_path: Path) -> None:
     """A command's content is its text, so a timed-out sample measured at one commit was
     replaced by a sample of other code, completing a measurement neither commit had."""

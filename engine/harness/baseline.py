@@ -17,7 +17,7 @@ from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
 from engine.model.stats import Rate
 from engine.runtime.history import Attempt, History
-from engine.runtime.provenance import head_content_hash
+from engine.runtime.provenance import Provenance, head_content_hash
 
 # Runners whose content is a file in the project: the incumbent is that file at git HEAD.
 FILE_RUNNERS = ("loop", "skill")
@@ -134,15 +134,26 @@ def baseline_rows(
 
 
 def measured_baseline(
-    history: History, subject: Subject, fingerprint: str, samples: int, head: str | None
+    history: History, subject: Subject, fingerprint: str, samples: int, where: Provenance
 ) -> list[Attempt]:
-    """Rows already measured for this exact content and conditions at this git HEAD (reused,
-    not re-run). Rows of another HEAD are not this project's behaviour: a command's content is
-    its text, so `grep -q ok f` measured before f changed would stand in for it forever."""
+    """Rows already measured for this exact content and conditions at this git HEAD with the
+    same uncommitted changes (reused, not re-run). Rows of another HEAD, or of other edits on
+    it, are not this project's behaviour: a command's content is its text, so `grep -q ok f`
+    measured before f changed would stand in for it forever. A dirty tree whose changes could
+    not be fingerprinted reuses nothing."""
+    if where.dirty and where.worktree is None:
+        return []
     rows = history.cell_attempts(
         subject.runner, subject.target, subject.input_hash, subject.content_hash
     )
-    same = [r for r in rows if r.conditions_fp == fingerprint and r.git_head == head]
+    same = [
+        r
+        for r in rows
+        if r.conditions_fp == fingerprint
+        and r.git_head == where.head
+        and bool(r.git_dirty) == bool(where.dirty)
+        and r.git_worktree == where.worktree
+    ]
     return same if Tally.of(r.outcome for r in same).graded >= samples else []
 
 

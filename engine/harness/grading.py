@@ -141,6 +141,7 @@ def attempt_row(
         git_head=provenance.head,
         git_dirty=provenance.dirty,
         git_branch=provenance.branch,
+        git_worktree=provenance.worktree,
     )
 
 

@@ -39,9 +39,11 @@ def report_text(report: Report) -> str:
     asked = report.conditions.semantic is not None
     lines = [f"ll-harness {report.subject.runner}: {_short(report.subject.target)}"]
     if report.reused_baseline:
+        edits = " with these uncommitted changes" if report.provenance.dirty else ""
         lines.append(
             f"Baseline  reused {len(report.reused_baseline)} measured rows for this content and "
-            f"these conditions at this git HEAD (nothing was run): invocation {_measured(report)}"
+            f"these conditions at this git HEAD{edits} (nothing was run): invocation "
+            f"{_measured(report)}"
         )
     many = len(report.samples) > 1
     for sample in report.samples:
@@ -143,6 +145,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "git_head": report.provenance.head,
         "git_dirty": report.provenance.dirty,
         "git_branch": report.provenance.branch,
+        "git_worktree": report.provenance.worktree,
         "retry_of": report.retry_of,
         "measurement_invocation": report.measured_invocation,
         "history_pass_rate": None,

@@ -223,7 +223,7 @@ def evaluate(
     )
     if options.measure_baseline:
         reuse = measured_baseline(
-            history, subject, conditions.fingerprint(), samples, report.provenance.head
+            history, subject, conditions.fingerprint(), samples, report.provenance
         )
         if reuse:
             return replace(report, reused_baseline=tuple(reuse))

@@ -169,6 +169,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             UNIQUE (run_id, arm, case_id, judge, sample_index)
         )""",
     ),
+    # v7: what was uncommitted when the attempt ran, fingerprinted (NULL: a clean tree, no
+    # repository, or a row recorded before v7), so that a baseline measured on a dirty HEAD is
+    # reused only for the same uncommitted code.
+    ("ALTER TABLE harness_attempts ADD COLUMN git_worktree TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -255,6 +259,7 @@ class NewAttempt:
     git_dirty: bool | None = None
     git_branch: str | None = None
     retry_of: int | None = None
+    git_worktree: str | None = None  # the uncommitted changes' fingerprint, when dirty
 
 
 @dataclass(frozen=True)
