@@ -195,7 +195,7 @@ def evaluate(
     samples = effective_samples(subject, options)
     conditions = conditions_of(subject, options, samples)
     retried: Attempt | None = None
-    provenance = git_provenance(cwd)
+    provenance = git_provenance(cwd, fingerprint=True)
     if options.retry_of is not None:
         at_n = conditions  # the fingerprint of the invocation being retried, at its own N
         retried = check_retry(

@@ -44,8 +44,12 @@ def git_output(args: list[str], cwd: Path, timeout: float = GIT_TIMEOUT) -> byte
     return done.stdout if done.returncode == 0 else None
 
 
-def git_provenance(cwd: Path, *, timeout: float = GIT_TIMEOUT) -> Provenance:
-    """HEAD, dirtiness and branch where `cwd` is; each git call bounded by `timeout` seconds."""
+def git_provenance(
+    cwd: Path, *, timeout: float = GIT_TIMEOUT, fingerprint: bool = False
+) -> Provenance:
+    """HEAD, dirtiness and branch where `cwd` is, and with `fingerprint` what is uncommitted
+    (for reusing measurements: three more git calls on a dirty tree); each git call bounded by
+    `timeout` seconds."""
     # One rev-parse answers both the commit and the ref HEAD points at ("HEAD" when detached),
     # so recording the branch costs no extra git process.
     out = git_output(["rev-parse", "HEAD", "--symbolic-full-name", "HEAD"], cwd, timeout)
@@ -54,7 +58,7 @@ def git_provenance(cwd: Path, *, timeout: float = GIT_TIMEOUT) -> Provenance:
     head, _, ref = out.decode(errors="replace").strip().partition("\n")
     status = git_output(["status", "--porcelain", "--", *_OURS_EXCLUDED], cwd, timeout)
     dirty = None if status is None else bool(status.strip())
-    worktree = _worktree_fingerprint(cwd, timeout) if dirty else None
+    worktree = _worktree_fingerprint(cwd, timeout) if dirty and fingerprint else None
     return Provenance(head.strip(), dirty, _branch_of(ref.strip()), worktree)
 
 
