@@ -135,7 +135,8 @@ def _judge(
         raw = compiled.run(JudgeContext(judge, outputs, env))
         judgement = coerce(raw, judge)
     except JudgeError as exc:
-        return _error(judge, judge.where, exc.message, started, exc.cost_usd, exc.details)
+        where = exc.where or judge.where
+        return _error(judge, where, exc.message, started, exc.cost_usd, exc.details)
     except Exception as exc:  # user code (a snippet, a module, a plugin) raised
         where = where_it_failed(judge, exc)
         return _error(judge, where, f"raised {describe(exc)}", started)

@@ -11,6 +11,7 @@ expression evaluated without builtins over `outputs`, `annotations` and `inputs`
 from __future__ import annotations
 
 import importlib
+import marshal
 import sys
 import threading
 import traceback
@@ -21,6 +22,13 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
+from engine.judges.check_process import (
+    SnippetFailed,
+    SnippetRaised,
+    prepare,
+    run_snippet,
+    snippet_key,
+)
 from engine.judges.deadline import (
     DEFAULT_CHECK_TIMEOUT,
     DEFAULT_MODULE_TIMEOUT,
@@ -40,40 +48,36 @@ def snippet_file(judge: Judge) -> str:
     return judge.file or "<check>"
 
 
-def compile_check(judge: Judge) -> Callable[..., Any]:
-    """The snippet of a `check` judge as a function (compiled once per text and place)."""
-    names = tuple(keyword_names(judge.arguments))
-    return _compiled(judge.check or "", names, judge.check_line, snippet_file(judge))
-
-
 @lru_cache(maxsize=512)
-def _compiled(check: str, names: tuple[str, ...], first_line: int, file: str) -> Callable[..., Any]:
+def _compiled(check: str, names: tuple[str, ...], first_line: int, file: str) -> tuple[int, bytes]:
+    """The snippet compiled once per text and place (a SyntaxError when it does not), as the
+    key and marshalled code its process is sent."""
     tree = snippet_tree(check, dict.fromkeys(names), first_line)
-    namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
-    exec(compile(tree, file, "exec"), namespace)
-    function: Callable[..., Any] = namespace["__check__"]
-    return function
+    return snippet_key(), marshal.dumps(compile(tree, file, "exec"))
 
 
 def check_runner(judge: Judge) -> Callable[[Any], Any]:
-    """`run(ctx)` for a check judge: the snippet called with the record and the arguments,
-    within its time limit (`timeout:`, else `DEFAULT_CHECK_TIMEOUT`)."""
-    function = compile_check(judge)
+    """`run(ctx)` for a check judge: the snippet called with the record and the arguments in a
+    process of its own (`engine.judges.check_process`), within its time limit (`timeout:`,
+    else `DEFAULT_CHECK_TIMEOUT`)."""
+    names = tuple(keyword_names(judge.arguments))
+    key, code = _compiled(judge.check or "", names, judge.check_line, snippet_file(judge))
     arguments = dict(judge.arguments)
-    keywords = {name: arguments[name] for name in keyword_names(arguments)}
+    keywords = {name: arguments[name] for name in names}
     limit = judge.timeout or DEFAULT_CHECK_TIMEOUT
-
-    def call(ctx: Any) -> Any:
-        return function(ctx.outputs, arguments, ctx.env.annotations, ctx.env.inputs, **keywords)
+    place = judge.file or "<loop>"
+    prepare()
 
     def run(ctx: Any) -> Any:
+        args = (ctx.outputs, arguments, ctx.env.annotations, ctx.env.inputs, keywords)
         try:
-            return within(limit, lambda: call(ctx))
-        except CheckTimeout:
-            raise JudgeError(
-                f"the check did not finish within its time limit of {limit:g} s "
-                "(set the judge's timeout: to change it)"
-            ) from None
+            return run_snippet(key, code, args, limit)
+        except SnippetRaised as exc:
+            where = f"{place}:{exc.line}" if exc.line else judge.where
+            said = exc.description if exc.said else f"raised {exc.description}"
+            raise JudgeError(("the check " if exc.said else "") + said, where=where) from None
+        except SnippetFailed as exc:
+            raise JudgeError(exc.reason) from None
 
     return run
 

@@ -27,10 +27,13 @@ def _empty() -> Mapping[str, Any]:
 class JudgeError(Exception):
     """A judge could not run (bad input, a failed command, a model that never answered)."""
 
-    def __init__(self, message: str, *, cost_usd: float = 0.0, **details: Any) -> None:
+    def __init__(
+        self, message: str, *, cost_usd: float = 0.0, where: str | None = None, **details: Any
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.cost_usd = cost_usd
+        self.where = where  # file:line when the judge's own code says where it failed
         self.details = details
 
 

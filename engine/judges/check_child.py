@@ -1,0 +1,113 @@
+"""The process inline `check:` snippets run in (started by `engine.judges.check_process`).
+
+Run as a script (`python -P check_child.py`), it imports nothing of ll-loop: it reads requests
+from stdin and answers on stdout, each a pickled tuple after its 4-byte big-endian length.
+
+- `("call", key, code, args, seconds)`: run snippet `key` (its compiled module `code`,
+  marshalled, the first time the key is sent) as `__check__(*args[:4], **args[4])` within
+  `seconds`. The answer is `("ok",
+  value)`, `("raised", "Type: message", line)` with the snippet's last line in the traceback,
+  `("quit", "Type", repr_of_exit_code, line)` for `sys.exit()` or `KeyboardInterrupt` in it,
+  or `("unsendable", "Type: message")` for a value that pickle cannot send back.
+
+What a snippet prints goes to stderr (stdout carries the answers). The process lives in a
+session of its own (a Ctrl-C at the terminal is the parent's to handle), ends when its stdin
+closes (the parent is gone), or on its own shortly after a snippet's time limit, and cannot take
+more than `LL_CHECK_MEMORY_BYTES` of address space. (`PR_SET_PDEATHSIG` would follow the thread
+that started it, not the process: a pooled child outlives that thread.)
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import marshal
+import os
+import pickle
+import resource
+import struct
+import sys
+import traceback
+from typing import Any
+
+HEADER = struct.Struct(">I")
+ORPHAN_GRACE = 5.0  # seconds past its time limit a snippet's process ends on its own
+SNIPPET_FILES: set[str] = set()
+
+
+def serve() -> None:
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # print() in a snippet must not corrupt the answers
+    sys.stdout = sys.stderr
+    requests = os.fdopen(0, "rb")
+    _limit_memory()
+    first = _read(requests)
+    if first is None:
+        return
+    sys.path[:] = list(first[1])
+    functions: dict[int, Any] = {}
+    nowhere = open(os.devnull, "w")  # noqa: SIM115 (open for the process's life)
+    while (request := _read(requests)) is not None:
+        _, key, code, args, seconds = request
+        if code is not None:
+            namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
+            module = marshal.loads(code)
+            SNIPPET_FILES.add(module.co_filename)
+            exec(module, namespace)
+            functions[key] = namespace["__check__"]
+        # The parent kills this process at the time limit; should the parent be gone, a C
+        # thread that needs no GIL ends it soon after, even with the snippet stuck in C.
+        faulthandler.dump_traceback_later(seconds + ORPHAN_GRACE, exit=True, file=nowhere)
+        answer = _call(functions[key], args)
+        faulthandler.cancel_dump_traceback_later()
+        _write(answers, answer)
+
+
+def _call(function: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    try:
+        value = function(*args[:4], **args[4])
+    except (SystemExit, KeyboardInterrupt) as exc:
+        code = getattr(exc, "code", None)
+        return ("quit", type(exc).__name__, None if code is None else repr(code), _line(exc))
+    except BaseException as exc:  # the snippet's own failure is its answer
+        return ("raised", _describe(exc), _line(exc))
+    try:
+        pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        return ("unsendable", f"{type(value).__name__} ({_describe(exc)})")
+    return ("ok", value)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _line(exc: BaseException) -> int:
+    frames = traceback.extract_tb(exc.__traceback__)
+    lines = [f.lineno for f in frames if f.filename in SNIPPET_FILES]
+    return lines[-1] if lines and lines[-1] else 0
+
+
+def _read(stream: Any) -> Any:
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(head)
+    return pickle.loads(stream.read(size))
+
+
+def _write(stream: Any, answer: tuple[Any, ...]) -> None:
+    data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _limit_memory() -> None:
+    limit = int(os.environ.get("LL_CHECK_MEMORY_BYTES") or 4 << 30)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,104 @@
+"""An inline `check:` runs in a process of its own: a snippet stuck in C code (where no Python
+exception reaches it, and the GIL is never let go) or asking for all the memory costs its judge
+an error, not the suite; Ctrl-C and SIGTERM still stop the run."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.cli import BIN
+from tests.test_suite_findings import errors_of, project, recorded, run_json, write
+
+STUCK_IN_C = """\
+name: stuck
+cases: [{id: a, input: {}}, {id: b, input: {}}]
+subject: {command: "echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"}
+judges:
+  - name: backtracks
+    check: |
+      import re
+      return re.match(r"(a|aa)+$", outputs["stdout"].strip()) is not None
+    timeout: 1
+  - name: sums
+    check: return sum(range(10**13)) > 0
+    timeout: 1
+  - name: greedy
+    check: return len("x" * (64 << 30)) > 0
+  - name: talks
+    check: |
+      print("a check's print is not the report")
+      return True
+"""
+
+
+def test_a_check_stuck_in_c_or_out_of_memory_is_its_judges_error(tmp_path: Path) -> None:
+    write(project(tmp_path) / "s.suite.yaml", STUCK_IN_C)
+    started = time.monotonic()
+    code, data, err = run_json(tmp_path, "s.suite.yaml")  # stdout parses: no print in it
+    assert time.monotonic() - started < 30, "a stuck check held the suite"
+    assert code == 0, err
+    for name, line in (("backtracks", 5), ("sums", 10)):
+        assert (
+            errors_of(data, name)
+            == [
+                f"judge '{name}' at s.suite.yaml:{line}: the check did not finish within its time "
+                "limit of 1 s (set the judge's timeout: to change it)"
+            ]
+            * 2
+        )
+    assert all("raised MemoryError" in e for e in errors_of(data, "greedy"))
+    assert [r["passed"] for r in data["results"] if r["judge"] == "talks"] == [True, True]
+
+
+SPINNING_IN_C = """\
+name: spinning
+cases: [{id: a, input: {}}, {id: b, input: {}}]
+subject: {command: "echo hi"}
+judges:
+  - name: sums
+    check: return sum(range(10**14)) > 0
+    timeout: 600
+"""
+
+
+def test_sigterm_stops_a_suite_whose_check_is_stuck_in_c(tmp_path: Path) -> None:
+    """Before, the check ran in ll-harness's own process holding the GIL: SIGTERM, Ctrl-C
+    and the check's own time limit all waited for `sum` to end (hours)."""
+    write(project(tmp_path) / "s.suite.yaml", SPINNING_IN_C)
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / ".loops" / "suites").glob("*/lock")):  # the run has begun
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.5)  # both cases are in their check
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert time.monotonic() - started < 15
+    assert process.returncode == 3, err
+    assert "stopped by SIGTERM after 0 of 2 cases" in err and "--resume" in err
+    assert recorded(tmp_path) == []
+    assert _checks_running_in(tmp_path) == []  # none left burning a core
+
+
+def _checks_running_in(folder: Path) -> list[int]:
+    """Pids of check processes working in `folder` (their cwd is the suite's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+            where = (entry / "cwd").resolve()
+        except OSError:
+            continue
+        if b"check_child.py" in command and where == folder.resolve():
+            found.append(int(entry.name))
+    return found
