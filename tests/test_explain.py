@@ -10,7 +10,10 @@ import re
 import signal
 from pathlib import Path
 
-from engine.report.explain import fold_path
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.report.explain import Hop, PathItem, fold_path, folded_paths
 from engine.report.runlog import Step, read_trace
 from tests.runs_helpers import (
     end_action_group,
@@ -298,3 +301,51 @@ def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> Non
     piped = ll_loop(tmp_path, "report", run_id, "--html", "--out", "-")
     assert piped.returncode == 0 and piped.stdout.startswith("<!DOCTYPE html>")
     assert piped.stdout.rstrip().endswith("</html>") and not (tmp_path / "-").exists()
+
+
+def _reference_fold(steps: list[Step]) -> list[tuple[int, int, tuple[Hop, ...], int]]:
+    """The fold as its docs say it, slowly: at each place the repeat (period up to 8) that
+    covers the most steps, the shorter period among equals."""
+    hops = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
+    out, i = [], 0
+    while i < len(hops):
+        best = (1, 1)
+        for period in range(1, min(8, (len(hops) - i) // 2) + 1):
+            times = 1
+            while hops[i + times * period : i + (times + 1) * period] == hops[i : i + period]:
+                times += 1
+            if times >= 2 and period * times > best[0] * best[1]:
+                best = (period, times)
+        period, times = best
+        out.append(
+            (steps[i].step, times, tuple(hops[i : i + period]), steps[i + period * times - 1].step)
+        )
+        i += period * times
+    return out
+
+
+def _as_tuples(path: tuple[PathItem, ...]) -> list[tuple[int, int, tuple[Hop, ...], int]]:
+    return [(p.first_step, p.times, p.steps, p.last_step) for p in path]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=40),
+    st.sampled_from(["none", "last", "last-like-another", "inside"]),
+)
+def test_one_fold_gives_the_path_and_the_budgeted_path(states: list[str], budget: str) -> None:
+    """`folded_paths` folds once, yet gives exactly what folding all steps and folding the
+    steps the budget counts (without the on_max_steps state) would give."""
+    steps = [
+        Step(step=n + 1, state=s, depth=0, verdict="yes", target="a", routed=True)
+        for n, s in enumerate(states)
+    ]
+    if budget != "none" and steps:
+        at = len(steps) // 2 if budget == "inside" else len(steps) - 1
+        steps[at].routed, steps[at].target, steps[at].budget_end = False, None, True
+        if budget == "last-like-another" and len(steps) > 2:  # two equal on_max_steps hops
+            steps[0].routed, steps[0].target, steps[0].budget_end = False, None, True
+            steps[0].state = steps[at].state
+    path, counted = folded_paths(steps)
+    assert _as_tuples(path) == _reference_fold(steps)
+    assert _as_tuples(counted) == _reference_fold([s for s in steps if not s.budget_end])

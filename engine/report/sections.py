@@ -19,7 +19,7 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, fold_path, from_cache, next_text, replayed
+from engine.report.explain import Explanation, PathItem, from_cache, next_text, replayed
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -122,8 +122,11 @@ def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Se
     return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
 
 
-def timeline_section(trace: Trace | None, *, unfinished: str = "(interrupted)") -> Section:
-    """The steps over time and as a table; a step with no end reads `unfinished`."""
+def timeline_section(
+    trace: Trace | None, path: Sequence[PathItem], *, unfinished: str = "(interrupted)"
+) -> Section:
+    """The steps over time and as a table (`path`: their folded path, whose repeats the
+    table's legend names); a step with no end reads `unfinished`."""
     steps = trace.steps if trace else []
     if not steps:
         return Section("timeline", "Timeline", "<p>No step has run.</p>")
@@ -131,7 +134,7 @@ def timeline_section(trace: Trace | None, *, unfinished: str = "(interrupted)") 
     note = ""
     if len(drawn) < len(steps):
         note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
-    table_html = _step_table(steps, unfinished)
+    table_html = _step_table(steps, path, unfinished)
     return Section("timeline", "Timeline", note + _timeline_svg(drawn) + table_html)
 
 
@@ -180,7 +183,7 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     return following[0] if step.finished else min(own, following[0])
 
 
-def _step_table(steps: list[Step], unfinished: str) -> str:
+def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) -> str:
     """The steps as rows; one with no verdict yet reads `unfinished` (running or interrupted)."""
     shown = steps if len(steps) <= STEP_ROWS else steps[: STEP_ROWS // 2] + steps[-STEP_ROWS // 2 :]
     rows = []
@@ -214,7 +217,7 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
         f"{_span(p.first_step, p.last_step)}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
-        for p in fold_path(steps)
+        for p in path
         if p.times > 1
     )
     repeats = f'<p class="legend">Repeated stretches: {escape(folded)}</p>' if folded else ""

@@ -35,6 +35,7 @@ from engine.runtime.runstore import read_state, runs_root
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
 MAX_EVENT_LINE = 16 * 1024 * 1024  # bytes: a longer line is no event of ours; it is skipped
+_decode = json.JSONDecoder().decode
 
 
 @dataclass(frozen=True)
@@ -296,8 +297,8 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                     return  # a torn tail: the writer died mid-line
                 _skip_line(handle)  # no event is this long: skip it, never hold it whole
                 continue
-            try:
-                event = json.loads(raw)
+            try:  # decoded here: json.loads would first guess each line's encoding
+                event = _decode(raw.decode("utf-8", "surrogatepass").removeprefix("\ufeff"))
             except ValueError:
                 continue
             if isinstance(event, dict):
