@@ -55,7 +55,30 @@ def path_counts(trace: Trace | None, final_state: str | None) -> PathCounts:
             moves[(step.target, after)] += 1
     if final_state and trace and trace.end and trace.end.get("terminated_by") == "terminal":
         visits[final_state] += 1
-    return PathCounts(dict(visits), dict(moves), current=final_state)
+    return PathCounts(
+        dict(visits),
+        dict(moves),
+        current=final_state,
+        budget=budget_hop(trace, final_state),
+        max_steps=trace.max_steps if trace else None,
+    )
+
+
+def budget_hop(trace: Trace | None, final_state: str | None) -> tuple[str, str] | None:
+    """(the state the run was in when its budget ran out, the `on_max_steps` state it went
+    to): the state it ran once, or the terminal it ended in without running anything."""
+    if trace is None or (trace.end or {}).get("terminated_by") != "max_steps":
+        return None
+    counted = next((s for s in reversed(trace.steps) if not s.budget_end), None)
+    was_in = counted.went_to if counted is not None else trace.initial
+    last = trace.current
+    if not was_in:
+        return None
+    if last is not None and last.budget_end:
+        return was_in, last.state
+    if final_state and final_state != was_in:  # a terminal on_max_steps: nothing ran
+        return was_in, final_state
+    return None
 
 
 def summary_section(explanation: Explanation) -> Section:
@@ -114,9 +137,11 @@ def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Se
     )
     legend = rebuilt + (
         '<p class="legend">Orange: the path this run took (badge: times a state ran; '
-        "×n on an edge: times the run went that way). Dashed edges count a retry; a dashed "
-        "outline marks where the run ended or stands. Click a state to show only its steps "
-        "below.</p>"
+        "×n on an edge: times the run went that way). Dashed edges count a retry; a dotted "
+        "one labelled max_steps N spent leads to the on_max_steps state, which runs once when "
+        "the budget is spent (from the state the run was in, or, if its budget was not spent, "
+        "an arrow from above). A dashed outline marks where the run ended or stands. Click a "
+        "state to show only its steps below.</p>"
     )
     svg = graph_svg(graph, placed, counts)
     return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
