@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.load.loader import DEFAULT_JUDGE_PROMPT
+from engine.migrate.exit_codes import retryable_exit_codes
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.report import FileReport
@@ -33,6 +34,7 @@ _HANDLED = frozenset(
         "description", "action", "action_type", "timeout", "capture", "evaluate", "loop",
         "with", "next", "route", "terminal", "failure", "max_retries", "on_retry_exhausted",
         "model", "agent", "tools", "params", "context_passthrough", "fragment",
+        "retryable_exit_codes",
     }
 )  # fmt: skip
 _NOT_ROUTES = frozenset({"on_retry_exhausted", "on_terminal"})
@@ -144,6 +146,8 @@ def convert_state(
             "dropped", f"{where}.max_retries",
             "max_retries and on_retry_exhausted only work together",
         )  # fmt: skip
+    if not out.get("terminal"):
+        retryable_exit_codes(name, body, out, where, job, partial=partial)
     _drop_the_rest(body, where, job)
     job.rewriter.where = outer
     return out

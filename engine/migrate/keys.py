@@ -127,8 +127,9 @@ _TABLE: list[KeyFate] = [
     KeyFate("state", "on_maintain", "dropped", "", "maintain-mode restarts do not exist"),
     KeyFate("state", "idle_timeout", "dropped", "", "no idle timeout; timeout bounds the action"),
     KeyFate("state", "append_to_messages", "dropped", "", "no shared message log"),
-    KeyFate("state", "retryable_exit_codes", "dropped", "",
-            "every failed action is the error verdict; route on_error"),
+    KeyFate("state", "retryable_exit_codes", "converted",
+            "a state `NAME_exit_code` after `error` that reads the exit code (a timeout is 124) "
+            "and goes to `on_retry_exhausted` for one not listed, else where `error` went"),
     *[
         KeyFate("state", key, "dropped", "", _RATE_LIMITS)
         for key in (
