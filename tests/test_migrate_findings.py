@@ -1002,3 +1002,64 @@ def test_retryable_exit_codes_without_on_retry_exhausted_change_nothing(tmp_path
     item = files(report)["work.yaml"]
     assert "nothing changes" in notes(item, "dropped")["states.do_work.retryable_exit_codes"]
     assert "do_work_exit_code" not in (tmp_path / "out" / "work.yaml").read_text()
+
+
+# --- output_numeric with key: the number of the last key=<number> is judged ---------------------
+
+_NUMERIC_KEY = """
+name: num
+initial: measure
+max_iterations: 10
+context:
+  out: ""
+states:
+  measure:
+    action: 'echo "${context.out}"'
+    evaluate:
+      type: output_numeric
+      key: score
+      operator: ge
+      target: 3.5
+    on_yes: good
+    on_no: bad
+    on_error: broken
+  good: {terminal: true}
+  bad: {terminal: true}
+  broken: {terminal: true}
+"""
+
+
+def test_output_numeric_key_takes_the_route_little_loops_took(tmp_path: Path) -> None:
+    """The converted loop, run for real, ends where little-loops' rule (the last
+    `score\\s*=\\s*<number>` in the output, compared ge 3.5; none found: error) sends each
+    output."""
+    import re
+
+    (tmp_path / ".loops").mkdir()
+    write(tmp_path, "num.yaml", _NUMERIC_KEY)
+    code, report = migrate(tmp_path, "num.yaml", "--out", "out")
+    assert code == 0, report
+    item = files(report)["num.yaml"]
+    assert "states.measure.evaluate.key" in notes(item, "changed")
+    assert not notes(item, "blocker")
+
+    def little_loops(output: str) -> str:  # evaluate_output_numeric with key, by hand
+        found = re.findall(r"score\s*=\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)", output)
+        if not found:
+            return "broken"
+        return "good" if float(found[-1]) >= 3.5 else "bad"
+
+    outputs = [
+        "score=5",
+        "score=1",
+        "no number here",
+        "score=2 later score = 4.0",
+        "total_score=9",
+        "score=-3",
+        "score=1e1",
+        "score: 7",
+        "score=.5",
+    ]
+    for output in outputs:
+        ran = ll_loop(tmp_path, "run", "out/num.yaml", "--context", f"out={output}", "--json")
+        assert json.loads(ran.stdout)["final_state"] == little_loops(output), output

@@ -163,8 +163,9 @@ _TABLE: list[KeyFate] = [
     KeyFate("evaluate", "error_patterns", "converted", "on output_contains, a state of its own "
             "(`NAME_error_patterns`) after `no` that looks for them in the output and goes where "
             "`error` went when one is there"),
-    KeyFate("evaluate", "key", "dropped", "",
-            "output_numeric reads the whole output: print only the number"),
+    KeyFate("evaluate", "key", "converted",
+            "on output_numeric, a state `NAME_key` after the action that prints the number of "
+            "the last `key=<number>` in its output and judges it"),
     KeyFate("evaluate", "history_file", "converted", "the file the score_stall check reads"),
     KeyFate("evaluate", "epsilon", "converted", "the margin in the score_stall check"),
     *[
