@@ -9,12 +9,14 @@ import os
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.report.explain import Hop, PathItem, fold_path, folded_paths
 from engine.report.runlog import Step, read_trace
+from engine.runtime.resume import read_events
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -349,3 +351,47 @@ def test_one_fold_gives_the_path_and_the_budgeted_path(states: list[str], budget
     path, counted = folded_paths(steps)
     assert _as_tuples(path) == _reference_fold(steps)
     assert _as_tuples(counted) == _reference_fold([s for s in steps if not s.budget_end])
+
+
+_LINES = st.one_of(
+    st.builds(
+        lambda d: json.dumps(d).encode(), st.dictionaries(st.text(max_size=4), st.integers())
+    ),
+    st.sampled_from(
+        [
+            b' {"a": 1}',
+            b'{"a": 1} x',
+            b'{"a": 1}\r',
+            b'\xef\xbb\xbf{"a": 1}',
+            b'{"a": "\xed\xa0\x80"}',
+            b'{"a": "\xff"}',
+            b"[1, 2]",
+            b"",
+            b"NaN",
+            b'{"a": NaN}',
+            b'{"a": 1}{"b": 2}',
+        ]
+    ),
+    st.binary(max_size=12).filter(lambda b: b"\n" not in b),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINES, max_size=8))
+def test_event_lines_read_as_json_loads_reads_them(
+    tmp_path_factory: Any, lines: list[bytes]
+) -> None:
+    """The event reader decodes lines itself (for speed); what it keeps is exactly the objects
+    `json.loads` gives for those lines."""
+    log = tmp_path_factory.mktemp("log") / "events.jsonl"
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    expected = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            expected.append(value)
+    got = list(read_events(log))
+    assert json.dumps(got) == json.dumps(expected)

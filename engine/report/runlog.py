@@ -214,14 +214,16 @@ class _Builder:
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
-        depth = _int(event.get("depth")) or 0
+        depth = event.get("depth")
+        if type(depth) is not int:  # `_int`, inlined: a long run has hundreds of thousands
+            depth = 0
         if kind == "loop_start":
             self._start(event, depth)
             return
         trace = self.open.get(depth)
-        if trace is None:
+        if trace is None or type(kind) is not str:
             return
-        handler = _HANDLERS.get(str(kind))
+        handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, trace, event, depth)
 
