@@ -9,9 +9,14 @@ import os
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
-from engine.report.explain import fold_path
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.report.explain import Hop, PathItem, fold_path, folded_paths
 from engine.report.runlog import Step, read_trace
+from engine.runtime.resume import read_events
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -298,3 +303,95 @@ def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> Non
     piped = ll_loop(tmp_path, "report", run_id, "--html", "--out", "-")
     assert piped.returncode == 0 and piped.stdout.startswith("<!DOCTYPE html>")
     assert piped.stdout.rstrip().endswith("</html>") and not (tmp_path / "-").exists()
+
+
+def _reference_fold(steps: list[Step]) -> list[tuple[int, int, tuple[Hop, ...], int]]:
+    """The fold as its docs say it, slowly: at each place the repeat (period up to 8) that
+    covers the most steps, the shorter period among equals."""
+    hops = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
+    out, i = [], 0
+    while i < len(hops):
+        best = (1, 1)
+        for period in range(1, min(8, (len(hops) - i) // 2) + 1):
+            times = 1
+            while hops[i + times * period : i + (times + 1) * period] == hops[i : i + period]:
+                times += 1
+            if times >= 2 and period * times > best[0] * best[1]:
+                best = (period, times)
+        period, times = best
+        out.append(
+            (steps[i].step, times, tuple(hops[i : i + period]), steps[i + period * times - 1].step)
+        )
+        i += period * times
+    return out
+
+
+def _as_tuples(path: tuple[PathItem, ...]) -> list[tuple[int, int, tuple[Hop, ...], int]]:
+    return [(p.first_step, p.times, p.steps, p.last_step) for p in path]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=40),
+    st.sampled_from(["none", "last", "last-like-another", "inside"]),
+)
+def test_one_fold_gives_the_path_and_the_budgeted_path(states: list[str], budget: str) -> None:
+    """`folded_paths` folds once, yet gives exactly what folding all steps and folding the
+    steps the budget counts (without the on_max_steps state) would give."""
+    steps = [
+        Step(step=n + 1, state=s, depth=0, verdict="yes", target="a", routed=True)
+        for n, s in enumerate(states)
+    ]
+    if budget != "none" and steps:
+        at = len(steps) // 2 if budget == "inside" else len(steps) - 1
+        steps[at].routed, steps[at].target, steps[at].budget_end = False, None, True
+        if budget == "last-like-another" and len(steps) > 2:  # two equal on_max_steps hops
+            steps[0].routed, steps[0].target, steps[0].budget_end = False, None, True
+            steps[0].state = steps[at].state
+    path, counted = folded_paths(steps)
+    assert _as_tuples(path) == _reference_fold(steps)
+    assert _as_tuples(counted) == _reference_fold([s for s in steps if not s.budget_end])
+
+
+_LINES = st.one_of(
+    st.builds(
+        lambda d: json.dumps(d).encode(), st.dictionaries(st.text(max_size=4), st.integers())
+    ),
+    st.sampled_from(
+        [
+            b' {"a": 1}',
+            b'{"a": 1} x',
+            b'{"a": 1}\r',
+            b'\xef\xbb\xbf{"a": 1}',
+            b'{"a": "\xed\xa0\x80"}',
+            b'{"a": "\xff"}',
+            b"[1, 2]",
+            b"",
+            b"NaN",
+            b'{"a": NaN}',
+            b'{"a": 1}{"b": 2}',
+        ]
+    ),
+    st.binary(max_size=12).filter(lambda b: b"\n" not in b),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINES, max_size=8))
+def test_event_lines_read_as_json_loads_reads_them(
+    tmp_path_factory: Any, lines: list[bytes]
+) -> None:
+    """The event reader decodes lines itself (for speed); what it keeps is exactly the objects
+    `json.loads` gives for those lines."""
+    log = tmp_path_factory.mktemp("log") / "events.jsonl"
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    expected = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            expected.append(value)
+    got = list(read_events(log))
+    assert json.dumps(got) == json.dumps(expected)

@@ -742,3 +742,21 @@ def test_a_stopped_step_reads_stopped_not_interrupted(tmp_path: Path) -> None:
         proc.kill()
         proc.wait(timeout=10)
         end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+def test_the_cycle_of_an_on_max_steps_ending_is_the_paths_last_stretch(tmp_path: Path) -> None:
+    """The reason's cycle and the path come from one fold: the stretch the reason names is the
+    path's last repeated one, counted to its last budgeted step, and the on_max_steps step
+    stands alone after it (an odd budget leaves one more poll after the whole rounds)."""
+    run_id = run(tmp_path, "spin", SPIN.format(steps=9, extra="on_max_steps: cleanup"))
+    _, data = explained(tmp_path, run_id)
+    *_, cycle, extra, cleanup = data["path"]
+    assert [s["state"] for s in cleanup["steps"]] == ["cleanup"] and cleanup["times"] == 1
+    assert (cycle["first_step"], cycle["last_step"], cycle["times"]) == (1, 8, 4)
+    assert [s["state"] for s in extra["steps"]] == ["poll"] and extra["last_step"] == 9
+    rounds = " → ".join(s["state"] for s in cycle["steps"])
+    count = extra["last_step"] - cycle["first_step"] + 1
+    assert data["reason"] == (
+        f"used all 9 steps without reaching a terminal; the last {count} steps went round "
+        f"{rounds}; then on_max_steps ran 'cleanup' (yes)"
+    )

@@ -93,8 +93,7 @@ def test_the_report_says_what_was_not_kept_and_why(work: Path) -> None:
     coverage = by_name(report)["coverage.yaml"]
     assert coverage["status"] == "blocked"
     assert coverage["blockers"] == [
-        "states.measure.evaluate.key: output_numeric reads the whole output as a number: "
-        "print only the number"
+        "states.measure.evaluate.type: evaluator harbor_scorer has no equivalent in ll-loop"
     ]
 
 
@@ -102,7 +101,7 @@ def test_the_text_report_lists_each_file(work: Path) -> None:
     result = ll_loop("migrate", "coverage.yaml", cwd=work)
     assert result.returncode == 1
     assert re.search(r"^BLOCKED +\S*coverage\.yaml → \S*coverage\.ll\.yaml$", result.stdout, re.M)
-    assert "blocker: states.measure.evaluate.key" in result.stdout
+    assert "blocker: states.measure.evaluate.type" in result.stdout
     assert result.stdout.rstrip().endswith("1 file(s): 1 blocked")
 
 

@@ -934,3 +934,132 @@ def test_state_names_ll_loop_cannot_take_are_renamed_with_their_routes(tmp_path:
     assert "renamed from 'step two'" in notes(item, "changed")["states.step_two"]
     loop = load_loop_file(tmp_path / "odd-names.ll.yaml")
     assert loop.states["check"].routes == {"yes": "step_two", "no": "s_1st"}
+
+
+# --- retryable_exit_codes: a failure with another exit code skips the retries ---------------------
+
+_RETRYABLE = """
+name: work
+initial: do_work
+max_iterations: 20
+context:
+  code: 3
+states:
+  do_work:
+    action: "{action}"
+    timeout: 1
+    capture: work_result
+    next: done
+    on_error: do_work
+    max_retries: 2
+    retryable_exit_codes: [124, 75]
+    on_retry_exhausted: gave_up
+  done: {{terminal: true}}
+  gave_up: {{terminal: true}}
+"""
+
+
+def _work_runs(cwd: Path, code: int) -> tuple[str, int]:
+    """The converted loop run with `context.code`: its final state and how often do_work ran."""
+    ran = ll_loop(cwd, "run", "out/work.yaml", "--context", f"code={code}", "--json", "--quiet")
+    result = json.loads(ran.stdout)
+    run_dir = next(p for p in (cwd / ".loops" / "runs").iterdir() if p.name == result["run_id"])
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    entered = [e for e in events if e["event"] == "state_enter" and e["state"] == "do_work"]
+    return result["final_state"], len(entered)
+
+
+def test_retryable_exit_codes_send_other_failures_past_the_retries(tmp_path: Path) -> None:
+    """little-loops: a failed action whose exit code is not listed goes to on_retry_exhausted
+    at once; a listed one (or a timeout, exit 124) is retried max_retries times first. The
+    converted loop, run for real, takes the same route for each code."""
+    (tmp_path / ".loops").mkdir()
+    action = "if [ ${context.code} = 124 ]; then sleep 5; fi; exit ${context.code}"
+    write(tmp_path, "work.yaml", _RETRYABLE.format(action=action))
+    code, report = migrate(tmp_path, "work.yaml", "--out", "out")
+    assert code == 0, report
+    item = files(report)["work.yaml"]
+    assert "states.do_work.retryable_exit_codes" not in notes(item, "dropped")
+    assert (
+        "goes to gave_up at once" in notes(item, "changed")["states.do_work.retryable_exit_codes"]
+    )
+
+    def little_loops(exit_code: int) -> tuple[str, int]:  # the reference's rule, run by hand
+        if exit_code == 0:
+            return "done", 1
+        if exit_code not in (124, 75):
+            return "gave_up", 1
+        return "gave_up", 1 + 2  # the first run and its 2 retries
+
+    for exit_code in (0, 3, 2, 75, 124):
+        assert _work_runs(tmp_path, exit_code) == little_loops(exit_code), exit_code
+
+
+def test_retryable_exit_codes_without_on_retry_exhausted_change_nothing(tmp_path: Path) -> None:
+    text = _RETRYABLE.format(action="exit 3").replace("    on_retry_exhausted: gave_up\n", "")
+    write(tmp_path, "work.yaml", text.replace("    max_retries: 2\n", ""))
+    _, report = migrate(tmp_path, "work.yaml", "--out", "out")
+    item = files(report)["work.yaml"]
+    assert "nothing changes" in notes(item, "dropped")["states.do_work.retryable_exit_codes"]
+    assert "do_work_exit_code" not in (tmp_path / "out" / "work.yaml").read_text()
+
+
+# --- output_numeric with key: the number of the last key=<number> is judged ---------------------
+
+_NUMERIC_KEY = """
+name: num
+initial: measure
+max_iterations: 10
+context:
+  out: ""
+states:
+  measure:
+    action: 'echo "${context.out}"'
+    evaluate:
+      type: output_numeric
+      key: score
+      operator: ge
+      target: 3.5
+    on_yes: good
+    on_no: bad
+    on_error: broken
+  good: {terminal: true}
+  bad: {terminal: true}
+  broken: {terminal: true}
+"""
+
+
+def test_output_numeric_key_takes_the_route_little_loops_took(tmp_path: Path) -> None:
+    """The converted loop, run for real, ends where little-loops' rule (the last
+    `score\\s*=\\s*<number>` in the output, compared ge 3.5; none found: error) sends each
+    output."""
+    import re
+
+    (tmp_path / ".loops").mkdir()
+    write(tmp_path, "num.yaml", _NUMERIC_KEY)
+    code, report = migrate(tmp_path, "num.yaml", "--out", "out")
+    assert code == 0, report
+    item = files(report)["num.yaml"]
+    assert "states.measure.evaluate.key" in notes(item, "changed")
+    assert not notes(item, "blocker")
+
+    def little_loops(output: str) -> str:  # evaluate_output_numeric with key, by hand
+        found = re.findall(r"score\s*=\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)", output)
+        if not found:
+            return "broken"
+        return "good" if float(found[-1]) >= 3.5 else "bad"
+
+    outputs = [
+        "score=5",
+        "score=1",
+        "no number here",
+        "score=2 later score = 4.0",
+        "total_score=9",
+        "score=-3",
+        "score=1e1",
+        "score: 7",
+        "score=.5",
+    ]
+    for output in outputs:
+        ran = ll_loop(tmp_path, "run", "out/num.yaml", "--context", f"out={output}", "--json")
+        assert json.loads(ran.stdout)["final_state"] == little_loops(output), output

@@ -215,3 +215,70 @@ def test_a_long_runs_visit_counts_fit_their_badges(browser: Any, tmp_path: Path)
         })""",
     )
     assert fits == [["20000", True], ["20000", True]]
+
+
+BUDGET = """\
+name: spin
+initial: poll
+scope: ["."]
+max_steps: 7
+on_max_steps: cleanup
+states:
+  poll:
+    action: "{poll}"
+    on_yes: done
+    on_no: nap
+  nap:
+    action: "true"
+    next: poll
+  cleanup:
+    action: echo cleaning
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_the_hop_to_on_max_steps_is_drawn_dotted_with_its_budget(
+    browser: Any, tmp_path: Path
+) -> None:
+    """No route leads to the on_max_steps state: the report draws the hop a run took there
+    when its budget ran out (from the state it was in), dotted and labelled with the budget;
+    a run whose budget was not spent shows where the state is entered from instead."""
+    write_loop(tmp_path, BUDGET.format(poll="false"))
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet", process=True)
+    assert ran.code == 3, ran.stderr
+    page_file = tmp_path / "spent.html"
+    made = ll_loop(
+        tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file), process=True
+    )
+    assert made.code == 0, made.stderr
+    load_offline(browser, page_file)
+    events = [json.loads(line) for line in (ran.run_dir / "events.jsonl").read_text().splitlines()]
+    _, moves = expected_path(events)  # 7 steps: the 7th went poll → nap, then the budget ended
+    taken = browser.eval_on_selector_all(
+        "svg.graph .edge.taken",
+        "edges => edges.map(e => [e.dataset.source, e.dataset.target, +e.dataset.count,"
+        " e.classList.contains('budget'), getComputedStyle(e.querySelector('path'))"
+        ".strokeDasharray, e.textContent])",
+    )
+    routes = {(s, t): c for s, t, c, budget, _, _ in taken if not budget}
+    assert routes == dict(moves)
+    spent = [row for row in taken if row[3]]
+    assert len(spent) == 1
+    source, target, count, _, dashes, label = spent[0]
+    assert (source, target, count) == ("nap", "cleanup", 1)
+    assert dashes not in ("", "none") and label == "max_steps 7 spent ×1"
+
+    write_loop(tmp_path, BUDGET.format(poll="true"))
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet", process=True)
+    assert ran.code == 0, ran.stderr
+    page_file = tmp_path / "unspent.html"
+    made = ll_loop(
+        tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file), process=True
+    )
+    assert made.code == 0, made.stderr
+    load_offline(browser, page_file)
+    assert browser.eval_on_selector_all("svg.graph .edge.budget", "e => e.length") == 0
+    entry = browser.locator("svg.graph .budget-entry[data-target=cleanup]")
+    assert entry.is_visible() and entry.text_content().endswith("max_steps 7 spent")

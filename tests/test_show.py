@@ -104,3 +104,51 @@ def test_show_command(tmp_path: Path) -> None:
     bad = ll_loop("show", "bad.yaml", cwd=tmp_path)
     assert bad.returncode == 2
     assert "bad.yaml:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+SPIN = """\
+name: spin
+initial: poll
+scope: ["."]
+max_steps: 7
+on_max_steps: cleanup
+states:
+  poll:
+    action: "false"
+    on_yes: done
+    on_no: nap
+  nap:
+    action: "true"
+    next: poll
+  cleanup:
+    action: echo cleaning
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_the_on_max_steps_state_is_drawn_entered_from_the_spent_budget(tmp_path: Path) -> None:
+    """No route names the on_max_steps state; every format still shows how a run gets there
+    (and that it runs once), not only the text header."""
+    (tmp_path / "spin.yaml").write_text(SPIN)
+    text = ll_loop("show", "spin.yaml", cwd=tmp_path, process=True).stdout
+    block = text[text.index("  cleanup  shell") :]
+    assert block.splitlines()[2] == (
+        "    ← max_steps 7 spent (in any state): runs once, then the run ends"
+    )
+    mermaid = ll_loop("show", "spin.yaml", "-f", "mermaid", cwd=tmp_path, process=True).stdout
+    assert '    state "max_steps 7 spent" as budget' in mermaid
+    assert "    budget --> s2: runs once, then the run ends" in mermaid
+    assert "    class budget spent" in mermaid
+    dot = ll_loop("show", "spin.yaml", "-f", "dot", cwd=tmp_path, process=True).stdout
+    assert '"max_steps spent" [shape=plaintext, label="max_steps 7 spent"];' in dot
+    assert (
+        '"max_steps spent" -> "cleanup" [label="runs once, then the run ends", style=dotted];'
+    ) in dot
+    (tmp_path / "ends.yaml").write_text(SPIN.replace("on_max_steps: cleanup", "on_max_steps: done"))
+    ends = ll_loop("show", "ends.yaml", cwd=tmp_path).stdout
+    assert "    ← max_steps 7 spent (in any state): the run ends here, inconclusive" in ends
+    (tmp_path / "harness.yaml").write_text(HARNESS)  # no on_max_steps: nothing drawn
+    plain = ll_loop("show", "harness.yaml", "-f", "dot", cwd=tmp_path)
+    assert "max_steps spent" not in plain.stdout

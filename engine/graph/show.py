@@ -2,7 +2,8 @@
 
 Pure functions from (loop, graph) to text. Retry edges (back edges of the depth-first walk
 from `initial`, see `engine.graph.loop_graph.retry_edges`) are marked `↺ retry`; terminals
-show their outcome.
+show their outcome; the `on_max_steps` state, which no route names, is entered from
+`max_steps N spent` (the budget can run out in any state).
 """
 
 from __future__ import annotations
@@ -77,9 +78,22 @@ def render_text(loop: Loop, graph: LoopGraph) -> str:
             lines.append(f"    {' ' * width}  $ {_first_line(state.action)}")
         if state.max_retries is not None:
             lines.append(f"    {' ' * width}  max_retries {state.max_retries}")
+        if state.name == loop.on_max_steps:
+            lines.append(f"    ← {_spent(loop)} (in any state): {_then(state)}")
         for edge in (*graph.out_edges[state.name], *dangling.get(state.name, ())):
             lines.append(f"    {edge.label} → {_target_text(loop, edge, retries)}")
     return "\n".join(lines)
+
+
+def _spent(loop: Loop) -> str:
+    return f"max_steps {loop.max_steps} spent"
+
+
+def _then(state: State) -> str:
+    """What entering the `on_max_steps` state does: no route of it is ever followed."""
+    if state.terminal:
+        return "the run ends here, inconclusive"
+    return "runs once, then the run ends"
 
 
 def _target_text(loop: Loop, edge: Edge, retries: frozenset[tuple[str, str]]) -> str:
@@ -109,6 +123,12 @@ def render_mermaid(loop: Loop, graph: LoopGraph) -> str:
         lines.append(f"    {ids[edge.source]} --> {ids[edge.target]}: {_mermaid_text(label)}")
     for state in loop.terminals():
         lines.append(f"    {ids[state.name]} --> [*]")
+    budget = loop.states.get(loop.on_max_steps or "")
+    if budget is not None:  # no route leads there: the budget's end, in any state, does
+        lines.append(f'    state "{_mermaid_text(_spent(loop))}" as budget')
+        lines.append(f"    budget --> {ids[budget.name]}: {_mermaid_text(_then(budget))}")
+        lines.append("    classDef spent stroke-dasharray:2 3,fill:#fff")
+        lines.append("    class budget spent")
     lines.append("    classDef success fill:#d4f7d4,stroke:#2e7d32")
     lines.append("    classDef failure fill:#f9d0d0,stroke:#c62828")
     for state in loop.terminals():
@@ -143,6 +163,13 @@ def render_dot(loop: Loop, graph: LoopGraph) -> str:
         if (edge.source, edge.target) in retries:
             attrs = f"label={_dot_id(edge.label + ' ' + RETRY_MARK)}, style=dashed"
         lines.append(f"  {_dot_id(edge.source)} -> {_dot_id(edge.target)} [{attrs}];")
+    budget = loop.states.get(loop.on_max_steps or "")
+    if budget is not None:  # a node id no state can have (state names have no spaces)
+        lines.append(f'  "max_steps spent" [shape=plaintext, label={_dot_id(_spent(loop))}];')
+        lines.append(
+            f'  "max_steps spent" -> {_dot_id(budget.name)} '
+            f"[label={_dot_id(_then(budget))}, style=dotted];"
+        )
     lines.append("}")
     return "\n".join(lines)
 

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.load.loader import DEFAULT_JUDGE_PROMPT
+from engine.migrate.exit_codes import retryable_exit_codes
 from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
+from engine.migrate.numeric_key import output_numeric_key
 from engine.migrate.report import FileReport
 from engine.migrate.routes import UNROUTED, Routing, our_target, plan_routes, their_target
 from engine.migrate.source import mapping
@@ -33,6 +35,7 @@ _HANDLED = frozenset(
         "description", "action", "action_type", "timeout", "capture", "evaluate", "loop",
         "with", "next", "route", "terminal", "failure", "max_retries", "on_retry_exhausted",
         "model", "agent", "tools", "params", "context_passthrough", "fragment",
+        "retryable_exit_codes",
     }
 )  # fmt: skip
 _NOT_ROUTES = frozenset({"on_retry_exhausted", "on_terminal"})
@@ -144,6 +147,9 @@ def convert_state(
             "dropped", f"{where}.max_retries",
             "max_retries and on_retry_exhausted only work together",
         )  # fmt: skip
+    if not out.get("terminal"):
+        output_numeric_key(name, body, out, where, job, partial=partial)
+        retryable_exit_codes(name, body, out, where, job, partial=partial)
     _drop_the_rest(body, where, job)
     job.rewriter.where = outer
     return out
@@ -333,11 +339,6 @@ def convert_evaluate(
             f"the judge answers {', '.join(sorted(VERDICTS['llm_structured']))}; its own "
             f"verdicts ({', '.join(custom)}) cannot be kept: route on those, or ask an agent "
             "to print one of them and classify its output",
-        )  # fmt: skip
-    if kind == "output_numeric" and "key" in body:
-        job.note(
-            "blocker", f"{where}.key",
-            "output_numeric reads the whole output as a number: print only the number",
         )  # fmt: skip
     _prune(kind, out, where, job)
     for key in body:

@@ -127,8 +127,9 @@ _TABLE: list[KeyFate] = [
     KeyFate("state", "on_maintain", "dropped", "", "maintain-mode restarts do not exist"),
     KeyFate("state", "idle_timeout", "dropped", "", "no idle timeout; timeout bounds the action"),
     KeyFate("state", "append_to_messages", "dropped", "", "no shared message log"),
-    KeyFate("state", "retryable_exit_codes", "dropped", "",
-            "every failed action is the error verdict; route on_error"),
+    KeyFate("state", "retryable_exit_codes", "converted",
+            "a state `NAME_exit_code` after `error` that reads the exit code (a timeout is 124) "
+            "and goes to `on_retry_exhausted` for one not listed, else where `error` went"),
     *[
         KeyFate("state", key, "dropped", "", _RATE_LIMITS)
         for key in (
@@ -162,8 +163,9 @@ _TABLE: list[KeyFate] = [
     KeyFate("evaluate", "error_patterns", "converted", "on output_contains, a state of its own "
             "(`NAME_error_patterns`) after `no` that looks for them in the output and goes where "
             "`error` went when one is there"),
-    KeyFate("evaluate", "key", "dropped", "",
-            "output_numeric reads the whole output: print only the number"),
+    KeyFate("evaluate", "key", "converted",
+            "on output_numeric, a state `NAME_key` after the action that prints the number of "
+            "the last `key=<number>` in its output and judges it"),
     KeyFate("evaluate", "history_file", "converted", "the file the score_stall check reads"),
     KeyFate("evaluate", "epsilon", "converted", "the margin in the score_stall check"),
     *[

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from engine.harness.verdicts import JudgeNote
+from engine.load.gcpause import collector_paused
 from engine.model.terminal import printable
 from engine.model.timefmt import counted
 from engine.report.runlog import Step, Trace, run_again
@@ -173,10 +174,13 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     stderr = _failing_stderr(last, children)
     failing = _child_of(children, last) if last is not None and _failed(last) else None
     own_error = str((facts.result or {}).get("error") or "")
+    with collector_paused():
+        path, counted_path = folded_paths(steps)
+    told = trace if not gap else None  # a log that does not tell the whole run has no say
     return Explanation(
         facts=facts,
-        reason=end_reason(facts, trace if not gap else None, children),
-        path=fold_path(steps),
+        reason=end_reason(facts, told, children, counted_path if told else ()),
+        path=path,
         judgements=judgements,
         steps_by_state=steps_by_state,
         cost_by_state={k: v for k, v in sorted(cost.items(), key=lambda kv: -kv[1]) if v},
@@ -241,30 +245,76 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
 
 def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
     """The path with consecutive repeats folded: `(test no → fix · fix fixed → test) ×3`."""
-    items = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
+    return folded_paths(steps)[0]
+
+
+def folded_paths(steps: list[Step]) -> tuple[tuple[PathItem, ...], tuple[PathItem, ...]]:
+    """The folded path of all `steps`, and of the steps the budget counts (without the
+    `on_max_steps` state, which runs once the budget is spent): what the path shows and what
+    the end's cycle is read from, in one pass.
+
+    In a log the engine wrote, the `on_max_steps` step is the last one and its hop
+    (`on_max_steps; the run ended`) is like no other, so no repeat can take it in: the fold of
+    all steps is then the fold of the counted ones plus that step alone."""
+    hops = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
+    ids: dict[Hop, int] = {}
+    keys = [ids.setdefault(hop, len(ids)) for hop in hops]
     numbers = [s.step for s in steps]
-    folded: list[PathItem] = []
+    budget_end = [i for i, s in enumerate(steps) if s.budget_end]
+    if not budget_end:
+        path = _items(hops, numbers, _fold(keys))
+        return path, path
+    last = len(steps) - 1
+    if budget_end == [last] and keys.count(keys[last]) == 1:
+        counted = _items(hops, numbers, _fold(keys[:last]))
+        return (*counted, PathItem(numbers[last], (hops[last],), last=numbers[last])), counted
+    # a log appended to after its end: an on_max_steps step inside the path (no fast way)
+    kept = [i for i, s in enumerate(steps) if not s.budget_end]
+    counted = _items(
+        [hops[i] for i in kept], [numbers[i] for i in kept], _fold([keys[i] for i in kept])
+    )
+    return _items(hops, numbers, _fold(keys)), counted
+
+
+def _fold(keys: list[int]) -> list[tuple[int, int, int]]:
+    """(start, period, times) of each stretch: at each place the repeat covering the most
+    steps (the shortest period among equals), looked for up to MAX_FOLD steps long."""
+    stretches: list[tuple[int, int, int]] = []
+    count = len(keys)
     i = 0
-    while i < len(items):
+    while i < count:
         best_period, best_times = 1, 1
-        for period in range(1, min(MAX_FOLD, (len(items) - i) // 2) + 1):
-            block = items[i : i + period]
-            times = 1
-            while items[i + times * period : i + (times + 1) * period] == block:
-                times += 1
+        for period in range(1, min(MAX_FOLD, (count - i) // 2) + 1):
+            j = i + period  # the stretch repeats while each key equals the one a period back
+            while j < count and keys[j] == keys[j - period]:
+                j += 1
+            times = (j - i) // period
             if times >= 2 and period * times > best_period * best_times:
                 best_period, best_times = period, times
-        end = i + best_period * best_times - 1
-        hops = tuple(items[i : i + best_period])
-        folded.append(PathItem(numbers[i], hops, best_times, last=numbers[end]))
+        stretches.append((i, best_period, best_times))
         i += best_period * best_times
-    return tuple(folded)
+    return stretches
+
+
+def _items(
+    hops: list[Hop], numbers: list[int], stretches: list[tuple[int, int, int]]
+) -> tuple[PathItem, ...]:
+    return tuple(
+        PathItem(
+            numbers[i], tuple(hops[i : i + period]), times, last=numbers[i + period * times - 1]
+        )
+        for i, period, times in stretches
+    )
 
 
 def end_reason(
-    facts: RunFacts, trace: Trace | None, children: tuple[tuple[int, str, Explanation], ...] = ()
+    facts: RunFacts,
+    trace: Trace | None,
+    children: tuple[tuple[int, str, Explanation], ...],
+    counted_path: tuple[PathItem, ...],
 ) -> str:
-    """One sentence: why the run ended, or where it stands."""
+    """One sentence: why the run ended, or where it stands (`counted_path`: the folded path
+    of the steps the budget counts, `folded_paths`'s second)."""
     steps = trace.steps if trace else []
     last = steps[-1] if steps else None
     budget = f" of {trace.max_steps}" if trace and trace.max_steps else ""
@@ -296,11 +346,10 @@ def end_reason(
         via = _via(last)
         return f"reached the {kind} terminal {final!r}{via} at step {facts.steps}{budget}"
     if how == "max_steps":
-        counted_steps = [s for s in steps if not s.budget_end]
-        where = _cycling(counted_steps) or f"; it ended in state {final!r}"
+        where = _cycling(counted_path) or f"; it ended in state {final!r}"
         after = steps[-1] if steps and steps[-1].budget_end else None
         then = f"; then on_max_steps ran {after.state!r} ({after.verdict})" if after else ""
-        last_counted = counted_steps[-1] if counted_steps else None
+        last_counted = next((s for s in reversed(steps) if not s.budget_end), None)
         if not after and last_counted and final not in (last_counted.went_to, last_counted.state):
             # a terminal on_max_steps runs nothing: the run ends there, still inconclusive
             then = f"; on_max_steps then sent it to the terminal {final!r} (still inconclusive)"
@@ -362,20 +411,19 @@ def _via(last: Step | None) -> str:
     return f" from state {last.state!r} ({verdict})"
 
 
-def _cycling(steps: list[Step]) -> str:
-    """`; the last 9 steps went round poll → nap` when the path ends in a repeated stretch
-    (and perhaps the start of one more round)."""
-    if not steps:
+def _cycling(tail: tuple[PathItem, ...]) -> str:
+    """`; the last 9 steps went round poll → nap` when the folded path ends in a repeated
+    stretch (and perhaps the start of one more round)."""
+    if not tail:
         return ""
-    tail = fold_path(steps)
     for index in range(len(tail) - 1, -1, -1):
         item = tail[index]
         after = tail[index + 1 :]
         if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
             cycle = " → ".join(hop.state for hop in item.steps)
-            count = steps[-1].step - item.first_step + 1
+            count = tail[-1].last_step - item.first_step + 1
             return f"; the last {count} steps went round {cycle}"
-    return f"; it was in state {steps[-1].state!r}"
+    return f"; it was in state {tail[-1].steps[-1].state!r}"
 
 
 def _inside(

@@ -40,7 +40,9 @@ def run_report_html(view: RunView, root: Path) -> str:
     sections = [
         summary_section(explanation),
         graph_section(graph, counts, note=why_not),
-        timeline_section(view.trace, unfinished=unfinished_label(view.facts.status)),
+        timeline_section(
+            view.trace, explanation.path, unfinished=unfinished_label(view.facts.status)
+        ),
         judges_section(explanation),
         cost_section(explanation, _bound(loop, root) if loop is not None else None),
         *history_sections(root, view.facts.loop),

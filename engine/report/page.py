@@ -110,6 +110,8 @@ svg.graph .badge-text { font-size: 11px; fill: #fff; text-anchor: middle; font-w
 svg.graph .start { stroke: #8a94a6; stroke-width: 1.3; }
 svg.graph .edge path { fill: none; stroke: #b0b8c4; }
 svg.graph .edge.retry path { stroke-dasharray: 6 3; }
+svg.graph .edge.budget path, svg.graph .budget-entry line { stroke-dasharray: 2 3; }
+svg.graph .budget-entry line { stroke: #8a94a6; stroke-width: 1.3; }
 svg.graph .edge.taken path { stroke: var(--taken); }
 svg.graph .edge-label { font-size: 11px; fill: var(--muted); paint-order: stroke;
   stroke: #fff; stroke-width: 3px; }

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.harness.verdicts import JudgeNote, judge_notes
+from engine.load.gcpause import collector_paused
 
 
 @dataclass(eq=False)  # identity: a step is one event-log position
@@ -73,7 +74,9 @@ class Step:
     def exhausted(self) -> tuple[str, str] | None:
         """(the state whose retries ran out, where the run went instead) when this step's
         route re-entered a state once too often."""
-        retry = self.retry or {}
+        retry = self.retry
+        if not retry:
+            return None
         state, after = retry.get("state"), retry.get("target")
         if retry.get("exhausted") and isinstance(state, str) and isinstance(after, str):
             return state, after
@@ -191,10 +194,14 @@ class Trace:
 
 
 def read_trace(events: Iterable[Mapping[str, Any]]) -> Trace | None:
-    """The top run's trace (children nested), or None when the log has no `loop_start`."""
+    """The top run's trace (children nested), or None when the log has no `loop_start`.
+
+    A long run is many small acyclic objects (steps, their details), read with the cyclic
+    collector paused as a loop is loaded: its full collections would walk them over and over."""
     builder = _Builder()
-    for event in events:
-        builder.add(event)
+    with collector_paused():
+        for event in events:
+            builder.add(event)
     return builder.top
 
 
@@ -207,14 +214,16 @@ class _Builder:
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
-        depth = _int(event.get("depth")) or 0
+        depth = event.get("depth")
+        if type(depth) is not int:  # `_int`, inlined: a long run has hundreds of thousands
+            depth = 0
         if kind == "loop_start":
             self._start(event, depth)
             return
         trace = self.open.get(depth)
-        if trace is None:
+        if trace is None or type(kind) is not str:
             return
-        handler = _HANDLERS.get(str(kind))
+        handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, trace, event, depth)
 

@@ -19,7 +19,7 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, fold_path, from_cache, next_text, replayed
+from engine.report.explain import Explanation, PathItem, from_cache, next_text, replayed
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -55,7 +55,30 @@ def path_counts(trace: Trace | None, final_state: str | None) -> PathCounts:
             moves[(step.target, after)] += 1
     if final_state and trace and trace.end and trace.end.get("terminated_by") == "terminal":
         visits[final_state] += 1
-    return PathCounts(dict(visits), dict(moves), current=final_state)
+    return PathCounts(
+        dict(visits),
+        dict(moves),
+        current=final_state,
+        budget=budget_hop(trace, final_state),
+        max_steps=trace.max_steps if trace else None,
+    )
+
+
+def budget_hop(trace: Trace | None, final_state: str | None) -> tuple[str, str] | None:
+    """(the state the run was in when its budget ran out, the `on_max_steps` state it went
+    to): the state it ran once, or the terminal it ended in without running anything."""
+    if trace is None or (trace.end or {}).get("terminated_by") != "max_steps":
+        return None
+    counted = next((s for s in reversed(trace.steps) if not s.budget_end), None)
+    was_in = counted.went_to if counted is not None else trace.initial
+    last = trace.current
+    if not was_in:
+        return None
+    if last is not None and last.budget_end:
+        return was_in, last.state
+    if final_state and final_state != was_in:  # a terminal on_max_steps: nothing ran
+        return was_in, final_state
+    return None
 
 
 def summary_section(explanation: Explanation) -> Section:
@@ -114,16 +137,21 @@ def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Se
     )
     legend = rebuilt + (
         '<p class="legend">Orange: the path this run took (badge: times a state ran; '
-        "×n on an edge: times the run went that way). Dashed edges count a retry; a dashed "
-        "outline marks where the run ended or stands. Click a state to show only its steps "
-        "below.</p>"
+        "×n on an edge: times the run went that way). Dashed edges count a retry; a dotted "
+        "one labelled max_steps N spent leads to the on_max_steps state, which runs once when "
+        "the budget is spent (from the state the run was in, or, if its budget was not spent, "
+        "an arrow from above). A dashed outline marks where the run ended or stands. Click a "
+        "state to show only its steps below.</p>"
     )
     svg = graph_svg(graph, placed, counts)
     return Section("graph", "Graph and path", f'{legend}<div class="graph-wrap">{svg}</div>')
 
 
-def timeline_section(trace: Trace | None, *, unfinished: str = "(interrupted)") -> Section:
-    """The steps over time and as a table; a step with no end reads `unfinished`."""
+def timeline_section(
+    trace: Trace | None, path: Sequence[PathItem], *, unfinished: str = "(interrupted)"
+) -> Section:
+    """The steps over time and as a table (`path`: their folded path, whose repeats the
+    table's legend names); a step with no end reads `unfinished`."""
     steps = trace.steps if trace else []
     if not steps:
         return Section("timeline", "Timeline", "<p>No step has run.</p>")
@@ -131,7 +159,7 @@ def timeline_section(trace: Trace | None, *, unfinished: str = "(interrupted)") 
     note = ""
     if len(drawn) < len(steps):
         note = f'<p class="legend">The last {len(drawn)} of {len(steps)} steps.</p>'
-    table_html = _step_table(steps, unfinished)
+    table_html = _step_table(steps, path, unfinished)
     return Section("timeline", "Timeline", note + _timeline_svg(drawn) + table_html)
 
 
@@ -180,7 +208,7 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     return following[0] if step.finished else min(own, following[0])
 
 
-def _step_table(steps: list[Step], unfinished: str) -> str:
+def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) -> str:
     """The steps as rows; one with no verdict yet reads `unfinished` (running or interrupted)."""
     shown = steps if len(steps) <= STEP_ROWS else steps[: STEP_ROWS // 2] + steps[-STEP_ROWS // 2 :]
     rows = []
@@ -214,7 +242,7 @@ def _step_table(steps: list[Step], unfinished: str) -> str:
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
         f"{_span(p.first_step, p.last_step)}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
-        for p in fold_path(steps)
+        for p in path
         if p.times > 1
     )
     repeats = f'<p class="legend">Repeated stretches: {escape(folded)}</p>' if folded else ""

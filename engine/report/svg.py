@@ -27,6 +27,8 @@ class PathCounts:
     visits: Mapping[str, int]
     transitions: Mapping[tuple[str, str], int]
     current: str | None = None  # where the run stands (or ended)
+    budget: tuple[str, str] | None = None  # (the state it was in, on_max_steps) at budget's end
+    max_steps: int | None = None  # the run's step budget
 
 
 def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
@@ -54,6 +56,7 @@ def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
                 paired=paired,
             )
         )
+    parts.append(_budget(graph, placed, counts))
     for node in graph.nodes:
         parts.append(_node(graph, node, placed, counts))
     parts.append("</svg>")
@@ -112,6 +115,29 @@ def _node(graph: LoopGraph, node: str, placed: Layout, counts: PathCounts) -> st
     )
 
 
+def _budget(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
+    """How a run reaches the `on_max_steps` state, which no route names: the hop this run
+    took when its budget ran out (dotted, from the state it was in), or else an entry arrow
+    like the initial state's (the budget can run out in any state)."""
+    spent = f"max_steps {counts.max_steps} spent" if counts.max_steps else "max_steps spent"
+    if counts.budget is not None and all(n in placed.centres for n in counts.budget):
+        was_in, state = counts.budget
+        return _edge(was_in, state, [spent], placed, 1, retry=False, paired=False, budget=True)
+    target = graph.on_max_steps
+    if target is None or target not in placed.centres:
+        return ""
+    x, y = placed.centres[target]
+    at, top = x + NODE_W / 4, y - NODE_H / 2
+    return (
+        f'<g class="budget-entry" data-target="{escape(target)}"><title>{escape(spent)}: '
+        f"on_max_steps runs this state once, then the run ends</title>"
+        f'<line x1="{at:.1f}" y1="{top - 26:.1f}" x2="{at:.1f}" y2="{top - 2:.1f}" '
+        'marker-end="url(#arrow)"/>'
+        f'<text class="edge-label" x="{at - 4:.1f}" y="{top - 12:.1f}" text-anchor="end">'
+        f"{escape(spent)}</text></g>"
+    )
+
+
 def _edge(
     source: str,
     target: str,
@@ -121,21 +147,25 @@ def _edge(
     *,
     retry: bool,
     paired: bool,
+    budget: bool = False,
 ) -> str:
     sx, sy = placed.centres[source]
     tx, ty = placed.centres[target]
+    side = -1 if budget else 1  # the budget's hop keeps clear of a route between the same two
     if source == target:
-        right = sx + NODE_W / 2
+        edge_x = sx + side * NODE_W / 2
+        out = edge_x + side * 48
         d = (
-            f"M{right:.1f},{sy - 10:.1f} C{right + 48:.1f},{sy - 34:.1f} "
-            f"{right + 48:.1f},{sy + 34:.1f} {right:.1f},{sy + 10:.1f}"
+            f"M{edge_x:.1f},{sy - 10:.1f} C{out:.1f},{sy - 34:.1f} "
+            f"{out:.1f},{sy + 34:.1f} {edge_x:.1f},{sy + 10:.1f}"
         )
-        lx, ly = right + 40, sy + 4
+        lx, ly = (edge_x + 40, sy + 4) if not budget else (out - 60, sy + 4)
     else:
         # two-way pairs bow apart; an edge back up (or sideways) bows clear of the forward ones
         bow = CURVE / 2 if paired else (CURVE if ty <= sy else 0.0)
-        d, lx, ly = _curve((sx, sy), (tx, ty), bow)
+        d, lx, ly = _curve((sx, sy), (tx, ty), -CURVE if budget else bow)
     classes = ["edge"] + (["taken"] if count else []) + (["retry"] if retry else [])
+    classes += ["budget"] if budget else []
     width = 1.3 if not count else min(7.0, 2.2 + 1.2 * math.log2(count + 1))
     label = "/".join(names) + (f" ×{count}" if count else "")
     marker = "arrow-taken" if count else "arrow"

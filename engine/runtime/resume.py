@@ -35,6 +35,8 @@ from engine.runtime.runstore import read_state, runs_root
 
 Status = Literal["running", "interrupted", "stopped", "finished"]
 MAX_EVENT_LINE = 16 * 1024 * 1024  # bytes: a longer line is no event of ours; it is skipped
+_decode = json.JSONDecoder().decode
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 @dataclass(frozen=True)
@@ -297,11 +299,24 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
                 _skip_line(handle)  # no event is this long: skip it, never hold it whole
                 continue
             try:
-                event = json.loads(raw)
+                event = _event(raw)
             except ValueError:
                 continue
             if isinstance(event, dict):
                 yield event
+
+
+def _event(line: bytes) -> Any:
+    """`json.loads(line)`, without its per-line guess of the encoding and the two whitespace
+    scans around the value (an event line starts with `{` and ends with a newline)."""
+    text = line.decode("utf-8", "surrogatepass").removeprefix("\ufeff")
+    try:
+        value, end = _raw_decode(text)
+    except ValueError:
+        return _decode(text)  # leading whitespace, or no JSON: as json.loads says
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("extra data after the event")
+    return value
 
 
 def abandoned_calls(events_path: Path) -> range:
