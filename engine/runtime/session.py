@@ -296,8 +296,11 @@ class _Tee:
 
     def emit(self, event: str, **fields: Any) -> None:
         """The listener gets the event as its line in `events.jsonl` reads (as `engine.events`
-        gives it): `ts` included, values as JSON has them, nothing the run goes on changing."""
+        gives it): `ts` included, values as JSON has them, nothing the run goes on changing.
+        The line is written first, so a listener that reads the log finds the event there; a
+        run nobody listens to keeps writing its lines in batches."""
         line = self.store.emit_line(event, **fields)
+        self.store.flush()
         self.listener(Event(event, self.store.run_id, LineFields(line)))
 
     def flush(self) -> None:
