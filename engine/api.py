@@ -248,7 +248,8 @@ def run(
     `on_diagnostic` every lint finding before the first step; `on_notice` a sentence when the
     run starts waiting in the lock queue (whom it waits for). `cwd` is the working directory
     (default: the process's): actions run there, and `.loops/` is at the project root above it
-    (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
+    (docs/runs.md); `env` the run's environment (default: `os.environ`): its actions', and
+    where its LLM calls find credentials, base URL and models (docs/llm.md).
     `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
     """
     from engine.model.params import bind_context
@@ -374,7 +375,9 @@ def _llm_preflight(launch: Launch) -> None:
 
     replaying = launch.replay_from is not None
     for member in family:
-        found = llm_preflight(member, replay=replaying, replay_from=launch.replay_from)
+        found = llm_preflight(
+            member, replay=replaying, replay_from=launch.replay_from, environ=launch.env
+        )
         if member is not launch.loop:
             found = [f"child loop {member.name!r}: {problem}" for problem in found]
         problems += [problem for problem in found if problem not in problems]

@@ -175,6 +175,7 @@ def start_run(
                 recorder=recorder,
                 replay_from=launch.replay_from,
                 cache=launch.cache,
+                environ=launch.env,
             )
         except BaseException:  # a replay log that cannot be read: no run took place
             actions.close()
