@@ -305,7 +305,7 @@ def _run_samples(
         how = f"stopped by {exc}" if isinstance(exc, SignalInterrupt) else "interrupted"
         kept = (
             f"the finished ones are recorded (invocation {report.invocation_id}, attempts "
-            f"{', '.join(str(a.id) for a in recorded)})"
+            f"{', '.join(str(a.id) if a.id else 'waiting in the spool' for a in recorded)})"
             if recorded
             else "nothing was recorded"
         )

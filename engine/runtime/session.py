@@ -208,7 +208,7 @@ def start_run(
                 **resume.note,
             )
         started = now_iso()
-        history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
+        history.start(state.run_id, loop.name, started_at=started)
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
             # The run no longer belongs to this process, which may live on (a Python caller):
@@ -226,7 +226,7 @@ def start_run(
         store.close()
         with _live_lock:
             _live.pop(state.run_id, None)
-    history.write(lambda h: h.record_run_end(result))
+    history.end(result)
     live.end()  # after its history row: a `stop` that returns finds the run ended there
     return result
 
