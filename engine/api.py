@@ -19,6 +19,7 @@ the function that needs them.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -791,7 +792,11 @@ def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
     from engine.runtime.resume import find_run_dir
 
     _arguments(run_id=run_id)
-    return _events_of(find_run_dir(run_id, _Where.of(cwd).root) / "events.jsonl")
+    directory = find_run_dir(run_id, _Where.of(cwd).root)
+    session = sys.modules.get("engine.runtime.session")  # not imported: no run lives here
+    if session is not None:
+        session.flush_live(directory.name)  # a run of this process: its held lines too
+    return _events_of(directory / "events.jsonl")
 
 
 def _events_of(path: Path) -> Iterator[Event]:
