@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +27,7 @@ from engine.runtime.history import (
     open_history,
 )
 from engine.runtime.history_spool import spool_dir
-from tests.cli import ll_harness, ll_loop
+from tests.cli import BIN, ll_harness, ll_loop
 from tests.run_helpers import write_loop
 
 QUICK = """
@@ -174,3 +177,37 @@ def test_a_suite_s_cases_kept_while_the_database_is_held_are_written_whole(
             assert history.suite_record("s1", "subject", "c1") == b"\x00\xffzlib"
             assert [j.judge for j in history.suite_judgements("s1")] == ["j"]
             assert history.suite_run("s1").result == "PASS"  # type: ignore[union-attr]
+
+
+def test_a_held_database_does_not_hold_back_a_run_s_first_step(tmp_path: Path) -> None:
+    """The start row waits 2 s at most (then the spool keeps it); the end row the full timeout,
+    and when the holder lets go in time it writes both, the start's own time kept."""
+    db = _project(tmp_path)
+    with held(db):
+        run = subprocess.Popen(
+            [str(BIN / "ll-loop"), "run", "quick.yaml", "--json"],
+            cwd=tmp_path,
+            env={**os.environ, "LL_HISTORY_BUSY_TIMEOUT": "30"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not _finished(tmp_path):
+            time.sleep(0.1)
+        assert _finished(tmp_path), "the run waited for the database before its steps"
+        assert run.poll() is None  # its end row still waits for the database
+    out, err = run.communicate(timeout=30)
+    assert run.returncode == 0, err
+    run_id = json.loads(out)["run_id"]
+    with open_history(tmp_path) as history:
+        row = history.run(run_id)
+    assert row is not None and row.outcome == "success"
+    assert row.started_at < row.ended_at  # type: ignore[operator]
+    assert list(spool_dir(db).iterdir()) == []
+
+
+def _finished(root: Path) -> bool:
+    """Has the (only) run written its last event?"""
+    logs = list((root / ".loops" / "runs").glob("*/events.jsonl"))
+    return bool(logs) and '"loop_complete"' in logs[0].read_text()

@@ -38,6 +38,7 @@ DB_NAME = "history.db"
 SQLITE_MAX_INT = (1 << 63) - 1  # the largest INTEGER SQLite stores
 BUSY_TIMEOUT_S = 30.0
 BUSY_TIMEOUT_ENV = "LL_HISTORY_BUSY_TIMEOUT"  # seconds a write waits for the database
+START_WAIT_S = 2.0  # at most, for a run's start row (`RunRecorder.start`)
 Notify = Callable[[str], None]
 
 AttemptOutcome = Literal["pass", "fail", "abstain", "error"]
@@ -366,11 +367,13 @@ class History:
     refuses because another process holds it past the busy timeout is kept there instead, and
     `notify` hears one sentence saying where it waits (default: a warning on stderr)."""
 
-    def __init__(self, path: Path, *, notify: Notify | None = None) -> None:
+    def __init__(
+        self, path: Path, *, notify: Notify | None = None, wait: float | None = None
+    ) -> None:
         self.path = path
         self.notify = notify or warn_on_stderr
         self._lock = threading.Lock()
-        timeout = busy_timeout()
+        timeout = busy_timeout() if wait is None else wait
         self._busy_ms = int(timeout * 1000)
         try:
             self._db = sqlite3.connect(
@@ -962,10 +965,13 @@ def history_path(root: Path | None = None) -> Path:
     return loops_dir(root) / DB_NAME
 
 
-def open_history(root: Path | None = None, *, notify: Notify | None = None) -> History:
+def open_history(
+    root: Path | None = None, *, notify: Notify | None = None, wait: float | None = None
+) -> History:
     """Open (creating and migrating as needed) the history database of project `root`, and
     write what earlier processes kept in its spool. `notify` hears where a write waits when the
-    database stays busy (default: a warning on stderr).
+    database stays busy (default: a warning on stderr); `wait` is how long a write waits for
+    it (default: `busy_timeout()`).
 
     SQLite cannot be told not to follow links, so the database and its journal files are
     checked first: a link there is refused (`UnsafePath`), as everywhere under `.loops/`.
@@ -974,7 +980,7 @@ def open_history(root: Path | None = None, *, notify: Notify | None = None) -> H
     ensure_dir(path.parent)
     for suffix in ("", "-wal", "-shm", "-journal"):
         refuse_links(path.with_name(path.name + suffix))
-    return History(path, notify=notify)
+    return History(path, notify=notify, wait=wait)
 
 
 class RunRecorder:
@@ -988,14 +994,17 @@ class RunRecorder:
         self.failed = False
 
     def start(self, run_id: str, loop: str, *, started_at: str | None = None) -> None:
-        self._record(run_start_write(run_id, loop, started_at))
+        """The start row waits at most `START_WAIT_S` for a busy database: the first step
+        should not wait 30 s for a row the spool keeps as well (the run's end writes it)."""
+        wait = min(busy_timeout(), START_WAIT_S)
+        self._record(run_start_write(run_id, loop, started_at), wait)
 
     def end(self, result: RunResult) -> None:
         self._record(run_end_write(result))
 
-    def _record(self, write: dict[str, Any]) -> None:
+    def _record(self, write: dict[str, Any], wait: float | None = None) -> None:
         try:
-            with open_history(self.root, notify=self._once) as history:
+            with open_history(self.root, notify=self._once, wait=wait) as history:
                 history.apply(write)
             return
         except (LoopError, sqlite3.Error, OSError) as exc:
