@@ -13,7 +13,7 @@ import pytest
 import engine
 from engine.api import LlmPreflightError
 from engine.model.ports import RunResult
-from tests.loopback_server import LoopbackServer, verdict_reply
+from tests.loopback_server import LoopbackServer, tool_reply, verdict_reply
 from tests.run_helpers import write_loop
 
 JUDGED = """
@@ -123,4 +123,40 @@ def test_an_env_without_credentials_is_refused_though_the_process_has_them(
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     with pytest.raises(LlmPreflightError, match="ANTHROPIC_API_KEY"):
         _run(tmp_path, env)
+    assert loopback.requests == []
+
+
+ASSESSED = """
+name: assessed
+initial: build
+states:
+  build:
+    action: "echo '40 tests passed'"
+    evaluate:
+      type: assessment
+      judges:
+        - name: green
+          feedback_type: bool
+          reasoning: off
+          prompt: "Did the tests pass? Quote the evidence."
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+def test_an_assessment_judge_takes_its_model_from_the_run_s_env(
+    loopback: LoopbackServer,
+    servers: tuple[LoopbackServer, LoopbackServer],
+    tmp_path: Path,
+) -> None:
+    own, _ = servers
+    answer = {"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "40 tests passed"}
+    own.push(tool_reply(answer))
+    write_loop(tmp_path, ASSESSED, "judged.yaml")
+    result = _run(tmp_path, _env_for(own, "sk-own", "model-own"))
+    assert result.outcome == "success", result.error
+    assert [(_key(r.headers), r.body["model"]) for r in own.requests] == [("sk-own", "model-own")]
     assert loopback.requests == []

@@ -128,14 +128,14 @@ def judge_max_chars() -> int:
 REASONING_LEVELS = {"low": 1024, "medium": 4096, "high": 16384}
 
 
-def judge_reasoning(*candidates: str | int | None) -> int | None:
+def judge_reasoning(*candidates: str | int | None, environ: Environ = None) -> int | None:
     """The thinking budget of a judge: the first set of `candidates` (judge, then its
     assessment), else `LL_JUDGE_REASONING`; None when off. A value that is not off, low,
     medium, high or a whole number >= 1024 raises ValueError naming it."""
     chosen: str | int | None = next((c for c in candidates if c not in (None, "")), None)
     source = "reasoning"
     if chosen is None:
-        chosen, source = _env("LL_JUDGE_REASONING"), "LL_JUDGE_REASONING"
+        chosen, source = _env("LL_JUDGE_REASONING", environ), "LL_JUDGE_REASONING"
     if chosen is None or chosen == "off":
         return None
     if isinstance(chosen, str) and chosen.strip().lower() in REASONING_LEVELS:
@@ -211,7 +211,7 @@ def env_problems(environ: Environ = None) -> list[str]:
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
     try:
-        judge_reasoning()
+        judge_reasoning(environ=environ)
     except ValueError as exc:
         problems.append(f"{exc}: fix or unset it")
     return problems
