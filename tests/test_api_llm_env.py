@@ -160,3 +160,29 @@ def test_an_assessment_judge_takes_its_model_from_the_run_s_env(
     assert result.outcome == "success", result.error
     assert [(_key(r.headers), r.body["model"]) for r in own.requests] == [("sk-own", "model-own")]
     assert loopback.requests == []
+
+
+AGENT = """
+name: agent
+initial: ask
+states:
+  ask:
+    action_type: prompt
+    runner: "cmd:my-agent"
+    action: "say hello"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_an_agent_cli_on_the_path_of_the_run_s_env_is_found(tmp_path: Path) -> None:
+    """The runner runs with the run's PATH, so the preflight looks for it there."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    agent = tools / "my-agent"
+    agent.write_text("#!/bin/sh\necho hello from the agent\n")
+    agent.chmod(0o755)
+    write_loop(tmp_path, AGENT, "agent.yaml")
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
+    result = engine.run("agent.yaml", cwd=tmp_path, env=env, lock=False, handle_signals=False)
+    assert (result.outcome, result.final_state) == ("success", "done"), result.error

@@ -28,8 +28,9 @@ def has_credentials(environ: settings.Environ = None) -> bool:
     return any(found.get(name, "").strip() for name in CREDENTIAL_VARS)
 
 
-def runner_problem(spec: str) -> str | None:
-    """Why a runner value cannot be used here, or None."""
+def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
+    """Why a runner value cannot be used here, or None; a command is looked for on the `PATH`
+    it will run with (the run's own environment's, else the process's)."""
     name, argument = split_runner(spec)
     if name not in RUNNERS:
         return f"unknown prompt runner {spec!r}: use 'anthropic' or 'cmd:<command>'"
@@ -45,7 +46,8 @@ def runner_problem(spec: str) -> str | None:
     if "/" in executable:
         found = Path(executable).is_file() and os.access(executable, os.X_OK)
     else:
-        found = shutil.which(executable) is not None
+        path = None if environ is None else environ.get("PATH", os.defpath)
+        found = shutil.which(executable, path=path) is not None
     if not found:
         return (
             f"runner {spec!r}: {executable!r} is not an executable on PATH; install it, "
@@ -134,7 +136,7 @@ def preflight(
     for state in loop.states.values():
         if state.action_type != "prompt":
             continue
-        problem = runner_problem(settings.prompt_runner(state, loop, environ=environ))
+        problem = runner_problem(settings.prompt_runner(state, loop, environ=environ), environ)
         if problem is not None:
             problems.append(f"state {state.name!r}: {problem}")
     needs_sdk = sdk_states(loop, environ)
