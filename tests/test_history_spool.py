@@ -211,3 +211,32 @@ def _finished(root: Path) -> bool:
     """Has the (only) run written its last event?"""
     logs = list((root / ".loops" / "runs").glob("*/events.jsonl"))
     return bool(logs) and '"loop_complete"' in logs[0].read_text()
+
+
+def test_a_retry_kept_in_the_spool_replaces_its_attempt_when_written(tmp_path: Path) -> None:
+    db = _project(tmp_path)
+    command = "test -f ok || sleep 5"
+    first = ll_harness(tmp_path, "cmd", command, "--exit-code", "0", "--timeout", "0.5")
+    with open_history(tmp_path) as history:
+        (timed_out,) = history.attempts(command)
+    assert timed_out.timed_out, first.stdout
+    (tmp_path / "ok").write_text("")
+    with held(db):
+        retry = ll_harness(
+            tmp_path,
+            "cmd",
+            command,
+            "--exit-code",
+            "0",
+            "--timeout",
+            "0.5",
+            "--retry-of",
+            str(timed_out.id),
+            env=SHORT_WAIT,
+            process=True,
+        )
+        assert retry.code == 0, retry.stdout + retry.stderr
+        assert "waiting in .loops/history-spool/" in retry.stdout
+    with open_history(tmp_path) as history:
+        rows = history.attempts(command)
+    assert [(a.outcome, a.authoritative) for a in rows] == [("pass", True), ("error", False)]

@@ -237,8 +237,8 @@ def evaluate(
     if options.compare_baseline:
         delta = Delta.of(baseline, Tally.of(r.outcome for r in results), report.provenance.head)
     report = replace(report, samples=results, attempts=recorded, delta=delta)
-    if retried is not None and recorded:
-        invocation, measurement = _measurement(history, retried)
+    if retried is not None and recorded and recorded[-1].id:  # 0: it waits in the spool, and
+        invocation, measurement = _measurement(history, retried)  # replaces nothing yet
         report = replace(report, measurement=measurement, measured_invocation=invocation)
     return report
 
