@@ -32,6 +32,7 @@ from engine.load.project import ensure_dir, loops_dir, refuse_links
 from engine.model.errors import LoopError
 from engine.model.ports import RunResult
 from engine.model.terminal import printable
+from engine.model.timefmt import counted
 from engine.runtime import history_spool
 
 DB_NAME = "history.db"
@@ -679,8 +680,8 @@ class History:
                 "judgements": judgement_rows,
             }
 
-        ids = sorted({c.case_id for c in cases})
-        what = f"the rows of {len(ids)} case(s) of suite run {cases[0].run_id if cases else ''}"
+        run = cases[0].run_id if cases else judgements[0].run_id if judgements else ""
+        what = f"the rows of {counted(len({c.case_id for c in cases}), 'case')} of suite run {run}"
         self._record(apply, write, what)
 
     def suite_cases(self, run_id: str, *, with_records: bool = False) -> list[SuiteCaseRow]:
