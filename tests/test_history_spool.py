@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.model.ports import RunResult
 from engine.runtime.history import (
     NewAttempt,
+    RunRecorder,
     SuiteCaseRow,
     SuiteJudgementRow,
     SuiteRunRow,
@@ -240,3 +243,25 @@ def test_a_retry_kept_in_the_spool_replaces_its_attempt_when_written(tmp_path: P
     with open_history(tmp_path) as history:
         rows = history.attempts(command)
     assert [(a.outcome, a.authoritative) for a in rows] == [("pass", True), ("error", False)]
+
+
+def test_a_run_s_end_written_before_its_kept_start_still_starts_at_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder lets go while the end row waits, after its opener found the spool busy."""
+    db = _project(tmp_path)
+    monkeypatch.setenv("LL_HISTORY_BUSY_TIMEOUT", "10")
+    told: list[str] = []
+    recorder = RunRecorder(tmp_path, warn=told.append)
+    result = RunResult("r9", "quick", "done", "success", "terminal", 1, 5)
+    with held(db):
+        recorder.start("r9", "quick", started_at="2026-01-01T00:00:00.000Z")
+        assert len(list(spool_dir(db).iterdir())) == 1
+        ending = threading.Thread(target=recorder.end, args=(result,))
+        ending.start()
+        time.sleep(1.0)
+    ending.join(timeout=30)
+    with open_history(tmp_path) as history:
+        row = history.run("r9")
+    assert row is not None and row.started_at == "2026-01-01T00:00:00.000Z"
+    assert row.outcome == "success" and len(told) == 1

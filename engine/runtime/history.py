@@ -818,11 +818,15 @@ def run_end_write(
     ended_at: str | None = None,
     parent_run_id: str | None = None,
     depth: int = 0,
+    started_at: str | None = None,
 ) -> dict[str, Any]:
+    """How a run ended; `started_at`, when known, makes a row its start row did not make yet
+    (kept in the spool, written after this one) start at the right time."""
     return {
         "kind": "run_end",
         "run_id": result.run_id,
         "loop": result.loop,
+        "started_at": started_at,
         "ended_at": ended_at or utc_now(),
         "terminated_by": result.terminated_by,
         "final_state": result.final_state,
@@ -847,7 +851,13 @@ def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
     db.execute(
         "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
         "VALUES (?, ?, ?, ?, ?)",
-        (w["run_id"], w["loop"], w["ended_at"], w["parent_run_id"], w["depth"]),
+        (
+            w["run_id"],
+            w["loop"],
+            w.get("started_at") or w["ended_at"],
+            w["parent_run_id"],
+            w["depth"],
+        ),
     )
     db.execute(
         "UPDATE runs SET ended_at = ?, terminated_by = ?, final_state = ?, outcome = ?, "
@@ -993,15 +1003,18 @@ class RunRecorder:
         self.root = root
         self.warn = warn
         self.failed = False
+        self.started_at: str | None = None
 
     def start(self, run_id: str, loop: str, *, started_at: str | None = None) -> None:
         """The start row waits at most `START_WAIT_S` for a busy database: the first step
         should not wait 30 s for a row the spool keeps as well (the run's end writes it)."""
         wait = min(busy_timeout(), START_WAIT_S)
-        self._record(run_start_write(run_id, loop, started_at), wait)
+        write = run_start_write(run_id, loop, started_at)
+        self.started_at = write["started_at"]
+        self._record(write, wait)
 
     def end(self, result: RunResult) -> None:
-        self._record(run_end_write(result))
+        self._record(run_end_write(result, started_at=self.started_at))
 
     def _record(self, write: dict[str, Any], wait: float | None = None) -> None:
         try:
