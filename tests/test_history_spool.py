@@ -265,3 +265,18 @@ def test_a_run_s_end_written_before_its_kept_start_still_starts_at_its_start(
         row = history.run("r9")
     assert row is not None and row.started_at == "2026-01-01T00:00:00.000Z"
     assert row.outcome == "success" and len(told) == 1
+
+
+def test_a_busy_timeout_that_is_no_number_is_said_not_replaced(tmp_path: Path) -> None:
+    """A command refuses it in one sentence; a run still ends, its row kept for later."""
+    db = _project(tmp_path)
+    bad = {"LL_HISTORY_BUSY_TIMEOUT": "soon"}
+    listed = ll_loop(tmp_path, "history", env=bad)
+    assert listed.code == 2
+    assert "LL_HISTORY_BUSY_TIMEOUT='soon' is not a number of seconds" in listed.stderr
+    assert "Traceback" not in listed.stderr
+    ran = ll_loop(tmp_path, "run", "quick.yaml", "--json", env=bad)
+    assert ran.code == 0 and ran.stderr.count("LL_HISTORY_BUSY_TIMEOUT='soon'") == 1
+    assert _run_ids(db) == []
+    ll_loop(tmp_path, "history")
+    assert _run_ids(db) == [ran.json["run_id"]]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engine.load.project import ensure_dir, loops_dir, refuse_links
-from engine.model.errors import LoopError
+from engine.model.errors import LoopError, UsageError
 from engine.model.ports import RunResult
 from engine.model.terminal import printable
 from engine.model.timefmt import counted
@@ -957,13 +957,20 @@ def _busy(exc: HistoryError) -> bool:
 
 def busy_timeout() -> float:
     """Seconds a write waits for a database another process holds: `LL_HISTORY_BUSY_TIMEOUT`
-    (a number >= 0), else 30."""
+    (a number >= 0), else 30. Any other value is a `UsageError`, never silently 30."""
     text = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not text:
+        return BUSY_TIMEOUT_S
     try:
         value = float(text)
     except ValueError:
-        return BUSY_TIMEOUT_S
-    return value if math.isfinite(value) and value >= 0 else BUSY_TIMEOUT_S
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(
+            f"{BUSY_TIMEOUT_ENV}={text!r} is not a number of seconds",
+            hint=f"write a number of seconds >= 0 such as 5, or unset it for {BUSY_TIMEOUT_S:g}",
+        )
+    return value
 
 
 def warn_on_stderr(message: str) -> None:
@@ -1008,16 +1015,16 @@ class RunRecorder:
     def start(self, run_id: str, loop: str, *, started_at: str | None = None) -> None:
         """The start row waits at most `START_WAIT_S` for a busy database: the first step
         should not wait 30 s for a row the spool keeps as well (the run's end writes it)."""
-        wait = min(busy_timeout(), START_WAIT_S)
         write = run_start_write(run_id, loop, started_at)
         self.started_at = write["started_at"]
-        self._record(write, wait)
+        self._record(write, START_WAIT_S)
 
     def end(self, result: RunResult) -> None:
         self._record(run_end_write(result, started_at=self.started_at))
 
-    def _record(self, write: dict[str, Any], wait: float | None = None) -> None:
+    def _record(self, write: dict[str, Any], at_most: float = math.inf) -> None:
         try:
+            wait = min(busy_timeout(), at_most)
             with open_history(self.root, notify=self._once, wait=wait) as history:
                 history.apply(write)
             return
