@@ -19,6 +19,7 @@ the function that needs them.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -248,7 +249,8 @@ def run(
     `on_diagnostic` every lint finding before the first step; `on_notice` a sentence when the
     run starts waiting in the lock queue (whom it waits for). `cwd` is the working directory
     (default: the process's): actions run there, and `.loops/` is at the project root above it
-    (docs/runs.md); `env` the environment of the actions (default: `os.environ`).
+    (docs/runs.md); `env` the run's environment (default: `os.environ`): its actions', and
+    where its LLM calls find credentials, base URL and models (docs/llm.md).
     `handle_signals` lets SIGTERM/SIGINT stop the run gracefully (main thread only).
     """
     from engine.model.params import bind_context
@@ -374,7 +376,9 @@ def _llm_preflight(launch: Launch) -> None:
 
     replaying = launch.replay_from is not None
     for member in family:
-        found = llm_preflight(member, replay=replaying, replay_from=launch.replay_from)
+        found = llm_preflight(
+            member, replay=replaying, replay_from=launch.replay_from, environ=launch.env
+        )
         if member is not launch.loop:
             found = [f"child loop {member.name!r}: {problem}" for problem in found]
         problems += [problem for problem in found if problem not in problems]
@@ -788,7 +792,11 @@ def iter_events(run_id: str, *, cwd: PathLike | None = None) -> Iterator[Event]:
     from engine.runtime.resume import find_run_dir
 
     _arguments(run_id=run_id)
-    return _events_of(find_run_dir(run_id, _Where.of(cwd).root) / "events.jsonl")
+    directory = find_run_dir(run_id, _Where.of(cwd).root)
+    session = sys.modules.get("engine.runtime.session")  # not imported: no run lives here
+    if session is not None:
+        session.flush_live(directory.name)  # a run of this process: its held lines too
+    return _events_of(directory / "events.jsonl")
 
 
 def _events_of(path: Path) -> Iterator[Event]:

@@ -92,6 +92,20 @@ def test_on_event_hands_over_each_event_as_its_line_reads(tmp_path: Path) -> Non
     assert all("ts" in e.fields and "run_id" not in e.fields for e in seen)
 
 
+def test_a_listener_that_reads_the_log_finds_the_event_it_hears(tmp_path: Path) -> None:
+    """The log is written in batches; a listener must not see it trail its own events."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+    trailing: list[str] = []
+
+    def read_log(event: Event) -> None:
+        logged = engine.events(event.run_id, cwd=tmp_path)
+        if not logged or logged[-1] != event:
+            trailing.append(f"{event.event}: the log ended at {len(logged)} events")
+
+    engine.run(tmp_path / "count.yaml", on_event=read_log, cwd=tmp_path)
+    assert trailing == []
+
+
 def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_path: Path) -> None:
     """The exception reaches the caller; the run no longer names this (living) process, so
     `status` does not call it running and `stop` has no process to signal."""

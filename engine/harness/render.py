@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from engine.harness.grading import SampleResult
 from engine.harness.history_report import HistorySummary, attempt_json
 from engine.harness.session import Report
+from engine.runtime.history import Attempt
 
 
 def _exit_cell(sample: SampleResult) -> str:
@@ -64,9 +66,9 @@ def report_text(report: Report) -> str:
         lines.append(report.delta.render())
     if report.history is not None:
         lines.append(_history_line(report.history))
-    ids = ", ".join(str(a.id) for a in report.attempts)
-    if ids:
-        lines.append(f"Recorded  invocation {report.invocation_id}, attempts {ids}")
+    recorded = _recorded(report.invocation_id, report.attempts)
+    if recorded:
+        lines.append(f"Recorded  {recorded}")
     baseline = _measured(report)
     if baseline is not None:
         lines.append(_baseline_next(report.subject.runner, baseline))
@@ -78,7 +80,7 @@ def report_text(report: Report) -> str:
                 f"{report.measured_invocation} with this one in its place"
             )
         lines.append(line)
-    timed_out = [a.id for a in report.attempts if a.timed_out]
+    timed_out = [a.id for a in report.attempts if a.timed_out and a.id]
     if timed_out:
         ids = ", ".join(str(i) for i in timed_out)
         lines.append(f"Timeouts  attempt {ids}: rerun with --retry-of ID to replace one")
@@ -104,12 +106,25 @@ def _baseline_next(runner: str, invocation: str) -> str:
     return f"Next      run the changed subject with --compare-baseline --baseline-of {invocation}"
 
 
+def _recorded(invocation: str, attempts: Sequence[Attempt]) -> str:
+    """Where the attempts went: their ids, and how many wait in the history spool (id 0: the
+    database was busy; the warning said where)."""
+    ids = ", ".join(str(a.id) for a in attempts if a.id)
+    waiting = sum(1 for a in attempts if not a.id)
+    parts = [f"invocation {invocation}"]
+    parts += [f"attempts {ids}"] if ids else []
+    parts += (
+        [f"{waiting} waiting in .loops/history-spool/ (history.db was busy)"] if waiting else []
+    )
+    return ", ".join(parts) if attempts else ""
+
+
 def report_json(report: Report) -> dict[str, Any]:
     subject = report.subject
     samples = [
         {
             "index": s.index,
-            "attempt_id": a.id if a else None,
+            "attempt_id": a.id if a and a.id else None,  # 0: waiting in the spool
             "outcome": s.outcome,
             "reason": s.reason or None,
             "exit_code": s.run.exit_code,

@@ -68,7 +68,7 @@ def dsl_json(report: DslReport) -> dict[str, Any]:
                 "task_type": r.task.task_type,
                 "outcome": r.outcome,
                 "reason": r.reason or None,
-                "attempt_id": r.attempt.id if r.attempt else None,
+                "attempt_id": r.attempt.id if r.attempt and r.attempt.id else None,
                 "timed_out": r.run.timed_out if r.run else False,
                 "semantic": r.semantic.to_json() if r.semantic else None,
                 "stdout": r.run.stdout if r.run else None,

@@ -237,8 +237,8 @@ def evaluate(
     if options.compare_baseline:
         delta = Delta.of(baseline, Tally.of(r.outcome for r in results), report.provenance.head)
     report = replace(report, samples=results, attempts=recorded, delta=delta)
-    if retried is not None and recorded:
-        invocation, measurement = _measurement(history, retried)
+    if retried is not None and recorded and recorded[-1].id:  # 0: it waits in the spool, and
+        invocation, measurement = _measurement(history, retried)  # replaces nothing yet
         report = replace(report, measurement=measurement, measured_invocation=invocation)
     return report
 
@@ -305,7 +305,7 @@ def _run_samples(
         how = f"stopped by {exc}" if isinstance(exc, SignalInterrupt) else "interrupted"
         kept = (
             f"the finished ones are recorded (invocation {report.invocation_id}, attempts "
-            f"{', '.join(str(a.id) for a in recorded)})"
+            f"{', '.join(str(a.id) if a.id else 'waiting in the spool' for a in recorded)})"
             if recorded
             else "nothing was recorded"
         )

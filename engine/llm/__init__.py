@@ -13,6 +13,7 @@ for it. Everything here delegates to the private modules, imported when a functi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,27 +37,38 @@ def create_llm_services(
     recorder: Recorder,
     replay_from: Path | None = None,
     cache: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> LlmServices:
     """The LLM services of one run: calls logged to `<run_dir>/llm.jsonl`, events to `recorder`.
 
     `replay_from` (the run directory of an earlier run) answers every call from that run's
     `llm.jsonl` and never talks HTTP; `cache` (or `loop.llm.cache`) reuses successful answers
-    from `.loops/llm-cache/`.
+    from `.loops/llm-cache/`. `environ` is the run's own environment: credentials, base URL,
+    models, runners and retry settings are read there instead of `os.environ`.
     """
     from engine.llm.services import RunLlmServices
 
     return RunLlmServices.create(
-        loop, run_dir=run_dir, recorder=recorder, replay_from=replay_from, cache=cache
+        loop,
+        run_dir=run_dir,
+        recorder=recorder,
+        replay_from=replay_from,
+        cache=cache,
+        environ=environ,
     )
 
 
 def llm_preflight(
-    loop: Loop, *, replay: bool = False, replay_from: Path | None = None
+    loop: Loop,
+    *,
+    replay: bool = False,
+    replay_from: Path | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Problems that would stop this loop's LLM states; each is one sentence naming what to set."""
     from engine.llm.preflight import preflight
 
-    return preflight(loop, replay=replay, replay_from=replay_from)
+    return preflight(loop, replay=replay, replay_from=replay_from, environ=environ)
 
 
 def judge_text(

@@ -4,7 +4,8 @@ The SDK is imported lazily (first call), built with `max_retries=0` so every ret
 visible: exponential backoff with jitter for 429 / 408 / 5xx / 529, connection errors, timeouts and
 unreadable bodies, honouring `retry-after`, bounded by attempts and by total wait. Base URL and
 credentials come from the SDK's own environment (`ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`,
-`ANTHROPIC_AUTH_TOKEN`). A call that cannot succeed raises `LlmCallError`, never anything else.
+`ANTHROPIC_AUTH_TOKEN`), or from a run's own environment when it has one (`sdk_options`). A call
+that cannot succeed raises `LlmCallError`, never anything else.
 
 A `RateGate` (optional) is consulted before every attempt and told every `retry-after`, so many
 processes that share one gate (the Ray executor's limiter actor, docs/scale.md) slow down together
@@ -23,7 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.llm.settings import RetryPolicy
+from engine.llm.settings import Environ, RetryPolicy
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,43 @@ def _classify(exc: Exception) -> _Failure:
     return _Failure(None, f"unexpected {type(exc).__name__}: {exc}", False)
 
 
+def sdk_options(environ: Environ) -> dict[str, Any]:
+    """The SDK client's credentials, base URL and extra headers taken from `environ` (a run's
+    own environment), so the SDK does not read them from `os.environ`; `{}` for the process's.
+
+    The SDK reads a credential from `os.environ` only when none is passed, and the preflight
+    refuses a run whose environment has none, so a run never authenticates as the process.
+    """
+    if environ is None:
+        return {}
+    options: dict[str, Any] = {}
+
+    def get(name: str) -> str | None:
+        return environ.get(name, "").strip() or None
+
+    for name, argument in (
+        ("ANTHROPIC_API_KEY", "api_key"),
+        ("ANTHROPIC_AUTH_TOKEN", "auth_token"),
+        ("ANTHROPIC_PROFILE", "profile"),
+    ):
+        if (value := get(name)) is not None:
+            options[argument] = value
+            break
+    base_url = get("ANTHROPIC_BASE_URL")
+    if base_url is not None or "profile" not in options:  # a profile may name its own URL
+        options["base_url"] = base_url or DEFAULT_BASE_URL
+    headers = environ.get("ANTHROPIC_CUSTOM_HEADERS")
+    if headers is not None:
+        pairs = (line.partition(":") for line in headers.split("\n"))
+        options["default_headers"] = {k.strip(): v.strip() for k, sep, v in pairs if sep}
+    return options
+
+
 class AnthropicClient:
-    """Sends Messages API requests through the SDK; thread-safe, one SDK client per instance."""
+    """Sends Messages API requests through the SDK; thread-safe, one SDK client per instance.
+
+    `environ` is a run's own environment (credentials, base URL, retry settings); None: the
+    process's."""
 
     def __init__(
         self,
@@ -159,10 +197,12 @@ class AnthropicClient:
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
         gate: RateGate | None = None,
+        environ: Environ = None,
     ) -> None:
         self.timeout = timeout
         self.gate = gate
-        self.policy = policy or RetryPolicy.from_env()
+        self.policy = policy or RetryPolicy.from_env(environ)
+        self._options = sdk_options(environ)
         self._sleep = sleep
         self._jitter = jitter
         self._sdk: Any = None
@@ -174,7 +214,9 @@ class AnthropicClient:
             if self._sdk is None:
                 import anthropic
 
-                self._sdk = anthropic.Anthropic(max_retries=0, timeout=self.timeout)
+                self._sdk = anthropic.Anthropic(
+                    max_retries=0, timeout=self.timeout, **self._options
+                )
             return self._sdk
 
     def close(self) -> None:

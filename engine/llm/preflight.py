@@ -21,13 +21,16 @@ from engine.model.loop import Loop
 CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
 
 
-def has_credentials() -> bool:
-    """Does the environment give the SDK a way to authenticate?"""
-    return any(os.environ.get(name, "").strip() for name in CREDENTIAL_VARS)
+def has_credentials(environ: settings.Environ = None) -> bool:
+    """Does the environment (a run's own, else the process's) give the SDK a way to
+    authenticate?"""
+    found = os.environ if environ is None else environ
+    return any(found.get(name, "").strip() for name in CREDENTIAL_VARS)
 
 
-def runner_problem(spec: str) -> str | None:
-    """Why a runner value cannot be used here, or None."""
+def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
+    """Why a runner value cannot be used here, or None; a command is looked for on the `PATH`
+    it will run with (the run's own environment's, else the process's)."""
     name, argument = split_runner(spec)
     if name not in RUNNERS:
         return f"unknown prompt runner {spec!r}: use 'anthropic' or 'cmd:<command>'"
@@ -43,7 +46,8 @@ def runner_problem(spec: str) -> str | None:
     if "/" in executable:
         found = Path(executable).is_file() and os.access(executable, os.X_OK)
     else:
-        found = shutil.which(executable) is not None
+        path = None if environ is None else environ.get("PATH", os.defpath)
+        found = shutil.which(executable, path=path) is not None
     if not found:
         return (
             f"runner {spec!r}: {executable!r} is not an executable on PATH; install it, "
@@ -90,7 +94,7 @@ def prompt_problems(runner: str) -> list[str]:
     return problems
 
 
-def sdk_states(loop: Loop) -> list[str]:
+def sdk_states(loop: Loop, environ: settings.Environ = None) -> list[str]:
     """States that call the Messages API: judges, and prompt states whose runner is `anthropic`."""
     names = []
     for state in loop.states.values():
@@ -100,7 +104,7 @@ def sdk_states(loop: Loop) -> list[str]:
         )
         prompt_sdk = (
             state.action_type == "prompt"
-            and split_runner(settings.prompt_runner(state, loop))[0] == "anthropic"
+            and split_runner(settings.prompt_runner(state, loop, environ=environ))[0] == "anthropic"
         )
         if judge or prompt_sdk:
             names.append(state.name)
@@ -117,24 +121,31 @@ def replay_log_problem(replay_from: Path) -> str | None:
     )
 
 
-def preflight(loop: Loop, *, replay: bool = False, replay_from: Path | None = None) -> list[str]:
-    """Every reason this loop's LLM states could not run; `[]` when they can."""
+def preflight(
+    loop: Loop,
+    *,
+    replay: bool = False,
+    replay_from: Path | None = None,
+    environ: settings.Environ = None,
+) -> list[str]:
+    """Every reason this loop's LLM states could not run (in `environ`, the run's own
+    environment, else the process's); `[]` when they can."""
     if not loop.uses_llm():
         return []
     problems: list[str] = []
     for state in loop.states.values():
         if state.action_type != "prompt":
             continue
-        problem = runner_problem(settings.prompt_runner(state, loop))
+        problem = runner_problem(settings.prompt_runner(state, loop, environ=environ), environ)
         if problem is not None:
             problems.append(f"state {state.name!r}: {problem}")
-    needs_sdk = sdk_states(loop)
+    needs_sdk = sdk_states(loop, environ)
     if needs_sdk:
-        problems.extend(settings.env_problems())
+        problems.extend(settings.env_problems(environ))
     if replay:
         if replay_from is not None and (missing := replay_log_problem(replay_from)):
             problems.append(missing)
-    elif needs_sdk and not has_credentials():
+    elif needs_sdk and not has_credentials(environ):
         listed = ", ".join(repr(n) for n in needs_sdk)
         subject = f"state {listed} calls" if len(needs_sdk) == 1 else f"states {listed} call"
         problems.append(

@@ -50,14 +50,18 @@ def build_gateway(
     cache: bool = False,
     gate: RateGate | None = None,
     stoppable: bool = False,
+    environ: settings.Environ = None,
 ) -> LlmGateway:
     """A gateway with the run's log, optional replay source, optional cache and optional shared
-    rate gate (see `RateGate`); `stoppable` for a run's, whose `stop` abandons a live call."""
+    rate gate (see `RateGate`); `stoppable` for a run's, whose `stop` abandons a live call;
+    `environ` the run's own environment (None: the process's)."""
     replay = ReplayLog.load(replay_from) if replay_from is not None else None
     if replay is not None and run_dir is not None:
         replay.skip_replayed(run_dir)  # a resumed replay goes on from the answers it had
     return LlmGateway(
-        transport=AnthropicClient(timeout=settings.request_timeout(loop), gate=gate),
+        transport=AnthropicClient(
+            timeout=settings.request_timeout(loop, environ), gate=gate, environ=environ
+        ),
         prices=load_prices(project_root(run_dir)),
         recorder=recorder,
         log=CallLog(run_dir) if run_dir is not None else None,
@@ -72,10 +76,17 @@ class RunGateway:
     uses `cmd:` runners) never touches prices, caches or the SDK."""
 
     def __init__(
-        self, loop: Loop, run_dir: Path, recorder: Recorder, replay_from: Path | None, cache: bool
+        self,
+        loop: Loop,
+        run_dir: Path,
+        recorder: Recorder,
+        replay_from: Path | None,
+        cache: bool,
+        environ: settings.Environ = None,
     ) -> None:
         self.loop, self.run_dir, self.recorder = loop, run_dir, recorder
         self.replay_from, self.cache = replay_from, cache
+        self.environ = environ  # the run's own environment (None: the process's)
         self.built: LlmGateway | None = None
         self.agent_cost = 0.0  # what agent CLIs (cmd: runners) reported spending
         self.stopping = False
@@ -109,6 +120,7 @@ class RunGateway:
                     replay_from=self.replay_from,
                     cache=self.cache,
                     stoppable=True,
+                    environ=self.environ,
                 )
                 if self.stopping:
                     built.stop()
@@ -134,8 +146,10 @@ class RunLlmServices:
         recorder: Recorder,
         replay_from: Path | None = None,
         cache: bool = False,
+        environ: settings.Environ = None,
     ) -> RunLlmServices:
-        services = cls(RunGateway(loop, run_dir, recorder, replay_from, cache or loop.llm.cache))
+        cached = cache or loop.llm.cache
+        services = cls(RunGateway(loop, run_dir, recorder, replay_from, cached, environ))
         if replay_from is not None:
             services.gateway()  # a missing replay log fails now, before the first step
         return services
@@ -174,7 +188,15 @@ class RunLlmServices:
             gateway = self.gateway()
         except LoopError as exc:
             return Verdict("error", {"error": exc.message})
-        return judge_with(gateway, spec, text, state=state, loop=loop, tag=self._tag(state))
+        return judge_with(
+            gateway,
+            spec,
+            text,
+            state=state,
+            loop=loop,
+            tag=self._tag(state),
+            environ=self.gateway.environ,
+        )
 
     def run_prompt(
         self,
@@ -186,14 +208,15 @@ class RunLlmServices:
         runner: str | None = None,
         process: ProcessSetting | None = None,
     ) -> ActionResult:
-        runner_spec = settings.prompt_runner(state, loop, runner)
+        environ = self.gateway.environ
+        runner_spec = settings.prompt_runner(state, loop, runner, environ)
         try:
             chosen = resolve_runner(runner_spec)
         except ValueError as exc:
             return ActionResult(exit_code=None, spawn_error=str(exc))
         call = PromptCall(
             gateway=self.gateway,
-            model=settings.prompt_model(state, loop),
+            model=settings.prompt_model(state, loop, environ=environ),
             max_tokens=loop.llm.max_tokens or settings.DEFAULT_PROMPT_MAX_TOKENS,
             temperature=loop.llm.temperature,
             timeout=timeout,
@@ -275,10 +298,11 @@ def judge_with(
     loop: Loop | None,
     model: str | None = None,
     tag: CallTag | None = None,
+    environ: settings.Environ = None,
 ) -> Verdict:
     """Run the judge `spec` describes (structured, or rubric when it has dimensions)."""
     judge_settings = JudgeSettings(
-        model=settings.judge_model(spec, state, loop, model),
+        model=settings.judge_model(spec, state, loop, model, environ),
         max_tokens=spec.max_tokens
         or (loop.llm.max_tokens if loop else None)
         or settings.DEFAULT_MAX_TOKENS,

@@ -6,7 +6,8 @@ Precedence is fixed by docs/llm.md ("Models") and written down once here:
 - prompt model: state `model` → loop `llm.model` → `LL_MODEL` → `DEFAULT_MODEL`;
 - runner: state `runner` → loop `llm.runner` → `LL_PROMPT_RUNNER` → `anthropic`.
 Retry waits and the request timeout come from `LL_LLM_*` variables so tests can shrink them;
-the judged-text limit from `LL_JUDGE_MAX_CHARS`.
+the judged-text limit from `LL_JUDGE_MAX_CHARS`. "The environment" is the process's, or a run's
+own when the caller gave it one (`engine.run(env=...)`): each reader takes it as `environ`.
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_JUDGE_MAX_CHARS = 100_000
 
 
-def _env(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+Environ = Mapping[str, str] | None
+"""A run's environment, or None for the process's (`os.environ`)."""
+
+
+def _env(name: str, environ: Environ = None) -> str | None:
     value = (os.environ if environ is None else environ).get(name, "").strip()
     return value or None
 
 
-def _env_float(name: str, default: float) -> float:
-    value = _env(name)
+def _env_float(name: str, default: float, environ: Environ = None) -> float:
+    value = _env(name, environ)
     if value is None:
         return default
     try:
@@ -41,9 +46,9 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
-def _env_positive_int(name: str, default: int) -> int:
+def _env_positive_int(name: str, default: int, environ: Environ = None) -> int:
     """A whole number >= 1 from the environment; unset, unparsable or < 1 gives `default`."""
-    value = _env(name)
+    value = _env(name, environ)
     if value is None:
         return default
     try:
@@ -59,7 +64,11 @@ def _first_set(*candidates: str | None, default: str) -> str:
 
 
 def judge_model(
-    spec: Evaluate | None, state: State | None, loop: Loop | None, explicit: str | None = None
+    spec: Evaluate | None,
+    state: State | None,
+    loop: Loop | None,
+    explicit: str | None = None,
+    environ: Environ = None,
 ) -> str:
     """The model a judge uses (first non-empty wins)."""
     return _first_set(
@@ -67,39 +76,43 @@ def judge_model(
         state.model if state else None,
         spec.model if spec else None,
         loop.llm.model if loop else None,
-        _env("LL_JUDGE_MODEL"),
-        _env("LL_MODEL"),
+        _env("LL_JUDGE_MODEL", environ),
+        _env("LL_MODEL", environ),
         default=DEFAULT_MODEL,
     )
 
 
-def prompt_model(state: State | None, loop: Loop | None, explicit: str | None = None) -> str:
+def prompt_model(
+    state: State | None, loop: Loop | None, explicit: str | None = None, environ: Environ = None
+) -> str:
     """The model a prompt action uses with the `anthropic` runner."""
     return _first_set(
         explicit,
         state.model if state else None,
         loop.llm.model if loop else None,
-        _env("LL_MODEL"),
+        _env("LL_MODEL", environ),
         default=DEFAULT_MODEL,
     )
 
 
-def prompt_runner(state: State | None, loop: Loop | None, explicit: str | None = None) -> str:
+def prompt_runner(
+    state: State | None, loop: Loop | None, explicit: str | None = None, environ: Environ = None
+) -> str:
     """The runner name of a prompt action (`anthropic` or `cmd:<command>`)."""
     return _first_set(
         explicit,
         state.runner if state else None,
         loop.llm.runner if loop else None,
-        _env("LL_PROMPT_RUNNER"),
+        _env("LL_PROMPT_RUNNER", environ),
         default=DEFAULT_RUNNER,
     )
 
 
-def request_timeout(loop: Loop | None) -> float:
+def request_timeout(loop: Loop | None, environ: Environ = None) -> float:
     """Seconds one HTTP attempt may take: loop `llm.timeout` → `LL_LLM_TIMEOUT` → 120."""
     if loop is not None and loop.llm.timeout:
         return float(loop.llm.timeout)
-    return _env_float("LL_LLM_TIMEOUT", DEFAULT_TIMEOUT)
+    return _env_float("LL_LLM_TIMEOUT", DEFAULT_TIMEOUT, environ)
 
 
 def judge_max_chars() -> int:
@@ -115,14 +128,14 @@ def judge_max_chars() -> int:
 REASONING_LEVELS = {"low": 1024, "medium": 4096, "high": 16384}
 
 
-def judge_reasoning(*candidates: str | int | None) -> int | None:
+def judge_reasoning(*candidates: str | int | None, environ: Environ = None) -> int | None:
     """The thinking budget of a judge: the first set of `candidates` (judge, then its
     assessment), else `LL_JUDGE_REASONING`; None when off. A value that is not off, low,
     medium, high or a whole number >= 1024 raises ValueError naming it."""
     chosen: str | int | None = next((c for c in candidates if c not in (None, "")), None)
     source = "reasoning"
     if chosen is None:
-        chosen, source = _env("LL_JUDGE_REASONING"), "LL_JUDGE_REASONING"
+        chosen, source = _env("LL_JUDGE_REASONING", environ), "LL_JUDGE_REASONING"
     if chosen is None or chosen == "off":
         return None
     if isinstance(chosen, str) and chosen.strip().lower() in REASONING_LEVELS:
@@ -153,13 +166,13 @@ class RetryPolicy:
     max_attempts: int = 5
 
     @classmethod
-    def from_env(cls) -> RetryPolicy:
+    def from_env(cls, environ: Environ = None) -> RetryPolicy:
         """`LL_LLM_RETRY_BASE`, `LL_LLM_RETRY_CAP`, `LL_LLM_MAX_WAIT`, `LL_LLM_MAX_ATTEMPTS`."""
-        attempts = _env("LL_LLM_MAX_ATTEMPTS")
+        attempts = _env("LL_LLM_MAX_ATTEMPTS", environ)
         return cls(
-            base=_env_float("LL_LLM_RETRY_BASE", cls.base),
-            cap=_env_float("LL_LLM_RETRY_CAP", cls.cap),
-            max_wait=_env_float("LL_LLM_MAX_WAIT", cls.max_wait),
+            base=_env_float("LL_LLM_RETRY_BASE", cls.base, environ),
+            cap=_env_float("LL_LLM_RETRY_CAP", cls.cap, environ),
+            max_wait=_env_float("LL_LLM_MAX_WAIT", cls.max_wait, environ),
             max_attempts=int(attempts) if attempts and attempts.isdigit() else cls.max_attempts,
         )
 
@@ -180,12 +193,12 @@ NUMERIC_ENV = {
 _WHOLE_NUMBERS = ("LL_LLM_MAX_ATTEMPTS", "LL_JUDGE_MAX_CHARS")
 
 
-def env_problems() -> list[str]:
+def env_problems(environ: Environ = None) -> list[str]:
     """`LL_LLM_*` / `LL_JUDGE_MAX_CHARS` values that would silently fall back to defaults; one
     sentence each (the run's preflight stops on them)."""
     problems = []
     for name, wanted in NUMERIC_ENV.items():
-        value = _env(name)
+        value = _env(name, environ)
         if value is None:
             continue
         try:
@@ -198,7 +211,7 @@ def env_problems() -> list[str]:
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
     try:
-        judge_reasoning()
+        judge_reasoning(environ=environ)
     except ValueError as exc:
         problems.append(f"{exc}: fix or unset it")
     return problems

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.judges import Assessment, JudgeEnv, JudgeResult, assess, build_record
+from engine.llm import settings as llm_settings
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import ActionResult, Verdict
 from engine.runtime.actions import ActionRunner
@@ -93,8 +94,10 @@ def assess_state(
         commands=ShellCommands(rt, state.timeout or loop.default_timeout),
         messages=messages,
         render=_renderer(ns),
-        model=state.model or spec.model or loop.llm.model,
-        reasoning=spec.reasoning,
+        # Resolved here, with the run's environment (LL_JUDGE_MODEL, LL_MODEL): the judge
+        # engine would read the process's. A judge's own model still comes first.
+        model=llm_settings.judge_model(spec, state, loop, environ=rt.actions.env),
+        reasoning=spec.reasoning or rt.actions.env.get("LL_JUDGE_REASONING", "").strip() or None,
         max_tokens=spec.max_tokens or loop.llm.max_tokens,
         temperature=spec.temperature if spec.temperature is not None else loop.llm.temperature,
         annotations=spec.annotations,

@@ -3,7 +3,9 @@
 Why SQLite: several processes (parallel runs, `ll-harness --jobs`, nested runs) write at once, and
 readers want SQL over the rows. WAL mode lets readers proceed while one writer writes; the busy
 timeout makes concurrent writers wait instead of failing. `synchronous = NORMAL`: a power cut
-may lose the last rows written, never the database.
+may lose the last rows written, never the database. A write still refused when the busy timeout
+ends (another process held the database all that time) is kept in `.loops/history-spool/` and
+written by the next process that opens the history (`engine.runtime.history_spool`).
 
 The schema is versioned with `PRAGMA user_version`. `MIGRATIONS` is an ordered list; opening a
 database applies the missing ones in one transaction, so an old database is upgraded in place and
@@ -12,10 +14,14 @@ keeps its rows — it is never dropped and recreated. A database newer than this
 
 from __future__ import annotations
 
+import base64
+import math
 import operator
+import os
 import sqlite3
+import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
@@ -23,12 +29,18 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from engine.load.project import ensure_dir, loops_dir, refuse_links
-from engine.model.errors import LoopError
+from engine.model.errors import LoopError, UsageError
 from engine.model.ports import RunResult
+from engine.model.terminal import printable
+from engine.model.timefmt import counted
+from engine.runtime import history_spool
 
 DB_NAME = "history.db"
 SQLITE_MAX_INT = (1 << 63) - 1  # the largest INTEGER SQLite stores
 BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_ENV = "LL_HISTORY_BUSY_TIMEOUT"  # seconds a write waits for the database
+START_WAIT_S = 2.0  # at most, for a run's start row (`RunRecorder.start`)
+Notify = Callable[[str], None]
 
 AttemptOutcome = Literal["pass", "fail", "abstain", "error"]
 AttemptKind = Literal["repetition", "retry", "baseline", "task"]
@@ -356,16 +368,25 @@ _SuiteRow = TypeVar("_SuiteRow", SuiteCaseRow, SuiteJudgementRow)
 
 
 class History:
-    """An open history database. Safe to share between threads; each call is one transaction."""
+    """An open history database. Safe to share between threads; each call is one transaction.
 
-    def __init__(self, path: Path) -> None:
+    Opening it writes what earlier processes kept in the spool (`drain`). A write the database
+    refuses because another process holds it past the busy timeout is kept there instead, and
+    `notify` hears one sentence saying where it waits (default: a warning on stderr)."""
+
+    def __init__(
+        self, path: Path, *, notify: Notify | None = None, wait: float | None = None
+    ) -> None:
         self.path = path
+        self.notify = notify or warn_on_stderr
         self._lock = threading.Lock()
+        timeout = busy_timeout() if wait is None else wait
+        self._busy_ms = int(timeout * 1000)
         try:
             self._db = sqlite3.connect(
-                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._db.execute("PRAGMA journal_mode = WAL")
             # In WAL mode NORMAL never corrupts the database; a power cut may roll back the last
             # commits. FULL would fsync on every commit, twice per run (~3 ms each here).
@@ -377,6 +398,7 @@ class History:
                 f"cannot open the history database {path}: {exc}",
                 hint="move the file aside; ll-loop creates a new one on the next run",
             ) from exc
+        self.drain()
 
     def close(self) -> None:
         self._db.close()
@@ -386,6 +408,63 @@ class History:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    def drain(self) -> int:
+        """Write the writes kept in the spool, oldest first, and remove their files; how many.
+
+        Without waiting: a database still held by another process is left for the next opener
+        (that process may be the one whose long transaction made the spool)."""
+        kept = history_spool.waiting(self.path)
+        if not kept:
+            return 0
+        written = 0
+        self._db.execute("PRAGMA busy_timeout = 100")
+        try:
+            for path, write in kept:
+                apply = _APPLY.get(write["kind"])
+                if apply is None:
+                    continue  # a kind a newer ll-loop wrote: left for it
+                try:
+                    with self._write() as db:
+                        apply(db, write)
+                except RetryConflict:
+                    pass  # that retry is not recorded, as it would not have been then
+                except HistoryError as exc:
+                    if _busy(exc):
+                        break
+                    raise
+                except (KeyError, TypeError, ValueError, sqlite3.IntegrityError):
+                    continue  # not a write we can make sense of: left for a person to look at
+                path.unlink(missing_ok=True)
+                written += 1
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        return written
+
+    def _record(
+        self,
+        apply: Callable[[sqlite3.Connection], Any],
+        write: Callable[[], dict[str, Any]],
+        what: str,
+    ) -> Any:
+        """`apply` in one transaction; when the database stays busy past the timeout, `write()`
+        (the same write as JSON) is kept in the spool instead, and None returned."""
+        try:
+            with self._write() as db:
+                return apply(db)
+        except HistoryError as exc:
+            if not _busy(exc):
+                raise
+            try:
+                kept = history_spool.keep(self.path, write())
+            except (OSError, LoopError):
+                raise exc from None
+            self.notify(
+                f"warning: {self.path} stayed locked by another process for "
+                f"{self._busy_ms / 1000:g} s: {what} waits in {kept} and is written by the next "
+                "ll-loop or ll-harness command that opens the history"
+            )
+            return None
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -440,12 +519,7 @@ class History:
         depth: int = 0,
     ) -> None:
         """Insert the row of a run that just started (a resumed run keeps its first row)."""
-        with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (run_id, loop, started_at or utc_now(), parent_run_id, depth),
-            )
+        self.apply(run_start_write(run_id, loop, started_at, parent_run_id, depth))
 
     def record_run_end(
         self,
@@ -456,27 +530,12 @@ class History:
         depth: int = 0,
     ) -> None:
         """Fill in how a run ended; creates the row too if its start was never recorded."""
-        now = ended_at or utc_now()
-        with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (result.run_id, result.loop, now, parent_run_id, depth),
-            )
-            db.execute(
-                "UPDATE runs SET ended_at = ?, terminated_by = ?, final_state = ?, outcome = ?, "
-                "steps = ?, cost_usd = ?, error = ? WHERE run_id = ?",
-                (
-                    now,
-                    result.terminated_by,
-                    result.final_state,
-                    result.outcome,
-                    result.steps,
-                    result.cost_usd,
-                    result.error,
-                    result.run_id,
-                ),
-            )
+        self.apply(run_end_write(result, ended_at, parent_run_id, depth))
+
+    def apply(self, write: dict[str, Any]) -> None:
+        """Make one write of a run (`run_start_write`, `run_end_write`), or keep it."""
+        what = f"the row of run {write['run_id']}"
+        self._record(lambda db: _APPLY[write["kind"]](db, write), lambda: write, what)
 
     def run(self, run_id: str) -> RunRow | None:
         rows = self._read(f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,))
@@ -495,28 +554,15 @@ class History:
     # ---- harness attempts -----------------------------------------------------------------
 
     def record_attempt(self, attempt: NewAttempt, *, created_at: str | None = None) -> Attempt:
-        """Insert one attempt row; a retry (`retry_of`) supersedes its predecessor atomically."""
+        """Insert one attempt row; a retry (`retry_of`) supersedes its predecessor atomically.
+        An attempt kept in the spool (the database stayed busy) comes back with id 0."""
         values = asdict(attempt)
         values["created_at"] = created_at or utc_now()
-        names = list(values)
-        with self._write() as db:
-            cursor = db.execute(
-                f"INSERT INTO harness_attempts ({', '.join(names)}) "
-                f"VALUES ({', '.join('?' for _ in names)})",
-                [_to_sql(values[name]) for name in names],
-            )
-            new_id = int(cursor.lastrowid or 0)
-            if attempt.retry_of is not None:
-                # Only a row nobody superseded yet: two `--retry-of` of one attempt run at once
-                # were both admitted when they started, and only the first to end may replace it.
-                replaced = db.execute(
-                    "UPDATE harness_attempts SET superseded_by = ? "
-                    "WHERE id = ? AND superseded_by IS NULL",
-                    (new_id, attempt.retry_of),
-                ).rowcount
-                if not replaced:
-                    raise RetryConflict(attempt.retry_of, _superseder(db, attempt.retry_of))
-        return Attempt(**{**asdict(attempt), "id": new_id, "created_at": values["created_at"]})
+        write = {"kind": "attempt", "attempt": values}
+        what = f"attempt {attempt.sample_index} of invocation {attempt.invocation_id}"
+        kept = {**write, "kept": True}  # from the spool: may have been written already
+        new_id = self._record(lambda db: _apply_attempt(db, write), lambda: kept, what)
+        return Attempt(**{**values, "id": new_id or 0})
 
     def attempt(self, attempt_id: int) -> Attempt | None:
         """The attempt with this id; None when there is none (an id past SQLite's 64-bit
@@ -592,11 +638,15 @@ class History:
     def finish_suite_run(
         self, run_id: str, *, result: str, cost_usd: float, ended_at: str | None = None
     ) -> None:
-        with self._write() as db:
-            db.execute(
-                "UPDATE suite_runs SET ended_at = ?, result = ?, cost_usd = ? WHERE run_id = ?",
-                (ended_at or utc_now(), result, cost_usd, run_id),
-            )
+        write = {
+            "kind": "suite_finish",
+            "run_id": run_id,
+            "result": result,
+            "cost_usd": cost_usd,
+            "ended_at": ended_at or utc_now(),
+        }
+        what = f"the end of suite run {run_id}"
+        self._record(lambda db: _apply_suite_finish(db, write), lambda: write, what)
 
     def suite_run(self, run_id: str) -> SuiteRunRow | None:
         rows = self._read(
@@ -628,14 +678,23 @@ class History:
         """Whole cases' rows (each arm, every judge x sample) in one transaction: a run killed
         at any moment has all of a case or none of it."""
         now = utc_now()
-        with self._write() as db:
-            db.executemany(
-                _SUITE_CASE_INSERT, [_values(c, _SUITE_CASE_COLUMNS, now) for c in cases]
-            )
-            db.executemany(
-                _SUITE_JUDGEMENT_INSERT,
-                [_values(j, _SUITE_JUDGEMENT_COLUMNS, now) for j in judgements],
-            )
+        case_rows = [_values(c, _SUITE_CASE_COLUMNS, now) for c in cases]
+        judgement_rows = [_values(j, _SUITE_JUDGEMENT_COLUMNS, now) for j in judgements]
+
+        def apply(db: sqlite3.Connection) -> None:
+            db.executemany(_SUITE_CASE_INSERT, case_rows)
+            db.executemany(_SUITE_JUDGEMENT_INSERT, judgement_rows)
+
+        def write() -> dict[str, Any]:
+            return {
+                "kind": "suite_cases",
+                "cases": [[_jsonable(v) for v in row] for row in case_rows],
+                "judgements": judgement_rows,
+            }
+
+        run = cases[0].run_id if cases else judgements[0].run_id if judgements else ""
+        what = f"the rows of {counted(len({c.case_id for c in cases}), 'case')} of suite run {run}"
+        self._record(apply, write, what)
 
     def suite_cases(self, run_id: str, *, with_records: bool = False) -> list[SuiteCaseRow]:
         """The case rows of a run in the order they were recorded (records only if asked)."""
@@ -686,7 +745,11 @@ def _values(row: object, columns: tuple[str, ...], created_at: str) -> tuple[obj
 
 def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
     names = [*columns, "created_at"]
-    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' for _ in names)})"
+    # OR IGNORE: a case's rows kept in the spool and written by two processes are one case.
+    return (
+        f"INSERT OR IGNORE INTO {table} ({', '.join(names)}) "
+        f"VALUES ({', '.join('?' for _ in names)})"
+    )
 
 
 _GETTERS = {
@@ -766,13 +829,203 @@ def migrate(db: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     return target
 
 
+# ---- the writes, as JSON objects (what the spool keeps) and how each is made ------------------
+
+
+def run_start_write(
+    run_id: str,
+    loop: str,
+    started_at: str | None = None,
+    parent_run_id: str | None = None,
+    depth: int = 0,
+) -> dict[str, Any]:
+    return {
+        "kind": "run_start",
+        "run_id": run_id,
+        "loop": loop,
+        "started_at": started_at or utc_now(),
+        "parent_run_id": parent_run_id,
+        "depth": depth,
+    }
+
+
+def run_end_write(
+    result: RunResult,
+    ended_at: str | None = None,
+    parent_run_id: str | None = None,
+    depth: int = 0,
+    started_at: str | None = None,
+) -> dict[str, Any]:
+    """How a run ended; `started_at`, when known, makes a row its start row did not make yet
+    (kept in the spool, written after this one) start at the right time."""
+    return {
+        "kind": "run_end",
+        "run_id": result.run_id,
+        "loop": result.loop,
+        "started_at": started_at,
+        "ended_at": ended_at or utc_now(),
+        "terminated_by": result.terminated_by,
+        "final_state": result.final_state,
+        "outcome": result.outcome,
+        "steps": result.steps,
+        "cost_usd": result.cost_usd,
+        "error": result.error,
+        "parent_run_id": parent_run_id,
+        "depth": depth,
+    }
+
+
+def _apply_run_start(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
+    db.execute(
+        "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (w["run_id"], w["loop"], w["started_at"], w["parent_run_id"], w["depth"]),
+    )
+
+
+def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
+    db.execute(
+        "INSERT OR IGNORE INTO runs (run_id, loop, started_at, parent_run_id, depth) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (
+            w["run_id"],
+            w["loop"],
+            w.get("started_at") or w["ended_at"],
+            w["parent_run_id"],
+            w["depth"],
+        ),
+    )
+    db.execute(
+        "UPDATE runs SET ended_at = ?, terminated_by = ?, final_state = ?, outcome = ?, "
+        "steps = ?, cost_usd = ?, error = ? WHERE run_id = ?",
+        (
+            w["ended_at"],
+            w["terminated_by"],
+            w["final_state"],
+            w["outcome"],
+            w["steps"],
+            w["cost_usd"],
+            w["error"],
+            w["run_id"],
+        ),
+    )
+
+
+def _apply_attempt(db: sqlite3.Connection, w: Mapping[str, Any]) -> int:
+    """Insert the attempt; one from the spool (`kept`) only if it is not there already (a kept
+    write made twice): within an invocation a sample's index and time name it."""
+    values = dict(w["attempt"])
+    if w.get("kept"):
+        found = db.execute(
+            "SELECT id FROM harness_attempts "
+            "WHERE invocation_id = ? AND sample_index = ? AND created_at = ?",
+            (values["invocation_id"], values["sample_index"], values["created_at"]),
+        ).fetchone()
+        if found is not None:
+            return int(found[0])
+    names = [name for name in values if name in _NEW_ATTEMPT_COLUMNS]
+    cursor = db.execute(
+        f"INSERT INTO harness_attempts ({', '.join(names)}) "
+        f"VALUES ({', '.join('?' for _ in names)})",
+        [_to_sql(values[name]) for name in names],
+    )
+    new_id = int(cursor.lastrowid or 0)
+    retry_of = values.get("retry_of")
+    if retry_of is not None:
+        # Only a row nobody superseded yet: two `--retry-of` of one attempt run at once
+        # were both admitted when they started, and only the first to end may replace it.
+        replaced = db.execute(
+            "UPDATE harness_attempts SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+            (new_id, retry_of),
+        ).rowcount
+        if not replaced:
+            raise RetryConflict(retry_of, _superseder(db, retry_of))
+    return new_id
+
+
+def _apply_suite_cases(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
+    record = _SUITE_CASE_COLUMNS.index("record")
+    cases = [(*row[:record], _unpack(row[record]), *row[record + 1 :]) for row in w["cases"]]
+    db.executemany(_SUITE_CASE_INSERT, cases)
+    db.executemany(_SUITE_JUDGEMENT_INSERT, [tuple(row) for row in w["judgements"]])
+
+
+def _apply_suite_finish(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
+    db.execute(
+        "UPDATE suite_runs SET ended_at = ?, result = ?, cost_usd = ? WHERE run_id = ?",
+        (w["ended_at"], w["result"], w["cost_usd"], w["run_id"]),
+    )
+
+
+_APPLY: dict[str, Callable[[sqlite3.Connection, Mapping[str, Any]], Any]] = {
+    "run_start": _apply_run_start,
+    "run_end": _apply_run_end,
+    "attempt": _apply_attempt,
+    "suite_cases": _apply_suite_cases,
+    "suite_finish": _apply_suite_finish,
+}
+_NEW_ATTEMPT_COLUMNS = frozenset({f.name for f in fields(NewAttempt)} | {"created_at"})
+
+
+def _jsonable(value: object) -> object:
+    """A column value as JSON holds it: bytes (a case's compressed record) as base64."""
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode()}
+    return value
+
+
+def _unpack(value: object) -> object:
+    if isinstance(value, dict):
+        return base64.b64decode(value["base64"])
+    return value
+
+
+def _busy(exc: HistoryError) -> bool:
+    """Did the database refuse because another connection held it past the busy timeout?"""
+    cause = exc.__cause__
+    if not isinstance(cause, sqlite3.OperationalError):
+        return False
+    code = getattr(cause, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(cause) or "busy" in str(cause)
+
+
+def busy_timeout() -> float:
+    """Seconds a write waits for a database another process holds: `LL_HISTORY_BUSY_TIMEOUT`
+    (a number >= 0), else 30. Any other value is a `UsageError`, never silently 30."""
+    text = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not text:
+        return BUSY_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(
+            f"{BUSY_TIMEOUT_ENV}={text!r} is not a number of seconds",
+            hint=f"write a number of seconds >= 0 such as 5, or unset it for {BUSY_TIMEOUT_S:g}",
+        )
+    return value
+
+
+def warn_on_stderr(message: str) -> None:
+    """The history's one way to speak when its caller gave none: a line on stderr."""
+    print(printable(message), file=sys.stderr)
+
+
 def history_path(root: Path | None = None) -> Path:
     """`.loops/history.db` of project `root` (default: the working directory's project)."""
     return loops_dir(root) / DB_NAME
 
 
-def open_history(root: Path | None = None) -> History:
-    """Open (creating and migrating as needed) the history database of project `root`.
+def open_history(
+    root: Path | None = None, *, notify: Notify | None = None, wait: float | None = None
+) -> History:
+    """Open (creating and migrating as needed) the history database of project `root`, and
+    write what earlier processes kept in its spool. `notify` hears where a write waits when the
+    database stays busy (default: a warning on stderr); `wait` is how long a write waits for
+    it (default: `busy_timeout()`).
 
     SQLite cannot be told not to follow links, so the database and its journal files are
     checked first: a link there is refused (`UnsafePath`), as everywhere under `.loops/`.
@@ -781,23 +1034,53 @@ def open_history(root: Path | None = None) -> History:
     ensure_dir(path.parent)
     for suffix in ("", "-wal", "-shm", "-journal"):
         refuse_links(path.with_name(path.name + suffix))
-    return History(path)
+    return History(path, notify=notify, wait=wait)
 
 
 class RunRecorder:
-    """Writes a run's start and end rows; a history problem never fails the run, and is
-    reported once per run through `warn` (not once per row)."""
+    """Writes a run's start and end rows; a history problem never fails the run. A row the
+    database cannot take (busy past the timeout, damaged, a link) is kept in the spool, to be
+    written by the next process that opens it; said once per run through `warn`."""
 
     def __init__(self, root: Path | None, warn: Callable[[str], None]) -> None:
         self.root = root
         self.warn = warn
         self.failed = False
+        self.started_at: str | None = None
 
-    def write(self, action: Callable[[History], None]) -> None:
+    def start(self, run_id: str, loop: str, *, started_at: str | None = None) -> None:
+        """The start row waits at most `START_WAIT_S` for a busy database: the first step
+        should not wait 30 s for a row the spool keeps as well (the run's end writes it)."""
+        write = run_start_write(run_id, loop, started_at)
+        self.started_at = write["started_at"]
+        self._record(write, START_WAIT_S)
+
+    def end(self, result: RunResult) -> None:
+        self._record(run_end_write(result, started_at=self.started_at))
+
+    def _record(self, write: dict[str, Any], at_most: float = math.inf) -> None:
         try:
-            with open_history(self.root) as history:
-                action(history)
+            wait = min(busy_timeout(), at_most)
+            with open_history(self.root, notify=self._once, wait=wait) as history:
+                history.apply(write)
+            return
         except (LoopError, sqlite3.Error, OSError) as exc:
-            if not self.failed:
-                self.warn(f"warning: could not record the run in .loops/history.db: {exc}")
-            self.failed = True
+            problem = exc
+        path = history_path(self.root)
+        try:
+            kept = history_spool.keep(path, write)
+        except (LoopError, OSError) as exc:
+            self._once(
+                f"warning: could not record the run in {path} ({problem}), nor keep its "
+                f"row for later ({exc})"
+            )
+            return
+        self._once(
+            f"warning: could not record the run in {path} ({problem}): its row waits in {kept} "
+            "and is written by the next ll-loop or ll-harness command that opens the history"
+        )
+
+    def _once(self, message: str) -> None:
+        if not self.failed:
+            self.warn(message)
+        self.failed = True

@@ -44,6 +44,7 @@ class _Live:
     stop: StopSignal
     thread: threading.Thread
     ended: threading.Event
+    flush: Callable[[], None]  # writes the event lines still waiting (`RunStore.flush`)
     watcher: threading.Thread | None = None  # reads stop requests (a run that takes no signal)
 
     def end(self) -> None:
@@ -96,6 +97,16 @@ def stop_in_process(run_id: str, reason: str, wait: float) -> bool | None:
     if live.thread is threading.current_thread():
         return False
     return live.ended.wait(wait)
+
+
+def flush_live(run_id: str) -> None:
+    """Write the event lines a run this process is running still holds (it writes them in
+    batches, where it may wait), so a reader of its log — an `on_event` listener calling
+    `engine.events` — finds every event emitted so far. Readers pay for it, steps do not."""
+    with _live_lock:
+        live = _live.get(run_id)
+    if live is not None:
+        live.flush()
 
 
 @dataclass(frozen=True)
@@ -175,6 +186,7 @@ def start_run(
                 recorder=recorder,
                 replay_from=launch.replay_from,
                 cache=launch.cache,
+                environ=launch.env,
             )
         except BaseException:  # a replay log that cannot be read: no run took place
             actions.close()
@@ -186,7 +198,7 @@ def start_run(
     state.pid, state.pid_start = os.getpid(), process_start_time(os.getpid())
     state.signals = launch.takes_signals()
     previous = _install_stop_handlers(stop) if launch.handle_signals else {}
-    live = _Live(stop, threading.current_thread(), threading.Event())
+    live = _Live(stop, threading.current_thread(), threading.Event(), store.flush)
     with _live_lock:
         _live[state.run_id] = live
     if not state.signals:
@@ -207,7 +219,7 @@ def start_run(
                 **resume.note,
             )
         started = now_iso()
-        history.write(lambda h: h.record_run_start(state.run_id, loop.name, started_at=started))
+        history.start(state.run_id, loop.name, started_at=started)
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
             # The run no longer belongs to this process, which may live on (a Python caller):
@@ -225,7 +237,7 @@ def start_run(
         store.close()
         with _live_lock:
             _live.pop(state.run_id, None)
-    history.write(lambda h: h.record_run_end(result))
+    history.end(result)
     live.end()  # after its history row: a `stop` that returns finds the run ended there
     return result
 
@@ -296,7 +308,9 @@ class _Tee:
 
     def emit(self, event: str, **fields: Any) -> None:
         """The listener gets the event as its line in `events.jsonl` reads (as `engine.events`
-        gives it): `ts` included, values as JSON has them, nothing the run goes on changing."""
+        gives it): `ts` included, values as JSON has them, nothing the run goes on changing.
+        The line may still be waiting to be written: `engine.events` writes it first
+        (`flush_live`), so a listener that reads the log finds it."""
         line = self.store.emit_line(event, **fields)
         self.listener(Event(event, self.store.run_id, LineFields(line)))
 

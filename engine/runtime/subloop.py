@@ -479,7 +479,7 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         from engine.llm import create_llm_services
 
         llm = own_llm = create_llm_services(
-            request.loop, run_dir=request.run_dir, recorder=rt.recorder
+            request.loop, run_dir=request.run_dir, recorder=rt.recorder, environ=rt.actions.env
         )
         rt.stop.listeners.append(own_llm.stop)
     # The child's own state.json, at every boundary of the child: a resume continues it there.
