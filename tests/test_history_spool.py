@@ -280,3 +280,20 @@ def test_a_busy_timeout_that_is_no_number_is_said_not_replaced(tmp_path: Path) -
     assert _run_ids(db) == []
     ll_loop(tmp_path, "history")
     assert _run_ids(db) == [ran.json["run_id"]]
+
+
+def test_a_fifo_or_a_link_in_the_spool_is_passed_over_not_waited_on(tmp_path: Path) -> None:
+    """Every command drains the spool when it opens the history: a FIFO named like a kept
+    write there would have hung each of them at its open (and a link been followed)."""
+    spool = spool_dir(_project(tmp_path))
+    spool.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(spool / "00000000000000000001-1-000000-run_end.json")
+    (spool / "00000000000000000002-1-000000-run_end.json").symlink_to("/etc/hostname")
+    done = subprocess.run(
+        [str(BIN / "ll-loop"), "history", "--json"], cwd=tmp_path, capture_output=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in spool.iterdir()) == [
+        "00000000000000000001-1-000000-run_end.json",
+        "00000000000000000002-1-000000-run_end.json",
+    ]  # left for a person to look at

@@ -24,9 +24,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from engine.load.bounded import FileRefused, read_capped
 from engine.load.project import ensure_dir, open_file
 
 SPOOL_DIR = "history-spool"
+MAX_KEPT_BYTES = 256 * 1024 * 1024  # a kept write is a run's or a case's rows, never this much
 _SUFFIX = ".json"
 _count = itertools.count()  # two writes kept in one nanosecond by one process keep their order
 
@@ -62,7 +64,9 @@ def waiting(db: Path) -> list[tuple[Path, dict[str, Any]]]:
         names = sorted(
             entry.name
             for entry in os.scandir(spool_dir(db))
-            if entry.name.endswith(_SUFFIX) and not entry.name.startswith(".")
+            if entry.name.endswith(_SUFFIX)
+            and not entry.name.startswith(".")
+            and entry.is_file(follow_symlinks=False)  # a FIFO here would hang every opener
         )
     except (FileNotFoundError, NotADirectoryError):
         return []
@@ -70,14 +74,11 @@ def waiting(db: Path) -> list[tuple[Path, dict[str, Any]]]:
     for name in names:
         path = spool_dir(db) / name
         try:
-            fd = open_file(path, os.O_RDONLY)
+            write = json.loads(read_capped(path, MAX_KEPT_BYTES))
         except FileNotFoundError:  # another process wrote it meanwhile
             continue
-        with os.fdopen(fd, "rb") as file:
-            try:
-                write = json.loads(file.read())
-            except (ValueError, UnicodeDecodeError):
-                continue
+        except (OSError, FileRefused, ValueError, UnicodeDecodeError):
+            continue
         if isinstance(write, dict) and isinstance(write.get("kind"), str):
             found.append((path, write))
     return found
