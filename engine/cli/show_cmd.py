@@ -45,7 +45,10 @@ def show(
         typer.Option("--cost", help="Print the worst-case LLM calls and dollars of one run."),
     ] = False,
 ) -> int:
-    """Print the loop's states and transitions; retry edges and terminal outcomes are marked."""
+    """Print the loop's states and transitions; retry edges and terminal outcomes are marked. The
+    `on_max_steps` state, which no route names, is shown entered from `max_steps N spent` (the
+    budget can run out in any state): a `← max_steps N spent` line under it in text, a dashed
+    `max_steps N spent` pseudo-state in Mermaid, a dotted edge from a label in dot."""
     from engine.graph.show import render
 
     loaded = _load(loop)
