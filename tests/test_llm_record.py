@@ -299,3 +299,53 @@ states:
     ran = ll_loop(tmp_path, "run", "loop.yaml", "--replay", "old")
     assert ran.code == 2 and "llm.jsonl:1 is not JSON" in ran.stderr
     assert [p.name for p in (tmp_path / ".loops" / "runs").iterdir()] == ["old"]
+
+
+PROMPT_LOOP = """
+name: asked
+initial: ask
+scope: ["."]
+states:
+  ask:
+    action_type: prompt
+    action: "Say hello"
+    timeout: 30
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_recorded_answer_that_is_not_a_messages_answer_is_refused_before_any_step(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A hand-edited log whose `response.content` was not a list reached the prompt runner and
+    ended `run --json` with an internal error (TypeError) and nothing on stdout."""
+    write_loop(tmp_path, PROMPT_LOOP)
+    loopback.push(text_reply("hello"))
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert first.code == 0, first.stderr
+    run_dir = tmp_path / ".loops" / "runs" / json.loads(first.stdout)["run_id"]
+    [entry] = log_entries(run_dir)
+    entry["response"]["content"] = 5
+    (run_dir / "llm.jsonl").write_text(json.dumps(entry) + "\n")
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--replay", str(run_dir))
+    assert ran.code == 2, ran.stderr
+    assert "llm.jsonl:1 records a response that is not a Messages API answer" in ran.stderr
+    assert "internal error" not in ran.stderr
+    assert json.loads(ran.stdout)["steps"] == 0
+    assert len(loopback.requests) == 1
+
+
+def test_a_cache_file_with_a_malformed_answer_is_a_miss(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_LLM_CACHE_DIR", str(tmp_path / "cache"))
+    loopback.push(verdict_reply("yes", evidence=QUOTE), verdict_reply("no"))
+    assert judge_once(tmp_path / "r1", cache=True)[0].name == "yes"
+    [stored] = (tmp_path / "cache").glob("*.json")
+    data = json.loads(stored.read_text())
+    data["response"]["content"] = 5
+    stored.write_text(json.dumps(data))
+    verdict, _ = judge_once(tmp_path / "r2", cache=True)
+    assert verdict.name == "no"  # asked again, not a crash
+    assert len(loopback.requests) == 2
