@@ -129,6 +129,10 @@ class Runtime:
     # This loop's spend = cost_offset + the LLM services' total, which a resumed run starts
     # from zero and a sub-loop shares with its parent (set when `run` starts).
     cost_offset: float = 0.0
+    # The services' total at which this loop, or a loop it runs under, has spent its
+    # `max_cost_usd` (set when `run` starts; a child starts from its parent's): a parent's
+    # budget ends a child's run at the child's next boundary, not after the child's last step.
+    cost_cap: float | None = None
 
     def sync_cost(self, rs: RunState) -> None:
         """Bring `rs.cost_usd` up to date with what the LLM services have spent."""
@@ -154,6 +158,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
     started = time.monotonic() - rs.elapsed_ms / 1000
     if rt.llm is not None:
         rt.cost_offset = rs.cost_usd - rt.llm.cost_usd
+        if loop.max_cost_usd is not None:
+            own = loop.max_cost_usd - rt.cost_offset
+            rt.cost_cap = own if rt.cost_cap is None else min(own, rt.cost_cap)
     if loop.timeout is not None and rt.deadline is None:
         rt.deadline = started + loop.timeout
     retry = retry_edges(compile_graph(loop))
@@ -178,7 +185,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
             return _finish_budget(loop, rs, rt, started)
         if rt.deadline is not None and time.monotonic() >= rt.deadline:
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
-        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
+        if _over_budget(loop, rs, rt):
             # checked after the terminal test: the step that reached success may cost the most
             return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
         if rt.stop.requested:
@@ -228,6 +235,18 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         **({"error": problem} if problem else {}),
     )
     return StepResult(result, verdict, target, problem)
+
+
+def _over_budget(loop: Loop, rs: RunState, rt: Runtime) -> bool:
+    """This loop's spend has reached its `max_cost_usd`, or the run's has reached that of a
+    loop this one runs under."""
+    if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
+        return True
+    return (
+        rt.cost_cap is not None
+        and rt.llm is not None
+        and rt.llm.cost_usd >= rt.cost_cap - COST_EPSILON
+    )
 
 
 def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
