@@ -244,8 +244,28 @@ def test_price_override_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert table.cost("claude-haiku-4-5", 1_000_000, 1_000_000) == 6.0
     assert table.cost("mystery", 1_000_000, 0) == 9.0
     prices.write_text('{"claude-x": {"input": "cheap"}}')
-    with pytest.raises(PreflightError, match="needs numeric 'input' and 'output'"):
+    with pytest.raises(PreflightError, match="needs 'input' and 'output' as numbers ≥ 0"):
         load_prices()
+
+
+@pytest.mark.parametrize("price", ["-3", "NaN", "Infinity", "1e400", "true"])
+def test_a_price_that_is_not_a_price_stops_the_run_in_preflight(
+    loopback: LoopbackServer, tmp_path: Path, price: str
+) -> None:
+    """A negative price made the run's cost negative (under any `max_cost_usd`); NaN and
+    infinity were printed by `run --json` as text that is not JSON and could not be written to
+    history.db; `true` was priced as 1."""
+    write_loop(tmp_path, PROMPT_LOOP)
+    (tmp_path / ".loops").mkdir(exist_ok=True)
+    (tmp_path / ".loops" / "prices.json").write_text(
+        f'{{"claude-sonnet-4-6": {{"input": {price}, "output": 15}}}}'
+    )
+    loopback.default = text_reply("hello")
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert ran.code == 2, ran.stdout
+    assert "entry 'claude-sonnet-4-6' needs 'input' and 'output' as numbers ≥ 0" in ran.stderr
+    assert json.loads(ran.stdout)["steps"] == 0
+    assert not loopback.requests
 
 
 def test_project_prices_json_is_used(loopback: LoopbackServer, tmp_path: Path) -> None:
