@@ -12,7 +12,7 @@ import pytest
 from engine.llm import create_llm_services, llm_preflight
 from engine.llm.prices import PriceTable, load_prices
 from engine.model.errors import PreflightError
-from engine.model.loop import Evaluate, LlmConfig, Loop, State
+from engine.model.loop import Dimension, Evaluate, LlmConfig, Loop, State
 from engine.model.ports import LlmServices, Verdict
 from tests.cli import ll_loop
 from tests.loopback_server import (
@@ -20,6 +20,7 @@ from tests.loopback_server import (
     MemoryRecorder,
     error_reply,
     text_reply,
+    tool_reply,
     verdict_reply,
 )
 from tests.run_helpers import write_loop
@@ -369,3 +370,81 @@ def test_a_cache_file_with_a_malformed_answer_is_a_miss(
     verdict, _ = judge_once(tmp_path / "r2", cache=True)
     assert verdict.name == "no"  # asked again, not a crash
     assert len(loopback.requests) == 2
+
+
+def test_a_replay_that_answers_only_some_samples_is_an_error_verdict(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """`samples: 3` became 5 after the recording: the three recorded `yes` outvoted the two
+    misses and the replayed run passed on answers the edited loop never got."""
+    loopback.default = verdict_reply("yes", evidence=QUOTE)
+    assert judge_once(tmp_path / "r1", samples=3)[0].name == "yes"
+    verdict, _ = judge_once(tmp_path / "r2", samples=5, replay_from=tmp_path / "r1")
+    assert verdict.name == "error"
+    assert verdict.details["error"].startswith("2 of 5 samples have no recorded answer")
+    assert "replay miss" in verdict.details["error"]
+    assert verdict.details["votes"] == {"yes": 3, "error": 2}  # every sample is still shown
+    assert judge_once(tmp_path / "r3", samples=3, replay_from=tmp_path / "r1")[0].name == "yes"
+
+
+def test_a_replay_that_answers_only_some_reviewers_is_an_error_verdict(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    dims = (Dimension("correctness", "Right?", 1.0),)
+    state = State(name="review", action="diff", routes={"yes": "d", "no": "d"})
+    loop = Loop(
+        name="t", initial="review", states={"review": state, "d": State("d", terminal=True)}
+    )
+    loopback.default = tool_reply({"correctness": 5, "reason": "fine"})
+
+    def review(run: str, reviewers: int, replay: Path | None = None) -> Verdict:
+        spec = Evaluate(
+            type="llm_structured", prompt="Review it.", dimensions=dims, reviewers=reviewers
+        )
+        made = create_llm_services(
+            loop, run_dir=tmp_path / run, recorder=MemoryRecorder(), replay_from=replay
+        )
+        return made.judge(spec, "the patch", state=state, loop=loop)
+
+    assert review("r1", 1).name == "yes"
+    verdict = review("r2", 3, replay=tmp_path / "r1")  # one recorded reviewer was a fallback
+    assert verdict.name == "error", verdict.details
+    assert verdict.details["error"].startswith("2 of 3 reviewers have no recorded answer")
+
+
+ASSESSED = """
+name: assessed
+initial: check
+scope: ["."]
+states:
+  check:
+    action: "echo 'all 40 tests passed'"
+    evaluate:
+      type: assessment
+      judges:
+        - {name: green, feedback_type: bool, samples: SAMPLES, prompt: "Did every test pass?"}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_replay_that_answers_only_some_samples_of_an_assessment_judge_is_its_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = tool_reply(
+        {"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "all 40 tests passed"}
+    )
+    write_loop(tmp_path, ASSESSED.replace("SAMPLES", "3"))
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert first.json["final_state"] == "done", first.stderr
+    write_loop(tmp_path, ASSESSED.replace("SAMPLES", "5"))
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--replay", first.json["run_id"])
+    assert ran.json["final_state"] == "broken", ran.stdout  # it passed on three recorded answers
+    [judged] = [e for e in ran.events() if e["event"] == "evaluate"]
+    green = judged["details"]["judges"]["green"]
+    assert "2 of 5 calls have no recorded answer" in green["error"]
+    assert len(loopback.requests) == 3
