@@ -138,6 +138,10 @@ def test_the_parents_budget_ends_a_child_that_keeps_spending(
     assert len([e for e in ran.events() if e["event"] == "llm_call"]) == 1, ran.stdout
     inner = ran.state()["captured"]["inner"]
     assert inner["terminated_by"] == "max_cost" and inner["steps"] == 1
+    [child_end] = [e for e in ran.events() if e["event"] == "loop_complete" and e["depth"] == 1]
+    assert child_end["error"] == "the max_cost_usd of a loop it runs under"  # not its own
+    explained = ll_loop(project, "explain", ran.json["run_id"])
+    assert "reaching the max_cost_usd of a loop it runs under" in explained.stdout
     assert ran.json["final_state"] == "failed"  # the child's `no`, routed as a timeout would be
 
 

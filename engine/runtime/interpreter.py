@@ -187,7 +187,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
         if _over_budget(loop, rs, rt):
             # checked after the terminal test: the step that reached success may cost the most
-            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
+            return _finish(
+                loop, rs, rt, started, "inconclusive", "max_cost", error=_whose_budget(loop, rs)
+            )
         if rt.stop.requested:
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         rs.steps += 1
@@ -247,6 +249,13 @@ def _over_budget(loop: Loop, rs: RunState, rt: Runtime) -> bool:
         and rt.llm is not None
         and rt.llm.cost_usd >= rt.cost_cap - COST_EPSILON
     )
+
+
+def _whose_budget(loop: Loop, rs: RunState) -> str | None:
+    """None when this loop spent its own `max_cost_usd`; else which budget ended it."""
+    if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
+        return None
+    return "the max_cost_usd of a loop it runs under"
 
 
 def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
