@@ -13,6 +13,7 @@ so `run(loop, run_state, runtime)` continues from any boundary: resuming is "loa
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -661,12 +662,29 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
                 values[name] = ns.value(stripped[2:-1])
             else:
                 values[name] = ns.render_text(template)
+            if not _json_finite(values[name]):
+                raise InterpolationError(
+                    stripped.removeprefix("${").removesuffix("}"),
+                    "its value is not a finite number (NaN or infinity), which JSON cannot carry",
+                )
         except InterpolationError as exc:
             values[name] = None
             rt.recorder.emit(
                 "output_error", depth=rt.depth, step=rs.steps, output=name, error=str(exc)
             )
     return values
+
+
+def _json_finite(value: Any) -> bool:
+    """False when `value` holds a NaN or an infinity: `run --json` printed them as `NaN`, which
+    no strict JSON reader (jq, JSON.parse) accepts, and a parent's capture took them in."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_json_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_json_finite(v) for v in value)
+    return True
 
 
 def _state_timeout(loop: Loop, state: State, rt: Runtime) -> float | None:
