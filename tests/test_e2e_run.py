@@ -877,6 +877,33 @@ def test_json_result_carries_the_loops_outputs(tmp_path: Path) -> None:
     assert ran.json["outputs"]["missing"] is None  # a failing output says so, not a crash
 
 
+def test_an_output_that_is_not_a_finite_number_is_null_and_says_why(tmp_path: Path) -> None:
+    """`run --json` printed `NaN` and `Infinity`, which no strict JSON reader accepts."""
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: returns
+        initial: work
+        scope: ["."]
+        outputs:
+          ratio: "${captured.work.output | float}"
+          huge: "${[1, {'x': 1e308 * 10}]}"
+          fine: "${captured.work.output | length}"
+        states:
+          work:
+            action: echo nan
+            capture: work
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    assert ran.code == 0, ran.stderr
+    strict = json.loads(ran.stdout, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    assert strict["outputs"] == {"ratio": None, "huge": None, "fine": 3}
+    errors = [e["error"] for e in ran.events() if e["event"] == "output_error"]
+    assert len(errors) == 2 and all("not a finite number" in e for e in errors)
+
+
 def test_every_event_is_on_disk_before_the_run_waits(tmp_path: Path) -> None:
     """A step's events are written together, but always before the run waits on anything: the
     judge of a state without an action, an action, and the judge of an action (after it ended)

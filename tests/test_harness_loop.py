@@ -10,7 +10,7 @@ import pytest
 
 from engine.harness.subjects import loop_subject
 from tests.harness_helpers import harness, harness_json
-from tests.loopback_server import LoopbackServer, verdict_reply
+from tests.loopback_server import LoopbackServer, text_reply, verdict_reply
 
 PASSING = """\
 name: gate
@@ -201,3 +201,14 @@ def test_semantic_judges_the_loops_outputs_and_its_last_states_output(
     assert "verdict: the report is ready" in judged  # the loop's outputs
     assert "summary line from the last state" in judged  # the final state's output
     assert json.loads(data["stdout"])["outputs"] == {"verdict": "the report is ready"}
+
+
+def test_a_samples_cost_is_what_its_run_spent(tmp_path: Path, loopback: LoopbackServer) -> None:
+    """A loop sample is an `ll-loop run` process: its model calls were recorded at $0."""
+    (tmp_path / "asks.yaml").write_text(
+        WITH_PROMPT.replace('scope: ["."]', 'scope: ["."]\ndefault_timeout: 30')
+    )
+    loopback.default = text_reply("hi", input_tokens=1_000_000, output_tokens=0)
+    code, data = harness_json(tmp_path, "loop", "asks.yaml", "--samples", "2", "--exit-code", "0")
+    assert code == 0, data
+    assert [s["cost_usd"] for s in data["samples"]] == [3.0, 3.0]  # claude-sonnet-4-6: $3/M in

@@ -322,3 +322,16 @@ def test_parse_issue_never_raises_anything_but_a_usage_error(parts: list[str]) -
     assert all(c.strip() for c in issue.acceptance_criteria)
     loop, _, problems = check_loop_text(scaffold_eval([issue]).text)
     assert loop is not None, [p.render() for p in problems]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [("title", "[a, b]", "a list"), ("id", "{x: 1}", "a mapping"), ("summary", "true", "true")],
+)
+def test_a_front_matter_field_that_is_not_text_is_refused(
+    field: str, value: str, kind: str
+) -> None:
+    """`title: [a, b]` became the title `['a', 'b']` (a Python repr) in the prompts."""
+    text = f"---\n{field}: {value}\n---\n# FEAT-1: t\n\n## Acceptance Criteria\n- ok\n"
+    with pytest.raises(UsageError, match=rf"front matter `{field}` must be text, got {kind}"):
+        parse_issue(text, path=Path("FEAT-1.md"))

@@ -187,6 +187,53 @@ def test_the_agents_cost_counts_toward_max_cost_usd(tmp_path: Path) -> None:
     assert ran.json["cost_usd"] == pytest.approx(0.0123)
 
 
+@pytest.mark.parametrize("reported", ["-5", "NaN", "Infinity", "1e400"])
+def test_a_cost_that_is_no_cost_counts_as_unknown(reported: str) -> None:
+    """An agent's negative cost lowered the run's spend under `max_cost_usd`; NaN and
+    infinity reached `run --json` as text no JSON reader accepts; `num_turns: 1e400` crashed."""
+    fields = f'"total_cost_usd": {reported}, "num_turns": {reported}'
+    line = f'{{"type": "result", "result": "ok", {fields}}}'
+    agent = parse_agent_stream(line)
+    assert agent is not None
+    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (0.0, 0)
+
+
+def test_an_agents_negative_cost_does_not_lift_the_budget(tmp_path: Path) -> None:
+    """An agent reporting -$1 and one reporting $0.0123, in turn: the run's cost is the real
+    spend and the budget stops it after the second (it ran to `max_steps` on -$2.96)."""
+    write_agent(tmp_path, [{**EVENTS[-1], "total_cost_usd": -1.0}])
+    (tmp_path / "real.json").write_text(json.dumps(EVENTS))
+    text = """\
+name: agents
+initial: cheat
+scope: ["src"]
+max_cost_usd: 0.01
+max_steps: 6
+states:
+  cheat:
+    action_type: prompt
+    action: Fix it.
+    runner: "cmd:python3 agent.py events.json"
+    timeout: 30
+    next: real
+  real:
+    action_type: prompt
+    action: Fix it again.
+    runner: "cmd:python3 agent.py real.json"
+    timeout: 30
+    next: check
+  check:
+    action: "exit 1"
+    on_yes: done
+    on_no: cheat
+  done: {terminal: true}
+"""
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stdout + ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    assert ran.json["steps"] == 2
+
+
 def test_llm_judges_read_the_conversation_and_tool_trace(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:

@@ -12,7 +12,7 @@ import pytest
 from engine.llm import create_llm_services, llm_preflight
 from engine.llm.prices import PriceTable, load_prices
 from engine.model.errors import PreflightError
-from engine.model.loop import Evaluate, LlmConfig, Loop, State
+from engine.model.loop import Dimension, Evaluate, LlmConfig, Loop, State
 from engine.model.ports import LlmServices, Verdict
 from tests.cli import ll_loop
 from tests.loopback_server import (
@@ -20,6 +20,7 @@ from tests.loopback_server import (
     MemoryRecorder,
     error_reply,
     text_reply,
+    tool_reply,
     verdict_reply,
 )
 from tests.run_helpers import write_loop
@@ -244,8 +245,28 @@ def test_price_override_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert table.cost("claude-haiku-4-5", 1_000_000, 1_000_000) == 6.0
     assert table.cost("mystery", 1_000_000, 0) == 9.0
     prices.write_text('{"claude-x": {"input": "cheap"}}')
-    with pytest.raises(PreflightError, match="needs numeric 'input' and 'output'"):
+    with pytest.raises(PreflightError, match="needs 'input' and 'output' as numbers ≥ 0"):
         load_prices()
+
+
+@pytest.mark.parametrize("price", ["-3", "NaN", "Infinity", "1e400", "true"])
+def test_a_price_that_is_not_a_price_stops_the_run_in_preflight(
+    loopback: LoopbackServer, tmp_path: Path, price: str
+) -> None:
+    """A negative price made the run's cost negative (under any `max_cost_usd`); NaN and
+    infinity were printed by `run --json` as text that is not JSON and could not be written to
+    history.db; `true` was priced as 1."""
+    write_loop(tmp_path, PROMPT_LOOP)
+    (tmp_path / ".loops").mkdir(exist_ok=True)
+    (tmp_path / ".loops" / "prices.json").write_text(
+        f'{{"claude-sonnet-4-6": {{"input": {price}, "output": 15}}}}'
+    )
+    loopback.default = text_reply("hello")
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert ran.code == 2, ran.stdout
+    assert "entry 'claude-sonnet-4-6' needs 'input' and 'output' as numbers ≥ 0" in ran.stderr
+    assert json.loads(ran.stdout)["steps"] == 0
+    assert not loopback.requests
 
 
 def test_project_prices_json_is_used(loopback: LoopbackServer, tmp_path: Path) -> None:
@@ -299,3 +320,131 @@ states:
     ran = ll_loop(tmp_path, "run", "loop.yaml", "--replay", "old")
     assert ran.code == 2 and "llm.jsonl:1 is not JSON" in ran.stderr
     assert [p.name for p in (tmp_path / ".loops" / "runs").iterdir()] == ["old"]
+
+
+PROMPT_LOOP = """
+name: asked
+initial: ask
+scope: ["."]
+states:
+  ask:
+    action_type: prompt
+    action: "Say hello"
+    timeout: 30
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_recorded_answer_that_is_not_a_messages_answer_is_refused_before_any_step(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A hand-edited log whose `response.content` was not a list reached the prompt runner and
+    ended `run --json` with an internal error (TypeError) and nothing on stdout."""
+    write_loop(tmp_path, PROMPT_LOOP)
+    loopback.push(text_reply("hello"))
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert first.code == 0, first.stderr
+    run_dir = tmp_path / ".loops" / "runs" / json.loads(first.stdout)["run_id"]
+    [entry] = log_entries(run_dir)
+    entry["response"]["content"] = 5
+    (run_dir / "llm.jsonl").write_text(json.dumps(entry) + "\n")
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--replay", str(run_dir))
+    assert ran.code == 2, ran.stderr
+    assert "llm.jsonl:1 records a response that is not a Messages API answer" in ran.stderr
+    assert "internal error" not in ran.stderr
+    assert json.loads(ran.stdout)["steps"] == 0
+    assert len(loopback.requests) == 1
+
+
+def test_a_cache_file_with_a_malformed_answer_is_a_miss(
+    loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LL_LLM_CACHE_DIR", str(tmp_path / "cache"))
+    loopback.push(verdict_reply("yes", evidence=QUOTE), verdict_reply("no"))
+    assert judge_once(tmp_path / "r1", cache=True)[0].name == "yes"
+    [stored] = (tmp_path / "cache").glob("*.json")
+    data = json.loads(stored.read_text())
+    data["response"]["content"] = 5
+    stored.write_text(json.dumps(data))
+    verdict, _ = judge_once(tmp_path / "r2", cache=True)
+    assert verdict.name == "no"  # asked again, not a crash
+    assert len(loopback.requests) == 2
+
+
+def test_a_replay_that_answers_only_some_samples_is_an_error_verdict(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """`samples: 3` became 5 after the recording: the three recorded `yes` outvoted the two
+    misses and the replayed run passed on answers the edited loop never got."""
+    loopback.default = verdict_reply("yes", evidence=QUOTE)
+    assert judge_once(tmp_path / "r1", samples=3)[0].name == "yes"
+    verdict, _ = judge_once(tmp_path / "r2", samples=5, replay_from=tmp_path / "r1")
+    assert verdict.name == "error"
+    assert verdict.details["error"].startswith("2 of 5 samples have no recorded answer")
+    assert "replay miss" in verdict.details["error"]
+    assert verdict.details["votes"] == {"yes": 3, "error": 2}  # every sample is still shown
+    assert judge_once(tmp_path / "r3", samples=3, replay_from=tmp_path / "r1")[0].name == "yes"
+
+
+def test_a_replay_that_answers_only_some_reviewers_is_an_error_verdict(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    dims = (Dimension("correctness", "Right?", 1.0),)
+    state = State(name="review", action="diff", routes={"yes": "d", "no": "d"})
+    loop = Loop(
+        name="t", initial="review", states={"review": state, "d": State("d", terminal=True)}
+    )
+    loopback.default = tool_reply({"correctness": 5, "reason": "fine"})
+
+    def review(run: str, reviewers: int, replay: Path | None = None) -> Verdict:
+        spec = Evaluate(
+            type="llm_structured", prompt="Review it.", dimensions=dims, reviewers=reviewers
+        )
+        made = create_llm_services(
+            loop, run_dir=tmp_path / run, recorder=MemoryRecorder(), replay_from=replay
+        )
+        return made.judge(spec, "the patch", state=state, loop=loop)
+
+    assert review("r1", 1).name == "yes"
+    verdict = review("r2", 3, replay=tmp_path / "r1")  # one recorded reviewer was a fallback
+    assert verdict.name == "error", verdict.details
+    assert verdict.details["error"].startswith("2 of 3 reviewers have no recorded answer")
+
+
+ASSESSED = """
+name: assessed
+initial: check
+scope: ["."]
+states:
+  check:
+    action: "echo 'all 40 tests passed'"
+    evaluate:
+      type: assessment
+      judges:
+        - {name: green, feedback_type: bool, samples: SAMPLES, prompt: "Did every test pass?"}
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_a_replay_that_answers_only_some_samples_of_an_assessment_judge_is_its_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.default = tool_reply(
+        {"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "all 40 tests passed"}
+    )
+    write_loop(tmp_path, ASSESSED.replace("SAMPLES", "3"))
+    first = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert first.json["final_state"] == "done", first.stderr
+    write_loop(tmp_path, ASSESSED.replace("SAMPLES", "5"))
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--replay", first.json["run_id"])
+    assert ran.json["final_state"] == "broken", ran.stdout  # it passed on three recorded answers
+    [judged] = [e for e in ran.events() if e["event"] == "evaluate"]
+    green = judged["details"]["judges"]["green"]
+    assert "2 of 5 calls have no recorded answer" in green["error"]
+    assert len(loopback.requests) == 3

@@ -134,3 +134,47 @@ def test_variant_b_gates_each_issue_and_records_unproven(project: Path) -> None:
     assert states["check_proof_feat_920_cache_ttl"]["on_no"] == "record_unproven"
     assert states["execute_feat_921"]["next"] == "check_skill_feat_921"
     assert data["max_steps"] == 8 * 2 + 2 + 2 * 3
+
+
+HOSTILE = """\
+---
+id: FEAT-922
+learning_tests_required:
+  - "$(touch pwned)"
+  - 'a "b" c'
+---
+# FEAT-922: Hostile targets
+
+## Use Case
+
+- Use it.
+"""
+
+
+def test_a_target_in_the_template_is_text_wherever_it_sits(
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    """The target was pasted as `shlex.quote` text: inside the template's double quotes its
+    `$(...)` ran, and `a "b" c` arrived as `'a b c'`."""
+    write(project / ".issues" / "FEAT-922-hostile.md", HOSTILE)
+    write(project / ".loops" / "config.yaml", ENABLED + '  command: echo "got {target}"\n')
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-922", "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    path = str(json.loads(done.stdout)["path"])
+    assert lint_findings((project / path).read_text()) == []
+    ScriptedLlm(loopback).say(SAW)
+    run_loop(path, cwd=project)
+    bundle = project / ".loops" / "evidence" / "FEAT-922"
+    assert (bundle / "proof-touch_pwned.txt").read_text() == "got $(touch pwned)\n"
+    assert (bundle / "proof-a_b_c.txt").read_text() == 'got a "b" c\n'
+    assert not (project / "pwned").exists()
+
+
+@pytest.mark.parametrize("template", ['bash -c "pytest -k {target}"', "eval {target}"])
+def test_a_template_that_runs_the_target_as_code_is_refused(project: Path, template: str) -> None:
+    write(project / ".loops" / "config.yaml", ENABLED + f"  command: '{template}'\n")
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-920", cwd=project)
+    assert done.returncode == 2
+    assert ".loops/config.yaml: `learning_tests.command` puts {target} where bash" in done.stderr
+    assert "bug in ll-loop" not in done.stderr

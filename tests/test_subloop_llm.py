@@ -118,6 +118,33 @@ def test_a_childs_cost_counts_against_the_parents_max_cost(
     assert len([e for e in ran.events() if e["event"] == "llm_call"]) == 1
 
 
+def test_the_parents_budget_ends_a_child_that_keeps_spending(
+    loopback: LoopbackServer, project: Path
+) -> None:
+    """A child that judges again after every NO spent its whole `max_steps` ($3 a call, ten
+    calls) under a parent whose `max_cost_usd` was $1: the budget was checked only at the
+    parent's boundaries, after the child's last step."""
+    parent = PARENT.replace("loop: judged-child", "loop: stubborn-child\n    capture: inner")
+    parent = parent.replace('scope: ["."]\n', 'scope: ["."]\nmax_cost_usd: 1.0\n', 1)
+    child = (
+        CHILD.replace("name: judged-child", "name: stubborn-child\nmax_steps: 10")
+        .replace("on_no: bad", "on_no: check")
+        .replace("on_error: bad", "on_error: check")
+    )
+    write_loop(project, parent, "budget.yaml")
+    write_loop(project, child, "stubborn-child.yaml")
+    loopback.default = verdict_reply("no", input_tokens=1_000_000)
+    ran = ll_loop(project, "run", "budget.yaml", "--json")
+    assert len([e for e in ran.events() if e["event"] == "llm_call"]) == 1, ran.stdout
+    inner = ran.state()["captured"]["inner"]
+    assert inner["terminated_by"] == "max_cost" and inner["steps"] == 1
+    [child_end] = [e for e in ran.events() if e["event"] == "loop_complete" and e["depth"] == 1]
+    assert child_end["error"] == "the max_cost_usd of a loop it runs under"  # not its own
+    explained = ll_loop(project, "explain", ran.json["run_id"])
+    assert "reaching the max_cost_usd of a loop it runs under" in explained.stdout
+    assert ran.json["final_state"] == "failed"  # the child's `no`, routed as a timeout would be
+
+
 def test_a_childs_budget_counts_only_its_own_spend(loopback: LoopbackServer, project: Path) -> None:
     """The parent spent $3 before calling the child; the child's $1 budget is its own."""
     parent = """

@@ -7,6 +7,7 @@ it is stochastic (decides the default sample count), and how to run one sample.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -162,6 +163,7 @@ def loop_subject(
 
     def run(timeout: float | None) -> SubjectRun:
         sample = SubjectRun.from_action(run_process(argv, timeout=timeout, cwd=cwd), timeout)
+        sample = replace(sample, cost_usd=_run_cost(sample.stdout))
         if sample.infra_error is not None:
             return sample
         problem = _run_refusal(sample.stdout)
@@ -240,6 +242,15 @@ def _last_state_output(cwd: Path, run_id: object) -> tuple[str, str] | None:
     if not isinstance(prev, dict) or not str(prev.get("output") or "").strip():
         return None
     return str(prev.get("state")), str(prev["output"])
+
+
+def _run_cost(stdout: str) -> float:
+    """What a nested run says its model calls cost (`cost_usd` of its JSON result): the
+    process is ours, its spend is the loop's (a sample of an LLM loop was recorded at $0)."""
+    cost = (run_json(stdout) or {}).get("cost_usd")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return 0.0
+    return float(cost) if math.isfinite(cost) and cost >= 0 else 0.0
 
 
 def _run_refusal(stdout: str) -> str | None:

@@ -41,6 +41,7 @@ from engine.llm.judge import (
     EVIDENCE_CONTRACT,
     answer_fields_problem,
     judged_block,
+    replay_missed,
     run_concurrently,
     tool_input,
 )
@@ -391,6 +392,20 @@ def ask(
     return replies[-1], replies
 
 
+def _missed(reply: MessagesReply) -> dict[str, bool]:
+    """The mark of a sample a replayed run's log had no answer for (`refuse_partial_replay`)."""
+    return {"replay_miss": True} if reply.replay_miss else {}
+
+
+def refuse_partial_replay(records: Sequence[Mapping[str, Any]], cost: float) -> None:
+    """JudgeError when a replay answered only some samples or reviewers of a judge: the
+    recorded answers must not stand for the whole judgement (more samples than recorded
+    were outvoted or ignored by the recorded ones)."""
+    missed = replay_missed(records, "calls")
+    if missed is not None:
+        raise JudgeError(missed, cost_usd=cost, samples=tuple(records))
+
+
 def _failure(reply: MessagesReply) -> str:
     kind = "malformed answer" if reply.status == "invalid" else "call failed"
     return f"{kind}: {reply.error}"
@@ -430,7 +445,7 @@ def _bool_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
             "cost_usd": _cost(replies),
         }
         if last.status != "ok" or last.body is None:
-            return {**record, "outcome": "error", "error": _failure(last)}
+            return {**record, "outcome": "error", "error": _failure(last), **_missed(last)}
         answer = tool_input(last.body, EVALUATION_TOOL)
         assert isinstance(answer, Mapping)
         passed, confidence = bool(answer["passed"]), float(answer["confidence"])
@@ -456,6 +471,7 @@ def _bool_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
 
     records = run_concurrently(ctx.samples, one)
     cost = sum(r["cost_usd"] for r in records)
+    refuse_partial_replay(records, cost)
     votes = Counter(r["outcome"] for r in records)
     top = max(votes.values())
     winner = min((o for o, n in votes.items() if n == top), key=_FAVOUR.__getitem__)
@@ -513,7 +529,7 @@ def _score_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
             "cost_usd": _cost(replies),
         }
         if last.status != "ok" or last.body is None:
-            return {**record, "error": _failure(last)}
+            return {**record, "error": _failure(last), **_missed(last)}
         answer = tool_input(last.body, SCORE_TOOL)
         assert isinstance(answer, Mapping)
         found = evidence_problem(str(answer["evidence"]), prompt.material)
@@ -527,6 +543,7 @@ def _score_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
 
     records = run_concurrently(ctx.samples, one)
     cost = sum(r["cost_usd"] for r in records)
+    refuse_partial_replay(records, cost)
     scored = [r for r in records if "score" in r]
     errors = [r for r in records if "error" in r]
     if len(scored) <= len(errors):

@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.judges.env import JudgeContext
 from engine.judges.explore import MAX_TOOL_STEPS, TOOL_NAMES, TOOLS, Refused, Workspace
-from engine.judges.llm_judges import ask, request_for
+from engine.judges.llm_judges import ask, refuse_partial_replay, request_for
 from engine.judges.record import format_outputs
 from engine.judges.result import JudgeError, Judgement
 from engine.llm.judge import judged_block, run_concurrently, tool_input
@@ -59,6 +59,7 @@ def run_review(ctx: JudgeContext) -> Judgement:
 
     records = run_concurrently(max(1, judge.reviewers), review)
     cost += sum(r["cost_usd"] for r in records)
+    refuse_partial_replay(records, cost)
     ok = [r for r in records if "scores" in r]
     public = tuple({k: v for k, v in r.items() if k != "transcript"} for r in records)
     if not ok:
@@ -143,7 +144,8 @@ def _one_review(
     record["cost_usd"] += sum(r.cost_usd for r in replies)
     if last.status != "ok" or last.body is None:
         kind = "malformed answer" if last.status == "invalid" else "call failed"
-        return {**record, "error": f"{kind}: {last.error}"}
+        missed = {"replay_miss": True} if last.replay_miss else {}
+        return {**record, "error": f"{kind}: {last.error}", **missed}
     scores = parse_scores(last.body, dimensions)
     assert not isinstance(scores, str)
     data = tool_input(last.body, SCORE_TOOL)

@@ -10,6 +10,7 @@ text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_usd` and `nu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,6 +111,12 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
 
 
 def _number(value: Any) -> float:
+    """A count or cost the agent reported; anything but a finite number ≥ 0 is not known (0).
+
+    An agent's `total_cost_usd: -5` lowered the run's spend under `max_cost_usd`, `NaN` and
+    `1e400` (infinity) reached `run --json` as text that is not JSON, and `num_turns: 1e400`
+    crashed the run."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
-    return float(value)
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else 0.0

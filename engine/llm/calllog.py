@@ -110,6 +110,13 @@ def _lines_from_end(handle: BinaryIO, block: int = 1 << 20) -> Iterator[bytes]:
         yield rest
 
 
+def is_answer(body: Any) -> bool:
+    """True for the shape every reader of an answer relies on: an object whose `content` is a
+    list. A log or cache file edited by hand can hold anything, and a bad shape crashed the
+    reader (`content: 5`)."""
+    return isinstance(body, dict) and isinstance(body.get("content"), list)
+
+
 def _read_calls(path: Path) -> list[dict[str, Any]]:
     """The calls of an LLM log in the order they were made, without those a resume marked
     abandoned (`mark_abandoned`: positions among all the calls of the log) and a last line the
@@ -132,6 +139,13 @@ def _read_calls(path: Path) -> list[dict[str, Any]]:
         if type(first) is int and first >= 0:
             abandoned.update(range(first, len(calls)))
         elif isinstance(entry.get("hash"), str):
+            response = entry.get("response")
+            if response is not None and not is_answer(response):
+                raise PreflightError(
+                    f"cannot replay: {path}:{number} records a response that is not a "
+                    "Messages API answer (its `content` is not a list)",
+                    hint="record the run again, or restore the line from the original log",
+                )
             calls.append(entry)
     return [entry for position, entry in enumerate(calls) if position not in abandoned]
 
@@ -193,7 +207,7 @@ class ResponseCache:
         ):
             return None
         response = stored.get("response")
-        return response if isinstance(response, dict) else None
+        return response if is_answer(response) else None
 
     def put(self, key: str, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
         """Store an answer atomically; a cache that cannot be written is skipped, not fatal."""

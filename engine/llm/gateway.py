@@ -81,6 +81,7 @@ class CallResult:
     attempts: int = 1
     source: Source = "live"
     timed_out: bool = False
+    replay_miss: bool = False  # a replay with no recorded answer for this call
 
 
 def _usage(body: Mapping[str, Any] | None) -> tuple[int, int]:
@@ -187,7 +188,9 @@ class LlmGateway:
                 f"replay miss: {self.replay.source} has no recorded answer{where} for this "
                 f"request (model {model}, hash {key[:12]}); the prompt, text or settings changed"
             )
-            return CallResult("error", None, miss, key, model, source="replay", attempts=0)
+            return CallResult(
+                "error", None, miss, key, model, source="replay", attempts=0, replay_miss=True
+            )
         body = entry.get("response")
         body = body if isinstance(body, dict) else None
         tokens_in, tokens_out = _usage(body)

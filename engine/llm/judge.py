@@ -326,6 +326,8 @@ def _one_sample(
             evidence_check=None,
             error=f"{kind}: {last.error}",
         )
+        if last.replay_miss:
+            record["replay_miss"] = True
         return record
     answer = parse_verdict(last.body)
     assert not isinstance(answer, str)
@@ -384,6 +386,9 @@ def judge_structured(
         lambda i: _one_sample(gateway, request, judged, min_confidence, i, settings.tag),
     )
     winner = majority([r["verdict"] for r in records])
+    missed = replay_missed(records)
+    if missed is not None:  # the recording answers only part of this judgement: no verdict
+        winner = "error"
     agreeing = [r for r in records if r["verdict"] == winner]
     first = agreeing[0]
     confidences = [r["confidence"] for r in agreeing if r.get("confidence") is not None]
@@ -403,8 +408,21 @@ def judge_structured(
         **judged.details(),
     }
     if winner == "error":
-        details["error"] = first.get("error", "judge failed")
+        details["error"] = missed or first.get("error", "judge failed")
     return Verdict(winner, details)
+
+
+def replay_missed(records: Sequence[Mapping[str, Any]], what: str = "samples") -> str | None:
+    """Why a replayed judgement has no verdict when some of its calls have no recorded answer,
+    else None. The answers that were recorded must not outvote the missing ones: after
+    `samples: 3` became 5, a replay said yes on three stale answers and two misses."""
+    missed = [r for r in records if r.get("replay_miss")]
+    if not missed:
+        return None
+    return (
+        f"{len(missed)} of {len(records)} {what} have no recorded answer in the replayed run "
+        f"({missed[0].get('error')})"
+    )
 
 
 def input_hash(request: Mapping[str, Any]) -> str:

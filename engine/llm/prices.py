@@ -12,6 +12,7 @@ entries replace or extend the built-in ones.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -75,6 +76,23 @@ class PriceTable:
         return (input_tokens * price.input + output_tokens * price.output) / 1_000_000
 
 
+PARTS = ("input", "output")
+
+
+def _is_price(value: object) -> bool:
+    """A finite number ≥ 0: a negative price lowered the run's cost below what was spent (and
+    under `max_cost_usd`), NaN and infinity made it unprintable as JSON and unrecordable."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and value >= 0
+
+
+def _shown(entry: object) -> str:
+    """The entry as the file spells it (NaN and Infinity included), cut short."""
+    text = json.dumps(entry)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def price_file(root: Path | None = None) -> Path | None:
     """The override file in effect: `LL_PRICES`, else `<root>/.loops/prices.json` if it exists."""
     env = os.environ.get("LL_PRICES", "").strip()
@@ -99,12 +117,11 @@ def load_prices(root: Path | None = None) -> PriceTable:
     prices = dict(BUILTIN_PRICES)
     default = DEFAULT_PRICE
     for model, entry in raw.items():
-        if not (
-            isinstance(entry, dict)
-            and all(isinstance(entry.get(k), int | float) for k in ("input", "output"))
-        ):
+        if not (isinstance(entry, dict) and all(_is_price(entry.get(k)) for k in PARTS)):
             raise PreflightError(
-                f"price table {path}: entry {model!r} needs numeric 'input' and 'output'", hint=hint
+                f"price table {path}: entry {model!r} needs 'input' and 'output' as numbers "
+                f"≥ 0, got {_shown(entry)}",
+                hint=hint,
             )
         price = Price(float(entry["input"]), float(entry["output"]))
         if model == "default":

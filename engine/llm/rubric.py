@@ -24,6 +24,7 @@ from engine.llm.judge import (
     input_hash,
     judged_block,
     prepare_judged_text,
+    replay_missed,
     run_concurrently,
     tool_input,
 )
@@ -151,6 +152,8 @@ def judge_rubric(
         if last.status != "ok" or last.body is None:
             kind = "malformed answer" if last.status == "invalid" else "call failed"
             record["error"] = f"{kind}: {last.error}"
+            if last.replay_miss:
+                record["replay_miss"] = True
             return record
         scores = parse_scores(last.body, dimensions)
         assert not isinstance(scores, str)
@@ -172,6 +175,10 @@ def judge_rubric(
         "input_hash": input_hash(request),
         **judged.details(),
     }
+    missed = replay_missed(records, "reviewers")
+    if missed is not None:
+        details["error"] = missed
+        return Verdict("error", details)
     if not ok:
         details["error"] = "no reviewer returned usable scores: " + "; ".join(
             str(r.get("error")) for r in records

@@ -172,8 +172,8 @@ def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = N
     text = text.lstrip("\ufeff").replace("\r\n", "\n").translate(_ODD_BREAKS)
     front, body = _split_front_matter(text, path)
     title, sections = _split_sections(body)
-    fm_title = _fm_str(front, "title")
-    found_id = issue_id or _fm_str(front, "id") or _id_from(path, title)
+    fm_title = _fm_str(front, "title", path)
+    found_id = issue_id or _fm_str(front, "id", path) or _id_from(path, title)
     title = fm_title or _strip_id_prefix(title, found_id) or (path.stem if path else found_id)
     kind = _kind(front, found_id)
     criteria = _criteria(front, sections.get("acceptance_criteria", ""), path)
@@ -183,7 +183,7 @@ def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = N
         title=_one_line(title),
         kind=kind,
         path=path,
-        summary=sections.get("summary", "") or _fm_str(front, "summary"),
+        summary=sections.get("summary", "") or _fm_str(front, "summary", path),
         expected_behavior=expected,
         use_case=sections.get("use_case", ""),
         acceptance_criteria=criteria,
@@ -541,9 +541,19 @@ def _should_not(criteria: tuple[str, ...], *texts: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _fm_str(front: Mapping[str, Any], key: str) -> str:
+def _fm_str(front: Mapping[str, Any], key: str, path: Path | None) -> str:
+    """A front matter field as one line of text; a list, mapping or boolean is a `UsageError`
+    (it became its Python repr, `['a', 'b']`, in the prompts and the loop's name)."""
     value = front.get(key)
-    return _one_line(str(value)) if value not in (None, "") else ""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, dict | list | bool):
+        kind = {dict: "a mapping", list: "a list", bool: "true or false"}[type(value)]
+        raise UsageError(
+            f"{path or 'the issue'}: front matter `{key}` must be text, got {kind}",
+            hint=f'quote it: `{key}: "..."`',
+        )
+    return _one_line(str(value))
 
 
 def _one_line(text: str) -> str:

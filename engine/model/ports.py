@@ -228,6 +228,11 @@ class MessagesReply(Protocol):
     @property
     def timed_out(self) -> bool: ...
 
+    @property
+    def replay_miss(self) -> bool:
+        """A replayed run's log had no recorded answer for this call."""
+        ...
+
 
 Validator = Callable[[Mapping[str, Any]], "str | None"]
 

@@ -367,8 +367,9 @@ def end_reason(
         )
     if how == "max_cost":
         limit = f" of ${facts.max_cost_usd:g}" if facts.max_cost_usd is not None else ""
+        whose = str(result.get("error") or f"its max_cost_usd{limit}")  # an outer loop's
         return (
-            f"spent ${facts.cost_usd:.4f}, reaching its max_cost_usd{limit}, after state "
+            f"spent ${facts.cost_usd:.4f}, reaching {whose}, after state "
             f"{last.state if last else final!r} at step {facts.steps}{budget}"
         )
     if how == "error":

@@ -13,6 +13,7 @@ so `run(loop, run_state, runtime)` continues from any boundary: resuming is "loa
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -129,6 +130,10 @@ class Runtime:
     # This loop's spend = cost_offset + the LLM services' total, which a resumed run starts
     # from zero and a sub-loop shares with its parent (set when `run` starts).
     cost_offset: float = 0.0
+    # The services' total at which this loop, or a loop it runs under, has spent its
+    # `max_cost_usd` (set when `run` starts; a child starts from its parent's): a parent's
+    # budget ends a child's run at the child's next boundary, not after the child's last step.
+    cost_cap: float | None = None
 
     def sync_cost(self, rs: RunState) -> None:
         """Bring `rs.cost_usd` up to date with what the LLM services have spent."""
@@ -154,6 +159,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
     started = time.monotonic() - rs.elapsed_ms / 1000
     if rt.llm is not None:
         rt.cost_offset = rs.cost_usd - rt.llm.cost_usd
+        if loop.max_cost_usd is not None:
+            own = loop.max_cost_usd - rt.cost_offset
+            rt.cost_cap = own if rt.cost_cap is None else min(own, rt.cost_cap)
     if loop.timeout is not None and rt.deadline is None:
         rt.deadline = started + loop.timeout
     retry = retry_edges(compile_graph(loop))
@@ -178,9 +186,11 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
             return _finish_budget(loop, rs, rt, started)
         if rt.deadline is not None and time.monotonic() >= rt.deadline:
             return _finish(loop, rs, rt, started, "inconclusive", "timeout")
-        if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
+        if _over_budget(loop, rs, rt):
             # checked after the terminal test: the step that reached success may cost the most
-            return _finish(loop, rs, rt, started, "inconclusive", "max_cost")
+            return _finish(
+                loop, rs, rt, started, "inconclusive", "max_cost", error=_whose_budget(loop, rs)
+            )
         if rt.stop.requested:
             return _finish(loop, rs, rt, started, "inconclusive", "stopped", error=rt.stop.reason)
         rs.steps += 1
@@ -228,6 +238,25 @@ def execute_and_evaluate(loop: Loop, state: State, rs: RunState, rt: Runtime) ->
         **({"error": problem} if problem else {}),
     )
     return StepResult(result, verdict, target, problem)
+
+
+def _over_budget(loop: Loop, rs: RunState, rt: Runtime) -> bool:
+    """This loop's spend has reached its `max_cost_usd`, or the run's has reached that of a
+    loop this one runs under."""
+    if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
+        return True
+    return (
+        rt.cost_cap is not None
+        and rt.llm is not None
+        and rt.llm.cost_usd >= rt.cost_cap - COST_EPSILON
+    )
+
+
+def _whose_budget(loop: Loop, rs: RunState) -> str | None:
+    """None when this loop spent its own `max_cost_usd`; else which budget ended it."""
+    if loop.max_cost_usd is not None and rs.cost_usd >= loop.max_cost_usd - COST_EPSILON:
+        return None
+    return "the max_cost_usd of a loop it runs under"
 
 
 def _out_of_time(result: ActionResult, rt: Runtime) -> bool:
@@ -633,12 +662,29 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
                 values[name] = ns.value(stripped[2:-1])
             else:
                 values[name] = ns.render_text(template)
+            if not _json_finite(values[name]):
+                raise InterpolationError(
+                    stripped.removeprefix("${").removesuffix("}"),
+                    "its value is not a finite number (NaN or infinity), which JSON cannot carry",
+                )
         except InterpolationError as exc:
             values[name] = None
             rt.recorder.emit(
                 "output_error", depth=rt.depth, step=rs.steps, output=name, error=str(exc)
             )
     return values
+
+
+def _json_finite(value: Any) -> bool:
+    """False when `value` holds a NaN or an infinity: `run --json` printed them as `NaN`, which
+    no strict JSON reader (jq, JSON.parse) accepts, and a parent's capture took them in."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_json_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_json_finite(v) for v in value)
+    return True
 
 
 def _state_timeout(loop: Loop, state: State, rt: Runtime) -> float | None:

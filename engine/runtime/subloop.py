@@ -495,6 +495,7 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         depth=request.depth,
         deadline=None if request.timeout is None else time.monotonic() + request.timeout,
         run_subloop=rt.run_subloop,
+        cost_cap=rt.cost_cap if llm is rt.llm else None,
     )
     if request.resume is not None:
         child_rs = RunState.from_json(request.resume)

@@ -10,10 +10,12 @@ from engine.scaffold.prompts import criteria_prompt, execute_prompt
 from engine.scaffold.proofs import (
     LearningTests,
     ProofTarget,
+    context_block,
     evidence_path,
     gate_state_names,
     proof_states,
     proof_targets,
+    target_variables,
 )
 from engine.scaffold.result import Placeholder, Scaffold
 from engine.scaffold.text import (
@@ -96,7 +98,7 @@ outputs:
   verdict: "${{captured.judgement.verdict | default('not judged')}}"
   reason: "${{captured.judgement.details.reason | default('')}}"
   evidence: "${{captured.judgement.details.evidence | default('')}}"
-states:
+{context_block(target_variables(gates, learning or LearningTests()))}states:
   # A user instruction, not an assertion: the agent does the task and reports; it is never
   # shown the criteria, so it cannot optimise for the grade.
   execute:
@@ -223,6 +225,9 @@ def variant_b(issues: Sequence[Issue], learning: LearningTests | None = None) ->
         f"        {issue_id}) echo issue_{key} ;;" for issue_id, key in zip(ids, keys, strict=True)
     )
     verdicts = ", ".join([*(f"issue_{key}" for key in keys), "none"])
+    variables: dict[str, str] = {}
+    for issue, key in zip(issues, keys, strict=True):
+        variables.update(target_variables(gates[issue.id], learning or LearningTests(), f"{key}_"))
     summary = ", ".join(f"{comment(i.id)} ({comment(i.title)})" for i in issues)
     text = f"""\
 # Eval harness for {len(issues)} issues: {summary}
@@ -252,7 +257,7 @@ scope:
   - .loops/{name}{"".join(_evidence_scope(i, gates[i.id]) for i in issues)}
 outputs:
   results: "${{run.dir}}/results.txt"
-states:
+{context_block(variables)}states:
   # The next issue of the work list with no line in processed.txt: its ID on the first line,
   # the route to its states on the last; `none` when every issue has been processed.
   discover:

@@ -10,8 +10,9 @@ An issue may declare the external assumptions its feature rests on:
 When the project enables learning tests in `.loops/config.yaml` (`learning_tests: {enabled:
 true}`), `scaffold-eval` splices one gate per target between the execute state and the judge,
 chained on `on_yes`: the judge is reached only when every assumption is proven. A gate runs the
-target's `command` (else the config's `learning_tests.command` template with `{target}` and
-`{slug}`) and keeps its output in the issue's pre-patch evidence bundle,
+target's `command` (else the config's `learning_tests.command` template with `{slug}`, and
+`{target}` interpolated from the loop's `context:` so ll-loop quotes the issue's text for its
+place) and keeps its output in the issue's pre-patch evidence bundle,
 `.loops/evidence/<ID>/proof-<slug>.txt`; with no command it checks that such a proof file was
 recorded and starts with `PASS`.
 """
@@ -86,7 +87,24 @@ def load_learning_tests(root: Path) -> LearningTests:
             f"{CONFIG_FILE}: `learning_tests.command` must be a command line",
             hint="e.g. `command: pytest -q tests/learning -k {slug}`",
         )
+    if command is not None:
+        _check_target_places(command)
     return LearningTests(enabled, command)
+
+
+def _check_target_places(command: str) -> None:
+    """Refuse a template that puts `{target}` where bash would run or evaluate it: a target
+    is issue text, and only a value bash merely expands can be quoted into exactly itself."""
+    from engine.shell.commands import Role
+    from engine.shell.grammar import layout
+
+    for place in layout(command.split("{target}")).positions:
+        if place.role is not Role.VALUE:
+            raise UsageError(
+                f"{CONFIG_FILE}: `learning_tests.command` puts {{target}} where bash would not "
+                f"take it as plain text: {place.why}",
+                hint='put {target} where the command only reads it, e.g. `-k "{target}"`',
+            )
 
 
 def proof_targets(issue: Issue) -> tuple[ProofTarget, ...]:
@@ -133,6 +151,32 @@ def gate_state_names(targets: Sequence[ProofTarget], prefix: str = "") -> list[s
     return [f"check_proof_{prefix}{t.slug}" for t in targets]
 
 
+def target_variables(
+    targets: Sequence[ProofTarget], config: LearningTests, prefix: str = ""
+) -> dict[str, str]:
+    """The `context:` entries the gates read a target's name from: one per target that the
+    config's command template names as `{target}`."""
+    if config.command is None or "{target}" not in config.command:
+        return {}
+    return {_variable(t, prefix): t.name for t in targets if t.command is None}
+
+
+def context_block(variables: dict[str, str]) -> str:
+    """A loop's `context:` section holding `variables` (nothing when there are none)."""
+    if not variables:
+        return ""
+    lines = "".join(f"  {name}: {yaml_quoted(value)}\n" for name, value in variables.items())
+    return (
+        "# The learning-test targets, as the issue names them: the gates interpolate them, so\n"
+        "# ll-loop quotes each for where `{target}` sits in the command (never run as code).\n"
+        f"context:\n{lines}"
+    )
+
+
+def _variable(target: ProofTarget, prefix: str) -> str:
+    return f"proof_target_{prefix}{target.slug}"
+
+
 def proof_states(
     issue: Issue,
     targets: Sequence[ProofTarget],
@@ -147,12 +191,13 @@ def proof_states(
     blocks: list[str] = []
     for index, target in enumerate(targets):
         nxt = names[index + 1] if index + 1 < len(names) else after
+        script = _gate_script(issue, target, config, _variable(target, prefix))
         blocks.append(
             f"""\
   # Proof-first gate {index + 1}/{len(targets)}: {comment(target.name)}
   {names[index]}:
     description: {yaml_quoted(f"Prove the assumption '{target.name}' before judging.")}
-    action: {yaml_scalar(_gate_script(issue, target, config), 6)}
+    action: {yaml_scalar(script, 6, escape=False)}
     timeout: 600
     evaluate:
       type: exit_code
@@ -163,17 +208,29 @@ def proof_states(
     return "\n".join(blocks)
 
 
+def _escaped(text: str) -> str:
+    """Shell text with every `${` written so that ll-loop leaves it to bash."""
+    return text.replace("${", "$${")
+
+
 def evidence_path(issue: Issue) -> str:
     return f"{EVIDENCE_DIR}/{safe_id(issue.id)}"
 
 
-def _gate_script(issue: Issue, target: ProofTarget, config: LearningTests) -> str:
+def _gate_script(issue: Issue, target: ProofTarget, config: LearningTests, variable: str) -> str:
+    """The gate's shell script, its `${` already escaped for ll-loop but the target's hole.
+
+    A target named in the config's template is interpolated by ll-loop (`${context.NAME}`),
+    which quotes it for exactly where it sits; `shlex.quote` text pasted in its place ran
+    as code inside the template's double quotes (`"{target}"` with a target `$(cmd)`)."""
     proof = f"{evidence_path(issue)}/proof-{target.slug}.txt"
-    command = target.command
+    command = _escaped(target.command) if target.command is not None else None
     if command is None and config.command:
-        command = config.command.replace("{target}", shlex.quote(target.name)).replace(
-            "{slug}", target.slug
-        )
+        hole = f"${{context.{variable}}}"
+        pieces = [
+            _escaped(p).replace("{slug}", target.slug) for p in config.command.split("{target}")
+        ]
+        command = hole.join(pieces)
     if command is None:
         return "\n".join(
             [
