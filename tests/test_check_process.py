@@ -102,3 +102,16 @@ def _checks_running_in(folder: Path) -> list[int]:
         if b"check_child.py" in command and where == folder.resolve():
             found.append(int(entry.name))
     return found
+
+
+def test_a_check_reading_stdin_or_printing_does_not_break_the_next_check() -> None:
+    """The requests come on the process's stdin and the answers go on its stdout: a snippet
+    reading stdin (it gets nothing) or printing must not take or spoil either."""
+    from engine.judges import run_judge
+    from engine.model.judges import Judge
+
+    reads = Judge(name="reads", kind="check", check="import sys\nreturn sys.stdin.read() == ''")
+    prints = Judge(name="prints", kind="check", check="print('{}' * 1000)\nreturn True")
+    for _ in range(3):
+        assert run_judge(reads, {"stdout": ""}).passed is True
+        assert run_judge(prints, {"stdout": ""}).passed is True

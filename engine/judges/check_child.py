@@ -35,18 +35,18 @@ SNIPPET_FILES: set[str] = set()
 
 
 def serve() -> None:
-    answers = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # print() in a snippet must not corrupt the answers
+    requests, answers = _Requests(os.dup(0)), os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # a snippet reading stdin must not eat requests
+    os.dup2(2, 1)  # nor its print() corrupt the answers
     sys.stdout = sys.stderr
-    requests = os.fdopen(0, "rb")
     _limit_memory()
-    first = _read(requests)
+    first = requests.next()
     if first is None:
         return
     sys.path[:] = list(first[1])
     functions: dict[int, Any] = {}
     nowhere = open(os.devnull, "w")  # noqa: SIM115 (open for the process's life)
-    while (request := _read(requests)) is not None:
+    while (request := requests.next()) is not None:
         _, key, code, args, seconds = request
         if code is not None:
             namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
@@ -88,18 +88,32 @@ def _line(exc: BaseException) -> int:
     return lines[-1] if lines and lines[-1] else 0
 
 
-def _read(stream: Any) -> Any:
-    head = stream.read(HEADER.size)
-    if len(head) < HEADER.size:
-        return None
-    (size,) = HEADER.unpack(head)
-    return pickle.loads(stream.read(size))
+class _Requests:
+    """Requests from stdin, one after the other (a read may bring the start of the next)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.data = fd, b""
+
+    def next(self) -> Any:
+        """The next request, or None at the end of stdin (the parent is gone)."""
+        while len(self.data) < HEADER.size or len(self.data) < HEADER.size + self._size():
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return None
+            self.data += chunk
+        end = HEADER.size + self._size()
+        request, self.data = pickle.loads(self.data[HEADER.size : end]), self.data[end:]
+        return request
+
+    def _size(self) -> int:
+        return int(HEADER.unpack_from(self.data)[0])
 
 
-def _write(stream: Any, answer: tuple[Any, ...]) -> None:
+def _write(fd: int, answer: tuple[Any, ...]) -> None:
     data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(HEADER.pack(len(data)) + data)
-    stream.flush()
+    view = memoryview(HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _limit_memory() -> None:

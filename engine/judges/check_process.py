@@ -157,6 +157,10 @@ class _Child:
             stdout=subprocess.PIPE,
             start_new_session=True,
         )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.to_child, self.from_child = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self.poller = select.poll()
+        self.poller.register(self.from_child, select.POLLIN)
         self.sent: set[int] = set()
         self.started = False
         with _LOCK:
@@ -182,28 +186,26 @@ class _Child:
         self.proc.wait()
 
     def _send(self, message: tuple[Any, ...]) -> None:
-        assert self.proc.stdin is not None
         data = _pickled(message)
+        view = memoryview(HEADER.pack(len(data)) + data)
         try:
-            self.proc.stdin.write(HEADER.pack(len(data)) + data)
-            self.proc.stdin.flush()
+            while view:  # the child reads while it waits for a request: this never blocks long
+                view = view[os.write(self.to_child, view) :]
         except BrokenPipeError:
             raise _Gone from None
 
     def _receive(self, deadline: float, timeout: float) -> Any:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
         data = b""
         size: int | None = None
         while size is None or len(data) < HEADER.size + size:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not self.poller.poll(max(1, int(left * 1000))):
                 raise SnippetFailed(
                     f"the check did not finish within its time limit of {timeout:g} s (set the "
                     "judge's timeout: to change it)",
                     timed_out=True,
                 )
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(self.from_child, 1 << 20)
             if not chunk:
                 raise SnippetFailed(self.death())
             data += chunk
