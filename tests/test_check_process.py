@@ -115,3 +115,33 @@ def test_a_check_reading_stdin_or_printing_does_not_break_the_next_check() -> No
     for _ in range(3):
         assert run_judge(reads, {"stdout": ""}).passed is True
         assert run_judge(prints, {"stdout": ""}).passed is True
+
+
+def test_a_check_left_running_by_a_killed_parent_ends_on_its_own(tmp_path: Path) -> None:
+    """ll-loop killed with SIGKILL while a check is stuck in C: nothing could tell the check's
+    process, which would have burnt a core for hours; it ends shortly after its time limit."""
+    import os
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    script = (
+        "from engine.judges import run_judge\n"
+        "from engine.model.judges import Judge\n"
+        "run_judge(Judge(name='s', kind='check', check='return sum(range(10**14)) > 0',"
+        " timeout=1.0), {'stdout': ''})\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    deadline = time.monotonic() + 30
+    while not _checks_running_in(tmp_path):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    parent.kill()
+    parent.wait()
+    assert _checks_running_in(tmp_path)  # orphaned, stuck in `sum`
+    deadline = time.monotonic() + 20
+    while _checks_running_in(tmp_path):
+        assert time.monotonic() < deadline, "the orphaned check kept running"
+        time.sleep(0.2)

@@ -19,11 +19,11 @@ that started it, not the process: a pooled child outlives that thread.)
 
 from __future__ import annotations
 
-import faulthandler
 import marshal
 import os
 import pickle
 import resource
+import signal
 import struct
 import sys
 import traceback
@@ -45,7 +45,6 @@ def serve() -> None:
         return
     sys.path[:] = list(first[1])
     functions: dict[int, Any] = {}
-    nowhere = open(os.devnull, "w")  # noqa: SIM115 (open for the process's life)
     while (request := requests.next()) is not None:
         _, key, code, args, seconds = request
         if code is not None:
@@ -54,11 +53,12 @@ def serve() -> None:
             SNIPPET_FILES.add(module.co_filename)
             exec(module, namespace)
             functions[key] = namespace["__check__"]
-        # The parent kills this process at the time limit; should the parent be gone, a C
-        # thread that needs no GIL ends it soon after, even with the snippet stuck in C.
-        faulthandler.dump_traceback_later(seconds + ORPHAN_GRACE, exit=True, file=nowhere)
+        # The parent kills this process at the time limit; should the parent be gone, the
+        # kernel's SIGALRM (no handler: its default ends the process) does soon after, even
+        # with the snippet stuck in C.
+        signal.setitimer(signal.ITIMER_REAL, seconds + ORPHAN_GRACE)
         answer = _call(functions[key], args)
-        faulthandler.cancel_dump_traceback_later()
+        signal.setitimer(signal.ITIMER_REAL, 0)
         _write(answers, answer)
 
 
