@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli import BIN
 from tests.test_suite_findings import errors_of, project, recorded, run_json, write
 
@@ -145,3 +147,21 @@ def test_a_check_left_running_by_a_killed_parent_ends_on_its_own(tmp_path: Path)
     while _checks_running_in(tmp_path):
         assert time.monotonic() < deadline, "the orphaned check kept running"
         time.sleep(0.2)
+
+
+def test_a_memory_limit_that_is_no_size_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.judges import run_judge
+    from engine.judges.check_process import kill_all
+    from engine.model.judges import Judge
+
+    kill_all()  # no idle process left: the next check starts one
+    monkeypatch.setenv("LL_CHECK_MEMORY_BYTES", "lots")
+    result = run_judge(Judge(name="c", kind="check", check="return True"), {"stdout": ""})
+    assert result.status == "error"
+    assert "LL_CHECK_MEMORY_BYTES='lots' is not a size in bytes" in str(result.error)
+    monkeypatch.setenv("LL_CHECK_MEMORY_BYTES", "64M")
+    small = run_judge(
+        Judge(name="c", kind="check", check="return len('x' * (128 << 20)) > 0"), {"stdout": ""}
+    )
+    assert small.status == "error" and "raised MemoryError" in str(small.error)
+    kill_all()  # the next test's checks get the default limit

@@ -117,7 +117,10 @@ def _write(fd: int, answer: tuple[Any, ...]) -> None:
 
 
 def _limit_memory() -> None:
-    limit = int(os.environ.get("LL_CHECK_MEMORY_BYTES") or 4 << 30)
+    try:  # checked by the parent, which always sets it
+        limit = int(os.environ.get("LL_CHECK_MEMORY_BYTES", ""))
+    except ValueError:
+        limit = 4 << 30
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard == resource.RLIM_INFINITY or hard > limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

@@ -30,8 +30,12 @@ from types import MappingProxyType
 from typing import Any
 
 from engine.judges.check_child import HEADER
+from engine.model.errors import UsageError
+from engine.processes.group import size_setting
 
 CHILD = Path(__file__).with_name("check_child.py")
+MEMORY_ENV = "LL_CHECK_MEMORY_BYTES"
+DEFAULT_MEMORY = 4 << 30  # bytes of address space a check's process may take
 
 
 class SnippetRaised(Exception):
@@ -82,7 +86,7 @@ def prepare() -> None:
             return
     try:
         child = _Child()
-    except OSError:
+    except (OSError, UsageError):
         return  # said by the check that needs it
     with _LOCK:
         _IDLE.append(child)
@@ -132,6 +136,8 @@ def _answer(
             child = idle or _Child()
         except OSError as exc:
             raise SnippetFailed(f"cannot start the check's process: {exc}") from None
+        except UsageError as exc:
+            raise SnippetFailed(f"{exc.message} ({exc.hint})") from None
         try:
             return child, child.call(key, code, args, timeout)
         except _Gone:  # it ended since it was last used (killed from outside): nothing ran
@@ -151,11 +157,13 @@ class _Child:
     """One child process and the snippets it has been sent."""
 
     def __init__(self) -> None:
+        memory = size_setting(MEMORY_ENV, DEFAULT_MEMORY)  # a UsageError, said by the judge
         self.proc = subprocess.Popen(
             [sys.executable, "-P", str(CHILD)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,
+            env={**os.environ, MEMORY_ENV: str(memory)},
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.to_child, self.from_child = self.proc.stdin.fileno(), self.proc.stdout.fileno()

@@ -176,20 +176,26 @@ def _collect(
 
 
 def output_cap(env: Mapping[str, str] | None = None) -> int:
-    """The byte cap on an action's output: `LL_MAX_OUTPUT_BYTES` (a whole number of bytes, or
-    with a K, M, G or T suffix in powers of 1024: `512M`), else 1 GiB. A value that is not a
-    positive size is a `UsageError`, never silently "no cap"."""
-    raw = (os.environ if env is None else env).get(MAX_OUTPUT_ENV, "").strip()
+    """The byte cap on an action's output: `LL_MAX_OUTPUT_BYTES`, else 1 GiB."""
+    return size_setting(MAX_OUTPUT_ENV, DEFAULT_MAX_OUTPUT, env)
+
+
+def size_setting(name: str, default: int, env: Mapping[str, str] | None = None) -> int:
+    """A size in bytes from the environment variable `name` (a whole number of bytes, or with a
+    K, M, G or T suffix in powers of 1024: `512M`), else `default`. A value that is not a
+    positive size is a `UsageError`, never silently "no limit"."""
+    raw = (os.environ if env is None else env).get(name, "").strip()
     if not raw:
-        return DEFAULT_MAX_OUTPUT
+        return default
     text = raw.lower().removesuffix("ib").removesuffix("b")
     unit = text[-1:] if text[-1:] in _UNITS else ""
     digits = text[: len(text) - len(unit)].strip()
     if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+        shown = f"{default >> 30}G" if default % (1 << 30) == 0 else str(default)
         raise UsageError(
-            f"{MAX_OUTPUT_ENV}={raw!r} is not a size in bytes",
-            hint="write a whole number of bytes such as 1073741824, or 512M or 2G; unset it "
-            "for the default of 1G",
+            f"{name}={raw!r} is not a size in bytes",
+            hint=f"write a whole number of bytes such as 1073741824, or 512M or 2G; unset it "
+            f"for the default of {shown}",
         )
     return int(digits) * _UNITS[unit]
 
