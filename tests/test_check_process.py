@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import BIN
+from tests.cli import BIN, ll_harness
 from tests.test_suite_findings import errors_of, project, recorded, run_json, write
 
 STUCK_IN_C = """\
@@ -165,3 +165,195 @@ def test_a_memory_limit_that_is_no_size_is_said(monkeypatch: pytest.MonkeyPatch)
     )
     assert small.status == "error" and "raised MemoryError" in str(small.error)
     kill_all()  # the next test's checks get the default limit
+
+
+MODULE_STUCK_IN_C = """\
+name: spinning
+cases: [{id: a, input: {}}, {id: b, input: {}}]
+subject: {command: "echo hi"}
+judges:
+  - name: sums
+    module: evals_stuck.spin
+    function: sums
+"""
+
+
+def test_sigterm_stops_a_suite_whose_module_function_is_stuck_in_c(tmp_path: Path) -> None:
+    """A module function ran in ll-harness's own process, under a watchdog that raises at the
+    next Python line: stuck in `sum` it held the GIL, so SIGTERM, Ctrl-C and its time limit
+    (300 s by default) all waited for it. It runs where checks do now, in a process of its own."""
+    write(project(tmp_path) / "s.suite.yaml", MODULE_STUCK_IN_C)
+    write(tmp_path / "evals_stuck" / "__init__.py", "")
+    write(
+        tmp_path / "evals_stuck" / "spin.py",
+        "def sums(outputs):\n    return sum(range(10**14)) > 0\n",
+    )
+    process = subprocess.Popen(
+        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / ".loops" / "suites").glob("*/lock")):  # the run has begun
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    time.sleep(1.5)  # both cases are in their function
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError("SIGTERM did not stop the suite: the function held it") from None
+    assert time.monotonic() - started < 15
+    assert process.returncode == 3, err
+    assert "stopped by SIGTERM after 0 of 2 cases" in err and "--resume" in err
+    assert recorded(tmp_path) == []
+    assert _checks_running_in(tmp_path) == []  # none left burning a core
+
+
+MODULE_FUNCTIONS = """\
+name: functions
+cases: [{id: a, input: {}}]
+subject: {command: "echo hi"}
+judges:
+  - {name: sums, module: evals_fn.fns, function: sums, timeout: 1}
+  - {name: quits, module: evals_fn.fns, function: quits}
+  - {name: interrupts, module: evals_fn.fns, function: interrupts}
+  - {name: raises, module: evals_fn.fns, function: raises}
+  - {name: talks, module: evals_fn.fns, function: talks}
+  - {name: scores, module: evals_fn.fns, function: scores, arguments: {bonus: 0.5}}
+  - {name: missing, module: evals_fn.fns, function: nowhere}
+  - {name: broken, module: evals_fn.broken, function: f}
+  - {name: objects, module: evals_fn.fns, function: objects}
+"""
+
+FUNCTIONS = '''\
+import sys
+
+
+class Score(float):
+    """A project's own number: the parent cannot import this module to read it back."""
+
+
+def sums(outputs):
+    return sum(range(10**14)) > 0
+
+
+def quits(outputs):
+    sys.exit(5)
+
+
+def interrupts(outputs):
+    raise KeyboardInterrupt
+
+
+def raises(outputs):
+    raise ValueError("no status line")
+
+
+def talks(outputs):
+    print("a function's print is not the report")
+    return True, "talked"
+
+
+def scores(outputs, bonus):
+    return Score(0.25 + bonus), "scored"
+
+
+def objects(outputs):
+    return Score
+'''
+
+
+def test_a_module_function_runs_as_a_check_does_and_fails_as_it_did(tmp_path: Path) -> None:
+    """Stuck in C (`sum`), the function held the GIL in ll-harness's process, where its time
+    limit could not reach it: the suite waited for it (hours). What it printed went into
+    `--output json`. Its other failures read as they did: named for the function, the module
+    or the import."""
+    write(project(tmp_path) / "s.suite.yaml", MODULE_FUNCTIONS)
+    write(tmp_path / "evals_fn" / "__init__.py", "")
+    write(tmp_path / "evals_fn" / "fns.py", FUNCTIONS)
+    write(tmp_path / "evals_fn" / "broken.py", "raise RuntimeError('no config')\n")
+    started = time.monotonic()
+    done = ll_harness(
+        tmp_path, "suite", "s.suite.yaml", "--output", "json", process=True, timeout=60
+    )
+    assert time.monotonic() - started < 30, "a stuck function held the suite"
+    assert done.code == 0, done.stderr
+    data = done.json  # parses: no print in it
+    where = "s.suite.yaml"
+    assert errors_of(data, "sums") == [
+        f"judge 'sums' at {where}:5: evals_fn.fns.sums did not finish within its time limit of "
+        "1 s (set the judge's timeout: to change it)"
+    ]
+    assert errors_of(data, "quits") == [
+        f"judge 'quits' at {where}:6: the function called sys.exit(5); a judge cannot end the run"
+    ]
+    assert errors_of(data, "interrupts") == [
+        f"judge 'interrupts' at {where}:7: the function raised KeyboardInterrupt; a judge cannot "
+        "stop the run"
+    ]
+    assert errors_of(data, "raises") == [
+        f"judge 'raises' at {where}:8: raised ValueError: no status line"
+    ]
+    assert errors_of(data, "missing") == [
+        f"judge 'missing' at {where}:11: module 'evals_fn.fns' has no function 'nowhere'"
+    ]
+    assert errors_of(data, "broken") == [
+        f"judge 'broken' at {where}:12: cannot import module 'evals_fn.broken' from "
+        f"{tmp_path.resolve()}: RuntimeError: no config"
+    ]
+    assert errors_of(data, "objects") == [
+        f"judge 'objects' at {where}:13: the function returned a value that cannot be sent back: "
+        "ModuleNotFoundError: No module named 'evals_fn'"
+    ]
+    passed = {r["judge"]: (r["value"], r["rationale"]) for r in data["results"] if r["passed"]}
+    assert passed == {"talks": (True, "talked"), "scores": (0.75, "scored")}
+    assert "a function's print is not the report" in done.stderr
+
+
+CTRL_C_IN_A_FUNCTION = """\
+import os, signal, sys, threading, time
+from engine.judges import JudgeEnv, run_judge
+from engine.model.judges import Judge
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal
+judge = Judge(name="sums", kind="callable", module="evals_int.fns", function="sums")
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+started = time.monotonic()
+try:
+    run_judge(judge, {"stdout": ""}, JudgeEnv(project_root=sys.argv[1]))
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - started:.0f} s")
+"""
+
+
+def test_a_real_ctrl_c_stops_a_module_function_stuck_in_c(tmp_path: Path) -> None:
+    """The function ran in the main thread holding the GIL, so Python's SIGINT handler never
+    ran: Ctrl-C waited for `sum`. Now the Ctrl-C reaches ll-loop, which ends the function's
+    process. In a child, so that without that the test fails instead of hanging."""
+    import os
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    write(tmp_path / "evals_int" / "__init__.py", "")
+    write(tmp_path / "evals_int" / "fns.py", "def sums(outputs):\n    return sum(range(10**14))\n")
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-c", CTRL_C_IN_A_FUNCTION, str(tmp_path)],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError("Ctrl-C did not stop the function") from None
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() in ("interrupted after 1 s", "interrupted after 2 s")
+    assert _checks_running_in(tmp_path) == []

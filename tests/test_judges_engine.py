@@ -472,9 +472,10 @@ _NEVER_ENDING = textwrap.dedent(
 
 def test_a_module_judge_or_an_if_that_never_ends_is_that_judges_error(tmp_path: Path) -> None:
     """A module function and an `if:` had no time limit at all (a module judge could not even
-    set `timeout:`), so `while True` in either hung the run or the suite for good. Both now
-    run under the check watchdog: the function within its `timeout:` (default 30 s), an `if:`
-    within 5 s. A child runs them, so that without limits the test fails instead of hanging."""
+    set `timeout:`), so `while True` in either hung the run or the suite for good. The function
+    now runs within its `timeout:` (default 300 s) in a process of its own, as a check does; an
+    `if:` within 5 s under the watchdog. A child runs them, so that without limits the test
+    fails instead of hanging."""
     package = tmp_path / "evals_pkg_spin"
     package.mkdir()
     (package / "__init__.py").write_text("")

@@ -1,24 +1,33 @@
-"""The process inline `check:` snippets run in (started by `engine.judges.check_process`).
+"""The process inline `check:` snippets and `module:` functions run in (started by
+`engine.judges.check_process`).
 
 Run as a script (`python -P check_child.py`), it imports nothing of ll-loop: it reads requests
-from stdin and answers on stdout, each a pickled tuple after its 4-byte big-endian length.
+from stdin and answers on stdout, each a pickled tuple after its 4-byte big-endian length. The
+first request is `("path", sys_path)`, the parent's `sys.path`; then, one at a time:
 
 - `("call", key, code, args, seconds)`: run snippet `key` (its compiled module `code`,
   marshalled, the first time the key is sent) as `__check__(*args[:4], **args[4])` within
-  `seconds`. The answer is `("ok",
-  value)`, `("raised", "Type: message", line)` with the snippet's last line in the traceback,
-  `("quit", "Type", repr_of_exit_code, line)` for `sys.exit()` or `KeyboardInterrupt` in it,
-  or `("unsendable", "Type: message")` for a value that pickle cannot send back.
+  `seconds`.
+- `("module", root, module, function, outputs, arguments, seconds)`: call
+  `module.function(outputs=outputs, **arguments)` within `seconds`, with `root` first on
+  `sys.path` while it is imported (once per root, module and function) and while it runs.
 
-What a snippet prints goes to stderr (stdout carries the answers). The process lives in a
-session of its own (a Ctrl-C at the terminal is the parent's to handle), ends when its stdin
-closes (the parent is gone), or on its own shortly after a snippet's time limit, and cannot take
-more than `LL_CHECK_MEMORY_BYTES` of address space. (`PR_SET_PDEATHSIG` would follow the thread
-that started it, not the process: a pooled child outlives that thread.)
+The answer is `("ok", value)`, `("raised", "Type: message", line)` with the snippet's last line
+in the traceback (0 for a function), `("quit", "Type", repr_of_exit_code, line)` for
+`sys.exit()` or `KeyboardInterrupt` in it, `("unsendable", "Type: message")` for a value that
+pickle cannot send back, or `("unloadable", sentence)` for a module that does not import or has
+no such function.
+
+What a snippet or a function prints goes to stderr (stdout carries the answers). The process
+lives in a session of its own (a Ctrl-C at the terminal is the parent's to handle), ends when
+its stdin closes (the parent is gone), or on its own shortly after a call's time limit, and
+cannot take more than `LL_CHECK_MEMORY_BYTES` of address space. (`PR_SET_PDEATHSIG` would
+follow the thread that started it, not the process: a pooled child outlives that thread.)
 """
 
 from __future__ import annotations
 
+import importlib
 import marshal
 import os
 import pickle
@@ -27,11 +36,17 @@ import signal
 import struct
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 HEADER = struct.Struct(">I")
-ORPHAN_GRACE = 5.0  # seconds past its time limit a snippet's process ends on its own
+ORPHAN_GRACE = 5.0  # seconds past a call's time limit its process ends on its own
 SNIPPET_FILES: set[str] = set()
+FUNCTIONS: dict[tuple[str, str, str], Any] = {}  # (root, module, function) -> the function
+
+
+class _Unloadable(Exception):
+    """The module does not import, or has no such function (the sentence says which)."""
 
 
 def serve() -> None:
@@ -44,37 +59,96 @@ def serve() -> None:
     if first is None:
         return
     sys.path[:] = list(first[1])
-    functions: dict[int, Any] = {}
+    snippets: dict[int, Any] = {}
     while (request := requests.next()) is not None:
-        _, key, code, args, seconds = request
-        if code is not None:
-            namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
-            module = marshal.loads(code)
-            SNIPPET_FILES.add(module.co_filename)
-            exec(module, namespace)
-            functions[key] = namespace["__check__"]
+        if request[0] == "module":
+            _, root, module, function, outputs, arguments, seconds = request
+            call = _function_call(root, module, function, outputs, arguments)
+        else:
+            _, key, code, args, seconds = request
+            if code is not None:
+                namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
+                compiled = marshal.loads(code)
+                SNIPPET_FILES.add(compiled.co_filename)
+                exec(compiled, namespace)
+                snippets[key] = namespace["__check__"]
+            call = _snippet_call(snippets[key], args)
         # The parent kills this process at the time limit; should the parent be gone, the
         # kernel's SIGALRM (no handler: its default ends the process) does soon after, even
-        # with the snippet stuck in C.
+        # with the call stuck in C.
         signal.setitimer(signal.ITIMER_REAL, seconds + ORPHAN_GRACE)
-        answer = _call(functions[key], args)
+        answer = _call(call)
         signal.setitimer(signal.ITIMER_REAL, 0)
         _write(answers, answer)
 
 
-def _call(function: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+def _snippet_call(snippet: Any, args: tuple[Any, ...]) -> Callable[[], Any]:
+    return lambda: snippet(*args[:4], **args[4])
+
+
+def _function_call(
+    root: str, module: str, function: str, outputs: Any, arguments: dict[str, Any]
+) -> Callable[[], Any]:
+    """The call of `module.function`, imported from `root` at its first call: the root stays
+    first on `sys.path` while the function runs, so it may import its project's modules then."""
+
+    def call() -> Any:
+        inserted = root not in sys.path
+        if inserted:
+            sys.path.insert(0, root)
+        try:
+            found = FUNCTIONS.get((root, module, function))
+            if found is None:
+                found = FUNCTIONS[root, module, function] = _load(root, module, function)
+            return found(outputs=outputs, **arguments)
+        finally:
+            if inserted and root in sys.path:
+                sys.path.remove(root)
+
+    return call
+
+
+def _load(root: str, module: str, function: str) -> Any:
+    importlib.invalidate_caches()  # a module written since this process last looked
     try:
-        value = function(*args[:4], **args[4])
+        loaded = importlib.import_module(module)
+    except Exception as exc:
+        raise _Unloadable(
+            f"cannot import module {module!r} from {root}: {_describe(exc)}"
+        ) from None
+    found = getattr(loaded, function, None)
+    if not callable(found):
+        raise _Unloadable(f"module {module!r} has no function {function!r}")
+    return found
+
+
+def _call(call: Callable[[], Any]) -> tuple[Any, ...]:
+    try:
+        value = _plain(call())
+    except _Unloadable as exc:
+        return ("unloadable", str(exc))
     except (SystemExit, KeyboardInterrupt) as exc:
         code = getattr(exc, "code", None)
         return ("quit", type(exc).__name__, None if code is None else repr(code), _line(exc))
-    except BaseException as exc:  # the snippet's own failure is its answer
+    except BaseException as exc:  # the snippet's or function's own failure is its answer
         return ("raised", _describe(exc), _line(exc))
     try:
         pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         return ("unsendable", f"{type(value).__name__} ({_describe(exc)})")
     return ("ok", value)
+
+
+def _plain(value: Any) -> Any:
+    """`value` with a number, a string or a tuple of a subclass (numpy's `float64`, a project's
+    own `float`, a named tuple) as the plain type, in a tuple too: unpickling one would import
+    its module in the parent, which may not have it."""
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return value if type(value) is kind else kind(value)
+    return value
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,14 +1,16 @@
-"""Inline `check:` snippets run in child processes (IO), so that no snippet can stop the run.
+"""Inline `check:` snippets and `module:` functions run in child processes (IO), so that no
+judge's Python code can stop the run.
 
-In this process a snippet held the interpreter: one stuck in C (`re.search` backtracking over an
-output, `sum(range(10**12))`) kept the GIL, so its time limit, Ctrl-C, SIGTERM and every other
+In this process such code held the interpreter: code stuck in C (`re.search` backtracking over
+an output, `sum(range(10**12))`) kept the GIL, so its time limit, Ctrl-C, SIGTERM and every other
 thread waited with it, and `'x' * 10**11` took the machine's memory. In a child it is ended
 with SIGKILL at its time limit, bounded in memory (`LL_CHECK_MEMORY_BYTES`, default 4 GiB),
-and the judge errors with one sentence; the next check gets a new child.
+and the judge errors with one sentence; the next call gets a new child.
 
 Children are pooled: a thread takes an idle one (or starts one, ~20 ms) and gives it back after
-the call, so a suite with N workers keeps N of them; each is sent a snippet's compiled code once.
-A call costs a round trip through two pipes (the record pickled once each way: tens of µs).
+the call, so a suite with N workers keeps N of them; each is sent a snippet's compiled code once,
+and imports a module function at its first call. A call costs a round trip through two pipes
+(the record pickled once each way: tens of µs).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -36,11 +39,16 @@ from engine.processes.group import size_setting
 CHILD = Path(__file__).with_name("check_child.py")
 MEMORY_ENV = "LL_CHECK_MEMORY_BYTES"
 DEFAULT_MEMORY = 4 << 30  # bytes of address space a check's process may take
+DEFAULT_CHECK_TIMEOUT = 30.0  # seconds, when a check judge sets no `timeout:`
+# A module judge is a project's own code, which may call a service or a model: more room, but
+# still a limit (it had none, and a `while True` in it hung a suite for good).
+DEFAULT_MODULE_TIMEOUT = 300.0
 
 
 class SnippetRaised(Exception):
-    """The snippet raised in its process: `description` ("Type: message", or with `said` the
-    whole sentence: it tried to end the process), `line` (0: unknown)."""
+    """The snippet or function raised in its process: `description` ("Type: message", or with
+    `said` the sentence after "the check" / "the function": it tried to end the process),
+    `line` (0: unknown)."""
 
     def __init__(self, description: str, line: int, *, said: bool = False) -> None:
         super().__init__(description)
@@ -48,8 +56,9 @@ class SnippetRaised(Exception):
 
 
 class SnippetFailed(Exception):
-    """The snippet did not answer: it overran its time limit (`timed_out`), called sys.exit(),
-    returned what cannot be sent back, or its process died (out of memory, a crash)."""
+    """The snippet or function did not answer: it overran its time limit (`timed_out`; the
+    caller says so, naming it), returned what cannot be sent back, did not import, or its
+    process died (out of memory, a crash)."""
 
     def __init__(self, reason: str, *, timed_out: bool = False) -> None:
         super().__init__(reason)
@@ -94,7 +103,34 @@ def prepare() -> None:
 
 def run_snippet(key: int, code: bytes, args: tuple[Any, ...], timeout: float) -> Any:
     """The snippet's return value; `SnippetRaised` or `SnippetFailed` otherwise."""
-    child, answer = _answer(key, code, args, timeout)
+
+    def request(child: _Child) -> tuple[Any, ...]:
+        sent = key in child.sent
+        child.sent.add(key)
+        return ("call", key, None if sent else code, args, timeout)
+
+    return _result(request, timeout, "check")
+
+
+def run_function(
+    root: str,
+    module: str,
+    function: str,
+    outputs: Any,
+    arguments: Mapping[str, Any],
+    timeout: float,
+) -> Any:
+    """`module.function(outputs=outputs, **arguments)`, imported from `root` (first on the
+    child's `sys.path` while it imports and runs); `SnippetRaised` or `SnippetFailed`
+    otherwise, a module that does not import or lacks the function included."""
+    message = ("module", root, module, function, outputs, dict(arguments), timeout)
+    return _result(lambda _: message, timeout, "function")
+
+
+def _result(request: Callable[[_Child], tuple[Any, ...]], timeout: float, what: str) -> Any:
+    """The value the child answers `request` with; `what` ran ("check", "function") names it
+    in the errors."""
+    child, answer = _answer(request, timeout, what)
     with _LOCK:
         _IDLE.append(child)
     kind = answer[0]
@@ -104,11 +140,13 @@ def run_snippet(key: int, code: bytes, args: tuple[Any, ...], timeout: float) ->
         raise SnippetRaised(answer[1], answer[2])
     if kind == "quit":
         if answer[1] == "SystemExit":
-            what = f"called sys.exit({answer[2] or ''}); a judge cannot end the run"
+            said = f"called sys.exit({answer[2] or ''}); a judge cannot end the run"
         else:
-            what = f"raised {answer[1]}; a judge cannot stop the run"
-        raise SnippetRaised(what, answer[3], said=True)
-    raise SnippetFailed(f"the check returned a value that cannot be sent back: {answer[1]}")
+            said = f"raised {answer[1]}; a judge cannot stop the run"
+        raise SnippetRaised(said, answer[3], said=True)
+    if kind == "unloadable":
+        raise SnippetFailed(answer[1])
+    raise SnippetFailed(f"the {what} returned a value that cannot be sent back: {answer[1]}")
 
 
 def _pickled(message: tuple[Any, ...]) -> bytes:
@@ -126,24 +164,24 @@ def _as_dict(proxy: MappingProxyType[Any, Any]) -> tuple[type[dict[Any, Any]], t
 
 
 def _answer(
-    key: int, code: bytes, args: tuple[Any, ...], timeout: float
+    request: Callable[[_Child], tuple[Any, ...]], timeout: float, what: str
 ) -> tuple[_Child, tuple[Any, ...]]:
-    """An idle child's (or a new one's) answer to the call, and the child, healthy."""
+    """An idle child's (or a new one's) answer to the request, and the child, healthy."""
     while True:
         with _LOCK:
             idle = _IDLE.pop() if _IDLE else None
         try:
             child = idle or _Child()
         except OSError as exc:
-            raise SnippetFailed(f"cannot start the check's process: {exc}") from None
+            raise SnippetFailed(f"cannot start the {what}'s process: {exc}") from None
         except UsageError as exc:
             raise SnippetFailed(f"{exc.message} ({exc.hint})") from None
         try:
-            return child, child.call(key, code, args, timeout)
+            return child, child.call(request(child), timeout, what)
         except _Gone:  # it ended since it was last used (killed from outside): nothing ran
             child.kill()
             if idle is None:
-                raise SnippetFailed(child.death()) from None
+                raise SnippetFailed(child.death(what)) from None
         except BaseException:
             child.kill()  # a stuck or interrupted child is never reused
             raise
@@ -154,7 +192,7 @@ class _Gone(Exception):
 
 
 class _Child:
-    """One child process and the snippets it has been sent."""
+    """One child process and the snippets it has been sent (by key)."""
 
     def __init__(self) -> None:
         memory = size_setting(MEMORY_ENV, DEFAULT_MEMORY)  # a UsageError, said by the judge
@@ -174,13 +212,12 @@ class _Child:
         with _LOCK:
             _LIVE.add(self)
 
-    def call(self, key: int, code: bytes, args: tuple[Any, ...], timeout: float) -> Any:
+    def call(self, request: tuple[Any, ...], timeout: float, what: str) -> Any:
         if not self.started:  # it imports what this process would: the same sys.path
             self._send(("path", list(sys.path)))
             self.started = True
-        self._send(("call", key, None if key in self.sent else code, args, timeout))
-        self.sent.add(key)
-        return self._receive(time.monotonic() + timeout, timeout)
+        self._send(request)
+        return self._receive(time.monotonic() + timeout, timeout, what)
 
     def kill(self) -> None:
         with _LOCK:
@@ -202,30 +239,35 @@ class _Child:
         except BrokenPipeError:
             raise _Gone from None
 
-    def _receive(self, deadline: float, timeout: float) -> Any:
+    def _receive(self, deadline: float, timeout: float, what: str) -> Any:
         data = b""
         size: int | None = None
         while size is None or len(data) < HEADER.size + size:
             left = deadline - time.monotonic()
             if left <= 0 or not self.poller.poll(max(1, int(left * 1000))):
-                raise SnippetFailed(
-                    f"the check did not finish within its time limit of {timeout:g} s (set the "
-                    "judge's timeout: to change it)",
-                    timed_out=True,
-                )
+                raise SnippetFailed(f"the {what} did not finish in time", timed_out=True)
             chunk = os.read(self.from_child, 1 << 20)
             if not chunk:
-                raise SnippetFailed(self.death())
+                raise SnippetFailed(self.death(what))
             data += chunk
             if size is None and len(data) >= HEADER.size:
                 (size,) = HEADER.unpack(data[: HEADER.size])
-        return pickle.loads(data[HEADER.size :])
+        try:
+            return pickle.loads(data[HEADER.size :])
+        except Exception as exc:  # a class this process cannot import: the child is fine
+            return ("unsendable", _unreadable(exc))
 
-    def death(self) -> str:
+    def death(self, what: str) -> str:
         """Why the child stopped answering, in a sentence."""
         code = self.proc.wait()
         if code == -signal.SIGKILL:
-            return "the check's process was killed (out of memory?)"
+            return f"the {what}'s process was killed (out of memory?)"
         if code < 0:
-            return f"the check's process died of {signal.Signals(-code).name}"
-        return f"the check's process ended (exit code {code})"
+            return f"the {what}'s process died of {signal.Signals(-code).name}"
+        return f"the {what}'s process ended (exit code {code})"
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why an answer could not be read back, as `unsendable` says it."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,12 +1,14 @@
-"""Time limits for Python judge code running in this process, and what user code may not do.
+"""Time limits for judge code that still runs in this process, and which interrupts are stops.
 
-An inline check runs in a thread of this process (a case's worker, or the loop's own thread).
-Python cannot stop another thread, and a snippet stuck in `while True: pass` never returns, so
-one watchdog thread (shared by every check, not one per call) keeps the deadlines of the checks
-running and, when one passes, raises `CheckTimeout` in the check's thread through
-`PyThreadState_SetAsyncExc`: the interpreter delivers it at the snippet's next bytecode. A
-snippet blocked inside C code (a `time.sleep`, a read) only sees it when that call returns;
-the suite's stop does not wait for such a case (engine/suites/driver.py).
+Inline checks and module functions run in child processes (`engine.judges.check_process`); what
+is left here is an `if:` condition (one expression without builtins, `CONDITION_SECONDS`) and an
+LLM judge's template render. Each runs in a thread of this process (a case's worker, or the
+loop's own thread). Python cannot stop another thread, and an expression stuck in a Python loop
+never returns, so one watchdog thread (shared by every call, not one per call) keeps the
+deadlines of the calls running and, when one passes, raises `CheckTimeout` in the call's thread
+through `PyThreadState_SetAsyncExc`: the interpreter delivers it at the next bytecode. Code
+blocked inside C only sees it when that call returns; the suite's stop does not wait for such a
+case (engine/suites/driver.py).
 """
 
 from __future__ import annotations
@@ -19,10 +21,6 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-DEFAULT_CHECK_TIMEOUT = 30.0  # seconds, when a check judge sets no `timeout:`
-# A module judge is a project's own code, which may call a service or a model: more room, but
-# still a limit (it had none, and a `while True` in it hung a suite for good).
-DEFAULT_MODULE_TIMEOUT = 300.0
 REFIRE_SECONDS = 1.0  # a snippet that swallowed the exception gets it again after this
 
 T = TypeVar("T")

@@ -3,43 +3,37 @@
 
 A snippet is compiled once into `__check__(outputs, arguments, annotations, inputs, *, <argument
 names>)` with its line numbers moved to the file's, so an exception names the line of the loop
-file it happened on. A callable is imported from the project root (on `sys.path` for the
-import only) and called as `function(outputs=..., **arguments)`. A condition is a Python
-expression evaluated without builtins over `outputs`, `annotations` and `inputs`.
+file it happened on. A callable is imported from the project root (first on `sys.path` while it
+is imported and while it runs) and called as `function(outputs=..., **arguments)`. Both run in a
+pooled child process (`engine.judges.check_process`). A condition is a Python expression
+evaluated without builtins over `outputs`, `annotations` and `inputs`, in this process.
 """
 
 from __future__ import annotations
 
-import importlib
 import marshal
-import sys
-import threading
 import traceback
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
 from engine.judges.check_process import (
+    DEFAULT_CHECK_TIMEOUT,
+    DEFAULT_MODULE_TIMEOUT,
     SnippetFailed,
     SnippetRaised,
     prepare,
+    run_function,
     run_snippet,
     snippet_key,
 )
-from engine.judges.deadline import (
-    DEFAULT_CHECK_TIMEOUT,
-    DEFAULT_MODULE_TIMEOUT,
-    CheckTimeout,
-    within,
-)
+from engine.judges.deadline import CheckTimeout, within
 from engine.judges.result import JudgeError
 from engine.load.judges import keyword_names, snippet_tree
 from engine.model.judges import Judge
 
-_IMPORT_LOCK = threading.Lock()
 CONDITION_SECONDS = 5.0  # an `if:` is one expression over the record: milliseconds
 _NO_BUILTINS: dict[str, Any] = {}
 
@@ -77,9 +71,18 @@ def check_runner(judge: Judge) -> Callable[[Any], Any]:
             said = exc.description if exc.said else f"raised {exc.description}"
             raise JudgeError(("the check " if exc.said else "") + said, where=where) from None
         except SnippetFailed as exc:
-            raise JudgeError(exc.reason) from None
+            raise JudgeError(
+                _overran("the check", limit) if exc.timed_out else exc.reason
+            ) from None
 
     return run
+
+
+def _overran(who: str, limit: float) -> str:
+    return (
+        f"{who} did not finish within its time limit of {limit:g} s (set the judge's timeout: "
+        "to change it)"
+    )
 
 
 def where_it_failed(judge: Judge, exc: BaseException) -> str:
@@ -101,71 +104,28 @@ def describe(exc: BaseException) -> str:
 
 
 def callable_runner(judge: Judge) -> Callable[[Any], Any]:
-    """`run(ctx)` for a module judge: imported at its first run, from the project root, which
-    stays on `sys.path` while the function runs (it may import its project's modules then),
-    within its time limit (`timeout:`, else `DEFAULT_MODULE_TIMEOUT`), as a check is."""
+    """`run(ctx)` for a module judge: called in a process of its own as a check is (code stuck
+    in C would hold this one), imported there at its first call from the project root, which
+    stays first on its `sys.path` while the function runs (it may import its project's modules
+    then), within its time limit (`timeout:`, else `DEFAULT_MODULE_TIMEOUT`)."""
+    module, function = str(judge.module), str(judge.function)
     arguments = dict(judge.arguments)
-
     limit = judge.timeout or DEFAULT_MODULE_TIMEOUT
-
-    def call(ctx: Any) -> Any:
-        root = ctx.env.import_root
-        with project_on_path(root):
-            function = load_callable(str(judge.module), str(judge.function), root)
-            return function(outputs=ctx.outputs, **arguments)
+    prepare()
 
     def run(ctx: Any) -> Any:
+        root = str(Path(ctx.env.import_root).resolve())
         try:
-            return within(limit, lambda: call(ctx))
-        except CheckTimeout:
-            raise JudgeError(
-                f"{judge.module}.{judge.function} did not finish within its time limit of "
-                f"{limit:g} s (set the judge's timeout: to change it)"
-            ) from None
+            return run_function(root, module, function, ctx.outputs, arguments, limit)
+        except SnippetRaised as exc:
+            said = f"the function {exc.description}" if exc.said else f"raised {exc.description}"
+            raise JudgeError(said) from None
+        except SnippetFailed as exc:
+            if exc.timed_out:
+                raise JudgeError(_overran(f"{module}.{function}", limit)) from None
+            raise JudgeError(exc.reason) from None
 
     return run
-
-
-_USERS: dict[str, int] = {}  # project roots on sys.path for judges -> how many judges use each
-_INSERTED: set[str] = set()  # the roots we put there (any other entry is never removed)
-
-
-@contextmanager
-def project_on_path(root: Path) -> Iterator[str]:
-    """`root` on `sys.path` while the block runs, removed when the last block using it ends
-    (concurrent judges share it): a root must not leak into later imports or lint."""
-    where = str(Path(root).resolve())
-    with _IMPORT_LOCK:
-        _USERS[where] = _USERS.get(where, 0) + 1
-        if where not in sys.path:
-            sys.path.insert(0, where)
-            _INSERTED.add(where)
-    try:
-        yield where
-    finally:
-        with _IMPORT_LOCK:
-            _USERS[where] -= 1
-            if not _USERS[where]:
-                del _USERS[where]
-                if where in _INSERTED and where in sys.path:
-                    sys.path.remove(where)
-                _INSERTED.discard(where)
-
-
-def load_callable(module: str, function: str, root: Path) -> Callable[..., Any]:
-    """`module.function`, importing `module` with `root` on `sys.path`; JudgeError when it
-    cannot be imported or has no such function."""
-    with project_on_path(root) as where, _IMPORT_LOCK:
-        try:
-            loaded = importlib.import_module(module)
-        except Exception as exc:
-            raise JudgeError(
-                f"cannot import module {module!r} from {where}: {describe(exc)}"
-            ) from None
-    found = getattr(loaded, function, None)
-    if not callable(found):
-        raise JudgeError(f"module {module!r} has no function {function!r}")
-    return found  # type: ignore[no-any-return]
 
 
 def static_import_problem(module: str, function: str, root: Path) -> str | None:
