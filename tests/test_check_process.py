@@ -165,3 +165,20 @@ def test_a_memory_limit_that_is_no_size_is_said(monkeypatch: pytest.MonkeyPatch)
     )
     assert small.status == "error" and "raised MemoryError" in str(small.error)
     kill_all()  # the next test's checks get the default limit
+
+
+def test_a_large_output_crosses_to_the_check_and_back_in_linear_time() -> None:
+    """The record and the answer are read from a pipe 64 KiB at a time; each read copied all
+    that had come (`bytes +=`), so a 64 MiB stdout took ~20 s to reach the check (outside its
+    time limit) and as long again to come back in a rationale (past its limit of 5 s)."""
+    from engine.judges import run_judge
+    from engine.model.judges import Judge
+
+    big = {"stdout": "y" * (64 << 20)}
+    echoes = Judge(
+        name="echoes", kind="check", check="return (True, outputs['stdout'])", timeout=5.0
+    )
+    started = time.monotonic()
+    result = run_judge(echoes, big)
+    assert result.status == "ok", result.error
+    assert time.monotonic() - started < 8

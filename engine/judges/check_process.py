@@ -203,7 +203,7 @@ class _Child:
             raise _Gone from None
 
     def _receive(self, deadline: float, timeout: float) -> Any:
-        data = b""
+        data = bytearray()  # grows in place: `bytes +=` copied the whole answer per 64 KiB read
         size: int | None = None
         while size is None or len(data) < HEADER.size + size:
             left = deadline - time.monotonic()
@@ -219,7 +219,7 @@ class _Child:
             data += chunk
             if size is None and len(data) >= HEADER.size:
                 (size,) = HEADER.unpack(data[: HEADER.size])
-        return pickle.loads(data[HEADER.size :])
+        return pickle.loads(memoryview(data)[HEADER.size :])
 
     def death(self) -> str:
         """Why the child stopped answering, in a sentence."""
