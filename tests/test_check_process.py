@@ -182,3 +182,40 @@ def test_a_large_output_crosses_to_the_check_and_back_in_linear_time() -> None:
     result = run_judge(echoes, big)
     assert result.status == "ok", result.error
     assert time.monotonic() - started < 8
+
+
+FORKS = """\
+import os
+from engine.judges import run_judge
+from engine.model.judges import Judge
+mine = Judge(name="a", kind="check", check="return outputs['who'] == 'parent'")
+run_judge(mine, {"who": "parent"})  # a check's process now idles in the pool
+pid = os.fork()
+who = "child" if pid == 0 else "parent"
+wrong = sum(run_judge(mine, {"who": who}).passed != (who == "parent") for _ in range(300))
+print(who, wrong, flush=True)
+if pid:
+    os.waitpid(pid, 0)
+    print("after", run_judge(mine, {"who": "parent"}).status, flush=True)
+"""
+
+
+def test_a_forked_process_does_not_share_the_check_processes(tmp_path: Path) -> None:
+    """A library caller that forks (multiprocessing's default on Linux) gave the fork the
+    parent's idle check process: both sent it requests and read each other's answers (wrong
+    verdicts), and the fork's exit handler killed the parent's check processes."""
+    import os
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    done = subprocess.run(
+        [sys.executable, "-c", FORKS],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split("\n")) == ["", "after ok", "child 0", "parent 0"]
