@@ -219,3 +219,19 @@ def test_a_forked_process_does_not_share_the_check_processes(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.split("\n")) == ["", "after ok", "child 0", "parent 0"]
+
+
+def test_a_check_that_forks_leaves_one_process_answering() -> None:
+    """The copy a snippet forked went on serving: it answered too (an answer left in the pipe
+    was the next check's) and took requests meant for its parent (KeyError on stderr, the
+    check waited out its limit)."""
+    from engine.judges import run_judge
+    from engine.model.judges import Judge
+
+    forks = Judge(name="f", kind="check", check="import os\nreturn os.fork() != 0", timeout=3.0)
+    one = Judge(name="t", kind="check", check="return outputs['x'] == 1", timeout=3.0)
+    verdicts = []
+    for _ in range(10):
+        verdicts.append(run_judge(forks, {"x": 1}).passed is True)
+        verdicts += [run_judge(one, {"x": x}).passed is (x == 1) for x in (1, 2, 1, 2)]
+    assert all(verdicts), verdicts.count(False)

@@ -13,7 +13,8 @@ from stdin and answers on stdout, each a pickled tuple after its 4-byte big-endi
 What a snippet prints goes to stderr (stdout carries the answers). The process lives in a
 session of its own (a Ctrl-C at the terminal is the parent's to handle), ends when its stdin
 closes (the parent is gone), or on its own shortly after a snippet's time limit, and cannot take
-more than `LL_CHECK_MEMORY_BYTES` of address space. (`PR_SET_PDEATHSIG` would follow the thread
+more than `LL_CHECK_MEMORY_BYTES` of address space. A copy a snippet forks ends when the
+snippet returns in it: only this process answers. (`PR_SET_PDEATHSIG` would follow the thread
 that started it, not the process: a pooled child outlives that thread.)
 """
 
@@ -45,6 +46,7 @@ def serve() -> None:
         return
     sys.path[:] = list(first[1])
     functions: dict[int, Any] = {}
+    me = os.getpid()
     while (request := requests.next()) is not None:
         _, key, code, args, seconds = request
         if code is not None:
@@ -58,6 +60,8 @@ def serve() -> None:
         # with the snippet stuck in C.
         signal.setitimer(signal.ITIMER_REAL, seconds + ORPHAN_GRACE)
         answer = _call(functions[key], args)
+        if os.getpid() != me:  # a copy the snippet forked: it must not answer or take requests
+            os._exit(0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         _write(answers, answer)
 
