@@ -332,3 +332,30 @@ def test_a_kept_write_that_is_json_but_not_ours_is_left_not_raised(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert [r["run_id"] for r in json.loads(done.stdout)["runs"]] == ["good-run"]
     assert len(list(spool.iterdir())) == len(strange)
+
+
+def test_a_write_the_disk_refuses_leaves_no_half_file_in_the_spool(tmp_path: Path) -> None:
+    """A full disk refused the kept write's bytes, and its temporary file stayed in the spool,
+    one more for every refused write. (The disk is made full for one process: a file size
+    limit, with SIGXFSZ ignored, refuses the write as ENOSPC would.)"""
+    db = _project(tmp_path)
+    script = textwrap.dedent(
+        f"""
+        import resource, signal
+        from pathlib import Path
+        from engine.runtime import history_spool
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+        for _ in range(2):
+            try:
+                history_spool.keep(Path({str(db)!r}), {{"kind": "run_end", "x": "y" * 1000}})
+            except OSError as exc:
+                print(exc.errno)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    )  # fmt: skip
+    assert done.stdout.split() == ["27", "27"], done.stderr
+    assert list(spool_dir(db).iterdir()) == []
