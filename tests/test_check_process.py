@@ -235,3 +235,39 @@ def test_a_check_that_forks_leaves_one_process_answering() -> None:
         verdicts.append(run_judge(forks, {"x": 1}).passed is True)
         verdicts += [run_judge(one, {"x": x}).passed is (x == 1) for x in (1, 2, 1, 2)]
     assert all(verdicts), verdicts.count(False)
+
+
+def test_a_check_s_own_alarm_handler_does_not_keep_a_later_orphan_alive(tmp_path: Path) -> None:
+    """The orphaned check ends by the kernel's SIGALRM; a check before it in the same pooled
+    process that set its own SIGALRM handler (or ignored it) took that away from every later
+    check there, which then ran on for hours after ll-loop was killed."""
+    import os
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    script = (
+        "from engine.judges import run_judge\n"
+        "from engine.model.judges import Judge\n"
+        "run_judge(Judge(name='i', kind='check', check='import signal\\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\\nreturn True'), {'stdout': ''})\n"
+        "run_judge(Judge(name='s', kind='check', check='return sum(range(10**14)) > 0',"
+        " timeout=1.0), {'stdout': ''})\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    deadline = time.monotonic() + 30
+    while not _checks_running_in(tmp_path):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)  # the first check has run; the second is stuck in `sum`
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while left := _checks_running_in(tmp_path):
+        if time.monotonic() > deadline:
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            raise AssertionError("the orphaned check kept running")
+        time.sleep(0.2)

@@ -57,7 +57,10 @@ def serve() -> None:
             functions[key] = namespace["__check__"]
         # The parent kills this process at the time limit; should the parent be gone, the
         # kernel's SIGALRM (no handler: its default ends the process) does soon after, even
-        # with the snippet stuck in C.
+        # with the snippet stuck in C. A handler, SIG_IGN or a mask an earlier snippet left
+        # here is undone first: it would keep every later orphaned check running.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGALRM,))
         signal.setitimer(signal.ITIMER_REAL, seconds + ORPHAN_GRACE)
         answer = _call(functions[key], args)
         if os.getpid() != me:  # a copy the snippet forked: it must not answer or take requests
