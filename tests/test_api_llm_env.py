@@ -186,3 +186,28 @@ def test_an_agent_cli_on_the_path_of_the_run_s_env_is_found(tmp_path: Path) -> N
     env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
     result = engine.run("agent.yaml", cwd=tmp_path, env=env, lock=False, handle_signals=False)
     assert (result.outcome, result.final_state) == ("success", "done"), result.error
+
+
+def test_the_process_s_custom_headers_do_not_reach_the_run_s_server(
+    loopback: LoopbackServer,
+    servers: tuple[LoopbackServer, LoopbackServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SDK reads ANTHROPIC_CUSTOM_HEADERS from os.environ whatever it is given, so a
+    gateway secret the process sends in a header went to the server the run's env named."""
+    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Gateway-Key: process-secret\nX-Both: p")
+    own, other = servers
+    own.push(verdict_reply("yes", evidence="All 5 checks passed"))
+    other.push(verdict_reply("yes", evidence="All 5 checks passed"))
+    write_loop(tmp_path, JUDGED, "judged.yaml")
+    env = {k: v for k, v in _env_for(own, "sk-own", "m").items() if k != "ANTHROPIC_CUSTOM_HEADERS"}
+    assert _run(tmp_path, env).outcome == "success"
+    env = {**_env_for(other, "sk-other", "m"), "ANTHROPIC_CUSTOM_HEADERS": "X-Both: run"}
+    assert _run(tmp_path, env).outcome == "success"
+    sent = [{k.lower(): v for k, v in s.requests[0].headers.items()} for s in (own, other)]
+    assert [(h.get("x-gateway-key"), h.get("x-both")) for h in sent] == [
+        (None, None),
+        (None, "run"),
+    ]
+    assert loopback.requests == []

@@ -357,3 +357,109 @@ def test_a_real_ctrl_c_stops_a_module_function_stuck_in_c(tmp_path: Path) -> Non
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() in ("interrupted after 1 s", "interrupted after 2 s")
     assert _checks_running_in(tmp_path) == []
+
+
+def test_a_large_output_crosses_to_the_check_and_back_in_linear_time() -> None:
+    """The record and the answer are read from a pipe 64 KiB at a time; each read copied all
+    that had come (`bytes +=`), so a 64 MiB stdout took ~20 s to reach the check (outside its
+    time limit) and as long again to come back in a rationale (past its limit of 5 s)."""
+    from engine.judges import run_judge
+    from engine.model.judges import Judge
+
+    big = {"stdout": "y" * (64 << 20)}
+    echoes = Judge(
+        name="echoes", kind="check", check="return (True, outputs['stdout'])", timeout=5.0
+    )
+    started = time.monotonic()
+    result = run_judge(echoes, big)
+    assert result.status == "ok", result.error
+    assert time.monotonic() - started < 8
+
+
+FORKS = """\
+import os
+from engine.judges import run_judge
+from engine.model.judges import Judge
+mine = Judge(name="a", kind="check", check="return outputs['who'] == 'parent'")
+run_judge(mine, {"who": "parent"})  # a check's process now idles in the pool
+pid = os.fork()
+who = "child" if pid == 0 else "parent"
+wrong = sum(run_judge(mine, {"who": who}).passed != (who == "parent") for _ in range(300))
+print(who, wrong, flush=True)
+if pid:
+    os.waitpid(pid, 0)
+    print("after", run_judge(mine, {"who": "parent"}).status, flush=True)
+"""
+
+
+def test_a_forked_process_does_not_share_the_check_processes(tmp_path: Path) -> None:
+    """A library caller that forks (multiprocessing's default on Linux) gave the fork the
+    parent's idle check process: both sent it requests and read each other's answers (wrong
+    verdicts), and the fork's exit handler killed the parent's check processes."""
+    import os
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    done = subprocess.run(
+        [sys.executable, "-c", FORKS],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split("\n")) == ["", "after ok", "child 0", "parent 0"]
+
+
+def test_a_check_that_forks_leaves_one_process_answering() -> None:
+    """The copy a snippet forked went on serving: it answered too (an answer left in the pipe
+    was the next check's) and took requests meant for its parent (KeyError on stderr, the
+    check waited out its limit)."""
+    from engine.judges import run_judge
+    from engine.model.judges import Judge
+
+    forks = Judge(name="f", kind="check", check="import os\nreturn os.fork() != 0", timeout=3.0)
+    one = Judge(name="t", kind="check", check="return outputs['x'] == 1", timeout=3.0)
+    verdicts = []
+    for _ in range(10):
+        verdicts.append(run_judge(forks, {"x": 1}).passed is True)
+        verdicts += [run_judge(one, {"x": x}).passed is (x == 1) for x in (1, 2, 1, 2)]
+    assert all(verdicts), verdicts.count(False)
+
+
+def test_a_check_s_own_alarm_handler_does_not_keep_a_later_orphan_alive(tmp_path: Path) -> None:
+    """The orphaned check ends by the kernel's SIGALRM; a check before it in the same pooled
+    process that set its own SIGALRM handler (or ignored it) took that away from every later
+    check there, which then ran on for hours after ll-loop was killed."""
+    import os
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    script = (
+        "from engine.judges import run_judge\n"
+        "from engine.model.judges import Judge\n"
+        "run_judge(Judge(name='i', kind='check', check='import signal\\n"
+        "signal.signal(signal.SIGALRM, signal.SIG_IGN)\\nreturn True'), {'stdout': ''})\n"
+        "run_judge(Judge(name='s', kind='check', check='return sum(range(10**14)) > 0',"
+        " timeout=1.0), {'stdout': ''})\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    deadline = time.monotonic() + 30
+    while not _checks_running_in(tmp_path):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)  # the first check has run; the second is stuck in `sum`
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while left := _checks_running_in(tmp_path):
+        if time.monotonic() > deadline:
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            raise AssertionError("the orphaned check kept running")
+        time.sleep(0.2)

@@ -117,3 +117,31 @@ def test_no_git_on_the_path_is_no_provenance_not_an_error(
     assert git_provenance(repo).branch == "feature-x"
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     assert git_provenance(repo) == Provenance(None, None, None)
+
+
+def test_edits_inside_a_submodule_give_no_fingerprint(tmp_path: Path) -> None:
+    """`git diff HEAD` shows a submodule with edits of its own as `-dirty` (untracked files in it
+    not at all): two different edits there shared one fingerprint, so a baseline measured with
+    one was reused with the other. Such a tree has no fingerprint (reuses nothing)."""
+    inner, outer = tmp_path / "inner", tmp_path / "outer"
+    for folder in (inner, outer):
+        folder.mkdir()
+        git(folder, "init", "-q")
+    (inner / "s").write_text("a\n")
+    git(inner, "add", "-A")
+    git(inner, "commit", "-qm", "inner")
+    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sm")
+    git(outer, "commit", "-qm", "outer")
+    assert git_provenance(outer, fingerprint=True).dirty is False
+    seen = []
+    for edit in ("one\n", "two\n"):
+        (outer / "sm" / "s").write_text(edit)
+        seen.append(git_provenance(outer, fingerprint=True))
+    (outer / "sm" / "s").write_text("a\n")
+    (outer / "sm" / "new").write_text("untracked\n")
+    seen.append(git_provenance(outer, fingerprint=True))
+    assert [(p.dirty, p.worktree) for p in seen] == [(True, None)] * 3
+    (outer / "sm" / "new").unlink()
+    (outer / "f").write_text("an edit of the outer tree\n")
+    edited = git_provenance(outer, fingerprint=True)
+    assert edited.dirty is True and edited.worktree is not None

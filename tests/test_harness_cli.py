@@ -212,6 +212,24 @@ def test_a_baseline_on_a_dirty_tree_is_reused_only_for_the_same_uncommitted_chan
     assert clean["git_dirty"] is False and clean["git_worktree"] is None  # .loops/ is no edit
 
 
+def test_a_baseline_is_not_reused_when_git_cannot_tell_whether_the_tree_is_dirty(
+    tmp_path: Path,
+) -> None:
+    """With `git status` failing (here a corrupt index) the tree's dirtiness was unknown, and
+    unknown matched the clean rows: after `f` was edited to fail, `--measure-baseline` reused
+    the PASS measured on the clean tree (exit 0, nothing run)."""
+    (tmp_path / "f").write_text("ok\n")
+    _commit(tmp_path, "ok")
+    flags = ("--exit-code", "0", "--samples", "2", "--measure-baseline")
+    code, clean = harness_json(tmp_path, "cmd", "grep -q ok f", *flags)
+    assert code == 0 and clean["git_dirty"] is False
+    (tmp_path / "f").write_text("bad\n")
+    (tmp_path / ".git" / "index").write_bytes(b"not an index")
+    code, unknown = harness_json(tmp_path, "cmd", "grep -q ok f", *flags)
+    assert "baseline_reused" not in unknown and unknown["git_dirty"] is None
+    assert code == 1
+
+
 def test_a_retry_at_another_commit_is_refused(tmp_path: Path) -> None:
     """A command's content is its text, so a timed-out sample measured at one commit was
     replaced by a sample of other code, completing a measurement neither commit had."""

@@ -297,3 +297,65 @@ def test_a_fifo_or_a_link_in_the_spool_is_passed_over_not_waited_on(tmp_path: Pa
         "00000000000000000001-1-000000-run_end.json",
         "00000000000000000002-1-000000-run_end.json",
     ]  # left for a person to look at
+
+
+def test_a_kept_write_that_is_json_but_not_ours_is_left_not_raised(tmp_path: Path) -> None:
+    """A file in the spool that reads as JSON with a known kind but rows of the wrong shape (a
+    row too short, too long, a list where a number goes) made every command that opens the
+    history an internal error (IndexError, sqlite3.ProgrammingError). It is left for a
+    person to look at, and the good writes around it are written."""
+    db = _project(tmp_path)
+    spool = spool_dir(db)
+    spool.mkdir(parents=True, exist_ok=True)
+    strange = {
+        "1": {"kind": "suite_cases", "cases": [[1]], "judgements": []},
+        "2": {"kind": "suite_cases", "cases": [], "judgements": [[1]]},
+        "3": {
+            "kind": "run_start",
+            "run_id": "r",
+            "loop": "l",
+            "started_at": "t",
+            "parent_run_id": None,
+            "depth": [1],
+        },
+        "4": {"kind": "run_end", "run_id": 7, "loop": {}, "ended_at": 1},
+    }
+    for n, write in strange.items():
+        (spool / f"0000000000000000000{n}-1-000000-{write['kind']}.json").write_text(
+            json.dumps(write)
+        )
+    good = RunRecorder(tmp_path, warn=print)
+    good.start("good-run", "quick")
+    done = subprocess.run(
+        [str(BIN / "ll-loop"), "history", "--json"], cwd=tmp_path, capture_output=True, timeout=30
+    )
+    assert done.returncode == 0, done.stderr
+    assert [r["run_id"] for r in json.loads(done.stdout)["runs"]] == ["good-run"]
+    assert len(list(spool.iterdir())) == len(strange)
+
+
+def test_a_write_the_disk_refuses_leaves_no_half_file_in_the_spool(tmp_path: Path) -> None:
+    """A full disk refused the kept write's bytes, and its temporary file stayed in the spool,
+    one more for every refused write. (The disk is made full for one process: a file size
+    limit, with SIGXFSZ ignored, refuses the write as ENOSPC would.)"""
+    db = _project(tmp_path)
+    script = textwrap.dedent(
+        f"""
+        import resource, signal
+        from pathlib import Path
+        from engine.runtime import history_spool
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+        for _ in range(2):
+            try:
+                history_spool.keep(Path({str(db)!r}), {{"kind": "run_end", "x": "y" * 1000}})
+            except OSError as exc:
+                print(exc.errno)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    )  # fmt: skip
+    assert done.stdout.split() == ["27", "27"], done.stderr
+    assert list(spool_dir(db).iterdir()) == []

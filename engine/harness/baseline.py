@@ -140,8 +140,9 @@ def measured_baseline(
     same uncommitted changes (reused, not re-run). Rows of another HEAD, or of other edits on
     it, are not this project's behaviour: a command's content is its text, so `grep -q ok f`
     measured before f changed would stand in for it forever. A dirty tree whose changes could
-    not be fingerprinted reuses nothing."""
-    if where.dirty and where.worktree is None:
+    not be fingerprinted, or in a repository whose dirtiness git could not tell (a corrupt
+    index, a status past its time limit), reuses nothing."""
+    if (where.dirty and where.worktree is None) or (where.head and where.dirty is None):
         return []
     rows = history.cell_attempts(
         subject.runner, subject.target, subject.input_hash, subject.content_hash

@@ -21,7 +21,8 @@ no such function.
 What a snippet or a function prints goes to stderr (stdout carries the answers). The process
 lives in a session of its own (a Ctrl-C at the terminal is the parent's to handle), ends when
 its stdin closes (the parent is gone), or on its own shortly after a call's time limit, and
-cannot take more than `LL_CHECK_MEMORY_BYTES` of address space. (`PR_SET_PDEATHSIG` would
+cannot take more than `LL_CHECK_MEMORY_BYTES` of address space. A copy a snippet or function
+forks ends when the call returns in it: only this process answers. (`PR_SET_PDEATHSIG` would
 follow the thread that started it, not the process: a pooled child outlives that thread.)
 """
 
@@ -60,6 +61,7 @@ def serve() -> None:
         return
     sys.path[:] = list(first[1])
     snippets: dict[int, Any] = {}
+    me = os.getpid()
     while (request := requests.next()) is not None:
         if request[0] == "module":
             _, root, module, function, outputs, arguments, seconds = request
@@ -75,9 +77,14 @@ def serve() -> None:
             call = _snippet_call(snippets[key], args)
         # The parent kills this process at the time limit; should the parent be gone, the
         # kernel's SIGALRM (no handler: its default ends the process) does soon after, even
-        # with the call stuck in C.
+        # with the call stuck in C. A handler, SIG_IGN or a mask an earlier call left here is
+        # undone first: it would keep every later orphaned call running.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGALRM,))
         signal.setitimer(signal.ITIMER_REAL, seconds + ORPHAN_GRACE)
         answer = _call(call)
+        if os.getpid() != me:  # a copy the call forked: it must not answer or take requests
+            os._exit(0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         _write(answers, answer)
 
@@ -166,7 +173,9 @@ class _Requests:
     """Requests from stdin, one after the other (a read may bring the start of the next)."""
 
     def __init__(self, fd: int) -> None:
-        self.fd, self.data = fd, b""
+        # grown in place: `bytes +=` copied the whole request (a record holding a 100 MB
+        # output) once per 64 KiB pipe read, minutes before the snippet ran
+        self.fd, self.data = fd, bytearray()
 
     def next(self) -> Any:
         """The next request, or None at the end of stdin (the parent is gone)."""
@@ -176,7 +185,9 @@ class _Requests:
                 return None
             self.data += chunk
         end = HEADER.size + self._size()
-        request, self.data = pickle.loads(self.data[HEADER.size : end]), self.data[end:]
+        with memoryview(self.data) as view:
+            request = pickle.loads(view[HEADER.size : end])
+        del self.data[:end]
         return request
 
     def _size(self) -> int:

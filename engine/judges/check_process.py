@@ -82,6 +82,25 @@ def kill_all() -> None:
         child.kill()
 
 
+def _forget_after_fork() -> None:
+    """In a process forked from this one, the children are the parent's: using one (a library
+    caller's fork pool) crossed the two processes' answers, and the fork's exit handler killed
+    them. The fork closes its copies of their pipes and starts children of its own."""
+    global _LOCK
+    _LOCK = threading.Lock()  # another thread may have held it at the fork
+    for child in _LIVE:
+        for pipe in (child.proc.stdin, child.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        child.proc.returncode = 0  # not ours to wait for
+    _LIVE.clear()
+    _IDLE.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def snippet_key() -> int:
     """A new id for a compiled snippet (each child is sent its code once)."""
     return next(_keys)
@@ -240,7 +259,7 @@ class _Child:
             raise _Gone from None
 
     def _receive(self, deadline: float, timeout: float, what: str) -> Any:
-        data = b""
+        data = bytearray()  # grows in place: `bytes +=` copied the whole answer per 64 KiB read
         size: int | None = None
         while size is None or len(data) < HEADER.size + size:
             left = deadline - time.monotonic()
@@ -253,7 +272,7 @@ class _Child:
             if size is None and len(data) >= HEADER.size:
                 (size,) = HEADER.unpack(data[: HEADER.size])
         try:
-            return pickle.loads(data[HEADER.size :])
+            return pickle.loads(memoryview(data)[HEADER.size :])
         except Exception as exc:  # a class this process cannot import: the child is fine
             return ("unsendable", _unreadable(exc))
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import email.utils
 import inspect
 import json
+import os
 import random
 import threading
 import time
@@ -176,11 +177,24 @@ def sdk_options(environ: Environ) -> dict[str, Any]:
     base_url = get("ANTHROPIC_BASE_URL")
     if base_url is not None or "profile" not in options:  # a profile may name its own URL
         options["base_url"] = base_url or DEFAULT_BASE_URL
-    headers = environ.get("ANTHROPIC_CUSTOM_HEADERS")
-    if headers is not None:
-        pairs = (line.partition(":") for line in headers.split("\n"))
-        options["default_headers"] = {k.strip(): v.strip() for k, sep, v in pairs if sep}
+    options["default_headers"] = _headers(environ.get("ANTHROPIC_CUSTOM_HEADERS"))
     return options
+
+
+def _headers(text: str | None) -> dict[str, str]:
+    """`ANTHROPIC_CUSTOM_HEADERS` (`Name: value` lines) as the SDK reads it."""
+    pairs = (line.partition(":") for line in (text or "").split("\n"))
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+
+
+def _only_the_run_s(ours: dict[str, str], omit: Any) -> dict[str, Any]:
+    """The run's headers, and `omit` for each header the process's `ANTHROPIC_CUSTOM_HEADERS`
+    names: the SDK merges that variable from `os.environ` under whatever it is given, so a
+    gateway secret of the process went to the server the run's env named."""
+    by_name = {name.lower(): value for name, value in ours.items()}
+    process = _headers(os.environ.get("ANTHROPIC_CUSTOM_HEADERS"))
+    headers: dict[str, Any] = {name: by_name.pop(name.lower(), omit) for name in process}
+    return {**headers, **{n: v for n, v in ours.items() if n.lower() in by_name}}
 
 
 class AnthropicClient:
@@ -214,9 +228,12 @@ class AnthropicClient:
             if self._sdk is None:
                 import anthropic
 
-                self._sdk = anthropic.Anthropic(
-                    max_retries=0, timeout=self.timeout, **self._options
-                )
+                options = dict(self._options)
+                if "default_headers" in options:  # a run's own environment
+                    options["default_headers"] = _only_the_run_s(
+                        options["default_headers"], anthropic.omit
+                    )
+                self._sdk = anthropic.Anthropic(max_retries=0, timeout=self.timeout, **options)
             return self._sdk
 
     def close(self) -> None:

@@ -433,8 +433,11 @@ class History:
                     if _busy(exc):
                         break
                     raise
-                except (KeyError, TypeError, ValueError, sqlite3.IntegrityError):
-                    continue  # not a write we can make sense of: left for a person to look at
+                except Exception:  # the file's content, not the database's state
+                    # Not a write we can make sense of (valid JSON, not ours or damaged: a row
+                    # too short, a list where a number goes): left for a person to look at. It
+                    # made every command that opens the history an internal error.
+                    continue
                 path.unlink(missing_ok=True)
                 written += 1
         finally:

@@ -11,11 +11,12 @@ still gives one row.
 
 The names sort by when the write was kept (`<ns>-<pid>-<n>-<kind>.json`), so a run's start is
 written before its end. A file is complete before it has its name (written under a temporary
-one, then renamed).
+one, then renamed; removed when the disk refuses it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -46,14 +47,19 @@ def keep(db: Path, write: Mapping[str, Any]) -> Path:
     data = json.dumps(write, ensure_ascii=False, separators=(",", ":")).encode()
     fd = open_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    target = directory / name
-    os.rename(temporary, target)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        target = directory / name
+        os.rename(temporary, target)
+    except BaseException:  # a full disk: no half-written file left behind per refused write
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
     return target
 
 

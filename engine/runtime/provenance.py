@@ -56,9 +56,11 @@ def git_provenance(
     if out is None:
         return Provenance(None, None)
     head, _, ref = out.decode(errors="replace").strip().partition("\n")
-    status = git_output(["status", "--porcelain", "--", *_OURS_EXCLUDED], cwd, timeout)
+    status = git_output(["status", "--porcelain=v2", "--", *_OURS_EXCLUDED], cwd, timeout)
     dirty = None if status is None else bool(status.strip())
-    worktree = _worktree_fingerprint(cwd, timeout) if dirty and fingerprint else None
+    worktree = None
+    if dirty and fingerprint and status is not None and not _submodule_edited(status):
+        worktree = _worktree_fingerprint(cwd, timeout)
     return Provenance(head.strip(), dirty, _branch_of(ref.strip()), worktree)
 
 
@@ -66,7 +68,7 @@ def _worktree_fingerprint(cwd: Path, timeout: float) -> str | None:
     """sha256 of what differs from HEAD: the diff of tracked files, and the path and bytes of
     each untracked one (not ignored). Two measurements on one dirty HEAD measured the same code
     only when this is equal; None when it cannot be told (git failed, or the untracked files
-    pass `MAX_UNTRACKED_BYTES`), which matches nothing."""
+    pass `MAX_UNTRACKED_BYTES`, a submodule has edits of its own), which matches nothing."""
     diff = git_output(
         ["diff", "HEAD", "--binary", "--no-ext-diff", "--", *_OURS_EXCLUDED], cwd, timeout
     )
@@ -98,6 +100,19 @@ def _worktree_fingerprint(cwd: Path, timeout: float) -> str | None:
             return None
         digest.update(b"\0" + name + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()
+
+
+def _submodule_edited(status: bytes) -> bool:
+    """Whether a submodule has uncommitted edits or untracked files (`git status --porcelain=v2`
+    marks its `S<c><m><u>` field with M or U): the diff says only `-dirty`, or nothing, so two
+    different edits in it would share a fingerprint. None is taken then."""
+    for line in status.splitlines():
+        fields = line.split(b" ", 3)
+        if line[:2] in (b"1 ", b"2 ") and len(fields) > 2 and fields[2].startswith(b"S"):
+            sub = fields[2]  # S<c><m><u>
+            if sub[2:3] == b"M" or sub[3:4] == b"U":
+                return True
+    return False
 
 
 def _branch_of(ref: str) -> str | None:
