@@ -73,8 +73,8 @@ _LOCK = threading.Lock()
 
 @atexit.register
 def kill_all() -> None:
-    """End every child (a stuck one would otherwise outlive this process, holding its
-    stderr): on the way out, and when a suite is stopped."""
+    """End every child on the way out (ll-loop and ll-harness run the exit handlers before
+    `os._exit`): a stuck one would otherwise outlive this process, holding its stderr."""
     with _LOCK:
         children = list(_LIVE)
         _IDLE.clear()
