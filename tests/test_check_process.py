@@ -70,6 +70,12 @@ def test_sigterm_stops_a_suite_whose_check_is_stuck_in_c(tmp_path: Path) -> None
     """Before, the check ran in ll-harness's own process holding the GIL: SIGTERM, Ctrl-C
     and the check's own time limit all waited for `sum` to end (hours)."""
     write(project(tmp_path) / "s.suite.yaml", SPINNING_IN_C)
+    _stop_with_sigterm_while_stuck(tmp_path)
+
+
+def _stop_with_sigterm_while_stuck(tmp_path: Path) -> None:
+    """Start the suite of `tmp_path`, SIGTERM it once both cases are stuck in their judge, and
+    see it stop within seconds, recording nothing and leaving no check process behind."""
     process = subprocess.Popen(
         [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "2"],
         cwd=tmp_path,
@@ -81,10 +87,15 @@ def test_sigterm_stops_a_suite_whose_check_is_stuck_in_c(tmp_path: Path) -> None
     while not list((tmp_path / ".loops" / "suites").glob("*/lock")):  # the run has begun
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.1)
-    time.sleep(1.5)  # both cases are in their check
+    time.sleep(1.5)  # both cases are in their judge
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=30)
+    try:
+        _, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError("SIGTERM did not stop the suite: the judge held it") from None
     assert time.monotonic() - started < 15
     assert process.returncode == 3, err
     assert "stopped by SIGTERM after 0 of 2 cases" in err and "--resume" in err
@@ -188,31 +199,7 @@ def test_sigterm_stops_a_suite_whose_module_function_is_stuck_in_c(tmp_path: Pat
         tmp_path / "evals_stuck" / "spin.py",
         "def sums(outputs):\n    return sum(range(10**14)) > 0\n",
     )
-    process = subprocess.Popen(
-        [str(BIN / "ll-harness"), "suite", "s.suite.yaml", "--jobs", "2"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / ".loops" / "suites").glob("*/lock")):  # the run has begun
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.1)
-    time.sleep(1.5)  # both cases are in their function
-    started = time.monotonic()
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise AssertionError("SIGTERM did not stop the suite: the function held it") from None
-    assert time.monotonic() - started < 15
-    assert process.returncode == 3, err
-    assert "stopped by SIGTERM after 0 of 2 cases" in err and "--resume" in err
-    assert recorded(tmp_path) == []
-    assert _checks_running_in(tmp_path) == []  # none left burning a core
+    _stop_with_sigterm_while_stuck(tmp_path)
 
 
 MODULE_FUNCTIONS = """\
