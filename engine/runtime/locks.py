@@ -369,7 +369,10 @@ _OWN: dict[str, int] = {}
 def _hold(path: Path) -> None:
     """Keep this process's record at `path` (just written: a new file) locked while it lives."""
     _let_go(path)
-    fd = open_file(path, os.O_RDONLY)
+    try:
+        fd = open_file(path, os.O_RDONLY)
+    except FileNotFoundError:  # the registry was cleared by hand just now: a waiter's next
+        return  # look writes its record back (`rejoin`), a holder's lock is gone with it
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
