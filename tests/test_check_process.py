@@ -450,3 +450,33 @@ def test_a_check_s_own_alarm_handler_does_not_keep_a_later_orphan_alive(tmp_path
                 os.kill(pid, signal.SIGKILL)
             raise AssertionError("the orphaned check kept running")
         time.sleep(0.2)
+
+
+def test_an_if_that_would_build_a_huge_value_is_its_judges_error_at_once() -> None:
+    """An `if:` is evaluated in ll-loop's own process, over a case's values: `n ** m` with
+    m = 10**9 ran inside C holding the GIL (hours, its 5 s limit unheard). Each operator and
+    method that could build a huge value is checked first, as templates' are."""
+    from engine.judges import run_judge
+    from engine.judges.core import compile_judge
+    from engine.judges.env import JudgeEnv
+    from engine.model.judges import Judge
+
+    env = JudgeEnv(inputs={"n": 7, "m": 10**9, "w": 10**10, "text": "ok"})
+    for condition in (
+        'inputs["n"] ** inputs["m"] > 0',
+        'inputs["text"] * inputs["w"] != ""',
+        '(1 << inputs["m"]) > 0',
+        'inputs["text"].center(inputs["w"]) != ""',
+    ):
+        judge = Judge(name="guarded", kind="check", check="return True", condition=condition)
+        started = time.monotonic()
+        result = run_judge(compile_judge(judge), {"stdout": ""}, env)
+        assert time.monotonic() - started < 2, condition
+        assert result.status == "error" and "would be too large" in str(result.error), result
+    fine = Judge(
+        name="fine",
+        kind="check",
+        check="return True",
+        condition='inputs["n"] ** 2 == 49 and inputs["text"].upper() + "!" == "OK!"',
+    )
+    assert run_judge(compile_judge(fine), {"stdout": ""}, env).passed is True

@@ -11,7 +11,9 @@ evaluated without builtins over `outputs`, `annotations` and `inputs`, in this p
 
 from __future__ import annotations
 
+import ast
 import marshal
+import operator
 import traceback
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -33,6 +35,7 @@ from engine.judges.deadline import CheckTimeout, within
 from engine.judges.result import JudgeError
 from engine.load.judges import keyword_names, snippet_tree
 from engine.model.judges import Judge
+from engine.shell.sandbox import check_binop, check_str_method
 
 CONDITION_SECONDS = 5.0  # an `if:` is one expression over the record: milliseconds
 _NO_BUILTINS: dict[str, Any] = {}
@@ -172,8 +175,65 @@ def static_import_problem(module: str, function: str, root: Path) -> str | None:
 
 @lru_cache(maxsize=512)
 def compile_condition(expression: str, file: str = "<if>") -> CodeType:
-    """The `if:` expression compiled (SyntaxError when it does not parse)."""
-    return compile(expression.strip(), file, "eval")
+    """The `if:` expression compiled (SyntaxError when it does not parse), each operator and
+    method call that could build a huge value checked first: evaluated in this process, over a
+    case's values, `inputs["n"] ** inputs["m"]` would otherwise run inside C holding the GIL,
+    out of its time limit's reach (what `engine.shell.sandbox` refuses for templates)."""
+    tree = ast.parse(expression.strip(), file, "eval")
+    return compile(ast.fix_missing_locations(_Guarded().visit(tree)), file, "eval")
+
+
+_GUARDED_OPERATORS: dict[type[ast.operator], str] = {
+    ast.Pow: "**",
+    ast.Mult: "*",
+    ast.Add: "+",
+    ast.Mod: "%",
+    ast.LShift: "<<",
+}
+
+
+class _Guarded(ast.NodeTransformer):
+    """`a ** b` → `__ll_binop__("**", a, b)`, `x.m(...)` → `__ll_method__(x, "m", ...)`."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        symbol = _GUARDED_OPERATORS.get(type(node.op))
+        if symbol is None:
+            return node
+        call = ast.Call(
+            ast.Name("__ll_binop__", ast.Load()), [ast.Constant(symbol), node.left, node.right], []
+        )
+        return ast.copy_location(call, node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.func, ast.Attribute):
+            return node
+        owner, name = node.func.value, ast.Constant(node.func.attr)
+        call = ast.Call(
+            ast.Name("__ll_method__", ast.Load()), [owner, name, *node.args], node.keywords
+        )
+        return ast.copy_location(call, node)
+
+
+def _binop(operator: str, left: Any, right: Any) -> Any:
+    check_binop(operator, left, right)
+    return _OPERATORS[operator](left, right)
+
+
+def _method(owner: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    if isinstance(owner, str):
+        check_str_method(owner, name, args, kwargs)
+    return getattr(owner, name)(*args, **kwargs)
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "**": operator.pow,
+    "*": operator.mul,
+    "+": operator.add,
+    "%": operator.mod,
+    "<<": operator.lshift,
+}
 
 
 def condition_holds(
@@ -182,6 +242,8 @@ def condition_holds(
     """Evaluate a compiled condition without builtins, within `CONDITION_SECONDS`."""
     scope = {
         "__builtins__": _NO_BUILTINS,
+        "__ll_binop__": _binop,
+        "__ll_method__": _method,
         "outputs": outputs,
         "annotations": dict(annotations),
         "inputs": dict(inputs) if isinstance(inputs, Mapping) else inputs,

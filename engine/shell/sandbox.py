@@ -72,6 +72,15 @@ def check_binop(operator: str, left: Any, right: Any) -> None:
             raise refuse(f"the {type(left).__name__} joined here")
     elif operator == "%" and isinstance(left, str):
         check_percent_format(left, right)
+    elif (
+        operator == "<<"
+        and _is_int(left)
+        and _is_int(right)
+        and left
+        and right > 0
+        and left.bit_length() + right > MAX_INT_BITS
+    ):
+        raise refuse(f"a number shifted left {right} bits")
 
 
 def _numbers(args: Any) -> list[Any]:
