@@ -14,21 +14,13 @@ script); a completing shell calls `ll-loop` with no command word, so it gets the
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import importlib
-import os
 import sys
 from typing import Annotated, Any
 
 import typer
 
-from engine.cli.common import (
-    keep_descriptors_private,
-    outlive_the_reader,
-    run_guarded,
-    version_option,
-)
+from engine.cli.common import run_console, version_option
 
 # Registration order is the order `ll-loop --help` lists the commands in.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
@@ -70,22 +62,9 @@ def _group(
 
 
 def main() -> None:
-    """Console entry point for `ll-loop`; it ends the process (in-process callers use
-    `run_guarded(build_app())`).
-
-    It leaves with `os._exit` once the exit handlers have run and stdout and stderr are flushed:
-    every file a command writes
-    is closed by the time it returns, and the interpreter's teardown of the modules it imported
-    cost ~15 ms of every command, a tenth of a short run's start-up.
-    """
-    keep_descriptors_private()
-    outlive_the_reader()
-    code = run_guarded(build_app(command_of(sys.argv[1:])), "ll-loop")
-    atexit._run_exitfuncs()  # a check's process still running is ended (no teardown, though)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
-            stream.flush()
-    os._exit(code)
+    """Console entry point for `ll-loop`; it ends the process (`run_console`; in-process
+    callers use `run_guarded(build_app())`)."""
+    run_console(build_app(command_of(sys.argv[1:])), "ll-loop")
 
 
 def command_of(args: list[str]) -> str | None:

@@ -7,12 +7,9 @@ exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCON
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import functools
 import inspect
 import json
-import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -26,11 +23,9 @@ from engine.cli.common import (
     err,
     examples,
     finite,
-    keep_descriptors_private,
     out,
-    outlive_the_reader,
     resolve_loop,
-    run_guarded,
+    run_console,
     version_option,
 )
 from engine.load.project import project_root
@@ -689,18 +684,5 @@ def _app_for(command: str | None) -> typer.Typer:
 
 
 def main() -> None:
-    """Console entry point for `ll-harness`; it ends the process.
-
-    It leaves with `os._exit` once the exit handlers have run (a Ray cluster's, a process
-    pool's) and stdout and stderr are flushed, as `ll-loop` does: the interpreter's teardown of
-    the modules a suite imported cost ~25 ms of every command (a resumed suite pays it twice).
-    A stopped suite may also leave a case's thread stuck in a judge (in C code, where it cannot
-    be interrupted), which the interpreter would wait for forever on the way out."""
-    keep_descriptors_private()
-    outlive_the_reader()
-    code = run_guarded(_app_for(command_of(sys.argv[1:])), "ll-harness")
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
-            stream.flush()
-    os._exit(code)
+    """Console entry point for `ll-harness`; it ends the process (`run_console`)."""
+    run_console(_app_for(command_of(sys.argv[1:])), "ll-harness")
