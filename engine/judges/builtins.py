@@ -24,6 +24,10 @@ from engine.model.patterns import PatternSyntaxError, PatternTooCostly, compile_
 from engine.model.ports import ActionResult
 
 FIELD = Argument("field", "string", default="stdout", description="the record field judged")
+PATTERN = Argument(
+    "pattern", "string", required=True, description="a Python regular expression", regex=True
+)
+NEGATE = Argument("negate", "boolean", default=False, description="pass when it does not match")
 TAIL_CHARS = 600
 
 
@@ -80,14 +84,8 @@ def exit_code(ctx: JudgeContext) -> Judgement:
     category="output",
     description="A regular expression matches the field (negate: it must not).",
     arguments=(
-        Argument(
-            "pattern",
-            "string",
-            required=True,
-            description="a Python regular expression",
-            regex=True,
-        ),
-        Argument("negate", "boolean", default=False, description="pass when it does not match"),
+        PATTERN,
+        NEGATE,
         FIELD,
     ),
 )
@@ -358,14 +356,8 @@ def tool_called(
     category="output",
     description="A regular expression matches the field (negate: it must not).",
     arguments=(
-        Argument(
-            "pattern",
-            "string",
-            required=True,
-            description="a Python regular expression",
-            regex=True,
-        ),
-        Argument("negate", "boolean", default=False, description="pass when it does not match"),
+        PATTERN,
+        NEGATE,
         Argument("ignore_case", "boolean", default=False, description="case-insensitive"),
         FIELD,
     ),
