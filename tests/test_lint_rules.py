@@ -626,8 +626,8 @@ def test_outputs_read_captures_set_on_every_path_to_a_terminal() -> None:
 
 
 def test_an_unknown_key_of_a_fixed_root_is_a_bad_expression() -> None:
-    """`${loop.elapsed_ms}` would fail at run time; lint names it (with a close key)."""
-    action = 'echo "${loop.elapsed_ms} ${loop.stpes} ${run.dir} ${state.retries} $${loop.x}"'
+    """`${loop.elapsed}` would fail at run time; lint names it (with a close key)."""
+    action = 'echo "${loop.elapsed} ${loop.stpes} ${run.dir} ${state.retries} $${loop.x}"'
     loop = loop_of(
         {
             "s": {"action": action, "next": "done", "on_error": "done"},
@@ -636,7 +636,7 @@ def test_an_unknown_key_of_a_fixed_root_is_a_bad_expression() -> None:
     )
     found = [d.message for d in lint_loop(loop) if d.code == "LL030"]
     assert found == [
-        "'loop' has no key 'elapsed_ms'",
+        "'loop' has no key 'elapsed' (did you mean 'elapsed_ms'?)",
         "'loop' has no key 'stpes' (did you mean 'steps'?)",
     ]
 
@@ -651,13 +651,13 @@ def test_bad_roots_and_keys_are_found_outside_the_states_fields_too() -> None:
             "done": {"terminal": True},
         },
         scope=["${contxt.out}/"],
-        outputs={"greeting": "hello ${contxt.who}", "took": "${loop.elapsed_ms}"},
+        outputs={"greeting": "hello ${contxt.who}", "took": "${loop.timeout}"},
     )
     found = sorted((d.path, d.message) for d in lint_loop(loop) if d.code == "LL030")
     bad_root = "expression root 'contxt' is not a namespace (did you mean 'context'?)"
     assert found == [
         ("outputs.greeting", bad_root),
-        ("outputs.took", "'loop' has no key 'elapsed_ms'"),
+        ("outputs.took", "'loop' has no key 'timeout'"),
         ("scope.0", bad_root),
         ("states.call.loop", bad_root),
     ]

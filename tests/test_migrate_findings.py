@@ -198,7 +198,7 @@ def test_retries_also_counted_along_another_cycle_are_a_changed_note(tmp_path: P
     assert load_loop_file(tmp_path / "retry.ll.yaml").states["check"].max_retries == 1
 
 
-# --- 4. ${loop.elapsed_ms} has no equivalent: it blocks, pointing at its line -------------------
+# --- 4. ${loop.elapsed} has no equivalent: it blocks, pointing at its line -----------------------
 
 
 def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
@@ -217,7 +217,7 @@ def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
           report:
             action: |
               echo one
-              echo "took ${loop.elapsed_ms} ms"
+              echo "took ${loop.elapsed}"
             next: done
           done: {terminal: true}
         """,
@@ -226,10 +226,10 @@ def test_an_expression_with_no_equivalent_blocks_and_names_state_and_line(
     item = files(report)["timed.yaml"]
     assert code == 1 and item["status"] == "blocked"
     blocker, invalid = item["blockers"]
-    assert blocker.startswith(
-        f"states.report: ${{loop.elapsed_ms}} at {tmp_path / 'timed.yaml'}:10:"
+    assert blocker.startswith(f"states.report: ${{loop.elapsed}} at {tmp_path / 'timed.yaml'}:10:")
+    assert invalid == (  # validate too
+        "LL030 states.report.action: 'loop' has no key 'elapsed' (did you mean 'elapsed_ms'?)"
     )
-    assert invalid == "LL030 states.report.action: 'loop' has no key 'elapsed_ms'"  # validate too
 
 
 # --- 5. a boolean is pasted as little-loops pasted it: True / False -----------------------------
@@ -1063,3 +1063,27 @@ def test_output_numeric_key_takes_the_route_little_loops_took(tmp_path: Path) ->
     for output in outputs:
         ran = ll_loop(tmp_path, "run", "out/num.yaml", "--context", f"out={output}", "--json")
         assert json.loads(ran.stdout)["final_state"] == little_loops(output), output
+
+
+def test_elapsed_ms_is_kept_as_ll_loops_own(tmp_path: Path) -> None:
+    """little-loops' `${loop.elapsed_ms}` (arithmetic over a run's time budget) means the same
+    in ll-loop: the converted loop keeps it and is valid."""
+    write(
+        tmp_path,
+        "budget.yaml",
+        """
+        name: budget
+        initial: check
+        states:
+          check:
+            action: |
+              ELAPSED_S=$(( ${loop.elapsed_ms} / 1000 ))
+              echo "$ELAPSED_S"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "budget.yaml")
+    item = files(report)["budget.yaml"]
+    assert code == 0 and item["status"] == "converted" and item["valid"], item
+    assert "${loop.elapsed_ms}" in (tmp_path / "budget.ll.yaml").read_text()

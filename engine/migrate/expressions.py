@@ -9,7 +9,8 @@
   quotes or is one word; where that is not so, the expression says what the value was meant to
   be (`_fit_positions`).
 
-Namespaces with no equivalent (`messages`, `result`, `loop.elapsed_ms`) are reported.
+Namespaces with no equivalent (`messages`, `result`, `loop.elapsed`) are reported;
+`loop.elapsed_ms` is ll-loop's too (the run's time, earlier sessions of a resumed run included).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ _RENAMES = {
     ("loop", "started_at"): "${run.started_at}",
 }
 _MISSING = {
-    ("loop", "elapsed_ms"): "loop.elapsed_ms (time since the run started) has no equivalent",
     ("loop", "elapsed"): "loop.elapsed (time since the run started) has no equivalent",
     ("loop", "timeout"): "loop.timeout has no equivalent",
     ("prev", "timeout_kind"): "prev.timeout_kind has no equivalent (a timeout is verdict error)",

@@ -126,6 +126,9 @@ class Runtime:
     stop: StopSignal = field(default_factory=StopSignal)
     depth: int = 0
     deadline: float | None = None  # monotonic time the loop must end by (its `timeout`)
+    # Monotonic time this loop's `loop.elapsed_ms` counts from: its start, moved back by the
+    # time earlier sessions of a resumed run spent (set when `run` starts).
+    started: float = 0.0
     run_subloop: SubloopHook | None = None
     # This loop's spend = cost_offset + the LLM services' total, which a resumed run starts
     # from zero and a sub-loop shares with its parent (set when `run` starts).
@@ -156,7 +159,7 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
     """Run `loop` from wherever `rs` stands until it finishes; never raises for a bad step.
     A `resumed` run has its `loop_resume` event already: it starts nothing anew, even when it
     was killed inside its first step."""
-    started = time.monotonic() - rs.elapsed_ms / 1000
+    started = rt.started = time.monotonic() - rs.elapsed_ms / 1000
     if rt.llm is not None:
         rt.cost_offset = rs.cost_usd - rt.llm.cost_usd
         if loop.max_cost_usd is not None:
@@ -546,7 +549,12 @@ class Namespaces:
                     "step": rs.steps,
                     "retries": rs.retries.get(self.state.name, 0),
                 },
-                "loop": {"name": loop.name, "max_steps": loop.max_steps, "steps": rs.steps},
+                "loop": {
+                    "name": loop.name,
+                    "max_steps": loop.max_steps,
+                    "steps": rs.steps,
+                    "elapsed_ms": int((time.monotonic() - self.rt.started) * 1000),
+                },
                 "run": {
                     "id": rs.run_id,
                     "dir": str(self.rt.artifacts_dir),

@@ -53,7 +53,7 @@ ROOTS: frozenset[str] = frozenset(
 
 FIXED_KEYS: dict[str, tuple[str, ...]] = {
     "state": ("name", "step", "retries"),
-    "loop": ("name", "max_steps", "steps"),
+    "loop": ("name", "max_steps", "steps", "elapsed_ms"),
     "run": ("id", "dir", "started_at"),
 }
 """The roots whose keys are always the same (the run fills them in); any other key is a typo
@@ -66,7 +66,8 @@ _INTEGER_TAIL = re.compile(r"\|\s*integer\s*$")
 _INTEGER_TEXT = re.compile(r"\s*-?[0-9]+\s*")
 _LEADING_PATH = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*")
 _INTEGER_PATHS = frozenset(
-    {("loop", "steps"), ("loop", "max_steps"), ("state", "step"), ("state", "retries")}
+    {("loop", "steps"), ("loop", "max_steps"), ("loop", "elapsed_ms")}
+    | {("state", "step"), ("state", "retries")}
 )
 ENV_VALUE_LIMIT = 100_000
 """Bytes of one exported value at most: Linux refuses to start a program with a longer
