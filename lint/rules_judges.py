@@ -32,10 +32,20 @@ def judge_condition(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     for judge, path in _judges(ctx):
         if judge.condition is None:
             continue
-        from engine.judges.python_judges import compile_condition  # only loops with judges pay
+        from engine.judges.python_judges import (  # only loops with judges pay
+            ConditionRefused,
+            compile_condition,
+        )
 
         try:
             compile_condition(judge.condition)
+        except ConditionRefused as exc:
+            yield Finding(
+                f"the if: of judge {judge.name!r} uses what a condition may not ({exc.msg})",
+                (*path, "if"),
+                "compare values and call their reading methods (text.lower(), "
+                "inputs.get('k')); write a check: for anything more",
+            )
         except SyntaxError as exc:
             yield Finding(
                 f"the if: of judge {judge.name!r} is not a Python expression ({exc.msg})",

@@ -470,3 +470,36 @@ def test_an_if_that_would_build_a_huge_value_is_its_judges_error_at_once() -> No
         condition='inputs["n"] ** 2 == 49 and inputs["text"].upper() + "!" == "OK!"',
     )
     assert run_judge(compile_judge(fine), {"stdout": ""}, env).passed is True
+
+
+def test_an_if_that_could_slip_past_the_guard_is_refused_not_run() -> None:
+    """What the operator and method checks cannot see is refused: `n.__pow__(m)` and a method
+    called through a list ran inside C for hours; `int.to_bytes(10**9)` took a gigabyte."""
+    from engine.judges import run_judge
+    from engine.judges.core import compile_judge
+    from engine.judges.env import JudgeEnv
+    from engine.model.judges import Judge
+
+    env = JudgeEnv(inputs={"n": 7, "m": 10**9, "w": 10**10, "text": "ok"})
+    refused = {
+        'inputs["n"].__pow__(inputs["m"]) > 0': "names starting with _ are not allowed",
+        '[inputs["text"].center][0](inputs["w"]) != ""': "only a value's methods may be called",
+        "().__class__.__base__.__subclasses__() != []": "names starting with _ are not allowed",
+        "f\"{1:>{inputs['w']}}\" != ''": "an f-string format spec may not be computed",
+        'inputs["n"].to_bytes(inputs["m"], "big") != b""': "int.to_bytes() may not be called",
+        'inputs["text"].translate({111: "x"}) != ""': "str.translate() may not be called",
+    }
+    for condition, why in refused.items():
+        judge = Judge(name="guarded", kind="check", check="return True", condition=condition)
+        started = time.monotonic()
+        result = run_judge(compile_judge(judge), {"stdout": ""}, env)
+        assert time.monotonic() - started < 2, condition
+        assert result.status == "error" and why in str(result.error), result
+    fine = Judge(
+        name="fine",
+        kind="check",
+        check="return True",
+        condition="f\"{inputs['n']:>3}\" == '  7' and inputs.get('text', '').strip() == 'ok'"
+        " and inputs['n'].bit_length() == 3 and 'n' in inputs.keys()",
+    )
+    assert run_judge(compile_judge(fine), {"stdout": ""}, env).passed is True

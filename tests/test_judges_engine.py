@@ -211,8 +211,12 @@ def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
         ),
         (
             "name: bad\nif: len(outputs) > 0\ncheck: return True\n",
-            "judge 'bad' at judges.yaml:10: its if: expression failed (NameError: name 'len' "
-            "is not defined)",
+            "judge 'bad' at judges.yaml:10: its if: expression is refused (only a value's methods "
+            "may be called",
+        ),
+        (
+            "name: bad\nif: outputs['nowhere'] > 0\ncheck: return True\n",
+            "judge 'bad' at judges.yaml:10: its if: expression failed (KeyError: 'nowhere')",
         ),
         (
             "name: bad\nbuiltin: regex\narguments: {pattern: x, field: nowhere}\n",

@@ -523,3 +523,25 @@ def test_a_case_variable_the_subject_never_gets_is_a_warning(tmp_path: Path) -> 
             "mean 'text'?)",
         ),
     ]
+
+
+def test_an_if_the_guard_cannot_see_through_is_refused_when_validated(tmp_path: Path) -> None:
+    """A condition that could run inside C out of its time limit's reach (`x.__pow__(n)`, a
+    method called through a list) or walk out of its values (`().__class__`) is an LL070 error
+    saying what a condition may not do, not a judge that freezes the run."""
+    judges = {
+        "dunder": "inputs['text'].__len__() > 0",
+        "indirect": "[inputs['text'].center][0](3) != ''",
+        "walk": "().__class__ is not None",
+        "spec": "f\"{inputs['text']:>{inputs['text'].count('h')}}\" != ''",
+    }
+    entries = "".join(
+        f"  - name: {name}\n    if: {json.dumps(condition)}\n    check: return True\n"
+        for name, condition in judges.items()
+    )
+    text = SUITE.split("judges:\n")[0] + "judges:\n" + entries
+    path = write(tmp_path / "guarded.suite.yaml", text)
+    found = [d for d in check_file(path) if d.code == "LL070"]
+    assert len(found) == len(judges)
+    assert all("uses what a condition may not" in d.message for d in found), found
+    assert all(d.severity == "error" for d in found)

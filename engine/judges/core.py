@@ -20,6 +20,7 @@ from typing import Any
 from engine.judges.deadline import real_interrupt
 from engine.judges.env import JudgeContext, JudgeEnv
 from engine.judges.python_judges import (
+    ConditionRefused,
     callable_runner,
     check_runner,
     compile_condition,
@@ -53,9 +54,8 @@ def compile_judge(judge: Judge) -> CompiledJudge:
         try:
             condition = compile_condition(judge.condition, f"{judge.where} if")
         except SyntaxError as exc:
-            return CompiledJudge(
-                judge, None, problem=f"its if: expression does not parse ({exc.msg})"
-            )
+            how = "is refused" if isinstance(exc, ConditionRefused) else "does not parse"
+            return CompiledJudge(judge, None, problem=f"its if: expression {how} ({exc.msg})")
     try:
         run = _runner(judge)
     except JudgeError as exc:

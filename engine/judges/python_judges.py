@@ -6,7 +6,8 @@ names>)` with its line numbers moved to the file's, so an exception names the li
 file it happened on. A callable is imported from the project root (first on `sys.path` while it
 is imported and while it runs) and called as `function(outputs=..., **arguments)`. Both run in a
 pooled child process (`engine.judges.check_process`). A condition is a Python expression
-evaluated without builtins over `outputs`, `annotations` and `inputs`, in this process.
+evaluated without builtins over `outputs`, `annotations` and `inputs`, in this process: what it
+may do is bounded (`compile_condition`, `_method`) rather than killed at its time limit.
 """
 
 from __future__ import annotations
@@ -180,7 +181,35 @@ def compile_condition(expression: str, file: str = "<if>") -> CodeType:
     case's values, `inputs["n"] ** inputs["m"]` would otherwise run inside C holding the GIL,
     out of its time limit's reach (what `engine.shell.sandbox` refuses for templates)."""
     tree = ast.parse(expression.strip(), file, "eval")
+    _refuse_unguardable(tree, file)
     return compile(ast.fix_missing_locations(_Guarded().visit(tree)), file, "eval")
+
+
+def _refuse_unguardable(tree: ast.AST, file: str) -> None:
+    """`ConditionRefused` for what the guard could not see through, so it fails closed: a name or
+    attribute starting with `_` (`x.__pow__(n)` bypassed the operator check, and `().__class__`
+    walks to every class in the process), a call of anything but a value's method
+    (`[text.center][0](n)` bypassed the method check), and a computed format spec in an
+    f-string (`f"{x:>{n}}"`, a width of n characters)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            problem = f"attribute {node.attr!r}: names starting with _ are not allowed"
+        elif isinstance(node, ast.Name) and node.id.startswith("_"):
+            problem = f"name {node.id!r}: names starting with _ are not allowed"
+        elif isinstance(node, ast.Call) and not isinstance(node.func, ast.Attribute):
+            problem = "only a value's methods may be called (text.lower(), inputs.get('k'))"
+        elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            if any(isinstance(part, ast.FormattedValue) for part in ast.walk(node.format_spec)):
+                problem = "an f-string format spec may not be computed"
+            else:
+                continue
+        else:
+            continue
+        raise ConditionRefused(problem, (file, 1, getattr(node, "col_offset", 0) + 1, None))
+
+
+class ConditionRefused(SyntaxError):
+    """An `if:` that parses but uses what a condition may not."""
 
 
 _GUARDED_OPERATORS: dict[type[ast.operator], str] = {
@@ -222,9 +251,34 @@ def _binop(operator: str, left: Any, right: Any) -> Any:
 
 
 def _method(owner: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-    if isinstance(owner, str):
+    """Only the methods a condition needs, on the types a record holds: a method this does not
+    know (`int.to_bytes(n)`, `str.translate(...)`: results far larger than their inputs) is
+    refused rather than run inside C, out of the time limit's reach."""
+    if isinstance(owner, str) and name in _STR_METHODS:
         check_str_method(owner, name, args, kwargs)
+    elif not any(isinstance(owner, kind) and name in names for kind, names in _METHODS):
+        raise TypeError(
+            f"{type(owner).__name__}.{name}() may not be called in an if: (a condition may call "
+            "the reading methods of text, mappings and lists; write a check: for more)"
+        )
     return getattr(owner, name)(*args, **kwargs)
+
+
+_STR_METHODS = frozenset(
+    {"count", "endswith", "startswith", "find", "rfind", "index", "rindex"}
+    | {"isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower"}
+    | {"isnumeric", "isprintable", "isspace", "istitle", "isupper"}
+    | {"lower", "upper", "casefold", "capitalize", "title", "swapcase"}
+    | {"strip", "lstrip", "rstrip", "removeprefix", "removesuffix"}
+    | {"split", "rsplit", "splitlines", "partition", "rpartition", "encode"}
+    | {"ljust", "rjust", "center", "zfill", "expandtabs", "replace", "join"}  # size-checked
+)
+_METHODS: tuple[tuple[type | tuple[type, ...], frozenset[str]], ...] = (
+    (str, _STR_METHODS),
+    (Mapping, frozenset({"get", "keys", "values", "items"})),
+    ((list, tuple), frozenset({"count", "index"})),
+    ((int, float), frozenset({"bit_length", "is_integer"})),
+)
 
 
 _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
