@@ -199,6 +199,25 @@ def test_llm_rubric_appends_the_conversation(loopback: LoopbackServer, tmp_path:
     assert "Happy to help! Here is the fix." in content
 
 
+def test_the_evidence_contract_follows_the_prompt_never_the_work_it_shows(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Work that says "evidence" or "quote" (a conversation, a file) does not switch the
+    contract off, nor does the `{{ evidence }}` variable; a prompt asking for a quote does."""
+    loopback.default = score(4)
+    chatty = {**RECORD, "conversation": "I quoted the log verbatim as evidence."}
+    judges = [
+        ("name: a\nllm_rubric: The agent is polite.", chatty, True),
+        ("name: b\nprompt: 'Rate it. {{ outputs }}'", {**RECORD, "stdout": "evidence: ok"}, True),
+        ("name: c\nprompt: 'Rate it. Facts: {{ evidence }}'", RECORD, True),
+        ("name: d\nprompt: Rate it and quote the line you rely on.", chatty, False),
+    ]
+    for entry, record, appended in judges:
+        run_judge(judge_of(entry), record, llm_env(tmp_path))
+        content = loopback.requests[-1].body["messages"][0]["content"]
+        assert ("Evidence contract" in content) is appended, entry
+
+
 def test_reasoning_sets_extended_thinking(
     loopback: LoopbackServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

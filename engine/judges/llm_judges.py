@@ -83,10 +83,13 @@ class _Text(dict[str, Any]):
 
 @dataclass(frozen=True)
 class Prompt:
-    """A rendered judge prompt and the material a quote must come from."""
+    """A rendered judge prompt, the material a quote must come from, and whether its author
+    asked for a quote (read from the template, never from the material it shows: work that
+    says "evidence" must not switch the contract off)."""
 
     text: str
     material: tuple[str, ...]
+    asks_quote: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,7 +255,11 @@ def render_prompt(ctx: JudgeContext) -> Prompt:
         text = f"{text.rstrip()}\n\n{judged_block(str(values[chosen]))}"
         shown = [chosen]
     material = [part for name in shown for part in _quotable(name, values, ctx.outputs)]
-    return Prompt(text, tuple(material))
+    return Prompt(text, tuple(material), has_evidence_contract(_JINJA_TAG.sub(" ", source)))
+
+
+# a template's tags ask for nothing: `{{ evidence }}` shows facts, it does not demand a quote
+_JINJA_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 
 
 def _bounded_render(template: Any, values: Mapping[str, Any], interpolated: list[str]) -> str:
@@ -424,7 +431,7 @@ def run_llm_judge(ctx: JudgeContext) -> Judgement:
 
 
 def _user_text(prompt: Prompt) -> str:
-    if has_evidence_contract(prompt.text):
+    if prompt.asks_quote:
         return prompt.text
     return f"{prompt.text}\n\n{EVIDENCE_CONTRACT.replace('judged text', 'material')}"
 
