@@ -191,3 +191,35 @@ def test_suite_samples_override_the_llm_structured_builtins_own(
     code, _, err = suite_json(tmp_path, "s.suite.yaml")
     assert code == 0, err
     assert len(loopback.requests) == 3  # without --samples: its own
+
+
+def test_a_suite_whose_model_calls_have_no_credentials_is_refused_before_any_case(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Without a key, every case's subject ran (an agent's cost spent) and then every LLM judge
+    errored; as `ll-loop run`, the suite stops first with the variable to set. A suite without
+    model calls needs no key."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    ran = tmp_path / "ran"
+    for kind, judge in [
+        ("judge", "{name: quality, prompt: 'Rate it. Quote evidence.'}"),
+        ("review", "{type: llm_review, criteria: Is it good?}"),
+        ("prompt", "{name: echoed, builtin: exit_code}"),
+    ]:
+        key = "expectations" if kind == "review" else "judges"
+        subject = "{prompt: 'Say hi'}" if kind == "prompt" else f"{{command: 'touch {ran}'}}"
+        write(
+            tmp_path / "s.suite.yaml",
+            f"name: s\ncases: [{{input: {{n: 1}}}}]\nsubject: {subject}\n{key}: [{judge}]\n",
+        )
+        code, _, err = suite(tmp_path, "s.suite.yaml")
+        assert code == 2 and "no credentials are set: set ANTHROPIC_API_KEY" in err, (kind, err)
+        assert "Traceback" not in err and not ran.exists()
+    write(
+        tmp_path / "s.suite.yaml",
+        f"name: s\ncases: [{{input: {{n: 1}}}}]\nsubject: {{command: 'touch {ran}'}}\n"
+        "judges: [{name: echoed, builtin: exit_code}]\n",
+    )
+    code, _, err = suite(tmp_path, "s.suite.yaml")
+    assert code == 0 and ran.exists(), err
