@@ -133,6 +133,22 @@ def test_test_script_and_metric_run_real_commands_in_the_workspace(tmp_path: Pat
     assert (speed.value, speed.passed) == (12.0, False)
 
 
+def test_a_script_fails_when_any_of_its_lines_fails(tmp_path: Path) -> None:
+    """Polpo's `pnpm lint\\npnpm typecheck` is two checks: a failing lint followed by a passing
+    typecheck must not pass (bash alone exits with its last line's status)."""
+    (tmp_path / "index.d.ts").write_text("x")
+    block = """
+    type: assessment
+    expectations:
+      - {type: script, command: "test -s index.js\\ntest -s index.d.ts"}
+      - {type: script, command: "test -s index.d.ts\\nif false; then exit 4; fi\\nfalse || true"}
+    """
+    env = JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path))
+    first, second = assess(judges_of(block), RECORD, env).results
+    assert (first.value, first.rationale) == (False, "exit code 1")
+    assert second.value is True  # conditions and || are not failures of the script
+
+
 def test_a_metric_that_prints_no_number_is_an_error(tmp_path: Path) -> None:
     [judge] = judges_of("type: assessment\nmetrics:\n  - {command: 'echo n/a', threshold: 1}")
     result = run_judge(judge, RECORD, JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path)))

@@ -244,11 +244,13 @@ def test(ctx: JudgeContext, *, command: str) -> Judgement:
 @builtin(
     "script",
     category="commands",
-    description="The script (bash, one line or many, in the workspace) exits 0.",
+    description="The script (bash -e, one line or many, in the workspace) exits 0.",
     arguments=(Argument("command", "string", required=True, description="a bash script"),),
 )
 def script(ctx: JudgeContext, *, command: str) -> Judgement:
-    return test(ctx, command=command)
+    """Run with `set -e`, as CI runs a multi-line step: `pnpm lint\\npnpm typecheck` is two
+    checks, and plain bash would pass a failing lint whose typecheck passes."""
+    return test(ctx, command=f"set -e\n{command}")
 
 
 @builtin(
