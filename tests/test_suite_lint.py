@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
+from tests.harness_helpers import harness
 from tests.lint_cli_helpers import ll_loop
 from tests.suite_helpers import suite, write
 
@@ -523,3 +524,28 @@ def test_a_case_variable_the_subject_never_gets_is_a_warning(tmp_path: Path) -> 
             "mean 'text'?)",
         ),
     ]
+
+
+def test_a_module_judge_is_looked_for_where_the_suite_imports_it(tmp_path: Path) -> None:
+    """From a folder inside the project, `ll-harness suite` imports `module` judges from the
+    project root; validate must look there too, not claim the run will fail."""
+    (tmp_path / ".loops").mkdir()
+    write(tmp_path / "evals" / "__init__.py", "")
+    write(tmp_path / "evals" / "j.py", "def ok(outputs):\n    return True, 'ok'\n")
+    write(
+        tmp_path / "s.suite.yaml",
+        """\
+        name: s
+        cases: [{input: {n: 1}}]
+        subject: {command: echo hi}
+        judges: [{name: mod, module: evals.j, function: ok}]
+        """,
+    )
+    (tmp_path / "sub").mkdir()
+    done = ll_loop("validate", "--strict", "../s.suite.yaml", cwd=tmp_path / "sub")
+    assert done.returncode == 0 and "LL071" not in done.stdout, done.stdout
+    ran = harness(tmp_path / "sub", "suite", "../s.suite.yaml", "--quiet")
+    assert ran.returncode == 0 and "pass rate 1/1" in ran.stdout, ran.stdout + ran.stderr
+    write(tmp_path / "t.suite.yaml", (tmp_path / "s.suite.yaml").read_text().replace("j,", "k,"))
+    done = ll_loop("validate", "../t.suite.yaml", cwd=tmp_path / "sub")
+    assert "LL071" in done.stdout and f"under {tmp_path} nor installed" in done.stdout
