@@ -25,6 +25,7 @@ from tests.loopback_server import (
     tool_reply,
     tool_results,
     tool_use_reply,
+    verdict_reply,
 )
 
 RECORD: dict[str, Any] = {
@@ -143,6 +144,33 @@ def test_bool_pass_with_an_invented_quote_fails(loopback: LoopbackServer, tmp_pa
     result = run_judge(judge, RECORD, llm_env(tmp_path))
     assert (result.value, result.passed) == (False, False)
     assert "pass rejected" in result.details["evidence_check"]
+
+
+def test_a_pass_rejected_for_its_quote_says_so_in_its_rationale(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The rationale is what the report and a fix prompt show of a failed judge: the model's
+    reason for a pass alone ("every test passed") would say the opposite of the verdict."""
+    invented = "all 41 tests passed"
+    loopback.push(
+        tool_reply(
+            {"passed": True, "confidence": 0.9, "reason": "they pass", "evidence": invented}
+        ),
+        verdict_reply("yes", reason="they pass", evidence=invented),
+    )
+    judges = judges_of(
+        """
+        type: assessment
+        judges:
+          - {name: green, prompt: Did every test pass?, feedback_type: bool}
+          - {name: st, builtin: llm_structured, arguments: {prompt: Did every test pass?}}
+        """
+    )
+    for judge, rejected in zip(judges, ("pass rejected: ", "no: yes rejected: "), strict=True):
+        result = run_judge(judge, RECORD, llm_env(tmp_path))
+        assert result.passed is False
+        assert result.rationale.startswith(rejected + f"the evidence {invented!r} does not occur")
+        assert result.rationale.endswith("the model's reason: they pass"), result.rationale
 
 
 @pytest.mark.parametrize(

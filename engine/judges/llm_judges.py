@@ -502,12 +502,20 @@ def _bool_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
     }
     return Judgement(
         winner == "pass",
-        str(first.get("reason", "")),
+        _rationale(str(first.get("reason", "")), first.get("evidence_check")),
         str(first.get("evidence", "")),
         cost_usd=cost,
         samples=samples,
         details=details,
     )
+
+
+def _rationale(reason: str, evidence_check: Any) -> str:
+    """The model's reason, led by the evidence check when that turned its pass into a fail:
+    the reason argues for a pass, and a report or a fix prompt would read it as the cause."""
+    if isinstance(evidence_check, str) and " rejected: " in evidence_check:
+        return f"{evidence_check}; the model's reason: {reason}"
+    return reason
 
 
 def _evaluation_problem(body: Mapping[str, Any]) -> str | None:
@@ -630,9 +638,10 @@ def structured_verdict(
         raise JudgeError(f"the model gave no usable answer ({details.get('error')})", cost_usd=cost)
     if verdict.name == "cannot_judge":
         raise JudgeError("it abstained (cannot_judge)", cost_usd=cost, abstained=True)
+    reason = _rationale(str(details.get("reason", "")), details.get("evidence_check"))
     return Judgement(
         verdict.name == "yes",
-        f"{verdict.name}: {details.get('reason', '')}",
+        f"{verdict.name}: {reason}",
         str(details.get("evidence", "")),
         cost_usd=cost,
         samples=tuple(details.get("samples") or ()),
