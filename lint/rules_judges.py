@@ -135,6 +135,8 @@ def judge_template(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
 
 
 def _template_hint(message: str) -> str:
+    if "is one text" in message:
+        return "write the shared text into the template itself (a prompt_file may hold it all)"
     if "uses the variable" in message:
         return (
             "a judge's template reads outputs, conversation, tool_trace, evidence, inputs, "

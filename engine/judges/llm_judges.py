@@ -134,6 +134,9 @@ def _checked(source: str) -> tuple[Any, frozenset[str]] | TemplateProblem:
             f"its template does not parse (template line {exc.lineno}): {exc.message}",
             exc.lineno,
         )
+    loaded = _loads_another(parsed)
+    if loaded is not None:
+        return loaded
     try:  # the compiler, not the parser, refuses an unknown filter or test
         used = frozenset(meta.find_undeclared_variables(parsed))
         template = env.from_string(source)
@@ -149,6 +152,25 @@ def _checked(source: str) -> tuple[Any, frozenset[str]] | TemplateProblem:
             _line_using(source, unknown[0]),
         )
     return template, used
+
+
+def _loads_another(parsed: Any) -> TemplateProblem | None:
+    """A judge's template is one text: the sandbox has no loader, so `{% include %}`,
+    `{% extends %}` and `{% import %}` could only fail, with Jinja's 'no loader for this
+    environment specified'."""
+    from jinja2 import nodes
+
+    tags = {nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import"}
+    tags[nodes.FromImport] = "import"
+    for node in parsed.find_all(tuple(tags)):
+        tag = tags[type(node)]
+        what = "to extend" if tag == "extends" else f"to {tag}"
+        return TemplateProblem(
+            f"its template uses {{% {tag} %}} (template line {node.lineno}), but a judge's "
+            f"template is one text: there is nothing {what}",
+            node.lineno,
+        )
+    return None
 
 
 def _line_using(source: str, name: str) -> int:
