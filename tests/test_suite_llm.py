@@ -223,3 +223,27 @@ def test_a_suite_whose_model_calls_have_no_credentials_is_refused_before_any_cas
     )
     code, _, err = suite(tmp_path, "s.suite.yaml")
     assert code == 0 and ran.exists(), err
+
+
+def test_a_prompt_subjects_cost_reaches_the_record_and_its_budget_judge(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The case's cost was counted, but the record's cost_usd stayed 0 unless an agent CLI
+    streamed it: a `cost_budget` judge on a prompt subject passed whatever it cost."""
+    loopback.default = text_reply("Paris.", input_tokens=100_000, output_tokens=1_000)
+    write(
+        tmp_path / "p.suite.yaml",
+        """\
+        name: p
+        cases: [{input: {country: France}}]
+        subject: {prompt: "Capital of ${inputs.country}?"}
+        judges:
+          - {name: budget, builtin: cost_budget, arguments: {max_cost_usd: 0.01}}
+          - {name: cost, check: "return outputs['cost_usd'] > 0.01, str(outputs['cost_usd'])"}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "p.suite.yaml")
+    [run] = data["case_runs"]
+    assert code == 0 and run["cost_usd"] > 0.01, err
+    values = {r["judge"]: r["value"] for r in data["results"]}
+    assert values == {"budget": False, "cost": True}, data["results"]

@@ -461,8 +461,8 @@ def _record(
     )
     if not traces.metrics:
         record.update(token_usage={}, cost_usd=0.0, num_turns=0)
-    elif run.extra.get("cost_usd"):
-        record["cost_usd"] = float(run.extra["cost_usd"])
+    elif not record["cost_usd"]:  # no agent trace said: a loop's run, a prompt's SDK call
+        record["cost_usd"] = _subject_cost(run)
     if traces.events and run.extra.get("events"):
         record["events"] = list(run.extra["events"])
     for key in ("run", "loop_outputs"):
