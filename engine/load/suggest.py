@@ -488,6 +488,11 @@ def _type_hint(
     expected: list[str], value: Any, path: PathKey, schema: Mapping[str, Any] | None = None
 ) -> str:
     last = str(path[-1]) if path else ""
+    if path[-2:] == ("evaluate", "outputs") and isinstance(value, dict) and "paths" in value:
+        paths = value["paths"] if isinstance(value["paths"], list) else [value["paths"]]
+        return (
+            f"an assessment's outputs is a list of paths: outputs: [{', '.join(map(str, paths))}]"
+        )
     if path == ("outputs",) and isinstance(value, list) and "paths" in _properties(schema):
         # a loop's assessment writes `outputs: [main]`, agent_eval `outputs: [{path: main}]`
         return (
