@@ -71,7 +71,7 @@ def _verdict_value(spec: Evaluate, ctx: JudgeContext, field: str, **extra: Any) 
     description="The work's exit code is 0 (1 fails; any other code is an error).",
 )
 def exit_code(ctx: JudgeContext) -> Judgement:
-    code = ctx.outputs.get("exit_code")
+    code = _measured(ctx, "exit_code")
     if code == 0:
         return Judgement(True, "exit code 0")
     if code == 1:
@@ -195,6 +195,14 @@ def classify(
     )
 
 
+def _measured(ctx: JudgeContext, field: str) -> Any:
+    """A metric of the record; a JudgeError when it was not recorded (a suite with
+    `traces: {metrics: false}`): an unknown cost is not $0, an unknown exit code not a crash."""
+    if field in ctx.outputs and ctx.outputs[field] is None:
+        raise JudgeError(f"the record has no {field} (the suite's traces.metrics is off)")
+    return ctx.outputs.get(field)
+
+
 def _rendered(ctx: JudgeContext, value: Any) -> Any:
     return ctx.render(value) if isinstance(value, str) else value
 
@@ -291,7 +299,7 @@ def metric(ctx: JudgeContext, *, command: str, threshold: float) -> Judgement:
     arguments=(Argument("max_cost_usd", "number", required=True, description="the budget"),),
 )
 def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
-    cost = float(ctx.outputs.get("cost_usd") or 0.0)
+    cost = float(_measured(ctx, "cost_usd") or 0.0)
     passed = cost <= float(max_cost_usd)
     return Judgement(passed, f"cost ${cost:.4f} of a ${float(max_cost_usd):.4f} budget")
 
@@ -303,7 +311,7 @@ def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
     arguments=(Argument("max_turns", "integer", required=True, description="the most turns"),),
 )
 def max_turns(ctx: JudgeContext, *, max_turns: int) -> Judgement:
-    turns = int(ctx.outputs.get("num_turns") or 0)
+    turns = int(_measured(ctx, "num_turns") or 0)
     return Judgement(turns <= int(max_turns), f"{turns} turn(s), at most {max_turns} allowed")
 
 

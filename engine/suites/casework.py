@@ -460,7 +460,7 @@ def _record(
         output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
     )
     if not traces.metrics:
-        record.update(token_usage={}, cost_usd=0.0, num_turns=0)
+        record.update(token_usage={}, cost_usd=None, num_turns=None)  # unknown, not 0
     elif not record["cost_usd"]:  # no agent trace said: a loop's run, a prompt's SDK call
         record["cost_usd"] = _subject_cost(run)
     if traces.events and run.extra.get("events"):
