@@ -237,3 +237,14 @@ def test_judges_of_a_metric_turned_off_say_so_instead_of_passing(tmp_path: Path)
         status, why = found[name]
         assert status == "error", found
         assert why.endswith(f"the record has no {field} (the suite's traces.metrics is off)")
+    text = (tmp_path / "t.suite.yaml").read_text().replace("metrics: false", "events: false")
+    text = text.replace(
+        "builtin: exit_code}", "builtin: tool_called, arguments: {name: rm, negate: true}}"
+    )
+    write(tmp_path / "t.suite.yaml", text)
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [negated] = [r for r in data["results"] if r["judge"] == "exits"]
+    assert negated["status"] == "error", err  # "rm was never called" is not known
+    assert negated["error"].endswith(
+        "the record has no tool_calls (the suite's traces.events is off)"
+    )

@@ -196,10 +196,12 @@ def classify(
 
 
 def _measured(ctx: JudgeContext, field: str) -> Any:
-    """A metric of the record; a JudgeError when it was not recorded (a suite with
-    `traces: {metrics: false}`): an unknown cost is not $0, an unknown exit code not a crash."""
+    """A measured field of the record; a JudgeError when it was not recorded (a suite with
+    `traces: {metrics: false}` or `{events: false}`): an unknown cost is not $0, unknown tool
+    calls are not 'none called', an unknown exit code is not a crash."""
     if field in ctx.outputs and ctx.outputs[field] is None:
-        raise JudgeError(f"the record has no {field} (the suite's traces.metrics is off)")
+        trace = "events" if field == "tool_calls" else "metrics"
+        raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")
     return ctx.outputs.get(field)
 
 
@@ -349,7 +351,7 @@ def tool_called(
         except PatternTooCostly as exc:
             raise JudgeError(f"input_pattern: {exc}") from None
 
-    calls = [c for c in ctx.outputs.get("tool_calls") or [] if isinstance(c, Mapping)]
+    calls = [c for c in _measured(ctx, "tool_calls") or [] if isinstance(c, Mapping)]
     matching = [
         c for c in calls if fnmatch.fnmatchcase(str(c.get("name", "")), name) and input_matches(c)
     ]

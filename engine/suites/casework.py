@@ -465,6 +465,8 @@ def _record(
         record["cost_usd"] = _subject_cost(run)
     if traces.events and run.extra.get("events"):
         record["events"] = list(run.extra["events"])
+    if not traces.events:  # unknown, not "no tool was called"
+        record.update(tool_calls=None, events=None)
     for key in ("run", "loop_outputs"):
         if key in run.extra:
             record[key] = run.extra[key]
