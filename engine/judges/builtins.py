@@ -275,9 +275,14 @@ def script(ctx: JudgeContext, *, command: str) -> Judgement:
 def metric(ctx: JudgeContext, *, command: str, threshold: float) -> Judgement:
     result, _ = _command(ctx, command)
     if result.exit_code != 0:
-        raise JudgeError(
-            f"the metric command exited with code {result.exit_code}: {_tail(result.stderr)}"
+        said = (
+            f"; its stderr ends: {_tail(result.stderr)}"
+            if result.stderr.strip()
+            else f"; its output ends: {_tail(result.output)}"
+            if result.output.strip()
+            else " and printed nothing"
         )
+        raise JudgeError(f"the metric command exited with code {result.exit_code}{said}")
     text = result.output.strip()
     number = parse_number(text)
     if number is None and text:
