@@ -63,7 +63,7 @@ def judge_module(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             continue
         from engine.judges.python_judges import static_import_problem
 
-        problem = static_import_problem(str(judge.module), str(judge.function), Path.cwd())
+        problem = static_import_problem(str(judge.module), str(judge.function), _import_root(ctx))
         if problem is not None:
             yield Finding(
                 f"judge {judge.name!r}: {problem}, so it will be an error at run time",
@@ -71,6 +71,14 @@ def judge_module(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 "run from the project root (modules resolve against it), fix the dotted name, "
                 "or install the package that provides it",
             )
+
+
+def _import_root(ctx: LintContext | SuiteContext) -> Path:
+    """Where the run imports `module` judges from: a loop's run directory (the working
+    directory), a suite's project root (found from it)."""
+    if isinstance(ctx, SuiteContext) and ctx.project_root is not None:
+        return ctx.project_root
+    return Path.cwd()
 
 
 @rule("LL072", "error", "judge-prompt-file", targets=_BOTH)
@@ -137,6 +145,8 @@ def judge_template(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
 
 
 def _template_hint(message: str) -> str:
+    if "is one text" in message:
+        return "write the shared text into the template itself (a prompt_file may hold it all)"
     if "uses the variable" in message:
         return (
             "a judge's template reads outputs, conversation, tool_trace, evidence, inputs, "

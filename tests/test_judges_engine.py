@@ -133,6 +133,38 @@ def test_test_script_and_metric_run_real_commands_in_the_workspace(tmp_path: Pat
     assert (speed.value, speed.passed) == (12.0, False)
 
 
+def test_a_script_fails_when_any_of_its_lines_fails(tmp_path: Path) -> None:
+    """Polpo's `pnpm lint\\npnpm typecheck` is two checks: a failing lint followed by a passing
+    typecheck must not pass (bash alone exits with its last line's status)."""
+    (tmp_path / "index.d.ts").write_text("x")
+    block = """
+    type: assessment
+    expectations:
+      - {type: script, command: "test -s index.js\\ntest -s index.d.ts"}
+      - {type: script, command: "test -s index.d.ts\\nif false; then exit 4; fi\\nfalse || true"}
+    """
+    env = JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path))
+    first, second = assess(judges_of(block), RECORD, env).results
+    assert (first.value, first.rationale) == (False, "exit code 1")
+    assert second.value is True  # conditions and || are not failures of the script
+
+
+def test_a_failing_metric_command_says_what_it_printed(tmp_path: Path) -> None:
+    """Its error ended 'exited with code 1: ' when the command wrote nothing to stderr."""
+    block = """
+    type: assessment
+    metrics:
+      - {name: quiet, command: "echo 90; exit 1", threshold: 1}
+      - {name: loud, command: "echo 90; echo no coverage file >&2; exit 2", threshold: 1}
+      - {name: silent, command: "exit 3", threshold: 1}
+    """
+    env = JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path))
+    quiet, loud, silent = assess(judges_of(block), RECORD, env).results
+    assert str(quiet.error).endswith("the metric command exited with code 1; its output ends: 90")
+    assert str(loud.error).endswith("exited with code 2; its stderr ends: no coverage file")
+    assert str(silent.error).endswith("the metric command exited with code 3 and printed nothing")
+
+
 def test_a_metric_that_prints_no_number_is_an_error(tmp_path: Path) -> None:
     [judge] = judges_of("type: assessment\nmetrics:\n  - {command: 'echo n/a', threshold: 1}")
     result = run_judge(judge, RECORD, JudgeEnv(workspace=tmp_path, commands=Commands(tmp_path)))

@@ -25,6 +25,7 @@ from tests.loopback_server import (
     tool_reply,
     tool_results,
     tool_use_reply,
+    verdict_reply,
 )
 
 RECORD: dict[str, Any] = {
@@ -145,6 +146,33 @@ def test_bool_pass_with_an_invented_quote_fails(loopback: LoopbackServer, tmp_pa
     assert "pass rejected" in result.details["evidence_check"]
 
 
+def test_a_pass_rejected_for_its_quote_says_so_in_its_rationale(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The rationale is what the report and a fix prompt show of a failed judge: the model's
+    reason for a pass alone ("every test passed") would say the opposite of the verdict."""
+    invented = "all 41 tests passed"
+    loopback.push(
+        tool_reply(
+            {"passed": True, "confidence": 0.9, "reason": "they pass", "evidence": invented}
+        ),
+        verdict_reply("yes", reason="they pass", evidence=invented),
+    )
+    judges = judges_of(
+        """
+        type: assessment
+        judges:
+          - {name: green, prompt: Did every test pass?, feedback_type: bool}
+          - {name: st, builtin: llm_structured, arguments: {prompt: Did every test pass?}}
+        """
+    )
+    for judge, rejected in zip(judges, ("pass rejected: ", "no: yes rejected: "), strict=True):
+        result = run_judge(judge, RECORD, llm_env(tmp_path))
+        assert result.passed is False
+        assert result.rationale.startswith(rejected + f"the evidence {invented!r} does not occur")
+        assert result.rationale.endswith("the model's reason: they pass"), result.rationale
+
+
 @pytest.mark.parametrize(
     ("stdout", "prompt", "quote"),
     [
@@ -197,6 +225,25 @@ def test_llm_rubric_appends_the_conversation(loopback: LoopbackServer, tmp_path:
     content = loopback.requests[0].body["messages"][0]["content"]
     assert content.startswith("The agent is polite.")
     assert "Happy to help! Here is the fix." in content
+
+
+def test_the_evidence_contract_follows_the_prompt_never_the_work_it_shows(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Work that says "evidence" or "quote" (a conversation, a file) does not switch the
+    contract off, nor does the `{{ evidence }}` variable; a prompt asking for a quote does."""
+    loopback.default = score(4)
+    chatty = {**RECORD, "conversation": "I quoted the log verbatim as evidence."}
+    judges = [
+        ("name: a\nllm_rubric: The agent is polite.", chatty, True),
+        ("name: b\nprompt: 'Rate it. {{ outputs }}'", {**RECORD, "stdout": "evidence: ok"}, True),
+        ("name: c\nprompt: 'Rate it. Facts: {{ evidence }}'", RECORD, True),
+        ("name: d\nprompt: Rate it and quote the line you rely on.", chatty, False),
+    ]
+    for entry, record, appended in judges:
+        run_judge(judge_of(entry), record, llm_env(tmp_path))
+        content = loopback.requests[-1].body["messages"][0]["content"]
+        assert ("Evidence contract" in content) is appended, entry
 
 
 def test_reasoning_sets_extended_thinking(

@@ -333,3 +333,10 @@ def test_two_review_dimensions_with_one_name_are_refused() -> None:
         "defined at line 13"
     )
     assert (d.line, d.hint) == (14, "give every dimension of a review its own name")
+
+
+def test_an_assessments_outputs_written_as_a_suites_are_told_the_list() -> None:
+    """A suite writes `outputs: {paths: [...]}`; an assessment lists its paths."""
+    block = "type: assessment\noutputs: {paths: [main]}\njudges: [{name: e, builtin: exit_code}]"
+    found = one(loop_text(block), "F011")
+    assert found.hint == "an assessment's outputs is a list of paths: outputs: [main]"

@@ -15,7 +15,7 @@ import pytest
 
 from engine.load.resources import schema_path
 from tests.judges_helpers import by_tool
-from tests.loopback_server import LoopbackServer, tool_reply, tool_use_reply
+from tests.loopback_server import LoopbackServer, text_reply, tool_reply, tool_use_reply
 from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
 
 EVERY_KIND = """\
@@ -392,3 +392,37 @@ def test_a_stopped_run_makes_no_more_judge_calls(loopback: LoopbackServer, tmp_p
     assert json.loads(out)["terminated_by"] == "stopped"
     # The call in flight ends; none follows (the reviewer had gone on for its 20 turns).
     assert len(loopback.requests) <= 2, len(loopback.requests)
+
+
+def test_cost_budget_judges_the_cost_of_a_prompt_through_the_sdk(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Only an agent CLI's stream set the record's cost_usd: a prompt answered through the
+    `anthropic` runner cost money the run counted, and `cost_budget` saw $0 and passed."""
+    loopback.default = text_reply("Paris.", input_tokens=100_000, output_tokens=1_000)
+    ran = run_yaml(
+        tmp_path,
+        """\
+        name: priced
+        initial: ask
+        scope: ["."]
+        states:
+          ask:
+            action: What is the capital of France?
+            action_type: prompt
+            timeout: 60
+            evaluate:
+              type: assessment
+              judges:
+                - {name: budget, builtin: cost_budget, arguments: {max_cost_usd: 0.01}}
+            on_yes: done
+            on_no: over
+          done: {terminal: true}
+          over: {terminal: true}
+        """,
+    )
+    assert ran.json["cost_usd"] > 0.01, ran.stderr
+    budget = ran.state()["captured"]["ask"]["judges"]["budget"]
+    assert budget["passed"] is False
+    assert budget["rationale"] == f"cost ${ran.json['cost_usd']:.4f} of a $0.0100 budget"
+    assert ran.json["final_state"] == "over"

@@ -8,6 +8,9 @@ import textwrap
 from pathlib import Path
 
 from engine.cli.validate_cmd import check_file
+from engine.judges import JudgeEnv, compile_judges, run_judge
+from engine.load.suite import load_suite_file
+from tests.harness_helpers import harness
 from tests.lint_cli_helpers import ll_loop
 from tests.suite_helpers import suite, write
 
@@ -545,3 +548,60 @@ def test_an_if_the_guard_cannot_see_through_is_refused_when_validated(tmp_path: 
     assert len(found) == len(judges)
     assert all("uses what a condition may not" in d.message for d in found), found
     assert all(d.severity == "error" for d in found)
+
+
+def test_a_module_judge_is_looked_for_where_the_suite_imports_it(tmp_path: Path) -> None:
+    """From a folder inside the project, `ll-harness suite` imports `module` judges from the
+    project root; validate must look there too, not claim the run will fail."""
+    (tmp_path / ".loops").mkdir()
+    write(tmp_path / "evals" / "__init__.py", "")
+    write(tmp_path / "evals" / "j.py", "def ok(outputs):\n    return True, 'ok'\n")
+    write(
+        tmp_path / "s.suite.yaml",
+        """\
+        name: s
+        cases: [{input: {n: 1}}]
+        subject: {command: echo hi}
+        judges: [{name: mod, module: evals.j, function: ok}]
+        """,
+    )
+    (tmp_path / "sub").mkdir()
+    done = ll_loop("validate", "--strict", "../s.suite.yaml", cwd=tmp_path / "sub")
+    assert done.returncode == 0 and "LL071" not in done.stdout, done.stdout
+    ran = harness(tmp_path / "sub", "suite", "../s.suite.yaml", "--quiet")
+    assert ran.returncode == 0 and "pass rate 1/1" in ran.stdout, ran.stdout + ran.stderr
+    write(tmp_path / "t.suite.yaml", (tmp_path / "s.suite.yaml").read_text().replace("j,", "k,"))
+    done = ll_loop("validate", "../t.suite.yaml", cwd=tmp_path / "sub")
+    assert "LL071" in done.stdout and f"under {tmp_path} nor installed" in done.stdout
+
+
+def test_a_judge_template_that_includes_another_is_refused_by_validate_and_the_run(
+    tmp_path: Path,
+) -> None:
+    """A judge's template is one text (there is no loader): `{% include %}`, `{% extends %}`
+    and `{% import %}` passed validate, then made the judge's error on every case Jinja's
+    'no loader for this environment specified'."""
+    write(tmp_path / "shared.md", "Be strict.\n")
+    write(tmp_path / "inc.md", "Quote evidence.\n{% include 'shared.md' %}\n")
+    path = write(
+        tmp_path / "inc.suite.yaml",
+        """\
+        name: inc
+        cases: [{id: a, input: {text: hi}}]
+        subject: {command: echo hi}
+        judges:
+          - {name: inc, prompt_file: inc.md}
+          - {name: ext, prompt: "{% extends 'shared.md' %}"}
+          - {name: imp, prompt: "{% from 'shared.md' import x %}Quote {{ outputs }}"}
+        """,
+    )
+    found = {d.line: d.message for d in check_file(path) if d.code == "LL074"}
+    assert set(found) == {5, 6, 7}, found
+    assert found[6] == (
+        "judge 'ext': its template uses {% extends %} (template line 1), but a judge's "
+        "template is one text: there is nothing to extend"
+    )
+    assert "{% include %} (template line 2)" in found[5] and "{% import %}" in found[7]
+    judge = compile_judges(load_suite_file(path).judges)[0]
+    result = run_judge(judge, {"stdout": "hi"}, JudgeEnv(workspace=tmp_path))
+    assert result.status == "error" and "{% include %} (template line 2)" in str(result.error)

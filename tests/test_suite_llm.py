@@ -191,3 +191,59 @@ def test_suite_samples_override_the_llm_structured_builtins_own(
     code, _, err = suite_json(tmp_path, "s.suite.yaml")
     assert code == 0, err
     assert len(loopback.requests) == 3  # without --samples: its own
+
+
+def test_a_suite_whose_model_calls_have_no_credentials_is_refused_before_any_case(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Without a key, every case's subject ran (an agent's cost spent) and then every LLM judge
+    errored; as `ll-loop run`, the suite stops first with the variable to set. A suite without
+    model calls needs no key."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    ran = tmp_path / "ran"
+    for kind, judge in [
+        ("judge", "{name: quality, prompt: 'Rate it. Quote evidence.'}"),
+        ("review", "{type: llm_review, criteria: Is it good?}"),
+        ("prompt", "{name: echoed, builtin: exit_code}"),
+    ]:
+        key = "expectations" if kind == "review" else "judges"
+        subject = "{prompt: 'Say hi'}" if kind == "prompt" else f"{{command: 'touch {ran}'}}"
+        write(
+            tmp_path / "s.suite.yaml",
+            f"name: s\ncases: [{{input: {{n: 1}}}}]\nsubject: {subject}\n{key}: [{judge}]\n",
+        )
+        code, _, err = suite(tmp_path, "s.suite.yaml")
+        assert code == 2 and "no credentials are set: set ANTHROPIC_API_KEY" in err, (kind, err)
+        assert "Traceback" not in err and not ran.exists()
+    write(
+        tmp_path / "s.suite.yaml",
+        f"name: s\ncases: [{{input: {{n: 1}}}}]\nsubject: {{command: 'touch {ran}'}}\n"
+        "judges: [{name: echoed, builtin: exit_code}]\n",
+    )
+    code, _, err = suite(tmp_path, "s.suite.yaml")
+    assert code == 0 and ran.exists(), err
+
+
+def test_a_prompt_subjects_cost_reaches_the_record_and_its_budget_judge(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The case's cost was counted, but the record's cost_usd stayed 0 unless an agent CLI
+    streamed it: a `cost_budget` judge on a prompt subject passed whatever it cost."""
+    loopback.default = text_reply("Paris.", input_tokens=100_000, output_tokens=1_000)
+    write(
+        tmp_path / "p.suite.yaml",
+        """\
+        name: p
+        cases: [{input: {country: France}}]
+        subject: {prompt: "Capital of ${inputs.country}?"}
+        judges:
+          - {name: budget, builtin: cost_budget, arguments: {max_cost_usd: 0.01}}
+          - {name: cost, check: "return outputs['cost_usd'] > 0.01, str(outputs['cost_usd'])"}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "p.suite.yaml")
+    [run] = data["case_runs"]
+    assert code == 0 and run["cost_usd"] > 0.01, err
+    values = {r["judge"]: r["value"] for r in data["results"]}
+    assert values == {"budget": False, "cost": True}, data["results"]

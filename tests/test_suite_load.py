@@ -231,3 +231,17 @@ def test_inline_cases_are_plain_data(tmp_path: Path) -> None:
     assert json.dumps(one.inputs) == '{"text": "hello"}'
     assert one.annotations == {"expected": "HELLO"} and two.annotations == {}
     assert one.source.endswith("s.suite.yaml:3")
+
+
+@pytest.mark.parametrize("outputs", ["[main, answer.md]", "[{path: main}, {tool: 'mcp__*'}]"])
+def test_outputs_written_as_a_list_are_told_the_suites_spelling(outputs: str) -> None:
+    """A loop's assessment writes `outputs: [main]`, agent_eval `outputs: [{path: main}]`; a
+    suite's outputs is a mapping, and "write NAME: value entries" did not say which names."""
+    text = "name: x\nsubject: {command: a}\ncases: [{input: {}}]\n"
+    text += "judges: [{name: e, builtin: exit_code}]\n"
+    _, _, found = check_suite_text(text + f"outputs: {outputs}\n")
+    [problem] = found
+    assert problem.code == "F011" and problem.hint == (
+        "a suite's outputs is a mapping: outputs: {paths: [main, answer.md]} reads those files "
+        "or directories into the record (every tool call is in it already)"
+    )

@@ -210,3 +210,41 @@ def test_the_public_api_runs_a_suite_and_records_it(tmp_path: Path) -> None:
     summary = result.summary("doubled")
     assert summary is not None and summary.pass_rate.k == 3
     assert (tmp_path / ".loops" / "history.db").exists()
+
+
+def test_judges_of_a_metric_turned_off_say_so_instead_of_passing(tmp_path: Path) -> None:
+    """`traces: {metrics: false}` left cost_usd and num_turns at 0, so `cost_budget` and
+    `max_turns` passed whatever the agent spent, and `exit_code` said 'exited with code None'."""
+    agent = Path(__file__).resolve().parent.parent / "examples/suites/agent_eval/fake_agent.py"
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{agent: python3 {agent}, prompt: hi}}
+        outputs: {{traces: {{metrics: false}}}}
+        judges:
+          - {{name: budget, builtin: cost_budget, arguments: {{max_cost_usd: 0.001}}}}
+          - {{name: turns, builtin: max_turns, arguments: {{max_turns: 1}}}}
+          - {{name: exits, builtin: exit_code}}
+          - {{name: seen, check: "return outputs['cost_usd'] is None, 'no cost'"}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    found = {r["judge"]: (r["status"], r["error"] or r["rationale"]) for r in data["results"]}
+    assert [r["value"] for r in data["results"] if r["judge"] == "seen"] == [True], err
+    for name, field in (("budget", "cost_usd"), ("turns", "num_turns"), ("exits", "exit_code")):
+        status, why = found[name]
+        assert status == "error", found
+        assert why.endswith(f"the record has no {field} (the suite's traces.metrics is off)")
+    text = (tmp_path / "t.suite.yaml").read_text().replace("metrics: false", "events: false")
+    text = text.replace(
+        "builtin: exit_code}", "builtin: tool_called, arguments: {name: rm, negate: true}}"
+    )
+    write(tmp_path / "t.suite.yaml", text)
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [negated] = [r for r in data["results"] if r["judge"] == "exits"]
+    assert negated["status"] == "error", err  # "rm was never called" is not known
+    assert negated["error"].endswith(
+        "the record has no tool_calls (the suite's traces.events is off)"
+    )

@@ -71,7 +71,7 @@ def _verdict_value(spec: Evaluate, ctx: JudgeContext, field: str, **extra: Any) 
     description="The work's exit code is 0 (1 fails; any other code is an error).",
 )
 def exit_code(ctx: JudgeContext) -> Judgement:
-    code = ctx.outputs.get("exit_code")
+    code = _measured(ctx, "exit_code")
     if code == 0:
         return Judgement(True, "exit code 0")
     if code == 1:
@@ -195,6 +195,16 @@ def classify(
     )
 
 
+def _measured(ctx: JudgeContext, field: str) -> Any:
+    """A measured field of the record; a JudgeError when it was not recorded (a suite with
+    `traces: {metrics: false}` or `{events: false}`): an unknown cost is not $0, unknown tool
+    calls are not 'none called', an unknown exit code is not a crash."""
+    if field in ctx.outputs and ctx.outputs[field] is None:
+        trace = "events" if field == "tool_calls" else "metrics"
+        raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")
+    return ctx.outputs.get(field)
+
+
 def _rendered(ctx: JudgeContext, value: Any) -> Any:
     return ctx.render(value) if isinstance(value, str) else value
 
@@ -244,11 +254,13 @@ def test(ctx: JudgeContext, *, command: str) -> Judgement:
 @builtin(
     "script",
     category="commands",
-    description="The script (bash, one line or many, in the workspace) exits 0.",
+    description="The script (bash -e, one line or many, in the workspace) exits 0.",
     arguments=(Argument("command", "string", required=True, description="a bash script"),),
 )
 def script(ctx: JudgeContext, *, command: str) -> Judgement:
-    return test(ctx, command=command)
+    """Run with `set -e`, as CI runs a multi-line step: `pnpm lint\\npnpm typecheck` is two
+    checks, and plain bash would pass a failing lint whose typecheck passes."""
+    return test(ctx, command=f"set -e\n{command}")
 
 
 @builtin(
@@ -263,9 +275,14 @@ def script(ctx: JudgeContext, *, command: str) -> Judgement:
 def metric(ctx: JudgeContext, *, command: str, threshold: float) -> Judgement:
     result, _ = _command(ctx, command)
     if result.exit_code != 0:
-        raise JudgeError(
-            f"the metric command exited with code {result.exit_code}: {_tail(result.stderr)}"
+        said = (
+            f"; its stderr ends: {_tail(result.stderr)}"
+            if result.stderr.strip()
+            else f"; its output ends: {_tail(result.output)}"
+            if result.output.strip()
+            else " and printed nothing"
         )
+        raise JudgeError(f"the metric command exited with code {result.exit_code}{said}")
     text = result.output.strip()
     number = parse_number(text)
     if number is None and text:
@@ -289,7 +306,7 @@ def metric(ctx: JudgeContext, *, command: str, threshold: float) -> Judgement:
     arguments=(Argument("max_cost_usd", "number", required=True, description="the budget"),),
 )
 def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
-    cost = float(ctx.outputs.get("cost_usd") or 0.0)
+    cost = float(_measured(ctx, "cost_usd") or 0.0)
     passed = cost <= float(max_cost_usd)
     return Judgement(passed, f"cost ${cost:.4f} of a ${float(max_cost_usd):.4f} budget")
 
@@ -301,7 +318,7 @@ def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
     arguments=(Argument("max_turns", "integer", required=True, description="the most turns"),),
 )
 def max_turns(ctx: JudgeContext, *, max_turns: int) -> Judgement:
-    turns = int(ctx.outputs.get("num_turns") or 0)
+    turns = int(_measured(ctx, "num_turns") or 0)
     return Judgement(turns <= int(max_turns), f"{turns} turn(s), at most {max_turns} allowed")
 
 
@@ -339,7 +356,7 @@ def tool_called(
         except PatternTooCostly as exc:
             raise JudgeError(f"input_pattern: {exc}") from None
 
-    calls = [c for c in ctx.outputs.get("tool_calls") or [] if isinstance(c, Mapping)]
+    calls = [c for c in _measured(ctx, "tool_calls") or [] if isinstance(c, Mapping)]
     matching = [
         c for c in calls if fnmatch.fnmatchcase(str(c.get("name", "")), name) and input_matches(c)
     ]

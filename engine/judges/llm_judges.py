@@ -83,10 +83,13 @@ class _Text(dict[str, Any]):
 
 @dataclass(frozen=True)
 class Prompt:
-    """A rendered judge prompt and the material a quote must come from."""
+    """A rendered judge prompt, the material a quote must come from, and whether its author
+    asked for a quote (read from the template, never from the material it shows: work that
+    says "evidence" must not switch the contract off)."""
 
     text: str
     material: tuple[str, ...]
+    asks_quote: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,6 +134,9 @@ def _checked(source: str) -> tuple[Any, frozenset[str]] | TemplateProblem:
             f"its template does not parse (template line {exc.lineno}): {exc.message}",
             exc.lineno,
         )
+    loaded = _loads_another(parsed)
+    if loaded is not None:
+        return loaded
     try:  # the compiler, not the parser, refuses an unknown filter or test
         used = frozenset(meta.find_undeclared_variables(parsed))
         template = env.from_string(source)
@@ -146,6 +152,25 @@ def _checked(source: str) -> tuple[Any, frozenset[str]] | TemplateProblem:
             _line_using(source, unknown[0]),
         )
     return template, used
+
+
+def _loads_another(parsed: Any) -> TemplateProblem | None:
+    """A judge's template is one text: the sandbox has no loader, so `{% include %}`,
+    `{% extends %}` and `{% import %}` could only fail, with Jinja's 'no loader for this
+    environment specified'."""
+    from jinja2 import nodes
+
+    tags = {nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import"}
+    tags[nodes.FromImport] = "import"
+    for node in parsed.find_all(tuple(tags)):
+        tag = tags[type(node)]
+        what = "to extend" if tag == "extends" else f"to {tag}"
+        return TemplateProblem(
+            f"its template uses {{% {tag} %}} (template line {node.lineno}), but a judge's "
+            f"template is one text: there is nothing {what}",
+            node.lineno,
+        )
+    return None
 
 
 def _line_using(source: str, name: str) -> int:
@@ -252,7 +277,11 @@ def render_prompt(ctx: JudgeContext) -> Prompt:
         text = f"{text.rstrip()}\n\n{judged_block(str(values[chosen]))}"
         shown = [chosen]
     material = [part for name in shown for part in _quotable(name, values, ctx.outputs)]
-    return Prompt(text, tuple(material))
+    return Prompt(text, tuple(material), has_evidence_contract(_JINJA_TAG.sub(" ", source)))
+
+
+# a template's tags ask for nothing: `{{ evidence }}` shows facts, it does not demand a quote
+_JINJA_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 
 
 def _bounded_render(template: Any, values: Mapping[str, Any], interpolated: list[str]) -> str:
@@ -424,7 +453,7 @@ def run_llm_judge(ctx: JudgeContext) -> Judgement:
 
 
 def _user_text(prompt: Prompt) -> str:
-    if has_evidence_contract(prompt.text):
+    if prompt.asks_quote:
         return prompt.text
     return f"{prompt.text}\n\n{EVIDENCE_CONTRACT.replace('judged text', 'material')}"
 
@@ -495,12 +524,20 @@ def _bool_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
     }
     return Judgement(
         winner == "pass",
-        str(first.get("reason", "")),
+        _rationale(str(first.get("reason", "")), first.get("evidence_check")),
         str(first.get("evidence", "")),
         cost_usd=cost,
         samples=samples,
         details=details,
     )
+
+
+def _rationale(reason: str, evidence_check: Any) -> str:
+    """The model's reason, led by the evidence check when that turned its pass into a fail:
+    the reason argues for a pass, and a report or a fix prompt would read it as the cause."""
+    if isinstance(evidence_check, str) and " rejected: " in evidence_check:
+        return f"{evidence_check}; the model's reason: {reason}"
+    return reason
 
 
 def _evaluation_problem(body: Mapping[str, Any]) -> str | None:
@@ -623,9 +660,10 @@ def structured_verdict(
         raise JudgeError(f"the model gave no usable answer ({details.get('error')})", cost_usd=cost)
     if verdict.name == "cannot_judge":
         raise JudgeError("it abstained (cannot_judge)", cost_usd=cost, abstained=True)
+    reason = _rationale(str(details.get("reason", "")), details.get("evidence_check"))
     return Judgement(
         verdict.name == "yes",
-        f"{verdict.name}: {details.get('reason', '')}",
+        f"{verdict.name}: {reason}",
         str(details.get("evidence", "")),
         cost_usd=cost,
         samples=tuple(details.get("samples") or ()),

@@ -17,6 +17,7 @@ from engine.llm.prices import load_prices
 from engine.llm.runners import RUNNERS, split_runner
 from engine.model.errors import LoopError
 from engine.model.loop import Loop
+from engine.model.suite import Suite
 
 CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
 
@@ -86,6 +87,34 @@ def prompt_problems(runner: str) -> list[str]:
         problems.append(
             "the prompt runner 'anthropic' calls the Anthropic API but no credentials are set: "
             "set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+        )
+    try:
+        load_prices()
+    except LoopError as exc:
+        problems.append(exc.message)
+    return problems
+
+
+def suite_problems(suite: Suite) -> list[str]:
+    """Why a suite's model calls could not run; `[]` if they can, or it makes none. Without a
+    key every case's subject ran (an agent's cost spent) and then every LLM judge errored."""
+    callers = []
+    if suite.pairwise is not None or any(j.uses_llm for j in suite.judges):
+        callers.append("its LLM judges")
+    subjects = [suite.subject, *([suite.baseline_subject] if suite.baseline_subject else [])]
+    if any(
+        s.kind == "prompt"
+        and split_runner(settings.prompt_runner(None, None, s.runner))[0] != "cmd"
+        for s in subjects
+    ):
+        callers.append("its prompt subject")
+    if not callers:
+        return []
+    problems = settings.env_problems()
+    if not has_credentials():
+        problems.append(
+            f"suite {suite.name!r}: {' and '.join(callers)} call the Anthropic API but no "
+            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
         )
     try:
         load_prices()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from engine.load.schema_check import Violation
@@ -327,7 +328,7 @@ def _explain(v: Violation) -> list[_Explained]:
             (
                 "F011",
                 f"{where} must be {expected}, got {describe(v.value)}",
-                _type_hint(v.detail, v.value, v.path),
+                _type_hint(v.detail, v.value, v.path, v.schema),
                 v.path,
                 True,
             )
@@ -483,8 +484,21 @@ def _explain_alternatives(v: Violation) -> list[_Explained]:
     return [item for inner in best for item in _explain(inner)]
 
 
-def _type_hint(expected: list[str], value: Any, path: PathKey) -> str:
+def _type_hint(
+    expected: list[str], value: Any, path: PathKey, schema: Mapping[str, Any] | None = None
+) -> str:
     last = str(path[-1]) if path else ""
+    if path[-2:] == ("evaluate", "outputs") and isinstance(value, dict) and "paths" in value:
+        paths = value["paths"] if isinstance(value["paths"], list) else [value["paths"]]
+        return (
+            f"an assessment's outputs is a list of paths: outputs: [{', '.join(map(str, paths))}]"
+        )
+    if path == ("outputs",) and isinstance(value, list) and "paths" in _properties(schema):
+        # a loop's assessment writes `outputs: [main]`, agent_eval `outputs: [{path: main}]`
+        return (
+            "a suite's outputs is a mapping: outputs: {paths: [main, answer.md]} reads those "
+            "files or directories into the record (every tool call is in it already)"
+        )
     if last == "evaluate" and isinstance(value, str):
         return f"write evaluate: {{type: {value}}}"
     if "boolean" in expected and isinstance(value, str):
@@ -504,6 +518,11 @@ def _type_hint(expected: list[str], value: Any, path: PathKey) -> str:
     if "string" in expected and isinstance(value, bool):
         return 'quote the word if you meant text, e.g. "yes"'
     return ""
+
+
+def _properties(schema: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    found = (schema or {}).get("properties")
+    return found if isinstance(found, Mapping) else {}
 
 
 def _required_hint(path: PathKey, key: str) -> str:

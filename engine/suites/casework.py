@@ -460,11 +460,13 @@ def _record(
         output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
     )
     if not traces.metrics:
-        record.update(token_usage={}, cost_usd=0.0, num_turns=0)
-    elif run.extra.get("cost_usd"):
-        record["cost_usd"] = float(run.extra["cost_usd"])
+        record.update(token_usage={}, cost_usd=None, num_turns=None)  # unknown, not 0
+    elif not record["cost_usd"]:  # no agent trace said: a loop's run, a prompt's SDK call
+        record["cost_usd"] = _subject_cost(run)
     if traces.events and run.extra.get("events"):
         record["events"] = list(run.extra["events"])
+    if not traces.events:  # unknown, not "no tool was called"
+        record.update(tool_calls=None, events=None)
     for key in ("run", "loop_outputs"):
         if key in run.extra:
             record[key] = run.extra[key]

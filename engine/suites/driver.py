@@ -313,6 +313,7 @@ def _admit(
     if options.resume is not None:
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
+    _check_llm(suite)
     cases = _selected(list(read) if read is not None else list_cases(suite), options.cases)
     if options.compare_baseline:
         cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
@@ -380,6 +381,16 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         )
     if (options.measure_baseline or options.compare_baseline) and not options.record:
         raise SuiteRefusal("baselines live in history.db, which this run does not write")
+
+
+def _check_llm(suite: Suite) -> None:
+    """The credentials (and LLM settings) of the suite's model calls, as `ll-loop run` checks
+    a loop's before its first step."""
+    from engine.llm.preflight import suite_problems
+
+    problems = suite_problems(suite)
+    if problems:
+        raise SuiteRefusal(problems[0], hint="fix the LLM settings, then run the suite again")
 
 
 def _selected(cases: list[Case], pattern: str | None) -> list[Case]:
