@@ -71,7 +71,8 @@ def evidence_contract(ctx: LintContext) -> Iterator[Finding]:
         if prompt is not None and not _EVIDENCE.search(prompt):
             yield Finding(
                 f"the judge prompt of state {state.name!r} does not include evidence-contract "
-                "keywords, so its verdicts default to optimism",
+                "keywords: only ll-loop's generic demand for a quote, appended to it, stands "
+                "between its verdicts and optimism",
                 state_path(state, "evaluate", "prompt"),
                 "end the prompt with: Provide a VERBATIM quote from the output that supports "
                 "your verdict.",
@@ -84,7 +85,8 @@ def evidence_contract(ctx: LintContext) -> Iterator[Finding]:
             if not _EVIDENCE.search(getattr(judge, key)):
                 yield Finding(
                     f"the prompt of LLM judge {judge.name!r} (state {state.name!r}) does not "
-                    "include evidence-contract keywords, so its judgements default to optimism",
+                    "include evidence-contract keywords: only ll-loop's generic demand for a "
+                    "quote, appended to it, stands between its judgements and optimism",
                     (*path, key),
                     "end the prompt with: Quote VERBATIM from the outputs the evidence for your "
                     "answer.",
