@@ -102,6 +102,42 @@ def test_each_evaluator_gives_its_verdict(
     assert (ran.code, ran.json["final_state"]) == (0, "seen")
 
 
+def test_an_interpolated_json_target_keeps_its_type(tmp_path: Path) -> None:
+    """`target: ${context.want}` with want = 2 is the number 2: rendered to the text "2" it
+    never equalled the document's 2, so the check answered `no` to a matching value."""
+    (tmp_path / "doc.json").write_text('{"n": 2, "ok": true, "names": ["a", "b"], "s": "2"}')
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: typed
+        initial: count
+        scope: ["."]
+        context: {want: 2, flag: true, names: [a, b]}
+        states:
+          count:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .n, operator: eq, target: "${context.want}"}
+            route: {yes: ok, _: other}
+          ok:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .ok, operator: eq, target: "${context.flag}"}
+            route: {yes: names, _: other}
+          names:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .names, operator: eq, target: "${context.names}"}
+            route: {yes: text, _: other}
+          text:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .s, operator: eq, target: "${context.want}"}
+            route: {no: seen, _: other}
+          seen: {terminal: true}
+          other: {terminal: true, failure: true}
+        """,
+    )
+    assert ran.verdicts() == [("count", "yes"), ("ok", "yes"), ("names", "yes"), ("text", "no")]
+    assert (ran.code, ran.json["final_state"]) == (0, "seen"), ran.stderr
+
+
 def test_json_details_say_why(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,

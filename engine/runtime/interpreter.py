@@ -410,7 +410,7 @@ def evaluate(
             text = ns.render_text(spec.source)
         target = spec.target
         if isinstance(target, str):
-            target = ns.render_text(target)
+            target = ns.typed(target)
         if spec.prompt is not None:  # the judge sees the prompt rendered, like any action
             spec = replace(spec, prompt=ns.render_text(spec.prompt))
     except InterpolationError as exc:
@@ -579,6 +579,17 @@ class Namespaces:
 
         return render_text(template, self.mapping())
 
+    def typed(self, template: str) -> Any:
+        """A template that is one `${...}` keeps its value's JSON type (`target: ${context.n}`
+        with n = 2 is the number 2, as `output_json` compares it with the document's 2, not the
+        text "2"); any other template renders to text."""
+        expression = lone_expression(template)
+        if expression is not None:
+            value = self.value(expression)
+            if isinstance(value, str) or _is_json(value):
+                return value
+        return self.render_text(template)
+
     def value(self, expression: str) -> Any:
         from engine.shell.interpolate import evaluate
 
@@ -656,15 +667,15 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
     ns = Namespaces(loop, rs, rt, loop.states[rs.current])
     values: dict[str, Any] = {}
     for name, template in loop.outputs.items():
-        stripped = template.strip()
+        expression = lone_expression(template)
         try:
-            if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
-                values[name] = ns.value(stripped[2:-1])
+            if expression is not None:
+                values[name] = ns.value(expression)
             else:
                 values[name] = ns.render_text(template)
             if not _json_finite(values[name]):
                 raise InterpolationError(
-                    stripped.removeprefix("${").removesuffix("}"),
+                    expression or template.strip(),
                     "its value is not a finite number (NaN or infinity), which JSON cannot carry",
                 )
         except InterpolationError as exc:
@@ -673,6 +684,28 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
                 "output_error", depth=rt.depth, step=rs.steps, output=name, error=str(exc)
             )
     return values
+
+
+def lone_expression(template: str) -> str | None:
+    """The expression of a template that is exactly one `${...}` (its value keeps its type);
+    None for any other template (it renders to text)."""
+    stripped = template.strip()
+    if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
+        return stripped[2:-1]
+    return None
+
+
+def _is_json(value: Any) -> bool:
+    """`value` is made of JSON's own types (a template's value that can stand for a document's)."""
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_json(v) for v in value)
+    return False
 
 
 def _json_finite(value: Any) -> bool:
