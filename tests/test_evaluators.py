@@ -114,6 +114,26 @@ def test_output_json_paths_and_comparisons() -> None:
     assert "no key 'zz' at .a" in missing.details["reason"]
 
 
+def test_output_json_equality_is_json_equality() -> None:
+    """JSON's `true` is not the number 1 (Python's `True == 1` made `.ok eq 1` pass), in a
+    list or an object too; 2 and 2.0 are one number."""
+    doc = '{"ok": true, "off": false, "n": 2, "flags": [true, 0], "o": {"k": 1}}'
+
+    def check(path: str, op: str, target: Any) -> str:
+        spec = Evaluate(type="output_json", path=path, operator=op, target=target)
+        return verdict(spec, doc, target=target)
+
+    assert check(".ok", "eq", 1) == "no"
+    assert check(".ok", "ne", 1) == "yes"
+    assert check(".off", "eq", 0) == "no"
+    assert check(".n", "eq", True) == "no"
+    assert check(".flags", "eq", [1, False]) == "no"
+    assert check(".o", "eq", {"k": True}) == "no"
+    assert check(".flags", "eq", [True, 0.0]) == "yes"
+    assert check(".n", "eq", 2.0) == "yes"
+    assert check(".o", "eq", {"k": 1}) == "yes"
+
+
 def test_json_path_walks_dicts_and_lists() -> None:
     assert json_path({"a": [10, 20]}, ".a.1") == (True, 20, "")
     assert json_path([1], ".") == (True, [1], "")

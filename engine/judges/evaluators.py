@@ -165,7 +165,23 @@ def output_json(spec: Evaluate, judged: Judged) -> Verdict:
                 path=spec.path,
             )
         value, target = number, limit
+    elif operator in ("eq", "ne"):
+        same = json_equal(value, target)
+        details = {"value": value, "operator": operator, "target": target, "path": spec.path}
+        return Verdict("yes" if same == (operator == "eq") else "no", details)
     return _compare(operator, value, target, path=spec.path)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON has it: `true` is not `1` nor `false` `0` (Python's `True == 1`
+    made `.ok eq 1` pass on `{"ok": true}`); 2 and 2.0 are the same number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    return bool(a == b)
 
 
 @evaluator("convergence")
