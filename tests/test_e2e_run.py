@@ -694,7 +694,10 @@ def test_human_summary_without_json(tmp_path: Path) -> None:
 # --- stop ------------------------------------------------------------------------------------
 
 
-def test_sigterm_stops_gracefully_and_writes_state(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=str)
+def test_a_signal_stops_gracefully_and_writes_state(tmp_path: Path, sig: signal.Signals) -> None:
+    """SIGHUP (the terminal closed) too: it killed ll-loop outright, printing nothing and leaving
+    the action running in its own process group."""
     write_loop(
         tmp_path,
         """
@@ -715,11 +718,13 @@ def test_sigterm_stops_gracefully_and_writes_state(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal, even when the tests run under nohup
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 10
     while not (tmp_path / "child.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     out, _ = proc.communicate(timeout=10)
 
     result = json.loads(out)
