@@ -184,6 +184,14 @@ def test_parse_number() -> None:
     assert parse_number(True) is None
     assert parse_number("inf") is None
     assert parse_number(None) is None
+    assert [parse_number(t) for t in ("+5", "5.", ".5", "-1e3", "2E-2")] == [5, 5, 0.5, -1e3, 0.02]
+
+
+@pytest.mark.parametrize("text", ["1_000", "\u0661\u0662", "0x10", "1 000", "5 apples", "1e", "."])
+def test_parse_number_reads_only_what_a_program_prints_as_a_number(text: str) -> None:
+    """Python's float() took `1_000` and Arabic-Indic digits: `output_numeric` read an ID like
+    `2024_11` as 202411, while the loop file reads `1_000` as text."""
+    assert parse_number(text) is None
 
 
 def test_json_nested_past_the_recursion_limit_is_an_error_verdict() -> None:

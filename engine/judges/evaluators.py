@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import operator as op
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -262,6 +263,11 @@ def json_path(document: Any, path: str) -> tuple[bool, Any, str]:
     return True, value, ""
 
 
+# A number as a program prints one: ASCII digits, a sign, a point, an exponent. Python's float()
+# also took `1_000` and other scripts' digits (`١٢`), which the loop file itself reads as text.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
 def parse_number(value: Any) -> float | None:
     """A finite number from a number or a trimmed string; None when it is not one."""
     if isinstance(value, bool):
@@ -269,10 +275,10 @@ def parse_number(value: Any) -> float | None:
     if isinstance(value, int | float):
         number = float(value)
     elif isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
+        text = value.strip()
+        if _DECIMAL.fullmatch(text) is None:
             return None
+        number = float(text)
     else:
         return None
     return number if math.isfinite(number) else None
