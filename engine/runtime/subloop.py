@@ -312,11 +312,13 @@ def run_subloop(
     except LoopError as exc:
         reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"
         return failed_start(reason, loop_ref=loop_ref)
+    # The state's own `timeout` bounds its child's whole run, as it bounds an action.
+    limit = clamp_timeout(child.timeout, state.timeout)
     unfinished = unfinished_child(run_dir / "children", state.name, index - 1, child)
     if unfinished is not None:  # the run died (or was stopped) inside this child: continue it
         child_dir, saved = unfinished
         spent = int(saved.get("elapsed_ms") or 0) / 1000
-        own = None if child.timeout is None else max(0.0, child.timeout - spent)
+        own = None if limit is None else max(0.0, limit - spent)
         request = ChildRequest(
             loop=child,
             context=saved.get("context", context),
@@ -331,7 +333,7 @@ def run_subloop(
         request = ChildRequest(
             loop=child,
             context=context,
-            timeout=clamp_timeout(child.timeout, remaining),
+            timeout=clamp_timeout(limit, remaining),
             depth=depth,
             run_dir=run_dir / "children" / f"{state.name}-{index}",
             state=state.name,
