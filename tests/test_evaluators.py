@@ -179,6 +179,15 @@ def test_step_verdict_never_advances_a_failure() -> None:
     assert step_verdict(ActionResult(exit_code=None, timed_out=True)).name == "error"
 
 
+def test_a_target_that_is_no_number_is_named_as_json() -> None:
+    """A target interpolated as one `${...}` keeps its type; a null or a boolean there was
+    named in Python's words (`None`, `True`)."""
+    for target, shown in ((None, "null"), (True, "true"), ("abc", '"abc"')):
+        spec = Evaluate(type="output_numeric", operator="eq", target=target)
+        outcome = judge(spec, Judged("5", OK, target=target))
+        assert outcome.details["reason"] == f"target is not a number: {shown}"
+
+
 def test_parse_number() -> None:
     assert parse_number(" 3.5\n") == 3.5
     assert parse_number(True) is None

@@ -200,7 +200,7 @@ def convergence(spec: Evaluate, judged: Judged) -> Verdict:
         return Verdict("target", {**details, "tolerance": spec.tolerance})
     previous = None if judged.previous in (None, "") else parse_number(judged.previous)
     if judged.previous not in (None, "") and previous is None:
-        return error(f"previous value is not a number: {judged.previous!r}")
+        return error(f"previous value is not a number: {to_json_text(judged.previous)}")
     if previous is None:
         return Verdict("progress", {**details, "previous": None})
     better = value < previous if spec.direction == "minimize" else value > previous
@@ -307,7 +307,7 @@ def _output_and_target(judged: Judged) -> tuple[float, float] | Verdict:
         return error(f"output is not a number: {_preview(judged.text)}")
     target = parse_number(judged.target)
     if target is None:
-        return error(f"target is not a number: {judged.target!r}")
+        return error(f"target is not a number: {to_json_text(judged.target)}")
     return value, target
 
 
