@@ -222,6 +222,8 @@ def test_a_child_with_a_lint_error_refuses_the_parent(tmp_path: Path) -> None:
         engine.run("parent.yaml", cwd=tmp_path)
     [diagnostic] = refused.value.diagnostics
     assert diagnostic.code == "LL040" and "child loop is invalid" in diagnostic.message
+    # the child was found: the hint sends its author to the child's problems, not to a path
+    assert diagnostic.hint == f"see `ll-loop validate {tmp_path / 'child.yaml'}`"
 
 
 def test_a_file_that_does_not_load_raises_load_error(tmp_path: Path) -> None:
