@@ -38,7 +38,7 @@ from engine.model.ports import (
     Verdict,
 )
 from engine.runtime.actions import ActionRunner
-from engine.runtime.subloop import route_verdict
+from engine.runtime.subloop import lone_expression, route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
@@ -684,15 +684,6 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
                 "output_error", depth=rt.depth, step=rs.steps, output=name, error=str(exc)
             )
     return values
-
-
-def lone_expression(template: str) -> str | None:
-    """The expression of a template that is exactly one `${...}` (its value keeps its type);
-    None for any other template (it renders to text)."""
-    stripped = template.strip()
-    if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
-        return stripped[2:-1]
-    return None
 
 
 def _is_json(value: Any) -> bool:

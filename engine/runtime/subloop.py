@@ -544,13 +544,20 @@ def _next_index(children: Path, state: str) -> int:
     return 1 + sum(1 for d in children.glob(f"{state}-*") if d.name[len(state) + 1 :].isdigit())
 
 
+def lone_expression(template: str) -> str | None:
+    """The expression of a template that is exactly one `${...}` (its value keeps its type);
+    None for any other template (it renders to text)."""
+    stripped = template.strip()
+    if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
+        return stripped[2:-1]
+    return None
+
+
 def _interpolate(value: Any, ns: Namespaces) -> Any:
     """A `with:` value: a lone `${expr}` keeps its type; other strings render as text."""
     if isinstance(value, str):
-        stripped = value.strip()
-        if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
-            return ns.value(stripped[2:-1])
-        return ns.render_text(value)
+        expression = lone_expression(value)
+        return ns.render_text(value) if expression is None else ns.value(expression)
     if isinstance(value, Mapping):
         return {k: _interpolate(v, ns) for k, v in value.items()}
     if isinstance(value, list | tuple):
