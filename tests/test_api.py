@@ -724,6 +724,15 @@ def test_validate_names_a_missing_loop(tmp_path: Path) -> None:
     assert "did you mean" not in suite.value.message
 
 
+def test_a_name_beside_its_file_is_told_to_pass_the_path(tmp_path: Path) -> None:
+    """`ll-loop run greet` next to greet.yaml: a name is looked up in .loops/ and the
+    built-ins only, and the hint said to run `ll-loop list`, which does not list the file."""
+    write_loop(tmp_path, COUNT, "greet.yaml")
+    with pytest.raises(UsageError) as missing:
+        engine.validate("greet", cwd=tmp_path)
+    assert missing.value.hint == "pass the file's path: greet.yaml"
+
+
 def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:
     from engine.load.loader import load_loop_file
 
