@@ -392,3 +392,32 @@ def test_a_stopped_run_makes_no_more_judge_calls(loopback: LoopbackServer, tmp_p
     assert json.loads(out)["terminated_by"] == "stopped"
     # The call in flight ends; none follows (the reviewer had gone on for its 20 turns).
     assert len(loopback.requests) <= 2, len(loopback.requests)
+
+
+def test_an_output_json_judges_interpolated_target_keeps_its_type(tmp_path: Path) -> None:
+    """`target: ${context.want}` in an assessment's output_json judge was rendered to the text
+    "2", which never equals the document's number 2: the judge failed a matching value."""
+    (tmp_path / "doc.json").write_text('{"n": 2, "ok": true}')
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: typed-judge
+        initial: check
+        scope: ["."]
+        context: {want: 2, on: true}
+        states:
+          check:
+            action: cat doc.json
+            evaluate:
+              type: assessment
+              judges:
+                - {name: n, builtin: output_json, arguments: {path: .n, target: "${context.want}"}}
+                - {name: ok, builtin: output_json, arguments: {path: .ok, target: "${context.on}"}}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    assert (ran.code, ran.json["final_state"]) == (0, "done"), ran.stderr

@@ -196,7 +196,7 @@ def classify(
 
 
 def _rendered(ctx: JudgeContext, value: Any) -> Any:
-    return ctx.render(value) if isinstance(value, str) else value
+    return ctx.typed(value) if isinstance(value, str) else value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from engine.graph.loop_graph import compile_graph, retry_edges
 from engine.judges.evaluators import Judged, crash_verdict, error, judge, step_verdict
 from engine.load.project import ensure_dir, open_file
 from engine.model.errors import InterpolationError
+from engine.model.expressions import lone_expression
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import (
     ActionResult,
@@ -38,7 +39,7 @@ from engine.model.ports import (
     Verdict,
 )
 from engine.runtime.actions import ActionRunner
-from engine.runtime.subloop import lone_expression, route_verdict
+from engine.runtime.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back

@@ -34,6 +34,7 @@ from engine.load.locate import near_loop_name
 from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import InterpolationError, LoopError
+from engine.model.expressions import lone_expression
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.params import ParameterError, coerce
 from engine.model.ports import RunResult, Verdict
@@ -542,15 +543,6 @@ def _next_index(children: Path, state: str) -> int:
     if not children.is_dir():
         return 1
     return 1 + sum(1 for d in children.glob(f"{state}-*") if d.name[len(state) + 1 :].isdigit())
-
-
-def lone_expression(template: str) -> str | None:
-    """The expression of a template that is exactly one `${...}` (its value keeps its type);
-    None for any other template (it renders to text)."""
-    stripped = template.strip()
-    if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
-        return stripped[2:-1]
-    return None
 
 
 def _interpolate(value: Any, ns: Namespaces) -> Any:
