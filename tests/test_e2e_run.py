@@ -413,6 +413,32 @@ def test_retries_count_along_back_edges_and_reset_on_a_fresh_entry(tmp_path: Pat
     assert (tmp_path / "item").read_text() == "2\n"
 
 
+def test_retries_exhausted_into_current_re_enter_the_state(tmp_path: Path) -> None:
+    """`on_retry_exhausted: $current` was taken as a state named "$current": the run crashed
+    with an internal error (KeyError), printing no JSON object and leaving state.json at a
+    state that does not exist. It re-enters the state, as `$current` does everywhere else."""
+    loop = """
+        name: again
+        initial: try
+        max_steps: 4
+        scope: ["."]
+        states:
+          try:
+            action: exit 1
+            on_yes: done
+            on_no: $current
+            max_retries: 1
+            on_retry_exhausted: $current
+          done: {terminal: true}
+        """
+    ran = run_yaml(tmp_path, loop)
+    assert (ran.code, ran.json["terminated_by"], ran.json["final_state"]) == (3, "max_steps", "try")
+    exhausted = [e["target"] for e in ran.events() if e["event"] == "retry" and e["exhausted"]]
+    assert exhausted and set(exhausted) == {"try"}
+    simulated = ll_loop(tmp_path, "simulate", "loop.yaml", "-s", "all-no", "--json")
+    assert json.loads(simulated.stdout)["terminated_by"] == "max_steps", simulated.stderr
+
+
 def test_partial_falls_back_to_on_no(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,

@@ -507,15 +507,15 @@ def enter(
                 retries=count,
                 max_retries=limit,
                 exhausted=exhausted,
-                **({"target": state.on_retry_exhausted} if exhausted else {}),
+                **({"target": state.retry_exhausted_target} if exhausted else {}),
             )
         if not exhausted:
             rs.retries[target] = count
             return target
         rs.retries.pop(target, None)
-        if state.on_retry_exhausted is None:
+        if state.retry_exhausted_target is None:
             return None
-        source, target = target, state.on_retry_exhausted
+        source, target = target, state.retry_exhausted_target
     return target
 
 
