@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -411,6 +412,35 @@ def test_retries_count_along_back_edges_and_reset_on_a_fresh_entry(tmp_path: Pat
     retries = [(e["retries"], e["exhausted"]) for e in ran.events() if e["event"] == "retry"]
     assert retries == [(1, False), (2, False), (1, False), (2, False), (3, True)]
     assert (tmp_path / "item").read_text() == "2\n"
+
+
+def test_a_crash_still_prints_the_json_object(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug inside `run --json` (the KeyError of `on_retry_exhausted: $current`) printed its
+    sentence on stderr and nothing on stdout, where a script waits for the one result object.
+    The command here is a stand-in that fails as a bug would; the guard is ll-loop's own."""
+    import typer
+
+    from engine.cli.common import run_guarded
+
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """ll-loop (its commands are subcommands)."""
+
+    @app.command()
+    def run(loop: str, json: bool = False) -> None:
+        raise KeyError("$current")
+
+    monkeypatch.setattr(sys, "argv", ["ll-loop", "run", "loop.yaml", "--json"])
+    assert run_guarded(app, "ll-loop") == 2
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert set(result) == RESULT_KEYS
+    assert result["error"] == "internal error: KeyError: '$current'"
+    assert "internal error: KeyError" in err
 
 
 def test_retries_exhausted_into_current_re_enter_the_state(tmp_path: Path) -> None:
