@@ -196,6 +196,15 @@ def test_parse_number() -> None:
     assert [parse_number(t) for t in ("+5", "5.", ".5", "-1e3", "2E-2")] == [5, 5, 0.5, -1e3, 0.02]
 
 
+def test_an_integer_no_float_holds_is_an_error_verdict_not_a_crash() -> None:
+    """`{"n": 1000…0}` (400 digits) with `.n gt 5`: float() raised OverflowError and the run
+    ended in an internal error."""
+    huge = '{"n": 1' + "0" * 400 + "}"
+    spec = Evaluate(type="output_json", path=".n", operator="gt", target=5)
+    assert judge(spec, Judged(huge, OK, target=5)).name == "error"
+    assert parse_number(10**400) is None
+
+
 @pytest.mark.parametrize("text", ["1_000", "\u0661\u0662", "0x10", "1 000", "5 apples", "1e", "."])
 def test_parse_number_reads_only_what_a_program_prints_as_a_number(text: str) -> None:
     """Python's float() took `1_000` and Arabic-Indic digits: `output_numeric` read an ID like

@@ -273,7 +273,10 @@ def parse_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # a JSON integer of 400 digits: no float holds it
+            return None
     elif isinstance(value, str):
         text = value.strip()
         if _DECIMAL.fullmatch(text) is None:
