@@ -139,6 +139,39 @@ def test_an_interpolated_json_target_keeps_its_type(tmp_path: Path) -> None:
     assert (ran.code, ran.json["final_state"]) == (0, "seen"), ran.stderr
 
 
+@pytest.mark.parametrize("document", ['{"n": NaN}', '{"n": -Infinity}', '{"n": 1e999}'])
+def test_a_json_output_beyond_json_is_an_error_and_the_log_stays_strict_json(
+    tmp_path: Path, document: str
+) -> None:
+    """Python's json reads `NaN`, `Infinity` and `1e999` (as infinity): `.n eq 1` answered `no`
+    and the evaluate event and state.json carried a bare `NaN` that jq refuses."""
+    (tmp_path / "doc.json").write_text(document)
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: strict
+        initial: read
+        scope: ["."]
+        states:
+          read:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .n, operator: eq, target: 1}
+            route: {error: done, _: other}
+          done: {terminal: true}
+          other: {terminal: true, failure: true}
+        """,
+    )
+    assert ran.verdicts() == [("read", "error")], ran.stderr
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} in a strict JSON file")
+
+    run_dir = next((tmp_path / ".loops" / "runs").iterdir())
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=refuse)
+    json.loads((run_dir / "state.json").read_text(), parse_constant=refuse)
+
+
 def test_json_details_say_why(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,

@@ -150,12 +150,14 @@ def output_numeric(spec: Evaluate, judged: Judged) -> Verdict:
 def output_json(spec: Evaluate, judged: Judged) -> Verdict:
     """The value at `path` (`.a.b.0`) of the JSON text, compared with `target`."""
     try:
-        document = jsontext.loads(judged.text)
+        document = jsontext.loads(judged.text, parse_constant=_not_json)
     except ValueError as exc:
         return error(f"output is not JSON ({exc}): {_preview(judged.text)}")
     found, value, why = json_path(document, spec.path or ".")
     if not found:
         return error(why, path=spec.path)
+    if not _finite(value):  # `1e999` reads as infinity, which no event or capture can carry
+        return error(f"the value at {spec.path or '.'} is a number too large for JSON")
     operator = spec.operator or "eq"
     target = judged.target
     if operator not in ("eq", "ne"):
@@ -171,6 +173,22 @@ def output_json(spec: Evaluate, judged: Judged) -> Verdict:
         details = {"value": value, "operator": operator, "target": target, "path": spec.path}
         return Verdict("yes" if same == (operator == "eq") else "no", details)
     return _compare(operator, value, target, path=spec.path)
+
+
+def _not_json(name: str) -> Any:
+    """`NaN` and `Infinity`, which Python's json reads and JSON does not have: the evaluate
+    event carried them as they are, and strict readers (jq) refused the event log's line."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def json_equal(a: Any, b: Any) -> bool:
