@@ -461,7 +461,10 @@ def _stop_while_queued(handle: bool) -> Iterator[None]:
             hint="run it again (with --queue to wait) when you want it",
         )
 
-    previous = {sig: signal.signal(sig, stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    signals = [signal.SIGTERM, signal.SIGINT]
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # a closed terminal, as in the run
+        signals.append(signal.SIGHUP)
+    previous = {sig: signal.signal(sig, stopped) for sig in signals}
     try:
         yield
     finally:

@@ -70,11 +70,12 @@ class LintContext:
         return cast(T, self._memo[key])
 
     @cached_property
-    def _children(self) -> dict[str, tuple[Loop | None, str]]:
+    def _children(self) -> dict[str, tuple[Loop | None, str, str]]:
         return {}
 
-    def child_loop(self, ref: str) -> tuple[Loop | None, str]:
-        """The child loop `ref` names and, when it cannot be loaded, why (resolved once)."""
+    def child_loop(self, ref: str) -> tuple[Loop | None, str, str]:
+        """The child loop `ref` names and, when it cannot be loaded, why and the loader's hint
+        (resolved once)."""
         if ref not in self._children:
             self._children[ref] = _resolve(self.resolve_loop, ref)
         return self._children[ref]
@@ -88,10 +89,10 @@ class LintContext:
         return [s for s in self.loop.states.values() if s.name in self.reachable]
 
 
-def _resolve(resolver: LoopResolver | None, ref: str) -> tuple[Loop | None, str]:
+def _resolve(resolver: LoopResolver | None, ref: str) -> tuple[Loop | None, str, str]:
     if resolver is None:
-        return None, "no resolver"
+        return None, "no resolver", ""
     try:
-        return resolver(ref), ""
+        return resolver(ref), "", ""
     except LoopError as exc:
-        return None, exc.message
+        return None, exc.message, exc.hint

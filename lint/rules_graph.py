@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from engine.graph.loop_graph import closed_components, shortest_path_length, success_terminals
 from engine.graph.routing import unrouted_verdicts
+from engine.model.loop import CURRENT
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, route_path, state_path
 from lint._registry import Finding, rule
@@ -18,12 +19,19 @@ def unknown_target(ctx: LintContext) -> Iterator[Finding]:
     hint = "name one of the states defined under `states:` (or `$current`)"
     for key in ("initial", "on_max_steps"):
         target = getattr(ctx.loop, key)
-        if target is not None and target not in states:
+        if target == CURRENT:  # the state a route leaves: a top-level key leaves none
+            yield Finding(
+                f"`{key}` cannot be `$current`: it means the state a route leaves, and "
+                f"`{key}` is not a route of a state",
+                (key,),
+                "name one of the states defined under `states:`",
+            )
+        elif target is not None and target not in states:
             yield Finding(
                 f"`{key}` names state {target!r}, which does not exist"
                 f"{did_you_mean(target, states)}",
                 (key,),
-                hint,
+                "name one of the states defined under `states:`",
             )
     for edge in ctx.graph.dangling:
         state = states[edge.source]

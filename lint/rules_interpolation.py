@@ -724,7 +724,7 @@ def output_as_command(ctx: LintContext) -> Iterator[Finding]:
     for state in ctx.loop.states.values():
         if state.loop is None or "${" in state.loop or not state.with_:
             continue
-        child, _ = ctx.child_loop(state.loop)
+        child, _, _ = ctx.child_loop(state.loop)
         if child is None:
             continue
         for key, value in state.with_.items():

@@ -142,3 +142,35 @@ def failure_sounding_terminal(ctx: LintContext) -> Iterator[Finding]:
                 state_path(state, "terminal"),
                 "add `failure: true` (exit code 1), or rename the state",
             )
+
+
+# Evaluators whose model calls take the state's `model` (before their own).
+_MODEL_EVALUATORS = frozenset({"llm_structured", "assessment"})
+
+
+@rule("LL016", "warning", "inert-llm-setting")
+def inert_llm_setting(ctx: LintContext) -> Iterator[Finding]:
+    """A state's `model` or `runner` that nothing in the state reads (no prompt, no LLM judge).
+
+    The key is accepted, so its author believes it chose a model or an agent for, say, a
+    sub-loop, which it never does."""
+    for state in ctx.loop.states.values():
+        prompt = state.action_type == "prompt" and state.action is not None
+        judged = state.evaluate is not None and state.evaluate.type in _MODEL_EVALUATORS
+        what = "a sub-loop" if state.is_subloop else "a terminal" if state.terminal else None
+        if state.runner is not None and not prompt:
+            yield Finding(
+                f"state {state.name!r} sets `runner`, but it has no prompt action "
+                f"({what or 'its action runs in bash'}), so no runner is ever used",
+                state_path(state, "runner"),
+                "remove `runner`, or set it in the state that has `action_type: prompt`"
+                + (" (a child loop's states choose their own runner)" if state.is_subloop else ""),
+            )
+        if state.model is not None and not prompt and not judged:
+            yield Finding(
+                f"state {state.name!r} sets `model`, but it has neither a prompt action nor an "
+                f"LLM judge{f' ({what})' if what else ''}, so no model call uses it",
+                state_path(state, "model"),
+                "remove `model`, or set it where a prompt or an llm_structured judge runs"
+                + (" (a child loop's states choose their own model)" if state.is_subloop else ""),
+            )

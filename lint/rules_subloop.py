@@ -13,27 +13,31 @@ from lint._paths import did_you_mean, names, state_path
 from lint._registry import Finding, rule
 
 
-def _children(ctx: LintContext) -> Iterator[tuple[State, Loop | None, str]]:
-    """Sub-loop states with a literal `loop:` reference, their child (or None) and why not."""
+def _children(ctx: LintContext) -> Iterator[tuple[State, Loop | None, str, str]]:
+    """Sub-loop states with a literal `loop:` reference, their child (or None), why not and
+    the loader's hint."""
     if ctx.resolve_loop is None:
         return
     for state in ctx.loop.states.values():
         if state.loop is not None and "${" not in state.loop and not state.terminal:
-            child, why = ctx.child_loop(state.loop)
-            yield state, child, why
+            child, why, hint = ctx.child_loop(state.loop)
+            yield state, child, why, hint
 
 
 @rule("LL040", "error", "unresolved-loop")
 def unresolved_loop(ctx: LintContext) -> Iterator[Finding]:
     """A sub-loop state's `loop:` names no loop file or built-in, or the child does not load."""
-    for state, child, why in _children(ctx):
+    for state, child, why, hint in _children(ctx):
         if child is None:
             reason = f": {why}" if why else ""
+            # the loader's hint fits the failure: an invalid child is found, so "use a path
+            # relative to this file" sent its author looking for a file that was there
             yield Finding(
                 f"state {state.name!r} runs loop {state.loop!r}, which cannot be "
                 f"found or loaded{reason}",
                 state_path(state, "loop"),
-                "use a path relative to this file, a name in .loops/, or a built-in from "
+                hint
+                or "use a path relative to this file, a name in .loops/, or a built-in from "
                 "`ll-loop list`",
             )
 
@@ -41,7 +45,7 @@ def unresolved_loop(ctx: LintContext) -> Iterator[Finding]:
 @rule("LL041", "error", "loop-arguments")
 def loop_arguments(ctx: LintContext) -> Iterator[Finding]:
     """`with:` does not match the child loop's `parameters` (missing, unknown or mistyped)."""
-    for state, child, _ in _children(ctx):
+    for state, child, _, _ in _children(ctx):
         if child is None:
             continue
         params = child.parameters
@@ -93,7 +97,7 @@ def literal_problem(param: Parameter, value: Any, loop_name: str) -> str:
 @rule("LL042", "error", "unknown-child-terminal")
 def unknown_child_terminal(ctx: LintContext) -> Iterator[Finding]:
     """`on_terminal` names a terminal state the child loop does not have."""
-    for state, child, _ in _children(ctx):
+    for state, child, _, _ in _children(ctx):
         if child is None:
             continue
         terminals = [s.name for s in child.terminals()]

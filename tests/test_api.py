@@ -222,6 +222,8 @@ def test_a_child_with_a_lint_error_refuses_the_parent(tmp_path: Path) -> None:
         engine.run("parent.yaml", cwd=tmp_path)
     [diagnostic] = refused.value.diagnostics
     assert diagnostic.code == "LL040" and "child loop is invalid" in diagnostic.message
+    # the child was found: the hint sends its author to the child's problems, not to a path
+    assert diagnostic.hint == f"see `ll-loop validate {tmp_path / 'child.yaml'}`"
 
 
 def test_a_file_that_does_not_load_raises_load_error(tmp_path: Path) -> None:
@@ -720,6 +722,15 @@ def test_validate_names_a_missing_loop(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as suite:  # a suite is not a loop to suggest
         engine.validate("nightly", cwd=tmp_path)
     assert "did you mean" not in suite.value.message
+
+
+def test_a_name_beside_its_file_is_told_to_pass_the_path(tmp_path: Path) -> None:
+    """`ll-loop run greet` next to greet.yaml: a name is looked up in .loops/ and the
+    built-ins only, and the hint said to run `ll-loop list`, which does not list the file."""
+    write_loop(tmp_path, COUNT, "greet.yaml")
+    with pytest.raises(UsageError) as missing:
+        engine.validate("greet", cwd=tmp_path)
+    assert missing.value.hint == "pass the file's path: greet.yaml"
 
 
 def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -100,6 +101,75 @@ def test_each_evaluator_gives_its_verdict(
     )
     assert ran.verdicts() == [("probe", verdict)], ran.stderr
     assert (ran.code, ran.json["final_state"]) == (0, "seen")
+
+
+def test_an_interpolated_json_target_keeps_its_type(tmp_path: Path) -> None:
+    """`target: ${context.want}` with want = 2 is the number 2: rendered to the text "2" it
+    never equalled the document's 2, so the check answered `no` to a matching value."""
+    (tmp_path / "doc.json").write_text('{"n": 2, "ok": true, "names": ["a", "b"], "s": "2"}')
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: typed
+        initial: count
+        scope: ["."]
+        context: {want: 2, flag: true, names: [a, b]}
+        states:
+          count:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .n, operator: eq, target: "${context.want}"}
+            route: {yes: ok, _: other}
+          ok:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .ok, operator: eq, target: "${context.flag}"}
+            route: {yes: names, _: other}
+          names:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .names, operator: eq, target: "${context.names}"}
+            route: {yes: text, _: other}
+          text:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .s, operator: eq, target: "${context.want}"}
+            route: {no: seen, _: other}
+          seen: {terminal: true}
+          other: {terminal: true, failure: true}
+        """,
+    )
+    assert ran.verdicts() == [("count", "yes"), ("ok", "yes"), ("names", "yes"), ("text", "no")]
+    assert (ran.code, ran.json["final_state"]) == (0, "seen"), ran.stderr
+
+
+@pytest.mark.parametrize("document", ['{"n": NaN}', '{"n": -Infinity}', '{"n": 1e999}'])
+def test_a_json_output_beyond_json_is_an_error_and_the_log_stays_strict_json(
+    tmp_path: Path, document: str
+) -> None:
+    """Python's json reads `NaN`, `Infinity` and `1e999` (as infinity): `.n eq 1` answered `no`
+    and the evaluate event and state.json carried a bare `NaN` that jq refuses."""
+    (tmp_path / "doc.json").write_text(document)
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: strict
+        initial: read
+        scope: ["."]
+        states:
+          read:
+            action: cat doc.json
+            evaluate: {type: output_json, path: .n, operator: eq, target: 1}
+            route: {error: done, _: other}
+          done: {terminal: true}
+          other: {terminal: true, failure: true}
+        """,
+    )
+    assert ran.verdicts() == [("read", "error")], ran.stderr
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} in a strict JSON file")
+
+    run_dir = next((tmp_path / ".loops" / "runs").iterdir())
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=refuse)
+    json.loads((run_dir / "state.json").read_text(), parse_constant=refuse)
 
 
 def test_json_details_say_why(tmp_path: Path) -> None:
@@ -375,6 +445,61 @@ def test_retries_count_along_back_edges_and_reset_on_a_fresh_entry(tmp_path: Pat
     retries = [(e["retries"], e["exhausted"]) for e in ran.events() if e["event"] == "retry"]
     assert retries == [(1, False), (2, False), (1, False), (2, False), (3, True)]
     assert (tmp_path / "item").read_text() == "2\n"
+
+
+def test_a_crash_still_prints_the_json_object(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug inside `run --json` (the KeyError of `on_retry_exhausted: $current`) printed its
+    sentence on stderr and nothing on stdout, where a script waits for the one result object.
+    The command here is a stand-in that fails as a bug would; the guard is ll-loop's own."""
+    import typer
+
+    from engine.cli.common import run_guarded
+
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """ll-loop (its commands are subcommands)."""
+
+    @app.command()
+    def run(loop: str, json: bool = False) -> None:
+        raise KeyError("$current")
+
+    monkeypatch.setattr(sys, "argv", ["ll-loop", "run", "loop.yaml", "--json"])
+    assert run_guarded(app, "ll-loop") == 2
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert set(result) == RESULT_KEYS
+    assert result["error"] == "internal error: KeyError: '$current'"
+    assert "internal error: KeyError" in err
+
+
+def test_retries_exhausted_into_current_re_enter_the_state(tmp_path: Path) -> None:
+    """`on_retry_exhausted: $current` was taken as a state named "$current": the run crashed
+    with an internal error (KeyError), printing no JSON object and leaving state.json at a
+    state that does not exist. It re-enters the state, as `$current` does everywhere else."""
+    loop = """
+        name: again
+        initial: try
+        max_steps: 4
+        scope: ["."]
+        states:
+          try:
+            action: exit 1
+            on_yes: done
+            on_no: $current
+            max_retries: 1
+            on_retry_exhausted: $current
+          done: {terminal: true}
+        """
+    ran = run_yaml(tmp_path, loop)
+    assert (ran.code, ran.json["terminated_by"], ran.json["final_state"]) == (3, "max_steps", "try")
+    exhausted = [e["target"] for e in ran.events() if e["event"] == "retry" and e["exhausted"]]
+    assert exhausted and set(exhausted) == {"try"}
+    simulated = ll_loop(tmp_path, "simulate", "loop.yaml", "-s", "all-no", "--json")
+    assert json.loads(simulated.stdout)["terminated_by"] == "max_steps", simulated.stderr
 
 
 def test_partial_falls_back_to_on_no(tmp_path: Path) -> None:
@@ -658,7 +783,10 @@ def test_human_summary_without_json(tmp_path: Path) -> None:
 # --- stop ------------------------------------------------------------------------------------
 
 
-def test_sigterm_stops_gracefully_and_writes_state(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=str)
+def test_a_signal_stops_gracefully_and_writes_state(tmp_path: Path, sig: signal.Signals) -> None:
+    """SIGHUP (the terminal closed) too: it killed ll-loop outright, printing nothing and leaving
+    the action running in its own process group."""
     write_loop(
         tmp_path,
         """
@@ -679,11 +807,13 @@ def test_sigterm_stops_gracefully_and_writes_state(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal, even when the tests run under nohup
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 10
     while not (tmp_path / "child.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     out, _ = proc.communicate(timeout=10)
 
     result = json.loads(out)

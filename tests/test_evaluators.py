@@ -114,6 +114,26 @@ def test_output_json_paths_and_comparisons() -> None:
     assert "no key 'zz' at .a" in missing.details["reason"]
 
 
+def test_output_json_equality_is_json_equality() -> None:
+    """JSON's `true` is not the number 1 (Python's `True == 1` made `.ok eq 1` pass), in a
+    list or an object too; 2 and 2.0 are one number."""
+    doc = '{"ok": true, "off": false, "n": 2, "flags": [true, 0], "o": {"k": 1}}'
+
+    def check(path: str, op: str, target: Any) -> str:
+        spec = Evaluate(type="output_json", path=path, operator=op, target=target)
+        return verdict(spec, doc, target=target)
+
+    assert check(".ok", "eq", 1) == "no"
+    assert check(".ok", "ne", 1) == "yes"
+    assert check(".off", "eq", 0) == "no"
+    assert check(".n", "eq", True) == "no"
+    assert check(".flags", "eq", [1, False]) == "no"
+    assert check(".o", "eq", {"k": True}) == "no"
+    assert check(".flags", "eq", [True, 0.0]) == "yes"
+    assert check(".n", "eq", 2.0) == "yes"
+    assert check(".o", "eq", {"k": 1}) == "yes"
+
+
 def test_json_path_walks_dicts_and_lists() -> None:
     assert json_path({"a": [10, 20]}, ".a.1") == (True, 20, "")
     assert json_path([1], ".") == (True, [1], "")
@@ -159,11 +179,37 @@ def test_step_verdict_never_advances_a_failure() -> None:
     assert step_verdict(ActionResult(exit_code=None, timed_out=True)).name == "error"
 
 
+def test_a_target_that_is_no_number_is_named_as_json() -> None:
+    """A target interpolated as one `${...}` keeps its type; a null or a boolean there was
+    named in Python's words (`None`, `True`)."""
+    for target, shown in ((None, "null"), (True, "true"), ("abc", '"abc"')):
+        spec = Evaluate(type="output_numeric", operator="eq", target=target)
+        outcome = judge(spec, Judged("5", OK, target=target))
+        assert outcome.details["reason"] == f"target is not a number: {shown}"
+
+
 def test_parse_number() -> None:
     assert parse_number(" 3.5\n") == 3.5
     assert parse_number(True) is None
     assert parse_number("inf") is None
     assert parse_number(None) is None
+    assert [parse_number(t) for t in ("+5", "5.", ".5", "-1e3", "2E-2")] == [5, 5, 0.5, -1e3, 0.02]
+
+
+def test_an_integer_no_float_holds_is_an_error_verdict_not_a_crash() -> None:
+    """`{"n": 1000…0}` (400 digits) with `.n gt 5`: float() raised OverflowError and the run
+    ended in an internal error."""
+    huge = '{"n": 1' + "0" * 400 + "}"
+    spec = Evaluate(type="output_json", path=".n", operator="gt", target=5)
+    assert judge(spec, Judged(huge, OK, target=5)).name == "error"
+    assert parse_number(10**400) is None
+
+
+@pytest.mark.parametrize("text", ["1_000", "\u0661\u0662", "0x10", "1 000", "5 apples", "1e", "."])
+def test_parse_number_reads_only_what_a_program_prints_as_a_number(text: str) -> None:
+    """Python's float() took `1_000` and Arabic-Indic digits: `output_numeric` read an ID like
+    `2024_11` as 202411, while the loop file reads `1_000` as text."""
+    assert parse_number(text) is None
 
 
 def test_json_nested_past_the_recursion_limit_is_an_error_verdict() -> None:

@@ -112,6 +112,22 @@ def test_to_text_never_uses_python_repr() -> None:
     assert to_text(None) == "null"
 
 
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ("context.flags.b.x", "'x' is not set: null is not an object"),
+        ("context.n.x", "'x' is not set: 3 is not an object"),
+        ("captured.t.details.k[5]", "5 is past the end of [1, 2] (2 items)"),
+        ("captured.t.details.k.x", "'x' is not set: [1, 2] is a list"),
+    ],
+)
+def test_a_key_missing_from_a_json_value_is_told_in_json_words(expression: str, why: str) -> None:
+    """`${context.n.x}` with n null said "'None' has no attribute 'x'": Python's words."""
+    with pytest.raises(InterpolationError) as missing:
+        render_text("${" + expression + "}", NS)
+    assert missing.value.reason == f"missing value: {why}"
+
+
 def test_attribute_access_reads_dict_keys_even_when_they_shadow_dict_methods() -> None:
     assert render_text("${captured.t.output}", NS) == "5 passed"
     assert render_text("${context.items}", NS) == "x"

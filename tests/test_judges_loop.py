@@ -426,3 +426,32 @@ def test_cost_budget_judges_the_cost_of_a_prompt_through_the_sdk(
     assert budget["passed"] is False
     assert budget["rationale"] == f"cost ${ran.json['cost_usd']:.4f} of a $0.0100 budget"
     assert ran.json["final_state"] == "over"
+
+
+def test_an_output_json_judges_interpolated_target_keeps_its_type(tmp_path: Path) -> None:
+    """`target: ${context.want}` in an assessment's output_json judge was rendered to the text
+    "2", which never equals the document's number 2: the judge failed a matching value."""
+    (tmp_path / "doc.json").write_text('{"n": 2, "ok": true}')
+    ran = run_yaml(
+        tmp_path,
+        """
+        name: typed-judge
+        initial: check
+        scope: ["."]
+        context: {want: 2, on: true}
+        states:
+          check:
+            action: cat doc.json
+            evaluate:
+              type: assessment
+              judges:
+                - {name: n, builtin: output_json, arguments: {path: .n, target: "${context.want}"}}
+                - {name: ok, builtin: output_json, arguments: {path: .ok, target: "${context.on}"}}
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true, failure: true}
+        """,
+    )
+    assert (ran.code, ran.json["final_state"]) == (0, "done"), ran.stderr

@@ -84,6 +84,43 @@ def test_unknown_targets_everywhere_with_did_you_mean() -> None:
     assert "LL001" in codes(loop_of(GOOD, initial="chekc"))
 
 
+def test_a_top_level_current_is_not_offered_as_a_fix() -> None:
+    """`on_max_steps: $current` was refused as a state "which does not exist" with the hint
+    "name one of the states ... (or `$current`)": the hint offered what it refused."""
+    for key in ("on_max_steps", "initial"):
+        found = [d for d in lint_loop(loop_of(GOOD, **{key: "$current"})) if d.code == "LL001"]
+        assert [d.path for d in found] == [key]
+        assert "cannot be `$current`" in found[0].message
+        assert "$current" not in (found[0].hint or "")
+
+
+def test_a_model_or_runner_nothing_reads_is_reported() -> None:
+    """`model:` and `runner:` on a sub-loop or shell state were accepted and did nothing."""
+    kid = {"loop": "child", "model": "m", "runner": "cmd:x", "on_yes": "done", "on_no": "done"}
+    shell = {"action": "true", "model": "m", "next": "done"}
+    judged = {
+        "action": "cat out",
+        "model": "m",
+        "evaluate": {"type": "llm_structured", "prompt": "ok? quote the evidence"},
+        "on_yes": "done",
+        "on_no": "done",
+        "on_error": "done",
+    }
+    prompt = {"action": "hi", "action_type": "prompt", "model": "m", "runner": "cmd:x"}
+    loop = loop_of(
+        {
+            "kid": {**kid, "on_error": "shell"},
+            "shell": {**shell, "next": "judged"},
+            "judged": {**judged, "on_yes": "prompt"},
+            "prompt": {**prompt, "timeout": 5, "next": "done"},
+            "done": {"terminal": True},
+        },
+        initial="kid",
+    )
+    found = [d.path for d in lint_loop(loop) if d.code == "LL016"]
+    assert found == ["states.kid.runner", "states.kid.model", "states.shell.model"]
+
+
 def test_unreachable_state() -> None:
     loop = loop_of({**GOOD, "orphan": {"action": "x", "next": "done"}})
     found = [d for d in lint_loop(loop) if d.code == "LL002"]

@@ -261,6 +261,41 @@ def test_a_nested_queued_run_does_not_wait_behind_a_run_waiting_for_its_parent(
                 proc.communicate()
 
 
+def test_a_hangup_while_queued_is_a_stop(tmp_path: Path) -> None:
+    """SIGHUP (the terminal closed) killed a run waiting in the queue outright, with no JSON
+    object; it ends the wait as SIGTERM and Ctrl-C do."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        command = ["run", "second.yaml", "--queue", "--json", "-q"]
+        waiter = subprocess.Popen(
+            [str(Path(sys.executable).with_name("ll-loop")), *command],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            # as from a terminal, even when the tests run under nohup
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+        )
+
+        def queued() -> bool:
+            runs = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+            return any(r["status"] == "queued" for r in runs)
+
+        wait_until(queued)
+        waiter.send_signal(signal.SIGHUP)
+        out, _ = waiter.communicate(timeout=15)
+        assert waiter.returncode == 3
+        refusal = json.loads(out)
+        assert refusal["terminated_by"] == "stopped"
+        assert "stopped by SIGHUP while waiting for the scope lock" in refusal["error"]
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+
+
 def _bin_dir() -> str:
     """Where `ll-loop` is, so an action can call it."""
     return str(Path(sys.executable).parent)

@@ -120,6 +120,21 @@ def test_child_timeout_is_clamped_to_the_parents_remaining_time(project: Path) -
     assert result["duration_ms"] < 8000  # the child's sleep 20 was cut at the parent's 3 s
 
 
+def test_the_states_own_timeout_bounds_its_child(project: Path) -> None:
+    """`timeout:` on a `loop:` state was accepted and ignored: the child ran its `sleep 20` to
+    the parent's own limit. It bounds the child's run as it bounds an action."""
+    bounded = PARENT.replace("timeout: 3", "timeout: 30").replace(
+        "    loop: child\n", "    loop: child\n    timeout: 1\n"
+    )
+    write(project / "bounded.yaml", bounded)
+    done = ll_loop(project, "run", "bounded.yaml", "-c", "mode=slow", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == "notok", done.stderr
+    assert result["duration_ms"] < 8000  # cut at the state's 1 s, not the parent's 30 s
+    sub = state_of(project, result["run_id"])["captured"]["sub"]
+    assert sub["terminated_by"] == "timeout"
+
+
 def dynamic(project: Path, which: str) -> dict[str, Any]:
     """Run a parent whose `loop:` is interpolated, so only the run can find out it is bad."""
     dyn = PARENT.replace("loop: child", 'loop: "${context.which}"')

@@ -96,10 +96,10 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
             else:
                 _harness_refusal_as_json(exc)
             return 2
-        err(
-            f"internal error: {name}: {exc}\n  hint: this is a bug in ll-loop; "
-            "re-run with --debug for the traceback and report it"
-        )
+        hint = "this is a bug in ll-loop; re-run with --debug for the traceback and report it"
+        err(f"internal error: {name}: {exc}\n  hint: {hint}")
+        if prog_name == "ll-loop":  # `run --json` prints its object for a crash too
+            _crash_as_json(f"internal error: {name}: {exc}", hint)
         return 2
     code = int(result or 0) if isinstance(result, int) else 0
     if code == INTERRUPTED:  # Ctrl-C: typer turns it into this exit code before we see it
@@ -222,6 +222,20 @@ def _refusal_as_json(exc: BaseException) -> None:
         print(render_json([LoopReport("", (usage,))]))
     else:
         _error_as_json(message, f"see `ll-loop {command} --help`", 2, code="USAGE")
+
+
+def _crash_as_json(message: str, hint: str) -> None:
+    """A bug ended the command: `run|resume --json` still prints its one result object (a
+    script reading stdout got nothing), any other command asked for JSON its error object."""
+    from engine.cli import command_of
+
+    args = sys.argv[1:]
+    if command_of(args) in {"run", "resume"} and "--json" in args:
+        from engine.cli.run_cmd import refusal_object
+
+        print(json.dumps(refusal_object(message, loop=None), ensure_ascii=False))
+    else:
+        _error_as_json(message, hint, 2, code="INTERNAL")
 
 
 def _harness_refusal_as_json(exc: BaseException) -> None:

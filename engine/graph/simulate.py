@@ -306,9 +306,9 @@ def _enter(walk: _Walk, source: str, target: str) -> tuple[str | None, str]:
             return target, "; ".join(notes)
         walk.retries.pop(target, None)
         notes.append(f"retries of {target!r} exhausted ({limit})")
-        if state.on_retry_exhausted is None:
+        if state.retry_exhausted_target is None:
             return None, "; ".join(notes)
-        source, target = target, state.on_retry_exhausted
+        source, target = target, state.retry_exhausted_target
     return target, "; ".join(notes)
 
 

@@ -206,7 +206,7 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
 
 
 def _rendered(ctx: JudgeContext, value: Any) -> Any:
-    return ctx.render(value) if isinstance(value, str) else value
+    return ctx.typed(value) if isinstance(value, str) else value
 
 
 # ---------------------------------------------------------------------------------------------

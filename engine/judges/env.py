@@ -46,6 +46,8 @@ class JudgeEnv:
     commands: CommandPort | None = None
     messages: MessagesPort | None = None
     render: Render | None = None
+    # a template's value: a lone `${...}` keeps its type (None: as `render` gives it)
+    typed: Callable[[str], Any] | None = None
     model: str | None = None
     reasoning: str | int | None = None
     max_tokens: int | None = None
@@ -79,6 +81,12 @@ class JudgeContext:
         if self.env.render is None or "${" not in text:
             return text
         return self.env.render(text, mode)
+
+    def typed(self, text: str) -> Any:
+        """`text` interpolated, a lone `${...}` keeping its value's type (a JSON target)."""
+        if self.env.typed is None or "${" not in text:
+            return self.render(text)
+        return self.env.typed(text)
 
     def run_command(self, command: str) -> ActionResult:
         """Run `command` (interpolated for the shell) in the workspace; JudgeError without a

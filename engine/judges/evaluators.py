@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import operator as op
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -149,12 +150,14 @@ def output_numeric(spec: Evaluate, judged: Judged) -> Verdict:
 def output_json(spec: Evaluate, judged: Judged) -> Verdict:
     """The value at `path` (`.a.b.0`) of the JSON text, compared with `target`."""
     try:
-        document = jsontext.loads(judged.text)
+        document = jsontext.loads(judged.text, parse_constant=_not_json)
     except ValueError as exc:
         return error(f"output is not JSON ({exc}): {_preview(judged.text)}")
     found, value, why = json_path(document, spec.path or ".")
     if not found:
         return error(why, path=spec.path)
+    if not _finite(value):  # `1e999` reads as infinity, which no event or capture can carry
+        return error(f"the value at {spec.path or '.'} is a number too large for JSON")
     operator = spec.operator or "eq"
     target = judged.target
     if operator not in ("eq", "ne"):
@@ -165,7 +168,39 @@ def output_json(spec: Evaluate, judged: Judged) -> Verdict:
                 path=spec.path,
             )
         value, target = number, limit
+    elif operator in ("eq", "ne"):
+        same = json_equal(value, target)
+        details = {"value": value, "operator": operator, "target": target, "path": spec.path}
+        return Verdict("yes" if same == (operator == "eq") else "no", details)
     return _compare(operator, value, target, path=spec.path)
+
+
+def _not_json(name: str) -> Any:
+    """`NaN` and `Infinity`, which Python's json reads and JSON does not have: the evaluate
+    event carried them as they are, and strict readers (jq) refused the event log's line."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON has it: `true` is not `1` nor `false` `0` (Python's `True == 1`
+    made `.ok eq 1` pass on `{"ok": true}`); 2 and 2.0 are the same number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[key], b[key]) for key in a)
+    return bool(a == b)
 
 
 @evaluator("convergence")
@@ -183,7 +218,7 @@ def convergence(spec: Evaluate, judged: Judged) -> Verdict:
         return Verdict("target", {**details, "tolerance": spec.tolerance})
     previous = None if judged.previous in (None, "") else parse_number(judged.previous)
     if judged.previous not in (None, "") and previous is None:
-        return error(f"previous value is not a number: {judged.previous!r}")
+        return error(f"previous value is not a number: {to_json_text(judged.previous)}")
     if previous is None:
         return Verdict("progress", {**details, "previous": None})
     better = value < previous if spec.direction == "minimize" else value > previous
@@ -246,17 +281,25 @@ def json_path(document: Any, path: str) -> tuple[bool, Any, str]:
     return True, value, ""
 
 
+# A number as a program prints one: ASCII digits, a sign, a point, an exponent. Python's float()
+# also took `1_000` and other scripts' digits (`١٢`), which the loop file itself reads as text.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+
+
 def parse_number(value: Any) -> float | None:
     """A finite number from a number or a trimmed string; None when it is not one."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
         try:
-            number = float(value.strip())
-        except ValueError:
+            number = float(value)
+        except OverflowError:  # a JSON integer of 400 digits: no float holds it
             return None
+    elif isinstance(value, str):
+        text = value.strip()
+        if _DECIMAL.fullmatch(text) is None:
+            return None
+        number = float(text)
     else:
         return None
     return number if math.isfinite(number) else None
@@ -285,7 +328,7 @@ def _output_and_target(judged: Judged) -> tuple[float, float] | Verdict:
         return error(f"output is not a number: {_preview(judged.text)}")
     target = parse_number(judged.target)
     if target is None:
-        return error(f"target is not a number: {judged.target!r}")
+        return error(f"target is not a number: {to_json_text(judged.target)}")
     return value, target
 
 

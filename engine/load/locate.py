@@ -33,11 +33,23 @@ def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
             path = folder / f"{ref}{suffix}"
             if path.is_file():
                 return path
+    here = _file_named(ref, cwd)
     raise UsageError(
         f"no loop named {ref!r} in .loops/ or the built-ins"
-        + near_loop_name(ref, (loops_dir(cwd), builtin_loops_dir())),
-        hint="run `ll-loop list` to see the loops available here",
+        + ("" if here else near_loop_name(ref, (loops_dir(cwd), builtin_loops_dir()))),
+        # a name is looked up in .loops/, never here: `run t1` beside t1.yaml needs the path
+        hint=f"pass the file's path: {here}"
+        if here
+        else "run `ll-loop list` to see the loops available here",
     )
+
+
+def _file_named(ref: str, cwd: Path | None) -> str | None:
+    """`NAME.yaml` (or `.yml`) when that file is in `cwd`, as the user would type it."""
+    for suffix in SUFFIXES:
+        if ((cwd or Path.cwd()) / f"{ref}{suffix}").is_file():
+            return f"{ref}{suffix}"
+    return None
 
 
 def near_loop_name(ref: str, folders: tuple[Path, ...]) -> str:

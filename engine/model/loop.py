@@ -186,6 +186,12 @@ class State:
     def is_subloop(self) -> bool:
         return self.loop is not None
 
+    @property
+    def retry_exhausted_target(self) -> str | None:
+        """`on_retry_exhausted` with `$current` resolved to this state (None: unset)."""
+        target = self.on_retry_exhausted
+        return self.name if target == CURRENT else target
+
     def targets(self) -> dict[str, str]:
         """Every outgoing edge label → target state name, `$current` resolved to this state."""
         edges: dict[str, str] = {}

@@ -95,6 +95,7 @@ def assess_state(
         commands=ShellCommands(rt, state.timeout or loop.default_timeout),
         messages=messages,
         render=_renderer(ns),
+        typed=ns.typed,
         # Resolved here, with the run's environment (LL_JUDGE_MODEL, LL_MODEL): the judge
         # engine would read the process's. A judge's own model still comes first.
         model=llm_settings.judge_model(spec, state, loop, environ=rt.actions.env),

@@ -26,6 +26,7 @@ from engine.graph.loop_graph import compile_graph, retry_edges
 from engine.judges.evaluators import Judged, crash_verdict, error, judge, step_verdict
 from engine.load.project import ensure_dir, open_file
 from engine.model.errors import InterpolationError
+from engine.model.expressions import lone_expression
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import (
     ActionResult,
@@ -413,7 +414,7 @@ def evaluate(
             text = ns.render_text(spec.source)
         target = spec.target
         if isinstance(target, str):
-            target = ns.render_text(target)
+            target = ns.typed(target)
         if spec.prompt is not None:  # the judge sees the prompt rendered, like any action
             spec = replace(spec, prompt=ns.render_text(spec.prompt))
     except InterpolationError as exc:
@@ -509,15 +510,15 @@ def enter(
                 retries=count,
                 max_retries=limit,
                 exhausted=exhausted,
-                **({"target": state.on_retry_exhausted} if exhausted else {}),
+                **({"target": state.retry_exhausted_target} if exhausted else {}),
             )
         if not exhausted:
             rs.retries[target] = count
             return target
         rs.retries.pop(target, None)
-        if state.on_retry_exhausted is None:
+        if state.retry_exhausted_target is None:
             return None
-        source, target = target, state.on_retry_exhausted
+        source, target = target, state.retry_exhausted_target
     return target
 
 
@@ -586,6 +587,17 @@ class Namespaces:
         from engine.shell.interpolate import render_text
 
         return render_text(template, self.mapping())
+
+    def typed(self, template: str) -> Any:
+        """A template that is one `${...}` keeps its value's JSON type (`target: ${context.n}`
+        with n = 2 is the number 2, as `output_json` compares it with the document's 2, not the
+        text "2"); any other template renders to text."""
+        expression = lone_expression(template)
+        if expression is not None:
+            value = self.value(expression)
+            if isinstance(value, str) or _is_json(value):
+                return value
+        return self.render_text(template)
 
     def value(self, expression: str) -> Any:
         from engine.shell.interpolate import evaluate
@@ -664,15 +676,15 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
     ns = Namespaces(loop, rs, rt, loop.states[rs.current])
     values: dict[str, Any] = {}
     for name, template in loop.outputs.items():
-        stripped = template.strip()
+        expression = lone_expression(template)
         try:
-            if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
-                values[name] = ns.value(stripped[2:-1])
+            if expression is not None:
+                values[name] = ns.value(expression)
             else:
                 values[name] = ns.render_text(template)
             if not _json_finite(values[name]):
                 raise InterpolationError(
-                    stripped.removeprefix("${").removesuffix("}"),
+                    expression or template.strip(),
                     "its value is not a finite number (NaN or infinity), which JSON cannot carry",
                 )
         except InterpolationError as exc:
@@ -681,6 +693,19 @@ def _outputs(loop: Loop, rs: RunState, rt: Runtime) -> dict[str, Any]:
                 "output_error", depth=rt.depth, step=rs.steps, output=name, error=str(exc)
             )
     return values
+
+
+def _is_json(value: Any) -> bool:
+    """`value` is made of JSON's own types (a template's value that can stand for a document's)."""
+    if value is None or isinstance(value, str | bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_json(v) for v in value)
+    return False
 
 
 def _json_finite(value: Any) -> bool:

@@ -319,7 +319,9 @@ class _Tee:
 
 
 def _install_stop_handlers(stop: StopSignal) -> dict[int, Any]:
-    """SIGTERM / SIGINT stop the run gracefully: the action's group is killed, state is saved.
+    """SIGTERM / SIGINT / SIGHUP stop the run gracefully: the action's group is killed, state
+    is saved. A closed terminal's SIGHUP killed `ll-loop` outright, leaving its action running
+    in its own process group. SIGHUP is taken only where it would kill the process.
 
     Only the main thread may install signal handlers; a run started from another thread is
     stopped through its process's own handlers (or `ll-loop stop` finds nothing to signal)."""
@@ -330,7 +332,9 @@ def _install_stop_handlers(stop: StopSignal) -> dict[int, Any]:
         stop.request(f"stopped by {signal.Signals(signum).name}")
 
     previous: dict[int, Any] = {}
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        if sig == signal.SIGHUP and signal.getsignal(sig) != signal.SIG_DFL:
+            continue  # ignored (nohup) or the caller's own (a daemon's reload): theirs
         previous[sig] = signal.signal(sig, handle)
     return previous
 

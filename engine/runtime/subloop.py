@@ -34,6 +34,7 @@ from engine.load.locate import near_loop_name
 from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import InterpolationError, LoopError
+from engine.model.expressions import lone_expression
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.params import ParameterError, coerce
 from engine.model.ports import RunResult, Verdict
@@ -312,11 +313,13 @@ def run_subloop(
     except LoopError as exc:
         reason = exc.message if not exc.hint else f"{exc.message} ({exc.hint})"
         return failed_start(reason, loop_ref=loop_ref)
+    # The state's own `timeout` bounds its child's whole run, as it bounds an action.
+    limit = clamp_timeout(child.timeout, state.timeout)
     unfinished = unfinished_child(run_dir / "children", state.name, index - 1, child)
     if unfinished is not None:  # the run died (or was stopped) inside this child: continue it
         child_dir, saved = unfinished
         spent = int(saved.get("elapsed_ms") or 0) / 1000
-        own = None if child.timeout is None else max(0.0, child.timeout - spent)
+        own = None if limit is None else max(0.0, limit - spent)
         request = ChildRequest(
             loop=child,
             context=saved.get("context", context),
@@ -331,7 +334,7 @@ def run_subloop(
         request = ChildRequest(
             loop=child,
             context=context,
-            timeout=clamp_timeout(child.timeout, remaining),
+            timeout=clamp_timeout(limit, remaining),
             depth=depth,
             run_dir=run_dir / "children" / f"{state.name}-{index}",
             state=state.name,
@@ -545,10 +548,8 @@ def _next_index(children: Path, state: str) -> int:
 def _interpolate(value: Any, ns: Namespaces) -> Any:
     """A `with:` value: a lone `${expr}` keeps its type; other strings render as text."""
     if isinstance(value, str):
-        stripped = value.strip()
-        if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
-            return ns.value(stripped[2:-1])
-        return ns.render_text(value)
+        expression = lone_expression(value)
+        return ns.render_text(value) if expression is None else ns.value(expression)
     if isinstance(value, Mapping):
         return {k: _interpolate(v, ns) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -886,7 +886,8 @@ def _compile(source: str) -> tuple[Callable[..., Any] | None, str | None]:
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     """The immutable sandbox with strict, chainable undefined values and our filters."""
-    from jinja2 import ChainableUndefined, StrictUndefined
+    from jinja2 import ChainableUndefined, StrictUndefined, Undefined
+    from jinja2.exceptions import SecurityError
 
     from engine.shell.sandbox import BoundedImmutableSandbox
 
@@ -904,7 +905,7 @@ def _environment() -> Any:
                 if attribute in obj:
                     return obj[attribute]
                 return self.undefined(_unknown_key(obj, attribute), obj=obj, name=attribute)
-            return super().getattr(obj, attribute)
+            return self._in_json(obj, attribute, super().getattr(obj, attribute))
 
         def getitem(self, obj: Any, argument: Any) -> Any:
             if isinstance(obj, Mapping):
@@ -912,7 +913,18 @@ def _environment() -> Any:
                     return obj[argument]
                 except (KeyError, TypeError):
                     return self.undefined(_unknown_key(obj, argument), obj=obj, name=argument)
-            return super().getitem(obj, argument)
+            return self._in_json(obj, argument, super().getitem(obj, argument))
+
+        def _in_json(self, obj: Any, name: Any, found: Any) -> Any:
+            """A key missing from a JSON value is named in JSON's words: Jinja's own message
+            for `${context.n.x}` with n null was "'None' has no attribute 'x'"."""
+            if (
+                isinstance(found, Undefined)
+                and _is_plain(obj)
+                and found._undefined_exception is not SecurityError  # the sandbox's refusal
+            ):
+                return self.undefined(_no_key(obj, name), obj=obj, name=name)
+            return found
 
     env = _Environment(undefined=_Undefined)
     env.filters["tojson"] = _tojson
@@ -921,6 +933,20 @@ def _environment() -> Any:
     env.filters["integer"] = lambda value: _integer("| integer", value)
     env.limit_filters()
     return env
+
+
+def _is_plain(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | list | tuple)
+
+
+def _no_key(obj: Any, key: Any) -> str:
+    """Why `key` is missing from a JSON value that is not an object."""
+    shown = _tojson(obj)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    kind = "a list" if isinstance(obj, list | tuple) else "not an object"
+    if isinstance(obj, list | tuple) and isinstance(key, int):
+        return f"{key} is past the end of {shown} ({len(obj)} items)"
+    return f"{str(key)!r} is not set: {shown} is {kind}"
 
 
 def _unknown_key(obj: Mapping[Any, Any], key: Any) -> str:

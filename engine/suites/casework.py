@@ -14,7 +14,7 @@ import threading
 import time
 import traceback
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,11 +31,12 @@ from engine.judges.result import JudgeError
 from engine.load.dataset import read_case
 from engine.model import jsontext
 from engine.model.errors import InterpolationError, LoopError
+from engine.model.expressions import lone_expression
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
 from engine.runtime.actions import ActionRunner
 from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
-from engine.shell.interpolate import render_shell, render_text
+from engine.shell.interpolate import evaluate, render_shell, render_text
 from engine.suites import workspace as workspaces
 from engine.suites.pairwise import judge_pair
 from engine.suites.spec import (
@@ -313,6 +314,7 @@ def _run_arm(
             commands=_Commands(ws.path, ws.scratch, case_env, inputs, case.annotations),
             messages=prepared.messages,
             render=_renderer(ns),
+            typed=_typed(ns),
             model=suite.judge_model,
             annotations=case.annotations,
             inputs=case.inputs,
@@ -506,6 +508,16 @@ class _Commands:
             return runner.run_shell(command, state=f"judge-{label}", timeout=timeout or 300.0)
         finally:
             runner.close()
+
+
+def _typed(ns: Mapping[str, Any]) -> Callable[[str], Any]:
+    """A judge's template as a value: a lone `${...}` keeps its type, as in a loop."""
+
+    def typed(template: str) -> Any:
+        expression = lone_expression(template)
+        return render_text(template, ns) if expression is None else evaluate(expression, ns)
+
+    return typed
 
 
 def _renderer(ns: Mapping[str, Any]) -> Any:
