@@ -56,6 +56,17 @@ def test_a_timeout_is_reported_with_a_retry_hint(tmp_path: Path) -> None:
     assert "Exit      [timed out after 0.5s]" in done.stdout
     assert "Result    ERROR  0/1 passed, 1 errored" in done.stdout
     assert "Timeouts  attempt 1: rerun with --retry-of ID to replace one" in done.stdout
+    retried = harness(
+        tmp_path, "cmd", "sleep 30", "--exit-code", "0", "--timeout", "0.5", "--retry-of", "1"
+    )
+    assert retried.returncode == 2
+    # one sample, said in the singular (it read "the result counts the 1 samples of ...")
+    assert "Retry     supersedes attempt 1; the result counts the 1 sample of invocation" in (
+        retried.stdout
+    )
+    two = harness(tmp_path, "cmd", "sleep 31", "--exit-code", "0", "--timeout", "0.2",
+                  "--samples", "2")  # fmt: skip
+    assert "Timeouts  attempts 3, 4: rerun with --retry-of ID to replace one" in two.stdout
 
 
 def test_json_report_fields(tmp_path: Path) -> None:

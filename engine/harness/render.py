@@ -75,15 +75,17 @@ def report_text(report: Report) -> str:
     if report.retry_of is not None:
         line = f"Retry     supersedes attempt {report.retry_of}"
         if report.measured_invocation is not None:
+            counted = len(report.measurement)
             line += (
-                f"; the result counts the {len(report.measurement)} samples of invocation "
-                f"{report.measured_invocation} with this one in its place"
+                f"; the result counts the {counted} sample{'s' if counted != 1 else ''} of "
+                f"invocation {report.measured_invocation} with this one in its place"
             )
         lines.append(line)
     timed_out = [a.id for a in report.attempts if a.timed_out and a.id]
     if timed_out:
         ids = ", ".join(str(i) for i in timed_out)
-        lines.append(f"Timeouts  attempt {ids}: rerun with --retry-of ID to replace one")
+        many = "s" if len(timed_out) > 1 else ""
+        lines.append(f"Timeouts  attempt{many} {ids}: rerun with --retry-of ID to replace one")
     return "\n".join(lines)
 
 
