@@ -18,6 +18,7 @@ import engine
 from engine.api import LlmPreflightError, RunRefused
 from engine.model.errors import LoadError, LockConflict, UsageError
 from engine.model.ports import Event
+from engine.runtime.history import open_history
 from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.run_helpers import write_loop
 
@@ -164,6 +165,21 @@ def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
     assert not (tmp_path / ".loops" / "runs").exists() or not any(
         (tmp_path / ".loops" / "runs").iterdir()
     )
+
+
+def test_an_unknown_executor_is_a_refusal_and_records_no_run(tmp_path: Path) -> None:
+    """`executor="thread"` raised a bare ValueError (no hint, not one of the errors the API
+    documents) after the run's row was written, leaving an unfinished run in history.db."""
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ncases: [{id: a, input: {}}]\nsubject: {command: 'true'}\n"
+        "judges: [{name: ok, builtin: exit_code}]\n"
+    )
+    with pytest.raises(engine.SuiteRefusal) as refused:
+        engine.suite("s.suite.yaml", executor="thread", cwd=tmp_path)
+    assert refused.value.message == "unknown executor 'thread' (did you mean 'threads'?)"
+    assert refused.value.hint == "use one of threads, processes, ray"
+    with open_history(tmp_path) as history:
+        assert history.suite_runs("s") == []
 
 
 def test_actions_get_the_env_given_and_the_process_keeps_its_own(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from engine.judges.deadline import SignalInterrupt
 from engine.load.bounded import MAX_YAML_BYTES, FileRefused, read_capped
 from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root, workspace_path_problem
+from engine.load.spelling import did_you_mean_hint
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
 from engine.model.judges import Judge
@@ -53,7 +54,7 @@ from engine.suites.aggregate import (
     summarise,
 )
 from engine.suites.casework import broken_case, forget_run, interrupt_run
-from engine.suites.executor import Executor, local_executor
+from engine.suites.executor import EXECUTORS, Executor, local_executor
 from engine.suites.progress import SuiteProgress
 from engine.suites.result import BaselineDelta, SuiteResult, describe_subject
 from engine.suites.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
@@ -363,6 +364,13 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         )
     if options.jobs is not None and options.jobs < 1:
         raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
+    if options.executor not in (*EXECUTORS, "ray"):
+        # before the run is recorded: a bare ValueError from the executor left a run row behind
+        named = (*EXECUTORS, "ray")
+        raise SuiteRefusal(
+            f"unknown executor {options.executor!r}{did_you_mean_hint(options.executor, named)}",
+            hint=f"use one of {', '.join(named)}",
+        )
     if options.address is not None and options.executor != "ray":
         raise SuiteRefusal(
             "--address names a Ray cluster, which only --executor ray uses",
