@@ -7,8 +7,10 @@ work instead of failing halfway through a run.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 from engine.llm import settings
@@ -28,6 +30,29 @@ def has_credentials(environ: settings.Environ = None) -> bool:
     return any(found.get(name, "").strip() for name in CREDENTIAL_VARS)
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _bash_knows(word: str) -> bool:
+    """Is `word` a bash builtin or keyword (`exit 1`, `cd dir && agent`, `{ agent; }`), which
+    the `cmd:` runner's `bash -c` runs though no file of that name is on PATH? Asked only of a
+    word that is no file on PATH."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return False
+    try:
+        done = subprocess.run(
+            [bash, "-c", 'type -t -- "$1"', "bash", word],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env={"PATH": ""},  # files are shutil.which's answer; here only bash's own words
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.stdout.strip() in ("builtin", "keyword")
+
+
 def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
     """Why a runner value cannot be used here, or None; a command is looked for on the `PATH`
     it will run with (the run's own environment's, else the process's)."""
@@ -40,14 +65,19 @@ def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
         words = shlex.split(argument)
     except ValueError as exc:
         return f"runner {spec!r} is not a valid command line ({exc})"
+    # bash runs the command line: leading assignments (`FOO=1 claude -p`) are not the program
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]
     if not words:
         return f"runner {spec!r} names no command: write 'cmd:<command>', e.g. 'cmd:claude -p'"
     executable = words[0]
+    if any(c in executable for c in "$`(<>|;&"):
+        return None  # an expansion or a subshell: what it runs is bash's to say, at run time
     if "/" in executable:
         found = Path(executable).is_file() and os.access(executable, os.X_OK)
     else:
         path = None if environ is None else environ.get("PATH", os.defpath)
-        found = shutil.which(executable, path=path) is not None
+        found = shutil.which(executable, path=path) is not None or _bash_knows(executable)
     if not found:
         return (
             f"runner {spec!r}: {executable!r} is not an executable on PATH; install it, "
@@ -77,10 +107,12 @@ def judge_problems() -> list[str]:
 
 def prompt_problems(runner: str) -> list[str]:
     """Why a prompt outside a loop (`ll-harness prompt`, `ll-harness dsl`) could not run through
-    the `anthropic` runner; `[]` if it can, or for a `cmd:` runner (a failing command is what
-    such a sample measures)."""
+    its runner; `[]` if it can. A `cmd:` runner is only looked for on PATH, as `ll-loop run`
+    does (a command that is not there was recorded as a FAIL, bash's exit 127); a command that
+    runs and fails is what such a sample measures."""
     if split_runner(runner)[0] != "anthropic":
-        return []
+        problem = runner_problem(runner)
+        return [problem] if problem else []
     problems = settings.env_problems()
     if not has_credentials():
         problems.append(
