@@ -314,6 +314,7 @@ def _admit(
     if options.resume is not None:
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
+    _check_llm(suite, options)
     cases = _selected(list(read) if read is not None else list_cases(suite), options.cases)
     if options.compare_baseline:
         cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
@@ -388,6 +389,63 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         )
     if (options.measure_baseline or options.compare_baseline) and not options.record:
         raise SuiteRefusal("baselines live in history.db, which this run does not write")
+
+
+def _check_llm(suite: Suite, options: SuiteOptions) -> None:
+    """Refuse before anything runs when the suite's model calls could not be made (no
+    credentials, an `LL_LLM_*` value that is no number, a bad price file) or its agent CLI or
+    `cmd:` prompt runner is not installed, as `ll-loop run` and the other runners of
+    `ll-harness` do. Without it every subject ran (agents included) and then every LLM judgement
+    errored: `unexpected TypeError: "Could not resolve authentication method..."`."""
+    from engine.llm import settings
+    from engine.llm.preflight import has_credentials, runner_problem
+    from engine.llm.prices import load_prices
+
+    where = suite.source or suite.name
+    problems: list[tuple[int, str]] = []
+    sdk: list[tuple[int, str]] = []  # (line, what) of everything that calls the Messages API
+    for subject in (suite.subject, suite.baseline_subject):
+        if subject is None:
+            continue
+        runner = None
+        if subject.kind == "agent" and subject.agent:
+            runner = f"cmd:{subject.agent}"
+        elif subject.kind == "prompt":
+            runner = settings.prompt_runner(None, None, subject.runner)
+            if runner == "anthropic":
+                sdk.append((subject.line, "its prompt subject"))
+                runner = None
+        # a Ray worker has its own PATH: only the cluster can say whether the agent is there
+        problem = runner_problem(runner) if runner and options.executor != "ray" else None
+        if problem and subject.kind == "agent":
+            problem = problem.replace(f"runner {runner!r}", f"agent {subject.agent!r}", 1)
+        if problem:
+            problems.append((subject.line, problem))
+    sdk += [(j.line, f"judge {j.name!r}") for j in suite.judges if j.uses_llm]
+    if suite.pairwise is not None:
+        sdk.append((suite.pairwise.line, f"pairwise judge {suite.pairwise.name!r}"))
+    if sdk:
+        line, what = sdk[0]
+        problems += [(line, p) for p in settings.env_problems()]
+        if not has_credentials():
+            problems.append(
+                (
+                    line,
+                    f"{what} calls the Anthropic API but no credentials are set: set "
+                    "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
+                )
+            )
+        try:
+            load_prices()
+        except LoopError as exc:
+            problems.append((line, exc.message))
+    if problems:
+        line, problem = problems[0]
+        more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
+        raise SuiteRefusal(
+            f"{where}:{line}: {problem}{more}" if line else f"{where}: {problem}{more}",
+            hint="nothing has run: fix that (the environment, or the suite file) and run again",
+        )
 
 
 def _selected(cases: list[Case], pattern: str | None) -> list[Case]:
