@@ -270,6 +270,16 @@ def test_a_reused_baseline_names_the_invocation_that_measured_it(tmp_path: Path)
     assert line.split("invocation ")[1] == hint.split("--baseline-of ")[1]
 
 
+def test_history_of_a_mistyped_target_names_the_recorded_one(tmp_path: Path) -> None:
+    """`history "make tst"` said only "no attempts recorded", as if nothing had been measured."""
+    assert harness(tmp_path, "cmd", "echo make test", "--exit-code", "0").returncode == 0
+    done = harness(tmp_path, "history", "echo make tst")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[1] == "  no attempts recorded (did you mean 'echo make test'?)"
+    done = harness(tmp_path, "history", "echo make test", "--since", "2999-01-01")
+    assert done.stdout.splitlines()[1] == "  no attempts recorded"  # known, just not since then
+
+
 def test_history_refuses_bad_input(tmp_path: Path) -> None:
     missing = harness(tmp_path, "history", "true")
     assert missing.returncode == 2 and "no history database" in missing.stderr

@@ -182,11 +182,12 @@ def report_json(report: Report) -> dict[str, Any]:
     return data
 
 
-def history_text(summary: HistorySummary, last: int = 10) -> str:
+def history_text(summary: HistorySummary, last: int = 10, guess: str = "") -> str:
+    """The text of `ll-harness history`; `guess`: ` (did you mean 'x'?)` for an unknown target."""
     since = f" since {summary.since}" if summary.since else ""
     lines = [f"History of {summary.target!r}{since}"]
     if not summary.attempts:
-        lines.append("  no attempts recorded")
+        lines.append(f"  no attempts recorded{guess}")
         return "\n".join(lines)
     t = summary.tally
     lines += [
