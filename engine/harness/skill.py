@@ -51,10 +51,20 @@ def find_skill(name: str, cwd: Path) -> Path:
     for place in places:
         if (cwd / place).is_file():
             return cwd / place
+    from engine.load.spelling import did_you_mean_hint
+
     raise Refusal(
-        f"no skill {name!r}: looked for {', '.join(places)}",
+        f"no skill {name!r}{did_you_mean_hint(name, _skills(cwd))}: looked for {', '.join(places)}",
         hint="run from the project that defines the skill, or pass the path of its .md file",
     )
+
+
+def _skills(cwd: Path) -> list[str]:
+    """The names of the skills defined in the project (in any of SKILL_PLACES)."""
+    found = [p.parent.name for p in (cwd / ".claude" / "skills").glob("*/SKILL.md")]
+    found += [p.stem for p in (cwd / ".claude" / "commands").glob("*.md")]
+    found += [p.parent.name for p in (cwd / "skills").glob("*/SKILL.md")]
+    return sorted(set(found))
 
 
 def _executable(program: str, cwd: Path) -> bool:
