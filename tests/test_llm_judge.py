@@ -97,6 +97,21 @@ def test_low_confidence_is_cannot_judge(loopback: LoopbackServer, tmp_path: Path
     assert "below min_confidence 0.5" in verdict.details["samples"][0]["confidence_check"]
 
 
+def test_a_criterion_with_an_unfilled_placeholder_cannot_be_judged_and_asks_nothing(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A scaffolded judge whose conditions are still `<FILL: ...>` passed on a model's YES."""
+    loopback.push(verdict_reply("yes", evidence="All 12 tests passed."))
+    spec = Evaluate(type="llm_structured", prompt="(1) <FILL: the conditions>\nQuote it.")
+    verdict = judge(spec, TEXT, tmp_path)
+    assert verdict.name == "cannot_judge"
+    assert verdict.details["reason"].startswith(
+        "the criterion still holds an unfilled placeholder, <FILL: the conditions>: write"
+    )
+    assert verdict.details["cost_usd"] == 0.0 and verdict.details["samples"] == []
+    assert loopback.requests == []
+
+
 def test_min_confidence_is_configurable(loopback: LoopbackServer, tmp_path: Path) -> None:
     loopback.push(verdict_reply("yes", confidence=0.7, evidence="All 12 tests passed."))
     spec = Evaluate(type="llm_structured", prompt="Did all tests pass?", min_confidence=0.8)

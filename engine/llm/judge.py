@@ -16,6 +16,7 @@ checked against what the judge was shown, and the details record it.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -381,6 +382,11 @@ def judge_structured(
     longer than `max_chars` (default: `LL_JUDGE_MAX_CHARS`, else 100,000) is shortened."""
     judged = prepare_judged_text(text, max_chars)
     request = base_request(settings, SYSTEM, judge_prompt(criterion, judged), VERDICT_TOOL)
+    unfilled = UNFILLED.search(criterion or "")
+    if unfilled is not None:
+        # A scaffold's criterion still missing what the issue lacked: nothing can be judged
+        # against it, whatever a model would say (a yes-sayer passed the harness); no call.
+        return _not_judged(settings, request, judged, unfilled.group(0))
     records = run_concurrently(
         max(1, samples),
         lambda i: _one_sample(gateway, request, judged, min_confidence, i, settings.tag),
@@ -410,6 +416,34 @@ def judge_structured(
     if winner == "error":
         details["error"] = missed or first.get("error", "judge failed")
     return Verdict(winner, details)
+
+
+# A `<FILL: ...>` placeholder `ll-loop scaffold-*` leaves where an issue lacked something (LL060).
+UNFILLED = re.compile(r"<FILL:[^<>\n]*>")
+
+
+def _not_judged(
+    settings: JudgeSettings, request: Mapping[str, Any], judged: JudgedText, marker: str
+) -> Verdict:
+    """`cannot_judge`, without a model call, for a criterion that holds `marker`."""
+    shown = marker if len(marker) <= 120 else marker[:117] + "...>"
+    details: dict[str, Any] = {
+        "verdict": "cannot_judge",
+        "confidence": None,
+        "reason": f"the criterion still holds an unfilled placeholder, {shown}: write what it "
+        "asks for (ll-loop validate lists each one, LL060) before anything can be judged",
+        "evidence": "",
+        "evidence_check": None,
+        "votes": {},
+        "samples": [],
+        "model": settings.model,
+        "cost_usd": 0.0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "input_hash": input_hash(request),
+        **judged.details(),
+    }
+    return Verdict("cannot_judge", details)
 
 
 def replay_missed(records: Sequence[Mapping[str, Any]], what: str = "samples") -> str | None:
