@@ -84,8 +84,8 @@ def report_text(report: Report) -> str:
     timed_out = [a.id for a in report.attempts if a.timed_out and a.id]
     if timed_out:
         ids = ", ".join(str(i) for i in timed_out)
-        many = "s" if len(timed_out) > 1 else ""
-        lines.append(f"Timeouts  attempt{many} {ids}: rerun with --retry-of ID to replace one")
+        plural = "s" if len(timed_out) > 1 else ""
+        lines.append(f"Timeouts  attempt{plural} {ids}: rerun with --retry-of ID to replace one")
     return "\n".join(lines)
 
 
