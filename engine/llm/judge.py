@@ -382,11 +382,6 @@ def judge_structured(
     longer than `max_chars` (default: `LL_JUDGE_MAX_CHARS`, else 100,000) is shortened."""
     judged = prepare_judged_text(text, max_chars)
     request = base_request(settings, SYSTEM, judge_prompt(criterion, judged), VERDICT_TOOL)
-    unfilled = UNFILLED.search(criterion or "")
-    if unfilled is not None:
-        # A scaffold's criterion still missing what the issue lacked: nothing can be judged
-        # against it, whatever a model would say (a yes-sayer passed the harness); no call.
-        return _not_judged(settings, request, judged, unfilled.group(0))
     records = run_concurrently(
         max(1, samples),
         lambda i: _one_sample(gateway, request, judged, min_confidence, i, settings.tag),
@@ -422,11 +417,16 @@ def judge_structured(
 UNFILLED = re.compile(r"<FILL:[^<>\n]*>")
 
 
-def _not_judged(
-    settings: JudgeSettings, request: Mapping[str, Any], judged: JudgedText, marker: str
-) -> Verdict:
-    """`cannot_judge`, without a model call, for a criterion that holds `marker`."""
-    shown = marker if len(marker) <= 120 else marker[:117] + "...>"
+def unfilled_verdict(prompt: str | None) -> Verdict | None:
+    """`cannot_judge`, without a model call, for a judge whose prompt as written still holds a
+    scaffold's `<FILL: ...>` placeholder (None otherwise): nothing can be judged against a
+    missing criterion, whatever a model would answer (one that said yes passed the harness).
+    The prompt as written, not as rendered: a captured text that quotes a marker is data."""
+    found = UNFILLED.search(prompt or "")
+    if found is None:
+        return None
+    marker = found.group(0)
+    shown = marker if len(marker) <= 120 else marker[:116] + "...>"
     details: dict[str, Any] = {
         "verdict": "cannot_judge",
         "confidence": None,
@@ -436,12 +436,9 @@ def _not_judged(
         "evidence_check": None,
         "votes": {},
         "samples": [],
-        "model": settings.model,
         "cost_usd": 0.0,
         "input_tokens": 0,
         "output_tokens": 0,
-        "input_hash": input_hash(request),
-        **judged.details(),
     }
     return Verdict("cannot_judge", details)
 
