@@ -721,6 +721,16 @@ def test_import_engine_stays_cheap() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_public_api_is_listed_before_its_first_use() -> None:
+    """`dir(engine)` (what a REPL completes `engine.` from) listed `importlib`, `Any` and
+    `annotations` but not `validate`, `events` or `SuiteRefusal`: lazy names appeared only
+    once used."""
+    code = "import engine; print(' '.join(dir(engine)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    listed = set(out.stdout.split())
+    assert set(engine.__all__) <= listed
+
+
 def test_validate_names_a_missing_loop(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no loop named 'nope'"):
         engine.validate("nope", cwd=tmp_path)
