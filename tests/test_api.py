@@ -721,6 +721,24 @@ def test_import_engine_stays_cheap() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_hints_name_a_path_with_a_space_as_a_shell_word(tmp_path: Path) -> None:
+    """A hint's command to paste (`ll-loop validate my loops/bad.yaml`) named two files."""
+    bad = tmp_path / "my loops" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(COUNT.replace("next: check", "next: nowhere"))
+    with pytest.raises(RunRefused) as refused:
+        engine.run("my loops/bad.yaml", cwd=tmp_path)
+    assert refused.value.hint == "fix it, or see `ll-loop validate 'my loops/bad.yaml'`"
+    (tmp_path / "my s.suite.yaml").write_text(
+        "name: s\ncases: [{id: a, input: {}}]\nsubject: {command: 'true'}\n"
+        "judges: [{name: ok, builtin: exit_cod}, {name: ok2, builtin: exit_cod}]\n"
+    )
+    with pytest.raises(engine.SuiteRefusal) as suite_refused:
+        engine.suite("my s.suite.yaml", cwd=tmp_path)
+    hint = suite_refused.value.hint
+    assert "; `ll-loop validate '/" in hint and hint.endswith("my s.suite.yaml'` lists all 2")
+
+
 def test_the_public_api_is_listed_before_its_first_use() -> None:
     """`dir(engine)` (what a REPL completes `engine.` from) listed `importlib`, `Any` and
     `annotations` but not `validate`, `events` or `SuiteRefusal`: lazy names appeared only

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import queue
+import shlex
 import signal
 import sys
 import threading
@@ -205,8 +206,8 @@ def _run(
             left = f" ({counted(abandoned, 'stuck case')} left unrecorded)" if abandoned else ""
             raise SuiteInterrupted(
                 f"{how} after {display.done} of {counted(len(plan.cases), 'case')}{left}",
-                hint=f"`ll-harness suite {loaded.source or '...'} --resume {settings.run_id}` "
-                "runs the rest",
+                hint=f"`ll-harness suite {_shell_word(loaded.source)} --resume "
+                f"{settings.run_id}` runs the rest",
             ) from None
         except BaseException:
             flow.stop(settings.run_id)
@@ -391,6 +392,11 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         raise SuiteRefusal("baselines live in history.db, which this run does not write")
 
 
+def _shell_word(path: str) -> str:
+    """A suite file's path as a command to paste needs it: quoted when it has a space."""
+    return shlex.quote(path) if path else "..."
+
+
 def _check_llm(suite: Suite, options: SuiteOptions) -> None:
     """Refuse before anything runs when the suite's model calls could not be made (no
     credentials, an `LL_LLM_*` value that is no number, a bad price file) or its agent CLI or
@@ -538,7 +544,7 @@ def _baseline_run(
             raise SuiteRefusal(
                 f"--baseline-of {found.run_id}: that run has not finished (it is running, or "
                 "was interrupted): its cases are only part of a baseline",
-                hint=f"finish it with `ll-harness suite {suite.source or '...'} --resume "
+                hint=f"finish it with `ll-harness suite {_shell_word(suite.source)} --resume "
                 f"{found.run_id}`, or name a finished run",
             )
     else:
