@@ -158,6 +158,36 @@ def test_an_agent_cli_that_is_not_installed_is_refused_before_any_sample(
             assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
 
 
+def test_a_loop_whose_llm_states_cannot_run_is_refused_before_any_sample(tmp_path: Path) -> None:
+    """Every sample's `ll-loop run` refused it, each recorded as an infra error (three for a
+    loop with LLM states), and the message offered `--replay`, which ll-harness has not."""
+    write(
+        tmp_path / "judged.yaml",
+        """
+        name: judged
+        initial: a
+        scope: [out]
+        states:
+          a:
+            action: echo hi
+            evaluate: {type: llm_structured, prompt: "Said hi? Quote it verbatim."}
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    done = ll_harness(tmp_path, "loop", "judged.yaml", "--exit-code", "0")
+    assert done.returncode == 2, done
+    assert done.stderr.startswith(
+        "error: state 'a' calls the Anthropic API but no credentials are set: set "
+        "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)\n"
+    ), done.stderr
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
 def test_an_alias_bomb_in_a_task_file_is_refused_by_the_yaml_reader(tmp_path: Path) -> None:
     rows = ["expected:", '  a: &a ["x","x","x","x","x","x","x","x","x"]']
     for prev, name in zip("abcdefg", "bcdefgh", strict=True):

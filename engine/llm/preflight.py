@@ -159,9 +159,11 @@ def preflight(
     replay: bool = False,
     replay_from: Path | None = None,
     environ: settings.Environ = None,
+    can_replay: bool = True,
 ) -> list[str]:
     """Every reason this loop's LLM states could not run (in `environ`, the run's own
-    environment, else the process's); `[]` when they can."""
+    environment, else the process's); `[]` when they can. `can_replay`: the command has
+    `--replay` to suggest (`ll-harness loop` has not)."""
     if not loop.uses_llm():
         return []
     problems: list[str] = []
@@ -182,8 +184,8 @@ def preflight(
         subject = f"state {listed} calls" if len(needs_sdk) == 1 else f"states {listed} call"
         problems.append(
             f"{subject} the Anthropic API but no "
-            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
-            "or replay an earlier run with --replay RUN"
+            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+            + (", or replay an earlier run with --replay RUN" if can_replay else "")
         )
     if needs_sdk:
         try:
