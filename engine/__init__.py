@@ -82,3 +82,9 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'engine' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API with the rest, so `engine.<Tab>` lists `validate`, `run`, … before their
+    first use (they are imported lazily, by `__getattr__`)."""
+    return sorted(set(globals()) | set(__all__))

@@ -19,6 +19,7 @@ the function that needs them.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -195,14 +196,15 @@ def load_child(path: Path) -> Loop:
             loop, positions = load_loop_with_positions(path)
         except LoadError as exc:
             raise SubloopError(
-                f"child loop is invalid: {exc.message}", hint=f"see `ll-loop validate {path}`"
+                f"child loop is invalid: {exc.message}",
+                hint=f"see `ll-loop validate {shlex.quote(str(path))}`",
             ) from None
         errors = [d for d in lint_loop(loop, positions) if d.severity == "error"]
         if errors:
             first = errors[0]
             raise SubloopError(
                 f"child loop is invalid: {first.location()}: {first.code} {first.message}",
-                hint=f"see `ll-loop validate {path}`",
+                hint=f"see `ll-loop validate {shlex.quote(str(path))}`",
             )
         _children.pop(key, None)
         _children[key] = (*version, loop)
@@ -315,7 +317,7 @@ def _checked(
         where_text = loop.source or loop.name
         raise RunRefused(
             f"{counted(len(errors), 'lint error')} in {where_text}; the run did not start",
-            hint=f"fix it, or see `ll-loop validate {ref}`",
+            hint=f"fix it, or see `ll-loop validate {shlex.quote(str(ref))}`",
             diagnostics=errors,
         )
     return loop
@@ -579,7 +581,8 @@ def _check_resumable(snapshot: RunSnapshot) -> None:
             f"run {snapshot.run_id} already finished ({result.get('outcome')}, "
             f"{result.get('terminated_by')} in state {snapshot.current!r}); there is nothing "
             "to resume",
-            hint=f"start a new run with `ll-loop run {snapshot.loop_file or snapshot.loop}`",
+            hint=f"start a new run with `ll-loop run "
+            f"{shlex.quote(snapshot.loop_file or snapshot.loop)}`",
         )
     if snapshot.status == "running":
         raise UsageError(
@@ -917,7 +920,8 @@ def _refuse_lint_errors(
         return suite, cases
     first = errors[0]
     more = len(errors) - 1
-    listed = f"; `ll-loop validate {suite.source}` lists all {len(errors)}" if more else ""
+    shown = shlex.quote(suite.source)
+    listed = f"; `ll-loop validate {shown}` lists all {len(errors)}" if more else ""
     raise SuiteRefusal(
         f"{first.location()}: {first.code} {first.message}; the suite did not run",
         hint=(first.hint or "fix it") + listed,

@@ -18,6 +18,7 @@ import engine
 from engine.api import LlmPreflightError, RunRefused
 from engine.model.errors import LoadError, LockConflict, UsageError
 from engine.model.ports import Event
+from engine.runtime.history import open_history
 from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.run_helpers import write_loop
 
@@ -164,6 +165,21 @@ def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
     assert not (tmp_path / ".loops" / "runs").exists() or not any(
         (tmp_path / ".loops" / "runs").iterdir()
     )
+
+
+def test_an_unknown_executor_is_a_refusal_and_records_no_run(tmp_path: Path) -> None:
+    """`executor="thread"` raised a bare ValueError (no hint, not one of the errors the API
+    documents) after the run's row was written, leaving an unfinished run in history.db."""
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ncases: [{id: a, input: {}}]\nsubject: {command: 'true'}\n"
+        "judges: [{name: ok, builtin: exit_code}]\n"
+    )
+    with pytest.raises(engine.SuiteRefusal) as refused:
+        engine.suite("s.suite.yaml", executor="thread", cwd=tmp_path)
+    assert refused.value.message == "unknown executor 'thread' (did you mean 'threads'?)"
+    assert refused.value.hint == "use one of threads, processes, ray"
+    with open_history(tmp_path) as history:
+        assert history.suite_runs("s") == []
 
 
 def test_actions_get_the_env_given_and_the_process_keeps_its_own(tmp_path: Path) -> None:
@@ -705,6 +721,34 @@ def test_import_engine_stays_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_hints_name_a_path_with_a_space_as_a_shell_word(tmp_path: Path) -> None:
+    """A hint's command to paste (`ll-loop validate my loops/bad.yaml`) named two files."""
+    bad = tmp_path / "my loops" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text(COUNT.replace("next: check", "next: nowhere"))
+    with pytest.raises(RunRefused) as refused:
+        engine.run("my loops/bad.yaml", cwd=tmp_path)
+    assert refused.value.hint == "fix it, or see `ll-loop validate 'my loops/bad.yaml'`"
+    (tmp_path / "my s.suite.yaml").write_text(
+        "name: s\ncases: [{id: a, input: {}}]\nsubject: {command: 'true'}\n"
+        "judges: [{name: ok, builtin: exit_cod}, {name: ok2, builtin: exit_cod}]\n"
+    )
+    with pytest.raises(engine.SuiteRefusal) as suite_refused:
+        engine.suite("my s.suite.yaml", cwd=tmp_path)
+    hint = suite_refused.value.hint
+    assert "; `ll-loop validate '/" in hint and hint.endswith("my s.suite.yaml'` lists all 2")
+
+
+def test_the_public_api_is_listed_before_its_first_use() -> None:
+    """`dir(engine)` (what a REPL completes `engine.` from) listed `importlib`, `Any` and
+    `annotations` but not `validate`, `events` or `SuiteRefusal`: lazy names appeared only
+    once used."""
+    code = "import engine; print(' '.join(dir(engine)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    listed = set(out.stdout.split())
+    assert set(engine.__all__) <= listed
 
 
 def test_validate_names_a_missing_loop(tmp_path: Path) -> None:

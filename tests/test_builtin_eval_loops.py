@@ -546,6 +546,38 @@ def test_eval_driven_development_files_a_repeated_failure_once(
     assert [p.name for p in new] == ["P2-BUG-557-eval-harness-feat-919.md"]
 
 
+def test_eval_driven_development_gives_up_after_three_measured_refinements(
+    subloops: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    """The retry limit sat on run_harness, so it struck only after a fourth refinement: an agent
+    changed the code once more and the run ended gave_up without measuring that change."""
+    made = ll_loop("scaffold-eval", "--issues", "FEAT-919", cwd=subloops)
+    assert made.returncode == 0, made.stderr
+    said = "TRANSCRIPT: the P1 filter showed P2 issues too."
+    wrong = Judge("no", evidence="the P1 filter showed P2 issues too.")
+    llm = ScriptedLlm(loopback).say(
+        "implemented", said, said, "fix 1", said, said, "fix 2", said, said, "fix 3", said, said,
+    ).judge(*[wrong] * 8)  # fmt: skip
+    run = run_loop(
+        "eval-driven-development",
+        cwd=subloops,
+        args=["--context", "harness_name=eval-harness-feat-919"],
+    )
+    assert run.path == (
+        "gate", "implement",
+        "run_harness", "file_failure", "refine",
+        "run_harness", "file_failure", "refine",
+        "run_harness", "file_failure", "refine",
+        "run_harness", "file_failure", "gave_up",
+    )  # fmt: skip
+    assert run.exit_code == 1
+    assert len(llm.prompted) == 12  # implement, 3 refinements, 4 x 2 harness executes: no more
+    # the last failure is recorded on the bug all the same
+    (filed,) = (subloops / ".issues" / "bugs").glob("P2-BUG-*-eval-harness-feat-919.md")
+    assert filed.read_text().count("## Seen again: run ") == 3
+
+
 @pytest.mark.parametrize(
     ("scores", "after_gate", "code"),
     [

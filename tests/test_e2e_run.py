@@ -872,6 +872,11 @@ def test_install_copies_a_builtin_and_refuses_to_overwrite(tmp_path: Path) -> No
     again = ll_loop(tmp_path, "install", "fix-until-green-demo")
     assert again.code == 2 and "--force" in again.stderr
     assert ll_loop(tmp_path, "install", "fix-until-green-demo", "--force").code == 0
+    typo = ll_loop(tmp_path, "install", "fix-until-clen")  # a typo says which one was meant
+    assert typo.code == 2
+    assert "no built-in loop named 'fix-until-clen' (did you mean 'fix-until-clean'?)" in (
+        typo.stderr
+    )
 
 
 def _alive(pid: int) -> bool:

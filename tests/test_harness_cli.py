@@ -56,6 +56,17 @@ def test_a_timeout_is_reported_with_a_retry_hint(tmp_path: Path) -> None:
     assert "Exit      [timed out after 0.5s]" in done.stdout
     assert "Result    ERROR  0/1 passed, 1 errored" in done.stdout
     assert "Timeouts  attempt 1: rerun with --retry-of ID to replace one" in done.stdout
+    retried = harness(
+        tmp_path, "cmd", "sleep 30", "--exit-code", "0", "--timeout", "0.5", "--retry-of", "1"
+    )
+    assert retried.returncode == 2
+    # one sample, said in the singular (it read "the result counts the 1 samples of ...")
+    assert "Retry     supersedes attempt 1; the result counts the 1 sample of invocation" in (
+        retried.stdout
+    )
+    two = harness(tmp_path, "cmd", "sleep 31", "--exit-code", "0", "--timeout", "0.2",
+                  "--samples", "2")  # fmt: skip
+    assert "Timeouts  attempts 3, 4: rerun with --retry-of ID to replace one" in two.stdout
 
 
 def test_json_report_fields(tmp_path: Path) -> None:
@@ -257,6 +268,16 @@ def test_a_reused_baseline_names_the_invocation_that_measured_it(tmp_path: Path)
     [line] = [x for x in done.stdout.splitlines() if x.startswith("Baseline")]
     [hint] = [x for x in done.stdout.splitlines() if x.startswith("Next")]
     assert line.split("invocation ")[1] == hint.split("--baseline-of ")[1]
+
+
+def test_history_of_a_mistyped_target_names_the_recorded_one(tmp_path: Path) -> None:
+    """`history "make tst"` said only "no attempts recorded", as if nothing had been measured."""
+    assert harness(tmp_path, "cmd", "echo make test", "--exit-code", "0").returncode == 0
+    done = harness(tmp_path, "history", "echo make tst")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[1] == "  no attempts recorded (did you mean 'echo make test'?)"
+    done = harness(tmp_path, "history", "echo make test", "--since", "2999-01-01")
+    assert done.stdout.splitlines()[1] == "  no attempts recorded"  # known, just not since then
 
 
 def test_history_refuses_bad_input(tmp_path: Path) -> None:

@@ -84,6 +84,16 @@ def test_source_dsl_gets_a_use_source_hint(tmp_path: Path) -> None:
     assert caught.value.hint == "not supported: use `source`"
 
 
+def test_a_misspelt_key_says_which_key_was_meant(tmp_path: Path) -> None:
+    """Loop files answer a typo with "did you mean"; task files only listed every key."""
+    path = write_task(tmp_path, "bad.yaml", "prompt: hi\nexpcted:\n  a: 1\n")
+    with pytest.raises(UsageError) as caught:
+        load_task(path, tmp_path)
+    assert caught.value.message == (
+        "bad.yaml:2: the top level: unknown key 'expcted' (did you mean 'expected'?)"
+    )
+
+
 def test_answer_contract_is_appended(tmp_path: Path) -> None:
     task = load_task(DATA / "tasks" / "route-ok.yaml", DATA)
     prompt = task.full_prompt()

@@ -82,7 +82,10 @@ def test_input_and_context_reach_the_run_and_key_the_input_hash(project: Path) -
     assert first["content_hash"] == second["content_hash"]
 
 
-def test_a_loop_with_llm_states_is_stochastic(tmp_path: Path) -> None:
+def test_a_loop_with_llm_states_is_stochastic(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")  # else refused: its states could not run
     path = tmp_path / "asks.yaml"
     path.write_text(WITH_PROMPT)
     subject = loop_subject(path, input_text=None, context={}, cwd=tmp_path)

@@ -116,6 +116,78 @@ def test_a_prompt_runner_without_credentials_is_refused_before_any_sample(
             assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
 
 
+@pytest.mark.parametrize(
+    ("args", "said", "hint"),
+    [
+        (
+            ("prompt", "hi", "--runner", "cmd:no-such-agent -p", "--exit-code", "0"),
+            "runner 'cmd:no-such-agent -p': 'no-such-agent' is not an executable on PATH",
+            "install the agent CLI, or pass another --runner",
+        ),
+        (
+            ("dsl", "task.yaml", "--runner", "cmd:no-such-agent"),
+            "runner 'cmd:no-such-agent': 'no-such-agent' is not an executable on PATH",
+            "install the agent CLI, or pass another --runner",
+        ),
+        (
+            ("prompt", "hi", "--runner", "anthropc", "--exit-code", "0"),
+            "unknown prompt runner 'anthropc'",
+            "pass --runner anthropic or --runner 'cmd:<agent command>'",
+        ),
+        (
+            ("skill", "check", "--host", "no-such-agent -p", "--exit-code", "0"),
+            "the host agent CLI 'no-such-agent' is not an executable on PATH",
+            "install it, or name another with --host '<agent CLI>' (or LL_HOST_CLI)",
+        ),
+    ],
+)
+def test_an_agent_cli_that_is_not_installed_is_refused_before_any_sample(
+    tmp_path: Path, args: tuple[str, ...], said: str, hint: str
+) -> None:
+    """A `cmd:` runner not on PATH was bash's exit 127, recorded as the prompt's FAIL; a
+    misspelt runner and a missing skill host were recorded as one infra error per sample."""
+    write(tmp_path / "task.yaml", "prompt: say hello\nexpected: {answer: hello}\n")
+    write(tmp_path / ".claude" / "skills" / "check" / "SKILL.md", "Check.\n")
+    done = ll_harness(tmp_path, *args)
+    assert done.returncode == 2, done
+    assert f"error: {said}" in done.stderr and f"hint: {hint}" in done.stderr, done.stderr
+    assert done.stdout == ""
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():  # nothing ran, nothing recorded
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
+def test_a_loop_whose_llm_states_cannot_run_is_refused_before_any_sample(tmp_path: Path) -> None:
+    """Every sample's `ll-loop run` refused it, each recorded as an infra error (three for a
+    loop with LLM states), and the message offered `--replay`, which ll-harness has not."""
+    write(
+        tmp_path / "judged.yaml",
+        """
+        name: judged
+        initial: a
+        scope: [out]
+        states:
+          a:
+            action: echo hi
+            evaluate: {type: llm_structured, prompt: "Said hi? Quote it verbatim."}
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    done = ll_harness(tmp_path, "loop", "judged.yaml", "--exit-code", "0")
+    assert done.returncode == 2, done
+    assert done.stderr.startswith(
+        "error: state 'a' calls the Anthropic API but no credentials are set: set "
+        "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)\n"
+    ), done.stderr
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
 def test_an_alias_bomb_in_a_task_file_is_refused_by_the_yaml_reader(tmp_path: Path) -> None:
     rows = ["expected:", '  a: &a ["x","x","x","x","x","x","x","x","x"]']
     for prev, name in zip("abcdefg", "bcdefgh", strict=True):

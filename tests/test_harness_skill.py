@@ -75,6 +75,9 @@ def test_an_unknown_skill_is_refused_naming_where_it_looked(project: Path) -> No
     assert done.returncode == 2
     assert "no skill 'nope': looked for .claude/skills/nope/SKILL.md" in done.stderr
     assert not (project / "host-calls.txt").exists()
+    typo = harness(project, "skill", "check-cod", *host_flag(), "--exit-code", "0")
+    assert typo.returncode == 2
+    assert "no skill 'check-cod' (did you mean 'check-code'?): looked for" in typo.stderr
 
 
 def test_semantic_judges_the_hosts_output(project: Path, loopback: LoopbackServer) -> None:

@@ -203,6 +203,19 @@ def test_missing_value_error_names_the_expression_and_what_is_set() -> None:
     assert "name" in caught.value.reason  # the keys that are set, to spot the typo
 
 
+def test_a_missing_input_says_it_is_the_runs_input() -> None:
+    """`ll-loop run greet` without INPUT failed on `'input' is not set (set: times)`, which did
+    not say where an input comes from."""
+    with pytest.raises(InterpolationError) as caught:
+        render_text("hello ${context.input}", NS)
+    assert caught.value.reason.endswith(
+        "; it is the run's INPUT: pass it as `ll-loop run LOOP INPUT`"
+    )
+    with pytest.raises(InterpolationError) as other:
+        render_text("hello ${context.inputs}", NS)
+    assert "run's INPUT" not in other.value.reason
+
+
 def test_missing_root_namespace_is_a_missing_value() -> None:
     with pytest.raises(InterpolationError, match=r"\$\{prev.output\}: missing value"):
         render_text("${prev.output}", NS)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import engine
 from engine.llm import create_llm_services, implicit_judge_prompt, judge_text
 from engine.model.loop import Evaluate, LlmConfig, Loop, State
 from engine.model.ports import Verdict
@@ -95,6 +96,41 @@ def test_low_confidence_is_cannot_judge(loopback: LoopbackServer, tmp_path: Path
     verdict = judge(SPEC, TEXT, tmp_path)
     assert verdict.name == "cannot_judge"
     assert "below min_confidence 0.5" in verdict.details["samples"][0]["confidence_check"]
+
+
+def test_a_criterion_with_an_unfilled_placeholder_cannot_be_judged_and_asks_nothing(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A scaffolded judge whose conditions were still `<FILL: ...>` passed on a model's YES.
+    Only the prompt as written counts: a marker a capture brings in is text to judge with."""
+    loopback.push(verdict_reply("yes", evidence="ok"))
+    (tmp_path / "j.yaml").write_text(
+        "name: j\ninitial: check\nscope: [x]\nstates:\n"
+        "  check:\n    action: echo ok\n    evaluate:\n      type: llm_structured\n"
+        "      prompt: '(1) <FILL: the conditions> Quote it verbatim.'\n"
+        "    on_yes: done\n    on_no: done\n    on_cannot_judge: left\n"
+        "  done: {terminal: true}\n  left: {terminal: true, failure: true}\n"
+    )
+    result = engine.run("j.yaml", cwd=tmp_path)
+    assert (result.final_state, result.exit_code) == ("left", 1)
+    assert loopback.requests == []  # the model was never asked
+    (judged,) = [e for e in engine.events(result.run_id, cwd=tmp_path) if e.event == "evaluate"]
+    assert judged.fields["verdict"] == "cannot_judge"
+    assert str(judged.fields["details"]["reason"]).startswith(
+        "the criterion still holds an unfilled placeholder, <FILL: the conditions>: write"
+    )
+    (tmp_path / "k.yaml").write_text(
+        "name: k\ninitial: show\nscope: [x]\nstates:\n"
+        "  show:\n    action: \"echo '<FILL: a marker in the judged text>'\"\n"
+        "    capture: seen\n    next: check\n"
+        "  check:\n    action: echo shown\n    evaluate:\n      type: llm_structured\n"
+        "      prompt: 'Was ${captured.seen.output} shown? Quote it verbatim.'\n"
+        "    on_yes: done\n    on_no: done\n    on_cannot_judge: done\n"
+        "  done: {terminal: true}\n"
+    )
+    loopback.push(verdict_reply("yes", evidence="shown"))
+    assert engine.run("k.yaml", cwd=tmp_path).outcome == "success"
+    assert len(loopback.requests) == 1
 
 
 def test_min_confidence_is_configurable(loopback: LoopbackServer, tmp_path: Path) -> None:

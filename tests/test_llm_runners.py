@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.llm import create_llm_services, judge_text, llm_preflight, run_prompt_text
+from engine.llm.preflight import runner_problem
 from engine.model.loop import Evaluate, LlmConfig, Loop, State
 from engine.model.ports import ActionResult
 from tests.loopback_server import LoopbackServer, MemoryRecorder, Reply, error_reply, message
@@ -237,6 +238,17 @@ def test_preflight_cmd_runner_must_be_on_path(no_credentials: None) -> None:
     loop, _ = prompt_loop(runner="cmd:no-such-agent-cli -p")
     [problem] = llm_preflight(loop)
     assert "'no-such-agent-cli' is not an executable on PATH" in problem
+
+
+@pytest.mark.parametrize(
+    "runner",
+    ["cmd:exit 1", "cmd:cd /tmp && cat", "cmd:FOO=1 cat", "cmd:{ cat; }", "cmd:$HOME/agent -p"],
+)
+def test_preflight_reads_a_cmd_runner_as_bash_runs_it(runner: str) -> None:
+    """`bash -c` runs the runner's command line: a builtin, a keyword, an assignment before
+    the program or an expansion is not "a program missing from PATH"."""
+    assert runner_problem(runner) is None
+    assert "'no-such' is not an executable on PATH" in str(runner_problem("cmd:FOO=1 no-such"))
 
 
 def test_preflight_cmd_runner_needs_no_credentials(no_credentials: None) -> None:

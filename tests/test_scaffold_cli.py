@@ -144,6 +144,25 @@ def test_a_path_with_a_space_is_one_issue(project: Path) -> None:
     assert both.returncode == 0 and "Eval harness for 2 issues" in both.stdout  # IDs: still split
 
 
+def test_the_next_commands_can_be_pasted_when_a_path_has_a_space(project: Path) -> None:
+    """From a project whose path has a space, the "next:" lines printed the path bare, so
+    pasting `ll-loop validate /tmp/my proj/.loops/x.yaml` validated `/tmp/my` and `proj/...`."""
+    out = project / "my evals"
+    done = ll_loop("scaffold-eval", "--issues", "FEAT-919", "--out", f"{out}/", cwd=project)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "  ll-loop validate 'my evals/eval-harness-feat-919.yaml'" in lines
+    assert "  ll-loop run 'my evals/eval-harness-feat-919.yaml'" in lines
+    (project / ".issues" / "FEAT-930-calc.md").write_text(
+        "# FEAT-930: Calculator adds\n\n## Examples\n\n- `2 + 3` -> `5`\n"
+    )
+    done = ll_loop(
+        "scaffold-eval", "--issues", "FEAT-930", "--dsl", "--out", f"{out}/dsl", cwd=project
+    )
+    assert done.returncode == 0, done.stderr
+    assert "  ll-harness dsl 'my evals/dsl/'" in done.stdout.splitlines()
+
+
 def test_unknown_id_lists_close_candidates(project: Path) -> None:
     done = ll_loop("scaffold-eval", "--issues", "FEAT-91", cwd=project)
     assert done.returncode == 2

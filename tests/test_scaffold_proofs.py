@@ -66,6 +66,8 @@ def test_enabled_gates_sit_between_execute_and_the_judge_chained_on_yes(project:
         "failure": True,
     }
     assert yaml.safe_load(text)["max_steps"] == 9  # 5 + 2 attempts x 2 gates
+    # and the header that explains the budget says so, rather than a gateless harness's 4 and 5
+    assert "Two attempts take 8 steps; max_steps 9 is\n# a backstop" in text
 
 
 def test_gates_are_off_unless_the_project_enables_them(project: Path) -> None:

@@ -91,17 +91,23 @@ def test_variant_a_budget_is_a_backstop_not_a_pass(
     assert run.exit_code == 3
 
 
-def test_variant_a_with_placeholders_still_runs_to_a_verdict(
+def test_variant_a_with_placeholders_runs_but_cannot_pass(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    llm = ScriptedLlm(loopback).say(SAW).judge("blocked")
+    """docs/evaluation.md: an unfilled condition cannot be judged, "so such a run cannot pass".
+    Only the prompt said so: a judge that answered YES anyway passed the harness (exit 0). The
+    judge now answers cannot_judge itself, without a model call, while a marker is left."""
+    llm = ScriptedLlm(loopback).say(SAW, SAW).judge("yes", "yes")
     made = scaffold(project, "scaffold-eval", "--issues", "BUG-555")
     assert len(made["placeholders"]) == 2  # type: ignore[arg-type]
     run = run_loop(str(made["path"]), cwd=project)
-    assert run.path == ("execute", "check_skill", "blocked")
+    assert run.path == ("execute", "check_skill", "execute", "check_skill", "failed")
     assert run.exit_code == 1
-    assert "<FILL:" in request_text(llm.judged[0])
+    assert llm.judged == []  # the model was never asked
+    assert run.result["outputs"]["verdict"] == "cannot_judge"
+    assert "<FILL: " in run.result["outputs"]["reason"]
+    assert "<FILL:" in request_text(llm.prompted[0])  # the execute prompt still runs as written
 
 
 def test_variant_b_walks_the_work_list_and_reports_each_issue(
@@ -224,7 +230,7 @@ def test_every_fixture_validates_and_runs_to_a_verdict(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    ScriptedLlm(loopback).say(SAW).judge("yes")
+    ScriptedLlm(loopback).say(SAW, SAW).judge("yes")
     issue_path = str(path.relative_to(ISSUES.parent).as_posix()).replace("issues/", ".issues/", 1)
     made = scaffold(project, "scaffold-eval", "--issues", issue_path)
     checked = ll_loop("validate", str(made["path"]), "--format", "json", cwd=project)
@@ -234,4 +240,7 @@ def test_every_fixture_validates_and_runs_to_a_verdict(
     assert [d for d in report["loops"][0]["diagnostics"] if d["severity"] == "error"] == []
     run = run_loop(str(made["path"]), cwd=project)
     assert run.result["terminated_by"] == "terminal", run.stderr
-    assert run.path == ("execute", "check_skill", "done")
+    if made["placeholders"]:  # a condition left to fill cannot be judged: no pass
+        assert run.path == ("execute", "check_skill", "execute", "check_skill", "failed")
+    else:
+        assert run.path == ("execute", "check_skill", "done")

@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness_helpers import REPO
 from tests.loopback_server import (
     LoopbackServer,
@@ -247,3 +249,52 @@ def test_a_prompt_subjects_cost_reaches_the_record_and_its_budget_judge(
     assert code == 0 and run["cost_usd"] > 0.01, err
     values = {r["judge"]: r["value"] for r in data["results"]}
     assert values == {"budget": False, "cost": True}, data["results"]
+
+
+def test_a_suite_whose_model_calls_cannot_be_made_is_refused_before_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without credentials every subject ran (an agent's included) and every LLM judgement then
+    errored with `unexpected TypeError: "Could not resolve authentication method..."`; an agent
+    CLI that is not installed was each case's exit 127. Both are refused before anything runs,
+    as `ll-loop run` and the other runners of `ll-harness` refuse them."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    write(
+        tmp_path / "judged.suite.yaml",
+        """\
+        name: judged
+        cases: [{id: a, input: {q: x}}]
+        subject:
+          command: touch ran; echo answer
+        judges:
+          - {name: cleanly, builtin: exit_code}
+          - name: quality
+            prompt: "Rate {{ outputs }}"
+        """,
+    )
+    code, out, err = suite(tmp_path, "judged.suite.yaml")
+    assert code == 2 and out == ""
+    assert err.startswith(
+        "error: judged.suite.yaml:7: judge 'quality' calls the Anthropic API but no credentials "
+        "are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)\n"
+    ), err
+    assert not (tmp_path / "ran").exists()
+    assert db_rows(tmp_path, "SELECT count(*) FROM suite_runs") == [(0,)]
+    write(
+        tmp_path / "agent.suite.yaml",
+        """\
+        name: agent
+        cases: [{id: a, input: {q: x}}]
+        subject:
+          agent: no-such-agent-cli -p
+          prompt: hello
+        judges:
+          - {name: cleanly, builtin: exit_code}
+        """,
+    )
+    code, out, err = suite(tmp_path, "agent.suite.yaml")
+    assert code == 2
+    assert (
+        "error: agent.suite.yaml:3: agent 'no-such-agent-cli -p': 'no-such-agent-cli' is not" in err
+    )

@@ -5,6 +5,7 @@ errors, cost, ETA), plain lines otherwise (every case when few, every 5% when ma
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -12,7 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from engine.suites.progress import SuiteProgress
+from engine.suites.result import SuiteResult
 from engine.suites.spec import ArmOutcome, CaseOutcome, JudgeOutcome
 from tests.harness_helpers import REPO
 from tests.suite_helpers import dataset, db_rows, own_project, recorded, suite, write
@@ -133,3 +137,29 @@ def test_ctrl_c_stops_running_subjects_and_the_run_resumes(tmp_path: Path) -> No
     assert done < 3  # c1 (10 s) and c2 (20 s) were stopped, not finished
     code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", run_id, "--cases", "c0")
     assert code == 2 and "--cases differs" in err  # resume keeps the run's own options
+
+
+def test_a_stop_under_output_json_is_inconclusive_not_a_refusal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--output json` printed a Ctrl-C as {"result": "ERROR", "exit_code": 3, "refused": true}:
+    the result contradicted its own exit code, and the stopped run's cases had run. The shape is
+    the one docs/harness.md gives for a stop, as the other runners print it."""
+    from engine.cli.harness_suite import deliver
+    from engine.suites.driver import SuiteInterrupted, SuiteRefusal
+
+    def stopped() -> SuiteResult:
+        raise SuiteInterrupted("interrupted after 1 of 4 cases", hint="--resume r1")
+
+    with pytest.raises(SuiteInterrupted):
+        deliver(stopped, "json", None)
+    said = json.loads(capsys.readouterr().out)
+    assert (said["result"], said["exit_code"], said["refused"]) == ("INCONCLUSIVE", 3, False)
+
+    def refused() -> SuiteResult:
+        raise SuiteRefusal("--cases 'x*' matches none of the 4 cases")
+
+    with pytest.raises(SuiteRefusal):
+        deliver(refused, "json", None)
+    said = json.loads(capsys.readouterr().out)
+    assert (said["result"], said["exit_code"], said["refused"]) == ("ERROR", 2, True)

@@ -15,7 +15,7 @@ from engine.suites.driver import SuiteOptions, run_suite
 from engine.suites.executor import LocalExecutor
 from engine.suites.spec import CaseSpec, RunSettings
 from tests.loopback_server import LoopbackServer, text_reply
-from tests.suite_helpers import by_judge, dataset, suite_json, write
+from tests.suite_helpers import by_judge, dataset, suite, suite_json, write
 
 CHILD = """\
 name: greet
@@ -73,6 +73,45 @@ def test_a_loop_subject_runs_as_a_child_with_inputs_bound_to_its_parameters(
     assert runs["missing"]["status"] == "error"
     assert "requires parameter 'who'" in runs["missing"]["error"]
     assert "the loop run was refused before its first step" in runs["missing"]["error"]
+
+
+def test_a_loop_subject_named_is_found_in_the_projects_loops_from_a_copy_workspace(
+    tmp_path: Path,
+) -> None:
+    """`loop: greet` was looked up in the case's workspace, whose `.loops/` a `copy` workspace
+    does not have: every case errored "no loop named 'greet' next to the parent loop", where
+    `ll-loop run greet` in the project runs `.loops/greet.yaml`."""
+    write(tmp_path / ".loops" / "greet.yaml", CHILD)
+    write(
+        tmp_path / "suites" / "loop.suite.yaml",
+        """\
+        name: loops
+        cases: [{id: a, input: {who: ada}}]
+        isolation: copy
+        subject:
+          loop: greet
+        judges:
+          - name: greeted
+            check: return outputs["loop_outputs"]["greeting"] == "hello ada", "greeting"
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "suites/loop.suite.yaml")
+    assert code == 0, err
+    assert by_judge(data)["greeted"]["pass_rate"]["k"] == 1, data["case_runs"]
+    write(
+        tmp_path / "suites" / "typo.suite.yaml",
+        """\
+        name: typo
+        cases: [{id: a, input: {who: ada}}]
+        isolation: copy
+        subject:
+          loop: greeet
+        judges:
+          - {name: ok, builtin: exit_code}
+        """,
+    )
+    code, _, err = suite(tmp_path, "suites/typo.suite.yaml")  # lint looks where the run does
+    assert code == 2 and "LL095 subject runs loop 'greeet'" in err, err
 
 
 def test_a_child_runs_json_result_is_read_whole_first_then_from_its_last_line() -> None:

@@ -632,13 +632,18 @@ def history_command(
         )
     with open_history(project_root(cwd)) as history:
         rows = history.attempts(target, since=since_value, runner=runner and runner.value)
+        known = history.targets() if not rows else []
     if semantic is not None:
         rows = [r for r in rows if r.semantic_criterion == semantic]
     summary = summarize(target, rows, since_value)
     if as_json:
         print(json.dumps(summary.to_json(last), indent=2))
     else:
-        out(history_text(summary, last))
+        from engine.load.spelling import did_you_mean_hint
+
+        # a target never recorded at all is most often a typo of one that was
+        guess = did_you_mean_hint(target, known) if target not in known else ""
+        out(history_text(summary, last, guess))
     return 0
 
 

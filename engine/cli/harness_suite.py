@@ -48,12 +48,12 @@ def deliver(run: Callable[[], SuiteResult], output: str, target: Path | None) ->
         result = run()
     except LoopError as exc:
         if output == "json" and target is None:
-            refusal = {
-                "result": "ERROR",
+            refusal = {  # the shape of docs/harness.md: a stop (exit 3) ran cases, unlike a refusal
+                "result": "ERROR" if exc.exit_code == 2 else "INCONCLUSIVE",
                 "exit_code": exc.exit_code,
                 "error": exc.message,
                 "hint": exc.hint or None,
-                "refused": True,
+                "refused": exc.exit_code == 2,
             }
             print(json.dumps(refusal))
         raise

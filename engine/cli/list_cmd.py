@@ -88,8 +88,13 @@ def install_builtin(name: str, project_dir: Path, *, force: bool = False) -> Pat
         None,
     )
     if source is None:
-        available = ", ".join(p.stem for p in _loop_files(builtin_loops_dir())) or "none"
-        raise UsageError(f"no built-in loop named {name!r}", hint=f"built-ins: {available}")
+        from engine.load.spelling import did_you_mean_hint
+
+        names = [p.stem for p in _loop_files(builtin_loops_dir())]
+        raise UsageError(
+            f"no built-in loop named {name!r}{did_you_mean_hint(name, names)}",
+            hint=f"built-ins: {', '.join(names) or 'none'}",
+        )
     from engine.cli.schema_cmd import ensure_project_schema
     from engine.load.modeline import PROJECT_SCHEMA, with_modeline
     from engine.load.project import ensure_dir, write_new_file

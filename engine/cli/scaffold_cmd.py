@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,9 +169,10 @@ def report(written: Written, *, root: Path, as_json: bool, stdout: bool) -> None
 
     in_project = written.path.parent == loops_dir(project_root(root))
     run_ref = written.scaffold.name if in_project else shown
+    # commands to copy and paste: a path with spaces or quotes is quoted for the shell
     print("next:")
-    print(f"  ll-loop validate {shown}")
-    print(f"  ll-loop run {run_ref}")
+    print(f"  ll-loop validate {shlex.quote(shown)}")
+    print(f"  ll-loop run {shlex.quote(run_ref)}")
 
 
 _Out = Annotated[
@@ -325,7 +327,7 @@ def write_dsl_tasks(
         print(f"wrote {count} task file{'s' if count != 1 else ''} to {shown}/")
     print("next:")
     for shown in directories:
-        print(f"  ll-harness dsl {shown}/")
+        print(f"  ll-harness dsl {shlex.quote(shown + '/')}")
 
 
 def _invalid(problems: list[Diagnostic]) -> GeneratedLoopInvalid:

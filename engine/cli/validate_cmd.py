@@ -7,6 +7,7 @@ does not exist or does not parse is a diagnostic in the report, never a bare mes
 
 from __future__ import annotations
 
+import shlex
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -108,7 +109,8 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
             usage_error = True
             empty = UsageError(
                 f"{ref} holds no .yaml file (sub-directories are not searched)",
-                hint=f"name the files, e.g. `ll-loop validate {ref.rstrip('/')}/*/*.yaml`",
+                hint="name the files, e.g. "
+                f"`ll-loop validate {shlex.quote(ref.rstrip('/'))}/*/*.yaml`",
             )
             reports.append(LoopReport(ref, (_usage_diagnostic(ref, empty),)))
             continue

@@ -198,9 +198,14 @@ def check_prompt_runner(runner: str) -> None:
 
     problems = prompt_problems(runner)
     if problems:
-        raise Refusal(
-            problems[0], hint="fix the LLM settings, or pass --runner 'cmd:<agent command>'"
-        )
+        kind = runner.split(":", 1)[0]
+        if kind == "anthropic":
+            hint = "fix the LLM settings, or pass --runner 'cmd:<agent command>'"
+        elif kind == "cmd":
+            hint = "install the agent CLI, or pass another --runner"
+        else:
+            hint = "pass --runner anthropic or --runner 'cmd:<agent command>'"
+        raise Refusal(problems[0], hint=hint)
 
 
 def llm_judge(model: str | None) -> Judge:

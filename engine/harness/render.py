@@ -75,15 +75,17 @@ def report_text(report: Report) -> str:
     if report.retry_of is not None:
         line = f"Retry     supersedes attempt {report.retry_of}"
         if report.measured_invocation is not None:
+            counted = len(report.measurement)
             line += (
-                f"; the result counts the {len(report.measurement)} samples of invocation "
-                f"{report.measured_invocation} with this one in its place"
+                f"; the result counts the {counted} sample{'s' if counted != 1 else ''} of "
+                f"invocation {report.measured_invocation} with this one in its place"
             )
         lines.append(line)
     timed_out = [a.id for a in report.attempts if a.timed_out and a.id]
     if timed_out:
         ids = ", ".join(str(i) for i in timed_out)
-        lines.append(f"Timeouts  attempt {ids}: rerun with --retry-of ID to replace one")
+        plural = "s" if len(timed_out) > 1 else ""
+        lines.append(f"Timeouts  attempt{plural} {ids}: rerun with --retry-of ID to replace one")
     return "\n".join(lines)
 
 
@@ -180,11 +182,12 @@ def report_json(report: Report) -> dict[str, Any]:
     return data
 
 
-def history_text(summary: HistorySummary, last: int = 10) -> str:
+def history_text(summary: HistorySummary, last: int = 10, guess: str = "") -> str:
+    """The text of `ll-harness history`; `guess`: ` (did you mean 'x'?)` for an unknown target."""
     since = f" since {summary.since}" if summary.since else ""
     lines = [f"History of {summary.target!r}{since}"]
     if not summary.attempts:
-        lines.append("  no attempts recorded")
+        lines.append(f"  no attempts recorded{guess}")
         return "\n".join(lines)
     t = summary.tally
     lines += [

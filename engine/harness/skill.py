@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from pathlib import Path
 
 from engine.harness.keys import input_hash, sha256_bytes
@@ -50,10 +51,28 @@ def find_skill(name: str, cwd: Path) -> Path:
     for place in places:
         if (cwd / place).is_file():
             return cwd / place
+    from engine.load.spelling import did_you_mean_hint
+
     raise Refusal(
-        f"no skill {name!r}: looked for {', '.join(places)}",
+        f"no skill {name!r}{did_you_mean_hint(name, _skills(cwd))}: looked for {', '.join(places)}",
         hint="run from the project that defines the skill, or pass the path of its .md file",
     )
+
+
+def _skills(cwd: Path) -> list[str]:
+    """The names of the skills defined in the project (in any of SKILL_PLACES)."""
+    found = [p.parent.name for p in (cwd / ".claude" / "skills").glob("*/SKILL.md")]
+    found += [p.stem for p in (cwd / ".claude" / "commands").glob("*.md")]
+    found += [p.parent.name for p in (cwd / "skills").glob("*/SKILL.md")]
+    return sorted(set(found))
+
+
+def _executable(program: str, cwd: Path) -> bool:
+    """Can `program` be started, as the host is (argv, no shell): a path, or a name on PATH?"""
+    if "/" in program:
+        path = cwd / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
 
 
 def skill_subject(name: str, args: str | None, *, host: str | None, cwd: Path) -> Subject:
@@ -70,6 +89,13 @@ def skill_subject(name: str, args: str | None, *, host: str | None, cwd: Path) -
         ) from None
     if not argv:
         raise Refusal("the host command is empty", hint="pass --host 'claude -p'")
+    if not _executable(argv[0], cwd):
+        # else every sample was recorded as an error: `action could not start: ... 'claude'`
+        raise Refusal(
+            f"the host agent CLI {argv[0]!r} is not "
+            + ("an executable file" if "/" in argv[0] else "an executable on PATH"),
+            hint=f"install it, or name another with --host '<agent CLI>' (or {HOST_ENV})",
+        )
     invocation = f"/{skill} {args}".rstrip() if args else f"/{skill}"
 
     def run(timeout: float | None) -> SubjectRun:

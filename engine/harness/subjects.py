@@ -154,6 +154,15 @@ def loop_subject(
     loop = load_loop_file(path)
     # What every sample's `ll-loop run` would refuse is refused once, before any sample.
     bind_context(loop, context, {}, input_text, strict=True)
+    from engine.harness.refusal import Refusal
+    from engine.llm.preflight import preflight
+
+    problems = preflight(loop, can_replay=False)  # they were one infra error per sample
+    if problems:
+        raise Refusal(
+            problems[0],
+            hint="fix the LLM settings: every sample's `ll-loop run` would refuse the same way",
+        )
     argv = [*_ll_loop_command(), "run", str(path)]
     if input_text is not None:
         argv.append(input_text)

@@ -148,7 +148,10 @@ def _validate(data: object, positions: Positions, name: str) -> None:
     if error.validator == "additionalProperties" and isinstance(data, dict):
         unknown = sorted(set(data) - set(error.schema.get("properties", {})))
         if unknown:
-            message = f"unknown key {unknown[0]!r}"
+            from engine.load.spelling import did_you_mean_hint
+
+            keys = error.schema.get("properties", {})
+            message = f"unknown key {unknown[0]!r}{did_you_mean_hint(unknown[0], keys)}"
             line = positions.of((unknown[0],))[0]
             if unknown[0] == "source_dsl":
                 hint = "not supported: use `source`"

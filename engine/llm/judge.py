@@ -16,6 +16,7 @@ checked against what the judge was shown, and the details record it.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -410,6 +411,36 @@ def judge_structured(
     if winner == "error":
         details["error"] = missed or first.get("error", "judge failed")
     return Verdict(winner, details)
+
+
+# A `<FILL: ...>` placeholder `ll-loop scaffold-*` leaves where an issue lacked something (LL060).
+UNFILLED = re.compile(r"<FILL:[^<>\n]*>")
+
+
+def unfilled_verdict(prompt: str | None) -> Verdict | None:
+    """`cannot_judge`, without a model call, for a judge whose prompt as written still holds a
+    scaffold's `<FILL: ...>` placeholder (None otherwise): nothing can be judged against a
+    missing criterion, whatever a model would answer (one that said yes passed the harness).
+    The prompt as written, not as rendered: a captured text that quotes a marker is data."""
+    found = UNFILLED.search(prompt or "")
+    if found is None:
+        return None
+    marker = found.group(0)
+    shown = marker if len(marker) <= 120 else marker[:116] + "...>"
+    details: dict[str, Any] = {
+        "verdict": "cannot_judge",
+        "confidence": None,
+        "reason": f"the criterion still holds an unfilled placeholder, {shown}: write what it "
+        "asks for (ll-loop validate lists each one, LL060) before anything can be judged",
+        "evidence": "",
+        "evidence_check": None,
+        "votes": {},
+        "samples": [],
+        "cost_usd": 0.0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+    }
+    return Verdict("cannot_judge", details)
 
 
 def replay_missed(records: Sequence[Mapping[str, Any]], what: str = "samples") -> str | None:

@@ -7,8 +7,10 @@ work instead of failing halfway through a run.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 from engine.llm import settings
@@ -17,7 +19,6 @@ from engine.llm.prices import load_prices
 from engine.llm.runners import RUNNERS, split_runner
 from engine.model.errors import LoopError
 from engine.model.loop import Loop
-from engine.model.suite import Suite
 
 CREDENTIAL_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE")
 
@@ -27,6 +28,29 @@ def has_credentials(environ: settings.Environ = None) -> bool:
     authenticate?"""
     found = os.environ if environ is None else environ
     return any(found.get(name, "").strip() for name in CREDENTIAL_VARS)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _bash_knows(word: str) -> bool:
+    """Is `word` a bash builtin or keyword (`exit 1`, `cd dir && agent`, `{ agent; }`), which
+    the `cmd:` runner's `bash -c` runs though no file of that name is on PATH? Asked only of a
+    word that is no file on PATH."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return False
+    try:
+        done = subprocess.run(
+            [bash, "-c", 'type -t -- "$1"', "bash", word],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env={"PATH": ""},  # files are shutil.which's answer; here only bash's own words
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.stdout.strip() in ("builtin", "keyword")
 
 
 def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
@@ -41,14 +65,19 @@ def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
         words = shlex.split(argument)
     except ValueError as exc:
         return f"runner {spec!r} is not a valid command line ({exc})"
+    # bash runs the command line: leading assignments (`FOO=1 claude -p`) are not the program
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]
     if not words:
         return f"runner {spec!r} names no command: write 'cmd:<command>', e.g. 'cmd:claude -p'"
     executable = words[0]
+    if any(c in executable for c in "$`(<>|;&"):
+        return None  # an expansion or a subshell: what it runs is bash's to say, at run time
     if "/" in executable:
         found = Path(executable).is_file() and os.access(executable, os.X_OK)
     else:
         path = None if environ is None else environ.get("PATH", os.defpath)
-        found = shutil.which(executable, path=path) is not None
+        found = shutil.which(executable, path=path) is not None or _bash_knows(executable)
     if not found:
         return (
             f"runner {spec!r}: {executable!r} is not an executable on PATH; install it, "
@@ -78,43 +107,17 @@ def judge_problems() -> list[str]:
 
 def prompt_problems(runner: str) -> list[str]:
     """Why a prompt outside a loop (`ll-harness prompt`, `ll-harness dsl`) could not run through
-    the `anthropic` runner; `[]` if it can, or for a `cmd:` runner (a failing command is what
-    such a sample measures)."""
+    its runner; `[]` if it can. A `cmd:` runner is only looked for on PATH, as `ll-loop run`
+    does (a command that is not there was recorded as a FAIL, bash's exit 127); a command that
+    runs and fails is what such a sample measures."""
     if split_runner(runner)[0] != "anthropic":
-        return []
+        problem = runner_problem(runner)
+        return [problem] if problem else []
     problems = settings.env_problems()
     if not has_credentials():
         problems.append(
             "the prompt runner 'anthropic' calls the Anthropic API but no credentials are set: "
             "set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
-        )
-    try:
-        load_prices()
-    except LoopError as exc:
-        problems.append(exc.message)
-    return problems
-
-
-def suite_problems(suite: Suite) -> list[str]:
-    """Why a suite's model calls could not run; `[]` if they can, or it makes none. Without a
-    key every case's subject ran (an agent's cost spent) and then every LLM judge errored."""
-    callers = []
-    if suite.pairwise is not None or any(j.uses_llm for j in suite.judges):
-        callers.append("its LLM judges")
-    subjects = [suite.subject, *([suite.baseline_subject] if suite.baseline_subject else [])]
-    if any(
-        s.kind == "prompt"
-        and split_runner(settings.prompt_runner(None, None, s.runner))[0] != "cmd"
-        for s in subjects
-    ):
-        callers.append("its prompt subject")
-    if not callers:
-        return []
-    problems = settings.env_problems()
-    if not has_credentials():
-        problems.append(
-            f"suite {suite.name!r}: {' and '.join(callers)} call the Anthropic API but no "
-            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
         )
     try:
         load_prices()
@@ -156,9 +159,11 @@ def preflight(
     replay: bool = False,
     replay_from: Path | None = None,
     environ: settings.Environ = None,
+    can_replay: bool = True,
 ) -> list[str]:
     """Every reason this loop's LLM states could not run (in `environ`, the run's own
-    environment, else the process's); `[]` when they can."""
+    environment, else the process's); `[]` when they can. `can_replay`: the command has
+    `--replay` to suggest (`ll-harness loop` has not)."""
     if not loop.uses_llm():
         return []
     problems: list[str] = []
@@ -179,8 +184,8 @@ def preflight(
         subject = f"state {listed} calls" if len(needs_sdk) == 1 else f"states {listed} call"
         problems.append(
             f"{subject} the Anthropic API but no "
-            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
-            "or replay an earlier run with --replay RUN"
+            "credentials are set: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+            + (", or replay an earlier run with --replay RUN" if can_replay else "")
         )
     if needs_sdk:
         try:

@@ -104,6 +104,9 @@ class InterpolationError(LoopError):
     code = "INTERP"
 
     def __init__(self, expression: str, reason: str) -> None:
+        if expression.strip() == "context.input" and reason.startswith("missing value"):
+            # the run's INPUT, which `ll-loop run LOOP` without one leaves unset
+            reason += "; it is the run's INPUT: pass it as `ll-loop run LOOP INPUT`"
         super().__init__(f"cannot interpolate ${{{expression}}}: {reason}")
         self.expression = expression
         self.reason = reason

@@ -605,6 +605,11 @@ class History:
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
         )
 
+    def targets(self) -> list[str]:
+        """Every target with a recorded attempt (for a "did you mean" on a mistyped one)."""
+        rows = self._read_tuples("SELECT DISTINCT target FROM harness_attempts")
+        return [str(r[0]) for r in rows]
+
     def judged_attempts(self, *, since: str | None = None) -> list[Attempt]:
         """Every authoritative attempt an LLM judge graded (`--semantic`), oldest first."""
         clauses = ["semantic_criterion IS NOT NULL", "superseded_by IS NULL"]

@@ -404,6 +404,7 @@ def evaluate(
         return diff_stall(spec, state, loop, rs, rt, ns)
     # exit_code never reads the text, nor does any evaluator of a failed action (error)
     skips_text = spec.type == "exit_code" or (result.exit_code != 0 and not spec.ignore_exit_code)
+    written = spec.prompt  # as in the file: a `<FILL: ...>` there is a criterion left to write
     try:
         if spec.source is None:
             whole = result.output if skips_text else _whole_output(result)
@@ -430,6 +431,11 @@ def evaluate(
             return step_verdict(result)
         if rt.llm is None:
             return error("no LLM services in this run")
+        from engine.llm.judge import unfilled_verdict
+
+        unfilled = unfilled_verdict(written)
+        if unfilled is not None:
+            return unfilled
         llm = rt.llm.bind(depth=rt.depth, step=rs.steps)
         verdict = llm.judge(spec, text, state=state, loop=loop)
         rt.sync_cost(rs)

@@ -80,8 +80,8 @@ def variant_a(issue: Issue, learning: LearningTests | None = None) -> Scaffold:
 # judges that report against the issue's acceptance criteria. NO or PARTIAL sends the harness
 # back to `execute` for one more attempt; a second NO ends in `failed` (exit 1), so the verdict
 # and the judge's reason reach the outputs. Only `done` (exit 0) is a pass; `blocked` (exit 1)
-# means the user could not get started. Two attempts take 4 steps; max_steps 5 is a backstop,
-# and a run that ends on it (exit 3, inconclusive) has NOT passed either.
+# means the user could not get started. Two attempts take {budget - 1} steps; max_steps {budget} is
+# a backstop, and a run that ends on it (exit 3, inconclusive) has NOT passed either.
 {_gates_note(issue, gates)}{placeholder_banner(holes)}name: {name}
 description: {yaml_quoted(f"Evaluate {issue.id} ({issue.title}) the way a user experiences it.")}
 category: harness

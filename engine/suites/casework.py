@@ -304,6 +304,7 @@ def _run_arm(
             prepared.messages.gateway if prepared.messages is not None else _no_gateway,
             suite.subject_model,
             prepared.stopping.is_set,
+            settings.project_root,
         )
         run = run_subject(subject, place)
         if run.error is not None:

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import queue
+import shlex
 import signal
 import sys
 import threading
@@ -29,6 +30,7 @@ from engine.judges.deadline import SignalInterrupt
 from engine.load.bounded import MAX_YAML_BYTES, FileRefused, read_capped
 from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root, workspace_path_problem
+from engine.load.spelling import did_you_mean_hint
 from engine.load.suite import load_suite_file
 from engine.model.errors import LoopError, UsageError
 from engine.model.judges import Judge
@@ -53,7 +55,7 @@ from engine.suites.aggregate import (
     summarise,
 )
 from engine.suites.casework import broken_case, forget_run, interrupt_run
-from engine.suites.executor import Executor, local_executor
+from engine.suites.executor import EXECUTORS, Executor, local_executor
 from engine.suites.progress import SuiteProgress
 from engine.suites.result import BaselineDelta, SuiteResult, describe_subject
 from engine.suites.spec import CaseOutcome, CaseSpec, JudgeOutcome, RunSettings, SampleAnswer
@@ -204,8 +206,8 @@ def _run(
             left = f" ({counted(abandoned, 'stuck case')} left unrecorded)" if abandoned else ""
             raise SuiteInterrupted(
                 f"{how} after {display.done} of {counted(len(plan.cases), 'case')}{left}",
-                hint=f"`ll-harness suite {loaded.source or '...'} --resume {settings.run_id}` "
-                "runs the rest",
+                hint=f"`ll-harness suite {_shell_word(loaded.source)} --resume "
+                f"{settings.run_id}` runs the rest",
             ) from None
         except BaseException:
             flow.stop(settings.run_id)
@@ -313,7 +315,7 @@ def _admit(
     if options.resume is not None:
         run_row, options = _resumed(suite, options, history, fingerprint)
     _check_options(suite, options)
-    _check_llm(suite)
+    _check_llm(suite, options)
     cases = _selected(list(read) if read is not None else list_cases(suite), options.cases)
     if options.compare_baseline:
         cases = [c if c.loaded else read_case(str(c.folder)) for c in cases]  # their keys
@@ -364,6 +366,13 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         )
     if options.jobs is not None and options.jobs < 1:
         raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
+    if options.executor not in (*EXECUTORS, "ray"):
+        # before the run is recorded: a bare ValueError from the executor left a run row behind
+        named = (*EXECUTORS, "ray")
+        raise SuiteRefusal(
+            f"unknown executor {options.executor!r}{did_you_mean_hint(options.executor, named)}",
+            hint=f"use one of {', '.join(named)}",
+        )
     if options.address is not None and options.executor != "ray":
         raise SuiteRefusal(
             "--address names a Ray cluster, which only --executor ray uses",
@@ -383,14 +392,66 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         raise SuiteRefusal("baselines live in history.db, which this run does not write")
 
 
-def _check_llm(suite: Suite) -> None:
-    """The credentials (and LLM settings) of the suite's model calls, as `ll-loop run` checks
-    a loop's before its first step."""
-    from engine.llm.preflight import suite_problems
+def _shell_word(path: str) -> str:
+    """A suite file's path as a command to paste needs it: quoted when it has a space."""
+    return shlex.quote(path) if path else "..."
 
-    problems = suite_problems(suite)
+
+def _check_llm(suite: Suite, options: SuiteOptions) -> None:
+    """Refuse before anything runs when the suite's model calls could not be made (no
+    credentials, an `LL_LLM_*` value that is no number, a bad price file) or its agent CLI or
+    `cmd:` prompt runner is not installed, as `ll-loop run` and the other runners of
+    `ll-harness` do. Without it every subject ran (agents included) and then every LLM judgement
+    errored: `unexpected TypeError: "Could not resolve authentication method..."`."""
+    from engine.llm import settings
+    from engine.llm.preflight import has_credentials, runner_problem
+    from engine.llm.prices import load_prices
+
+    where = suite.source or suite.name
+    problems: list[tuple[int, str]] = []
+    sdk: list[tuple[int, str]] = []  # (line, what) of everything that calls the Messages API
+    for subject in (suite.subject, suite.baseline_subject):
+        if subject is None:
+            continue
+        runner = None
+        if subject.kind == "agent" and subject.agent:
+            runner = f"cmd:{subject.agent}"
+        elif subject.kind == "prompt":
+            runner = settings.prompt_runner(None, None, subject.runner)
+            if runner == "anthropic":
+                sdk.append((subject.line, "its prompt subject"))
+                runner = None
+        # a Ray worker has its own PATH: only the cluster can say whether the agent is there
+        problem = runner_problem(runner) if runner and options.executor != "ray" else None
+        if problem and subject.kind == "agent":
+            problem = problem.replace(f"runner {runner!r}", f"agent {subject.agent!r}", 1)
+        if problem:
+            problems.append((subject.line, problem))
+    sdk += [(j.line, f"judge {j.name!r}") for j in suite.judges if j.uses_llm]
+    if suite.pairwise is not None:
+        sdk.append((suite.pairwise.line, f"pairwise judge {suite.pairwise.name!r}"))
+    if sdk:
+        line, what = sdk[0]
+        problems += [(line, p) for p in settings.env_problems()]
+        if not has_credentials():
+            problems.append(
+                (
+                    line,
+                    f"{what} calls the Anthropic API but no credentials are set: set "
+                    "ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
+                )
+            )
+        try:
+            load_prices()
+        except LoopError as exc:
+            problems.append((line, exc.message))
     if problems:
-        raise SuiteRefusal(problems[0], hint="fix the LLM settings, then run the suite again")
+        line, problem = problems[0]
+        more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
+        raise SuiteRefusal(
+            f"{where}:{line}: {problem}{more}" if line else f"{where}: {problem}{more}",
+            hint="nothing has run: fix that (the environment, or the suite file) and run again",
+        )
 
 
 def _selected(cases: list[Case], pattern: str | None) -> list[Case]:
@@ -483,7 +544,7 @@ def _baseline_run(
             raise SuiteRefusal(
                 f"--baseline-of {found.run_id}: that run has not finished (it is running, or "
                 "was interrupted): its cases are only part of a baseline",
-                hint=f"finish it with `ll-harness suite {suite.source or '...'} --resume "
+                hint=f"finish it with `ll-harness suite {_shell_word(suite.source)} --resume "
                 f"{found.run_id}`, or name a finished run",
             )
     else:

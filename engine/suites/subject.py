@@ -132,6 +132,7 @@ class Place:
     gateway: Callable[[], Any]  # the run's LLM gateway, built on first use
     subject_model: str | None = None
     stopped: Callable[[], bool] | None = None  # True once the suite is stopping
+    project_root: str = ""  # the project the suite runs in (its `.loops/`), "" when unknown
 
 
 def run_subject(subject: Subject, place: Place) -> SubjectRun:
@@ -204,9 +205,8 @@ def _prompt(subject: Subject, place: Place) -> SubjectRun:
 def _loop(subject: Subject, place: Place) -> SubjectRun:
     from engine.load.loader import load_loop_file
     from engine.model.errors import LoadError
-    from engine.runtime.subloop import resolve_child
 
-    path = resolve_child(subject.loop or "", place.suite_source, place.workspace)
+    path = _loop_file(subject.loop or "", place)
     try:
         child = load_loop_file(path)  # for its parameters; `ll-loop run` lints it before running
     except LoadError as exc:
@@ -228,6 +228,27 @@ def _loop(subject: Subject, place: Place) -> SubjectRun:
     if refusal is not None:
         return SubjectRun(result, refusal)
     return SubjectRun(result, None, _run_extra(run, place.workspace))
+
+
+def _loop_file(ref: str, place: Place) -> Path:
+    """The subject loop's file: next to the suite file, in the workspace's `.loops/` (a
+    worktree's, as committed), then in the project's own `.loops/` (a `copy` workspace has
+    none: `loop: greet` missed the project's `.loops/greet.yaml` that `ll-loop run greet`
+    runs), then among the built-ins."""
+    from engine.runtime.subloop import SubloopError, resolve_child
+
+    try:
+        return resolve_child(ref, place.suite_source, place.workspace)
+    except SubloopError:
+        if not place.project_root:
+            raise
+    try:
+        return resolve_child(ref, place.suite_source, Path(place.project_root))
+    except SubloopError as exc:
+        raise SubloopError(
+            exc.message.replace("next to the parent loop", "next to the suite file"),
+            hint="check the name with `ll-loop list`, or give a path relative to the suite file",
+        ) from None
 
 
 def bind_with(
