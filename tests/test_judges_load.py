@@ -197,6 +197,26 @@ def test_a_check_written_as_an_expression_is_told_to_return_it() -> None:
         assert load_loop_text(loop_text(block.replace('"hi" in text', fine)))
 
 
+def test_an_argument_named_like_what_the_judge_is_given_is_a_load_error() -> None:
+    """A module function was called with `outputs` twice (a TypeError on every case); a snippet
+    kept seeing the record as `outputs`, never the argument."""
+    block = """
+    type: assessment
+    judges:
+      - {name: mod, module: evals.j, function: ok, arguments: {outputs: 3, inputs: 4}}
+      - {name: chk, check: "return inputs == 3, 'x'", arguments: {inputs: 3, n: 1}}
+    """
+    found = [d for d in problems(loop_text(block)) if d.code == "F044"]
+    assert [(d.line, d.message.split(": ", 1)[1]) for d in found] == [
+        (10, "an argument is named 'outputs': the function is called with the record as outputs="),
+        (
+            11,
+            "an argument is named 'inputs': in the snippet that name is what the judge is "
+            "given, not this argument",
+        ),
+    ]
+
+
 def test_polpo_misspellings_get_a_use_hint() -> None:
     path = one(
         loop_text("type: assessment\nexpectations:\n  - {type: file_exists, path: a.txt}\n"),

@@ -121,6 +121,7 @@ def judge_list_problems(
         if spelling == "judges":
             found += _kind_problems(entry, name, at, positions, file)
             found += _range_problems(entry, name, at, positions, file)
+            found += _shadowing_arguments(entry, name, at, positions, file)
         elif spelling == "expectations":
             found += _repeated_dimensions(entry, at, positions, file)
     return found
@@ -153,6 +154,32 @@ def _repeated_dimensions(
             )
         seen.setdefault(name, index)
     return found
+
+
+def _shadowing_arguments(
+    entry: Mapping[str, Any], name: str, at: PathKey, positions: Positions, file: str
+) -> list[Diagnostic]:
+    """An argument named like what the judge is given: a module function got `outputs` twice (a
+    TypeError on every case), and in a snippet `inputs` (say) silently stayed the case's."""
+    if "check" in entry:
+        taken: tuple[str, ...] = _SNIPPET_PARAMS
+        why = "in the snippet that name is what the judge is given, not this argument"
+    elif "module" in entry:
+        taken, why = ("outputs",), "the function is called with the record as outputs="
+    else:
+        return []
+    return [
+        _diag(
+            "F044",
+            f"{_render(at)} (judge {name!r}): an argument is named {key!r}: {why}",
+            f"rename the argument (e.g. expected_{key})",
+            (*at, "arguments", key),
+            positions,
+            file,
+        )
+        for key in _arguments(entry)
+        if key in taken
+    ]
 
 
 def _range_problems(
