@@ -162,6 +162,14 @@ def test_duplicate_names_are_refused_and_generated_names_avoid_taken_ones() -> N
     assert [j.name for j in judges_of(block)] == ["test", "test_2"]
     d = one(loop_text(block.replace("{type: test,", "{type: test, name: test,")), "F042")
     assert "a judge named 'test' is already defined at line 10" in d.message
+    # A name written later is not taken by an earlier unnamed entry: no F042 over a name the
+    # author never wrote.
+    later = block.replace(
+        '- {type: test, command: "true"}',
+        '- {type: test, command: "true"}\n      - {type: test, command: "false"}'
+        '\n      - {type: test, name: test_2, command: "true"}',
+    )
+    assert [j.name for j in judges_of(later)] == ["test", "test_3", "test_4", "test_2"]
 
 
 def test_a_check_that_does_not_compile_names_its_file_line() -> None:

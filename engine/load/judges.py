@@ -66,6 +66,12 @@ def judge_names(block: Mapping[str, Any]) -> list[str]:
     """The names of the judges of an assessment block, generated for unnamed Polpo entries
     (`test`, `test_2`, `metric`, ...) in file order: judges, expectations, metrics."""
     names: list[str] = []
+    given = {  # a generated name never takes one written later in the file
+        e["name"]
+        for spelling in SPELLINGS
+        for e in _listed(block, spelling)
+        if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+    }
     for spelling in SPELLINGS:
         for entry in _listed(block, spelling):
             if not isinstance(entry, Mapping):
@@ -75,7 +81,7 @@ def judge_names(block: Mapping[str, Any]) -> list[str]:
             if not isinstance(name, str) or not name:
                 base = "metric" if spelling == "metrics" else str(entry.get("type", "judge"))
                 name, n = base, 1
-                while name in names:
+                while name in names or name in given:
                     n += 1
                     name = f"{base}_{n}"
             names.append(name)
