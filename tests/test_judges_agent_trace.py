@@ -254,3 +254,42 @@ def test_llm_judges_read_the_conversation_and_tool_trace(
     assert '2. Bash {"command": "pytest -q"}' in content
     assert "Said: I will fix the parser.\nDone: tests pass." in content
     assert "files modified: src/fix.py" in content
+
+
+def test_events_of_other_types_keep_the_trace_and_its_cost(tmp_path: Path) -> None:
+    """`claude -p --include-partial-messages` adds `stream_event` lines: the stream was read as
+    plain text, so the output was the raw JSON and the agent's $0.0123 counted as 0 toward
+    `max_cost_usd` (the run took its next step)."""
+    partial = {"type": "stream_event", "event": {"type": "message_start"}, "session_id": "s1"}
+    write_agent(tmp_path, [EVENTS[0], partial, *EVENTS[1:]])
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01").replace("on_yes: done", "on_yes: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    assert ran.state()["captured"]["work"]["output"] == "Done: tests pass."
+
+
+def test_a_stream_torn_by_the_agents_end_is_still_its_trace(tmp_path: Path) -> None:
+    """An agent that reported its result and then died mid-line (or was killed mid-event): the
+    torn last line made the whole stream plain text, and the spend it reported counted as 0."""
+    (tmp_path / "agent.py").write_text(
+        AGENT.replace("print(json.dumps(event), flush=True)", "print(json.dumps(event))")
+        + 'sys.stdout.write(\'{"type": "assistant", "mess\')\nsys.exit(3)\n'
+    )
+    (tmp_path / "events.json").write_text(json.dumps(EVENTS))
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01")
+    text = text.replace("on_error: broken", "on_error: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    completed = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed[0]["exit_code"] == 3
+
+
+def test_only_the_last_line_may_be_torn() -> None:
+    lines = [json.dumps(e) for e in EVENTS]
+    assert parse_agent_stream("\n".join([*lines, '{"type": "resu'])) is not None
+    assert parse_agent_stream("\n".join([lines[0], "not json", *lines[1:]])) is None
+    assert parse_agent_stream('{"type": "resu') is None

@@ -3,9 +3,10 @@
 `claude -p --output-format stream-json --verbose` prints one JSON object per line: `system`
 (init), `assistant` (a message with text and tool_use blocks), `user` (tool results), and a final
 `result` (the answer, `total_cost_usd`, `num_turns`, `usage`). Other agent CLIs print the same
-shape. When every non-empty line of a prompt action's stdout is such an event, the action's
-output becomes the agent's answer and the trace keeps `conversation` (the top-level assistant
-text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
+shape. When every non-empty line of a prompt action's stdout is a JSON object with a `type` (the
+last may be torn) and one is `assistant` or `result`, the action's output becomes the agent's
+answer and the trace keeps `conversation` (the top-level assistant text), `tool_calls`
+({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 
 from engine.model import jsontext
 
-EVENT_TYPES = frozenset({"system", "assistant", "user", "result"})
 _USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -40,21 +40,25 @@ class AgentRun:
 
 
 def parse_agent_stream(stdout: str) -> AgentRun | None:
-    """The agent run in `stdout`, or None when it is not an event stream (plain text output)."""
+    """The agent run in `stdout`, or None when it is not an event stream (plain text output).
+
+    Events of other types (`stream_event` with `--include-partial-messages`, newer CLIs' own)
+    are kept and otherwise ignored, and a last line that is not JSON is dropped (an agent
+    killed or crashed mid-line): either used to make the whole stream plain text, so the
+    agent's reported cost counted as 0 against `max_cost_usd`."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
     events: list[dict[str, Any]] = []
-    for line in stdout.splitlines():
-        if not line.strip():
-            continue
+    for number, line in enumerate(lines, 1):
         try:
             event = jsontext.loads(line)
         except ValueError:
+            if number == len(lines) and events:
+                break  # torn by the agent's end
             return None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             return None
         events.append(event)
     if not any(e["type"] in ("assistant", "result") for e in events):
-        return None
-    if not all(e["type"] in EVENT_TYPES or "message" in e for e in events):
         return None
     return _read(events)
 
