@@ -15,7 +15,7 @@ import pytest
 
 from engine.llm.agent_trace import parse_agent_stream
 from tests.loopback_server import LoopbackServer, tool_reply
-from tests.run_helpers import run_yaml
+from tests.run_helpers import ll_loop, run_yaml
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "system", "subtype": "init", "session_id": "s1", "tools": ["Bash", "Edit"]},
@@ -293,3 +293,16 @@ def test_only_the_last_line_may_be_torn() -> None:
     assert parse_agent_stream("\n".join([*lines, '{"type": "resu'])) is not None
     assert parse_agent_stream("\n".join([lines[0], "not json", *lines[1:]])) is None
     assert parse_agent_stream('{"type": "resu') is None
+
+
+def test_explain_counts_the_agents_cost_in_its_state(tmp_path: Path) -> None:
+    """The agent's $0.0123 was in the run's cost but in no event: `explain` showed a run of
+    $0.0123 with no cost by state, and the progress line $0."""
+    write_agent(tmp_path)
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    completed = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed[0]["agent_cost_usd"] == pytest.approx(0.0123)
+    explained = ll_loop(tmp_path, "explain", ran.json["run_id"])
+    assert "cost by state: work $0.0123" in explained.stdout, explained.stdout
+    assert "(0 calls)" not in explained.stdout

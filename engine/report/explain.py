@@ -560,8 +560,9 @@ def _tail_lines(explanation: Explanation) -> list[str]:
         lines.append(f"steps by state: {parts}")
     if explanation.cost_by_state:
         parts = ", ".join(
-            f"{k} ${v:.4f} ({counted(explanation.calls_by_state.get(k, 0), 'call')})"
+            f"{k} ${v:.4f}" + (f" ({counted(calls, 'call')})" if calls else "")  # 0: agents'
             for k, v in explanation.cost_by_state.items()
+            for calls in [explanation.calls_by_state.get(k, 0)]
         )
         lines.append(f"cost by state: {parts}")
     return lines
