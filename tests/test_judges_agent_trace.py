@@ -306,3 +306,31 @@ def test_explain_counts_the_agents_cost_in_its_state(tmp_path: Path) -> None:
     explained = ll_loop(tmp_path, "explain", ran.json["run_id"])
     assert "cost by state: work $0.0123" in explained.stdout, explained.stdout
     assert "(0 calls)" not in explained.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "AGENT_MODEL=fast python3 agent.py events.json",
+        "cd . && python3 agent.py events.json",
+        "exec python3 agent.py events.json",
+    ],
+)
+def test_a_runner_may_start_with_an_assignment_or_a_shell_builtin(
+    tmp_path: Path, command: str
+) -> None:
+    """bash runs these command lines, but the preflight refused them (exit 2): 'AGENT_MODEL=fast'
+    (or 'cd', 'exec') is not an executable on PATH."""
+    write_agent(tmp_path)
+    text = loop(TRACE_JUDGES).replace("cmd:python3 agent.py events.json", f"cmd:{command}")
+    ran = run_yaml(tmp_path, text)
+    assert ran.code == 0, ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+
+
+def test_a_missing_agent_after_an_assignment_is_still_refused(tmp_path: Path) -> None:
+    write_agent(tmp_path)
+    text = loop(TRACE_JUDGES).replace("cmd:python3", "cmd:AGENT_MODEL=fast no-such-agent-h5")
+    ran = run_yaml(tmp_path, text)
+    assert ran.code == 2
+    assert "'no-such-agent-h5' is not an executable on PATH" in ran.stderr

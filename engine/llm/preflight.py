@@ -7,6 +7,7 @@ work instead of failing halfway through a run.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -29,6 +30,16 @@ def has_credentials(environ: settings.Environ = None) -> bool:
     return any(found.get(name, "").strip() for name in CREDENTIAL_VARS)
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# Bash's builtins and reserved words: no file on PATH, yet a `cmd:` command line may start with
+# one (bash runs it). They were refused as "not an executable on PATH".
+SHELL_WORDS = frozenset(
+    """! [[ { ( . : [ alias builtin case cd command coproc declare eval exec export for
+    function if let local printf pushd read set source test time trap type typeset ulimit
+    umask unset until while""".split()  # noqa: SIM905 (a list literal takes 40 lines)
+)
+
+
 def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
     """Why a runner value cannot be used here, or None; a command is looked for on the `PATH`
     it will run with (the run's own environment's, else the process's)."""
@@ -41,9 +52,13 @@ def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
         words = shlex.split(argument)
     except ValueError as exc:
         return f"runner {spec!r} is not a valid command line ({exc})"
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]  # `cmd:MAX_TOKENS=8000 claude -p`: bash sets it for the command
     if not words:
         return f"runner {spec!r} names no command: write 'cmd:<command>', e.g. 'cmd:claude -p'"
     executable = words[0]
+    if executable in SHELL_WORDS or executable[0] in "({!":
+        return None  # `cd agent && claude -p`, `exec claude -p`: bash's own, found at run time
     if "/" in executable:
         found = Path(executable).is_file() and os.access(executable, os.X_OK)
     else:
