@@ -334,3 +334,26 @@ def test_a_missing_agent_after_an_assignment_is_still_refused(tmp_path: Path) ->
     ran = run_yaml(tmp_path, text)
     assert ran.code == 2
     assert "'no-such-agent-h5' is not an executable on PATH" in ran.stderr
+
+
+def test_an_agent_that_reports_a_failed_run_has_failed_whatever_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    """A `result` event with `is_error: true` (out of turns) from a CLI that exited 0 (a wrapper
+    losing `claude -p`'s status 1): the state was judged and routed as a success."""
+    failed = {
+        **EVENTS[-1],
+        "subtype": "error_max_turns",
+        "is_error": True,
+        "errors": ["Reached maximum number of turns (3)"],
+    }
+    del failed["result"]
+    write_agent(tmp_path, [*EVENTS[:-1], failed])
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    assert (ran.code, ran.json["final_state"]) == (1, "broken"), ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    completed = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed[0]["exit_code"] == 1
+    assert completed[0]["stderr"] == (
+        "the agent reported a failed run: error_max_turns: Reached maximum number of turns (3)"
+    )

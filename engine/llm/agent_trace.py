@@ -32,7 +32,8 @@ class AgentRun:
 
     text: str
     trace: dict[str, Any]
-    is_error: bool = False
+    is_error: bool = False  # the `result` event says the run failed (`is_error: true`)
+    error: str = ""  # what it says about the failure: its subtype, errors or result
 
     @property
     def cost_usd(self) -> float:
@@ -94,7 +95,7 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
                 usage[key] = usage.get(key, 0) + value
     conversation = "\n".join(t for t in texts if t.strip())
     result = next((e for e in reversed(events) if e["type"] == "result"), None)
-    cost, answer, is_error = 0.0, conversation, False
+    cost, answer, is_error, error = 0.0, conversation, False, ""
     if result is not None:
         cost = _number(result.get("total_cost_usd", result.get("cost_usd")))
         turns = int(_number(result.get("num_turns")) or turns)
@@ -102,7 +103,8 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
             answer = result["result"]
         if isinstance(result.get("usage"), Mapping):
             usage = {k: v for k, v in result["usage"].items() if isinstance(v, int)}
-        is_error = bool(result.get("is_error"))
+        is_error = result.get("is_error") is True
+        error = _failure(result) if is_error else ""
     trace = {
         "conversation": conversation,
         "tool_calls": calls,
@@ -111,7 +113,18 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
         "cost_usd": cost,
         "num_turns": turns,
     }
-    return AgentRun(answer, trace, is_error)
+    return AgentRun(answer, trace, is_error, error)
+
+
+def _failure(result: Mapping[str, Any]) -> str:
+    """One line on why a `result` event says the run failed, from what it carries."""
+    said = result.get("errors")
+    parts = [str(result.get("subtype") or "is_error")]
+    if isinstance(said, list) and said:
+        parts.append("; ".join(str(e) for e in said[:3]))
+    elif isinstance(result.get("result"), str) and result["result"].strip():
+        parts.append(result["result"].strip())
+    return ": ".join(parts)[:500]
 
 
 def _number(value: Any) -> float:

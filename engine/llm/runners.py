@@ -142,7 +142,14 @@ class CommandRunner:
         agent = parse_agent_stream(result.output)  # an agent CLI streaming JSON events
         if agent is None:
             return result
-        return replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+        result = replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+        if agent.is_error and result.exit_code == 0:
+            # `claude -p` exits 1 after such a result; a wrapper that loses the status made a
+            # failed agent run (out of turns, an API error) a success routed onwards.
+            note = f"the agent reported a failed run: {agent.error}"
+            stderr = f"{result.stderr.rstrip()}\n{note}".lstrip()
+            return replace(result, exit_code=1, stderr=stderr)
+        return result
 
 
 register("anthropic")(lambda _argument: AnthropicRunner())
