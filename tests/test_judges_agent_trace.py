@@ -357,3 +357,14 @@ def test_an_agent_that_reports_a_failed_run_has_failed_whatever_its_exit_code(
     assert completed[0]["stderr"] == (
         "the agent reported a failed run: error_max_turns: Reached maximum number of turns (3)"
     )
+
+
+def test_a_line_separator_inside_an_event_does_not_end_the_line() -> None:
+    """A tool result holding U+2028 or U+0085 (written raw, as Node's JSON.stringify does): the
+    event was split in two by `str.splitlines`, and the stream read as plain text, cost 0."""
+    said = {"type": "text", "text": "a\u2028b\x85c"}
+    events = [{**EVENTS[1], "message": {"content": [said]}}, EVENTS[-1]]
+    agent = parse_agent_stream("\n".join(json.dumps(e, ensure_ascii=False) for e in events))
+    assert agent is not None
+    assert agent.trace["conversation"] == "a\u2028b\x85c"
+    assert agent.cost_usd == pytest.approx(0.0123)

@@ -47,7 +47,10 @@ def parse_agent_stream(stdout: str) -> AgentRun | None:
     are kept and otherwise ignored, and a last line that is not JSON is dropped (an agent
     killed or crashed mid-line): either used to make the whole stream plain text, so the
     agent's reported cost counted as 0 against `max_cost_usd`."""
-    lines = [line for line in stdout.splitlines() if line.strip()]
+    # Split at "\n" only: `str.splitlines` also breaks at U+2028, U+0085 and the like, which a
+    # JSON line may hold raw in a string (Node's JSON.stringify writes them so), and a tool
+    # result with one made the stream plain text, its cost 0.
+    lines = [line for line in stdout.split("\n") if line.strip()]
     events: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
         try:
