@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.model import jsontext
+from engine.model.ports import ActionResult
 
 _USAGE_KEYS = (
     "input_tokens",
@@ -38,6 +39,22 @@ class AgentRun:
     @property
     def cost_usd(self) -> float:
         return float(self.trace.get("cost_usd") or 0.0)
+
+
+def read_agent_result(result: ActionResult) -> ActionResult:
+    """An agent CLI's process result, its stdout read as a trace when it is an event stream:
+    the output becomes the answer, with the trace and the agent's cost; plain output is kept.
+    A run the `result` event calls failed (`is_error`) is exit 1 even if the CLI exited 0:
+    `claude -p` exits 1 after such a result, and a wrapper that lost the status made a failed
+    agent run (out of turns, an API error) a success."""
+    agent = parse_agent_stream(result.output)
+    if agent is None:
+        return result
+    result = replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+    if agent.is_error and result.exit_code == 0:
+        note = f"the agent reported a failed run: {agent.error}"
+        return replace(result, exit_code=1, stderr=f"{result.stderr.rstrip()}\n{note}".lstrip())
+    return result
 
 
 def parse_agent_stream(stdout: str) -> AgentRun | None:
