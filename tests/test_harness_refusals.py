@@ -199,3 +199,22 @@ def test_a_loop_subject_with_unusable_context_is_refused_before_any_sample(
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert (tmp_path / "samples.log").read_text() == "3\n3\n"
+
+
+@pytest.mark.parametrize(
+    ("runner", "said"),
+    [("bogus", "unknown prompt runner 'bogus'"), ("cmd:", "names no command"),
+     ("cmd:  ", "names no command")],
+)  # fmt: skip
+def test_a_prompt_runner_that_is_no_runner_is_refused_before_any_sample(
+    tmp_path: Path, runner: str, said: str
+) -> None:
+    """`--runner bogus` ran three samples, each an error; `--runner cmd:` ran `bash -c ''`
+    three times and reported PASS for a prompt nobody answered."""
+    done = ll_harness(tmp_path, "prompt", "say hi", "--runner", runner, "--exit-code", "0")
+    assert done.returncode == 2, done
+    assert said in done.stderr
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0

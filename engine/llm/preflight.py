@@ -94,8 +94,15 @@ def judge_problems() -> list[str]:
 def prompt_problems(runner: str) -> list[str]:
     """Why a prompt outside a loop (`ll-harness prompt`, `ll-harness dsl`) could not run through
     the `anthropic` runner; `[]` if it can, or for a `cmd:` runner (a failing command is what
-    such a sample measures)."""
-    if split_runner(runner)[0] != "anthropic":
+    such a sample measures). A name that is no runner, or `cmd:` with no command, is refused:
+    `--runner bogus` recorded every sample as an error, and `--runner cmd:` ran `bash -c ''`
+    and passed every sample of `--exit-code 0`, measuring nothing."""
+    name, argument = split_runner(runner)
+    if name not in RUNNERS:
+        return [f"unknown prompt runner {runner!r}: use 'anthropic' or 'cmd:<command>'"]
+    if name == "cmd" and not argument:
+        return [f"runner {runner!r} names no command: write 'cmd:<command>', e.g. 'cmd:claude -p'"]
+    if name != "anthropic":
         return []
     problems = settings.env_problems()
     if not has_credentials():
