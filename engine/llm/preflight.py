@@ -124,6 +124,17 @@ def suite_problems(suite: Suite) -> list[str]:
     if suite.pairwise is not None or any(j.uses_llm for j in suite.judges):
         callers.append("its LLM judges")
     subjects = [suite.subject, *([suite.baseline_subject] if suite.baseline_subject else [])]
+    for subject in subjects:
+        # The suite file's `runner:` is checked by its schema; `LL_PROMPT_RUNNER=bogus` was not,
+        # and the prompt went to the `anthropic` runner instead.
+        if subject.kind == "prompt" and not subject.runner:
+            runner = settings.prompt_runner(None, None)
+            name, argument = split_runner(runner)
+            if name not in RUNNERS or (name == "cmd" and not argument):
+                return [
+                    f"suite {suite.name!r}: LL_PROMPT_RUNNER={runner!r} is no prompt runner: "
+                    "use 'anthropic' or 'cmd:<command>'"
+                ]
     if any(
         s.kind == "prompt"
         and split_runner(settings.prompt_runner(None, None, s.runner))[0] != "cmd"
