@@ -5,6 +5,7 @@ and the cost counts toward `max_cost_usd`."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import textwrap
@@ -14,6 +15,8 @@ from typing import Any
 import pytest
 
 from engine.llm.agent_trace import parse_agent_stream
+from engine.model.ports import Event
+from engine.runtime.progress import Progress
 from tests.loopback_server import LoopbackServer, tool_reply
 from tests.run_helpers import ll_loop, run_yaml
 
@@ -368,3 +371,15 @@ def test_a_line_separator_inside_an_event_does_not_end_the_line() -> None:
     assert agent is not None
     assert agent.trace["conversation"] == "a\u2028b\x85c"
     assert agent.cost_usd == pytest.approx(0.0123)
+
+
+def test_the_live_line_counts_an_agents_spend() -> None:
+    """The live progress line summed the `llm_call` events only: an agent's $0.25 showed $0."""
+    stream = io.StringIO()
+    progress = Progress(mode="live", stream=stream)
+    progress(Event("loop_start", "r", {"loop": "agent", "max_steps": 5}))
+    progress(Event("action_complete", "r", {"state": "work", "agent_cost_usd": 0.25}))
+    progress(Event("action_complete", "r", {"state": "b", "depth": 1, "agent_cost_usd": 0.5}))
+    progress._redraw()
+    progress._done.set()
+    assert "$0.7500" in stream.getvalue()
