@@ -296,6 +296,7 @@ def test_only_the_last_line_may_be_torn() -> None:
     assert parse_agent_stream("\n".join([*lines, '{"type": "resu'])) is not None
     assert parse_agent_stream("\n".join([lines[0], "not json", *lines[1:]])) is None
     assert parse_agent_stream('{"type": "resu') is None
+    assert parse_agent_stream("\n".join([*lines, "Done, bye."])) is None  # text, not torn
 
 
 def test_explain_counts_the_agents_cost_in_its_state(tmp_path: Path) -> None:

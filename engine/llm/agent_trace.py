@@ -73,8 +73,8 @@ def parse_agent_stream(stdout: str) -> AgentRun | None:
         try:
             event = jsontext.loads(line)
         except ValueError:
-            if number == len(lines) and events:
-                break  # torn by the agent's end
+            if number == len(lines) and events and line.lstrip().startswith("{"):
+                break  # an event torn by the agent's end (plain text after events is not)
             return None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             return None
