@@ -3,6 +3,7 @@ a judge without credentials; and it runs `ll-loop` as itself, never a project's 
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -218,3 +219,22 @@ def test_a_prompt_runner_that_is_no_runner_is_refused_before_any_sample(
     if database.exists():
         with sqlite3.connect(database) as db:
             assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("prompt", "hi \udcff", "--runner", "cmd:cat"), "PROMPT is not valid UTF-8 text"),
+        (("cmd", "echo \udcff"), "COMMAND is not valid UTF-8 text"),
+        (("cmd", "true", "--semantic", "ok \udcff"), "--semantic is not valid UTF-8 text"),
+    ],
+)
+def test_an_argument_that_is_not_utf8_is_refused(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    """Command-line bytes that are not UTF-8 (`$'hi \\xff'`) died as `internal error:
+    UnicodeEncodeError` when the subject was hashed; `--output json` printed no object."""
+    done = ll_harness(tmp_path, *args, "--exit-code", "0", "--output", "json")
+    assert done.returncode == 2, done
+    assert said in done.stderr and "internal error" not in done.stderr
+    assert json.loads(done.stdout)["error"] == said
