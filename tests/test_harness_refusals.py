@@ -238,3 +238,9 @@ def test_an_argument_that_is_not_utf8_is_refused(
     assert done.returncode == 2, done
     assert said in done.stderr and "internal error" not in done.stderr
     assert json.loads(done.stdout)["error"] == said
+
+
+def test_a_history_target_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    done = ll_harness(tmp_path, "history", "x \udcff")
+    assert done.returncode == 2 and "TARGET is not valid UTF-8 text" in done.stderr, done
+    assert "internal error" not in done.stderr

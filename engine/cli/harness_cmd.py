@@ -655,6 +655,11 @@ def history_command(
     ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    for label, text in (("TARGET", target), ("--semantic", semantic)):
+        if text is not None and not _is_text(text):
+            raise UsageError(
+                f"{label} is not valid UTF-8 text", hint="targets are recorded as text"
+            )
     since_value = _check_date(since) if since is not None else None
     if html is not None:
         from engine.cli.harness_history import write_history_html
