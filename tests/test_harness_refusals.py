@@ -244,3 +244,12 @@ def test_a_history_target_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     done = ll_harness(tmp_path, "history", "x \udcff")
     assert done.returncode == 2 and "TARGET is not valid UTF-8 text" in done.stderr, done
     assert "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--model", "--semantic"])
+def test_a_dsl_option_that_is_not_utf8_is_refused(tmp_path: Path, flag: str) -> None:
+    """`--model $'m\\xff'` died with an internal error; `--semantic` with such bytes was
+    judged (or not) without a word."""
+    write(tmp_path / "task.yaml", "prompt: say hello\nexpected: {answer: hello}\n")
+    done = ll_harness(tmp_path, "dsl", "task.yaml", "--runner", "cmd:cat", flag, "m \udcff")
+    assert done.returncode == 2 and f"{flag} is not valid UTF-8 text" in done.stderr, done

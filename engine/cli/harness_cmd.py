@@ -482,6 +482,14 @@ def dsl_command(
             )
         if jobs < 1:
             raise UsageError("--jobs must be at least 1", hint="pass --jobs 1 or more")
+        texts = {"--model": model, "--runner": runner, "--semantic": semantic}
+        texts |= {"--judge-model": judge_model, "--issue-id": issue_id}
+        for label, text in texts.items():
+            if text is not None and not _is_text(text):
+                raise UsageError(
+                    f"{label} is not valid UTF-8 text",
+                    hint="pass text: what is measured is hashed and recorded as text",
+                )
         cwd = Path.cwd()
         options = DslOptions(
             model=model,
