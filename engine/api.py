@@ -98,9 +98,19 @@ class RunRefused(LoopError):
 class LlmPreflightError(PreflightError):
     """The run's LLM states cannot work (no key, no runner…): every problem, each one sentence."""
 
-    def __init__(self, problems: tuple[str, ...]) -> None:
-        super().__init__(problems[0], hint="fix the LLM settings, or use --replay RUN")
+    def __init__(self, problems: tuple[str, ...], *, replaying: bool = False) -> None:
+        super().__init__(problems[0], hint=_preflight_hint(problems[0], replaying))
         self.problems = problems
+
+
+def _preflight_hint(problem: str, replaying: bool) -> str:
+    """The hint for the first problem. "or use --replay RUN" was said of every problem: to a run
+    already replaying, and of a missing agent CLI (a replay runs `cmd:` agents again)."""
+    if problem.startswith("cannot replay"):
+        return "replay a run that made this loop's LLM calls (its directory holds llm.jsonl)"
+    if "runner" in problem:
+        return "fix the runner: a cmd: agent runs again in a replay too"
+    return "fix the LLM settings" if replaying else "fix the LLM settings, or use --replay RUN"
 
 
 # --- validate ----------------------------------------------------------------------------------
@@ -385,7 +395,7 @@ def _llm_preflight(launch: Launch) -> None:
             found = [f"child loop {member.name!r}: {problem}" for problem in found]
         problems += [problem for problem in found if problem not in problems]
     if problems:
-        raise LlmPreflightError(tuple(problems))
+        raise LlmPreflightError(tuple(problems), replaying=launch.replay_from is not None)
 
 
 def _replay_dir(replay: PathLike | None, where: _Where) -> Path | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.graph.cost import StepCost, cost_bound, heaviest_walks
+from engine.graph.cost import StepCost, cost_bound, heaviest_walks, render_bound
 from engine.graph.loop_graph import LoopGraph, compile_graph
 from engine.llm.costs import OVERHEAD_TOKENS, VALUE_CHARS, loop_cost, template_chars
 from engine.llm.prices import PriceTable
@@ -209,3 +209,27 @@ def test_the_step_note_counts_samples_in_words() -> None:
 
     assert "judge: 1 sample (x2" in note({**JUDGE, "samples": 1})
     assert "judge: 3 samples (x2" in note(JUDGE)
+
+
+def test_an_agent_clis_spend_is_named_as_outside_the_bound() -> None:
+    """A loop of `cmd:` agents, which report dollars that count toward `max_cost_usd`, was
+    shown as 'no LLM calls (cost $0)' with nothing saying their spend was left out."""
+    child = make_loop(
+        {
+            "agent": {"action": "do it", "action_type": "prompt", "runner": "cmd:claude -p",
+                      "next": "done"},
+            "done": {"terminal": True},
+        }
+    )  # fmt: skip
+    parent = make_loop(
+        {
+            "run": {"loop": "child", "on_yes": "done", "on_no": "done"},
+            "done": {"terminal": True},
+        }
+    )
+    bound = loop_cost(parent, resolve_child=lambda ref, _: child if ref == "child" else None)
+    assert (bound.calls, bound.usd) == (0, 0.0)
+    assert bound.outside == {"run": "sub-loop t's agent CLIs (agent)"}
+    assert loop_cost(child).outside == {"agent": "an agent CLI's own spend, as it reports it"}
+    assert "not counted: run: sub-loop t's agent CLIs (agent)" in render_bound(bound)
+    assert bound.to_json()["outside"] == {"run": "sub-loop t's agent CLIs (agent)"}

@@ -3,6 +3,7 @@ a judge without credentials; and it runs `ll-loop` as itself, never a project's 
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -271,3 +272,56 @@ def test_a_loop_subject_with_unusable_context_is_refused_before_any_sample(
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert (tmp_path / "samples.log").read_text() == "3\n3\n"
+
+
+@pytest.mark.parametrize(
+    ("runner", "said"),
+    [("bogus", "unknown prompt runner 'bogus'"), ("cmd:", "names no command"),
+     ("cmd:  ", "names no command")],
+)  # fmt: skip
+def test_a_prompt_runner_that_is_no_runner_is_refused_before_any_sample(
+    tmp_path: Path, runner: str, said: str
+) -> None:
+    """`--runner bogus` ran three samples, each an error; `--runner cmd:` ran `bash -c ''`
+    three times and reported PASS for a prompt nobody answered."""
+    done = ll_harness(tmp_path, "prompt", "say hi", "--runner", runner, "--exit-code", "0")
+    assert done.returncode == 2, done
+    assert said in done.stderr
+    database = tmp_path / ".loops" / "history.db"
+    if database.exists():
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("prompt", "hi \udcff", "--runner", "cmd:cat"), "PROMPT is not valid UTF-8 text"),
+        (("cmd", "echo \udcff"), "COMMAND is not valid UTF-8 text"),
+        (("cmd", "true", "--semantic", "ok \udcff"), "--semantic is not valid UTF-8 text"),
+    ],
+)
+def test_an_argument_that_is_not_utf8_is_refused(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    """Command-line bytes that are not UTF-8 (`$'hi \\xff'`) died as `internal error:
+    UnicodeEncodeError` when the subject was hashed; `--output json` printed no object."""
+    done = ll_harness(tmp_path, *args, "--exit-code", "0", "--output", "json")
+    assert done.returncode == 2, done
+    assert said in done.stderr and "internal error" not in done.stderr
+    assert json.loads(done.stdout)["error"] == said
+
+
+def test_a_history_target_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    done = ll_harness(tmp_path, "history", "x \udcff")
+    assert done.returncode == 2 and "TARGET is not valid UTF-8 text" in done.stderr, done
+    assert "internal error" not in done.stderr
+
+
+@pytest.mark.parametrize("flag", ["--model", "--semantic"])
+def test_a_dsl_option_that_is_not_utf8_is_refused(tmp_path: Path, flag: str) -> None:
+    """`--model $'m\\xff'` died with an internal error; `--semantic` with such bytes was
+    judged (or not) without a word."""
+    write(tmp_path / "task.yaml", "prompt: say hello\nexpected: {answer: hello}\n")
+    done = ll_harness(tmp_path, "dsl", "task.yaml", "--runner", "cmd:cat", flag, "m \udcff")
+    assert done.returncode == 2 and f"{flag} is not valid UTF-8 text" in done.stderr, done

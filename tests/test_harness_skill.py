@@ -103,3 +103,34 @@ def test_an_edited_skill_is_compared_with_its_committed_baseline(project: Path) 
     assert code == 0, compared
     assert compared["baseline"]["delta"] == 1.0
     assert (compared["baseline"]["baseline"]["k"], compared["baseline"]["candidate"]["k"]) == (0, 2)
+
+
+# A stand-in for `claude -p --output-format stream-json --verbose`: it streams events, and its
+# result says the run failed when the skill says OUT OF TURNS.
+STREAMING_HOST = """\
+import json, pathlib, sys
+name = sys.stdin.read().strip()[1:].partition(" ")[0]
+body = (pathlib.Path(".claude/skills") / name / "SKILL.md").read_text()
+said = {"role": "assistant", "content": [{"type": "text", "text": "Linted: 0 problems."}]}
+print(json.dumps({"type": "system", "subtype": "init"}))
+print(json.dumps({"type": "assistant", "message": said, "parent_tool_use_id": None}))
+failed = "OUT OF TURNS" in body
+end = {"type": "result", "is_error": failed, "num_turns": 1, "total_cost_usd": 0.02}
+print(json.dumps({**end, "subtype": "error_max_turns"} if failed else {**end, "result": "ok"}))
+"""
+
+
+def test_a_host_streaming_json_events_is_read_as_a_trace(project: Path) -> None:
+    """A stream-json host's raw event stream was the judged output, its cost 0, and a run its
+    result called failed (`is_error`) passed `--exit-code 0`."""
+    (project / "stream.py").write_text(STREAMING_HOST)
+    flags = ["--host", f"{sys.executable} stream.py", "--exit-code", "0", "--samples", "1"]
+    code, data = harness_json(project, "skill", "check-code", *flags)
+    assert code == 0, data
+    assert data["stdout"] == "ok"
+    assert data["samples"][0]["cost_usd"] == pytest.approx(0.02)
+    skill = project / ".claude" / "skills" / "check-code" / "SKILL.md"
+    skill.write_text("OUT OF TURNS\n")
+    code, data = harness_json(project, "skill", "check-code", *flags)
+    assert (code, data["samples"][0]["exit_code"]) == (1, 1), data
+    assert "error_max_turns" in data["samples"][0]["stderr"]

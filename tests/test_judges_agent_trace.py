@@ -5,6 +5,7 @@ and the cost counts toward `max_cost_usd`."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import textwrap
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 
 from engine.llm.agent_trace import parse_agent_stream
+from engine.model.ports import Event
+from engine.runtime.progress import Progress
 from tests.loopback_server import LoopbackServer, tool_reply
-from tests.run_helpers import run_yaml
+from tests.run_helpers import ll_loop, run_yaml
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "system", "subtype": "init", "session_id": "s1", "tools": ["Bash", "Edit"]},
@@ -254,3 +257,130 @@ def test_llm_judges_read_the_conversation_and_tool_trace(
     assert '2. Bash {"command": "pytest -q"}' in content
     assert "Said: I will fix the parser.\nDone: tests pass." in content
     assert "files modified: src/fix.py" in content
+
+
+def test_events_of_other_types_keep_the_trace_and_its_cost(tmp_path: Path) -> None:
+    """`claude -p --include-partial-messages` adds `stream_event` lines: the stream was read as
+    plain text, so the output was the raw JSON and the agent's $0.0123 counted as 0 toward
+    `max_cost_usd` (the run took its next step)."""
+    partial = {"type": "stream_event", "event": {"type": "message_start"}, "session_id": "s1"}
+    write_agent(tmp_path, [EVENTS[0], partial, *EVENTS[1:]])
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01").replace("on_yes: done", "on_yes: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    assert ran.state()["captured"]["work"]["output"] == "Done: tests pass."
+
+
+def test_a_stream_torn_by_the_agents_end_is_still_its_trace(tmp_path: Path) -> None:
+    """An agent that reported its result and then died mid-line (or was killed mid-event): the
+    torn last line made the whole stream plain text, and the spend it reported counted as 0."""
+    (tmp_path / "agent.py").write_text(
+        AGENT.replace("print(json.dumps(event), flush=True)", "print(json.dumps(event))")
+        + 'sys.stdout.write(\'{"type": "assistant", "mess\')\nsys.exit(3)\n'
+    )
+    (tmp_path / "events.json").write_text(json.dumps(EVENTS))
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01")
+    text = text.replace("on_error: broken", "on_error: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    completed = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed[0]["exit_code"] == 3
+
+
+def test_only_the_last_line_may_be_torn() -> None:
+    lines = [json.dumps(e) for e in EVENTS]
+    assert parse_agent_stream("\n".join([*lines, '{"type": "resu'])) is not None
+    assert parse_agent_stream("\n".join([lines[0], "not json", *lines[1:]])) is None
+    assert parse_agent_stream('{"type": "resu') is None
+    assert parse_agent_stream("\n".join([*lines, "Done, bye."])) is None  # text, not torn
+
+
+def test_explain_counts_the_agents_cost_in_its_state(tmp_path: Path) -> None:
+    """The agent's $0.0123 was in the run's cost but in no event: `explain` showed a run of
+    $0.0123 with no cost by state, and the progress line $0."""
+    write_agent(tmp_path)
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    completed = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed[0]["agent_cost_usd"] == pytest.approx(0.0123)
+    explained = ll_loop(tmp_path, "explain", ran.json["run_id"])
+    assert "cost by state: work $0.0123" in explained.stdout, explained.stdout
+    assert "(0 calls)" not in explained.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "AGENT_MODEL=fast python3 agent.py events.json",
+        "cd . && python3 agent.py events.json",
+        "exec python3 agent.py events.json",
+    ],
+)
+def test_a_runner_may_start_with_an_assignment_or_a_shell_builtin(
+    tmp_path: Path, command: str
+) -> None:
+    """bash runs these command lines, but the preflight refused them (exit 2): 'AGENT_MODEL=fast'
+    (or 'cd', 'exec') is not an executable on PATH."""
+    write_agent(tmp_path)
+    text = loop(TRACE_JUDGES).replace("cmd:python3 agent.py events.json", f"cmd:{command}")
+    ran = run_yaml(tmp_path, text)
+    assert ran.code == 0, ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+
+
+def test_a_missing_agent_after_an_assignment_is_still_refused(tmp_path: Path) -> None:
+    write_agent(tmp_path)
+    text = loop(TRACE_JUDGES).replace("cmd:python3", "cmd:AGENT_MODEL=fast no-such-agent-h5")
+    ran = run_yaml(tmp_path, text)
+    assert ran.code == 2
+    assert "'no-such-agent-h5' is not an executable on PATH" in ran.stderr
+
+
+def test_an_agent_that_reports_a_failed_run_has_failed_whatever_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    """A `result` event with `is_error: true` (out of turns) from a CLI that exited 0 (a wrapper
+    losing `claude -p`'s status 1): the state was judged and routed as a success."""
+    failed = {
+        **EVENTS[-1],
+        "subtype": "error_max_turns",
+        "is_error": True,
+        "errors": ["Reached maximum number of turns (3)"],
+    }
+    del failed["result"]
+    write_agent(tmp_path, [*EVENTS[:-1], failed])
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    assert (ran.code, ran.json["final_state"]) == (1, "broken"), ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    completed = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed[0]["exit_code"] == 1
+    assert completed[0]["stderr"] == (
+        "the agent reported a failed run: error_max_turns: Reached maximum number of turns (3)"
+    )
+
+
+def test_a_line_separator_inside_an_event_does_not_end_the_line() -> None:
+    """A tool result holding U+2028 or U+0085 (written raw, as Node's JSON.stringify does): the
+    event was split in two by `str.splitlines`, and the stream read as plain text, cost 0."""
+    said = {"type": "text", "text": "a\u2028b\x85c"}
+    events = [{**EVENTS[1], "message": {"content": [said]}}, EVENTS[-1]]
+    agent = parse_agent_stream("\n".join(json.dumps(e, ensure_ascii=False) for e in events))
+    assert agent is not None
+    assert agent.trace["conversation"] == "a\u2028b\x85c"
+    assert agent.cost_usd == pytest.approx(0.0123)
+
+
+def test_the_live_line_counts_an_agents_spend() -> None:
+    """The live progress line summed the `llm_call` events only: an agent's $0.25 showed $0."""
+    stream = io.StringIO()
+    progress = Progress(mode="live", stream=stream)
+    progress(Event("loop_start", "r", {"loop": "agent", "max_steps": 5}))
+    progress(Event("action_complete", "r", {"state": "work", "agent_cost_usd": 0.25}))
+    progress(Event("action_complete", "r", {"state": "b", "depth": 1, "agent_cost_usd": 0.5}))
+    progress._redraw()
+    progress._done.set()
+    assert "$0.7500" in stream.getvalue()

@@ -224,6 +224,21 @@ def test_prompt_costs_end_the_run_at_max_cost(loopback: LoopbackServer, tmp_path
     assert [e["purpose"] for e in logged] == ["prompt", "prompt"]
 
 
+def test_a_negative_token_count_does_not_lift_the_budget(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """An endpoint answering `input_tokens: -10000000` made the run's cost -$30, and the
+    prompts went on past `max_cost_usd` until max_steps."""
+    loopback.push(text_reply("a poem", input_tokens=-10_000_000, output_tokens=0))
+    loopback.default = text_reply("a poem", input_tokens=0, output_tokens=20_000)
+    ran = run_yaml(tmp_path, PROMPTED)
+    assert (ran.code, ran.json["terminated_by"]) == (3, "max_cost"), ran.stderr
+    assert len(loopback.requests) == 3
+    assert ran.json["cost_usd"] == pytest.approx(0.6)
+    logged = [json.loads(x) for x in (ran.run_dir / "llm.jsonl").read_text().splitlines()]
+    assert logged[0]["usage"]["input_tokens"] == 0
+
+
 def test_a_step_that_reaches_success_is_a_success_whatever_it_cost(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:

@@ -448,3 +448,25 @@ def test_a_replay_that_answers_only_some_samples_of_an_assessment_judge_is_its_e
     green = judged["details"]["judges"]["green"]
     assert "2 of 5 calls have no recorded answer" in green["error"]
     assert len(loopback.requests) == 3
+
+
+def test_a_replay_refused_for_its_log_is_not_told_to_use_replay(tmp_path: Path) -> None:
+    """A run already replaying, refused because RUN has no llm.jsonl (here a directory of that
+    name), was told "does not exist" and hinted "fix the LLM settings, or use --replay RUN"."""
+    write_loop(tmp_path, PROMPT_LOOP)
+    old = tmp_path / ".loops" / "runs" / "old"
+    (old / "llm.jsonl").mkdir(parents=True)
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--replay", "old")
+    assert ran.code == 2
+    assert "llm.jsonl is not a file" in ran.stderr
+    assert "use --replay" not in ran.stderr
+    assert "hint: replay a run that made this loop's LLM calls" in ran.stderr
+
+
+def test_a_missing_agent_cli_is_not_told_to_use_replay(tmp_path: Path) -> None:
+    """A replay runs `cmd:` agents again, so "or use --replay RUN" was no way out."""
+    loop = PROMPT_LOOP.replace("timeout: 30", 'timeout: 30\n    runner: "cmd:no-such-agent-h5"')
+    write_loop(tmp_path, loop)
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 2 and "'no-such-agent-h5' is not an executable" in ran.stderr
+    assert "use --replay" not in ran.stderr

@@ -227,6 +227,23 @@ def test_a_suite_whose_model_calls_have_no_credentials_is_refused_before_any_cas
     assert code == 0 and ran.exists(), err
 
 
+@pytest.mark.parametrize("runner", ["bogus", "cmd:"])
+def test_a_prompt_runner_from_the_environment_that_is_none_is_refused(
+    tmp_path: Path, monkeypatch: Any, runner: str
+) -> None:
+    """`LL_PROMPT_RUNNER=bogus` (or `cmd:` with no command) sent a suite's prompt subject to the
+    `anthropic` runner without a word, where `ll-loop run` refuses it."""
+    monkeypatch.setenv("LL_PROMPT_RUNNER", runner)
+    write(
+        tmp_path / "s.suite.yaml",
+        "name: s\ncases: [{input: {n: 1}}]\nsubject: {prompt: 'Say hi'}\n"
+        "judges: [{name: echoed, builtin: exit_code}]\n",
+    )
+    code, _, err = suite(tmp_path, "s.suite.yaml")
+    assert code == 2 and f"runner {runner!r}" in err, err
+    assert "(the runner LL_PROMPT_RUNNER names)" in err, err
+
+
 def test_a_prompt_subjects_cost_reaches_the_record_and_its_budget_judge(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:

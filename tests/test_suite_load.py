@@ -245,3 +245,12 @@ def test_outputs_written_as_a_list_are_told_the_suites_spelling(outputs: str) ->
         "a suite's outputs is a mapping: outputs: {paths: [main, answer.md]} reads those files "
         "or directories into the record (every tool call is in it already)"
     )
+
+
+@pytest.mark.parametrize("subject", ["agent: '   '\n  prompt: hi", "command: '  '"])
+def test_a_blank_agent_or_command_is_refused(subject: str) -> None:
+    """`agent: "   "` ran `bash -c` with nothing to run: exit 0, and every case passed an
+    `exit_code` judge with no agent ever started."""
+    text = GOOD.replace('command: echo "${inputs.text}" | tr a-z A-Z', subject)
+    found = problems(text)
+    assert found and "has an invalid value" in found[0], found

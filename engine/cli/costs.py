@@ -26,4 +26,6 @@ def bound_line(loop: Loop) -> str | None:
         why = "; ".join(f"{state}: {reason}" for state, reason in bound.unknown.items())
         return f"cost bound: none ({why})"
     basis = "any max_steps" if bound.independent_of_max_steps else f"max_steps {bound.max_steps}"
+    if bound.outside:
+        basis += f"; agent CLIs' own spend not counted: {', '.join(bound.outside)}"
     return f"cost bound: at most {bound.calls} LLM calls, ${bound.usd:.4f} per run ({basis})"

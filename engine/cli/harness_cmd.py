@@ -7,6 +7,7 @@ exit code is the contract: 0 PASS, 1 FAIL, 2 ERROR or refusal, 3 ABSTAIN / INCON
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -171,6 +172,9 @@ def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., 
         def wrapper(**values: Any) -> int:
             given = {name: values.pop(name) for name, _, _ in _SHARED}
             output, issue_id = given.pop("output"), given.pop("issue_id")
+            problem = _not_text({**values, **given, "issue_id": issue_id}, params)
+            if problem is not None:
+                return _emit(output, problem.throw)
             return command(**values, options=_options(**given), output=output, issue_id=issue_id)
 
         params = own + shared
@@ -179,6 +183,48 @@ def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., 
         return wrapper
 
     return decorate
+
+
+@dataclasses.dataclass(frozen=True)
+class _Refused:
+    error: UsageError
+
+    def throw(self) -> tuple[str, dict[str, Any], int]:
+        raise self.error
+
+
+def _not_text(values: dict[str, Any], params: list[inspect.Parameter]) -> _Refused | None:
+    """A refusal for the first argument that is not UTF-8 text (Python keeps such command-line
+    bytes as lone surrogates): `ll-harness prompt $'hi \\xff'` hashed the prompt and died with
+    an internal error."""
+    for param in params:
+        value = values.get(param.name)
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not _is_text(text):
+                return _Refused(
+                    UsageError(
+                        f"{_label(param)} is not valid UTF-8 text",
+                        hint="pass text: what is measured is hashed and recorded as text",
+                    )
+                )
+    return None
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _label(param: inspect.Parameter) -> str:
+    """How the command line spells a parameter: `--semantic` for an option, `PROMPT` else."""
+    for info in getattr(param.annotation, "__metadata__", ()):
+        if isinstance(info, typer.models.OptionInfo):
+            given = [d for d in info.param_decls or () if d.startswith("--")]
+            return given[0] if given else "--" + param.name.replace("_", "-")
+    return param.name.upper()
 
 
 def _options(
@@ -436,6 +482,14 @@ def dsl_command(
             )
         if jobs < 1:
             raise UsageError("--jobs must be at least 1", hint="pass --jobs 1 or more")
+        texts = {"--model": model, "--runner": runner, "--semantic": semantic}
+        texts |= {"--judge-model": judge_model, "--issue-id": issue_id}
+        for label, text in texts.items():
+            if text is not None and not _is_text(text):
+                raise UsageError(
+                    f"{label} is not valid UTF-8 text",
+                    hint="pass text: what is measured is hashed and recorded as text",
+                )
         cwd = Path.cwd()
         options = DslOptions(
             model=model,
@@ -609,6 +663,11 @@ def history_command(
     ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    for label, text in (("TARGET", target), ("--semantic", semantic)):
+        if text is not None and not _is_text(text):
+            raise UsageError(
+                f"{label} is not valid UTF-8 text", hint="targets are recorded as text"
+            )
     since_value = _check_date(since) if since is not None else None
     if html is not None:
         from engine.cli.harness_history import write_history_html

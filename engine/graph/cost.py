@@ -42,6 +42,10 @@ class StepCost:
     min_usd: float = 0.0
     unknown: str | None = None
     note: str = ""  # how the figure was made, for `show --cost`
+    # Spend this state may add that no bound can see: an agent CLI's own (a `cmd:` runner), which
+    # still counts toward `max_cost_usd` at run time. `show --cost` said "no LLM calls (cost $0)"
+    # of a loop of agents that spent dollars.
+    outside: str = ""
 
     @property
     def uses_llm(self) -> bool:
@@ -116,7 +120,13 @@ class CostBound:
                 if cost.uses_llm
             },
             "unknown": dict(self.unknown),
+            "outside": dict(self.outside),
         }
+
+    @property
+    def outside(self) -> dict[str, str]:
+        """The states whose own spend this bound leaves out, and why."""
+        return {name: cost.outside for name, cost in self.steps.items() if cost.outside}
 
 
 def cost_bound(
@@ -267,9 +277,13 @@ def render_bound(bound: CostBound) -> str:
         lines += [f"  {state}: {why}" for state, why in bound.unknown.items()]
         return "\n".join(lines)
     assert bound.calls is not None and bound.usd is not None
+    outside = [
+        f"  not counted: {state}: {why} (it counts toward max_cost_usd at run time)"
+        for state, why in bound.outside.items()
+    ]
     if bound.calls == 0:
-        return f"{bound.loop}: no LLM calls (cost $0)"
-    lines = [f"{bound.loop}: at most {bound.calls} LLM calls, ${bound.usd:.4f} per run"]
+        return "\n".join([f"{bound.loop}: no LLM calls (cost $0)", *outside])
+    lines = [f"{bound.loop}: at most {bound.calls} LLM calls, ${bound.usd:.4f} per run", *outside]
     if bound.independent_of_max_steps:
         lines.append(
             "  no state that calls an LLM is on a cycle: the bound holds for any max_steps"

@@ -3,7 +3,8 @@
 A skill is a markdown file an agent CLI knows by name: `.claude/skills/NAME/SKILL.md`, or the
 older `.claude/commands/NAME.md` (or `skills/NAME/SKILL.md` for skills kept in the project's
 own tree). The host CLI (`--host`, else `LL_HOST_CLI`, else `claude -p`) gets `/NAME ARGS` on
-stdin, as a person would type it, and its stdout is the sample's output. An LLM drives the
+stdin, as a person would type it, and its stdout is the sample's output (a host streaming JSON
+events is read as a trace: its answer, its cost). An LLM drives the
 host, so the subject is stochastic (three samples by default). The content hash is the skill
 file's bytes, so an edited skill is a different subject and `--compare-baseline` resolves the
 incumbent from the file as committed at HEAD, as for a loop.
@@ -20,6 +21,7 @@ from engine.harness.keys import input_hash, sha256_bytes
 from engine.harness.process import run_process
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
+from engine.llm.agent_trace import read_agent_result
 
 DEFAULT_HOST = "claude -p"
 HOST_ENV = "LL_HOST_CLI"
@@ -100,7 +102,10 @@ def skill_subject(name: str, args: str | None, *, host: str | None, cwd: Path) -
 
     def run(timeout: float | None) -> SubjectRun:
         result = run_process(argv, timeout=timeout, cwd=cwd, stdin=invocation + "\n")
-        return SubjectRun.from_action(result, timeout)
+        # A host streaming JSON events (`claude -p --output-format stream-json --verbose`) is
+        # read as a `cmd:` runner's is: its answer is judged, not the raw stream, and what it
+        # reported spending is the sample's cost.
+        return SubjectRun.from_action(read_agent_result(result), timeout)
 
     return Subject(
         runner="skill",

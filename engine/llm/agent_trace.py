@@ -3,21 +3,22 @@
 `claude -p --output-format stream-json --verbose` prints one JSON object per line: `system`
 (init), `assistant` (a message with text and tool_use blocks), `user` (tool results), and a final
 `result` (the answer, `total_cost_usd`, `num_turns`, `usage`). Other agent CLIs print the same
-shape. When every non-empty line of a prompt action's stdout is such an event, the action's
-output becomes the agent's answer and the trace keeps `conversation` (the top-level assistant
-text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
+shape. When every non-empty line of a prompt action's stdout is a JSON object with a `type` (the
+last may be torn) and one is `assistant` or `result`, the action's output becomes the agent's
+answer and the trace keeps `conversation` (the top-level assistant text), `tool_calls`
+({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.model import jsontext
+from engine.model.ports import ActionResult
 
-EVENT_TYPES = frozenset({"system", "assistant", "user", "result"})
 _USAGE_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -32,29 +33,53 @@ class AgentRun:
 
     text: str
     trace: dict[str, Any]
-    is_error: bool = False
+    is_error: bool = False  # the `result` event says the run failed (`is_error: true`)
+    error: str = ""  # what it says about the failure: its subtype, errors or result
 
     @property
     def cost_usd(self) -> float:
         return float(self.trace.get("cost_usd") or 0.0)
 
 
+def read_agent_result(result: ActionResult) -> ActionResult:
+    """An agent CLI's process result, its stdout read as a trace when it is an event stream:
+    the output becomes the answer, with the trace and the agent's cost; plain output is kept.
+    A run the `result` event calls failed (`is_error`) is exit 1 even if the CLI exited 0:
+    `claude -p` exits 1 after such a result, and a wrapper that lost the status made a failed
+    agent run (out of turns, an API error) a success."""
+    agent = parse_agent_stream(result.output)
+    if agent is None:
+        return result
+    result = replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+    if agent.is_error and result.exit_code == 0:
+        note = f"the agent reported a failed run: {agent.error}"
+        return replace(result, exit_code=1, stderr=f"{result.stderr.rstrip()}\n{note}".lstrip())
+    return result
+
+
 def parse_agent_stream(stdout: str) -> AgentRun | None:
-    """The agent run in `stdout`, or None when it is not an event stream (plain text output)."""
+    """The agent run in `stdout`, or None when it is not an event stream (plain text output).
+
+    Events of other types (`stream_event` with `--include-partial-messages`, newer CLIs' own)
+    are kept and otherwise ignored, and a last line that is not JSON is dropped (an agent
+    killed or crashed mid-line): either used to make the whole stream plain text, so the
+    agent's reported cost counted as 0 against `max_cost_usd`."""
+    # Split at "\n" only: `str.splitlines` also breaks at U+2028, U+0085 and the like, which a
+    # JSON line may hold raw in a string (Node's JSON.stringify writes them so), and a tool
+    # result with one made the stream plain text, its cost 0.
+    lines = [line for line in stdout.split("\n") if line.strip()]
     events: list[dict[str, Any]] = []
-    for line in stdout.splitlines():
-        if not line.strip():
-            continue
+    for number, line in enumerate(lines, 1):
         try:
             event = jsontext.loads(line)
         except ValueError:
+            if number == len(lines) and events and line.lstrip().startswith("{"):
+                break  # an event torn by the agent's end (plain text after events is not)
             return None
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             return None
         events.append(event)
     if not any(e["type"] in ("assistant", "result") for e in events):
-        return None
-    if not all(e["type"] in EVENT_TYPES or "message" in e for e in events):
         return None
     return _read(events)
 
@@ -90,7 +115,7 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
                 usage[key] = usage.get(key, 0) + value
     conversation = "\n".join(t for t in texts if t.strip())
     result = next((e for e in reversed(events) if e["type"] == "result"), None)
-    cost, answer, is_error = 0.0, conversation, False
+    cost, answer, is_error, error = 0.0, conversation, False, ""
     if result is not None:
         cost = _number(result.get("total_cost_usd", result.get("cost_usd")))
         turns = int(_number(result.get("num_turns")) or turns)
@@ -98,7 +123,8 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
             answer = result["result"]
         if isinstance(result.get("usage"), Mapping):
             usage = {k: v for k, v in result["usage"].items() if isinstance(v, int)}
-        is_error = bool(result.get("is_error"))
+        is_error = result.get("is_error") is True
+        error = _failure(result) if is_error else ""
     trace = {
         "conversation": conversation,
         "tool_calls": calls,
@@ -107,7 +133,18 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
         "cost_usd": cost,
         "num_turns": turns,
     }
-    return AgentRun(answer, trace, is_error)
+    return AgentRun(answer, trace, is_error, error)
+
+
+def _failure(result: Mapping[str, Any]) -> str:
+    """One line on why a `result` event says the run failed, from what it carries."""
+    said = result.get("errors")
+    parts = [str(result.get("subtype") or "is_error")]
+    if isinstance(said, list) and said:
+        parts.append("; ".join(str(e) for e in said[:3]))
+    elif isinstance(result.get("result"), str) and result["result"].strip():
+        parts.append(result["result"].strip())
+    return ": ".join(parts)[:500]
 
 
 def _number(value: Any) -> float:

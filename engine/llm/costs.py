@@ -148,6 +148,7 @@ def _sum(parts: list[StepCost]) -> StepCost:
         min_calls=sum(p.min_calls for p in parts),
         min_usd=sum(p.min_usd for p in parts),
         note="; ".join(p.note for p in parts if p.note),
+        outside="; ".join(p.outside for p in parts if p.outside),
     )
 
 
@@ -165,7 +166,10 @@ def _call_cost(
 def _prompt_cost(loop: Loop, state: State, prices: PriceTable) -> StepCost:
     runner = settings.prompt_runner(state, loop)
     if runner != settings.DEFAULT_RUNNER:
-        return StepCost(note=f"prompt via {runner}: a process, no API cost")
+        return StepCost(
+            note=f"prompt via {runner}: a process, no API cost",
+            outside="an agent CLI's own spend, as it reports it",
+        )
     model = settings.prompt_model(state, loop)
     max_tokens = loop.llm.max_tokens or settings.DEFAULT_PROMPT_MAX_TOKENS
     fixed, most = template_chars(state.action)
@@ -242,4 +246,10 @@ def _subloop_cost(
         reasons = "; ".join(f"{k}: {v}" for k, v in bound.unknown.items())
         return StepCost(unknown=f"sub-loop {child.name!r} has no bound ({reasons})")
     assert bound.calls is not None and bound.usd is not None
-    return StepCost(bound.calls, bound.usd, note=f"sub-loop {child.name}: its whole bound")
+    inside = ", ".join(bound.outside)
+    return StepCost(
+        bound.calls,
+        bound.usd,
+        note=f"sub-loop {child.name}: its whole bound",
+        outside=f"sub-loop {child.name}'s agent CLIs ({inside})" if inside else "",
+    )

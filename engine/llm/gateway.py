@@ -85,14 +85,17 @@ class CallResult:
 
 
 def _usage(body: Mapping[str, Any] | None) -> tuple[int, int]:
+    """The answer's token counts; one that is not a whole number ≥ 0 counts as 0. An endpoint
+    (a proxy behind `ANTHROPIC_BASE_URL`, a replayed log) that said `input_tokens: -10000000`
+    made the run's cost -$30 and lifted `max_cost_usd`."""
     usage = body.get("usage") if body else None
     if not isinstance(usage, Mapping):
         return 0, 0
-    tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
-    return (
-        tokens_in if isinstance(tokens_in, int) else 0,
-        tokens_out if isinstance(tokens_out, int) else 0,
-    )
+    return _tokens(usage.get("input_tokens")), _tokens(usage.get("output_tokens"))
+
+
+def _tokens(value: Any) -> int:
+    return value if type(value) is int and value >= 0 else 0
 
 
 class LlmGateway:

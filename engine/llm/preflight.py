@@ -145,12 +145,11 @@ def sdk_states(loop: Loop, environ: settings.Environ = None) -> list[str]:
 
 def replay_log_problem(replay_from: Path) -> str | None:
     """Why `replay_from` cannot answer a replay (it has no LLM log), or None."""
-    if (replay_from / LOG_NAME).is_file():
+    log = replay_from / LOG_NAME
+    if log.is_file():
         return None
-    return (
-        f"cannot replay: {replay_from / LOG_NAME} does not exist; pass the run id of a run "
-        "that made LLM calls"
-    )
+    what = "is not a file" if log.exists() else "does not exist"
+    return f"cannot replay: {log} {what}; pass the run id of a run that made LLM calls"
 
 
 def preflight(

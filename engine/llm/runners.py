@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.llm.agent_trace import parse_agent_stream
+from engine.llm.agent_trace import read_agent_result
 from engine.llm.gateway import CallTag, LlmGateway
 from engine.model.ports import ActionResult, ProcessSetting
 from engine.processes.group import run_process
@@ -139,10 +139,7 @@ class CommandRunner:
             cwd=None if setting is None else Path(setting.cwd),
             stopped=None if setting is None else setting.stopped,
         )
-        agent = parse_agent_stream(result.output)  # an agent CLI streaming JSON events
-        if agent is None:
-            return result
-        return replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+        return read_agent_result(result)  # an agent CLI streaming JSON events: its trace
 
 
 register("anthropic")(lambda _argument: AnthropicRunner())

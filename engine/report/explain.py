@@ -560,11 +560,16 @@ def _tail_lines(explanation: Explanation) -> list[str]:
         lines.append(f"steps by state: {parts}")
     if explanation.cost_by_state:
         parts = ", ".join(
-            f"{k} ${v:.4f} ({counted(explanation.calls_by_state.get(k, 0), 'call')})"
+            _state_cost(k, v, explanation.calls_by_state.get(k, 0))
             for k, v in explanation.cost_by_state.items()
         )
         lines.append(f"cost by state: {parts}")
     return lines
+
+
+def _state_cost(state: str, usd: float, calls: int) -> str:
+    """`fix $0.0105 (1 call)`; an agent CLI's own spend comes with no call to count."""
+    return f"{state} ${usd:.4f}" + (f" ({counted(calls, 'call')})" if calls else "")
 
 
 def _path_line(item: PathItem, unfinished: str) -> str:

@@ -290,6 +290,7 @@ class _Builder:
         step.spawn_error = _str(event.get("spawn_error"))
         step.output = str(event.get("output") or "")
         step.stderr = str(event.get("stderr") or "")
+        step.cost_usd += _float(event.get("agent_cost_usd")) or 0.0  # an agent CLI's own spend
 
     def evaluate(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)

@@ -313,6 +313,8 @@ def cost_section(explanation: Explanation, bound: CostBound | None) -> Section:
         basis = (
             "any max_steps" if bound.independent_of_max_steps else f"max_steps {bound.max_steps}"
         )
+        if bound.outside:
+            basis += f"; agent CLIs' own spend not counted: {', '.join(bound.outside)}"
         body.append(
             f"<p>Spent <b>${spent:.4f}</b>; the static bound for one run of this loop is "
             f"<b>{bound.calls} LLM calls, ${bound.usd:.4f}</b> ({escape(basis)}).</p>"

@@ -371,6 +371,9 @@ def execute(
         output=result.output[:PREVIEW_LIMIT],
         output_path=result.output_path,
         stderr=result.stderr[-PREVIEW_LIMIT:],  # the end: where a failure says why
+        # An agent CLI's own spend is in no `llm_call` event: without it `explain`, the report
+        # and the progress line left it out of the state's (and the run's) cost.
+        **({"agent_cost_usd": result.cost_usd} if result.trace is not None else {}),
     )
     return result, None
 

@@ -43,6 +43,7 @@ class Progress:
         self.step = 0
         self.cost = 0.0  # spent by earlier sessions of a resumed run
         self.session_cost = 0.0  # the LLM services' total in this session
+        self.agent_cost = 0.0  # what agent CLIs reported spending in this session
         self.output = ""  # the last action's output (preview), shown with its route
         self.started = time.monotonic()
         self._lock = threading.Lock()
@@ -53,6 +54,8 @@ class Progress:
         fields = event.fields
         if event.event == "llm_call":  # children's calls count too: one bill per run
             self.session_cost = float(fields.get("run_cost_usd") or self.session_cost)
+        elif event.event == "action_complete":  # an agent CLI's own spend (no llm_call)
+            self.agent_cost += float(fields.get("agent_cost_usd") or 0.0)
         if self.mode == "quiet" or event.depth != 0:
             return
         name = event.event
@@ -117,7 +120,7 @@ class Progress:
         elapsed = duration(time.monotonic() - self.started)
         state = printable(self.state)  # names come from the loop file: shown, not obeyed
         state = f"{_BOLD}{state}{_RESET}" if self.colour else state
-        cost = self.cost + self.session_cost
+        cost = self.cost + self.session_cost + self.agent_cost
         rest = f"step {self.step}/{self.max_steps} · {elapsed} · ${cost:.4f}"
         if self.colour:
             rest = f"{_DIM}{rest}{_RESET}"

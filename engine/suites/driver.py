@@ -425,6 +425,8 @@ def _check_llm(suite: Suite, options: SuiteOptions) -> None:
         problem = runner_problem(runner) if runner and options.executor != "ray" else None
         if problem and subject.kind == "agent":
             problem = problem.replace(f"runner {runner!r}", f"agent {subject.agent!r}", 1)
+        elif problem and not subject.runner:  # not written in the suite: say where it came from
+            problem += " (the runner LL_PROMPT_RUNNER names)"
         if problem:
             problems.append((subject.line, problem))
     sdk += [(j.line, f"judge {j.name!r}") for j in suite.judges if j.uses_llm]
