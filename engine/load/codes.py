@@ -43,6 +43,11 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F041", "judge-without-kind", "A judge sets none of the fields that choose a kind."),
     LoadCode("F042", "duplicate-judge", "Two judges of one state have the same name."),
     LoadCode("F043", "check-does-not-compile", "An inline check snippet does not compile."),
+    LoadCode(
+        "F044",
+        "judge-argument-shadowed",
+        "An argument of a check or module judge named like what the judge is given.",
+    ),
     # suites (engine/load/suite.py)
     LoadCode("F050", "suite-subject-kind", "A subject with no kind, two, or a field of another."),
     LoadCode("F051", "suite-cases", "A suite without exactly one of dataset and cases."),
