@@ -74,6 +74,8 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         print(exc.render(), file=sys.stderr)  # render() shows control characters as escapes
         if prog_name == "ll-loop":
             _error_as_json(exc.message, exc.hint, exc.exit_code, code=exc.code)
+            if command_of_argv() == "validate" and _asks_for_json(sys.argv[1:]):
+                _validate_report(Diagnostic(exc.code, "error", exc.message, hint=exc.hint))
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -216,12 +218,18 @@ def _refusal_as_json(exc: BaseException) -> None:
 
         print(json.dumps(refusal_object(message, loop=None)))
     elif command == "validate" and _asks_for_json(args):
-        from lint.report import LoopReport, render_json
-
-        usage = Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
-        print(render_json([LoopReport("", (usage,))]))
+        _validate_report(
+            Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
+        )
     else:
         _error_as_json(message, f"see `ll-loop {command} --help`", 2, code="USAGE")
+
+
+def command_of_argv() -> str | None:
+    """The ll-loop subcommand this process runs, from its command line."""
+    from engine.cli import command_of
+
+    return command_of(sys.argv[1:])
 
 
 def _crash_as_json(message: str, hint: str) -> None:
@@ -234,8 +242,18 @@ def _crash_as_json(message: str, hint: str) -> None:
         from engine.cli.run_cmd import refusal_object
 
         print(json.dumps(refusal_object(message, loop=None), ensure_ascii=False))
+    elif command_of(args) == "validate" and _asks_for_json(args):
+        _validate_report(Diagnostic("INTERNAL", "error", message, hint=hint))
     else:
         _error_as_json(message, hint, 2, code="INTERNAL")
+
+
+def _validate_report(diagnostic: Diagnostic) -> None:
+    """`validate --format json` prints its `{"loops": [...]}` report whatever ends it: a
+    script reading stdout got nothing when a bug (or an error of ours) ended the command."""
+    from lint.report import LoopReport, render_json
+
+    print(render_json([LoopReport("", (diagnostic,))]))
 
 
 def _harness_refusal_as_json(exc: BaseException) -> None:

@@ -264,7 +264,7 @@ def _is_run(target: str) -> bool:
     folder = runs_root()
     if os.sep in target or target in {".", ".."}:
         return True  # a path: a run directory, or refused as not one (never a loop name)
-    if (folder / target).is_dir():
+    if os.path.isdir(folder / target):  # False, not a crash, for a name too long
         return True
     return (
         target[:1].isdigit()

@@ -220,7 +220,7 @@ def find_run_dir(ref: str, root: Path | None = None) -> Path:
         raise UsageError("no run id given", hint="`ll-loop status --all` lists the runs here")
     if os.sep in ref or ref in {".", ".."}:
         candidates = [_run_dir_at(Path(ref), folder)]
-    elif (folder / ref).is_dir():
+    elif os.path.isdir(folder / ref):  # False, not a crash, for a name too long
         candidates = [folder / ref]
     elif folder.is_dir():
         candidates = sorted(d for d in folder.iterdir() if d.name.startswith(ref))
