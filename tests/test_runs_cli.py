@@ -422,3 +422,47 @@ def test_a_stop_while_on_max_steps_runs_is_a_stop_and_resume_runs_it_again(
     assert (resumed.returncode, resumed.json["terminated_by"]) == (3, "max_steps"), resumed.stderr
     assert resumed.json["final_state"] == "report"
     assert (project / "report.txt").read_text() == "reported\n"
+
+
+def test_a_killed_run_counts_its_time_up_to_its_last_event(tmp_path: Path) -> None:
+    """A run's elapsed time is saved at its state boundaries only: a run killed inside a
+    sub-loop (whose steps are the parent's one step) showed `0.0s` however long it had run.
+    It now counts up to its last event, marked `≥` (it ran on, for how long nobody knows)."""
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: nap
+        scope: [work]
+        states:
+          nap: {action: "sleep 1.2", next: wait}
+          wait:
+            action: "echo $$ > action.pid; while [ ! -f go ]; do sleep 0.05; done"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: work
+        scope: [work]
+        states:
+          work: {loop: child.yaml, on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "-q")
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        assert state_of(tmp_path, run_id)["elapsed_ms"] < 1000  # saved before the child ran
+        [shown] = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+        assert shown["status"] == "interrupted" and shown["elapsed_ms"] >= 1200
+        table = ll_loop(tmp_path, "status").stdout
+        assert "≥1." in table.splitlines()[1], table
+    finally:
+        end_action_group(tmp_path / "action.pid")

@@ -75,12 +75,17 @@ def status_command(
                 shown,
                 s.state or "-",
                 str(s.steps),
-                duration(s.elapsed_s),
+                _elapsed(s),
                 f"${s.cost_usd:.4f}",
                 pid,
             ]
         )
     out(_table(rows))
+
+
+def _elapsed(s: RunStatus) -> str:
+    """A killed run's time is known up to its last event only: `≥` says it ran on after."""
+    return ("≥" if s.status == "interrupted" else "") + duration(s.elapsed_s)
 
 
 def _status_detail(s: RunStatus) -> str:
@@ -90,7 +95,8 @@ def _status_detail(s: RunStatus) -> str:
         f"status    {s.status}",
         f"state     {s.state}",
         f"steps     {s.steps}",
-        f"elapsed   {duration(s.elapsed_s)}",
+        f"elapsed   {_elapsed(s)}"
+        + (" (to its last event; it was killed after that)" if s.status == "interrupted" else ""),
         f"cost      ${s.cost_usd:.4f}",
         f"started   {s.started_at}",
         f"process   {'-' if s.pid is None else s.pid} ({'alive' if s.alive else 'gone'})",

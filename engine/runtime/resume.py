@@ -59,6 +59,8 @@ class RunSnapshot:
     updated_at: float  # mtime of state.json
     cost_usd: float = 0.0  # LLM spend so far (state.json, updated at every state boundary)
     signals: bool = True  # its process's SIGTERM stops it (else: `STOP_REQUEST` in its dir)
+    saved_at: float = 0.0  # when state.json (and its `elapsed_ms`) was written
+    last_write: float = 0.0  # mtime of events.jsonl: the last sign of life of a killed run
 
     @property
     def status(self) -> Status:
@@ -76,12 +78,17 @@ class RunSnapshot:
         return self.status in {"interrupted", "stopped"}
 
     def elapsed_s(self) -> float:
-        """Wall time: since the start for a live run, else what state.json recorded."""
+        """Wall time: since the start for a live run, else what state.json recorded. A killed
+        run recorded its time at its last state boundary only (0 when killed in its first
+        step); the events it wrote after that boundary count up to the last of them."""
         if self.status == "running":
             started = epoch_seconds(self.started_at)
             if started is not None:
                 return max(0.0, time.time() - started)
-        return self.elapsed_ms / 1000
+        since = 0.0
+        if self.status == "interrupted" and self.saved_at > 0:
+            since = max(0.0, self.last_write - self.saved_at)
+        return self.elapsed_ms / 1000 + since
 
     def to_json(self) -> dict[str, Any]:
         result = self.result or {}
@@ -140,7 +147,23 @@ def read_run(
         updated_at=mtime,
         cost_usd=_cost(data.get("cost_usd")),
         signals=data.get("signals") is not False,
+        saved_at=_seconds(data.get("saved_at")),
+        last_write=_mtime(directory / "events.jsonl"),
     )
+
+
+def _seconds(value: Any) -> float:
+    """A recorded epoch time, 0.0 for anything that is not a positive finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if 0 < value < float("inf") else 0.0
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _cost(value: Any) -> float:
