@@ -823,3 +823,14 @@ def test_a_suite_root_in_a_loop_is_an_error() -> None:
         "${inputs.text} reads 'inputs', which only a suite's case has: in a loop it has no "
         "value, and the state errors"
     ]
+
+
+def test_retry_exhausted_into_the_state_itself_by_name_or_current() -> None:
+    """`on_retry_exhausted` back into the state restarts its count: the run went round until
+    `max_steps` with `max_retries` silently meaningless."""
+    for target in ("check", "$current"):
+        states = {**GOOD, "check": {**GOOD["check"], "on_retry_exhausted": target}}
+        found = [d for d in lint_loop(loop_of(states)) if d.code == "LL017"]
+        assert [d.path for d in found] == ["states.check.on_retry_exhausted"], target
+    assert "LL017" not in codes(loop_of(GOOD))
+
