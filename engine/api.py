@@ -416,10 +416,12 @@ def _take_lock(
     queue: bool,
     timeout: float | None,
     on_wait: Callable[[str], None] | None = None,
+    resumed: str | None = None,
 ) -> Lease:
     """Hold the loop's `scope` for this run: fail fast on an overlapping live run
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
-    started by one of this run's actions inherits the lease through its environment."""
+    started by one of this run's actions inherits the lease through its environment.
+    `resumed`: the status of the run a resume continues, for what a stopped wait says."""
     from engine.runtime.locks import acquire_scope, no_lock
     from engine.runtime.scope import run_scope
 
@@ -427,18 +429,29 @@ def _take_lock(
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
     signals = launch.takes_signals()
-    with _stop_while_queued(queue and signals):
-        return acquire_scope(
-            launch.root,
-            run_id,
-            scope,
-            queue=queue,
-            timeout=timeout,
-            env=launch.env,
-            loop=launch.loop.name,
-            signals=signals,
-            on_wait=on_wait,
-        )
+    try:
+        with _stop_while_queued(queue and signals):
+            return acquire_scope(
+                launch.root,
+                run_id,
+                scope,
+                queue=queue,
+                timeout=timeout,
+                env=launch.env,
+                loop=launch.loop.name,
+                signals=signals,
+                on_wait=on_wait,
+            )
+    except StoppedWaiting as exc:
+        if resumed is None:
+            raise
+        # "the run never started" is wrong of a run that ran and stays resumable.
+        cause = exc.message.split(" while ", 1)[0]
+        raise StoppedWaiting(
+            f"{cause} while waiting for the scope lock; the resume never started, and run "
+            f"{run_id} stays {resumed}",
+            hint=f"resume it again when you want it: `ll-loop resume {run_id} --queue`",
+        ) from None
 
 
 @contextmanager
@@ -545,6 +558,7 @@ def resume(
             queue=queue or queue_timeout is not None,
             timeout=queue_timeout,
             on_wait=notice,
+            resumed=snapshot.status,
         )
         with lease:
             store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
@@ -637,6 +651,25 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
     from engine._results import RunStatus
 
     result = snapshot.result or {}
+    waiting = snapshot.resume_queued
+    if waiting is not None and snapshot.status in {"interrupted", "stopped"}:
+        # `resume --queue` waits for the scope lock: the run is queued (for `stop` too), not
+        # running, nor free to resume a second time.
+        return RunStatus(
+            run_id=snapshot.run_id,
+            status="queued",
+            loop=snapshot.loop,
+            loop_file=snapshot.loop_file,
+            state=snapshot.current,
+            steps=snapshot.steps,
+            elapsed_s=snapshot.elapsed_s(),
+            started_at=snapshot.started_at,
+            pid=waiting.pid,
+            alive=True,
+            run_dir=snapshot.dir,
+            waiting_for=waiting.paths,
+            cost_usd=snapshot.cost_usd,
+        )
     return RunStatus(
         run_id=snapshot.run_id,
         status=snapshot.status,
@@ -702,7 +735,15 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
         if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(waiting[0].pid, signal.SIGTERM)
-        return StopResult(waiting[0].run_id, stopped=True, was="queued")
+            deadline = time.monotonic() + wait  # until it has left the queue
+            while time.monotonic() < deadline and any(
+                q.run_id == waiting[0].run_id for q in _queued(where.root, set())
+            ):
+                time.sleep(0.05)
+        shown: RunStatus | None = None  # a run that never started has no directory
+        with contextlib.suppress(LoopError):  # a queued resume: the run it would continue
+            shown = _status_of(find_run(waiting[0].run_id, where.root))
+        return StopResult(waiting[0].run_id, stopped=True, was="queued", status=shown)
     snapshot = find_run(run_id, where.root)
     if snapshot.status == "finished":
         raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")

@@ -568,3 +568,45 @@ def test_a_queue_timeout_alone_waits_for_the_lock(tmp_path: Path) -> None:
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+def test_a_queued_resume_is_shown_queued_and_its_stop_leaves_the_run_resumable(
+    tmp_path: Path,
+) -> None:
+    """`resume --queue` waiting for the scope lock showed its run as `running` (its waiter's
+    pid taken for the run's, elapsed counted from the first start); `stop` said the run "had
+    not started" and the resume "the run never started", of a run that had; `stop --json` of
+    a queued run printed no JSON at all."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"], hold=30))
+    first = spawn(tmp_path, "run", "second.yaml", "--json", "-q")
+    wait_until(lambda: (tmp_path / "marks.log").exists())
+    assert ll_loop(tmp_path, "stop", "2").returncode == 0
+    first.communicate(timeout=15)
+    run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        resume = spawn(tmp_path, "resume", run_id, "--queue", "--json", "-q")
+
+        def shown() -> dict[str, object]:
+            found = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+            assert isinstance(found, dict)
+            return found
+
+        wait_until(lambda: shown()["status"] == "queued")
+        entry = shown()
+        assert entry["pid"] == resume.pid and entry["elapsed_ms"] < 5000
+        assert entry["waiting_for"] == [str(tmp_path.resolve() / "src")]
+        stopped = ll_loop(tmp_path, "stop", run_id, "--json")
+        assert stopped.returncode == 0, stopped.stderr
+        after = json.loads(stopped.stdout)
+        assert (after["was"], after["status"], after["stopped"]) == ("queued", "stopped", True)
+        out, _ = resume.communicate(timeout=15)
+        assert resume.returncode == 3
+        error = json.loads(out)["error"]
+        assert error.endswith(f"the resume never started, and run {run_id} stays stopped")
+        assert shown()["status"] == "stopped"
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)

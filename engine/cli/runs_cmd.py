@@ -134,7 +134,16 @@ def stop_command(
     done = stop(run, wait=wait)
     after = done.status
     if done.was == "queued" or after is None:
-        print(f"stopped queued run {done.run_id} (it had not started)")
+        if json_output:  # the run a queued resume would have continued, or the queued run
+            shown = after.to_json() if after is not None else {"run_id": done.run_id}
+            print(json.dumps({**shown, "was": "queued", "stopped": True}))
+        elif after is not None:
+            out(
+                f"stopped the queued resume of run {done.run_id}; the run stays {after.status} "
+                f"in state {after.state!r}: `ll-loop resume {done.run_id}` continues it"
+            )
+        else:
+            print(f"stopped queued run {done.run_id} (it had not started)")
         return
     if done.ended_actions:
         ended = list(done.ended_actions)

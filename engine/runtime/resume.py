@@ -29,7 +29,7 @@ from engine.load.project import loops_dir, open_file, project_root, refuse_links
 from engine.model.errors import UsageError
 from engine.model.timefmt import epoch_seconds
 from engine.processes.group import signal_group
-from engine.runtime.locks import holders, process_alive
+from engine.runtime.locks import Record, holders, process_alive
 from engine.runtime.orphans import orphaned_actions
 from engine.runtime.runstore import read_state, runs_root
 
@@ -61,6 +61,7 @@ class RunSnapshot:
     signals: bool = True  # its process's SIGTERM stops it (else: `STOP_REQUEST` in its dir)
     saved_at: float = 0.0  # when state.json (and its `elapsed_ms`) was written
     last_write: float = 0.0  # mtime of events.jsonl: the last sign of life of a killed run
+    resume_queued: Record | None = None  # an `ll-loop resume --queue` of it, waiting for the lock
 
     @property
     def status(self) -> Status:
@@ -108,11 +109,10 @@ class RunSnapshot:
         }
 
 
-def read_run(
-    directory: Path, *, lock_pids: dict[str, tuple[int, int | None]] | None = None
-) -> RunSnapshot | None:
+def read_run(directory: Path, *, lock_pids: dict[str, Record] | None = None) -> RunSnapshot | None:
     """The snapshot of one run directory, or None when it has no readable state.json (nor a
-    readable temp copy of the boundary before, see `restore_state`)."""
+    readable temp copy of the boundary before, see `restore_state`). `lock_pids`: the live
+    records of the lock registry, by run id."""
     found = _readable_state(directory)
     if found is None:
         return None
@@ -120,15 +120,19 @@ def read_run(
     run_id = str(data.get("run_id") or directory.name)
     pid = _int_or_none(data.get("pid"))
     pid_start = _int_or_none(data.get("pid_start"))
-    if pid is None and lock_pids and run_id in lock_pids:
-        pid, pid_start = lock_pids[run_id]
+    record = (lock_pids or {}).get(run_id)
+    if pid is None and record is not None and record.holding:
+        pid, pid_start = record.pid, record.start_time
     recorded = str(data.get("status", "running"))
     alive = pid is not None and recorded != "finished" and process_alive(pid, pid_start)
-    if not alive and recorded != "finished" and lock_pids and run_id in lock_pids:
-        # A resume holds the run's lock before its state.json names the new process.
-        holder, holder_start = lock_pids[run_id]
-        if process_alive(holder, holder_start):
-            pid, pid_start, alive = holder, holder_start, True
+    resume_queued = None
+    if not alive and recorded != "finished" and record is not None:
+        if process_alive(record.pid, record.start_time) and not record.holding:
+            # `resume --queue` waits for the scope lock: the run has not been taken over yet.
+            resume_queued = record
+        elif process_alive(record.pid, record.start_time):
+            # A resume holds the run's lock before its state.json names the new process.
+            pid, pid_start, alive = record.pid, record.start_time, True
     result = data.get("result")
     return RunSnapshot(
         run_id=run_id,
@@ -148,6 +152,7 @@ def read_run(
         cost_usd=_cost(data.get("cost_usd")),
         signals=data.get("signals") is not False,
         saved_at=_seconds(data.get("saved_at")),
+        resume_queued=resume_queued,
         last_write=_mtime(directory / "events.jsonl"),
     )
 
@@ -271,12 +276,13 @@ def _run_dir_at(path: Path, folder: Path) -> Path:
     return resolved
 
 
-def _lock_pids(root: Path | None) -> dict[str, tuple[int, int | None]]:
-    """Run id → (pid, start time) of live lock holders: liveness for records without a pid."""
+def _lock_pids(root: Path | None) -> dict[str, Record]:
+    """Run id → its live lock record (holder or waiter): liveness for records without a pid,
+    and a resume that holds the run's lock, or waits for it, before state.json names it."""
     root = project_root() if root is None else root
     if not (loops_dir(root) / "locks").is_dir():
         return {}
-    return {r.run_id: (r.pid, r.start_time) for r in holders(root)}
+    return {r.run_id: r for r in holders(root)}
 
 
 RESUME_LOCK = "resume.lock"
