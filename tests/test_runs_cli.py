@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -466,3 +467,23 @@ def test_a_killed_run_counts_its_time_up_to_its_last_event(tmp_path: Path) -> No
         assert "≥1." in table.splitlines()[1], table
     finally:
         end_action_group(tmp_path / "action.pid")
+
+
+def test_a_resumed_runs_elapsed_time_leaves_out_the_time_it_was_stopped(project: Path) -> None:
+    """`status` of a live run counted from its first start: a run stopped for a day and
+    resumed showed a day, and dropped back to its real time once stopped again."""
+    proc, run_id = started_run(project)
+    assert ll_loop(project, "stop", run_id).returncode == 0
+    proc.communicate(timeout=15)
+    before = json.loads(ll_loop(project, "status", run_id, "--json").stdout)["elapsed_ms"]
+    (project / "action.pid").unlink()
+    time.sleep(3.0)  # stopped: no part of its time
+    resumed = spawn(project, "resume", run_id, "-q")
+    try:
+        wait_until(lambda: written(project / "action.pid"))
+        live = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
+        assert live["status"] == "running"
+        assert before <= live["elapsed_ms"] < before + 2500, (before, live["elapsed_ms"])
+    finally:
+        resumed.kill()
+        resumed.wait()

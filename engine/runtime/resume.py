@@ -79,11 +79,14 @@ class RunSnapshot:
         return self.status in {"interrupted", "stopped"}
 
     def elapsed_s(self) -> float:
-        """Wall time: since the start for a live run, else what state.json recorded. A killed
+        """Wall time: for a live run, what state.json recorded plus the time since (a resumed
+        run's time stopped is no part of it), else what state.json recorded. A killed
         run recorded its time at its last state boundary only (0 when killed in its first
         step); the events it wrote after that boundary count up to the last of them."""
         if self.status == "running":
-            started = epoch_seconds(self.started_at)
+            if self.saved_at > 0:  # its time so far, every session's, not the gaps between
+                return self.elapsed_ms / 1000 + max(0.0, time.time() - self.saved_at)
+            started = epoch_seconds(self.started_at)  # a run of a version without saved_at
             if started is not None:
                 return max(0.0, time.time() - started)
         since = 0.0
