@@ -487,3 +487,23 @@ def test_a_resumed_runs_elapsed_time_leaves_out_the_time_it_was_stopped(project:
     finally:
         resumed.kill()
         resumed.wait()
+
+
+def test_history_shows_a_resumed_run_as_running_again(project: Path) -> None:
+    proc, run_id = started_run(project)
+    assert ll_loop(project, "stop", run_id).returncode == 0
+    proc.communicate(timeout=15)
+    (project / "action.pid").unlink()
+    resumed = spawn(project, "resume", run_id, "--json", "-q")
+    try:
+        wait_until(lambda: written(project / "action.pid"))
+        [row] = json.loads(ll_loop(project, "history", "waiter", "--json").stdout)["runs"]
+        assert (row["status"], row["ended_at"], row["outcome"]) == ("running", None, None)
+        (project / "go").touch()
+        resumed.communicate(timeout=15)
+        [row] = json.loads(ll_loop(project, "history", "waiter", "--json").stdout)["runs"]
+        assert (row["outcome"], row["terminated_by"]) == ("success", "terminal")
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+            resumed.wait()
