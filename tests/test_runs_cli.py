@@ -507,3 +507,18 @@ def test_history_shows_a_resumed_run_as_running_again(project: Path) -> None:
         if resumed.poll() is None:
             resumed.kill()
             resumed.wait()
+
+
+def test_history_of_a_loop_file_lists_the_runs_of_its_loop(project: Path) -> None:
+    """`history waiter.yaml` after `run waiter.yaml` said "no runs recorded", and
+    `history ./waiter.yaml` that it "is not a run directory": runs are recorded under the
+    loop's `name:`, which the file gives."""
+    (project / "go").touch()
+    write(project / "other.yaml", LOOP.replace("name: waiter", "name: renamed"))
+    ran = result_of(ll_loop(project, "run", "other.yaml", "--json", "-q"))["run_id"]
+    for typed in ("other.yaml", "./other.yaml", str(project / "other.yaml")):
+        rows = json.loads(ll_loop(project, "history", typed, "--json").stdout)["runs"]
+        assert [r["run_id"] for r in rows] == [ran], typed
+    (project / "broken.yaml").write_text("junk: [\n")
+    refused = ll_loop(project, "history", "broken.yaml")
+    assert refused.returncode == 2 and "broken.yaml does not load" in refused.stderr

@@ -239,7 +239,7 @@ def _known_run(ref: str) -> dict[str, Any]:
 
 def history_command(
     target: Annotated[
-        str | None, typer.Argument(help="A loop name (its runs) or a run id (its events).")
+        str | None, typer.Argument(help="A loop name or file (its runs), or a run id (its events).")
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N runs.")] = 20,
@@ -247,6 +247,8 @@ def history_command(
     """List past runs (optionally of one loop), or the events of one run."""
     from engine.api import history
 
+    if target is not None and target.endswith((".yaml", ".yml")) and os.path.isfile(target):
+        target = _loop_name(target)  # `history fix.yaml` after `run fix.yaml`: its runs
     if target is not None and _is_run(target):
         _show_events(target, json_output)
         return
@@ -264,6 +266,21 @@ def history_command(
              str(entry.steps), f"${entry.cost_usd:.4f}", _result(entry)]
         )  # fmt: skip
     out(_table(table))
+
+
+def _loop_name(path: str) -> str:
+    """The name the runs of the loop file at `path` are recorded under (its `name:`)."""
+    from pathlib import Path
+
+    from engine.load.loader import load_loop_file
+
+    try:
+        return load_loop_file(Path(path)).name
+    except LoopError as exc:
+        raise UsageError(
+            f"{path} does not load, so its loop's name is not known: {exc.message}",
+            hint="give the loop's name (`name:` in the file), or fix the file",
+        ) from None
 
 
 def _result(entry: HistoryEntry) -> str:
