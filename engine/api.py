@@ -455,9 +455,15 @@ def _take_lock(
 
 
 @contextmanager
-def _stop_while_queued(handle: bool) -> Iterator[None]:
-    """SIGTERM (`ll-loop stop`) or SIGINT while waiting in the lock queue: `StoppedWaiting`, so
-    the refusal is reported like any other (`--json` included) instead of a silent kill.
+def _stop_while_queued(
+    handle: bool,
+    doing: str = "waiting for the scope lock",
+    after: str = "the run never started",
+    hint: str = "run it again (with --queue to wait) when you want it",
+) -> Iterator[None]:
+    """SIGTERM (`ll-loop stop`) or SIGINT while waiting in the lock queue (or while a resume
+    gets the run ready: `doing`): `StoppedWaiting`, so the refusal is reported like any other
+    (`--json` included) instead of a silent kill.
 
     Only the main thread may install signal handlers."""
     import signal
@@ -469,10 +475,7 @@ def _stop_while_queued(handle: bool) -> Iterator[None]:
 
     def stopped(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
-        raise StoppedWaiting(
-            f"stopped by {name} while waiting for the scope lock; the run never started",
-            hint="run it again (with --queue to wait) when you want it",
-        )
+        raise StoppedWaiting(f"stopped by {name} while {doing}; {after}", hint=hint)
 
     signals = [signal.SIGTERM, signal.SIGINT]
     if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # a closed terminal, as in the run
@@ -561,28 +564,38 @@ def resume(
             resumed=snapshot.status,
         )
         with lease:
-            store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
-            dropped = repair_log(store.events_path)
-            # A torn call glued to the next one appended would make the log unreplayable.
-            repair_log(store.dir / LOG_NAME)
-            # The state runs again: an action the killed run left running must not run alongside.
-            ended = end_orphaned_actions(snapshot.run_id)
-            if ended:
-                notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
-            abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
-            if abandoned:
-                mark_abandoned(store.dir, abandoned.start)
-            state = RunState.from_json(store.load_state())
-            state.status, state.result = "running", None
-            # The calls made after the boundary were billed though the state runs again.
-            state.cost_usd += spent_since(store.dir, saved_at(state.to_json(), store.state_path))
-            note = {
-                "previous_status": snapshot.status,
-                "repaired_bytes": dropped,
-                "ended_actions": ended,
-                "abandoned_calls": len(abandoned),
-            }
-            resumed = Resumed(store, state, note)
+            with _stop_while_queued(
+                handle_signals,
+                "getting the run ready to resume",
+                f"the resume never started, and run {snapshot.run_id} stays {snapshot.status}",
+                f"resume it again when you want it: `ll-loop resume {snapshot.run_id}`",
+            ):  # ending what the run left running takes seconds: a stop then is said, not silent
+                store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
+                dropped = repair_log(store.events_path)
+                # A torn call glued to the next one appended would make the log unreplayable.
+                repair_log(store.dir / LOG_NAME)
+                # The state runs again: an action the killed run left must not run alongside.
+                ended = end_orphaned_actions(snapshot.run_id)
+                if ended:
+                    notice(
+                        f"ended {len(ended)} action(s) the interrupted run left running: {ended}"
+                    )
+                abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
+                if abandoned:
+                    mark_abandoned(store.dir, abandoned.start)
+                state = RunState.from_json(store.load_state())
+                state.status, state.result = "running", None
+                # The calls made after the boundary were billed though the state runs again.
+                state.cost_usd += spent_since(
+                    store.dir, saved_at(state.to_json(), store.state_path)
+                )
+                note = {
+                    "previous_status": snapshot.status,
+                    "repaired_bytes": dropped,
+                    "ended_actions": ended,
+                    "abandoned_calls": len(abandoned),
+                }
+                resumed = Resumed(store, state, note)
             return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
 
 

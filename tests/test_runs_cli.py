@@ -522,3 +522,45 @@ def test_history_of_a_loop_file_lists_the_runs_of_its_loop(project: Path) -> Non
     (project / "broken.yaml").write_text("junk: [\n")
     refused = ll_loop(project, "history", "broken.yaml")
     assert refused.returncode == 2 and "broken.yaml does not load" in refused.stderr
+
+
+def test_a_stop_while_a_resume_ends_the_runs_old_action_is_said(tmp_path: Path) -> None:
+    """A SIGTERM (`ll-loop stop`, a closed terminal) while a resume ended the action a killed
+    run left behind (up to 2 s, when it ignores SIGTERM) killed the resume without a word:
+    exit 143, nothing on stdout with --json. Now it is a stop: exit 3, one sentence, and the
+    run stays interrupted."""
+    write(
+        tmp_path / "stubborn.yaml",
+        """
+        name: stubborn
+        initial: wait
+        scope: [work]
+        states:
+          wait:
+            action: |
+              exec 2>/dev/null  # a killed run's pipe: bash's "Terminated" would be a SIGPIPE
+              trap 'touch termed' TERM
+              echo $$ > action.pid
+              while [ ! -f go ]; do sleep 0.05; done
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "stubborn.yaml", "-q")
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        resumed = spawn(tmp_path, "resume", run_id, "--json", "-q")
+        wait_until(lambda: (tmp_path / "termed").exists())  # the resume is ending it
+        resumed.send_signal(signal.SIGTERM)
+        out, err = resumed.communicate(timeout=15)
+        assert resumed.returncode == 3, err
+        expected = f"the resume never started, and run {run_id} stays interrupted"
+        assert json.loads(out)["error"].endswith(expected)
+        assert "Traceback" not in err
+        shown = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert shown["status"] == "interrupted"
+    finally:
+        end_action_group(tmp_path / "action.pid")
