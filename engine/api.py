@@ -540,6 +540,12 @@ def resume(
         if restore_state(snapshot.dir):
             notice("state.json did not parse; resuming from the boundary before it")
         saved = read_state(snapshot.dir / "state.json")
+        if snapshot.loop_file and not os.path.isfile(snapshot.loop_file):
+            raise UsageError(
+                f"run {snapshot.run_id} cannot be resumed: its loop file {snapshot.loop_file} "
+                "is gone (moved or deleted since the run started)",
+                hint="put the loop file back at that path to resume the run, or start a new run",
+            )
         loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
         loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
         loop = _with_original_budget(loop, saved)

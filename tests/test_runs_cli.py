@@ -564,3 +564,17 @@ def test_a_stop_while_a_resume_ends_the_runs_old_action_is_said(tmp_path: Path) 
         assert shown["status"] == "interrupted"
     finally:
         end_action_group(tmp_path / "action.pid")
+
+
+def test_resume_of_a_run_whose_loop_file_is_gone_says_so(project: Path) -> None:
+    """It said "no loop file at PATH" with the hint to "pass an existing .yaml path, or a loop
+    name" — which `resume RUN` has no way to do."""
+    proc, run_id = started_run(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (project / "waiter.yaml").rename(project / "moved.yaml")
+    refused = ll_loop(project, "resume", run_id)
+    assert refused.returncode == 2
+    assert f"its loop file {project.resolve() / 'waiter.yaml'} is gone" in refused.stderr
+    assert "put the loop file back at that path" in refused.stderr
+    assert "a loop name" not in refused.stderr
