@@ -610,3 +610,26 @@ def test_a_queued_resume_is_shown_queued_and_its_stop_leaves_the_run_resumable(
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+def test_stop_refuses_a_prefix_that_names_a_queued_run_and_others(tmp_path: Path) -> None:
+    """`stop 2026` stopped the one queued run, though the prefix names every run: `status`
+    refuses it as ambiguous, and so must `stop`, which ends what it names."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        refused = ll_loop(tmp_path, "stop", "20")
+        assert refused.returncode == 2 and "run id '20' is ambiguous" in refused.stderr
+        assert waiter.poll() is None  # still waiting
+        runs = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+        [queued] = [r["run_id"] for r in runs if r["status"] == "queued"]
+        assert ll_loop(tmp_path, "stop", queued[:-2]).returncode == 0
+        waiter.communicate(timeout=15)
+        assert waiter.returncode == 3
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
