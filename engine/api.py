@@ -652,11 +652,19 @@ def status(
     `include_finished`."""
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import find_run, list_runs
+    from engine.runtime.runstore import runs_root
 
     _arguments(include_finished=include_finished)
     where = _Where.of(cwd)
     if run_id is not None:
         _arguments(run_id=run_id)
+        queued = _queued(where.root, set())
+        waiting = [q for q in queued if q.run_id == run_id] or [
+            q for q in queued if q.run_id.startswith(run_id)
+        ]
+        _refuse_ambiguous(run_id, waiting, where.root)
+        if len(waiting) == 1 and not (runs_root(where.root) / waiting[0].run_id).is_dir():
+            return waiting[0]  # a new run waiting (no directory yet): `status` lists it
         snapshot = find_run(run_id, where.root)
         # A dead run's actions may still be running (SIGKILL cannot take them along).
         left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []

@@ -633,3 +633,27 @@ def test_stop_refuses_a_prefix_that_names_a_queued_run_and_others(tmp_path: Path
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+def test_status_of_a_queued_run_shows_it_rather_than_no_such_run(tmp_path: Path) -> None:
+    """`status` listed a queued run, and `status RUN` of it said "no run RUN" (it has no
+    directory until it starts)."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        runs = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+        [queued] = [r["run_id"] for r in runs if r["status"] == "queued"]
+        one = json.loads(ll_loop(tmp_path, "status", queued, "--json").stdout)
+        assert (one["status"], one["pid"], one["loop"]) == ("queued", waiter.pid, "second")
+        assert one["waiting_for"] == [str(tmp_path.resolve() / "src")]
+        text = ll_loop(tmp_path, "status", queued)
+        assert text.returncode == 0 and "it has not started" in text.stdout
+        assert ll_loop(tmp_path, "stop", queued).returncode == 0
+        waiter.communicate(timeout=15)
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)

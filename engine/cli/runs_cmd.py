@@ -89,6 +89,18 @@ def _elapsed(s: RunStatus) -> str:
 
 
 def _status_detail(s: RunStatus) -> str:
+    if s.status == "queued" and s.run_dir is None:  # a new run waiting: no directory yet
+        return "\n".join(
+            [
+                f"run       {s.run_id}",
+                f"loop      {s.loop or '-'}",
+                "status    queued (waiting for the scope lock; it has not started)",
+                f"waits for {', '.join(s.waiting_for)}",
+                f"waited    {duration(s.elapsed_s)}",
+                f"process   {s.pid}",
+                f"stop      ll-loop stop {s.run_id}",
+            ]
+        )
     lines = [
         f"run       {s.run_id}",
         f"loop      {s.loop}" + (f" ({s.loop_file})" if s.loop_file else ""),
