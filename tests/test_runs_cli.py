@@ -578,3 +578,53 @@ def test_resume_of_a_run_whose_loop_file_is_gone_says_so(project: Path) -> None:
     assert f"its loop file {project.resolve() / 'waiter.yaml'} is gone" in refused.stderr
     assert "put the loop file back at that path" in refused.stderr
     assert "a loop name" not in refused.stderr
+
+
+def test_closing_the_terminal_of_a_run_stops_it_as_stop_does(tmp_path: Path) -> None:
+    """A real terminal's hangup: SIGHUP, then every write to it fails with EIO. The progress
+    line's write ended the run the SIGHUP was stopping (exit 1): it read as killed, its stop
+    never saved nor recorded in the history. Now it stops as `ll-loop stop` does (exit 3)."""
+    import pty
+    import select
+
+    from tests.cli import BIN
+
+    write(
+        tmp_path / "hup.yaml",
+        """
+        name: hup
+        initial: wait
+        scope: [work]
+        states:
+          wait:
+            action: "echo $$ > action.pid; while [ ! -f go ]; do sleep 0.05; done"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a terminal of its own, as in a shell
+        try:
+            os.chdir(tmp_path)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+            os.execv(str(BIN / "ll-loop"), ["ll-loop", "run", "hup.yaml"])
+        finally:
+            os._exit(127)
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        drawn = time.monotonic() + 0.5  # the progress line is redrawn while the action runs
+        while time.monotonic() < drawn:
+            if select.select([terminal], [], [], 0.1)[0]:
+                os.read(terminal, 65536)
+    finally:
+        os.close(terminal)  # the terminal is closed: SIGHUP, and EIO for every write after
+    _, code = os.waitpid(pid, 0)
+    try:
+        assert os.waitstatus_to_exitcode(code) == 3
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        shown = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert shown["status"] == "stopped" and shown["terminated_by"] == "stopped"
+        [row] = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"]
+        assert (row["terminated_by"], row["error"]) == ("stopped", "stopped by SIGHUP")
+    finally:
+        end_action_group(tmp_path / "action.pid")

@@ -147,13 +147,21 @@ def keep_descriptors_private() -> None:
                     os.set_inheritable(fd, False)
 
 
+# A write that finds the reader gone: a pipe whose reader closed (EPIPE), a terminal that was
+# closed (EIO: its SIGHUP stops a run, which then still reports on the way out).
+_READER_GONE = frozenset({errno.EPIPE, errno.EIO})
+
+
 class _ReaderMayLeave:
-    """stdout or stderr of a console command, going on when its reader has gone (`| head`).
+    """stdout or stderr of a console command, going on when its reader has gone (`| head`, a
+    closed terminal).
 
     A write to a pipe whose reader closed raises BrokenPipeError, which click turns into exit
     1: `ll-loop run LOOP | head -3` interrupted the run at its third line and reported a
-    failure. Now the stream's descriptor is pointed at /dev/null at the first such write and
-    the command runs to its end with its own exit code; only what nobody reads is dropped.
+    failure. A closed terminal's EIO did worse: the progress line's write ended the run its
+    SIGHUP was stopping, before it saved its stop (it read as killed, with no history end).
+    Now the stream's descriptor is pointed at /dev/null at the first such write and the
+    command runs to its end with its own exit code; only what nobody reads is dropped.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -162,14 +170,18 @@ class _ReaderMayLeave:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
+        except OSError as exc:
+            if exc.errno not in _READER_GONE:
+                raise
             self._reader_gone()
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
+        except OSError as exc:
+            if exc.errno not in _READER_GONE:
+                raise
             self._reader_gone()
 
     def _reader_gone(self) -> None:
