@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -628,3 +629,18 @@ def test_closing_the_terminal_of_a_run_stops_it_as_stop_does(tmp_path: Path) -> 
         assert (row["terminated_by"], row["error"]) == ("stopped", "stopped by SIGHUP")
     finally:
         end_action_group(tmp_path / "action.pid")
+
+
+def test_history_of_a_run_whose_directory_is_gone_says_so(project: Path) -> None:
+    """`history RUN` of a run whose directory was removed (the history still lists it) said
+    "no runs recorded for loop 'RUN'", exit 0, taking the id for a loop's name."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    shutil.rmtree(run_dir(project, run_id))
+    refused = ll_loop(project, "history", run_id)
+    assert refused.returncode == 2
+    assert f"run {run_id}'s directory is gone" in refused.stderr
+    assert "(the history keeps its row: success, 2 steps)" in refused.stderr
+    unknown = ll_loop(project, "history", "20991231-000000-abcdef", "--json")
+    assert unknown.returncode == 2 and json.loads(unknown.stdout)["code"] == "USAGE"
+    assert ll_loop(project, "history", "nosuch").returncode == 0  # a loop without runs

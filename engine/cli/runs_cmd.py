@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
@@ -265,6 +266,8 @@ def history_command(
         _show_events(target, json_output)
         return
     entries = history(target, limit=limit)
+    if not entries and target is not None and _RUN_ID.match(target):
+        _refuse_missing_run(target)  # a run id, not a loop: "no runs of loop '2026…'" misled
     if json_output:
         print(json.dumps({"runs": [e.to_json() for e in entries]}))
         return
@@ -278,6 +281,32 @@ def history_command(
              str(entry.steps), f"${entry.cost_usd:.4f}", _result(entry)]
         )  # fmt: skip
     out(_table(table))
+
+
+# What a run id (`20261130-122301-a1b2c3`) or a prefix of one looks like.
+_RUN_ID = re.compile(r"^\d{8}(?:-\d{0,6}(?:-[0-9a-f]{0,6})?)?$")
+
+
+def _refuse_missing_run(ref: str) -> None:
+    """`history RUN` of a run without a directory: one the history still lists (its directory
+    removed since) is said to be that, not a loop without runs."""
+    from engine.runtime.history import history_path, open_history
+    from engine.runtime.runstore import runs_root
+
+    row = None
+    if history_path().exists():
+        with open_history() as db:
+            row = db.run(ref)
+    if row is not None:
+        raise UsageError(
+            f"run {ref}'s directory is gone from {runs_root()}, so its events cannot be shown "
+            f"(the history keeps its row: {row.outcome or 'no end recorded'}, "
+            f"{counted(row.steps or 0, 'step')})",
+            hint="`ll-loop history` lists it with the runs recorded here",
+        )
+    raise UsageError(
+        f"no run {ref!r} in {runs_root()}", hint="`ll-loop history` lists the runs recorded here"
+    )
 
 
 def _loop_name(path: str) -> str:
