@@ -63,7 +63,7 @@ class StopResult:
     run_id: str
     stopped: bool
     was: Literal["running", "interrupted", "stopped", "queued"]
-    status: RunStatus | None = None  # the run after the stop (None for a queued run)
+    status: RunStatus | None = None  # the run after the stop (None for a queued new run)
     ended_actions: tuple[int, ...] = ()  # a dead run's action groups that were ended
 
 

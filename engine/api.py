@@ -428,10 +428,12 @@ def _take_lock(
     queue: bool,
     timeout: float | None,
     on_wait: Callable[[str], None] | None = None,
+    resumed: str | None = None,
 ) -> Lease:
     """Hold the loop's `scope` for this run: fail fast on an overlapping live run
     (`LockConflict`), or wait in line with `queue`; `lock=False` holds nothing. An `ll-loop run`
-    started by one of this run's actions inherits the lease through its environment."""
+    started by one of this run's actions inherits the lease through its environment.
+    `resumed`: the status of the run a resume continues, for what a stopped wait says."""
     from engine.runtime.locks import acquire_scope, no_lock
     from engine.runtime.scope import run_scope
 
@@ -439,24 +441,41 @@ def _take_lock(
         return no_lock(launch.root, run_id)
     scope = run_scope(launch.loop, run_id, launch.context, root=launch.root, env=launch.env)
     signals = launch.takes_signals()
-    with _stop_while_queued(queue and signals):
-        return acquire_scope(
-            launch.root,
-            run_id,
-            scope,
-            queue=queue,
-            timeout=timeout,
-            env=launch.env,
-            loop=launch.loop.name,
-            signals=signals,
-            on_wait=on_wait,
-        )
+    try:
+        with _stop_while_queued(queue and signals):
+            return acquire_scope(
+                launch.root,
+                run_id,
+                scope,
+                queue=queue,
+                timeout=timeout,
+                env=launch.env,
+                loop=launch.loop.name,
+                signals=signals,
+                on_wait=on_wait,
+            )
+    except StoppedWaiting as exc:
+        if resumed is None:
+            raise
+        # "the run never started" is wrong of a run that ran and stays resumable.
+        cause = exc.message.split(" while ", 1)[0]
+        raise StoppedWaiting(
+            f"{cause} while waiting for the scope lock; the resume never started, and run "
+            f"{run_id} stays {resumed}",
+            hint=f"resume it again when you want it: `ll-loop resume {run_id} --queue`",
+        ) from None
 
 
 @contextmanager
-def _stop_while_queued(handle: bool) -> Iterator[None]:
-    """SIGTERM (`ll-loop stop`) or SIGINT while waiting in the lock queue: `StoppedWaiting`, so
-    the refusal is reported like any other (`--json` included) instead of a silent kill.
+def _stop_while_queued(
+    handle: bool,
+    doing: str = "waiting for the scope lock",
+    after: str = "the run never started",
+    hint: str = "run it again (with --queue to wait) when you want it",
+) -> Iterator[None]:
+    """SIGTERM (`ll-loop stop`) or SIGINT while waiting in the lock queue (or while a resume
+    gets the run ready: `doing`): `StoppedWaiting`, so the refusal is reported like any other
+    (`--json` included) instead of a silent kill.
 
     Only the main thread may install signal handlers."""
     import signal
@@ -468,10 +487,7 @@ def _stop_while_queued(handle: bool) -> Iterator[None]:
 
     def stopped(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
-        raise StoppedWaiting(
-            f"stopped by {name} while waiting for the scope lock; the run never started",
-            hint="run it again (with --queue to wait) when you want it",
-        )
+        raise StoppedWaiting(f"stopped by {name} while {doing}; {after}", hint=hint)
 
     signals = [signal.SIGTERM, signal.SIGINT]
     if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # a closed terminal, as in the run
@@ -536,6 +552,12 @@ def resume(
         if restore_state(snapshot.dir):
             notice("state.json did not parse; resuming from the boundary before it")
         saved = read_state(snapshot.dir / "state.json")
+        if snapshot.loop_file and not os.path.isfile(snapshot.loop_file):
+            raise UsageError(
+                f"run {snapshot.run_id} cannot be resumed: its loop file {snapshot.loop_file} "
+                "is gone (moved or deleted since the run started)",
+                hint="put the loop file back at that path to resume the run, or start a new run",
+            )
         loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
         loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
         loop = _with_original_budget(loop, saved)
@@ -557,30 +579,41 @@ def resume(
             queue=queue or queue_timeout is not None,
             timeout=queue_timeout,
             on_wait=notice,
+            resumed=snapshot.status,
         )
         with lease:
-            store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
-            dropped = repair_log(store.events_path)
-            # A torn call glued to the next one appended would make the log unreplayable.
-            repair_log(store.dir / LOG_NAME)
-            # The state runs again: an action the killed run left running must not run alongside.
-            ended = end_orphaned_actions(snapshot.run_id)
-            if ended:
-                notice(f"ended {len(ended)} action(s) the interrupted run left running: {ended}")
-            abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
-            if abandoned:
-                mark_abandoned(store.dir, abandoned.start)
-            state = RunState.from_json(store.load_state())
-            state.status, state.result = "running", None
-            # The calls made after the boundary were billed though the state runs again.
-            state.cost_usd += spent_since(store.dir, saved_at(state.to_json(), store.state_path))
-            note = {
-                "previous_status": snapshot.status,
-                "repaired_bytes": dropped,
-                "ended_actions": ended,
-                "abandoned_calls": len(abandoned),
-            }
-            resumed = Resumed(store, state, note)
+            with _stop_while_queued(
+                handle_signals,
+                "getting the run ready to resume",
+                f"the resume never started, and run {snapshot.run_id} stays {snapshot.status}",
+                f"resume it again when you want it: `ll-loop resume {snapshot.run_id}`",
+            ):  # ending what the run left running takes seconds: a stop then is said, not silent
+                store = RunStore.open(snapshot.dir.parent, snapshot.run_id)
+                dropped = repair_log(store.events_path)
+                # A torn call glued to the next one appended would make the log unreplayable.
+                repair_log(store.dir / LOG_NAME)
+                # The state runs again: an action the killed run left must not run alongside.
+                ended = end_orphaned_actions(snapshot.run_id)
+                if ended:
+                    notice(
+                        f"ended {len(ended)} action(s) the interrupted run left running: {ended}"
+                    )
+                abandoned = abandoned_calls(store.events_path)  # replayed no more: made anew
+                if abandoned:
+                    mark_abandoned(store.dir, abandoned.start)
+                state = RunState.from_json(store.load_state())
+                state.status, state.result = "running", None
+                # The calls made after the boundary were billed though the state runs again.
+                state.cost_usd += spent_since(
+                    store.dir, saved_at(state.to_json(), store.state_path)
+                )
+                note = {
+                    "previous_status": snapshot.status,
+                    "repaired_bytes": dropped,
+                    "ended_actions": ended,
+                    "abandoned_calls": len(abandoned),
+                }
+                resumed = Resumed(store, state, note)
             return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
 
 
@@ -632,11 +665,19 @@ def status(
     `include_finished`."""
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import find_run, list_runs
+    from engine.runtime.runstore import runs_root
 
     _arguments(include_finished=include_finished)
     where = _Where.of(cwd)
     if run_id is not None:
         _arguments(run_id=run_id)
+        queued = _queued(where.root, set())
+        waiting = [q for q in queued if q.run_id == run_id] or [
+            q for q in queued if q.run_id.startswith(run_id)
+        ]
+        _refuse_ambiguous(run_id, waiting, where.root)
+        if len(waiting) == 1 and not (runs_root(where.root) / waiting[0].run_id).is_dir():
+            return waiting[0]  # a new run waiting (no directory yet): `status` lists it
         snapshot = find_run(run_id, where.root)
         # A dead run's actions may still be running (SIGKILL cannot take them along).
         left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
@@ -650,6 +691,25 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
     from engine._results import RunStatus
 
     result = snapshot.result or {}
+    waiting = snapshot.resume_queued
+    if waiting is not None and snapshot.status in {"interrupted", "stopped"}:
+        # `resume --queue` waits for the scope lock: the run is queued (for `stop` too), not
+        # running, nor free to resume a second time.
+        return RunStatus(
+            run_id=snapshot.run_id,
+            status="queued",
+            loop=snapshot.loop,
+            loop_file=snapshot.loop_file,
+            state=snapshot.current,
+            steps=snapshot.steps,
+            elapsed_s=snapshot.elapsed_s(),
+            started_at=snapshot.started_at,
+            pid=waiting.pid,
+            alive=True,
+            run_dir=snapshot.dir,
+            waiting_for=waiting.paths,
+            cost_usd=snapshot.cost_usd,
+        )
     return RunStatus(
         run_id=snapshot.run_id,
         status=snapshot.status,
@@ -710,12 +770,24 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
 
     _arguments(run_id=run_id, wait=wait)
     where = _Where.of(cwd)
-    waiting = [q for q in _queued(where.root, set()) if q.run_id.startswith(run_id)]
+    queued = _queued(where.root, set())
+    waiting = [q for q in queued if q.run_id == run_id] or [
+        q for q in queued if q.run_id.startswith(run_id)
+    ]
+    _refuse_ambiguous(run_id, waiting, where.root)
     if len(waiting) == 1 and waiting[0].pid is not None:
         if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(waiting[0].pid, signal.SIGTERM)
-        return StopResult(waiting[0].run_id, stopped=True, was="queued")
+            deadline = time.monotonic() + wait  # until it has left the queue
+            while time.monotonic() < deadline and any(
+                q.run_id == waiting[0].run_id for q in _queued(where.root, set())
+            ):
+                time.sleep(0.05)
+        shown: RunStatus | None = None  # a run that never started has no directory
+        with contextlib.suppress(LoopError):  # a queued resume: the run it would continue
+            shown = _status_of(find_run(waiting[0].run_id, where.root))
+        return StopResult(waiting[0].run_id, stopped=True, was="queued", status=shown)
     snapshot = find_run(run_id, where.root)
     if snapshot.status == "finished":
         raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
@@ -765,6 +837,26 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
         time.sleep(0.05)
     after = read_run(snapshot.dir) or snapshot
     return StopResult(snapshot.run_id, over(), "running", _status_of(after))
+
+
+def _refuse_ambiguous(prefix: str, waiting: list[RunStatus], root: Path) -> None:
+    """A prefix that names a queued run and other runs too is refused, as `status` refuses
+    it: `stop 2026` stopped the one queued run whatever else the prefix named."""
+    from engine.runtime.runstore import runs_root
+
+    if not waiting or waiting[0].run_id == prefix:
+        return
+    folder = runs_root(root)
+    ids = {q.run_id for q in waiting}
+    if folder.is_dir():
+        ids |= {d.name for d in folder.iterdir() if d.name.startswith(prefix)}
+    if len(ids) > 1:
+        names = sorted(ids)
+        more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+        raise UsageError(
+            f"run id {prefix!r} is ambiguous: {', '.join(names[:4])}{more}",
+            hint="give more of the id",
+        )
 
 
 def history(

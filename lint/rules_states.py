@@ -174,3 +174,21 @@ def inert_llm_setting(ctx: LintContext) -> Iterator[Finding]:
                 "remove `model`, or set it where a prompt or an llm_structured judge runs"
                 + (" (a child loop's states choose their own model)" if state.is_subloop else ""),
             )
+
+
+@rule("LL017", "warning", "retry-exhausted-into-itself")
+def retry_exhausted_into_itself(ctx: LintContext) -> Iterator[Finding]:
+    """`on_retry_exhausted` names the state itself (`$current`), so `max_retries` ends nothing.
+
+    Entering the state again starts its count afresh: the state runs on until `max_steps`,
+    which is what the author set `max_retries` to prevent."""
+    for state in ctx.loop.states.values():
+        if state.max_retries is not None and state.retry_exhausted_target == state.name:
+            yield Finding(
+                f"state {state.name!r} goes back to itself when its {state.max_retries} "
+                "retries are used up, so `max_retries` never ends its retrying: it runs on "
+                "until `max_steps`",
+                state_path(state, "on_retry_exhausted"),
+                "route `on_retry_exhausted` to a state that gives up or tries another way "
+                "(a failure terminal, an escalation)",
+            )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -131,3 +132,45 @@ def dynamic_loop_reference(ctx: LintContext) -> Iterator[Finding]:
             "declare the value as a parameter with an `enum:` of the loops it may name, or "
             "suppress LL043 with the reason any loop is acceptable here",
         )
+
+
+@rule("LL044", "warning", "self-recursive-loop")
+def self_recursive_loop(ctx: LintContext) -> Iterator[Finding]:
+    """A sub-loop state runs the loop it is in, and every run passes through it.
+
+    Each child then runs that state again: the run nests until the depth limit (8), where the
+    state errs; nothing the loop does stops the recursion."""
+    source = ctx.loop.source
+    if not source or not ctx.initial_known:
+        return
+    terminals = [t for t in ctx.graph.terminals if t in ctx.idom]
+    for state, child, _, _ in _children(ctx):
+        if child is None or not child.source or not _same_file(child.source, source):
+            continue
+        if state.name not in ctx.idom:
+            continue  # unreachable: LL002 says so
+        if terminals and not all(_dominates(ctx.idom, state.name, t) for t in terminals):
+            continue  # some run finishes without it: the recursion can end
+        yield Finding(
+            f"state {state.name!r} runs this loop itself, and every run of it passes "
+            f"through {state.name!r}: each child starts another until sub-loops nest 8 "
+            "deep and the deepest fails",
+            state_path(state, "loop"),
+            "give the loop a way to finish before it recurses (a state that checks whether "
+            "there is work left), or run another loop here",
+        )
+
+
+def _same_file(one: str, other: str) -> bool:
+    return os.path.realpath(one) == os.path.realpath(other)
+
+
+def _dominates(idom: dict[str, str], node: str, target: str) -> bool:
+    """True when every path from `initial` to `target` passes through `node`."""
+    while True:
+        if target == node:
+            return True
+        parent = idom.get(target)
+        if parent is None or parent == target:
+            return False
+        target = parent

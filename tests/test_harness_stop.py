@@ -29,7 +29,9 @@ def _alive(pid: int) -> bool:
 
 
 def _default_sigint() -> None:
+    """Ctrl-C and a closed terminal (SIGHUP) at their defaults, as in a terminal."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _start_until_sleeping(
@@ -52,7 +54,7 @@ def _start_until_sleeping(
     return process, int(sleeper.read_text())
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stopped_batch_ends_its_sample_keeps_what_finished_and_exits_3(
     tmp_path: Path, signum: int
 ) -> None:
@@ -67,7 +69,11 @@ def test_a_stopped_batch_ends_its_sample_keeps_what_finished_and_exits_3(
         process.send_signal(signum)
         out, err = process.communicate(timeout=30)
         assert process.returncode == 3, err
-        how = "interrupted" if signum == signal.SIGINT else "stopped by SIGTERM"
+        how = (
+            "interrupted"
+            if signum == signal.SIGINT
+            else f"stopped by {signal.Signals(signum).name}"
+        )
         assert f"{how} after 1 of 5 samples" in err
         assert "Traceback" not in err and "internal error" not in err
         data = json.loads(out)

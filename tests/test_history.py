@@ -243,3 +243,37 @@ def test_two_retries_of_one_attempt_record_only_the_first_to_end(tmp_path: Path)
         (first.id, None, timed_out.id),
         (timed_out.id, first.id, None),
     ]
+
+
+def test_a_resumed_runs_start_reopens_its_row_but_a_late_start_erases_no_later_end(
+    tmp_path: Path,
+) -> None:
+    """A stopped run, resumed, kept its stop as its end in the database: `history` showed
+    `inconclusive (stopped)` while it ran again. A resume's start reopens the row; written
+    late (kept in the spool while the database was busy) it leaves a later end alone."""
+    from engine.runtime.history import run_start_write
+
+    stopped = RunResult(
+        run_id="r1",
+        loop="l",
+        final_state="a",
+        outcome="inconclusive",
+        terminated_by="stopped",
+        steps=1,
+        duration_ms=5,
+    )
+    with open_history(tmp_path) as history:
+        history.record_run_start("r1", "l", started_at="2026-12-06T08:00:00.000Z")
+        history.record_run_end(stopped, ended_at="2026-12-06T08:01:00.000Z")
+        history.apply(run_start_write("r1", "l", "2026-12-06T09:00:00.000Z", resumed=True))
+        row = history.run("r1")
+        assert row is not None and (row.ended_at, row.outcome, row.terminated_by) == (
+            None,
+            None,
+            None,
+        )
+        assert row.started_at == "2026-12-06T08:00:00.000Z"  # the run's first start
+        history.record_run_end(stopped, ended_at="2026-12-06T09:05:00.000Z")
+        history.apply(run_start_write("r1", "l", "2026-12-06T09:00:00.000Z", resumed=True))
+        row = history.run("r1")
+        assert row is not None and row.ended_at == "2026-12-06T09:05:00.000Z"

@@ -823,3 +823,46 @@ def test_a_suite_root_in_a_loop_is_an_error() -> None:
         "${inputs.text} reads 'inputs', which only a suite's case has: in a loop it has no "
         "value, and the state errors"
     ]
+
+
+def test_retry_exhausted_into_the_state_itself_by_name_or_current() -> None:
+    """`on_retry_exhausted` back into the state restarts its count: the run went round until
+    `max_steps` with `max_retries` silently meaningless."""
+    for target in ("check", "$current"):
+        states = {**GOOD, "check": {**GOOD["check"], "on_retry_exhausted": target}}
+        found = [d for d in lint_loop(loop_of(states)) if d.code == "LL017"]
+        assert [d.path for d in found] == ["states.check.on_retry_exhausted"], target
+    assert "LL017" not in codes(loop_of(GOOD))
+
+
+SELF = """\
+name: rec
+initial: INITIAL
+scope: ["."]
+states:
+  check:
+    action: test -s todo.txt
+    on_yes: split
+    on_no: done
+    on_error: done
+  split:
+    loop: REF
+    on_yes: done
+    on_no: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
+
+@pytest.mark.parametrize("ref", ["rec", "rec.yaml", "./rec.yaml"])
+def test_a_loop_that_always_calls_itself_is_warned_of(tmp_path: Path, ref: str) -> None:
+    """Every run entering a state that runs the same loop recursed until the depth limit, and
+    `validate` said nothing."""
+    from engine.cli.validate_cmd import check_file
+
+    path = tmp_path / "rec.yaml"
+    path.write_text(SELF.replace("INITIAL", "split").replace("REF", ref))
+    assert [d.code for d in check_file(path) if d.code == "LL044"] == ["LL044"]
+    path.write_text(SELF.replace("INITIAL", "check").replace("REF", ref))  # may end first
+    assert "LL044" not in [d.code for d in check_file(path)]

@@ -507,3 +507,51 @@ def test_a_directory_without_yaml_files_of_its_own_says_so(tmp_path: Path) -> No
     assert result.returncode == 2
     assert "suites/ holds no .yaml file (sub-directories are not searched)" in result.stdout
     assert "ll-loop validate suites/*/*.yaml" in result.stdout
+
+
+def test_a_name_too_long_for_the_system_is_no_loop_file_not_a_crash(tmp_path: Path) -> None:
+    """A path longer than a file name may be (ENAMETOOLONG) crashed `validate` as an internal
+    error, and `--format json` printed nothing on stdout; `run`, `history` and `status` of such
+    a name crashed too."""
+    name = "a" * 300
+    result = ll_loop("validate", "--format", "json", f"{name}.yaml", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    [report] = json.loads(result.stdout)["loops"]
+    [usage] = report["diagnostics"]
+    assert usage["code"] == "USAGE" and usage["message"].endswith(": File name too long")
+    (tmp_path / ".loops" / "runs").mkdir(parents=True)  # a run id is looked up in it
+    for args in (["run", name], ["status", name], ["history", f"2{name}"], ["resume", name]):
+        ran = ll_loop(*args, cwd=tmp_path)
+        assert "internal error" not in ran.stderr, (args, ran.stderr)
+
+
+def test_json_format_prints_its_report_when_a_bug_ends_the_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate --format json` always prints `{"loops": [...]}`: an internal error printed
+    nothing on stdout (its report was left to the command, which never got to it). The command
+    here is a stand-in that fails as a bug would; the guard is ll-loop's own."""
+    import sys
+
+    import typer
+
+    from engine.cli.common import run_guarded
+
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """ll-loop (its commands are subcommands)."""
+
+    @app.command()
+    def validate(loops: list[str], format: str = "text") -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(sys, "argv", ["ll-loop", "validate", "--format", "json", "x.yaml"])
+    assert run_guarded(app, "ll-loop") == 2
+    out, err = capsys.readouterr()
+    [report] = json.loads(out)["loops"]
+    [crash] = report["diagnostics"]
+    assert report["valid"] is False and crash["code"] == "INTERNAL"
+    assert crash["message"] == "internal error: KeyError: 'boom'"
+    assert "internal error: KeyError" in err

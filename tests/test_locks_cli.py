@@ -568,3 +568,92 @@ def test_a_queue_timeout_alone_waits_for_the_lock(tmp_path: Path) -> None:
     finally:
         (tmp_path / "go").touch()
         holder.communicate(timeout=15)
+
+
+def test_a_queued_resume_is_shown_queued_and_its_stop_leaves_the_run_resumable(
+    tmp_path: Path,
+) -> None:
+    """`resume --queue` waiting for the scope lock showed its run as `running` (its waiter's
+    pid taken for the run's, elapsed counted from the first start); `stop` said the run "had
+    not started" and the resume "the run never started", of a run that had; `stop --json` of
+    a queued run printed no JSON at all."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"], hold=30))
+    first = spawn(tmp_path, "run", "second.yaml", "--json", "-q")
+    wait_until(lambda: (tmp_path / "marks.log").exists())
+    assert ll_loop(tmp_path, "stop", "2").returncode == 0
+    first.communicate(timeout=15)
+    run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        resume = spawn(tmp_path, "resume", run_id, "--queue", "--json", "-q")
+
+        def shown() -> dict[str, object]:
+            found = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+            assert isinstance(found, dict)
+            return found
+
+        wait_until(lambda: shown()["status"] == "queued")
+        entry = shown()
+        assert entry["pid"] == resume.pid and entry["elapsed_ms"] < 5000
+        assert entry["waiting_for"] == [str(tmp_path.resolve() / "src")]
+        stopped = ll_loop(tmp_path, "stop", run_id, "--json")
+        assert stopped.returncode == 0, stopped.stderr
+        after = json.loads(stopped.stdout)
+        assert (after["was"], after["status"], after["stopped"]) == ("queued", "stopped", True)
+        out, _ = resume.communicate(timeout=15)
+        assert resume.returncode == 3
+        error = json.loads(out)["error"]
+        assert error.endswith(f"the resume never started, and run {run_id} stays stopped")
+        assert shown()["status"] == "stopped"
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+
+
+def test_stop_refuses_a_prefix_that_names_a_queued_run_and_others(tmp_path: Path) -> None:
+    """`stop 2026` stopped the one queued run, though the prefix names every run: `status`
+    refuses it as ambiguous, and so must `stop`, which ends what it names."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        refused = ll_loop(tmp_path, "stop", "20")
+        assert refused.returncode == 2 and "run id '20' is ambiguous" in refused.stderr
+        assert waiter.poll() is None  # still waiting
+        runs = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+        [queued] = [r["run_id"] for r in runs if r["status"] == "queued"]
+        assert ll_loop(tmp_path, "stop", queued[:-2]).returncode == 0
+        waiter.communicate(timeout=15)
+        assert waiter.returncode == 3
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)
+
+
+def test_status_of_a_queued_run_shows_it_rather_than_no_such_run(tmp_path: Path) -> None:
+    """`status` listed a queued run, and `status RUN` of it said "no run RUN" (it has no
+    directory until it starts)."""
+    write(tmp_path / "holder.yaml", HOLDER)
+    write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
+    holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: (tmp_path / "holding").exists())
+        waiter = spawn(tmp_path, "run", "second.yaml", "--queue", "--json", "-q")
+        wait_until(lambda: "queued" in ll_loop(tmp_path, "status").stdout)
+        runs = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+        [queued] = [r["run_id"] for r in runs if r["status"] == "queued"]
+        one = json.loads(ll_loop(tmp_path, "status", queued, "--json").stdout)
+        assert (one["status"], one["pid"], one["loop"]) == ("queued", waiter.pid, "second")
+        assert one["waiting_for"] == [str(tmp_path.resolve() / "src")]
+        text = ll_loop(tmp_path, "status", queued)
+        assert text.returncode == 0 and "it has not started" in text.stdout
+        assert ll_loop(tmp_path, "stop", queued).returncode == 0
+        waiter.communicate(timeout=15)
+    finally:
+        (tmp_path / "go").touch()
+        holder.communicate(timeout=15)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -422,3 +424,223 @@ def test_a_stop_while_on_max_steps_runs_is_a_stop_and_resume_runs_it_again(
     assert (resumed.returncode, resumed.json["terminated_by"]) == (3, "max_steps"), resumed.stderr
     assert resumed.json["final_state"] == "report"
     assert (project / "report.txt").read_text() == "reported\n"
+
+
+def test_a_killed_run_counts_its_time_up_to_its_last_event(tmp_path: Path) -> None:
+    """A run's elapsed time is saved at its state boundaries only: a run killed inside a
+    sub-loop (whose steps are the parent's one step) showed `0.0s` however long it had run.
+    It now counts up to its last event, marked `≥` (it ran on, for how long nobody knows)."""
+    write(
+        tmp_path / "child.yaml",
+        """
+        name: child
+        initial: nap
+        scope: [work]
+        states:
+          nap: {action: "sleep 1.2", next: wait}
+          wait:
+            action: "echo $$ > action.pid; while [ ! -f go ]; do sleep 0.05; done"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: work
+        scope: [work]
+        states:
+          work: {loop: child.yaml, on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "-q")
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        assert state_of(tmp_path, run_id)["elapsed_ms"] < 1000  # saved before the child ran
+        [shown] = json.loads(ll_loop(tmp_path, "status", "--json").stdout)["runs"]
+        assert shown["status"] == "interrupted" and shown["elapsed_ms"] >= 1200
+        table = ll_loop(tmp_path, "status").stdout
+        assert "≥1." in table.splitlines()[1], table
+    finally:
+        end_action_group(tmp_path / "action.pid")
+
+
+def test_a_resumed_runs_elapsed_time_leaves_out_the_time_it_was_stopped(project: Path) -> None:
+    """`status` of a live run counted from its first start: a run stopped for a day and
+    resumed showed a day, and dropped back to its real time once stopped again."""
+    proc, run_id = started_run(project)
+    assert ll_loop(project, "stop", run_id).returncode == 0
+    proc.communicate(timeout=15)
+    before = json.loads(ll_loop(project, "status", run_id, "--json").stdout)["elapsed_ms"]
+    (project / "action.pid").unlink()
+    time.sleep(3.0)  # stopped: no part of its time
+    resumed = spawn(project, "resume", run_id, "-q")
+    try:
+        wait_until(lambda: written(project / "action.pid"))
+        live = json.loads(ll_loop(project, "status", run_id, "--json").stdout)
+        assert live["status"] == "running"
+        assert before <= live["elapsed_ms"] < before + 2500, (before, live["elapsed_ms"])
+    finally:
+        resumed.kill()
+        resumed.wait()
+
+
+def test_history_shows_a_resumed_run_as_running_again(project: Path) -> None:
+    proc, run_id = started_run(project)
+    assert ll_loop(project, "stop", run_id).returncode == 0
+    proc.communicate(timeout=15)
+    (project / "action.pid").unlink()
+    resumed = spawn(project, "resume", run_id, "--json", "-q")
+    try:
+        wait_until(lambda: written(project / "action.pid"))
+        [row] = json.loads(ll_loop(project, "history", "waiter", "--json").stdout)["runs"]
+        assert (row["status"], row["ended_at"], row["outcome"]) == ("running", None, None)
+        (project / "go").touch()
+        resumed.communicate(timeout=15)
+        [row] = json.loads(ll_loop(project, "history", "waiter", "--json").stdout)["runs"]
+        assert (row["outcome"], row["terminated_by"]) == ("success", "terminal")
+    finally:
+        if resumed.poll() is None:
+            resumed.kill()
+            resumed.wait()
+
+
+def test_history_of_a_loop_file_lists_the_runs_of_its_loop(project: Path) -> None:
+    """`history waiter.yaml` after `run waiter.yaml` said "no runs recorded", and
+    `history ./waiter.yaml` that it "is not a run directory": runs are recorded under the
+    loop's `name:`, which the file gives."""
+    (project / "go").touch()
+    write(project / "other.yaml", LOOP.replace("name: waiter", "name: renamed"))
+    ran = result_of(ll_loop(project, "run", "other.yaml", "--json", "-q"))["run_id"]
+    for typed in ("other.yaml", "./other.yaml", str(project / "other.yaml")):
+        rows = json.loads(ll_loop(project, "history", typed, "--json").stdout)["runs"]
+        assert [r["run_id"] for r in rows] == [ran], typed
+    (project / "broken.yaml").write_text("junk: [\n")
+    refused = ll_loop(project, "history", "broken.yaml")
+    assert refused.returncode == 2 and "broken.yaml does not load" in refused.stderr
+
+
+def test_a_stop_while_a_resume_ends_the_runs_old_action_is_said(tmp_path: Path) -> None:
+    """A SIGTERM (`ll-loop stop`, a closed terminal) while a resume ended the action a killed
+    run left behind (up to 2 s, when it ignores SIGTERM) killed the resume without a word:
+    exit 143, nothing on stdout with --json. Now it is a stop: exit 3, one sentence, and the
+    run stays interrupted."""
+    write(
+        tmp_path / "stubborn.yaml",
+        """
+        name: stubborn
+        initial: wait
+        scope: [work]
+        states:
+          wait:
+            action: |
+              exec 2>/dev/null  # a killed run's pipe: bash's "Terminated" would be a SIGPIPE
+              trap 'touch termed' TERM
+              echo $$ > action.pid
+              while [ ! -f go ]; do sleep 0.05; done
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "stubborn.yaml", "-q")
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        resumed = spawn(tmp_path, "resume", run_id, "--json", "-q")
+        wait_until(lambda: (tmp_path / "termed").exists())  # the resume is ending it
+        resumed.send_signal(signal.SIGTERM)
+        out, err = resumed.communicate(timeout=15)
+        assert resumed.returncode == 3, err
+        expected = f"the resume never started, and run {run_id} stays interrupted"
+        assert json.loads(out)["error"].endswith(expected)
+        assert "Traceback" not in err
+        shown = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert shown["status"] == "interrupted"
+    finally:
+        end_action_group(tmp_path / "action.pid")
+
+
+def test_resume_of_a_run_whose_loop_file_is_gone_says_so(project: Path) -> None:
+    """It said "no loop file at PATH" with the hint to "pass an existing .yaml path, or a loop
+    name" — which `resume RUN` has no way to do."""
+    proc, run_id = started_run(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (project / "waiter.yaml").rename(project / "moved.yaml")
+    refused = ll_loop(project, "resume", run_id)
+    assert refused.returncode == 2
+    assert f"its loop file {project.resolve() / 'waiter.yaml'} is gone" in refused.stderr
+    assert "put the loop file back at that path" in refused.stderr
+    assert "a loop name" not in refused.stderr
+
+
+def test_closing_the_terminal_of_a_run_stops_it_as_stop_does(tmp_path: Path) -> None:
+    """A real terminal's hangup: SIGHUP, then every write to it fails with EIO. The progress
+    line's write ended the run the SIGHUP was stopping (exit 1): it read as killed, its stop
+    never saved nor recorded in the history. Now it stops as `ll-loop stop` does (exit 3)."""
+    import pty
+    import select
+
+    from tests.cli import BIN
+
+    write(
+        tmp_path / "hup.yaml",
+        """
+        name: hup
+        initial: wait
+        scope: [work]
+        states:
+          wait:
+            action: "echo $$ > action.pid; while [ ! -f go ]; do sleep 0.05; done"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a terminal of its own, as in a shell
+        try:
+            os.chdir(tmp_path)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+            os.execv(str(BIN / "ll-loop"), ["ll-loop", "run", "hup.yaml"])
+        finally:
+            os._exit(127)
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        drawn = time.monotonic() + 0.5  # the progress line is redrawn while the action runs
+        while time.monotonic() < drawn:
+            if select.select([terminal], [], [], 0.1)[0]:
+                os.read(terminal, 65536)
+    finally:
+        os.close(terminal)  # the terminal is closed: SIGHUP, and EIO for every write after
+    _, code = os.waitpid(pid, 0)
+    try:
+        assert os.waitstatus_to_exitcode(code) == 3
+        run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+        shown = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert shown["status"] == "stopped" and shown["terminated_by"] == "stopped"
+        [row] = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"]
+        assert (row["terminated_by"], row["error"]) == ("stopped", "stopped by SIGHUP")
+    finally:
+        end_action_group(tmp_path / "action.pid")
+
+
+def test_history_of_a_run_whose_directory_is_gone_says_so(project: Path) -> None:
+    """`history RUN` of a run whose directory was removed (the history still lists it) said
+    "no runs recorded for loop 'RUN'", exit 0, taking the id for a loop's name."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    shutil.rmtree(run_dir(project, run_id))
+    refused = ll_loop(project, "history", run_id)
+    assert refused.returncode == 2
+    assert f"run {run_id}'s directory is gone" in refused.stderr
+    assert "(the history keeps its row: success, 2 steps)" in refused.stderr
+    unknown = ll_loop(project, "history", "20991231-000000-abcdef", "--json")
+    assert unknown.returncode == 2 and json.loads(unknown.stdout)["code"] == "USAGE"
+    assert ll_loop(project, "history", "nosuch").returncode == 0  # a loop without runs

@@ -155,10 +155,12 @@ def _start_suite(root: Path, *, jobs: int) -> subprocess.Popen[str]:
 
 
 def _default_sigint() -> None:
+    """Ctrl-C and a closed terminal (SIGHUP) at their defaults, as in a terminal."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_does_not_wait_for_a_case_stuck_in_c_code(tmp_path: Path, signum: int) -> None:
     mark = tmp_path / "mark"
     write(project(tmp_path) / "s.suite.yaml", STUCK.replace("MARK", str(mark)))
@@ -173,7 +175,7 @@ def test_a_stop_does_not_wait_for_a_case_stuck_in_c_code(tmp_path: Path, signum:
     assert time.monotonic() - started < 12
     assert process.returncode == 3, err
     assert "of 3 cases (1 stuck case left unrecorded)" in err
-    how = "interrupted" if signum == signal.SIGINT else "stopped by SIGTERM"
+    how = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
     assert f"{how} after 2 of 3 cases" in err
     assert "--resume" in err
     assert recorded(tmp_path) == ["a", "c"]

@@ -74,6 +74,8 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         print(exc.render(), file=sys.stderr)  # render() shows control characters as escapes
         if prog_name == "ll-loop":
             _error_as_json(exc.message, exc.hint, exc.exit_code, code=exc.code)
+            if command_of_argv() == "validate" and _asks_for_json(sys.argv[1:]):
+                _validate_report(Diagnostic(exc.code, "error", exc.message, hint=exc.hint))
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -145,13 +147,21 @@ def keep_descriptors_private() -> None:
                     os.set_inheritable(fd, False)
 
 
+# A write that finds the reader gone: a pipe whose reader closed (EPIPE), a terminal that was
+# closed (EIO: its SIGHUP stops a run, which then still reports on the way out).
+_READER_GONE = frozenset({errno.EPIPE, errno.EIO})
+
+
 class _ReaderMayLeave:
-    """stdout or stderr of a console command, going on when its reader has gone (`| head`).
+    """stdout or stderr of a console command, going on when its reader has gone (`| head`, a
+    closed terminal).
 
     A write to a pipe whose reader closed raises BrokenPipeError, which click turns into exit
     1: `ll-loop run LOOP | head -3` interrupted the run at its third line and reported a
-    failure. Now the stream's descriptor is pointed at /dev/null at the first such write and
-    the command runs to its end with its own exit code; only what nobody reads is dropped.
+    failure. A closed terminal's EIO did worse: the progress line's write ended the run its
+    SIGHUP was stopping, before it saved its stop (it read as killed, with no history end).
+    Now the stream's descriptor is pointed at /dev/null at the first such write and the
+    command runs to its end with its own exit code; only what nobody reads is dropped.
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -160,14 +170,18 @@ class _ReaderMayLeave:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
+        except OSError as exc:
+            if exc.errno not in _READER_GONE:
+                raise
             self._reader_gone()
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
+        except OSError as exc:
+            if exc.errno not in _READER_GONE:
+                raise
             self._reader_gone()
 
     def _reader_gone(self) -> None:
@@ -216,12 +230,18 @@ def _refusal_as_json(exc: BaseException) -> None:
 
         print(json.dumps(refusal_object(message, loop=None)))
     elif command == "validate" and _asks_for_json(args):
-        from lint.report import LoopReport, render_json
-
-        usage = Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
-        print(render_json([LoopReport("", (usage,))]))
+        _validate_report(
+            Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
+        )
     else:
         _error_as_json(message, f"see `ll-loop {command} --help`", 2, code="USAGE")
+
+
+def command_of_argv() -> str | None:
+    """The ll-loop subcommand this process runs, from its command line."""
+    from engine.cli import command_of
+
+    return command_of(sys.argv[1:])
 
 
 def _crash_as_json(message: str, hint: str) -> None:
@@ -234,8 +254,18 @@ def _crash_as_json(message: str, hint: str) -> None:
         from engine.cli.run_cmd import refusal_object
 
         print(json.dumps(refusal_object(message, loop=None), ensure_ascii=False))
+    elif command_of(args) == "validate" and _asks_for_json(args):
+        _validate_report(Diagnostic("INTERNAL", "error", message, hint=hint))
     else:
         _error_as_json(message, hint, 2, code="INTERNAL")
+
+
+def _validate_report(diagnostic: Diagnostic) -> None:
+    """`validate --format json` prints its `{"loops": [...]}` report whatever ends it: a
+    script reading stdout got nothing when a bug (or an error of ours) ended the command."""
+    from lint.report import LoopReport, render_json
+
+    print(render_json([LoopReport("", (diagnostic,))]))
 
 
 def _harness_refusal_as_json(exc: BaseException) -> None:

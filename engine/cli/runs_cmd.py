@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Annotated, Any
@@ -75,7 +76,7 @@ def status_command(
                 shown,
                 s.state or "-",
                 str(s.steps),
-                duration(s.elapsed_s),
+                _elapsed(s),
                 f"${s.cost_usd:.4f}",
                 pid,
             ]
@@ -83,14 +84,32 @@ def status_command(
     out(_table(rows))
 
 
+def _elapsed(s: RunStatus) -> str:
+    """A killed run's time is known up to its last event only: `≥` says it ran on after."""
+    return ("≥" if s.status == "interrupted" else "") + duration(s.elapsed_s)
+
+
 def _status_detail(s: RunStatus) -> str:
+    if s.status == "queued" and s.run_dir is None:  # a new run waiting: no directory yet
+        return "\n".join(
+            [
+                f"run       {s.run_id}",
+                f"loop      {s.loop or '-'}",
+                "status    queued (waiting for the scope lock; it has not started)",
+                f"waits for {', '.join(s.waiting_for)}",
+                f"waited    {duration(s.elapsed_s)}",
+                f"process   {s.pid}",
+                f"stop      ll-loop stop {s.run_id}",
+            ]
+        )
     lines = [
         f"run       {s.run_id}",
         f"loop      {s.loop}" + (f" ({s.loop_file})" if s.loop_file else ""),
         f"status    {s.status}",
         f"state     {s.state}",
         f"steps     {s.steps}",
-        f"elapsed   {duration(s.elapsed_s)}",
+        f"elapsed   {_elapsed(s)}"
+        + (" (to its last event; it was killed after that)" if s.status == "interrupted" else ""),
         f"cost      ${s.cost_usd:.4f}",
         f"started   {s.started_at}",
         f"process   {'-' if s.pid is None else s.pid} ({'alive' if s.alive else 'gone'})",
@@ -128,7 +147,16 @@ def stop_command(
     done = stop(run, wait=wait)
     after = done.status
     if done.was == "queued" or after is None:
-        print(f"stopped queued run {done.run_id} (it had not started)")
+        if json_output:  # the run a queued resume would have continued, or the queued run
+            shown = after.to_json() if after is not None else {"run_id": done.run_id}
+            print(json.dumps({**shown, "was": "queued", "stopped": True}))
+        elif after is not None:
+            out(
+                f"stopped the queued resume of run {done.run_id}; the run stays {after.status} "
+                f"in state {after.state!r}: `ll-loop resume {done.run_id}` continues it"
+            )
+        else:
+            print(f"stopped queued run {done.run_id} (it had not started)")
         return
     if done.ended_actions:
         ended = list(done.ended_actions)
@@ -224,7 +252,7 @@ def _known_run(ref: str) -> dict[str, Any]:
 
 def history_command(
     target: Annotated[
-        str | None, typer.Argument(help="A loop name (its runs) or a run id (its events).")
+        str | None, typer.Argument(help="A loop name or file (its runs), or a run id (its events).")
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N runs.")] = 20,
@@ -232,10 +260,14 @@ def history_command(
     """List past runs (optionally of one loop), or the events of one run."""
     from engine.api import history
 
+    if target is not None and target.endswith((".yaml", ".yml")) and os.path.isfile(target):
+        target = _loop_name(target)  # `history fix.yaml` after `run fix.yaml`: its runs
     if target is not None and _is_run(target):
         _show_events(target, json_output)
         return
     entries = history(target, limit=limit)
+    if not entries and target is not None and _RUN_ID.match(target):
+        _refuse_missing_run(target)  # a run id, not a loop: "no runs of loop '2026…'" misled
     if json_output:
         print(json.dumps({"runs": [e.to_json() for e in entries]}))
         return
@@ -251,6 +283,47 @@ def history_command(
     out(_table(table))
 
 
+# What a run id (`20261130-122301-a1b2c3`) or a prefix of one looks like.
+_RUN_ID = re.compile(r"^\d{8}(?:-\d{0,6}(?:-[0-9a-f]{0,6})?)?$")
+
+
+def _refuse_missing_run(ref: str) -> None:
+    """`history RUN` of a run without a directory: one the history still lists (its directory
+    removed since) is said to be that, not a loop without runs."""
+    from engine.runtime.history import history_path, open_history
+    from engine.runtime.runstore import runs_root
+
+    row = None
+    if history_path().exists():
+        with open_history() as db:
+            row = db.run(ref)
+    if row is not None:
+        raise UsageError(
+            f"run {ref}'s directory is gone from {runs_root()}, so its events cannot be shown "
+            f"(the history keeps its row: {row.outcome or 'no end recorded'}, "
+            f"{counted(row.steps or 0, 'step')})",
+            hint="`ll-loop history` lists it with the runs recorded here",
+        )
+    raise UsageError(
+        f"no run {ref!r} in {runs_root()}", hint="`ll-loop history` lists the runs recorded here"
+    )
+
+
+def _loop_name(path: str) -> str:
+    """The name the runs of the loop file at `path` are recorded under (its `name:`)."""
+    from pathlib import Path
+
+    from engine.load.loader import load_loop_file
+
+    try:
+        return load_loop_file(Path(path)).name
+    except LoopError as exc:
+        raise UsageError(
+            f"{path} does not load, so its loop's name is not known: {exc.message}",
+            hint="give the loop's name (`name:` in the file), or fix the file",
+        ) from None
+
+
 def _result(entry: HistoryEntry) -> str:
     if entry.ended_at is None:
         return entry.status
@@ -264,7 +337,7 @@ def _is_run(target: str) -> bool:
     folder = runs_root()
     if os.sep in target or target in {".", ".."}:
         return True  # a path: a run directory, or refused as not one (never a loop name)
-    if (folder / target).is_dir():
+    if os.path.isdir(folder / target):  # False, not a crash, for a name too long
         return True
     return (
         target[:1].isdigit()

@@ -7,6 +7,7 @@ does not exist or does not parse is a diagnostic in the report, never a bare mes
 
 from __future__ import annotations
 
+import os
 import shlex
 from enum import StrEnum
 from pathlib import Path
@@ -105,7 +106,9 @@ def check_all(refs: list[str]) -> tuple[list[LoopReport], bool]:
     reports = []
     usage_error = False
     for ref in _expand(refs):
-        if Path(ref).is_dir():  # a directory with no YAML file of its own
+        if os.path.isdir(
+            ref
+        ):  # False for a name too long: not a crash  # a directory with no YAML file of its own
             usage_error = True
             empty = UsageError(
                 f"{ref} holds no .yaml file (sub-directories are not searched)",
@@ -130,7 +133,7 @@ def _expand(refs: list[str]) -> list[str]:
     expanded: list[str] = []
     for ref in refs:
         folder = Path(ref)
-        if folder.is_dir():
+        if os.path.isdir(folder):
             files = sorted(
                 p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
             )

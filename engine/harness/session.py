@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import signal
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import FrameType
 
 from engine.harness.banding import EXIT_CODES, Band, Tally, band
 from engine.harness.baseline import (
@@ -43,7 +40,7 @@ from engine.harness.history_report import (
 from engine.harness.keys import Conditions
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject
-from engine.judges.deadline import SignalInterrupt
+from engine.judges.deadline import SignalInterrupt, raise_on_stop_signals, restore_handlers
 from engine.model.errors import LoopError
 from engine.runtime.history import Attempt, AttemptKind, History, NewAttempt
 from engine.runtime.provenance import Provenance, git_provenance, head_content_hash
@@ -319,19 +316,12 @@ def _run_samples(
 
 @contextlib.contextmanager
 def _sigterm_stops() -> Iterator[None]:
-    """SIGTERM stops the samples as Ctrl-C does (only the main thread may install a handler)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        raise SignalInterrupt(signal.Signals(signum).name)
-
-    previous = signal.signal(signal.SIGTERM, handle)
+    """SIGTERM and SIGHUP stop the samples as Ctrl-C does (main thread only)."""
+    previous = raise_on_stop_signals()
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_handlers(previous)
 
 
 def _working_copy_note(subject: Subject) -> list[str]:

@@ -19,7 +19,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from types import FrameType
+from typing import Any, TypeVar
 
 REFIRE_SECONDS = 1.0  # a snippet that swallowed the exception gets it again after this
 
@@ -33,6 +34,29 @@ class CheckTimeout(BaseException):
 
 class SignalInterrupt(KeyboardInterrupt):
     """A stop requested by a signal (SIGTERM) to the main thread: never a judge's error."""
+
+
+def raise_on_stop_signals() -> dict[int, Any]:
+    """SIGTERM, and SIGHUP (a closed terminal) unless ignored or someone else's, raise
+    `SignalInterrupt` in the main thread, so what finished is recorded and running process
+    groups are ended; SIGHUP's default killed the process outright, leaving them running.
+    Returns the handlers replaced, for `restore_handlers`; none outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        raise SignalInterrupt(signal.Signals(signum).name)
+
+    previous: dict[int, Any] = {signal.SIGTERM: signal.signal(signal.SIGTERM, handle)}
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # nohup's SIG_IGN stays
+        previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, handle)
+    return previous
+
+
+def restore_handlers(previous: dict[int, Any]) -> None:
+    """Put back what `raise_on_stop_signals` replaced."""
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def real_interrupt(exc: BaseException) -> bool:

@@ -17,7 +17,18 @@ def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
     """A loop reference is a path, else `.loops/NAME.yaml`, else a built-in loop NAME.
 
     A relative path is taken from `cwd` (the working directory when None, and then returned as
-    typed, so messages show the path the user wrote)."""
+    typed, so messages show the path the user wrote). A name the system cannot look up (longer
+    than a file name may be) is refused in one sentence, not a crash."""
+    try:
+        return _resolve(ref, cwd)
+    except OSError as exc:
+        raise UsageError(
+            f"no loop file at {ref}: {exc.strerror}",
+            hint="pass an existing .yaml path, or a loop name from `ll-loop list`",
+        ) from None
+
+
+def _resolve(ref: str, cwd: Path | None) -> Path:
     candidate = Path(ref)
     if cwd is not None and not candidate.is_absolute():
         candidate = cwd / candidate

@@ -846,8 +846,12 @@ def run_start_write(
     started_at: str | None = None,
     parent_run_id: str | None = None,
     depth: int = 0,
+    *,
+    resumed: bool = False,
 ) -> dict[str, Any]:
-    return {
+    """The start of a run; `resumed`: a resume's, which makes the row's recorded end (a stop,
+    a crash's error) no longer the run's (`_apply_run_start`)."""
+    write = {
         "kind": "run_start",
         "run_id": run_id,
         "loop": loop,
@@ -855,6 +859,7 @@ def run_start_write(
         "parent_run_id": parent_run_id,
         "depth": depth,
     }
+    return {**write, "resumed": True} if resumed else write
 
 
 def run_end_write(
@@ -889,6 +894,15 @@ def _apply_run_start(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
         "VALUES (?, ?, ?, ?, ?)",
         (w["run_id"], w["loop"], w["started_at"], w["parent_run_id"], w["depth"]),
     )
+    if w.get("resumed"):
+        # A resumed run runs again: the end its stop recorded is gone (`history` then asks the
+        # run directory). Only an end from before this resume: a start kept in the spool and
+        # written late must not erase the end of the session it began.
+        db.execute(
+            "UPDATE runs SET ended_at = NULL, terminated_by = NULL, final_state = NULL, "
+            "outcome = NULL, error = NULL WHERE run_id = ? AND ended_at <= ?",
+            (w["run_id"], w["started_at"]),
+        )
 
 
 def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
@@ -1056,10 +1070,12 @@ class RunRecorder:
         self.failed = False
         self.started_at: str | None = None
 
-    def start(self, run_id: str, loop: str, *, started_at: str | None = None) -> None:
+    def start(
+        self, run_id: str, loop: str, *, started_at: str | None = None, resumed: bool = False
+    ) -> None:
         """The start row waits at most `START_WAIT_S` for a busy database: the first step
         should not wait 30 s for a row the spool keeps as well (the run's end writes it)."""
-        write = run_start_write(run_id, loop, started_at)
+        write = run_start_write(run_id, loop, started_at, resumed=resumed)
         self.started_at = write["started_at"]
         self._record(write, START_WAIT_S)
 

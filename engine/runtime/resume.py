@@ -29,7 +29,7 @@ from engine.load.project import loops_dir, open_file, project_root, refuse_links
 from engine.model.errors import UsageError
 from engine.model.timefmt import epoch_seconds
 from engine.processes.group import signal_group
-from engine.runtime.locks import holders, process_alive
+from engine.runtime.locks import Record, holders, process_alive
 from engine.runtime.orphans import orphaned_actions
 from engine.runtime.runstore import read_state, runs_root
 
@@ -59,6 +59,9 @@ class RunSnapshot:
     updated_at: float  # mtime of state.json
     cost_usd: float = 0.0  # LLM spend so far (state.json, updated at every state boundary)
     signals: bool = True  # its process's SIGTERM stops it (else: `STOP_REQUEST` in its dir)
+    saved_at: float = 0.0  # when state.json (and its `elapsed_ms`) was written
+    last_write: float = 0.0  # mtime of events.jsonl: the last sign of life of a killed run
+    resume_queued: Record | None = None  # an `ll-loop resume --queue` of it, waiting for the lock
 
     @property
     def status(self) -> Status:
@@ -76,12 +79,20 @@ class RunSnapshot:
         return self.status in {"interrupted", "stopped"}
 
     def elapsed_s(self) -> float:
-        """Wall time: since the start for a live run, else what state.json recorded."""
+        """Wall time: for a live run, what state.json recorded plus the time since (a resumed
+        run's time stopped is no part of it), else what state.json recorded. A killed
+        run recorded its time at its last state boundary only (0 when killed in its first
+        step); the events it wrote after that boundary count up to the last of them."""
         if self.status == "running":
-            started = epoch_seconds(self.started_at)
+            if self.saved_at > 0:  # its time so far, every session's, not the gaps between
+                return self.elapsed_ms / 1000 + max(0.0, time.time() - self.saved_at)
+            started = epoch_seconds(self.started_at)  # a run of a version without saved_at
             if started is not None:
                 return max(0.0, time.time() - started)
-        return self.elapsed_ms / 1000
+        since = 0.0
+        if self.status == "interrupted" and self.saved_at > 0:
+            since = max(0.0, self.last_write - self.saved_at)
+        return self.elapsed_ms / 1000 + since
 
     def to_json(self) -> dict[str, Any]:
         result = self.result or {}
@@ -101,11 +112,10 @@ class RunSnapshot:
         }
 
 
-def read_run(
-    directory: Path, *, lock_pids: dict[str, tuple[int, int | None]] | None = None
-) -> RunSnapshot | None:
+def read_run(directory: Path, *, lock_pids: dict[str, Record] | None = None) -> RunSnapshot | None:
     """The snapshot of one run directory, or None when it has no readable state.json (nor a
-    readable temp copy of the boundary before, see `restore_state`)."""
+    readable temp copy of the boundary before, see `restore_state`). `lock_pids`: the live
+    records of the lock registry, by run id."""
     found = _readable_state(directory)
     if found is None:
         return None
@@ -113,15 +123,19 @@ def read_run(
     run_id = str(data.get("run_id") or directory.name)
     pid = _int_or_none(data.get("pid"))
     pid_start = _int_or_none(data.get("pid_start"))
-    if pid is None and lock_pids and run_id in lock_pids:
-        pid, pid_start = lock_pids[run_id]
+    record = (lock_pids or {}).get(run_id)
+    if pid is None and record is not None and record.holding:
+        pid, pid_start = record.pid, record.start_time
     recorded = str(data.get("status", "running"))
     alive = pid is not None and recorded != "finished" and process_alive(pid, pid_start)
-    if not alive and recorded != "finished" and lock_pids and run_id in lock_pids:
-        # A resume holds the run's lock before its state.json names the new process.
-        holder, holder_start = lock_pids[run_id]
-        if process_alive(holder, holder_start):
-            pid, pid_start, alive = holder, holder_start, True
+    resume_queued = None
+    if not alive and recorded != "finished" and record is not None:
+        if process_alive(record.pid, record.start_time) and not record.holding:
+            # `resume --queue` waits for the scope lock: the run has not been taken over yet.
+            resume_queued = record
+        elif process_alive(record.pid, record.start_time):
+            # A resume holds the run's lock before its state.json names the new process.
+            pid, pid_start, alive = record.pid, record.start_time, True
     result = data.get("result")
     return RunSnapshot(
         run_id=run_id,
@@ -140,7 +154,24 @@ def read_run(
         updated_at=mtime,
         cost_usd=_cost(data.get("cost_usd")),
         signals=data.get("signals") is not False,
+        saved_at=_seconds(data.get("saved_at")),
+        resume_queued=resume_queued,
+        last_write=_mtime(directory / "events.jsonl"),
     )
+
+
+def _seconds(value: Any) -> float:
+    """A recorded epoch time, 0.0 for anything that is not a positive finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value) if 0 < value < float("inf") else 0.0
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _cost(value: Any) -> float:
@@ -220,7 +251,7 @@ def find_run_dir(ref: str, root: Path | None = None) -> Path:
         raise UsageError("no run id given", hint="`ll-loop status --all` lists the runs here")
     if os.sep in ref or ref in {".", ".."}:
         candidates = [_run_dir_at(Path(ref), folder)]
-    elif (folder / ref).is_dir():
+    elif os.path.isdir(folder / ref):  # False, not a crash, for a name too long
         candidates = [folder / ref]
     elif folder.is_dir():
         candidates = sorted(d for d in folder.iterdir() if d.name.startswith(ref))
@@ -248,12 +279,13 @@ def _run_dir_at(path: Path, folder: Path) -> Path:
     return resolved
 
 
-def _lock_pids(root: Path | None) -> dict[str, tuple[int, int | None]]:
-    """Run id → (pid, start time) of live lock holders: liveness for records without a pid."""
+def _lock_pids(root: Path | None) -> dict[str, Record]:
+    """Run id → its live lock record (holder or waiter): liveness for records without a pid,
+    and a resume that holds the run's lock, or waits for it, before state.json names it."""
     root = project_root() if root is None else root
     if not (loops_dir(root) / "locks").is_dir():
         return {}
-    return {r.run_id: (r.pid, r.start_time) for r in holders(root)}
+    return {r.run_id: r for r in holders(root)}
 
 
 RESUME_LOCK = "resume.lock"

@@ -219,7 +219,7 @@ def start_run(
                 **resume.note,
             )
         started = now_iso()
-        history.start(state.run_id, loop.name, started_at=started)
+        history.start(state.run_id, loop.name, started_at=started, resumed=resume is not None)
         result = run(loop, state, runtime, resumed=resume is not None)
         if result.terminated_by == "stopped":
             # The run no longer belongs to this process, which may live on (a Python caller):

@@ -15,7 +15,6 @@ import json
 import os
 import queue
 import shlex
-import signal
 import sys
 import threading
 import time
@@ -23,10 +22,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from types import FrameType
 from typing import Any, TypeVar
 
-from engine.judges.deadline import SignalInterrupt
+from engine.judges.deadline import SignalInterrupt, raise_on_stop_signals, restore_handlers
 from engine.load.bounded import MAX_YAML_BYTES, FileRefused, read_capped
 from engine.load.dataset import list_cases, read_case
 from engine.load.project import project_root, workspace_path_problem
@@ -184,7 +182,7 @@ def _run(
         batch = _Batch(recording)
         _quick_switching(True)
         flow = _Flow(pool, _specs(settings, plan, todo, recording))
-        handlers = _stop_on_sigterm()
+        handlers = raise_on_stop_signals()  # SIGTERM, SIGHUP: as Ctrl-C
         try:
             for outcome in flow.outcomes(tick=_Batch.SECONDS):
                 if outcome is None:  # no case finished for a while: commit what is waiting
@@ -213,7 +211,7 @@ def _run(
             flow.stop(settings.run_id)
             raise
         finally:
-            _restore(handlers)
+            restore_handlers(handlers)
             _quick_switching(False)
             batch.flush()
             display.close()
@@ -247,23 +245,6 @@ def _quick_switching(start: bool) -> None:
             own = _switching.pop()
             if not _switching:
                 sys.setswitchinterval(own)
-
-
-def _stop_on_sigterm() -> dict[int, Any]:
-    """SIGTERM stops the suite as Ctrl-C does (what finished is kept, `--resume` goes on);
-    only the main thread may install a handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        raise SignalInterrupt(signal.Signals(signum).name)
-
-    return {signal.SIGTERM: signal.signal(signal.SIGTERM, handle)}
-
-
-def _restore(handlers: dict[int, Any]) -> None:
-    for signum, handler in handlers.items():
-        signal.signal(signum, handler)
 
 
 def _silent(**kwargs: Any) -> SuiteProgress:
