@@ -10,6 +10,7 @@ from typing import Any
 
 from engine.load.loader import load_loop_file
 from tests.cli import ll_loop
+from tests.loopback_server import LoopbackServer, verdict_reply
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -1087,3 +1088,37 @@ def test_elapsed_ms_is_kept_as_ll_loops_own(tmp_path: Path) -> None:
     item = files(report)["budget.yaml"]
     assert code == 0 and item["status"] == "converted" and item["valid"], item
     assert "${loop.elapsed_ms}" in (tmp_path / "budget.ll.yaml").read_text()
+
+
+def test_a_judge_still_reads_the_output_of_an_action_that_failed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """little-loops' llm_structured is exit-code aware: a shell check that exits 1 is still
+    judged (only a timeout is `error`), so `cat` of a missing report went where the judge's
+    `no` went. Converted without `ignore_exit_code`, ll-loop made it `error` unjudged."""
+    write(
+        tmp_path,
+        "judged.yaml",
+        """
+        name: judged
+        initial: check
+        states:
+          check:
+            action: "echo partial report; cat missing-report.md"
+            evaluate:
+              type: llm_structured
+              prompt: "Is the report complete?"
+            on_yes: done
+            on_no: revise
+            on_error: broken
+          revise: {terminal: true}
+          done: {terminal: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "judged.yaml")
+    assert code == 0, report
+    loopback.push(verdict_reply("no", evidence="partial report"))
+    ran = ll_loop(tmp_path, "run", "judged.ll.yaml", "--json")
+    assert ran.json["final_state"] == "revise", ran.stderr
+    assert len(loopback.requests) == 1

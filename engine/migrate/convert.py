@@ -331,6 +331,8 @@ def convert_evaluate(
     if kind == "llm_structured" and "prompt" not in out:
         out["prompt"] = DEFAULT_JUDGE_PROMPT
         job.note("changed", f"{where}.prompt", "the default judge prompt is written out")
+    if kind == "llm_structured":
+        out["ignore_exit_code"] = True  # little-loops judged a failed action's output too
     schema = body.get("schema")
     custom = _schema_verdicts(schema)
     if kind == "llm_structured" and custom:
@@ -378,7 +380,7 @@ _ALLOWED = {
     "output_json": {"type", "path", "operator", "target", "source"},
     "convergence": {"type", "target", "tolerance", "direction", "previous", "source"},
     "classify": {"type", "line", "source"},
-    "llm_structured": {"type", "prompt", "source", "min_confidence"},
+    "llm_structured": {"type", "prompt", "source", "min_confidence", "ignore_exit_code"},
     "diff_stall": {"type", "max_stall", "scope"},
 }
 
@@ -511,7 +513,11 @@ def _routes(
     if kind is None:
         kind = "llm_structured" if out.get("action_type") == "prompt" else "exit_code"
         if kind == "llm_structured" and (shorthand or table):
-            out["evaluate"] = {"type": "llm_structured", "prompt": DEFAULT_JUDGE_PROMPT}
+            out["evaluate"] = {
+                "type": "llm_structured",
+                "prompt": DEFAULT_JUDGE_PROMPT,
+                "ignore_exit_code": True,
+            }
     names = _verdict_names(kind, shorthand, table, out, where, job)
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
     _rewritten(plan, where, job)
