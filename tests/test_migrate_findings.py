@@ -1122,3 +1122,43 @@ def test_a_judge_still_reads_the_output_of_an_action_that_failed(
     ran = ll_loop(tmp_path, "run", "judged.ll.yaml", "--json")
     assert ran.json["final_state"] == "revise", ran.stderr
     assert len(loopback.requests) == 1
+
+
+_ABSTAINS = """
+name: abstains
+initial: check
+states:
+  check:
+    action: "echo run >> runs.txt; echo checked"
+    evaluate:
+      type: llm_structured
+      prompt: "Did the check pass?"
+    on_yes: done
+    on_no: done
+    on_error: broken
+  done: {terminal: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_an_unrouted_cannot_judge_reruns_the_state_twice_in_a_row_then_takes_on_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """little-loops held a state whose judge said cannot_judge with no route of its own: it
+    re-ran the state, twice in a row at most, then took on_error (executor.py
+    _route_abstention_hold). Converted, ll-loop sent the first cannot_judge to on_error."""
+    write(tmp_path, "abstains.yaml", _ABSTAINS)
+    code, report = migrate(tmp_path, "abstains.yaml")
+    assert code == 0, report
+    loopback.push(verdict_reply("cannot_judge"))
+    loopback.push(verdict_reply("cannot_judge"))
+    loopback.push(verdict_reply("yes", evidence="checked"))
+    ran = ll_loop(tmp_path, "run", "abstains.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "runs.txt").read_text() == "run\n" * 3
+    # three in a row: the third goes to on_error, as little-loops' hold cap of 2
+    (tmp_path / "runs.txt").unlink()
+    loopback.default = lambda body: verdict_reply("cannot_judge")(body)
+    ran = ll_loop(tmp_path, "run", "abstains.ll.yaml", "--json")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    assert (tmp_path / "runs.txt").read_text() == "run\n" * 3

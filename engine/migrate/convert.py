@@ -21,7 +21,14 @@ from engine.migrate.expressions import Rewriter
 from engine.migrate.keys import fate
 from engine.migrate.numeric_key import output_numeric_key
 from engine.migrate.report import FileReport
-from engine.migrate.routes import UNROUTED, Routing, our_target, plan_routes, their_target
+from engine.migrate.routes import (
+    UNROUTED,
+    Routing,
+    our_target,
+    plan_routes,
+    set_route,
+    their_target,
+)
 from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
@@ -520,6 +527,8 @@ def _routes(
             }
     names = _verdict_names(kind, shorthand, table, out, where, job)
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
+    if kind == "llm_structured":
+        _abstention_hold(name, shorthand, table, plan, where, job)
     _rewritten(plan, where, job)
     _route_notes(plan, where, table is None, kind, job)
     if kind == "convergence" and "previous" not in mapping(body.get("evaluate")):
@@ -529,6 +538,56 @@ def _routes(
     else:
         for verdict, target in plan.shorthand.items():
             out[f"on_{verdict}"] = target
+
+
+# little-loops re-ran a state whose judge said cannot_judge with no route of its own, twice
+# in a row at most (its "hold"), then took on_error (`_error`), else ended the run. The hold
+# state counts consecutive holds: one two steps before this one (state, hold, state, hold)
+# continues the count, anything else starts it again.
+_HOLD = """\
+hold=${{run.dir}}/.cannot_judge_{name}
+set -- $(cat "$hold" 2>/dev/null) 0 0
+step=${{state.step | integer}}
+if [ "$1" = "$((step - 2))" ]; then held=$(($2 + 1)); else held=1; fi
+echo "$step $held" > "$hold"
+[ "$held" -le 2 ]
+"""
+
+
+def _abstention_hold(
+    name: str,
+    shorthand: Mapping[str, str],
+    table: Mapping[str, str] | None,
+    plan: Routing,
+    where: str,
+    job: LoopJob,
+) -> None:
+    """Send an undeclared cannot_judge through a state that re-runs `name` as little-loops
+    did (twice in a row at most), then goes to its on_error-like fallback."""
+    if "cannot_judge" in (table if table is not None else shorthand):
+        return
+    fallback = table.get("_error") if table is not None else shorthand.get("error")
+    hold = f"{name}_cannot_judge"
+    plan.added.pop("cannot_judge", None)
+    if "cannot_judge" in plan.unrouted:
+        plan.unrouted.remove("cannot_judge")
+    set_route(plan, "cannot_judge", hold)
+    after = fallback or UNROUTED
+    job.extra_states[hold] = {
+        "description": f"little-loops re-ran {name} when its judge could not judge (twice in "
+        f"a row at most), then went to {fallback or 'no state (the run ended)'}",
+        "action": _HOLD.format(name=name),
+        "evaluate": {"type": "exit_code"},
+        "on_yes": name,
+        "on_no": after,
+        "on_error": after,
+    }
+    job.note(
+        "changed", f"{where}.evaluate",
+        f"cannot_judge (no route of its own) goes to state {hold}, which re-runs {name} twice "
+        f"in a row at most before going to {fallback or 'the failure terminal `unrouted`'}, "
+        "as little-loops held it (one more step per hold)",
+    )  # fmt: skip
 
 
 def _error_pattern_list(evaluate: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
