@@ -1162,3 +1162,58 @@ def test_an_unrouted_cannot_judge_reruns_the_state_twice_in_a_row_then_takes_on_
     ran = ll_loop(tmp_path, "run", "abstains.ll.yaml", "--json")
     assert ran.json["final_state"] == "broken", ran.stderr
     assert (tmp_path / "runs.txt").read_text() == "run\n" * 3
+
+
+def test_a_harbor_scorer_gives_little_loops_verdicts(tmp_path: Path) -> None:
+    """harbor_scorer (little-loops evaluators.py evaluate_harbor_scorer) was a blocker, though
+    its rule is plain: a non-zero exit is no, a timeout error, exit 0 with a float printed yes,
+    any other output error. The converted loop takes each of those routes."""
+    write(
+        tmp_path,
+        "bench.yaml",
+        """
+        name: bench
+        initial: score
+        context:
+          out: "0.85"
+          code: "0"
+          pause: "0"
+        states:
+          score:
+            action: 'sleep ${context.pause}; printf "%s\\n" "${context.out}"; exit ${context.code}'
+            timeout: 2
+            capture: benchmark
+            evaluate: {type: harbor_scorer}
+            on_yes: passed
+            on_no: failed_run
+            on_error: broken
+          passed: {terminal: true}
+          failed_run: {terminal: true}
+          broken: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "bench.yaml")
+    item = files(report)["bench.yaml"]
+    assert code == 0 and item["status"] == "converted" and item["valid"], item
+
+    def little_loops(out: str, exit_code: int) -> str:
+        if exit_code == 124:
+            return "broken"
+        if exit_code != 0:
+            return "failed_run"
+        try:
+            float(out.strip())
+        except ValueError:
+            return "broken"
+        return "passed"
+
+    cases = [("0.85", 0), (" 1e-3 ", 0), ("nan", 0), ("1_000", 0), ("score: 1", 0), ("", 0)]
+    cases += [("0.85", 1), ("0.85", 3), ("0.85", 124)]
+    for out, exit_code in cases:
+        ran = ll_loop(
+            tmp_path, "run", "bench.ll.yaml", "--json",
+            "--context", f"out={out}", "--context", f"code={exit_code}",
+        )  # fmt: skip
+        assert ran.json["final_state"] == little_loops(out, exit_code), (out, exit_code)
+    ran = ll_loop(tmp_path, "run", "bench.ll.yaml", "--json", "--context", "pause=5")
+    assert ran.json["final_state"] == "broken"  # timed out: error, as in little-loops

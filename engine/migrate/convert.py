@@ -18,6 +18,7 @@ from typing import Any
 from engine.load.loader import DEFAULT_JUDGE_PROMPT
 from engine.migrate.exit_codes import retryable_exit_codes
 from engine.migrate.expressions import Rewriter
+from engine.migrate.harbor import harbor_scorer
 from engine.migrate.keys import fate
 from engine.migrate.numeric_key import output_numeric_key
 from engine.migrate.report import FileReport
@@ -94,6 +95,13 @@ def convert_state(
         pass  # emulated in each state that uses the fragment
     elif gate:
         out["evaluate"] = {"type": "classify", "verdicts": list(MCP_VERDICTS)}
+    elif stall == "harbor_scorer" and not partial:
+        out["evaluate"] = {"type": "exit_code"}  # its verdicts, routed; judged by NAME_score
+    elif stall == "harbor_scorer":
+        job.note(
+            "changed", f"{where}.evaluate",
+            "harbor_scorer is judged in each state that uses this fragment (NAME_score)",
+        )  # fmt: skip
     elif isinstance(body.get("evaluate"), dict):
         evaluate = convert_evaluate(body["evaluate"], body, f"{where}.evaluate", job)
         if evaluate:
@@ -156,6 +164,7 @@ def convert_state(
         )  # fmt: skip
     if not out.get("terminal"):
         output_numeric_key(name, body, out, where, job, partial=partial)
+        harbor_scorer(name, body, out, where, job, partial=partial)
         retryable_exit_codes(name, body, out, where, job, partial=partial)
     _drop_the_rest(body, where, job)
     job.rewriter.where = outer
@@ -275,7 +284,7 @@ def convert_evaluate(
     kind = body.get("type")
     text = job.rewriter.text
     out: dict[str, Any] = {"type": kind} if kind is not None else {}
-    if kind in ("action_stall", "mcp_result", "harbor_scorer", "comparator", "contract"):
+    if kind in ("action_stall", "mcp_result", "comparator", "contract"):
         job.note("blocker", f"{where}.type", f"evaluator {kind} has no equivalent in ll-loop")
         return {}
     if kind is not None and kind not in VERDICTS and kind != "classify":

@@ -194,7 +194,8 @@ EVALUATOR_FATES: dict[str, str] = {
     "output_json": "output_json",
     "convergence": "convergence",
     "classify": "classify, with the route keys declared (lower case) as its verdicts",
-    "llm_structured": "llm_structured (a default prompt when it had none)",
+    "llm_structured": "llm_structured with `ignore_exit_code: true` (a default prompt when it "
+    "had none)",
     "diff_stall": "diff_stall; on_yes → on_progress, on_no → on_stall",
     "score_stall": "a shell check of the score history file whose exit code is the verdict "
     "(0: still improving, 1: plateau), computed as little-loops computed it",
@@ -202,7 +203,9 @@ EVALUATOR_FATES: dict[str, str] = {
     "action_stall": "not converted: no equivalent",
     "mcp_result": "on an mcp_tool state (its default there): classify of the verdict the agent "
     "prints last (success, tool_error, not_found, timeout); elsewhere not converted",
-    "harbor_scorer": "not converted: no equivalent",
+    "harbor_scorer": "the state captures the scorer's output and goes on to a state NAME_score "
+    "whose exit code is the verdict: exit 0 and a number printed (a Python float) yes, another "
+    "exit no, a timeout or no number error",
     "comparator": "not converted: no equivalent",
     "contract": "not converted: no equivalent",
 }
