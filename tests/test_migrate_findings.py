@@ -1217,3 +1217,49 @@ def test_a_harbor_scorer_gives_little_loops_verdicts(tmp_path: Path) -> None:
         assert ran.json["final_state"] == little_loops(out, exit_code), (out, exit_code)
     ran = ll_loop(tmp_path, "run", "bench.ll.yaml", "--json", "--context", "pause=5")
     assert ran.json["final_state"] == "broken"  # timed out: error, as in little-loops
+
+
+def test_passthrough_leaves_the_childs_own_context_values_alone(tmp_path: Path) -> None:
+    """little-loops' context_passthrough built the child's context as the caller's context,
+    then its captures, then the child's own `context:` on top (executor.py
+    `{**self.fsm.context, **captured_as_context, **child_fsm.context}`): a key the child
+    sets itself keeps the child's value. The converted caller bound it through `with:`, so the
+    caller's value replaced the child's."""
+    write(
+        tmp_path,
+        "parent.yaml",
+        """
+        name: parent
+        initial: run
+        context:
+          level: "0.6"
+          who: parent
+        states:
+          run:
+            loop: child
+            context_passthrough: true
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path,
+        "child.yaml",
+        """
+        name: child
+        initial: show
+        context:
+          level: "90"
+        states:
+          show:
+            action: 'echo "${context.level} ${context.who}" > seen.txt'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "parent.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "parent.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "seen.txt").read_text() == "90 parent\n"
