@@ -123,7 +123,8 @@ _TABLE: list[KeyFate] = [
     KeyFate("state", "tools", "converted", "`--tools` on the state's agent CLI runner"),
     KeyFate("state", "params", "converted", "the arguments in the mcp_tool prompt"),
     KeyFate("state", "context_passthrough", "converted",
-            "`with:` binding each context key the child reads that the parent has"),
+            "`with:` binding each context key the child reads, does not set itself and the "
+            "parent has"),
     KeyFate("state", "on_maintain", "dropped", "", "maintain-mode restarts do not exist"),
     KeyFate("state", "idle_timeout", "dropped", "", "no idle timeout; timeout bounds the action"),
     KeyFate("state", "append_to_messages", "dropped", "", "no shared message log"),
