@@ -1263,3 +1263,48 @@ def test_passthrough_leaves_the_childs_own_context_values_alone(tmp_path: Path) 
     ran = ll_loop(tmp_path, "run", "parent.ll.yaml", "--json")
     assert ran.json["final_state"] == "done", ran.stderr
     assert (tmp_path / "seen.txt").read_text() == "90 parent\n"
+
+
+def test_passthrough_beside_with_passes_nothing_more(tmp_path: Path) -> None:
+    """little-loops took `with:` and ignored context_passthrough when a state had both
+    (executor.py `if state.with_: ... elif state.context_passthrough:`); the converter
+    still bound what the child reads from the caller's context."""
+    write(
+        tmp_path,
+        "parent.yaml",
+        """
+        name: parent
+        initial: run
+        context:
+          who: parent
+        states:
+          run:
+            loop: child
+            with: {level: "1"}
+            context_passthrough: true
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path,
+        "child.yaml",
+        """
+        name: child
+        initial: show
+        states:
+          show:
+            action: 'echo "${context.level} ${context.who:default=nobody}" > seen.txt'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "parent.yaml")
+    assert code == 0, report
+    assert (
+        "with:" in notes(files(report)["parent.yaml"], "dropped")["states.run.context_passthrough"]
+    )
+    ran = ll_loop(tmp_path, "run", "parent.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "seen.txt").read_text() == "1 nobody\n"

@@ -340,7 +340,12 @@ def _plan(items: dict[Path, _Item]) -> None:
                     child.plan.add_parameters.setdefault(
                         str(key), {"description": f"given by {item.data.get('name')}"}
                     )
-            if body.get("context_passthrough"):
+            if body.get("context_passthrough") and given:
+                item.report.note(
+                    "dropped", f"states.{state}.context_passthrough",
+                    "little-loops ignored it beside with: (only with: bound the child)",
+                )  # fmt: skip
+            elif body.get("context_passthrough"):
                 _passthrough(item, state, child, extra, libraries)
             if body.get("context_passthrough") or given:
                 _child_values(item, state, child)
