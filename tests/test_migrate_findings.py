@@ -1308,3 +1308,32 @@ def test_passthrough_beside_with_passes_nothing_more(tmp_path: Path) -> None:
     ran = ll_loop(tmp_path, "run", "parent.ll.yaml", "--json")
     assert ran.json["final_state"] == "done", ran.stderr
     assert (tmp_path / "seen.txt").read_text() == "1 nobody\n"
+
+
+def test_the_confidence_thresholds_little_loops_seeded_keep_their_defaults(
+    tmp_path: Path,
+) -> None:
+    """little-loops' runner put readiness_threshold and outcome_threshold in every loop's
+    context (cli/loop/_helpers.py seed_confidence_thresholds: ll-config.json, else 85 and 65);
+    loops such as autodev read them without declaring them, so the converted loop had no
+    value there and the state failed."""
+    write(
+        tmp_path,
+        "gate.yaml",
+        """
+        name: gate
+        initial: check
+        states:
+          check:
+            action: 'echo "${context.readiness_threshold}/${context.outcome_threshold}" > t.txt'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "gate.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "gate.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "t.txt").read_text() == "85/65\n"
+    ran = ll_loop(tmp_path, "run", "gate.ll.yaml", "--json", "--context", "outcome_threshold=70")
+    assert (tmp_path / "t.txt").read_text() == "85/70\n"
