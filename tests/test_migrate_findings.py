@@ -1337,3 +1337,42 @@ def test_the_confidence_thresholds_little_loops_seeded_keep_their_defaults(
     assert (tmp_path / "t.txt").read_text() == "85/65\n"
     ran = ll_loop(tmp_path, "run", "gate.ll.yaml", "--json", "--context", "outcome_threshold=70")
     assert (tmp_path / "t.txt").read_text() == "85/70\n"
+
+
+def test_diff_stall_still_judges_the_tree_after_a_failed_action(tmp_path: Path) -> None:
+    """little-loops' diff_stall is exit-code aware (evaluators.py, the exempt set of
+    evaluate()): an agent step that exited non-zero but changed files was still `progress`.
+    ll-loop answered `error` for the failed action, so the converted state took on_error (here
+    a failure) instead of going on."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "work.txt").write_text("one\n")
+    subprocess.run(["git", "add", "work.txt"], cwd=tmp_path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+        cwd=tmp_path,
+        check=True,
+    )
+    write(
+        tmp_path,
+        "refactor.yaml",
+        """
+        name: refactor
+        initial: step
+        states:
+          step:
+            action: "echo two >> work.txt; exit 1"
+            evaluate: {type: diff_stall, max_stall: 1}
+            on_yes: done
+            on_no: stuck
+            on_error: broken
+          done: {terminal: true}
+          stuck: {terminal: true, failure: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "refactor.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "refactor.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr

@@ -347,8 +347,8 @@ def convert_evaluate(
     if kind == "llm_structured" and "prompt" not in out:
         out["prompt"] = DEFAULT_JUDGE_PROMPT
         job.note("changed", f"{where}.prompt", "the default judge prompt is written out")
-    if kind == "llm_structured":
-        out["ignore_exit_code"] = True  # little-loops judged a failed action's output too
+    if kind in ("llm_structured", "diff_stall"):
+        out["ignore_exit_code"] = True  # little-loops judged after a failed action too
     schema = body.get("schema")
     custom = _schema_verdicts(schema)
     if kind == "llm_structured" and custom:
@@ -397,7 +397,7 @@ _ALLOWED = {
     "convergence": {"type", "target", "tolerance", "direction", "previous", "source"},
     "classify": {"type", "line", "source"},
     "llm_structured": {"type", "prompt", "source", "min_confidence", "ignore_exit_code"},
-    "diff_stall": {"type", "max_stall", "scope"},
+    "diff_stall": {"type", "max_stall", "scope", "ignore_exit_code"},
 }
 
 

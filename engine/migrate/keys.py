@@ -197,7 +197,8 @@ EVALUATOR_FATES: dict[str, str] = {
     "classify": "classify, with the route keys declared (lower case) as its verdicts",
     "llm_structured": "llm_structured with `ignore_exit_code: true` (a default prompt when it "
     "had none)",
-    "diff_stall": "diff_stall; on_yes → on_progress, on_no → on_stall",
+    "diff_stall": "diff_stall with `ignore_exit_code: true`; on_yes → on_progress, on_no → "
+    "on_stall",
     "score_stall": "a shell check of the score history file whose exit code is the verdict "
     "(0: still improving, 1: plateau), computed as little-loops computed it",
     "open_question_stall": "the same shell check, lower counts being better",
