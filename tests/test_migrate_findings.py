@@ -1376,3 +1376,31 @@ def test_diff_stall_still_judges_the_tree_after_a_failed_action(tmp_path: Path) 
     assert code == 0, report
     ran = ll_loop(tmp_path, "run", "refactor.ll.yaml", "--json")
     assert ran.json["final_state"] == "done", ran.stderr
+
+
+def test_a_classify_token_with_a_hyphen_is_a_blocker(tmp_path: Path) -> None:
+    """little-loops routed a classify line `needs-review` by the route key `needs-review`.
+    Converted, the verdict is needs_review, and ll-loop's classify matches the line ignoring
+    case only: the line was `error`, and the run took `_`. It is a blocker now."""
+    write(
+        tmp_path,
+        "triage.yaml",
+        """
+        name: triage
+        initial: sort
+        states:
+          sort:
+            action: echo needs-review
+            evaluate: {type: classify}
+            route:
+              needs-review: review
+              done: done
+              _: done
+          review: {terminal: true}
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "triage.yaml")
+    item = files(report)["triage.yaml"]
+    assert code == 1 and item["status"] == "blocked"
+    assert any("'needs_review'" in b or "needs-review" in b for b in item["blockers"])

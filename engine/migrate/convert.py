@@ -758,12 +758,18 @@ def _verdict_names(
         if not _VERDICT.match(ours):
             job.note("blocker", where, f"classify token {token!r} cannot be a verdict name")
             continue
+        if "-" in token:
+            job.note(
+                "blocker", where,
+                f"classify token {token!r} is verdict {ours} here, but the line is matched "
+                f"ignoring case only, so a line {token!r} would be error: make the action print "
+                f"{token.replace('-', '_')!r}",
+            )  # fmt: skip
         if ours in names:
             job.note(
                 "blocker", where,
                 f"classify tokens {names[ours]!r} and {token!r} are one verdict here ({ours}): "
-                "the line is matched ignoring case, and - as _; give them names that differ "
-                "otherwise",
+                "the line is matched ignoring case; give them names that differ otherwise",
             )  # fmt: skip
             continue
         names[ours] = token
