@@ -1404,3 +1404,57 @@ def test_a_classify_token_with_a_hyphen_is_a_blocker(tmp_path: Path) -> None:
     item = files(report)["triage.yaml"]
     assert code == 1 and item["status"] == "blocked"
     assert any("'needs_review'" in b or "needs-review" in b for b in item["blockers"])
+
+
+_AGENT = """\
+import pathlib, sys
+prompt = sys.stdin.read()
+pathlib.Path("prompts.txt").open("a").write(prompt + "\\n=====\\n")
+said = pathlib.Path("said.txt")
+n = len(said.read_text().splitlines()) if said.exists() else 0
+said.open("a").write("x\\n")
+print("Looking at the output.")
+print("RETRY" if n == 0 else "done")
+"""
+
+
+def test_a_judge_with_its_own_verdicts_is_asked_of_an_agent_and_routed(tmp_path: Path) -> None:
+    """An llm_structured with its own `schema` verdict enum (little-loops routed each by
+    on_<verdict>, evaluators.py evaluate_llm_structured with `schema`) was a blocker. It is now
+    a prompt state asking for one of those verdicts on the last line, read by classify: the
+    output is judged whatever the action's exit, and each verdict keeps its route."""
+    write(
+        tmp_path,
+        "custom.yaml",
+        """
+        name: custom
+        initial: build
+        states:
+          build:
+            action: "echo built 42 parts; exit 1"
+            evaluate:
+              type: llm_structured
+              prompt: "Were all parts built?"
+              schema:
+                properties:
+                  verdict: {type: string, enum: [done, retry, hold]}
+            on_done: final
+            on_retry: build
+          final: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "custom.yaml")
+    item = files(report)["custom.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    (tmp_path / "agent.py").write_text(_AGENT)
+    converted = tmp_path / "custom.ll.yaml"
+    text = converted.read_text().replace(
+        "cmd:claude --dangerously-skip-permissions -p", "cmd:python3 agent.py"
+    )
+    converted.write_text(text)
+    ran = ll_loop(tmp_path, "run", "custom.ll.yaml", "--json")
+    assert ran.json["final_state"] == "final", ran.stderr
+    prompts = (tmp_path / "prompts.txt").read_text()
+    assert prompts.count("Were all parts built?") == 2 and "built 42 parts" in prompts
+    assert "done, retry, hold" in prompts
+    assert load_loop_file(converted).states["build_judge"].targets()["hold"] == "unrouted"

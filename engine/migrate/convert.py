@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.load.loader import DEFAULT_JUDGE_PROMPT
+from engine.migrate.custom_judge import custom_judge, custom_verdicts
 from engine.migrate.exit_codes import retryable_exit_codes
 from engine.migrate.expressions import Rewriter
 from engine.migrate.harbor import harbor_scorer
@@ -95,6 +96,13 @@ def convert_state(
         pass  # emulated in each state that uses the fragment
     elif gate:
         out["evaluate"] = {"type": "classify", "verdicts": list(MCP_VERDICTS)}
+    elif custom_verdicts(body.get("evaluate")) and not partial:
+        out["evaluate"] = {"type": "classify"}  # the schema's verdicts, asked of an agent
+    elif custom_verdicts(body.get("evaluate")):
+        job.note(
+            "changed", f"{where}.evaluate.schema",
+            "its own verdicts are asked of an agent in each state that uses this fragment",
+        )  # fmt: skip
     elif stall == "harbor_scorer" and not partial:
         out["evaluate"] = {"type": "exit_code"}  # its verdicts, routed; judged by NAME_score
     elif stall == "harbor_scorer":
@@ -165,6 +173,7 @@ def convert_state(
     if not out.get("terminal"):
         output_numeric_key(name, body, out, where, job, partial=partial)
         harbor_scorer(name, body, out, where, job, partial=partial)
+        custom_judge(name, body, out, where, job, partial=partial)
         retryable_exit_codes(name, body, out, where, job, partial=partial)
     _drop_the_rest(body, where, job)
     job.rewriter.where = outer
@@ -349,15 +358,6 @@ def convert_evaluate(
         job.note("changed", f"{where}.prompt", "the default judge prompt is written out")
     if kind in ("llm_structured", "diff_stall"):
         out["ignore_exit_code"] = True  # little-loops judged after a failed action too
-    schema = body.get("schema")
-    custom = _schema_verdicts(schema)
-    if kind == "llm_structured" and custom:
-        job.note(
-            "blocker", f"{where}.schema",
-            f"the judge answers {', '.join(sorted(VERDICTS['llm_structured']))}; its own "
-            f"verdicts ({', '.join(custom)}) cannot be kept: route on those, or ask an agent "
-            "to print one of them and classify its output",
-        )  # fmt: skip
     _prune(kind, out, where, job)
     for key in body:
         if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
@@ -377,16 +377,6 @@ def _compiles(pattern: str) -> bool:
     except re.error:
         return False
     return True
-
-
-def _schema_verdicts(schema: Any) -> list[str]:
-    """The verdict names a custom llm_structured answer schema allowed (empty: none given)."""
-    try:
-        allowed = schema["properties"]["verdict"]["enum"]
-    except (KeyError, TypeError):
-        return []
-    extra = [str(v) for v in allowed if str(v) not in VERDICTS["llm_structured"]]
-    return extra
 
 
 _ALLOWED = {

@@ -159,7 +159,10 @@ _TABLE: list[KeyFate] = [
             "inlined)"),
     KeyFate("evaluate", "scope", "kept", "`scope` (diff_stall)"),
     KeyFate("evaluate", "line", "converted", "`line: first|last` (a numeric index is dropped)"),
-    KeyFate("evaluate", "schema", "dropped", "", "the judge's answer schema is fixed"),
+    KeyFate("evaluate", "schema", "converted",
+            "with a verdict enum, a prompt state (`NAME_judge` after a state with an action) "
+            "asks an agent for one of its verdicts on the last line, read by classify and "
+            "routed as before; without one, dropped (the judge's answer schema is fixed)"),
     KeyFate("evaluate", "uncertain_suffix", "dropped", "",
             "low confidence is the cannot_judge verdict"),
     KeyFate("evaluate", "error_patterns", "converted", "on output_contains, a state of its own "
