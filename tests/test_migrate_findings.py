@@ -1458,3 +1458,35 @@ def test_a_judge_with_its_own_verdicts_is_asked_of_an_agent_and_routed(tmp_path:
     assert prompts.count("Were all parts built?") == 2 and "built 42 parts" in prompts
     assert "done, retry, hold" in prompts
     assert load_loop_file(converted).states["build_judge"].targets()["hold"] == "unrouted"
+
+
+def test_a_captures_failure_type_is_reported(tmp_path: Path) -> None:
+    """little-loops' captures held failure_type, its classification of a failed action's
+    output (executor.py, the capture block: transient, non_recoverable, infra_retry, real), which
+    refine-to-ready-issue reads to tell an API fault from a defect. ll-loop has none: with `?`
+    the read is always empty, without it an error; the report said nothing."""
+    write(
+        tmp_path,
+        "classify.yaml",
+        """
+        name: classify
+        initial: work
+        states:
+          work:
+            action: "echo out; exit 3"
+            capture: res
+            next: sort
+            on_error: sort
+          sort:
+            action: "printf '%s' '${captured.res.failure_type?}' > kind.txt"
+            next: strict
+          strict:
+            action: "echo ${captured.res.failure_type}"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    _, report = migrate(tmp_path, "classify.yaml")
+    item = files(report)["classify.yaml"]
+    assert "always its default" in notes(item, "changed")["states.sort"]
+    assert any("states.strict" in b and "failure_type" in b for b in item["blockers"])
