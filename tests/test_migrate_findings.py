@@ -1490,3 +1490,31 @@ def test_a_captures_failure_type_is_reported(tmp_path: Path) -> None:
     item = files(report)["classify.yaml"]
     assert "always its default" in notes(item, "changed")["states.sort"]
     assert any("states.strict" in b and "failure_type" in b for b in item["blockers"])
+
+
+def test_current_in_a_route_moved_to_an_added_state_still_means_the_original(
+    tmp_path: Path,
+) -> None:
+    """`$current` is the state that routes. Routes the converter moves to a state it adds
+    (NAME_score, NAME_key, NAME_cannot_judge, ...) kept the word, which there names the added
+    state: `on_no: $current` re-ran the check instead of the scorer."""
+    write(
+        tmp_path,
+        "again.yaml",
+        """
+        name: again
+        initial: score
+        states:
+          score:
+            action: 'echo x >> runs.txt; [ "$(wc -l < runs.txt)" -ge 2 ] && echo 0.5 || exit 1'
+            evaluate: {type: harbor_scorer}
+            on_yes: passed
+            on_no: $current
+          passed: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "again.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "again.ll.yaml", "--json")
+    assert ran.json["final_state"] == "passed", ran.stderr
+    assert (tmp_path / "runs.txt").read_text() == "x\nx\n"

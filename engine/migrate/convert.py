@@ -153,6 +153,7 @@ def convert_state(
         _mcp_routes(body, out, where, job)
     else:
         _routes(name, body, out, where, job)
+        _name_current(name, out)
         _error_patterns(name, body, out, where, job)
     if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
         if partial or _routes_to_itself(name, out):
@@ -566,6 +567,7 @@ def _abstention_hold(
     if "cannot_judge" in (table if table is not None else shorthand):
         return
     fallback = table.get("_error") if table is not None else shorthand.get("error")
+    fallback = name if fallback == "$current" else fallback
     hold = f"{name}_cannot_judge"
     plan.added.pop("cannot_judge", None)
     if "cannot_judge" in plan.unrouted:
@@ -587,6 +589,16 @@ def _abstention_hold(
         f"in a row at most before going to {fallback or 'the failure terminal `unrouted`'}, "
         "as little-loops held it (one more step per hold)",
     )  # fmt: skip
+
+
+def _name_current(name: str, out: dict[str, Any]) -> None:
+    """`$current` written as the state's name: a route moved to a state the converter adds
+    (NAME_key, NAME_score, ...) must still mean this state, not the added one."""
+    for key, target in list(out.items()):
+        if target == "$current" and (key == "next" or _ON_ROUTE.match(key)):
+            out[key] = name
+    if isinstance(out.get("route"), dict):
+        out["route"] = {k: name if v == "$current" else v for k, v in out["route"].items()}
 
 
 def _error_pattern_list(evaluate: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
