@@ -1518,3 +1518,38 @@ def test_current_in_a_route_moved_to_an_added_state_still_means_the_original(
     ran = ll_loop(tmp_path, "run", "again.ll.yaml", "--json")
     assert ran.json["final_state"] == "passed", ran.stderr
     assert (tmp_path / "runs.txt").read_text() == "x\nx\n"
+
+
+def test_a_judges_low_confidence_does_not_change_its_verdict(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """little-loops' judge compared confidence with min_confidence only to add `_uncertain`
+    under uncertain_suffix (evaluators.py evaluate_llm_structured); otherwise a `yes` at 0.2
+    was `yes`. ll-loop makes an answer below min_confidence (0.5 unless written) cannot_judge,
+    so the converted state held or took on_error instead."""
+    write(
+        tmp_path,
+        "unsure.yaml",
+        """
+        name: unsure
+        initial: check
+        states:
+          check:
+            action: "echo all 3 checks passed"
+            evaluate:
+              type: llm_structured
+              prompt: "Did the checks pass?"
+              min_confidence: 0.7
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "unsure.yaml")
+    assert code == 0, report
+    loopback.push(verdict_reply("yes", confidence=0.2, evidence="all 3 checks passed"))
+    ran = ll_loop(tmp_path, "run", "unsure.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert len(loopback.requests) == 1

@@ -347,7 +347,15 @@ def convert_evaluate(
         out["max_stall"] = body["max_stall"]
     if kind in ("diff_stall", None) and isinstance(body.get("scope"), list):
         out["scope"] = [text(str(p)) for p in body["scope"]]
-    if "min_confidence" in body and isinstance(body["min_confidence"], int | float):
+    if kind == "llm_structured" and not body.get("uncertain_suffix"):
+        out["min_confidence"] = 0  # little-loops' verdict never depended on its confidence
+        if "min_confidence" in body:
+            job.note(
+                "changed", f"{where}.min_confidence",
+                "little-loops read it only with uncertain_suffix, so a confident-or-not verdict "
+                "stood; min_confidence: 0 keeps it (ll-loop would make it cannot_judge)",
+            )  # fmt: skip
+    elif "min_confidence" in body and isinstance(body["min_confidence"], int | float):
         out["min_confidence"] = body["min_confidence"]
     if "line" in body:
         if body["line"] in ("first", "last"):
@@ -523,6 +531,7 @@ def _routes(
             out["evaluate"] = {
                 "type": "llm_structured",
                 "prompt": DEFAULT_JUDGE_PROMPT,
+                "min_confidence": 0,
                 "ignore_exit_code": True,
             }
     names = _verdict_names(kind, shorthand, table, out, where, job)

@@ -153,7 +153,10 @@ _TABLE: list[KeyFate] = [
     KeyFate("state", "type", "dropped", "", "state types (learning) have no equivalent"),
     KeyFate("state", "learning", "dropped", "", "learning-test gates have no equivalent"),
     *_kept("evaluate", "type", "pattern", "negate", "operator", "target", "previous"),
-    *_kept("evaluate", "direction", "source", "prompt", "min_confidence", "max_stall"),
+    *_kept("evaluate", "direction", "source", "prompt", "max_stall"),
+    KeyFate("evaluate", "min_confidence", "converted",
+            "`min_confidence: 0` on every judge (little-loops' verdict never depended on its "
+            "confidence); kept only beside uncertain_suffix"),
     KeyFate("evaluate", "path", "converted", "`path` with a leading dot"),
     KeyFate("evaluate", "tolerance", "converted", "`tolerance` (a number; a context value is "
             "inlined)"),
@@ -164,7 +167,7 @@ _TABLE: list[KeyFate] = [
             "asks an agent for one of its verdicts on the last line, read by classify and "
             "routed as before; without one, dropped (the judge's answer schema is fixed)"),
     KeyFate("evaluate", "uncertain_suffix", "dropped", "",
-            "low confidence is the cannot_judge verdict"),
+            "low confidence (below min_confidence) is the cannot_judge verdict"),
     KeyFate("evaluate", "error_patterns", "converted", "on output_contains, a state of its own "
             "(`NAME_error_patterns`) after `no` that looks for them in the output and goes where "
             "`error` went when one is there"),
