@@ -93,7 +93,7 @@ def test_the_report_says_what_was_not_kept_and_why(work: Path) -> None:
     coverage = by_name(report)["coverage.yaml"]
     assert coverage["status"] == "blocked"
     assert coverage["blockers"] == [
-        "states.measure.evaluate.type: evaluator harbor_scorer has no equivalent in ll-loop"
+        "states.measure.evaluate.type: evaluator action_stall has no equivalent in ll-loop"
     ]
 
 

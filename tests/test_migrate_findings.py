@@ -10,6 +10,7 @@ from typing import Any
 
 from engine.load.loader import load_loop_file
 from tests.cli import ll_loop
+from tests.loopback_server import LoopbackServer, verdict_reply
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -1087,3 +1088,468 @@ def test_elapsed_ms_is_kept_as_ll_loops_own(tmp_path: Path) -> None:
     item = files(report)["budget.yaml"]
     assert code == 0 and item["status"] == "converted" and item["valid"], item
     assert "${loop.elapsed_ms}" in (tmp_path / "budget.ll.yaml").read_text()
+
+
+def test_a_judge_still_reads_the_output_of_an_action_that_failed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """little-loops' llm_structured is exit-code aware: a shell check that exits 1 is still
+    judged (only a timeout is `error`), so `cat` of a missing report went where the judge's
+    `no` went. Converted without `ignore_exit_code`, ll-loop made it `error` unjudged."""
+    write(
+        tmp_path,
+        "judged.yaml",
+        """
+        name: judged
+        initial: check
+        states:
+          check:
+            action: "echo partial report; cat missing-report.md"
+            evaluate:
+              type: llm_structured
+              prompt: "Is the report complete?"
+            on_yes: done
+            on_no: revise
+            on_error: broken
+          revise: {terminal: true}
+          done: {terminal: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "judged.yaml")
+    assert code == 0, report
+    loopback.push(verdict_reply("no", evidence="partial report"))
+    ran = ll_loop(tmp_path, "run", "judged.ll.yaml", "--json")
+    assert ran.json["final_state"] == "revise", ran.stderr
+    assert len(loopback.requests) == 1
+
+
+_ABSTAINS = """
+name: abstains
+initial: check
+states:
+  check:
+    action: "echo run >> runs.txt; echo checked"
+    evaluate:
+      type: llm_structured
+      prompt: "Did the check pass?"
+    on_yes: done
+    on_no: done
+    on_error: broken
+  done: {terminal: true}
+  broken: {terminal: true, failure: true}
+"""
+
+
+def test_an_unrouted_cannot_judge_reruns_the_state_twice_in_a_row_then_takes_on_error(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """little-loops held a state whose judge said cannot_judge with no route of its own: it
+    re-ran the state, twice in a row at most, then took on_error (executor.py
+    _route_abstention_hold). Converted, ll-loop sent the first cannot_judge to on_error."""
+    write(tmp_path, "abstains.yaml", _ABSTAINS)
+    code, report = migrate(tmp_path, "abstains.yaml")
+    assert code == 0, report
+    loopback.push(verdict_reply("cannot_judge"))
+    loopback.push(verdict_reply("cannot_judge"))
+    loopback.push(verdict_reply("yes", evidence="checked"))
+    ran = ll_loop(tmp_path, "run", "abstains.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "runs.txt").read_text() == "run\n" * 3
+    # three in a row: the third goes to on_error, as little-loops' hold cap of 2
+    (tmp_path / "runs.txt").unlink()
+    loopback.default = lambda body: verdict_reply("cannot_judge")(body)
+    ran = ll_loop(tmp_path, "run", "abstains.ll.yaml", "--json")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    assert (tmp_path / "runs.txt").read_text() == "run\n" * 3
+
+
+def test_a_harbor_scorer_gives_little_loops_verdicts(tmp_path: Path) -> None:
+    """harbor_scorer (little-loops evaluators.py evaluate_harbor_scorer) was a blocker, though
+    its rule is plain: a non-zero exit is no, a timeout error, exit 0 with a float printed yes,
+    any other output error. The converted loop takes each of those routes."""
+    write(
+        tmp_path,
+        "bench.yaml",
+        """
+        name: bench
+        initial: score
+        context:
+          out: "0.85"
+          code: "0"
+          pause: "0"
+        states:
+          score:
+            action: 'sleep ${context.pause}; printf "%s\\n" "${context.out}"; exit ${context.code}'
+            timeout: 2
+            capture: benchmark
+            evaluate: {type: harbor_scorer}
+            on_yes: passed
+            on_no: failed_run
+            on_error: broken
+          passed: {terminal: true}
+          failed_run: {terminal: true}
+          broken: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "bench.yaml")
+    item = files(report)["bench.yaml"]
+    assert code == 0 and item["status"] == "converted" and item["valid"], item
+
+    def little_loops(out: str, exit_code: int) -> str:
+        if exit_code == 124:
+            return "broken"
+        if exit_code != 0:
+            return "failed_run"
+        try:
+            float(out.strip())
+        except ValueError:
+            return "broken"
+        return "passed"
+
+    cases = [("0.85", 0), (" 1e-3 ", 0), ("nan", 0), ("1_000", 0), ("score: 1", 0), ("", 0)]
+    cases += [("0.85", 1), ("0.85", 3), ("0.85", 124)]
+    for out, exit_code in cases:
+        ran = ll_loop(
+            tmp_path, "run", "bench.ll.yaml", "--json",
+            "--context", f"out={out}", "--context", f"code={exit_code}",
+        )  # fmt: skip
+        assert ran.json["final_state"] == little_loops(out, exit_code), (out, exit_code)
+    ran = ll_loop(tmp_path, "run", "bench.ll.yaml", "--json", "--context", "pause=5")
+    assert ran.json["final_state"] == "broken"  # timed out: error, as in little-loops
+
+
+def test_passthrough_leaves_the_childs_own_context_values_alone(tmp_path: Path) -> None:
+    """little-loops' context_passthrough built the child's context as the caller's context,
+    then its captures, then the child's own `context:` on top (executor.py
+    `{**self.fsm.context, **captured_as_context, **child_fsm.context}`): a key the child
+    sets itself keeps the child's value. The converted caller bound it through `with:`, so the
+    caller's value replaced the child's."""
+    write(
+        tmp_path,
+        "parent.yaml",
+        """
+        name: parent
+        initial: run
+        context:
+          level: "0.6"
+          who: parent
+        states:
+          run:
+            loop: child
+            context_passthrough: true
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path,
+        "child.yaml",
+        """
+        name: child
+        initial: show
+        context:
+          level: "90"
+        states:
+          show:
+            action: 'echo "${context.level} ${context.who}" > seen.txt'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "parent.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "parent.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "seen.txt").read_text() == "90 parent\n"
+
+
+def test_passthrough_beside_with_passes_nothing_more(tmp_path: Path) -> None:
+    """little-loops took `with:` and ignored context_passthrough when a state had both
+    (executor.py `if state.with_: ... elif state.context_passthrough:`); the converter
+    still bound what the child reads from the caller's context."""
+    write(
+        tmp_path,
+        "parent.yaml",
+        """
+        name: parent
+        initial: run
+        context:
+          who: parent
+        states:
+          run:
+            loop: child
+            with: {level: "1"}
+            context_passthrough: true
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    write(
+        tmp_path,
+        "child.yaml",
+        """
+        name: child
+        initial: show
+        states:
+          show:
+            action: 'echo "${context.level} ${context.who:default=nobody}" > seen.txt'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "parent.yaml")
+    assert code == 0, report
+    assert (
+        "with:" in notes(files(report)["parent.yaml"], "dropped")["states.run.context_passthrough"]
+    )
+    ran = ll_loop(tmp_path, "run", "parent.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "seen.txt").read_text() == "1 nobody\n"
+
+
+def test_the_confidence_thresholds_little_loops_seeded_keep_their_defaults(
+    tmp_path: Path,
+) -> None:
+    """little-loops' runner put readiness_threshold and outcome_threshold in every loop's
+    context (cli/loop/_helpers.py seed_confidence_thresholds: ll-config.json, else 85 and 65);
+    loops such as autodev read them without declaring them, so the converted loop had no
+    value there and the state failed."""
+    write(
+        tmp_path,
+        "gate.yaml",
+        """
+        name: gate
+        initial: check
+        states:
+          check:
+            action: 'echo "${context.readiness_threshold}/${context.outcome_threshold}" > t.txt'
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "gate.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "gate.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert (tmp_path / "t.txt").read_text() == "85/65\n"
+    ran = ll_loop(tmp_path, "run", "gate.ll.yaml", "--json", "--context", "outcome_threshold=70")
+    assert (tmp_path / "t.txt").read_text() == "85/70\n"
+
+
+def test_diff_stall_still_judges_the_tree_after_a_failed_action(tmp_path: Path) -> None:
+    """little-loops' diff_stall is exit-code aware (evaluators.py, the exempt set of
+    evaluate()): an agent step that exited non-zero but changed files was still `progress`.
+    ll-loop answered `error` for the failed action, so the converted state took on_error (here
+    a failure) instead of going on."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "work.txt").write_text("one\n")
+    subprocess.run(["git", "add", "work.txt"], cwd=tmp_path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+        cwd=tmp_path,
+        check=True,
+    )
+    write(
+        tmp_path,
+        "refactor.yaml",
+        """
+        name: refactor
+        initial: step
+        states:
+          step:
+            action: "echo two >> work.txt; exit 1"
+            evaluate: {type: diff_stall, max_stall: 1}
+            on_yes: done
+            on_no: stuck
+            on_error: broken
+          done: {terminal: true}
+          stuck: {terminal: true, failure: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "refactor.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "refactor.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+
+
+def test_a_classify_token_with_a_hyphen_is_a_blocker(tmp_path: Path) -> None:
+    """little-loops routed a classify line `needs-review` by the route key `needs-review`.
+    Converted, the verdict is needs_review, and ll-loop's classify matches the line ignoring
+    case only: the line was `error`, and the run took `_`. It is a blocker now."""
+    write(
+        tmp_path,
+        "triage.yaml",
+        """
+        name: triage
+        initial: sort
+        states:
+          sort:
+            action: echo needs-review
+            evaluate: {type: classify}
+            route:
+              needs-review: review
+              done: done
+              _: done
+          review: {terminal: true}
+          done: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "triage.yaml")
+    item = files(report)["triage.yaml"]
+    assert code == 1 and item["status"] == "blocked"
+    assert any("'needs_review'" in b or "needs-review" in b for b in item["blockers"])
+
+
+_AGENT = """\
+import pathlib, sys
+prompt = sys.stdin.read()
+pathlib.Path("prompts.txt").open("a").write(prompt + "\\n=====\\n")
+said = pathlib.Path("said.txt")
+n = len(said.read_text().splitlines()) if said.exists() else 0
+said.open("a").write("x\\n")
+print("Looking at the output.")
+print("RETRY" if n == 0 else "done")
+"""
+
+
+def test_a_judge_with_its_own_verdicts_is_asked_of_an_agent_and_routed(tmp_path: Path) -> None:
+    """An llm_structured with its own `schema` verdict enum (little-loops routed each by
+    on_<verdict>, evaluators.py evaluate_llm_structured with `schema`) was a blocker. It is now
+    a prompt state asking for one of those verdicts on the last line, read by classify: the
+    output is judged whatever the action's exit, and each verdict keeps its route."""
+    write(
+        tmp_path,
+        "custom.yaml",
+        """
+        name: custom
+        initial: build
+        states:
+          build:
+            action: "echo built 42 parts; exit 1"
+            evaluate:
+              type: llm_structured
+              prompt: "Were all parts built?"
+              schema:
+                properties:
+                  verdict: {type: string, enum: [done, retry, hold]}
+            on_done: final
+            on_retry: build
+          final: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "custom.yaml")
+    item = files(report)["custom.yaml"]
+    assert code == 0 and item["status"] == "converted", item
+    (tmp_path / "agent.py").write_text(_AGENT)
+    converted = tmp_path / "custom.ll.yaml"
+    text = converted.read_text().replace(
+        "cmd:claude --dangerously-skip-permissions -p", "cmd:python3 agent.py"
+    )
+    converted.write_text(text)
+    ran = ll_loop(tmp_path, "run", "custom.ll.yaml", "--json")
+    assert ran.json["final_state"] == "final", ran.stderr
+    prompts = (tmp_path / "prompts.txt").read_text()
+    assert prompts.count("Were all parts built?") == 2 and "built 42 parts" in prompts
+    assert "done, retry, hold" in prompts
+    assert load_loop_file(converted).states["build_judge"].targets()["hold"] == "unrouted"
+
+
+def test_a_captures_failure_type_is_reported(tmp_path: Path) -> None:
+    """little-loops' captures held failure_type, its classification of a failed action's
+    output (executor.py, the capture block: transient, non_recoverable, infra_retry, real), which
+    refine-to-ready-issue reads to tell an API fault from a defect. ll-loop has none: with `?`
+    the read is always empty, without it an error; the report said nothing."""
+    write(
+        tmp_path,
+        "classify.yaml",
+        """
+        name: classify
+        initial: work
+        states:
+          work:
+            action: "echo out; exit 3"
+            capture: res
+            next: sort
+            on_error: sort
+          sort:
+            action: "printf '%s' '${captured.res.failure_type?}' > kind.txt"
+            next: strict
+          strict:
+            action: "echo ${captured.res.failure_type}"
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    _, report = migrate(tmp_path, "classify.yaml")
+    item = files(report)["classify.yaml"]
+    assert "always its default" in notes(item, "changed")["states.sort"]
+    assert any("states.strict" in b and "failure_type" in b for b in item["blockers"])
+
+
+def test_current_in_a_route_moved_to_an_added_state_still_means_the_original(
+    tmp_path: Path,
+) -> None:
+    """`$current` is the state that routes. Routes the converter moves to a state it adds
+    (NAME_score, NAME_key, NAME_cannot_judge, ...) kept the word, which there names the added
+    state: `on_no: $current` re-ran the check instead of the scorer."""
+    write(
+        tmp_path,
+        "again.yaml",
+        """
+        name: again
+        initial: score
+        states:
+          score:
+            action: 'echo x >> runs.txt; [ "$(wc -l < runs.txt)" -ge 2 ] && echo 0.5 || exit 1'
+            evaluate: {type: harbor_scorer}
+            on_yes: passed
+            on_no: $current
+          passed: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "again.yaml")
+    assert code == 0, report
+    ran = ll_loop(tmp_path, "run", "again.ll.yaml", "--json")
+    assert ran.json["final_state"] == "passed", ran.stderr
+    assert (tmp_path / "runs.txt").read_text() == "x\nx\n"
+
+
+def test_a_judges_low_confidence_does_not_change_its_verdict(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """little-loops' judge compared confidence with min_confidence only to add `_uncertain`
+    under uncertain_suffix (evaluators.py evaluate_llm_structured); otherwise a `yes` at 0.2
+    was `yes`. ll-loop makes an answer below min_confidence (0.5 unless written) cannot_judge,
+    so the converted state held or took on_error instead."""
+    write(
+        tmp_path,
+        "unsure.yaml",
+        """
+        name: unsure
+        initial: check
+        states:
+          check:
+            action: "echo all 3 checks passed"
+            evaluate:
+              type: llm_structured
+              prompt: "Did the checks pass?"
+              min_confidence: 0.7
+            on_yes: done
+            on_no: failed
+            on_error: failed
+          done: {terminal: true}
+          failed: {terminal: true}
+        """,
+    )
+    code, report = migrate(tmp_path, "unsure.yaml")
+    assert code == 0, report
+    loopback.push(verdict_reply("yes", confidence=0.2, evidence="all 3 checks passed"))
+    ran = ll_loop(tmp_path, "run", "unsure.ll.yaml", "--json")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert len(loopback.requests) == 1

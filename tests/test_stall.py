@@ -138,3 +138,36 @@ def test_diff_stall_outside_a_repository_is_an_error_verdict(tmp_path: Path) -> 
     [check] = [e for e in events(tmp_path) if e["event"] == "evaluate" and e["state"] == "check"]
     assert check["verdict"] == "error"
     assert "git diff --stat" in str(check["details"])
+
+
+def test_diff_stall_with_ignore_exit_code_judges_the_tree_after_a_failed_action(
+    tmp_path: Path,
+) -> None:
+    """An agent step that exits non-zero may still have changed files: with
+    `ignore_exit_code: true` the tree is judged; without it the failure is `error`."""
+    git(tmp_path, "init", "-q")
+    (tmp_path / "notes.txt").write_text("start\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "init")
+    loop = """\
+name: failing-edit
+initial: edit
+scope: ["notes.txt"]
+states:
+  edit:
+    action: echo more >> notes.txt; exit 1
+    evaluate: {type: diff_stall%s}
+    on_progress: done
+    on_stall: broken
+    on_error: broken
+  done:
+    terminal: true
+  broken:
+    terminal: true
+    failure: true
+"""
+    write(tmp_path, loop % "")
+    assert ll_loop("run", "loop.yaml", "--json", cwd=tmp_path).returncode == 1
+    write(tmp_path, loop % ", ignore_exit_code: true")
+    result = ll_loop("run", "loop.yaml", "--json", cwd=tmp_path)
+    assert (result.returncode, json.loads(result.stdout)["final_state"]) == (0, "done")

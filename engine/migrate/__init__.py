@@ -340,7 +340,12 @@ def _plan(items: dict[Path, _Item]) -> None:
                     child.plan.add_parameters.setdefault(
                         str(key), {"description": f"given by {item.data.get('name')}"}
                     )
-            if body.get("context_passthrough"):
+            if body.get("context_passthrough") and given:
+                item.report.note(
+                    "dropped", f"states.{state}.context_passthrough",
+                    "little-loops ignored it beside with: (only with: bound the child)",
+                )  # fmt: skip
+            elif body.get("context_passthrough"):
                 _passthrough(item, state, child, extra, libraries)
             if body.get("context_passthrough") or given:
                 _child_values(item, state, child)
@@ -389,8 +394,10 @@ def _passthrough(
     item: _Item, state: str, child: _Item, extra: dict[str, str], libs: dict[Path, _Item]
 ) -> None:
     """little-loops' context_passthrough gave the child the caller's whole context (and its
-    captures); ll-loop passes what the child reads, by name, through `with:`."""
+    captures) under the child's own `context:` values, which won; ll-loop passes what the
+    child reads and does not set itself, by name, through `with:`."""
     wanted = set(_CONTEXT_KEY.findall(json.dumps(child.data, default=str))) - {"run_dir"}
+    wanted -= {str(k) for k in mapping(child.data.get("context"))}
     context = mapping(item.data.get("context"))
     params = mapping(item.data.get("parameters"))
     provided = set(context) | set(params) | set(listing(item.data.get("required_inputs")))

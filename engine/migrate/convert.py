@@ -16,12 +16,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.load.loader import DEFAULT_JUDGE_PROMPT
+from engine.migrate.custom_judge import custom_judge, custom_verdicts
 from engine.migrate.exit_codes import retryable_exit_codes
 from engine.migrate.expressions import Rewriter
+from engine.migrate.harbor import harbor_scorer
 from engine.migrate.keys import fate
 from engine.migrate.numeric_key import output_numeric_key
 from engine.migrate.report import FileReport
-from engine.migrate.routes import UNROUTED, Routing, our_target, plan_routes, their_target
+from engine.migrate.routes import (
+    UNROUTED,
+    Routing,
+    our_target,
+    plan_routes,
+    set_route,
+    their_target,
+)
 from engine.migrate.source import mapping
 from engine.model.loop import VERDICTS
 
@@ -87,6 +96,20 @@ def convert_state(
         pass  # emulated in each state that uses the fragment
     elif gate:
         out["evaluate"] = {"type": "classify", "verdicts": list(MCP_VERDICTS)}
+    elif custom_verdicts(body.get("evaluate")) and not partial:
+        out["evaluate"] = {"type": "classify"}  # the schema's verdicts, asked of an agent
+    elif custom_verdicts(body.get("evaluate")):
+        job.note(
+            "changed", f"{where}.evaluate.schema",
+            "its own verdicts are asked of an agent in each state that uses this fragment",
+        )  # fmt: skip
+    elif stall == "harbor_scorer" and not partial:
+        out["evaluate"] = {"type": "exit_code"}  # its verdicts, routed; judged by NAME_score
+    elif stall == "harbor_scorer":
+        job.note(
+            "changed", f"{where}.evaluate",
+            "harbor_scorer is judged in each state that uses this fragment (NAME_score)",
+        )  # fmt: skip
     elif isinstance(body.get("evaluate"), dict):
         evaluate = convert_evaluate(body["evaluate"], body, f"{where}.evaluate", job)
         if evaluate:
@@ -130,6 +153,7 @@ def convert_state(
         _mcp_routes(body, out, where, job)
     else:
         _routes(name, body, out, where, job)
+        _name_current(name, out)
         _error_patterns(name, body, out, where, job)
     if isinstance(body.get("max_retries"), int) and isinstance(body.get("on_retry_exhausted"), str):
         if partial or _routes_to_itself(name, out):
@@ -149,6 +173,8 @@ def convert_state(
         )  # fmt: skip
     if not out.get("terminal"):
         output_numeric_key(name, body, out, where, job, partial=partial)
+        harbor_scorer(name, body, out, where, job, partial=partial)
+        custom_judge(name, body, out, where, job, partial=partial)
         retryable_exit_codes(name, body, out, where, job, partial=partial)
     _drop_the_rest(body, where, job)
     job.rewriter.where = outer
@@ -268,7 +294,7 @@ def convert_evaluate(
     kind = body.get("type")
     text = job.rewriter.text
     out: dict[str, Any] = {"type": kind} if kind is not None else {}
-    if kind in ("action_stall", "mcp_result", "harbor_scorer", "comparator", "contract"):
+    if kind in ("action_stall", "mcp_result", "comparator", "contract"):
         job.note("blocker", f"{where}.type", f"evaluator {kind} has no equivalent in ll-loop")
         return {}
     if kind is not None and kind not in VERDICTS and kind != "classify":
@@ -321,7 +347,15 @@ def convert_evaluate(
         out["max_stall"] = body["max_stall"]
     if kind in ("diff_stall", None) and isinstance(body.get("scope"), list):
         out["scope"] = [text(str(p)) for p in body["scope"]]
-    if "min_confidence" in body and isinstance(body["min_confidence"], int | float):
+    if kind == "llm_structured" and not body.get("uncertain_suffix"):
+        out["min_confidence"] = 0  # little-loops' verdict never depended on its confidence
+        if "min_confidence" in body:
+            job.note(
+                "changed", f"{where}.min_confidence",
+                "little-loops read it only with uncertain_suffix, so a confident-or-not verdict "
+                "stood; min_confidence: 0 keeps it (ll-loop would make it cannot_judge)",
+            )  # fmt: skip
+    elif "min_confidence" in body and isinstance(body["min_confidence"], int | float):
         out["min_confidence"] = body["min_confidence"]
     if "line" in body:
         if body["line"] in ("first", "last"):
@@ -331,15 +365,8 @@ def convert_evaluate(
     if kind == "llm_structured" and "prompt" not in out:
         out["prompt"] = DEFAULT_JUDGE_PROMPT
         job.note("changed", f"{where}.prompt", "the default judge prompt is written out")
-    schema = body.get("schema")
-    custom = _schema_verdicts(schema)
-    if kind == "llm_structured" and custom:
-        job.note(
-            "blocker", f"{where}.schema",
-            f"the judge answers {', '.join(sorted(VERDICTS['llm_structured']))}; its own "
-            f"verdicts ({', '.join(custom)}) cannot be kept: route on those, or ask an agent "
-            "to print one of them and classify its output",
-        )  # fmt: skip
+    if kind in ("llm_structured", "diff_stall"):
+        out["ignore_exit_code"] = True  # little-loops judged after a failed action too
     _prune(kind, out, where, job)
     for key in body:
         if key not in out and key not in ("type", "source", "key", "line", "max_stall", "scope"):
@@ -361,16 +388,6 @@ def _compiles(pattern: str) -> bool:
     return True
 
 
-def _schema_verdicts(schema: Any) -> list[str]:
-    """The verdict names a custom llm_structured answer schema allowed (empty: none given)."""
-    try:
-        allowed = schema["properties"]["verdict"]["enum"]
-    except (KeyError, TypeError):
-        return []
-    extra = [str(v) for v in allowed if str(v) not in VERDICTS["llm_structured"]]
-    return extra
-
-
 _ALLOWED = {
     "exit_code": {"type"},
     "output_contains": {"type", "pattern", "negate", "source"},
@@ -378,8 +395,8 @@ _ALLOWED = {
     "output_json": {"type", "path", "operator", "target", "source"},
     "convergence": {"type", "target", "tolerance", "direction", "previous", "source"},
     "classify": {"type", "line", "source"},
-    "llm_structured": {"type", "prompt", "source", "min_confidence"},
-    "diff_stall": {"type", "max_stall", "scope"},
+    "llm_structured": {"type", "prompt", "source", "min_confidence", "ignore_exit_code"},
+    "diff_stall": {"type", "max_stall", "scope", "ignore_exit_code"},
 }
 
 
@@ -511,9 +528,16 @@ def _routes(
     if kind is None:
         kind = "llm_structured" if out.get("action_type") == "prompt" else "exit_code"
         if kind == "llm_structured" and (shorthand or table):
-            out["evaluate"] = {"type": "llm_structured", "prompt": DEFAULT_JUDGE_PROMPT}
+            out["evaluate"] = {
+                "type": "llm_structured",
+                "prompt": DEFAULT_JUDGE_PROMPT,
+                "min_confidence": 0,
+                "ignore_exit_code": True,
+            }
     names = _verdict_names(kind, shorthand, table, out, where, job)
     plan = plan_routes(names, shorthand, table, lambda v: names[v])
+    if kind == "llm_structured":
+        _abstention_hold(name, shorthand, table, plan, where, job)
     _rewritten(plan, where, job)
     _route_notes(plan, where, table is None, kind, job)
     if kind == "convergence" and "previous" not in mapping(body.get("evaluate")):
@@ -523,6 +547,67 @@ def _routes(
     else:
         for verdict, target in plan.shorthand.items():
             out[f"on_{verdict}"] = target
+
+
+# little-loops re-ran a state whose judge said cannot_judge with no route of its own, twice
+# in a row at most (its "hold"), then took on_error (`_error`), else ended the run. The hold
+# state counts consecutive holds: one two steps before this one (state, hold, state, hold)
+# continues the count, anything else starts it again.
+_HOLD = """\
+hold=${{run.dir}}/.cannot_judge_{name}
+set -- $(cat "$hold" 2>/dev/null) 0 0
+step=${{state.step | integer}}
+if [ "$1" = "$((step - 2))" ]; then held=$(($2 + 1)); else held=1; fi
+echo "$step $held" > "$hold"
+[ "$held" -le 2 ]
+"""
+
+
+def _abstention_hold(
+    name: str,
+    shorthand: Mapping[str, str],
+    table: Mapping[str, str] | None,
+    plan: Routing,
+    where: str,
+    job: LoopJob,
+) -> None:
+    """Send an undeclared cannot_judge through a state that re-runs `name` as little-loops
+    did (twice in a row at most), then goes to its on_error-like fallback."""
+    if "cannot_judge" in (table if table is not None else shorthand):
+        return
+    fallback = table.get("_error") if table is not None else shorthand.get("error")
+    fallback = name if fallback == "$current" else fallback
+    hold = f"{name}_cannot_judge"
+    plan.added.pop("cannot_judge", None)
+    if "cannot_judge" in plan.unrouted:
+        plan.unrouted.remove("cannot_judge")
+    set_route(plan, "cannot_judge", hold)
+    after = fallback or UNROUTED
+    job.extra_states[hold] = {
+        "description": f"little-loops re-ran {name} when its judge could not judge (twice in "
+        f"a row at most), then went to {fallback or 'no state (the run ended)'}",
+        "action": _HOLD.format(name=name),
+        "evaluate": {"type": "exit_code"},
+        "on_yes": name,
+        "on_no": after,
+        "on_error": after,
+    }
+    job.note(
+        "changed", f"{where}.evaluate",
+        f"cannot_judge (no route of its own) goes to state {hold}, which re-runs {name} twice "
+        f"in a row at most before going to {fallback or 'the failure terminal `unrouted`'}, "
+        "as little-loops held it (one more step per hold)",
+    )  # fmt: skip
+
+
+def _name_current(name: str, out: dict[str, Any]) -> None:
+    """`$current` written as the state's name: a route moved to a state the converter adds
+    (NAME_key, NAME_score, ...) must still mean this state, not the added one."""
+    for key, target in list(out.items()):
+        if target == "$current" and (key == "next" or _ON_ROUTE.match(key)):
+            out[key] = name
+    if isinstance(out.get("route"), dict):
+        out["route"] = {k: name if v == "$current" else v for k, v in out["route"].items()}
 
 
 def _error_pattern_list(evaluate: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
@@ -684,12 +769,18 @@ def _verdict_names(
         if not _VERDICT.match(ours):
             job.note("blocker", where, f"classify token {token!r} cannot be a verdict name")
             continue
+        if "-" in token:
+            job.note(
+                "blocker", where,
+                f"classify token {token!r} is verdict {ours} here, but the line is matched "
+                f"ignoring case only, so a line {token!r} would be error: make the action print "
+                f"{token.replace('-', '_')!r}",
+            )  # fmt: skip
         if ours in names:
             job.note(
                 "blocker", where,
                 f"classify tokens {names[ours]!r} and {token!r} are one verdict here ({ours}): "
-                "the line is matched ignoring case, and - as _; give them names that differ "
-                "otherwise",
+                "the line is matched ignoring case; give them names that differ otherwise",
             )  # fmt: skip
             continue
         names[ours] = token

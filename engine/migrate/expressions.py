@@ -41,6 +41,11 @@ _MISSING_FIX = (
 CHILD_READ = re.compile(r"\s*\.\s*([\w-]+)\s*\.\s*([\w-]+)\s*\.\s*(\w+)")
 SUBLOOP_KEYS = frozenset({"outcome", "outputs", "steps", "terminal", "terminated_by"})
 _SLICE = re.compile(r":(\d+)(?::(\d+))?\s*$")
+_UNKEPT_FIELDS = {
+    "failure_type": "a capture's failure_type (little-loops' transient / non_recoverable / "
+    "infra_retry / real reading of a failed action's output)",
+    "timeout_kind": "a capture's timeout_kind (wall or idle; a timeout is verdict error)",
+}
 _OURS = frozenset({"context", "captured", "prev", "state", "loop", "run", "env", "param"})
 _THEIRS_ONLY = {
     "messages": "the shared message log (${messages}) does not exist in ll-loop",
@@ -117,6 +122,8 @@ class Rewriter:
                 return f"${{captured.{moved}{rest[read.end() :]}}}"
         if root == "captured" and self.subloop_captures:
             self._subloop_capture_read(rest, match.group(0))
+        if root == "captured":
+            self._unkept_capture_field(rest, match.group(0))
         if root == "captured" and self.captures:
             name = re.match(r"\s*\.\s*([\w-]+)", rest)
             if name is not None and name.group(1) in self.captures:
@@ -133,6 +140,21 @@ class Rewriter:
         elif root in _THEIRS_ONLY:
             self.problems.append(Problem("blocker", self.where, _THEIRS_ONLY[root]))
         return match.group(0)
+
+    def _unkept_capture_field(self, rest: str, expression: str) -> None:
+        """A capture field little-loops had and ll-loop has not: the classification of a
+        failed action's output (`failure_type`: transient, non_recoverable, infra_retry, real)
+        and how it timed out (`timeout_kind`)."""
+        read = re.match(r"\s*\.\s*[\w-]+\s*\.\s*(failure_type|timeout_kind)\b(.*)$", rest, re.S)
+        if read is None:
+            return
+        what = _UNKEPT_FIELDS[read.group(1)]
+        if read.group(2).strip().startswith((":default=", "?", "|")):
+            message = f"{what} has no equivalent in ll-loop, so this is always its default"
+            self.problems.append(Problem("changed", self.where, message, expression))
+            return
+        message = f"{what} has no equivalent in ll-loop" + _MISSING_FIX
+        self.problems.append(Problem("blocker", self.where, message, expression))
 
     def _subloop_capture_read(self, rest: str, expression: str) -> None:
         """`${captured.C.output}` where C is a sub-loop state's capture: little-loops stored the

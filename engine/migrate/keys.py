@@ -74,7 +74,8 @@ _TABLE: list[KeyFate] = [
             "no repeated-failure circuit; bound cycles with max_retries + on_retry_exhausted"),
     KeyFate("loop", "backoff", "dropped", "", "states run back to back; sleep in an action"),
     KeyFate("loop", "maintain", "dropped", "", "a run ends at its terminal; schedule reruns"),
-    KeyFate("loop", "max_edge_revisits", "dropped", "", "max_steps bounds every cycle"),
+    KeyFate("loop", "max_edge_revisits", "dropped", "",
+            "max_steps bounds every cycle (little-loops stopped at 100 even unwritten)"),
     KeyFate("loop", "default_idle_timeout", "dropped", "", "no idle timeout; timeouts are wall"),
     KeyFate("loop", "singleton", "dropped", "", "runs are serialised by their scope lock"),
     KeyFate("loop", "config", "dropped", "", "per-loop overrides of little-loops settings"),
@@ -123,7 +124,8 @@ _TABLE: list[KeyFate] = [
     KeyFate("state", "tools", "converted", "`--tools` on the state's agent CLI runner"),
     KeyFate("state", "params", "converted", "the arguments in the mcp_tool prompt"),
     KeyFate("state", "context_passthrough", "converted",
-            "`with:` binding each context key the child reads that the parent has"),
+            "`with:` binding each context key the child reads, does not set itself and the "
+            "parent has"),
     KeyFate("state", "on_maintain", "dropped", "", "maintain-mode restarts do not exist"),
     KeyFate("state", "idle_timeout", "dropped", "", "no idle timeout; timeout bounds the action"),
     KeyFate("state", "append_to_messages", "dropped", "", "no shared message log"),
@@ -151,15 +153,21 @@ _TABLE: list[KeyFate] = [
     KeyFate("state", "type", "dropped", "", "state types (learning) have no equivalent"),
     KeyFate("state", "learning", "dropped", "", "learning-test gates have no equivalent"),
     *_kept("evaluate", "type", "pattern", "negate", "operator", "target", "previous"),
-    *_kept("evaluate", "direction", "source", "prompt", "min_confidence", "max_stall"),
+    *_kept("evaluate", "direction", "source", "prompt", "max_stall"),
+    KeyFate("evaluate", "min_confidence", "converted",
+            "`min_confidence: 0` on every judge (little-loops' verdict never depended on its "
+            "confidence); kept only beside uncertain_suffix"),
     KeyFate("evaluate", "path", "converted", "`path` with a leading dot"),
     KeyFate("evaluate", "tolerance", "converted", "`tolerance` (a number; a context value is "
             "inlined)"),
     KeyFate("evaluate", "scope", "kept", "`scope` (diff_stall)"),
     KeyFate("evaluate", "line", "converted", "`line: first|last` (a numeric index is dropped)"),
-    KeyFate("evaluate", "schema", "dropped", "", "the judge's answer schema is fixed"),
+    KeyFate("evaluate", "schema", "converted",
+            "with a verdict enum, a prompt state (`NAME_judge` after a state with an action) "
+            "asks an agent for one of its verdicts on the last line, read by classify and "
+            "routed as before; without one, dropped (the judge's answer schema is fixed)"),
     KeyFate("evaluate", "uncertain_suffix", "dropped", "",
-            "low confidence is the cannot_judge verdict"),
+            "low confidence (below min_confidence) is the cannot_judge verdict"),
     KeyFate("evaluate", "error_patterns", "converted", "on output_contains, a state of its own "
             "(`NAME_error_patterns`) after `no` that looks for them in the output and goes where "
             "`error` went when one is there"),
@@ -194,15 +202,19 @@ EVALUATOR_FATES: dict[str, str] = {
     "output_json": "output_json",
     "convergence": "convergence",
     "classify": "classify, with the route keys declared (lower case) as its verdicts",
-    "llm_structured": "llm_structured (a default prompt when it had none)",
-    "diff_stall": "diff_stall; on_yes → on_progress, on_no → on_stall",
+    "llm_structured": "llm_structured with `ignore_exit_code: true` (a default prompt when it "
+    "had none)",
+    "diff_stall": "diff_stall with `ignore_exit_code: true`; on_yes → on_progress, on_no → "
+    "on_stall",
     "score_stall": "a shell check of the score history file whose exit code is the verdict "
     "(0: still improving, 1: plateau), computed as little-loops computed it",
     "open_question_stall": "the same shell check, lower counts being better",
     "action_stall": "not converted: no equivalent",
     "mcp_result": "on an mcp_tool state (its default there): classify of the verdict the agent "
     "prints last (success, tool_error, not_found, timeout); elsewhere not converted",
-    "harbor_scorer": "not converted: no equivalent",
+    "harbor_scorer": "the state captures the scorer's output and goes on to a state NAME_score "
+    "whose exit code is the verdict: exit 0 and a number printed (a Python float) yes, another "
+    "exit no, a timeout or no number error",
     "comparator": "not converted: no equivalent",
     "contract": "not converted: no equivalent",
 }

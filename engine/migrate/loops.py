@@ -10,6 +10,7 @@ state is written out whole. Top-level keys follow `engine.migrate.keys`; `input_
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,6 +108,7 @@ def convert_loop(data: dict[str, Any], plan: LoopPlan, report: FileReport) -> di
     if isinstance(data.get("scope"), list) and data["scope"]:
         out["scope"] = [job.rewriter.text(str(entry)) for entry in data["scope"]]
     parameters, context = _parameters(data, context, plan, report)
+    _seeded(data, plan, parameters, context, report)
     context = {k: _pasted(v, f"context.{k}", report) for k, v in context.items()}
     if isinstance(data.get("input_key"), str) and data["input_key"] != "input":
         out["input_key"] = data["input_key"]
@@ -509,6 +511,37 @@ def _parameters(
     for name, spec in plan.add_parameters.items():
         params.setdefault(name, spec)
     return params, context
+
+
+# Values little-loops' runner put in every loop's context (a sub-loop's too) unless already
+# set: commands.confidence_gate of ll-config.json, these defaults without one.
+_SEEDED = {"readiness_threshold": 85, "outcome_threshold": 65}
+_READ = re.compile(r"(?<!\$)\$\{\s*context\s*\.\s*([A-Za-z_]\w*)")
+
+
+def _seeded(
+    data: Mapping[str, Any],
+    plan: LoopPlan,
+    parameters: dict[str, Any],
+    context: Mapping[str, Any],
+    report: FileReport,
+) -> None:
+    """Declare the runner-seeded values the loop (or a fragment it imports) reads and does
+    not set, with little-loops' defaults, so they keep a value."""
+    text = json.dumps([data, *(lib.raw for lib in plan.libraries)], default=str)
+    for key in sorted(set(_READ.findall(text)) & set(_SEEDED)):
+        if key in parameters or key in context:
+            continue
+        parameters[key] = {
+            "type": "integer",
+            "default": _SEEDED[key],
+            "description": "commands.confidence_gate of little-loops' ll-config.json",
+        }
+        report.note(
+            "changed", f"parameters.{key}",
+            f"little-loops' runner set it from ll-config.json (commands.confidence_gate), "
+            f"{_SEEDED[key]} without one: declared with that default",
+        )  # fmt: skip
 
 
 def _parameter(spec: Any, report: FileReport, where: str) -> dict[str, Any]:

@@ -104,15 +104,16 @@ def plan_routes(
         if want is None:
             if have is None and verdict != "error":
                 plan.unrouted.append(verdict)
-                _set(plan, verdict, UNROUTED)
+                set_route(plan, verdict, UNROUTED)
             continue
         if have != want:
             plan.added[verdict] = (want, have)
-            _set(plan, verdict, want)
+            set_route(plan, verdict, want)
     return plan
 
 
-def _set(plan: Routing, verdict: str, target: str) -> None:
+def set_route(plan: Routing, verdict: str, target: str) -> None:
+    """Route `verdict` to `target` in the plan's table or shorthand, whichever it writes."""
     if plan.table is not None:
         plan.table[verdict] = target
     else:

@@ -402,7 +402,7 @@ def evaluate(
     if spec.type == "diff_stall":  # the state's own action (often a placeholder) must work first
         from engine.runtime.stall import diff_stall
 
-        if result.exit_code:
+        if result.exit_code and not spec.ignore_exit_code:
             return step_verdict(result)
         return diff_stall(spec, state, loop, rs, rt, ns)
     # exit_code never reads the text, nor does any evaluator of a failed action (error)
