@@ -115,6 +115,31 @@ HOLES = {
         {"x": SUBSCRIPT},
         "declares an integer variable (`declare` with run-time flags at line 1)",
     ),
+    "random-seeded-from-a-value": (  # RANDOM is integer: its assignment is arithmetic
+        "RANDOM=${context.x}\necho $((RANDOM % 6))",
+        {"x": SUBSCRIPT},
+        "writes to `RANDOM` (line 1), which bash evaluates as arithmetic",
+    ),
+    "optind-read": (
+        "read -r OPTIND <<< ${context.x}",
+        {"x": SUBSCRIPT},
+        "writes to `OPTIND` (line 1), which bash evaluates as arithmetic",
+    ),
+    "srandom-printf-v": (
+        "printf -vSRANDOM %s ${context.x}",
+        {"x": SUBSCRIPT},
+        "writes to `SRANDOM` (line 1), which bash evaluates as arithmetic",
+    ),
+    "ps4-expanded-by-xtrace": (
+        'PS4="+ ${context.x} "\nset -x\ntrue',
+        {"x": TOUCH},
+        "writes to `PS4` (line 1), whose text bash expands",
+    ),
+    "bash-env-expanded-by-a-child": (
+        "export BASH_ENV=${context.x}\nbash -c true",
+        {"x": TOUCH},
+        "writes to `BASH_ENV` (line 1), whose text bash expands",
+    ),
     "function-argument": (
         'run() { eval "$1"; }\nrun ${context.x}',
         {"x": "touch CANARY"},
@@ -193,6 +218,7 @@ def test_an_extglob_pattern_that_leaves_a_quote_open_is_refused(template: str) -
         ("cat <<EOF\nsum: $[ ${context.n} * 2 ]\nEOF", "sum: 6\n"),
         ("cat <<EOF\nuser: `echo ${context.n}`\nEOF", "user: 3\n"),
         ("declare -i count=0; read -r count <<< ${context.n}; echo $count", "3\n"),
+        ("RANDOM=${context.n}; echo $(( RANDOM == RANDOM ))", "0\n"),
         ('run() { echo "$1"; }\nrun ${context.n}', "3\n"),
     ],
 )
@@ -219,6 +245,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ('f() { local x="${context.v}"; echo "$x"; }; f', "-v $(x)\n"),
         ("greet() { printf 'hi %s\\n' \"${context.v}\"; }\ngreet", "hi -v $(x)\n"),
         ('greet() { printf \'hi %s\\n\' "$1"; }\ngreet "$LL_CONTEXT_v"', "hi \n"),
+        ('n=$((RANDOM % 1)); OPTIND=1; shift $((OPTIND - 1)); echo "$n${context.v}"', "0-v $(x)\n"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

@@ -124,6 +124,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     text = "".join(literals)
     facts = _Facts.of(root, source, text, full=with_flows)
     facts.brackets = brackets
+    facts.evaluating_write = _evaluating_write(root, source, text)
     misread = _misread(root, source, text, facts)
     if misread is not None:
         problem = "the bash grammar would read it unlike bash: " + misread
@@ -452,6 +453,9 @@ class _Facts:
     brackets: frozenset[int] = frozenset()  # where `_parse` replaced a `[` command
     integer_declaration: str = ""
     """The first declaration that may make a variable integer (`declare -i n` at line 3)."""
+    evaluating_write: tuple[Role, str] | None = None
+    """The first write to one of bash's own variables that evaluate what they are given
+    (`RANDOM=...`, `read PS4`), with what bash does with it."""
 
     @classmethod
     def of(cls, root: Node, source: bytes, text: str, *, full: bool) -> _Facts:
@@ -1141,6 +1145,77 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
 
 # --- rules over the whole script -------------------------------------------------------------
 
+# Bash's own variables that evaluate the text they are given: an assignment to these integer
+# variables is arithmetic (`RANDOM='a[$(cmd)]'` runs cmd), and these prompts and start-up files
+# are expanded, command substitutions included (PS4 at each `set -x` line, BASH_ENV and ENV when
+# a shell starts, `BASH_FUNC_f%%` imported as a function by a child bash).
+_EVALUATING_VARIABLES = {
+    **dict.fromkeys(
+        ("RANDOM", "SRANDOM", "OPTIND", "SECONDS", "HISTCMD", "LINENO", "BASHPID"),
+        (Role.ARITHMETIC, "which bash evaluates as arithmetic when it is assigned"),
+    ),
+    **dict.fromkeys(
+        ("PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"),
+        (Role.CODE, "whose text bash expands, command substitutions included"),
+    ),
+}
+_EVALUATING_NAME = re.compile("|".join(_EVALUATING_VARIABLES) + "|BASH_FUNC_")
+_WRITTEN_WORD = re.compile(
+    r"(?:-[A-Za-z]*?)?(" + "|".join(_EVALUATING_VARIABLES) + r"|BASH_FUNC_[^=]*)(?:[=\[].*)?",
+    re.DOTALL,
+)
+
+
+def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] | None:
+    """The first place the script writes one of `_EVALUATING_VARIABLES` (an assignment, also
+    in a declaration or before a command, a `for`/`select` variable, or a command's argument
+    word such as `read PS4`, `printf -v OPTIND`, `env BASH_ENV=...`), as (role, why).
+
+    Like a `declare -i`, such a variable evaluates whatever reaches it, by any path, so the
+    script admits only integers (or, for code, a `type: command` value) anywhere. Reading one
+    (`$RANDOM`, `$((OPTIND - 1))`) is no write, nor is assigning a written number (`OPTIND=1`).
+    """
+    if not _EVALUATING_NAME.search(text):
+        return None
+    for node in _walk(root):
+        name: str | None = None
+        if node.type == "variable_assignment":
+            target, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if target is not None and not _literal_integer(value):
+                name = _text(target).split("[", 1)[0]
+        elif node.type == "for_statement":
+            variable = node.child_by_field_name("variable")
+            name = None if variable is None else _text(variable)
+        elif node.type == "command":
+            words = _command_words(node)[1:]
+            name = next((w for w in map(_written_name, words) if w is not None), None)
+        elif node.type == "declaration_command":
+            words = _words(node)[1:]
+            name = next((w for w in map(_written_name, words) if w is not None), None)
+        if name is None:
+            continue
+        found = _EVALUATING_VARIABLES.get(name)
+        if found is None and name.startswith("BASH_FUNC_"):
+            found = (Role.CODE, "which a child bash imports as a function")
+        if found is not None:
+            line, _ = _point(source, node.start_byte)
+            return found[0], f"`{name}` (line {line}), {found[1]}"
+    return None
+
+
+def _written_name(word: str | None) -> str | None:
+    """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
+    match = None if word is None else _WRITTEN_WORD.fullmatch(word)
+    if match is None or re.fullmatch(r"=-?[0-9]+", match.string[match.end(1) :]):  # `OPTIND=1`
+        return None
+    return match.group(1)
+
+
+def _literal_integer(value: Node | None) -> bool:
+    """An assigned value written as a whole number (`OPTIND=1`, `SECONDS=0`): no value's path."""
+    text = None if value is None else _literal(value)
+    return text is not None and re.fullmatch(r"-?[0-9]+", text) is not None
+
 
 def _whole_script_rules(
     positions: tuple[Position, ...], spans: list[tuple[int, int]], source: bytes, facts: _Facts
@@ -1169,6 +1244,16 @@ def _whole_script_rules(
         for k, position in enumerate(positions):
             if position.role in (Role.VALUE, Role.COMMENT):
                 marks[k].append((Role.ARITHMETIC, why))
+    if facts.evaluating_write is not None:
+        role, what = facts.evaluating_write
+        why = (
+            f"a value in a script that writes to {what}: whatever reaches that variable — by "
+            "assignment, `read`, `for`, `printf -v` or a file — is evaluated, so text cannot go "
+            "anywhere in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((role, why))
     return tuple(_restricted(p, m) for p, m in zip(positions, marks, strict=True))
 
 
