@@ -140,6 +140,16 @@ HOLES = {
         {"x": TOUCH},
         "writes to `BASH_ENV` (line 1), whose text bash expands",
     ),
+    "sed-script-in-an-option-word": (  # `-e"${...}"` is a second script, not a file
+        'echo a | sed -es/a/b/ -e"${context.x}"',
+        {"x": "1e touch CANARY"},
+        "an option of `sed` (the value is part of the option word `-e...`)",
+    ),
+    "perl-code-in-an-option-word": (
+        "perl -e'print 1;' -e${context.x}",
+        {"x": 'system("touch CANARY")'},
+        "an option of `perl` (the value is part of the option word `-e...`)",
+    ),
     "function-argument": (
         'run() { eval "$1"; }\nrun ${context.x}',
         {"x": "touch CANARY"},
@@ -246,6 +256,8 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ("greet() { printf 'hi %s\\n' \"${context.v}\"; }\ngreet", "hi -v $(x)\n"),
         ('greet() { printf \'hi %s\\n\' "$1"; }\ngreet "$LL_CONTEXT_v"', "hi \n"),
         ('n=$((RANDOM % 1)); OPTIND=1; shift $((OPTIND - 1)); echo "$n${context.v}"', "0-v $(x)\n"),
+        ('python3 -c "import sys; print(sys.argv[1])" --name=${context.v}', "--name=-v $(x)\n"),
+        ('grep -e"${context.v}" /dev/null || echo none', "none\n"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

@@ -465,9 +465,14 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                     return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
                 program_given = True
                 i += 2
+                if interpreter == "python":
+                    break  # python reads no options after `-c CODE` / `-m MODULE`: its argv
                 continue
             if any(word.startswith(o) and len(o) == 2 for o in code_options):
                 program_given = True  # `-e'code'` written in one word
+                if interpreter == "python":
+                    i += 1
+                    break
             if word in value_options:
                 if i + 1 == index:
                     return VALUE

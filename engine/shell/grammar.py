@@ -1000,6 +1000,9 @@ def _step_command(
         verdict = argument_role(words, index + 1, functions)
         if _starts_word(child, hole, source) and words[0] not in functions:
             state.option_of = _option_reader(words, index + 1)
+        option = _option_prefix(child, hole, source)
+        if option is not None:  # `-e${...}`: the value is the argument of the option `-e`
+            state.mark(*_as_option(words, index + 1, option, functions))
     state.mark(verdict.role, verdict.why)
     state.function = state.function or verdict.function
 
@@ -1016,6 +1019,29 @@ def _starts_word(word: Node, hole: int, source: bytes) -> bool:
     """The hole is the first thing of the word's text: only quotes (or nothing) before it."""
     before = source[word.start_byte : hole].lstrip(b" \t")
     return before.strip(b"\"'$") == b""
+
+
+def _option_prefix(word: Node, hole: int, source: bytes) -> str | None:
+    """The literal option a hole's word starts with (`-e` of `-e"${...}"`), or None.
+
+    The word is not literal, so the command tables cannot see that it is an option: `sed
+    -es/a/b/ -e"${...}"` took the value for a file name, and sed ran it as a second script.
+    """
+    before = source[word.start_byte : hole].decode("utf-8", "surrogatepass")
+    text = before.replace('"', "").replace("'", "").lstrip(" \t")
+    if not text.startswith("-"):
+        return None
+    return text + "?" if text in ("-", "--") else text  # `-`, `--`: no end of the options
+
+
+def _as_option(
+    words: list[str | None], index: int, option: str, functions: frozenset[str]
+) -> tuple[Role, str]:
+    """What the command does with the word at `index` when it is the option `option`."""
+    verdict = argument_role([*words[:index], option, *words[index + 1 :]], index, functions)
+    if verdict.role is Role.VALUE:
+        return verdict.role, ""
+    return verdict.role, f"{verdict.why} (the value is part of the option word `{option}...`)"
 
 
 def _option_reader(words: Sequence[str | None], index: int) -> str | None:
