@@ -150,6 +150,16 @@ HOLES = {
         {"x": 'system("touch CANARY")'},
         "an option of `perl` (the value is part of the option word `-e...`)",
     ),
+    "alias-for-eval": (  # aliases are expanded once the script turns them on
+        "shopt -s expand_aliases\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`shopt` at line 1)",
+    ),
+    "alias-in-posix-mode": (  # POSIX mode expands aliases too
+        "set -o posix\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`set` at line 1)",
+    ),
     "function-argument": (
         'run() { eval "$1"; }\nrun ${context.x}',
         {"x": "touch CANARY"},
@@ -258,6 +268,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ('n=$((RANDOM % 1)); OPTIND=1; shift $((OPTIND - 1)); echo "$n${context.v}"', "0-v $(x)\n"),
         ('python3 -c "import sys; print(sys.argv[1])" --name=${context.v}', "--name=-v $(x)\n"),
         ('grep -e"${context.v}" /dev/null || echo none', "none\n"),
+        ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

@@ -125,6 +125,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts = _Facts.of(root, source, text, full=with_flows)
     facts.brackets = brackets
     facts.evaluating_write = _evaluating_write(root, source, text)
+    facts.alias_expansion = _alias_expansion(root, source, text)
     misread = _misread(root, source, text, facts)
     if misread is not None:
         problem = "the bash grammar would read it unlike bash: " + misread
@@ -453,6 +454,8 @@ class _Facts:
     brackets: frozenset[int] = frozenset()  # where `_parse` replaced a `[` command
     integer_declaration: str = ""
     """The first declaration that may make a variable integer (`declare -i n` at line 3)."""
+    alias_expansion: str = ""
+    """Where the script turns on alias expansion (`shopt -s expand_aliases` at line 1)."""
     evaluating_write: tuple[Role, str] | None = None
     """The first write to one of bash's own variables that evaluate what they are given
     (`RANDOM=...`, `read PS4`), with what bash does with it."""
@@ -1229,6 +1232,40 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
     return None
 
 
+def _alias_expansion(root: Node, source: bytes, text: str) -> str:
+    """Where the script may turn on alias expansion (`shopt -s expand_aliases`; POSIX mode,
+    which expands aliases too: `set -o posix`, `POSIXLY_CORRECT`; `shopt`/`set -o` with words
+    known only at run time), or "".
+
+    An alias is a command name standing for other text (`alias e=eval`, then `e ${...}`): with
+    expansion on, any command of the script may be one, which the grammar cannot see.
+    """
+    if "POSIXLY_CORRECT" in text:
+        line = text[: text.index("POSIXLY_CORRECT")].count("\n") + 1
+        return f"`POSIXLY_CORRECT` at line {line}"
+    if "shopt" not in text and "posix" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        words = _command_words(node)
+        while words and words[0] in ("builtin", "command"):
+            words = words[1:]
+        if words[:1] == ["shopt"]:
+            sets = any(w is None or (w[:1] == "-" and "s" in w) for w in words[1:])
+            on = sets and any(w in (None, "expand_aliases", "posix") for w in words[1:])
+        elif words[:1] == ["set"]:
+            on = any(
+                w == "posix"
+                or (w is None and before is not None and before[:1] == "-" and before[-1:] == "o")
+                for before, w in itertools.pairwise(words)
+            )
+        else:
+            continue
+        if on:
+            line, _ = _point(source, node.start_byte)
+            return f"`{words[0]}` at line {line}"
+    return ""
+
+
 def _written_name(word: str | None) -> str | None:
     """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
     match = None if word is None else _WRITTEN_WORD.fullmatch(word)
@@ -1270,6 +1307,15 @@ def _whole_script_rules(
         for k, position in enumerate(positions):
             if position.role in (Role.VALUE, Role.COMMENT):
                 marks[k].append((Role.ARITHMETIC, why))
+    if facts.alias_expansion:
+        why = (
+            f"a value in a script that turns on alias expansion ({facts.alias_expansion}): any "
+            "command may then stand for other text (`alias e=eval`), which the engine does not "
+            "follow, so only integers can go anywhere in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((Role.UNKNOWN, why))
     if facts.evaluating_write is not None:
         role, what = facts.evaluating_write
         why = (
