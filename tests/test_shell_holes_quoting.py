@@ -172,6 +172,30 @@ def test_dash_values_are_data_after_dashdash_inside_a_word_or_after_an_operand(
     render(template, v="--flag")
 
 
+@pytest.mark.parametrize(
+    "template, value",
+    [
+        ("perl -ne print ${context.v}", f"touch {MARKER}|"),
+        ("perl -pe1 ./${context.v}", f"x; touch {MARKER} |"),
+        ("sudo -u root perl -e 'print while <>' -- \"${context.v}\"", f" touch {MARKER}|"),
+        ("perl ./count.pl ${context.v}", f">{MARKER}"),
+    ],
+)
+def test_a_value_perl_would_open_as_a_command_or_for_writing_is_refused(
+    template: str, value: str
+) -> None:
+    """perl's `<>` (`-n`, `-p`) opens each argument with two-argument `open`, which reads a
+    mode from the name: `cmd|` ran cmd (hunt6), `>f` truncates f."""
+    assert "`perl` may open this argument with a mode read from its text" in refused(
+        template, v=value
+    )
+
+
+def test_a_plain_path_still_reaches_perl() -> None:
+    ran = run_bash(render("printf 'a\\n' > 'in put'; perl -ne print ${context.v}", v="in put"))
+    assert (ran.returncode, ran.stdout) == (0, "a\n")
+
+
 @pytest.mark.parametrize("value", [-3, "-3", "-2.5"])
 def test_negative_numbers_are_not_options(value: object) -> None:
     script = render("expr 5 + ${context.v}", v=value)

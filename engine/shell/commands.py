@@ -43,6 +43,9 @@ class Verdict:
     why: str = ""
     function: str = ""
     """The script's own function the word is passed to (its body is not followed)."""
+    opened_by: str = ""
+    """A program that may open the word with a mode read from its text (perl's `<>` and
+    two-argument `open`: `cmd|` runs cmd, `>f` truncates f)."""
 
 
 VALUE = Verdict(Role.VALUE)
@@ -441,6 +444,19 @@ def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
     return VALUE  # $0 and the positional parameters
 
 
+def _perl_code(word: str) -> str | None:
+    """Where a perl switch word puts its `-e` code: "next" word (`-ne`), "attached" (`-pe1`),
+    or None (no `-e`/`-E`, or a switch such as `-i` or `-M` that takes the rest of the word)."""
+    if word.startswith("--"):
+        return None
+    for k, switch in enumerate(word[1:], start=1):
+        if switch in "eE":
+            return "attached" if word[k + 1 :] else "next"
+        if switch in "iIMmFxdDCV0":
+            return None
+    return None
+
+
 def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int) -> Verdict:
     """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file."""
     code_options, value_options = _INTERPRETERS[interpreter]
@@ -468,7 +484,17 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                 if interpreter == "python":
                     break  # python reads no options after `-c CODE` / `-m MODULE`: its argv
                 continue
-            if any(word.startswith(o) and len(o) == 2 for o in code_options):
+            bundled = _perl_code(word) if interpreter == "perl" else None
+            if bundled == "next":  # `-ne CODE`, `-lane CODE`
+                if i + 1 == index:
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
+                program_given = True
+                i += 2
+                continue
+            if bundled == "attached" or (
+                interpreter != "perl"
+                and any(word.startswith(o) and len(o) == 2 for o in code_options)
+            ):
                 program_given = True  # `-e'code'` written in one word
                 if interpreter == "python":
                     i += 1
@@ -486,4 +512,4 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
     if index == i and not program_given:
         what = "program" if interpreter in ("awk", "sed") else "script"
         return Verdict(Role.CODE, f"the {what} `{base}` runs")
-    return VALUE
+    return Verdict(Role.VALUE, opened_by=base) if interpreter == "perl" else VALUE

@@ -57,6 +57,9 @@ class Position:
     """The command (`git`, or `?` when its name is not literal) whose option parser reads the
     argument word this hole starts, with no `--` before it: a value starting with `-` would be
     an option. None when the hole does not start an argument word."""
+    opened_by: str = ""
+    """A program (`perl`) that may open the argument word this hole is in with a mode read
+    from its text (`cmd|` runs cmd): a value holding `|`, `<` or `>` is refused there."""
 
 
 @dataclass(frozen=True)
@@ -657,6 +660,7 @@ class _State:
     test: str = ""  # "[" or "[[" inside a test command
     function: str = ""  # the script's function the hole is passed to
     option_of: str | None = None
+    opened_by: str = ""
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -697,7 +701,13 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
     return Position(
-        state.role, state.context, state.why, state.in_heredoc, state.function, state.option_of
+        state.role,
+        state.context,
+        state.why,
+        state.in_heredoc,
+        state.function,
+        state.option_of,
+        state.opened_by,
     )
 
 
@@ -982,7 +992,7 @@ def _step_unary(state: _State, parent: Node, child: Node, *_: object) -> None:
 def _step_command(
     state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
 ) -> None:
-    state.option_of = None  # the innermost command decides
+    state.option_of, state.opened_by = None, ""  # the innermost command decides
     if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
         return
     words = _command_words(parent)
@@ -1008,6 +1018,7 @@ def _step_command(
             state.mark(*_as_option(words, index + 1, option, functions))
     state.mark(verdict.role, verdict.why)
     state.function = state.function or verdict.function
+    state.opened_by = verdict.opened_by
 
 
 _STOPS_AT_OPERAND = frozenset({"echo", "printf"})

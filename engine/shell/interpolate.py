@@ -442,6 +442,7 @@ def _placed(hole: ShellHole, value: Any, text: str, kind: str, before: str) -> s
         return quote(text, position.context, position.in_heredoc)
     if position.role is Role.VALUE:
         _refuse_option(hole, unshell(text) if isinstance(value, ShellQuoted) else text)
+        _refuse_open_mode(hole, text)
         return quote(text, position.context, position.in_heredoc)
     if _is_integer(value, text, kind):
         return _integer_text(text.strip(), position, before)
@@ -484,6 +485,24 @@ def _refuse_option(hole: ShellHole, text: str) -> None:
     raise InterpolationError(
         expr,
         f"the value {_preview(text)} starts with `-`, so {who} ({where}); {hint}",
+    )
+
+
+_OPEN_MODE = re.compile(r"[|<>]")
+
+
+def _refuse_open_mode(hole: ShellHole, text: str) -> None:
+    """A value holding `|`, `<` or `>` in a word perl may open with its two-argument `open`
+    (`<>`, `-n`, `-p`): `cmd|` would run cmd, `>f` truncate f."""
+    program = hole.position.opened_by
+    if not program or _OPEN_MODE.search(text) is None:
+        return
+    raise InterpolationError(
+        hole.expression.text,
+        f"the value {_preview(text)} holds `|`, `<` or `>`, and `{program}` may open this "
+        f"argument with a mode read from its text (`cmd|` runs cmd) (line {hole.line}, column "
+        f'{hole.column} of the action); pass it another way, as "$LL_..." read with a '
+        "three-argument open",
     )
 
 
