@@ -15,6 +15,8 @@ documented in docs/format.md.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -157,13 +159,26 @@ WRAPPER_OPERANDS = {name: wrapper.operands for name, wrapper in _WRAPPERS.items(
 _NAME_OPTION = frozenset({"-v", "-R"})
 
 
+_INPUT_FILE = re.compile(r"(?:^|/)(?:stdin|fd/[0-9]+)$")
+"""A file that is what a program reads (`/dev/stdin`, `/dev/fd/3`, `/proc/self/fd/0`)."""
+
+
 def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset()) -> bool:
     """Whether the simple command `words` may run what it reads on stdin as a program: its
     next word would be code (`bash`, `python3`, `ssh host`, `parallel`), or not classified (a
-    name known only at run time, a function of the script), or an interpreter given `-`."""
+    name known only at run time, a function of the script), an interpreter given `-`, or a
+    program file naming an input (`bash /dev/stdin`, `awk -f /dev/fd/3`: any input redirection
+    of the command counts)."""
     extended = [*words, "script.txt"]
     if argument_role(extended, len(words), functions).role in (Role.CODE, Role.UNKNOWN):
         return True
+    if any(
+        word is not None
+        and _INPUT_FILE.search(posixpath.normpath(word))
+        and argument_role(words, index, functions).role is Role.CODE
+        for index, word in enumerate(words[1:], start=1)
+    ):
+        return True  # `bash /dev/stdin`, `awk -f /dev/fd/0`: the program is what it reads
     name = words[0] if words else None
     base = "" if name is None else name.rsplit("/", 1)[-1]
     interpreter = _INTERPRETER_ALIASES.get(base, base)
