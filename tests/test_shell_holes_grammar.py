@@ -160,6 +160,11 @@ HOLES = {
         {"x": "touch CANARY"},
         "turns on alias expansion (`set` at line 1)",
     ),
+    "declare-value-written-as-a-list": (  # declare parses "(...)" as an array assignment
+        'declare -a a="(${context.x})"',
+        {"x": TOUCH},
+        "inside a `declare` value written as `(...)`",
+    ),
     "function-argument": (
         'run() { eval "$1"; }\nrun ${context.x}',
         {"x": "touch CANARY"},

@@ -196,6 +196,41 @@ def test_a_plain_path_still_reaches_perl() -> None:
     assert (ran.returncode, ran.stdout) == (0, "a\n")
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "declare -a a=${context.v}",
+        'typeset -A m="${context.v}"',
+        "declare -a a+=${context.v}",
+        'a=(1); declare a="${context.v}"',
+        'f() { local -a a="${context.v}"; }; f',
+        'declare -a a="${context.v} (x)"',
+        'declare -a a="${context.v}$b"',
+    ],
+)
+def test_a_value_declare_would_parse_as_an_array_assignment_is_refused(template: str) -> None:
+    """`declare -a a="($(cmd))"` ran cmd (hunt6): given an array, declare parses a value that
+    reads `(...)` as an array assignment and expands it again, quoted or not."""
+    reason = refused(template, v=f"($(touch {MARKER}))")
+    assert "could parse as an array assignment and expand again" in reason
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("declare -a a=x${context.v}", f"($(touch {MARKER}))"),
+        ("a=${context.v}", f"($(touch {MARKER}))"),
+        ('declare -a a="${context.v}"', f"($(touch {MARKER})) is not closed"),
+        ('f() { local -a a="${context.v} x"; }; f', f"($(touch {MARKER}))"),
+    ],
+)
+def test_a_parenthesised_value_after_text_or_outside_declare_is_data(
+    template: str, value: str
+) -> None:
+    ran = run_bash(render(template, v=value))
+    assert (ran.returncode, ran.created) == (0, [])
+
+
 @pytest.mark.parametrize("value", [-3, "-3", "-2.5"])
 def test_negative_numbers_are_not_options(value: object) -> None:
     script = render("expr 5 + ${context.v}", v=value)

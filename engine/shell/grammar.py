@@ -60,6 +60,12 @@ class Position:
     opened_by: str = ""
     """A program (`perl`) that may open the argument word this hole is in with a mode read
     from its text (`cmd|` runs cmd): a value holding `|`, `<` or `>` is refused there."""
+    compound_of: str = ""
+    """The declaration (`declare`, `local`, ...) whose assigned value this hole starts: a value
+    starting with `(` could make it an array assignment that bash expands again."""
+    compound_tail: bool = False
+    """With `compound_of`: the hole also ends the value, so only a value that ends with `)`
+    too can (a value `(a) text` cannot)."""
 
 
 @dataclass(frozen=True)
@@ -661,6 +667,8 @@ class _State:
     function: str = ""  # the script's function the hole is passed to
     option_of: str | None = None
     opened_by: str = ""
+    compound_of: str = ""
+    compound_tail: bool = False
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -708,6 +716,8 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         state.function,
         state.option_of,
         state.opened_by,
+        state.compound_of,
+        state.compound_tail,
     )
 
 
@@ -914,7 +924,9 @@ def _step_variable_assignment(
         state.mark(Role.NAME, f"a value assigned to `{name}`, a name reference (`declare -n`)")
 
 
-def _step_declaration(state: _State, parent: Node, child: Node, *_: object) -> None:
+def _step_declaration(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
     words = _words(parent)
     integer, nameref, _unknown = declare_flags(words)
     keyword = words[0]
@@ -923,8 +935,39 @@ def _step_declaration(state: _State, parent: Node, child: Node, *_: object) -> N
             state.mark(Role.ARITHMETIC, f"an argument of `{keyword} -i`, evaluated as arithmetic")
         elif nameref:
             state.mark(Role.NAME, f"the target of `{keyword} -n`, a variable name")
+        else:
+            _compound_text(state, keyword or "declare", child, hole, source)
         return
     state.mark(Role.NAME, f"a name (or option) for `{keyword}`")
+
+
+def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, source: bytes) -> None:
+    """`declare -a a="(...)"`: given an array, `declare` and its kin parse a value that starts
+    with `(` and ends with `)` as an array assignment, expanding it again (`($(cmd))` runs
+    cmd), even quoted.
+
+    A hole inside such a written `(` is code; a hole starting the value refuses values starting
+    with `(` (`Position.compound_of`) — and ending with `)` when the value ends the word too.
+    """
+    value = assignment.child_by_field_name("value")
+    if value is None or value.type == "array" or hole < value.start_byte:
+        return
+    before = _unquoted(source[value.start_byte : hole])
+    after = _unquoted(source[source.index(b"}", hole) + 1 : value.end_byte])
+    if before.startswith("("):
+        state.mark(
+            Role.CODE,
+            f"inside a `{keyword}` value written as `(...)`, which bash parses as an array "
+            "assignment and expands again",
+        )
+    elif before == "" and (after == "" or after.endswith(")") or "$" in after):
+        state.compound_of = keyword
+        state.compound_tail = after == ""
+
+
+def _unquoted(text: bytes) -> str:
+    """Literal text of a word without its quote characters (`"`, `'`, `$'`)."""
+    return re.sub(r"\$?['\"]", "", text.decode("utf-8", "surrogatepass"))
 
 
 def _step_unset(state: _State, *_: object) -> None:

@@ -443,6 +443,7 @@ def _placed(hole: ShellHole, value: Any, text: str, kind: str, before: str) -> s
     if position.role is Role.VALUE:
         _refuse_option(hole, unshell(text) if isinstance(value, ShellQuoted) else text)
         _refuse_open_mode(hole, text)
+        _refuse_compound(hole, text)
         return quote(text, position.context, position.in_heredoc)
     if _is_integer(value, text, kind):
         return _integer_text(text.strip(), position, before)
@@ -503,6 +504,22 @@ def _refuse_open_mode(hole: ShellHole, text: str) -> None:
         f"argument with a mode read from its text (`cmd|` runs cmd) (line {hole.line}, column "
         f'{hole.column} of the action); pass it another way, as "$LL_..." read with a '
         "three-argument open",
+    )
+
+
+def _refuse_compound(hole: ShellHole, text: str) -> None:
+    """A value in parentheses at the start of a `declare` assignment's value: bash could parse
+    it as an array assignment (`($(cmd))` runs cmd)."""
+    keyword = hole.position.compound_of
+    if not keyword or not text.startswith("("):
+        return
+    if hole.position.compound_tail and not text.endswith(")"):
+        return
+    raise InterpolationError(
+        hole.expression.text,
+        f"the value {_preview(text)} is in parentheses, which `{keyword}` could parse as an array "
+        f"assignment and expand again (line {hole.line}, column {hole.column} of the action); "
+        f"assign it without `{keyword}` (`name=${{...}}`), or put text before it",
     )
 
 
