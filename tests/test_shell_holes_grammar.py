@@ -171,6 +171,26 @@ HOLES = {
         "an argument of `run`, a function this script defines: ll-loop does not follow values "
         "into functions",
     ),
+    "function-defined-by-eval": (  # the function is as real as one written out
+        "eval 'run() { eval \"$1\"; }'\nrun ${context.x}",
+        {"x": "touch CANARY"},
+        "an argument of `run`, a function this script defines",
+    ),
+    "aliases-turned-on-by-eval": (
+        "eval 'shopt -s expand_aliases'\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`shopt` at line 1 (in the `eval` at line 1))",
+    ),
+    "function-from-a-sourced-substitution": (
+        "source <(echo 'run() { eval \"$1\"; }')\nrun ${context.x}",
+        {"x": "touch CANARY"},
+        "runs code the engine cannot read (`source` at line 1)",
+    ),
+    "command-not-found-handler": (
+        'command_not_found_handle() { eval "$2"; }\nnosuchcommand ${context.x}',
+        {"x": "touch CANARY"},
+        "runs code the engine cannot read (a `command_not_found_handle` function)",
+    ),
     "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
         "! ! eval ${context.x}",
         {"x": TOUCH},
@@ -274,6 +294,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ('python3 -c "import sys; print(sys.argv[1])" --name=${context.v}', "--name=-v $(x)\n"),
         ('grep -e"${context.v}" /dev/null || echo none', "none\n"),
         ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
+        ("eval 'x=1'; source /dev/null; printf %s ${context.v}", "-v $(x)"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

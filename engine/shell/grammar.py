@@ -135,6 +135,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.brackets = brackets
     facts.evaluating_write = _evaluating_write(root, source, text)
     facts.alias_expansion = _alias_expansion(root, source, text)
+    _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
         problem = "the bash grammar would read it unlike bash: " + misread
@@ -463,6 +464,9 @@ class _Facts:
     brackets: frozenset[int] = frozenset()  # where `_parse` replaced a `[` command
     integer_declaration: str = ""
     """The first declaration that may make a variable integer (`declare -i n` at line 3)."""
+    unseen_code: str = ""
+    """Where the script runs code the engine cannot read (`source <(...)`, a
+    `command_not_found_handle`), which could define a function any command name calls."""
     alias_expansion: str = ""
     """Where the script turns on alias expansion (`shopt -s expand_aliases` at line 1)."""
     evaluating_write: tuple[Role, str] | None = None
@@ -1286,6 +1290,54 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
     return None
 
 
+_RUNS_TEXT = frozenset({"eval", "trap"})
+
+
+def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0) -> None:
+    """Add to `facts` what the code the script runs from its own literal text does: `eval
+    'f() { eval "$1"; }'` defines `f` as surely as writing it out (and may turn on aliases or
+    write `PS4`); `source <(...)`, `. /dev/stdin` and a `command_not_found_handle` run code the
+    engine cannot read, which could define any function: `facts.unseen_code`."""
+    if "command_not_found_handle" in facts.functions and not facts.unseen_code:
+        facts.unseen_code = "a `command_not_found_handle` function"
+    text = source.decode("utf-8", "surrogatepass")
+    if not any(word in text for word in ("eval", "trap", "source", ".")):
+        return
+    for node in _captures(root, "command"):
+        words = _command_words(node)
+        while words and words[0] in ("builtin", "command"):
+            words = words[1:]
+        line, _ = _point(source, node.start_byte)
+        if words[:1] in (["source"], ["."]) and (
+            len(words) < 2 or words[1] is None or _READS_INPUT.search(words[1])
+        ):
+            facts.unseen_code = facts.unseen_code or f"`{words[0]}` at line {line}"
+        if words[:1] == ["trap"]:
+            words = words[:2]  # the handler; the rest are signals
+        if not words or words[0] not in _RUNS_TEXT or None in words or depth >= 3:
+            continue
+        code = " ".join(w for w in words[1:] if w is not None).encode("utf-8", "surrogatepass")
+        inner, _ = _parse(code)
+        if inner.has_error:
+            continue
+        where = f" (in the `{words[0]}` at line {line})"
+        for found in _walk(inner):
+            name = found.child_by_field_name("name")
+            if found.type == "function_definition" and name is not None:
+                facts.functions.add(_text(name))
+        inner_text = code.decode("utf-8", "surrogatepass")
+        if not facts.alias_expansion:
+            aliases = _alias_expansion(inner, code, inner_text)
+            facts.alias_expansion = aliases + where if aliases else ""
+        if facts.evaluating_write is None:
+            written = _evaluating_write(inner, code, inner_text)
+            facts.evaluating_write = (written[0], written[1] + where) if written else None
+        _inline_code_facts(inner, code, facts, depth + 1)
+
+
+_READS_INPUT = re.compile(r"^/dev/stdin$|^/dev/fd/|^/proc/[^/]+/fd/")
+
+
 def _alias_expansion(root: Node, source: bytes, text: str) -> str:
     """Where the script may turn on alias expansion (`shopt -s expand_aliases`; POSIX mode,
     which expands aliases too: `set -o posix`, `POSIXLY_CORRECT`; `shopt`/`set -o` with words
@@ -1361,6 +1413,15 @@ def _whole_script_rules(
         for k, position in enumerate(positions):
             if position.role in (Role.VALUE, Role.COMMENT):
                 marks[k].append((Role.ARITHMETIC, why))
+    if facts.unseen_code:
+        why = (
+            f"a value in a script that runs code the engine cannot read ({facts.unseen_code}): "
+            "it could define a function that any command name then calls, with the value as "
+            "its argument, so only integers can go anywhere in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((Role.UNKNOWN, why))
     if facts.alias_expansion:
         why = (
             f"a value in a script that turns on alias expansion ({facts.alias_expansion}): any "
