@@ -145,6 +145,11 @@ HOLES = {
         {"x": "1e touch CANARY"},
         "an option of `sed` (the value is part of the option word `-e...`)",
     ),
+    "option-word-after-an-empty-value": (  # `${a}-e${x}` is `-e...` when a is empty
+        "echo a | sed -es/a/b/ ${context.a}-e${context.x}",
+        {"a": "", "x": "1e touch CANARY"},
+        "an option of `sed` (the value is part of the option word `-e...`)",
+    ),
     "perl-code-in-an-option-word": (
         "perl -e'print 1;' -e${context.x}",
         {"x": 'system("touch CANARY")'},
@@ -290,7 +295,10 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ('f() { local x="${context.v}"; echo "$x"; }; f', "-v $(x)\n"),
         ("greet() { printf 'hi %s\\n' \"${context.v}\"; }\ngreet", "hi -v $(x)\n"),
         ('greet() { printf \'hi %s\\n\' "$1"; }\ngreet "$LL_CONTEXT_v"', "hi \n"),
-        ('n=$((RANDOM % 1)); OPTIND=1; shift $((OPTIND - 1)); echo "$n${context.v}"', "0-v $(x)\n"),
+        (
+            'n=$((RANDOM % 1)); OPTIND=1; shift $((OPTIND - 1)); printf %s "$n${context.v}"',
+            "0-v $(x)",
+        ),
         ('python3 -c "import sys; print(sys.argv[1])" --name=${context.v}', "--name=-v $(x)\n"),
         ('grep -e"${context.v}" /dev/null || echo none', "none\n"),
         ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),

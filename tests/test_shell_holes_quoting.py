@@ -135,6 +135,20 @@ def test_option_shaped_values_are_refused_at_the_start_of_an_argument(
     assert "would read it as an option" in refused(template, v=value)
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "echo a | sed -e s/a/b/ ${context.a}${context.v}",
+        'tar -cf x.tar --checkpoint=1 "${context.a}${context.v}" f',
+        "git log $EMPTY${context.v}",
+    ],
+)
+def test_an_option_after_a_value_or_variable_that_may_be_empty_is_refused(template: str) -> None:
+    """With `a` empty, `${a}${v}` is `v` alone: tar ran a `--checkpoint-action=exec=` (hunt6)."""
+    value = f"--checkpoint-action=exec=touch {MARKER}"
+    assert "would read it as an option" in refused(template, a="", v=value)
+
+
 def test_tar_option_does_not_run_when_written_after_dashdash() -> None:
     script = render(
         "touch f; tar -cf x.tar f; mkdir out; tar -xf x.tar -C out -- ${context.v}; true",

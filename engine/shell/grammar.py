@@ -1076,9 +1076,14 @@ _CODE_THEN_DATA = frozenset({"bash", "sh", "zsh", "dash", "ksh", "python", "pyth
 """After `-c CODE` their words are the code's data ($1, sys.argv), not options."""
 
 
+_MAY_BE_EMPTY = re.compile(rb"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
+"""Expansions that may expand to nothing: another value (`${a}${b}` with `a` empty), `$x`."""
+
+
 def _starts_word(word: Node, hole: int, source: bytes) -> bool:
-    """The hole is the first thing of the word's text: only quotes (or nothing) before it."""
-    before = source[word.start_byte : hole].lstrip(b" \t")
+    """The hole may be the first thing of the word's text: only quotes, or expansions that may
+    be empty (an earlier value, a variable), before it."""
+    before = _MAY_BE_EMPTY.sub(b"", source[word.start_byte : hole].lstrip(b" \t"))
     return before.strip(b"\"'$") == b""
 
 
@@ -1088,8 +1093,8 @@ def _option_prefix(word: Node, hole: int, source: bytes) -> str | None:
     The word is not literal, so the command tables cannot see that it is an option: `sed
     -es/a/b/ -e"${...}"` took the value for a file name, and sed ran it as a second script.
     """
-    before = source[word.start_byte : hole].decode("utf-8", "surrogatepass")
-    text = before.replace('"', "").replace("'", "").lstrip(" \t")
+    before = _MAY_BE_EMPTY.sub(b"", source[word.start_byte : hole])
+    text = before.decode("utf-8", "surrogatepass").replace('"', "").replace("'", "").lstrip(" \t")
     if not text.startswith("-"):
         return None
     return text + "?" if text in ("-", "--") else text  # `-`, `--`: no end of the options
