@@ -149,6 +149,37 @@ def test_an_option_after_a_value_or_variable_that_may_be_empty_is_refused(templa
     assert "would read it as an option" in refused(template, a="", v=value)
 
 
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        (
+            "echo ${context.v} | xargs tar -cf x.tar --checkpoint=1 f",
+            '"--checkpoint-action=exec=x"',
+        ),
+        ("printf '%s\\n' ${context.v} | xargs -d '\\n' tar -cf x.tar f", "--to-command=x"),
+        ("xargs -a <(echo ${context.v}) git log", "a --output=x"),
+        ("sudo xargs ls <<< ${context.v}", "-la"),
+        ("echo ${context.v} | xargs -d , ls", "a,-la"),
+    ],
+)
+def test_a_value_xargs_would_pass_on_as_an_option_is_refused(template: str, value: str) -> None:
+    """xargs splits its input into the command's arguments, quotes and all: a value
+    `"--checkpoint-action=exec=touch CANARY"` piped into `xargs tar ...` ran it (hunt6)."""
+    assert "a piece starting with `-` would be an option" in refused(template, v=value)
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("echo ${context.v} | xargs -n1 basename", "a/b c-d"),
+        ("printf '%s\\n' ${context.v} | xargs rm -f --", "-rf"),
+        ("echo ${context.v} | xargs -d , echo", "a,-n"),
+    ],
+)
+def test_xargs_input_without_options_or_after_dashdash_renders(template: str, value: str) -> None:
+    assert run_bash(render(template, v=value)).returncode == 0
+
+
 def test_tar_option_does_not_run_when_written_after_dashdash() -> None:
     script = render(
         "touch f; tar -cf x.tar f; mkdir out; tar -xf x.tar -C out -- ${context.v}; true",

@@ -66,6 +66,10 @@ class Position:
     compound_tail: bool = False
     """With `compound_of`: the hole also ends the value, so only a value that ends with `)`
     too can (a value `(a) text` cannot)."""
+    split_by: str = ""
+    """The `xargs` command (`xargs tar -cf x.tar`) whose input this hole's text reaches: xargs
+    splits it into arguments of the command, so a piece starting with `-` would be an option.
+    Its delimiter option (`xargs -d ,`) is part of it: then any `-` is refused."""
 
 
 @dataclass(frozen=True)
@@ -673,6 +677,7 @@ class _State:
     opened_by: str = ""
     compound_of: str = ""
     compound_tail: bool = False
+    split_by: str = ""
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -712,6 +717,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             Role.CODE,
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
+    state.split_by = _xargs_options(chain)
     return Position(
         state.role,
         state.context,
@@ -722,6 +728,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         state.opened_by,
         state.compound_of,
         state.compound_tail,
+        state.split_by,
     )
 
 
@@ -747,6 +754,56 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def _xargs_options(chain: list[Node]) -> str:
+    """The `xargs ...` command line whose input the hole's text reaches (a redirection, a later
+    pipe stage, `-a <(...)`) and whose command may read that input's pieces as options (it has
+    a command other than `echo`, with no `--` of its own), or ""."""
+    for parent, child in itertools.pairwise(chain):
+        if parent.type == "redirected_statement" and _feeds_stdin(child):
+            body = parent.child_by_field_name("body")
+            candidates = [body] if body is not None else []
+        elif parent.type == "command" and (
+            _feeds_stdin(child) or child.type == "process_substitution"
+        ):
+            candidates = [parent]
+        elif parent.type == "pipeline":
+            candidates = [
+                c for c in parent.children if c.is_named and c.start_byte >= child.end_byte
+            ]
+        else:
+            continue
+        for candidate in candidates:
+            for found in _walk(candidate):
+                if found.type == "command":
+                    line = _xargs_line(_command_words(found))
+                    if line:
+                        return line
+    return ""
+
+
+def _xargs_line(words: list[str | None]) -> str:
+    """`xargs [options] CMD ARGS` (wrappers before it looked through) as text when CMD could
+    read the pieces xargs appends as options, else ""."""
+    at = next(
+        (i for i, w in enumerate(words) if w is not None and w.rsplit("/", 1)[-1] == "xargs"), None
+    )
+    first = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if at is None or (at > 0 and first not in WRAPPER_OPERANDS):
+        return ""
+    i = at + 1
+    while i < len(words) and words[i] is not None and str(words[i]).startswith("-"):
+        i += 2 if words[i] in _XARGS_WITH_ARGUMENT else 1
+    command = words[i:]
+    if not command or command[0] == "echo" or "--" in command[1:]:
+        return ""
+    return " ".join("…" if w is None else w for w in words[at:])
+
+
+_XARGS_WITH_ARGUMENT = frozenset(
+    {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"}
+)
 
 
 def _feeds_stdin(redirect: Node) -> bool:

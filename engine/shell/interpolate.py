@@ -444,6 +444,7 @@ def _placed(hole: ShellHole, value: Any, text: str, kind: str, before: str) -> s
         _refuse_option(hole, unshell(text) if isinstance(value, ShellQuoted) else text)
         _refuse_open_mode(hole, text)
         _refuse_compound(hole, text)
+        _refuse_split_option(hole, text)
         return quote(text, position.context, position.in_heredoc)
     if _is_integer(value, text, kind):
         return _integer_text(text.strip(), position, before)
@@ -520,6 +521,27 @@ def _refuse_compound(hole: ShellHole, text: str) -> None:
         f"the value {_preview(text)} is in parentheses, which `{keyword}` could parse as an array "
         f"assignment and expand again (line {hole.line}, column {hole.column} of the action); "
         f"assign it without `{keyword}` (`name=${{...}}`), or put text before it",
+    )
+
+
+_SPLIT_OPTION = re.compile(r"(?:^|[\s\"'\\])-")
+
+
+def _refuse_split_option(hole: ShellHole, text: str) -> None:
+    """A value fed to `xargs CMD` with a piece starting with `-`: xargs would pass it to CMD as
+    an option (`--checkpoint-action=exec=...` to tar); with `-d`, any `-` may start a piece."""
+    line = hole.position.split_by
+    if not line:
+        return
+    delimited = any(o in line.split() for o in ("-d", "--delimiter")) or "--delimiter=" in line
+    if "-" not in text or (not delimited and _SPLIT_OPTION.search(text) is None):
+        return
+    raise InterpolationError(
+        hole.expression.text,
+        f"the value {_preview(text)} reaches `{line}` on its input, which passes its pieces to "
+        f"the command as arguments, and a piece starting with `-` would be an option (line "
+        f"{hole.line}, column {hole.column} of the action); write `--` after the command's own "
+        "arguments (`xargs rm -f --`)",
     )
 
 
