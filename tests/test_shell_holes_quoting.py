@@ -180,6 +180,24 @@ def test_xargs_input_without_options_or_after_dashdash_renders(template: str, va
     assert run_bash(render(template, v=value)).returncode == 0
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "env -u test tar -cf x.tar --checkpoint=1 f ${context.v}",
+        "sudo -u echo tar -cf x.tar --checkpoint=1 f ${context.v}",
+    ],
+)
+def test_a_wrapper_option_argument_is_not_taken_for_the_program(template: str) -> None:
+    """`env -u test tar ...`: `test` is the variable `-u` unsets; read as the program (which
+    takes no options) it let tar's `--checkpoint-action=exec=` through (hunt6)."""
+    reason = refused(template, v=f"--checkpoint-action=exec=touch {MARKER}")
+    assert "`tar` would read it as an option" in reason
+
+
+def test_a_wrapper_option_argument_is_not_taken_for_the_program_either_way() -> None:
+    assert run_bash(render("nice -n 10 printf %s ${context.v}", v="-x")).stdout == "-x"
+
+
 def test_tar_option_does_not_run_when_written_after_dashdash() -> None:
     script = render(
         "touch f; tar -cf x.tar f; mkdir out; tar -xf x.tar -C out -- ${context.v}; true",

@@ -153,6 +153,8 @@ _WRAPPERS: dict[str, _Wrapper] = {
 
 WRAPPER_OPERANDS = {name: wrapper.operands for name, wrapper in _WRAPPERS.items()}
 """Commands that run the command after their options (and this many operands)."""
+WRAPPER_ARGUMENTS = {name: wrapper.with_argument for name, wrapper in _WRAPPERS.items()}
+"""The options of each wrapper that take the next word as their argument (`sudo -u USER`)."""
 
 # Builtins whose arguments are variable names, or after which one is: (option → role of its
 # argument); `None` for the role of the other operands.

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
     COMMAND_STRING,
+    WRAPPER_ARGUMENTS,
     WRAPPER_OPERANDS,
     Role,
     Verdict,
@@ -1182,6 +1183,8 @@ def _option_reader(words: Sequence[str | None], index: int) -> str | None:
             i += 1
             if words[i - 1] == "--":
                 break
+            if words[i - 1] in WRAPPER_ARGUMENTS.get(base or "", ()):
+                i += 1  # `sudo -u USER`, `env -u NAME`: the argument is no command name
         if i + operands >= index:  # one of the wrapper's own options or operands
             return None if "--" in words[start + 1 : index] else base
         start = i + operands
