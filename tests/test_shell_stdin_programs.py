@@ -42,6 +42,10 @@ PAYLOAD = "touch CANARY"
         ("sed -n -f /dev//stdin notes.txt <<< ${context.t}", "sed"),
         ("perl /dev/stdin <<< ${context.t}", "perl"),
         ('D=/dev; bash "$D/stdin" <<< ${context.t}', "bash"),
+        # mapfile runs `CALLBACK INDEX 'LINE'`: eval or a function runs the line (hunt6)
+        ("mapfile -t -C eval -c 1 lines <<< ${context.t}", "mapfile"),
+        ("echo ${context.t} | { readarray -tC eval -c1 lines; }", "readarray"),
+        ('run() { eval "$2"; }; mapfile -C run -c 1 lines <<< ${context.t}', "mapfile"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -64,6 +68,7 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
         ('echo ${context.t} | python3 "$HOME/../$HOME/x.py" 2>/dev/null || echo ran', "ran\n"),
         ("cat /dev/stdin <<< ${context.t}", f"{PAYLOAD}\n"),
         ("wc -l /dev/stdin <<< ${context.t}", "1 /dev/stdin\n"),
+        ("mapfile -t -C 'printf \"[%s]\"' -c 1 l <<< ${context.t}", f"[0][{PAYLOAD}]"),
     ],
 )
 def test_programs_that_read_their_input_as_data_take_any_value(template: str, output: str) -> None:

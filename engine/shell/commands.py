@@ -174,6 +174,8 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     extended = [*words, "script.txt"]
     if argument_role(extended, len(words), functions).role in (Role.CODE, Role.UNKNOWN):
         return True
+    if _callback_runs_lines(words, functions):
+        return True
     if any(
         word is not None
         and _INPUT_FILE.search(posixpath.normpath(word))
@@ -185,6 +187,33 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     base = "" if name is None else name.rsplit("/", 1)[-1]
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
+
+
+def _callback_runs_lines(words: Sequence[Word], functions: frozenset[str]) -> bool:
+    """`mapfile -C CALLBACK`: bash runs `CALLBACK INDEX 'LINE'` for the lines it reads, so a
+    callback that evaluates its arguments (`eval`, a function of the script, one not written
+    out) runs what it reads."""
+    base = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if base not in ("mapfile", "readarray"):
+        return False
+    k = 1
+    while k < len(words):
+        word = words[k]
+        if word is None or word == "--" or not word.startswith("-"):
+            return False
+        for at, flag in enumerate(word[1:], start=2):
+            if flag not in "dnOsucC":
+                continue
+            argument = word[at:] or (words[k + 1] if k + 1 < len(words) else "")
+            k += 0 if word[at:] else 1
+            if flag == "C":
+                if argument is None:
+                    return True
+                line = [*argument.split(), "0", "line"]
+                return argument_role(line, len(line) - 1, functions).role is not Role.VALUE
+            break
+        k += 1
+    return False
 
 
 def argument_role(
