@@ -196,6 +196,16 @@ HOLES = {
         {"x": "touch CANARY"},
         "runs code the engine cannot read (a `command_not_found_handle` function)",
     ),
+    "backslash-line-in-a-quoted-heredoc": (  # bash: the body is `\`, then EOF ends it
+        "cat <<'EOF'\n\\\nEOF\n${context.x}\nEOF",
+        {"x": TOUCH},
+        "the here-document body at line 2 starts or ends elsewhere for bash",
+    ),
+    "backslash-line-before-a-heredoc-delimiter": (  # bash joins `\` + newline + `EOF`: `EOF`
+        "cat <<EOF\n\\\nEOF\n${context.x}\nEOF",
+        {"x": "\ntouch CANARY\n"},
+        "the here-document body at line 2 starts or ends elsewhere for bash",
+    ),
     "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
         "! ! eval ${context.x}",
         {"x": TOUCH},
@@ -328,6 +338,8 @@ _WHOLE_SCRIPT = {
     "heredoc-in-a-pattern",
     "newline-after-a-plain-==",
     "operators-in-a-bracket-pattern",
+    "backslash-line-in-a-quoted-heredoc",
+    "backslash-line-before-a-heredoc-delimiter",
 }
 _ACTION_LINE = 20  # the block scalar of `loop_yaml` starts on this line
 

@@ -326,6 +326,26 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the grammar reads on past the end of the command at line {line}, column "
                 f"{column} (a newline, `;`, `|` or `&` after it), as if it were one command"
             )
+    bodies = {
+        (body.parent.start_byte, body.parent.end_byte): (body, doc)
+        for body, doc in facts.heredocs
+        if body.parent is not None
+    }
+    for redirect in _captures(root, "heredoc") if b"<<" in source else []:
+        _, doc = bodies.get((redirect.start_byte, redirect.end_byte), (None, None))
+        if doc is None:  # no body to the grammar: bash must find none either
+            span = _bash_heredoc_body(redirect, source, _empty_heredoc(redirect))
+            if span is None or span[0] == span[1]:
+                continue
+            line, _ = _point(source, redirect.start_byte)
+            return f"the here-document at line {line} has a body for bash, none for the grammar"
+        span = _bash_heredoc_body(redirect, source, doc)
+        if span is None or not _same_body(source, span, (doc.start, doc.end)):
+            line, _ = _point(source, doc.start if span is None else span[0])
+            return (
+                f"the here-document body at line {line} starts or ends elsewhere for bash "
+                "(a backslash at the end of a line reads differently there)"
+            )
     for _body, doc in facts.heredocs:
         body = source[doc.start : doc.end]
         if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
@@ -335,6 +355,90 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 "backslash, which bash joins with the delimiter line"
             )
     return None
+
+
+def _same_body(source: bytes, bash: tuple[int, int], grammar: tuple[int, int]) -> bool:
+    """The grammar's body is bash's, up to where the grammar puts its edges: before leading
+    tabs, and before the newline that ends the last line (when it ends in an expansion)."""
+    (start, end), (found_start, found_end) = bash, grammar
+    return (
+        start <= found_start
+        and re.fullmatch(rb"\t*", source[start:found_start]) is not None
+        and found_end <= end
+        and re.fullmatch(rb"\n?\t*", source[found_end:end]) is not None
+    )
+
+
+def _empty_heredoc(redirect: Node) -> Heredoc:
+    """The here-document a redirect with no body node stands for (for `_bash_heredoc_body`)."""
+    start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+    text = "" if start is None else _text(start)
+    operator = redirect.children[0].type if redirect.child_count else "<<"
+    return Heredoc(
+        0,
+        0,
+        re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", text),
+        strip_tabs=operator == "<<-",
+        expands=start is not None and not _is_quoted_start(start),
+    )
+
+
+def _bash_heredoc_body(redirect: Node, source: bytes, doc: Heredoc) -> tuple[int, int] | None:
+    """Where bash reads the body of a here-document as `(start, end)` in the grammar's terms
+    (after the leading tabs `<<-` strips), or None when the line of its start is not found.
+
+    Bash starts the body after the newline that ends the command line (a backslash-newline
+    continues it) and ends it at the first line equal to the delimiter; only in an unquoted
+    here-document does a backslash-newline join two lines of the body.
+    """
+    start_node = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+    if start_node is None:
+        return None
+    at = start_node.end_byte
+    while True:
+        at = source.find(b"\n", at)
+        if at < 0:
+            return None
+        backslashes = len(source[:at]) - len(source[:at].rstrip(b"\\"))
+        if backslashes % 2 == 0:
+            break
+        at += 1
+    line_start = at + 1
+    first = True
+    while line_start <= len(source):
+        end, logical = _heredoc_line(source, line_start, doc.expands)
+        text = logical.lstrip(b"\t") if doc.strip_tabs else logical
+        tabs = len(logical) - len(text)
+        if first:
+            begin, first = line_start + tabs, False
+        delimiter = doc.delimiter.encode("utf-8", "surrogatepass")
+        closes = text == delimiter or (
+            doc.in_substitution and re.fullmatch(re.escape(delimiter) + rb"[ \t]*\).*", text)
+        )
+        if closes:
+            return begin, line_start + tabs
+        if end >= len(source):
+            return begin, len(source)
+        line_start = end + 1
+    return None
+
+
+def _heredoc_line(source: bytes, start: int, joins: bool) -> tuple[int, bytes]:
+    """The newline ending the line of a here-document body that starts at `start` (or the
+    end of the source) and the line's text; `joins`: a backslash-newline continues it."""
+    pieces: list[bytes] = []
+    at = start
+    while True:
+        end = source.find(b"\n", at)
+        end = len(source) if end < 0 else end
+        piece = source[at:end]
+        backslashes = len(piece) - len(piece.rstrip(b"\\"))
+        if joins and end < len(source) and backslashes % 2 == 1:
+            pieces.append(piece[:-1])
+            at = end + 1
+            continue
+        pieces.append(piece)
+        return end, b"".join(pieces)
 
 
 def _joined_line(command: Node, source: bytes) -> int | None:
