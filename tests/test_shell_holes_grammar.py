@@ -206,6 +206,16 @@ HOLES = {
         {"x": "\ntouch CANARY\n"},
         "the here-document body at line 2 starts or ends elsewhere for bash",
     ),
+    "duplicating-redirect-target": (  # `>&WORD` with no number: bash expands WORD again
+        'echo building >& "${context.x}"',
+        {"x": "log" + TOUCH},
+        "the target of `>&`, which bash expands a second time",
+    ),
+    "duplicating-redirect-after-a-number": (
+        "echo hi 1>&1${context.x}",
+        {"x": SUBSCRIPT},
+        "the target of `>&`, which bash expands a second time",
+    ),
     "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
         "! ! eval ${context.x}",
         {"x": TOUCH},
@@ -279,6 +289,7 @@ def test_an_extglob_pattern_that_leaves_a_quote_open_is_refused(template: str) -
         ("cat <<EOF\nuser: `echo ${context.n}`\nEOF", "user: 3\n"),
         ("declare -i count=0; read -r count <<< ${context.n}; echo $count", "3\n"),
         ("RANDOM=${context.n}; echo $(( RANDOM == RANDOM ))", "0\n"),
+        ("exec 3>&1; echo hi >&${context.n}", "hi\n"),
         ('run() { echo "$1"; }\nrun ${context.n}', "3\n"),
     ],
 )
@@ -313,6 +324,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ('grep -e"${context.v}" /dev/null || echo none', "none\n"),
         ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
         ("eval 'x=1'; source /dev/null; printf %s ${context.v}", "-v $(x)"),
+        ("printf %s ${context.v} 2>&1 >/dev/null; echo ok >&1", "ok\n"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

@@ -991,7 +991,6 @@ _TRANSPARENT = frozenset(
         "concatenation",
         "variable_assignments",
         "herestring_redirect",
-        "file_redirect",
         "for_statement",
         "heredoc_body",
         "parenthesized_expression",
@@ -1134,6 +1133,23 @@ def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, sou
 def _unquoted(text: bytes) -> str:
     """Literal text of a word without its quote characters (`"`, `'`, `$'`)."""
     return re.sub(r"\$?['\"]", "", text.decode("utf-8", "surrogatepass"))
+
+
+SECOND_EXPANSION = "which bash expands a second time"
+"""Said of a position where a variable holding the value would be expanded again too."""
+
+
+def _step_redirect(state: _State, parent: Node, child: Node, *_: object) -> None:
+    """`>&WORD`, `<&WORD`: a WORD that is no file descriptor number is a file name to bash,
+    which it then expands a second time (`>&'a[$(cmd)]'` runs cmd), quoted or not."""
+    duplicates = any(c.type in (">&", "<&") for c in parent.children)
+    if duplicates and child.is_named and child.type != "file_descriptor":
+        state.mark(
+            Role.UNKNOWN,
+            f"the target of `{next(c.type for c in parent.children if c.type in ('>&', '<&'))}`, "
+            f"{SECOND_EXPANSION} when it is not a file descriptor number (a variable holding "
+            "the value too); write `>` (or `&>`) for a file",
+        )
 
 
 def _step_unset(state: _State, *_: object) -> None:
@@ -1356,6 +1372,7 @@ _STEPS: dict[str, Callable[..., None]] = {
     "array": _step_array,
     "variable_assignment": _step_variable_assignment,
     "declaration_command": _step_declaration,
+    "file_redirect": _step_redirect,
     "unset_command": _step_unset,
     "test_command": _step_test,
     "binary_expression": _step_binary,

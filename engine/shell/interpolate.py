@@ -33,7 +33,7 @@ from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
-from engine.shell.grammar import Flow, Layout, Position, layout
+from engine.shell.grammar import SECOND_EXPANSION, Flow, Layout, Position, layout
 from engine.shell.quoting import (
     Context,
     Raw,
@@ -400,10 +400,10 @@ def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
         )
     if position.role is Role.COMMENT:
         return f"text cannot go here: it is {where}; move it out of the comment"
+    by_variable = position.role is not Role.ARITHMETIC and SECOND_EXPANSION not in position.why
     return (
         f"text cannot go here: it is {where}; only an integer can — declare the parameter "
-        "`type: integer`, or convert with `| integer`"
-        + ("" if position.role is Role.ARITHMETIC else f", or {use_env}")
+        "`type: integer`, or convert with `| integer`" + (f", or {use_env}" if by_variable else "")
     )
 
 
