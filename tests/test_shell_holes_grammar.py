@@ -216,6 +216,16 @@ HOLES = {
         {"x": SUBSCRIPT},
         "the target of `>&`, which bash expands a second time",
     ),
+    "shell-behind-taskset": (  # taskset, strace, unshare... run the rest as a command
+        'taskset -c 0 bash -c "${context.x}"',
+        {"x": "touch CANARY"},
+        "the command string of `bash -c`",
+    ),
+    "shell-behind-an-unlisted-runner": (  # a code word is code whichever program runs it
+        "nice-wrapper --fast sh -c ${context.x}",
+        {"x": "touch CANARY"},
+        "the command string of `sh -c`, which runs as code, which `nice-wrapper` may run",
+    ),
     "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
         "! ! eval ${context.x}",
         {"x": TOUCH},

@@ -44,6 +44,8 @@ PAYLOAD = "touch CANARY"
         ('D=/dev; bash "$D/stdin" <<< ${context.t}', "bash"),
         # mapfile runs `CALLBACK INDEX 'LINE'`: eval or a function runs the line (hunt6)
         ("mapfile -t -C eval -c 1 lines <<< ${context.t}", "mapfile"),
+        ("echo ${context.t} | strace -o /dev/null bash", "strace"),
+        ("taskset -c 0 sh <<< ${context.t}", "taskset"),
         ("echo ${context.t} | { readarray -tC eval -c1 lines; }", "readarray"),
         ('run() { eval "$2"; }; mapfile -C run -c 1 lines <<< ${context.t}', "mapfile"),
     ],
@@ -68,6 +70,7 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
         ('echo ${context.t} | python3 "$HOME/../$HOME/x.py" 2>/dev/null || echo ran', "ran\n"),
         ("cat /dev/stdin <<< ${context.t}", f"{PAYLOAD}\n"),
         ("wc -l /dev/stdin <<< ${context.t}", "1 /dev/stdin\n"),
+        ("grep -c touch <<< ${context.t}; echo ${context.t} | grep -e bash -e sh || true", "1\n"),
         ("mapfile -t -C 'printf \"[%s]\"' -c 1 l <<< ${context.t}", f"[0][{PAYLOAD}]"),
     ],
 )

@@ -149,6 +149,28 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "xargs": _Wrapper(
         frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"})
     ),
+    # programs that run the rest of their words as a command (options taking an argument
+    # listed as far as they matter; what is missed makes a later word the command: refused)
+    "taskset": _Wrapper(operands=1),
+    "strace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-P"})),
+    "ltrace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F"})),
+    "unshare": _Wrapper(frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w"})),
+    "nsenter": _Wrapper(frozenset({"-t", "-S", "-G", "-r", "-w", "--target"})),
+    "setpriv": _Wrapper(frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"})),
+    "chrt": _Wrapper(operands=1),
+    "fakeroot": _Wrapper(frozenset({"-s", "-i", "-l", "-b"})),
+    "firejail": _Wrapper(),
+    "prlimit": _Wrapper(frozenset({"-p", "--pid"})),
+    "numactl": _Wrapper(frozenset({"-N", "-m", "-C", "-p", "-i", "-P"})),
+    "valgrind": _Wrapper(),
+    "eatmydata": _Wrapper(),
+    "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
+    "torsocks": _Wrapper(frozenset({"-a", "-P", "-u", "-p"})),
+    "proxychains": _Wrapper(frozenset({"-f"})),
+    "proxychains4": _Wrapper(frozenset({"-f"})),
+    "dbus-run-session": _Wrapper(frozenset({"--config-file", "--dbus-daemon"})),
+    "tini": _Wrapper(frozenset({"-p", "-e"})),
+    "ssh-agent": _Wrapper(frozenset({"-a", "-E", "-P", "-t"})),
 }
 
 WRAPPER_OPERANDS = {name: wrapper.operands for name, wrapper in _WRAPPERS.items()}
@@ -267,6 +289,29 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
         return _interpreter_role(base, interpreter, words, index)
+    return _hidden_code(base, words, index, depth, functions)
+
+
+_WRITES_ITS_WORDS = frozenset({"echo", "printf"})
+
+
+def _hidden_code(
+    base: str, words: list[Word], index: int, depth: int, functions: frozenset[str]
+) -> Verdict:
+    """The word of a program not listed here: data, unless a shell or interpreter among the
+    words before it is given code with `-c`/`-e` and the word is that code: many programs run
+    the rest of their words as a command (`taskset -c 0 bash -c CODE`, `strace sh -c CODE`,
+    `unshare -r perl -e CODE`), and a code word is code whichever runs it."""
+    if base in _WRITES_ITS_WORDS:
+        return VALUE
+    for k in range(1, index):
+        word = words[k]
+        name = "" if word is None else word.rsplit("/", 1)[-1]
+        if name not in _SHELLS and _INTERPRETER_ALIASES.get(name, name) not in _INTERPRETERS:
+            continue
+        verdict = _role(words[k:], index - k, depth + 1, functions)
+        if verdict.role is Role.CODE and verdict.why.startswith((COMMAND_STRING, "the argument")):
+            return Verdict(Role.CODE, f"{verdict.why}, which `{base}` may run as a command")
     return VALUE
 
 
