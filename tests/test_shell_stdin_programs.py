@@ -46,6 +46,8 @@ PAYLOAD = "touch CANARY"
         ("mapfile -t -C eval -c 1 lines <<< ${context.t}", "mapfile"),
         ("echo ${context.t} | strace -o /dev/null bash", "strace"),
         ("taskset -c 0 sh <<< ${context.t}", "taskset"),
+        ("echo ${context.t} | at now", "at"),
+        ("crontab - <<< ${context.t}", "crontab"),
         ("echo ${context.t} | { readarray -tC eval -c1 lines; }", "readarray"),
         ('run() { eval "$2"; }; mapfile -C run -c 1 lines <<< ${context.t}', "mapfile"),
     ],

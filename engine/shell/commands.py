@@ -198,6 +198,8 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
         return True
     if _callback_runs_lines(words, functions):
         return True
+    if _base(words) in _SCHEDULERS:
+        return True  # `echo X | at now`: the commands it reads run later
     if any(
         word is not None
         and _INPUT_FILE.search(posixpath.normpath(word))
@@ -209,6 +211,15 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     base = "" if name is None else name.rsplit("/", 1)[-1]
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
+
+
+_SCHEDULERS = frozenset({"at", "batch", "crontab"})
+"""Programs that run what they read as shell commands later (`at`, `batch`) or install it to
+be run (`crontab`)."""
+
+
+def _base(words: Sequence[Word]) -> str:
+    return (words[0] or "").rsplit("/", 1)[-1] if words else ""
 
 
 def _callback_runs_lines(words: Sequence[Word], functions: frozenset[str]) -> bool:
