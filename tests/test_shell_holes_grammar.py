@@ -226,6 +226,11 @@ HOLES = {
         {"x": "touch CANARY"},
         "the command string of `sh -c`, which runs as code, which `nice-wrapper` may run",
     ),
+    "exported-function-in-a-child-shell": (  # the child shell runs the script's function
+        'run() { eval "$1"; }; export -f run\nbash -c \'run "$1"\' _ ${context.x}',
+        {"x": "touch CANARY"},
+        "passed to a shell that inherits the functions this script exports (`export -f` at line 1)",
+    ),
     "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
         "! ! eval ${context.x}",
         {"x": TOUCH},

@@ -73,7 +73,8 @@ _CODE_ALL = {
     "script": "an argument of `script`, which can run a command",
 }
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+_SHELLS = SHELLS
 
 # Interpreters: the options after which the next word is a program text, and options that take
 # an argument (which is then a value); the first non-option word is a script file (code).

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
     COMMAND_STRING,
+    SHELLS,
     WRAPPER_ARGUMENTS,
     WRAPPER_OPERANDS,
     Role,
@@ -573,6 +574,8 @@ class _Facts:
     brackets: frozenset[int] = frozenset()  # where `_parse` replaced a `[` command
     integer_declaration: str = ""
     """The first declaration that may make a variable integer (`declare -i n` at line 3)."""
+    exported_function: str = ""
+    """Where the script exports a function (`export -f f`), which a child shell inherits."""
     unseen_code: str = ""
     """Where the script runs code the engine cannot read (`source <(...)`, a
     `command_not_found_handle`), which could define a function any command name calls."""
@@ -637,6 +640,9 @@ class _Facts:
         self, words: list[str | None], children: list[Node], node: Node, source: bytes
     ) -> None:
         integer, nameref, unknown = declare_flags(words)
+        if not self.exported_function and _exports_functions(words):
+            line, _ = _point(source, node.start_byte)
+            self.exported_function = f"`{' '.join(w or '…' for w in words[:2])}` at line {line}"
         if not self.integer_declaration and (
             integer or (unknown and words[0] in ("declare", "typeset", "local"))
         ):
@@ -661,6 +667,14 @@ class _Facts:
         (self.integer_names if integer else self.nameref_names).update(names)
         if integer and nameref:
             self.nameref_names.update(names)
+
+
+def _exports_functions(words: list[str | None]) -> bool:
+    """`export -f NAME`, `declare -fx NAME` (flags known only at run time count)."""
+    flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-" and w != "--")
+    unknown = any(w is None for w in words[1:])
+    exporting = words[0] == "export" or "x" in flags
+    return exporting and ("f" in flags or (unknown and words[0] != "local"))
 
 
 _DECLARATIONS_AS_COMMANDS = frozenset({"declare", "typeset", "local", "export", "readonly"})
@@ -1244,6 +1258,14 @@ def _step_command(
     state.mark(verdict.role, verdict.why)
     state.function = state.function or verdict.function
     state.opened_by = verdict.opened_by
+    if facts.exported_function and any(
+        w is not None and w.rsplit("/", 1)[-1] in SHELLS for w in words
+    ):
+        state.mark(
+            Role.UNKNOWN,
+            f"passed to a shell that inherits the functions this script exports "
+            f"({facts.exported_function}): ll-loop does not follow values into functions",
+        )
 
 
 _STOPS_AT_OPERAND = frozenset({"echo", "printf"})
