@@ -179,6 +179,17 @@ EVALUATED_POSITIONS: dict[str, str] = {
     "backslash": "echo \\{v}",
     "heredoc-delimiter": "cat <<{v}\nx\n{v}\n",
     "function-arg": 'f() {{ printf "%s" "$1"; }}; f {v}',
+    # hunt6: bash's own evaluating variables, aliases, unseen functions, `>&`, option words
+    "random-seed": "RANDOM={v}",
+    "optind-read": "read -r OPTIND <<< {v}",
+    "ps4": "PS4={v}; set -x; true",
+    "bash-env": "BASH_ENV={v} bash -c true",
+    "alias-expansion": "shopt -s expand_aliases\nalias e=echo\ne {v}",
+    "eval-defined-function": "eval 'f() {{ :; }}'\nf {v}",
+    "sourced-substitution": "source <(echo)\necho {v}",
+    "duplicating-redirect": "echo hi >&{v} 2>/dev/null; true",
+    "sed-option-word": "sed -es/a/b/ -e{v} /dev/null",
+    "declare-written-list": 'declare -a a="({v})"',
 }
 
 TYPES = ValueTypes(commands=frozenset({"cmd"}))
@@ -291,7 +302,10 @@ _TOKENS = ["echo", "printf '%s'", "cat", "x=", "a[1]=", "$x", '"', "'", "$(", ")
            "<<'EOF'\n", "<<-EOF\n", "<<<", "case a in", "a)", "esac", "if true; then", "fi",
            "for i in 1; do", "done", "[[", "]]", "-eq", "==", "=~", "[", "]", "((", "))", "$((",
            "let", "declare -i", "eval", "bash -c", "trap", "printf -v", "read", "$'", "$\"",
-           "${X:-", "${", "!", "=", ">", "<", ":", "true", "f()", "local", "export"]  # fmt: skip
+           "${X:-", "${", "!", "=", ">", "<", ":", "true", "f()", "local", "export",
+           ">&", "RANDOM=", "PS4=", "declare -a a=", "xargs tar -cf x", "mapfile -C eval",
+           "shopt -s expand_aliases", "alias e=eval", "bash /dev/stdin", "sed -e",
+           "perl -ne print"]  # fmt: skip
 _HOLE = "${context.v}"
 soup = st.lists(st.sampled_from([*_TOKENS, _HOLE, _HOLE, _HOLE]), min_size=1, max_size=14).map(
     " ".join

@@ -115,11 +115,121 @@ HOLES = {
         {"x": SUBSCRIPT},
         "declares an integer variable (`declare` with run-time flags at line 1)",
     ),
+    "random-seeded-from-a-value": (  # RANDOM is integer: its assignment is arithmetic
+        "RANDOM=${context.x}\necho $((RANDOM % 6))",
+        {"x": SUBSCRIPT},
+        "writes to `RANDOM` (line 1), which bash evaluates as arithmetic",
+    ),
+    "optind-read": (
+        "read -r OPTIND <<< ${context.x}",
+        {"x": SUBSCRIPT},
+        "writes to `OPTIND` (line 1), which bash evaluates as arithmetic",
+    ),
+    "srandom-printf-v": (
+        "printf -vSRANDOM %s ${context.x}",
+        {"x": SUBSCRIPT},
+        "writes to `SRANDOM` (line 1), which bash evaluates as arithmetic",
+    ),
+    "ps4-expanded-by-xtrace": (
+        'PS4="+ ${context.x} "\nset -x\ntrue',
+        {"x": TOUCH},
+        "writes to `PS4` (line 1), whose text bash expands",
+    ),
+    "bash-env-expanded-by-a-child": (
+        "export BASH_ENV=${context.x}\nbash -c true",
+        {"x": TOUCH},
+        "writes to `BASH_ENV` (line 1), whose text bash expands",
+    ),
+    "sed-script-in-an-option-word": (  # `-e"${...}"` is a second script, not a file
+        'echo a | sed -es/a/b/ -e"${context.x}"',
+        {"x": "1e touch CANARY"},
+        "an option of `sed` (the value is part of the option word `-e...`)",
+    ),
+    "option-word-after-an-empty-value": (  # `${a}-e${x}` is `-e...` when a is empty
+        "echo a | sed -es/a/b/ ${context.a}-e${context.x}",
+        {"a": "", "x": "1e touch CANARY"},
+        "an option of `sed` (the value is part of the option word `-e...`)",
+    ),
+    "perl-code-in-an-option-word": (
+        "perl -e'print 1;' -e${context.x}",
+        {"x": 'system("touch CANARY")'},
+        "an option of `perl` (the value is part of the option word `-e...`)",
+    ),
+    "alias-for-eval": (  # aliases are expanded once the script turns them on
+        "shopt -s expand_aliases\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`shopt` at line 1)",
+    ),
+    "alias-in-posix-mode": (  # POSIX mode expands aliases too
+        "set -o posix\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`set` at line 1)",
+    ),
+    "declare-value-written-as-a-list": (  # declare parses "(...)" as an array assignment
+        'declare -a a="(${context.x})"',
+        {"x": TOUCH},
+        "inside a `declare` value written as `(...)`",
+    ),
     "function-argument": (
         'run() { eval "$1"; }\nrun ${context.x}',
         {"x": "touch CANARY"},
         "an argument of `run`, a function this script defines: ll-loop does not follow values "
         "into functions",
+    ),
+    "function-defined-by-eval": (  # the function is as real as one written out
+        "eval 'run() { eval \"$1\"; }'\nrun ${context.x}",
+        {"x": "touch CANARY"},
+        "an argument of `run`, a function this script defines",
+    ),
+    "aliases-turned-on-by-eval": (
+        "eval 'shopt -s expand_aliases'\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`shopt` at line 1 (in the `eval` at line 1))",
+    ),
+    "function-from-a-sourced-substitution": (
+        "source <(echo 'run() { eval \"$1\"; }')\nrun ${context.x}",
+        {"x": "touch CANARY"},
+        "runs code the engine cannot read (`source` at line 1)",
+    ),
+    "command-not-found-handler": (
+        'command_not_found_handle() { eval "$2"; }\nnosuchcommand ${context.x}',
+        {"x": "touch CANARY"},
+        "runs code the engine cannot read (a `command_not_found_handle` function)",
+    ),
+    "backslash-line-in-a-quoted-heredoc": (  # bash: the body is `\`, then EOF ends it
+        "cat <<'EOF'\n\\\nEOF\n${context.x}\nEOF",
+        {"x": TOUCH},
+        "the here-document body at line 2 starts or ends elsewhere for bash",
+    ),
+    "backslash-line-before-a-heredoc-delimiter": (  # bash joins `\` + newline + `EOF`: `EOF`
+        "cat <<EOF\n\\\nEOF\n${context.x}\nEOF",
+        {"x": "\ntouch CANARY\n"},
+        "the here-document body at line 2 starts or ends elsewhere for bash",
+    ),
+    "duplicating-redirect-target": (  # `>&WORD` with no number: bash expands WORD again
+        'echo building >& "${context.x}"',
+        {"x": "log" + TOUCH},
+        "the target of `>&`, which bash expands a second time",
+    ),
+    "duplicating-redirect-after-a-number": (
+        "echo hi 1>&1${context.x}",
+        {"x": SUBSCRIPT},
+        "the target of `>&`, which bash expands a second time",
+    ),
+    "shell-behind-taskset": (  # taskset, strace, unshare... run the rest as a command
+        'taskset -c 0 bash -c "${context.x}"',
+        {"x": "touch CANARY"},
+        "the command string of `bash -c`",
+    ),
+    "shell-behind-an-unlisted-runner": (  # a code word is code whichever program runs it
+        "nice-wrapper --fast sh -c ${context.x}",
+        {"x": "touch CANARY"},
+        "the command string of `sh -c`, which runs as code, which `nice-wrapper` may run",
+    ),
+    "exported-function-in-a-child-shell": (  # the child shell runs the script's function
+        'run() { eval "$1"; }; export -f run\nbash -c \'run "$1"\' _ ${context.x}',
+        {"x": "touch CANARY"},
+        "passed to a shell that inherits the functions this script exports (`export -f` at line 1)",
     ),
     "double-negation": (  # tree-sitter-bash reads the second `!` as a command name
         "! ! eval ${context.x}",
@@ -193,6 +303,8 @@ def test_an_extglob_pattern_that_leaves_a_quote_open_is_refused(template: str) -
         ("cat <<EOF\nsum: $[ ${context.n} * 2 ]\nEOF", "sum: 6\n"),
         ("cat <<EOF\nuser: `echo ${context.n}`\nEOF", "user: 3\n"),
         ("declare -i count=0; read -r count <<< ${context.n}; echo $count", "3\n"),
+        ("RANDOM=${context.n}; echo $(( RANDOM == RANDOM ))", "0\n"),
+        ("exec 3>&1; echo hi >&${context.n}", "hi\n"),
         ('run() { echo "$1"; }\nrun ${context.n}', "3\n"),
     ],
 )
@@ -219,6 +331,15 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ('f() { local x="${context.v}"; echo "$x"; }; f', "-v $(x)\n"),
         ("greet() { printf 'hi %s\\n' \"${context.v}\"; }\ngreet", "hi -v $(x)\n"),
         ('greet() { printf \'hi %s\\n\' "$1"; }\ngreet "$LL_CONTEXT_v"', "hi \n"),
+        (
+            'n=$((RANDOM % 1)); OPTIND=1; shift $((OPTIND - 1)); printf %s "$n${context.v}"',
+            "0-v $(x)",
+        ),
+        ('python3 -c "import sys; print(sys.argv[1])" --name=${context.v}', "--name=-v $(x)\n"),
+        ('grep -e"${context.v}" /dev/null || echo none', "none\n"),
+        ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
+        ("eval 'x=1'; source /dev/null; printf %s ${context.v}", "-v $(x)"),
+        ("printf %s ${context.v} 2>&1 >/dev/null; echo ok >&1", "ok\n"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:
@@ -244,6 +365,8 @@ _WHOLE_SCRIPT = {
     "heredoc-in-a-pattern",
     "newline-after-a-plain-==",
     "operators-in-a-bracket-pattern",
+    "backslash-line-in-a-quoted-heredoc",
+    "backslash-line-before-a-heredoc-delimiter",
 }
 _ACTION_LINE = 20  # the block scalar of `loop_yaml` starts on this line
 

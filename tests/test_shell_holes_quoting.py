@@ -135,6 +135,69 @@ def test_option_shaped_values_are_refused_at_the_start_of_an_argument(
     assert "would read it as an option" in refused(template, v=value)
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "echo a | sed -e s/a/b/ ${context.a}${context.v}",
+        'tar -cf x.tar --checkpoint=1 "${context.a}${context.v}" f',
+        "git log $EMPTY${context.v}",
+    ],
+)
+def test_an_option_after_a_value_or_variable_that_may_be_empty_is_refused(template: str) -> None:
+    """With `a` empty, `${a}${v}` is `v` alone: tar ran a `--checkpoint-action=exec=` (hunt6)."""
+    value = f"--checkpoint-action=exec=touch {MARKER}"
+    assert "would read it as an option" in refused(template, a="", v=value)
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        (
+            "echo ${context.v} | xargs tar -cf x.tar --checkpoint=1 f",
+            '"--checkpoint-action=exec=x"',
+        ),
+        ("printf '%s\\n' ${context.v} | xargs -d '\\n' tar -cf x.tar f", "--to-command=x"),
+        ("xargs -a <(echo ${context.v}) git log", "a --output=x"),
+        ("sudo xargs ls <<< ${context.v}", "-la"),
+        ("echo ${context.v} | xargs -d , ls", "a,-la"),
+    ],
+)
+def test_a_value_xargs_would_pass_on_as_an_option_is_refused(template: str, value: str) -> None:
+    """xargs splits its input into the command's arguments, quotes and all: a value
+    `"--checkpoint-action=exec=touch CANARY"` piped into `xargs tar ...` ran it (hunt6)."""
+    assert "a piece starting with `-` would be an option" in refused(template, v=value)
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("echo ${context.v} | xargs -n1 basename", "a/b c-d"),
+        ("printf '%s\\n' ${context.v} | xargs rm -f --", "-rf"),
+        ("echo ${context.v} | xargs -d , echo", "a,-n"),
+    ],
+)
+def test_xargs_input_without_options_or_after_dashdash_renders(template: str, value: str) -> None:
+    assert run_bash(render(template, v=value)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "env -u test tar -cf x.tar --checkpoint=1 f ${context.v}",
+        "sudo -u echo tar -cf x.tar --checkpoint=1 f ${context.v}",
+    ],
+)
+def test_a_wrapper_option_argument_is_not_taken_for_the_program(template: str) -> None:
+    """`env -u test tar ...`: `test` is the variable `-u` unsets; read as the program (which
+    takes no options) it let tar's `--checkpoint-action=exec=` through (hunt6)."""
+    reason = refused(template, v=f"--checkpoint-action=exec=touch {MARKER}")
+    assert "`tar` would read it as an option" in reason
+
+
+def test_a_wrapper_option_argument_is_not_taken_for_the_program_either_way() -> None:
+    assert run_bash(render("nice -n 10 printf %s ${context.v}", v="-x")).stdout == "-x"
+
+
 def test_tar_option_does_not_run_when_written_after_dashdash() -> None:
     script = render(
         "touch f; tar -cf x.tar f; mkdir out; tar -xf x.tar -C out -- ${context.v}; true",
@@ -170,6 +233,65 @@ def test_dash_values_are_data_after_dashdash_inside_a_word_or_after_an_operand(
     template: str,
 ) -> None:
     render(template, v="--flag")
+
+
+@pytest.mark.parametrize(
+    "template, value",
+    [
+        ("perl -ne print ${context.v}", f"touch {MARKER}|"),
+        ("perl -pe1 ./${context.v}", f"x; touch {MARKER} |"),
+        ("sudo -u root perl -e 'print while <>' -- \"${context.v}\"", f" touch {MARKER}|"),
+        ("perl ./count.pl ${context.v}", f">{MARKER}"),
+    ],
+)
+def test_a_value_perl_would_open_as_a_command_or_for_writing_is_refused(
+    template: str, value: str
+) -> None:
+    """perl's `<>` (`-n`, `-p`) opens each argument with two-argument `open`, which reads a
+    mode from the name: `cmd|` ran cmd (hunt6), `>f` truncates f."""
+    assert "`perl` may open this argument with a mode read from its text" in refused(
+        template, v=value
+    )
+
+
+def test_a_plain_path_still_reaches_perl() -> None:
+    ran = run_bash(render("printf 'a\\n' > 'in put'; perl -ne print ${context.v}", v="in put"))
+    assert (ran.returncode, ran.stdout) == (0, "a\n")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "declare -a a=${context.v}",
+        'typeset -A m="${context.v}"',
+        "declare -a a+=${context.v}",
+        'a=(1); declare a="${context.v}"',
+        'f() { local -a a="${context.v}"; }; f',
+        'declare -a a="${context.v} (x)"',
+        'declare -a a="${context.v}$b"',
+    ],
+)
+def test_a_value_declare_would_parse_as_an_array_assignment_is_refused(template: str) -> None:
+    """`declare -a a="($(cmd))"` ran cmd (hunt6): given an array, declare parses a value that
+    reads `(...)` as an array assignment and expands it again, quoted or not."""
+    reason = refused(template, v=f"($(touch {MARKER}))")
+    assert "could parse as an array assignment and expand again" in reason
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("declare -a a=x${context.v}", f"($(touch {MARKER}))"),
+        ("a=${context.v}", f"($(touch {MARKER}))"),
+        ('declare -a a="${context.v}"', f"($(touch {MARKER})) is not closed"),
+        ('f() { local -a a="${context.v} x"; }; f', f"($(touch {MARKER}))"),
+    ],
+)
+def test_a_parenthesised_value_after_text_or_outside_declare_is_data(
+    template: str, value: str
+) -> None:
+    ran = run_bash(render(template, v=value))
+    assert (ran.returncode, ran.created) == (0, [])
 
 
 @pytest.mark.parametrize("value", [-3, "-3", "-2.5"])

@@ -34,6 +34,22 @@ PAYLOAD = "touch CANARY"
         ("env sh -c 'cat | sh' <<< ${context.t}", "env"),
         ("echo ${context.t} | sudo bash -c 'python3'", "sudo"),
         ('bash -c "$SCRIPT" <<< ${context.t}', "bash"),
+        # a program file that names the input (hunt6: each of these ran the value)
+        ("bash /dev/stdin <<< ${context.t}", "bash"),
+        ("echo ${context.t} | sh /proc/self/fd/0", "sh"),
+        ("python3 /dev/fd/0 <<< ${context.t}", "python3"),
+        ("awk -f /dev/stdin <<< ${context.t}", "awk"),
+        ("sed -n -f /dev//stdin notes.txt <<< ${context.t}", "sed"),
+        ("perl /dev/stdin <<< ${context.t}", "perl"),
+        ('D=/dev; bash "$D/stdin" <<< ${context.t}', "bash"),
+        # mapfile runs `CALLBACK INDEX 'LINE'`: eval or a function runs the line (hunt6)
+        ("mapfile -t -C eval -c 1 lines <<< ${context.t}", "mapfile"),
+        ("echo ${context.t} | strace -o /dev/null bash", "strace"),
+        ("taskset -c 0 sh <<< ${context.t}", "taskset"),
+        ("echo ${context.t} | at now", "at"),
+        ("crontab - <<< ${context.t}", "crontab"),
+        ("echo ${context.t} | { readarray -tC eval -c1 lines; }", "readarray"),
+        ('run() { eval "$2"; }; mapfile -C run -c 1 lines <<< ${context.t}', "mapfile"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -54,6 +70,10 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
         ("echo ${context.t} | tr a-z A-Z", f"{PAYLOAD.upper()}\n"),
         ("sort <<EOF\n${context.t}\nEOF", f"{PAYLOAD}\n"),
         ('echo ${context.t} | python3 "$HOME/../$HOME/x.py" 2>/dev/null || echo ran', "ran\n"),
+        ("cat /dev/stdin <<< ${context.t}", f"{PAYLOAD}\n"),
+        ("wc -l /dev/stdin <<< ${context.t}", "1 /dev/stdin\n"),
+        ("grep -c touch <<< ${context.t}; echo ${context.t} | grep -e bash -e sh || true", "1\n"),
+        ("mapfile -t -C 'printf \"[%s]\"' -c 1 l <<< ${context.t}", f"[0][{PAYLOAD}]"),
     ],
 )
 def test_programs_that_read_their_input_as_data_take_any_value(template: str, output: str) -> None:

@@ -15,6 +15,8 @@ documented in docs/format.md.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -43,6 +45,9 @@ class Verdict:
     why: str = ""
     function: str = ""
     """The script's own function the word is passed to (its body is not followed)."""
+    opened_by: str = ""
+    """A program that may open the word with a mode read from its text (perl's `<>` and
+    two-argument `open`: `cmd|` runs cmd, `>f` truncates f)."""
 
 
 VALUE = Verdict(Role.VALUE)
@@ -68,7 +73,8 @@ _CODE_ALL = {
     "script": "an argument of `script`, which can run a command",
 }
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+_SHELLS = SHELLS
 
 # Interpreters: the options after which the next word is a program text, and options that take
 # an argument (which is then a value); the first non-option word is a script file (code).
@@ -144,27 +150,104 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "xargs": _Wrapper(
         frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"})
     ),
+    # programs that run the rest of their words as a command (options taking an argument
+    # listed as far as they matter; what is missed makes a later word the command: refused)
+    "taskset": _Wrapper(operands=1),
+    "strace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-P"})),
+    "ltrace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F"})),
+    "unshare": _Wrapper(frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w"})),
+    "nsenter": _Wrapper(frozenset({"-t", "-S", "-G", "-r", "-w", "--target"})),
+    "setpriv": _Wrapper(frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"})),
+    "chrt": _Wrapper(operands=1),
+    "fakeroot": _Wrapper(frozenset({"-s", "-i", "-l", "-b"})),
+    "firejail": _Wrapper(),
+    "prlimit": _Wrapper(frozenset({"-p", "--pid"})),
+    "numactl": _Wrapper(frozenset({"-N", "-m", "-C", "-p", "-i", "-P"})),
+    "valgrind": _Wrapper(),
+    "eatmydata": _Wrapper(),
+    "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
+    "torsocks": _Wrapper(frozenset({"-a", "-P", "-u", "-p"})),
+    "proxychains": _Wrapper(frozenset({"-f"})),
+    "proxychains4": _Wrapper(frozenset({"-f"})),
+    "dbus-run-session": _Wrapper(frozenset({"--config-file", "--dbus-daemon"})),
+    "tini": _Wrapper(frozenset({"-p", "-e"})),
+    "ssh-agent": _Wrapper(frozenset({"-a", "-E", "-P", "-t"})),
 }
 
 WRAPPER_OPERANDS = {name: wrapper.operands for name, wrapper in _WRAPPERS.items()}
 """Commands that run the command after their options (and this many operands)."""
+WRAPPER_ARGUMENTS = {name: wrapper.with_argument for name, wrapper in _WRAPPERS.items()}
+"""The options of each wrapper that take the next word as their argument (`sudo -u USER`)."""
 
 # Builtins whose arguments are variable names, or after which one is: (option → role of its
 # argument); `None` for the role of the other operands.
 _NAME_OPTION = frozenset({"-v", "-R"})
 
 
+_INPUT_FILE = re.compile(r"(?:^|/)(?:stdin|fd/[0-9]+)$")
+"""A file that is what a program reads (`/dev/stdin`, `/dev/fd/3`, `/proc/self/fd/0`)."""
+
+
 def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset()) -> bool:
     """Whether the simple command `words` may run what it reads on stdin as a program: its
     next word would be code (`bash`, `python3`, `ssh host`, `parallel`), or not classified (a
-    name known only at run time, a function of the script), or an interpreter given `-`."""
+    name known only at run time, a function of the script), an interpreter given `-`, or a
+    program file naming an input (`bash /dev/stdin`, `awk -f /dev/fd/3`: any input redirection
+    of the command counts)."""
     extended = [*words, "script.txt"]
     if argument_role(extended, len(words), functions).role in (Role.CODE, Role.UNKNOWN):
         return True
+    if _callback_runs_lines(words, functions):
+        return True
+    if _base(words) in _SCHEDULERS:
+        return True  # `echo X | at now`: the commands it reads run later
+    if any(
+        word is not None
+        and _INPUT_FILE.search(posixpath.normpath(word))
+        and argument_role(words, index, functions).role is Role.CODE
+        for index, word in enumerate(words[1:], start=1)
+    ):
+        return True  # `bash /dev/stdin`, `awk -f /dev/fd/0`: the program is what it reads
     name = words[0] if words else None
     base = "" if name is None else name.rsplit("/", 1)[-1]
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
+
+
+_SCHEDULERS = frozenset({"at", "batch", "crontab"})
+"""Programs that run what they read as shell commands later (`at`, `batch`) or install it to
+be run (`crontab`)."""
+
+
+def _base(words: Sequence[Word]) -> str:
+    return (words[0] or "").rsplit("/", 1)[-1] if words else ""
+
+
+def _callback_runs_lines(words: Sequence[Word], functions: frozenset[str]) -> bool:
+    """`mapfile -C CALLBACK`: bash runs `CALLBACK INDEX 'LINE'` for the lines it reads, so a
+    callback that evaluates its arguments (`eval`, a function of the script, one not written
+    out) runs what it reads."""
+    base = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if base not in ("mapfile", "readarray"):
+        return False
+    k = 1
+    while k < len(words):
+        word = words[k]
+        if word is None or word == "--" or not word.startswith("-"):
+            return False
+        for at, flag in enumerate(word[1:], start=2):
+            if flag not in "dnOsucC":
+                continue
+            argument = word[at:] or (words[k + 1] if k + 1 < len(words) else "")
+            k += 0 if word[at:] else 1
+            if flag == "C":
+                if argument is None:
+                    return True
+                line = [*argument.split(), "0", "line"]
+                return argument_role(line, len(line) - 1, functions).role is not Role.VALUE
+            break
+        k += 1
+    return False
 
 
 def argument_role(
@@ -218,6 +301,29 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
         return _interpreter_role(base, interpreter, words, index)
+    return _hidden_code(base, words, index, depth, functions)
+
+
+_WRITES_ITS_WORDS = frozenset({"echo", "printf"})
+
+
+def _hidden_code(
+    base: str, words: list[Word], index: int, depth: int, functions: frozenset[str]
+) -> Verdict:
+    """The word of a program not listed here: data, unless a shell or interpreter among the
+    words before it is given code with `-c`/`-e` and the word is that code: many programs run
+    the rest of their words as a command (`taskset -c 0 bash -c CODE`, `strace sh -c CODE`,
+    `unshare -r perl -e CODE`), and a code word is code whichever runs it."""
+    if base in _WRITES_ITS_WORDS:
+        return VALUE
+    for k in range(1, index):
+        word = words[k]
+        name = "" if word is None else word.rsplit("/", 1)[-1]
+        if name not in _SHELLS and _INTERPRETER_ALIASES.get(name, name) not in _INTERPRETERS:
+            continue
+        verdict = _role(words[k:], index - k, depth + 1, functions)
+        if verdict.role is Role.CODE and verdict.why.startswith((COMMAND_STRING, "the argument")):
+            return Verdict(Role.CODE, f"{verdict.why}, which `{base}` may run as a command")
     return VALUE
 
 
@@ -441,6 +547,19 @@ def _shell_role(base: str, words: list[Word], index: int) -> Verdict:
     return VALUE  # $0 and the positional parameters
 
 
+def _perl_code(word: str) -> str | None:
+    """Where a perl switch word puts its `-e` code: "next" word (`-ne`), "attached" (`-pe1`),
+    or None (no `-e`/`-E`, or a switch such as `-i` or `-M` that takes the rest of the word)."""
+    if word.startswith("--"):
+        return None
+    for k, switch in enumerate(word[1:], start=1):
+        if switch in "eE":
+            return "attached" if word[k + 1 :] else "next"
+        if switch in "iIMmFxdDCV0":
+            return None
+    return None
+
+
 def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int) -> Verdict:
     """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file."""
     code_options, value_options = _INTERPRETERS[interpreter]
@@ -465,9 +584,24 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                     return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
                 program_given = True
                 i += 2
+                if interpreter == "python":
+                    break  # python reads no options after `-c CODE` / `-m MODULE`: its argv
                 continue
-            if any(word.startswith(o) and len(o) == 2 for o in code_options):
+            bundled = _perl_code(word) if interpreter == "perl" else None
+            if bundled == "next":  # `-ne CODE`, `-lane CODE`
+                if i + 1 == index:
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
+                program_given = True
+                i += 2
+                continue
+            if bundled == "attached" or (
+                interpreter != "perl"
+                and any(word.startswith(o) and len(o) == 2 for o in code_options)
+            ):
                 program_given = True  # `-e'code'` written in one word
+                if interpreter == "python":
+                    i += 1
+                    break
             if word in value_options:
                 if i + 1 == index:
                     return VALUE
@@ -481,4 +615,4 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
     if index == i and not program_given:
         what = "program" if interpreter in ("awk", "sed") else "script"
         return Verdict(Role.CODE, f"the {what} `{base}` runs")
-    return VALUE
+    return Verdict(Role.VALUE, opened_by=base) if interpreter == "perl" else VALUE

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
     COMMAND_STRING,
+    SHELLS,
+    WRAPPER_ARGUMENTS,
     WRAPPER_OPERANDS,
     Role,
     Verdict,
@@ -57,6 +59,19 @@ class Position:
     """The command (`git`, or `?` when its name is not literal) whose option parser reads the
     argument word this hole starts, with no `--` before it: a value starting with `-` would be
     an option. None when the hole does not start an argument word."""
+    opened_by: str = ""
+    """A program (`perl`) that may open the argument word this hole is in with a mode read
+    from its text (`cmd|` runs cmd): a value holding `|`, `<` or `>` is refused there."""
+    compound_of: str = ""
+    """The declaration (`declare`, `local`, ...) whose assigned value this hole starts: a value
+    starting with `(` could make it an array assignment that bash expands again."""
+    compound_tail: bool = False
+    """With `compound_of`: the hole also ends the value, so only a value that ends with `)`
+    too can (a value `(a) text` cannot)."""
+    split_by: str = ""
+    """The `xargs` command (`xargs tar -cf x.tar`) whose input this hole's text reaches: xargs
+    splits it into arguments of the command, so a piece starting with `-` would be an option.
+    Its delimiter option (`xargs -d ,`) is part of it: then any `-` is refused."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +139,9 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     text = "".join(literals)
     facts = _Facts.of(root, source, text, full=with_flows)
     facts.brackets = brackets
+    facts.evaluating_write = _evaluating_write(root, source, text)
+    facts.alias_expansion = _alias_expansion(root, source, text)
+    _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
         problem = "the bash grammar would read it unlike bash: " + misread
@@ -309,6 +327,26 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the grammar reads on past the end of the command at line {line}, column "
                 f"{column} (a newline, `;`, `|` or `&` after it), as if it were one command"
             )
+    bodies = {
+        (body.parent.start_byte, body.parent.end_byte): (body, doc)
+        for body, doc in facts.heredocs
+        if body.parent is not None
+    }
+    for redirect in _captures(root, "heredoc") if b"<<" in source else []:
+        _, doc = bodies.get((redirect.start_byte, redirect.end_byte), (None, None))
+        if doc is None:  # no body to the grammar: bash must find none either
+            span = _bash_heredoc_body(redirect, source, _empty_heredoc(redirect))
+            if span is None or span[0] == span[1]:
+                continue
+            line, _ = _point(source, redirect.start_byte)
+            return f"the here-document at line {line} has a body for bash, none for the grammar"
+        span = _bash_heredoc_body(redirect, source, doc)
+        if span is None or not _same_body(source, span, (doc.start, doc.end)):
+            line, _ = _point(source, doc.start if span is None else span[0])
+            return (
+                f"the here-document body at line {line} starts or ends elsewhere for bash "
+                "(a backslash at the end of a line reads differently there)"
+            )
     for _body, doc in facts.heredocs:
         body = source[doc.start : doc.end]
         if doc.expands and re.search(rb"(?<!\\)(?:\\\\)*\\\n\Z", body):
@@ -318,6 +356,90 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 "backslash, which bash joins with the delimiter line"
             )
     return None
+
+
+def _same_body(source: bytes, bash: tuple[int, int], grammar: tuple[int, int]) -> bool:
+    """The grammar's body is bash's, up to where the grammar puts its edges: before leading
+    tabs, and before the newline that ends the last line (when it ends in an expansion)."""
+    (start, end), (found_start, found_end) = bash, grammar
+    return (
+        start <= found_start
+        and re.fullmatch(rb"\t*", source[start:found_start]) is not None
+        and found_end <= end
+        and re.fullmatch(rb"\n?\t*", source[found_end:end]) is not None
+    )
+
+
+def _empty_heredoc(redirect: Node) -> Heredoc:
+    """The here-document a redirect with no body node stands for (for `_bash_heredoc_body`)."""
+    start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+    text = "" if start is None else _text(start)
+    operator = redirect.children[0].type if redirect.child_count else "<<"
+    return Heredoc(
+        0,
+        0,
+        re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", text),
+        strip_tabs=operator == "<<-",
+        expands=start is not None and not _is_quoted_start(start),
+    )
+
+
+def _bash_heredoc_body(redirect: Node, source: bytes, doc: Heredoc) -> tuple[int, int] | None:
+    """Where bash reads the body of a here-document as `(start, end)` in the grammar's terms
+    (after the leading tabs `<<-` strips), or None when the line of its start is not found.
+
+    Bash starts the body after the newline that ends the command line (a backslash-newline
+    continues it) and ends it at the first line equal to the delimiter; only in an unquoted
+    here-document does a backslash-newline join two lines of the body.
+    """
+    start_node = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+    if start_node is None:
+        return None
+    at = start_node.end_byte
+    while True:
+        at = source.find(b"\n", at)
+        if at < 0:
+            return None
+        backslashes = len(source[:at]) - len(source[:at].rstrip(b"\\"))
+        if backslashes % 2 == 0:
+            break
+        at += 1
+    line_start = at + 1
+    first = True
+    while line_start <= len(source):
+        end, logical = _heredoc_line(source, line_start, doc.expands)
+        text = logical.lstrip(b"\t") if doc.strip_tabs else logical
+        tabs = len(logical) - len(text)
+        if first:
+            begin, first = line_start + tabs, False
+        delimiter = doc.delimiter.encode("utf-8", "surrogatepass")
+        closes = text == delimiter or (
+            doc.in_substitution and re.fullmatch(re.escape(delimiter) + rb"[ \t]*\).*", text)
+        )
+        if closes:
+            return begin, line_start + tabs
+        if end >= len(source):
+            return begin, len(source)
+        line_start = end + 1
+    return None
+
+
+def _heredoc_line(source: bytes, start: int, joins: bool) -> tuple[int, bytes]:
+    """The newline ending the line of a here-document body that starts at `start` (or the
+    end of the source) and the line's text; `joins`: a backslash-newline continues it."""
+    pieces: list[bytes] = []
+    at = start
+    while True:
+        end = source.find(b"\n", at)
+        end = len(source) if end < 0 else end
+        piece = source[at:end]
+        backslashes = len(piece) - len(piece.rstrip(b"\\"))
+        if joins and end < len(source) and backslashes % 2 == 1:
+            pieces.append(piece[:-1])
+            at = end + 1
+            continue
+        pieces.append(piece)
+        return end, b"".join(pieces)
 
 
 def _joined_line(command: Node, source: bytes) -> int | None:
@@ -452,6 +574,16 @@ class _Facts:
     brackets: frozenset[int] = frozenset()  # where `_parse` replaced a `[` command
     integer_declaration: str = ""
     """The first declaration that may make a variable integer (`declare -i n` at line 3)."""
+    exported_function: str = ""
+    """Where the script exports a function (`export -f f`), which a child shell inherits."""
+    unseen_code: str = ""
+    """Where the script runs code the engine cannot read (`source <(...)`, a
+    `command_not_found_handle`), which could define a function any command name calls."""
+    alias_expansion: str = ""
+    """Where the script turns on alias expansion (`shopt -s expand_aliases` at line 1)."""
+    evaluating_write: tuple[Role, str] | None = None
+    """The first write to one of bash's own variables that evaluate what they are given
+    (`RANDOM=...`, `read PS4`), with what bash does with it."""
 
     @classmethod
     def of(cls, root: Node, source: bytes, text: str, *, full: bool) -> _Facts:
@@ -508,6 +640,9 @@ class _Facts:
         self, words: list[str | None], children: list[Node], node: Node, source: bytes
     ) -> None:
         integer, nameref, unknown = declare_flags(words)
+        if not self.exported_function and _exports_functions(words):
+            line, _ = _point(source, node.start_byte)
+            self.exported_function = f"`{' '.join(w or '…' for w in words[:2])}` at line {line}"
         if not self.integer_declaration and (
             integer or (unknown and words[0] in ("declare", "typeset", "local"))
         ):
@@ -532,6 +667,14 @@ class _Facts:
         (self.integer_names if integer else self.nameref_names).update(names)
         if integer and nameref:
             self.nameref_names.update(names)
+
+
+def _exports_functions(words: list[str | None]) -> bool:
+    """`export -f NAME`, `declare -fx NAME` (flags known only at run time count)."""
+    flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-" and w != "--")
+    unknown = any(w is None for w in words[1:])
+    exporting = words[0] == "export" or "x" in flags
+    return exporting and ("f" in flags or (unknown and words[0] != "local"))
 
 
 _DECLARATIONS_AS_COMMANDS = frozenset({"declare", "typeset", "local", "export", "readonly"})
@@ -650,6 +793,10 @@ class _State:
     test: str = ""  # "[" or "[[" inside a test command
     function: str = ""  # the script's function the hole is passed to
     option_of: str | None = None
+    opened_by: str = ""
+    compound_of: str = ""
+    compound_tail: bool = False
+    split_by: str = ""
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -689,8 +836,18 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             Role.CODE,
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
+    state.split_by = _xargs_options(chain)
     return Position(
-        state.role, state.context, state.why, state.in_heredoc, state.function, state.option_of
+        state.role,
+        state.context,
+        state.why,
+        state.in_heredoc,
+        state.function,
+        state.option_of,
+        state.opened_by,
+        state.compound_of,
+        state.compound_tail,
+        state.split_by,
     )
 
 
@@ -716,6 +873,56 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def _xargs_options(chain: list[Node]) -> str:
+    """The `xargs ...` command line whose input the hole's text reaches (a redirection, a later
+    pipe stage, `-a <(...)`) and whose command may read that input's pieces as options (it has
+    a command other than `echo`, with no `--` of its own), or ""."""
+    for parent, child in itertools.pairwise(chain):
+        if parent.type == "redirected_statement" and _feeds_stdin(child):
+            body = parent.child_by_field_name("body")
+            candidates = [body] if body is not None else []
+        elif parent.type == "command" and (
+            _feeds_stdin(child) or child.type == "process_substitution"
+        ):
+            candidates = [parent]
+        elif parent.type == "pipeline":
+            candidates = [
+                c for c in parent.children if c.is_named and c.start_byte >= child.end_byte
+            ]
+        else:
+            continue
+        for candidate in candidates:
+            for found in _walk(candidate):
+                if found.type == "command":
+                    line = _xargs_line(_command_words(found))
+                    if line:
+                        return line
+    return ""
+
+
+def _xargs_line(words: list[str | None]) -> str:
+    """`xargs [options] CMD ARGS` (wrappers before it looked through) as text when CMD could
+    read the pieces xargs appends as options, else ""."""
+    at = next(
+        (i for i, w in enumerate(words) if w is not None and w.rsplit("/", 1)[-1] == "xargs"), None
+    )
+    first = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if at is None or (at > 0 and first not in WRAPPER_OPERANDS):
+        return ""
+    i = at + 1
+    while i < len(words) and words[i] is not None and str(words[i]).startswith("-"):
+        i += 2 if words[i] in _XARGS_WITH_ARGUMENT else 1
+    command = words[i:]
+    if not command or command[0] == "echo" or "--" in command[1:]:
+        return ""
+    return " ".join("…" if w is None else w for w in words[at:])
+
+
+_XARGS_WITH_ARGUMENT = frozenset(
+    {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"}
+)
 
 
 def _feeds_stdin(redirect: Node) -> bool:
@@ -798,7 +1005,6 @@ _TRANSPARENT = frozenset(
         "concatenation",
         "variable_assignments",
         "herestring_redirect",
-        "file_redirect",
         "for_statement",
         "heredoc_body",
         "parenthesized_expression",
@@ -897,7 +1103,9 @@ def _step_variable_assignment(
         state.mark(Role.NAME, f"a value assigned to `{name}`, a name reference (`declare -n`)")
 
 
-def _step_declaration(state: _State, parent: Node, child: Node, *_: object) -> None:
+def _step_declaration(
+    state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
+) -> None:
     words = _words(parent)
     integer, nameref, _unknown = declare_flags(words)
     keyword = words[0]
@@ -906,8 +1114,56 @@ def _step_declaration(state: _State, parent: Node, child: Node, *_: object) -> N
             state.mark(Role.ARITHMETIC, f"an argument of `{keyword} -i`, evaluated as arithmetic")
         elif nameref:
             state.mark(Role.NAME, f"the target of `{keyword} -n`, a variable name")
+        else:
+            _compound_text(state, keyword or "declare", child, hole, source)
         return
     state.mark(Role.NAME, f"a name (or option) for `{keyword}`")
+
+
+def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, source: bytes) -> None:
+    """`declare -a a="(...)"`: given an array, `declare` and its kin parse a value that starts
+    with `(` and ends with `)` as an array assignment, expanding it again (`($(cmd))` runs
+    cmd), even quoted.
+
+    A hole inside such a written `(` is code; a hole starting the value refuses values starting
+    with `(` (`Position.compound_of`) — and ending with `)` when the value ends the word too.
+    """
+    value = assignment.child_by_field_name("value")
+    if value is None or value.type == "array" or hole < value.start_byte:
+        return
+    before = _unquoted(source[value.start_byte : hole])
+    after = _unquoted(source[source.index(b"}", hole) + 1 : value.end_byte])
+    if before.startswith("("):
+        state.mark(
+            Role.CODE,
+            f"inside a `{keyword}` value written as `(...)`, which bash parses as an array "
+            "assignment and expands again",
+        )
+    elif before == "" and (after == "" or after.endswith(")") or "$" in after):
+        state.compound_of = keyword
+        state.compound_tail = after == ""
+
+
+def _unquoted(text: bytes) -> str:
+    """Literal text of a word without its quote characters (`"`, `'`, `$'`)."""
+    return re.sub(r"\$?['\"]", "", text.decode("utf-8", "surrogatepass"))
+
+
+SECOND_EXPANSION = "which bash expands a second time"
+"""Said of a position where a variable holding the value would be expanded again too."""
+
+
+def _step_redirect(state: _State, parent: Node, child: Node, *_: object) -> None:
+    """`>&WORD`, `<&WORD`: a WORD that is no file descriptor number is a file name to bash,
+    which it then expands a second time (`>&'a[$(cmd)]'` runs cmd), quoted or not."""
+    duplicates = any(c.type in (">&", "<&") for c in parent.children)
+    if duplicates and child.is_named and child.type != "file_descriptor":
+        state.mark(
+            Role.UNKNOWN,
+            f"the target of `{next(c.type for c in parent.children if c.type in ('>&', '<&'))}`, "
+            f"{SECOND_EXPANSION} when it is not a file descriptor number (a variable holding "
+            "the value too); write `>` (or `&>`) for a file",
+        )
 
 
 def _step_unset(state: _State, *_: object) -> None:
@@ -975,7 +1231,7 @@ def _step_unary(state: _State, parent: Node, child: Node, *_: object) -> None:
 def _step_command(
     state: _State, parent: Node, child: Node, hole: int, source: bytes, facts: _Facts
 ) -> None:
-    state.option_of = None  # the innermost command decides
+    state.option_of, state.opened_by = None, ""  # the innermost command decides
     if child.type in ("variable_assignment", "file_redirect", "herestring_redirect"):
         return
     words = _command_words(parent)
@@ -996,8 +1252,20 @@ def _step_command(
         verdict = argument_role(words, index + 1, functions)
         if _starts_word(child, hole, source) and words[0] not in functions:
             state.option_of = _option_reader(words, index + 1)
+        option = _option_prefix(child, hole, source)
+        if option is not None:  # `-e${...}`: the value is the argument of the option `-e`
+            state.mark(*_as_option(words, index + 1, option, functions))
     state.mark(verdict.role, verdict.why)
     state.function = state.function or verdict.function
+    state.opened_by = verdict.opened_by
+    if facts.exported_function and any(
+        w is not None and w.rsplit("/", 1)[-1] in SHELLS for w in words
+    ):
+        state.mark(
+            Role.UNKNOWN,
+            f"passed to a shell that inherits the functions this script exports "
+            f"({facts.exported_function}): ll-loop does not follow values into functions",
+        )
 
 
 _STOPS_AT_OPERAND = frozenset({"echo", "printf"})
@@ -1008,10 +1276,38 @@ _CODE_THEN_DATA = frozenset({"bash", "sh", "zsh", "dash", "ksh", "python", "pyth
 """After `-c CODE` their words are the code's data ($1, sys.argv), not options."""
 
 
+_MAY_BE_EMPTY = re.compile(rb"\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
+"""Expansions that may expand to nothing: another value (`${a}${b}` with `a` empty), `$x`."""
+
+
 def _starts_word(word: Node, hole: int, source: bytes) -> bool:
-    """The hole is the first thing of the word's text: only quotes (or nothing) before it."""
-    before = source[word.start_byte : hole].lstrip(b" \t")
+    """The hole may be the first thing of the word's text: only quotes, or expansions that may
+    be empty (an earlier value, a variable), before it."""
+    before = _MAY_BE_EMPTY.sub(b"", source[word.start_byte : hole].lstrip(b" \t"))
     return before.strip(b"\"'$") == b""
+
+
+def _option_prefix(word: Node, hole: int, source: bytes) -> str | None:
+    """The literal option a hole's word starts with (`-e` of `-e"${...}"`), or None.
+
+    The word is not literal, so the command tables cannot see that it is an option: `sed
+    -es/a/b/ -e"${...}"` took the value for a file name, and sed ran it as a second script.
+    """
+    before = _MAY_BE_EMPTY.sub(b"", source[word.start_byte : hole])
+    text = before.decode("utf-8", "surrogatepass").replace('"', "").replace("'", "").lstrip(" \t")
+    if not text.startswith("-"):
+        return None
+    return text + "?" if text in ("-", "--") else text  # `-`, `--`: no end of the options
+
+
+def _as_option(
+    words: list[str | None], index: int, option: str, functions: frozenset[str]
+) -> tuple[Role, str]:
+    """What the command does with the word at `index` when it is the option `option`."""
+    verdict = argument_role([*words[:index], option, *words[index + 1 :]], index, functions)
+    if verdict.role is Role.VALUE:
+        return verdict.role, ""
+    return verdict.role, f"{verdict.why} (the value is part of the option word `{option}...`)"
 
 
 def _option_reader(words: Sequence[str | None], index: int) -> str | None:
@@ -1029,6 +1325,8 @@ def _option_reader(words: Sequence[str | None], index: int) -> str | None:
             i += 1
             if words[i - 1] == "--":
                 break
+            if words[i - 1] in WRAPPER_ARGUMENTS.get(base or "", ()):
+                i += 1  # `sudo -u USER`, `env -u NAME`: the argument is no command name
         if i + operands >= index:  # one of the wrapper's own options or operands
             return None if "--" in words[start + 1 : index] else base
         start = i + operands
@@ -1096,6 +1394,7 @@ _STEPS: dict[str, Callable[..., None]] = {
     "array": _step_array,
     "variable_assignment": _step_variable_assignment,
     "declaration_command": _step_declaration,
+    "file_redirect": _step_redirect,
     "unset_command": _step_unset,
     "test_command": _step_test,
     "binary_expression": _step_binary,
@@ -1141,6 +1440,159 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
 
 # --- rules over the whole script -------------------------------------------------------------
 
+# Bash's own variables that evaluate the text they are given: an assignment to these integer
+# variables is arithmetic (`RANDOM='a[$(cmd)]'` runs cmd), and these prompts and start-up files
+# are expanded, command substitutions included (PS4 at each `set -x` line, BASH_ENV and ENV when
+# a shell starts, `BASH_FUNC_f%%` imported as a function by a child bash).
+_EVALUATING_VARIABLES = {
+    **dict.fromkeys(
+        ("RANDOM", "SRANDOM", "OPTIND", "SECONDS", "HISTCMD", "LINENO", "BASHPID"),
+        (Role.ARITHMETIC, "which bash evaluates as arithmetic when it is assigned"),
+    ),
+    **dict.fromkeys(
+        ("PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"),
+        (Role.CODE, "whose text bash expands, command substitutions included"),
+    ),
+}
+_EVALUATING_NAME = re.compile("|".join(_EVALUATING_VARIABLES) + "|BASH_FUNC_")
+_WRITTEN_WORD = re.compile(
+    r"(?:-[A-Za-z]*?)?(" + "|".join(_EVALUATING_VARIABLES) + r"|BASH_FUNC_[^=]*)(?:[=\[].*)?",
+    re.DOTALL,
+)
+
+
+def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] | None:
+    """The first place the script writes one of `_EVALUATING_VARIABLES` (an assignment, also
+    in a declaration or before a command, a `for`/`select` variable, or a command's argument
+    word such as `read PS4`, `printf -v OPTIND`, `env BASH_ENV=...`), as (role, why).
+
+    Like a `declare -i`, such a variable evaluates whatever reaches it, by any path, so the
+    script admits only integers (or, for code, a `type: command` value) anywhere. Reading one
+    (`$RANDOM`, `$((OPTIND - 1))`) is no write, nor is assigning a written number (`OPTIND=1`).
+    """
+    if not _EVALUATING_NAME.search(text):
+        return None
+    for node in _walk(root):
+        name: str | None = None
+        if node.type == "variable_assignment":
+            target, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if target is not None and not _literal_integer(value):
+                name = _text(target).split("[", 1)[0]
+        elif node.type == "for_statement":
+            variable = node.child_by_field_name("variable")
+            name = None if variable is None else _text(variable)
+        elif node.type == "command":
+            words = _command_words(node)[1:]
+            name = next((w for w in map(_written_name, words) if w is not None), None)
+        elif node.type == "declaration_command":
+            words = _words(node)[1:]
+            name = next((w for w in map(_written_name, words) if w is not None), None)
+        if name is None:
+            continue
+        found = _EVALUATING_VARIABLES.get(name)
+        if found is None and name.startswith("BASH_FUNC_"):
+            found = (Role.CODE, "which a child bash imports as a function")
+        if found is not None:
+            line, _ = _point(source, node.start_byte)
+            return found[0], f"`{name}` (line {line}), {found[1]}"
+    return None
+
+
+_RUNS_TEXT = frozenset({"eval", "trap"})
+
+
+def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0) -> None:
+    """Add to `facts` what the code the script runs from its own literal text does: `eval
+    'f() { eval "$1"; }'` defines `f` as surely as writing it out (and may turn on aliases or
+    write `PS4`); `source <(...)`, `. /dev/stdin` and a `command_not_found_handle` run code the
+    engine cannot read, which could define any function: `facts.unseen_code`."""
+    if "command_not_found_handle" in facts.functions and not facts.unseen_code:
+        facts.unseen_code = "a `command_not_found_handle` function"
+    text = source.decode("utf-8", "surrogatepass")
+    if not any(word in text for word in ("eval", "trap", "source", ".")):
+        return
+    for node in _captures(root, "command"):
+        words = _command_words(node)
+        while words and words[0] in ("builtin", "command"):
+            words = words[1:]
+        line, _ = _point(source, node.start_byte)
+        if words[:1] in (["source"], ["."]) and (
+            len(words) < 2 or words[1] is None or _READS_INPUT.search(words[1])
+        ):
+            facts.unseen_code = facts.unseen_code or f"`{words[0]}` at line {line}"
+        if words[:1] == ["trap"]:
+            words = words[:2]  # the handler; the rest are signals
+        if not words or words[0] not in _RUNS_TEXT or None in words or depth >= 3:
+            continue
+        code = " ".join(w for w in words[1:] if w is not None).encode("utf-8", "surrogatepass")
+        inner, _ = _parse(code)
+        if inner.has_error:
+            continue
+        where = f" (in the `{words[0]}` at line {line})"
+        for found in _walk(inner):
+            name = found.child_by_field_name("name")
+            if found.type == "function_definition" and name is not None:
+                facts.functions.add(_text(name))
+        inner_text = code.decode("utf-8", "surrogatepass")
+        if not facts.alias_expansion:
+            aliases = _alias_expansion(inner, code, inner_text)
+            facts.alias_expansion = aliases + where if aliases else ""
+        if facts.evaluating_write is None:
+            written = _evaluating_write(inner, code, inner_text)
+            facts.evaluating_write = (written[0], written[1] + where) if written else None
+        _inline_code_facts(inner, code, facts, depth + 1)
+
+
+_READS_INPUT = re.compile(r"^/dev/stdin$|^/dev/fd/|^/proc/[^/]+/fd/")
+
+
+def _alias_expansion(root: Node, source: bytes, text: str) -> str:
+    """Where the script may turn on alias expansion (`shopt -s expand_aliases`; POSIX mode,
+    which expands aliases too: `set -o posix`, `POSIXLY_CORRECT`; `shopt`/`set -o` with words
+    known only at run time), or "".
+
+    An alias is a command name standing for other text (`alias e=eval`, then `e ${...}`): with
+    expansion on, any command of the script may be one, which the grammar cannot see.
+    """
+    if "POSIXLY_CORRECT" in text:
+        line = text[: text.index("POSIXLY_CORRECT")].count("\n") + 1
+        return f"`POSIXLY_CORRECT` at line {line}"
+    if "shopt" not in text and "posix" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        words = _command_words(node)
+        while words and words[0] in ("builtin", "command"):
+            words = words[1:]
+        if words[:1] == ["shopt"]:
+            sets = any(w is None or (w[:1] == "-" and "s" in w) for w in words[1:])
+            on = sets and any(w in (None, "expand_aliases", "posix") for w in words[1:])
+        elif words[:1] == ["set"]:
+            on = any(
+                w == "posix"
+                or (w is None and before is not None and before[:1] == "-" and before[-1:] == "o")
+                for before, w in itertools.pairwise(words)
+            )
+        else:
+            continue
+        if on:
+            line, _ = _point(source, node.start_byte)
+            return f"`{words[0]}` at line {line}"
+    return ""
+
+
+def _written_name(word: str | None) -> str | None:
+    """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
+    match = None if word is None else _WRITTEN_WORD.fullmatch(word)
+    if match is None or re.fullmatch(r"=-?[0-9]+", match.string[match.end(1) :]):  # `OPTIND=1`
+        return None
+    return match.group(1)
+
+
+def _literal_integer(value: Node | None) -> bool:
+    """An assigned value written as a whole number (`OPTIND=1`, `SECONDS=0`): no value's path."""
+    text = None if value is None else _literal(value)
+    return text is not None and re.fullmatch(r"-?[0-9]+", text) is not None
+
 
 def _whole_script_rules(
     positions: tuple[Position, ...], spans: list[tuple[int, int]], source: bytes, facts: _Facts
@@ -1169,6 +1621,34 @@ def _whole_script_rules(
         for k, position in enumerate(positions):
             if position.role in (Role.VALUE, Role.COMMENT):
                 marks[k].append((Role.ARITHMETIC, why))
+    if facts.unseen_code:
+        why = (
+            f"a value in a script that runs code the engine cannot read ({facts.unseen_code}): "
+            "it could define a function that any command name then calls, with the value as "
+            "its argument, so only integers can go anywhere in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((Role.UNKNOWN, why))
+    if facts.alias_expansion:
+        why = (
+            f"a value in a script that turns on alias expansion ({facts.alias_expansion}): any "
+            "command may then stand for other text (`alias e=eval`), which the engine does not "
+            "follow, so only integers can go anywhere in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((Role.UNKNOWN, why))
+    if facts.evaluating_write is not None:
+        role, what = facts.evaluating_write
+        why = (
+            f"a value in a script that writes to {what}: whatever reaches that variable — by "
+            "assignment, `read`, `for`, `printf -v` or a file — is evaluated, so text cannot go "
+            "anywhere in this script"
+        )
+        for k, position in enumerate(positions):
+            if position.role in (Role.VALUE, Role.COMMENT):
+                marks[k].append((role, why))
     return tuple(_restricted(p, m) for p, m in zip(positions, marks, strict=True))
 
 

@@ -33,7 +33,7 @@ from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
-from engine.shell.grammar import Flow, Layout, Position, layout
+from engine.shell.grammar import SECOND_EXPANSION, Flow, Layout, Position, layout
 from engine.shell.quoting import (
     Context,
     Raw,
@@ -400,10 +400,10 @@ def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
         )
     if position.role is Role.COMMENT:
         return f"text cannot go here: it is {where}; move it out of the comment"
+    by_variable = position.role is not Role.ARITHMETIC and SECOND_EXPANSION not in position.why
     return (
         f"text cannot go here: it is {where}; only an integer can — declare the parameter "
-        "`type: integer`, or convert with `| integer`"
-        + ("" if position.role is Role.ARITHMETIC else f", or {use_env}")
+        "`type: integer`, or convert with `| integer`" + (f", or {use_env}" if by_variable else "")
     )
 
 
@@ -442,6 +442,9 @@ def _placed(hole: ShellHole, value: Any, text: str, kind: str, before: str) -> s
         return quote(text, position.context, position.in_heredoc)
     if position.role is Role.VALUE:
         _refuse_option(hole, unshell(text) if isinstance(value, ShellQuoted) else text)
+        _refuse_open_mode(hole, text)
+        _refuse_compound(hole, text)
+        _refuse_split_option(hole, text)
         return quote(text, position.context, position.in_heredoc)
     if _is_integer(value, text, kind):
         return _integer_text(text.strip(), position, before)
@@ -484,6 +487,61 @@ def _refuse_option(hole: ShellHole, text: str) -> None:
     raise InterpolationError(
         expr,
         f"the value {_preview(text)} starts with `-`, so {who} ({where}); {hint}",
+    )
+
+
+_OPEN_MODE = re.compile(r"[|<>]")
+
+
+def _refuse_open_mode(hole: ShellHole, text: str) -> None:
+    """A value holding `|`, `<` or `>` in a word perl may open with its two-argument `open`
+    (`<>`, `-n`, `-p`): `cmd|` would run cmd, `>f` truncate f."""
+    program = hole.position.opened_by
+    if not program or _OPEN_MODE.search(text) is None:
+        return
+    raise InterpolationError(
+        hole.expression.text,
+        f"the value {_preview(text)} holds `|`, `<` or `>`, and `{program}` may open this "
+        f"argument with a mode read from its text (`cmd|` runs cmd) (line {hole.line}, column "
+        f'{hole.column} of the action); pass it another way, as "$LL_..." read with a '
+        "three-argument open",
+    )
+
+
+def _refuse_compound(hole: ShellHole, text: str) -> None:
+    """A value in parentheses at the start of a `declare` assignment's value: bash could parse
+    it as an array assignment (`($(cmd))` runs cmd)."""
+    keyword = hole.position.compound_of
+    if not keyword or not text.startswith("("):
+        return
+    if hole.position.compound_tail and not text.endswith(")"):
+        return
+    raise InterpolationError(
+        hole.expression.text,
+        f"the value {_preview(text)} is in parentheses, which `{keyword}` could parse as an array "
+        f"assignment and expand again (line {hole.line}, column {hole.column} of the action); "
+        f"assign it without `{keyword}` (`name=${{...}}`), or put text before it",
+    )
+
+
+_SPLIT_OPTION = re.compile(r"(?:^|[\s\"'\\])-")
+
+
+def _refuse_split_option(hole: ShellHole, text: str) -> None:
+    """A value fed to `xargs CMD` with a piece starting with `-`: xargs would pass it to CMD as
+    an option (`--checkpoint-action=exec=...` to tar); with `-d`, any `-` may start a piece."""
+    line = hole.position.split_by
+    if not line:
+        return
+    delimited = any(o in line.split() for o in ("-d", "--delimiter")) or "--delimiter=" in line
+    if "-" not in text or (not delimited and _SPLIT_OPTION.search(text) is None):
+        return
+    raise InterpolationError(
+        hole.expression.text,
+        f"the value {_preview(text)} reaches `{line}` on its input, which passes its pieces to "
+        f"the command as arguments, and a piece starting with `-` would be an option (line "
+        f"{hole.line}, column {hole.column} of the action); write `--` after the command's own "
+        "arguments (`xargs rm -f --`)",
     )
 
 
