@@ -255,6 +255,10 @@ def test_value_positions_print_exactly_and_run_nothing_else(program: Program, va
     try:
         script = _render(template, value)
     except InterpolationError as refused:
+        try:
+            _render(template, "v")
+        except InterpolationError:
+            return  # the template's own refusal, whatever the value: failing closed, no hole
         # What a value can earn in a value position: putting a delimiter line into a
         # here-document, a plain-only spot (backticks, a long value), or starting an
         # argument word with `-` (an option to the program) — never silence.
