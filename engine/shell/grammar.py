@@ -1476,10 +1476,8 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
         name: str | None = None
         if node.type == "variable_assignment":
             target, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-            if target is not None:
+            if target is not None and not _literal_integer(value):
                 name = _text(target).split("[", 1)[0]
-                if _inert(name, None if value is None else _literal(value)):
-                    name = None
         elif node.type == "for_statement":
             variable = node.child_by_field_name("variable")
             name = None if variable is None else _text(variable)
@@ -1585,25 +1583,15 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
 def _written_name(word: str | None) -> str | None:
     """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
     match = None if word is None else _WRITTEN_WORD.fullmatch(word)
-    if match is None:
-        return None
-    assigned = match.string[match.end(1) :]
-    if assigned.startswith("=") and _inert(match.group(1), assigned[1:]):
+    if match is None or re.fullmatch(r"=-?[0-9]+", match.string[match.end(1) :]):  # `OPTIND=1`
         return None
     return match.group(1)
 
 
-def _inert(name: str, text: str | None) -> bool:
-    """A value written into the script that no case's value can reach: a whole number
-    (`OPTIND=1`, `SECONDS=0`), or, for a variable bash expands as text rather than evaluates as
-    arithmetic, any text without an expansion (`ENV=prod ./deploy`, `PS4='+ '`). A `$` or a
-    backtick (a `${...}` of ours included) may bring a value in, so it counts."""
-    if text is None:
-        return False
-    if re.fullmatch(r"-?[0-9]+", text):
-        return True
-    role = _EVALUATING_VARIABLES.get(name, (Role.CODE, ""))[0]  # BASH_FUNC_*: code
-    return role is Role.CODE and "$" not in text and "`" not in text
+def _literal_integer(value: Node | None) -> bool:
+    """An assigned value written as a whole number (`OPTIND=1`, `SECONDS=0`): no value's path."""
+    text = None if value is None else _literal(value)
+    return text is not None and re.fullmatch(r"-?[0-9]+", text) is not None
 
 
 def _whole_script_rules(
