@@ -211,6 +211,68 @@ def test_an_error_two_sub_loops_deep_is_said_once_with_where_it_was(tmp_path: Pa
     assert "deep fail" in report(tmp_path, run_id)
 
 
+def test_a_sub_loop_that_timed_out_two_deep_is_named_under_its_parent(tmp_path: Path) -> None:
+    """The outer run ends at `bad` because `middle` did, because `inner` ran out of time: the
+    explanation once named only `middle`'s ending, which reads the same as a plain failure."""
+    write(
+        tmp_path / "inner.yaml",
+        """
+        name: inner
+        initial: go
+        scope: ["."]
+        states:
+          go:
+            action: sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    write(
+        tmp_path / "middle.yaml",
+        """
+        name: middle
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: inner.yaml
+            timeout: 1
+            on_yes: done
+            on_no: bad
+          done:
+            terminal: true
+          bad:
+            terminal: true
+            failure: true
+        """,
+    )
+    run_id = run(
+        tmp_path,
+        "outer",
+        """
+        name: outer
+        initial: top
+        scope: ["."]
+        states:
+          top:
+            loop: middle.yaml
+            on_yes: done
+            on_no: bad
+          done:
+            terminal: true
+          bad:
+            terminal: true
+            failure: true
+        """,
+    )
+    text, _ = explained(tmp_path, run_id)
+    inner = "  sub-loop at step 1 (call): inner, its time limit ran out during step 1"
+    assert "sub-loop at step 1 (top): middle, reached the failure terminal 'bad'" in text
+    assert inner in text, text
+    assert "inner</b> — its time limit ran out during step 1" in report(tmp_path, run_id)
+
+
 def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: Path) -> None:
     write(
         tmp_path / "child.yaml",

@@ -550,10 +550,23 @@ def _head_lines(explanation: Explanation) -> list[str]:
     return lines
 
 
+def sub_loops(
+    explanation: Explanation, shown: int, depth: int = 0
+) -> list[tuple[int, int, str, Explanation]]:
+    """The last `shown` children of a run, each followed by its own last child, and so on down
+    (depth, step, state, child): a child that failed because its own sub-loop timed out or
+    failed says so only through that grandchild."""
+    found: list[tuple[int, int, str, Explanation]] = []
+    for step, state_name, child in explanation.children[-shown:]:
+        found.append((depth, step, state_name, child))
+        found += sub_loops(child, 1, depth + 1)
+    return found
+
+
 def _tail_lines(explanation: Explanation) -> list[str]:
     lines = [
-        f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
-        for step, state_name, child in explanation.children[-2:]
+        f"{'  ' * depth}sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
+        for depth, step, state_name, child in sub_loops(explanation, 2)
     ]
     if explanation.steps_by_state:
         parts = ", ".join(f"{k} {v}" for k, v in explanation.steps_by_state.items())

@@ -19,7 +19,14 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, PathItem, from_cache, next_text, replayed
+from engine.report.explain import (
+    Explanation,
+    PathItem,
+    from_cache,
+    next_text,
+    replayed,
+    sub_loops,
+)
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -118,10 +125,11 @@ def summary_section(explanation: Explanation) -> Section:
         inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
         body.append(f"<p>stderr of the failing action{inside} ends:</p>")
         body.append(f"<pre>{escape(chr(10).join(explanation.stderr_tail))}</pre>")
-    for step, state, child in explanation.children[-5:]:
+    for depth, step, state, child in sub_loops(explanation, 5):
+        inset = f' style="margin-left:{2 * depth}em"' if depth else ""
         body.append(
-            f"<p>sub-loop at step {step} ({escape(state)}): <b>{escape(child.facts.loop)}</b> — "
-            f"{escape(child.reason)}</p>"
+            f"<p{inset}>sub-loop at step {step} ({escape(state)}): "
+            f"<b>{escape(child.facts.loop)}</b> — {escape(child.reason)}</p>"
         )
     return Section("summary", "Why it ended", "\n".join(body))
 
