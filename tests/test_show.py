@@ -76,6 +76,25 @@ def test_mermaid_and_dot() -> None:
     assert dot.startswith('digraph "eval-harness" {') and dot.endswith("}")
 
 
+def test_a_state_named_like_the_start_point_stays_a_state_in_dot() -> None:
+    """State names may start with `_`: a state `__start__` was drawn as the start point, its
+    own edges merged with the arrow into `initial`."""
+    loop = load_loop_text(
+        """
+        name: s
+        initial: go
+        scope: ["."]
+        states:
+          go: {action: "false", on_yes: done, on_no: __start__}
+          __start__: {action: "true", next: go}
+          done: {terminal: true}
+        """
+    )
+    dot = render(loop, "dot").splitlines()
+    assert '  "__start__";' in dot and '  "start point" -> "go";' in dot
+    assert not [line for line in dot if line.startswith('  "__start__" [shape=point')]
+
+
 def test_json_is_networkx_node_link_data_plus_metadata() -> None:
     loop = load_loop_text(HARNESS)
     data = json.loads(render(loop, "json"))

@@ -145,9 +145,10 @@ def render_dot(loop: Loop, graph: LoopGraph) -> str:
     """Graphviz dot: boxes for states, double circles for terminals, dashed retry edges."""
     retries = retry_edges(graph)
     lines = [f"digraph {_dot_id(loop.name)} {{", "  rankdir=LR;", "  node [shape=box];"]
-    lines.append('  "__start__" [shape=point, label=""];')
+    # the start point's id has a space, which no state name has: `__start__` is a state name
+    lines.append('  "start point" [shape=point, label=""];')
     if loop.initial in loop.states:
-        lines.append(f'  "__start__" -> {_dot_id(loop.initial)};')
+        lines.append(f'  "start point" -> {_dot_id(loop.initial)};')
     for state in loop.states.values():
         if state.terminal:
             colour = "red" if state.failure else "darkgreen"
