@@ -282,3 +282,64 @@ def test_the_hop_to_on_max_steps_is_drawn_dotted_with_its_budget(
     assert browser.eval_on_selector_all("svg.graph .edge.budget", "e => e.length") == 0
     entry = browser.locator("svg.graph .budget-entry[data-target=cleanup]")
     assert entry.is_visible() and entry.text_content().endswith("max_steps 7 spent")
+
+
+WIDE = """\
+name: wide
+initial: shout
+scope: ["."]
+states:
+  shout:
+    action: head -c 5000 /dev/zero | tr '\\0' x
+    evaluate:
+      type: assessment
+      judges:
+        - name: long_word
+          check: return False, "y" * 3000
+    on_yes: done
+    on_no: done
+  done:
+    terminal: true
+"""
+
+SUITE = """\
+name: wide
+cases:
+  - id: one
+    input: {text: hi}
+subject:
+  command: "true"
+judges:
+  - name: long_word
+    check: return False, "y" * 3000
+"""
+
+
+def test_one_long_word_does_not_widen_the_page(browser: Any, tmp_path: Path) -> None:
+    """An output or a judge's reason with no space in it (a path, a hash, `xxxx…`) once widened
+    its table past the window: the page scrolled sideways and the short columns wrapped
+    (`0.00 / s`). Such text now wraps inside its cell, on the run's page and the suite's."""
+    write_loop(tmp_path, WIDE)
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+    page_file = tmp_path / "report.html"
+    assert (
+        ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file)).code == 0
+    )
+    (tmp_path / "s.suite.yaml").write_text(SUITE)
+    suite_file = tmp_path / "suite.html"
+    made = subprocess.run(
+        [str(LL_HARNESS), "suite", "s.suite.yaml", "--output", "html", "--out", str(suite_file)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert made.returncode in (0, 1, 3), made.stderr
+    load_offline(browser, page_file)
+    width = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+    scrolled, window = browser.evaluate(width)
+    assert scrolled <= window
+    times = browser.eval_on_selector_all(
+        "table.steps td:nth-child(6)", "c => c.map(x => x.innerText)"
+    )
+    assert times and all("\n" not in t for t in times), times
+    browser.goto(suite_file.as_uri())
+    scrolled, window = browser.evaluate(width)
+    assert scrolled <= window

@@ -216,6 +216,12 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     return following[0] if step.finished else min(own, following[0])
 
 
+def _text(text: str) -> str:
+    """Free text in a table cell (an action's output, a judge's reason), in a block that wraps
+    anywhere: one long word (`xxxx…`, a path) would otherwise widen the table past the page."""
+    return f'<div class="text">{escape(text)}</div>'
+
+
 def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) -> str:
     """The steps as rows; one with no verdict yet reads `unfinished` (running or interrupted)."""
     shown = steps if len(steps) <= STEP_ROWS else steps[: STEP_ROWS // 2] + steps[-STEP_ROWS // 2 :]
@@ -236,7 +242,7 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
                 escape(next_text(step.ended, step.went_to, step.hop_note(), unfinished)),
                 f"{(step.duration_ms or 0) / 1000:.2f} s",
                 f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
-                escape(_clip(step.output, 120)),
+                _text(_clip(step.output, 120)),
             )
         )
     html = table(
@@ -290,8 +296,8 @@ def judges_section(explanation: Explanation) -> Section:
                 escape(note.name),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>'
                 + (f"<br>{escape('; '.join(extra))}" if extra else ""),
-                escape(note.reason),
-                evidence,
+                _text(note.reason),
+                f'<div class="text">{evidence}</div>',
                 f"${note.cost_usd:.4f}",
             )
         )
