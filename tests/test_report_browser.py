@@ -343,3 +343,61 @@ def test_one_long_word_does_not_widen_the_page(browser: Any, tmp_path: Path) -> 
     browser.goto(suite_file.as_uri())
     scrolled, window = browser.evaluate(width)
     assert scrolled <= window
+
+
+RETRIES = """\
+name: retries
+initial: check
+scope: ["."]
+max_steps: 7
+on_max_steps: cleanup
+states:
+  check:
+    action: "false"
+    on_yes: done
+    on_no: fix
+    max_retries: 2
+    on_retry_exhausted: gave_up
+  fix:
+    action: "true"
+    next: check
+  cleanup:
+    action: echo cleaning
+    next: done
+  done:
+    terminal: true
+  gave_up:
+    terminal: true
+    failure: true
+"""
+
+
+def test_edge_labels_neither_overlap_nor_leave_the_drawing(browser: Any, tmp_path: Path) -> None:
+    """Every label sat right of its edge's middle: the two edges of a check ⇄ fix pair, and
+    the edges fanning out of one state, wrote `no ×3` over `next ×3`. Labels now lie on the
+    outer side of their edge, and never past the drawing's left edge."""
+    spin = SPIN.replace("max_steps: 40000", "max_steps: 200")
+    for name, text in (
+        ("spin", spin),
+        ("budget", BUDGET.format(poll="false")),
+        ("retries", RETRIES),
+    ):
+        write_loop(tmp_path, text)
+        ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+        page_file = tmp_path / f"{name}.html"
+        made = ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file))
+        assert made.code == 0
+        load_offline(browser, page_file)
+        boxes = browser.eval_on_selector_all(
+            "svg.graph .edge-label",
+            "ls => ls.map(l => { const b = l.getBBox();"
+            " return [l.textContent, b.x, b.y, b.x + b.width, b.y + b.height]; })",
+        )
+        width = browser.eval_on_selector("svg.graph", "s => s.viewBox.baseVal.width")
+        assert len(boxes) >= 3
+        for label, left, _, right, _ in boxes:
+            assert left >= 0 and right <= width, (name, label)
+        for i, (one, l1, t1, r1, b1) in enumerate(boxes):
+            for other, l2, t2, r2, b2 in boxes[i + 1 :]:
+                apart = r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1
+                assert apart, (name, one, other)

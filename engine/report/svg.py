@@ -31,6 +31,10 @@ class PathCounts:
     max_steps: int | None = None  # the run's step budget
 
 
+# the width of one character of an edge label (11px, bold when taken), a little generous
+LABEL_CHAR_W = 7.0
+
+
 def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
     """The whole `<svg>` element."""
     labels: dict[tuple[str, str], list[str]] = {}
@@ -160,29 +164,37 @@ def _edge(
             f"{out:.1f},{sy + 34:.1f} {edge_x:.1f},{sy + 10:.1f}"
         )
         lx, ly = (edge_x + 40, sy + 4) if not budget else (out - 60, sy + 4)
+        anchor = "start"
     else:
         # two-way pairs bow apart; an edge back up (or sideways) bows clear of the forward ones
         bow = CURVE / 2 if paired else (CURVE if ty <= sy else 0.0)
-        d, lx, ly = _curve((sx, sy), (tx, ty), -CURVE if budget else bow)
+        d, lx, ly, anchor = _curve((sx, sy), (tx, ty), -CURVE if budget else bow)
     classes = ["edge"] + (["taken"] if count else []) + (["retry"] if retry else [])
     classes += ["budget"] if budget else []
     width = 1.3 if not count else min(7.0, 2.2 + 1.2 * math.log2(count + 1))
     label = "/".join(names) + (f" ×{count}" if count else "")
+    if anchor == "end" and lx < len(label) * LABEL_CHAR_W:  # it would leave the canvas
+        anchor, lx = "start", lx + 10
     marker = "arrow-taken" if count else "arrow"
     return (
         f'<g class="{" ".join(classes)}" data-source="{escape(source)}" '
         f'data-target="{escape(target)}" data-count="{count}" '
         f'data-labels="{escape(" ".join(names))}">'
         f'<path d="{d}" stroke-width="{width:.1f}" marker-end="url(#{marker})"/>'
-        f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}">{escape(label)}</text></g>'
+        f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}"'
+        + (' text-anchor="end"' if anchor == "end" else "")
+        + f">{escape(label)}</text></g>"
     )
 
 
 def _curve(
     start: tuple[float, float], end: tuple[float, float], bow: float
-) -> tuple[str, float, float]:
+) -> tuple[str, float, float, str]:
     """A path from border to border of the two state boxes, bowed `bow` to the right of its
-    direction (a quadratic curve), and where its label goes."""
+    direction (a quadratic curve), where its label goes, and its text-anchor: the label lies on
+    the outer side (a curve bowed left, an edge heading left: it ends there), so the labels of a
+    two-way pair (`no ×3`, `next ×2`), or of two edges fanning out of one state, do not lie on
+    top of each other."""
     (sx, sy), (tx, ty) = start, end
     dx, dy = tx - sx, ty - sy
     length = math.hypot(dx, dy) or 1.0
@@ -196,7 +208,10 @@ def _curve(
     else:
         path = f"M{ax:.1f},{ay:.1f} L{bx:.1f},{by:.1f}"
         lx, ly = (ax + bx) / 2, (ay + by) / 2
-    return path, lx + 4, ly - 4
+    # a curve bowed to the left, or a straight edge heading left, has its label end left of it
+    if (-nx * bow < -1) if bow else (dx < -1):
+        return path, lx - 6, ly - 4, "end"
+    return path, lx + 4, ly - 4, "start"
 
 
 def _border(cx: float, cy: float, towards_x: float, towards_y: float) -> tuple[float, float]:
