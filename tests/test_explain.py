@@ -77,6 +77,9 @@ def test_live_then_stopped_then_resumed_run(tmp_path: Path) -> None:
         text, data = explain(tmp_path, run_id)
         assert data["status"] == "stopped"
         assert f"`ll-loop resume {run_id}` continues it" in str(data["reason"])
+        # the stopped attempt of `wait` is on the path, but no step: the counts add up
+        assert data["steps_by_state"] == {"prepare": 1} and data["steps"] == 1
+        assert "steps by state: prepare 1\n" in text
         (runs / run_id / "go").touch()
         assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
         text, data = explain(tmp_path, run_id)

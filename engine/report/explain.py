@@ -152,8 +152,10 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
-    # the on_max_steps state runs once the budget is spent and is no step of it
-    per_state = Counter(s.state for s in counted_steps if not s.budget_end)
+    # the on_max_steps state runs once the budget is spent and is no step of it; nor is the
+    # attempt a stop or kill cut short (state.json does not count it, a resume runs it again)
+    cut = steps[-1] if steps and not steps[-1].finished and facts.status != "running" else None
+    per_state = Counter(s.state for s in counted_steps if not s.budget_end and s is not cut)
     steps_by_state = dict(per_state.most_common())
     cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
