@@ -153,6 +153,43 @@ def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> N
     assert str(data["reason"]).startswith("its time limit ran out during step 1 of 50")
 
 
+def test_a_time_limit_passed_while_judging_names_the_step_not_the_next_state(
+    tmp_path: Path,
+) -> None:
+    """The judge of `work` ran past the loop's 1 s: the run ended at the boundary after it,
+    and explain said the limit `ran out in state 'after'`, a state that never ran."""
+    run_id = run(
+        tmp_path,
+        "judged",
+        """
+        name: judged
+        initial: work
+        scope: ["."]
+        timeout: 1
+        states:
+          work:
+            action: "true"
+            evaluate:
+              type: assessment
+              expectations:
+                - {type: test, command: sleep 2}
+            on_yes: after
+            on_no: after
+            on_error: after
+          after:
+            action: "true"
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    _, data = explained(tmp_path, run_id)
+    reason = str(data["reason"])
+    assert data["terminated_by"] == "timeout"
+    assert reason.startswith("its time limit (1s) had run out when step 1 of 50 (state 'work')")
+    assert reason.endswith("into the run; it ended before state 'after'")
+
+
 def test_an_error_two_sub_loops_deep_is_said_once_with_where_it_was(tmp_path: Path) -> None:
     write(
         tmp_path / "inner.yaml",

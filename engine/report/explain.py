@@ -364,6 +364,14 @@ def end_reason(
                 f"its time limit{limit} ran out during step {last.step}{budget}, in state "
                 f"{last.state!r}; its action was ended"
             )
+        if last is not None and last.finished:
+            # the limit passed while the step was judged (a judge is not cut by it): the run
+            # ended at the boundary after it, and the state named next never ran
+            return (
+                f"its time limit{limit} had run out when step {last.step}{budget} (state "
+                f"{last.state!r}) ended, {facts.elapsed_ms / 1000:.1f}s into the run; it ended "
+                f"before state {final!r}"
+            )
         return (
             f"its time limit{limit} ran out in state {final!r} after {_steps(facts.steps, budget)}"
         )
