@@ -374,8 +374,8 @@ states:
 
 def test_edge_labels_neither_overlap_nor_leave_the_drawing(browser: Any, tmp_path: Path) -> None:
     """Every label sat right of its edge's middle: the two edges of a check ⇄ fix pair, and
-    the edges fanning out of one state, wrote `no ×3` over `next ×3`. Labels now lie on the
-    outer side of their edge, and never past the drawing's left edge."""
+    the edges fanning out of one state, wrote `no ×3` over `next ×3`, and a label lay across
+    its own line. Labels now stand off the outer side of their edge, inside the drawing."""
     spin = SPIN.replace("max_steps: 40000", "max_steps: 200")
     for name, text in (
         ("spin", spin),
@@ -397,6 +397,17 @@ def test_edge_labels_neither_overlap_nor_leave_the_drawing(browser: Any, tmp_pat
         assert len(boxes) >= 3
         for label, left, _, right, _ in boxes:
             assert left >= 0 and right <= width, (name, label)
+        covered = browser.eval_on_selector_all(
+            "svg.graph .edge",
+            """es => es.filter(e => e.querySelector('text')).map(e => {
+                const p = e.querySelector('path'), b = e.querySelector('text').getBBox();
+                const points = [...Array(41).keys()].map(
+                    i => p.getPointAtLength(p.getTotalLength() * i / 40));
+                return [e.querySelector('text').textContent, points.some(m =>
+                    m.x > b.x && m.x < b.x + b.width && m.y > b.y && m.y < b.y + b.height)];
+            })""",
+        )
+        assert [label for label, over in covered if over] == [], name  # a label beside its line
         for i, (one, l1, t1, r1, b1) in enumerate(boxes):
             for other, l2, t2, r2, b2 in boxes[i + 1 :]:
                 apart = r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1

@@ -33,6 +33,7 @@ class PathCounts:
 
 # the width of one character of an edge label (11px, bold when taken), a little generous
 LABEL_CHAR_W = 7.0
+LABEL_GAP = 6.0  # how far a label stands off its edge
 
 
 def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
@@ -173,7 +174,8 @@ def _edge(
     classes += ["budget"] if budget else []
     width = 1.3 if not count else min(7.0, 2.2 + 1.2 * math.log2(count + 1))
     label = "/".join(names) + (f" ×{count}" if count else "")
-    if anchor == "end" and lx < len(label) * LABEL_CHAR_W:  # it would leave the canvas
+    reach = len(label) * LABEL_CHAR_W * (1.0 if anchor == "end" else 0.5)
+    if anchor != "start" and lx < reach:  # it would leave the canvas on the left
         anchor, lx = "start", lx + 10
     marker = "arrow-taken" if count else "arrow"
     return (
@@ -182,7 +184,7 @@ def _edge(
         f'data-labels="{escape(" ".join(names))}">'
         f'<path d="{d}" stroke-width="{width:.1f}" marker-end="url(#{marker})"/>'
         f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}"'
-        + (' text-anchor="end"' if anchor == "end" else "")
+        + (f' text-anchor="{anchor}"' if anchor != "start" else "")
         + f">{escape(label)}</text></g>"
     )
 
@@ -208,10 +210,17 @@ def _curve(
     else:
         path = f"M{ax:.1f},{ay:.1f} L{bx:.1f},{by:.1f}"
         lx, ly = (ax + bx) / 2, (ay + by) / 2
-    # a curve bowed to the left, or a straight edge heading left, has its label end left of it
-    if (-nx * bow < -1) if bow else (dx < -1):
-        return path, lx - 6, ly - 4, "end"
-    return path, lx + 4, ly - 4, "start"
+    # the label's side: the bow's for a curve; for a straight edge the side it heads to (right
+    # of a vertical one). It stands off the line along that side's normal, anchored away from
+    # the line, so it neither covers its own edge nor the edge bowed the other way
+    if bow:
+        ox, oy = (-nx, -ny) if bow > 0 else (nx, ny)
+    else:
+        ox, oy = (nx, ny) if (nx > 0) == (dx >= 0 if abs(dx) > 1 else True) else (-nx, -ny)
+    px, py = lx + ox * LABEL_GAP, ly + oy * LABEL_GAP
+    anchor = "start" if ox > 0.3 else ("end" if ox < -0.3 else "middle")
+    baseline = py if oy < -0.3 else (py + 9 if oy > 0.3 else py + 4)
+    return path, px, baseline, anchor
 
 
 def _border(cx: float, cy: float, towards_x: float, towards_y: float) -> tuple[float, float]:
