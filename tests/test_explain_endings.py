@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -859,3 +860,31 @@ def test_the_cycle_of_an_on_max_steps_ending_is_the_paths_last_stretch(tmp_path:
         f"used all 9 steps without reaching a terminal; the last {count} steps went round "
         f"{rounds}; then on_max_steps ran 'cleanup' (yes)"
     )
+
+
+def test_the_last_steps_bar_lasts_until_its_judges_are_done(tmp_path: Path) -> None:
+    """The timeline drew the last step only as long as its action ran: a run whose one step
+    was judged for a second read `step 1 work: yes (0.00 s)` on an axis of 0.00 s."""
+    run_id = run(
+        tmp_path,
+        "judged",
+        """
+        name: judged
+        initial: work
+        scope: ["."]
+        states:
+          work:
+            action: "true"
+            evaluate:
+              type: assessment
+              expectations:
+                - {type: test, command: sleep 1}
+            on_yes: done
+            on_no: done
+            on_error: done
+          done:
+            terminal: true
+        """,
+    )
+    bar = re.search(r"step 1 work: yes \(([0-9.]+) s\)", report(tmp_path, run_id))
+    assert bar is not None and float(bar.group(1)) >= 1.0

@@ -29,6 +29,7 @@ class Step:
     state: str
     depth: int
     started_at: str = ""
+    ended_at: str = ""  # when it was routed: after its action and its judges
     action_type: str | None = None
     action: str | None = None
     exit_code: int | None = None
@@ -306,6 +307,7 @@ class _Builder:
         if step is None:
             return
         step.routed = True
+        step.ended_at = str(event.get("ts") or "")
         step.target = _str(event.get("target"))
         step.route_error = _str(event.get("error"))
         step.out_of_time = event.get("timeout") is True

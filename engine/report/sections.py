@@ -212,7 +212,9 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     action ran, not the time until a resume took it up again."""
     own = start + (step.duration_ms or 0) / 1000
     if not following:
-        return own
+        # the last step: until it was routed (its judges took time too), else its action's end
+        routed = epoch_seconds(step.ended_at) if step.ended_at else None
+        return max(own, routed) if routed is not None else own
     return following[0] if step.finished else min(own, following[0])
 
 
