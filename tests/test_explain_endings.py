@@ -308,7 +308,12 @@ def test_a_sub_loop_that_timed_out_two_deep_is_named_under_its_parent(tmp_path: 
     inner = "  sub-loop at step 1 (call): inner, its time limit ran out during step 1"
     assert "sub-loop at step 1 (top): middle, reached the failure terminal 'bad'" in text
     assert inner in text, text
-    assert "inner</b> — its time limit ran out during step 1" in report(tmp_path, run_id)
+    page = report(tmp_path, run_id)
+    assert "inner</b> — its time limit ran out during step 1" in page
+    # the sub-loop step's row is as long as its child's run, not its own (absent) action's 0
+    row = re.search(r'<tr data-state="top">(?:<td>[^<]*</td>){3}<td><span[^>]*>no</span></td>'
+                    r"<td>bad</td><td>([0-9.]+) s</td>", page)  # fmt: skip
+    assert row is not None and float(row.group(1)) >= 1.0
 
 
 def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: Path) -> None:
@@ -862,7 +867,7 @@ def test_the_cycle_of_an_on_max_steps_ending_is_the_paths_last_stretch(tmp_path:
     )
 
 
-def test_the_last_steps_bar_lasts_until_its_judges_are_done(tmp_path: Path) -> None:
+def test_a_steps_bar_and_row_last_until_its_judges_are_done(tmp_path: Path) -> None:
     """The timeline drew the last step only as long as its action ran: a run whose one step
     was judged for a second read `step 1 work: yes (0.00 s)` on an axis of 0.00 s."""
     run_id = run(
@@ -886,5 +891,10 @@ def test_the_last_steps_bar_lasts_until_its_judges_are_done(tmp_path: Path) -> N
             terminal: true
         """,
     )
-    bar = re.search(r"step 1 work: yes \(([0-9.]+) s\)", report(tmp_path, run_id))
+    page = report(tmp_path, run_id)
+    bar = re.search(r"step 1 work: yes \(([0-9.]+) s\)", page)
     assert bar is not None and float(bar.group(1)) >= 1.0
+    # so does its row in the step table (it showed the action's own 0.00 s)
+    row = re.search(r'<tr data-state="work">(?:<td>[^<]*</td>){3}<td><span[^>]*>yes</span></td>'
+                    r"<td>done</td><td>([0-9.]+) s</td>", page)  # fmt: skip
+    assert row is not None and float(row.group(1)) >= 1.0, page

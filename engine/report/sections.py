@@ -218,6 +218,16 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     return following[0] if step.finished else min(own, following[0])
 
 
+def _step_seconds(step: Step) -> float:
+    """The whole step, until it was routed: its action, its judges, a sub-loop's child run
+    (the action's own time alone read 0.00 s for a child that ran for minutes)."""
+    action = (step.duration_ms or 0) / 1000
+    start, end = epoch_seconds(step.started_at), epoch_seconds(step.ended_at)
+    if start is None or end is None:
+        return action
+    return max(action, end - start)
+
+
 def _text(text: str) -> str:
     """Free text in a table cell (an action's output, a judge's reason), in a block that wraps
     anywhere: one long word (`xxxx…`, a path) would otherwise widen the table past the page."""
@@ -242,7 +252,7 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
                 escape(outcome),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
                 escape(next_text(step.ended, step.went_to, step.hop_note(), unfinished)),
-                f"{(step.duration_ms or 0) / 1000:.2f} s",
+                f"{_step_seconds(step):.2f} s",
                 f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
                 _text(_clip(step.output, 120)),
             )
