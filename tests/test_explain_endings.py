@@ -843,6 +843,16 @@ def test_a_stopped_step_reads_stopped_not_interrupted(tmp_path: Path) -> None:
         assert data["status"] == "stopped"
         assert "        1  wait ? → (stopped)" in text
         assert "(stopped)" in report(tmp_path, run_id)
+        # resumed and finished, the attempt the stop cut still reads stopped, not killed
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+        loop = tmp_path / "slow.yaml"
+        loop.write_text(loop.read_text().replace("sleep 30", "true"))
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, data = explained(tmp_path, run_id)
+        assert data["status"] == "finished"
+        assert "        1  wait ? → (stopped)" in text and "(interrupted)" not in text
+        page = report(tmp_path, run_id)
+        assert "(stopped)" in page and "(interrupted)" not in page
     finally:
         proc.kill()
         proc.wait(timeout=10)

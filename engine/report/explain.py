@@ -641,9 +641,10 @@ def _hop_text(hop: Hop, unfinished: str) -> str:
 
 def next_text(ended: bool, target: str | None, note: str, unfinished: str) -> str:
     """Where a step went: its target (with why, when not its route's), why it went nowhere,
-    or `unfinished` for a step that never ended (running, or cut short)."""
+    or `unfinished` for a step that never ended (running, or cut short: `(stopped)` when its
+    note says a stop cut it, whatever the run's status is now)."""
     if not ended:
-        return unfinished
+        return f"({note})" if note else unfinished
     if target is not None:
         return f"{target} ({note})" if note else target
     return f"({note or 'no route'})"

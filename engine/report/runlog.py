@@ -48,6 +48,7 @@ class Step:
     route_error: str | None = None
     out_of_time: bool = False  # the loop's own timeout cut this step: the run ended in it
     budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
+    stopped: bool = False  # cut short by `ll-loop stop` (its session ended `stopped`), not a kill
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
@@ -102,6 +103,8 @@ class Step:
             return "the loop's time limit ran out"
         if self.budget_end:
             return "on_max_steps; the run ended"
+        if self.stopped and not self.routed:
+            return "stopped"  # read after a resume too, where the run's status is another
         return ""
 
     def spent(self) -> tuple[int, float]:
@@ -341,6 +344,8 @@ class _Builder:
     def loop_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         trace.end = {k: v for k, v in event.items() if k not in ("ts", "event", "run_id")}
         step = trace.current
+        if event.get("terminated_by") == "stopped" and step is not None and not step.routed:
+            step.stopped = True
         if event.get("terminated_by") == "max_steps" and step is not None:
             # a judged step the budget's end left unrouted ran as the `on_max_steps` state
             step.budget_end = not step.routed and step.verdict is not None
