@@ -114,6 +114,10 @@ def test_killed_run_with_a_torn_log_is_interrupted(tmp_path: Path) -> None:
         assert text.splitlines()[1].startswith("why: interrupted: its process is gone")
         assert "in state 'wait' after 1 of 10 steps" in text
         assert "wait ? → (interrupted)" in text
+        # its time is known up to its last event only, as `status` says with its `≥`
+        assert re.search(r" · ≥[0-9.]+s · \$", text.splitlines()[0]), text
+        assert ll_loop(tmp_path, "report", run_id, "--html", "--out", "k.html").returncode == 0
+        assert re.search(r"<span>time <b>≥[0-9.]+ s</b>", (tmp_path / "k.html").read_text())
         listed = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"][0]
         assert (listed["status"], listed["steps"]) == ("interrupted", 1)  # from state.json
     finally:

@@ -539,7 +539,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
         f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
-        f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
+        f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
         f"why: {explanation.reason}",
     ]
     if facts.state_problem:
@@ -607,6 +607,11 @@ def _path_line(item: PathItem, unfinished: str) -> str:
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
+
+
+def at_least(status: str) -> str:
+    """`≥` before a killed run's time: it is known up to its last event only, as in `status`."""
+    return "≥" if status == "interrupted" else ""
 
 
 def unfinished_label(status: str) -> str:

@@ -22,6 +22,7 @@ from engine.report.charts import rate_chart
 from engine.report.explain import (
     Explanation,
     PathItem,
+    at_least,
     from_cache,
     next_text,
     replayed,
@@ -99,7 +100,7 @@ def summary_section(explanation: Explanation) -> Section:
         ("status", facts.status),
         ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),
         ("steps", f"{facts.steps}{budget}"),
-        ("time", f"{facts.elapsed_ms / 1000:.1f} s"),
+        ("time", f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f} s"),
         ("cost", f"${facts.cost_usd:.4f}"),
     ]
     facts_html = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in items)
