@@ -74,6 +74,8 @@ def render_text(loop: Loop, graph: LoopGraph) -> str:
         marker = "→" if state.name == loop.initial else " "
         lines.append("")
         lines.append(f"{marker} {state.name.ljust(width)}  {_kind(state)}")
+        if state.description.strip():  # what the state is for, in its author's words
+            lines.append(f"    {' ' * width}  # {_first_line(state.description)}")
         if state.action:
             lines.append(f"    {' ' * width}  $ {_first_line(state.action)}")
         if state.max_retries is not None:
@@ -198,4 +200,7 @@ def render_json(loop: Loop, graph: LoopGraph) -> str:
         "unknown_targets": [edge._asdict() for edge in graph.dangling],
         "graph": json_graph.node_link_data(graph.to_networkx(), edges="edges"),
     }
+    for node in data["graph"]["nodes"]:  # each state's description, as the text shows it
+        state = loop.states.get(node["id"])
+        node["description"] = state.description if state is not None else ""
     return json.dumps(data, indent=2, default=str)
