@@ -372,6 +372,25 @@ states:
 """
 
 
+SELF = """\
+name: self
+initial: go
+scope: ["."]
+max_steps: 12
+states:
+  go:
+    action: echo middle_one
+    evaluate: {type: classify, verdicts: [left_verdict, middle_one]}
+    route: {left_verdict: done, middle_one: again}
+  done:
+    terminal: true
+  again:
+    action: echo a_very_long_verdict_name
+    evaluate: {type: classify, verdicts: [a_very_long_verdict_name, other]}
+    route: {a_very_long_verdict_name: $current, _: done}
+"""
+
+
 def test_edge_labels_neither_overlap_nor_leave_the_drawing(browser: Any, tmp_path: Path) -> None:
     """Every label sat right of its edge's middle: the two edges of a check ⇄ fix pair, and
     the edges fanning out of one state, wrote `no ×3` over `next ×3`, and a label lay across
@@ -381,6 +400,7 @@ def test_edge_labels_neither_overlap_nor_leave_the_drawing(browser: Any, tmp_pat
         ("spin", spin),
         ("budget", BUDGET.format(poll="false")),
         ("retries", RETRIES),
+        ("self", SELF),  # a self-loop's label ran past the drawing's right edge, unseen
     ):
         write_loop(tmp_path, text)
         ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")

@@ -42,30 +42,30 @@ def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
     for edge in graph.edges:
         labels.setdefault((edge.source, edge.target), []).append(edge.label)
     retries = retry_edges(graph)
-    parts = [
-        f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" width="{placed.width:.0f}" '
-        f'height="{placed.height:.0f}" viewBox="0 0 {placed.width:.0f} {placed.height:.0f}" '
-        f'role="img" aria-label="{escape(graph.name)} state graph">',
-        _DEFS,
-    ]
+    parts: list[str] = []
+    reach = placed.width  # widened for a label that runs past the states (a self-loop's)
     for (source, target), names in labels.items():
         paired = (target, source) in labels and source != target
-        parts.append(
-            _edge(
-                source,
-                target,
-                names,
-                placed,
-                counts.transitions.get((source, target), 0),
-                retry=(source, target) in retries,
-                paired=paired,
-            )
+        drawn, right = _edge(
+            source,
+            target,
+            names,
+            placed,
+            counts.transitions.get((source, target), 0),
+            retry=(source, target) in retries,
+            paired=paired,
         )
+        parts.append(drawn)
+        reach = max(reach, right + 8)
     parts.append(_budget(graph, placed, counts))
     for node in graph.nodes:
         parts.append(_node(graph, node, placed, counts))
-    parts.append("</svg>")
-    return "\n".join(parts)
+    head = (
+        f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" width="{reach:.0f}" '
+        f'height="{placed.height:.0f}" viewBox="0 0 {reach:.0f} {placed.height:.0f}" '
+        f'role="img" aria-label="{escape(graph.name)} state graph">'
+    )
+    return "\n".join([head, _DEFS, *parts, "</svg>"])
 
 
 _DEFS = """<defs>
@@ -127,7 +127,8 @@ def _budget(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
     spent = f"max_steps {counts.max_steps} spent" if counts.max_steps else "max_steps spent"
     if counts.budget is not None and all(n in placed.centres for n in counts.budget):
         was_in, state = counts.budget
-        return _edge(was_in, state, [spent], placed, 1, retry=False, paired=False, budget=True)
+        hop, _ = _edge(was_in, state, [spent], placed, 1, retry=False, paired=False, budget=True)
+        return hop
     target = graph.on_max_steps
     if target is None or target not in placed.centres:
         return ""
@@ -153,7 +154,8 @@ def _edge(
     retry: bool,
     paired: bool,
     budget: bool = False,
-) -> str:
+) -> tuple[str, float]:
+    """The edge's `<g>`, and how far right its label reaches (estimated)."""
     sx, sy = placed.centres[source]
     tx, ty = placed.centres[target]
     side = -1 if budget else 1  # the budget's hop keeps clear of a route between the same two
@@ -178,6 +180,8 @@ def _edge(
     if anchor != "start" and lx < reach:  # it would leave the canvas on the left
         anchor, lx = "start", lx + 10
     marker = "arrow-taken" if count else "arrow"
+    text_w = len(label) * LABEL_CHAR_W
+    right = lx + {"start": text_w, "middle": text_w / 2}.get(anchor, 0.0)
     return (
         f'<g class="{" ".join(classes)}" data-source="{escape(source)}" '
         f'data-target="{escape(target)}" data-count="{count}" '
@@ -186,7 +190,7 @@ def _edge(
         f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}"'
         + (f' text-anchor="{anchor}"' if anchor != "start" else "")
         + f">{escape(label)}</text></g>"
-    )
+    ), right
 
 
 def _curve(
