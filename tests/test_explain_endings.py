@@ -908,3 +908,27 @@ def test_a_steps_bar_and_row_last_until_its_judges_are_done(tmp_path: Path) -> N
     row = re.search(r'<tr data-state="work">(?:<td>[^<]*</td>){3}<td><span[^>]*>yes</span></td>'
                     r"<td>done</td><td>([0-9.]+) s</td>", page)  # fmt: skip
     assert row is not None and float(row.group(1)) >= 1.0, page
+
+
+def test_a_long_state_name_is_cut_visibly_in_the_timeline(tmp_path: Path) -> None:
+    """Lane labels were cut at 22 characters with no mark: `remediate_issue_quality` read
+    `remediate_issue_qualit`, a name no state has."""
+    run_id = run(
+        tmp_path,
+        "long",
+        """
+        name: long
+        initial: remediate_issue_quality
+        scope: ["."]
+        states:
+          remediate_issue_quality:
+            action: "true"
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    page = report(tmp_path, run_id)
+    lane = re.search(r'<svg class="timeline".*?<text x="4" y="18">(.*?)</text>', page)
+    assert lane is not None
+    assert lane.group(1) == "<title>remediate_issue_quality</title>remediate_issue_quali…"

@@ -189,7 +189,10 @@ def _timeline_svg(steps: list[Step]) -> str:
     ]
     for index, lane in enumerate(lanes):
         y = index * LANE_H + 4
-        parts.append(f'<text x="4" y="{y + 14}">{escape(lane[:22])}</text>')
+        shown = lane if len(lane) <= 22 else lane[:21] + "…"  # cut, and seen to be cut
+        parts.append(
+            f'<text x="4" y="{y + 14}"><title>{escape(lane)}</title>{escape(shown)}</text>'
+        )
     for step, start, end in zip(steps, starts, ends, strict=True):
         y = lanes.index(step.state) * LANE_H + 4
         x = label_w + (start - origin) * scale
