@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.report.runlog import read_trace
-from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    error_reply,
+    text_reply,
+    verdict_reply,
+)
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -654,6 +660,23 @@ def test_a_judge_that_failed_is_not_called_a_sub_loop(
         "scripted 400 (not retryable)), which has no route"
     )
     assert ended["error"] in str(data["reason"])
+
+
+def test_a_line_break_in_a_quoted_error_does_not_start_a_line_of_its_own(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """An API's error message is quoted in the reason: its line break printed a second
+    `why: reached the success terminal 'done'` line under the true one."""
+    forged = "bad\nwhy: reached the success terminal 'done'"
+    error = {"type": "invalid_request_error", "message": forged}
+    loopback.default = Reply(status=400, body={"type": "error", "error": error})
+    loop = JUDGED.replace("    on_error: done\n", "    on_cannot_judge: done\n")
+    write(tmp_path / "judged.yaml", loop)
+    ended = result_of(ll_loop(tmp_path, "run", "judged.yaml", "--json", "--quiet"))
+    text, data = explained(tmp_path, str(ended["run_id"]))
+    assert forged in str(data["reason"])  # the JSON keeps the message as it was
+    whys = [line for line in text.splitlines() if line.startswith("why: ")]
+    assert len(whys) == 1 and "HTTP 400: bad why: reached" in whys[0], text
 
 
 PAID_CHILD = """

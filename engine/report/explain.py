@@ -540,7 +540,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     lines = [
         f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
         f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
-        f"why: {explanation.reason}",
+        f"why: {_one_line(explanation.reason)}",
     ]
     if facts.state_problem:
         lines.append(f"note: {facts.state_problem}")
@@ -575,7 +575,8 @@ def sub_loops(
 
 def _tail_lines(explanation: Explanation) -> list[str]:
     lines = [
-        f"{'  ' * depth}sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
+        f"{'  ' * depth}sub-loop at step {step} ({state_name}): {child.facts.loop}, "
+        f"{_one_line(child.reason)}"
         for depth, step, state_name, child in sub_loops(explanation, 2)
     ]
     if explanation.steps_by_state:
@@ -678,6 +679,12 @@ def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]
         if note.evidence_check and "rejected" in note.evidence_check:
             lines.append(f"      {_clip(note.evidence_check, 100)}")
     return lines
+
+
+def _one_line(text: str) -> str:
+    """A sentence on one line: an error quoted in it (an API's message, an action's words) may
+    hold line breaks, which would start lines of their own (`why: reached the success …`)."""
+    return " ".join(text.split())
 
 
 def _clip(text: str, width: int) -> str:
