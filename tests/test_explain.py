@@ -8,6 +8,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,8 @@ from tests.runs_helpers import (
     wait_until,
     write,
 )
+
+LL_LOOP = Path(sys.executable).with_name("ll-loop")
 
 SLOW = """
 name: slow
@@ -73,6 +77,9 @@ def test_live_then_stopped_then_resumed_run(tmp_path: Path) -> None:
         text, data = explain(tmp_path, run_id)
         assert data["status"] == "stopped"
         assert f"`ll-loop resume {run_id}` continues it" in str(data["reason"])
+        # the stopped attempt of `wait` is on the path, but no step: the counts add up
+        assert data["steps_by_state"] == {"prepare": 1} and data["steps"] == 1
+        assert "steps by state: prepare 1\n" in text
         (runs / run_id / "go").touch()
         assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
         text, data = explain(tmp_path, run_id)
@@ -107,6 +114,10 @@ def test_killed_run_with_a_torn_log_is_interrupted(tmp_path: Path) -> None:
         assert text.splitlines()[1].startswith("why: interrupted: its process is gone")
         assert "in state 'wait' after 1 of 10 steps" in text
         assert "wait ? → (interrupted)" in text
+        # its time is known up to its last event only, as `status` says with its `≥`
+        assert re.search(r" · ≥[0-9.]+s · \$", text.splitlines()[0]), text
+        assert ll_loop(tmp_path, "report", run_id, "--html", "--out", "k.html").returncode == 0
+        assert re.search(r"<span>time <b>≥[0-9.]+ s</b>", (tmp_path / "k.html").read_text())
         listed = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"][0]
         assert (listed["status"], listed["steps"]) == ("interrupted", 1)  # from state.json
     finally:
@@ -395,3 +406,42 @@ def test_event_lines_read_as_json_loads_reads_them(
             expected.append(value)
     got = list(read_events(log))
     assert json.dumps(got) == json.dumps(expected)
+
+
+FAN = """
+name: fan
+initial: sort
+scope: ["."]
+states:
+  sort:
+    action: echo six
+    evaluate: {type: classify, verdicts: [one, two, three, four, five, six]}
+    route: {one: t1, two: t2, three: t3, four: t4, five: t5, six: t6, _: t1}
+  t1: {terminal: true}
+  t2: {terminal: true}
+  t3: {terminal: true}
+  t4: {terminal: true}
+  t5: {terminal: true}
+  t6: {terminal: true}
+"""
+
+
+def test_the_reports_graph_is_drawn_the_same_at_every_rendering(tmp_path: Path) -> None:
+    """networkx grouped each layer into a set, so the states of a layer were placed in the
+    order of the process's string hash: every rendering of one run drew another graph."""
+    write(tmp_path / "fan.yaml", FAN)
+    run_id = str(result_of(ll_loop(tmp_path, "run", "fan.yaml", "--json", "--quiet"))["run_id"])
+    lefts = []
+    for seed in ("1", "2", "3"):
+        page = tmp_path / f"r{seed}.html"
+        done = subprocess.run(
+            [str(LL_LOOP), "report", run_id, "--html", "--out", str(page)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        found = re.findall(
+            r'data-state="(t\d)".*?<rect class="shape" x="([0-9.]+)"', page.read_text()
+        )
+        lefts.append([name for name, _ in sorted(found, key=lambda f: float(f[1]))])
+    assert lefts == [["t1", "t2", "t3", "t4", "t5", "t6"]] * 3  # file order: nothing to uncross

@@ -8,12 +8,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
 
 from engine.report.runlog import read_trace
-from tests.loopback_server import LoopbackServer, error_reply, text_reply, verdict_reply
+from tests.loopback_server import (
+    LoopbackServer,
+    Reply,
+    error_reply,
+    text_reply,
+    verdict_reply,
+)
 from tests.runs_helpers import (
     end_action_group,
     ll_loop,
@@ -153,6 +160,43 @@ def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> N
     assert str(data["reason"]).startswith("its time limit ran out during step 1 of 50")
 
 
+def test_a_time_limit_passed_while_judging_names_the_step_not_the_next_state(
+    tmp_path: Path,
+) -> None:
+    """The judge of `work` ran past the loop's 1 s: the run ended at the boundary after it,
+    and explain said the limit `ran out in state 'after'`, a state that never ran."""
+    run_id = run(
+        tmp_path,
+        "judged",
+        """
+        name: judged
+        initial: work
+        scope: ["."]
+        timeout: 1
+        states:
+          work:
+            action: "true"
+            evaluate:
+              type: assessment
+              expectations:
+                - {type: test, command: sleep 2}
+            on_yes: after
+            on_no: after
+            on_error: after
+          after:
+            action: "true"
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    _, data = explained(tmp_path, run_id)
+    reason = str(data["reason"])
+    assert data["terminated_by"] == "timeout"
+    assert reason.startswith("its time limit (1s) had run out when step 1 of 50 (state 'work')")
+    assert reason.endswith("into the run; it ended before state 'after'")
+
+
 def test_an_error_two_sub_loops_deep_is_said_once_with_where_it_was(tmp_path: Path) -> None:
     write(
         tmp_path / "inner.yaml",
@@ -209,6 +253,73 @@ def test_an_error_two_sub_loops_deep_is_said_once_with_where_it_was(tmp_path: Pa
     assert data["stderr_from"] == "sub-loop 'middle' → sub-loop 'inner' → state 'go'"
     assert "  | deep fail" in text
     assert "deep fail" in report(tmp_path, run_id)
+
+
+def test_a_sub_loop_that_timed_out_two_deep_is_named_under_its_parent(tmp_path: Path) -> None:
+    """The outer run ends at `bad` because `middle` did, because `inner` ran out of time: the
+    explanation once named only `middle`'s ending, which reads the same as a plain failure."""
+    write(
+        tmp_path / "inner.yaml",
+        """
+        name: inner
+        initial: go
+        scope: ["."]
+        states:
+          go:
+            action: sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    write(
+        tmp_path / "middle.yaml",
+        """
+        name: middle
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: inner.yaml
+            timeout: 1
+            on_yes: done
+            on_no: bad
+          done:
+            terminal: true
+          bad:
+            terminal: true
+            failure: true
+        """,
+    )
+    run_id = run(
+        tmp_path,
+        "outer",
+        """
+        name: outer
+        initial: top
+        scope: ["."]
+        states:
+          top:
+            loop: middle.yaml
+            on_yes: done
+            on_no: bad
+          done:
+            terminal: true
+          bad:
+            terminal: true
+            failure: true
+        """,
+    )
+    text, _ = explained(tmp_path, run_id)
+    inner = "  sub-loop at step 1 (call): inner, its time limit ran out during step 1"
+    assert "sub-loop at step 1 (top): middle, reached the failure terminal 'bad'" in text
+    assert inner in text, text
+    page = report(tmp_path, run_id)
+    assert "inner</b> — its time limit ran out during step 1" in page
+    # the sub-loop step's row is as long as its child's run, not its own (absent) action's 0
+    row = re.search(r'<tr data-state="top">(?:<td>[^<]*</td>){3}<td><span[^>]*>no</span></td>'
+                    r"<td>bad</td><td>([0-9.]+) s</td>", page)  # fmt: skip
+    assert row is not None and float(row.group(1)) >= 1.0
 
 
 def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: Path) -> None:
@@ -551,6 +662,23 @@ def test_a_judge_that_failed_is_not_called_a_sub_loop(
     assert ended["error"] in str(data["reason"])
 
 
+def test_a_line_break_in_a_quoted_error_does_not_start_a_line_of_its_own(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """An API's error message is quoted in the reason: its line break printed a second
+    `why: reached the success terminal 'done'` line under the true one."""
+    forged = "bad\nwhy: reached the success terminal 'done'"
+    error = {"type": "invalid_request_error", "message": forged}
+    loopback.default = Reply(status=400, body={"type": "error", "error": error})
+    loop = JUDGED.replace("    on_error: done\n", "    on_cannot_judge: done\n")
+    write(tmp_path / "judged.yaml", loop)
+    ended = result_of(ll_loop(tmp_path, "run", "judged.yaml", "--json", "--quiet"))
+    text, data = explained(tmp_path, str(ended["run_id"]))
+    assert forged in str(data["reason"])  # the JSON keeps the message as it was
+    whys = [line for line in text.splitlines() if line.startswith("why: ")]
+    assert len(whys) == 1 and "HTTP 400: bad why: reached" in whys[0], text
+
+
 PAID_CHILD = """
 name: child
 initial: ask
@@ -738,6 +866,16 @@ def test_a_stopped_step_reads_stopped_not_interrupted(tmp_path: Path) -> None:
         assert data["status"] == "stopped"
         assert "        1  wait ? → (stopped)" in text
         assert "(stopped)" in report(tmp_path, run_id)
+        # resumed and finished, the attempt the stop cut still reads stopped, not killed
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+        loop = tmp_path / "slow.yaml"
+        loop.write_text(loop.read_text().replace("sleep 30", "true"))
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, data = explained(tmp_path, run_id)
+        assert data["status"] == "finished"
+        assert "        1  wait ? → (stopped)" in text and "(interrupted)" not in text
+        page = report(tmp_path, run_id)
+        assert "(stopped)" in page and "(interrupted)" not in page
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -760,3 +898,60 @@ def test_the_cycle_of_an_on_max_steps_ending_is_the_paths_last_stretch(tmp_path:
         f"used all 9 steps without reaching a terminal; the last {count} steps went round "
         f"{rounds}; then on_max_steps ran 'cleanup' (yes)"
     )
+
+
+def test_a_steps_bar_and_row_last_until_its_judges_are_done(tmp_path: Path) -> None:
+    """The timeline drew the last step only as long as its action ran: a run whose one step
+    was judged for a second read `step 1 work: yes (0.00 s)` on an axis of 0.00 s."""
+    run_id = run(
+        tmp_path,
+        "judged",
+        """
+        name: judged
+        initial: work
+        scope: ["."]
+        states:
+          work:
+            action: "true"
+            evaluate:
+              type: assessment
+              expectations:
+                - {type: test, command: sleep 1}
+            on_yes: done
+            on_no: done
+            on_error: done
+          done:
+            terminal: true
+        """,
+    )
+    page = report(tmp_path, run_id)
+    bar = re.search(r"step 1 work: yes \(([0-9.]+) s\)", page)
+    assert bar is not None and float(bar.group(1)) >= 1.0
+    # so does its row in the step table (it showed the action's own 0.00 s)
+    row = re.search(r'<tr data-state="work">(?:<td>[^<]*</td>){3}<td><span[^>]*>yes</span></td>'
+                    r"<td>done</td><td>([0-9.]+) s</td>", page)  # fmt: skip
+    assert row is not None and float(row.group(1)) >= 1.0, page
+
+
+def test_a_long_state_name_is_cut_visibly_in_the_timeline(tmp_path: Path) -> None:
+    """Lane labels were cut at 22 characters with no mark: `remediate_issue_quality` read
+    `remediate_issue_qualit`, a name no state has."""
+    run_id = run(
+        tmp_path,
+        "long",
+        """
+        name: long
+        initial: remediate_issue_quality
+        scope: ["."]
+        states:
+          remediate_issue_quality:
+            action: "true"
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    page = report(tmp_path, run_id)
+    lane = re.search(r'<svg class="timeline".*?<text x="4" y="18">(.*?)</text>', page)
+    assert lane is not None
+    assert lane.group(1) == "<title>remediate_issue_quality</title>remediate_issue_quali…"

@@ -312,7 +312,22 @@ def test_assessment_lists_failing_judges_lowest_first() -> None:
     assert details["failing"] == ["crash", "bad", "weak"]
     assert details["judges"]["weak"]["value"] == 0.4
     assert details["feedback"].splitlines()[1] == "- bad: failed: broken"
-    assert details["reason"] == "1 of 4 judge(s) passed; failing: crash, bad, weak"
+    assert details["reason"] == "1 of 4 judge(s) passed; could not run: crash; failing: bad, weak"
+
+
+def test_judges_that_could_not_run_are_not_called_failing() -> None:
+    """An `error` verdict (nothing failed, something could not run) once read `failing: crash`
+    in explain's first sentence, as if the judge had judged the work bad."""
+    block = """
+    type: assessment
+    judges:
+      - {name: ok, check: "return True, 'fine'"}
+      - {name: never, if: "False", check: "return False, 'no'"}
+      - {name: crash, check: "return 1/0"}
+    """
+    assessment = assess(judges_of(block), RECORD)
+    assert assessment.verdict == "error"
+    assert assessment.reason() == "1 of 2 judge(s) passed, 1 skipped; could not run: crash"
 
 
 def test_judges_run_concurrently(tmp_path: Path) -> None:

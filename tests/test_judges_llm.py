@@ -97,6 +97,17 @@ def test_a_score_outside_the_range_is_asked_again_then_is_the_judges_error(
     assert "judge 'q' at judges.yaml:" in str(result.error)
 
 
+def test_an_answer_without_a_score_says_so_not_score_none(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The reason once read `score None is not a number` (Python's word) in the report."""
+    loopback.push(verdict_reply("yes"), verdict_reply("yes"))
+    judge = judge_of("name: q\nprompt: Rate it.")
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "error"
+    assert "the answer has no score" in str(result.error) and "None" not in str(result.error)
+
+
 def test_an_unknown_template_variable_is_the_judges_error_naming_it(tmp_path: Path) -> None:
     judge = judge_of("name: q\nprompt: 'Judge {{ output }}'")
     result = run_judge(judge, RECORD, llm_env(tmp_path))

@@ -13,7 +13,7 @@ import engine
 from engine.llm import create_llm_services, implicit_judge_prompt, judge_text
 from engine.model.loop import Evaluate, LlmConfig, Loop, State
 from engine.model.ports import Verdict
-from tests.loopback_server import LoopbackServer, MemoryRecorder, verdict_reply
+from tests.loopback_server import LoopbackServer, MemoryRecorder, tool_reply, verdict_reply
 
 TEXT = "Ran 12 tests.\nAll 12 tests passed.\nCoverage:   93%\n"
 
@@ -89,6 +89,21 @@ def test_ellipsis_fragments_in_order_are_accepted(loopback: LoopbackServer, tmp_
 def test_no_needs_no_evidence(loopback: LoopbackServer, tmp_path: Path) -> None:
     loopback.push(verdict_reply("no", evidence=""))
     assert judge(SPEC, TEXT, tmp_path).name == "no"
+
+
+def test_an_answer_missing_a_field_names_it_not_python_none(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A verdict answer without `verdict` (or `confidence`) once said `verdict None is not one
+    of …`: the reason explain and the report show."""
+    no_verdict = tool_reply({"confidence": 0.9, "reason": "r", "evidence": ""})
+    no_confidence = tool_reply({"verdict": "no", "reason": "r", "evidence": ""})
+    for reply, said in ((no_verdict, "no verdict"), (no_confidence, "no confidence")):
+        loopback.push(reply, reply)
+        verdict = judge(SPEC, TEXT, tmp_path)
+        assert verdict.name == "error"
+        shown = json.dumps(verdict.details)
+        assert f"the answer has {said}" in shown and "None" not in shown, shown
 
 
 def test_low_confidence_is_cannot_judge(loopback: LoopbackServer, tmp_path: Path) -> None:

@@ -282,3 +282,153 @@ def test_the_hop_to_on_max_steps_is_drawn_dotted_with_its_budget(
     assert browser.eval_on_selector_all("svg.graph .edge.budget", "e => e.length") == 0
     entry = browser.locator("svg.graph .budget-entry[data-target=cleanup]")
     assert entry.is_visible() and entry.text_content().endswith("max_steps 7 spent")
+
+
+WIDE = """\
+name: wide
+initial: shout
+scope: ["."]
+states:
+  shout:
+    action: head -c 5000 /dev/zero | tr '\\0' x
+    evaluate:
+      type: assessment
+      judges:
+        - name: long_word
+          check: return False, "y" * 3000
+    on_yes: done
+    on_no: done
+  done:
+    terminal: true
+"""
+
+SUITE = """\
+name: wide
+cases:
+  - id: one
+    input: {text: hi}
+subject:
+  command: "true"
+judges:
+  - name: long_word
+    check: return False, "y" * 3000
+"""
+
+
+def test_one_long_word_does_not_widen_the_page(browser: Any, tmp_path: Path) -> None:
+    """An output or a judge's reason with no space in it (a path, a hash, `xxxx…`) once widened
+    its table past the window: the page scrolled sideways and the short columns wrapped
+    (`0.00 / s`). Such text now wraps inside its cell, on the run's page and the suite's."""
+    write_loop(tmp_path, WIDE)
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+    page_file = tmp_path / "report.html"
+    assert (
+        ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file)).code == 0
+    )
+    (tmp_path / "s.suite.yaml").write_text(SUITE)
+    suite_file = tmp_path / "suite.html"
+    made = subprocess.run(
+        [str(LL_HARNESS), "suite", "s.suite.yaml", "--output", "html", "--out", str(suite_file)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert made.returncode in (0, 1, 3), made.stderr
+    load_offline(browser, page_file)
+    width = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+    scrolled, window = browser.evaluate(width)
+    assert scrolled <= window
+    times = browser.eval_on_selector_all(
+        "table.steps td:nth-child(6)", "c => c.map(x => x.innerText)"
+    )
+    assert times and all("\n" not in t for t in times), times
+    browser.goto(suite_file.as_uri())
+    scrolled, window = browser.evaluate(width)
+    assert scrolled <= window
+
+
+RETRIES = """\
+name: retries
+initial: check
+scope: ["."]
+max_steps: 7
+on_max_steps: cleanup
+states:
+  check:
+    action: "false"
+    on_yes: done
+    on_no: fix
+    max_retries: 2
+    on_retry_exhausted: gave_up
+  fix:
+    action: "true"
+    next: check
+  cleanup:
+    action: echo cleaning
+    next: done
+  done:
+    terminal: true
+  gave_up:
+    terminal: true
+    failure: true
+"""
+
+
+SELF = """\
+name: self
+initial: go
+scope: ["."]
+max_steps: 12
+states:
+  go:
+    action: echo middle_one
+    evaluate: {type: classify, verdicts: [left_verdict, middle_one]}
+    route: {left_verdict: done, middle_one: again}
+  done:
+    terminal: true
+  again:
+    action: echo a_very_long_verdict_name
+    evaluate: {type: classify, verdicts: [a_very_long_verdict_name, other]}
+    route: {a_very_long_verdict_name: $current, _: done}
+"""
+
+
+def test_edge_labels_neither_overlap_nor_leave_the_drawing(browser: Any, tmp_path: Path) -> None:
+    """Every label sat right of its edge's middle: the two edges of a check ⇄ fix pair, and
+    the edges fanning out of one state, wrote `no ×3` over `next ×3`, and a label lay across
+    its own line. Labels now stand off the outer side of their edge, inside the drawing."""
+    spin = SPIN.replace("max_steps: 40000", "max_steps: 200")
+    for name, text in (
+        ("spin", spin),
+        ("budget", BUDGET.format(poll="false")),
+        ("retries", RETRIES),
+        ("self", SELF),  # a self-loop's label ran past the drawing's right edge, unseen
+    ):
+        write_loop(tmp_path, text)
+        ran = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--quiet")
+        page_file = tmp_path / f"{name}.html"
+        made = ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "--out", str(page_file))
+        assert made.code == 0
+        load_offline(browser, page_file)
+        boxes = browser.eval_on_selector_all(
+            "svg.graph .edge-label",
+            "ls => ls.map(l => { const b = l.getBBox();"
+            " return [l.textContent, b.x, b.y, b.x + b.width, b.y + b.height]; })",
+        )
+        width = browser.eval_on_selector("svg.graph", "s => s.viewBox.baseVal.width")
+        assert len(boxes) >= 3
+        for label, left, _, right, _ in boxes:
+            assert left >= 0 and right <= width, (name, label)
+        covered = browser.eval_on_selector_all(
+            "svg.graph .edge",
+            """es => es.filter(e => e.querySelector('text')).map(e => {
+                const p = e.querySelector('path'), b = e.querySelector('text').getBBox();
+                const points = [...Array(41).keys()].map(
+                    i => p.getPointAtLength(p.getTotalLength() * i / 40));
+                return [e.querySelector('text').textContent, points.some(m =>
+                    m.x > b.x && m.x < b.x + b.width && m.y > b.y && m.y < b.y + b.height)];
+            })""",
+        )
+        assert [label for label, over in covered if over] == [], name  # a label beside its line
+        for i, (one, l1, t1, r1, b1) in enumerate(boxes):
+            for other, l2, t2, r2, b2 in boxes[i + 1 :]:
+                apart = r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1
+                assert apart, (name, one, other)

@@ -76,6 +76,44 @@ def test_mermaid_and_dot() -> None:
     assert dot.startswith('digraph "eval-harness" {') and dot.endswith("}")
 
 
+def test_a_state_named_like_the_start_point_stays_a_state_in_dot() -> None:
+    """State names may start with `_`: a state `__start__` was drawn as the start point, its
+    own edges merged with the arrow into `initial`."""
+    loop = load_loop_text(
+        """
+        name: s
+        initial: go
+        scope: ["."]
+        states:
+          go: {action: "false", on_yes: done, on_no: __start__}
+          __start__: {action: "true", next: go}
+          done: {terminal: true}
+        """
+    )
+    dot = render(loop, "dot").splitlines()
+    assert '  "__start__";' in dot and '  "start point" -> "go";' in dot
+    assert not [line for line in dot if line.startswith('  "__start__" [shape=point')]
+
+
+def test_a_states_description_is_shown_in_text_and_json() -> None:
+    """format.md says a state's `description` is `for people and ll-loop show`; show printed
+    only the loop's."""
+    loop = load_loop_text(
+        """
+        name: d
+        initial: go
+        scope: ["."]
+        states:
+          go: {description: "run the tests", action: "true", next: done}
+          done: {terminal: true}
+        """
+    )
+    text = render(loop, "text").splitlines()
+    assert text[text.index("→ go    shell") + 1] == "          # run the tests"
+    nodes = json.loads(render(loop, "json"))["graph"]["nodes"]
+    assert [n["description"] for n in nodes] == ["run the tests", ""]
+
+
 def test_json_is_networkx_node_link_data_plus_metadata() -> None:
     loop = load_loop_text(HARNESS)
     data = json.loads(render(loop, "json"))

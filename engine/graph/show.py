@@ -74,6 +74,8 @@ def render_text(loop: Loop, graph: LoopGraph) -> str:
         marker = "→" if state.name == loop.initial else " "
         lines.append("")
         lines.append(f"{marker} {state.name.ljust(width)}  {_kind(state)}")
+        if state.description.strip():  # what the state is for, in its author's words
+            lines.append(f"    {' ' * width}  # {_first_line(state.description)}")
         if state.action:
             lines.append(f"    {' ' * width}  $ {_first_line(state.action)}")
         if state.max_retries is not None:
@@ -145,9 +147,10 @@ def render_dot(loop: Loop, graph: LoopGraph) -> str:
     """Graphviz dot: boxes for states, double circles for terminals, dashed retry edges."""
     retries = retry_edges(graph)
     lines = [f"digraph {_dot_id(loop.name)} {{", "  rankdir=LR;", "  node [shape=box];"]
-    lines.append('  "__start__" [shape=point, label=""];')
+    # the start point's id has a space, which no state name has: `__start__` is a state name
+    lines.append('  "start point" [shape=point, label=""];')
     if loop.initial in loop.states:
-        lines.append(f'  "__start__" -> {_dot_id(loop.initial)};')
+        lines.append(f'  "start point" -> {_dot_id(loop.initial)};')
     for state in loop.states.values():
         if state.terminal:
             colour = "red" if state.failure else "darkgreen"
@@ -197,4 +200,7 @@ def render_json(loop: Loop, graph: LoopGraph) -> str:
         "unknown_targets": [edge._asdict() for edge in graph.dangling],
         "graph": json_graph.node_link_data(graph.to_networkx(), edges="edges"),
     }
+    for node in data["graph"]["nodes"]:  # each state's description, as the text shows it
+        state = loop.states.get(node["id"])
+        node["description"] = state.description if state is not None else ""
     return json.dumps(data, indent=2, default=str)

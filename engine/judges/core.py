@@ -259,9 +259,13 @@ class Assessment:
         text = f"{passed} of {len(ran)} judge(s) passed"
         if len(ran) < len(self.results):
             text += f", {len(self.results) - len(ran)} skipped"
-        failing = self.failing()
-        if failing:
-            text += "; failing: " + ", ".join(r.name for r in failing)
+        # a judge that could not run said nothing about the work: never call it failing
+        broken = [r.name for r in self.failing() if r.errored]
+        failed = [r.name for r in self.failing() if not r.errored]
+        if broken:
+            text += "; could not run: " + ", ".join(broken)
+        if failed:
+            text += "; failing: " + ", ".join(failed)
         return text
 
     def details(self) -> dict[str, Any]:

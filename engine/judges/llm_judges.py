@@ -606,6 +606,8 @@ def _score_problem(body: Mapping[str, Any], low: float, high: float) -> str | No
     if isinstance(data, str):
         return data
     score = data.get("score")
+    if score is None:
+        return "the answer has no score"  # not "score None": Python's word for it
     if isinstance(score, bool) or not isinstance(score, int | float):
         return f"score {score!r} is not a number"
     if not low <= score <= high:

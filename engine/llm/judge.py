@@ -253,6 +253,8 @@ def parse_verdict(body: Mapping[str, Any]) -> Mapping[str, Any] | str:
     if isinstance(data, str):
         return data
     verdict = data.get("verdict")
+    if verdict is None:
+        return "the answer has no verdict"  # not "verdict None": Python's word for it
     if verdict not in ANSWERS:
         return f"verdict {verdict!r} is not one of {', '.join(ANSWERS)}"
     return answer_fields_problem(data) or data
@@ -262,6 +264,8 @@ def answer_fields_problem(data: Mapping[str, Any]) -> str | None:
     """What is wrong with a judge answer's shared fields (confidence 0..1, reason and evidence
     strings), or None: every evidence-contract tool answers with them."""
     confidence = data.get("confidence")
+    if confidence is None:
+        return "the answer has no confidence"
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         return f"confidence {confidence!r} is not a number"
     if not 0 <= confidence <= 1:

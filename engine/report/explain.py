@@ -152,8 +152,10 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
-    # the on_max_steps state runs once the budget is spent and is no step of it
-    per_state = Counter(s.state for s in counted_steps if not s.budget_end)
+    # the on_max_steps state runs once the budget is spent and is no step of it; nor is the
+    # attempt a stop or kill cut short (state.json does not count it, a resume runs it again)
+    cut = steps[-1] if steps and not steps[-1].finished and facts.status != "running" else None
+    per_state = Counter(s.state for s in counted_steps if not s.budget_end and s is not cut)
     steps_by_state = dict(per_state.most_common())
     cost: dict[str, float] = {}
     calls: Counter[str] = Counter()
@@ -362,6 +364,14 @@ def end_reason(
                 f"its time limit{limit} ran out during step {last.step}{budget}, in state "
                 f"{last.state!r}; its action was ended"
             )
+        if last is not None and last.finished:
+            # the limit passed while the step was judged (a judge is not cut by it): the run
+            # ended at the boundary after it, and the state named next never ran
+            return (
+                f"its time limit{limit} had run out when step {last.step}{budget} (state "
+                f"{last.state!r}) ended, {facts.elapsed_ms / 1000:.1f}s into the run; it ended "
+                f"before state {final!r}"
+            )
         return (
             f"its time limit{limit} ran out in state {final!r} after {_steps(facts.steps, budget)}"
         )
@@ -529,8 +539,8 @@ def _head_lines(explanation: Explanation) -> list[str]:
     steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
         f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
-        f"{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
-        f"why: {explanation.reason}",
+        f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
+        f"why: {_one_line(explanation.reason)}",
     ]
     if facts.state_problem:
         lines.append(f"note: {facts.state_problem}")
@@ -550,10 +560,24 @@ def _head_lines(explanation: Explanation) -> list[str]:
     return lines
 
 
+def sub_loops(
+    explanation: Explanation, shown: int, depth: int = 0
+) -> list[tuple[int, int, str, Explanation]]:
+    """The last `shown` children of a run, each followed by its own last child, and so on down
+    (depth, step, state, child): a child that failed because its own sub-loop timed out or
+    failed says so only through that grandchild."""
+    found: list[tuple[int, int, str, Explanation]] = []
+    for step, state_name, child in explanation.children[-shown:]:
+        found.append((depth, step, state_name, child))
+        found += sub_loops(child, 1, depth + 1)
+    return found
+
+
 def _tail_lines(explanation: Explanation) -> list[str]:
     lines = [
-        f"sub-loop at step {step} ({state_name}): {child.facts.loop}, {child.reason}"
-        for step, state_name, child in explanation.children[-2:]
+        f"{'  ' * depth}sub-loop at step {step} ({state_name}): {child.facts.loop}, "
+        f"{_one_line(child.reason)}"
+        for depth, step, state_name, child in sub_loops(explanation, 2)
     ]
     if explanation.steps_by_state:
         parts = ", ".join(f"{k} {v}" for k, v in explanation.steps_by_state.items())
@@ -584,6 +608,11 @@ def _path_line(item: PathItem, unfinished: str) -> str:
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
+
+
+def at_least(status: str) -> str:
+    """`≥` before a killed run's time: it is known up to its last event only, as in `status`."""
+    return "≥" if status == "interrupted" else ""
 
 
 def unfinished_label(status: str) -> str:
@@ -618,9 +647,10 @@ def _hop_text(hop: Hop, unfinished: str) -> str:
 
 def next_text(ended: bool, target: str | None, note: str, unfinished: str) -> str:
     """Where a step went: its target (with why, when not its route's), why it went nowhere,
-    or `unfinished` for a step that never ended (running, or cut short)."""
+    or `unfinished` for a step that never ended (running, or cut short: `(stopped)` when its
+    note says a stop cut it, whatever the run's status is now)."""
     if not ended:
-        return unfinished
+        return f"({note})" if note else unfinished
     if target is not None:
         return f"{target} ({note})" if note else target
     return f"({note or 'no route'})"
@@ -649,6 +679,12 @@ def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]
         if note.evidence_check and "rejected" in note.evidence_check:
             lines.append(f"      {_clip(note.evidence_check, 100)}")
     return lines
+
+
+def _one_line(text: str) -> str:
+    """A sentence on one line: an error quoted in it (an API's message, an action's words) may
+    hold line breaks, which would start lines of their own (`why: reached the success …`)."""
+    return " ".join(text.split())
 
 
 def _clip(text: str, width: int) -> str:

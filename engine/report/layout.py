@@ -83,12 +83,16 @@ def layout(graph: LoopGraph) -> Layout:
     layer_of = layers(graph)
     rows = ordered_layers(graph, layer_of)
     drawing: networkx.DiGraph[str] = networkx.DiGraph()
-    for index, row in enumerate(rows):
-        for node in row:  # insertion order is the order inside a layer
-            drawing.add_node(node, layer=index)
+    for row in rows:
+        drawing.add_nodes_from(row)
     for edge in graph.edges:
         drawing.add_edge(edge.source, edge.target)
-    placed = networkx.multipartite_layout(drawing, subset_key="layer", align="horizontal")
+    # the layers as lists: given as a node attribute, networkx groups them into sets, and the
+    # order inside a layer (the barycenter's) came out by the process's string hash, so the same
+    # run's graph was drawn differently at each rendering
+    placed = networkx.multipartite_layout(
+        drawing, subset_key=dict(enumerate(rows)), align="horizontal"
+    )
     widest = max((len(r) for r in rows), default=1)
     width = widest * (NODE_W + GAP_X) + 2 * MARGIN
     height = len(rows) * (NODE_H + GAP_Y) + 2 * MARGIN

@@ -134,7 +134,9 @@ svg.bar circle { fill: #1864ab; }
 svg.bar .threshold { stroke: var(--bad); stroke-width: 2; stroke-dasharray: 3 2; }
 svg.bar text { font-size: 10px; fill: var(--muted); }
 h3 { font-size: 14px; margin: 14px 0 4px; }
-.reason { white-space: pre-wrap; max-width: 900px; }
+.reason { white-space: pre-wrap; max-width: 900px; overflow-wrap: anywhere; }
+.text { max-width: 60ch; overflow-wrap: anywhere; }
+main p { overflow-wrap: anywhere; }
 .legend { color: var(--muted); font-size: 12px; }
 """
 

@@ -29,6 +29,7 @@ class Step:
     state: str
     depth: int
     started_at: str = ""
+    ended_at: str = ""  # when it was routed: after its action and its judges
     action_type: str | None = None
     action: str | None = None
     exit_code: int | None = None
@@ -47,6 +48,7 @@ class Step:
     route_error: str | None = None
     out_of_time: bool = False  # the loop's own timeout cut this step: the run ended in it
     budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
+    stopped: bool = False  # cut short by `ll-loop stop` (its session ended `stopped`), not a kill
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
@@ -101,6 +103,8 @@ class Step:
             return "the loop's time limit ran out"
         if self.budget_end:
             return "on_max_steps; the run ended"
+        if self.stopped and not self.routed:
+            return "stopped"  # read after a resume too, where the run's status is another
         return ""
 
     def spent(self) -> tuple[int, float]:
@@ -306,6 +310,7 @@ class _Builder:
         if step is None:
             return
         step.routed = True
+        step.ended_at = str(event.get("ts") or "")
         step.target = _str(event.get("target"))
         step.route_error = _str(event.get("error"))
         step.out_of_time = event.get("timeout") is True
@@ -339,6 +344,8 @@ class _Builder:
     def loop_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         trace.end = {k: v for k, v in event.items() if k not in ("ts", "event", "run_id")}
         step = trace.current
+        if event.get("terminated_by") == "stopped" and step is not None and not step.routed:
+            step.stopped = True
         if event.get("terminated_by") == "max_steps" and step is not None:
             # a judged step the budget's end left unrouted ran as the `on_max_steps` state
             step.budget_end = not step.routed and step.verdict is not None

@@ -19,7 +19,15 @@ from engine.harness.stability import JudgeStability
 from engine.harness.trends import RatePoint
 from engine.model.timefmt import epoch_seconds
 from engine.report.charts import rate_chart
-from engine.report.explain import Explanation, PathItem, from_cache, next_text, replayed
+from engine.report.explain import (
+    Explanation,
+    PathItem,
+    at_least,
+    from_cache,
+    next_text,
+    replayed,
+    sub_loops,
+)
 from engine.report.layout import layout
 from engine.report.page import Section, table
 from engine.report.runlog import Step, Trace, run_again
@@ -92,7 +100,7 @@ def summary_section(explanation: Explanation) -> Section:
         ("status", facts.status),
         ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),
         ("steps", f"{facts.steps}{budget}"),
-        ("time", f"{facts.elapsed_ms / 1000:.1f} s"),
+        ("time", f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f} s"),
         ("cost", f"${facts.cost_usd:.4f}"),
     ]
     facts_html = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in items)
@@ -118,10 +126,11 @@ def summary_section(explanation: Explanation) -> Section:
         inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
         body.append(f"<p>stderr of the failing action{inside} ends:</p>")
         body.append(f"<pre>{escape(chr(10).join(explanation.stderr_tail))}</pre>")
-    for step, state, child in explanation.children[-5:]:
+    for depth, step, state, child in sub_loops(explanation, 5):
+        inset = f' style="margin-left:{2 * depth}em"' if depth else ""
         body.append(
-            f"<p>sub-loop at step {step} ({escape(state)}): <b>{escape(child.facts.loop)}</b> — "
-            f"{escape(child.reason)}</p>"
+            f"<p{inset}>sub-loop at step {step} ({escape(state)}): "
+            f"<b>{escape(child.facts.loop)}</b> — {escape(child.reason)}</p>"
         )
     return Section("summary", "Why it ended", "\n".join(body))
 
@@ -180,7 +189,10 @@ def _timeline_svg(steps: list[Step]) -> str:
     ]
     for index, lane in enumerate(lanes):
         y = index * LANE_H + 4
-        parts.append(f'<text x="4" y="{y + 14}">{escape(lane[:22])}</text>')
+        shown = lane if len(lane) <= 22 else lane[:21] + "…"  # cut, and seen to be cut
+        parts.append(
+            f'<text x="4" y="{y + 14}"><title>{escape(lane)}</title>{escape(shown)}</text>'
+        )
     for step, start, end in zip(steps, starts, ends, strict=True):
         y = lanes.index(step.state) * LANE_H + 4
         x = label_w + (start - origin) * scale
@@ -204,8 +216,26 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     action ran, not the time until a resume took it up again."""
     own = start + (step.duration_ms or 0) / 1000
     if not following:
-        return own
+        # the last step: until it was routed (its judges took time too), else its action's end
+        routed = epoch_seconds(step.ended_at) if step.ended_at else None
+        return max(own, routed) if routed is not None else own
     return following[0] if step.finished else min(own, following[0])
+
+
+def _step_seconds(step: Step) -> float:
+    """The whole step, until it was routed: its action, its judges, a sub-loop's child run
+    (the action's own time alone read 0.00 s for a child that ran for minutes)."""
+    action = (step.duration_ms or 0) / 1000
+    start, end = epoch_seconds(step.started_at), epoch_seconds(step.ended_at)
+    if start is None or end is None:
+        return action
+    return max(action, end - start)
+
+
+def _text(text: str) -> str:
+    """Free text in a table cell (an action's output, a judge's reason), in a block that wraps
+    anywhere: one long word (`xxxx…`, a path) would otherwise widen the table past the page."""
+    return f'<div class="text">{escape(text)}</div>'
 
 
 def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) -> str:
@@ -226,9 +256,9 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
                 escape(outcome),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>',
                 escape(next_text(step.ended, step.went_to, step.hop_note(), unfinished)),
-                f"{(step.duration_ms or 0) / 1000:.2f} s",
+                f"{_step_seconds(step):.2f} s",
                 f"${step.spent()[1]:.4f}" if step.spent()[1] else "",
-                escape(_clip(step.output, 120)),
+                _text(_clip(step.output, 120)),
             )
         )
     html = table(
@@ -282,8 +312,8 @@ def judges_section(explanation: Explanation) -> Section:
                 escape(note.name),
                 f'<span class="verdict-{escape(verdict)}">{escape(verdict)}</span>'
                 + (f"<br>{escape('; '.join(extra))}" if extra else ""),
-                escape(note.reason),
-                evidence,
+                _text(note.reason),
+                f'<div class="text">{evidence}</div>',
                 f"${note.cost_usd:.4f}",
             )
         )

@@ -31,36 +31,41 @@ class PathCounts:
     max_steps: int | None = None  # the run's step budget
 
 
+# the width of one character of an edge label (11px, bold when taken), a little generous
+LABEL_CHAR_W = 7.0
+LABEL_GAP = 6.0  # how far a label stands off its edge
+
+
 def graph_svg(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
     """The whole `<svg>` element."""
     labels: dict[tuple[str, str], list[str]] = {}
     for edge in graph.edges:
         labels.setdefault((edge.source, edge.target), []).append(edge.label)
     retries = retry_edges(graph)
-    parts = [
-        f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" width="{placed.width:.0f}" '
-        f'height="{placed.height:.0f}" viewBox="0 0 {placed.width:.0f} {placed.height:.0f}" '
-        f'role="img" aria-label="{escape(graph.name)} state graph">',
-        _DEFS,
-    ]
+    parts: list[str] = []
+    reach = placed.width  # widened for a label that runs past the states (a self-loop's)
     for (source, target), names in labels.items():
         paired = (target, source) in labels and source != target
-        parts.append(
-            _edge(
-                source,
-                target,
-                names,
-                placed,
-                counts.transitions.get((source, target), 0),
-                retry=(source, target) in retries,
-                paired=paired,
-            )
+        drawn, right = _edge(
+            source,
+            target,
+            names,
+            placed,
+            counts.transitions.get((source, target), 0),
+            retry=(source, target) in retries,
+            paired=paired,
         )
+        parts.append(drawn)
+        reach = max(reach, right + 8)
     parts.append(_budget(graph, placed, counts))
     for node in graph.nodes:
         parts.append(_node(graph, node, placed, counts))
-    parts.append("</svg>")
-    return "\n".join(parts)
+    head = (
+        f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" width="{reach:.0f}" '
+        f'height="{placed.height:.0f}" viewBox="0 0 {reach:.0f} {placed.height:.0f}" '
+        f'role="img" aria-label="{escape(graph.name)} state graph">'
+    )
+    return "\n".join([head, _DEFS, *parts, "</svg>"])
 
 
 _DEFS = """<defs>
@@ -122,7 +127,8 @@ def _budget(graph: LoopGraph, placed: Layout, counts: PathCounts) -> str:
     spent = f"max_steps {counts.max_steps} spent" if counts.max_steps else "max_steps spent"
     if counts.budget is not None and all(n in placed.centres for n in counts.budget):
         was_in, state = counts.budget
-        return _edge(was_in, state, [spent], placed, 1, retry=False, paired=False, budget=True)
+        hop, _ = _edge(was_in, state, [spent], placed, 1, retry=False, paired=False, budget=True)
+        return hop
     target = graph.on_max_steps
     if target is None or target not in placed.centres:
         return ""
@@ -148,7 +154,8 @@ def _edge(
     retry: bool,
     paired: bool,
     budget: bool = False,
-) -> str:
+) -> tuple[str, float]:
+    """The edge's `<g>`, and how far right its label reaches (estimated)."""
     sx, sy = placed.centres[source]
     tx, ty = placed.centres[target]
     side = -1 if budget else 1  # the budget's hop keeps clear of a route between the same two
@@ -160,29 +167,40 @@ def _edge(
             f"{out:.1f},{sy + 34:.1f} {edge_x:.1f},{sy + 10:.1f}"
         )
         lx, ly = (edge_x + 40, sy + 4) if not budget else (out - 60, sy + 4)
+        anchor = "start"
     else:
         # two-way pairs bow apart; an edge back up (or sideways) bows clear of the forward ones
         bow = CURVE / 2 if paired else (CURVE if ty <= sy else 0.0)
-        d, lx, ly = _curve((sx, sy), (tx, ty), -CURVE if budget else bow)
+        d, lx, ly, anchor = _curve((sx, sy), (tx, ty), -CURVE if budget else bow)
     classes = ["edge"] + (["taken"] if count else []) + (["retry"] if retry else [])
     classes += ["budget"] if budget else []
     width = 1.3 if not count else min(7.0, 2.2 + 1.2 * math.log2(count + 1))
     label = "/".join(names) + (f" ×{count}" if count else "")
+    reach = len(label) * LABEL_CHAR_W * (1.0 if anchor == "end" else 0.5)
+    if anchor != "start" and lx < reach:  # it would leave the canvas on the left
+        anchor, lx = "start", lx + 10
     marker = "arrow-taken" if count else "arrow"
+    text_w = len(label) * LABEL_CHAR_W
+    right = lx + {"start": text_w, "middle": text_w / 2}.get(anchor, 0.0)
     return (
         f'<g class="{" ".join(classes)}" data-source="{escape(source)}" '
         f'data-target="{escape(target)}" data-count="{count}" '
         f'data-labels="{escape(" ".join(names))}">'
         f'<path d="{d}" stroke-width="{width:.1f}" marker-end="url(#{marker})"/>'
-        f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}">{escape(label)}</text></g>'
-    )
+        f'<text class="edge-label" x="{lx:.1f}" y="{ly:.1f}"'
+        + (f' text-anchor="{anchor}"' if anchor != "start" else "")
+        + f">{escape(label)}</text></g>"
+    ), right
 
 
 def _curve(
     start: tuple[float, float], end: tuple[float, float], bow: float
-) -> tuple[str, float, float]:
+) -> tuple[str, float, float, str]:
     """A path from border to border of the two state boxes, bowed `bow` to the right of its
-    direction (a quadratic curve), and where its label goes."""
+    direction (a quadratic curve), where its label goes, and its text-anchor: the label lies on
+    the outer side (a curve bowed left, an edge heading left: it ends there), so the labels of a
+    two-way pair (`no ×3`, `next ×2`), or of two edges fanning out of one state, do not lie on
+    top of each other."""
     (sx, sy), (tx, ty) = start, end
     dx, dy = tx - sx, ty - sy
     length = math.hypot(dx, dy) or 1.0
@@ -196,7 +214,17 @@ def _curve(
     else:
         path = f"M{ax:.1f},{ay:.1f} L{bx:.1f},{by:.1f}"
         lx, ly = (ax + bx) / 2, (ay + by) / 2
-    return path, lx + 4, ly - 4
+    # the label's side: the bow's for a curve; for a straight edge the side it heads to (right
+    # of a vertical one). It stands off the line along that side's normal, anchored away from
+    # the line, so it neither covers its own edge nor the edge bowed the other way
+    if bow:
+        ox, oy = (-nx, -ny) if bow > 0 else (nx, ny)
+    else:
+        ox, oy = (nx, ny) if (nx > 0) == (dx >= 0 if abs(dx) > 1 else True) else (-nx, -ny)
+    px, py = lx + ox * LABEL_GAP, ly + oy * LABEL_GAP
+    anchor = "start" if ox > 0.3 else ("end" if ox < -0.3 else "middle")
+    baseline = py if oy < -0.3 else (py + 9 if oy > 0.3 else py + 4)
+    return path, px, baseline, anchor
 
 
 def _border(cx: float, cy: float, towards_x: float, towards_y: float) -> tuple[float, float]:
