@@ -15,13 +15,12 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.migrate.routes import UNROUTED
+from engine.migrate.routes import UNROUTED, is_verdict_route
 
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
 
 _VERDICT = re.compile(r"^[a-z][a-z0-9_]*$")
-_ROUTES = re.compile(r"^on_[A-Za-z0-9_]+$")
 _DEFAULT_PROMPT = "Evaluate whether this action succeeded based on its output."
 
 
@@ -63,12 +62,8 @@ def custom_judge(
         )  # fmt: skip
         return
     kept = {*names, "error"}
-    routes = {
-        k: out.pop(k)
-        for k in list(out)
-        if _ROUTES.match(k) and k != "on_retry_exhausted" and k[3:] in kept
-    }
-    for key in [k for k in out if _ROUTES.match(k) and k != "on_retry_exhausted"]:
+    routes = {k: out.pop(k) for k in list(out) if is_verdict_route(k) and k[3:] in kept}
+    for key in [k for k in out if is_verdict_route(k)]:
         del out[key]  # a verdict the schema never allowed: its route never applied
     if "route" in out:
         table = {k: v for k, v in out.pop("route").items() if k in kept or k.startswith("_")}

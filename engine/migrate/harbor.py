@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.migrate.exit_codes import TIMED_OUT
+from engine.migrate.routes import take_routes
 
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
-
-_ROUTES = re.compile(r"^on_[A-Za-z0-9_]+$")
 
 
 def harbor_scorer(
@@ -42,9 +41,7 @@ def harbor_scorer(
     source = evaluate.get("source")
     text = job.rewriter.text(source) if isinstance(source, str) else f"${{{result}.output}}"
     check = f"{name}_score"
-    routes = {k: out.pop(k) for k in list(out) if _ROUTES.match(k) and k != "on_retry_exhausted"}
-    if "route" in out:
-        routes["route"] = out.pop("route")
+    routes = take_routes(out)
     out.pop("evaluate")
     job.extra_states[check] = {
         "description": f"little-loops' harbor_scorer of {name}: exit 0 and a number printed is "

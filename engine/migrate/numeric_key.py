@@ -14,13 +14,14 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine.migrate.routes import take_routes
+
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
 
 # little-loops' number after `key\s*=\s*`, written for grep -E (one line at a time)
 NUMBER = r"[-+]?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?"
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+$")
-_ROUTES = re.compile(r"^on_[A-Za-z0-9_]+$")
 
 
 def output_numeric_key(
@@ -52,9 +53,7 @@ def output_numeric_key(
     capture = out.setdefault("capture", re.sub(r"\W", "_", name) + "_output")
     check = f"{name}_key"
     pattern = re.escape(key).replace("\\-", "-") + "[[:space:]]*=[[:space:]]*" + NUMBER
-    routes = {k: out.pop(k) for k in list(out) if _ROUTES.match(k) and k != "on_retry_exhausted"}
-    if "route" in out:
-        routes["route"] = out.pop("route")
+    routes = take_routes(out)
     error = routes.get("on_error") or mapping_get(routes.get("route"), "error", "_error", "_")
     job.extra_states[check] = {
         "description": f"little-loops' output_numeric key {key!r} of {name}: the number of "

@@ -12,11 +12,28 @@ dead end ll-loop fixes), and otherwise goes to `unrouted` — the caller adds th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 UNROUTED = "\x00unrouted"  # placeholder target: the caller names and adds the terminal
 _OUR_FALLBACKS = {"partial": "no", "blocked": "no", "cannot_judge": "error"}
+_ON_VERDICT = re.compile(r"^on_[A-Za-z0-9_]+$")
+
+
+def is_verdict_route(key: str) -> bool:
+    """`on_<verdict>`: a route one of the state's verdicts takes (not `on_retry_exhausted`)."""
+    return _ON_VERDICT.match(key) is not None and key != "on_retry_exhausted"
+
+
+def take_routes(out: dict[str, Any]) -> dict[str, Any]:
+    """Remove the state's verdict routes (`on_<verdict>`, a `route:` table) and return them,
+    for a state added after it that judges in its place."""
+    routes = {k: out.pop(k) for k in list(out) if is_verdict_route(k)}
+    if "route" in out:
+        routes["route"] = out.pop("route")
+    return routes
 
 
 @dataclass
