@@ -354,6 +354,16 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def is_text(value: str) -> bool:
+    """False for command-line bytes that are not UTF-8 (Python keeps them as lone surrogates,
+    which fail only later, when hashed, recorded or interpolated)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def err(message: str) -> None:
     """Progress and diagnostics go to stderr; stdout carries only results. Control characters
     are shown, not sent (`engine.model.terminal`): a message may quote what an action printed."""

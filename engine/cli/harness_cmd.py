@@ -24,6 +24,7 @@ from engine.cli.common import (
     err,
     examples,
     finite,
+    is_text,
     out,
     resolve_loop,
     run_console,
@@ -200,7 +201,7 @@ def _not_text(values: dict[str, Any], params: list[inspect.Parameter]) -> _Refus
     for param in params:
         value = values.get(param.name)
         for text in value if isinstance(value, list) else [value]:
-            if isinstance(text, str) and not _is_text(text):
+            if isinstance(text, str) and not is_text(text):
                 return _Refused(
                     UsageError(
                         f"{_label(param)} is not valid UTF-8 text",
@@ -208,14 +209,6 @@ def _not_text(values: dict[str, Any], params: list[inspect.Parameter]) -> _Refus
                     )
                 )
     return None
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _label(param: inspect.Parameter) -> str:
@@ -485,7 +478,7 @@ def dsl_command(
         texts = {"--model": model, "--runner": runner, "--semantic": semantic}
         texts |= {"--judge-model": judge_model, "--issue-id": issue_id}
         for label, text in texts.items():
-            if text is not None and not _is_text(text):
+            if text is not None and not is_text(text):
                 raise UsageError(
                     f"{label} is not valid UTF-8 text",
                     hint="pass text: what is measured is hashed and recorded as text",
@@ -664,7 +657,7 @@ def history_command(
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
     for label, text in (("TARGET", target), ("--semantic", semantic)):
-        if text is not None and not _is_text(text):
+        if text is not None and not is_text(text):
             raise UsageError(
                 f"{label} is not valid UTF-8 text", hint="targets are recorded as text"
             )

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
-from engine.cli.common import err, examples, finite
+from engine.cli.common import err, examples, finite, is_text
 from engine.model.errors import Diagnostic, LoadError, LoopError, UsageError
 from engine.model.ports import RunResult
 from engine.model.timefmt import counted, duration
@@ -145,22 +145,13 @@ def parse_context(pairs: "tuple[str, ...] | list[str]", input: str | None) -> di
     if input is not None:
         values["input"] = input
     for key, value in values.items():
-        if not (_is_text(value) and _is_text(key)):
+        if not (is_text(value) and is_text(key)):
             where = "INPUT" if key == "input" and value == input else "--context"
-            where += "" if where == "INPUT" or not _is_text(key) else f" {key}"
+            where += "" if where == "INPUT" or not is_text(key) else f" {key}"
             raise UsageError(
                 f"{where} is not valid UTF-8 text", hint="pass text (loops interpolate text)"
             )
     return values
-
-
-def _is_text(value: str) -> bool:
-    """False for command-line bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class Display:
