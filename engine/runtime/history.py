@@ -394,9 +394,16 @@ class History:
             self._db.execute("PRAGMA foreign_keys = ON")
             migrate(self._db)
         except sqlite3.DatabaseError as exc:
+            # A database another process holds is not damaged: moving it aside would hide
+            # every row it keeps from the next command.
+            hint = (
+                "another process holds it (an open `sqlite3` shell, a long transaction): let it "
+                f"finish, or raise {BUSY_TIMEOUT_ENV} (seconds)"
+                if _busy_error(exc)
+                else "move the file aside; ll-loop creates a new one on the next run"
+            )
             raise HistoryError(
-                f"cannot open the history database {path}: {exc}",
-                hint="move the file aside; ll-loop creates a new one on the next run",
+                f"cannot open the history database {path}: {exc}", hint=hint
             ) from exc
         self.drain()
 
@@ -1004,7 +1011,10 @@ def _unpack(value: object) -> object:
 
 def _busy(exc: HistoryError) -> bool:
     """Did the database refuse because another connection held it past the busy timeout?"""
-    cause = exc.__cause__
+    return _busy_error(exc.__cause__)
+
+
+def _busy_error(cause: BaseException | None) -> bool:
     if not isinstance(cause, sqlite3.OperationalError):
         return False
     code = getattr(cause, "sqlite_errorcode", None)
