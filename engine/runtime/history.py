@@ -420,7 +420,8 @@ class History:
         """Write the writes kept in the spool, oldest first, and remove their files; how many.
 
         Without waiting: a database still held by another process is left for the next opener
-        (that process may be the one whose long transaction made the spool)."""
+        (that process may be the one whose long transaction made the spool). One that cannot
+        take them (read-only, damaged) keeps them too, said through `notify`."""
         kept = history_spool.waiting(self.path)
         if not kept:
             return 0
@@ -437,9 +438,15 @@ class History:
                 except RetryConflict:
                     pass  # that retry is not recorded, as it would not have been then
                 except HistoryError as exc:
-                    if _busy(exc):
-                        break
-                    raise
+                    if not _busy(exc):
+                        # Read-only, full or damaged: the rows stay kept, and the command that
+                        # opened the history still reads it (raising made every reader fail
+                        # once a run had kept a row for a database it could not write).
+                        self.notify(
+                            f"warning: {len(kept) - written} kept write(s) in "
+                            f"{path.parent} stay there: {exc.message}"
+                        )
+                    break
                 except Exception:  # the file's content, not the database's state
                     # Not a write we can make sense of (valid JSON, not ours or damaged: a row
                     # too short, a list where a number goes): left for a person to look at. It
