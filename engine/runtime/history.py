@@ -463,22 +463,31 @@ class History:
         apply: Callable[[sqlite3.Connection], Any],
         write: Callable[[], dict[str, Any]],
         what: str,
+        *,
+        any_error: bool = False,
     ) -> Any:
-        """`apply` in one transaction; when the database stays busy past the timeout, `write()`
-        (the same write as JSON) is kept in the spool instead, and None returned."""
+        """`apply` in one transaction; when the database stays busy past the timeout (or, with
+        `any_error`, cannot take the write at all: read-only, damaged), `write()` (the same
+        write as JSON) is kept in the spool instead, and None returned. A harness sample has
+        already run when it is recorded; a suite's cases instead stop the suite (exit 2, and
+        `--resume` records them), so a full disk is not filled further with spool files."""
         try:
             with self._write() as db:
                 return apply(db)
         except HistoryError as exc:
-            if not _busy(exc):
+            if not (any_error or _busy(exc)):
                 raise
             try:
                 kept = history_spool.keep(self.path, write())
             except (OSError, LoopError):
                 raise exc from None
+            why = (
+                f"stayed locked by another process for {self._busy_ms / 1000:g} s"
+                if _busy(exc)
+                else f"cannot take it ({exc.__cause__ or exc.message})"
+            )
             self.notify(
-                f"warning: {self.path} stayed locked by another process for "
-                f"{self._busy_ms / 1000:g} s: {what} waits in {kept} and is written by the next "
+                f"warning: {self.path} {why}: {what} waits in {kept} and is written by the next "
                 "ll-loop or ll-harness command that opens the history"
             )
             return None
@@ -572,13 +581,16 @@ class History:
 
     def record_attempt(self, attempt: NewAttempt, *, created_at: str | None = None) -> Attempt:
         """Insert one attempt row; a retry (`retry_of`) supersedes its predecessor atomically.
-        An attempt kept in the spool (the database stayed busy) comes back with id 0."""
+        An attempt kept in the spool (the database stayed busy or could not take it) comes back
+        with id 0."""
         values = asdict(attempt)
         values["created_at"] = created_at or utc_now()
         write = {"kind": "attempt", "attempt": values}
         what = f"attempt {attempt.sample_index} of invocation {attempt.invocation_id}"
         kept = {**write, "kept": True}  # from the spool: may have been written already
-        new_id = self._record(lambda db: _apply_attempt(db, write), lambda: kept, what)
+        new_id = self._record(
+            lambda db: _apply_attempt(db, write), lambda: kept, what, any_error=True
+        )
         return Attempt(**{**values, "id": new_id or 0})
 
     def attempt(self, attempt_id: int) -> Attempt | None:
