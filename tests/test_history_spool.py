@@ -393,7 +393,7 @@ def test_a_kept_row_the_database_cannot_take_leaves_the_history_readable(tmp_pat
     listed = ll_harness(tmp_path, "history", "true", "--json", process=True)
     assert listed.code == 0, listed.stderr
     assert json.loads(listed.stdout)["rows"] == 1
-    assert listed.stderr.count("warning:") == 1 and "2 kept" in listed.stderr
+    assert listed.stderr.count("warning:") == 1 and "the 2 write(s) kept" in listed.stderr
     assert "Traceback" not in listed.stderr
     assert sorted(spool_dir(db).iterdir()) == kept  # not lost, not written half
 

@@ -442,9 +442,13 @@ class History:
                         # Read-only, full or damaged: the rows stay kept, and the command that
                         # opened the history still reads it (raising made every reader fail
                         # once a run had kept a row for a database it could not write).
+                        # A run's recorder warns once: this line is its only one, so it
+                        # speaks for the row the run keeps next as well.
                         self.notify(
-                            f"warning: {len(kept) - written} kept write(s) in "
-                            f"{path.parent} stay there: {exc.message}"
+                            f"warning: {self.path} cannot take the {len(kept) - written} "
+                            f"write(s) kept in {path.parent} ({exc.__cause__ or exc.message}): "
+                            "they stay there, with any this command keeps, for the next "
+                            "command that opens the history"
                         )
                     break
                 except Exception:  # the file's content, not the database's state
