@@ -194,6 +194,38 @@ def test_a_baseline_is_measured_again_at_a_new_commit_and_compared_as_named(
     assert older["baseline"]["measured_at_other_head"] is True
 
 
+def test_the_same_command_is_compared_across_a_commit_and_an_edit(tmp_path: Path) -> None:
+    """`make test` before a change against `make test` after it: the same text, other code.
+    `--compare-baseline --baseline-of` refused it as 'the subject is unchanged' (exit 2), after
+    a commit and after an uncommitted edit alike; a later candidate on the baseline's HEAD
+    must not be pooled into the baseline either."""
+    (tmp_path / ".loops").mkdir()  # this project's, not one in a folder above
+    (tmp_path / ".gitignore").write_text(".loops/\n")
+    (tmp_path / "f").write_text("ok\n")
+    _commit(tmp_path, "ok")
+    flags = ("--exit-code", "0", "--samples", "2")
+    code, base = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, "--measure-baseline")
+    assert code == 0
+    compare = ("--compare-baseline", "--baseline-of", base["invocation_id"])
+    unchanged = harness(tmp_path, "cmd", "grep -q ok f", *flags, *compare)
+    assert unchanged.returncode == 2 and "unchanged" in unchanged.stderr
+
+    (tmp_path / "f").write_text("bad\n")  # an uncommitted edit
+    code, edited = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, *compare)
+    assert code == 1 and edited["tally"]["fail"] == 2, edited
+    assert edited["baseline"]["baseline"]["k"] == 2 and edited["baseline"]["delta"] == -1.0
+    code, again = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, *compare)
+    assert (again["baseline"]["baseline"]["k"], again["baseline"]["baseline"]["n"]) == (2, 2)
+
+    _commit(tmp_path, "bad")
+    code, committed = harness_json(tmp_path, "cmd", "grep -q ok f", *flags, *compare)
+    assert code == 1 and committed["baseline"]["measured_at_other_head"] is True
+    assert (committed["baseline"]["baseline"]["k"], committed["baseline"]["baseline"]["n"]) == (
+        2,
+        2,
+    )
+
+
 def test_a_baseline_on_a_dirty_tree_is_reused_only_for_the_same_uncommitted_changes(
     tmp_path: Path,
 ) -> None:

@@ -207,6 +207,44 @@ def test_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
         open_history(tmp_path)
 
 
+def test_a_database_another_process_locks_is_not_called_damaged(tmp_path: Path) -> None:
+    """A process holding the database exclusively (a `sqlite3` shell in exclusive locking mode)
+    made opening it say 'move the file aside; ll-loop creates a new one': advice that hides
+    every recorded row, for a database that only had to be waited for."""
+    with open_history(tmp_path):
+        pass
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "db.execute('PRAGMA locking_mode = EXCLUSIVE')\n"
+            "db.execute('BEGIN EXCLUSIVE')\n"
+            "db.execute('SELECT count(*) FROM runs').fetchall()\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.readline()\n",
+            str(history_path(tmp_path)),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(HistoryError, match="locked") as caught:
+            open_history(tmp_path, wait=0.2)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert caught.value.hint is not None
+    assert "another process holds it" in caught.value.hint
+    assert "aside" not in caught.value.hint
+    with open_history(tmp_path) as history:  # once let go, it opens as it was
+        assert history.runs() == []
+
+
 def test_concurrent_processes_all_write(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -359,3 +359,76 @@ def test_a_write_the_disk_refuses_leaves_no_half_file_in_the_spool(tmp_path: Pat
     )  # fmt: skip
     assert done.stdout.split() == ["27", "27"], done.stderr
     assert list(spool_dir(db).iterdir()) == []
+
+
+def test_a_kept_row_the_database_cannot_take_leaves_the_history_readable(tmp_path: Path) -> None:
+    """A run kept its row for a database it could not write (here its runs table is damaged;
+    a read-only file does the same), and from then on every command that opened the history
+    failed, `ll-harness history` of a target whose rows read fine among them (exit 2): the
+    drain raised. The kept rows now stay where they are, said in one warning."""
+    db = _project(tmp_path)
+    with open_history(tmp_path) as history:
+        for i in range(300):  # the runs table gets pages of its own
+            history.record_run_start(f"run-{i:04d}", "filler" + "x" * 200)
+    ran = ll_harness(tmp_path, "cmd", "true", "--exit-code", "0", process=True)
+    assert ran.code == 0, ran.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [
+            n
+            for (n,) in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name IN "
+                "('runs', 'sqlite_autoindex_runs_1', 'runs_by_loop') AND pageno > 2"
+            )
+        ]
+    with db.open("r+b") as damaged:
+        for page in pages:
+            damaged.seek((page - 1) * size)
+            damaged.write(b"\xff" * size)
+    run = ll_loop(tmp_path, "run", "quick.yaml", process=True)
+    assert run.code == 0, run.stderr
+    kept = sorted(spool_dir(db).iterdir())
+    assert len(kept) == 2 and "waits in" in run.stderr
+    listed = ll_harness(tmp_path, "history", "true", "--json", process=True)
+    assert listed.code == 0, listed.stderr
+    assert json.loads(listed.stdout)["rows"] == 1
+    assert listed.stderr.count("warning:") == 1 and "the 2 write(s) kept" in listed.stderr
+    assert "Traceback" not in listed.stderr
+    assert sorted(spool_dir(db).iterdir()) == kept  # not lost, not written half
+
+
+def _damage(db: Path, *names: str) -> None:
+    """Overwrite every page of these tables and indexes (the schema page stays whole)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        marks = ", ".join("?" for _ in names)
+        pages = [
+            n
+            for (n,) in conn.execute(
+                f"SELECT pageno FROM dbstat WHERE name IN ({marks}) AND pageno > 1", names
+            )
+        ]
+    assert pages
+    with db.open("r+b") as damaged:
+        for page in pages:
+            damaged.seek((page - 1) * size)
+            damaged.write(b"\xff" * size)
+
+
+def test_a_sample_the_database_cannot_take_is_kept_not_lost(tmp_path: Path) -> None:
+    """A sample ran, then the database refused its row for another reason than a lock (here a
+    damaged index; a read-only file does the same): `ll-harness cmd` printed one error and
+    exit 2, no report, and the sample's result was gone. It is kept in the spool as a busy
+    database's would be, and the report says so."""
+    db = _project(tmp_path)
+    first = ll_harness(tmp_path, "cmd", "true", "--exit-code", "0", process=True)
+    assert first.code == 0, first.stderr
+    _damage(db, "attempts_by_invocation")
+    ran = ll_harness(tmp_path, "cmd", "true", "--exit-code", "0", process=True)
+    assert ran.code == 0, ran.stderr
+    assert "1 waiting in .loops/history-spool/" in ran.stdout
+    assert ran.stderr.count("warning:") == 1 and "cannot take it" in ran.stderr
+    [kept] = spool_dir(db).iterdir()
+    assert json.loads(kept.read_text())["attempt"]["target"] == "true"

@@ -35,6 +35,22 @@ class Cell:
     # content measured at other commits are other measurements, not this baseline.
     named: bool = False
     git_head: str | None = None
+    git_dirty: bool | None = None
+    git_worktree: str | None = None
+
+    def same_code(self, where: Provenance) -> bool:
+        """Was the named measurement taken on the code the candidate runs on (same HEAD, same
+        uncommitted changes)? Unknown git state (no repository, an unreadable tree) counts as
+        the same: nothing shows that the code changed."""
+        if not self.named or where.head is None or self.git_head is None or where.dirty is None:
+            return True
+        if where.head != self.git_head or bool(where.dirty) != bool(self.git_dirty):
+            return False
+        return (
+            where.worktree is None
+            or self.git_worktree is None
+            or (where.worktree == self.git_worktree)
+        )
 
 
 def lookup_attempt(history: History, ref: str) -> Attempt | None:
@@ -67,6 +83,8 @@ def resolve_incumbent(history: History, subject: Subject, baseline_of: str | Non
             attempt.target_content_hash,
             named=True,
             git_head=attempt.git_head,
+            git_dirty=attempt.git_dirty,
+            git_worktree=attempt.git_worktree,
         )
     if subject.runner in FILE_RUNNERS and subject.source_path is not None:
         committed = head_content_hash(subject.source_path)
@@ -88,18 +106,23 @@ def baseline_rows(
     subject: Subject,
     fingerprint: str,
     samples: int,
+    where: Provenance,
 ) -> list[Attempt]:
-    """The baseline's authoritative rows under these conditions, or a refusal saying why not."""
+    """The baseline's authoritative rows under these conditions, or a refusal saying why not.
+
+    The same content is a delta when the named measurement ran on other code: `make test`
+    measured before a commit or an edit is the incumbent of `make test` after it."""
     if incumbent.input_hash != subject.input_hash:
         raise Refusal(
             "the baseline was measured on another input than this run",
             hint="pass the same INPUT and --context values on both arms",
         )
-    if incumbent.content_hash == subject.content_hash:
+    if incumbent.content_hash == subject.content_hash and incumbent.same_code(where):
         raise Refusal(
             "the subject is unchanged since the baseline (same content hash): there is no delta "
             "to measure",
-            hint="edit the subject first, or use --measure-baseline to measure this content",
+            hint="edit the subject (or the code it runs) first, or use --measure-baseline to "
+            "measure this content",
         )
     if subject.stochastic and samples < 2:
         raise Refusal(
@@ -117,7 +140,15 @@ def baseline_rows(
         )
     same = [r for r in rows if r.conditions_fp == fingerprint]
     if incumbent.named:
-        same = [r for r in same if r.git_head == incumbent.git_head]
+        # Its HEAD and its uncommitted changes: a candidate measured later on the same HEAD
+        # with an edit is not part of the baseline it was compared with.
+        same = [
+            r
+            for r in same
+            if r.git_head == incumbent.git_head
+            and bool(r.git_dirty) == bool(incumbent.git_dirty)
+            and r.git_worktree == incumbent.git_worktree
+        ]
     if not same:
         raise Refusal(
             "the baseline was measured under other conditions (gates, criterion, judge or "

@@ -110,13 +110,15 @@ def _baseline_next(runner: str, invocation: str) -> str:
 
 def _recorded(invocation: str, attempts: Sequence[Attempt]) -> str:
     """Where the attempts went: their ids, and how many wait in the history spool (id 0: the
-    database was busy; the warning said where)."""
+    database was busy or could not take them; the warning said why and where)."""
     ids = ", ".join(str(a.id) for a in attempts if a.id)
     waiting = sum(1 for a in attempts if not a.id)
     parts = [f"invocation {invocation}"]
     parts += [f"attempts {ids}"] if ids else []
     parts += (
-        [f"{waiting} waiting in .loops/history-spool/ (history.db was busy)"] if waiting else []
+        [f"{waiting} waiting in .loops/history-spool/ (history.db could not take it)"]
+        if waiting
+        else []
     )
     return ", ".join(parts) if attempts else ""
 

@@ -206,7 +206,9 @@ def evaluate(
     baseline: list[Attempt] = []
     if options.compare_baseline:
         incumbent = resolve_incumbent(history, subject, options.baseline_of)
-        baseline = baseline_rows(history, incumbent, subject, conditions.fingerprint(), samples)
+        baseline = baseline_rows(
+            history, incumbent, subject, conditions.fingerprint(), samples, provenance
+        )
     report = Report(
         invocation_id=uuid.uuid4().hex[:16],
         subject=subject,

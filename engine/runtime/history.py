@@ -394,9 +394,16 @@ class History:
             self._db.execute("PRAGMA foreign_keys = ON")
             migrate(self._db)
         except sqlite3.DatabaseError as exc:
+            # A database another process holds is not damaged: moving it aside would hide
+            # every row it keeps from the next command.
+            hint = (
+                "another process holds it (an open `sqlite3` shell, a long transaction): let it "
+                f"finish, or raise {BUSY_TIMEOUT_ENV} (seconds)"
+                if _busy_error(exc)
+                else "move the file aside; ll-loop creates a new one on the next run"
+            )
             raise HistoryError(
-                f"cannot open the history database {path}: {exc}",
-                hint="move the file aside; ll-loop creates a new one on the next run",
+                f"cannot open the history database {path}: {exc}", hint=hint
             ) from exc
         self.drain()
 
@@ -413,7 +420,8 @@ class History:
         """Write the writes kept in the spool, oldest first, and remove their files; how many.
 
         Without waiting: a database still held by another process is left for the next opener
-        (that process may be the one whose long transaction made the spool)."""
+        (that process may be the one whose long transaction made the spool). One that cannot
+        take them (read-only, damaged) keeps them too, said through `notify`."""
         kept = history_spool.waiting(self.path)
         if not kept:
             return 0
@@ -430,9 +438,19 @@ class History:
                 except RetryConflict:
                     pass  # that retry is not recorded, as it would not have been then
                 except HistoryError as exc:
-                    if _busy(exc):
-                        break
-                    raise
+                    if not _busy(exc):
+                        # Read-only, full or damaged: the rows stay kept, and the command that
+                        # opened the history still reads it (raising made every reader fail
+                        # once a run had kept a row for a database it could not write).
+                        # A run's recorder warns once: this line is its only one, so it
+                        # speaks for the row the run keeps next as well.
+                        self.notify(
+                            f"warning: {self.path} cannot take the {len(kept) - written} "
+                            f"write(s) kept in {path.parent} ({exc.__cause__ or exc.message}): "
+                            "they stay there, with any this command keeps, for the next "
+                            "command that opens the history"
+                        )
+                    break
                 except Exception:  # the file's content, not the database's state
                     # Not a write we can make sense of (valid JSON, not ours or damaged: a row
                     # too short, a list where a number goes): left for a person to look at. It
@@ -449,22 +467,31 @@ class History:
         apply: Callable[[sqlite3.Connection], Any],
         write: Callable[[], dict[str, Any]],
         what: str,
+        *,
+        any_error: bool = False,
     ) -> Any:
-        """`apply` in one transaction; when the database stays busy past the timeout, `write()`
-        (the same write as JSON) is kept in the spool instead, and None returned."""
+        """`apply` in one transaction; when the database stays busy past the timeout (or, with
+        `any_error`, cannot take the write at all: read-only, damaged), `write()` (the same
+        write as JSON) is kept in the spool instead, and None returned. A harness sample has
+        already run when it is recorded; a suite's cases instead stop the suite (exit 2, and
+        `--resume` records them), so a full disk is not filled further with spool files."""
         try:
             with self._write() as db:
                 return apply(db)
         except HistoryError as exc:
-            if not _busy(exc):
+            if not (any_error or _busy(exc)):
                 raise
             try:
                 kept = history_spool.keep(self.path, write())
             except (OSError, LoopError):
                 raise exc from None
+            why = (
+                f"stayed locked by another process for {self._busy_ms / 1000:g} s"
+                if _busy(exc)
+                else f"cannot take it ({exc.__cause__ or exc.message})"
+            )
             self.notify(
-                f"warning: {self.path} stayed locked by another process for "
-                f"{self._busy_ms / 1000:g} s: {what} waits in {kept} and is written by the next "
+                f"warning: {self.path} {why}: {what} waits in {kept} and is written by the next "
                 "ll-loop or ll-harness command that opens the history"
             )
             return None
@@ -558,13 +585,16 @@ class History:
 
     def record_attempt(self, attempt: NewAttempt, *, created_at: str | None = None) -> Attempt:
         """Insert one attempt row; a retry (`retry_of`) supersedes its predecessor atomically.
-        An attempt kept in the spool (the database stayed busy) comes back with id 0."""
+        An attempt kept in the spool (the database stayed busy or could not take it) comes back
+        with id 0."""
         values = asdict(attempt)
         values["created_at"] = created_at or utc_now()
         write = {"kind": "attempt", "attempt": values}
         what = f"attempt {attempt.sample_index} of invocation {attempt.invocation_id}"
         kept = {**write, "kept": True}  # from the spool: may have been written already
-        new_id = self._record(lambda db: _apply_attempt(db, write), lambda: kept, what)
+        new_id = self._record(
+            lambda db: _apply_attempt(db, write), lambda: kept, what, any_error=True
+        )
         return Attempt(**{**values, "id": new_id or 0})
 
     def attempt(self, attempt_id: int) -> Attempt | None:
@@ -1004,7 +1034,10 @@ def _unpack(value: object) -> object:
 
 def _busy(exc: HistoryError) -> bool:
     """Did the database refuse because another connection held it past the busy timeout?"""
-    cause = exc.__cause__
+    return _busy_error(exc.__cause__)
+
+
+def _busy_error(cause: BaseException | None) -> bool:
     if not isinstance(cause, sqlite3.OperationalError):
         return False
     code = getattr(cause, "sqlite_errorcode", None)
