@@ -349,6 +349,10 @@ def _launch(
     from engine.runtime.runstore import runs_root
     from engine.runtime.session import Launch
 
+    if loop.source and not os.path.isabs(loop.source):
+        # A sub-loop named at run time is found beside this file: a path relative to the
+        # working directory of now would name another file once the program changes directory.
+        loop = replace(loop, source=os.path.abspath(loop.source))
     launch = Launch(
         loop=loop,
         context=values,

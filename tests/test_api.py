@@ -785,3 +785,48 @@ def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:
     assert (result.outcome, result.terminated_by, result.steps) == ("inconclusive", "max_steps", 3)
     with pytest.raises(UsageError, match="max_steps must be at least 1"):
         engine.run(loop, cwd=tmp_path, max_steps=0)
+
+
+DYNAMIC_PARENT = """
+name: parent
+initial: call
+scope: ["out.txt"]
+context:
+  child: kid
+states:
+  call:
+    loop: "${context.child}"
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+"""
+
+KID = """
+name: kid
+initial: a
+states:
+  a:
+    action: "echo kid"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_sub_loop_named_at_run_time_is_found_after_the_program_changes_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program may change directory while its run goes on (another thread's os.chdir): the
+    relative path it gave still names the loop file the run started from."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "parent.yaml").write_text(DYNAMIC_PARENT)
+    (tmp_path / "sub" / "kid.yaml").write_text(KID)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def move_away(event: Event) -> None:
+        if event.event == "state_enter" and event.state == "call":
+            os.chdir(elsewhere)
+
+    result = engine.run("sub/parent.yaml", on_event=move_away)
+    assert (result.outcome, result.error) == ("success", None)
