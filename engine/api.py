@@ -269,6 +269,7 @@ def run(
     from engine.runtime.runstore import new_run_id
 
     _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
+    _arguments(replay=replay)
     _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
     _arguments(cache=cache, lock=lock, queue=queue, queue_timeout=queue_timeout)
     _arguments(handle_signals=handle_signals, strict_context=strict_context, on_notice=on_notice)
@@ -1093,6 +1094,7 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "inputs": ((Mapping,), "a mapping of parameter names to values"),
     "input": ((str,), "a string"),
     "max_steps": ((int,), "a whole number"),
+    "replay": ((str, os.PathLike), "a run id or a run directory"),
     "samples": ((int,), "a whole number"),
     "jobs": ((int,), "a whole number"),
     "cases": ((str,), "a glob of case ids"),

@@ -154,6 +154,8 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         (lambda d: engine.history(cwd=d, limit=0), "limit must be at least 1"),
         (lambda d: engine.history(3, cwd=d), "loop must be a loop name"),
         (lambda d: engine.status(include_finished="yes", cwd=d), "include_finished must be"),
+        # replay=5 was a bare TypeError from inside the path handling
+        (lambda d: engine.run("count.yaml", replay=5, cwd=d), "replay must be a run id or a run"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
