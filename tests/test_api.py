@@ -832,3 +832,34 @@ def test_a_sub_loop_named_at_run_time_is_found_after_the_program_changes_directo
 
     result = engine.run("sub/parent.yaml", on_event=move_away)
     assert (result.outcome, result.error) == ("success", None)
+
+
+SLEEPER = """
+name: sleeper
+initial: work
+scope: ["ran.txt"]
+states:
+  work:
+    action: "sleep 5; touch ran.txt"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_stop_that_comes_before_the_action_starts_keeps_it_from_running(
+    tmp_path: Path,
+) -> None:
+    """A stop asked while a listener held the run (here at `action_start`, the last moment
+    before the spawn) was lost: the action then ran to its end, however long, before the run
+    saw the stop. It must not run at all; the state runs again on resume."""
+    write_loop(tmp_path, SLEEPER, "sleeper.yaml")
+
+    def stop_at_action_start(event: Event) -> None:
+        if event.event == "action_start":
+            engine.stop(event.run_id, cwd=tmp_path)
+
+    result = engine.run("sleeper.yaml", cwd=tmp_path, on_event=stop_at_action_start)
+    assert (result.terminated_by, result.steps) == ("stopped", 0)
+    assert result.duration_ms < 4_000 and not (tmp_path / "ran.txt").exists()
+    resumed = engine.resume(result.run_id, cwd=tmp_path)
+    assert resumed.outcome == "success" and (tmp_path / "ran.txt").exists()
