@@ -1139,6 +1139,12 @@ def _arguments(**named: Any) -> None:
         kinds, what = _KINDS[name]
         if not isinstance(value, kinds) or isinstance(value, bool):
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
+        if name in {"context", "inputs"} and not all(isinstance(k, str) for k in value):
+            key = next(k for k in value if not isinstance(k, str))
+            raise UsageError(
+                f"{name} keys must be names (strings), not {type(key).__name__}: {key!r}",
+                hint="str() each key",
+            )
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
         if isinstance(value, Mapping) and name == "env":

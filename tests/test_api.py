@@ -156,6 +156,9 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         (lambda d: engine.status(include_finished="yes", cwd=d), "include_finished must be"),
         # replay=5 was a bare TypeError from inside the path handling
         (lambda d: engine.run("count.yaml", replay=5, cwd=d), "replay must be a run id or a run"),
+        # a key that is not a name was a bare TypeError (or a run whose state.json failed)
+        (lambda d: engine.run("count.yaml", context={1: "x"}, cwd=d), "context keys must be names"),
+        (lambda d: engine.run("count.yaml", inputs={("a",): 1}, cwd=d), "inputs keys must be"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
