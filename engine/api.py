@@ -1139,18 +1139,24 @@ def _arguments(**named: Any) -> None:
         kinds, what = _KINDS[name]
         if not isinstance(value, kinds) or isinstance(value, bool):
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
-        if name in {"context", "inputs"} and not all(isinstance(k, str) for k in value):
-            key = next(k for k in value if not isinstance(k, str))
-            raise UsageError(
-                f"{name} keys must be names (strings), not {type(key).__name__}: {key!r}",
-                hint="str() each key",
-            )
+        if isinstance(value, Mapping) and name in {"context", "inputs"}:
+            _names(name, value)
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
         if isinstance(value, Mapping) and name == "env":
             _env_names(value)
         if isinstance(value, int) and name == "limit" and value < 1:
             raise UsageError(f"limit must be at least 1, got {value}")
+
+
+def _names(name: str, mapping: Mapping[Any, Any]) -> None:
+    """Keys that are not names fail deep in binding (a bare TypeError) or in state.json."""
+    for key in mapping:
+        if not isinstance(key, str):
+            raise UsageError(
+                f"{name} keys must be names (strings), not {type(key).__name__}: {key!r}",
+                hint="str() each key",
+            )
 
 
 def _seconds(name: str, value: Any) -> None:
