@@ -441,6 +441,7 @@ def _take_lock(
     `resumed`: the status of the run a resume continues, for what a stopped wait says."""
     from engine.runtime.locks import acquire_scope, no_lock
     from engine.runtime.scope import run_scope
+    from engine.runtime.session import listening_runs
 
     if not lock:
         return no_lock(launch.root, run_id)
@@ -458,6 +459,7 @@ def _take_lock(
                 loop=launch.loop.name,
                 signals=signals,
                 on_wait=on_wait,
+                callers=listening_runs(),
             )
     except StoppedWaiting as exc:
         if resumed is None:

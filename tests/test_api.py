@@ -866,3 +866,21 @@ def test_a_stop_that_comes_before_the_action_starts_keeps_it_from_running(
     assert result.duration_ms < 4_000 and not (tmp_path / "ran.txt").exists()
     resumed = engine.resume(result.run_id, cwd=tmp_path)
     assert resumed.outcome == "success" and (tmp_path / "ran.txt").exists()
+
+
+def test_a_listener_that_queues_behind_its_own_run_is_refused_at_once(tmp_path: Path) -> None:
+    """A listener that started a run of an overlapping scope with `queue=True` waited for the
+    run it was called from, which waited for the listener: without a time limit, for ever."""
+    write_loop(tmp_path, SLEEPER.replace("sleep 5; ", ""), "sleeper.yaml")
+    refusals: list[LockConflict] = []
+
+    def run_again(event: Event) -> None:
+        if event.event == "state_enter":
+            try:
+                engine.run("sleeper.yaml", cwd=tmp_path, queue=True, queue_timeout=20)
+            except LockConflict as refused:
+                refusals.append(refused)
+
+    result = engine.run("sleeper.yaml", cwd=tmp_path, on_event=run_again)
+    assert result.outcome == "success" and result.duration_ms < 10_000
+    assert "whose on_event listener is making this call" in refusals[0].message
