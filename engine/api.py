@@ -269,6 +269,7 @@ def run(
     from engine.runtime.runstore import new_run_id
 
     _arguments(path_or_loop=path_or_loop, context=context, inputs=inputs, input=input)
+    _arguments(replay=replay)
     _arguments(max_steps=max_steps, env=env, on_event=on_event, on_diagnostic=on_diagnostic)
     _arguments(cache=cache, lock=lock, queue=queue, queue_timeout=queue_timeout)
     _arguments(handle_signals=handle_signals, strict_context=strict_context, on_notice=on_notice)
@@ -349,6 +350,10 @@ def _launch(
     from engine.runtime.runstore import runs_root
     from engine.runtime.session import Launch
 
+    if loop.source and not os.path.isabs(loop.source):
+        # A sub-loop named at run time is found beside this file: a path relative to the
+        # working directory of now would name another file once the program changes directory.
+        loop = replace(loop, source=os.path.abspath(loop.source))
     launch = Launch(
         loop=loop,
         context=values,
@@ -436,6 +441,7 @@ def _take_lock(
     `resumed`: the status of the run a resume continues, for what a stopped wait says."""
     from engine.runtime.locks import acquire_scope, no_lock
     from engine.runtime.scope import run_scope
+    from engine.runtime.session import listening_runs
 
     if not lock:
         return no_lock(launch.root, run_id)
@@ -453,6 +459,7 @@ def _take_lock(
                 loop=launch.loop.name,
                 signals=signals,
                 on_wait=on_wait,
+                callers=listening_runs(),
             )
     except StoppedWaiting as exc:
         if resumed is None:
@@ -1089,6 +1096,7 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "inputs": ((Mapping,), "a mapping of parameter names to values"),
     "input": ((str,), "a string"),
     "max_steps": ((int,), "a whole number"),
+    "replay": ((str, os.PathLike), "a run id or a run directory"),
     "samples": ((int,), "a whole number"),
     "jobs": ((int,), "a whole number"),
     "cases": ((str,), "a glob of case ids"),
@@ -1133,12 +1141,24 @@ def _arguments(**named: Any) -> None:
         kinds, what = _KINDS[name]
         if not isinstance(value, kinds) or isinstance(value, bool):
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
+        if isinstance(value, Mapping) and name in {"context", "inputs"}:
+            _names(name, value)
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
         if isinstance(value, Mapping) and name == "env":
             _env_names(value)
         if isinstance(value, int) and name == "limit" and value < 1:
             raise UsageError(f"limit must be at least 1, got {value}")
+
+
+def _names(name: str, mapping: Mapping[Any, Any]) -> None:
+    """Keys that are not names fail deep in binding (a bare TypeError) or in state.json."""
+    for key in mapping:
+        if not isinstance(key, str):
+            raise UsageError(
+                f"{name} keys must be names (strings), not {type(key).__name__}: {key!r}",
+                hint="str() each key",
+            )
 
 
 def _seconds(name: str, value: Any) -> None:

@@ -154,6 +154,11 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         (lambda d: engine.history(cwd=d, limit=0), "limit must be at least 1"),
         (lambda d: engine.history(3, cwd=d), "loop must be a loop name"),
         (lambda d: engine.status(include_finished="yes", cwd=d), "include_finished must be"),
+        # replay=5 was a bare TypeError from inside the path handling
+        (lambda d: engine.run("count.yaml", replay=5, cwd=d), "replay must be a run id or a run"),
+        # a key that is not a name was a bare TypeError (or a run whose state.json failed)
+        (lambda d: engine.run("count.yaml", context={1: "x"}, cwd=d), "context keys must be names"),
+        (lambda d: engine.run("count.yaml", inputs={("a",): 1}, cwd=d), "inputs keys must be"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
@@ -785,3 +790,97 @@ def test_a_loaded_loop_runs_too(tmp_path: Path) -> None:
     assert (result.outcome, result.terminated_by, result.steps) == ("inconclusive", "max_steps", 3)
     with pytest.raises(UsageError, match="max_steps must be at least 1"):
         engine.run(loop, cwd=tmp_path, max_steps=0)
+
+
+DYNAMIC_PARENT = """
+name: parent
+initial: call
+scope: ["out.txt"]
+context:
+  child: kid
+states:
+  call:
+    loop: "${context.child}"
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+"""
+
+KID = """
+name: kid
+initial: a
+states:
+  a:
+    action: "echo kid"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_sub_loop_named_at_run_time_is_found_after_the_program_changes_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program may change directory while its run goes on (another thread's os.chdir): the
+    relative path it gave still names the loop file the run started from."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "parent.yaml").write_text(DYNAMIC_PARENT)
+    (tmp_path / "sub" / "kid.yaml").write_text(KID)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    def move_away(event: Event) -> None:
+        if event.event == "state_enter" and event.state == "call":
+            os.chdir(elsewhere)
+
+    result = engine.run("sub/parent.yaml", on_event=move_away)
+    assert (result.outcome, result.error) == ("success", None)
+
+
+SLEEPER = """
+name: sleeper
+initial: work
+scope: ["ran.txt"]
+states:
+  work:
+    action: "sleep 5; touch ran.txt"
+    next: done
+  done: {terminal: true}
+"""
+
+
+def test_a_stop_that_comes_before_the_action_starts_keeps_it_from_running(
+    tmp_path: Path,
+) -> None:
+    """A stop asked while a listener held the run (here at `action_start`, the last moment
+    before the spawn) was lost: the action then ran to its end, however long, before the run
+    saw the stop. It must not run at all; the state runs again on resume."""
+    write_loop(tmp_path, SLEEPER, "sleeper.yaml")
+
+    def stop_at_action_start(event: Event) -> None:
+        if event.event == "action_start":
+            engine.stop(event.run_id, cwd=tmp_path)
+
+    result = engine.run("sleeper.yaml", cwd=tmp_path, on_event=stop_at_action_start)
+    assert (result.terminated_by, result.steps) == ("stopped", 0)
+    assert result.duration_ms < 4_000 and not (tmp_path / "ran.txt").exists()
+    resumed = engine.resume(result.run_id, cwd=tmp_path)
+    assert resumed.outcome == "success" and (tmp_path / "ran.txt").exists()
+
+
+def test_a_listener_that_queues_behind_its_own_run_is_refused_at_once(tmp_path: Path) -> None:
+    """A listener that started a run of an overlapping scope with `queue=True` waited for the
+    run it was called from, which waited for the listener: without a time limit, for ever."""
+    write_loop(tmp_path, SLEEPER.replace("sleep 5; ", ""), "sleeper.yaml")
+    refusals: list[LockConflict] = []
+
+    def run_again(event: Event) -> None:
+        if event.event == "state_enter":
+            try:
+                engine.run("sleeper.yaml", cwd=tmp_path, queue=True, queue_timeout=20)
+            except LockConflict as refused:
+                refusals.append(refused)
+
+    result = engine.run("sleeper.yaml", cwd=tmp_path, on_event=run_again)
+    assert result.outcome == "success" and result.duration_ms < 10_000
+    assert "whose on_event listener is making this call" in refusals[0].message

@@ -180,6 +180,7 @@ class ActionRunner:
         # not use (measurably slower per spawn). Both ends are close-on-exec in this process.
         out_read, out_write = os.pipe2(os.O_CLOEXEC)
         err_read, err_write = os.pipe2(os.O_CLOEXEC)
+        self._terminated = False  # before the spawn: a stop during it is not forgotten
         try:
             proc = self._spawn(script, self._spawn_env(state, env), out_write, err_write)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the script
@@ -192,7 +193,8 @@ class ActionRunner:
             os.close(out_write)
             os.close(err_write)
         self._proc = proc
-        self._terminated = False
+        if self._terminated:  # the stop came while it was being spawned: it stops at once
+            signal_group(proc.pid, signal.SIGTERM)
         try:
             out, err, timed_out, capped = self._collect(
                 proc, out_read, err_read, start, timeout, state

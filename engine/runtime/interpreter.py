@@ -342,7 +342,9 @@ def execute(
         action=text[:PREVIEW_LIMIT],
         timeout=timeout,
     )
-    if state.action_type == "prompt":
+    if rt.stop.requested:  # asked while a listener held the run: the action never starts
+        result = ActionResult(exit_code=None)
+    elif state.action_type == "prompt":
         if rt.llm is None:
             result = ActionResult(exit_code=None, spawn_error="no LLM services in this run")
         else:

@@ -506,8 +506,12 @@ def acquire_scope(
     loop: str = "",
     signals: bool = True,
     on_wait: Callable[[str], None] | None = None,
+    callers: frozenset[str] = frozenset(),
 ) -> Lease:
     """Take the scope's paths for `run_id`, or raise `LockConflict`.
+
+    `callers`: runs that cannot go on until this call returns (the runs whose `on_event`
+    listener makes it); one of them holding an overlapping path is a conflict, queue or not.
 
     `queue` waits FIFO (up to `timeout` seconds when given), after telling `on_wait` whom it
     waits for; `env` is where an inherited lease
@@ -536,6 +540,7 @@ def acquire_scope(
             loop=loop,
             signals=signals,
         )
+        _refuse_callers(record, live, callers)
         found = blocker(record, live, parent)
         if found is None:
             held = replace(record, holding=True, acquired_at=time.time())
@@ -592,6 +597,19 @@ def _wait_turn(
                 hint="raise --queue-timeout, or stop the holder with `ll-loop stop "
                 f"{other.run_id}`",
             )
+
+
+def _refuse_callers(record: Record, live: Sequence[Record], callers: frozenset[str]) -> None:
+    """Waiting for a run that waits for us (its listener made this call) would never end."""
+    for other in live:
+        if other.run_id in callers and other.holding:
+            path = overlap(record.paths, other.paths)
+            if path is not None:
+                raise LockConflict(
+                    f"scope path {path} is locked by {other.describe()}, whose on_event "
+                    "listener is making this call: waiting for it would never end",
+                    hint=f"start this run after run {other.run_id} has ended, or with lock=False",
+                )
 
 
 def _refuse_unless_queued(found: tuple[Record, str], queue: bool, parent: str | None) -> None:

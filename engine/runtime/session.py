@@ -99,6 +99,14 @@ def stop_in_process(run_id: str, reason: str, wait: float) -> bool | None:
     return live.ended.wait(wait)
 
 
+def listening_runs() -> frozenset[str]:
+    """The runs of this process whose thread is the caller's: the caller is their `on_event`
+    listener (or runs under it), and they go on only when it returns."""
+    me = threading.current_thread()
+    with _live_lock:
+        return frozenset(run_id for run_id, live in _live.items() if live.thread is me)
+
+
 def flush_live(run_id: str) -> None:
     """Write the event lines a run this process is running still holds (it writes them in
     batches, where it may wait), so a reader of its log — an `on_event` listener calling
