@@ -1611,45 +1611,57 @@ def _whole_script_rules(
             for k in inside:
                 if doc.start + first <= spans[k][0] < doc.start + last:
                     marks[k].append((Role.ARITHMETIC, _HEREDOC_ARITHMETIC_WHY))
-    if facts.integer_declaration:
-        why = (
-            f"a value in a script that declares an integer variable ({facts.integer_declaration})"
-            ": bash evaluates as arithmetic whatever reaches such a variable — by assignment, "
-            "`read`, `for`, `printf -v`, `mapfile` or a file — so only integers can go anywhere "
-            "in this script"
-        )
-        for k, position in enumerate(positions):
-            if position.role in (Role.VALUE, Role.COMMENT):
-                marks[k].append((Role.ARITHMETIC, why))
-    if facts.unseen_code:
-        why = (
-            f"a value in a script that runs code the engine cannot read ({facts.unseen_code}): "
-            "it could define a function that any command name then calls, with the value as "
-            "its argument, so only integers can go anywhere in this script"
-        )
-        for k, position in enumerate(positions):
-            if position.role in (Role.VALUE, Role.COMMENT):
-                marks[k].append((Role.UNKNOWN, why))
-    if facts.alias_expansion:
-        why = (
-            f"a value in a script that turns on alias expansion ({facts.alias_expansion}): any "
-            "command may then stand for other text (`alias e=eval`), which the engine does not "
-            "follow, so only integers can go anywhere in this script"
-        )
-        for k, position in enumerate(positions):
-            if position.role in (Role.VALUE, Role.COMMENT):
-                marks[k].append((Role.UNKNOWN, why))
-    if facts.evaluating_write is not None:
-        role, what = facts.evaluating_write
-        why = (
-            f"a value in a script that writes to {what}: whatever reaches that variable — by "
-            "assignment, `read`, `for`, `printf -v` or a file — is evaluated, so text cannot go "
-            "anywhere in this script"
-        )
+    for role, why in _script_wide(facts):
         for k, position in enumerate(positions):
             if position.role in (Role.VALUE, Role.COMMENT):
                 marks[k].append((role, why))
     return tuple(_restricted(p, m) for p, m in zip(positions, marks, strict=True))
+
+
+def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
+    """What the script does that restricts every value in it (the role each value gets, why):
+    bash may evaluate whatever reaches a variable, a function, an alias or code it runs."""
+    found: list[tuple[Role, str]] = []
+    if facts.integer_declaration:
+        found.append(
+            (
+                Role.ARITHMETIC,
+                "a value in a script that declares an integer variable "
+                f"({facts.integer_declaration}): bash evaluates as arithmetic whatever reaches "
+                "such a variable — by assignment, `read`, `for`, `printf -v`, `mapfile` or a "
+                "file — so only integers can go anywhere in this script",
+            )
+        )
+    if facts.unseen_code:
+        found.append(
+            (
+                Role.UNKNOWN,
+                f"a value in a script that runs code the engine cannot read ({facts.unseen_code})"
+                ": it could define a function that any command name then calls, with the value "
+                "as its argument, so only integers can go anywhere in this script",
+            )
+        )
+    if facts.alias_expansion:
+        found.append(
+            (
+                Role.UNKNOWN,
+                "a value in a script that turns on alias expansion "
+                f"({facts.alias_expansion}): any command may then stand for other text (`alias "
+                "e=eval`), which the engine does not follow, so only integers can go anywhere "
+                "in this script",
+            )
+        )
+    if facts.evaluating_write is not None:
+        role, what = facts.evaluating_write
+        found.append(
+            (
+                role,
+                f"a value in a script that writes to {what}: whatever reaches that variable — "
+                "by assignment, `read`, `for`, `printf -v` or a file — is evaluated, so text "
+                "cannot go anywhere in this script",
+            )
+        )
+    return found
 
 
 _HEREDOC_BACKTICK_WHY = (
