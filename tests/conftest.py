@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytest_plugins = ["tests.loopback_server"]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _projects_end_at_the_temporary_directory(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A test's project is its own directory: without a ceiling, a `.loops/` left in `/tmp` (by
+    anything run there) became the project root of every test under it, sharing their locks."""
+    os.environ["LL_CEILING_DIRECTORIES"] = str(tmp_path_factory.getbasetemp())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from engine.load.project import project_root
 from tests.runs_helpers import ll_loop, result_of, spawn, wait_until, write
@@ -55,6 +56,22 @@ def test_a_marker_anyone_could_have_planted_is_passed_over(tmp_path: Path) -> No
         assert project_root(project) == shared / "project"  # found by its .git, not .loops
         os.chown(shared / "project" / ".git", 65534, 65534)
         assert project_root(project) == project
+
+
+def test_the_search_stops_at_a_ceiling_directory(tmp_path: Path, monkeypatch: Any) -> None:
+    """`LL_CEILING_DIRECTORIES`, as git's: a `.loops/` at or above a ceiling is not this
+    project's (a stray `/tmp/.loops` made `/tmp` the project of every test under it)."""
+    (tmp_path / ".loops").mkdir()
+    ceiling, project = tmp_path / "ceiling", tmp_path / "ceiling" / "project" / "src"
+    project.mkdir(parents=True)
+    monkeypatch.delenv("LL_CEILING_DIRECTORIES", raising=False)
+    assert project_root(project) == tmp_path
+    monkeypatch.setenv("LL_CEILING_DIRECTORIES", f"/nowhere{os.pathsep}{ceiling}")
+    assert project_root(project) == project  # nothing below the ceiling: the directory itself
+    (ceiling / ".loops").mkdir()
+    assert project_root(project) == project  # the ceiling itself is not looked at
+    (ceiling / "project" / ".git").mkdir()
+    assert project_root(project) == ceiling / "project"
 
 
 def test_a_run_from_a_subdirectory_keeps_its_files_at_the_root(tmp_path: Path) -> None:

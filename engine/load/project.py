@@ -45,7 +45,10 @@ def project_root(start: Path | None = None) -> Path:
     except OSError:
         return here
     first_git: Path | None = None
+    ceilings = _ceilings()
     for folder in (here, *here.parents):
+        if folder in ceilings:
+            break  # LL_CEILING_DIRECTORIES: not looked at, nor anything above it
         try:
             info = folder.stat()
         except OSError:
@@ -59,6 +62,14 @@ def project_root(start: Path | None = None) -> Path:
         if first_git is None and _owned(folder / ".git"):
             first_git = folder
     return first_git or here
+
+
+def _ceilings() -> frozenset[Path]:
+    """`LL_CEILING_DIRECTORIES` (paths joined by `:`), as git's `GIT_CEILING_DIRECTORIES`: the
+    search for a marker stops below each. A test suite sets it to its temporary directory, so a
+    stray `/tmp/.loops` never becomes the project of every test under `/tmp`."""
+    given = os.environ.get("LL_CEILING_DIRECTORIES", "")
+    return frozenset(Path(os.path.abspath(p)) for p in given.split(os.pathsep) if p)
 
 
 def workspace_path_problem(given: str, project_root: Path) -> str | None:
