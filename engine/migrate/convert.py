@@ -27,6 +27,7 @@ from engine.migrate.routes import (
     UNROUTED,
     Routing,
     our_target,
+    output_capture,
     plan_routes,
     set_route,
     their_target,
@@ -642,7 +643,7 @@ def _error_patterns(
             "error and no go to the same state here, so the patterns change nothing",
         )  # fmt: skip
         return
-    capture = out.setdefault("capture", f"{_identifier(name)}_output")
+    capture = output_capture(out, name)
     check = f"{name}_error_patterns"
     extra: dict[str, Any] = {
         "description": f"little-loops' error_patterns of {name}: one of them in its output "

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.migrate.routes import UNROUTED, is_verdict_route
+from engine.migrate.routes import UNROUTED, is_verdict_route, output_capture
 
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
@@ -82,7 +82,7 @@ def custom_judge(
     )
     job.agent = True
     if "action" in out:
-        capture = out.setdefault("capture", re.sub(r"\W", "_", name) + "_output")
+        capture = output_capture(out, name)
         check = f"{name}_judge"
         output = f"${{captured.{capture}.output}}"
         job.extra_states[check] = {

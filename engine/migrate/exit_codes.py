@@ -10,11 +10,10 @@ retry) for a listed code, else to `on_retry_exhausted`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.migrate.routes import our_target
+from engine.migrate.routes import our_target, output_capture
 
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
@@ -56,7 +55,7 @@ def retryable_exit_codes(
             "failure goes here: nothing changes",
         )  # fmt: skip
         return
-    capture = out.setdefault("capture", re.sub(r"\W", "_", name) + "_output")
+    capture = output_capture(out, name)
     check = f"{name}_exit_code"
     result = f"captured.{capture}"
     listed = " | ".join(str(c) for c in sorted(set(codes)))

@@ -10,12 +10,11 @@ as an exit code (0 yes, 1 no, 2 error), routed as the state was.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.migrate.exit_codes import TIMED_OUT
-from engine.migrate.routes import take_routes
+from engine.migrate.routes import output_capture, take_routes
 
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
@@ -36,7 +35,7 @@ def harbor_scorer(
         return
     if partial or "next" in body or out.get("evaluate") is None:
         return  # a fragment: kept in each state using it; next: never judged
-    capture = out.setdefault("capture", re.sub(r"\W", "_", name) + "_output")
+    capture = output_capture(out, name)
     result = f"captured.{capture}"
     source = evaluate.get("source")
     text = job.rewriter.text(source) if isinstance(source, str) else f"${{{result}.output}}"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.migrate.routes import take_routes
+from engine.migrate.routes import output_capture, take_routes
 
 if TYPE_CHECKING:
     from engine.migrate.convert import LoopJob
@@ -50,7 +50,7 @@ def output_numeric_key(
     if not isinstance(key, str) or not _KEY.match(key):
         job.note("blocker", at, "a key of letters, digits, _ . - only: print only the number")
         return
-    capture = out.setdefault("capture", re.sub(r"\W", "_", name) + "_output")
+    capture = output_capture(out, name)
     check = f"{name}_key"
     pattern = re.escape(key).replace("\\-", "-") + "[[:space:]]*=[[:space:]]*" + NUMBER
     routes = take_routes(out)

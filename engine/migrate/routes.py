@@ -27,6 +27,13 @@ def is_verdict_route(key: str) -> bool:
     return _ON_VERDICT.match(key) is not None and key != "on_retry_exhausted"
 
 
+def output_capture(out: dict[str, Any], name: str) -> str:
+    """The capture an added state reads state `name`'s output from: its own, else
+    `<name>_output` (set on it here)."""
+    capture: str = out.setdefault("capture", re.sub(r"\W", "_", name) + "_output")
+    return capture
+
+
 def take_routes(out: dict[str, Any]) -> dict[str, Any]:
     """Remove the state's verdict routes (`on_<verdict>`, a `route:` table) and return them,
     for a state added after it that judges in its place."""
