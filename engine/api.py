@@ -465,11 +465,11 @@ def _take_lock(
         if resumed is None:
             raise
         # "the run never started" is wrong of a run that ran and stays resumable.
-        cause = exc.message.split(" while ", 1)[0]
         raise StoppedWaiting(
-            f"{cause} while waiting for the scope lock; the resume never started, and run "
-            f"{run_id} stays {resumed}",
+            f"stopped by {exc.by} while waiting for the scope lock; the resume never started, "
+            f"and run {run_id} stays {resumed}",
             hint=f"resume it again when you want it: `ll-loop resume {run_id} --queue`",
+            by=exc.by,
         ) from None
 
 
@@ -494,7 +494,7 @@ def _stop_while_queued(
 
     def stopped(signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
-        raise StoppedWaiting(f"stopped by {name} while {doing}; {after}", hint=hint)
+        raise StoppedWaiting(f"stopped by {name} while {doing}; {after}", hint=hint, by=name)
 
     signals = [signal.SIGTERM, signal.SIGINT]
     if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # a closed terminal, as in the run

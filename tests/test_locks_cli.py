@@ -606,6 +606,7 @@ def test_a_queued_resume_is_shown_queued_and_its_stop_leaves_the_run_resumable(
         assert resume.returncode == 3
         error = json.loads(out)["error"]
         assert error.endswith(f"the resume never started, and run {run_id} stays stopped")
+        assert error.startswith("stopped by SIGTERM while waiting for the scope lock")  # `stop`'s
         assert shown()["status"] == "stopped"
     finally:
         (tmp_path / "go").touch()

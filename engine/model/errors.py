@@ -127,6 +127,10 @@ class StoppedWaiting(LoopError):
     outcome = "inconclusive"
     terminated_by = "stopped"
 
+    def __init__(self, message: str, *, hint: str = "", by: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.by = by  # what stopped it: a signal's name, or `ll-loop stop`
+
 
 class PreflightError(LoopError):
     """A run cannot start: missing credentials, runner, or a feature not available."""

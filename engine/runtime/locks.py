@@ -579,6 +579,7 @@ def _wait_turn(
             raise StoppedWaiting(
                 "stopped by ll-loop stop while waiting for the scope lock; the run never started",
                 hint="run it again (with --queue to wait) when you want it",
+                by="ll-loop stop",
             )
         with registry.guard:
             live = registry.live_records()
