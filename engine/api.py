@@ -678,11 +678,7 @@ def status(
     where = _Where.of(cwd)
     if run_id is not None:
         _arguments(run_id=run_id)
-        queued = _queued(where.root, set())
-        waiting = [q for q in queued if q.run_id == run_id] or [
-            q for q in queued if q.run_id.startswith(run_id)
-        ]
-        _refuse_ambiguous(run_id, waiting, where.root)
+        waiting = _queued_named(run_id, where.root)
         if len(waiting) == 1 and not (runs_root(where.root) / waiting[0].run_id).is_dir():
             return waiting[0]  # a new run waiting (no directory yet): `status` lists it
         snapshot = find_run(run_id, where.root)
@@ -777,11 +773,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
 
     _arguments(run_id=run_id, wait=wait)
     where = _Where.of(cwd)
-    queued = _queued(where.root, set())
-    waiting = [q for q in queued if q.run_id == run_id] or [
-        q for q in queued if q.run_id.startswith(run_id)
-    ]
-    _refuse_ambiguous(run_id, waiting, where.root)
+    waiting = _queued_named(run_id, where.root)
     if len(waiting) == 1 and waiting[0].pid is not None:
         if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
             with contextlib.suppress(ProcessLookupError):
@@ -846,24 +838,26 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     return StopResult(snapshot.run_id, over(), "running", _status_of(after))
 
 
-def _refuse_ambiguous(prefix: str, waiting: list[RunStatus], root: Path) -> None:
-    """A prefix that names a queued run and other runs too is refused, as `status` refuses
-    it: `stop 2026` stopped the one queued run whatever else the prefix named."""
+def _queued_named(prefix: str, root: Path) -> list[RunStatus]:
+    """The queued runs `prefix` names (the one whose id it is, else those it starts); a prefix
+    that names a queued run and other runs too is refused, as `status` refuses it: `stop 2026`
+    stopped the one queued run whatever else the prefix named."""
+    from engine.runtime.resume import ambiguous_run_id
     from engine.runtime.runstore import runs_root
 
+    queued = _queued(root, set())
+    waiting = [q for q in queued if q.run_id == prefix] or [
+        q for q in queued if q.run_id.startswith(prefix)
+    ]
     if not waiting or waiting[0].run_id == prefix:
-        return
+        return waiting
     folder = runs_root(root)
     ids = {q.run_id for q in waiting}
     if folder.is_dir():
         ids |= {d.name for d in folder.iterdir() if d.name.startswith(prefix)}
     if len(ids) > 1:
-        names = sorted(ids)
-        more = f" and {len(names) - 4} more" if len(names) > 4 else ""
-        raise UsageError(
-            f"run id {prefix!r} is ambiguous: {', '.join(names[:4])}{more}",
-            hint="give more of the id",
-        )
+        raise ambiguous_run_id(prefix, sorted(ids))
+    return waiting
 
 
 def history(

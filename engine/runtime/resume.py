@@ -242,6 +242,14 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
     return snapshot
 
 
+def ambiguous_run_id(ref: str, names: list[str]) -> UsageError:
+    """The refusal of a prefix that names more than one run (the first four named)."""
+    more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+    return UsageError(
+        f"run id {ref!r} is ambiguous: {', '.join(names[:4])}{more}", hint="give more of the id"
+    )
+
+
 def find_run_dir(ref: str, root: Path | None = None) -> Path:
     """The directory of a run by id, unique prefix or path (as `find_run`), whatever its
     state.json says: its event log can be read without it."""
@@ -256,9 +264,7 @@ def find_run_dir(ref: str, root: Path | None = None) -> Path:
     elif folder.is_dir():
         candidates = sorted(d for d in folder.iterdir() if d.name.startswith(ref))
     if len(candidates) > 1:
-        names = ", ".join(d.name for d in candidates[:4])
-        more = f" and {len(candidates) - 4} more" if len(candidates) > 4 else ""
-        raise UsageError(f"run id {ref!r} is ambiguous: {names}{more}", hint="give more of the id")
+        raise ambiguous_run_id(ref, [d.name for d in candidates])
     if not candidates:
         raise UsageError(
             f"no run {ref!r} in {folder}", hint="`ll-loop status --all` lists the runs here"
