@@ -400,8 +400,7 @@ def _bash_heredoc_body(redirect: Node, source: bytes, doc: Heredoc) -> tuple[int
         at = source.find(b"\n", at)
         if at < 0:
             return None
-        backslashes = len(source[:at]) - len(source[:at].rstrip(b"\\"))
-        if backslashes % 2 == 0:
+        if not _continues(source[:at]):
             break
         at += 1
     line_start = at + 1
@@ -424,6 +423,11 @@ def _bash_heredoc_body(redirect: Node, source: bytes, doc: Heredoc) -> tuple[int
     return None
 
 
+def _continues(line: bytes) -> bool:
+    """The line ends in an odd run of backslashes: the newline after it is escaped."""
+    return (len(line) - len(line.rstrip(b"\\"))) % 2 == 1
+
+
 def _heredoc_line(source: bytes, start: int, joins: bool) -> tuple[int, bytes]:
     """The newline ending the line of a here-document body that starts at `start` (or the
     end of the source) and the line's text; `joins`: a backslash-newline continues it."""
@@ -433,8 +437,7 @@ def _heredoc_line(source: bytes, start: int, joins: bool) -> tuple[int, bytes]:
         end = source.find(b"\n", at)
         end = len(source) if end < 0 else end
         piece = source[at:end]
-        backslashes = len(piece) - len(piece.rstrip(b"\\"))
-        if joins and end < len(source) and backslashes % 2 == 1:
+        if joins and end < len(source) and _continues(piece):
             pieces.append(piece[:-1])
             at = end + 1
             continue
