@@ -273,8 +273,8 @@ _STR_METHODS = frozenset(
     | {"split", "rsplit", "splitlines", "partition", "rpartition", "encode"}
     | {"ljust", "rjust", "center", "zfill", "expandtabs", "replace", "join"}  # size-checked
 )
+# The reading methods of the other types a record holds (text's are `_STR_METHODS`, above).
 _METHODS: tuple[tuple[type | tuple[type, ...], frozenset[str]], ...] = (
-    (str, _STR_METHODS),
     (Mapping, frozenset({"get", "keys", "values", "items"})),
     ((list, tuple), frozenset({"count", "index"})),
     ((int, float), frozenset({"bit_length", "is_integer"})),
