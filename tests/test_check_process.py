@@ -503,3 +503,29 @@ def test_an_if_that_could_slip_past_the_guard_is_refused_not_run() -> None:
         " and inputs['n'].bit_length() == 3 and 'n' in inputs.keys()",
     )
     assert run_judge(compile_judge(fine), {"stdout": ""}, env).passed is True
+
+
+def test_two_projects_with_a_package_of_the_same_name_each_get_their_own(tmp_path: Path) -> None:
+    """The check process outlives one suite (a library caller runs several, the CLI's tests run
+    in one process): a package `evals` imported from one project's root stayed in its
+    `sys.modules`, so the next project's `evals.j` was looked for in the first project's
+    folder (ModuleNotFoundError), and its `evals.same` answered with the first project's
+    function."""
+    from engine.judges.check_process import run_function
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    write(first / "evals" / "__init__.py", "")
+    write(first / "evals" / "same.py", "def f(outputs):\n    return 'first'\n")
+    write(second / "evals" / "__init__.py", "")
+    write(second / "evals" / "same.py", "def f(outputs):\n    return 'second'\n")
+    write(second / "evals" / "j.py", "def f(outputs):\n    return 'j'\n")
+    said = [
+        run_function(str(root), module, "f", {}, {}, 30)
+        for root, module in [
+            (first, "evals.same"),
+            (second, "evals.j"),
+            (second, "evals.same"),
+            (first, "evals.same"),
+        ]
+    ]
+    assert said == ["first", "j", "second", "first"]

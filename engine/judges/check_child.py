@@ -44,6 +44,7 @@ HEADER = struct.Struct(">I")
 ORPHAN_GRACE = 5.0  # seconds past a call's time limit its process ends on its own
 SNIPPET_FILES: set[str] = set()
 FUNCTIONS: dict[tuple[str, str, str], Any] = {}  # (root, module, function) -> the function
+IMPORTED_FROM: dict[str, str] = {}  # a module a function's call imported -> that call's root
 
 
 class _Unloadable(Exception):
@@ -100,9 +101,11 @@ def _function_call(
     first on `sys.path` while the function runs, so it may import its project's modules then."""
 
     def call() -> Any:
+        _forget_other_projects(root)
         inserted = root not in sys.path
         if inserted:
             sys.path.insert(0, root)
+        before = set(sys.modules)
         try:
             found = FUNCTIONS.get((root, module, function))
             if found is None:
@@ -111,8 +114,19 @@ def _function_call(
         finally:
             if inserted and root in sys.path:
                 sys.path.remove(root)
+            for name in sys.modules.keys() - before:
+                IMPORTED_FROM[name] = root
 
     return call
+
+
+def _forget_other_projects(root: str) -> None:
+    """This process serves every suite its parent runs: a package another project's call
+    imported (two projects each with an `evals`) must be imported again from `root`, not
+    answered from `sys.modules` with the other project's code."""
+    for name in [name for name, came_from in IMPORTED_FROM.items() if came_from != root]:
+        sys.modules.pop(name, None)
+        del IMPORTED_FROM[name]
 
 
 def _load(root: str, module: str, function: str) -> Any:
