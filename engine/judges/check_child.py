@@ -10,7 +10,9 @@ first request is `("path", sys_path)`, the parent's `sys.path`; then, one at a t
   `seconds`.
 - `("module", root, module, function, outputs, arguments, seconds)`: call
   `module.function(outputs=outputs, **arguments)` within `seconds`, with `root` first on
-  `sys.path` while it is imported (once per root, module and function) and while it runs.
+  `sys.path` while it is imported (once per root, module and function) and while it runs;
+  the modules a call from one root imported are dropped from `sys.modules` before a call from
+  another, so two projects' same-named packages never answer for each other.
 
 The answer is `("ok", value)`, `("raised", "Type: message", line)` with the snippet's last line
 in the traceback (0 for a function), `("quit", "Type", repr_of_exit_code, line)` for
