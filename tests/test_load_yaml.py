@@ -253,6 +253,14 @@ def test_backtick_at_start_of_a_value_gets_a_quoting_hint() -> None:
     assert d.hint == "quote a value that starts with `"
 
 
+def test_a_placeholder_inside_braces_gets_the_quote_it_needs() -> None:
+    """`{action: echo ${x}}` is the commonest YAML slip in a loop: the placeholder's `}` closes
+    the `{...}` mapping early. The hint names that cause, not indentation."""
+    for flow in ("{action: echo ${context.x}, next: done}", "[echo ${context.x}]"):
+        d = one(MINIMAL.replace('action: "true"', f"action: {flow}"), "F001")
+        assert "${...}" in d.hint and "quote" in d.hint, d.hint
+
+
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_loops())
 def test_every_key_position_points_at_that_key_in_the_text(data: Any) -> None:

@@ -312,6 +312,11 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
         hint = "a loop file holds one YAML document: remove the extra `---`"
     elif char == "\t":
         hint = "YAML indentation uses spaces, not tabs"
+    elif "flow" in f"{exc.context} {problem}" and "${" in _line_text(text, line):
+        hint = (
+            "the } of a ${...} ends a {...} or [...] written on one line: quote the value, "
+            'e.g. {action: "echo ${context.x}"}'
+        )
     elif "mapping values are not allowed" in problem:
         hint = _missing_colon_hint(text, line, column) or (
             'quote a value that contains ": ", e.g. action: "echo a: b"'
@@ -325,6 +330,11 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, file: str, text: str) -> Diagnostic:
     elif "could not find expected ':'" in problem:
         hint = "a key needs a colon; a multi-line text value needs | or > after the key"
     return _diag("F001", message, file, line, column, hint)
+
+
+def _line_text(text: str, line: int) -> str:
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 _KEY_ONLY = re.compile(r"^\s*(?:-\s+)?[\w.-]*\s*$")
