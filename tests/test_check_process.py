@@ -519,6 +519,13 @@ def test_two_projects_with_a_package_of_the_same_name_each_get_their_own(tmp_pat
     write(second / "evals" / "__init__.py", "")
     write(second / "evals" / "same.py", "def f(outputs):\n    return 'second'\n")
     write(second / "evals" / "j.py", "def f(outputs):\n    return 'j'\n")
+    # a library both import is imported once: only the projects' own modules are forgotten
+    stdlib = "import colorsys\n\ndef f(outputs):\n    return id(colorsys)\n"
+    write(first / "uses_stdlib.py", stdlib)
+    write(second / "uses_stdlib.py", stdlib)
+    assert run_function(str(first), "uses_stdlib", "f", {}, {}, 30) == run_function(
+        str(second), "uses_stdlib", "f", {}, {}, 30
+    )
     said = [
         run_function(str(root), module, "f", {}, {}, 30)
         for root, module in [

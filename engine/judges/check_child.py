@@ -117,7 +117,8 @@ def _function_call(
             if inserted and root in sys.path:
                 sys.path.remove(root)
             for name in sys.modules.keys() - before:
-                IMPORTED_FROM[name] = root
+                if _lives_in(sys.modules[name], root):
+                    IMPORTED_FROM[name] = root
 
     return call
 
@@ -129,6 +130,20 @@ def _forget_other_projects(root: str) -> None:
     for name in [name for name, came_from in IMPORTED_FROM.items() if came_from != root]:
         sys.modules.pop(name, None)
         del IMPORTED_FROM[name]
+
+
+def _lives_in(module: Any, root: str) -> bool:
+    """Whether a module is the project's own (a file or package folder under `root`), not the
+    standard library's or an installed package's, which are the same for every project (and a
+    C extension such as numpy's cannot be imported twice)."""
+    places = [getattr(module, "__file__", None), *(getattr(module, "__path__", None) or ())]
+    return any(
+        isinstance(place, str)
+        and place.startswith(root.rstrip(os.sep) + os.sep)
+        and "site-packages" not in place
+        and "dist-packages" not in place
+        for place in places
+    )
 
 
 def _load(root: str, module: str, function: str) -> Any:
