@@ -294,9 +294,53 @@ def test_a_stream_torn_by_the_agents_end_is_still_its_trace(tmp_path: Path) -> N
 def test_only_the_last_line_may_be_torn() -> None:
     lines = [json.dumps(e) for e in EVENTS]
     assert parse_agent_stream("\n".join([*lines, '{"type": "resu'])) is not None
-    assert parse_agent_stream("\n".join([lines[0], "not json", *lines[1:]])) is None
     assert parse_agent_stream('{"type": "resu') is None
     assert parse_agent_stream("\n".join([*lines, "Done, bye."])) is None  # text, not torn
+    assert parse_agent_stream("\n".join(["Hello.", *lines])) is None  # text first
+
+
+def test_a_malformed_line_mid_stream_skips_only_itself(tmp_path: Path) -> None:
+    """One line that is not JSON between two events made the whole stream plain text: the
+    output was the raw JSON, and the agent's $0.0123 counted as 0 toward `max_cost_usd`."""
+    lines = [json.dumps(e) for e in EVENTS]
+    agent = parse_agent_stream("\n".join([lines[0], "not json", '{"type": "assis', *lines[1:]]))
+    assert agent is not None and agent.skipped == 2
+    assert agent.cost_usd == pytest.approx(0.0123)
+    assert parse_agent_stream("\n".join([lines[0], "a", "b", lines[-1]])) is None  # mostly text
+    (tmp_path / "agent.py").write_text(
+        AGENT.replace("print(json.dumps(event), flush=True)",
+                      "print(json.dumps(event), flush=True)\n    if event['type'] == 'user':"
+                      " print('{oops', flush=True)")
+    )  # fmt: skip
+    (tmp_path / "events.json").write_text(json.dumps(EVENTS))
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01").replace("on_yes: done", "on_yes: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    work = ran.state()["captured"]["work"]
+    assert work["output"] == "Done: tests pass."
+    assert work["stderr"].endswith(
+        "ll-loop: 1 line(s) of the agent's event stream were not JSON events and were skipped"
+    )
+
+
+def test_several_results_cost_the_largest_running_total() -> None:
+    """A CLI serving a session prints a result per turn; claude's `total_cost_usd` is the
+    running total of the process. Only the last result counted: one without a cost lost the
+    session's spend (it counted $0)."""
+    turn = {"type": "result", "subtype": "success", "result": "one", "num_turns": 1}
+    events = [
+        EVENTS[1],
+        {**turn, "total_cost_usd": 0.01},
+        EVENTS[4],
+        {**turn, "total_cost_usd": 0.03, "result": "two"},
+        {**turn, "result": "three"},  # no cost reported
+    ]
+    agent = parse_agent_stream("\n".join(json.dumps(e) for e in events))
+    assert agent is not None
+    assert agent.cost_usd == pytest.approx(0.03)  # not 0, and not 0.04
+    assert agent.text == "three"
 
 
 def test_explain_counts_the_agents_cost_in_its_state(tmp_path: Path) -> None:
