@@ -198,7 +198,8 @@ def test_a_cost_that_is_no_cost_counts_as_unknown(reported: str) -> None:
     line = f'{{"type": "result", "result": "ok", {fields}}}'
     agent = parse_agent_stream(line)
     assert agent is not None
-    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (0.0, 0)
+    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (None, 0)
+    assert (agent.cost_usd, agent.cost_known) == (0.0, False)  # 0 in the run's accounting
 
 
 def test_an_agents_negative_cost_does_not_lift_the_budget(tmp_path: Path) -> None:
@@ -428,3 +429,33 @@ def test_the_live_line_counts_an_agents_spend() -> None:
     progress._redraw()
     progress._done.set()
     assert "$0.7500" in stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        None,  # plain text output: no stream at all
+        [EVENTS[1], {k: v for k, v in EVENTS[-1].items() if k != "total_cost_usd"}],
+        [EVENTS[1], {**EVENTS[-1], "total_cost_usd": -1}],  # not a cost
+    ],
+)
+def test_an_unknown_agent_cost_does_not_pass_a_cost_budget(
+    tmp_path: Path, events: list[dict[str, Any]] | None
+) -> None:
+    """An agent that reported no cost passed `cost_budget` as $0.0000 of its budget: the judge
+    cannot know, so it is an error of that judge (not a pass), and the run says that the
+    agent's spend is not in its cost."""
+    if events is None:
+        (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+        (tmp_path / "events.json").write_text("[]")
+    else:
+        write_agent(tmp_path, events)
+    judges = "- {name: cheap, builtin: cost_budget, arguments: {max_cost_usd: 0.05}}\n"
+    ran = run_yaml(tmp_path, loop(judges, extra="max_cost_usd: 1"), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    cheap = ran.state()["captured"]["work"]["judges"]["cheap"]
+    assert cheap["passed"] is None or cheap["passed"] is False, cheap
+    assert "cost is not known" in str(cheap), cheap
+    assert "state work: the agent reported no cost" in ran.stderr
+    [completed] = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed["agent_cost_known"] is False

@@ -39,7 +39,12 @@ class AgentRun:
 
     @property
     def cost_usd(self) -> float:
+        """The cost for the run's accounting: 0 when the agent reported none."""
         return float(self.trace.get("cost_usd") or 0.0)
+
+    @property
+    def cost_known(self) -> bool:
+        return self.trace.get("cost_usd") is not None
 
 
 def read_agent_result(result: ActionResult) -> ActionResult:
@@ -49,9 +54,15 @@ def read_agent_result(result: ActionResult) -> ActionResult:
     `claude -p` exits 1 after such a result, and a wrapper that lost the status made a failed
     agent run (out of turns, an API error) a success."""
     agent = parse_agent_stream(result.output)
-    if agent is None:
-        return result
-    result = replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+    if agent is None:  # plain output: what the agent spent is not known (not $0)
+        return replace(result, cost_known=False)
+    result = replace(
+        result,
+        output=agent.text,
+        cost_usd=agent.cost_usd,
+        cost_known=agent.cost_known,
+        trace=agent.trace,
+    )
     if agent.skipped:
         note = (
             f"ll-loop: {agent.skipped} line(s) of the agent's event stream were not JSON "
@@ -163,13 +174,14 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
     return AgentRun(answer, trace, is_error, error)
 
 
-def _session_cost(results: list[dict[str, Any]]) -> float:
+def _session_cost(results: list[dict[str, Any]]) -> float | None:
     """What the session cost, from its `result` events. A CLI serving several turns in one
     process (`claude -p --input-format stream-json`) prints a result per turn, and claude's
     `total_cost_usd` is the process's running total, not the turn's: summing would count the
     first turns again, and the last alone loses the spend when it carries no (valid) cost. The
-    largest total reported is the session's."""
-    return max((_number(r.get("total_cost_usd", r.get("cost_usd"))) for r in results), default=0.0)
+    largest total reported is the session's; None when no result reported a cost (not $0)."""
+    costs = [_cost(r.get("total_cost_usd", r.get("cost_usd"))) for r in results]
+    return max((c for c in costs if c is not None), default=None)
 
 
 def _failure(result: Mapping[str, Any]) -> str:
@@ -184,12 +196,17 @@ def _failure(result: Mapping[str, Any]) -> str:
 
 
 def _number(value: Any) -> float:
-    """A count or cost the agent reported; anything but a finite number ≥ 0 is not known (0).
+    """A count the agent reported; anything but a finite number ≥ 0 is not known (0)."""
+    return _cost(value) or 0.0
+
+
+def _cost(value: Any) -> float | None:
+    """A cost or count the agent reported; anything but a finite number ≥ 0 is not known.
 
     An agent's `total_cost_usd: -5` lowered the run's spend under `max_cost_usd`, `NaN` and
     `1e400` (infinity) reached `run --json` as text that is not JSON, and `num_turns: 1e400`
     crashed the run."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0.0
+        return None
     number = float(value)
-    return number if math.isfinite(number) and number >= 0 else 0.0
+    return number if math.isfinite(number) and number >= 0 else None

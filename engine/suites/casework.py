@@ -461,11 +461,11 @@ def _record(
         files=files,
         modified_files=changed,
         output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
+        # no agent trace said: a loop's run, a prompt's SDK call; None: an agent reported none
+        cost_usd=_subject_cost(run) if result.cost_known else None,
     )
     if not traces.metrics:
         record.update(token_usage={}, cost_usd=None, num_turns=None)  # unknown, not 0
-    elif not record["cost_usd"]:  # no agent trace said: a loop's run, a prompt's SDK call
-        record["cost_usd"] = _subject_cost(run)
     if traces.events and run.extra.get("events"):
         record["events"] = list(run.extra["events"])
     if not traces.events:  # unknown, not "no tool was called"
