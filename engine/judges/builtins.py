@@ -459,7 +459,11 @@ def json_schema(
     description="A model answers yes/no on the field with a verbatim quote (the state evaluator).",
     arguments=(
         Argument("prompt", "string", required=True, description="the criterion"),
-        Argument("samples", "integer", default=1, description="independent answers, majority"),
+        Argument(
+            "samples",
+            "integer",
+            description="independent answers, majority (default: the suite's samples, else 1)",
+        ),
         Argument("min_confidence", "number", default=0.5, description="below: abstain"),
         FIELD,
     ),
@@ -468,12 +472,13 @@ def llm_structured(
     ctx: JudgeContext,
     *,
     prompt: str,
-    samples: int = 1,
+    samples: int | None = None,
     min_confidence: float = 0.5,
     field: str = "stdout",
 ) -> Judgement:
     from engine.judges.llm_judges import structured_verdict
 
+    own = int(samples) if samples is not None else None
     return structured_verdict(
-        ctx, ctx.render(prompt), _text(ctx, field), int(samples), float(min_confidence)
+        ctx, ctx.render(prompt), _text(ctx, field), own, float(min_confidence)
     )

@@ -320,7 +320,8 @@ def _run_arm(
             annotations=case.annotations,
             inputs=case.inputs,
             project_root=Path(settings.project_root),
-            samples=settings.samples or suite.samples,
+            samples=settings.samples,  # --samples: every LLM judge
+            default_samples=suite.samples,  # the suite's: those that set none
         )
         results = _judge_all(prepared.compiled, record, judge_env)
         result = run.result

@@ -621,6 +621,9 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     judges = [
         {
             **{f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS},
+            # unset was 1 when fingerprints were first recorded: keep them equal ("samples"
+            # below decides the judges that set none)
+            "samples": j.samples or 1,
             **({"prompt_file_sha256": _prompt_file_digest(j)} if j.prompt_file else {}),
         }
         for j in suite.judges
