@@ -1137,6 +1137,8 @@ def _arguments(**named: Any) -> None:
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
         if isinstance(value, Mapping) and name in {"context", "inputs"}:
             _names(name, value)
+            for key, item in value.items():
+                _json_data(f"{name}[{key!r}]", item)
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
         if isinstance(value, Mapping) and name == "env":
@@ -1153,6 +1155,41 @@ def _names(name: str, mapping: Mapping[Any, Any]) -> None:
                 f"{name} keys must be names (strings), not {type(key).__name__}: {key!r}",
                 hint="str() each key",
             )
+
+
+def _json_data(where: str, value: Any) -> None:
+    """A run keeps its context in state.json and a resume reads it back: a value that is not
+    JSON data was saved as its str() (a date came back as text, a set as a list), silently."""
+    import math
+
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError(
+                f"{where} is {value}, a number that is not finite, which JSON cannot hold",
+                hint="pass a finite number, or None",
+            )
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _json_data(f"{where}[{index}]", item)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise UsageError(
+                    f"{where} has a key that is not a string ({key!r}), which JSON cannot hold",
+                    hint="str() each key",
+                )
+            _json_data(f"{where}[{key!r}]", item)
+        return
+    raise UsageError(
+        f"{where} is a {type(value).__name__}, which a run cannot keep: its context is saved "
+        "as JSON (state.json) and read back by a resume",
+        hint="pass JSON data (text, numbers, True/False, None, lists and dicts of them): "
+        "convert it first, e.g. str(value)",
+    )
 
 
 def _seconds(name: str, value: Any) -> None:

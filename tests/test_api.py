@@ -3,6 +3,7 @@ nothing to `os.environ`."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -159,6 +160,18 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         # a key that is not a name was a bare TypeError (or a run whose state.json failed)
         (lambda d: engine.run("count.yaml", context={1: "x"}, cwd=d), "context keys must be names"),
         (lambda d: engine.run("count.yaml", inputs={("a",): 1}, cwd=d), "inputs keys must be"),
+        # values that are not JSON data were saved in state.json as their str() (a date came
+        # back from a resume as text, a set as a list), silently
+        (
+            lambda d: engine.run("count.yaml", context={"when": datetime.date(2026, 1, 2)}, cwd=d),
+            r"context\['when'\] is a date, which a run cannot keep",
+        ),
+        (
+            lambda d: engine.run("count.yaml", context={"a": [{"b": {1, 2}}]}, cwd=d),
+            r"context\['a'\]\[0\]\['b'\] is a set",
+        ),
+        (lambda d: engine.run("count.yaml", context={"x": float("nan")}, cwd=d), "not finite"),
+        (lambda d: engine.run("count.yaml", inputs={"p": Path("x")}, cwd=d), r"inputs\['p'\]"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
