@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from engine.load.yaml_positions import Positions
     from engine.model.ports import Event, RunResult
     from engine.model.suite import Case, Suite  # imported when a suite runs: not every run's cost
-    from engine.runtime.locks import Lease
+    from engine.runtime.locks import Lease, Record
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
     from engine.suites.driver import SuiteInterrupted, SuiteRefusal
@@ -693,44 +693,33 @@ def status(
 def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStatus:
     from engine._results import RunStatus
 
-    result = snapshot.result or {}
+    seen: dict[str, Any] = {  # what the run directory says, whatever the run's status
+        "run_id": snapshot.run_id,
+        "loop": snapshot.loop,
+        "loop_file": snapshot.loop_file,
+        "state": snapshot.current,
+        "steps": snapshot.steps,
+        "elapsed_s": snapshot.elapsed_s(),
+        "started_at": snapshot.started_at,
+        "run_dir": snapshot.dir,
+        "cost_usd": snapshot.cost_usd,
+    }
     waiting = snapshot.resume_queued
     if waiting is not None and snapshot.status in {"interrupted", "stopped"}:
         # `resume --queue` waits for the scope lock: the run is queued (for `stop` too), not
         # running, nor free to resume a second time.
-        return RunStatus(
-            run_id=snapshot.run_id,
-            status="queued",
-            loop=snapshot.loop,
-            loop_file=snapshot.loop_file,
-            state=snapshot.current,
-            steps=snapshot.steps,
-            elapsed_s=snapshot.elapsed_s(),
-            started_at=snapshot.started_at,
-            pid=waiting.pid,
-            alive=True,
-            run_dir=snapshot.dir,
-            waiting_for=waiting.paths,
-            cost_usd=snapshot.cost_usd,
-        )
+        return _waiting(waiting, **seen)
+    result = snapshot.result or {}
     return RunStatus(
-        run_id=snapshot.run_id,
+        **seen,
         status=snapshot.status,
-        loop=snapshot.loop,
-        loop_file=snapshot.loop_file,
-        state=snapshot.current,
-        steps=snapshot.steps,
-        elapsed_s=snapshot.elapsed_s(),
-        started_at=snapshot.started_at,
         pid=snapshot.pid,
         alive=snapshot.alive,
         outcome=result.get("outcome"),
         terminated_by=result.get("terminated_by"),
         error=result.get("error"),
-        run_dir=snapshot.dir,
         resumable=snapshot.resumable,
         orphaned_actions=orphaned,
-        cost_usd=snapshot.cost_usd,
     )
 
 
@@ -740,22 +729,26 @@ def _queued(root: Path, known: set[str]) -> list[RunStatus]:
         return []
     import time
 
-    from engine._results import RunStatus
     from engine.runtime.locks import holders
 
     return [
-        RunStatus(
+        _waiting(
+            record,
             run_id=record.run_id,
-            status="queued",
             loop=record.loop or None,
             elapsed_s=max(0.0, time.time() - record.queued_at),
-            pid=record.pid,
-            alive=True,
-            waiting_for=record.paths,
         )
         for record in holders(root)
         if not record.holding and record.run_id not in known
     ]
+
+
+def _waiting(record: Record, **seen: Any) -> RunStatus:
+    """A run waiting in the lock queue (a new run, or a resume of a run directory `seen`
+    describes): its waiter's process and the paths it waits for."""
+    from engine._results import RunStatus
+
+    return RunStatus(**seen, status="queued", pid=record.pid, alive=True, waiting_for=record.paths)
 
 
 def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> StopResult:
