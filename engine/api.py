@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from engine.load.yaml_positions import Positions
     from engine.model.ports import Event, RunResult
     from engine.model.suite import Case, Suite  # imported when a suite runs: not every run's cost
-    from engine.runtime.locks import Lease
+    from engine.runtime.locks import Lease, Record
     from engine.runtime.resume import RunSnapshot
     from engine.runtime.session import Launch
     from engine.suites.driver import SuiteInterrupted, SuiteRefusal
@@ -693,44 +693,33 @@ def status(
 def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStatus:
     from engine._results import RunStatus
 
-    result = snapshot.result or {}
+    seen: dict[str, Any] = {  # what the run directory says, whatever the run's status
+        "run_id": snapshot.run_id,
+        "loop": snapshot.loop,
+        "loop_file": snapshot.loop_file,
+        "state": snapshot.current,
+        "steps": snapshot.steps,
+        "elapsed_s": snapshot.elapsed_s(),
+        "started_at": snapshot.started_at,
+        "run_dir": snapshot.dir,
+        "cost_usd": snapshot.cost_usd,
+    }
     waiting = snapshot.resume_queued
     if waiting is not None and snapshot.status in {"interrupted", "stopped"}:
         # `resume --queue` waits for the scope lock: the run is queued (for `stop` too), not
         # running, nor free to resume a second time.
-        return RunStatus(
-            run_id=snapshot.run_id,
-            status="queued",
-            loop=snapshot.loop,
-            loop_file=snapshot.loop_file,
-            state=snapshot.current,
-            steps=snapshot.steps,
-            elapsed_s=snapshot.elapsed_s(),
-            started_at=snapshot.started_at,
-            pid=waiting.pid,
-            alive=True,
-            run_dir=snapshot.dir,
-            waiting_for=waiting.paths,
-            cost_usd=snapshot.cost_usd,
-        )
+        return _waiting(waiting, **seen)
+    result = snapshot.result or {}
     return RunStatus(
-        run_id=snapshot.run_id,
+        **seen,
         status=snapshot.status,
-        loop=snapshot.loop,
-        loop_file=snapshot.loop_file,
-        state=snapshot.current,
-        steps=snapshot.steps,
-        elapsed_s=snapshot.elapsed_s(),
-        started_at=snapshot.started_at,
         pid=snapshot.pid,
         alive=snapshot.alive,
         outcome=result.get("outcome"),
         terminated_by=result.get("terminated_by"),
         error=result.get("error"),
-        run_dir=snapshot.dir,
         resumable=snapshot.resumable,
         orphaned_actions=orphaned,
-        cost_usd=snapshot.cost_usd,
     )
 
 
@@ -740,22 +729,26 @@ def _queued(root: Path, known: set[str]) -> list[RunStatus]:
         return []
     import time
 
-    from engine._results import RunStatus
     from engine.runtime.locks import holders
 
     return [
-        RunStatus(
+        _waiting(
+            record,
             run_id=record.run_id,
-            status="queued",
             loop=record.loop or None,
             elapsed_s=max(0.0, time.time() - record.queued_at),
-            pid=record.pid,
-            alive=True,
-            waiting_for=record.paths,
         )
         for record in holders(root)
         if not record.holding and record.run_id not in known
     ]
+
+
+def _waiting(record: Record, **seen: Any) -> RunStatus:
+    """A run waiting in the lock queue (a new run, or a resume of a run directory `seen`
+    describes): its waiter's process and the paths it waits for."""
+    from engine._results import RunStatus
+
+    return RunStatus(**seen, status="queued", pid=record.pid, alive=True, waiting_for=record.paths)
 
 
 def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> StopResult:
@@ -1137,6 +1130,8 @@ def _arguments(**named: Any) -> None:
             raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
         if isinstance(value, Mapping) and name in {"context", "inputs"}:
             _names(name, value)
+            for key, item in value.items():
+                _json_data(f"{name}[{key!r}]", item)
         if name == "env" and not _all_strings(value):
             raise UsageError("env must map variable names to strings", hint="str() each value")
         if isinstance(value, Mapping) and name == "env":
@@ -1153,6 +1148,41 @@ def _names(name: str, mapping: Mapping[Any, Any]) -> None:
                 f"{name} keys must be names (strings), not {type(key).__name__}: {key!r}",
                 hint="str() each key",
             )
+
+
+def _json_data(where: str, value: Any) -> None:
+    """A run keeps its context in state.json and a resume reads it back: a value that is not
+    JSON data was saved as its str() (a date came back as text, a set as a list), silently."""
+    import math
+
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError(
+                f"{where} is {value}, a number that is not finite, which JSON cannot hold",
+                hint="pass a finite number, or None",
+            )
+        return
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _json_data(f"{where}[{index}]", item)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise UsageError(
+                    f"{where} has a key that is not a string ({key!r}), which JSON cannot hold",
+                    hint="str() each key",
+                )
+            _json_data(f"{where}[{key!r}]", item)
+        return
+    raise UsageError(
+        f"{where} is a {type(value).__name__}, which a run cannot keep: its context is saved "
+        "as JSON (state.json) and read back by a resume",
+        hint="pass JSON data (text, numbers, True/False, None, lists and dicts of them): "
+        "convert it first, e.g. str(value)",
+    )
 
 
 def _seconds(name: str, value: Any) -> None:

@@ -167,7 +167,7 @@ states:
       type: llm_structured
       dimensions:
         - {name: accuracy, description: facts are right, weight: 0.5}
-        - {name: clarity, weight: 0.5}
+        - {name: clarity, description: easy to follow, weight: 0.5}
       reviewers: 3
       threshold: 3.5
     on_yes: child
@@ -223,7 +223,7 @@ states:
               description: clients work
               weight: 0.6
               rubric: {"1": none work, "5": all work}
-            - {name: errors, weight: 0.4}
+            - {name: errors, description: failures are clear, weight: 0.4}
       metrics:
         - {name: coverage, command: ./coverage.sh, threshold: 80}
     on_yes: done

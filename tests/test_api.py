@@ -3,6 +3,7 @@ nothing to `os.environ`."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from engine.api import LlmPreflightError, RunRefused
 from engine.model.errors import LoadError, LockConflict, UsageError
 from engine.model.ports import Event
 from engine.runtime.history import open_history
+from tests import cli
 from tests.loopback_server import LoopbackServer, verdict_reply
 from tests.run_helpers import write_loop
 
@@ -159,6 +161,18 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
         # a key that is not a name was a bare TypeError (or a run whose state.json failed)
         (lambda d: engine.run("count.yaml", context={1: "x"}, cwd=d), "context keys must be names"),
         (lambda d: engine.run("count.yaml", inputs={("a",): 1}, cwd=d), "inputs keys must be"),
+        # values that are not JSON data were saved in state.json as their str() (a date came
+        # back from a resume as text, a set as a list), silently
+        (
+            lambda d: engine.run("count.yaml", context={"when": datetime.date(2026, 1, 2)}, cwd=d),
+            r"context\['when'\] is a date, which a run cannot keep",
+        ),
+        (
+            lambda d: engine.run("count.yaml", context={"a": [{"b": {1, 2}}]}, cwd=d),
+            r"context\['a'\]\[0\]\['b'\] is a set",
+        ),
+        (lambda d: engine.run("count.yaml", context={"x": float("nan")}, cwd=d), "not finite"),
+        (lambda d: engine.run("count.yaml", inputs={"p": Path("x")}, cwd=d), r"inputs\['p'\]"),
     ],
 )
 def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
@@ -170,6 +184,44 @@ def test_arguments_of_the_wrong_kind_are_usage_errors_and_start_nothing(
     assert not (tmp_path / ".loops" / "runs").exists() or not any(
         (tmp_path / ".loops" / "runs").iterdir()
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "message", "hint"),
+    [
+        ({"jobs": 0}, "jobs must be at least 1", "pass jobs=1 or more"),
+        ({"cases": "zz*"}, "cases='zz*' matches none of the 1 cases", None),
+        (
+            {"measure_baseline": True, "compare_baseline": True},
+            "measure_baseline=True and compare_baseline=True are two separate arms",
+            None,
+        ),
+        (
+            {"baseline_of": "x"},
+            "baseline_of only makes sense with compare_baseline=True",
+            "add compare_baseline=True, or drop baseline_of",
+        ),
+        ({"address": "ray://h:1"}, "address names a Ray cluster, which only executor='ray'", None),
+        ({"resume": "nope"}, "resume='nope': there is no such suite run in the history", None),
+    ],
+)
+def test_suite_refusals_name_the_apis_arguments_not_the_commands_flags(
+    tmp_path: Path, options: dict[str, Any], message: str, hint: str | None
+) -> None:
+    """`engine.suite(..., jobs=0)` was told "--jobs must be at least 1 … pass --jobs 1 or more":
+    a flag a Python caller has no way to pass. The command keeps its flags."""
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ncases: [{id: a, input: {}}]\nsubject: {command: 'true'}\n"
+        "judges: [{name: ok, builtin: exit_code}]\n"
+    )
+    with pytest.raises(engine.SuiteRefusal) as refused:
+        engine.suite("s.suite.yaml", cwd=tmp_path, **options)
+    assert refused.value.message.startswith(message), refused.value.message
+    assert "--" not in refused.value.message + (refused.value.hint or "")
+    if hint is not None:
+        assert refused.value.hint == hint
+    done = cli.ll_harness(tmp_path, "suite", "s.suite.yaml", "--jobs", "0")
+    assert "--jobs must be at least 1" in done.stderr, done.stderr
 
 
 def test_an_unknown_executor_is_a_refusal_and_records_no_run(tmp_path: Path) -> None:

@@ -780,6 +780,34 @@ def test_human_summary_without_json(tmp_path: Path) -> None:
     assert quiet.stderr == ""
 
 
+def test_the_summary_of_an_error_with_line_breaks_stays_one_line(tmp_path: Path) -> None:
+    """An error quoting a multi-line expression was printed with its line breaks raw: the
+    summary's first line broke in two and the run's path line was no longer the second."""
+    write_loop(
+        tmp_path,
+        """\
+        name: multi
+        initial: a
+        scope: ["."]
+        states:
+          a:
+            action: |
+              echo "${context.missing |
+                default(prev.nope)}"
+            evaluate: {type: exit_code}
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 2, ran.stderr
+    first, second = ran.stdout.splitlines()
+    assert "cannot interpolate ${context.missing |\\n  default(prev.nope)}" in first, first
+    assert " which has no route after 1 step (" in first
+    assert second.startswith("  run ")
+
+
 # --- stop ------------------------------------------------------------------------------------
 
 

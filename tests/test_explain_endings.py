@@ -492,8 +492,8 @@ def test_a_replayed_run_says_its_answers_were_replayed(
     assert len(loopback.requests) == 1  # the replay called nothing
     text, data = explained(tmp_path, replay_id)
     said = (
-        f"the model's answers came from run {live}'s llm.jsonl (--replay): no call was made, "
-        "and its judges said what they said then"
+        f"the model's answers came from run {live}'s llm.jsonl (--replay): no call was made "
+        "(its costs are those recorded then), and its judges said what they said then"
     )
     assert f"replay: {said}" in text.splitlines()
     assert str(data["replay_from"]).endswith(live)

@@ -410,6 +410,22 @@ def test_a_sample_printing_past_the_output_cap_is_ended_as_an_infra_error(
     assert (sample["outcome"], sample["timed_out"], sample["exit_code"]) == ("error", False, None)
 
 
+def test_the_json_report_bounds_each_samples_streams_and_says_so(tmp_path: Path) -> None:
+    """`--output json` copied each sample's stdout and stderr whole (and the first sample's
+    twice): a 100 MB output made a report of 200 MB, held in memory. Each stream is now cut
+    as a capture is (64 Ki characters: stdout its start, stderr its end), saying so."""
+    command = "head -c 300000 /dev/zero | tr '\\0' y; head -c 200000 /dev/zero | tr '\\0' e >&2"
+    done = cli.ll_harness(tmp_path, "cmd", command, "--exit-code", "0", "--samples", "2",
+                          "--output", "json")  # fmt: skip
+    assert done.returncode == 0, done
+    for shown in (done.json, *done.json["samples"]):
+        assert shown["stdout"].startswith("y" * 65536)
+        assert shown["stdout"].endswith("\n[... 234,464 more characters not shown ...]")
+        assert shown["stderr"].startswith("[... 134,464 earlier characters not shown ...]\n")
+        assert shown["stderr"].endswith("e" * 65536)
+    assert len(done.stdout) < 700_000
+
+
 def test_history_since_compares_instants_whatever_the_spelling(tmp_path: Path) -> None:
     """Rows are stamped `...T03:57:32.123Z` (UTC); --since is read as an instant, not compared
     as typed: a space for the T, an offset, or the basic format `20261202` mean the same."""

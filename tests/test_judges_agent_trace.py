@@ -198,7 +198,8 @@ def test_a_cost_that_is_no_cost_counts_as_unknown(reported: str) -> None:
     line = f'{{"type": "result", "result": "ok", {fields}}}'
     agent = parse_agent_stream(line)
     assert agent is not None
-    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (0.0, 0)
+    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (None, 0)
+    assert (agent.cost_usd, agent.cost_known) == (0.0, False)  # 0 in the run's accounting
 
 
 def test_an_agents_negative_cost_does_not_lift_the_budget(tmp_path: Path) -> None:
@@ -294,9 +295,53 @@ def test_a_stream_torn_by_the_agents_end_is_still_its_trace(tmp_path: Path) -> N
 def test_only_the_last_line_may_be_torn() -> None:
     lines = [json.dumps(e) for e in EVENTS]
     assert parse_agent_stream("\n".join([*lines, '{"type": "resu'])) is not None
-    assert parse_agent_stream("\n".join([lines[0], "not json", *lines[1:]])) is None
     assert parse_agent_stream('{"type": "resu') is None
     assert parse_agent_stream("\n".join([*lines, "Done, bye."])) is None  # text, not torn
+    assert parse_agent_stream("\n".join(["Hello.", *lines])) is None  # text first
+
+
+def test_a_malformed_line_mid_stream_skips_only_itself(tmp_path: Path) -> None:
+    """One line that is not JSON between two events made the whole stream plain text: the
+    output was the raw JSON, and the agent's $0.0123 counted as 0 toward `max_cost_usd`."""
+    lines = [json.dumps(e) for e in EVENTS]
+    agent = parse_agent_stream("\n".join([lines[0], "not json", '{"type": "assis', *lines[1:]]))
+    assert agent is not None and agent.skipped == 2
+    assert agent.cost_usd == pytest.approx(0.0123)
+    assert parse_agent_stream("\n".join([lines[0], "a", "b", lines[-1]])) is None  # mostly text
+    (tmp_path / "agent.py").write_text(
+        AGENT.replace("print(json.dumps(event), flush=True)",
+                      "print(json.dumps(event), flush=True)\n    if event['type'] == 'user':"
+                      " print('{oops', flush=True)")
+    )  # fmt: skip
+    (tmp_path / "events.json").write_text(json.dumps(EVENTS))
+    text = loop(TRACE_JUDGES, extra="max_cost_usd: 0.01").replace("on_yes: done", "on_yes: more")
+    text += "  more: {action: echo more, next: done}\n"
+    ran = run_yaml(tmp_path, text)
+    assert ran.json["terminated_by"] == "max_cost", ran.stderr
+    assert ran.json["cost_usd"] == pytest.approx(0.0123)
+    work = ran.state()["captured"]["work"]
+    assert work["output"] == "Done: tests pass."
+    assert work["stderr"].endswith(
+        "ll-loop: 1 line(s) of the agent's event stream were not JSON events and were skipped"
+    )
+
+
+def test_several_results_cost_the_largest_running_total() -> None:
+    """A CLI serving a session prints a result per turn; claude's `total_cost_usd` is the
+    running total of the process. Only the last result counted: one without a cost lost the
+    session's spend (it counted $0)."""
+    turn = {"type": "result", "subtype": "success", "result": "one", "num_turns": 1}
+    events = [
+        EVENTS[1],
+        {**turn, "total_cost_usd": 0.01},
+        EVENTS[4],
+        {**turn, "total_cost_usd": 0.03, "result": "two"},
+        {**turn, "result": "three"},  # no cost reported
+    ]
+    agent = parse_agent_stream("\n".join(json.dumps(e) for e in events))
+    assert agent is not None
+    assert agent.cost_usd == pytest.approx(0.03)  # not 0, and not 0.04
+    assert agent.text == "three"
 
 
 def test_explain_counts_the_agents_cost_in_its_state(tmp_path: Path) -> None:
@@ -384,3 +429,33 @@ def test_the_live_line_counts_an_agents_spend() -> None:
     progress._redraw()
     progress._done.set()
     assert "$0.7500" in stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        None,  # plain text output: no stream at all
+        [EVENTS[1], {k: v for k, v in EVENTS[-1].items() if k != "total_cost_usd"}],
+        [EVENTS[1], {**EVENTS[-1], "total_cost_usd": -1}],  # not a cost
+    ],
+)
+def test_an_unknown_agent_cost_does_not_pass_a_cost_budget(
+    tmp_path: Path, events: list[dict[str, Any]] | None
+) -> None:
+    """An agent that reported no cost passed `cost_budget` as $0.0000 of its budget: the judge
+    cannot know, so it is an error of that judge (not a pass), and the run says that the
+    agent's spend is not in its cost."""
+    if events is None:
+        (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+        (tmp_path / "events.json").write_text("[]")
+    else:
+        write_agent(tmp_path, events)
+    judges = "- {name: cheap, builtin: cost_budget, arguments: {max_cost_usd: 0.05}}\n"
+    ran = run_yaml(tmp_path, loop(judges, extra="max_cost_usd: 1"), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    cheap = ran.state()["captured"]["work"]["judges"]["cheap"]
+    assert cheap["passed"] is None or cheap["passed"] is False, cheap
+    assert "cost is not known" in str(cheap), cheap
+    assert "state work: the agent reported no cost" in ran.stderr
+    [completed] = [e for e in ran.events() if e["event"] == "action_complete"]
+    assert completed["agent_cost_known"] is False

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from engine.load.loader import load_loop_text
 from engine.model.judges import DEFAULT_DIMENSIONS
 from lint import lint_loop
@@ -279,7 +281,7 @@ def test_rubric_judges_need_no_cannot_judge_route_ll007() -> None:
             evaluate:
               type: llm_structured
               prompt: Review the notes. Quote the evidence.
-              dimensions: [{name: clarity, weight: 1}]
+              dimensions: [{name: clarity, description: Clear?, weight: 1}]
             on_yes: done
             on_no: done
           done: {terminal: true}
@@ -287,7 +289,8 @@ def test_rubric_judges_need_no_cannot_judge_route_ll007() -> None:
     )
     codes = [d.code for d in lint_loop(load_loop_text(text))]
     assert "LL007" not in codes
-    without = text.replace("      dimensions: [{name: clarity, weight: 1}]\n", "")
+    dimensions = "      dimensions: [{name: clarity, description: Clear?, weight: 1}]\n"
+    without = text.replace(dimensions, "")
     assert "LL007" in [d.code for d in lint_loop(load_loop_text(without))]
 
 
@@ -327,16 +330,34 @@ def test_a_dimension_name_the_scoring_tool_cannot_carry_is_refused() -> None:
         assert d.hint.startswith("a dimension name: letters, digits, _, . and - (at most 64)")
     block = (
         "type: assessment\nexpectations:\n"
-        "  - {type: llm_review, dimensions: [{name: api.v2-compat, weight: 1}]}\n"
+        "  - {type: llm_review, dimensions: [{name: api.v2-compat, description: d, weight: 1}]}\n"
     )
     [judge] = judges_of(block)
     assert judge.dimensions[0].name == "api.v2-compat"
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        "type: assessment\nexpectations:\n  - type: llm_review\n    criteria: c\n    dimensions:",
+        "type: llm_structured\nprompt: Review it. Quote the evidence.\ndimensions:",
+    ],
+)
+def test_a_dimension_without_a_description_is_refused(where: str) -> None:
+    """A dimension with no `description` was accepted: its reviewers were asked to score
+    `clarity` with nothing saying what it means (the Polpo seed and the contract require it)."""
+    block = f"{where} [{{name: clarity, weight: 1}}]\n"
+    d = one(loop_text(block), "F010")
+    assert d.message.endswith("dimensions[0] is missing the required key 'description'")
+    assert d.line == (12 if "expectations" in where else 10)
+    d = one(loop_text(block.replace("weight: 1", "description: '', weight: 1")), "F015")
+    assert d.message.endswith("dimensions[0].description must not be empty")
+
+
 def test_a_rubric_key_that_is_not_a_score_gets_a_score_hint() -> None:
     block = (
         "type: assessment\nexpectations:\n  - type: llm_review\n    criteria: c\n"
-        "    dimensions: [{name: api, weight: 1, rubric: {'7': perfect}}]\n"
+        "    dimensions: [{name: api, description: d, weight: 1, rubric: {'7': perfect}}]\n"
     )
     d = one(loop_text(block), "F016")
     assert d.message == "'7' is not a valid key in states.work.evaluate.expectations[0]" + (

@@ -80,7 +80,7 @@ def test_replay_serves_from_the_log_without_http(loopback: LoopbackServer, tmp_p
         verdict_reply("no"),
         verdict_reply("yes", evidence=QUOTE),
     )
-    first, _ = judge_once(tmp_path / "r1", samples=3)
+    first, recorded = judge_once(tmp_path / "r1", samples=3)
     served = len(loopback.requests)
     recorder = MemoryRecorder()
     again, made = judge_once(
@@ -92,7 +92,8 @@ def test_replay_serves_from_the_log_without_http(loopback: LoopbackServer, tmp_p
         s["verdict"] for s in first.details["samples"]
     ]
     assert {c["source"] for c in recorder.of("llm_call")} == {"replay"}
-    assert made.cost_usd == 0.0
+    assert recorded.cost_usd > 0
+    assert made.cost_usd == pytest.approx(recorded.cost_usd)  # the costs recorded then
     assert len(log_entries(tmp_path / "r2")) == 3  # the replayed run has its own log
 
 
@@ -470,3 +471,45 @@ def test_a_missing_agent_cli_is_not_told_to_use_replay(tmp_path: Path) -> None:
     ran = ll_loop(tmp_path, "run", "loop.yaml")
     assert ran.code == 2 and "'no-such-agent-h5' is not an executable" in ran.stderr
     assert "use --replay" not in ran.stderr
+
+
+SPENDING_LOOP = """
+name: spend
+initial: ask
+scope: ["."]
+max_steps: 10
+max_cost_usd: 0.0025
+llm: {model: claude-haiku-4-5}
+states:
+  ask:
+    action_type: prompt
+    action: "Say hello"
+    timeout: 30
+    next: check
+  check:
+    action: "exit 1"
+    on_yes: done
+    on_no: ask
+  done: {terminal: true}
+"""
+
+
+def test_a_replay_of_a_run_that_ended_max_cost_ends_there_too(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Replayed answers cost $0, so the replay of a run that ended `max_cost` ran on past the
+    step where the run had stopped (to max_steps): the replay did not reproduce the run. Each
+    replayed answer now counts the cost recorded for it (nothing is spent)."""
+    write_loop(tmp_path, SPENDING_LOOP)
+    loopback.default = text_reply("hello", input_tokens=1000, output_tokens=200)
+    live = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert live.code == 3, live.stderr
+    assert live.json["terminated_by"] == "max_cost"
+    asked = len(loopback.requests)
+    replayed = ll_loop(tmp_path, "run", "loop.yaml", "--json", "--replay", live.json["run_id"])
+    assert len(loopback.requests) == asked  # nothing was asked again
+    for key in ("terminated_by", "final_state", "steps", "cost_usd"):
+        assert replayed.json[key] == live.json[key], (key, replayed.stderr)
+    run_dir = tmp_path / ".loops" / "runs" / replayed.json["run_id"]
+    costs = [entry["cost_usd"] for entry in log_entries(run_dir)]
+    assert costs and all(cost == pytest.approx(0.002) for cost in costs)

@@ -156,7 +156,7 @@ def test_every_evaluator_type_is_built() -> None:
     assert rubric is not None
     assert rubric.dimensions == (
         Dimension("accuracy", "facts are right", 0.5),
-        Dimension("clarity", "", 0.5),
+        Dimension("clarity", "easy to follow", 0.5),
     )
     assert (rubric.reviewers, rubric.threshold) == (3, 3.5)
 

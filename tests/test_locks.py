@@ -317,6 +317,31 @@ def test_a_nested_run_inside_the_lease_inherits_it(tmp_path: Path) -> None:
     assert holders(tmp_path) == []  # and the parent released it once, at its own end
 
 
+def test_an_inherited_lease_keeps_its_paths_when_the_parent_lets_go_first(tmp_path: Path) -> None:
+    """A nested run that outlives its parent (started in the background) ran on with no lock
+    once the parent released: another run took its paths. Its own paths stay held until it
+    ends; the rest of the parent's lease is free."""
+    parent = acquire_scope(tmp_path, "parent", ["src"])
+    child = acquire_scope(tmp_path, "child", ["src/engine"], env=parent.env())
+    assert child.inherited_from == "parent"
+    grandchild = acquire_scope(tmp_path, "grandchild", ["src/engine/x"], env=child.env())
+    assert grandchild.inherited_from == "parent"
+    parent.release()
+    with pytest.raises(LockConflict, match=r"locked by run (child|grandchild)"):
+        acquire_scope(tmp_path, "other", ["src/engine"])
+    with pytest.raises(LockConflict, match="held by a run under its parent's lease, run child"):
+        acquire_scope(tmp_path, "wide", ["src"], env=child.env(), queue=True)  # not for ever
+    with acquire_scope(tmp_path, "beside", ["src/docs"]):
+        pass  # what the nested runs do not hold is free again
+    late = acquire_scope(tmp_path, "late", ["src/engine/y"], env=child.env())
+    assert late.inherited_from == "parent"  # the child's lease still covers its paths
+    for lease in (late, grandchild, child):
+        lease.release()
+    with acquire_scope(tmp_path, "other", ["src/engine"]):
+        pass
+    assert holders(tmp_path) == []
+
+
 def test_a_nested_run_outside_the_lease_fails_fast_naming_its_parent(tmp_path: Path) -> None:
     parent = start(tmp_path, "parent", "--scope", "src", "--nested", ".")
     out, _ = parent.communicate(timeout=30)

@@ -142,6 +142,57 @@ def test_a_nested_run_inherits_its_parents_lease(tmp_path: Path) -> None:
     assert result_of(done)["final_state"] == "done", done.stderr
 
 
+def test_a_backgrounded_nested_run_keeps_its_paths_after_its_parent_ends(tmp_path: Path) -> None:
+    """`ll-loop run inner.yaml &` in an action inherited the parent's lease and recorded
+    nothing: once the parent ended, another run took the same paths while the nested run was
+    still changing them. The nested run now holds its own paths under the lease until it ends."""
+    write(
+        tmp_path / "inner.yaml",
+        """
+        name: inner
+        initial: work
+        scope: [src/engine]
+        states:
+          work:
+            action: "touch started; while [ ! -e go ]; do sleep 0.05; done"
+            timeout: 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    write(tmp_path / "other.yaml", marker_loop("other", ["src"], hold=0))
+    write(
+        tmp_path / "outer.yaml",
+        """
+        name: outer
+        initial: nest
+        scope: [src]
+        states:
+          nest:
+            action: |
+              ll-loop run inner.yaml --json -q > inner.json 2>&1 &
+              while [ ! -e started ]; do sleep 0.05; done
+            timeout: 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    env = {"PATH": f"{_bin_dir()}:{os.environ['PATH']}"}
+    try:
+        done = ll_loop(tmp_path, "run", "outer.yaml", "--json", "-q", env=env, timeout=60)
+        assert result_of(done)["final_state"] == "done", done.stderr
+        refused = ll_loop(tmp_path, "run", "other.yaml", "--json", "-q")
+        assert refused.returncode == 2, refused.stdout
+        assert "is locked by run" in refused.stderr
+        assert not (tmp_path / "marks.log").exists()
+    finally:
+        (tmp_path / "go").touch()
+    wait_until(lambda: bool((tmp_path / "inner.json").read_text().strip()), timeout=30)
+    assert json.loads((tmp_path / "inner.json").read_text())["final_state"] == "done"
+    free = ll_loop(tmp_path, "run", "other.yaml", "--json", "-q")
+    assert result_of(free)["final_state"] == "done", free.stderr
+
+
 def test_an_agent_cli_of_a_prompt_state_passes_the_lease_to_its_nested_run(
     tmp_path: Path,
 ) -> None:

@@ -197,7 +197,7 @@ def test_a_child_chosen_at_run_time_replays_too(loopback: LoopbackServer, projec
         "--replay", first.run_dir.name,
     )  # fmt: skip
     assert again.json["final_state"] == "done", again.stdout + again.stderr
-    assert again.json["cost_usd"] == 0
+    assert again.json["cost_usd"] == first.json["cost_usd"]  # the recorded cost, not spent
     assert len(loopback.requests) == served
     assert (first.run_dir / "llm.jsonl").is_file()  # the child's call is in the run's log
 

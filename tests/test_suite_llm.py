@@ -195,6 +195,31 @@ def test_suite_samples_override_the_llm_structured_builtins_own(
     assert len(loopback.requests) == 3  # without --samples: its own
 
 
+def test_a_judges_own_samples_win_over_the_suites(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """The suite's `samples: 3` replaced a judge's own `samples: 2` (and the builtin's own):
+    the more specific setting loses nowhere else (a judge's `model` wins over `models.judge`).
+    Now the judge's own wins, the suite's is the default of the others, and `--samples` (this
+    invocation's request) still sets every judge."""
+    loopback.default = answers
+    text = STRUCTURED.replace("judges:", "samples: 4\njudges:") + (
+        "  - {name: own, prompt: 'Rate it. Quote the line.', samples: 2}\n"
+        "  - {name: plain, prompt: 'Rate it again. Quote the line.'}\n"
+    )
+    write(tmp_path / "s.suite.yaml", text)
+    code, data, err = suite_json(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert rows_per_judge(data) == {"done": 3, "own": 2, "plain": 4}
+    code, data, err = suite_json(tmp_path, "s.suite.yaml", "--samples", "1")
+    assert code == 0, err
+    assert rows_per_judge(data) == {"done": 1, "own": 1, "plain": 1}
+
+
+def rows_per_judge(data: dict[str, Any]) -> dict[str, int]:
+    """How many sample rows each judge of a suite's JSON result has (one case)."""
+    return {j["judge"]: len([r for r in data["results"] if r["judge"] == j["judge"]])
+            for j in data["judges"]}  # fmt: skip
+
+
 def test_a_suite_whose_model_calls_have_no_credentials_is_refused_before_any_case(
     tmp_path: Path, monkeypatch: Any
 ) -> None:

@@ -287,3 +287,27 @@ def test_judges_of_a_metric_turned_off_say_so_instead_of_passing(tmp_path: Path)
     assert negated["error"].endswith(
         "the record has no tool_calls (the suite's traces.events is off)"
     )
+
+
+def test_an_agent_that_reports_no_cost_errs_the_cost_budget_instead_of_passing(
+    tmp_path: Path,
+) -> None:
+    """An agent subject printing plain text had `cost_usd: 0` in its record, so `cost_budget`
+    passed it ($0.0000 of the budget): an unknown cost is not $0."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{agent: python3 {tmp_path / "agent.py"}, prompt: hi}}
+        judges:
+          - {{name: budget, builtin: cost_budget, arguments: {{max_cost_usd: 0.001}}}}
+          - {{name: seen, check: "return outputs['cost_usd'] is None, 'no cost'"}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    found = {r["judge"]: r for r in data["results"]}
+    assert found["seen"]["value"] is True, err
+    assert found["budget"]["status"] == "error", found
+    assert "the work's cost is not known" in found["budget"]["error"]

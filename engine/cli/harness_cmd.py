@@ -580,6 +580,7 @@ def suite_command(
     from engine.api import suite as run_suite
     from engine.cli.harness_suite import check_target, deliver
     from engine.suites import SuiteResult
+    from engine.suites.driver import command_line_spelling
     from engine.suites.progress import SuiteProgress, choose_mode
 
     mode = choose_mode(
@@ -591,20 +592,21 @@ def suite_command(
 
     def run() -> SuiteResult:
         check_target(report_file, output.value)
-        return run_suite(
-            path,
-            samples=samples,
-            jobs=jobs,
-            cases=cases,
-            measure_baseline=measure_baseline,
-            compare_baseline=compare_baseline,
-            baseline_of=baseline_of,
-            resume=resume,
-            keep_workspaces=keep_workspaces,
-            executor=executor.value,
-            address=address,
-            progress=progress,
-        )
+        with command_line_spelling():  # refusals name --flags, not engine.suite's arguments
+            return run_suite(
+                path,
+                samples=samples,
+                jobs=jobs,
+                cases=cases,
+                measure_baseline=measure_baseline,
+                compare_baseline=compare_baseline,
+                baseline_of=baseline_of,
+                resume=resume,
+                keep_workspaces=keep_workspaces,
+                executor=executor.value,
+                address=address,
+                progress=progress,
+            )
 
     return deliver(run, output.value, report_file)
 

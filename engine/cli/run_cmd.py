@@ -257,14 +257,15 @@ def report_result(result: RunResult, output: RunOutput) -> None:
         print(json.dumps(result.to_json()))
         return
     from engine.cli.style import paint
-    from engine.model.terminal import printable
+    from engine.model.terminal import one_line
     from engine.runtime.runstore import runs_root
 
     steps = counted(result.steps, "step")
     cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
-    # Names and the error may quote the loop file or an action: shown, never obeyed.
-    loop, error = printable(result.loop), printable(str(result.error))
-    final = printable(repr(result.final_state))
+    # Names and the error may quote the loop file or an action: shown, never obeyed, and on
+    # the one line of the summary (an error quoting a multi-line expression broke it in two).
+    loop, error = one_line(result.loop), one_line(str(result.error))
+    final = one_line(repr(result.final_state))
     if result.terminated_by == "terminal":
         ok = result.outcome == "success"
         mark = paint("✔" if ok else "✘", "green" if ok else "red", sys.stdout)

@@ -10,6 +10,10 @@ from engine.harness.history_report import HistorySummary, attempt_json
 from engine.harness.session import Report
 from engine.runtime.history import Attempt
 
+# Characters of a sample's stream in the JSON report: what a run's capture keeps of an output
+# (`engine.runtime.interpreter.CAPTURE_LIMIT`, not imported: that module costs ~15 ms here).
+STREAM_CHARS = 64 * 1024
+
 
 def _exit_cell(sample: SampleResult) -> str:
     run = sample.run
@@ -123,6 +127,25 @@ def _recorded(invocation: str, attempts: Sequence[Attempt]) -> str:
     return ", ".join(parts) if attempts else ""
 
 
+def _start(text: str) -> str:
+    """A sample's stdout in the JSON report: its first `STREAM_CHARS` characters, as a capture
+    keeps them, and a line saying how many more there were. Copied whole, a 100 MB output made
+    a 100 MB report (twice over for the first sample), built in memory."""
+    if len(text) <= STREAM_CHARS:
+        return text
+    more = len(text) - STREAM_CHARS
+    return f"{text[:STREAM_CHARS]}\n[... {more:,} more characters not shown ...]"
+
+
+def _end(text: str) -> str:
+    """A sample's stderr in the JSON report: its last `STREAM_CHARS` characters (where a
+    failure says why), after a line saying how many came before."""
+    if len(text) <= STREAM_CHARS:
+        return text
+    cut = len(text) - STREAM_CHARS
+    return f"[... {cut:,} earlier characters not shown ...]\n{text[cut:]}"
+
+
 def report_json(report: Report) -> dict[str, Any]:
     subject = report.subject
     samples = [
@@ -139,8 +162,8 @@ def report_json(report: Report) -> dict[str, Any]:
             "infra_error": s.run.infra_error,
             "duration_ms": s.run.duration_ms,
             "cost_usd": round(s.cost_usd, 6),
-            "stdout": s.run.stdout,
-            "stderr": s.run.stderr,
+            "stdout": _start(s.run.stdout),
+            "stderr": _end(s.run.stderr),
         }
         for s, a in zip(report.samples, _pad(report), strict=True)
     ]
@@ -158,8 +181,8 @@ def report_json(report: Report) -> dict[str, Any]:
         "tally": report.tally.to_json(),
         "sample_pass_rate": report.tally.pass_rate.to_json(),
         "semantic_checked": report.conditions.semantic is not None,
-        "stdout": report.samples[0].run.stdout if report.samples else None,
-        "stderr": report.samples[0].run.stderr if report.samples else None,
+        "stdout": _start(report.samples[0].run.stdout) if report.samples else None,
+        "stderr": _end(report.samples[0].run.stderr) if report.samples else None,
         "samples": samples,
         "git_head": report.provenance.head,
         "git_dirty": report.provenance.dirty,

@@ -200,6 +200,11 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
     `traces: {metrics: false}` or `{events: false}`): an unknown cost is not $0, unknown tool
     calls are not 'none called', an unknown exit code is not a crash."""
     if field in ctx.outputs and ctx.outputs[field] is None:
+        if field == "cost_usd" and ctx.outputs.get("num_turns") is not None:
+            raise JudgeError(
+                "the work's cost is not known: the agent CLI reported none (its output was no "
+                "stream-json trace with a result's total_cost_usd), and an unknown cost is not $0"
+            )
         trace = "events" if field == "tool_calls" else "metrics"
         raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")
     return ctx.outputs.get(field)
@@ -306,7 +311,7 @@ def metric(ctx: JudgeContext, *, command: str, threshold: float) -> Judgement:
     arguments=(Argument("max_cost_usd", "number", required=True, description="the budget"),),
 )
 def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
-    cost = float(_measured(ctx, "cost_usd") or 0.0)
+    cost = float(_measured(ctx, "cost_usd") or 0.0)  # an unknown cost is an error, not $0
     passed = cost <= float(max_cost_usd)
     return Judgement(passed, f"cost ${cost:.4f} of a ${float(max_cost_usd):.4f} budget")
 
@@ -454,7 +459,11 @@ def json_schema(
     description="A model answers yes/no on the field with a verbatim quote (the state evaluator).",
     arguments=(
         Argument("prompt", "string", required=True, description="the criterion"),
-        Argument("samples", "integer", default=1, description="independent answers, majority"),
+        Argument(
+            "samples",
+            "integer",
+            description="independent answers, majority (default: the suite's samples, else 1)",
+        ),
         Argument("min_confidence", "number", default=0.5, description="below: abstain"),
         FIELD,
     ),
@@ -463,12 +472,13 @@ def llm_structured(
     ctx: JudgeContext,
     *,
     prompt: str,
-    samples: int = 1,
+    samples: int | None = None,
     min_confidence: float = 0.5,
     field: str = "stdout",
 ) -> Judgement:
     from engine.judges.llm_judges import structured_verdict
 
+    own = int(samples) if samples is not None else None
     return structured_verdict(
-        ctx, ctx.render(prompt), _text(ctx, field), int(samples), float(min_confidence)
+        ctx, ctx.render(prompt), _text(ctx, field), own, float(min_confidence)
     )

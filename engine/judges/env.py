@@ -37,7 +37,8 @@ class JudgeEnv:
     `workspace` is where commands run, relative paths resolve and reviewers explore;
     `project_root` is where `module` judges are imported from (default: the workspace).
     `model`, `reasoning`, `max_tokens` and `temperature` are the defaults of LLM judges
-    (a judge's own setting wins); `samples` overrides every LLM judge's `samples`.
+    (a judge's own setting wins); `samples` overrides every LLM judge's `samples` (a suite's
+    `--samples`), `default_samples` is that of an LLM judge that sets none (a suite's `samples`).
     `on_result` hears each judge's result as it finishes (events, progress); `stopped` says
     the run was stopped, so no judge makes another model call (its result would not be used).
     """
@@ -56,6 +57,7 @@ class JudgeEnv:
     inputs: Mapping[str, Any] = field(default_factory=_empty)
     project_root: Path | None = None
     samples: int | None = None
+    default_samples: int | None = None
     on_result: Callable[[JudgeResult], None] | None = None
     stopped: Callable[[], bool] | None = None
 
@@ -74,7 +76,13 @@ class JudgeContext:
 
     @property
     def samples(self) -> int:
-        return max(1, self.env.samples or self.judge.samples)
+        return self.samples_of(self.judge.samples)
+
+    def samples_of(self, own: int | None) -> int:
+        """How many answers an LLM judge asks for: the invocation's `--samples`, else the
+        judge's own setting (`own`), else the suite's `samples`, else 1. The more specific
+        setting wins over the file-wide one, as a judge's `model` wins over `models.judge`."""
+        return max(1, self.env.samples or own or self.env.default_samples or 1)
 
     def render(self, text: str, mode: RenderMode = "text") -> str:
         """`text` with its `${...}` interpolated (unchanged without a renderer)."""

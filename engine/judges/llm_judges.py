@@ -627,7 +627,7 @@ def _cost(replies: Sequence[MessagesReply]) -> float:
 
 
 def structured_verdict(
-    ctx: JudgeContext, criterion: str, text: str, samples: int, min_confidence: float
+    ctx: JudgeContext, criterion: str, text: str, samples: int | None, min_confidence: float
 ) -> Judgement:
     """The `llm_structured` judge on `text`: yes -> True, no / partial / blocked -> False,
     cannot_judge -> abstains (an error), error -> error."""
@@ -653,7 +653,7 @@ def structured_verdict(
         settings,
         criterion=criterion,
         text=text,
-        samples=ctx.env.samples or samples,  # a suite's --samples overrides, as for every judge
+        samples=ctx.samples_of(samples),  # as for every judge: --samples, its own, the suite's
         min_confidence=min_confidence,
     )
     details = dict(verdict.details)

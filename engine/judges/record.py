@@ -33,13 +33,15 @@ def build_record(
     files: Mapping[str, Any] | None = None,
     modified_files: Sequence[str] = (),
     output_dirs: Mapping[str, Sequence[str]] | None = None,
-    cost_usd: float = 0.0,
+    cost_usd: float | None = 0.0,
 ) -> OutputsRecord:
     """An outputs record. `output_dirs` maps a directory (as configured) to the relative paths
     of its files in `files`, in order: each gives `<name>_content` and `<name>_file`.
     `cost_usd` is what the work cost when no agent trace says (a prompt answered through the
-    SDK): a `cost_budget` judge must see it."""
+    SDK): a `cost_budget` judge must see it. None (in the trace or here) is a cost nobody
+    reported (an agent CLI's plain output): the record says null, not $0."""
     trace = trace or {}
+    cost = trace.get("cost_usd", cost_usd)
     record: OutputsRecord = {
         "stdout": stdout,
         "stderr": stderr,
@@ -51,7 +53,7 @@ def build_record(
         "tool_calls": list(trace.get("tool_calls") or ()),
         "events": list(trace.get("events") or ()),
         "token_usage": dict(trace.get("token_usage") or {}),
-        "cost_usd": float(trace.get("cost_usd") or cost_usd or 0.0),
+        "cost_usd": None if cost is None else float(cost or cost_usd or 0.0),
         "num_turns": int(trace.get("num_turns") or 0),
     }
     for directory, paths in (output_dirs or {}).items():

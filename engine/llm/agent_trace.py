@@ -3,10 +3,10 @@
 `claude -p --output-format stream-json --verbose` prints one JSON object per line: `system`
 (init), `assistant` (a message with text and tool_use blocks), `user` (tool results), and a final
 `result` (the answer, `total_cost_usd`, `num_turns`, `usage`). Other agent CLIs print the same
-shape. When every non-empty line of a prompt action's stdout is a JSON object with a `type` (the
-last may be torn) and one is `assistant` or `result`, the action's output becomes the agent's
-answer and the trace keeps `conversation` (the top-level assistant text), `tool_calls`
-({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
+shape. When a prompt action's stdout starts and ends with JSON objects that have a `type` (the
+last may be torn; a stray line between two is skipped) and one is `assistant` or `result`, the
+action's output becomes the agent's answer and the trace keeps `conversation` (the top-level
+assistant text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_usd` and `num_turns`.
 """
 
 from __future__ import annotations
@@ -35,10 +35,16 @@ class AgentRun:
     trace: dict[str, Any]
     is_error: bool = False  # the `result` event says the run failed (`is_error: true`)
     error: str = ""  # what it says about the failure: its subtype, errors or result
+    skipped: int = 0  # lines between events that were not events (skipped, not fatal)
 
     @property
     def cost_usd(self) -> float:
+        """The cost for the run's accounting: 0 when the agent reported none."""
         return float(self.trace.get("cost_usd") or 0.0)
+
+    @property
+    def cost_known(self) -> bool:
+        return self.trace.get("cost_usd") is not None
 
 
 def read_agent_result(result: ActionResult) -> ActionResult:
@@ -48,13 +54,29 @@ def read_agent_result(result: ActionResult) -> ActionResult:
     `claude -p` exits 1 after such a result, and a wrapper that lost the status made a failed
     agent run (out of turns, an API error) a success."""
     agent = parse_agent_stream(result.output)
-    if agent is None:
-        return result
-    result = replace(result, output=agent.text, cost_usd=agent.cost_usd, trace=agent.trace)
+    if agent is None:  # plain output: what the agent spent is not known (not $0)
+        return replace(result, cost_known=False)
+    result = replace(
+        result,
+        output=agent.text,
+        cost_usd=agent.cost_usd,
+        cost_known=agent.cost_known,
+        trace=agent.trace,
+    )
+    if agent.skipped:
+        note = (
+            f"ll-loop: {agent.skipped} line(s) of the agent's event stream were not JSON "
+            "events and were skipped"
+        )
+        result = replace(result, stderr=_noted(result.stderr, note))
     if agent.is_error and result.exit_code == 0:
         note = f"the agent reported a failed run: {agent.error}"
-        return replace(result, exit_code=1, stderr=f"{result.stderr.rstrip()}\n{note}".lstrip())
+        return replace(result, exit_code=1, stderr=_noted(result.stderr, note))
     return result
+
+
+def _noted(stderr: str, note: str) -> str:
+    return f"{stderr.rstrip()}\n{note}".lstrip()
 
 
 def parse_agent_stream(stdout: str) -> AgentRun | None:
@@ -63,25 +85,41 @@ def parse_agent_stream(stdout: str) -> AgentRun | None:
     Events of other types (`stream_event` with `--include-partial-messages`, newer CLIs' own)
     are kept and otherwise ignored, and a last line that is not JSON is dropped (an agent
     killed or crashed mid-line): either used to make the whole stream plain text, so the
-    agent's reported cost counted as 0 against `max_cost_usd`."""
+    agent's reported cost counted as 0 against `max_cost_usd`. So is a line between two events
+    that is not one (a CLI's stray print, a line cut by a crash of a writer): it is skipped and
+    counted in `skipped`, where it used to make the whole stream plain text and lose its cost.
+    Text before the first event or after the last is not an agent's stream: plain text."""
     # Split at "\n" only: `str.splitlines` also breaks at U+2028, U+0085 and the like, which a
     # JSON line may hold raw in a string (Node's JSON.stringify writes them so), and a tool
     # result with one made the stream plain text, its cost 0.
     lines = [line for line in stdout.split("\n") if line.strip()]
     events: list[dict[str, Any]] = []
+    strays: list[int] = []  # line numbers (of the non-empty lines) that are not events
     for number, line in enumerate(lines, 1):
-        try:
-            event = jsontext.loads(line)
-        except ValueError:
-            if number == len(lines) and events and line.lstrip().startswith("{"):
-                break  # an event torn by the agent's end (plain text after events is not)
-            return None
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            return None
+        event = _event(line)
+        if event is None:
+            if not events:
+                return None  # text first: plain output
+            strays.append(number)
+            continue
         events.append(event)
+    torn = bool(strays) and strays[-1] == len(lines) and lines[-1].lstrip().startswith("{")
+    if torn:  # an event torn by the agent's end
+        strays.pop()
+    if strays and (strays[-1] == len(lines) or len(strays) >= len(events)):
+        return None  # text after the last event, or more text than events: plain output
     if not any(e["type"] in ("assistant", "result") for e in events):
         return None
-    return _read(events)
+    return replace(_read(events), skipped=len(strays))
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    """The event a line of the stream holds: a JSON object with a `type`, else None."""
+    try:
+        event = jsontext.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("type"), str) else None
 
 
 def _blocks(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -114,10 +152,10 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
             if isinstance(value, int):
                 usage[key] = usage.get(key, 0) + value
     conversation = "\n".join(t for t in texts if t.strip())
-    result = next((e for e in reversed(events) if e["type"] == "result"), None)
-    cost, answer, is_error, error = 0.0, conversation, False, ""
+    results = [e for e in events if e["type"] == "result"]
+    result = results[-1] if results else None
+    cost, answer, is_error, error = _session_cost(results), conversation, False, ""
     if result is not None:
-        cost = _number(result.get("total_cost_usd", result.get("cost_usd")))
         turns = int(_number(result.get("num_turns")) or turns)
         if isinstance(result.get("result"), str):
             answer = result["result"]
@@ -136,6 +174,16 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
     return AgentRun(answer, trace, is_error, error)
 
 
+def _session_cost(results: list[dict[str, Any]]) -> float | None:
+    """What the session cost, from its `result` events. A CLI serving several turns in one
+    process (`claude -p --input-format stream-json`) prints a result per turn, and claude's
+    `total_cost_usd` is the process's running total, not the turn's: summing would count the
+    first turns again, and the last alone loses the spend when it carries no (valid) cost. The
+    largest total reported is the session's; None when no result reported a cost (not $0)."""
+    costs = [_cost(r.get("total_cost_usd", r.get("cost_usd"))) for r in results]
+    return max((c for c in costs if c is not None), default=None)
+
+
 def _failure(result: Mapping[str, Any]) -> str:
     """One line on why a `result` event says the run failed, from what it carries."""
     said = result.get("errors")
@@ -148,12 +196,17 @@ def _failure(result: Mapping[str, Any]) -> str:
 
 
 def _number(value: Any) -> float:
-    """A count or cost the agent reported; anything but a finite number ≥ 0 is not known (0).
+    """A count the agent reported; anything but a finite number ≥ 0 is not known (0)."""
+    return _cost(value) or 0.0
+
+
+def _cost(value: Any) -> float | None:
+    """A cost or count the agent reported; anything but a finite number ≥ 0 is not known.
 
     An agent's `total_cost_usd: -5` lowered the run's spend under `max_cost_usd`, `NaN` and
     `1e400` (infinity) reached `run --json` as text that is not JSON, and `num_turns: 1e400`
     crashed the run."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0.0
+        return None
     number = float(value)
-    return number if math.isfinite(number) and number >= 0 else 0.0
+    return number if math.isfinite(number) and number >= 0 else None

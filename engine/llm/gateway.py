@@ -7,6 +7,7 @@ the samples of one judge call it concurrently.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -92,6 +93,15 @@ def _usage(body: Mapping[str, Any] | None) -> tuple[int, int]:
     if not isinstance(usage, Mapping):
         return 0, 0
     return _tokens(usage.get("input_tokens")), _tokens(usage.get("output_tokens"))
+
+
+def _recorded_cost(value: Any) -> float | None:
+    """The cost a replayed answer had when it was made: it counts in the replay (nothing is
+    spent), so the replay of a run that ended `max_cost` ends there too. None when it is not a
+    finite number ≥ 0 (a negative one would lift `max_cost_usd`)."""
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
 
 
 def _tokens(value: Any) -> int:
@@ -200,8 +210,20 @@ class LlmGateway:
         # a recorded failure replays as that failure; a recorded answer is validated again
         status: Status = "ok" if body is not None else "error"
         error = None if body is not None else str(entry.get("error") or "recorded call failed")
+        cost = _recorded_cost(entry.get("cost_usd"))
+        if cost is None:  # a log without the field (or edited): its tokens at today's prices
+            cost = self.prices.cost(model, tokens_in, tokens_out) if body is not None else 0.0
         return CallResult(
-            status, body, error, key, model, tokens_in, tokens_out, source="replay", attempts=0
+            status,
+            body,
+            error,
+            key,
+            model,
+            tokens_in,
+            tokens_out,
+            cost_usd=cost,
+            source="replay",
+            attempts=0,
         )
 
     def _from_cache(self, key: str, model: str, request: Mapping[str, Any]) -> CallResult | None:

@@ -435,7 +435,7 @@ def _agent_eval(
         "feedback": entry.get("feedback_type", "score"),
         "score_range": (float(score_range[0]), float(score_range[1])) if score_range else None,
         "threshold": _float(entry.get("threshold")),
-        "samples": int(entry.get("samples", 1)),
+        "samples": int(entry["samples"]) if entry.get("samples") is not None else None,
         "min_confidence": float(entry.get("min_confidence", 0.5)),
         "model": entry.get("model"),
         "reasoning": entry.get("reasoning"),

@@ -70,7 +70,7 @@ class Judge:
     feedback: Feedback = "score"
     score_range: tuple[float, float] | None = None  # None: the kind's default
     threshold: float | None = None
-    samples: int = 1
+    samples: int | None = None  # None: not set (the suite's `samples`, else 1)
     min_confidence: float = 0.5
     model: str | None = None
     reasoning: str | int | None = None

@@ -33,6 +33,9 @@ class ActionResult:
     output_path: str | None = None
     stderr_path: str | None = None  # stderr whole, when it spilled (`stderr` is then its end)
     cost_usd: float = 0.0
+    # False for an agent CLI that reported no cost (plain output, no valid `total_cost_usd`):
+    # `cost_usd` is then 0 for the run's accounting, but a judge of the cost cannot know it.
+    cost_known: bool = True
     # An agent CLI's streamed events, parsed (conversation, tool_calls, events, token_usage,
     # cost_usd, num_turns): set when a prompt action's runner printed such a stream.
     trace: Mapping[str, Any] | None = None

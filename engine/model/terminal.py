@@ -24,3 +24,9 @@ def printable(text: str) -> str:
     """`text` with control characters (all but newline and tab), DEL, C1 controls and bidi
     overrides replaced by visible escapes; other text is returned unchanged."""
     return text.translate(_TABLE)
+
+
+def one_line(text: str) -> str:
+    """`printable(text)` with its line breaks shown as `\\n` (and tabs as `\\t`): for a line
+    that must stay one, like a run's summary quoting an error that spans lines."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")

@@ -635,8 +635,8 @@ def replayed(source: str) -> str:
     """What a replayed run's verdicts and costs are: answers of another run, not the model's."""
     name = source.rstrip("/").rsplit("/", 1)[-1]
     return (
-        f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made, "
-        "and its judges said what they said then"
+        f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made "
+        "(its costs are those recorded then), and its judges said what they said then"
     )
 
 

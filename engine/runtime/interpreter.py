@@ -376,6 +376,8 @@ def execute(
         # An agent CLI's own spend is in no `llm_call` event: without it `explain`, the report
         # and the progress line left it out of the state's (and the run's) cost.
         **({"agent_cost_usd": result.cost_usd} if result.trace is not None else {}),
+        # an agent CLI that reported no cost: its spend is in no total and no max_cost_usd
+        **({} if result.cost_known else {"agent_cost_known": False}),
     )
     return result, None
 

@@ -17,7 +17,10 @@ waiter takes the lock only when no holder and no earlier live waiter overlaps it
 A run that holds a lease passes it to its actions as `LL_LOCK_LEASE` (the run id),
 `LL_LOCK_PATHS` (JSON list) and `LL_LOCK_ROOT`. An `ll-loop run` started from such an action,
 whose scope lies within the leased paths, inherits the lease instead of waiting for its own
-parent (a deadlock); it does not release what it did not take.
+parent (a deadlock); it does not release what it did not take. It records its own paths under
+the lease (`Record.inherits`), which no other run of that lease waits for: a nested run started
+in the background (`ll-loop run child.yaml &`) can outlive its parent, and keeps its paths
+until it ends instead of running on unlocked.
 """
 
 from __future__ import annotations
@@ -156,6 +159,9 @@ class Record:
     # False: a SIGTERM to `pid` would not end this wait (a run queued in a worker thread, whose
     # process it would kill); `stop` asks through the file `stop_request` instead.
     signals: bool = True
+    # The lease (its first holder's run id) this record holds paths under: a nested run that
+    # inherited it. Every other run waits for it; one of the same lease fails fast instead.
+    inherits: str | None = None
     locked: bool = field(default=False, compare=False)  # its process keeps it flocked: it runs
 
     @property
@@ -199,6 +205,7 @@ class Record:
             "acquired_at": self.acquired_at,
             "loop": self.loop,
             "signals": self.signals,
+            "inherits": self.inherits,
         }
 
     @classmethod
@@ -216,6 +223,7 @@ class Record:
             acquired_at=float(acquired) if acquired is not None else None,
             loop=str(data.get("loop") or ""),
             signals=data.get("signals") is not False,
+            inherits=str(data["inherits"]) if data.get("inherits") else None,
         )
 
 
@@ -432,7 +440,7 @@ def blocker(
             path = overlap(record.paths, other.paths)
             if path is not None:
                 return other, path
-    if parent is not None and any(o.run_id == parent and o.holding for o in others):
+    if parent is not None and any(_of_lease(o, parent) and o.holding for o in others):
         return None
     for other in others:
         if other.ticket < record.ticket and not other.holding:
@@ -473,7 +481,8 @@ class Lease:
         }
 
     def release(self) -> None:
-        """Give the paths back (idempotent); an inherited lease is the parent's to release."""
+        """Give the paths back (idempotent); a run that inherited its lease gives back only the
+        record of its own paths: the lease is its holder's to release."""
         if self._released:
             return
         self._released = True
@@ -527,7 +536,24 @@ def acquire_scope(
         live = registry.live_records()
         inherited = _inherited(live, paths, env)
         if inherited is not None:
-            return Lease(run_id, inherited.paths, registry.root, inherited_from=inherited.run_id)
+            lease = inherited.inherits or inherited.run_id
+            pid = os.getpid()
+            own = Record(
+                run_id=run_id,
+                pid=pid,
+                start_time=process_start_time(pid),
+                paths=paths,
+                ticket=registry.next_ticket(live),
+                holding=True,
+                queued_at=time.time(),
+                acquired_at=time.time(),
+                loop=loop,
+                signals=signals,
+                inherits=lease,
+            )
+            registry.write(own)  # its paths stay held if it outlives the lease's holder
+            leased = tuple(str(p) for p in json.loads(env.get(PATHS_ENV, "[]")))
+            return Lease(run_id, leased, registry.root, inherited_from=lease, record=own)
         pid = os.getpid()
         record = Record(
             run_id=run_id,
@@ -616,9 +642,10 @@ def _refuse_callers(record: Record, live: Sequence[Record], callers: frozenset[s
 def _refuse_unless_queued(found: tuple[Record, str], queue: bool, parent: str | None) -> None:
     """Fail fast on a conflict, or on any conflict with our own parent (waiting would hang)."""
     other, path = found
-    if other.run_id == parent:
+    if parent is not None and _of_lease(other, parent):
+        whose = "this run's parent" if other.run_id == parent else "a run under its parent's lease"
         raise LockConflict(
-            f"scope path {path} is held by this run's parent, {other.describe()}",
+            f"scope path {path} is held by {whose}, {other.describe()}",
             hint="a nested run inherits its parent's lock only when its scope lies within "
             "the parent's scope; narrow the child's scope: or run it with --no-lock",
         )
@@ -630,10 +657,18 @@ def _refuse_unless_queued(found: tuple[Record, str], queue: bool, parent: str | 
         )
 
 
+def _of_lease(record: Record, lease: str) -> bool:
+    """`record` is the holder of `lease` or a nested run holding paths under it: a run of that
+    lease that waited for it would wait for its own ancestor."""
+    return record.run_id == lease or record.inherits == lease
+
+
 def _inherited(
     live: Sequence[Record], paths: tuple[str, ...], env: Mapping[str, str]
 ) -> Record | None:
-    """The parent's live holding record when `env` carries a lease that covers `paths`."""
+    """The live holding record of the lease `env` carries, when it covers `paths`: its
+    holder's, else (the holder has ended) that of a run holding paths under it, like the nested
+    run whose action this is."""
     parent = env.get(LEASE_ENV)
     if not parent:
         return None
@@ -645,6 +680,9 @@ def _inherited(
         return None
     for record in live:
         if record.run_id == parent and record.holding and within(paths, record.paths):
+            return record
+    for record in live:
+        if record.inherits == parent and record.holding and within(paths, record.paths):
             return record
     return None
 

@@ -45,6 +45,7 @@ class Progress:
         self.session_cost = 0.0  # the LLM services' total in this session
         self.agent_cost = 0.0  # what agent CLIs reported spending in this session
         self.output = ""  # the last action's output (preview), shown with its route
+        self.uncosted: set[str] = set()  # states whose agent CLI reported no cost (told once)
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._ticker: threading.Thread | None = None
@@ -56,6 +57,8 @@ class Progress:
             self.session_cost = float(fields.get("run_cost_usd") or self.session_cost)
         elif event.event == "action_complete":  # an agent CLI's own spend (no llm_call)
             self.agent_cost += float(fields.get("agent_cost_usd") or 0.0)
+            if fields.get("agent_cost_known") is False and self.mode != "quiet":
+                self._uncosted(str(fields.get("state", "")))
         if self.mode == "quiet" or event.depth != 0:
             return
         name = event.event
@@ -93,6 +96,21 @@ class Progress:
             self._line(f"  retries of {fields.get('state')} exhausted")
         elif name == "loop_complete":
             self.close()
+
+    def _uncosted(self, state: str) -> None:
+        """Say once per state that an agent's spend is in no total (a sub-loop's too: the
+        run's `max_cost_usd` cannot see it either)."""
+        if state in self.uncosted:
+            return
+        self.uncosted.add(state)
+        note = (
+            f"  note: state {state}: the agent reported no cost (no stream-json result with "
+            "total_cost_usd); its spend is not in the run's cost nor checked by max_cost_usd"
+        )
+        with self._lock:
+            if self.mode == "live":
+                self.stream.write("\r\x1b[K")
+            self._line(note)
 
     def close(self) -> None:
         """Stop the live line and clear it, so the summary starts on a clean line."""

@@ -320,7 +320,8 @@ def _run_arm(
             annotations=case.annotations,
             inputs=case.inputs,
             project_root=Path(settings.project_root),
-            samples=settings.samples or suite.samples,
+            samples=settings.samples,  # --samples: every LLM judge
+            default_samples=suite.samples,  # the suite's: those that set none
         )
         results = _judge_all(prepared.compiled, record, judge_env)
         result = run.result
@@ -461,11 +462,11 @@ def _record(
         files=files,
         modified_files=changed,
         output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
+        # no agent trace said: a loop's run, a prompt's SDK call; None: an agent reported none
+        cost_usd=_subject_cost(run) if result.cost_known else None,
     )
     if not traces.metrics:
         record.update(token_usage={}, cost_usd=None, num_turns=None)  # unknown, not 0
-    elif not record["cost_usd"]:  # no agent trace said: a loop's run, a prompt's SDK call
-        record["cost_usd"] = _subject_cost(run)
     if traces.events and run.extra.get("events"):
         record["events"] = list(run.extra["events"])
     if not traces.events:  # unknown, not "no tool was called"

@@ -20,6 +20,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, wait
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -100,6 +102,44 @@ class SuiteOptions:
 
 
 _RESUMED_OPTIONS = ("samples", "cases", "measure_baseline", "compare_baseline", "baseline_of")
+
+# How a refusal names the caller's options: as flags for `ll-harness suite` (which sets this
+# around its call), as keyword arguments for a Python caller of `engine.suite(...)`, who has
+# no `--jobs` to pass.
+_COMMAND_LINE: ContextVar[bool] = ContextVar("suite_command_line", default=False)
+
+
+@contextmanager
+def command_line_spelling() -> Iterator[None]:
+    """Within it, suite refusals name options as `ll-harness suite` flags (`--jobs`)."""
+    token = _COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
+
+
+def _option(name: str) -> str:
+    """An option as its caller spells it: `--compare-baseline` / `--jobs` on the command line,
+    `compare_baseline=True` / `jobs` in Python."""
+    if _COMMAND_LINE.get():
+        return "--" + name.replace("_", "-")
+    return f"{name}=True" if isinstance(getattr(SuiteOptions(), name, None), bool) else name
+
+
+def _given(name: str, value: Any, shown: str | None = None) -> str:
+    """An option with its value: `--cases 'a*'` on the command line (`shown`, else the value
+    as it is), `cases='a*'` in Python."""
+    if _COMMAND_LINE.get():
+        return f"--{name.replace('_', '-')} {value if shown is None else shown}"
+    return f"{name}={value!r}"
+
+
+def _resume_call(source: str, run_id: str) -> str:
+    """How to continue run `run_id` of the suite at `source`, in the caller's terms."""
+    if _COMMAND_LINE.get():
+        return f"`ll-harness suite {_shell_word(source)} --resume {run_id}`"
+    return f"engine.suite({source!r}, resume={run_id!r})"
 
 
 def run_suite(
@@ -204,8 +244,7 @@ def _run(
             left = f" ({counted(abandoned, 'stuck case')} left unrecorded)" if abandoned else ""
             raise SuiteInterrupted(
                 f"{how} after {display.done} of {counted(len(plan.cases), 'case')}{left}",
-                hint=f"`ll-harness suite {_shell_word(loaded.source)} --resume "
-                f"{settings.run_id}` runs the rest",
+                hint=f"{_resume_call(loaded.source, settings.run_id)} runs the rest",
             ) from None
         except BaseException:
             flow.stop(settings.run_id)
@@ -342,11 +381,13 @@ def _small_copies(suite: Suite, root: Path) -> bool:
 def _check_options(suite: Suite, options: SuiteOptions) -> None:
     if options.samples is not None and not 1 <= options.samples <= MAX_JUDGE_SAMPLES:
         raise SuiteRefusal(
-            f"--samples must be from 1 to {MAX_JUDGE_SAMPLES}, got {options.samples}",
+            f"{_option('samples')} must be from 1 to {MAX_JUDGE_SAMPLES}, got {options.samples}",
             hint="a few samples settle a judge; more only cost model calls",
         )
     if options.jobs is not None and options.jobs < 1:
-        raise SuiteRefusal("--jobs must be at least 1", hint="pass --jobs 1 or more")
+        raise SuiteRefusal(
+            f"{_option('jobs')} must be at least 1", hint=f"pass {_given('jobs', 1)} or more"
+        )
     if options.executor not in (*EXECUTORS, "ray"):
         # before the run is recorded: a bare ValueError from the executor left a run row behind
         named = (*EXECUTORS, "ray")
@@ -356,18 +397,20 @@ def _check_options(suite: Suite, options: SuiteOptions) -> None:
         )
     if options.address is not None and options.executor != "ray":
         raise SuiteRefusal(
-            "--address names a Ray cluster, which only --executor ray uses",
-            hint="add --executor ray, or drop --address",
+            f"{_option('address')} names a Ray cluster, which only {_given('executor', 'ray')} "
+            "uses",
+            hint=f"add {_given('executor', 'ray')}, or drop {_option('address')}",
         )
     if options.measure_baseline and options.compare_baseline:
         raise SuiteRefusal(
-            "--measure-baseline and --compare-baseline are two separate arms",
+            f"{_option('measure_baseline')} and {_option('compare_baseline')} are two separate "
+            "arms",
             hint="measure the incumbent first, change it, then compare in a second run",
         )
     if options.baseline_of is not None and not options.compare_baseline:
         raise SuiteRefusal(
-            "--baseline-of only makes sense with --compare-baseline",
-            hint="add --compare-baseline, or drop --baseline-of",
+            f"{_option('baseline_of')} only makes sense with {_option('compare_baseline')}",
+            hint=f"add {_option('compare_baseline')}, or drop {_option('baseline_of')}",
         )
     if (options.measure_baseline or options.compare_baseline) and not options.record:
         raise SuiteRefusal("baselines live in history.db, which this run does not write")
@@ -449,7 +492,7 @@ def _selected(cases: list[Case], pattern: str | None) -> list[Case]:
     if not chosen:
         shown = ", ".join(c.id for c in cases[:5]) + (", ..." if len(cases) > 5 else "")
         raise SuiteRefusal(
-            f"--cases {pattern!r} matches none of the {len(cases)} cases",
+            f"{_given('cases', pattern, repr(pattern))} matches none of the {len(cases)} cases",
             hint=f"case ids are folder names (or cases[].id): {shown}",
         )
     return chosen
@@ -478,11 +521,11 @@ def _resumed(
     suite: Suite, options: SuiteOptions, history: History | None, fingerprint: str
 ) -> tuple[SuiteRunRow, SuiteOptions]:
     if history is None:
-        raise SuiteRefusal("--resume needs the history database")
+        raise SuiteRefusal(f"{_option('resume')} needs the history database")
     row = history.suite_run(str(options.resume))
     if row is None:
         raise SuiteRefusal(
-            f"--resume {options.resume}: there is no such suite run in the history",
+            f"{_given('resume', options.resume)}: there is no such suite run in the history",
             hint="the run id is printed when a suite starts (and in its report)",
         )
     if row.suite != suite.name or row.suite_hash != suite_hash(suite):
@@ -493,17 +536,17 @@ def _resumed(
     if row.ended_at is not None:
         raise SuiteRefusal(
             f"run {row.run_id} already finished ({row.result})",
-            hint="start a new run; --resume continues an interrupted one",
+            hint=f"start a new run; {_option('resume')} continues an interrupted one",
         )
     saved = json.loads(row.options or "{}")
     given = {name: getattr(options, name) for name in _RESUMED_OPTIONS}
     for name, value in given.items():
         default = getattr(SuiteOptions(), name)
         if value != default and value != saved.get(name):
-            flag = "--" + name.replace("_", "-")
+            what = "flag" if _COMMAND_LINE.get() else "argument"
             raise SuiteRefusal(
-                f"{flag} differs from the run being resumed",
-                hint="--resume continues with the run's own options; drop the flag",
+                f"{_option(name)} differs from the run being resumed",
+                hint=f"{_option('resume')} continues with the run's own options; drop the {what}",
             )
     restored = replace(options, **{k: saved.get(k, getattr(options, k)) for k in _RESUMED_OPTIONS})
     if conditions_fingerprint(suite, restored.samples) != row.conditions_fp:
@@ -520,15 +563,16 @@ def _baseline_run(
         found = history.suite_run(options.baseline_of)
         if found is None or found.suite != suite.name:
             raise SuiteRefusal(
-                f"--baseline-of {options.baseline_of}: no run of suite {suite.name!r} has that id",
+                f"{_given('baseline_of', options.baseline_of)}: no run of suite {suite.name!r} "
+                "has that id",
                 hint="see the run ids printed by earlier runs of this suite",
             )
         if found.ended_at is None:
             raise SuiteRefusal(
-                f"--baseline-of {found.run_id}: that run has not finished (it is running, or "
-                "was interrupted): its cases are only part of a baseline",
-                hint=f"finish it with `ll-harness suite {_shell_word(suite.source)} --resume "
-                f"{found.run_id}`, or name a finished run",
+                f"{_given('baseline_of', found.run_id)}: that run has not finished (it is "
+                "running, or was interrupted): its cases are only part of a baseline",
+                hint=f"finish it with {_resume_call(suite.source, found.run_id)}, or name a "
+                "finished run",
             )
     else:
         measured = [
@@ -537,14 +581,16 @@ def _baseline_run(
         if not measured:
             raise SuiteRefusal(
                 f"no baseline is measured for suite {suite.name!r}",
-                hint="run the incumbent with --measure-baseline first (same suite file)",
+                hint=f"run the incumbent with {_option('measure_baseline')} first (same suite "
+                "file)",
             )
         found = measured[0]
     if found.conditions_fp != fingerprint:
         raise SuiteRefusal(
             f"the baseline run {found.run_id} was judged under other conditions (judges, "
             "samples or judge model differ)",
-            hint="re-measure the baseline with --measure-baseline and the same suite and flags",
+            hint=f"re-measure the baseline with {_option('measure_baseline')} and the same suite "
+            "and options",
         )
     return found
 
@@ -556,7 +602,7 @@ def _check_shared_cases(cases: Sequence[Case], baseline: SuiteRunRow, history: H
         raise SuiteRefusal(
             f"the baseline run {baseline.run_id} has none of these {counted(len(cases), 'case')} "
             "(cases match by their inputs and annotations): there is nothing to compare",
-            hint="re-measure the baseline on this dataset with --measure-baseline",
+            hint=f"re-measure the baseline on this dataset with {_option('measure_baseline')}",
         )
 
 
@@ -621,6 +667,9 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     judges = [
         {
             **{f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS},
+            # unset was 1 when fingerprints were first recorded: keep them equal ("samples"
+            # below decides the judges that set none)
+            "samples": j.samples or 1,
             **({"prompt_file_sha256": _prompt_file_digest(j)} if j.prompt_file else {}),
         }
         for j in suite.judges
@@ -969,7 +1018,7 @@ def _result(
     ):
         notes.append(
             f"the pairwise judge {suite.pairwise.name!r} had nothing to compare with: add "
-            "baseline_subject:, or run with --compare-baseline"
+            f"baseline_subject:, or run with {_option('compare_baseline')}"
         )
     cost = sum(c.cost_usd for c in rows.cases) + sum(j.cost_usd for j in rows.judgements)
     verdict = suite_verdict(summaries)
