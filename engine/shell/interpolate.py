@@ -24,7 +24,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -41,6 +41,7 @@ from engine.shell.quoting import (
     UnsafeValue,
     check_heredoc,
     keep_apart,
+    part_multibyte,
     quote,
     shell_quote,
     unshell,
@@ -275,12 +276,17 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
         )
     quoted: list[str] = []
     out: list[str] = []
-    for piece in parsed.pieces:
+    for at, piece in enumerate(parsed.pieces):
         if isinstance(piece, Expression):
             hole = holes[len(quoted)]
             value = evaluate(hole.expression.text, ns)
-            quoted.append(_place(hole, value, types, "".join(out)))
-            out.append(quoted[-1])
+            before = "".join(out)
+            placed = _place(hole, value, types, before)
+            if not isinstance(value, Raw):
+                after = _text_after(parsed.pieces, at)
+                placed = part_multibyte(before, placed, after, hole.position.context)
+            quoted.append(placed)
+            out.append(placed)
         else:
             out.append(piece)
     _check_heredocs(plan, quoted, expressions)
@@ -764,6 +770,16 @@ class _Spec:
 @dataclass(frozen=True)
 class _Missing:
     reason: str
+
+
+def _text_after(pieces: Sequence[str | Expression], at: int) -> str:
+    """The template's literal text right after piece `at`, up to the next expression."""
+    text: list[str] = []
+    for piece in pieces[at + 1 :]:
+        if not isinstance(piece, str):
+            break
+        text.append(piece)
+    return "".join(text)
 
 
 def _is_raw(text: str) -> bool:
