@@ -1123,7 +1123,10 @@ def _step_variable_assignment(
     if target is None or child.type in ("variable_name", "subscript"):
         return
     name = _text(target).split("[", 1)[0]
-    if name in facts.integer_names:
+    program = program_variable(name)
+    if program is not None:
+        state.mark(Role.CODE, f"a value assigned to `{name}`, {program}")
+    elif name in facts.integer_names:
         state.mark(
             Role.ARITHMETIC,
             f"a value assigned to `{name}`, which this script declares "
@@ -1491,6 +1494,77 @@ _WRITTEN_WORD = re.compile(
 )
 
 
+# Environment variables whose value other programs run as a command or load as code: a command
+# line (`GIT_SSH_COMMAND`, `PAGER`, `EDITOR`, `LESSOPEN`: git, man, less run it with `sh -c`), a
+# program or options naming code (`GIT_SSH`, `NODE_OPTIONS=--require m`, `PERL5OPT=-Mm`), or
+# where libraries, modules and start-up files are looked for (`LD_PRELOAD`, `PYTHONPATH`,
+# `PATH`: a file someone else wrote there runs). A value assigned to one, before a command,
+# with `export`/`declare -x`/`local`, or alone (the variable may already be exported), is code
+# (`type: command` may go there); `read`/`printf -v`/`mapfile`/`for` writing one make the
+# script take no text anywhere, as a write to one of `_EVALUATING_VARIABLES` does.
+_RUNS_IT = "whose text a program runs as a command"
+_LOADS_IT = "which names code a program loads and runs"
+PROGRAM_VARIABLES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER",
+            "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_CONFIG_PARAMETERS",
+            "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR",
+            "VISUAL", "SYSTEMD_EDITOR", "BROWSER", "LESSOPEN", "LESSCLOSE", "LESS", "SHELL",
+            "PYTHONBREAKPOINT",
+        ),
+        _RUNS_IT,
+    ),
+    **dict.fromkeys(
+        (
+            "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "GIT_EXEC_PATH",
+            "GIT_TEMPLATE_DIR", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONWARNINGS",
+            "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT",
+            "RUBYLIB", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+            "JDK_JAVA_OPTIONS", "CLASSPATH", "PHPRC", "PHP_INI_SCAN_DIR", "R_PROFILE",
+            "R_PROFILE_USER", "TCLLIBPATH", "ZDOTDIR", "BASH_LOADABLES_PATH",
+        ),
+        _LOADS_IT,
+    ),
+}  # fmt: skip
+_PROGRAM_PREFIXES = ("GIT_CONFIG_",)  # GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=...
+
+
+def program_variable(name: str) -> str | None:
+    """Why a value assigned to the environment variable `name` is code, or None."""
+    found = PROGRAM_VARIABLES.get(name)
+    if found is None and name.startswith(_PROGRAM_PREFIXES):
+        found = _RUNS_IT
+    return found
+
+
+_NAME_WRITERS = frozenset({"read", "printf", "mapfile", "readarray", "getopts"})
+_WRITTEN_NAME = re.compile(r"(?:-[A-Za-z]*?)?([A-Za-z_][A-Za-z0-9_]*)(?:\[.*)?", re.DOTALL)
+
+
+def _program_variable_read(root: Node, source: bytes) -> tuple[Role, str] | None:
+    """The first `read`, `printf -v`, `mapfile`, `getopts` or `for` that writes one of
+    `PROGRAM_VARIABLES`, as (role, why): the text it takes may hold a value."""
+    for node in _walk(root):
+        names: list[str | None] = []
+        if node.type == "for_statement":
+            variable = node.child_by_field_name("variable")
+            names = [None if variable is None else _text(variable)]
+        elif node.type == "command":
+            words = _command_words(node)
+            while words and words[0] in ("builtin", "command"):
+                words = words[1:]
+            if words and words[0] in _NAME_WRITERS:
+                names = words[1:]
+        for word in names:
+            match = None if word is None else _WRITTEN_NAME.fullmatch(word)
+            why = None if match is None else program_variable(match.group(1))
+            if match is not None and why is not None:
+                line, _ = _point(source, node.start_byte)
+                return Role.CODE, f"`{match.group(1)}` (line {line}), {why}"
+    return None
+
+
 def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] | None:
     """The first place the script writes one of `_EVALUATING_VARIABLES` (an assignment, also
     in a declaration or before a command, a `for`/`select` variable, or a command's argument
@@ -1501,7 +1575,7 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
     (`$RANDOM`, `$((OPTIND - 1))`) is no write, nor is assigning a written number (`OPTIND=1`).
     """
     if not _EVALUATING_NAME.search(text):
-        return None
+        return _program_variable_read(root, source)
     for node in _walk(root):
         name: str | None = None
         if node.type == "variable_assignment":
@@ -1525,7 +1599,7 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
         if found is not None:
             line, _ = _point(source, node.start_byte)
             return found[0], f"`{name}` (line {line}), {found[1]}"
-    return None
+    return _program_variable_read(root, source)
 
 
 _RUNS_TEXT = frozenset({"eval", "trap"})

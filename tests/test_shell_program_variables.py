@@ -1,0 +1,88 @@
+"""Environment variables whose value another program runs or loads as code.
+
+`GIT_SSH_COMMAND=${...} git ls-remote ...` put the value where git runs it with `sh -c`; so
+did `PERL5OPT` (`-M` code), `GIT_EXTERNAL_DIFF`, `LESSOPEN` and `EDITOR`. Each case is first
+run with the value single-quoted as the renderer used to write it, to show that the position
+runs the value; the renderer now refuses text there (a `type: command` value may go), as it
+does wherever bash runs code, and the ordinary uses of these variables still render.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from engine.cli.validate_cmd import check_file
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import ValueTypes, render_shell
+from tests.shellquote_helpers import run_bash
+
+SSH = "touch CANARY;"
+PERL = "-Mstrict;system(q{touch},q{CANARY})"
+
+# (template, value)
+ATTACKS = {
+    "prefix assignment": ("GIT_SSH_COMMAND=${context.v} git ls-remote ssh://h/x", SSH),
+    "export": ("export GIT_SSH_COMMAND=${context.v}\ngit ls-remote ssh://h/x", SSH),
+    "declare -x": ("declare -x GIT_SSH_COMMAND=${context.v}\ngit ls-remote ssh://h/x", SSH),
+    "read into it": (
+        "read -r GIT_SSH_COMMAND <<< ${context.v}\nexport GIT_SSH_COMMAND\ngit ls-remote ssh://h/x",
+        SSH,
+    ),
+    "perl options": ("PERL5OPT=${context.v} perl -e 1", PERL),
+    "external diff": (
+        "echo a > a; echo b > b\nGIT_EXTERNAL_DIFF=${context.v} git diff --no-index --ext-diff a b",
+        SSH,
+    ),
+    "less input filter": ("echo a > a\nLESSOPEN=${context.v} less a", "|touch CANARY; echo %s"),
+    "editor": (
+        "git init -q r && cd r\n"
+        "EDITOR=${context.v} git -c user.name=a -c user.email=b commit -q --allow-empty",
+        "touch ../CANARY;",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_text_is_refused_where_a_program_runs_it(name: str) -> None:
+    template, value = ATTACKS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr  # the position does run the value
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "a program runs as a command" in caught.value.reason or (
+        "names code a program loads" in caught.value.reason
+    )
+
+
+def test_a_command_parameter_and_the_ordinary_uses_still_render() -> None:
+    command = ValueTypes(commands=frozenset({"ssh"}))
+    script = render_shell(
+        "GIT_SSH_COMMAND=${context.ssh} git ls-remote ssh://h/x", {"context": {"ssh": SSH}}, command
+    )
+    assert "CANARY" in run_bash(script).created  # the caller's own command runs, as declared
+    for template in (
+        "PAGER=cat GIT_PAGER=cat echo ${context.v}",
+        'export PATH="$HOME/bin:$PATH"; echo ${context.v}',
+        "unset EDITOR; export EDITOR; echo ${context.v}",
+        "NAME=${context.v} printenv NAME",
+        "echo ${context.v} > LD_PRELOAD",
+    ):
+        ran = run_bash(render_shell(template, {"context": {"v": SSH}}))
+        assert ran.returncode == 0 and "CANARY" not in ran.created, template
+
+
+def test_lint_reports_the_value_and_a_variable_flowing_there(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "name: v\ninitial: go\nscope: ['.']\nparameters:\n  v: {type: string, default: x}\n"
+        "states:\n  go:\n    action: |\n"
+        "      LD_PRELOAD=${context.v} ls\n"
+        "      x=${context.v}; NODE_OPTIONS=$x node app.js\n"
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    found = {(d.code, d.line) for d in check_file(path)}
+    assert ("LL034", 9) in found
+    assert ("LL035", 10) in found
