@@ -155,6 +155,16 @@ HOLES = {
         {"x": 'system("touch CANARY")'},
         "an option of `perl` (the value is part of the option word `-e...`)",
     ),
+    "history-then-fc": (  # `fc -s` runs the last command of the history list
+        "history -s ${context.x}\nfc -s",
+        {"x": "touch CANARY"},
+        "an argument of `history`, which adds commands (`-s`, `-r FILE`) that `fc` runs",
+    ),
+    "history-expansion": (  # `!!` in a value becomes the line before it, quotes and all
+        'set -o history; set -H\necho ${context.a}\necho "${context.x}"',
+        {"a": 'a"; touch CANARY; "', "x": "!!"},
+        "turns on history expansion (`set -H` at line 1)",
+    ),
     "alias-for-eval": (  # aliases are expanded once the script turns them on
         "shopt -s expand_aliases\nalias e=eval\ne ${context.x}",
         {"x": "touch CANARY"},

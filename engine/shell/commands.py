@@ -68,6 +68,7 @@ _CODE_ALL = {
     "compgen": "an argument of `compgen`, which can run code",
     "enable": "an argument of `enable`, which can load a builtin",
     "fc": "an argument of `fc`, which re-runs commands",
+    "history": "an argument of `history`, which adds commands (`-s`, `-r FILE`) that `fc` runs",
     "su": "an argument of `su`, which runs a shell",
     "runuser": "an argument of `runuser`, which runs a shell",
     "script": "an argument of `script`, which can run a command",

@@ -141,6 +141,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.brackets = brackets
     facts.evaluating_write = _evaluating_write(root, source, text)
     facts.alias_expansion = _alias_expansion(root, source, text)
+    facts.history_expansion = _history_expansion(root, source, text)
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
@@ -611,6 +612,8 @@ class _Facts:
     `command_not_found_handle`), which could define a function any command name calls."""
     alias_expansion: str = ""
     """Where the script turns on alias expansion (`shopt -s expand_aliases` at line 1)."""
+    history_expansion: str = ""
+    """Where the script turns on history expansion (`set -H` at line 1)."""
     evaluating_write: tuple[Role, str] | None = None
     """The first write to one of bash's own variables that evaluate what they are given
     (`RANDOM=...`, `read PS4`), with what bash does with it."""
@@ -1684,6 +1687,29 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
     return ""
 
 
+def _history_expansion(root: Node, source: bytes, text: str) -> str:
+    """Where the script may turn on history expansion (`set -H`, `set -o histexpand`), or "".
+
+    Bash then replaces `!!`, `!-2`, `!?text?` in each line it reads — inside a value's double
+    quotes too — with earlier lines of the script, values and quotes included, before it parses
+    the line: a value `!!` after `echo 'a"; cmd; "'` ends the quotes around it and runs cmd.
+    """
+    if "H" not in text and "histexpand" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        words = _command_words(node)
+        while words and words[0] in ("builtin", "command"):
+            words = words[1:]
+        if words[:1] != ["set"]:
+            continue
+        for before, word in itertools.pairwise(words):
+            on = word == "histexpand" and before is not None and before[:1] == "-"
+            if on or (word is not None and re.fullmatch(r"-[a-zA-Z]*H[a-zA-Z]*", word)):
+                line, _ = _point(source, node.start_byte)
+                return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
+    return ""
+
+
 def _written_name(word: str | None) -> str | None:
     """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
     match = None if word is None else _WRITTEN_WORD.fullmatch(word)
@@ -1753,6 +1779,16 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.alias_expansion}): any command may then stand for other text (`alias "
                 "e=eval`), which the engine does not follow, so only integers can go anywhere "
                 "in this script",
+            )
+        )
+    if facts.history_expansion:
+        found.append(
+            (
+                Role.UNKNOWN,
+                "a value in a script that turns on history expansion "
+                f"({facts.history_expansion}): bash replaces `!!` or `!-2` in a line, inside "
+                "double quotes too, with earlier lines of the script before it reads it, so "
+                "only integers can go anywhere in this script",
             )
         )
     if facts.evaluating_write is not None:
