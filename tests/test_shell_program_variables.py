@@ -86,3 +86,43 @@ def test_lint_reports_the_value_and_a_variable_flowing_there(tmp_path: Path) -> 
     found = {(d.code, d.line) for d in check_file(path)}
     assert ("LL034", 9) in found
     assert ("LL035", 10) in found
+
+
+# Options that name code an interpreter loads before its program, which still follows: the
+# value there (or the program after it) is code, as the script word of `node ${...}` is. The
+# setup writes the file someone else could have put there (an earlier step writing a capture).
+EVIL_JS = 'echo \'require("fs").writeFileSync("CANARY", "")\' > evil.js\n'
+EVIL_PM = (
+    "mkdir -p evil; echo 'open(F, \">CANARY\"); 1;' > evil/strict.pm; echo 'use strict;' > x.pl\n"
+)
+LOADERS = {
+    "node -r, then the script": (
+        EVIL_JS + "echo '' > p.js\nnode -r ./p.js ${context.v}",
+        "evil.js",
+    ),
+    "node --loader, then the script": (
+        EVIL_JS + "echo '' > l.mjs\nnode --loader ./l.mjs ${context.v}",
+        "evil.js",
+    ),
+    "node -r": (EVIL_JS + "echo '' > a.js\nnode -r ${context.v} a.js", "./evil.js"),
+    "perl -I": (EVIL_PM + "perl -I ${context.v} x.pl", "evil"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_text_is_refused_where_an_interpreter_loads_code(name: str) -> None:
+    template, value = LOADERS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError):
+        render_shell(template, {"context": {"v": value}})
+
+
+def test_the_arguments_after_the_program_are_still_data() -> None:
+    for template in (
+        "node -e 'x' ${context.v}",
+        "perl -I lib x.pl ${context.v}",
+        "node -r ./p.js app.js ${context.v}",
+        "awk -v n=${context.v} 1 /dev/null",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template

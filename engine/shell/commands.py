@@ -81,22 +81,33 @@ _SHELLS = SHELLS
 # an argument (which is then a value); the first non-option word is a script file (code).
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
-    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-I", "-x"})),
-    "ruby": (frozenset({"-e", "-r"}), frozenset({"-I", "-C"})),
-    "node": (
-        frozenset({"-e", "--eval", "-p", "--print", "-r", "--require", "--import"}),
-        frozenset(),
-    ),
-    "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset({"-c", "-d", "-z"})),
-    "lua": (frozenset({"-e", "-l"}), frozenset()),
+    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-x"})),
+    "ruby": (frozenset({"-e"}), frozenset({"-C"})),
+    "node": (frozenset({"-e", "--eval", "-p", "--print"}), frozenset()),
+    "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
+    "lua": (frozenset({"-e"}), frozenset()),
     "Rscript": (frozenset({"-e"}), frozenset()),
     "pwsh": (frozenset({"-c", "-Command", "-command", "-EncodedCommand"}), frozenset()),
     "osascript": (frozenset({"-e"}), frozenset()),
     "awk": (
-        frozenset({"-f", "--file", "-e", "--source", "-i", "--include"}),
+        frozenset({"-f", "--file", "-e", "--source", "-E", "--exec"}),
         frozenset({"-v", "-F", "--assign", "--field-separator"}),
     ),
     "sed": (frozenset({"-e", "--expression", "-f", "--file"}), frozenset({"-l", "--line-length"})),
+}
+# Options whose argument names code the interpreter loads and runs before its program, which
+# still follows: a module or library (`node -r m`, `ruby -r m`, `lua -l m`, `gawk -i f`, a
+# gawk extension `-l`), a directory modules are loaded from (`perl -I`, `ruby -I`), a php.ini
+# or setting (`php -c`, `php -d auto_prepend_file=...`, a zend extension `-z`).
+_LOADS: dict[str, frozenset[str]] = {
+    "perl": frozenset({"-I"}),
+    "ruby": frozenset({"-r", "-I"}),
+    "node": frozenset(
+        {"-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"}
+    ),
+    "php": frozenset({"-c", "-d", "-z"}),
+    "lua": frozenset({"-l"}),
+    "awk": frozenset({"-i", "--include", "-l", "--load"}),
 }
 _INTERPRETER_ALIASES = {
     "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
@@ -580,6 +591,13 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
         if len(word) > 1 and word[0] == "-":
             if i == index:
                 return Verdict(Role.CODE, f"an option of `{base}`")
+            if word in _LOADS.get(interpreter, ()):
+                if i + 1 == index:
+                    return Verdict(
+                        Role.CODE, f"the argument of `{base} {word}`, which names code it loads"
+                    )
+                i += 2
+                continue
             if word in code_options:
                 if i + 1 == index:
                     return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
