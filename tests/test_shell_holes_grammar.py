@@ -350,6 +350,9 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
         ("eval 'x=1'; source /dev/null; printf %s ${context.v}", "-v $(x)"),
         ("printf %s ${context.v} 2>&1 >/dev/null; echo ok >&1", "ok\n"),
+        # bash's evaluating variables given the script's own text
+        ("ENV=prod printf %s ${context.v}", "-v $(x)"),
+        ("export PS4='+ ' BASH_ENV=./none.sh; export ENV; printf %s ${context.v}", "-v $(x)"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

@@ -1582,7 +1582,11 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
         name: str | None = None
         if node.type == "variable_assignment":
             target, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-            if target is not None and not _literal_integer(value):
+            if target is not None and "[" not in _text(target):
+                literal = "" if value is None else _literal(value)
+                written = None if literal is None else "=" + literal
+                name = _text(target) if not _inert(_text(target), written) else None
+            elif target is not None:
                 name = _text(target).split("[", 1)[0]
         elif node.type == "for_statement":
             variable = node.child_by_field_name("variable")
@@ -1590,8 +1594,8 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
         elif node.type == "command":
             words = _command_words(node)[1:]
             name = next((w for w in map(_written_name, words) if w is not None), None)
-        elif node.type == "declaration_command":
-            words = _words(node)[1:]
+        elif node.type == "declaration_command":  # a bare name (`export PS4`) writes nothing
+            words = [w for w in _words(node)[1:] if w is None or "=" in w]
             name = next((w for w in map(_written_name, words) if w is not None), None)
         if name is None:
             continue
@@ -1710,17 +1714,24 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
 
 
 def _written_name(word: str | None) -> str | None:
-    """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
+    """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=$x`)."""
     match = None if word is None else _WRITTEN_WORD.fullmatch(word)
-    if match is None or re.fullmatch(r"=-?[0-9]+", match.string[match.end(1) :]):  # `OPTIND=1`
+    if match is None or _inert(match.group(1), match.string[match.end(1) :]):
         return None
     return match.group(1)
 
 
-def _literal_integer(value: Node | None) -> bool:
-    """An assigned value written as a whole number (`OPTIND=1`, `SECONDS=0`): no value's path."""
-    text = None if value is None else _literal(value)
-    return text is not None and re.fullmatch(r"-?[0-9]+", text) is not None
+def _inert(name: str, written: str | None) -> bool:
+    """Whether `written` (`=` and the literal value written in the script; None when it is not
+    literal) assigned to the evaluating variable `name` carries no value: a whole number for an
+    arithmetic one (`OPTIND=1`), text without `$` or a backtick for one whose text bash expands
+    or runs (`ENV=prod`, `PS4='+ '`: the script's own text, which expands nothing)."""
+    if written is None or not written.startswith("="):
+        return False
+    found = _EVALUATING_VARIABLES.get(name)
+    if found is not None and found[0] is Role.ARITHMETIC:
+        return re.fullmatch(r"=-?[0-9]+", written) is not None
+    return "$" not in written and "`" not in written
 
 
 def _whole_script_rules(
