@@ -170,6 +170,11 @@ HOLES = {
         {"x": "touch CANARY"},
         "turns on alias expansion (`shopt` at line 1)",
     ),
+    "posix-mode-named-at-run-time": (  # `set -o` with a word known only when it runs
+        "m=$(echo cG9zaXg= | base64 -d); set -o $m\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`set` at line 1)",
+    ),
     "alias-in-posix-mode": (  # POSIX mode expands aliases too
         "set -o posix\nalias e=eval\ne ${context.x}",
         {"x": "touch CANARY"},
@@ -350,6 +355,7 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
         ("eval 'x=1'; source /dev/null; printf %s ${context.v}", "-v $(x)"),
         ("printf %s ${context.v} 2>&1 >/dev/null; echo ok >&1", "ok\n"),
+        ("set +o posix; printf %s ${context.v}", "-v $(x)"),
         # bash's evaluating variables given the script's own text
         ("ENV=prod printf %s ${context.v}", "-v $(x)"),
         ("export PS4='+ ' BASH_ENV=./none.sh; export ENV; printf %s ${context.v}", "-v $(x)"),

@@ -1667,7 +1667,7 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
     if "POSIXLY_CORRECT" in text:
         line = text[: text.index("POSIXLY_CORRECT")].count("\n") + 1
         return f"`POSIXLY_CORRECT` at line {line}"
-    if "shopt" not in text and "posix" not in text:
+    if "shopt" not in text and "posix" not in text and "set" not in text:
         return ""
     for node in _captures(root, "command"):
         words = _command_words(node)
@@ -1676,10 +1676,9 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
         if words[:1] == ["shopt"]:
             sets = any(w is None or (w[:1] == "-" and "s" in w) for w in words[1:])
             on = sets and any(w in (None, "expand_aliases", "posix") for w in words[1:])
-        elif words[:1] == ["set"]:
+        elif words[:1] == ["set"]:  # `set -o posix` or `-o` with a word; `+o posix` is off
             on = any(
-                w == "posix"
-                or (w is None and before is not None and before[:1] == "-" and before[-1:] == "o")
+                w in (None, "posix") and before is not None and re.fullmatch(r"-[a-zA-Z]*o", before)
                 for before, w in itertools.pairwise(words)
             )
         else:
