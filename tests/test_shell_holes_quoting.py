@@ -294,6 +294,43 @@ def test_a_parenthesised_value_after_text_or_outside_declare_is_data(
     assert (ran.returncode, ran.created) == (0, [])
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        'f() { local x=${context.v}; printf %s "$x"; }; f',
+        'f() { local t="(${context.v})" n=1; printf %s "${t:-none}"; }; f',
+        'f() { local x="${context.v}"; printf %s "${x}"; }; g() { f; }; g',
+        'f() { for i in 1 2; do local x=${context.v}; done; printf %s "$x"; }; f',
+    ],
+)
+def test_a_parenthesised_value_of_a_new_local_scalar_is_data(template: str) -> None:
+    """`local x=...` makes a new variable, an array only if this function made one of that name
+    before (or `localvar_inherit` hands it down): where the script names `x` nowhere else, a
+    title like `(draft)` is just text, and `($(cmd))` runs nothing."""
+    for value in ("(draft)", f"($(touch {MARKER}))"):
+        ran = run_bash(render(template, v=value))
+        assert (ran.returncode, ran.created) == (0, []), ran.stderr
+        assert value in ran.stdout
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'f() { local -a x; local x="${context.v}"; }; f',
+        'f() { local x; x[1]=2; local x="${context.v}"; }; f',
+        "f() { for i in 1 2; do local x=${context.v}; x[1]=a; done; }; f",
+        "shopt -s localvar_inherit; x=(1); f() { local x=${context.v}; }; f",
+        'f() { local x=${context.v}; eval "$1"; }; f',
+    ],
+)
+def test_a_local_that_may_already_be_an_array_still_refuses_it(template: str) -> None:
+    reason = refused(template, v=f"($(touch {MARKER}))")
+    assert "could parse as an array assignment and expand again" in reason
+    forced = run_bash(template.replace("${context.v}", f"'($(touch {MARKER}))'"))
+    if "eval" not in template:
+        assert MARKER in forced.created  # this one does run the value
+
+
 @pytest.mark.parametrize("value", [-3, "-3", "-2.5"])
 def test_negative_numbers_are_not_options(value: object) -> None:
     script = render("expr 5 + ${context.v}", v=value)

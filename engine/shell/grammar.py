@@ -1150,10 +1150,69 @@ def _step_declaration(
             state.mark(Role.ARITHMETIC, f"an argument of `{keyword} -i`, evaluated as arithmetic")
         elif nameref:
             state.mark(Role.NAME, f"the target of `{keyword} -n`, a variable name")
-        else:
+        elif not _new_scalar(words, child, source):
             _compound_text(state, keyword or "declare", child, hole, source)
         return
     state.mark(Role.NAME, f"a name (or option) for `{keyword}`")
+
+
+_LOCAL_UNSURE = re.compile(r"localvar_inherit|\beval\b|\bsource\b|(?:^|[\s;&|(!{])\.[ \t]")
+
+
+def _no_array_flag(words: Sequence[str | None]) -> bool:
+    return not any(w is not None and w[:1] in "-+" and set(w[1:]) & set("aAn") for w in words)
+
+
+def _plain_use(name: Node) -> bool:
+    """A variable name read plainly (`$x`, `${x}`, `${x:-d}`: no subscript, no `${x=...}`) or
+    assigned a non-array value by a `local` without an array flag."""
+    parent = name.parent
+    if parent is None:
+        return False
+    if parent.type == "simple_expansion":
+        return True
+    if parent.type == "expansion":
+        return not any(
+            c.type == "subscript" or (not c.is_named and "=" in c.type) for c in parent.children
+        )
+    declaration = parent.parent
+    if parent.type != "variable_assignment" or declaration is None:
+        return False
+    value = parent.child_by_field_name("value")
+    words = _words(declaration) if declaration.type == "declaration_command" else []
+    return (
+        words[:1] == ["local"]
+        and _no_array_flag(words)
+        and (value is None or value.type != "array")
+    )
+
+
+def _new_scalar(words: Sequence[str | None], assignment: Node, source: bytes) -> bool:
+    """Whether `local NAME=...` surely makes a new variable that is no array, whose value bash
+    therefore never parses as `(...)`: bash does so only for an array — one declared `-a`/`-A`
+    here, a local one of the same function already (`local -a x` before, or `x[1]=` on an
+    earlier pass of a loop), or a caller's with `shopt -s localvar_inherit`.
+
+    Provable when the script names NAME nowhere but in such `local` assignments (no array
+    flag, no `(...)` value) and plain reads (`$x`, `${x}`, `${x:-d}`), and runs no code the
+    engine cannot read (`eval`, `source`, `.`), which could name it out of sight.
+    """
+    if words[:1] != ["local"] or None in words[1:] or not _no_array_flag(words[1:]):
+        return False
+    target = assignment.child_by_field_name("name")
+    root = assignment
+    while root.parent is not None:
+        root = root.parent
+    text = source.decode("utf-8", "surrogatepass")
+    if target is None or target.type != "variable_name" or _LOCAL_UNSURE.search(text):
+        return False
+    name = _text(target)
+    seen = sum(
+        1
+        for node in _walk(root)
+        if node.type == "variable_name" and _text(node) == name and _plain_use(node)
+    )
+    return seen == len(re.findall(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text))
 
 
 def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, source: bytes) -> None:
