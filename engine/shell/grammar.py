@@ -71,7 +71,12 @@ class Position:
     split_by: str = ""
     """The `xargs` command (`xargs tar -cf x.tar`) whose input this hole's text reaches: xargs
     splits it into arguments of the command, so a piece starting with `-` would be an option.
-    Its delimiter option (`xargs -d ,`) is part of it: then any `-` is refused."""
+    Its delimiter option (`xargs -d ,`) is part of it: then any `-` is refused, unless
+    `split_exact`."""
+    split_exact: bool = False
+    """With `split_by`: xargs reads the value's text as it is (a here-string or here-document of
+    xargs, or an `echo`/`printf '%s'` argument in the stage just before it), so its pieces are
+    exactly those of the value split at xargs's delimiter."""
 
 
 @dataclass(frozen=True)
@@ -830,6 +835,7 @@ class _State:
     compound_of: str = ""
     compound_tail: bool = False
     split_by: str = ""
+    split_exact: bool = False
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -869,7 +875,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             Role.CODE,
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
-    state.split_by = _xargs_options(chain)
+    state.split_by, state.split_exact = _xargs_options(chain, source)
     return Position(
         state.role,
         state.context,
@@ -881,6 +887,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         state.compound_of,
         state.compound_tail,
         state.split_by,
+        state.split_exact,
     )
 
 
@@ -908,11 +915,13 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
     return None
 
 
-def _xargs_options(chain: list[Node]) -> str:
+def _xargs_options(chain: list[Node], source: bytes) -> tuple[str, bool]:
     """The `xargs ...` command line whose input the hole's text reaches (a redirection, a later
     pipe stage, `-a <(...)`) and whose command may read that input's pieces as options (it has
-    a command other than `echo`, with no `--` of its own), or ""."""
+    a command other than `echo`, with no `--` of its own), or "", and whether xargs reads the
+    text as it is (`Position.split_exact`)."""
     for parent, child in itertools.pairwise(chain):
+        direct = child.type in ("herestring_redirect", "heredoc_redirect")
         if parent.type == "redirected_statement" and _feeds_stdin(child):
             body = parent.child_by_field_name("body")
             candidates = [body] if body is not None else []
@@ -924,15 +933,39 @@ def _xargs_options(chain: list[Node]) -> str:
             candidates = [
                 c for c in parent.children if c.is_named and c.start_byte >= child.end_byte
             ]
+            direct = _echoes(child, chain, source)
         else:
             continue
-        for candidate in candidates:
+        for at, candidate in enumerate(candidates):
             for found in _walk(candidate):
                 if found.type == "command":
                     line = _xargs_line(_command_words(found))
                     if line:
-                        return line
-    return ""
+                        return line, direct and at == 0 and found == candidate
+    return "", False
+
+
+def _echoes(stage: Node, chain: list[Node], source: bytes) -> bool:
+    """Whether the pipe stage `stage` writes the hole's text as it is: the hole is an argument
+    of `echo` (no `-e`; no `xpg_echo` in the script) or of `printf` with a literal format of
+    `%s` and plain text, not inside anything else of that command."""
+    if stage.type != "command" or not any(n == stage for n in chain):
+        return False
+    inner = chain[[n.id for n in chain].index(stage.id) + 1 :]
+    if any(n.type not in ("expansion", "string", "concatenation", "variable_name") for n in
+           inner[1:]) or not inner or inner[0].type == "command_name":  # fmt: skip
+        return False
+    words = _command_words(stage)
+    if words[:1] == ["echo"]:
+        flags = [w for w in itertools.takewhile(lambda w: w is not None, words[1:]) if w]
+        options = itertools.takewhile(lambda w: w.startswith("-"), flags)
+        return b"xpg_echo" not in source and all(set(w[1:]) <= set("nE") for w in options)
+    return (
+        words[:1] == ["printf"]
+        and len(words) > 1
+        and words[1] is not None
+        and re.fullmatch(r"(?:[^%\\]|%s|%%|\\[ntr0])*", words[1]) is not None
+    )
 
 
 def _xargs_line(words: list[str | None]) -> str:

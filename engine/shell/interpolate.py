@@ -530,17 +530,30 @@ def _refuse_compound(hole: ShellHole, text: str) -> None:
     )
 
 
-_SPLIT_OPTION = re.compile(r"(?:^|[\s\"'\\])-")
+_SPLIT_OPTION = re.compile(r"(?:^|[\s\"'\\])-(?!\s|$)")
+"""A piece xargs splits off at blanks that starts with `-` (also after a quote or a backslash,
+which xargs removes); a lone `-` is no option."""
 
 
 def _refuse_split_option(hole: ShellHole, text: str) -> None:
     """A value fed to `xargs CMD` with a piece starting with `-`: xargs would pass it to CMD as
-    an option (`--checkpoint-action=exec=...` to tar); with `-d`, any `-` may start a piece."""
+    an option (`--checkpoint-action=exec=...` to tar). With `-0` or `-d X` the pieces are what
+    lies between the delimiters, where xargs reads the value as it is (`split_exact`); with a
+    delimiter not written out, or text another program may have changed, any `-` may start
+    one."""
     line = hole.position.split_by
-    if not line:
+    if not line or "-" not in text:
         return
-    delimited = any(o in line.split() for o in ("-d", "--delimiter")) or "--delimiter=" in line
-    if "-" not in text or (not delimited and _SPLIT_OPTION.search(text) is None):
+    delimiter = _xargs_delimiter(line.split(" "))
+    if delimiter is not None and not hole.position.split_exact:
+        delimiter = ""
+    if delimiter is None:
+        found = _SPLIT_OPTION.search(text) is not None
+    elif delimiter == "":
+        found = True
+    else:
+        found = any(piece.startswith("-") and piece != "-" for piece in text.split(delimiter))
+    if not found:
         return
     raise InterpolationError(
         hole.expression.text,
@@ -549,6 +562,47 @@ def _refuse_split_option(hole: ShellHole, text: str) -> None:
         f"{hole.line}, column {hole.column} of the action); write `--` after the command's own "
         "arguments (`xargs rm -f --`)",
     )
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0", "a": "\a", "b": "\b"}
+
+
+def _xargs_delimiter(words: list[str]) -> str | None:
+    """The delimiter `xargs ...` (`words`) splits its input at: None when it splits at blanks
+    (honouring quotes), the character of `-0` or `-d X`, or "" when it is not known (written
+    as an unknown word or an escape not read here)."""
+    delimiter: str | None = None
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        word = words[i]
+        if word in ("-0", "--null"):
+            delimiter = "\0"
+        elif word in ("-d", "--delimiter") or word.startswith(("-d", "--delimiter=")):
+            given = word.split("=", 1)[1] if word.startswith("--delimiter=") else word[2:]
+            if word in ("-d", "--delimiter"):
+                i += 1
+                given = words[i] if i < len(words) else ""
+            delimiter = _delimiter_char(given)
+        elif word in _XARGS_ARGUMENT_OPTIONS:
+            i += 1
+        i += 1
+    return delimiter
+
+
+_XARGS_ARGUMENT_OPTIONS = frozenset({"-I", "-L", "-n", "-P", "-s", "-E", "-a", "--arg-file"})
+
+
+def _delimiter_char(given: str) -> str:
+    """The one character `xargs -d` reads from `given` (`,`, `\\n`, `\\x2c`, `\\054`), or ""."""
+    if len(given) == 1 and given != "…":
+        return given
+    if given[:1] == "\\" and given[1:] in _ESCAPES:
+        return _ESCAPES[given[1:]]
+    if re.fullmatch(r"\\x[0-9a-fA-F]{1,2}", given):
+        return chr(int(given[2:], 16))
+    if re.fullmatch(r"\\[0-7]{1,3}", given):
+        return chr(int(given[1:], 8))
+    return ""
 
 
 def _is_integer(value: Any, text: str, kind: str) -> bool:
