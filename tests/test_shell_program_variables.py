@@ -126,3 +126,37 @@ def test_the_arguments_after_the_program_are_still_data() -> None:
         "awk -v n=${context.v} 1 /dev/null",
     ):
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
+
+
+# git's own settings are the same commands by another door: `git -c KEY=VALUE`, `git config`.
+GIT_SETTINGS = {
+    "an alias": ("git -c alias.x=${context.v} x", "!touch CANARY"),
+    "the ssh command": ("git -c core.sshCommand=${context.v} ls-remote ssh://h/x", SSH),
+    "a setting written to the repository": (
+        "git init -q r && cd r\ngit config core.sshCommand ${context.v}\ngit ls-remote ssh://h/x",
+        "touch ../CANARY;",
+    ),
+    "a setting named by the value": ("git -c ${context.v} x", "alias.x=!touch CANARY"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GIT_SETTINGS))
+def test_text_is_refused_as_a_git_setting_git_may_run(name: str) -> None:
+    template, value = GIT_SETTINGS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "that git may run as a command" in caught.value.reason
+
+
+def test_git_data_settings_take_text() -> None:
+    value = "Ann $(touch CANARY) O'Neil"
+    script = render_shell(
+        'git -c user.name="${context.v}" -c user.email=${context.v} var GIT_AUTHOR_IDENT\n'
+        "git init -q r && cd r && git config user.name ${context.v} && git config user.name",
+        {"context": {"v": value}},
+    )
+    ran = run_bash(script)
+    assert (ran.returncode, ran.created) == (0, ["r"]), ran.stderr
+    assert ran.stdout.startswith(f"{value} <{value}>") and ran.stdout.endswith(f"{value}\n")

@@ -313,7 +313,80 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
         return _interpreter_role(base, interpreter, words, index)
+    if base == "git":
+        verdict = _git_role(words, index)
+        if verdict is not None:
+            return verdict
     return _hidden_code(base, words, index, depth, functions)
+
+
+# git settings whose value is data; any other may be a command (`core.pager`, `core.sshCommand`,
+# `alias.x=!cmd`, `diff.external`, `filter.x.clean`, `credential.helper`, `core.hooksPath`,
+# `include.path`, `protocol.ext.allow`, ...): a value given to it is code.
+_GIT_DATA_SETTING = re.compile(
+    r"(?:user|author|committer|color|advice|log|i18n)\.[^.=]+|init\.defaultbranch"
+    r"|(?:commit|tag)\.gpgsign|pull\.rebase|push\.default"
+    r"|core\.(?:autocrlf|filemode|ignorecase|quotepath|abbrev)",
+    re.IGNORECASE,
+)
+_GIT_WITH_ARGUMENT = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
+_GIT_CONFIG_WITH_ARGUMENT = frozenset(
+    {"-f", "--file", "--blob", "--type", "--comment", "--default"}
+)
+_GIT_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--unset",
+     "--unset-all", "--remove-section", "--rename-section", "get", "list", "unset"}
+)  # fmt: skip
+
+
+def _git_setting(setting: Word) -> Verdict:
+    """What git does with `-c KEY=VALUE` (`setting`; `KEY=` then None is the hole's word with
+    its literal start): the value of a data setting is data, of any other, code."""
+    key = None if setting is None else setting.split("=", 1)[0]
+    if key is not None and "=" in (setting or "") and _GIT_DATA_SETTING.fullmatch(key):
+        return VALUE
+    return Verdict(
+        Role.CODE,
+        f"a git setting ({key or 'named at run time'}) that git may run as a command "
+        "(core.pager, core.sshCommand, alias.*, ...); only user.*, color.* and the like take text",
+    )
+
+
+def _git_role(words: list[Word], index: int) -> Verdict | None:
+    """`git -c KEY=VALUE ...` and `git config KEY VALUE`: a value given to a setting git may
+    run is code. None: the word is no setting (classified as any program's)."""
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-c", "--config-env"):
+            if i + 1 == index:
+                return _git_setting(words[i + 1] if word == "-c" else None)
+            i += 2
+            continue
+        if word is None or not word.startswith("-"):
+            break
+        if i == index and word.startswith(("--exec-path", "--config-env")):
+            return Verdict(Role.CODE, f"the git option `{word.split('=')[0]}`, which names code")
+        i += 2 if word in _GIT_WITH_ARGUMENT else 1
+    if i >= len(words) or words[i] != "config" or index <= i:
+        return None
+    rest = words[i + 1 :]
+    if any(w in _GIT_CONFIG_READS for w in rest):
+        return None
+    at, key = i + 1, None
+    while at < len(words):
+        word = words[at]
+        if word in ("set", "--add", "--replace-all") or (word or "").startswith("--"):
+            at += 2 if word in _GIT_CONFIG_WITH_ARGUMENT else 1
+            continue
+        if word in _GIT_CONFIG_WITH_ARGUMENT:
+            at += 2
+            continue
+        key = word
+        break
+    if index <= at:
+        return None  # an option or the key itself
+    return _git_setting(None if key is None else key + "=")
 
 
 _WRITES_ITS_WORDS = frozenset({"echo", "printf"})

@@ -1377,6 +1377,8 @@ def _step_command(
                 Role.UNKNOWN, f"a part `{child.type}` of a command the engine does not classify"
             )
             return
+        if (words[0] or "").rsplit("/", 1)[-1] == "git" and words[index + 1] is None:
+            words[index + 1] = _setting_start(child, hole, source)  # `-c user.name=${...}`
         verdict = argument_role(words, index + 1, functions)
         if _starts_word(child, hole, source) and words[0] not in functions:
             state.option_of = _option_reader(words, index + 1)
@@ -1413,6 +1415,13 @@ def _starts_word(word: Node, hole: int, source: bytes) -> bool:
     be empty (an earlier value, a variable), before it."""
     before = _MAY_BE_EMPTY.sub(b"", source[word.start_byte : hole].lstrip(b" \t"))
     return before.strip(b"\"'$") == b""
+
+
+def _setting_start(word: Node, hole: int, source: bytes) -> str | None:
+    """`KEY=` when the hole's word starts with that literal text (`user.name="${...}`), which
+    names the git setting the value is given to; else None."""
+    text = _unquoted(source[word.start_byte : hole])
+    return text if re.fullmatch(r"[A-Za-z0-9_.-]+=", text) else None
 
 
 def _option_prefix(word: Node, hole: int, source: bytes) -> str | None:
