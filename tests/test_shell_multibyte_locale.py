@@ -133,3 +133,46 @@ def test_a_script_whose_own_escape_follows_a_wide_character_takes_no_text(
         script = render_shell(safe, {"context": {"v": "x\ntouch CANARY\n: "}})
         _, created = run_in("zh_CN.GBK", locpath, script, tmp_path / str(len(safe)))
         assert created == []
+
+
+def test_a_pipe_right_after_a_wide_character_takes_no_text(locpath: Path, tmp_path: Path) -> None:
+    """`eval 中| cat ${...}`: in GBK the `|` is part of the character, so the value is not
+    cat's argument but eval's (checked: it ran). Refused like the backslash above."""
+    with pytest.raises(InterpolationError) as caught:
+        render_shell("eval 中| cat ${context.v}", {"context": {"v": "x; touch CANARY"}})
+    assert "`|` right after a non-ASCII character at line 1, column 7" in caught.value.reason
+    _, created = run_in("zh_CN.GBK", locpath, "eval 中| cat 'x; touch CANARY'", tmp_path / "a")
+    assert created == ["CANARY"]
+    script = render_shell("eval 中 | cat ${context.v}", {"context": {"v": "x; touch CANARY"}})
+    _, created = run_in("zh_CN.GBK", locpath, script, tmp_path / "b")
+    assert created == []
+
+
+CONTEXTS = (
+    "printf '%s|' ${context.v}",
+    "printf '%s|' \"${context.v}\"",
+    "printf '%s|' \"中${context.v}中\"",
+    "printf '%s|' $'${context.v}'",
+    "printf '%s|' '${context.v}'",
+    "x=${context.v}; printf '%s|' \"$x\"",
+    "printf '%s|' \"$(printf '%s' \"${context.v}\")\"",
+    "cat <<EOF\n${context.v}|\nEOF",
+    "cat <<EOF\n中${context.v}中|$(printf '%s' \"${context.v}\")|\nEOF",
+)
+WIDE = ("中", "é", "表", "\udcad", "\udc81")
+SPECIAL = ('"', "$(touch CANARY)", "`touch CANARY`", "\\", "'", "\\\n", "\\\\")
+
+
+@pytest.mark.parametrize("template", CONTEXTS)
+def test_every_context_keeps_wide_characters_apart_from_escapes(
+    template: str, locpath: Path, tmp_path: Path
+) -> None:
+    """Each value: a wide character (or a byte kept by surrogateescape) before and after each
+    character bash escapes, in every quoting context; GBK reads back what UTF-8 does."""
+    values = [w + s + w for w in WIDE for s in SPECIAL] + [s + w for w in WIDE for s in SPECIAL]
+    script = "\n".join(render_shell(template, {"context": {"v": v}}) for v in values)
+    wide, created = run_in("zh_CN.GBK", locpath, script, tmp_path / "wide")
+    assert created == []
+    utf8, created = run_in("C.UTF-8", locpath, script, tmp_path / "utf8")
+    assert created == []
+    assert wide == utf8
