@@ -55,6 +55,9 @@ def test_text_is_refused_where_a_program_runs_it(name: str) -> None:
     assert "a program runs as a command" in caught.value.reason or (
         "names code a program loads" in caught.value.reason
     )
+    # no "$LL_..." to hand it over as data: that variable would be run the same way
+    assert "to hand this value to the code" not in caught.value.reason
+    assert 'the variable of a value ("$LL_...") would be run the same way' in caught.value.reason
 
 
 def test_a_command_parameter_and_the_ordinary_uses_still_render() -> None:
@@ -148,6 +151,7 @@ def test_text_is_refused_as_a_git_setting_git_may_run(name: str) -> None:
     with pytest.raises(InterpolationError) as caught:
         render_shell(template, {"context": {"v": value}})
     assert "that git may run as a command" in caught.value.reason
+    assert "would be run the same way" in caught.value.reason
 
 
 def test_git_data_settings_take_text() -> None:

@@ -1615,6 +1615,8 @@ _WRITTEN_WORD = re.compile(
 # script take no text anywhere, as a write to one of `_EVALUATING_VARIABLES` does.
 _RUNS_IT = "whose text a program runs as a command"
 _LOADS_IT = "which names code a program loads and runs"
+RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command")
+"""Said of positions whose text is run or loaded itself, with no slot for data beside it."""
 PROGRAM_VARIABLES: dict[str, str] = {
     **dict.fromkeys(
         (

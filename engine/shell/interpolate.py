@@ -33,7 +33,7 @@ from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
-from engine.shell.grammar import SECOND_EXPANSION, Flow, Layout, Position, layout
+from engine.shell.grammar import RUN_AS_IS, SECOND_EXPANSION, Flow, Layout, Position, layout
 from engine.shell.quoting import (
     Context,
     Raw,
@@ -400,6 +400,11 @@ def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
     if position.role is Role.CODE:
         if kind == "command":
             return where  # not refused: only used in messages
+        if any(phrase in position.why for phrase in RUN_AS_IS):
+            return (
+                f"text cannot go here: it is {where}; only a parameter declared `type: command` "
+                'may be code — the variable of a value ("$LL_...") would be run the same way'
+            )
         return (
             f"text cannot go here: it is {where}; only a parameter declared `type: command` "
             f"may be code — to hand this value to the code, {use_env}"
