@@ -155,6 +155,12 @@ HOLES = {
         {"x": 'system("touch CANARY")'},
         "an option of `perl` (the value is part of the option word `-e...`)",
     ),
+    "mail-message": (  # an interactive bash expands MAILPATH's messages, $(...) included
+        "echo x > mbox\nexport MAILCHECK=0 MAILPATH=${context.x}\n"
+        "bash -i <<'EOF' >/dev/null 2>&1\nsleep 1.1; echo y >> mbox\ntrue\ntrue\nEOF",
+        {"x": "./mbox?$(touch CANARY)"},
+        "writes to `MAILPATH` (line 2), whose text bash expands",
+    ),
     "history-then-fc": (  # `fc -s` runs the last command of the history list
         "history -s ${context.x}\nfc -s",
         {"x": "touch CANARY"},

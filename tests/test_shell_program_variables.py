@@ -32,6 +32,7 @@ ATTACKS = {
         SSH,
     ),
     "perl options": ("PERL5OPT=${context.v} perl -e 1", PERL),
+    "fc's editor": ("history -s 'echo hi'\nFCEDIT=${context.v} fc -1", "touch CANARY"),
     "external diff": (
         "echo a > a; echo b > b\nGIT_EXTERNAL_DIFF=${context.v} git diff --no-index --ext-diff a b",
         SSH,

@@ -1587,14 +1587,15 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
 # Bash's own variables that evaluate the text they are given: an assignment to these integer
 # variables is arithmetic (`RANDOM='a[$(cmd)]'` runs cmd), and these prompts and start-up files
 # are expanded, command substitutions included (PS4 at each `set -x` line, BASH_ENV and ENV when
-# a shell starts, `BASH_FUNC_f%%` imported as a function by a child bash).
+# a shell starts, MAILPATH's messages in an interactive one, `BASH_FUNC_f%%` imported as a
+# function by a child bash).
 _EVALUATING_VARIABLES = {
     **dict.fromkeys(
         ("RANDOM", "SRANDOM", "OPTIND", "SECONDS", "HISTCMD", "LINENO", "BASHPID"),
         (Role.ARITHMETIC, "which bash evaluates as arithmetic when it is assigned"),
     ),
     **dict.fromkeys(
-        ("PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"),
+        ("PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "MAILPATH"),
         (Role.CODE, "whose text bash expands, command substitutions included"),
     ),
 }
@@ -1624,6 +1625,7 @@ PROGRAM_VARIABLES: dict[str, str] = {
             "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_CONFIG_PARAMETERS",
             "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR",
             "VISUAL", "SYSTEMD_EDITOR", "BROWSER", "LESSOPEN", "LESSCLOSE", "LESS", "SHELL",
+            "FCEDIT",
         ),
         _RUNS_IT,
     ),
