@@ -32,6 +32,11 @@ ATTACKS = {
         SSH,
     ),
     "perl options": ("PERL5OPT=${context.v} perl -e 1", PERL),
+    "home of a .gitconfig": (
+        "mkdir -p h && printf '[alias]\\n\\tx = !touch CANARY\\n' > h/.gitconfig\n"
+        "HOME=${context.v} git x",
+        "h",
+    ),
     "fc's editor": ("history -s 'echo hi'\nFCEDIT=${context.v} fc -1", "touch CANARY"),
     "external diff": (
         "echo a > a; echo b > b\nGIT_EXTERNAL_DIFF=${context.v} git diff --no-index --ext-diff a b",

@@ -1609,11 +1609,12 @@ _WRITTEN_WORD = re.compile(
 # Environment variables whose value other programs run as a command or load as code: a command
 # line (`GIT_SSH_COMMAND`, `PAGER`, `EDITOR`, `LESSOPEN`: git, man, less run it with `sh -c`), a
 # program or options naming code (`GIT_SSH`, `NODE_OPTIONS=--require m`, `PERL5OPT=-Mm`), or
-# where libraries, modules and start-up files are looked for (`LD_PRELOAD`, `PYTHONPATH`,
-# `PATH`: a file someone else wrote there runs). A value assigned to one, before a command,
-# with `export`/`declare -x`/`local`, or alone (the variable may already be exported), is code
-# (`type: command` may go there); `read`/`printf -v`/`mapfile`/`for` writing one make the
-# script take no text anywhere, as a write to one of `_EVALUATING_VARIABLES` does.
+# where libraries, modules, start-up files and configuration that names commands are looked for
+# (`LD_PRELOAD`, `PYTHONPATH`, `PATH`, `HOME`'s `.gitconfig`: a file someone else wrote runs).
+# A value assigned to one, before a command, with `export`/`declare -x`/`local`, or alone (the
+# variable may already be exported), is code (`type: command` may go there); `read`/`printf
+# -v`/`mapfile`/`for` writing one make the script take no text anywhere, as a write to one of
+# `_EVALUATING_VARIABLES` does.
 _RUNS_IT = "whose text a program runs as a command"
 _LOADS_IT = "which names code a program loads and runs"
 RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command")
@@ -1636,7 +1637,8 @@ PROGRAM_VARIABLES: dict[str, str] = {
             "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT",
             "RUBYLIB", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
             "JDK_JAVA_OPTIONS", "CLASSPATH", "PHPRC", "PHP_INI_SCAN_DIR", "R_PROFILE",
-            "R_PROFILE_USER", "TCLLIBPATH", "ZDOTDIR", "BASH_LOADABLES_PATH",
+            "R_PROFILE_USER", "TCLLIBPATH", "ZDOTDIR", "BASH_LOADABLES_PATH", "CDPATH", "HOME",
+            "XDG_CONFIG_HOME", "PYTHONUSERBASE",
         ),
         _LOADS_IT,
     ),
