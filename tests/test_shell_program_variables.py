@@ -170,3 +170,37 @@ def test_git_data_settings_take_text() -> None:
     ran = run_bash(script)
     assert (ran.returncode, ran.created) == (0, ["r"]), ran.stderr
     assert ran.stdout.startswith(f"{value} <{value}>") and ran.stdout.endswith(f"{value}\n")
+
+
+# Options whose argument a program runs as a command (the program's own `-c`).
+TAR = "echo a > a && tar -cf a.tar a\n"
+COMMAND_OPTIONS = {
+    "tar --to-command": (TAR + "tar -xf a.tar --to-command ${context.v}", "touch CANARY"),
+    "tar --to-command=": (TAR + "tar -xf a.tar --to-command=${context.v}", "touch CANARY"),
+    "tar -I": ("echo a > a\ntar -I ${context.v} -cf b.tar a", "touch CANARY;"),
+    "tar --checkpoint-action=": (
+        "echo a > a\ntar -cf c.tar --checkpoint=1 --checkpoint-action=${context.v} a",
+        "exec=touch CANARY",
+    ),
+    "scp -o": ("echo a > a\nscp -o ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_OPTIONS))
+def test_text_is_refused_as_a_command_an_option_runs(name: str) -> None:
+    template, value = COMMAND_OPTIONS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "a command or program it runs" in caught.value.reason
+
+
+def test_the_other_words_of_those_programs_are_data() -> None:
+    for template in (
+        "tar -cf ${context.v} a",
+        "tar -xf a.tar -- ${context.v}",
+        "scp -o BatchMode=yes a ${context.v}",
+        "vim ${context.v}",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template

@@ -317,7 +317,48 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
         verdict = _git_role(words, index)
         if verdict is not None:
             return verdict
+    if base in _COMMAND_OPTIONS:
+        verdict = _command_option_role(base, words, index)
+        if verdict is not None:
+            return verdict
     return _hidden_code(base, words, index, depth, functions)
+
+
+# Options of common programs whose argument is a command they run, a program, or a file of
+# settings that can name one: `tar --to-command=CMD`, `tar -I PROG`, `scp -o ProxyCommand=CMD`,
+# `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`.
+_VIM = frozenset({"-c", "--cmd", "-S", "-u"})
+_COMMAND_OPTIONS: dict[str, frozenset[str]] = {
+    "tar": frozenset(
+        {"--to-command", "-I", "--use-compress-program", "--checkpoint-action", "--info-script",
+         "--new-volume-script", "-F", "--rsh-command", "--rmt-command"}
+    ),
+    "rsync": frozenset({"-e", "--rsh", "--rsync-path"}),
+    "scp": frozenset({"-o", "-S", "-F"}),
+    "sftp": frozenset({"-o", "-S", "-F", "-D"}),
+    "man": frozenset({"-P", "--pager", "-H", "--html"}),
+    "vim": _VIM, "vi": _VIM, "nvim": _VIM, "view": _VIM, "ex": _VIM,
+    "emacs": frozenset({"--eval", "-l", "--load", "-f", "--funcall"}),
+}  # fmt: skip
+
+
+def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | None:
+    """The argument of one of `_COMMAND_OPTIONS` (`--to-command X`, `--to-command=X`, `-IX`,
+    given as its option word by the grammar) is code; None for any other word."""
+    options = _COMMAND_OPTIONS[base]
+    if "--" in words[1:index]:
+        return None
+    word, before = words[index], words[index - 1] if index > 1 else None
+    attached = word is not None and (
+        word in options or word.split("=", 1)[0] in options
+        or any(len(o) == 2 and word.startswith(o) for o in options)
+    )  # fmt: skip
+    if attached or before in options:
+        option = before if not attached else (word or "").split("=", 1)[0]
+        return Verdict(
+            Role.CODE, f"the argument of `{base} {option}`, a command or program it runs"
+        )
+    return None
 
 
 # git settings whose value is data; any other may be a command (`core.pager`, `core.sshCommand`,
