@@ -155,10 +155,31 @@ HOLES = {
         {"x": 'system("touch CANARY")'},
         "an option of `perl` (the value is part of the option word `-e...`)",
     ),
+    "mail-message": (  # an interactive bash expands MAILPATH's messages, $(...) included
+        "echo x > mbox\nexport MAILCHECK=0 MAILPATH=${context.x}\n"
+        "bash -i <<'EOF' >/dev/null 2>&1\nsleep 1.1; echo y >> mbox\ntrue\ntrue\nEOF",
+        {"x": "./mbox?$(touch CANARY)"},
+        "writes to `MAILPATH` (line 2), whose text bash expands",
+    ),
+    "history-then-fc": (  # `fc -s` runs the last command of the history list
+        "history -s ${context.x}\nfc -s",
+        {"x": "touch CANARY"},
+        "an argument of `history`, which adds commands (`-s`, `-r FILE`) that `fc` runs",
+    ),
+    "history-expansion": (  # `!!` in a value becomes the line before it, quotes and all
+        'set -o history; set -H\necho ${context.a}\necho "${context.x}"',
+        {"a": 'a"; touch CANARY; "', "x": "!!"},
+        "turns on history expansion (`set -H` at line 1)",
+    ),
     "alias-for-eval": (  # aliases are expanded once the script turns them on
         "shopt -s expand_aliases\nalias e=eval\ne ${context.x}",
         {"x": "touch CANARY"},
         "turns on alias expansion (`shopt` at line 1)",
+    ),
+    "posix-mode-named-at-run-time": (  # `set -o` with a word known only when it runs
+        "m=$(echo cG9zaXg= | base64 -d); set -o $m\nalias e=eval\ne ${context.x}",
+        {"x": "touch CANARY"},
+        "turns on alias expansion (`set` at line 1)",
     ),
     "alias-in-posix-mode": (  # POSIX mode expands aliases too
         "set -o posix\nalias e=eval\ne ${context.x}",
@@ -340,6 +361,10 @@ def test_an_integer_is_still_admitted(template: str, output: str) -> None:
         ("shopt -s extglob; shopt -q expand_aliases || printf %s ${context.v}", "-v $(x)"),
         ("eval 'x=1'; source /dev/null; printf %s ${context.v}", "-v $(x)"),
         ("printf %s ${context.v} 2>&1 >/dev/null; echo ok >&1", "ok\n"),
+        ("set +o posix; printf %s ${context.v}", "-v $(x)"),
+        # bash's evaluating variables given the script's own text
+        ("ENV=prod printf %s ${context.v}", "-v $(x)"),
+        ("export PS4='+ ' BASH_ENV=./none.sh; export ENV; printf %s ${context.v}", "-v $(x)"),
     ],
 )
 def test_safe_forms_beside_the_holes_still_render(template: str, output: str) -> None:

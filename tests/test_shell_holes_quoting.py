@@ -160,6 +160,12 @@ def test_an_option_after_a_value_or_variable_that_may_be_empty_is_refused(templa
         ("xargs -a <(echo ${context.v}) git log", "a --output=x"),
         ("sudo xargs ls <<< ${context.v}", "-la"),
         ("echo ${context.v} | xargs -d , ls", "a,-la"),
+        ("printf '%s\\0' ${context.v} | xargs -0 ls", "-la"),
+        ("xargs -d '\\n' ls <<< ${context.v}", "a\n-la"),
+        # another program may change the text on its way: any `-` with a delimiter
+        ("echo ${context.v} | tr , '\\n' | xargs -d '\\n' ls", "a,b-la"),
+        ("echo -e ${context.v} | xargs -d '\\n' ls", "x-y"),
+        ("printf '%b\\n' ${context.v} | xargs -d '\\n' ls", "x-y"),
     ],
 )
 def test_a_value_xargs_would_pass_on_as_an_option_is_refused(template: str, value: str) -> None:
@@ -178,6 +184,26 @@ def test_a_value_xargs_would_pass_on_as_an_option_is_refused(template: str, valu
 )
 def test_xargs_input_without_options_or_after_dashdash_renders(template: str, value: str) -> None:
     assert run_bash(render(template, v=value)).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("template", "value", "made"),
+    [
+        ("echo ${context.v} | xargs -d '\\n' touch", "2024-01-01.log", ["2024-01-01.log"]),
+        ("printf '%s\\n' ${context.v} | xargs -d '\\n' touch", "a-b\nc-d", ["a-b", "c-d"]),
+        ("xargs -d , touch <<< ${context.v}", "x-1,y-2", ["x-1", "y-2\n"]),
+        ("printf '%s\\0' ${context.v} | xargs -0 touch", "name -with", ["name -with"]),
+        ("echo ${context.v} | xargs touch", "fix - urgent", ["fix", "urgent"]),  # `-`: stdout
+    ],
+)
+def test_xargs_pieces_that_start_with_no_dash_render(
+    template: str, value: str, made: list[str]
+) -> None:
+    """With `-d X` or `-0`, xargs's pieces are what lies between the delimiters: where it reads
+    the value as it is, a `-` inside a piece (a date, a name) is no option, nor is a lone `-`
+    between blanks; the files it names are made, and nothing else."""
+    ran = run_bash(render(template, v=value))
+    assert (ran.returncode, ran.created) == (0, made), ran.stderr
 
 
 @pytest.mark.parametrize(
@@ -292,6 +318,43 @@ def test_a_parenthesised_value_after_text_or_outside_declare_is_data(
 ) -> None:
     ran = run_bash(render(template, v=value))
     assert (ran.returncode, ran.created) == (0, [])
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'f() { local x=${context.v}; printf %s "$x"; }; f',
+        'f() { local t="(${context.v})" n=1; printf %s "${t:-none}"; }; f',
+        'f() { local x="${context.v}"; printf %s "${x}"; }; g() { f; }; g',
+        'f() { for i in 1 2; do local x=${context.v}; done; printf %s "$x"; }; f',
+    ],
+)
+def test_a_parenthesised_value_of_a_new_local_scalar_is_data(template: str) -> None:
+    """`local x=...` makes a new variable, an array only if this function made one of that name
+    before (or `localvar_inherit` hands it down): where the script names `x` nowhere else, a
+    title like `(draft)` is just text, and `($(cmd))` runs nothing."""
+    for value in ("(draft)", f"($(touch {MARKER}))"):
+        ran = run_bash(render(template, v=value))
+        assert (ran.returncode, ran.created) == (0, []), ran.stderr
+        assert value in ran.stdout
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'f() { local -a x; local x="${context.v}"; }; f',
+        'f() { local x; x[1]=2; local x="${context.v}"; }; f',
+        "f() { for i in 1 2; do local x=${context.v}; x[1]=a; done; }; f",
+        "shopt -s localvar_inherit; x=(1); f() { local x=${context.v}; }; f",
+        'f() { local x=${context.v}; eval "$1"; }; f',
+    ],
+)
+def test_a_local_that_may_already_be_an_array_still_refuses_it(template: str) -> None:
+    reason = refused(template, v=f"($(touch {MARKER}))")
+    assert "could parse as an array assignment and expand again" in reason
+    forced = run_bash(template.replace("${context.v}", f"'($(touch {MARKER}))'"))
+    if "eval" not in template:
+        assert MARKER in forced.created  # this one does run the value
 
 
 @pytest.mark.parametrize("value", [-3, "-3", "-2.5"])

@@ -48,6 +48,11 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     C code, where it cannot be interrupted) would be waited for forever on the way out."""
     keep_descriptors_private()
     outlive_the_reader()
+    for stream in (sys.stdout, sys.stderr):
+        # a character the terminal's encoding lacks (a ✔ in a GBK or Latin-1 locale) is shown
+        # as `\u2714`, as `printable` shows them, instead of ending the command
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     code = run_guarded(app, prog_name)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -68,6 +68,7 @@ _CODE_ALL = {
     "compgen": "an argument of `compgen`, which can run code",
     "enable": "an argument of `enable`, which can load a builtin",
     "fc": "an argument of `fc`, which re-runs commands",
+    "history": "an argument of `history`, which adds commands (`-s`, `-r FILE`) that `fc` runs",
     "su": "an argument of `su`, which runs a shell",
     "runuser": "an argument of `runuser`, which runs a shell",
     "script": "an argument of `script`, which can run a command",
@@ -80,22 +81,33 @@ _SHELLS = SHELLS
 # an argument (which is then a value); the first non-option word is a script file (code).
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
-    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-I", "-x"})),
-    "ruby": (frozenset({"-e", "-r"}), frozenset({"-I", "-C"})),
-    "node": (
-        frozenset({"-e", "--eval", "-p", "--print", "-r", "--require", "--import"}),
-        frozenset(),
-    ),
-    "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset({"-c", "-d", "-z"})),
-    "lua": (frozenset({"-e", "-l"}), frozenset()),
+    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-x"})),
+    "ruby": (frozenset({"-e"}), frozenset({"-C"})),
+    "node": (frozenset({"-e", "--eval", "-p", "--print"}), frozenset()),
+    "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
+    "lua": (frozenset({"-e"}), frozenset()),
     "Rscript": (frozenset({"-e"}), frozenset()),
     "pwsh": (frozenset({"-c", "-Command", "-command", "-EncodedCommand"}), frozenset()),
     "osascript": (frozenset({"-e"}), frozenset()),
     "awk": (
-        frozenset({"-f", "--file", "-e", "--source", "-i", "--include"}),
+        frozenset({"-f", "--file", "-e", "--source", "-E", "--exec"}),
         frozenset({"-v", "-F", "--assign", "--field-separator"}),
     ),
     "sed": (frozenset({"-e", "--expression", "-f", "--file"}), frozenset({"-l", "--line-length"})),
+}
+# Options whose argument names code the interpreter loads and runs before its program, which
+# still follows: a module or library (`node -r m`, `ruby -r m`, `lua -l m`, `gawk -i f`, a
+# gawk extension `-l`), a directory modules are loaded from (`perl -I`, `ruby -I`), a php.ini
+# or setting (`php -c`, `php -d auto_prepend_file=...`, a zend extension `-z`).
+_LOADS: dict[str, frozenset[str]] = {
+    "perl": frozenset({"-I"}),
+    "ruby": frozenset({"-r", "-I"}),
+    "node": frozenset(
+        {"-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"}
+    ),
+    "php": frozenset({"-c", "-d", "-z"}),
+    "lua": frozenset({"-l"}),
+    "awk": frozenset({"-i", "--include", "-l", "--load"}),
 }
 _INTERPRETER_ALIASES = {
     "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
@@ -301,7 +313,121 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
         return _interpreter_role(base, interpreter, words, index)
+    if base == "git":
+        verdict = _git_role(words, index)
+        if verdict is not None:
+            return verdict
+    if base in _COMMAND_OPTIONS:
+        verdict = _command_option_role(base, words, index)
+        if verdict is not None:
+            return verdict
     return _hidden_code(base, words, index, depth, functions)
+
+
+# Options of common programs whose argument is a command they run, a program, or a file of
+# settings that can name one: `tar --to-command=CMD`, `tar -I PROG`, `scp -o ProxyCommand=CMD`,
+# `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`.
+_VIM = frozenset({"-c", "--cmd", "-S", "-u"})
+_COMMAND_OPTIONS: dict[str, frozenset[str]] = {
+    "tar": frozenset(
+        {"--to-command", "-I", "--use-compress-program", "--checkpoint-action", "--info-script",
+         "--new-volume-script", "-F", "--rsh-command", "--rmt-command"}
+    ),
+    "rsync": frozenset({"-e", "--rsh", "--rsync-path"}),
+    "scp": frozenset({"-o", "-S", "-F"}),
+    "sftp": frozenset({"-o", "-S", "-F", "-D"}),
+    "man": frozenset({"-P", "--pager", "-H", "--html"}),
+    "vim": _VIM, "vi": _VIM, "nvim": _VIM, "view": _VIM, "ex": _VIM,
+    "emacs": frozenset({"--eval", "-l", "--load", "-f", "--funcall"}),
+}  # fmt: skip
+
+
+def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | None:
+    """The argument of one of `_COMMAND_OPTIONS` (`--to-command X`, `--to-command=X`, `-IX`,
+    given as its option word by the grammar) is code; None for any other word."""
+    options = _COMMAND_OPTIONS[base]
+    if "--" in words[1:index]:
+        return None
+    word, before = words[index], words[index - 1] if index > 1 else None
+    attached = word is not None and (
+        word in options or word.split("=", 1)[0] in options
+        or any(len(o) == 2 and word.startswith(o) for o in options)
+    )  # fmt: skip
+    if attached or before in options:
+        option = before if not attached else (word or "").split("=", 1)[0]
+        return Verdict(
+            Role.CODE, f"the argument of `{base} {option}`, a command or program it runs"
+        )
+    return None
+
+
+# git settings whose value is data; any other may be a command (`core.pager`, `core.sshCommand`,
+# `alias.x=!cmd`, `diff.external`, `filter.x.clean`, `credential.helper`, `core.hooksPath`,
+# `include.path`, `protocol.ext.allow`, ...): a value given to it is code.
+_GIT_DATA_SETTING = re.compile(
+    r"(?:user|author|committer|color|advice|log|i18n)\.[^.=]+|init\.defaultbranch"
+    r"|(?:commit|tag)\.gpgsign|pull\.rebase|push\.default"
+    r"|core\.(?:autocrlf|filemode|ignorecase|quotepath|abbrev)",
+    re.IGNORECASE,
+)
+_GIT_WITH_ARGUMENT = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
+_GIT_CONFIG_WITH_ARGUMENT = frozenset(
+    {"-f", "--file", "--blob", "--type", "--comment", "--default"}
+)
+_GIT_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--unset",
+     "--unset-all", "--remove-section", "--rename-section", "get", "list", "unset"}
+)  # fmt: skip
+
+
+def _git_setting(setting: Word) -> Verdict:
+    """What git does with `-c KEY=VALUE` (`setting`; `KEY=` then None is the hole's word with
+    its literal start): the value of a data setting is data, of any other, code."""
+    key = None if setting is None else setting.split("=", 1)[0]
+    if key is not None and "=" in (setting or "") and _GIT_DATA_SETTING.fullmatch(key):
+        return VALUE
+    return Verdict(
+        Role.CODE,
+        f"a git setting ({key or 'named at run time'}) that git may run as a command "
+        "(core.pager, core.sshCommand, alias.*, ...); only user.*, color.* and the like take text",
+    )
+
+
+def _git_role(words: list[Word], index: int) -> Verdict | None:
+    """`git -c KEY=VALUE ...` and `git config KEY VALUE`: a value given to a setting git may
+    run is code. None: the word is no setting (classified as any program's)."""
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-c", "--config-env"):
+            if i + 1 == index:
+                return _git_setting(words[i + 1] if word == "-c" else None)
+            i += 2
+            continue
+        if word is None or not word.startswith("-"):
+            break
+        if i == index and word.startswith(("--exec-path", "--config-env")):
+            return Verdict(Role.CODE, f"the git option `{word.split('=')[0]}`, which names code")
+        i += 2 if word in _GIT_WITH_ARGUMENT else 1
+    if i >= len(words) or words[i] != "config" or index <= i:
+        return None
+    rest = words[i + 1 :]
+    if any(w in _GIT_CONFIG_READS for w in rest):
+        return None
+    at, key = i + 1, None
+    while at < len(words):
+        word = words[at]
+        if word in ("set", "--add", "--replace-all") or (word or "").startswith("--"):
+            at += 2 if word in _GIT_CONFIG_WITH_ARGUMENT else 1
+            continue
+        if word in _GIT_CONFIG_WITH_ARGUMENT:
+            at += 2
+            continue
+        key = word
+        break
+    if index <= at:
+        return None  # an option or the key itself
+    return _git_setting(None if key is None else key + "=")
 
 
 _WRITES_ITS_WORDS = frozenset({"echo", "printf"})
@@ -579,6 +705,13 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
         if len(word) > 1 and word[0] == "-":
             if i == index:
                 return Verdict(Role.CODE, f"an option of `{base}`")
+            if word in _LOADS.get(interpreter, ()):
+                if i + 1 == index:
+                    return Verdict(
+                        Role.CODE, f"the argument of `{base} {word}`, which names code it loads"
+                    )
+                i += 2
+                continue
             if word in code_options:
                 if i + 1 == index:
                     return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")

@@ -71,7 +71,12 @@ class Position:
     split_by: str = ""
     """The `xargs` command (`xargs tar -cf x.tar`) whose input this hole's text reaches: xargs
     splits it into arguments of the command, so a piece starting with `-` would be an option.
-    Its delimiter option (`xargs -d ,`) is part of it: then any `-` is refused."""
+    Its delimiter option (`xargs -d ,`) is part of it: then any `-` is refused, unless
+    `split_exact`."""
+    split_exact: bool = False
+    """With `split_by`: xargs reads the value's text as it is (a here-string or here-document of
+    xargs, or an `echo`/`printf '%s'` argument in the stage just before it), so its pieces are
+    exactly those of the value split at xargs's delimiter."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.brackets = brackets
     facts.evaluating_write = _evaluating_write(root, source, text)
     facts.alias_expansion = _alias_expansion(root, source, text)
+    facts.history_expansion = _history_expansion(root, source, text)
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
@@ -260,6 +266,30 @@ _RESERVED_CLOSERS = {
 }
 
 
+_WIDE_BEFORE_ESCAPE = re.compile(rb"[\x80-\xff][\\`|]")
+
+
+_QUOTED_TEXT = ("raw_string", "comment", "string", "string_content", "heredoc_body",
+                "heredoc_content", "ansi_c_string", "translated_string")  # fmt: skip
+"""Where a `|` is a character like any other (an escape still counts in most of them)."""
+
+
+def _wide_before_escape(root: Node, source: bytes, facts: _Facts) -> int | None:
+    """Where the script writes a backslash, backtick or `|` right after a byte over 0x7F
+    (outside '...', comments and quoted here-document bodies), which a locale such as GBK reads
+    as the second byte of one character (`中` is E4 B8 AD in UTF-8, and AD 5C is a character):
+    there bash's quoting or pipeline is not the grammar's (`eval 中| cat ${...}` hands the
+    value to eval). None if nowhere."""
+    for match in _WIDE_BEFORE_ESCAPE.finditer(source):
+        at = match.start() + 1
+        node = root.descendant_for_byte_range(at, at + 1)
+        literal = any(doc.start <= at < doc.end and not doc.expands for _, doc in facts.heredocs)
+        quiet = _QUOTED_TEXT if source[at : at + 1] == b"|" else ("raw_string", "comment")
+        if not literal and (node is None or node.type not in quiet):
+            return at
+    return None
+
+
 def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
     """Where tree-sitter-bash is known to read a script differently from bash, in words.
 
@@ -273,6 +303,8 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
       bash has a word) and an extglob pattern (`@(a|b)`) as one token, quotes and all: in
       `echo == a ' ] x` its pattern is `a ' `, while bash's `'` opens a string that runs on
       past it.
+    - In a GBK, Big5 or Shift_JIS locale a byte over 0x7F takes the next byte with it, a
+      backslash, a backtick or a `|` too, so `"中\\"` does not end where the grammar ends it.
     - After a plain command's `==` the grammar reads on past the newline (`echo ==` + newline +
       `eval x` is one command to it, two to bash); between a command's words bash allows only
       blanks and escaped newlines.
@@ -319,6 +351,14 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
                 f"the pattern at line {line}, column {column} is one token to the grammar, "
                 "several words or operators to bash (inside [ ], as in any command)"
             )
+    wide = _wide_before_escape(root, source, facts)
+    if wide is not None:
+        line, column = _point(source, wide)
+        return (
+            f"a backslash, backtick or `|` right after a non-ASCII character at line {line}, "
+            f"column {column}, which bash in a GBK, Big5 or Shift_JIS locale reads as part of "
+            "that character (put a space or a quote between them, or write $'\\uXXXX')"
+        )
     for node in _captures(root, "command"):
         joined = _joined_line(node, source)
         if joined is not None:
@@ -584,6 +624,8 @@ class _Facts:
     `command_not_found_handle`), which could define a function any command name calls."""
     alias_expansion: str = ""
     """Where the script turns on alias expansion (`shopt -s expand_aliases` at line 1)."""
+    history_expansion: str = ""
+    """Where the script turns on history expansion (`set -H` at line 1)."""
     evaluating_write: tuple[Role, str] | None = None
     """The first write to one of bash's own variables that evaluate what they are given
     (`RANDOM=...`, `read PS4`), with what bash does with it."""
@@ -800,6 +842,7 @@ class _State:
     compound_of: str = ""
     compound_tail: bool = False
     split_by: str = ""
+    split_exact: bool = False
 
     def mark(self, role: Role, why: str) -> None:
         """Keep the most restrictive role met on the way down (and why)."""
@@ -839,7 +882,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             Role.CODE,
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
-    state.split_by = _xargs_options(chain)
+    state.split_by, state.split_exact = _xargs_options(chain, source)
     return Position(
         state.role,
         state.context,
@@ -851,6 +894,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         state.compound_of,
         state.compound_tail,
         state.split_by,
+        state.split_exact,
     )
 
 
@@ -878,11 +922,13 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
     return None
 
 
-def _xargs_options(chain: list[Node]) -> str:
+def _xargs_options(chain: list[Node], source: bytes) -> tuple[str, bool]:
     """The `xargs ...` command line whose input the hole's text reaches (a redirection, a later
     pipe stage, `-a <(...)`) and whose command may read that input's pieces as options (it has
-    a command other than `echo`, with no `--` of its own), or ""."""
+    a command other than `echo`, with no `--` of its own), or "", and whether xargs reads the
+    text as it is (`Position.split_exact`)."""
     for parent, child in itertools.pairwise(chain):
+        direct = child.type in ("herestring_redirect", "heredoc_redirect")
         if parent.type == "redirected_statement" and _feeds_stdin(child):
             body = parent.child_by_field_name("body")
             candidates = [body] if body is not None else []
@@ -894,15 +940,39 @@ def _xargs_options(chain: list[Node]) -> str:
             candidates = [
                 c for c in parent.children if c.is_named and c.start_byte >= child.end_byte
             ]
+            direct = _echoes(child, chain, source)
         else:
             continue
-        for candidate in candidates:
+        for at, candidate in enumerate(candidates):
             for found in _walk(candidate):
                 if found.type == "command":
                     line = _xargs_line(_command_words(found))
                     if line:
-                        return line
-    return ""
+                        return line, direct and at == 0 and found == candidate
+    return "", False
+
+
+def _echoes(stage: Node, chain: list[Node], source: bytes) -> bool:
+    """Whether the pipe stage `stage` writes the hole's text as it is: the hole is an argument
+    of `echo` (no `-e`; no `xpg_echo` in the script) or of `printf` with a literal format of
+    `%s` and plain text, not inside anything else of that command."""
+    if stage.type != "command" or not any(n == stage for n in chain):
+        return False
+    inner = chain[[n.id for n in chain].index(stage.id) + 1 :]
+    if any(n.type not in ("expansion", "string", "concatenation", "variable_name") for n in
+           inner[1:]) or not inner or inner[0].type == "command_name":  # fmt: skip
+        return False
+    words = _command_words(stage)
+    if words[:1] == ["echo"]:
+        flags = [w for w in itertools.takewhile(lambda w: w is not None, words[1:]) if w]
+        options = itertools.takewhile(lambda w: w.startswith("-"), flags)
+        return b"xpg_echo" not in source and all(set(w[1:]) <= set("nE") for w in options)
+    return (
+        words[:1] == ["printf"]
+        and len(words) > 1
+        and words[1] is not None
+        and re.fullmatch(r"(?:[^%\\]|%s|%%|\\[ntr0])*", words[1]) is not None
+    )
 
 
 def _xargs_line(words: list[str | None]) -> str:
@@ -1096,7 +1166,10 @@ def _step_variable_assignment(
     if target is None or child.type in ("variable_name", "subscript"):
         return
     name = _text(target).split("[", 1)[0]
-    if name in facts.integer_names:
+    program = program_variable(name)
+    if program is not None:
+        state.mark(Role.CODE, f"a value assigned to `{name}`, {program}")
+    elif name in facts.integer_names:
         state.mark(
             Role.ARITHMETIC,
             f"a value assigned to `{name}`, which this script declares "
@@ -1117,10 +1190,69 @@ def _step_declaration(
             state.mark(Role.ARITHMETIC, f"an argument of `{keyword} -i`, evaluated as arithmetic")
         elif nameref:
             state.mark(Role.NAME, f"the target of `{keyword} -n`, a variable name")
-        else:
+        elif not _new_scalar(words, child, source):
             _compound_text(state, keyword or "declare", child, hole, source)
         return
     state.mark(Role.NAME, f"a name (or option) for `{keyword}`")
+
+
+_LOCAL_UNSURE = re.compile(r"localvar_inherit|\beval\b|\bsource\b|(?:^|[\s;&|(!{])\.[ \t]")
+
+
+def _no_array_flag(words: Sequence[str | None]) -> bool:
+    return not any(w is not None and w[:1] in "-+" and set(w[1:]) & set("aAn") for w in words)
+
+
+def _plain_use(name: Node) -> bool:
+    """A variable name read plainly (`$x`, `${x}`, `${x:-d}`: no subscript, no `${x=...}`) or
+    assigned a non-array value by a `local` without an array flag."""
+    parent = name.parent
+    if parent is None:
+        return False
+    if parent.type == "simple_expansion":
+        return True
+    if parent.type == "expansion":
+        return not any(
+            c.type == "subscript" or (not c.is_named and "=" in c.type) for c in parent.children
+        )
+    declaration = parent.parent
+    if parent.type != "variable_assignment" or declaration is None:
+        return False
+    value = parent.child_by_field_name("value")
+    words = _words(declaration) if declaration.type == "declaration_command" else []
+    return (
+        words[:1] == ["local"]
+        and _no_array_flag(words)
+        and (value is None or value.type != "array")
+    )
+
+
+def _new_scalar(words: Sequence[str | None], assignment: Node, source: bytes) -> bool:
+    """Whether `local NAME=...` surely makes a new variable that is no array, whose value bash
+    therefore never parses as `(...)`: bash does so only for an array — one declared `-a`/`-A`
+    here, a local one of the same function already (`local -a x` before, or `x[1]=` on an
+    earlier pass of a loop), or a caller's with `shopt -s localvar_inherit`.
+
+    Provable when the script names NAME nowhere but in such `local` assignments (no array
+    flag, no `(...)` value) and plain reads (`$x`, `${x}`, `${x:-d}`), and runs no code the
+    engine cannot read (`eval`, `source`, `.`), which could name it out of sight.
+    """
+    if words[:1] != ["local"] or None in words[1:] or not _no_array_flag(words[1:]):
+        return False
+    target = assignment.child_by_field_name("name")
+    root = assignment
+    while root.parent is not None:
+        root = root.parent
+    text = source.decode("utf-8", "surrogatepass")
+    if target is None or target.type != "variable_name" or _LOCAL_UNSURE.search(text):
+        return False
+    name = _text(target)
+    seen = sum(
+        1
+        for node in _walk(root)
+        if node.type == "variable_name" and _text(node) == name and _plain_use(node)
+    )
+    return seen == len(re.findall(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text))
 
 
 def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, source: bytes) -> None:
@@ -1252,6 +1384,8 @@ def _step_command(
                 Role.UNKNOWN, f"a part `{child.type}` of a command the engine does not classify"
             )
             return
+        if (words[0] or "").rsplit("/", 1)[-1] == "git" and words[index + 1] is None:
+            words[index + 1] = _setting_start(child, hole, source)  # `-c user.name=${...}`
         verdict = argument_role(words, index + 1, functions)
         if _starts_word(child, hole, source) and words[0] not in functions:
             state.option_of = _option_reader(words, index + 1)
@@ -1288,6 +1422,13 @@ def _starts_word(word: Node, hole: int, source: bytes) -> bool:
     be empty (an earlier value, a variable), before it."""
     before = _MAY_BE_EMPTY.sub(b"", source[word.start_byte : hole].lstrip(b" \t"))
     return before.strip(b"\"'$") == b""
+
+
+def _setting_start(word: Node, hole: int, source: bytes) -> str | None:
+    """`KEY=` when the hole's word starts with that literal text (`user.name="${...}`), which
+    names the git setting the value is given to; else None."""
+    text = _unquoted(source[word.start_byte : hole])
+    return text if re.fullmatch(r"[A-Za-z0-9_.-]+=", text) else None
 
 
 def _option_prefix(word: Node, hole: int, source: bytes) -> str | None:
@@ -1446,14 +1587,15 @@ def _literal_hole(state: _State, node: Node, start: int, end: int, source: bytes
 # Bash's own variables that evaluate the text they are given: an assignment to these integer
 # variables is arithmetic (`RANDOM='a[$(cmd)]'` runs cmd), and these prompts and start-up files
 # are expanded, command substitutions included (PS4 at each `set -x` line, BASH_ENV and ENV when
-# a shell starts, `BASH_FUNC_f%%` imported as a function by a child bash).
+# a shell starts, MAILPATH's messages in an interactive one, `BASH_FUNC_f%%` imported as a
+# function by a child bash).
 _EVALUATING_VARIABLES = {
     **dict.fromkeys(
         ("RANDOM", "SRANDOM", "OPTIND", "SECONDS", "HISTCMD", "LINENO", "BASHPID"),
         (Role.ARITHMETIC, "which bash evaluates as arithmetic when it is assigned"),
     ),
     **dict.fromkeys(
-        ("PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV"),
+        ("PS0", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "BASH_ENV", "ENV", "MAILPATH"),
         (Role.CODE, "whose text bash expands, command substitutions included"),
     ),
 }
@@ -1462,6 +1604,81 @@ _WRITTEN_WORD = re.compile(
     r"(?:-[A-Za-z]*?)?(" + "|".join(_EVALUATING_VARIABLES) + r"|BASH_FUNC_[^=]*)(?:[=\[].*)?",
     re.DOTALL,
 )
+
+
+# Environment variables whose value other programs run as a command or load as code: a command
+# line (`GIT_SSH_COMMAND`, `PAGER`, `EDITOR`, `LESSOPEN`: git, man, less run it with `sh -c`), a
+# program or options naming code (`GIT_SSH`, `NODE_OPTIONS=--require m`, `PERL5OPT=-Mm`), or
+# where libraries, modules, start-up files and configuration that names commands are looked for
+# (`LD_PRELOAD`, `PYTHONPATH`, `PATH`, `HOME`'s `.gitconfig`: a file someone else wrote runs).
+# A value assigned to one, before a command, with `export`/`declare -x`/`local`, or alone (the
+# variable may already be exported), is code (`type: command` may go there); `read`/`printf
+# -v`/`mapfile`/`for` writing one make the script take no text anywhere, as a write to one of
+# `_EVALUATING_VARIABLES` does.
+_RUNS_IT = "whose text a program runs as a command"
+_LOADS_IT = "which names code a program loads and runs"
+RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command")
+"""Said of positions whose text is run or loaded itself, with no slot for data beside it."""
+PROGRAM_VARIABLES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER",
+            "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_CONFIG_PARAMETERS",
+            "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR",
+            "VISUAL", "SYSTEMD_EDITOR", "BROWSER", "LESSOPEN", "LESSCLOSE", "LESS", "SHELL",
+            "FCEDIT",
+        ),
+        _RUNS_IT,
+    ),
+    **dict.fromkeys(
+        (
+            "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH", "GIT_EXEC_PATH",
+            "GIT_TEMPLATE_DIR", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONBREAKPOINT",
+            "NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT",
+            "RUBYLIB", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+            "JDK_JAVA_OPTIONS", "CLASSPATH", "PHPRC", "PHP_INI_SCAN_DIR", "R_PROFILE",
+            "R_PROFILE_USER", "TCLLIBPATH", "ZDOTDIR", "BASH_LOADABLES_PATH", "CDPATH", "HOME",
+            "XDG_CONFIG_HOME", "PYTHONUSERBASE",
+        ),
+        _LOADS_IT,
+    ),
+}  # fmt: skip
+_PROGRAM_PREFIXES = ("GIT_CONFIG_",)  # GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=...
+
+
+def program_variable(name: str) -> str | None:
+    """Why a value assigned to the environment variable `name` is code, or None."""
+    found = PROGRAM_VARIABLES.get(name)
+    if found is None and name.startswith(_PROGRAM_PREFIXES):
+        found = _RUNS_IT
+    return found
+
+
+_NAME_WRITERS = frozenset({"read", "printf", "mapfile", "readarray", "getopts"})
+_WRITTEN_NAME = re.compile(r"(?:-[A-Za-z]*?)?([A-Za-z_][A-Za-z0-9_]*)(?:\[.*)?", re.DOTALL)
+
+
+def _program_variable_read(root: Node, source: bytes) -> tuple[Role, str] | None:
+    """The first `read`, `printf -v`, `mapfile`, `getopts` or `for` that writes one of
+    `PROGRAM_VARIABLES`, as (role, why): the text it takes may hold a value."""
+    for node in _walk(root):
+        names: list[str | None] = []
+        if node.type == "for_statement":
+            variable = node.child_by_field_name("variable")
+            names = [None if variable is None else _text(variable)]
+        elif node.type == "command":
+            words = _command_words(node)
+            while words and words[0] in ("builtin", "command"):
+                words = words[1:]
+            if words and words[0] in _NAME_WRITERS:
+                names = words[1:]
+        for word in names:
+            match = None if word is None else _WRITTEN_NAME.fullmatch(word)
+            why = None if match is None else program_variable(match.group(1))
+            if match is not None and why is not None:
+                line, _ = _point(source, node.start_byte)
+                return Role.CODE, f"`{match.group(1)}` (line {line}), {why}"
+    return None
 
 
 def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] | None:
@@ -1474,12 +1691,16 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
     (`$RANDOM`, `$((OPTIND - 1))`) is no write, nor is assigning a written number (`OPTIND=1`).
     """
     if not _EVALUATING_NAME.search(text):
-        return None
+        return _program_variable_read(root, source)
     for node in _walk(root):
         name: str | None = None
         if node.type == "variable_assignment":
             target, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-            if target is not None and not _literal_integer(value):
+            if target is not None and "[" not in _text(target):
+                literal = "" if value is None else _literal(value)
+                written = None if literal is None else "=" + literal
+                name = _text(target) if not _inert(_text(target), written) else None
+            elif target is not None:
                 name = _text(target).split("[", 1)[0]
         elif node.type == "for_statement":
             variable = node.child_by_field_name("variable")
@@ -1487,8 +1708,8 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
         elif node.type == "command":
             words = _command_words(node)[1:]
             name = next((w for w in map(_written_name, words) if w is not None), None)
-        elif node.type == "declaration_command":
-            words = _words(node)[1:]
+        elif node.type == "declaration_command":  # a bare name (`export PS4`) writes nothing
+            words = [w for w in _words(node)[1:] if w is None or "=" in w]
             name = next((w for w in map(_written_name, words) if w is not None), None)
         if name is None:
             continue
@@ -1498,7 +1719,7 @@ def _evaluating_write(root: Node, source: bytes, text: str) -> tuple[Role, str] 
         if found is not None:
             line, _ = _point(source, node.start_byte)
             return found[0], f"`{name}` (line {line}), {found[1]}"
-    return None
+    return _program_variable_read(root, source)
 
 
 _RUNS_TEXT = frozenset({"eval", "trap"})
@@ -1560,7 +1781,7 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
     if "POSIXLY_CORRECT" in text:
         line = text[: text.index("POSIXLY_CORRECT")].count("\n") + 1
         return f"`POSIXLY_CORRECT` at line {line}"
-    if "shopt" not in text and "posix" not in text:
+    if "shopt" not in text and "posix" not in text and "set" not in text:
         return ""
     for node in _captures(root, "command"):
         words = _command_words(node)
@@ -1569,10 +1790,9 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
         if words[:1] == ["shopt"]:
             sets = any(w is None or (w[:1] == "-" and "s" in w) for w in words[1:])
             on = sets and any(w in (None, "expand_aliases", "posix") for w in words[1:])
-        elif words[:1] == ["set"]:
+        elif words[:1] == ["set"]:  # `set -o posix` or `-o` with a word; `+o posix` is off
             on = any(
-                w == "posix"
-                or (w is None and before is not None and before[:1] == "-" and before[-1:] == "o")
+                w in (None, "posix") and before is not None and re.fullmatch(r"-[a-zA-Z]*o", before)
                 for before, w in itertools.pairwise(words)
             )
         else:
@@ -1583,18 +1803,48 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
     return ""
 
 
+def _history_expansion(root: Node, source: bytes, text: str) -> str:
+    """Where the script may turn on history expansion (`set -H`, `set -o histexpand`), or "".
+
+    Bash then replaces `!!`, `!-2`, `!?text?` in each line it reads — inside a value's double
+    quotes too — with earlier lines of the script, values and quotes included, before it parses
+    the line: a value `!!` after `echo 'a"; cmd; "'` ends the quotes around it and runs cmd.
+    """
+    if "H" not in text and "histexpand" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        words = _command_words(node)
+        while words and words[0] in ("builtin", "command"):
+            words = words[1:]
+        if words[:1] != ["set"]:
+            continue
+        for before, word in itertools.pairwise(words):
+            on = word == "histexpand" and before is not None and before[:1] == "-"
+            if on or (word is not None and re.fullmatch(r"-[a-zA-Z]*H[a-zA-Z]*", word)):
+                line, _ = _point(source, node.start_byte)
+                return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
+    return ""
+
+
 def _written_name(word: str | None) -> str | None:
-    """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=x`)."""
+    """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=$x`)."""
     match = None if word is None else _WRITTEN_WORD.fullmatch(word)
-    if match is None or re.fullmatch(r"=-?[0-9]+", match.string[match.end(1) :]):  # `OPTIND=1`
+    if match is None or _inert(match.group(1), match.string[match.end(1) :]):
         return None
     return match.group(1)
 
 
-def _literal_integer(value: Node | None) -> bool:
-    """An assigned value written as a whole number (`OPTIND=1`, `SECONDS=0`): no value's path."""
-    text = None if value is None else _literal(value)
-    return text is not None and re.fullmatch(r"-?[0-9]+", text) is not None
+def _inert(name: str, written: str | None) -> bool:
+    """Whether `written` (`=` and the literal value written in the script; None when it is not
+    literal) assigned to the evaluating variable `name` carries no value: a whole number for an
+    arithmetic one (`OPTIND=1`), text without `$` or a backtick for one whose text bash expands
+    or runs (`ENV=prod`, `PS4='+ '`: the script's own text, which expands nothing)."""
+    if written is None or not written.startswith("="):
+        return False
+    found = _EVALUATING_VARIABLES.get(name)
+    if found is not None and found[0] is Role.ARITHMETIC:
+        return re.fullmatch(r"=-?[0-9]+", written) is not None
+    return "$" not in written and "`" not in written
 
 
 def _whole_script_rules(
@@ -1652,6 +1902,16 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.alias_expansion}): any command may then stand for other text (`alias "
                 "e=eval`), which the engine does not follow, so only integers can go anywhere "
                 "in this script",
+            )
+        )
+    if facts.history_expansion:
+        found.append(
+            (
+                Role.UNKNOWN,
+                "a value in a script that turns on history expansion "
+                f"({facts.history_expansion}): bash replaces `!!` or `!-2` in a line, inside "
+                "double quotes too, with earlier lines of the script before it reads it, so "
+                "only integers can go anywhere in this script",
             )
         )
     if facts.evaluating_write is not None:

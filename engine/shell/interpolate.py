@@ -24,7 +24,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -33,7 +33,7 @@ from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
-from engine.shell.grammar import SECOND_EXPANSION, Flow, Layout, Position, layout
+from engine.shell.grammar import RUN_AS_IS, SECOND_EXPANSION, Flow, Layout, Position, layout
 from engine.shell.quoting import (
     Context,
     Raw,
@@ -41,6 +41,7 @@ from engine.shell.quoting import (
     UnsafeValue,
     check_heredoc,
     keep_apart,
+    part_multibyte,
     quote,
     shell_quote,
     unshell,
@@ -275,12 +276,17 @@ def render_shell(template: str, ns: Mapping[str, Any], types: ValueTypes = NO_TY
         )
     quoted: list[str] = []
     out: list[str] = []
-    for piece in parsed.pieces:
+    for at, piece in enumerate(parsed.pieces):
         if isinstance(piece, Expression):
             hole = holes[len(quoted)]
             value = evaluate(hole.expression.text, ns)
-            quoted.append(_place(hole, value, types, "".join(out)))
-            out.append(quoted[-1])
+            before = "".join(out)
+            placed = _place(hole, value, types, before)
+            if not isinstance(value, Raw):
+                after = _text_after(parsed.pieces, at)
+                placed = part_multibyte(before, placed, after, hole.position.context)
+            quoted.append(placed)
+            out.append(placed)
         else:
             out.append(piece)
     _check_heredocs(plan, quoted, expressions)
@@ -394,6 +400,11 @@ def refusal(hole: ShellHole, kind: str, what: str = "action") -> str:
     if position.role is Role.CODE:
         if kind == "command":
             return where  # not refused: only used in messages
+        if any(phrase in position.why for phrase in RUN_AS_IS):
+            return (
+                f"text cannot go here: it is {where}; only a parameter declared `type: command` "
+                'may be code — the variable of a value ("$LL_...") would be run the same way'
+            )
         return (
             f"text cannot go here: it is {where}; only a parameter declared `type: command` "
             f"may be code — to hand this value to the code, {use_env}"
@@ -524,17 +535,30 @@ def _refuse_compound(hole: ShellHole, text: str) -> None:
     )
 
 
-_SPLIT_OPTION = re.compile(r"(?:^|[\s\"'\\])-")
+_SPLIT_OPTION = re.compile(r"(?:^|[\s\"'\\])-(?!\s|$)")
+"""A piece xargs splits off at blanks that starts with `-` (also after a quote or a backslash,
+which xargs removes); a lone `-` is no option."""
 
 
 def _refuse_split_option(hole: ShellHole, text: str) -> None:
     """A value fed to `xargs CMD` with a piece starting with `-`: xargs would pass it to CMD as
-    an option (`--checkpoint-action=exec=...` to tar); with `-d`, any `-` may start a piece."""
+    an option (`--checkpoint-action=exec=...` to tar). With `-0` or `-d X` the pieces are what
+    lies between the delimiters, where xargs reads the value as it is (`split_exact`); with a
+    delimiter not written out, or text another program may have changed, any `-` may start
+    one."""
     line = hole.position.split_by
-    if not line:
+    if not line or "-" not in text:
         return
-    delimited = any(o in line.split() for o in ("-d", "--delimiter")) or "--delimiter=" in line
-    if "-" not in text or (not delimited and _SPLIT_OPTION.search(text) is None):
+    delimiter = _xargs_delimiter(line.split(" "))
+    if delimiter is not None and not hole.position.split_exact:
+        delimiter = ""
+    if delimiter is None:
+        found = _SPLIT_OPTION.search(text) is not None
+    elif delimiter == "":
+        found = True
+    else:
+        found = any(piece.startswith("-") and piece != "-" for piece in text.split(delimiter))
+    if not found:
         return
     raise InterpolationError(
         hole.expression.text,
@@ -543,6 +567,47 @@ def _refuse_split_option(hole: ShellHole, text: str) -> None:
         f"{hole.line}, column {hole.column} of the action); write `--` after the command's own "
         "arguments (`xargs rm -f --`)",
     )
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0", "a": "\a", "b": "\b"}
+
+
+def _xargs_delimiter(words: list[str]) -> str | None:
+    """The delimiter `xargs ...` (`words`) splits its input at: None when it splits at blanks
+    (honouring quotes), the character of `-0` or `-d X`, or "" when it is not known (written
+    as an unknown word or an escape not read here)."""
+    delimiter: str | None = None
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        word = words[i]
+        if word in ("-0", "--null"):
+            delimiter = "\0"
+        elif word in ("-d", "--delimiter") or word.startswith(("-d", "--delimiter=")):
+            given = word.split("=", 1)[1] if word.startswith("--delimiter=") else word[2:]
+            if word in ("-d", "--delimiter"):
+                i += 1
+                given = words[i] if i < len(words) else ""
+            delimiter = _delimiter_char(given)
+        elif word in _XARGS_ARGUMENT_OPTIONS:
+            i += 1
+        i += 1
+    return delimiter
+
+
+_XARGS_ARGUMENT_OPTIONS = frozenset({"-I", "-L", "-n", "-P", "-s", "-E", "-a", "--arg-file"})
+
+
+def _delimiter_char(given: str) -> str:
+    """The one character `xargs -d` reads from `given` (`,`, `\\n`, `\\x2c`, `\\054`), or ""."""
+    if len(given) == 1 and given != "…":
+        return given
+    if given[:1] == "\\" and given[1:] in _ESCAPES:
+        return _ESCAPES[given[1:]]
+    if re.fullmatch(r"\\x[0-9a-fA-F]{1,2}", given):
+        return chr(int(given[2:], 16))
+    if re.fullmatch(r"\\[0-7]{1,3}", given):
+        return chr(int(given[1:], 8))
+    return ""
 
 
 def _is_integer(value: Any, text: str, kind: str) -> bool:
@@ -764,6 +829,16 @@ class _Spec:
 @dataclass(frozen=True)
 class _Missing:
     reason: str
+
+
+def _text_after(pieces: Sequence[str | Expression], at: int) -> str:
+    """The template's literal text right after piece `at`, up to the next expression."""
+    text: list[str] = []
+    for piece in pieces[at + 1 :]:
+        if not isinstance(piece, str):
+            break
+        text.append(piece)
+    return "".join(text)
 
 
 def _is_raw(text: str) -> bool:

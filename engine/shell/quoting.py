@@ -105,18 +105,52 @@ def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
     if is_safe(value):
         return value
     if context is Context.DOUBLE:
-        return re.sub(r'([\\"$`])', r"\\\1", value)
+        return _parted(re.sub(r'([\\"$`])', r"\\\1", value), context)
     if context is Context.SINGLE:
         return _single(value, in_heredoc)
     if context is Context.ANSI_C:
-        return value.replace("\\", "\\\\").replace("'", "\\'")
+        return _parted(value.replace("\\", "\\\\").replace("'", "\\'"), context)
     if context is Context.HEREDOC:
-        return re.sub(r"([\\$`])", r"\\\1", value)
+        return _parted(re.sub(r"([\\$`])", r"\\\1", value), context)
     if context is Context.HEREDOC_LITERAL:
         return value
     if value == "" and context is Context.BACKTICK:
         return ""
     raise UnsafeValue(_REFUSALS[context] + f"; the value {_preview(value)} is not plain")
+
+
+# Bash reads its script in the locale's encoding. In GBK, GB18030, Big5 or Shift_JIS a byte
+# 0x80-0xFE starts a two-byte character whose second byte may be `\` (0x5C) or a backtick
+# (0x60), and bash's lexer and expansion skip a character as a whole: after `中` (E4 B8 AD in
+# UTF-8), AD + `\` is one character, so the backslash escaping a `"` or `$` is gone and the
+# `"` ends the string (`$(cmd)` runs). No such encoding has `'`, `"`, `$` or `}` as a second
+# byte, so an escape is kept apart from a byte over 0x7F by a piece that expands to nothing:
+# `${-:+}` (empty whether `$-` is set or not) inside "..." or a here-document body, and closing
+# then reopening the string (`'$'`) inside $'...'. Single quotes need nothing: no backslash
+# means anything there, and the closing `'` can never be a second byte.
+MULTIBYTE_SEPARATOR = {Context.DOUBLE: "${-:+}", Context.HEREDOC: "${-:+}", Context.ANSI_C: "'$'"}
+_ESCAPE_AFTER_HIGH = re.compile(r"(?<=[^\x00-\x7f])(?=[\\`])")
+
+
+def _parted(escaped: str, context: Context) -> str:
+    """`escaped` with a separator between each character over U+007F (bytes over 0x7F in
+    UTF-8, or a byte kept by surrogateescape) and a backslash or backtick after it."""
+    return _ESCAPE_AFTER_HIGH.sub(lambda _: MULTIBYTE_SEPARATOR[context], escaped)
+
+
+def part_multibyte(before: str, placed: str, after: str, context: Context) -> str:
+    """`placed` (a quoted value) kept apart from the script's text around it, as `_parted`
+    keeps its own characters: a separator before it when the text before ends with a character
+    over U+007F and it starts with an escape, after it when it ends with such a character and
+    the text after starts with a backslash or backtick (`"${...}\\" ..."`)."""
+    separator = MULTIBYTE_SEPARATOR.get(context)
+    if separator is None:
+        return placed
+    if before[-1:] > "\x7f" and placed[:1] in ("\\", "`"):
+        placed = separator + placed
+    if placed[-1:] > "\x7f" and after[:1] in ("\\", "`"):
+        placed += separator
+    return placed
 
 
 def unshell(word: str) -> str:

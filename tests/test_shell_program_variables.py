@@ -1,0 +1,206 @@
+"""Environment variables whose value another program runs or loads as code.
+
+`GIT_SSH_COMMAND=${...} git ls-remote ...` put the value where git runs it with `sh -c`; so
+did `PERL5OPT` (`-M` code), `GIT_EXTERNAL_DIFF`, `LESSOPEN` and `EDITOR`. Each case is first
+run with the value single-quoted as the renderer used to write it, to show that the position
+runs the value; the renderer now refuses text there (a `type: command` value may go), as it
+does wherever bash runs code, and the ordinary uses of these variables still render.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from engine.cli.validate_cmd import check_file
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import ValueTypes, render_shell
+from tests.shellquote_helpers import run_bash
+
+SSH = "touch CANARY;"
+PERL = "-Mstrict;system(q{touch},q{CANARY})"
+
+# (template, value)
+ATTACKS = {
+    "prefix assignment": ("GIT_SSH_COMMAND=${context.v} git ls-remote ssh://h/x", SSH),
+    "export": ("export GIT_SSH_COMMAND=${context.v}\ngit ls-remote ssh://h/x", SSH),
+    "declare -x": ("declare -x GIT_SSH_COMMAND=${context.v}\ngit ls-remote ssh://h/x", SSH),
+    "read into it": (
+        "read -r GIT_SSH_COMMAND <<< ${context.v}\nexport GIT_SSH_COMMAND\ngit ls-remote ssh://h/x",
+        SSH,
+    ),
+    "perl options": ("PERL5OPT=${context.v} perl -e 1", PERL),
+    "home of a .gitconfig": (
+        "mkdir -p h && printf '[alias]\\n\\tx = !touch CANARY\\n' > h/.gitconfig\n"
+        "HOME=${context.v} git x",
+        "h",
+    ),
+    "fc's editor": ("history -s 'echo hi'\nFCEDIT=${context.v} fc -1", "touch CANARY"),
+    "external diff": (
+        "echo a > a; echo b > b\nGIT_EXTERNAL_DIFF=${context.v} git diff --no-index --ext-diff a b",
+        SSH,
+    ),
+    "less input filter": ("echo a > a\nLESSOPEN=${context.v} less a", "|touch CANARY; echo %s"),
+    "editor": (
+        "git init -q r && cd r\n"
+        "EDITOR=${context.v} git -c user.name=a -c user.email=b commit -q --allow-empty",
+        "touch ../CANARY;",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_text_is_refused_where_a_program_runs_it(name: str) -> None:
+    template, value = ATTACKS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr  # the position does run the value
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "a program runs as a command" in caught.value.reason or (
+        "names code a program loads" in caught.value.reason
+    )
+    # no "$LL_..." to hand it over as data: that variable would be run the same way
+    assert "to hand this value to the code" not in caught.value.reason
+    assert 'the variable of a value ("$LL_...") would be run the same way' in caught.value.reason
+
+
+def test_a_command_parameter_and_the_ordinary_uses_still_render() -> None:
+    command = ValueTypes(commands=frozenset({"ssh"}))
+    script = render_shell(
+        "GIT_SSH_COMMAND=${context.ssh} git ls-remote ssh://h/x", {"context": {"ssh": SSH}}, command
+    )
+    assert "CANARY" in run_bash(script).created  # the caller's own command runs, as declared
+    for template in (
+        "PAGER=cat GIT_PAGER=cat echo ${context.v}",
+        'export PATH="$HOME/bin:$PATH"; echo ${context.v}',
+        "unset EDITOR; export EDITOR; echo ${context.v}",
+        "NAME=${context.v} printenv NAME",
+        "echo ${context.v} > LD_PRELOAD",
+    ):
+        ran = run_bash(render_shell(template, {"context": {"v": SSH}}))
+        assert ran.returncode == 0 and "CANARY" not in ran.created, template
+
+
+def test_lint_reports_the_value_and_a_variable_flowing_there(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "name: v\ninitial: go\nscope: ['.']\nparameters:\n  v: {type: string, default: x}\n"
+        "states:\n  go:\n    action: |\n"
+        "      LD_PRELOAD=${context.v} ls\n"
+        "      x=${context.v}; NODE_OPTIONS=$x node app.js\n"
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    found = {(d.code, d.line) for d in check_file(path)}
+    assert ("LL034", 9) in found
+    assert ("LL035", 10) in found
+
+
+# Options that name code an interpreter loads before its program, which still follows: the
+# value there (or the program after it) is code, as the script word of `node ${...}` is. The
+# setup writes the file someone else could have put there (an earlier step writing a capture).
+EVIL_JS = 'echo \'require("fs").writeFileSync("CANARY", "")\' > evil.js\n'
+EVIL_PM = (
+    "mkdir -p evil; echo 'open(F, \">CANARY\"); 1;' > evil/strict.pm; echo 'use strict;' > x.pl\n"
+)
+LOADERS = {
+    "node -r, then the script": (
+        EVIL_JS + "echo '' > p.js\nnode -r ./p.js ${context.v}",
+        "evil.js",
+    ),
+    "node --loader, then the script": (
+        EVIL_JS + "echo '' > l.mjs\nnode --loader ./l.mjs ${context.v}",
+        "evil.js",
+    ),
+    "node -r": (EVIL_JS + "echo '' > a.js\nnode -r ${context.v} a.js", "./evil.js"),
+    "perl -I": (EVIL_PM + "perl -I ${context.v} x.pl", "evil"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_text_is_refused_where_an_interpreter_loads_code(name: str) -> None:
+    template, value = LOADERS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError):
+        render_shell(template, {"context": {"v": value}})
+
+
+def test_the_arguments_after_the_program_are_still_data() -> None:
+    for template in (
+        "node -e 'x' ${context.v}",
+        "perl -I lib x.pl ${context.v}",
+        "node -r ./p.js app.js ${context.v}",
+        "awk -v n=${context.v} 1 /dev/null",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
+
+
+# git's own settings are the same commands by another door: `git -c KEY=VALUE`, `git config`.
+GIT_SETTINGS = {
+    "an alias": ("git -c alias.x=${context.v} x", "!touch CANARY"),
+    "the ssh command": ("git -c core.sshCommand=${context.v} ls-remote ssh://h/x", SSH),
+    "a setting written to the repository": (
+        "git init -q r && cd r\ngit config core.sshCommand ${context.v}\ngit ls-remote ssh://h/x",
+        "touch ../CANARY;",
+    ),
+    "a setting named by the value": ("git -c ${context.v} x", "alias.x=!touch CANARY"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GIT_SETTINGS))
+def test_text_is_refused_as_a_git_setting_git_may_run(name: str) -> None:
+    template, value = GIT_SETTINGS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "that git may run as a command" in caught.value.reason
+    assert "would be run the same way" in caught.value.reason
+
+
+def test_git_data_settings_take_text() -> None:
+    value = "Ann $(touch CANARY) O'Neil"
+    script = render_shell(
+        'git -c user.name="${context.v}" -c user.email=${context.v} var GIT_AUTHOR_IDENT\n'
+        "git init -q r && cd r && git config user.name ${context.v} && git config user.name",
+        {"context": {"v": value}},
+    )
+    ran = run_bash(script)
+    assert (ran.returncode, ran.created) == (0, ["r"]), ran.stderr
+    assert ran.stdout.startswith(f"{value} <{value}>") and ran.stdout.endswith(f"{value}\n")
+
+
+# Options whose argument a program runs as a command (the program's own `-c`).
+TAR = "echo a > a && tar -cf a.tar a\n"
+COMMAND_OPTIONS = {
+    "tar --to-command": (TAR + "tar -xf a.tar --to-command ${context.v}", "touch CANARY"),
+    "tar --to-command=": (TAR + "tar -xf a.tar --to-command=${context.v}", "touch CANARY"),
+    "tar -I": ("echo a > a\ntar -I ${context.v} -cf b.tar a", "touch CANARY;"),
+    "tar --checkpoint-action=": (
+        "echo a > a\ntar -cf c.tar --checkpoint=1 --checkpoint-action=${context.v} a",
+        "exec=touch CANARY",
+    ),
+    "scp -o": ("echo a > a\nscp -o ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_OPTIONS))
+def test_text_is_refused_as_a_command_an_option_runs(name: str) -> None:
+    template, value = COMMAND_OPTIONS[name]
+    as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "a command or program it runs" in caught.value.reason
+
+
+def test_the_other_words_of_those_programs_are_data() -> None:
+    for template in (
+        "tar -cf ${context.v} a",
+        "tar -xf a.tar -- ${context.v}",
+        "scp -o BatchMode=yes a ${context.v}",
+        "vim ${context.v}",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
