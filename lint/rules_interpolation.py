@@ -656,6 +656,8 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
             kind = value_type(expression.text, types)
             if kind == "integer" or (flow.role is Role.CODE and kind == "command"):
                 continue
+            if holes[flow.hole].position.role is not Role.VALUE and kind != "command":
+                continue  # refused where it is written (LL034): the same finding once
             needle, nth = _needle(field.template, expression.start, expression.end)
             where = f"(line {flow.line}, column {flow.column})"
             if flow.role is Role.UNKNOWN:

@@ -204,3 +204,22 @@ def test_the_other_words_of_those_programs_are_data() -> None:
         "vim ${context.v}",
     ):
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
+
+
+def test_a_value_refused_where_it_is_written_is_not_reported_again_through_its_variable(
+    tmp_path: Path,
+) -> None:
+    """`PATH="${v}/bin:$PATH"` is LL034 where the value is written; the `$PATH` on the same
+    line's right-hand side also made LL035 say the value "is assigned to `PATH`, which the action
+    then uses in a value assigned to `PATH`", with a hint about arithmetic: the same finding
+    twice, the second in words that fit neither."""
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "name: v\ninitial: go\nscope: ['.']\nparameters:\n  v: {type: string, default: x}\n"
+        "states:\n  go:\n    action: |\n"
+        '      PATH="${context.v}/bin:$PATH" python -V\n'
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    found = [(d.code, d.line) for d in check_file(path)]
+    assert ("LL034", 9) in found
+    assert [code for code, _ in found if code == "LL035"] == []
