@@ -536,3 +536,26 @@ def test_two_projects_with_a_package_of_the_same_name_each_get_their_own(tmp_pat
         ]
     ]
     assert said == ["first", "j", "second", "first"]
+
+
+def test_a_condition_and_a_check_do_not_import_jinja() -> None:
+    """The size checks an `if:` runs before an operator or a method lived in the Jinja sandbox's
+    module, so every suite with a `check` judge imported Jinja (~15 ms of each start-up) though no
+    template was ever rendered; they now live in `engine.shell.sizes`."""
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    code = (
+        "import sys\n"
+        "from engine.judges import run_judge\n"
+        "from engine.judges.core import compile_judge\n"
+        "from engine.model.judges import Judge\n"
+        "judge = Judge(name='j', kind='check', check='return True', condition='1 + 1 == 2')\n"
+        "assert run_judge(compile_judge(judge), {'stdout': ''}).passed\n"
+        "big = \"'a' * 10**12 == ''\"\n"
+        "guarded = Judge(name='g', kind='check', check='return True', condition=big)\n"
+        "assert 'would be too large' in str(run_judge(compile_judge(guarded), {}).error)\n"
+        "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)

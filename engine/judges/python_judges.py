@@ -36,7 +36,7 @@ from engine.judges.deadline import CheckTimeout, within
 from engine.judges.result import JudgeError
 from engine.load.judges import keyword_names, snippet_tree
 from engine.model.judges import Judge
-from engine.shell.sandbox import check_binop, check_str_method
+from engine.shell.sizes import check_binop, check_str_method
 
 CONDITION_SECONDS = 5.0  # an `if:` is one expression over the record: milliseconds
 _NO_BUILTINS: dict[str, Any] = {}
@@ -179,7 +179,7 @@ def compile_condition(expression: str, file: str = "<if>") -> CodeType:
     """The `if:` expression compiled (SyntaxError when it does not parse), each operator and
     method call that could build a huge value checked first: evaluated in this process, over a
     case's values, `inputs["n"] ** inputs["m"]` would otherwise run inside C holding the GIL,
-    out of its time limit's reach (what `engine.shell.sandbox` refuses for templates)."""
+    out of its time limit's reach (what `engine.shell.sizes` refuses for templates too)."""
     tree = ast.parse(expression.strip(), file, "eval")
     _refuse_unguardable(tree, file)
     return compile(ast.fix_missing_locations(_Guarded().visit(tree)), file, "eval")

@@ -12,13 +12,13 @@ expression. An intercepted operator is never folded at compile time (Jinja's rul
 filter whose check refuses is not folded either, so the refusal happens, and is reported,
 when the value is used.
 
-Imported only where a Jinja environment is built (jinja2 costs ~50 ms to import).
+Imported only where a Jinja environment is built (jinja2 costs ~15-50 ms to import); the size
+checks themselves live in `engine.shell.sizes`, which the `if:` conditions of judges share.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -27,153 +27,56 @@ from jinja2.exceptions import SecurityError
 from jinja2.nodes import Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
-MAX_CHARS = 64 * 1024 * 1024  # items of one string or list built by one operation
-MAX_INT_BITS = 1_000_000  # bits of one integer (about 300,000 digits)
-MAX_COUNT = 100_000  # pieces one filter may make (Jinja's own limit of range())
-HINT = "values in ll-loop files are kept far smaller; build large data in an action instead"
-
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
-_BRACE_FIELD = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
-_DIGITS = re.compile(r"\d+")
+from engine.shell.sizes import (
+    HINT,
+    MAX_CHARS,
+    MAX_COUNT,
+    TooLarge,
+    big,
+    check_binop,
+    check_percent_format,
+    check_str_method,
+    is_int,
+    joined_size,
+    length,
+    replaced_size,
+)
 
 
 def refuse(what: str) -> SecurityError:
     return SecurityError(f"{what} would be too large ({HINT})")
 
 
-def _length(value: Any) -> int | None:
-    return len(value) if isinstance(value, str | bytes | list | tuple) else None
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _big(number: Any, limit: int = MAX_CHARS) -> bool:
-    return _is_int(number) and number > limit
-
-
-def check_binop(operator: str, left: Any, right: Any) -> None:
-    """Refuse `left <operator> right` when its result would be too large."""
-    if operator == "**" and _is_int(left) and _is_int(right) and abs(left) > 1 and right > 0:
-        if left.bit_length() * right > MAX_INT_BITS:
-            raise refuse(f"{left.bit_length()}-bit number ** {right}")
-    elif operator == "*":
-        bits = left.bit_length() + right.bit_length() if _is_int(left) and _is_int(right) else 0
-        if bits > MAX_INT_BITS:
-            raise refuse("the product of these numbers")
-        for sized, times in ((left, right), (right, left)):
-            size = _length(sized)
-            if size is not None and _is_int(times) and size * times > MAX_CHARS:
-                raise refuse(f"a {type(sized).__name__} repeated {times} times")
-    elif operator == "+":
-        first, second = _length(left), _length(right)
-        if first is not None and second is not None and first + second > MAX_CHARS:
-            raise refuse(f"the {type(left).__name__} joined here")
-    elif operator == "%" and isinstance(left, str):
-        check_percent_format(left, right)
-    elif (
-        operator == "<<"
-        and _is_int(left)
-        and _is_int(right)
-        and left
-        and right > 0
-        and left.bit_length() + right > MAX_INT_BITS
-    ):
-        raise refuse(f"a number shifted left {right} bits")
-
-
-def _numbers(args: Any) -> list[Any]:
-    if isinstance(args, Mapping):
-        return list(args.values())
-    return list(args) if isinstance(args, tuple | list) else [args]
-
-
-def check_percent_format(template: str, args: Any) -> None:
-    """`template % args` with a field width or precision beyond `MAX_CHARS` (written, or
-    taken from `args` by `*`)."""
-    for spec in _PERCENT_SPEC.finditer(template):
-        for given in spec.groups():
-            if given == "*" and any(_big(n) for n in _numbers(args)):
-                raise refuse("a %-format with a field that wide")
-            if given and given != "*" and (len(given) > 9 or int(given) > MAX_CHARS):
-                raise refuse(f"a %-format field {given} wide")
-
-
-def check_brace_format(template: str, args: Any, kwargs: Mapping[str, Any]) -> None:
-    """`template.format(...)` with a field width or precision beyond `MAX_CHARS`."""
-    for field in _BRACE_FIELD.finditer(template):
-        text = field.group(0)
-        spec = text.split(":", 1)[1] if ":" in text else ""
-        for given in _DIGITS.findall(spec):
-            if len(given) > 9 or int(given) > MAX_CHARS:
-                raise refuse(f"a format field {given} wide")
-        if "{" in text[1:] and any(_big(n) for n in [*args, *kwargs.values()]):
-            raise refuse("a format field that wide")
-
-
-def _replaced_size(text: str, old: str, new: str, count: Any = -1) -> int:
-    found = text.count(old) if old else len(text) + 1
-    if _is_int(count) and count >= 0:
-        found = min(found, count)
-    return len(text) + found * (len(new) - len(old))
-
-
-def _joined_size(items: list[Any], separator: Any) -> int:
-    return sum(len(str(item)) for item in items) + len(str(separator)) * max(len(items) - 1, 0)
-
-
-def check_str_method(
-    text: str, name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> None:
-    """Refuse a call of `text.<name>(...)` whose result would be too large."""
-    if name in ("ljust", "rjust", "center", "zfill") and args and _big(args[0]):
-        raise refuse(f"str.{name}({args[0]})")
-    elif name == "expandtabs":
-        size = args[0] if args else kwargs.get("tabsize", 8)
-        if _is_int(size) and len(text) + text.count("\t") * size > MAX_CHARS:
-            raise refuse(f"str.expandtabs({size})")
-    elif (
-        name == "replace"
-        and len(args) >= 2
-        and isinstance(args[0], str)
-        and isinstance(args[1], str)
-    ):
-        if _replaced_size(text, args[0], args[1], args[2] if len(args) > 2 else -1) > MAX_CHARS:
-            raise refuse("the text str.replace makes")
-    elif name == "join" and args and isinstance(args[0], list | tuple):
-        if _joined_size(list(args[0]), text) > MAX_CHARS:
-            raise refuse("the text str.join makes")
-    elif name in ("format", "format_map"):
-        check_brace_format(text, args if name == "format" else (), {**kwargs, **_first(args)})
-
-
-def _first(args: tuple[Any, ...]) -> Mapping[str, Any]:
-    return args[0] if args and isinstance(args[0], Mapping) else {}
+def _sized(check: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """A check of `engine.shell.sizes`, its refusal as the sandbox's own (Jinja reports it)."""
+    try:
+        check(*args, **kwargs)
+    except TooLarge as exc:
+        raise SecurityError(str(exc)) from None
 
 
 # Filters whose result can be much larger than their input: a check of the arguments each
 # filter function receives (after Jinja's context, environment or eval context, if it takes one).
 def _center(value: Any, width: Any = 80, *_: Any, **__: Any) -> None:
-    if _big(width):
+    if big(width):
         raise refuse(f"center({width})")
 
 
 def _indent(text: Any, width: Any = 4, *_: Any, **__: Any) -> None:
     each = len(width) if isinstance(width, str) else width
     lines = text.count("\n") + 1 if isinstance(text, str) else 0
-    if _is_int(each) and lines and len(text) + lines * each > MAX_CHARS:
-        raise refuse(f"indent({each if _is_int(width) else repr(width)})")
+    if is_int(each) and lines and len(text) + lines * each > MAX_CHARS:
+        raise refuse(f"indent({each if is_int(width) else repr(width)})")
 
 
 def _format(value: Any, *args: Any, **kwargs: Any) -> None:
     if isinstance(value, str):
-        check_percent_format(value, kwargs or args)
+        _sized(check_percent_format, value, kwargs or args)
 
 
 def _replace(text: Any, old: Any, new: Any, count: Any = None) -> None:
     texts = isinstance(text, str) and isinstance(old, str) and isinstance(new, str)
-    if texts and _replaced_size(text, old, new, -1 if count is None else count) > MAX_CHARS:
+    if texts and replaced_size(text, old, new, -1 if count is None else count) > MAX_CHARS:
         raise refuse("the text replace makes")
 
 
@@ -183,19 +86,19 @@ def _wordwrap(text: Any, width: Any = 79, *rest: Any, **kwargs: Any) -> None:
         return
     if (
         isinstance(text, str)
-        and _is_int(width)
+        and is_int(width)
         and len(text) + (len(text) // max(width, 1) + 1) * len(between) > MAX_CHARS
     ):
         raise refuse("the text wordwrap makes")
 
 
 def _pieces(value: Any, count: Any = 1, *_: Any, **__: Any) -> None:
-    if _big(count, MAX_COUNT):
+    if big(count, MAX_COUNT):
         raise refuse(f"{count} pieces")
 
 
 def _tojson(value: Any, indent: Any = None, *_: Any, **__: Any) -> None:
-    if _big(indent, 64):
+    if big(indent, 64):
         raise refuse(f"JSON indented by {indent}")
 
 
@@ -226,7 +129,7 @@ def _checked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
             items = list(own[0])
             separator = own[1] if len(own) > 1 else kwargs.get("d", "")
             plain = kwargs.get("attribute") is None and len(own) < 3
-            if plain and _joined_size(items, separator) > MAX_CHARS:
+            if plain and joined_size(items, separator) > MAX_CHARS:
                 raise refuse("the text join makes")
             args = (*args[:skip], items, *own[1:])
         elif check is not None:
@@ -239,7 +142,7 @@ def _checked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
 def _lipsum(function: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(function)
     def bounded(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> Any:
-        if _big(n, 1000) or _big(max, 10_000) or _big(min, 10_000):
+        if big(n, 1000) or big(max, 10_000) or big(min, 10_000):
             raise refuse("lorem ipsum that long")
         return function(n, html, min, max)
 
@@ -300,7 +203,7 @@ class _Limits(SandboxedEnvironment):
                 self.filters[name] = wrapped
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        check_binop(operator, left, right)
+        _sized(check_binop, operator, left, right)
         return super().call_binop(context, operator, left, right)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
@@ -308,9 +211,9 @@ class _Limits(SandboxedEnvironment):
         owner = getattr(method, "__self__", None)
         name = getattr(method, "__name__", "")
         if isinstance(owner, str):
-            check_str_method(owner, name, args, kwargs)
+            _sized(check_str_method, owner, name, args, kwargs)
         elif isinstance(owner, list) and name in ("append", "extend", "insert"):
-            grown = len(args[0]) if name == "extend" and args and _length(args[0]) else 1
+            grown = len(args[0]) if name == "extend" and args and length(args[0]) else 1
             if len(owner) + grown > MAX_CHARS:
                 raise refuse(f"a list grown by {name}")
         return super().call(__context, __obj, *args, **kwargs)
