@@ -534,3 +534,32 @@ def test_an_ungated_suite_with_one_scored_case_stays_ungated(tmp_path: Path) -> 
     )
     code, data, err = suite_json(tmp_path, "t.suite.yaml")
     assert (code, data["result"]) == (0, "UNGATED"), err
+
+
+def test_a_suite_without_models_imports_neither_jinja_nor_the_model_client(
+    tmp_path: Path,
+) -> None:
+    """A suite of a shell subject and deterministic judges renders no template and calls no
+    model: its start-up imported Jinja (through the `if:` size checks) and the Anthropic client
+    (through the credentials preflight), ~30 ms of every run and resume."""
+    import sys
+
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ncases: [{input: {n: 3}}]\nsubject: {command: 'echo ${inputs.n}'}\n"
+        "judges:\n  - name: echoed\n    check: return outputs['stdout'].strip() == '3'\n"
+        "    if: inputs['n'] * 2 == 6\n  - {name: exit, builtin: exit_code}\n"
+    )
+    code = (
+        "import sys, engine\n"
+        "result = engine.suite('s.suite.yaml')\n"
+        "assert [s.passed for j in result.summaries for s in j.scores] == [True, True], result\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('jinja2', 'anthropic')"
+        " or m.startswith('engine.llm'))\n"
+        "assert not loaded, loaded\n"
+    )
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

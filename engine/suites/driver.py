@@ -427,6 +427,10 @@ def _check_llm(suite: Suite, options: SuiteOptions) -> None:
     `cmd:` prompt runner is not installed, as `ll-loop run` and the other runners of
     `ll-harness` do. Without it every subject ran (agents included) and then every LLM judgement
     errored: `unexpected TypeError: "Could not resolve authentication method..."`."""
+    subjects = [s for s in (suite.subject, suite.baseline_subject) if s is not None]
+    uses_llm = any(j.uses_llm for j in suite.judges) or suite.pairwise is not None
+    if not uses_llm and all(s.kind not in ("agent", "prompt") for s in subjects):
+        return  # nothing to check, nor the model client to import (~15 ms of start-up)
     from engine.llm import settings
     from engine.llm.preflight import has_credentials, runner_problem
     from engine.llm.prices import load_prices
@@ -434,9 +438,7 @@ def _check_llm(suite: Suite, options: SuiteOptions) -> None:
     where = suite.source or suite.name
     problems: list[tuple[int, str]] = []
     sdk: list[tuple[int, str]] = []  # (line, what) of everything that calls the Messages API
-    for subject in (suite.subject, suite.baseline_subject):
-        if subject is None:
-            continue
+    for subject in subjects:
         runner = None
         if subject.kind == "agent" and subject.agent:
             runner = f"cmd:{subject.agent}"
