@@ -534,26 +534,6 @@ def acquire_scope(
     started = time.monotonic()
     with registry.guard:
         live = registry.live_records()
-        inherited = _inherited(live, paths, env)
-        if inherited is not None:
-            lease = inherited.inherits or inherited.run_id
-            pid = os.getpid()
-            own = Record(
-                run_id=run_id,
-                pid=pid,
-                start_time=process_start_time(pid),
-                paths=paths,
-                ticket=registry.next_ticket(live),
-                holding=True,
-                queued_at=time.time(),
-                acquired_at=time.time(),
-                loop=loop,
-                signals=signals,
-                inherits=lease,
-            )
-            registry.write(own)  # its paths stay held if it outlives the lease's holder
-            leased = tuple(str(p) for p in json.loads(env.get(PATHS_ENV, "[]")))
-            return Lease(run_id, leased, registry.root, inherited_from=lease, record=own)
         pid = os.getpid()
         record = Record(
             run_id=run_id,
@@ -566,6 +546,13 @@ def acquire_scope(
             loop=loop,
             signals=signals,
         )
+        inherited = _inherited(live, paths, env)
+        if inherited is not None:
+            lease = inherited.inherits or inherited.run_id
+            own = replace(record, holding=True, acquired_at=time.time(), inherits=lease)
+            registry.write(own)  # its paths stay held if it outlives the lease's holder
+            leased = tuple(str(p) for p in json.loads(env.get(PATHS_ENV, "[]")))
+            return Lease(run_id, leased, registry.root, inherited_from=lease, record=own)
         _refuse_callers(record, live, callers)
         found = blocker(record, live, parent)
         if found is None:
