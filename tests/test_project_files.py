@@ -67,6 +67,24 @@ def test_a_run_refuses_a_linked_directory_under_loops(tmp_path: Path, linked: st
     assert list(elsewhere.iterdir()) == []  # nothing written through the link
 
 
+@pytest.mark.parametrize("plain_file", [".loops", ".loops/runs", ".loops/locks"])
+def test_a_run_refuses_a_file_where_loops_needs_a_directory(
+    tmp_path: Path, plain_file: str
+) -> None:
+    """A file named `.loops` (or `.loops/runs`) was an internal error (NotADirectoryError)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / Path(plain_file).parent).mkdir(parents=True, exist_ok=True)
+    (project / plain_file).write_text("not a directory\n")
+    write(project / "one.yaml", SLEEPER.replace("echo $$ > action.pid; sleep 60", "true"))
+    done = ll_loop(project, "run", "one.yaml", "--json", "-q")
+    assert done.returncode == 2, done.stderr
+    refusal = result_of(done)
+    assert refusal["error"] == f"{project / plain_file} is not a directory"
+    assert "internal error" not in done.stderr and "move the file aside" in done.stderr
+    assert (project / plain_file).read_text() == "not a directory\n"  # left as it was
+
+
 def test_the_history_database_is_not_written_through_a_link(tmp_path: Path) -> None:
     victim = tmp_path / "victim.db"
     victim.write_bytes(b"not yours")

@@ -112,11 +112,14 @@ def refuse_links(path: Path) -> None:
     Components that do not exist yet are fine (they will be created by us). A path outside any
     `.loops/` only has its last component checked.
     """
-    for part in (*_below_loops(Path(path).parent), Path(path)):
+    parts = (*_below_loops(Path(path).parent), Path(path))
+    for index, part in enumerate(parts):
         try:
             mode = os.lstat(part).st_mode
         except FileNotFoundError:
             return
+        except NotADirectoryError:  # a file where a directory goes (`.loops` a plain file)
+            raise _not_a_directory(parts[index - 1] if index else part.parent) from None
         if stat.S_ISLNK(mode):
             raise _unsafe(part)
 
@@ -138,10 +141,14 @@ def ensure_dir(path: Path) -> Path:
         if stat.S_ISLNK(mode):
             raise _unsafe(part)
         if not stat.S_ISDIR(mode):
-            raise UnsafePath(
-                f"{part} is not a directory", hint="move the file aside; ll-loop needs a directory"
-            )
+            raise _not_a_directory(part)
     return path
+
+
+def _not_a_directory(path: Path) -> UnsafePath:
+    return UnsafePath(
+        f"{path} is not a directory", hint="move the file aside; ll-loop needs a directory"
+    )
 
 
 def open_file(
