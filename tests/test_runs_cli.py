@@ -285,6 +285,17 @@ def test_history_lists_runs_per_loop_and_shows_one_runs_events(project: Path) ->
     assert data["events"][-1]["event"] == "loop_complete"
 
 
+def test_history_limit_beyond_what_sqlite_counts_lists_every_run(project: Path) -> None:
+    """`--limit` has no upper bound on the command line; one past SQLite's 64-bit integers was an
+    internal error (OverflowError binding the LIMIT)."""
+    (project / "go").touch()
+    first = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    for limit in (str(2**63), "9" * 30):
+        listed = ll_loop(project, "history", "--limit", limit, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [r["run_id"] for r in listed.json["runs"]] == [first]
+
+
 def test_history_shows_an_unfinished_run_as_interrupted(project: Path) -> None:
     proc, run_id = started_run(project)
     proc.send_signal(signal.SIGKILL)
