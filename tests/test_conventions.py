@@ -181,6 +181,47 @@ def test_a_reader_that_leaves_the_pipe_does_not_end_a_run(tmp_path: Path) -> Non
     assert json.loads((run / "state.json").read_text())["steps"] == 12
 
 
+def test_a_closed_stderr_neither_crashes_nor_spills_into_stdout(tmp_path: Path) -> None:
+    """`ll-loop run LOOP --json 2>&-` (a cron line, a daemon's child): with no stderr, Python
+    has no sys.stderr, and the progress line's isatty() was an internal error printed on
+    stdout ahead of the result object (print(file=None) writes to stdout); exit 1. The closed
+    descriptor is now /dev/null and the run reports as with a stderr nobody reads."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" run steps.yaml --json 2>&-', str(BIN / "ll-loop")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stdout
+    result = json.loads(done.stdout)  # the one object, nothing before it
+    assert (result["outcome"], result["steps"]) == ("inconclusive", 12)
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-", ">&- 2>&-"])
+def test_a_closed_standard_descriptor_keeps_the_commands_exit_code(
+    tmp_path: Path, closed: str
+) -> None:
+    """`ll-loop run LOOP >&-`: the run ran, then flushing the absent sys.stdout on the way out
+    was a traceback and exit 1 (a failure, by our exit codes). A file the command opens never
+    takes the closed descriptor's number either (a later write to fd 1 or 2 would land in it)."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    for program, args in (("ll-loop", "run steps.yaml"), ("ll-harness", "cmd true --exit-code 0")):
+        done = subprocess.run(
+            ["sh", "-c", f'exec "$0" {args} {closed}', str(BIN / program)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == (3 if program == "ll-loop" else 0), done.stderr
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    [run] = (tmp_path / ".loops" / "runs").iterdir()
+    events = (run / "events.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["run_id"] == run.name for line in events)
+
+
 def test_a_harness_result_nobody_reads_keeps_its_exit_code(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [str(BIN / "ll-harness"), "cmd", "echo hi", "--exit-code", "0", "--samples", "2"],

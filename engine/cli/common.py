@@ -46,6 +46,7 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     are flushed. Every file a command writes is closed by then; the interpreter's teardown of
     the modules it imported cost ~15-25 ms of every command, and a thread stuck in a judge (in
     C code, where it cannot be interrupted) would be waited for forever on the way out."""
+    fill_closed_standard_descriptors()
     keep_descriptors_private()
     outlive_the_reader()
     code = run_guarded(app, prog_name)
@@ -125,6 +126,33 @@ def _storage_problem(exc: Exception) -> str | None:
         "system), then continue an interrupted run with `ll-loop resume RUN` (`ll-loop status` "
         "lists it)"
     )
+
+
+def fill_closed_standard_descriptors() -> None:
+    """Point a closed stdin, stdout or stderr (`ll-loop run LOOP 2>&-`, a daemon's child) at
+    /dev/null, and give Python a stream for it.
+
+    Python leaves sys.stderr None for a closed descriptor 2: the progress line's isatty() was an
+    internal error, printed on stdout ahead of a `--json` result (`print(file=None)` writes to
+    stdout), and flushing a None stdout on the way out a traceback with exit 1. A closed number
+    would also be the next one `open` returns: a write meant for stderr would land in the file
+    a run opened there. Console entry points only.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if null == fd:  # the lowest free number: `fd` itself when the ones below it are open
+            os.set_inheritable(fd, True)  # a child gets its 0-2 (dup2 below makes it so)
+        else:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:
+            mode = "r" if fd == 0 else "w"
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
 
 
 def keep_descriptors_private() -> None:
