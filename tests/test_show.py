@@ -190,3 +190,19 @@ def test_the_on_max_steps_state_is_drawn_entered_from_the_spent_budget(tmp_path:
     (tmp_path / "harness.yaml").write_text(HARNESS)  # no on_max_steps: nothing drawn
     plain = ll_loop("show", "harness.yaml", "-f", "dot", cwd=tmp_path)
     assert "max_steps spent" not in plain.stdout
+
+
+def test_show_and_simulate_asked_for_json_print_an_error_object_for_a_loop_that_does_not_load(
+    tmp_path: Path,
+) -> None:
+    """`show --format json` and `simulate --json` printed the load diagnostics on stderr and
+    nothing on stdout, where every other refusal of a command asked for JSON prints its
+    `{"error", "hint", "code", "exit_code"}` object: a script reading stdout got nothing."""
+    (tmp_path / "bad.yaml").write_text("name: bad\ninitial: a\nmax_steps: 0\nstates: {}\n")
+    for args in (("show", "bad.yaml", "--format", "json"), ("simulate", "bad.yaml", "--json")):
+        done = ll_loop(*args, cwd=tmp_path)
+        assert done.returncode == 2
+        error = json.loads(done.stdout)
+        assert (error["code"], error["exit_code"]) == ("LOAD", 2)
+        assert error["error"].startswith("bad.yaml:3:12: max_steps must be at least 1")
+        assert "bad.yaml:3:12: error F015 max_steps must be at least 1" in done.stderr

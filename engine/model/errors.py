@@ -91,6 +91,14 @@ class LoadError(LoopError):
         super().__init__(message, hint=first.hint if first else "", code="LOAD")
         self.diagnostics = diagnostics
 
+    def render(self) -> str:
+        """Every diagnostic, each with its `file:line:col` and hint: a command that let the
+        error reach the CLI's guard (`ll-harness loop|suite`) showed the first one only, so a
+        loop with three errors took three tries to fix."""
+        if not self.diagnostics:
+            return super().render()
+        return "\n".join(diagnostic.render() for diagnostic in self.diagnostics)
+
 
 class UsageError(LoopError):
     """The command line asked for something that does not exist or does not fit."""
