@@ -222,6 +222,55 @@ def test_a_closed_standard_descriptor_keeps_the_commands_exit_code(
     assert all(json.loads(line)["run_id"] == run.name for line in events)
 
 
+def test_a_stderr_that_cannot_be_written_does_not_end_the_run(tmp_path: Path) -> None:
+    """`ll-loop run LOOP --json 2>log` with the log's disk full: the first progress line's
+    ENOSPC ended the run at step 0 (left interrupted), exit 1, and no result object. stderr
+    carries progress and diagnostics: what cannot be written there is dropped, the run goes
+    to its end."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(BIN / "ll-loop"), "run", "steps.yaml", "--json"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 3
+    result = json.loads(done.stdout)
+    assert (result["outcome"], result["steps"]) == ("inconclusive", 12)
+
+
+@pytest.mark.parametrize(
+    "args", [["validate", "--verbose", "steps.yaml"], ["run", "steps.yaml", "--json"]]
+)
+def test_a_result_that_cannot_be_written_to_stdout_is_said_and_fails(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """`ll-loop validate -v LOOP >file` on a full disk exited 0 with the report lost (the last
+    flush's ENOSPC was ignored); `run` said "continue an interrupted run with ll-loop resume"
+    of a run that had finished. Both now say the output was lost, exit 2, and the run stays
+    finished."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(BIN / "ll-loop"), *args],
+            cwd=tmp_path,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    said = done.stderr.strip().splitlines()
+    assert said[-2] == "error: could not write the output to stdout: No space left on device"
+    assert "resume" not in done.stderr and "internal error" not in done.stderr
+    if args[0] == "run":
+        listed = ll_loop(tmp_path, "history", "--json").json["runs"]
+        assert [(r["outcome"], r["steps"]) for r in listed] == [("inconclusive", 12)]
+
+
 def test_a_harness_result_nobody_reads_keeps_its_exit_code(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [str(BIN / "ll-harness"), "cmd", "echo hi", "--exit-code", "0", "--samples", "2"],

@@ -54,6 +54,15 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
+    lost = getattr(sys.stdout, "lost", None)
+    if lost is not None:  # the command's result did not reach stdout: say so, and fail
+        err(
+            f"error: could not write the output to stdout: {lost.strerror or lost}\n  hint: "
+            "free space where stdout goes, or send it elsewhere; what the command did is done"
+        )
+        code = 2  # an error, whatever the command had found: its answer did not arrive
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
     os._exit(code)
 
 
@@ -182,7 +191,7 @@ _READER_GONE = frozenset({errno.EPIPE, errno.EIO})
 
 class _ReaderMayLeave:
     """stdout or stderr of a console command, going on when its reader has gone (`| head`, a
-    closed terminal).
+    closed terminal) or its file cannot take more (a full disk).
 
     A write to a pipe whose reader closed raises BrokenPipeError, which click turns into exit
     1: `ll-loop run LOOP | head -3` interrupted the run at its third line and reported a
@@ -190,27 +199,33 @@ class _ReaderMayLeave:
     SIGHUP was stopping, before it saved its stop (it read as killed, with no history end).
     Now the stream's descriptor is pointed at /dev/null at the first such write and the
     command runs to its end with its own exit code; only what nobody reads is dropped.
+
+    Any other failed write (ENOSPC: `2>log` on a full disk) is dropped the same way, so a
+    progress line cannot end a run; it is kept in `lost`, and output lost from stdout (the
+    command's result) is said on the way out, with exit 2 (`run_console`).
     """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self.lost: OSError | None = None  # the first failed write that was not a reader leaving
 
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
         except OSError as exc:
-            if exc.errno not in _READER_GONE:
-                raise
-            self._reader_gone()
+            self._cannot_write(exc)
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except OSError as exc:
-            if exc.errno not in _READER_GONE:
-                raise
-            self._reader_gone()
+            self._cannot_write(exc)
+
+    def _cannot_write(self, exc: OSError) -> None:
+        if exc.errno not in _READER_GONE and self.lost is None:
+            self.lost = exc
+        self._reader_gone()
 
     def _reader_gone(self) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
