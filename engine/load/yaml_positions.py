@@ -202,6 +202,20 @@ def _core_float(text: str) -> float | None:
 
 def decode(raw: bytes, file: str) -> str:
     """Bytes of a loop file → text; a binary or non-UTF-8 file becomes a diagnostic."""
+    if _utf16(raw):
+        raise YamlProblems(
+            [
+                _diag(
+                    "F002",
+                    "the file is UTF-16 text, not UTF-8",
+                    file,
+                    1,
+                    1,
+                    "save it as UTF-8 (Windows PowerShell's `>` and Notepad's \"Unicode\" "
+                    "write UTF-16)",
+                )
+            ]
+        )
     if b"\x00" in raw:
         line, column = _line_col(raw, raw.index(b"\x00"))
         raise YamlProblems(
@@ -232,6 +246,18 @@ def decode(raw: bytes, file: str) -> str:
                 )
             ]
         ) from None
+
+
+def _utf16(raw: bytes) -> bool:
+    """UTF-16 text: its byte order mark, or (without one) mostly-ASCII text whose every other
+    byte is NUL."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    sample = raw[:4096]
+    if len(sample) < 4 or b"\x00" not in sample or not any(sample):  # all NUL: binary
+        return False
+    sample = sample[: len(sample) // 2 * 2]
+    return not any(sample[1::2]) or not any(sample[0::2])
 
 
 def _line_col(raw: bytes, offset: int) -> Position:
