@@ -101,6 +101,14 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         if storage is not None:
             err(storage)
             return 2
+        gone = _working_directory_gone(exc)
+        if gone is not None:
+            err(gone.render())
+            if prog_name == "ll-loop":
+                _crash_as_json(gone.message, gone.hint, code=gone.code)
+            else:
+                _harness_refusal_as_json(gone)
+            return 2
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
             if prog_name == "ll-loop":
@@ -162,6 +170,22 @@ def fill_closed_standard_descriptors() -> None:
         if getattr(sys, name) is None:
             mode = "r" if fd == 0 else "w"
             setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
+def _working_directory_gone(exc: Exception) -> UsageError | None:
+    """The working directory was removed (or moved) under the shell that runs us, as `git
+    checkout` or `rm -rf build` do to a terminal left in it: every path resolved from it fails
+    with a bare ENOENT, which read as an internal error of ll-loop."""
+    if not isinstance(exc, FileNotFoundError):
+        return None
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return UsageError(
+            "the working directory no longer exists (it was removed or moved)",
+            hint='cd to the project (`cd "$PWD"` if it was made again), then run the command again',
+        )
+    return None
 
 
 def keep_descriptors_private() -> None:
@@ -287,9 +311,10 @@ def command_of_argv() -> str | None:
     return command_of(sys.argv[1:])
 
 
-def _crash_as_json(message: str, hint: str) -> None:
-    """A bug ended the command: `run|resume --json` still prints its one result object (a
-    script reading stdout got nothing), any other command asked for JSON its error object."""
+def _crash_as_json(message: str, hint: str, *, code: str = "INTERNAL") -> None:
+    """A bug (or what no command could go on from) ended the command: `run|resume --json` still
+    prints its one result object (a script reading stdout got nothing), any other command asked
+    for JSON its error object."""
     from engine.cli import command_of
 
     args = sys.argv[1:]
@@ -298,9 +323,9 @@ def _crash_as_json(message: str, hint: str) -> None:
 
         print(json.dumps(refusal_object(message, loop=None), ensure_ascii=False))
     elif command_of(args) == "validate" and _asks_for_json(args):
-        _validate_report(Diagnostic("INTERNAL", "error", message, hint=hint))
+        _validate_report(Diagnostic(code, "error", message, hint=hint))
     else:
-        _error_as_json(message, hint, 2, code="INTERNAL")
+        _error_as_json(message, hint, 2, code=code)
 
 
 def _validate_report(diagnostic: Diagnostic) -> None:
