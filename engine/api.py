@@ -767,7 +767,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     import time
 
     from engine._results import StopResult
-    from engine.runtime.locks import ask_to_stop_waiting, process_alive
+    from engine.runtime.locks import ask_to_stop_waiting, process_alive, process_start_time
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
@@ -815,6 +815,15 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
             )
         after = read_run(snapshot.dir) or snapshot
         return StopResult(snapshot.run_id, done, "running", _status_of(after))
+    if snapshot.signals and snapshot.pid_start is None and process_start_time(snapshot.pid):
+        # Start times can be read here, but the run's was not recorded: nothing tells its
+        # process from one that took its pid since (a hand-edited or copied state.json).
+        raise UsageError(
+            f"run {snapshot.run_id}'s state.json names process {snapshot.pid} without its start "
+            "time, so it cannot be told from another process that has that pid; it is not "
+            "signalled",
+            hint=f"if `ps -p {snapshot.pid}` shows the run, end it with `kill {snapshot.pid}`",
+        )
     if snapshot.signals:
         with contextlib.suppress(ProcessLookupError):
             os.kill(snapshot.pid, signal.SIGTERM)

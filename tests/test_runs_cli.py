@@ -655,3 +655,27 @@ def test_history_of_a_run_whose_directory_is_gone_says_so(project: Path) -> None
     unknown = ll_loop(project, "history", "20991231-000000-abcdef", "--json")
     assert unknown.returncode == 2 and json.loads(unknown.stdout)["code"] == "USAGE"
     assert ll_loop(project, "history", "nosuch").returncode == 0  # a loop without runs
+
+
+def test_stop_never_signals_a_process_it_cannot_tell_is_the_run(project: Path) -> None:
+    """A state.json naming a pid without its start time (hand-edited, or shipped in a cloned
+    repository's .loops/runs/) made `stop` SIGTERM whatever process had that pid: the start
+    time is what tells the run from a process that took its pid since. Without it, stop now
+    refuses (fails closed) and the process lives on."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        state = project / ".loops" / "runs" / run_id / "state.json"
+        data = json.loads(state.read_text())
+        data.update(status="running", result=None, pid=bystander.pid)
+        data.pop("pid_start", None)
+        state.write_text(json.dumps(data))
+        done = ll_loop(project, "stop", run_id)
+        assert done.returncode == 2, done.stdout
+        assert f"names process {bystander.pid} without its start time" in done.stderr
+        time.sleep(0.3)
+        assert bystander.poll() is None  # not signalled
+    finally:
+        bystander.kill()
+        bystander.wait()
