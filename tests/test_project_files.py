@@ -85,6 +85,33 @@ def test_a_run_refuses_a_file_where_loops_needs_a_directory(
     assert (project / plain_file).read_text() == "not a directory\n"  # left as it was
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device link"])
+def test_an_event_log_that_is_not_a_file_is_refused_by_history_and_resume(
+    tmp_path: Path, kind: str
+) -> None:
+    """events.jsonl a FIFO, a directory or a link to /dev/zero: `history RUN` waited forever
+    for a FIFO's writer or read /dev/zero forever, and a directory was an internal error
+    (IsADirectoryError), as was resume's "File or stream is not seekable" for a FIFO. Both
+    now refuse it in one sentence."""
+    run_id = interrupted_run(tmp_path)
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    log.unlink()
+    if kind == "fifo":
+        os.mkfifo(log)
+    elif kind == "directory":
+        log.mkdir()
+    else:
+        log.symlink_to("/dev/zero")
+    for args in (("history", run_id), ("resume", run_id, "-q")):
+        done = ll_loop(tmp_path, *args, process=True, timeout=30)
+        assert done.returncode == 2, done.stderr
+        assert "internal error" not in done.stderr
+        said = done.stderr.splitlines()[0]
+        assert said.startswith(f"error: {log} ") and (
+            "is not a regular file" in said or "is a symbolic link" in said
+        ), done.stderr
+
+
 def test_the_history_database_is_not_written_through_a_link(tmp_path: Path) -> None:
     victim = tmp_path / "victim.db"
     victim.write_bytes(b"not yours")

@@ -154,7 +154,9 @@ def _not_a_directory(path: Path) -> UnsafePath:
 def open_file(
     path: Path | str | bytes, flags: int, mode: int = 0o644, *, parents_checked: bool = False
 ) -> int:
-    """`os.open` that refuses to follow a link at `path` or between `.loops/` and it.
+    """`os.open` that refuses to follow a link at `path` or between `.loops/` and it, and
+    anything but a regular file there: a FIFO planted as `events.jsonl` made a resume wait for
+    a reader forever (or fail on a seek, an internal error), a directory was an internal error.
 
     `parents_checked`: the caller made or checked the directories itself (a run directory, once
     per run), so only the file is guarded; this is the per-boundary path of every run.
@@ -164,11 +166,19 @@ def open_file(
             if os.path.islink(part):
                 raise _unsafe(part)
     try:
-        return os.open(path, flags | _NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = os.open(path, flags | _NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _unsafe(Path(os.fsdecode(path))) from None
+        if exc.errno == errno.EISDIR:
+            raise _not_a_file(Path(os.fsdecode(path))) from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_file(Path(os.fsdecode(path)))
+    if not flags & os.O_NONBLOCK:
+        os.set_blocking(fd, True)
+    return fd
 
 
 def write_new_file(path: Path, data: bytes, *, replace: bool = False) -> None:
