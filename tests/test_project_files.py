@@ -112,6 +112,24 @@ def test_an_event_log_that_is_not_a_file_is_refused_by_history_and_resume(
         ), done.stderr
 
 
+def test_a_state_json_that_is_a_fifo_hangs_nothing(tmp_path: Path) -> None:
+    """One run directory whose state.json is a FIFO made `status` (every run's listing),
+    `explain`, `resume` and `stop` wait for a writer forever; it now reads as a damaged
+    state.json, as one that does not parse does."""
+    run_id = interrupted_run(tmp_path)
+    state = tmp_path / ".loops" / "runs" / run_id / "state.json"
+    state.unlink()
+    os.mkfifo(state)
+    listed = ll_loop(tmp_path, "status", "--all", process=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    explained = ll_loop(tmp_path, "explain", run_id, process=True, timeout=30)
+    assert explained.returncode == 0 and "state.json is damaged" in explained.stdout
+    for command in ("resume", "stop"):
+        done = ll_loop(tmp_path, command, run_id, process=True, timeout=30)
+        assert done.returncode == 2
+        assert f"run {run_id}'s state.json is damaged" in done.stderr, done.stderr
+
+
 def test_the_history_database_is_not_written_through_a_link(tmp_path: Path) -> None:
     victim = tmp_path / "victim.db"
     victim.write_bytes(b"not yours")
