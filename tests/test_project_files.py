@@ -130,6 +130,25 @@ def test_a_state_json_that_is_a_fifo_hangs_nothing(tmp_path: Path) -> None:
         assert f"run {run_id}'s state.json is damaged" in done.stderr, done.stderr
 
 
+def test_a_fifo_among_the_lock_records_hangs_nothing(tmp_path: Path) -> None:
+    """A FIFO named like a record in .loops/locks/ made every `run` and `status` wait for a
+    writer forever (the registry read each record with a blocking open); a record that is not
+    a regular file is skipped now, as a torn or foreign one is."""
+    (tmp_path / ".loops" / "locks").mkdir(parents=True)
+    os.mkfifo(tmp_path / ".loops" / "locks" / "planted.json")
+    write(tmp_path / "one.yaml", SLEEPER.replace("echo $$ > action.pid; sleep 60", "true"))
+    ran = ll_loop(tmp_path, "run", "one.yaml", "--json", "-q", process=True, timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    listed = ll_loop(tmp_path, "status", process=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    ticket = tmp_path / ".loops" / "locks" / ".ticket"
+    ticket.unlink()
+    os.mkfifo(ticket)
+    refused = ll_loop(tmp_path, "run", "one.yaml", "-q", process=True, timeout=30)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(f"error: {ticket} exists and is not a regular file")
+
+
 def test_the_history_database_is_not_written_through_a_link(tmp_path: Path) -> None:
     victim = tmp_path / "victim.db"
     victim.write_bytes(b"not yours")

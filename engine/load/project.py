@@ -170,7 +170,7 @@ def open_file(
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _unsafe(Path(os.fsdecode(path))) from None
-        if exc.errno == errno.EISDIR:
+        if exc.errno in (errno.EISDIR, errno.ENXIO):  # ENXIO: a FIFO nobody reads, to write
             raise _not_a_file(Path(os.fsdecode(path))) from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
