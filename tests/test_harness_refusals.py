@@ -354,3 +354,21 @@ def test_a_loop_subject_that_does_not_load_shows_every_diagnostic(tmp_path: Path
         [f"{where}:8:17:", "error"],
     ]
     assert '    hint: quote the word if you meant text, e.g. "yes"' in lines
+
+
+@pytest.mark.parametrize(
+    ("runner", "text"), [("cmd", ""), ("cmd", "  \n "), ("prompt", ""), ("prompt", "   ")]
+)
+def test_an_empty_subject_is_refused_not_measured(tmp_path: Path, runner: str, text: str) -> None:
+    """`ll-harness cmd ""` ran `bash -c ""`, passed, and recorded the attempt under an empty
+    target, where `cmd "  "` and `prompt ""` pooled with it: an empty subject is refused as an
+    empty --semantic criterion is, before anything runs or is recorded."""
+    extra = ["--runner", "cmd:cat"] if runner == "prompt" else []
+    done = ll_harness(tmp_path, runner, text, "--exit-code", "0", *extra)
+    assert done.returncode == 2
+    what = "command" if runner == "cmd" else "prompt"
+    assert done.stderr.startswith(f"error: the {what} is empty: there is nothing to measure")
+    history = tmp_path / ".loops" / "history.db"
+    if history.exists():
+        with sqlite3.connect(history) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone() == (0,)
