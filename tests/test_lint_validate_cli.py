@@ -335,6 +335,21 @@ def test_sarif_uris_of_awkward_file_names_are_valid_uri_references(tmp_path: Pat
     assert {unquote(uri) for uri in uris} == {name}
 
 
+def test_sarif_uri_of_a_file_name_that_is_not_utf8_names_its_bytes(tmp_path: Path) -> None:
+    """A file name with a byte that is not UTF-8 (a Latin-1 name on a Linux disk) made
+    `validate --format sarif` an internal error: quoting the name for its URI could not encode
+    the lone surrogate Python keeps the byte as. The URI percent-encodes the byte itself."""
+    write(tmp_path, os.fsdecode(b"caf\xe9.yaml"), BROKEN)
+    result = ll_loop("validate", "--format", "sarif", os.fsdecode(b"caf\xe9.yaml"), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for res in json.loads(result.stdout)["runs"][0]["results"]
+        for loc in res["locations"]
+    }
+    assert uris == {"caf%E9.yaml"}
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
 def test_unknown_format_is_a_usage_error(tmp_path: Path, fmt: str) -> None:
     write(tmp_path, "fix.yaml", CLEAN)
