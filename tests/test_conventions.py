@@ -89,6 +89,50 @@ def test_our_colour_needs_a_terminal_and_no_no_color(monkeypatch: pytest.MonkeyP
     assert paint("✔", "green", Terminal()) == "✔"  # type: ignore[arg-type]
 
 
+def _on_a_terminal(cwd: Path, argv: list[str], env: dict[str, str]) -> bytes:
+    """What `argv` writes to stderr when stderr is a terminal (a pty)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    process.wait(timeout=60)
+    return seen
+
+
+@pytest.mark.parametrize("program", ["ll-loop", "ll-harness"])
+def test_a_dumb_terminal_gets_plain_lines_not_a_live_line(tmp_path: Path, program: str) -> None:
+    """TERM=dumb (an Emacs shell buffer, some CI consoles) cannot erase a line: the live
+    progress line was drawn there with `\\r\\x1b[K` all the same (colour already honoured
+    TERM=dumb), so its escape codes showed as text. It gets the plain lines of a pipe now."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    (tmp_path / "cases" / "one").mkdir(parents=True)
+    (tmp_path / "cases" / "one" / "input.yaml").write_text("text: hi\n")
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ndataset: cases\nsubject: {command: 'echo hi'}\n"
+        "judges:\n  - {name: exits, builtin: exit_code}\n"
+    )
+    args = ["run", "steps.yaml"] if program == "ll-loop" else ["suite", "s.suite.yaml"]
+    argv = [str(BIN / program), *args]
+    live = _on_a_terminal(tmp_path, argv, {"TERM": "xterm"})
+    assert b"\x1b[K" in live  # the live line, on a terminal that can erase
+    dumb = _on_a_terminal(tmp_path, argv, {"TERM": "dumb"})
+    assert b"\x1b[" not in dumb and dumb.strip(), dumb
+
+
 def test_pre_commit_hook_runs_validate() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "ll-loop-validate" and hook["entry"] == "ll-loop validate"

@@ -24,3 +24,13 @@ def printable(text: str) -> str:
     """`text` with control characters (all but newline and tab), DEL, C1 controls and bidi
     overrides replaced by visible escapes; other text is returned unchanged."""
     return text.translate(_TABLE)
+
+
+def redraws_in_place(stream: object) -> bool:
+    """A live line, rewritten in place with `\\r\\x1b[K`, suits `stream`: a terminal, and not
+    one that says it cannot erase a line (`TERM=dumb`: an Emacs shell buffer, some CI
+    consoles), where the escape codes showed as text."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
