@@ -133,6 +133,34 @@ def test_a_dumb_terminal_gets_plain_lines_not_a_live_line(tmp_path: Path, progra
     assert b"\x1b[" not in dumb and dumb.strip(), dumb
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "NAME"],
+        ["validate", "--format", "github", "NAME"],
+        ["show", "--format", "json", "NAME"],
+    ],
+)
+def test_a_file_name_that_is_not_utf8_prints_in_a_utf8_locale(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """In a UTF-8 locale (en_US.UTF-8: stdout's errors are strict) a loop file whose name is
+    not UTF-8 made validate an internal error and `show --format json` a traceback (the error
+    object could not be printed either): the name's byte is a lone surrogate in Python. The
+    byte is shown as an escape (`\\udce9`), as stderr already shows it."""
+    name = os.fsdecode(b"caf\xe9.yaml")
+    (tmp_path / name).write_text("name: x\ninitial: a\nstates: {a: {terminal: maybe}}\n")
+    argv = [str(BIN / "ll-loop"), *(name if a == "NAME" else a for a in args)]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )  # fmt: skip
+    assert done.returncode in (1, 2), done.stderr
+    assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+    assert b"caf\\udce9.yaml" in done.stdout + done.stderr
+    done.stdout.decode("utf-8")  # what it printed is UTF-8 text
+
+
 def test_pre_commit_hook_runs_validate() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "ll-loop-validate" and hook["entry"] == "ll-loop validate"

@@ -48,6 +48,7 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     C code, where it cannot be interrupted) would be waited for forever on the way out."""
     fill_closed_standard_descriptors()
     keep_descriptors_private()
+    escape_what_cannot_be_encoded()
     outlive_the_reader()
     code = run_guarded(app, prog_name)
     atexit._run_exitfuncs()
@@ -186,6 +187,17 @@ def _working_directory_gone(exc: Exception) -> UsageError | None:
             hint='cd to the project (`cd "$PWD"` if it was made again), then run the command again',
         )
     return None
+
+
+def escape_what_cannot_be_encoded() -> None:
+    """In a UTF-8 locale stdout's errors are strict, so printing a file name that is not UTF-8
+    (its byte is a lone surrogate in Python) was an internal error, or a traceback when the
+    error object itself could not be printed. stdout now shows such a character as an escape
+    (`\\udce9`), as Python's stderr already does; a C locale's surrogateescape is left alone."""
+    stream = sys.stdout
+    if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        with contextlib.suppress(OSError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def keep_descriptors_private() -> None:
