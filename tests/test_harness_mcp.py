@@ -343,3 +343,39 @@ def test_a_configuration_that_is_not_json_is_refused_at_its_line(
     assert ran.code == 2, ran.stderr
     assert f"error: {config}:" in ran.stderr and said in ran.stderr, ran.stderr
     assert "internal error" not in ran.stderr
+
+
+DYING = '''\
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("dying")
+
+
+@app.tool()
+def die() -> str:
+    """Exit in the middle of the call, saying why on stderr."""
+    sys.stderr.write("starting\\nfatal: out of widgets\\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+app.run()
+'''
+
+
+def test_a_server_that_dies_mid_call_says_what_it_wrote_last(tmp_path: Path) -> None:
+    """A server exiting during the call was reported as `MCP call failed: Connection closed`
+    alone: why it died was only in the JSON report's stderr. The error now ends with the last
+    line the server wrote to stderr."""
+    (tmp_path / "dying.py").write_text(DYING)
+    config = {"mcpServers": {"dying": {"command": sys.executable, "args": ["dying.py"]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    code, data = harness_json(tmp_path, "mcp", "dying:die", "--exit-code", "0")
+    assert code == 2, data
+    error = data["samples"][0]["infra_error"]
+    assert error == (
+        "MCP call failed: Connection closed; the server's stderr ends: fatal: out of widgets"
+    )

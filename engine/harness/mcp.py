@@ -334,6 +334,10 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
     finally:
         stderr = tail.close()
     duration = int((time.monotonic() - started) * 1000)
+    last = _last_line(stderr)
+    if failure is not None and not timed_out and last and last not in failure:
+        # A server that died mid-call read as "Connection closed" alone: say what it said last.
+        failure += f"; the server's stderr ends: {last}"
     if failure is not None:
         return SubjectRun(
             stdout="",
