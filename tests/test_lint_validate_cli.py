@@ -350,6 +350,20 @@ def test_sarif_uri_of_a_file_name_that_is_not_utf8_names_its_bytes(tmp_path: Pat
     assert uris == {"caf%E9.yaml"}
 
 
+def test_a_newline_in_a_file_name_stays_inside_its_diagnostic_line(tmp_path: Path) -> None:
+    """`file:line:col: severity CODE message` is one line an editor or a CI log reads as one
+    finding: a file name holding a newline printed raw split it, and its second line could
+    start with `::error ...`, a line GitHub Actions obeys as a workflow command. The name's
+    newline is shown as `\\n`, as the github format already escapes it."""
+    name = "x\n::error file=evil::pwned\n.yaml"
+    write(tmp_path, name, BROKEN)
+    result = ll_loop("validate", name, cwd=tmp_path)
+    assert result.returncode == 1
+    assert not any(line.startswith("::") for line in result.stdout.splitlines())
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("x\\n::error file=evil::pwned\\n.yaml:"), first
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
 def test_unknown_format_is_a_usage_error(tmp_path: Path, fmt: str) -> None:
     write(tmp_path, "fix.yaml", CLEAN)

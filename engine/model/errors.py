@@ -29,8 +29,10 @@ class Diagnostic:
     hint: str = ""
 
     def location(self) -> str:
-        """`file:line:col`, omitting the parts that are unknown."""
-        where = self.file or "<loop>"
+        """`file:line:col`, omitting the parts that are unknown. A newline or tab in the file's
+        name is shown as `\\n` / `\\t`: the diagnostic is one line an editor or a CI log reads
+        as one finding (a second line could start `::error`, a GitHub Actions command)."""
+        where = (self.file or "<loop>").replace("\n", "\\n").replace("\t", "\\t")
         if self.line:
             where += f":{self.line}"
             if self.column:
