@@ -403,3 +403,53 @@ def test_an_error_asked_for_as_json_is_a_json_object_on_stdout(
     payload = json.loads(ran.stdout)
     assert payload["exit_code"] == 2 and payload["error"]
     assert "error" in ran.stderr.lower() or "invalid" in ran.stderr.lower()
+
+
+CTRL_C_ON_IMPORT = """\
+import builtins, importlib, os, signal
+
+_real, _real_module = builtins.__import__, importlib.import_module
+
+
+def _ctrl_c(name):
+    if name == os.environ.get("CTRL_C_AT"):
+        del os.environ["CTRL_C_AT"]
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, while Python loads that module
+
+
+def _importing(name, *args, **kwargs):
+    _ctrl_c(name)
+    return _real(name, *args, **kwargs)
+
+
+def _import_module(name, *args, **kwargs):
+    _ctrl_c(name)
+    return _real_module(name, *args, **kwargs)
+
+
+builtins.__import__ = _importing
+importlib.import_module = _import_module
+"""
+
+
+@pytest.mark.parametrize(
+    ("program", "module"),
+    [("ll-loop", "typer"), ("ll-harness", "typer"), ("ll-loop", "engine.cli.run_cmd")],
+)
+def test_ctrl_c_while_the_command_starts_says_interrupted(
+    tmp_path: Path, program: str, module: str
+) -> None:
+    """Ctrl-C in the first ~0.1 s, while Python imports the command line (typer, the command's
+    module), printed a KeyboardInterrupt traceback: our guard had not started yet. It says
+    `interrupted` and exits 130, as a Ctrl-C later does."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(CTRL_C_ON_IMPORT)
+    (tmp_path / "steps.yaml").write_text(STEPS)
+    args = ["run", "steps.yaml"] if program == "ll-loop" else ["cmd", "true", "--exit-code", "0"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "hook"), "CTRL_C_AT": module}
+    done = subprocess.run(
+        [str(BIN / program), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+    assert not (tmp_path / ".loops" / "runs").exists()  # nothing started
