@@ -679,3 +679,25 @@ def test_stop_never_signals_a_process_it_cannot_tell_is_the_run(project: Path) -
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_stop_never_signals_a_queued_process_it_cannot_tell_is_the_run(tmp_path: Path) -> None:
+    """The same for a run waiting in the lock queue: a record in .loops/locks/ naming a pid
+    without its start time made `stop` SIGTERM whatever process had that pid."""
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / ".loops" / "locks").mkdir(parents=True)
+        record = {
+            "run_id": "20261206-000000-abcdef", "pid": bystander.pid, "start_time": None,
+            "paths": ["x"], "ticket": 7, "holding": False, "queued_at": time.time(),
+            "acquired_at": None, "loop": "planted", "signals": True,
+        }  # fmt: skip
+        (tmp_path / ".loops" / "locks" / "000000000007.json").write_text(json.dumps(record))
+        done = ll_loop(tmp_path, "stop", "20261206-000000-abcdef", "--wait", "1")
+        assert done.returncode == 2, done.stdout
+        assert f"lock record names process {bystander.pid} without its start time" in done.stderr
+        time.sleep(0.3)
+        assert bystander.poll() is None  # not signalled
+    finally:
+        bystander.kill()
+        bystander.wait()
