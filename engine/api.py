@@ -760,7 +760,7 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     import time
 
     from engine._results import StopResult
-    from engine.runtime.locks import ask_to_stop_waiting, process_alive
+    from engine.runtime.locks import ask_to_stop_waiting, holders, process_alive
     from engine.runtime.orphans import orphaned_actions
     from engine.runtime.resume import end_orphaned_actions, find_run, read_run
 
@@ -769,6 +769,9 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     waiting = _queued_named(run_id, where.root)
     if len(waiting) == 1 and waiting[0].pid is not None:
         if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
+            record = next((r for r in holders(where.root) if r.run_id == waiting[0].run_id), None)
+            if record is not None and _unverified(record.pid, record.start_time):
+                raise _not_signalled(record.run_id, "lock record", record.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(waiting[0].pid, signal.SIGTERM)
             deadline = time.monotonic() + wait  # until it has left the queue
@@ -808,6 +811,8 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
             )
         after = read_run(snapshot.dir) or snapshot
         return StopResult(snapshot.run_id, done, "running", _status_of(after))
+    if snapshot.signals and _unverified(snapshot.pid, snapshot.pid_start):
+        raise _not_signalled(snapshot.run_id, "state.json", snapshot.pid)
     if snapshot.signals:
         with contextlib.suppress(ProcessLookupError):
             os.kill(snapshot.pid, signal.SIGTERM)
@@ -829,6 +834,23 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
         time.sleep(0.05)
     after = read_run(snapshot.dir) or snapshot
     return StopResult(snapshot.run_id, over(), "running", _status_of(after))
+
+
+def _unverified(pid: int, start_time: int | None) -> bool:
+    """Start times can be read here, but `pid`'s was not recorded: nothing tells the run's
+    process from one that took its pid since (a hand-edited or copied state.json or lock
+    record), so `stop` must not signal it."""
+    from engine.runtime.locks import process_start_time
+
+    return start_time is None and process_start_time(pid) is not None
+
+
+def _not_signalled(run_id: str, where: str, pid: int) -> UsageError:
+    return UsageError(
+        f"run {run_id}'s {where} names process {pid} without its start time, so it cannot be "
+        "told from another process that has that pid; it is not signalled",
+        hint=f"if `ps -p {pid}` shows the run, end it with `kill {pid}`",
+    )
 
 
 def _queued_named(prefix: str, root: Path) -> list[RunStatus]:

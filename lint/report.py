@@ -194,4 +194,6 @@ def _uri(path: str) -> str:
 
     if Path(path).is_absolute():
         return Path(path).as_uri()
-    return quote(PurePath(path).as_posix(), safe="/")
+    # bytes: a name that is not UTF-8 holds lone surrogates (surrogateescape), which quote()
+    # cannot encode; its URI percent-encodes the name's own bytes
+    return quote(os.fsencode(PurePath(path).as_posix()), safe="/")

@@ -25,7 +25,9 @@ errors are one sentence with a hint (add `--debug` for a traceback). Exit codes 
 unrouted verdict, crash, lock conflict, usage), **3** inconclusive (budget or time exhausted,
 stopped, cost limit, abstained). `validate`: 0 clean or warnings only, 1 errors (warnings too with
 `--strict`), 2 usage error. A reader that leaves (`ll-loop run LOOP | head -3`) ends nothing:
-the command runs to its end with its own exit code, and what nobody reads is dropped.
+the command runs to its end with its own exit code, and what nobody reads is dropped; so is
+what a stderr that cannot take more (a full disk) refuses. A result stdout cannot take is said
+on stderr, with exit 2.
 A command asked for JSON (`--json`, `--format json`, `--output json`) prints JSON on stdout for
 an error too: `run`/`resume` their result object, `validate` its report, `ll-harness` its
 refusal object, and every other `ll-loop` command `{"error", "hint", "code", "exit_code"}`.

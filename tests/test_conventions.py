@@ -89,6 +89,78 @@ def test_our_colour_needs_a_terminal_and_no_no_color(monkeypatch: pytest.MonkeyP
     assert paint("✔", "green", Terminal()) == "✔"  # type: ignore[arg-type]
 
 
+def _on_a_terminal(cwd: Path, argv: list[str], env: dict[str, str]) -> bytes:
+    """What `argv` writes to stderr when stderr is a terminal (a pty)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    process.wait(timeout=60)
+    return seen
+
+
+@pytest.mark.parametrize("program", ["ll-loop", "ll-harness"])
+def test_a_dumb_terminal_gets_plain_lines_not_a_live_line(tmp_path: Path, program: str) -> None:
+    """TERM=dumb (an Emacs shell buffer, some CI consoles) cannot erase a line: the live
+    progress line was drawn there with `\\r\\x1b[K` all the same (colour already honoured
+    TERM=dumb), so its escape codes showed as text. It gets the plain lines of a pipe now."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    (tmp_path / "cases" / "one").mkdir(parents=True)
+    (tmp_path / "cases" / "one" / "input.yaml").write_text("text: hi\n")
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ndataset: cases\nsubject: {command: 'echo hi'}\n"
+        "judges:\n  - {name: exits, builtin: exit_code}\n"
+    )
+    args = ["run", "steps.yaml"] if program == "ll-loop" else ["suite", "s.suite.yaml"]
+    argv = [str(BIN / program), *args]
+    live = _on_a_terminal(tmp_path, argv, {"TERM": "xterm"})
+    assert b"\x1b[K" in live  # the live line, on a terminal that can erase
+    dumb = _on_a_terminal(tmp_path, argv, {"TERM": "dumb"})
+    assert b"\x1b[" not in dumb and dumb.strip(), dumb
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "NAME"],
+        ["validate", "--format", "github", "NAME"],
+        ["show", "--format", "json", "NAME"],
+    ],
+)
+def test_a_file_name_that_is_not_utf8_prints_in_a_utf8_locale(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """In a UTF-8 locale (en_US.UTF-8: stdout's errors are strict) a loop file whose name is
+    not UTF-8 made validate an internal error and `show --format json` a traceback (the error
+    object could not be printed either): the name's byte is a lone surrogate in Python. The
+    byte is shown as an escape (`\\udce9`), as stderr already shows it."""
+    name = os.fsdecode(b"caf\xe9.yaml")
+    (tmp_path / name).write_text("name: x\ninitial: a\nstates: {a: {terminal: maybe}}\n")
+    argv = [str(BIN / "ll-loop"), *(name if a == "NAME" else a for a in args)]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )  # fmt: skip
+    assert done.returncode in (1, 2), done.stderr
+    assert b"Traceback" not in done.stderr and b"internal error" not in done.stderr
+    assert b"caf\\udce9.yaml" in done.stdout + done.stderr
+    done.stdout.decode("utf-8")  # what it printed is UTF-8 text
+
+
 def test_pre_commit_hook_runs_validate() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "ll-loop-validate" and hook["entry"] == "ll-loop validate"
@@ -181,6 +253,96 @@ def test_a_reader_that_leaves_the_pipe_does_not_end_a_run(tmp_path: Path) -> Non
     assert json.loads((run / "state.json").read_text())["steps"] == 12
 
 
+def test_a_closed_stderr_neither_crashes_nor_spills_into_stdout(tmp_path: Path) -> None:
+    """`ll-loop run LOOP --json 2>&-` (a cron line, a daemon's child): with no stderr, Python
+    has no sys.stderr, and the progress line's isatty() was an internal error printed on
+    stdout ahead of the result object (print(file=None) writes to stdout); exit 1. The closed
+    descriptor is now /dev/null and the run reports as with a stderr nobody reads."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" run steps.yaml --json 2>&-', str(BIN / "ll-loop")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stdout
+    result = json.loads(done.stdout)  # the one object, nothing before it
+    assert (result["outcome"], result["steps"]) == ("inconclusive", 12)
+
+
+@pytest.mark.parametrize("closed", ["<&-", ">&-", ">&- 2>&-"])
+def test_a_closed_standard_descriptor_keeps_the_commands_exit_code(
+    tmp_path: Path, closed: str
+) -> None:
+    """`ll-loop run LOOP >&-`: the run ran, then flushing the absent sys.stdout on the way out
+    was a traceback and exit 1 (a failure, by our exit codes). A file the command opens never
+    takes the closed descriptor's number either (a later write to fd 1 or 2 would land in it)."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    for program, args in (("ll-loop", "run steps.yaml"), ("ll-harness", "cmd true --exit-code 0")):
+        done = subprocess.run(
+            ["sh", "-c", f'exec "$0" {args} {closed}', str(BIN / program)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == (3 if program == "ll-loop" else 0), done.stderr
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    [run] = (tmp_path / ".loops" / "runs").iterdir()
+    events = (run / "events.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["run_id"] == run.name for line in events)
+
+
+def test_a_stderr_that_cannot_be_written_does_not_end_the_run(tmp_path: Path) -> None:
+    """`ll-loop run LOOP --json 2>log` with the log's disk full: the first progress line's
+    ENOSPC ended the run at step 0 (left interrupted), exit 1, and no result object. stderr
+    carries progress and diagnostics: what cannot be written there is dropped, the run goes
+    to its end."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(BIN / "ll-loop"), "run", "steps.yaml", "--json"],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 3
+    result = json.loads(done.stdout)
+    assert (result["outcome"], result["steps"]) == ("inconclusive", 12)
+
+
+@pytest.mark.parametrize(
+    "args", [["validate", "--verbose", "steps.yaml"], ["run", "steps.yaml", "--json"]]
+)
+def test_a_result_that_cannot_be_written_to_stdout_is_said_and_fails(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """`ll-loop validate -v LOOP >file` on a full disk exited 0 with the report lost (the last
+    flush's ENOSPC was ignored); `run` said "continue an interrupted run with ll-loop resume"
+    of a run that had finished. Both now say the output was lost, exit 2, and the run stays
+    finished."""
+    (tmp_path / "steps.yaml").write_text(STEPS.replace("sleep 0.05", "true"))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [str(BIN / "ll-loop"), *args],
+            cwd=tmp_path,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    said = done.stderr.strip().splitlines()
+    assert said[-2] == "error: could not write the output to stdout: No space left on device"
+    assert "resume" not in done.stderr and "internal error" not in done.stderr
+    if args[0] == "run":
+        listed = ll_loop(tmp_path, "history", "--json").json["runs"]
+        assert [(r["outcome"], r["steps"]) for r in listed] == [("inconclusive", 12)]
+
+
 def test_a_harness_result_nobody_reads_keeps_its_exit_code(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [str(BIN / "ll-harness"), "cmd", "echo hi", "--exit-code", "0", "--samples", "2"],
@@ -241,3 +403,53 @@ def test_an_error_asked_for_as_json_is_a_json_object_on_stdout(
     payload = json.loads(ran.stdout)
     assert payload["exit_code"] == 2 and payload["error"]
     assert "error" in ran.stderr.lower() or "invalid" in ran.stderr.lower()
+
+
+CTRL_C_ON_IMPORT = """\
+import builtins, importlib, os, signal
+
+_real, _real_module = builtins.__import__, importlib.import_module
+
+
+def _ctrl_c(name):
+    if name == os.environ.get("CTRL_C_AT"):
+        del os.environ["CTRL_C_AT"]
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, while Python loads that module
+
+
+def _importing(name, *args, **kwargs):
+    _ctrl_c(name)
+    return _real(name, *args, **kwargs)
+
+
+def _import_module(name, *args, **kwargs):
+    _ctrl_c(name)
+    return _real_module(name, *args, **kwargs)
+
+
+builtins.__import__ = _importing
+importlib.import_module = _import_module
+"""
+
+
+@pytest.mark.parametrize(
+    ("program", "module"),
+    [("ll-loop", "typer"), ("ll-harness", "typer"), ("ll-loop", "engine.cli.run_cmd")],
+)
+def test_ctrl_c_while_the_command_starts_says_interrupted(
+    tmp_path: Path, program: str, module: str
+) -> None:
+    """Ctrl-C in the first ~0.1 s, while Python imports the command line (typer, the command's
+    module), printed a KeyboardInterrupt traceback: our guard had not started yet. It says
+    `interrupted` and exits 130, as a Ctrl-C later does."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(CTRL_C_ON_IMPORT)
+    (tmp_path / "steps.yaml").write_text(STEPS)
+    args = ["run", "steps.yaml"] if program == "ll-loop" else ["cmd", "true", "--exit-code", "0"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "hook"), "CTRL_C_AT": module}
+    done = subprocess.run(
+        [str(BIN / program), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+    assert not (tmp_path / ".loops" / "runs").exists()  # nothing started

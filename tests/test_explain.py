@@ -445,3 +445,22 @@ def test_the_reports_graph_is_drawn_the_same_at_every_rendering(tmp_path: Path) 
         )
         lefts.append([name for name, _ in sorted(found, key=lambda f: float(f[1]))])
     assert lefts == [["t1", "t2", "t3", "t4", "t5", "t6"]] * 3  # file order: nothing to uncross
+
+
+def test_a_loop_file_that_became_a_device_or_a_fifo_does_not_hang_explain_or_report(
+    tmp_path: Path,
+) -> None:
+    """explain and report load the run's loop file again (for its limits and graph): one
+    state.json names /dev/zero, a FIFO stands where the other's loop was, and both commands
+    read on forever (the YAML reader took any file). The reader refuses what is not a regular
+    file; the commands answer from the event log."""
+    write(tmp_path / "one.yaml", "name: one\ninitial: a\nstates:\n  a: {terminal: true}\n")
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for target in ("/dev/zero", str(fifo)):
+        run_id = json.loads(ll_loop(tmp_path, "run", "one.yaml", "--json", "-q").stdout)["run_id"]
+        state = tmp_path / ".loops" / "runs" / run_id / "state.json"
+        state.write_text(state.read_text().replace(str(tmp_path / "one.yaml"), target))
+        for args in (("explain", run_id), ("report", run_id, "--html")):
+            done = ll_loop(tmp_path, *args, process=True, timeout=30)
+            assert done.returncode == 0, done.stderr

@@ -77,6 +77,22 @@ def test_invalid_task_files_name_file_and_line(tmp_path: Path, text: str, messag
     assert caught.value.message.startswith(message)
 
 
+@pytest.mark.parametrize("text", ["", "# only a comment\n"])
+def test_an_empty_task_file_is_said_to_be_a_task_file(tmp_path: Path, text: str) -> None:
+    """An empty task file was refused in the loop reader's words: "not valid YAML (the file is
+    empty: a loop needs at least name, initial and states)", hint "run `ll-loop schema` or see
+    docs/format.md for a minimal loop": the wrong format, and the wrong page."""
+    path = write_task(tmp_path, "bad.yaml", text)
+    with pytest.raises(UsageError) as caught:
+        load_task(path, tmp_path)
+    assert caught.value.message == "bad.yaml:1: the task file is empty: a task needs a prompt"
+    assert caught.value.hint == "see docs/harness.md for the task file format"
+    path.write_bytes(b"prompt: \x00")
+    with pytest.raises(UsageError) as caught:
+        load_task(path, tmp_path)
+    assert "loop" not in caught.value.hint
+
+
 def test_source_dsl_gets_a_use_source_hint(tmp_path: Path) -> None:
     path = write_task(tmp_path, "bad.yaml", "prompt: hi\nsource_dsl: x\n")
     with pytest.raises(UsageError) as caught:

@@ -315,3 +315,72 @@ def test_a_misshapen_result_is_an_infra_error_on_one_line(tmp_path: Path) -> Non
     error = data["samples"][0]["infra_error"]
     assert error.startswith("MCP call failed: 1 validation error for CallToolResult content")
     assert "\n" not in error
+
+
+def test_a_configuration_saved_with_a_byte_order_mark_is_read(project: Path) -> None:
+    """Some Windows editors save JSON with a UTF-8 BOM: it was refused as "not valid JSON:
+    Unexpected UTF-8 BOM (decode using utf-8-sig)"."""
+    config = project / ".mcp.json"
+    config.write_bytes(b"\xef\xbb\xbf" + config.read_bytes())
+    code, data = harness_json(
+        project, "mcp", "calc:add", "--args", '{"a": 2, "b": 3}', "--exit-code", "0"
+    )
+    assert code == 0, data
+    assert (data["result"], data["stdout"]) == ("PASS", "5")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"mcpServers": {\n  "calc": {"command": "x",}\n}}', "mcp.json:2:27: not valid JSON: "),
+        ("[" * 100_000 + "]" * 100_000, "mcp.json:1:1: not usable JSON: the JSON nests too"),
+        ('{"mcpServers": {}}'.encode("utf-16"), "mcp.json:1:1: the file is UTF-16 text; save"),
+    ],
+)
+def test_a_configuration_that_is_not_json_is_refused_at_its_line(
+    tmp_path: Path, text: str | bytes, said: str
+) -> None:
+    """A syntax error said where only as Python's "line 2 column 27 (char 43)" after the file
+    name; JSON nested past Python's recursion limit was an internal error (RecursionError)."""
+    config = tmp_path / ".mcp.json"
+    config.write_bytes(text if isinstance(text, bytes) else text.encode())
+    ran = harness(tmp_path, "mcp", "calc:add", "--exit-code", "0")
+    assert ran.code == 2, ran.stderr
+    assert f"error: {config}:" in ran.stderr and said in ran.stderr, ran.stderr
+    assert "internal error" not in ran.stderr
+
+
+DYING = '''\
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("dying")
+
+
+@app.tool()
+def die() -> str:
+    """Exit in the middle of the call, saying why on stderr."""
+    sys.stderr.write("starting\\nfatal: out of widgets\\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+app.run()
+'''
+
+
+def test_a_server_that_dies_mid_call_says_what_it_wrote_last(tmp_path: Path) -> None:
+    """A server exiting during the call was reported as `MCP call failed: Connection closed`
+    alone: why it died was only in the JSON report's stderr. The error now ends with the last
+    line the server wrote to stderr."""
+    (tmp_path / "dying.py").write_text(DYING)
+    config = {"mcpServers": {"dying": {"command": sys.executable, "args": ["dying.py"]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(config))
+    code, data = harness_json(tmp_path, "mcp", "dying:die", "--exit-code", "0")
+    assert code == 2, data
+    error = data["samples"][0]["infra_error"]
+    assert error == (
+        "MCP call failed: Connection closed; the server's stderr ends: fatal: out of widgets"
+    )

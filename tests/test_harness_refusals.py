@@ -325,3 +325,50 @@ def test_a_dsl_option_that_is_not_utf8_is_refused(tmp_path: Path, flag: str) -> 
     write(tmp_path / "task.yaml", "prompt: say hello\nexpected: {answer: hello}\n")
     done = ll_harness(tmp_path, "dsl", "task.yaml", "--runner", "cmd:cat", flag, "m \udcff")
     assert done.returncode == 2 and f"{flag} is not valid UTF-8 text" in done.stderr, done
+
+
+THREE_ERRORS = """\
+name: three
+initial: a
+max_steps: 0
+states:
+  a:
+    action: true
+    next: b
+  b: {terminal: maybe}
+"""
+
+
+def test_a_loop_subject_that_does_not_load_shows_every_diagnostic(tmp_path: Path) -> None:
+    """`ll-harness loop` let the LoadError reach the CLI's guard, which showed the first of
+    three errors (without its hint): fixing the loop took three tries. Every diagnostic is
+    shown now, each at its file:line:col, as `ll-loop run` and `validate` show them."""
+    (tmp_path / "three.yaml").write_text(THREE_ERRORS)
+    done = harness(tmp_path, "loop", "three.yaml", "--exit-code", "0")
+    assert done.code == 2
+    lines = done.stderr.strip().splitlines()
+    where = tmp_path / "three.yaml"
+    assert [line.split(" ", 2)[:2] for line in lines if not line.startswith(" ")] == [
+        [f"{where}:3:12:", "error"],
+        [f"{where}:6:13:", "error"],
+        [f"{where}:8:17:", "error"],
+    ]
+    assert '    hint: quote the word if you meant text, e.g. "yes"' in lines
+
+
+@pytest.mark.parametrize(
+    ("runner", "text"), [("cmd", ""), ("cmd", "  \n "), ("prompt", ""), ("prompt", "   ")]
+)
+def test_an_empty_subject_is_refused_not_measured(tmp_path: Path, runner: str, text: str) -> None:
+    """`ll-harness cmd ""` ran `bash -c ""`, passed, and recorded the attempt under an empty
+    target, where `cmd "  "` and `prompt ""` pooled with it: an empty subject is refused as an
+    empty --semantic criterion is, before anything runs or is recorded."""
+    extra = ["--runner", "cmd:cat"] if runner == "prompt" else []
+    done = ll_harness(tmp_path, runner, text, "--exit-code", "0", *extra)
+    assert done.returncode == 2
+    what = "command" if runner == "cmd" else "prompt"
+    assert done.stderr.startswith(f"error: the {what} is empty: there is nothing to measure")
+    history = tmp_path / ".loops" / "history.db"
+    if history.exists():
+        with sqlite3.connect(history) as db:
+            assert db.execute("SELECT count(*) FROM harness_attempts").fetchone() == (0,)

@@ -335,6 +335,35 @@ def test_sarif_uris_of_awkward_file_names_are_valid_uri_references(tmp_path: Pat
     assert {unquote(uri) for uri in uris} == {name}
 
 
+def test_sarif_uri_of_a_file_name_that_is_not_utf8_names_its_bytes(tmp_path: Path) -> None:
+    """A file name with a byte that is not UTF-8 (a Latin-1 name on a Linux disk) made
+    `validate --format sarif` an internal error: quoting the name for its URI could not encode
+    the lone surrogate Python keeps the byte as. The URI percent-encodes the byte itself."""
+    write(tmp_path, os.fsdecode(b"caf\xe9.yaml"), BROKEN)
+    result = ll_loop("validate", "--format", "sarif", os.fsdecode(b"caf\xe9.yaml"), cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for res in json.loads(result.stdout)["runs"][0]["results"]
+        for loc in res["locations"]
+    }
+    assert uris == {"caf%E9.yaml"}
+
+
+def test_a_newline_in_a_file_name_stays_inside_its_diagnostic_line(tmp_path: Path) -> None:
+    """`file:line:col: severity CODE message` is one line an editor or a CI log reads as one
+    finding: a file name holding a newline printed raw split it, and its second line could
+    start with `::error ...`, a line GitHub Actions obeys as a workflow command. The name's
+    newline is shown as `\\n`, as the github format already escapes it."""
+    name = "x\n::error file=evil::pwned\n.yaml"
+    write(tmp_path, name, BROKEN)
+    result = ll_loop("validate", name, cwd=tmp_path)
+    assert result.returncode == 1
+    assert not any(line.startswith("::") for line in result.stdout.splitlines())
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("x\\n::error file=evil::pwned\\n.yaml:"), first
+
+
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
 def test_unknown_format_is_a_usage_error(tmp_path: Path, fmt: str) -> None:
     write(tmp_path, "fix.yaml", CLEAN)

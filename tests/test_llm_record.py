@@ -270,6 +270,28 @@ def test_a_price_that_is_not_a_price_stops_the_run_in_preflight(
     assert not loopback.requests
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (b'{"claude-x": {"input": 1,\n "output": 2,}}', "prices.json:2:14: not valid JSON: "),
+        (b"[" * 100_000 + b"]" * 100_000, "prices.json:1:1: not usable JSON: the JSON nests"),
+    ],
+)
+def test_a_price_table_that_is_not_json_is_refused_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes, said: str
+) -> None:
+    """JSON nested past Python's recursion limit was an internal error (RecursionError); a
+    syntax error gave Python's "line 2 column 14 (char 40)" after the file name."""
+    prices = tmp_path / "prices.json"
+    prices.write_bytes(text)
+    monkeypatch.setenv("LL_PRICES", str(prices))
+    with pytest.raises(PreflightError) as refused:
+        load_prices()
+    assert refused.value.message.startswith(f"cannot read price table {tmp_path}/{said}")
+    prices.write_bytes(b'\xef\xbb\xbf{"claude-x": {"input": 1, "output": 2}}')  # a BOM: read past
+    assert load_prices().price_for("claude-x").output == 2.0
+
+
 def test_project_prices_json_is_used(loopback: LoopbackServer, tmp_path: Path) -> None:
     (tmp_path / ".loops").mkdir()
     (tmp_path / ".loops" / "prices.json").write_text(

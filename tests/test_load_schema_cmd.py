@@ -31,3 +31,14 @@ def test_unknown_schema_name_is_a_usage_error() -> None:
     assert result.stdout == ""
     assert "no schema named 'nope'" in result.stderr
     assert "harness-task" in result.stderr
+
+
+def test_schema_out_below_a_plain_file_is_a_usage_error(tmp_path: Path) -> None:
+    """`--out afile/x.json` was an internal error: removing the temporary file that could not
+    be made raised NotADirectoryError over the sentence."""
+    (tmp_path / "afile").write_text("kept\n")
+    result = ll_loop(tmp_path, "schema", "--out", "afile/x.json")
+    assert result.returncode == 2
+    assert "internal error" not in result.stderr
+    assert "cannot write afile/x.json: Not a directory" in result.stderr
+    assert (tmp_path / "afile").read_text() == "kept\n"

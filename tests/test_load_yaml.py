@@ -317,3 +317,26 @@ def test_every_yaml_the_engine_reads_goes_through_one_reader() -> None:
             ):
                 offenders.append(f"{path.name}:{node.lineno}: yaml.{node.attr}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_utf16_file_is_named_as_such_not_as_binary(tmp_path: Path, encoding: str) -> None:
+    """Windows PowerShell's `>` and Notepad's "Unicode" save text as UTF-16: the loop was
+    refused as "binary, not YAML text (it contains NUL bytes)" at 1:4, which sent the user
+    looking for a wrong path rather than at the file's encoding."""
+    path = tmp_path / "loop.yaml"
+    path.write_bytes(MINIMAL.encode(encoding))
+    with pytest.raises(LoadError) as caught:
+        load_loop_file(path)
+    [d] = caught.value.diagnostics
+    assert (d.code, d.line, d.column) == ("F002", 1, 1)
+    assert d.message == "the file is UTF-16 text, not UTF-8"
+    assert d.hint.startswith("save it as UTF-8")
+
+
+def test_a_file_of_nul_bytes_is_binary_not_utf16(tmp_path: Path) -> None:
+    path = tmp_path / "zeros.yaml"
+    path.write_bytes(b"\x00" * 64)
+    with pytest.raises(LoadError) as caught:
+        load_loop_file(path)
+    assert "binary" in caught.value.diagnostics[0].message

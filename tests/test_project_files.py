@@ -67,6 +67,88 @@ def test_a_run_refuses_a_linked_directory_under_loops(tmp_path: Path, linked: st
     assert list(elsewhere.iterdir()) == []  # nothing written through the link
 
 
+@pytest.mark.parametrize("plain_file", [".loops", ".loops/runs", ".loops/locks"])
+def test_a_run_refuses_a_file_where_loops_needs_a_directory(
+    tmp_path: Path, plain_file: str
+) -> None:
+    """A file named `.loops` (or `.loops/runs`) was an internal error (NotADirectoryError)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / Path(plain_file).parent).mkdir(parents=True, exist_ok=True)
+    (project / plain_file).write_text("not a directory\n")
+    write(project / "one.yaml", SLEEPER.replace("echo $$ > action.pid; sleep 60", "true"))
+    done = ll_loop(project, "run", "one.yaml", "--json", "-q")
+    assert done.returncode == 2, done.stderr
+    refusal = result_of(done)
+    assert refusal["error"] == f"{project / plain_file} is not a directory"
+    assert "internal error" not in done.stderr and "move the file aside" in done.stderr
+    assert (project / plain_file).read_text() == "not a directory\n"  # left as it was
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device link"])
+def test_an_event_log_that_is_not_a_file_is_refused_by_history_and_resume(
+    tmp_path: Path, kind: str
+) -> None:
+    """events.jsonl a FIFO, a directory or a link to /dev/zero: `history RUN` waited forever
+    for a FIFO's writer or read /dev/zero forever, and a directory was an internal error
+    (IsADirectoryError), as was resume's "File or stream is not seekable" for a FIFO. Both
+    now refuse it in one sentence."""
+    run_id = interrupted_run(tmp_path)
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    log.unlink()
+    if kind == "fifo":
+        os.mkfifo(log)
+    elif kind == "directory":
+        log.mkdir()
+    else:
+        log.symlink_to("/dev/zero")
+    for args in (("history", run_id), ("resume", run_id, "-q")):
+        done = ll_loop(tmp_path, *args, process=True, timeout=30)
+        assert done.returncode == 2, done.stderr
+        assert "internal error" not in done.stderr
+        said = done.stderr.splitlines()[0]
+        assert said.startswith(f"error: {log} ") and (
+            "is not a regular file" in said or "is a symbolic link" in said
+        ), done.stderr
+
+
+def test_a_state_json_that_is_a_fifo_hangs_nothing(tmp_path: Path) -> None:
+    """One run directory whose state.json is a FIFO made `status` (every run's listing),
+    `explain`, `resume` and `stop` wait for a writer forever; it now reads as a damaged
+    state.json, as one that does not parse does."""
+    run_id = interrupted_run(tmp_path)
+    state = tmp_path / ".loops" / "runs" / run_id / "state.json"
+    state.unlink()
+    os.mkfifo(state)
+    listed = ll_loop(tmp_path, "status", "--all", process=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    explained = ll_loop(tmp_path, "explain", run_id, process=True, timeout=30)
+    assert explained.returncode == 0 and "state.json is damaged" in explained.stdout
+    for command in ("resume", "stop"):
+        done = ll_loop(tmp_path, command, run_id, process=True, timeout=30)
+        assert done.returncode == 2
+        assert f"run {run_id}'s state.json is damaged" in done.stderr, done.stderr
+
+
+def test_a_fifo_among_the_lock_records_hangs_nothing(tmp_path: Path) -> None:
+    """A FIFO named like a record in .loops/locks/ made every `run` and `status` wait for a
+    writer forever (the registry read each record with a blocking open); a record that is not
+    a regular file is skipped now, as a torn or foreign one is."""
+    (tmp_path / ".loops" / "locks").mkdir(parents=True)
+    os.mkfifo(tmp_path / ".loops" / "locks" / "planted.json")
+    write(tmp_path / "one.yaml", SLEEPER.replace("echo $$ > action.pid; sleep 60", "true"))
+    ran = ll_loop(tmp_path, "run", "one.yaml", "--json", "-q", process=True, timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    listed = ll_loop(tmp_path, "status", process=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    ticket = tmp_path / ".loops" / "locks" / ".ticket"
+    ticket.unlink()
+    os.mkfifo(ticket)
+    refused = ll_loop(tmp_path, "run", "one.yaml", "-q", process=True, timeout=30)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith(f"error: {ticket} exists and is not a regular file")
+
+
 def test_the_history_database_is_not_written_through_a_link(tmp_path: Path) -> None:
     victim = tmp_path / "victim.db"
     victim.write_bytes(b"not yours")

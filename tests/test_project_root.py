@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.load.project import project_root
+from tests.cli import BIN
 from tests.runs_helpers import ll_loop, result_of, spawn, wait_until, write
 
 HOLDER = """
@@ -186,3 +190,34 @@ def test_ll_harness_records_in_the_project_history(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (repo / ".loops" / "history.db").is_file()
     assert not (repo / "src" / ".loops").exists()
+
+
+@pytest.mark.parametrize(
+    ("program", "args"),
+    [
+        ("ll-loop", "status"),
+        ("ll-loop", "history --json"),
+        ("ll-loop", "run x.yaml --json"),
+        ("ll-harness", "cmd true --exit-code 0"),
+    ],
+)
+def test_a_working_directory_removed_under_the_shell_is_one_sentence(
+    tmp_path: Path, program: str, args: str
+) -> None:
+    """A terminal left in a directory that `rm -rf` or a `git checkout` removed: every command
+    that resolves a path was an internal error (a bare FileNotFoundError, no file named)."""
+    (tmp_path / "gone").mkdir()
+    done = subprocess.run(
+        ["sh", "-c", f'cd gone && rmdir "$PWD" && exec "$0" {args}', str(BIN / program)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[:2] == [
+        "error: the working directory no longer exists (it was removed or moved)",
+        '  hint: cd to the project (`cd "$PWD"` if it was made again), then run the command again',
+    ], done.stderr
+    if "--json" in args:
+        assert "no longer exists" in json.loads(done.stdout)["error"]

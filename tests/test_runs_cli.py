@@ -285,6 +285,17 @@ def test_history_lists_runs_per_loop_and_shows_one_runs_events(project: Path) ->
     assert data["events"][-1]["event"] == "loop_complete"
 
 
+def test_history_limit_beyond_what_sqlite_counts_lists_every_run(project: Path) -> None:
+    """`--limit` has no upper bound on the command line; one past SQLite's 64-bit integers was an
+    internal error (OverflowError binding the LIMIT)."""
+    (project / "go").touch()
+    first = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    for limit in (str(2**63), "9" * 30):
+        listed = ll_loop(project, "history", "--limit", limit, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert [r["run_id"] for r in listed.json["runs"]] == [first]
+
+
 def test_history_shows_an_unfinished_run_as_interrupted(project: Path) -> None:
     proc, run_id = started_run(project)
     proc.send_signal(signal.SIGKILL)
@@ -644,3 +655,49 @@ def test_history_of_a_run_whose_directory_is_gone_says_so(project: Path) -> None
     unknown = ll_loop(project, "history", "20991231-000000-abcdef", "--json")
     assert unknown.returncode == 2 and json.loads(unknown.stdout)["code"] == "USAGE"
     assert ll_loop(project, "history", "nosuch").returncode == 0  # a loop without runs
+
+
+def test_stop_never_signals_a_process_it_cannot_tell_is_the_run(project: Path) -> None:
+    """A state.json naming a pid without its start time (hand-edited, or shipped in a cloned
+    repository's .loops/runs/) made `stop` SIGTERM whatever process had that pid: the start
+    time is what tells the run from a process that took its pid since. Without it, stop now
+    refuses (fails closed) and the process lives on."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        state = project / ".loops" / "runs" / run_id / "state.json"
+        data = json.loads(state.read_text())
+        data.update(status="running", result=None, pid=bystander.pid)
+        data.pop("pid_start", None)
+        state.write_text(json.dumps(data))
+        done = ll_loop(project, "stop", run_id)
+        assert done.returncode == 2, done.stdout
+        assert f"names process {bystander.pid} without its start time" in done.stderr
+        time.sleep(0.3)
+        assert bystander.poll() is None  # not signalled
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_stop_never_signals_a_queued_process_it_cannot_tell_is_the_run(tmp_path: Path) -> None:
+    """The same for a run waiting in the lock queue: a record in .loops/locks/ naming a pid
+    without its start time made `stop` SIGTERM whatever process had that pid."""
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / ".loops" / "locks").mkdir(parents=True)
+        record = {
+            "run_id": "20261206-000000-abcdef", "pid": bystander.pid, "start_time": None,
+            "paths": ["x"], "ticket": 7, "holding": False, "queued_at": time.time(),
+            "acquired_at": None, "loop": "planted", "signals": True,
+        }  # fmt: skip
+        (tmp_path / ".loops" / "locks" / "000000000007.json").write_text(json.dumps(record))
+        done = ll_loop(tmp_path, "stop", "20261206-000000-abcdef", "--wait", "1")
+        assert done.returncode == 2, done.stdout
+        assert f"lock record names process {bystander.pid} without its start time" in done.stderr
+        time.sleep(0.3)
+        assert bystander.poll() is None  # not signalled
+    finally:
+        bystander.kill()
+        bystander.wait()

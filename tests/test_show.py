@@ -190,3 +190,42 @@ def test_the_on_max_steps_state_is_drawn_entered_from_the_spent_budget(tmp_path:
     (tmp_path / "harness.yaml").write_text(HARNESS)  # no on_max_steps: nothing drawn
     plain = ll_loop("show", "harness.yaml", "-f", "dot", cwd=tmp_path)
     assert "max_steps spent" not in plain.stdout
+
+
+def test_show_and_simulate_asked_for_json_print_an_error_object_for_a_loop_that_does_not_load(
+    tmp_path: Path,
+) -> None:
+    """`show --format json` and `simulate --json` printed the load diagnostics on stderr and
+    nothing on stdout, where every other refusal of a command asked for JSON prints its
+    `{"error", "hint", "code", "exit_code"}` object: a script reading stdout got nothing."""
+    (tmp_path / "bad.yaml").write_text("name: bad\ninitial: a\nmax_steps: 0\nstates: {}\n")
+    for args in (("show", "bad.yaml", "--format", "json"), ("simulate", "bad.yaml", "--json")):
+        done = ll_loop(*args, cwd=tmp_path)
+        assert done.returncode == 2
+        error = json.loads(done.stdout)
+        assert (error["code"], error["exit_code"]) == ("LOAD", 2)
+        assert error["error"].startswith("bad.yaml:3:12: max_steps must be at least 1")
+        assert "bad.yaml:3:12: error F015 max_steps must be at least 1" in done.stderr
+
+
+def test_a_directory_or_a_dangling_link_named_as_a_loop_is_said_to_be_one(tmp_path: Path) -> None:
+    """`run evals.yaml` where evals.yaml is a directory, or a link that leads nowhere (or in a
+    circle), said "no loop file at evals.yaml": the user looked for a missing file."""
+    (tmp_path / "evals.yaml").mkdir()
+    (tmp_path / "a.yaml").symlink_to("b.yaml")
+    (tmp_path / "b.yaml").symlink_to("a.yaml")
+    (tmp_path / "gone.yaml").symlink_to("nowhere.yaml")
+    for command in ("run", "show", "simulate"):
+        folder = ll_loop(command, "evals.yaml", cwd=tmp_path)
+        assert folder.returncode == 2
+        assert folder.stderr.splitlines() == [
+            "error: evals.yaml is a directory, not a loop file",
+            "  hint: name a loop file in it, e.g. evals.yaml/NAME.yaml",
+        ]
+        for link in ("a.yaml", "gone.yaml"):
+            dangling = ll_loop(command, link, cwd=tmp_path)
+            assert dangling.returncode == 2
+            assert dangling.stderr.startswith(
+                f"error: {link} is a symbolic link that leads nowhere (its target does not "
+                "exist, or links lead in a circle)\n"
+            ), dangling.stderr

@@ -186,8 +186,8 @@ def test_many_equal_numeric_values_decide_their_gate(tmp_path: Path) -> None:
     ("setup", "message"),
     [
         ("empty", "g.suite.yaml:2:1: LL093 the dataset 'cases' ("),  # ... holds no case folder
-        ("no-judges", "g.suite.yaml:1:1: the suite has no judges"),
-        ("unknown-threshold", "g.suite.yaml:9:3: thresholds names 'ecoed'"),
+        ("no-judges", "g.suite.yaml:1:1: error F055 the suite has no judges"),
+        ("unknown-threshold", "g.suite.yaml:9:3: error F052 thresholds names 'ecoed'"),
         ("no-match", "--cases 'zz*' matches none of the 2 cases"),
         ("both-baselines", "--measure-baseline and --compare-baseline are two separate arms"),
         ("no-baseline", "no baseline is measured for suite 'gate'"),

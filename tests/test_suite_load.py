@@ -254,3 +254,15 @@ def test_a_blank_agent_or_command_is_refused(subject: str) -> None:
     text = GOOD.replace('command: echo "${inputs.text}" | tr a-z A-Z', subject)
     found = problems(text)
     assert found and "has an invalid value" in found[0], found
+
+
+def test_a_binary_suite_file_is_called_a_suite_file(tmp_path: Path) -> None:
+    """The reader's refusal of a binary suite file kept the loop reader's hint, "a loop file
+    is UTF-8 YAML text", where every other suite diagnostic speaks of the suite file."""
+    from engine.load.suite import check_suite_file
+
+    path = tmp_path / "s.suite.yaml"
+    path.write_bytes(b"name: s\x00\n")
+    suite, _, [problem] = check_suite_file(path)
+    assert suite is None and problem.code == "F002"
+    assert problem.hint == "a suite file is UTF-8 YAML text; check the path"

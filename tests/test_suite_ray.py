@@ -24,7 +24,7 @@ from engine.suites.driver import SuiteOptions, run_suite
 from engine.suites.result import SuiteResult
 from tests.harness_helpers import REPO
 from tests.loopback_server import LoopbackServer, Reply, error_reply, tool_reply
-from tests.ray_helpers import LocalCluster
+from tests.ray_helpers import LocalCluster, free_port
 from tests.suite_helpers import dataset, db_rows, suite_json, write
 
 WORDS = """\
@@ -432,3 +432,26 @@ def test_without_ray_the_flag_says_how_to_install_it(tmp_path: Path) -> None:
     assert done.stdout == ""
     history = tmp_path / ".loops" / "history.db"
     assert not history.exists() or db_rows(tmp_path, "SELECT count(*) FROM suite_runs") == [(0,)]
+
+
+@pytest.mark.parametrize("form", ["127.0.0.1:{port}", "ray://127.0.0.1:{port}"])
+def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path: Path, form: str) -> None:
+    """`--address` naming no cluster (a typo, a stopped head) left `ray.init` retrying for
+    minutes, Ray's connection warnings scrolling on stderr; nothing listening there is now one
+    sentence, before any case runs."""
+    words_project(tmp_path)
+    address = form.format(port=free_port())
+    harness = str(Path(sys.executable).with_name("ll-harness"))
+    started = time.monotonic()
+    done = subprocess.run(
+        [harness, "suite", "s.suite.yaml", "--executor", "ray", "--address", address],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert time.monotonic() - started < 60
+    said, hint = done.stderr.strip().splitlines()[-2:]  # after the run's first line
+    assert said == f"error: could not connect to the Ray cluster at {address}: Connection refused"
+    assert hint == "  hint: start one with `ray start --head`, or check --address / RAY_ADDRESS"

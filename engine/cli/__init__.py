@@ -16,11 +16,22 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
-import typer
 
-from engine.cli.common import run_console, version_option
+def interrupted_while_starting() -> NoReturn:
+    """Ctrl-C while Python loads the command line (the first ~0.1 s), before `run_guarded`
+    can catch it: said as a later Ctrl-C is (`interrupted`, exit 130), not a traceback."""
+    sys.stderr.write("interrupted\n")
+    raise SystemExit(130)
+
+
+try:
+    import typer
+
+    from engine.cli.common import run_console, version_option
+except KeyboardInterrupt:
+    interrupted_while_starting()
 
 # Registration order is the order `ll-loop --help` lists the commands in.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
@@ -64,7 +75,11 @@ def _group(
 def main() -> None:
     """Console entry point for `ll-loop`; it ends the process (`run_console`; in-process
     callers use `run_guarded(build_app())`)."""
-    run_console(build_app(command_of(sys.argv[1:])), "ll-loop")
+    try:
+        app = build_app(command_of(sys.argv[1:]))  # imports the command's module
+    except KeyboardInterrupt:
+        interrupted_while_starting()
+    run_console(app, "ll-loop")
 
 
 def command_of(args: list[str]) -> str | None:

@@ -46,7 +46,9 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     are flushed. Every file a command writes is closed by then; the interpreter's teardown of
     the modules it imported cost ~15-25 ms of every command, and a thread stuck in a judge (in
     C code, where it cannot be interrupted) would be waited for forever on the way out."""
+    fill_closed_standard_descriptors()
     keep_descriptors_private()
+    escape_what_cannot_be_encoded()
     outlive_the_reader()
     for stream in (sys.stdout, sys.stderr):
         # a character the terminal's encoding lacks (a ✔ in a GBK or Latin-1 locale) is shown
@@ -58,6 +60,15 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
             stream.flush()
+    lost = getattr(sys.stdout, "lost", None)
+    if lost is not None:  # the command's result did not reach stdout: say so, and fail
+        err(
+            f"error: could not write the output to stdout: {lost.strerror or lost}\n  hint: "
+            "free space where stdout goes, or send it elsewhere; what the command did is done"
+        )
+        code = 2  # an error, whatever the command had found: its answer did not arrive
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
     os._exit(code)
 
 
@@ -96,6 +107,14 @@ def run_guarded(app: typer.Typer, prog_name: str | None = None) -> int:
         if storage is not None:
             err(storage)
             return 2
+        gone = _working_directory_gone(exc)
+        if gone is not None:
+            err(gone.render())
+            if prog_name == "ll-loop":
+                _crash_as_json(gone.message, gone.hint, code=gone.code)
+            else:
+                _harness_refusal_as_json(gone)
+            return 2
         name = type(exc).__name__
         if _is_click_usage_error(exc):  # already shown with its usage line
             if prog_name == "ll-loop":
@@ -132,6 +151,60 @@ def _storage_problem(exc: Exception) -> str | None:
     )
 
 
+def fill_closed_standard_descriptors() -> None:
+    """Point a closed stdin, stdout or stderr (`ll-loop run LOOP 2>&-`, a daemon's child) at
+    /dev/null, and give Python a stream for it.
+
+    Python leaves sys.stderr None for a closed descriptor 2: the progress line's isatty() was an
+    internal error, printed on stdout ahead of a `--json` result (`print(file=None)` writes to
+    stdout), and flushing a None stdout on the way out a traceback with exit 1. A closed number
+    would also be the next one `open` returns: a write meant for stderr would land in the file
+    a run opened there. Console entry points only.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+        if null == fd:  # the lowest free number: `fd` itself when the ones below it are open
+            os.set_inheritable(fd, True)  # a child gets its 0-2 (dup2 below makes it so)
+        else:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:
+            mode = "r" if fd == 0 else "w"
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
+def _working_directory_gone(exc: Exception) -> UsageError | None:
+    """The working directory was removed (or moved) under the shell that runs us, as `git
+    checkout` or `rm -rf build` do to a terminal left in it: every path resolved from it fails
+    with a bare ENOENT, which read as an internal error of ll-loop."""
+    if not isinstance(exc, FileNotFoundError):
+        return None
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return UsageError(
+            "the working directory no longer exists (it was removed or moved)",
+            hint='cd to the project (`cd "$PWD"` if it was made again), then run the command again',
+        )
+    return None
+
+
+def escape_what_cannot_be_encoded() -> None:
+    """In a UTF-8 locale stdout's errors are strict, so printing a file name that is not UTF-8
+    (its byte is a lone surrogate in Python) was an internal error, or a traceback when the
+    error object itself could not be printed. stdout now shows such a character as an escape
+    (`\\udce9`), as Python's stderr already does; a C locale's surrogateescape is left alone."""
+    stream = sys.stdout
+    if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        with contextlib.suppress(OSError, ValueError):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def keep_descriptors_private() -> None:
     """Mark descriptors inherited from our parent (a CI runner's, a shell's) close-on-exec.
 
@@ -159,7 +232,7 @@ _READER_GONE = frozenset({errno.EPIPE, errno.EIO})
 
 class _ReaderMayLeave:
     """stdout or stderr of a console command, going on when its reader has gone (`| head`, a
-    closed terminal).
+    closed terminal) or its file cannot take more (a full disk).
 
     A write to a pipe whose reader closed raises BrokenPipeError, which click turns into exit
     1: `ll-loop run LOOP | head -3` interrupted the run at its third line and reported a
@@ -167,27 +240,33 @@ class _ReaderMayLeave:
     SIGHUP was stopping, before it saved its stop (it read as killed, with no history end).
     Now the stream's descriptor is pointed at /dev/null at the first such write and the
     command runs to its end with its own exit code; only what nobody reads is dropped.
+
+    Any other failed write (ENOSPC: `2>log` on a full disk) is dropped the same way, so a
+    progress line cannot end a run; it is kept in `lost`, and output lost from stdout (the
+    command's result) is said on the way out, with exit 2 (`run_console`).
     """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self.lost: OSError | None = None  # the first failed write that was not a reader leaving
 
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
         except OSError as exc:
-            if exc.errno not in _READER_GONE:
-                raise
-            self._reader_gone()
+            self._cannot_write(exc)
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except OSError as exc:
-            if exc.errno not in _READER_GONE:
-                raise
-            self._reader_gone()
+            self._cannot_write(exc)
+
+    def _cannot_write(self, exc: OSError) -> None:
+        if exc.errno not in _READER_GONE and self.lost is None:
+            self.lost = exc
+        self._reader_gone()
 
     def _reader_gone(self) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
@@ -249,9 +328,10 @@ def command_of_argv() -> str | None:
     return command_of(sys.argv[1:])
 
 
-def _crash_as_json(message: str, hint: str) -> None:
-    """A bug ended the command: `run|resume --json` still prints its one result object (a
-    script reading stdout got nothing), any other command asked for JSON its error object."""
+def _crash_as_json(message: str, hint: str, *, code: str = "INTERNAL") -> None:
+    """A bug (or what no command could go on from) ended the command: `run|resume --json` still
+    prints its one result object (a script reading stdout got nothing), any other command asked
+    for JSON its error object."""
     from engine.cli import command_of
 
     args = sys.argv[1:]
@@ -260,9 +340,9 @@ def _crash_as_json(message: str, hint: str) -> None:
 
         print(json.dumps(refusal_object(message, loop=None), ensure_ascii=False))
     elif command_of(args) == "validate" and _asks_for_json(args):
-        _validate_report(Diagnostic("INTERNAL", "error", message, hint=hint))
+        _validate_report(Diagnostic(code, "error", message, hint=hint))
     else:
-        _error_as_json(message, hint, 2, code="INTERNAL")
+        _error_as_json(message, hint, 2, code=code)
 
 
 def _validate_report(diagnostic: Diagnostic) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -72,7 +73,8 @@ def write_text(path: Path, text: str) -> None:
         write_new_file(temp, text.encode("utf-8"), replace=True)  # never through a link
         os.replace(temp, path)
     except OSError as exc:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # never made (`--out afile/x.json`), or gone
+            temp.unlink()
         raise UsageError(
             f"cannot write {path}: {exc.strerror or exc}", hint="choose another path with --out"
         ) from None

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from engine.cli.common import err, examples, resolve_loop
-from engine.model.errors import LoadError
 from engine.model.loop import Loop
 from engine.model.terminal import printable
 
@@ -52,8 +51,6 @@ def show(
     from engine.graph.show import render
 
     loaded = _load(loop)
-    if loaded is None:
-        return 2
     if cost:
         return _show_cost(loaded, format)
     text = render(loaded, format.value)
@@ -108,8 +105,6 @@ def simulate(
     from engine.graph import simulate as sim
 
     loaded = _load(loop)
-    if loaded is None:
-        return 2
     errors = [d for d in validate(resolve_loop(loop)) if d.severity == "error"]
     if errors:  # `run` refuses such a loop before its first step: no walk says otherwise
         for diagnostic in errors:
@@ -121,13 +116,10 @@ def simulate(
     return result.exit_code
 
 
-def _load(ref: str) -> Loop | None:
-    """The loaded loop, or None after printing every load diagnostic to stderr."""
+def _load(ref: str) -> Loop:
+    """The loaded loop; a `LoadError` goes to the CLI's guard, which prints every diagnostic
+    on stderr and, for `--format json` / `--json`, the error object on stdout (a script got
+    nothing there)."""
     from engine.load.loader import load_loop_file
 
-    try:
-        return load_loop_file(resolve_loop(ref))
-    except LoadError as exc:
-        for diagnostic in exc.diagnostics:
-            err(diagnostic.render())
-        return None
+    return load_loop_file(resolve_loop(ref))

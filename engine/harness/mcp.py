@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 from engine.harness.keys import input_hash, sha256_text
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
+from engine.load.jsonfile import read_json_file
 from engine.model import jsontext
 from engine.processes.group import MAX_OUTPUT_ENV, output_cap
 
@@ -72,16 +73,14 @@ def split_target(target: str) -> tuple[str, str]:
 def load_server(config: Path, name: str) -> ServerSpec:
     """Server `name` from an `.mcp.json`-style file; every problem is one refusal sentence."""
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
+        data = read_json_file(config)
     except OSError as exc:
         raise Refusal(
             f"cannot read the MCP configuration {config}: {exc.strerror or exc}",
             hint=f"write a {CONFIG_NAME} with an mcpServers map, or pass --config PATH",
         ) from None
-    except ValueError as exc:
-        raise Refusal(
-            f"{config} is not valid JSON: {exc}", hint="fix the file (it is plain JSON)"
-        ) from None
+    except ValueError as exc:  # `file:line:column: reason`
+        raise Refusal(str(exc), hint="fix the file (it is plain JSON)") from None
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise Refusal(
@@ -335,6 +334,10 @@ def _session_call(spec: ServerSpec, timeout: float | None, work: Any) -> Any:
     finally:
         stderr = tail.close()
     duration = int((time.monotonic() - started) * 1000)
+    last = _last_line(stderr)
+    if failure is not None and not timed_out and last and last not in failure:
+        # A server that died mid-call read as "Connection closed" alone: say what it said last.
+        failure += f"; the server's stderr ends: {last}"
     if failure is not None:
         return SubjectRun(
             stdout="",

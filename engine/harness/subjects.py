@@ -16,6 +16,7 @@ from typing import Literal
 
 from engine.harness.keys import input_hash, sha256_bytes, sha256_text
 from engine.harness.process import run_process
+from engine.harness.refusal import Refusal
 from engine.model.ports import ActionResult, refused_before_first_step, run_json
 
 Runner = Literal["cmd", "prompt", "loop", "dsl", "skill", "mcp"]
@@ -75,8 +76,19 @@ class Subject:
     source_path: Path | None = None  # the file whose bytes are the content (loop, skill, dsl)
 
 
+def refuse_empty(what: str, text: str) -> None:
+    """An empty (or blank) command or prompt measures nothing: `cmd ""` ran `bash -c ""`,
+    passed, and was recorded under an empty target, pooled with `prompt ""`."""
+    if not text.strip():
+        raise Refusal(
+            f"the {what} is empty: there is nothing to measure",
+            hint=f"pass the {what} to measure as the argument",
+        )
+
+
 def cmd_subject(command: str, *, cwd: Path) -> Subject:
     """`ll-harness cmd`: the command text is both the target and its content."""
+    refuse_empty("command", command)
 
     def run(timeout: float | None) -> SubjectRun:
         result = run_process(["bash", "-c", command], timeout=timeout, cwd=cwd)
@@ -94,6 +106,7 @@ def cmd_subject(command: str, *, cwd: Path) -> Subject:
 
 def prompt_subject(prompt: str, *, model: str | None, prompt_runner: str | None) -> Subject:
     """`ll-harness prompt`: one completion per sample through the LLM layer's prompt runner."""
+    refuse_empty("prompt", prompt)
     from engine.harness.grading import check_prompt_runner
     from engine.llm.settings import prompt_model
     from engine.llm.settings import prompt_runner as resolve_runner
@@ -154,7 +167,6 @@ def loop_subject(
     loop = load_loop_file(path)
     # What every sample's `ll-loop run` would refuse is refused once, before any sample.
     bind_context(loop, context, {}, input_text, strict=True)
-    from engine.harness.refusal import Refusal
     from engine.llm.preflight import preflight
 
     problems = preflight(loop, can_replay=False)  # they were one infra error per sample

@@ -94,9 +94,15 @@ def load_task(file: Path, cwd: Path) -> Task:
         data, positions = read_yaml_file(file, name)
     except YamlProblems as failed:
         first = failed.diagnostics[0]
+        if first.code == "F003":  # the loop reader's words for an empty file name a loop
+            raise UsageError(
+                f"{name}:{first.line}: the task file is empty: a task needs a prompt",
+                hint="see docs/harness.md for the task file format",
+            ) from None
+        hint = first.hint.replace("a loop file", "a task file").replace("loop file", "task file")
         raise UsageError(
             f"{name}:{first.line}: not valid YAML ({first.message})",
-            hint=first.hint or "fix the YAML syntax of the task file",
+            hint=hint or "fix the YAML syntax of the task file",
         ) from None
     _validate(data, positions, name)
     assert isinstance(data, dict)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from engine.load.jsonfile import read_json_file
 from engine.load.project import loops_dir
 from engine.model.errors import PreflightError
 
@@ -109,9 +110,11 @@ def load_prices(root: Path | None = None) -> PriceTable:
         return PriceTable()
     hint = 'shape: {"model-id": {"input": 3.0, "output": 15.0}} (USD per million tokens)'
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        raw = read_json_file(path)
+    except OSError as exc:
         raise PreflightError(f"cannot read price table {path}: {exc}", hint=hint) from exc
+    except ValueError as exc:  # a JsonFileError: `file:line:column: reason`
+        raise PreflightError(f"cannot read price table {exc}", hint=hint) from exc
     if not isinstance(raw, dict):
         raise PreflightError(f"price table {path} is not a JSON object", hint=hint)
     prices = dict(BUILTIN_PRICES)

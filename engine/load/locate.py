@@ -35,6 +35,17 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
     if candidate.suffix in SUFFIXES or os.sep in ref or candidate.exists():
         if candidate.is_file():
             return candidate
+        if candidate.is_dir():
+            raise UsageError(
+                f"{ref} is a directory, not a loop file",
+                hint=f"name a loop file in it, e.g. {os.path.join(ref, 'NAME.yaml')}",
+            )
+        if candidate.is_symlink():  # exists() followed it and found nothing
+            raise UsageError(
+                f"{ref} is a symbolic link that leads nowhere (its target does not exist, or "
+                "links lead in a circle)",
+                hint="point it at the loop file, or pass the file itself",
+            )
         raise UsageError(
             f"no loop file at {ref}",
             hint="pass an existing .yaml path, or a loop name from `ll-loop list`",

@@ -112,11 +112,14 @@ def refuse_links(path: Path) -> None:
     Components that do not exist yet are fine (they will be created by us). A path outside any
     `.loops/` only has its last component checked.
     """
-    for part in (*_below_loops(Path(path).parent), Path(path)):
+    parts = (*_below_loops(Path(path).parent), Path(path))
+    for index, part in enumerate(parts):
         try:
             mode = os.lstat(part).st_mode
         except FileNotFoundError:
             return
+        except NotADirectoryError:  # a file where a directory goes (`.loops` a plain file)
+            raise _not_a_directory(parts[index - 1] if index else part.parent) from None
         if stat.S_ISLNK(mode):
             raise _unsafe(part)
 
@@ -138,16 +141,22 @@ def ensure_dir(path: Path) -> Path:
         if stat.S_ISLNK(mode):
             raise _unsafe(part)
         if not stat.S_ISDIR(mode):
-            raise UnsafePath(
-                f"{part} is not a directory", hint="move the file aside; ll-loop needs a directory"
-            )
+            raise _not_a_directory(part)
     return path
+
+
+def _not_a_directory(path: Path) -> UnsafePath:
+    return UnsafePath(
+        f"{path} is not a directory", hint="move the file aside; ll-loop needs a directory"
+    )
 
 
 def open_file(
     path: Path | str | bytes, flags: int, mode: int = 0o644, *, parents_checked: bool = False
 ) -> int:
-    """`os.open` that refuses to follow a link at `path` or between `.loops/` and it.
+    """`os.open` that refuses to follow a link at `path` or between `.loops/` and it, and
+    anything but a regular file there: a FIFO planted as `events.jsonl` made a resume wait for
+    a reader forever (or fail on a seek, an internal error), a directory was an internal error.
 
     `parents_checked`: the caller made or checked the directories itself (a run directory, once
     per run), so only the file is guarded; this is the per-boundary path of every run.
@@ -157,11 +166,19 @@ def open_file(
             if os.path.islink(part):
                 raise _unsafe(part)
     try:
-        return os.open(path, flags | _NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = os.open(path, flags | _NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _unsafe(Path(os.fsdecode(path))) from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):  # ENXIO: a FIFO nobody reads, to write
+            raise _not_a_file(Path(os.fsdecode(path))) from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_file(Path(os.fsdecode(path)))
+    if not flags & os.O_NONBLOCK:
+        os.set_blocking(fd, True)
+    return fd
 
 
 def write_new_file(path: Path, data: bytes, *, replace: bool = False) -> None:

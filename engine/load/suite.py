@@ -65,8 +65,8 @@ def check_suite_file(path: str | Path) -> tuple[Suite | None, Positions | None, 
     file = str(path)
     try:
         text = read_limited(Path(path), file)
-    except YamlProblems as failed:
-        return None, None, failed.diagnostics
+    except YamlProblems as failed:  # binary, UTF-16...: said of a suite file, not a loop file
+        return None, None, [_worded(d) for d in failed.diagnostics]
     return check_suite_text(text, file)
 
 

@@ -16,8 +16,11 @@ Every problem becomes a `Diagnostic`; nothing here raises anything but `YamlProb
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -156,15 +159,31 @@ def read_yaml_file(path: Path, file: str | None = None) -> tuple[Any, Positions]
 
 
 def read_text(path: Path, file: str) -> str:
-    """The text of a YAML file; unreadable, binary or non-UTF-8 files are `YamlProblems`."""
+    """The text of a YAML file; unreadable, binary or non-UTF-8 files are `YamlProblems`, and so
+    is what is not a regular file: a FIFO (or `/dev/zero`) named by a state.json or a
+    sub-loop's `loop:` was read forever."""
     try:
-        raw = Path(path).read_bytes()
+        raw = _regular_file_bytes(Path(path))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise YamlProblems(
             [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, "check the path")]
         ) from None
     return decode(raw, file)
+
+
+def _regular_file_bytes(path: Path) -> bytes:
+    """The bytes of `path`; an `OSError` for anything but a regular file (opened without
+    waiting for a FIFO's writer)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "it is not a regular file (a FIFO or a device)")
+        os.set_blocking(fd, True)
+        return handle.read()
 
 
 def _yaml11_number(node: yaml.ScalarNode) -> int | float | None:
@@ -202,6 +221,20 @@ def _core_float(text: str) -> float | None:
 
 def decode(raw: bytes, file: str) -> str:
     """Bytes of a loop file → text; a binary or non-UTF-8 file becomes a diagnostic."""
+    if _utf16(raw):
+        raise YamlProblems(
+            [
+                _diag(
+                    "F002",
+                    "the file is UTF-16 text, not UTF-8",
+                    file,
+                    1,
+                    1,
+                    "save it as UTF-8 (Windows PowerShell's `>` and Notepad's \"Unicode\" "
+                    "write UTF-16)",
+                )
+            ]
+        )
     if b"\x00" in raw:
         line, column = _line_col(raw, raw.index(b"\x00"))
         raise YamlProblems(
@@ -232,6 +265,18 @@ def decode(raw: bytes, file: str) -> str:
                 )
             ]
         ) from None
+
+
+def _utf16(raw: bytes) -> bool:
+    """UTF-16 text: its byte order mark, or (without one) mostly-ASCII text whose every other
+    byte is NUL."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    sample = raw[:4096]
+    if len(sample) < 4 or b"\x00" not in sample or not any(sample):  # all NUL: binary
+        return False
+    sample = sample[: len(sample) // 2 * 2]
+    return not any(sample[1::2]) or not any(sample[0::2])
 
 
 def _line_col(raw: bytes, offset: int) -> Position:

@@ -29,8 +29,10 @@ class Diagnostic:
     hint: str = ""
 
     def location(self) -> str:
-        """`file:line:col`, omitting the parts that are unknown."""
-        where = self.file or "<loop>"
+        """`file:line:col`, omitting the parts that are unknown. A newline or tab in the file's
+        name is shown as `\\n` / `\\t`: the diagnostic is one line an editor or a CI log reads
+        as one finding (a second line could start `::error`, a GitHub Actions command)."""
+        where = (self.file or "<loop>").replace("\n", "\\n").replace("\t", "\\t")
         if self.line:
             where += f":{self.line}"
             if self.column:
@@ -90,6 +92,14 @@ class LoadError(LoopError):
         message = f"{first.location()}: {first.message}" if first else "invalid loop"
         super().__init__(message, hint=first.hint if first else "", code="LOAD")
         self.diagnostics = diagnostics
+
+    def render(self) -> str:
+        """Every diagnostic, each with its `file:line:col` and hint: a command that let the
+        error reach the CLI's guard (`ll-harness loop|suite`) showed the first one only, so a
+        loop with three errors took three tries to fix."""
+        if not self.diagnostics:
+            return super().render()
+        return "\n".join(diagnostic.render() for diagnostic in self.diagnostics)
 
 
 class UsageError(LoopError):

@@ -30,3 +30,13 @@ def one_line(text: str) -> str:
     """`printable(text)` with its line breaks shown as `\\n` (and tabs as `\\t`): for a line
     that must stay one, like a run's summary quoting an error that spans lines."""
     return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def redraws_in_place(stream: object) -> bool:
+    """A live line, rewritten in place with `\\r\\x1b[K`, suits `stream`: a terminal, and not
+    one that says it cannot erase a line (`TERM=dumb`: an Emacs shell buffer, some CI
+    consoles), where the escape codes showed as text."""
+    import os
+
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"

@@ -577,7 +577,7 @@ class History:
         rows = self._read(
             f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} "
             "ORDER BY started_at DESC, rowid DESC LIMIT ?",
-            [*params, limit],
+            [*params, _sql_limit(limit)],
         )
         return [RunRow(**dict(row)) for row in rows]
 
@@ -630,7 +630,7 @@ class History:
             params.append(runner)
         if authoritative_only:
             clauses.append("superseded_by IS NULL")
-        tail = "" if limit is None else f" LIMIT {int(limit)}"
+        tail = "" if limit is None else f" LIMIT {_sql_limit(limit)}"
         return self._select_attempts(
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
         )
@@ -833,6 +833,12 @@ def _attempt_from_row(row: sqlite3.Row) -> Attempt:
         if values[name] is not None:
             values[name] = bool(values[name])
     return Attempt(**values)
+
+
+def _sql_limit(limit: int) -> int:
+    """`limit` as SQLite can bind it: a command line's `--limit` has no upper bound, and one
+    past SQLite's 64-bit integers raised OverflowError (no table holds that many rows)."""
+    return min(int(limit), 2**63 - 1)
 
 
 def schema_version(db: sqlite3.Connection) -> int:

@@ -37,7 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from engine.load.project import ensure_dir, loops_dir, open_file
+from engine.load.project import UnsafePath, ensure_dir, loops_dir, open_file
 from engine.model.errors import LockConflict, StoppedWaiting, UsageError
 from engine.runtime.orphans import orphaned_actions
 
@@ -312,9 +312,10 @@ class Registry:
         a torn counter can only read low, and `live` keeps the result above every record.
         """
         path = self.dir / _TICKET_FILE
-        try:
-            last = int(path.read_text(encoding="utf-8").strip() or 0)
-        except (OSError, ValueError):
+        try:  # never waiting on a FIFO planted there: `_write` refuses it in one sentence
+            with os.fdopen(open_file(path, os.O_RDONLY), "rb") as handle:
+                last = int(handle.read().decode("utf-8").strip() or 0)
+        except (OSError, ValueError, UnsafePath):
             last = 0
         ticket = max(last, *(r.ticket for r in live), 0) + 1
         _write(path, str(ticket), os.O_TRUNC)
@@ -354,9 +355,12 @@ class Registry:
 
     @staticmethod
     def _read(path: Path) -> Record | None:
+        """The record at `path`, or None: torn, foreign, or not a regular file (a FIFO named
+        like a record made every run and `status` wait for a writer forever)."""
         try:
-            return Record.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError):
+            with os.fdopen(open_file(path, os.O_RDONLY), "rb") as handle:
+                return Record.from_json(json.loads(handle.read().decode("utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, UnsafePath):
             return None
 
 

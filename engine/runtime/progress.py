@@ -14,7 +14,7 @@ import time
 from typing import Literal, TextIO
 
 from engine.model.ports import Event
-from engine.model.terminal import printable
+from engine.model.terminal import printable, redraws_in_place
 from engine.model.timefmt import duration
 
 Mode = Literal["live", "lines", "quiet"]
@@ -26,7 +26,7 @@ _BOLD, _DIM, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[0m"
 def choose_mode(*, quiet: bool, stream: TextIO) -> Mode:
     if quiet:
         return "quiet"
-    return "live" if stream.isatty() else "lines"
+    return "live" if redraws_in_place(stream) else "lines"
 
 
 class Progress:

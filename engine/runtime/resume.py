@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import signal
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -324,12 +325,25 @@ def resuming(directory: Path) -> Iterator[None]:
 
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
-    """The events of a log, skipping a torn (unterminated or unparsable) last line."""
+    """The events of a log, skipping a torn (unterminated or unparsable) last line; a log that
+    is not a regular file (a FIFO: waited for a writer forever; /dev/zero: read forever; a
+    directory) is a `UsageError`."""
     try:
-        handle = path.open("rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return
-    with handle:
+    except IsADirectoryError:
+        fd = -1
+    if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd >= 0:
+            os.close(fd)
+        raise UsageError(
+            f"{path} is not a regular file (a FIFO, device or directory), so its events "
+            "cannot be read",
+            hint="move it aside; `ll-loop explain RUN` says what the run's state.json holds",
+        )
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as handle:
         while raw := handle.readline(MAX_EVENT_LINE):
             if not raw.endswith(b"\n"):
                 if len(raw) < MAX_EVENT_LINE:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, TextIO
 
+from engine.model.terminal import redraws_in_place
 from engine.model.timefmt import counted, duration
 from engine.suites.spec import CaseOutcome
 
@@ -26,7 +27,7 @@ _REFRESH = 0.25
 def choose_mode(*, quiet: bool, stream: TextIO) -> Mode:
     if quiet:
         return "quiet"
-    return "live" if stream.isatty() else "lines"
+    return "live" if redraws_in_place(stream) else "lines"
 
 
 class SuiteProgress:

@@ -18,6 +18,7 @@ docs/scale.md.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -43,6 +44,37 @@ SWITCH_INTERVAL = 0.0005  # seconds: the GIL switch interval of a worker (see Ca
 INSTALL = "pip install 'll-loop[ray]'"
 _SKIPPED = ("__pycache__", "*.pyc")
 ENGINE_DIR = Path(__file__).resolve().parents[1]  # engine/ (without importing the public API)
+
+
+# Seconds a cluster's port may take to accept a connection before `--address` is refused.
+CONNECT_TIMEOUT = 10.0
+# `host:port` or `ray://host:port` (Ray Client); `auto`, `local` and the like are Ray's to read.
+_HOST_PORT = re.compile(
+    r"^(?:ray://)?(?P<host>\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):(?P<port>\d{1,5})/?$"
+)
+
+
+def _answers(address: str) -> None:
+    """Refuse an `address` at which nothing accepts a connection: `ray.init` would retry it for
+    minutes, Ray's connection warnings scrolling on stderr, before saying anything."""
+    import socket
+
+    found = _HOST_PORT.match(address)
+    if found is None or not 0 < int(found["port"]) < 65536:
+        return
+    host = found["host"].strip("[]")
+    try:
+        with socket.create_connection((host, int(found["port"])), timeout=CONNECT_TIMEOUT):
+            return
+    except OSError as exc:
+        if isinstance(exc, TimeoutError):
+            reason = f"nothing answered within {CONNECT_TIMEOUT:g} s"
+        else:
+            reason = exc.strerror or type(exc).__name__
+        raise RayUnavailable(
+            f"could not connect to the Ray cluster at {address}: {reason}",
+            hint="start one with `ray start --head`, or check --address / RAY_ADDRESS",
+        ) from None
 
 
 class RayUnavailable(UsageError):
@@ -296,6 +328,8 @@ class RayExecutor:
         """Join the cluster at `address`, or start a Ray instance of our own (None, on this
         machine: its workers run our code as it is here); `ship` uploads our code."""
         self.shipped = ship
+        if address is not None:
+            _answers(address)
         try:
             self.ray.init(
                 address=address,
