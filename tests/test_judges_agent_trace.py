@@ -198,7 +198,7 @@ def test_a_cost_that_is_no_cost_counts_as_unknown(reported: str) -> None:
     line = f'{{"type": "result", "result": "ok", {fields}}}'
     agent = parse_agent_stream(line)
     assert agent is not None
-    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (None, 0)
+    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (None, None)  # not known
     assert (agent.cost_usd, agent.cost_known) == (0.0, False)  # 0 in the run's accounting
 
 
@@ -459,3 +459,34 @@ def test_an_unknown_agent_cost_does_not_pass_a_cost_budget(
     assert "state work: the agent reported no cost" in ran.stderr
     [completed] = [e for e in ran.events() if e["event"] == "action_complete"]
     assert completed["agent_cost_known"] is False
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        None,  # plain text output: no stream at all
+        [{k: v for k, v in EVENTS[-1].items() if k != "num_turns"}],  # a result, no turns
+    ],
+)
+def test_unknown_agent_turns_do_not_pass_max_turns(
+    tmp_path: Path, events: list[dict[str, Any]] | None
+) -> None:
+    """An agent whose turns nobody reported (plain output; a stream whose only event is a
+    `result` without `num_turns`) had `num_turns: 0` in its record, so `max_turns` passed it
+    as '0 turn(s), at most 1 allowed': unknown turns are an error of that judge, as an unknown
+    cost is of `cost_budget`."""
+    if events is None:
+        (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+        (tmp_path / "events.json").write_text("[]")
+    else:
+        write_agent(tmp_path, events)
+    judges = (
+        "- {name: few, builtin: max_turns, arguments: {max_turns: 1}}\n"
+        "- {name: seen, check: \"return outputs['num_turns'] is None, 'no turns'\"}\n"
+    )
+    ran = run_yaml(tmp_path, loop(judges), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    judged = ran.state()["captured"]["work"]["judges"]
+    assert judged["seen"]["passed"] is True, judged
+    assert judged["few"]["passed"] is None, judged
+    assert "turns are not known" in str(judged["few"]), judged

@@ -311,3 +311,25 @@ def test_an_agent_that_reports_no_cost_errs_the_cost_budget_instead_of_passing(
     assert found["seen"]["value"] is True, err
     assert found["budget"]["status"] == "error", found
     assert "the work's cost is not known" in found["budget"]["error"]
+
+
+def test_an_agent_that_reports_no_turns_errs_max_turns_instead_of_passing(
+    tmp_path: Path,
+) -> None:
+    """An agent subject printing plain text had `num_turns: 0` in its record, so `max_turns`
+    passed it ('0 turn(s)'): unknown turns are not 0."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{agent: python3 {tmp_path / "agent.py"}, prompt: hi}}
+        judges:
+          - {{name: turns, builtin: max_turns, arguments: {{max_turns: 1}}}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [turns] = data["results"]
+    assert turns["status"] == "error", turns
+    assert "the agent's turns are not known" in turns["error"], err

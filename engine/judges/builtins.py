@@ -200,10 +200,18 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
     `traces: {metrics: false}` or `{events: false}`): an unknown cost is not $0, unknown tool
     calls are not 'none called', an unknown exit code is not a crash."""
     if field in ctx.outputs and ctx.outputs[field] is None:
-        if field == "cost_usd" and ctx.outputs.get("num_turns") is not None:
+        # The exit code is null only where the suite's traces.metrics is off.
+        agent_said_none = ctx.outputs.get("exit_code") is not None
+        if field == "cost_usd" and agent_said_none:
             raise JudgeError(
                 "the work's cost is not known: the agent CLI reported none (its output was no "
                 "stream-json trace with a result's total_cost_usd), and an unknown cost is not $0"
+            )
+        if field == "num_turns" and agent_said_none:
+            raise JudgeError(
+                "the agent's turns are not known: the agent CLI reported none (its output was no "
+                "stream-json trace with assistant events or a result's num_turns), and unknown "
+                "turns are not 0"
             )
         trace = "events" if field == "tool_calls" else "metrics"
         raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")
@@ -323,7 +331,7 @@ def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
     arguments=(Argument("max_turns", "integer", required=True, description="the most turns"),),
 )
 def max_turns(ctx: JudgeContext, *, max_turns: int) -> Judgement:
-    turns = int(_measured(ctx, "num_turns") or 0)
+    turns = int(_measured(ctx, "num_turns") or 0)  # unknown turns are an error, not 0
     return Judgement(turns <= int(max_turns), f"{turns} turn(s), at most {max_turns} allowed")
 
 

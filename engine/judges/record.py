@@ -34,14 +34,17 @@ def build_record(
     modified_files: Sequence[str] = (),
     output_dirs: Mapping[str, Sequence[str]] | None = None,
     cost_usd: float | None = 0.0,
+    num_turns: int | None = 0,
 ) -> OutputsRecord:
     """An outputs record. `output_dirs` maps a directory (as configured) to the relative paths
     of its files in `files`, in order: each gives `<name>_content` and `<name>_file`.
     `cost_usd` is what the work cost when no agent trace says (a prompt answered through the
     SDK): a `cost_budget` judge must see it. None (in the trace or here) is a cost nobody
-    reported (an agent CLI's plain output): the record says null, not $0."""
+    reported (an agent CLI's plain output): the record says null, not $0. So for `num_turns`:
+    0 for work that is no agent's, None for an agent whose turns nobody reported."""
     trace = trace or {}
     cost = trace.get("cost_usd", cost_usd)
+    turns = trace.get("num_turns", num_turns)
     record: OutputsRecord = {
         "stdout": stdout,
         "stderr": stderr,
@@ -54,7 +57,7 @@ def build_record(
         "events": list(trace.get("events") or ()),
         "token_usage": dict(trace.get("token_usage") or {}),
         "cost_usd": None if cost is None else float(cost or cost_usd or 0.0),
-        "num_turns": int(trace.get("num_turns") or 0),
+        "num_turns": None if turns is None else int(turns),
     }
     for directory, paths in (output_dirs or {}).items():
         key = PurePosixPath(directory.rstrip("/")).name.replace("-", "_").replace(".", "_")
