@@ -29,6 +29,7 @@ from engine.judges import (
 from engine.model.ports import ActionResult
 from engine.runtime.actions import ActionRunner
 from tests.judges_helpers import judge_of, judges_of
+from tests.run_helpers import run_yaml
 
 LL_LOOP = Path(sys.executable).with_name("ll-loop")
 RECORD = build_record(
@@ -294,6 +295,42 @@ def test_the_verdict_is_yes_no_or_error() -> None:
     assert verdict_of([ok, skipped]) == "yes"
     assert verdict_of([ok, failed, broken]) == "no"
     assert verdict_of([ok, broken, skipped]) == "error"
+    assert verdict_of([skipped]) == "error"  # nothing was judged: no yes
+
+
+SKIPPING_LOOP = """\
+name: skip
+initial: work
+scope: ["."]
+states:
+  work:
+    action: {action}
+    evaluate:
+      type: assessment
+      judges:
+        - name: says_ok
+          if: "outputs['stdout'].strip() != ''"
+          check: return "ok" in outputs["stdout"], "ok"
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+  broken: {{terminal: true, failure: true}}
+"""
+
+
+def test_an_assessment_whose_every_judge_was_skipped_is_no_yes(tmp_path: Path) -> None:
+    """An action that printed nothing, judged only by a judge whose `if:` wants output, went
+    to on_yes ('0 of 0 judge(s) passed, 1 skipped'): a run reached success on no judgement.
+    Nothing judged is an error naming why; one judge that ran still decides."""
+    ran = run_yaml(tmp_path, SKIPPING_LOOP.format(action="echo"), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    [judged] = [e for e in ran.events() if e["event"] == "evaluate"]
+    assert judged["verdict"] == "error", judged
+    assert "no judge ran" in judged["details"]["reason"], judged
+    ran = run_yaml(tmp_path, SKIPPING_LOOP.format(action="echo ok"), "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr
 
 
 def test_assessment_lists_failing_judges_lowest_first() -> None:
