@@ -431,6 +431,26 @@ def test_the_live_line_counts_an_agents_spend() -> None:
     assert "$0.7500" in stream.getvalue()
 
 
+def test_explain_does_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path) -> None:
+    """An agent that printed plain text reported no cost, and `explain` showed the run as
+    '$0.0000' with nothing more (the run's stderr said so once, the explanation never): the
+    dollars are a lower bound, and it now says whose spend they leave out."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    text = loop("- {name: said, check: return True}\n")
+    ran = run_yaml(tmp_path, text, "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr
+    explained = ll_loop(tmp_path, "explain", ran.json["run_id"])
+    head = explained.stdout.splitlines()[0]
+    assert head.endswith("$0.0000 + unknown"), explained.stdout
+    assert "cost: the agent of state work reported no cost" in explained.stdout
+    data = json.loads(ll_loop(tmp_path, "explain", ran.json["run_id"], "--format", "json").stdout)
+    assert data["cost_unknown_in"] == ["work"]
+    write_agent(tmp_path)  # a stream with its cost: nothing unknown
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    data = json.loads(ll_loop(tmp_path, "explain", ran.json["run_id"], "--format", "json").stdout)
+    assert data["cost_unknown_in"] == [], data
+
+
 @pytest.mark.parametrize(
     "events",
     [
