@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from engine.judges.record import build_record, format_evidence, format_tool_trace
 from engine.llm.agent_trace import parse_agent_stream
 from engine.model.ports import Event
 from engine.runtime.progress import Progress
@@ -510,3 +511,29 @@ def test_unknown_agent_turns_do_not_pass_max_turns(
     assert judged["seen"]["passed"] is True, judged
     assert judged["few"]["passed"] is None, judged
     assert "turns are not known" in str(judged["few"]), judged
+
+
+def test_unknown_agent_tool_calls_do_not_pass_a_negated_tool_called(tmp_path: Path) -> None:
+    """An agent that printed plain text (no stream of its tool_use events) had `tool_calls: []`
+    in its record, so `tool_called: {name: Bash, negate: true}` passed it as '0 matching
+    call(s) ... (tools called: none)': calls nobody recorded are not 'none called'. The record
+    now says null and the judge is an error; a stream without tool_use still passes it."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    (tmp_path / "events.json").write_text("[]")
+    judges = (
+        "- {name: no_shell, builtin: tool_called, arguments: {name: Bash, negate: true}}\n"
+        "- {name: seen, check: \"return outputs['tool_calls'] is None, 'unknown'\"}\n"
+    )
+    ran = run_yaml(tmp_path, loop(judges), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    judged = ran.state()["captured"]["work"]["judges"]
+    assert judged["seen"]["passed"] is True, judged
+    assert judged["no_shell"]["passed"] is None, judged
+    assert "the agent's tool calls are not known" in str(judged["no_shell"]), judged
+    untraced = build_record(stdout="Done.", cost_usd=None, untraced_agent=True)
+    assert format_tool_trace(untraced) == "(tool calls not recorded)"  # what an LLM judge reads
+    assert "tool calls: not recorded" in format_evidence(untraced)
+    write_agent(tmp_path, [EVENTS[-2], EVENTS[-1]])  # a stream: no tool_use in it
+    judges = "- {name: no_shell, builtin: tool_called, arguments: {name: Bash, negate: true}}\n"
+    ran = run_yaml(tmp_path, loop(judges), "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr

@@ -333,3 +333,23 @@ def test_an_agent_that_reports_no_turns_errs_max_turns_instead_of_passing(
     [turns] = data["results"]
     assert turns["status"] == "error", turns
     assert "the agent's turns are not known" in turns["error"], err
+
+
+def test_an_agent_that_reports_no_tool_calls_errs_a_negated_tool_called(tmp_path: Path) -> None:
+    """An agent subject printing plain text had `tool_calls: []`, so 'rm was never called'
+    (`tool_called` with `negate: true`) passed on calls nobody recorded."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{agent: python3 {tmp_path / "agent.py"}, prompt: hi}}
+        judges:
+          - {{name: no_rm, builtin: tool_called, arguments: {{name: rm, negate: true}}}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [no_rm] = data["results"]
+    assert no_rm["status"] == "error", no_rm
+    assert "the agent's tool calls are not known" in no_rm["error"], err

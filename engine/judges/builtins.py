@@ -200,8 +200,10 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
     `traces: {metrics: false}` or `{events: false}`): an unknown cost is not $0, unknown tool
     calls are not 'none called', an unknown exit code is not a crash."""
     if field in ctx.outputs and ctx.outputs[field] is None:
-        # The exit code is null only where the suite's traces.metrics is off.
-        agent_said_none = ctx.outputs.get("exit_code") is not None
+        # The exit code is null only where the suite's traces.metrics is off, and `events`
+        # only where its traces.events is: else an agent CLI reported none (plain output).
+        watched = "events" if field == "tool_calls" else "exit_code"
+        agent_said_none = ctx.outputs.get(watched) is not None
         if field == "cost_usd" and agent_said_none:
             raise JudgeError(
                 "the work's cost is not known: the agent CLI reported none (its output was no "
@@ -212,6 +214,11 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
                 "the agent's turns are not known: the agent CLI reported none (its output was no "
                 "stream-json trace with assistant events or a result's num_turns), and unknown "
                 "turns are not 0"
+            )
+        if field == "tool_calls" and agent_said_none:
+            raise JudgeError(
+                "the agent's tool calls are not known: the agent CLI's output was no stream-json "
+                "trace of its tool_use events, and calls nobody recorded are not 'none called'"
             )
         trace = "events" if field == "tool_calls" else "metrics"
         raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")

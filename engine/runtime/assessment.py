@@ -86,7 +86,7 @@ def assess_state(
         modified_files=changed,
         output_dirs={d: per_dir.get(d, []) for d in spec.outputs if d in per_dir},
         cost_usd=result.cost_usd if result.cost_known else None,
-        num_turns=None if result.agent_untraced else 0,
+        untraced_agent=result.agent_untraced,
     )
     messages = None
     if rt.llm is not None and any(j.uses_llm for j in spec.judges):

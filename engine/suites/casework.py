@@ -464,7 +464,7 @@ def _record(
         output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
         # no agent trace said: a loop's run, a prompt's SDK call; None: an agent reported none
         cost_usd=_subject_cost(run) if result.cost_known else None,
-        num_turns=None if result.agent_untraced else 0,
+        untraced_agent=result.agent_untraced,
     )
     if not traces.metrics:
         record.update(token_usage={}, cost_usd=None, num_turns=None)  # unknown, not 0
