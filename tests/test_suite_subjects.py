@@ -353,3 +353,25 @@ def test_an_agent_that_reports_no_tool_calls_errs_a_negated_tool_called(tmp_path
     [no_rm] = data["results"]
     assert no_rm["status"] == "error", no_rm
     assert "the agent's tool calls are not known" in no_rm["error"], err
+
+
+def test_judges_read_a_subjects_whole_output_past_the_in_memory_mebibyte(tmp_path: Path) -> None:
+    """A command subject that printed 2 MB and then 'FAILED tests' passed an
+    `output_contains: {pattern: FAILED, negate: true}` judge: the record's stdout was the first
+    MiB the runner keeps in memory (the rest spilled to a file), so the failure at the end was
+    never read. A loop's evaluator reads a spilled output back whole; so now does a suite."""
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: t
+        cases: [{input: {q: x}}]
+        subject: {command: "python3 -c \\"print('x' * 2000000); print('FAILED tests')\\""}
+        judges:
+          - {name: no_fail, builtin: output_contains, arguments: {pattern: FAILED, negate: true}}
+          - {name: whole, check: "return len(outputs['stdout']) > 2000000, 'length'"}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    found = {r["judge"]: r for r in data["results"]}
+    assert found["whole"]["value"] is True, err
+    assert found["no_fail"]["value"] is False, found["no_fail"]

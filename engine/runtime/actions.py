@@ -39,6 +39,7 @@ from engine.model.ports import ActionResult
 from engine.processes.group import GRACE_SECONDS, output_cap, signal_group
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
+WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled stream read back for judging
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
 _HAS_PIDFD = hasattr(os, "pidfd_open")
@@ -469,3 +470,12 @@ def _open_pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except OSError:
         return None
+
+
+def read_whole(path: Path) -> str | int:
+    """A spilled stream's whole text, or its size in bytes when that passes
+    `WHOLE_OUTPUT_LIMIT` (read back for an evaluator, interpolation and a suite's judges)."""
+    size = path.stat().st_size
+    if size > WHOLE_OUTPUT_LIMIT:
+        return size
+    return path.read_text(encoding="utf-8", errors="replace")
