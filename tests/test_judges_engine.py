@@ -641,3 +641,25 @@ def test_a_schema_or_prompt_file_that_never_ends_or_is_huge_is_refused(tmp_path:
     too_large = "it is too large to read (11.0 MB; the limit is 10.0 MB)"
     assert found["schema"].endswith(f"cannot read the schema file {str(big)!r}: {too_large}")
     assert found["prompt"].endswith(f"cannot read its prompt_file {str(big)!r}: {too_large}")
+
+
+def test_a_metric_in_a_loop_reads_its_commands_whole_output(tmp_path: Path) -> None:
+    """A metric command printing 1.2 MB of item scores and then its result (0.1) passed a 0.5
+    threshold as 0.9, the last line of the first MiB the runner keeps in memory."""
+    (tmp_path / "scores.py").write_text(
+        "import sys\nsys.stdout.write('0.9\\n' * 300000 + '0.1\\n')\n"
+    )
+    text = SKIPPING_LOOP.format(action="echo ok").replace(
+        """        - name: says_ok
+          if: "outputs['stdout'].strip() != ''"
+          check: return "ok" in outputs["stdout"], "ok"
+""",
+        """        - name: says_ok
+          builtin: metric
+          arguments: {command: python3 scores.py, threshold: 0.5}
+""",
+    )
+    ran = run_yaml(tmp_path, text, "--no-lock")
+    assert ran.json["final_state"] == "failed", ran.stderr
+    judged = ran.state()["captured"]["work"]["judges"]["says_ok"]
+    assert judged["value"] == 0.1, judged

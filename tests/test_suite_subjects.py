@@ -375,3 +375,25 @@ def test_judges_read_a_subjects_whole_output_past_the_in_memory_mebibyte(tmp_pat
     found = {r["judge"]: r for r in data["results"]}
     assert found["whole"]["value"] is True, err
     assert found["no_fail"]["value"] is False, found["no_fail"]
+
+
+METRIC_PRINTS = "python3 -c \\\"import sys; sys.stdout.write('0.9\\\\n' * 300000 + '0.1\\\\n')\\\""
+
+
+def test_a_metric_reads_the_last_line_of_its_commands_whole_output(tmp_path: Path) -> None:
+    """A metric command that printed 1.2 MB of per-item scores and then its result, 0.1, passed
+    `threshold: 0.5` as 0.9: the judge read the first MiB kept in memory, whose last line was
+    an item's score. It now reads the whole output, in a suite as in a loop."""
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{command: "true"}}
+        judges:
+          - {{name: m, builtin: metric, arguments: {{command: "{METRIC_PRINTS}", threshold: 0.5}}}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [m] = data["results"]
+    assert (m["status"], m["value"]) == ("ok", 0.1), (m, err)

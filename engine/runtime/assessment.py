@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.judges import Assessment, JudgeEnv, JudgeResult, assess, build_record
+from engine.judges.result import JudgeError
 from engine.llm import settings as llm_settings
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import ActionResult, Verdict
-from engine.runtime.actions import ActionRunner
+from engine.runtime.actions import ActionRunner, read_back
 from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class ShellCommands:
         listeners = self.rt.stop.listeners
         listeners.append(runner.terminate)
         try:
-            return runner.run_shell(
+            result = runner.run_shell(
                 command,
                 state=f"judge-{label}",
                 timeout=timeout if timeout is not None else self.default_timeout,
@@ -52,6 +53,17 @@ class ShellCommands:
         finally:
             listeners.remove(runner.terminate)
             runner.close()
+        return _whole(result)
+
+
+def _whole(result: ActionResult) -> ActionResult:
+    """A judge command's result with its whole output (see `read_back`)."""
+    if result.crashed:
+        return result
+    whole, problem = read_back(result, "the judge's command")
+    if problem is not None:
+        raise JudgeError(problem)
+    return whole
 
 
 def before_action(loop: Loop, state: State, rt: Runtime) -> Baseline | None:

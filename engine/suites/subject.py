@@ -20,7 +20,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from engine.model import jsontext
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult, ProcessSetting, refused_before_first_step, run_json
 from engine.model.suite import Subject
-from engine.runtime.actions import WHOLE_OUTPUT_LIMIT, ActionRunner, read_whole
+from engine.runtime.actions import ActionRunner, read_back
 from engine.shell.interpolate import (
     env_name,
     evaluate,
@@ -166,34 +166,8 @@ def _command(subject: Subject, place: Place) -> SubjectRun:
     result = _shell(script, place, subject.timeout, "subject")
     error = _crash(result, subject.timeout)
     if error is None:
-        result, error = _whole(result)
+        result, error = read_back(result, "the subject")
     return SubjectRun(result, error)
-
-
-def _whole(result: ActionResult) -> tuple[ActionResult, str | None]:
-    """The result with its whole stdout and stderr: the runner keeps one MiB of each in memory
-    and spills the rest to a file, and judges reading only that MiB passed a `negate` pattern
-    whose match came later (a test log's FAILED line is at its end). Beyond
-    `WHOLE_OUTPUT_LIMIT` the case is an error, never judged on part of its output."""
-    whole = {"output": result.output, "stderr": result.stderr}
-    for key, path, stream in (
-        ("output", result.output_path, "stdout"),
-        ("stderr", result.stderr_path, "stderr"),
-    ):
-        if path is None:
-            continue
-        try:
-            text = read_whole(Path(path))
-        except OSError as exc:
-            return result, f"the subject's whole {stream} cannot be read from {path}: {exc}"
-        if isinstance(text, int):
-            return result, (
-                f"the subject printed {text:,} bytes to {stream}, more than the "
-                f"{WHOLE_OUTPUT_LIMIT:,} its judges read (all of it is in {path}); make it "
-                "print less, e.g. `... | tail -c 1000000`"
-            )
-        whole[key] = text
-    return replace(result, output=whole["output"], stderr=whole["stderr"]), None
 
 
 def _prompt(subject: Subject, place: Place) -> SubjectRun:
