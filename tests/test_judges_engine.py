@@ -663,3 +663,24 @@ def test_a_metric_in_a_loop_reads_its_commands_whole_output(tmp_path: Path) -> N
     assert ran.json["final_state"] == "failed", ran.stderr
     judged = ran.state()["captured"]["work"]["judges"]["says_ok"]
     assert judged["value"] == 0.1, judged
+
+
+def test_an_assessment_reads_the_actions_whole_stderr(tmp_path: Path) -> None:
+    """An action whose stderr began with a Traceback and then printed 1.2 MB of noise passed a
+    `regex: {pattern: Traceback, field: stderr, negate: true}` judge: the record's stderr was
+    the last MiB the runner keeps in memory."""
+    (tmp_path / "noisy.py").write_text(
+        "import sys\nsys.stderr.write('Traceback (most recent call last)\\n' + 'x' * 1200000)\n"
+    )
+    text = SKIPPING_LOOP.format(action="python3 noisy.py").replace(
+        """        - name: says_ok
+          if: "outputs['stdout'].strip() != ''"
+          check: return "ok" in outputs["stdout"], "ok"
+""",
+        """        - name: says_ok
+          builtin: regex
+          arguments: {pattern: Traceback, field: stderr, negate: true}
+""",
+    )
+    ran = run_yaml(tmp_path, text, "--no-lock")
+    assert ran.json["final_state"] == "failed", ran.stderr

@@ -5,6 +5,7 @@ the verdict. The judging itself is `engine.judges`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,11 +87,15 @@ def assess_state(
 ) -> Verdict:
     """Run the state's judges on its outputs record; the verdict carries every result."""
     workspace = Path(rt.actions.cwd)
+    # `text` is the whole stdout already; stderr kept only its last MiB in memory
+    whole, problem = read_back(replace(result, output_path=None), "the action")
+    if problem is not None:
+        return Verdict("error", {"reason": problem})
     changed = modified_files(before) if before is not None else []
     files, per_dir = read_files(workspace, [*spec.outputs, *changed])
     record = build_record(
         stdout=text,
-        stderr=result.stderr,
+        stderr=whole.stderr,
         exit_code=result.exit_code,
         duration_s=result.duration_ms / 1000,
         trace=result.trace,
