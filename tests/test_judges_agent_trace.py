@@ -446,6 +446,11 @@ def test_explain_does_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path) -> 
     assert "cost: the agent of state work reported no cost" in explained.stdout
     data = json.loads(ll_loop(tmp_path, "explain", ran.json["run_id"], "--format", "json").stdout)
     assert data["cost_unknown_in"] == ["work"]
+    reported = ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "-o", "r.html")
+    assert reported.code == 0, reported.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "$0.0000 + unknown" in html
+    assert "the agent of state work reported no cost" in html
     write_agent(tmp_path)  # a stream with its cost: nothing unknown
     ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
     data = json.loads(ll_loop(tmp_path, "explain", ran.json["run_id"], "--format", "json").stdout)
