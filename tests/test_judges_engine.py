@@ -255,6 +255,10 @@ def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
             "name: bad\nbuiltin: regex\narguments: {pattern: x, field: nowhere}\n",
             "judge 'bad' at judges.yaml:10: the outputs record has no field 'nowhere'",
         ),
+        (  # 'all 0 expected key(s) match' passed any answer object
+            "name: bad\nbuiltin: expected_answer\narguments: {expected: {}}\n",
+            "judge 'bad' at judges.yaml:10: the expected mapping is empty",
+        ),
     ],
 )
 def test_bad_input_is_that_judges_error_naming_it_and_its_line(entry: str, message: str) -> None:
@@ -285,6 +289,13 @@ def test_if_false_skips_and_if_sees_annotations_without_builtins() -> None:
     assert (skipped.status, skipped.passed, skipped.skipped) == ("skipped", None, True)
     ran = run(entry, annotations={})
     assert ran.status == "ok" and ran.passed is False
+
+
+def test_an_empty_expected_annotation_is_no_pass() -> None:
+    """A case annotated `expected: {}` passed `expected_answer` on any JSON object the work
+    printed ('all 0 expected key(s) match'): nothing was compared."""
+    result = run("name: q\nbuiltin: expected_answer\n", annotations={"expected": {}})
+    assert result.status == "error" and "the expected mapping is empty" in str(result.error)
 
 
 def test_the_verdict_is_yes_no_or_error() -> None:
