@@ -255,6 +255,10 @@ def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
             "name: bad\nbuiltin: regex\narguments: {pattern: x, field: nowhere}\n",
             "judge 'bad' at judges.yaml:10: the outputs record has no field 'nowhere'",
         ),
+        (  # '0 matching call(s)' passed: at least 0 calls always holds
+            "name: bad\nbuiltin: tool_called\narguments: {name: Bash, min_count: 0}\n",
+            "judge 'bad' at judges.yaml:10: min_count must be at least 1, not 0",
+        ),
         (  # 'all 0 expected key(s) match' passed any answer object
             "name: bad\nbuiltin: expected_answer\narguments: {expected: {}}\n",
             "judge 'bad' at judges.yaml:10: the expected mapping is empty",

@@ -363,6 +363,11 @@ def tool_called(
     min_count: int = 1,
     negate: bool = False,
 ) -> Judgement:
+    if int(min_count) < 1:  # 'at least 0 calls' passed with none: use negate for 'not called'
+        raise JudgeError(
+            f"min_count must be at least 1, not {min_count} (at least 0 calls always holds); "
+            "to require that the tool was not called, use negate: true"
+        )
     try:
         wanted = compile_pattern(input_pattern, multiline=False) if input_pattern else None
     except PatternSyntaxError as exc:
