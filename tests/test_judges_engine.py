@@ -255,6 +255,10 @@ def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
             "name: bad\nbuiltin: regex\narguments: {pattern: x, field: nowhere}\n",
             "judge 'bad' at judges.yaml:10: the outputs record has no field 'nowhere'",
         ),
+        (  # an empty pattern matched any output, an empty one included
+            "name: bad\nbuiltin: regex\narguments: {pattern: ''}\n",
+            "judge 'bad' at judges.yaml:10: the argument 'pattern' of builtin 'regex' is empty",
+        ),
         (  # '0 matching call(s)' passed: at least 0 calls always holds
             "name: bad\nbuiltin: tool_called\narguments: {name: Bash, min_count: 0}\n",
             "judge 'bad' at judges.yaml:10: min_count must be at least 1, not 0",
@@ -293,6 +297,16 @@ def test_if_false_skips_and_if_sees_annotations_without_builtins() -> None:
     assert (skipped.status, skipped.passed, skipped.skipped) == ("skipped", None, True)
     ran = run(entry, annotations={})
     assert ran.status == "ok" and ran.passed is False
+
+
+def test_a_pattern_that_renders_empty_is_no_pass() -> None:
+    """`pattern: ${context.p}` with p empty matched any output (the empty one included), so
+    `output_contains` and `regex` passed whatever the work printed."""
+    for builtin in ("output_contains", "regex"):
+        entry = f"name: q\nbuiltin: {builtin}\narguments: {{pattern: '${{context.p}}'}}"
+        result = run(entry, render=lambda template, mode: template.replace("${context.p}", ""))
+        assert result.status == "error", (builtin, result)
+        assert "the pattern '${context.p}' is empty" in str(result.error)
 
 
 def test_an_empty_expected_annotation_is_no_pass() -> None:

@@ -92,7 +92,7 @@ def exit_code(ctx: JudgeContext) -> Judgement:
 def output_contains(
     ctx: JudgeContext, *, pattern: str, negate: bool = False, field: str = "stdout"
 ) -> Judgement:
-    spec = Evaluate("output_contains", pattern=ctx.render(pattern), negate=negate)
+    spec = Evaluate("output_contains", pattern=_pattern(ctx, pattern), negate=negate)
     return _verdict_value(spec, ctx, field)
 
 
@@ -223,6 +223,15 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
         trace = "events" if field == "tool_calls" else "metrics"
         raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")
     return ctx.outputs.get(field)
+
+
+def _pattern(ctx: JudgeContext, pattern: str) -> str:
+    """The rendered pattern; an empty one (a `${...}` that rendered to nothing) matches any
+    text, so a judge on it would pass whatever the work printed."""
+    rendered = ctx.render(pattern)
+    if not rendered:
+        raise JudgeError(f"the pattern {pattern!r} is empty: it would match any text")
+    return rendered
 
 
 def _rendered(ctx: JudgeContext, value: Any) -> Any:
@@ -413,7 +422,7 @@ def regex(
     field: str = "stdout",
 ) -> Judgement:
     try:
-        compiled = compile_pattern(ctx.render(pattern), ignore_case=ignore_case)
+        compiled = compile_pattern(_pattern(ctx, pattern), ignore_case=ignore_case)
     except PatternSyntaxError as exc:
         raise JudgeError(f"pattern is not a valid regular expression: {exc}") from None
     try:
