@@ -92,8 +92,10 @@ def tool_reply(
     delay: float = 0.0,
     input_tokens: int = 100,
     output_tokens: int = 20,
+    stop_reason: str = "tool_use",
 ) -> Script:
-    """An answer that calls the request's forced tool with `tool_input`."""
+    """An answer that calls the request's forced tool with `tool_input` (`stop_reason`
+    "max_tokens": the answer the API returns when the call was cut off mid-input)."""
 
     def build(request: dict[str, Any]) -> Reply:
         block = {
@@ -105,7 +107,7 @@ def tool_reply(
         body = message(
             [block],
             model=request.get("model", "claude-test"),
-            stop_reason="tool_use",
+            stop_reason=stop_reason,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
         )

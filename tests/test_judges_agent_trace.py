@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from engine.judges.record import build_record, format_evidence, format_tool_trace
 from engine.llm.agent_trace import parse_agent_stream
 from engine.model.ports import Event
 from engine.runtime.progress import Progress
@@ -198,7 +199,7 @@ def test_a_cost_that_is_no_cost_counts_as_unknown(reported: str) -> None:
     line = f'{{"type": "result", "result": "ok", {fields}}}'
     agent = parse_agent_stream(line)
     assert agent is not None
-    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (None, 0)
+    assert (agent.trace["cost_usd"], agent.trace["num_turns"]) == (None, None)  # not known
     assert (agent.cost_usd, agent.cost_known) == (0.0, False)  # 0 in the run's accounting
 
 
@@ -431,6 +432,31 @@ def test_the_live_line_counts_an_agents_spend() -> None:
     assert "$0.7500" in stream.getvalue()
 
 
+def test_explain_does_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path) -> None:
+    """An agent that printed plain text reported no cost, and `explain` showed the run as
+    '$0.0000' with nothing more (the run's stderr said so once, the explanation never): the
+    dollars are a lower bound, and it now says whose spend they leave out."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    text = loop("- {name: said, check: return True}\n")
+    ran = run_yaml(tmp_path, text, "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr
+    explained = ll_loop(tmp_path, "explain", ran.json["run_id"])
+    head = explained.stdout.splitlines()[0]
+    assert head.endswith("$0.0000 + unknown"), explained.stdout
+    assert "cost: the agent of state work reported no cost" in explained.stdout
+    data = json.loads(ll_loop(tmp_path, "explain", ran.json["run_id"], "--format", "json").stdout)
+    assert data["cost_unknown_in"] == ["work"]
+    reported = ll_loop(tmp_path, "report", ran.json["run_id"], "--html", "-o", "r.html")
+    assert reported.code == 0, reported.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "$0.0000 + unknown" in html
+    assert "the agent of state work reported no cost" in html
+    write_agent(tmp_path)  # a stream with its cost: nothing unknown
+    ran = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    data = json.loads(ll_loop(tmp_path, "explain", ran.json["run_id"], "--format", "json").stdout)
+    assert data["cost_unknown_in"] == [], data
+
+
 @pytest.mark.parametrize(
     "events",
     [
@@ -459,3 +485,60 @@ def test_an_unknown_agent_cost_does_not_pass_a_cost_budget(
     assert "state work: the agent reported no cost" in ran.stderr
     [completed] = [e for e in ran.events() if e["event"] == "action_complete"]
     assert completed["agent_cost_known"] is False
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        None,  # plain text output: no stream at all
+        [{k: v for k, v in EVENTS[-1].items() if k != "num_turns"}],  # a result, no turns
+    ],
+)
+def test_unknown_agent_turns_do_not_pass_max_turns(
+    tmp_path: Path, events: list[dict[str, Any]] | None
+) -> None:
+    """An agent whose turns nobody reported (plain output; a stream whose only event is a
+    `result` without `num_turns`) had `num_turns: 0` in its record, so `max_turns` passed it
+    as '0 turn(s), at most 1 allowed': unknown turns are an error of that judge, as an unknown
+    cost is of `cost_budget`."""
+    if events is None:
+        (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+        (tmp_path / "events.json").write_text("[]")
+    else:
+        write_agent(tmp_path, events)
+    judges = (
+        "- {name: few, builtin: max_turns, arguments: {max_turns: 1}}\n"
+        "- {name: seen, check: \"return outputs['num_turns'] is None, 'no turns'\"}\n"
+    )
+    ran = run_yaml(tmp_path, loop(judges), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    judged = ran.state()["captured"]["work"]["judges"]
+    assert judged["seen"]["passed"] is True, judged
+    assert judged["few"]["passed"] is None, judged
+    assert "turns are not known" in str(judged["few"]), judged
+
+
+def test_unknown_agent_tool_calls_do_not_pass_a_negated_tool_called(tmp_path: Path) -> None:
+    """An agent that printed plain text (no stream of its tool_use events) had `tool_calls: []`
+    in its record, so `tool_called: {name: Bash, negate: true}` passed it as '0 matching
+    call(s) ... (tools called: none)': calls nobody recorded are not 'none called'. The record
+    now says null and the judge is an error; a stream without tool_use still passes it."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    (tmp_path / "events.json").write_text("[]")
+    judges = (
+        "- {name: no_shell, builtin: tool_called, arguments: {name: Bash, negate: true}}\n"
+        "- {name: seen, check: \"return outputs['tool_calls'] is None, 'unknown'\"}\n"
+    )
+    ran = run_yaml(tmp_path, loop(judges), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    judged = ran.state()["captured"]["work"]["judges"]
+    assert judged["seen"]["passed"] is True, judged
+    assert judged["no_shell"]["passed"] is None, judged
+    assert "the agent's tool calls are not known" in str(judged["no_shell"]), judged
+    untraced = build_record(stdout="Done.", cost_usd=None, untraced_agent=True)
+    assert format_tool_trace(untraced) == "(tool calls not recorded)"  # what an LLM judge reads
+    assert "tool calls: not recorded" in format_evidence(untraced)
+    write_agent(tmp_path, [EVENTS[-2], EVENTS[-1]])  # a stream: no tool_use in it
+    judges = "- {name: no_shell, builtin: tool_called, arguments: {name: Bash, negate: true}}\n"
+    ran = run_yaml(tmp_path, loop(judges), "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr

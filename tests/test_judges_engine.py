@@ -29,6 +29,7 @@ from engine.judges import (
 from engine.model.ports import ActionResult
 from engine.runtime.actions import ActionRunner
 from tests.judges_helpers import judge_of, judges_of
+from tests.run_helpers import run_yaml
 
 LL_LOOP = Path(sys.executable).with_name("ll-loop")
 RECORD = build_record(
@@ -254,6 +255,18 @@ def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
             "name: bad\nbuiltin: regex\narguments: {pattern: x, field: nowhere}\n",
             "judge 'bad' at judges.yaml:10: the outputs record has no field 'nowhere'",
         ),
+        (  # an empty pattern matched any output, an empty one included
+            "name: bad\nbuiltin: regex\narguments: {pattern: ''}\n",
+            "judge 'bad' at judges.yaml:10: the argument 'pattern' of builtin 'regex' is empty",
+        ),
+        (  # '0 matching call(s)' passed: at least 0 calls always holds
+            "name: bad\nbuiltin: tool_called\narguments: {name: Bash, min_count: 0}\n",
+            "judge 'bad' at judges.yaml:10: min_count must be at least 1, not 0",
+        ),
+        (  # 'all 0 expected key(s) match' passed any answer object
+            "name: bad\nbuiltin: expected_answer\narguments: {expected: {}}\n",
+            "judge 'bad' at judges.yaml:10: the expected mapping is empty",
+        ),
     ],
 )
 def test_bad_input_is_that_judges_error_naming_it_and_its_line(entry: str, message: str) -> None:
@@ -286,6 +299,23 @@ def test_if_false_skips_and_if_sees_annotations_without_builtins() -> None:
     assert ran.status == "ok" and ran.passed is False
 
 
+def test_a_pattern_that_renders_empty_is_no_pass() -> None:
+    """`pattern: ${context.p}` with p empty matched any output (the empty one included), so
+    `output_contains` and `regex` passed whatever the work printed."""
+    for builtin in ("output_contains", "regex"):
+        entry = f"name: q\nbuiltin: {builtin}\narguments: {{pattern: '${{context.p}}'}}"
+        result = run(entry, render=lambda template, mode: template.replace("${context.p}", ""))
+        assert result.status == "error", (builtin, result)
+        assert "the pattern '${context.p}' is empty" in str(result.error)
+
+
+def test_an_empty_expected_annotation_is_no_pass() -> None:
+    """A case annotated `expected: {}` passed `expected_answer` on any JSON object the work
+    printed ('all 0 expected key(s) match'): nothing was compared."""
+    result = run("name: q\nbuiltin: expected_answer\n", annotations={"expected": {}})
+    assert result.status == "error" and "the expected mapping is empty" in str(result.error)
+
+
 def test_the_verdict_is_yes_no_or_error() -> None:
     ok = JudgeResult("a", "ok", True, True)
     failed = JudgeResult("b", "ok", 0.2, False)
@@ -294,6 +324,42 @@ def test_the_verdict_is_yes_no_or_error() -> None:
     assert verdict_of([ok, skipped]) == "yes"
     assert verdict_of([ok, failed, broken]) == "no"
     assert verdict_of([ok, broken, skipped]) == "error"
+    assert verdict_of([skipped]) == "error"  # nothing was judged: no yes
+
+
+SKIPPING_LOOP = """\
+name: skip
+initial: work
+scope: ["."]
+states:
+  work:
+    action: {action}
+    evaluate:
+      type: assessment
+      judges:
+        - name: says_ok
+          if: "outputs['stdout'].strip() != ''"
+          check: return "ok" in outputs["stdout"], "ok"
+    on_yes: done
+    on_no: failed
+    on_error: broken
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+  broken: {{terminal: true, failure: true}}
+"""
+
+
+def test_an_assessment_whose_every_judge_was_skipped_is_no_yes(tmp_path: Path) -> None:
+    """An action that printed nothing, judged only by a judge whose `if:` wants output, went
+    to on_yes ('0 of 0 judge(s) passed, 1 skipped'): a run reached success on no judgement.
+    Nothing judged is an error naming why; one judge that ran still decides."""
+    ran = run_yaml(tmp_path, SKIPPING_LOOP.format(action="echo"), "--no-lock")
+    assert ran.json["final_state"] == "broken", ran.stderr
+    [judged] = [e for e in ran.events() if e["event"] == "evaluate"]
+    assert judged["verdict"] == "error", judged
+    assert "no judge ran" in judged["details"]["reason"], judged
+    ran = run_yaml(tmp_path, SKIPPING_LOOP.format(action="echo ok"), "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr
 
 
 def test_assessment_lists_failing_judges_lowest_first() -> None:
@@ -604,3 +670,46 @@ def test_a_schema_or_prompt_file_that_never_ends_or_is_huge_is_refused(tmp_path:
     too_large = "it is too large to read (11.0 MB; the limit is 10.0 MB)"
     assert found["schema"].endswith(f"cannot read the schema file {str(big)!r}: {too_large}")
     assert found["prompt"].endswith(f"cannot read its prompt_file {str(big)!r}: {too_large}")
+
+
+def test_a_metric_in_a_loop_reads_its_commands_whole_output(tmp_path: Path) -> None:
+    """A metric command printing 1.2 MB of item scores and then its result (0.1) passed a 0.5
+    threshold as 0.9, the last line of the first MiB the runner keeps in memory."""
+    (tmp_path / "scores.py").write_text(
+        "import sys\nsys.stdout.write('0.9\\n' * 300000 + '0.1\\n')\n"
+    )
+    text = SKIPPING_LOOP.format(action="echo ok").replace(
+        """        - name: says_ok
+          if: "outputs['stdout'].strip() != ''"
+          check: return "ok" in outputs["stdout"], "ok"
+""",
+        """        - name: says_ok
+          builtin: metric
+          arguments: {command: python3 scores.py, threshold: 0.5}
+""",
+    )
+    ran = run_yaml(tmp_path, text, "--no-lock")
+    assert ran.json["final_state"] == "failed", ran.stderr
+    judged = ran.state()["captured"]["work"]["judges"]["says_ok"]
+    assert judged["value"] == 0.1, judged
+
+
+def test_an_assessment_reads_the_actions_whole_stderr(tmp_path: Path) -> None:
+    """An action whose stderr began with a Traceback and then printed 1.2 MB of noise passed a
+    `regex: {pattern: Traceback, field: stderr, negate: true}` judge: the record's stderr was
+    the last MiB the runner keeps in memory."""
+    (tmp_path / "noisy.py").write_text(
+        "import sys\nsys.stderr.write('Traceback (most recent call last)\\n' + 'x' * 1200000)\n"
+    )
+    text = SKIPPING_LOOP.format(action="python3 noisy.py").replace(
+        """        - name: says_ok
+          if: "outputs['stdout'].strip() != ''"
+          check: return "ok" in outputs["stdout"], "ok"
+""",
+        """        - name: says_ok
+          builtin: regex
+          arguments: {pattern: Traceback, field: stderr, negate: true}
+""",
+    )
+    ran = run_yaml(tmp_path, text, "--no-lock")
+    assert ran.json["final_state"] == "failed", ran.stderr

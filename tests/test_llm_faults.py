@@ -46,6 +46,12 @@ ANSWER_FAULTS: dict[str, Script] = {
         {"verdict": "yes", "confidence": 0.9, "reason": 3, "evidence": QUOTE}
     ),
     "missing-fields": tool_reply({"verdict": "yes"}),
+    # every field there, but the answer was cut off at max_tokens: its reason (and evidence)
+    # may stop mid-sentence, and a truncated answer is no verdict
+    "cut-at-max-tokens": tool_reply(
+        {"verdict": "yes", "confidence": 0.9, "reason": "Every service is", "evidence": QUOTE},
+        stop_reason="max_tokens",
+    ),
 }
 
 

@@ -1,4 +1,4 @@
-"""Rubric mode (Polpo): concurrent reviewers, clamped 1–5 scores, median, outlier drop, weights."""
+"""Rubric mode (Polpo): concurrent reviewers, 1–5 scores, median, outlier drop, weights."""
 
 from __future__ import annotations
 
@@ -70,10 +70,21 @@ def test_below_threshold_is_no(loopback: LoopbackServer, tmp_path: Path) -> None
     assert verdict.details["score"] < 3.0
 
 
-def test_scores_are_clamped(loopback: LoopbackServer, tmp_path: Path) -> None:
-    loopback.push(scores(9, -3), scores(9, -3), scores(9, -3))
+def test_a_score_outside_1_to_5_is_malformed_not_clamped(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A reviewer answering 9 where the tool allows 1-5 had it clamped to 5, a top score from
+    an answer that broke its own schema (a rubric passed on it). It is malformed, as a score
+    judge's out-of-range score is: asked once more, then that reviewer's error."""
+    loopback.default = scores(9, -3)
     verdict = review(spec(), tmp_path)
-    assert verdict.details["dimensions"] == {"correctness": 5.0, "style": 1.0}
+    assert verdict.name == "error", verdict.details
+    assert "outside 1..5" in verdict.details["error"]
+    loopback.reset()
+    loopback.push(scores(9, 4), scores(4, 4))  # the second ask answers within the range
+    verdict = review(spec(reviewers=1), tmp_path)
+    assert verdict.details["dimensions"] == {"correctness": 4.0, "style": 4.0}
+    assert verdict.details["reviewers"][0]["calls"] == 2
 
 
 def test_one_surviving_reviewer_is_a_noted_fallback(

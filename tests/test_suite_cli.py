@@ -520,6 +520,29 @@ def test_an_ungated_suite_whose_every_case_errored_is_an_error_not_exit_0(tmp_pa
     assert code == 2 and out.startswith("Suite stuck: ERROR")
 
 
+def test_an_ungated_suite_whose_judgements_errored_or_were_skipped_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """A judge skipped on every case (its `if:` false) beside one that errored on every case:
+    nothing was scored, yet the run was UNGATED and exited 0, because only a run whose every
+    judgement errored counted as having measured nothing."""
+    numbered(tmp_path, 2)
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: nothing
+        dataset: cases
+        subject: {command: "echo"}
+        judges:
+          - {name: said, if: "outputs['stdout'].strip() != ''", check: "return True, 'x'"}
+          - {name: broken, check: "raise ValueError('boom')"}
+        """,
+    )
+    code, data, err = suite_json(tmp_path, "t.suite.yaml")
+    assert (code, data["result"], data["exit_code"]) == (2, "ERROR", 2), err
+    assert any("nothing was measured" in note for note in data["notes"]), data["notes"]
+
+
 def test_an_ungated_suite_with_one_scored_case_stays_ungated(tmp_path: Path) -> None:
     numbered(tmp_path, 2)
     write(

@@ -71,6 +71,23 @@ def test_plain_lines_every_case_for_small_suites_every_5_percent_for_big_ones() 
     assert lines[-1].startswith("  400/400 cases · echoed 1.00")
 
 
+def test_a_case_line_counts_the_judges_that_errored_or_were_skipped() -> None:
+    """A case whose one judge passed, one errored and one was skipped read '1/1 judges
+    passed', as if it had been judged whole."""
+    judges = (
+        JudgeOutcome("echoed", "check", "ok", 1.0, True, True),
+        JudgeOutcome("broken", "check", "error", None, None, None, error="boom"),
+        JudgeOutcome("gated", "check", "skipped", None, None, None),
+    )
+    case = CaseOutcome("c0", "k", 0, (ArmOutcome("subject", "ok", judges, None),))
+    stream = io.StringIO()
+    display = SuiteProgress(suite="s", run_id="r", total=1, mode="lines", stream=stream)
+    display.update(case)
+    assert stream.getvalue().splitlines() == [
+        "  case 1/1  c0  1/1 judges passed, 1 errored, 1 skipped"
+    ]
+
+
 def test_quiet_and_a_pipe_that_closed_show_nothing_and_do_not_fail() -> None:
     stream = io.StringIO()
     SuiteProgress(suite="q", run_id="r", total=1, mode="quiet", stream=stream).update(

@@ -311,3 +311,89 @@ def test_an_agent_that_reports_no_cost_errs_the_cost_budget_instead_of_passing(
     assert found["seen"]["value"] is True, err
     assert found["budget"]["status"] == "error", found
     assert "the work's cost is not known" in found["budget"]["error"]
+
+
+def test_an_agent_that_reports_no_turns_errs_max_turns_instead_of_passing(
+    tmp_path: Path,
+) -> None:
+    """An agent subject printing plain text had `num_turns: 0` in its record, so `max_turns`
+    passed it ('0 turn(s)'): unknown turns are not 0."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{agent: python3 {tmp_path / "agent.py"}, prompt: hi}}
+        judges:
+          - {{name: turns, builtin: max_turns, arguments: {{max_turns: 1}}}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [turns] = data["results"]
+    assert turns["status"] == "error", turns
+    assert "the agent's turns are not known" in turns["error"], err
+
+
+def test_an_agent_that_reports_no_tool_calls_errs_a_negated_tool_called(tmp_path: Path) -> None:
+    """An agent subject printing plain text had `tool_calls: []`, so 'rm was never called'
+    (`tool_called` with `negate: true`) passed on calls nobody recorded."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{agent: python3 {tmp_path / "agent.py"}, prompt: hi}}
+        judges:
+          - {{name: no_rm, builtin: tool_called, arguments: {{name: rm, negate: true}}}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [no_rm] = data["results"]
+    assert no_rm["status"] == "error", no_rm
+    assert "the agent's tool calls are not known" in no_rm["error"], err
+
+
+def test_judges_read_a_subjects_whole_output_past_the_in_memory_mebibyte(tmp_path: Path) -> None:
+    """A command subject that printed 2 MB and then 'FAILED tests' passed an
+    `output_contains: {pattern: FAILED, negate: true}` judge: the record's stdout was the first
+    MiB the runner keeps in memory (the rest spilled to a file), so the failure at the end was
+    never read. A loop's evaluator reads a spilled output back whole; so now does a suite."""
+    write(
+        tmp_path / "t.suite.yaml",
+        """\
+        name: t
+        cases: [{input: {q: x}}]
+        subject: {command: "python3 -c \\"print('x' * 2000000); print('FAILED tests')\\""}
+        judges:
+          - {name: no_fail, builtin: output_contains, arguments: {pattern: FAILED, negate: true}}
+          - {name: whole, check: "return len(outputs['stdout']) > 2000000, 'length'"}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    found = {r["judge"]: r for r in data["results"]}
+    assert found["whole"]["value"] is True, err
+    assert found["no_fail"]["value"] is False, found["no_fail"]
+
+
+METRIC_PRINTS = "python3 -c \\\"import sys; sys.stdout.write('0.9\\\\n' * 300000 + '0.1\\\\n')\\\""
+
+
+def test_a_metric_reads_the_last_line_of_its_commands_whole_output(tmp_path: Path) -> None:
+    """A metric command that printed 1.2 MB of per-item scores and then its result, 0.1, passed
+    `threshold: 0.5` as 0.9: the judge read the first MiB kept in memory, whose last line was
+    an item's score. It now reads the whole output, in a suite as in a loop."""
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}]
+        subject: {{command: "true"}}
+        judges:
+          - {{name: m, builtin: metric, arguments: {{command: "{METRIC_PRINTS}", threshold: 0.5}}}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    [m] = data["results"]
+    assert (m["status"], m["value"]) == ("ok", 0.1), (m, err)

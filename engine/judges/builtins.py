@@ -92,7 +92,7 @@ def exit_code(ctx: JudgeContext) -> Judgement:
 def output_contains(
     ctx: JudgeContext, *, pattern: str, negate: bool = False, field: str = "stdout"
 ) -> Judgement:
-    spec = Evaluate("output_contains", pattern=ctx.render(pattern), negate=negate)
+    spec = Evaluate("output_contains", pattern=_pattern(ctx, pattern), negate=negate)
     return _verdict_value(spec, ctx, field)
 
 
@@ -200,14 +200,38 @@ def _measured(ctx: JudgeContext, field: str) -> Any:
     `traces: {metrics: false}` or `{events: false}`): an unknown cost is not $0, unknown tool
     calls are not 'none called', an unknown exit code is not a crash."""
     if field in ctx.outputs and ctx.outputs[field] is None:
-        if field == "cost_usd" and ctx.outputs.get("num_turns") is not None:
+        # The exit code is null only where the suite's traces.metrics is off, and `events`
+        # only where its traces.events is: else an agent CLI reported none (plain output).
+        watched = "events" if field == "tool_calls" else "exit_code"
+        agent_said_none = ctx.outputs.get(watched) is not None
+        if field == "cost_usd" and agent_said_none:
             raise JudgeError(
                 "the work's cost is not known: the agent CLI reported none (its output was no "
                 "stream-json trace with a result's total_cost_usd), and an unknown cost is not $0"
             )
+        if field == "num_turns" and agent_said_none:
+            raise JudgeError(
+                "the agent's turns are not known: the agent CLI reported none (its output was no "
+                "stream-json trace with assistant events or a result's num_turns), and unknown "
+                "turns are not 0"
+            )
+        if field == "tool_calls" and agent_said_none:
+            raise JudgeError(
+                "the agent's tool calls are not known: the agent CLI's output was no stream-json "
+                "trace of its tool_use events, and calls nobody recorded are not 'none called'"
+            )
         trace = "events" if field == "tool_calls" else "metrics"
         raise JudgeError(f"the record has no {field} (the suite's traces.{trace} is off)")
     return ctx.outputs.get(field)
+
+
+def _pattern(ctx: JudgeContext, pattern: str) -> str:
+    """The rendered pattern; an empty one (a `${...}` that rendered to nothing) matches any
+    text, so a judge on it would pass whatever the work printed."""
+    rendered = ctx.render(pattern)
+    if not rendered:
+        raise JudgeError(f"the pattern {pattern!r} is empty: it would match any text")
+    return rendered
 
 
 def _rendered(ctx: JudgeContext, value: Any) -> Any:
@@ -323,7 +347,7 @@ def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:
     arguments=(Argument("max_turns", "integer", required=True, description="the most turns"),),
 )
 def max_turns(ctx: JudgeContext, *, max_turns: int) -> Judgement:
-    turns = int(_measured(ctx, "num_turns") or 0)
+    turns = int(_measured(ctx, "num_turns") or 0)  # unknown turns are an error, not 0
     return Judgement(turns <= int(max_turns), f"{turns} turn(s), at most {max_turns} allowed")
 
 
@@ -348,6 +372,11 @@ def tool_called(
     min_count: int = 1,
     negate: bool = False,
 ) -> Judgement:
+    if int(min_count) < 1:  # 'at least 0 calls' passed with none: use negate for 'not called'
+        raise JudgeError(
+            f"min_count must be at least 1, not {min_count} (at least 0 calls always holds); "
+            "to require that the tool was not called, use negate: true"
+        )
     try:
         wanted = compile_pattern(input_pattern, multiline=False) if input_pattern else None
     except PatternSyntaxError as exc:
@@ -393,7 +422,7 @@ def regex(
     field: str = "stdout",
 ) -> Judgement:
     try:
-        compiled = compile_pattern(ctx.render(pattern), ignore_case=ignore_case)
+        compiled = compile_pattern(_pattern(ctx, pattern), ignore_case=ignore_case)
     except PatternSyntaxError as exc:
         raise JudgeError(f"pattern is not a valid regular expression: {exc}") from None
     try:

@@ -5,7 +5,7 @@ running it on many records costs only the call. `run_judge` never raises: a judg
 run, raises, returns something that is neither a bool nor a number, or leaves its range is an
 `error` result whose message names the judge and its file line. `assess` runs a state's judges
 at once and gives yes (every judge that ran passed), no (one failed) or error (none failed but
-one could not run).
+one could not run, or none ran: every one was skipped).
 """
 
 from __future__ import annotations
@@ -255,6 +255,11 @@ class Assessment:
 
     def reason(self) -> str:
         ran = [r for r in self.results if not r.skipped]
+        if self.results and not ran:
+            return (
+                f"no judge ran: all {len(self.results)} were skipped (their if: was false), "
+                "so nothing was judged"
+            )
         passed = sum(1 for r in ran if r.passed)
         text = f"{passed} of {len(ran)} judge(s) passed"
         if len(ran) < len(self.results):
@@ -288,10 +293,13 @@ def _shown(result: JudgeResult) -> str:
 
 
 def verdict_of(results: Sequence[JudgeResult]) -> str:
-    """yes: every judge that ran passed; no: one failed; error: none failed, one could not run."""
+    """yes: every judge that ran passed; no: one failed; error: none failed, one could not run,
+    or none ran (every `if:` was false): a yes needs a judge that passed, not a vacuous 'all'."""
     if any(r.passed is False for r in results):
         return "no"
     if any(r.errored for r in results):
+        return "error"
+    if results and all(r.skipped for r in results):
         return "error"
     return "yes"
 

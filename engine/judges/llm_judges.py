@@ -301,7 +301,8 @@ def _bounded_render(template: Any, values: Mapping[str, Any], interpolated: list
 
 def _quotable(name: str, values: Mapping[str, Any], record: Mapping[str, Any]) -> list[str]:
     """The text a quote may come from, of one template variable: the work's own text, never
-    our labels or placeholders ("--- stdout", "(no output)", "(no tool calls)")."""
+    our labels or placeholders ("--- stdout", "(no output)", "(no tool calls)", "(tool calls
+    not recorded)")."""
     if name == "outputs":
         return outputs_material(record)
     if name == "tool_trace" and not record.get("tool_calls"):

@@ -96,6 +96,8 @@ def expected_answer(
     wanted = expected if expected is not None else ctx.env.annotations.get("expected")
     if not isinstance(wanted, Mapping):
         raise JudgeError("there is no expected mapping (give `expected`, or annotate cases)")
+    if not wanted:  # 'all 0 expected key(s) match' would pass any answer object
+        raise JudgeError("the expected mapping is empty: nothing to compare the answer with")
     value = ctx.outputs.get(field)
     answer = extract_answer(value if isinstance(value, str) else json.dumps(value, default=str))
     if answer is None:

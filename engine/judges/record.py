@@ -34,14 +34,18 @@ def build_record(
     modified_files: Sequence[str] = (),
     output_dirs: Mapping[str, Sequence[str]] | None = None,
     cost_usd: float | None = 0.0,
+    untraced_agent: bool = False,
 ) -> OutputsRecord:
     """An outputs record. `output_dirs` maps a directory (as configured) to the relative paths
     of its files in `files`, in order: each gives `<name>_content` and `<name>_file`.
     `cost_usd` is what the work cost when no agent trace says (a prompt answered through the
     SDK): a `cost_budget` judge must see it. None (in the trace or here) is a cost nobody
-    reported (an agent CLI's plain output): the record says null, not $0."""
+    reported (an agent CLI's plain output): the record says null, not $0. `untraced_agent`:
+    an agent CLI whose output was no event stream, so its `num_turns` and `tool_calls` are
+    null (not known), where work that is no agent's took 0 turns and called no tool."""
     trace = trace or {}
     cost = trace.get("cost_usd", cost_usd)
+    turns = trace.get("num_turns", None if untraced_agent else 0)
     record: OutputsRecord = {
         "stdout": stdout,
         "stderr": stderr,
@@ -50,11 +54,11 @@ def build_record(
         "files": dict(files or {}),
         "modified_files": list(modified_files),
         "conversation": str(trace.get("conversation") or ""),
-        "tool_calls": list(trace.get("tool_calls") or ()),
+        "tool_calls": None if untraced_agent else list(trace.get("tool_calls") or ()),
         "events": list(trace.get("events") or ()),
         "token_usage": dict(trace.get("token_usage") or {}),
         "cost_usd": None if cost is None else float(cost or cost_usd or 0.0),
-        "num_turns": int(trace.get("num_turns") or 0),
+        "num_turns": None if turns is None else int(turns),
     }
     for directory, paths in (output_dirs or {}).items():
         key = PurePosixPath(directory.rstrip("/")).name.replace("-", "_").replace(".", "_")
@@ -103,6 +107,8 @@ def outputs_material(record: Mapping[str, Any]) -> list[str]:
 
 def format_tool_trace(record: Mapping[str, Any]) -> str:
     """`{{ tool_trace }}`: the tool calls in order, one line each."""
+    if record.get("tool_calls", []) is None:
+        return "(tool calls not recorded)"  # not "none": nobody knows
     calls = record.get("tool_calls") or []
     if not calls:
         return "(no tool calls)"
@@ -123,6 +129,8 @@ def format_evidence(record: Mapping[str, Any]) -> str:
             name = str(call.get("name", "?"))
             counts[name] = counts.get(name, 0) + 1
     tools = ", ".join(f"{name} x{n}" for name, n in counts.items()) or "none"
+    if record.get("tool_calls", []) is None:
+        tools = "not recorded"
     modified = ", ".join(record.get("modified_files") or []) or "none"
     lines = [
         f"tool calls: {tools}",

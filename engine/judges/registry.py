@@ -52,6 +52,8 @@ class Argument:
         kind = wanted.get(self.type)
         if kind is not None and not isinstance(value, kind):
             return f"is {_shown(value)}, not a {self.type}" + _HOW.get(self.type, "")
+        if self.regex and value == "":
+            return "is empty: it would match any text, the empty one included"
         if self.regex and isinstance(value, str) and "${" not in value:
             return _regex_problem(value)
         return None

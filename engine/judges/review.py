@@ -7,9 +7,10 @@
   file-changing work (the record lists `modified_files`, or `explore: true`) a reviewer first
   explores the workspace with read_file / glob / grep over real tool-use turns, at most 20 tool
   steps, then makes the separate scoring call with what it found in its conversation.
-- scores are clamped to 1..5; with two or more reviewers each dimension takes the median, drops
-  entries more than 1.5 from it and averages the rest; one reviewer is a fallback; with none the
-  judge errors. The weighted total is the value; it passes at `threshold` (default 3.0).
+- a score outside 1..5 is a malformed answer (never clamped); with two or more reviewers each
+  dimension takes the median, drops entries more than 1.5 from it and averages the rest; one
+  reviewer is a fallback; with none the judge errors. The weighted total is the value; it
+  passes at `threshold` (default 3.0).
 """
 
 from __future__ import annotations

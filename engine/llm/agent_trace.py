@@ -155,8 +155,10 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
     results = [e for e in events if e["type"] == "result"]
     result = results[-1] if results else None
     cost, answer, is_error, error = _session_cost(results), conversation, False, ""
+    known_turns: int | None = turns if turns else None  # no assistant event: nobody counted
     if result is not None:
-        turns = int(_number(result.get("num_turns")) or turns)
+        reported = _cost(result.get("num_turns"))
+        known_turns = int(reported) if reported is not None else known_turns
         if isinstance(result.get("result"), str):
             answer = result["result"]
         if isinstance(result.get("usage"), Mapping):
@@ -169,7 +171,7 @@ def _read(events: list[dict[str, Any]]) -> AgentRun:
         "events": events,
         "token_usage": usage,
         "cost_usd": cost,
-        "num_turns": turns,
+        "num_turns": known_turns,  # None: not known (not 0); `max_turns` is then an error
     }
     return AgentRun(answer, trace, is_error, error)
 
@@ -193,11 +195,6 @@ def _failure(result: Mapping[str, Any]) -> str:
     elif isinstance(result.get("result"), str) and result["result"].strip():
         parts.append(result["result"].strip())
     return ": ".join(parts)[:500]
-
-
-def _number(value: Any) -> float:
-    """A count the agent reported; anything but a finite number ≥ 0 is not known (0)."""
-    return _cost(value) or 0.0
 
 
 def _cost(value: Any) -> float | None:

@@ -237,7 +237,14 @@ def base_request(
 
 
 def tool_input(body: Mapping[str, Any], name: str) -> Mapping[str, Any] | str:
-    """The input of the `name` tool call in an answer, or why there is none."""
+    """The input of the `name` tool call in an answer, or why there is none. An answer cut off
+    at max_tokens (or stopped by a refusal) is none: its fields may end mid-sentence (a reason,
+    a quote), and a `yes` with a truncated reason passed as a whole verdict."""
+    stop = body.get("stop_reason")
+    if stop == "max_tokens":
+        return "the answer was cut off at max_tokens (raise the judge's max_tokens)"
+    if stop == "refusal":
+        return "the model refused to answer"
     for block in body.get("content") or ():
         if isinstance(block, Mapping) and block.get("type") == "tool_use":
             if block.get("name") != name:

@@ -1,10 +1,11 @@
 """Rubric mode (Polpo's `llm_review`): several reviewers score dimensions 1–5; robust aggregation.
 
 `reviewers` concurrent calls, each forced through `submit_scores` with one 1–5 field per dimension.
-Scores are clamped to 1..5. With two or more successful reviewers, each dimension takes the median
-across reviewers, drops entries more than 1.5 from it, and averages the rest; the dimension scores
-combine by weight (weights normalised; all-zero weights count equally). One successful reviewer is
-used as a fallback (noted in details); none is `error`. Total ≥ `threshold` → yes, else no.
+A score outside 1..5 is a malformed answer. With two or more successful reviewers, each dimension
+takes the median across reviewers, drops entries more than 1.5 from it, and averages the rest;
+the dimension scores combine by weight (weights normalised; all-zero weights count equally). One
+successful reviewer is used as a fallback (noted in details); none is `error`. Total ≥
+`threshold` → yes, else no.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ def rubric_prompt(
 def parse_scores(
     body: Mapping[str, Any], dimensions: Sequence[Dimension]
 ) -> dict[str, float] | str:
-    """Clamped scores per dimension, or why the answer is malformed."""
+    """The scores per dimension, or why the answer is malformed. A score outside 1..5 (which the
+    tool does not allow) is malformed, not clamped: a 9 clamped to 5 was a top score made of an
+    answer that broke its own schema."""
     data = tool_input(body, SCORE_TOOL)
     if isinstance(data, str):
         return data
@@ -93,7 +96,9 @@ def parse_scores(
         value = data.get(dim.name)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"score for {dim.name!r} is {value!r}, not a number"
-        scores[dim.name] = min(5.0, max(1.0, float(value)))
+        if not 1 <= value <= 5:  # NaN fails this too
+            return f"score for {dim.name!r} is {value!r}, outside 1..5"
+        scores[dim.name] = float(value)
     return scores
 
 

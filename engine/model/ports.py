@@ -42,6 +42,11 @@ class ActionResult:
     output_capped: int | None = None  # the byte cap its output passed (the action was ended)
 
     @property
+    def agent_untraced(self) -> bool:
+        """An agent CLI's plain output: what it spent and how many turns it took are unknown."""
+        return not self.cost_known and self.trace is None
+
+    @property
     def crashed(self) -> bool:
         """Timed out, could not start, killed by a signal, or ended for printing more than the
         output cap: never judged (docs/format.md, "Evaluators"; docs/runs.md, the output cap)."""

@@ -108,6 +108,9 @@ class Explanation:
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
     cached_calls: int = 0  # model calls the `--cache` answered (no call was made)
+    # states (a sub-loop's as `state > child state`) whose agent CLI reported no cost: the
+    # dollars shown leave that spend out, so they are a lower bound, not the run's cost
+    cost_unknown_in: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         result = self.facts.result or {}
@@ -132,6 +135,7 @@ class Explanation:
             ],
             "steps_by_state": self.steps_by_state,
             "cost_by_state": {k: round(v, 6) for k, v in self.cost_by_state.items()},
+            "cost_unknown_in": list(self.cost_unknown_in),
             "calls_by_state": self.calls_by_state,
             "stderr_tail": list(self.stderr_tail),
             "stderr_from": self.stderr_from or None,
@@ -200,7 +204,18 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         children=children,
         log_gap=gap,
         cached_calls=trace.cached() if trace else 0,
+        cost_unknown_in=_cost_unknown_in(steps, children),
     )
+
+
+def _cost_unknown_in(
+    steps: list[Step], children: tuple[tuple[int, str, Explanation], ...]
+) -> tuple[str, ...]:
+    """The states whose agent reported no cost, in order, once each (a child's nested)."""
+    found = [s.state for s in steps if s.cost_unknown]
+    for _, state, child in children:
+        found += [f"{state} > {inner}" for inner in child.cost_unknown_in]
+    return tuple(dict.fromkeys(found))
 
 
 def log_gap(facts: RunFacts, trace: Trace | None) -> str:
@@ -539,9 +554,16 @@ def _head_lines(explanation: Explanation) -> list[str]:
     steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
         f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
-        f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}",
+        f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}"
+        + (" + unknown" if explanation.cost_unknown_in else ""),
         f"why: {_one_line(explanation.reason)}",
     ]
+    if explanation.cost_unknown_in:
+        states = ", ".join(explanation.cost_unknown_in)
+        lines.append(
+            f"cost: the agent of state {states} reported no cost; its spend is not in the "
+            f"${facts.cost_usd:.4f}"
+        )
     if facts.state_problem:
         lines.append(f"note: {facts.state_problem}")
     if facts.replay_from:

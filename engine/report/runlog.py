@@ -53,6 +53,7 @@ class Step:
     llm_calls: int = 0
     cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
     cost_usd: float = 0.0
+    cost_unknown: bool = False  # an agent CLI's action that reported no cost (not $0)
     child: Trace | None = None
     child_continued: bool = False  # a resume continued this step's child in a later step
 
@@ -295,6 +296,7 @@ class _Builder:
         step.output = str(event.get("output") or "")
         step.stderr = str(event.get("stderr") or "")
         step.cost_usd += _float(event.get("agent_cost_usd")) or 0.0  # an agent CLI's own spend
+        step.cost_unknown = step.cost_unknown or event.get("agent_cost_known") is False
 
     def evaluate(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)

@@ -101,7 +101,7 @@ def summary_section(explanation: Explanation) -> Section:
         ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),
         ("steps", f"{facts.steps}{budget}"),
         ("time", f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f} s"),
-        ("cost", f"${facts.cost_usd:.4f}"),
+        ("cost", f"${facts.cost_usd:.4f}" + (" + unknown" if explanation.cost_unknown_in else "")),
     ]
     facts_html = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in items)
     body = [
@@ -110,6 +110,12 @@ def summary_section(explanation: Explanation) -> Section:
     ]
     if facts.state_problem:
         body.append(f'<p class="note">Note: {escape(facts.state_problem)}.</p>')
+    if explanation.cost_unknown_in:
+        states = escape(", ".join(explanation.cost_unknown_in))
+        body.append(
+            f'<p class="note">Cost: the agent of state {states} reported no cost; its spend is '
+            f"not in the ${facts.cost_usd:.4f}.</p>"
+        )
     if explanation.log_gap:
         body.append(
             f'<p class="note">Note: {escape(explanation.log_gap)}; the path below is '

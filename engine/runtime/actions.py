@@ -30,7 +30,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -39,6 +39,7 @@ from engine.model.ports import ActionResult
 from engine.processes.group import GRACE_SECONDS, output_cap, signal_group
 
 MEMORY_LIMIT = 1024 * 1024  # bytes of one stream kept in memory before spilling to a file
+WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled stream read back for judging
 _READ_SIZE = 65536
 _DRAIN_SECONDS = 0.2  # after bash exits, read what is left for at most this long
 _HAS_PIDFD = hasattr(os, "pidfd_open")
@@ -469,3 +470,39 @@ def _open_pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except OSError:
         return None
+
+
+def read_whole(path: Path) -> str | int:
+    """A spilled stream's whole text, or its size in bytes when that passes
+    `WHOLE_OUTPUT_LIMIT` (read back for an evaluator, interpolation and a suite's judges)."""
+    size = path.stat().st_size
+    if size > WHOLE_OUTPUT_LIMIT:
+        return size
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def read_back(result: ActionResult, who: str) -> tuple[ActionResult, str | None]:
+    """`result` with its whole stdout and stderr, or why they cannot be had. The runner keeps
+    one MiB of each in memory and spills the rest to a file: judges reading only that MiB
+    passed a `negate` pattern whose match came later (a test log's FAILED line is at its end),
+    and a `metric` read a number from the middle of what its command printed. Beyond
+    `WHOLE_OUTPUT_LIMIT` there is no judging it, never a judgement of a part."""
+    whole = {"output": result.output, "stderr": result.stderr}
+    for key, path, stream in (
+        ("output", result.output_path, "stdout"),
+        ("stderr", result.stderr_path, "stderr"),
+    ):
+        if path is None:
+            continue
+        try:
+            text = read_whole(Path(path))
+        except OSError as exc:
+            return result, f"{who}'s whole {stream} cannot be read from {path}: {exc}"
+        if isinstance(text, int):
+            return result, (
+                f"{who} printed {text:,} bytes to {stream}, more than the "
+                f"{WHOLE_OUTPUT_LIMIT:,} a judge reads (all of it is in {path}); make it "
+                "print less, e.g. `... | tail -c 1000000`"
+            )
+        whole[key] = text
+    return replace(result, output=whole["output"], stderr=whole["stderr"]), None

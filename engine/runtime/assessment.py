@@ -5,14 +5,16 @@ the verdict. The judging itself is `engine.judges`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.judges import Assessment, JudgeEnv, JudgeResult, assess, build_record
+from engine.judges.result import JudgeError
 from engine.llm import settings as llm_settings
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import ActionResult, Verdict
-from engine.runtime.actions import ActionRunner
+from engine.runtime.actions import ActionRunner, read_back
 from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ class ShellCommands:
         listeners = self.rt.stop.listeners
         listeners.append(runner.terminate)
         try:
-            return runner.run_shell(
+            result = runner.run_shell(
                 command,
                 state=f"judge-{label}",
                 timeout=timeout if timeout is not None else self.default_timeout,
@@ -52,6 +54,17 @@ class ShellCommands:
         finally:
             listeners.remove(runner.terminate)
             runner.close()
+        return _whole(result)
+
+
+def _whole(result: ActionResult) -> ActionResult:
+    """A judge command's result with its whole output (see `read_back`)."""
+    if result.crashed:
+        return result
+    whole, problem = read_back(result, "the judge's command")
+    if problem is not None:
+        raise JudgeError(problem)
+    return whole
 
 
 def before_action(loop: Loop, state: State, rt: Runtime) -> Baseline | None:
@@ -74,11 +87,15 @@ def assess_state(
 ) -> Verdict:
     """Run the state's judges on its outputs record; the verdict carries every result."""
     workspace = Path(rt.actions.cwd)
+    # `text` is the whole stdout already; stderr kept only its last MiB in memory
+    whole, problem = read_back(replace(result, output_path=None), "the action")
+    if problem is not None:
+        return Verdict("error", {"reason": problem})
     changed = modified_files(before) if before is not None else []
     files, per_dir = read_files(workspace, [*spec.outputs, *changed])
     record = build_record(
         stdout=text,
-        stderr=result.stderr,
+        stderr=whole.stderr,
         exit_code=result.exit_code,
         duration_s=result.duration_ms / 1000,
         trace=result.trace,
@@ -86,6 +103,7 @@ def assess_state(
         modified_files=changed,
         output_dirs={d: per_dir.get(d, []) for d in spec.outputs if d in per_dir},
         cost_usd=result.cost_usd if result.cost_known else None,
+        untraced_agent=result.agent_untraced,
     )
     messages = None
     if rt.llm is not None and any(j.uses_llm for j in spec.judges):

@@ -38,11 +38,11 @@ from engine.model.ports import (
     TerminatedBy,
     Verdict,
 )
-from engine.runtime.actions import ActionRunner
+from engine.runtime.actions import WHOLE_OUTPUT_LIMIT, ActionRunner
+from engine.runtime.actions import read_whole as _read_whole
 from engine.runtime.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
-WHOLE_OUTPUT_LIMIT = 64 * 1024 * 1024  # bytes of a spilled output an evaluator reads back
 PREVIEW_LIMIT = 2000  # characters of an output shown in an event
 # A spend this close below `max_cost_usd` has reached it: a run's cost is a float sum of call
 # costs (ten calls of $0.10 add up to 0.9999999999999999), and a nano-dollar is far below the
@@ -856,15 +856,6 @@ def _whole_output(result: ActionResult) -> str | Verdict:
         f"evaluator reads (all of it is in {path}); make the action print less, e.g. "
         "`... | tail -c 1000000`"
     )
-
-
-def _read_whole(path: Path) -> str | int:
-    """A spilled stream's whole text, or its size in bytes when that passes
-    `WHOLE_OUTPUT_LIMIT` (read for an evaluator and for interpolation alike)."""
-    size = path.stat().st_size
-    if size > WHOLE_OUTPUT_LIMIT:
-        return size
-    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def _judged(verdict: Verdict) -> dict[str, Any]:

@@ -12,8 +12,9 @@ straddles it (more cases would decide), ERROR when every case errored. A PASS or
 with the errored cases counted against it (failing for a PASS, passing for a FAIL): they are
 unknowns, not absent. The suite: FAIL if a gate
 failed, else ERROR if one errored, else INCONCLUSIVE if one is undecided, else PASS; UNGATED
-when the suite has no thresholds (the exit code then gates nothing) — but ERROR when every
-judgement of the run errored (a suite whose every case timed out measured nothing, gated or not).
+when the suite has no thresholds (the exit code then gates nothing) — but ERROR when no
+judgement of the run scored and one errored (a suite whose every case timed out measured
+nothing, gated or not; skipped judgements beside the errors do not change that).
 """
 
 from __future__ import annotations
@@ -270,6 +271,12 @@ def suite_verdict(summaries: Sequence[JudgeSummary]) -> Verdict:
 
 
 def nothing_measured(summaries: Sequence[JudgeSummary]) -> bool:
-    """Every judgement of the run errored or abstained (none scored, none skipped)."""
+    """No judgement of the run scored a case, and one errored or abstained: the others were
+    skipped (a judge whose `if:` was false beside one that could not run measured nothing
+    either, and the skips must not turn the errors into exit 0)."""
     scores = [s for summary in summaries for s in summary.scores]
-    return bool(scores) and all(s.status in ("error", "abstain") for s in scores)
+    return (
+        bool(scores)
+        and all(s.status in ("error", "abstain", "skipped") for s in scores)
+        and any(s.status in ("error", "abstain") for s in scores)
+    )

@@ -34,7 +34,7 @@ from engine.model.errors import InterpolationError, LoopError
 from engine.model.expressions import lone_expression
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
-from engine.runtime.actions import ActionRunner
+from engine.runtime.actions import ActionRunner, read_back
 from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 from engine.shell.interpolate import evaluate, render_shell, render_text
 from engine.suites import workspace as workspaces
@@ -464,6 +464,7 @@ def _record(
         output_dirs={d: per_dir.get(d, []) for d in suite.output_paths if d in per_dir},
         # no agent trace said: a loop's run, a prompt's SDK call; None: an agent reported none
         cost_usd=_subject_cost(run) if result.cost_known else None,
+        untraced_agent=result.agent_untraced,
     )
     if not traces.metrics:
         record.update(token_usage={}, cost_usd=None, num_turns=None)  # unknown, not 0
@@ -507,9 +508,15 @@ class _Commands:
         env = {**os.environ, **self.case_env}
         runner = ActionRunner(cwd=self.workspace, env=env, outputs_dir=self.scratch)
         try:
-            return runner.run_shell(command, state=f"judge-{label}", timeout=timeout or 300.0)
+            result = runner.run_shell(command, state=f"judge-{label}", timeout=timeout or 300.0)
         finally:
             runner.close()
+        if result.crashed:
+            return result
+        whole, problem = read_back(result, "the judge's command")
+        if problem is not None:
+            raise JudgeError(problem)
+        return whole
 
 
 def _typed(ns: Mapping[str, Any]) -> Callable[[str], Any]:

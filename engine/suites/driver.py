@@ -1032,8 +1032,11 @@ def _result(
                 "still turn it: INCONCLUSIVE until they are judged"
             )
     if verdict is Verdict.ERROR and not any(s.verdict is not None for s in summaries):
+        skipped = sum(s.skipped for s in summaries)
         notes.append(
-            "every judgement of this run errored: nothing was measured (see the errors by case)"
+            "every judgement of this run errored"
+            + (f" or was skipped ({skipped} skipped)" if skipped else "")
+            + ": nothing was measured (see the errors by case)"
         )
     if verdict is Verdict.UNGATED:
         notes.append(

@@ -104,10 +104,15 @@ class SuiteProgress:
         if small and arm is not None:
             passed = sum(1 for j in arm.judges if j.passed)
             scored = sum(1 for j in arm.judges if j.status == "ok")
+            unscored = [
+                (sum(1 for j in arm.judges if j.status in statuses), word)
+                for statuses, word in ((("error", "abstain"), "errored"), (("skipped",), "skipped"))
+            ]
             detail = (
                 f"error: {arm.error}"
                 if arm.status == "error"
                 else f"{passed}/{scored} judges passed"
+                + "".join(f", {n} {word}" for n, word in unscored if n)
             )
             self._write(f"  case {self.done}/{self.total}  {outcome.case_id}  {detail}\n")
         else:

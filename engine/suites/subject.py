@@ -28,7 +28,7 @@ from engine.model import jsontext
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.ports import ActionResult, ProcessSetting, refused_before_first_step, run_json
 from engine.model.suite import Subject
-from engine.runtime.actions import ActionRunner
+from engine.runtime.actions import ActionRunner, read_back
 from engine.shell.interpolate import (
     env_name,
     evaluate,
@@ -164,7 +164,10 @@ def _shell(script: str, place: Place, timeout: float | None, label: str) -> Acti
 def _command(subject: Subject, place: Place) -> SubjectRun:
     script = render_shell(subject.command or "", place.namespaces)
     result = _shell(script, place, subject.timeout, "subject")
-    return SubjectRun(result, _crash(result, subject.timeout))
+    error = _crash(result, subject.timeout)
+    if error is None:
+        result, error = read_back(result, "the subject")
+    return SubjectRun(result, error)
 
 
 def _prompt(subject: Subject, place: Place) -> SubjectRun:
