@@ -555,3 +555,36 @@ def test_a_measured_cmd_baseline_says_how_to_compare_with_it(tmp_path: Path) -> 
     )  # fmt: skip
     assert compared.returncode == 0, compared.stderr
     assert "Delta     +0.00" in compared.stdout
+
+
+def test_history_and_each_measurement_count_a_busy_targets_rows_without_reading_them(
+    tmp_path: Path,
+) -> None:
+    """A target measured in CI for months has hundreds of thousands of attempts: `history`
+    and the prior-rates line of every `cmd` read them all (100,000 rows: 2.5 s and 300 MB
+    each). They are counted in SQL now, and only the rows listed are read."""
+    import tracemalloc
+
+    harness(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "2")
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(harness_attempts)") if r[1] != "id"]
+    names = ", ".join(columns)
+    for _ in range(13):  # 2 rows doubled 13 times: 16,384 rows of the target
+        db.execute(f"INSERT INTO harness_attempts ({names}) SELECT {names} FROM harness_attempts")
+    db.commit()
+    db.close()
+    tracemalloc.start()
+    try:
+        listed = harness(tmp_path, "history", "true", "--json", "--last", "3")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        _, measured = harness_json(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "1")
+        _, peak_cmd = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    data = json.loads(listed.stdout)
+    assert (data["rows"], data["authoritative"], data["tally"]["pass"]) == (16384,) * 3
+    assert len(data["last"]) == 3
+    assert measured["history_pass_rate"]["n"] == 16384
+    # reading every row took ~45 MB here; counting them, under 1 MB
+    assert peak < 5_000_000 and peak_cmd < 5_000_000, (peak, peak_cmd)

@@ -289,6 +289,18 @@ class Attempt(NewAttempt):
 
 
 @dataclass(frozen=True)
+class AttemptGroup:
+    """How many attempts share a runner, an outcome, whether they count (not superseded by a
+    retry) and whether they are a retry (`History.attempt_counts`)."""
+
+    runner: str
+    outcome: str
+    authoritative: bool
+    retry: bool
+    count: int
+
+
+@dataclass(frozen=True)
 class SuiteRunRow:
     """One `ll-harness suite` run: what ran, under which conditions, and how it ended."""
 
@@ -617,23 +629,38 @@ class History:
         *,
         since: str | None = None,
         runner: str | None = None,
+        semantic: str | None = None,
         authoritative_only: bool = False,
         limit: int | None = None,
     ) -> list[Attempt]:
-        """Attempts on `target`, newest first; `since` is an ISO date or timestamp (UTC)."""
-        clauses, params = ["target = ?"], [target]
-        if since is not None:
-            clauses.append("created_at >= ?")
-            params.append(since)
-        if runner is not None:
-            clauses.append("runner = ?")
-            params.append(runner)
+        """Attempts on `target`, newest first; `since` is an ISO date or timestamp (UTC);
+        `semantic`: only those judged by that criterion."""
+        where, params = _attempt_filter(target, since, runner, semantic)
         if authoritative_only:
-            clauses.append("superseded_by IS NULL")
+            where += " AND superseded_by IS NULL"
         tail = "" if limit is None else f" LIMIT {int(limit)}"
         return self._select_attempts(
-            f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
+            f"WHERE {where} ORDER BY created_at DESC, id DESC{tail}", params
         )
+
+    def attempt_counts(
+        self,
+        target: str,
+        *,
+        since: str | None = None,
+        runner: str | None = None,
+        semantic: str | None = None,
+    ) -> list[AttemptGroup]:
+        """How many of the attempts `attempts` selects there are of each runner, outcome,
+        authority and retry: what a summary of them counts, without reading every row (a
+        target measured in CI for months has hundreds of thousands)."""
+        where, params = _attempt_filter(target, since, runner, semantic)
+        rows = self._read_tuples(
+            "SELECT runner, outcome, superseded_by IS NULL, retry_of IS NOT NULL, COUNT(*) "
+            f"FROM harness_attempts WHERE {where} GROUP BY 1, 2, 3, 4",
+            params,
+        )
+        return [AttemptGroup(str(r), str(o), bool(a), bool(t), int(n)) for r, o, a, t, n in rows]
 
     def targets(self) -> list[str]:
         """Every target with a recorded attempt (for a "did you mean" on a mistyped one)."""
@@ -766,6 +793,22 @@ class History:
             (run_id,),
         )
         return _typed_rows(SuiteJudgementRow, _SUITE_JUDGEMENT_COLUMNS, rows)
+
+
+def _attempt_filter(
+    target: str, since: str | None, runner: str | None, semantic: str | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of a target's attempts, optionally filtered."""
+    clauses, params = ["target = ?"], [target]
+    for clause, value in (
+        ("created_at >= ?", since),
+        ("runner = ?", runner),
+        ("semantic_criterion = ?", semantic),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    return " AND ".join(clauses), params
 
 
 def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> None:
