@@ -301,6 +301,21 @@ class AttemptGroup:
 
 
 @dataclass(frozen=True)
+class JudgedGroup:
+    """How many authoritative attempts one `--semantic` judge graded alike on one input
+    (`History.judged_counts`)."""
+
+    criterion: str
+    judge_model: str | None
+    target: str
+    input_hash: str
+    content_hash: str
+    verdict: str | None
+    errored: bool
+    count: int
+
+
+@dataclass(frozen=True)
 class SuiteRunRow:
     """One `ll-harness suite` run: what ran, under which conditions, and how it ended."""
 
@@ -677,6 +692,34 @@ class History:
         return self._select_attempts(
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params
         )
+
+    def judged_counts(
+        self, *, target: str | None = None, since: str | None = None
+    ) -> list[JudgedGroup]:
+        """The authoritative attempts an LLM judge graded (`--semantic`), of `target` or all,
+        counted per judge (criterion and model), input and verdict: what judge stability
+        needs, without reading every row (a busy project has hundreds of thousands)."""
+        clauses = ["semantic_criterion != ''", "superseded_by IS NULL"]  # NULL is not != ''
+        params: list[Any] = []
+        if target is not None:
+            clauses.append("target = ?")
+            params.append(target)
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
+        columns = (
+            "semantic_criterion, judge_model, target, input_hash, target_content_hash, "
+            "semantic_verdict, errored"
+        )
+        rows = self._read_tuples(
+            f"SELECT {columns}, COUNT(*) FROM harness_attempts "
+            f"WHERE {' AND '.join(clauses)} GROUP BY {columns}",
+            params,
+        )
+        return [
+            JudgedGroup(str(c), m, str(t), str(i), str(h), v, bool(e), int(n))
+            for c, m, t, i, h, v, e, n in rows
+        ]
 
     def cell_attempts(
         self, runner: str, target: str, input_hash: str, target_content_hash: str
