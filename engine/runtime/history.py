@@ -763,19 +763,37 @@ class History:
         return SuiteRunRow(**_suite_values(rows[0])) if rows else None
 
     def suite_runs(
-        self, suite: str, *, kind: str | None = None, conditions_fp: str | None = None
+        self,
+        suite: str,
+        *,
+        kind: str | None = None,
+        conditions_fp: str | None = None,
+        finished: bool = False,
+        upto: str | None = None,
+        limit: int | None = None,
     ) -> list[SuiteRunRow]:
-        """Runs of `suite`, newest first."""
-        clauses, params = ["suite = ?"], [suite]
+        """Runs of `suite`, newest first; `finished`: only those that ended; `upto`: the run
+        with that id and those before it; at most `limit` (a suite run in CI for years has
+        tens of thousands of runs, and a report wants the last few)."""
+        clauses: list[str] = ["suite = ?"]
+        params: list[Any] = [suite]
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
         if conditions_fp is not None:
             clauses.append("conditions_fp = ?")
             params.append(conditions_fp)
+        if finished:
+            clauses.append("ended_at IS NOT NULL")
+        if upto is not None:
+            clauses.append(
+                "(started_at, rowid) <= (SELECT started_at, rowid FROM suite_runs WHERE run_id = ?)"
+            )
+            params.append(upto)
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
         rows = self._read(
             f"SELECT {', '.join(_SUITE_RUN_COLUMNS)} FROM suite_runs "
-            f"WHERE {' AND '.join(clauses)} ORDER BY started_at DESC, rowid DESC",
+            f"WHERE {' AND '.join(clauses)} ORDER BY started_at DESC, rowid DESC{tail}",
             params,
         )
         return [SuiteRunRow(**_suite_values(r)) for r in rows]
