@@ -588,3 +588,36 @@ def test_history_and_each_measurement_count_a_busy_targets_rows_without_reading_
     assert measured["history_pass_rate"]["n"] == 16384
     # reading every row took ~45 MB here; counting them, under 1 MB
     assert peak < 5_000_000 and peak_cmd < 5_000_000, (peak, peak_cmd)
+
+
+def test_a_baseline_reads_only_the_rows_of_its_code_and_conditions(tmp_path: Path) -> None:
+    """`--measure-baseline` (and `--compare-baseline`) read every row of the subject's cell
+    and kept those of this HEAD and these conditions: a command measured in CI at every commit
+    has a row per sample per commit (100,000 rows: 4.8 s and 316 MB). They are filtered in SQL."""
+    import tracemalloc
+
+    _, first = harness_json(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "2")
+    mine = [s["attempt_id"] for s in first["samples"]]
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(harness_attempts)") if r[1] != "id"]
+    names = ", ".join(columns)
+    elsewhere = ", ".join("'c' || id" if c == "git_head" else c for c in columns)
+    for _ in range(13):  # 16,382 rows of the same cell, measured at other commits
+        db.execute(
+            f"INSERT INTO harness_attempts ({names}) SELECT {elsewhere} FROM harness_attempts"
+        )
+    db.commit()
+    db.close()
+    args = ("cmd", "true", "--exit-code", "0", "--samples", "2", "--measure-baseline")
+    harness_json(tmp_path, *args)  # the modules it imports
+    tracemalloc.start()
+    try:
+        code, data = harness_json(tmp_path, *args)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 0, data
+    assert data["samples_run"] == 0  # this code's rows are reused, no other commit's
+    assert sorted(r["id"] for r in data["baseline_reused"]) == sorted(mine)
+    # reading the cell's every row took ~45 MB here; its rows of this code, under 1 MB
+    assert peak < 5_000_000, peak

@@ -741,13 +741,33 @@ class History:
         ]
 
     def cell_attempts(
-        self, runner: str, target: str, input_hash: str, target_content_hash: str
+        self,
+        runner: str,
+        target: str,
+        input_hash: str,
+        target_content_hash: str,
+        *,
+        conditions_fp: str | None = None,
+        code: tuple[str | None, bool, str | None] | None = None,
+        limit: int | None = None,
     ) -> list[Attempt]:
-        """Authoritative attempts of one (runner, target, input, content), any conditions."""
+        """Authoritative attempts of one (runner, target, input, content), newest first, any
+        conditions or only `conditions_fp`'s; with `code` (git HEAD, dirty, the uncommitted
+        changes' fingerprint), only those measured on that code. Filtered here, not by the
+        caller: a command measured in CI at every commit has a row per sample per commit."""
+        where = "runner = ? AND target = ? AND input_hash = ? AND target_content_hash = ?"
+        params: list[Any] = [runner, target, input_hash, target_content_hash]
+        if conditions_fp is not None:
+            where += " AND conditions_fp = ?"
+            params.append(conditions_fp)
+        if code is not None:
+            head, dirty, worktree = code
+            where += " AND git_head IS ? AND COALESCE(git_dirty, 0) = ? AND git_worktree IS ?"
+            params += [head, int(bool(dirty)), worktree]
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
         return self._select_attempts(
-            "WHERE runner = ? AND target = ? AND input_hash = ? AND target_content_hash = ? "
-            "AND superseded_by IS NULL ORDER BY created_at DESC, id DESC",
-            [runner, target, input_hash, target_content_hash],
+            f"WHERE {where} AND superseded_by IS NULL ORDER BY created_at DESC, id DESC{tail}",
+            params,
         )
 
     def _select_attempts(self, tail: str, params: Sequence[Any]) -> list[Attempt]:
