@@ -10,7 +10,8 @@ Sub-loop events carry `depth`; a child's steps are nested under the parent step 
 (`children/<state>-<n>/`).
 
 A run of a million events is read in memory that grows by little per step: a step is a slotted
-object whose repeated names (state, verdict, evaluator, target) are shared, and once the next
+object whose repeated names (state, verdict, evaluator, target) and evaluator details (the
+same exit code, pattern and match on step after step) are shared, and once the next
 step starts it keeps only what is ever shown of a step that is not the last — the start of its
 output, flattened (the HTML step table shows `OUTPUT_KEPT` characters at most), not its stderr
 (only the last step's failing action is quoted) nor its action text. A run of 100,000 shell steps
@@ -29,6 +30,7 @@ from engine.harness.verdicts import JudgeNote, judge_notes
 from engine.load.gcpause import collector_paused
 
 OUTPUT_KEPT = 200  # characters of an earlier step's output kept (flattened), for the step table
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @dataclass(eq=False, slots=True)  # identity: a step is one event-log position
@@ -231,6 +233,7 @@ class _Builder:
     def __init__(self) -> None:
         self.top: Trace | None = None
         self.open: dict[int, Trace] = {}
+        self.details: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
@@ -320,7 +323,18 @@ class _Builder:
         step.evaluator = _name(event.get("evaluator"))
         step.verdict = _name(event.get("verdict"))
         details = event.get("details")
-        step.details = dict(details) if isinstance(details, Mapping) else {}
+        step.details = self._details(details) if isinstance(details, Mapping) else {}
+
+    def _details(self, details: Mapping[str, Any]) -> dict[str, Any]:
+        """An evaluator's details, read only: the same few scalars on step after step (an exit
+        code, a pattern and whether it matched) are one dict, not one per step."""
+        if len(details) > 8 or not all(type(v) in _SCALARS for v in details.values()):
+            return dict(details)
+        key = tuple(details.items())
+        shared = self.details.get(key)
+        if shared is None:
+            shared = self.details[key] = dict(details)
+        return shared
 
     def route(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
