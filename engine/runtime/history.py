@@ -696,6 +696,28 @@ class History:
         )
         return [AttemptGroup(str(r), str(o), bool(a), bool(t), int(n)) for r, o, a, t, n in rows]
 
+    def invocation_rates(
+        self, target: str, *, limit: int
+    ) -> tuple[list[tuple[str, str, str, int, int, int, int]], int]:
+        """The last `limit` invocations on `target` (by their first row), oldest first, each
+        (id, first row's time, runner, passes, graded, abstentions, errors) over its
+        authoritative rows; and how many invocations there are in all. Counted here: a target
+        measured in CI for months has tens of thousands of invocations."""
+        where = "target = ? AND superseded_by IS NULL"
+        rows = self._read_tuples(
+            "SELECT * FROM (SELECT invocation_id, MIN(created_at) AS at, MAX(runner), "
+            "SUM(outcome = 'pass'), SUM(outcome IN ('pass', 'fail')), SUM(outcome = 'abstain'), "
+            f"SUM(outcome = 'error') FROM harness_attempts WHERE {where} GROUP BY invocation_id "
+            f"ORDER BY at DESC, invocation_id DESC LIMIT {int(limit)}) ORDER BY at, invocation_id",
+            (target,),
+        )
+        total = self._read_tuples(
+            f"SELECT COUNT(DISTINCT invocation_id) FROM harness_attempts WHERE {where}", (target,)
+        )
+        return [
+            (str(i), str(a), str(r), int(p), int(g), int(b), int(e)) for i, a, r, p, g, b, e in rows
+        ], int(total[0][0])
+
     def targets(self) -> list[str]:
         """Every target with a recorded attempt (for a "did you mean" on a mistyped one)."""
         rows = self._read_tuples("SELECT DISTINCT target FROM harness_attempts")
