@@ -198,3 +198,54 @@ def test_stability_counts_a_large_history_without_reading_every_row(tmp_path: Pa
     assert judge["abstention_rate"]["k"] == 4096
     # reading the rows took ~50 MB here; counting them, well under 1 MB
     assert peak < 5_000_000, peak
+
+
+def test_a_loops_judges_are_read_only_from_logs_that_can_hold_them(tmp_path: Path) -> None:
+    """A loop's report (its judges' stability) read every run's log to the end, other loops'
+    too: a tiny run's report took 6.5 s beside a 300 MB log of another loop. A run of another
+    loop is skipped unless it ran sub-loops (whose events are in its log)."""
+    from engine.harness.stability import stability_report
+
+    (tmp_path / ".loops").mkdir()
+    for name in ("mine", "other"):
+        write_loop(
+            tmp_path,
+            f"""
+            name: {name}
+            initial: go
+            scope: ["."]
+            states:
+              go: {{action: "true", next: done}}
+              done: {{terminal: true}}
+            """,
+            f"{name}.yaml",
+        )
+    write_loop(
+        tmp_path,
+        """
+        name: outer
+        initial: call
+        scope: ["."]
+        states:
+          call: {loop: mine.yaml, on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+        "outer.yaml",
+    )
+    runs = {}
+    for name in ("mine", "other", "outer"):
+        ran = ll_loop(tmp_path, "run", f"{name}.yaml", "--json", "--quiet")
+        runs[name] = json.loads(ran.stdout)["run_id"]
+    opened: list[str] = []
+    counting = [True]
+
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        if counting and event == "open" and str(args[0]).endswith("events.jsonl"):
+            opened.append(Path(str(args[0])).parent.name)
+
+    sys.addaudithook(audit)  # hooks cannot be removed: this one stops counting below
+    try:
+        stability_report(tmp_path, "mine", None)
+    finally:
+        counting.clear()
+    assert sorted(opened) == sorted([runs["mine"], runs["outer"]])  # not the other loop's

@@ -31,6 +31,7 @@ from engine.harness.stats import Rate
 from engine.harness.verdicts import judge_notes
 from engine.model import jsontext
 from engine.runtime.history import Attempt, JudgedGroup
+from engine.runtime.runstore import read_state
 
 MIN_INPUTS = 20
 ABSTAIN = frozenset({"cannot_judge", "abstain"})
@@ -180,7 +181,21 @@ def observations_from_runs(runs_dir: Path, loop: str | None = None) -> Iterator[
     if not runs_dir.is_dir():
         return
     for run_dir in sorted(runs_dir.iterdir()):
-        yield from observations_from_events(_evaluate_events(run_dir / "events.jsonl"), loop)
+        if loop is None or _may_judge_in(run_dir, loop):
+            yield from observations_from_events(_evaluate_events(run_dir / "events.jsonl"), loop)
+
+
+def _may_judge_in(run_dir: Path, loop: str) -> bool:
+    """Whether the log in `run_dir` can hold verdicts of `loop`'s judges: it is a run of that
+    loop, or it ran sub-loops (their events are in its log), or its state.json cannot say. The
+    report of one run of a loop read every other loop's log to the end (a 300 MB one: 6 s)."""
+    if (run_dir / "children").exists():
+        return True
+    try:
+        ran = read_state(run_dir / "state.json").get("loop")
+    except (OSError, ValueError):
+        return True
+    return not isinstance(ran, str) or ran == loop
 
 
 def observations_from_events(
