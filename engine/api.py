@@ -971,7 +971,7 @@ def suite(
     _arguments(keep_workspaces=keep_workspaces)
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
-    loaded, read = _refuse_lint_errors(target, where, resume)
+    loaded, read = _refuse_lint_errors(target, where, resume, cases)
     options = SuiteOptions(
         samples=samples,
         jobs=jobs,
@@ -1000,15 +1000,16 @@ whose value is a number passes where bash evaluates it, and the others error one
 
 
 def _refuse_lint_errors(
-    target: Path | Suite, where: _Where, resume: str | None = None
+    target: Path | Suite, where: _Where, resume: str | None = None, only: str | None = None
 ) -> tuple[Suite | None, list[Case] | None]:
     """Refuse a suite whose lint finds errors (an unknown builtin, an `if:` that does not
     parse, a gate that can never pass) before any case runs, as `ll-loop run` refuses a loop:
     otherwise every case pays for its subject and the mistake shows only in the report. Returns
     the suite as loaded and its cases as read for lint, for the run to use (a dataset of
-    thousands of cases is read once, not twice; a resumed run's finished cases are only listed,
-    as nothing runs or lints them again). A file that does not load, or a dataset that cannot
-    be listed, is left to `run_suite`, which raises its error."""
+    thousands of cases is read once, not twice; a resumed run's finished cases, and the cases
+    a `--cases` glob (`only`) does not choose, are only listed, as nothing runs or lints them:
+    `--cases 'x-1*'` on 20,000 cases read all 20,000 to run ten). A file that does not load,
+    or a dataset that cannot be listed, is left to `run_suite`, which raises its error."""
     from engine.load.dataset import load_cases
     from engine.load.suite import check_suite_file
     from engine.model.suite import Suite
@@ -1023,7 +1024,7 @@ def _refuse_lint_errors(
     if suite is None:
         return None, None
     try:
-        cases: list[Case] | None = load_cases(suite, _finished_cases(where.root, resume))
+        cases: list[Case] | None = load_cases(suite, _finished_cases(where.root, resume), only)
     except LoopError:
         cases = None
     found = lint_suite(

@@ -464,3 +464,47 @@ def test_a_loop_file_that_became_a_device_or_a_fifo_does_not_hang_explain_or_rep
         for args in (("explain", run_id), ("report", run_id, "--html")):
             done = ll_loop(tmp_path, *args, process=True, timeout=30)
             assert done.returncode == 0, done.stderr
+
+
+def test_reading_a_long_noisy_run_keeps_little_of_each_earlier_step(tmp_path: Path) -> None:
+    """`explain` and `report` read the whole log into steps: a run of 100,000 shell steps that
+    each print 2 KB held every output, stderr and action text (~1 GB for one screen). An earlier
+    step keeps only the start of its output; the last one keeps its stderr for the failure."""
+    import tracemalloc
+
+    write(
+        tmp_path / "noisy.yaml",
+        """
+        name: noisy
+        initial: talk
+        scope: ["."]
+        max_steps: 120
+        states:
+          talk:
+            action: |
+              # an action text the log keeps too .............................................
+              printf 'out %.0s' $(seq 500); printf 'err %.0s' $(seq 500) >&2
+            on_yes: talk
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    ran = result_of(ll_loop(tmp_path, "run", "noisy.yaml", "--json", "--quiet"))
+    log = run_dir(tmp_path, ran["run_id"]) / "events.jsonl"
+    tracemalloc.start()
+    try:
+        trace = read_trace(read_events(log))
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert trace is not None and len(trace.steps) == 120
+    # ~0.75 KB of bookkeeping per step; with the outputs, stderr and action kept it was ~7 KB
+    assert held / len(trace.steps) < 1500, f"{held / len(trace.steps):.0f} bytes per step"
+    # the same evaluator details on every step (exit code 0) are one dict
+    assert trace.steps[0].details is trace.steps[1].details == {"exit_code": 0}
+    last = trace.steps[-1]
+    assert last.stderr.startswith("err err") and len(last.output) > 1000
+    assert trace.steps[0].output == "out " * 50  # flattened, as much as the step table shows
+    text, _ = explain(tmp_path, ran["run_id"])
+    assert "used all 120 steps" in text

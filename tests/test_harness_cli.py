@@ -555,3 +555,104 @@ def test_a_measured_cmd_baseline_says_how_to_compare_with_it(tmp_path: Path) -> 
     )  # fmt: skip
     assert compared.returncode == 0, compared.stderr
     assert "Delta     +0.00" in compared.stdout
+
+
+def test_history_and_each_measurement_count_a_busy_targets_rows_without_reading_them(
+    tmp_path: Path,
+) -> None:
+    """A target measured in CI for months has hundreds of thousands of attempts: `history`
+    and the prior-rates line of every `cmd` read them all (100,000 rows: 2.5 s and 300 MB
+    each). They are counted in SQL now, and only the rows listed are read."""
+    import tracemalloc
+
+    harness(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "2")
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(harness_attempts)") if r[1] != "id"]
+    names = ", ".join(columns)
+    for _ in range(13):  # 2 rows doubled 13 times: 16,384 rows of the target
+        db.execute(f"INSERT INTO harness_attempts ({names}) SELECT {names} FROM harness_attempts")
+    db.commit()
+    db.close()
+    tracemalloc.start()
+    try:
+        listed = harness(tmp_path, "history", "true", "--json", "--last", "3")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        _, measured = harness_json(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "1")
+        _, peak_cmd = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    data = json.loads(listed.stdout)
+    assert (data["rows"], data["authoritative"], data["tally"]["pass"]) == (16384,) * 3
+    assert len(data["last"]) == 3
+    assert measured["history_pass_rate"]["n"] == 16384
+    # reading every row took ~45 MB here; counting them, under 1 MB
+    assert peak < 5_000_000 and peak_cmd < 5_000_000, (peak, peak_cmd)
+
+
+def test_a_baseline_reads_only_the_rows_of_its_code_and_conditions(tmp_path: Path) -> None:
+    """`--measure-baseline` (and `--compare-baseline`) read every row of the subject's cell
+    and kept those of this HEAD and these conditions: a command measured in CI at every commit
+    has a row per sample per commit (100,000 rows: 4.8 s and 316 MB). They are filtered in SQL."""
+    import tracemalloc
+
+    _, first = harness_json(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "2")
+    mine = [s["attempt_id"] for s in first["samples"]]
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(harness_attempts)") if r[1] != "id"]
+    names = ", ".join(columns)
+    elsewhere = ", ".join("'c' || id" if c == "git_head" else c for c in columns)
+    for _ in range(13):  # 16,382 rows of the same cell, measured at other commits
+        db.execute(
+            f"INSERT INTO harness_attempts ({names}) SELECT {elsewhere} FROM harness_attempts"
+        )
+    db.commit()
+    db.close()
+    args = ("cmd", "true", "--exit-code", "0", "--samples", "2", "--measure-baseline")
+    harness_json(tmp_path, *args)  # the modules it imports
+    tracemalloc.start()
+    try:
+        code, data = harness_json(tmp_path, *args)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 0, data
+    assert data["samples_run"] == 0  # this code's rows are reused, no other commit's
+    assert sorted(r["id"] for r in data["baseline_reused"]) == sorted(mine)
+    # reading the cell's every row took ~45 MB here; its rows of this code, under 1 MB
+    assert peak < 5_000_000, peak
+
+
+def test_the_history_page_charts_the_last_invocations_from_counts(tmp_path: Path) -> None:
+    """`history --html` (and a loop's report) read every attempt of the target and drew a
+    point for every invocation: 100,000 rows made a 20 MB page in 7 s and 394 MB. The chart
+    shows the last invocations, counted in SQL, and says how many there are."""
+    import tracemalloc
+
+    shown = 200  # engine.harness.trends.CHART_POINTS
+    harness(tmp_path, "cmd", "true", "--exit-code", "0", "--samples", "2")
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(harness_attempts)") if r[1] != "id"]
+    names = ", ".join(columns)
+    apart = ", ".join("invocation_id || '-' || id" if c == "invocation_id" else c for c in columns)
+    for _ in range(11):  # 4,096 rows, each copy an invocation of its own
+        db.execute(f"INSERT INTO harness_attempts ({names}) SELECT {apart} FROM harness_attempts")
+    db.commit()
+    invocations = db.execute("SELECT COUNT(DISTINCT invocation_id) FROM harness_attempts")
+    total = invocations.fetchone()[0]
+    db.close()
+    page = tmp_path / "history.html"
+    harness(tmp_path, "history", "true", "--html", str(page))  # the modules it imports
+    tracemalloc.start()
+    try:
+        done = harness(tmp_path, "history", "true", "--html", str(page))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert html.count('<g class="point"') == shown
+    assert f"The last {shown} of {total} invocations" in html
+    assert "pass rate 4096/4096" in html  # the rates still count every row
+    # every row read and a point per invocation took ~15 MB here
+    assert peak < 5_000_000, peak

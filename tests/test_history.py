@@ -315,3 +315,55 @@ def test_a_resumed_runs_start_reopens_its_row_but_a_late_start_erases_no_later_e
         history.apply(run_start_write("r1", "l", "2026-12-06T09:00:00.000Z", resumed=True))
         row = history.run("r1")
         assert row is not None and row.ended_at == "2026-12-06T09:05:00.000Z"
+
+
+def test_a_large_suite_runs_rows_are_read_in_little_memory(tmp_path: Path) -> None:
+    """A resumed suite run (and its report) reads every row the run recorded: 20,000 cases x 7
+    judges took 273 MB, SQLite making a new string for each of the 14 texts of each row (the
+    run id, suite, judge names, the case's key...). Rows are slotted now, made as they are
+    fetched, and a text the rows repeat is one string."""
+    import tracemalloc
+
+    from engine.runtime.history import SuiteCaseRow, SuiteJudgementRow, SuiteRunRow
+
+    (tmp_path / ".loops").mkdir()
+    run = "20260101-000000-abcdef"
+    judges = ["exits", "matches", "format", "size", "quality"]
+    with open_history(tmp_path) as history:
+        history.record_suite_run(SuiteRunRow(run, "suite", "s.yaml", "h" * 64, "f" * 64, "x"))
+        for batch in range(4):
+            ids = [f"case-{batch}-{i:04d}" for i in range(500)]
+            history.record_suite_cases(
+                [SuiteCaseRow(run, "subject", c, c * 4, "s" * 64, "ok") for c in ids],
+                [
+                    SuiteJudgementRow(
+                        run,
+                        "suite",
+                        "subject",
+                        c,
+                        c * 4,
+                        j,
+                        "check",
+                        "ok",
+                        "f" * 64,
+                        value=1.0,
+                        is_bool=True,
+                        passed=True,
+                        sample_status="ok",
+                        sample_value=1.0,
+                    )
+                    for c in ids
+                    for j in judges
+                ],
+            )
+    with open_history(tmp_path) as history:
+        tracemalloc.start()
+        try:
+            rows = history.suite_judgements(run)
+            held, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert len(rows) == 10_000 and rows[7].passed is True
+    assert rows[0].judge is rows[5].judge and rows[0].case_key is rows[4].case_key
+    # ~1 KB a row with a dict per row and a string per value; ~0.33 KB now
+    assert held / len(rows) < 600, f"{held / len(rows):.0f} bytes per row"

@@ -149,3 +149,103 @@ def _harness(cwd: Path, *args: str, text: bool = False) -> Any:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout if text else json.loads(done.stdout)
+
+
+def test_stability_counts_a_large_history_without_reading_every_row(tmp_path: Path) -> None:
+    """`history --stability` read every judged attempt into memory, and every verdict into a
+    list per judge: 500,000 judged rows took 16 s and 1.4 GB. The rows are now counted in SQL
+    per judge, input and verdict, and the verdicts folded as they come."""
+    import sqlite3
+    import tracemalloc
+
+    from tests.harness_helpers import harness
+
+    (tmp_path / ".loops").mkdir()
+    with open_history(tmp_path) as history:
+        for i, verdict in enumerate(["yes", "no", "cannot_judge", "yes"]):
+            history.record_attempt(
+                NewAttempt(
+                    invocation_id=f"inv{i}",
+                    runner="cmd",
+                    target=f"echo {i % 2}",
+                    input_hash="h",
+                    target_content_hash="c",
+                    conditions_fp="f",
+                    outcome="abstain" if verdict == "cannot_judge" else "pass",
+                    semantic_criterion="prints a number",
+                    semantic_verdict=verdict,
+                    judge_model="m",
+                )
+            )
+    db = sqlite3.connect(tmp_path / ".loops" / "history.db")
+    columns = [r[1] for r in db.execute("PRAGMA table_info(harness_attempts)") if r[1] != "id"]
+    names = ", ".join(columns)
+    for _ in range(12):  # 4 rows doubled 12 times: 16,384 judged rows
+        db.execute(f"INSERT INTO harness_attempts ({names}) SELECT {names} FROM harness_attempts")
+    db.commit()
+    db.close()
+    harness(tmp_path, "history", "--stability", "--json")  # the modules it imports
+    tracemalloc.start()
+    try:
+        done = harness(tmp_path, "history", "--stability", "--json")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    [judge] = json.loads(done.stdout)["judges"]
+    assert judge["samples"] == 16384 and judge["inputs"] == 2
+    assert judge["verdicts"] == {"yes": 8192, "no": 4096, "cannot_judge": 4096}
+    assert (judge["flip_rate"]["k"], judge["flip_rate"]["n"]) == (1, 2)  # echo 1: no and yes
+    assert judge["abstention_rate"]["k"] == 4096
+    # reading the rows took ~50 MB here; counting them, well under 1 MB
+    assert peak < 5_000_000, peak
+
+
+def test_a_loops_judges_are_read_only_from_logs_that_can_hold_them(tmp_path: Path) -> None:
+    """A loop's report (its judges' stability) read every run's log to the end, other loops'
+    too: a tiny run's report took 6.5 s beside a 300 MB log of another loop. A run of another
+    loop is skipped unless it ran sub-loops (whose events are in its log)."""
+    from engine.harness.stability import stability_report
+
+    (tmp_path / ".loops").mkdir()
+    for name in ("mine", "other"):
+        write_loop(
+            tmp_path,
+            f"""
+            name: {name}
+            initial: go
+            scope: ["."]
+            states:
+              go: {{action: "true", next: done}}
+              done: {{terminal: true}}
+            """,
+            f"{name}.yaml",
+        )
+    write_loop(
+        tmp_path,
+        """
+        name: outer
+        initial: call
+        scope: ["."]
+        states:
+          call: {loop: mine.yaml, on_yes: done, on_no: done}
+          done: {terminal: true}
+        """,
+        "outer.yaml",
+    )
+    runs = {}
+    for name in ("mine", "other", "outer"):
+        ran = ll_loop(tmp_path, "run", f"{name}.yaml", "--json", "--quiet")
+        runs[name] = json.loads(ran.stdout)["run_id"]
+    opened: list[str] = []
+    counting = [True]
+
+    def audit(event: str, args: tuple[Any, ...]) -> None:
+        if counting and event == "open" and str(args[0]).endswith("events.jsonl"):
+            opened.append(Path(str(args[0])).parent.name)
+
+    sys.addaudithook(audit)  # hooks cannot be removed: this one stops counting below
+    try:
+        stability_report(tmp_path, "mine", None)
+    finally:
+        counting.clear()
+    assert sorted(opened) == sorted([runs["mine"], runs["outer"]])  # not the other loop's

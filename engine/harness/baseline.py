@@ -129,26 +129,19 @@ def baseline_rows(
             "a delta over one sample of a stochastic subject means nothing",
             hint="use --samples 3 or more on both arms",
         )
-    rows = history.cell_attempts(
-        incumbent.runner, incumbent.target, incumbent.input_hash, incumbent.content_hash
-    )
-    if not rows:
+    cell = (incumbent.runner, incumbent.target, incumbent.input_hash, incumbent.content_hash)
+    if not history.cell_attempts(*cell, limit=1):
         raise Refusal(
             f"no baseline is measured for {incumbent.target!r} at content "
             f"{incumbent.content_hash[:12]}",
             hint="run the incumbent with --measure-baseline (same flags) before changing it",
         )
-    same = [r for r in rows if r.conditions_fp == fingerprint]
-    if incumbent.named:
-        # Its HEAD and its uncommitted changes: a candidate measured later on the same HEAD
-        # with an edit is not part of the baseline it was compared with.
-        same = [
-            r
-            for r in same
-            if r.git_head == incumbent.git_head
-            and bool(r.git_dirty) == bool(incumbent.git_dirty)
-            and r.git_worktree == incumbent.git_worktree
-        ]
+    # A named one: its HEAD and its uncommitted changes too (a candidate measured later on the
+    # same HEAD with an edit is not part of the baseline it was compared with).
+    code = (incumbent.git_head, bool(incumbent.git_dirty), incumbent.git_worktree)
+    same = history.cell_attempts(
+        *cell, conditions_fp=fingerprint, code=code if incumbent.named else None
+    )
     if not same:
         raise Refusal(
             "the baseline was measured under other conditions (gates, criterion, judge or "
@@ -175,17 +168,14 @@ def measured_baseline(
     index, a status past its time limit), reuses nothing."""
     if (where.dirty and where.worktree is None) or (where.head and where.dirty is None):
         return []
-    rows = history.cell_attempts(
-        subject.runner, subject.target, subject.input_hash, subject.content_hash
+    same = history.cell_attempts(
+        subject.runner,
+        subject.target,
+        subject.input_hash,
+        subject.content_hash,
+        conditions_fp=fingerprint,
+        code=(where.head, bool(where.dirty), where.worktree),
     )
-    same = [
-        r
-        for r in rows
-        if r.conditions_fp == fingerprint
-        and r.git_head == where.head
-        and bool(r.git_dirty) == bool(where.dirty)
-        and r.git_worktree == where.worktree
-    ]
     return same if Tally.of(r.outcome for r in same).graded >= samples else []
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.harness.banding import Tally
 from engine.model.stats import Rate
-from engine.runtime.history import Attempt
+from engine.runtime.history import Attempt, AttemptGroup
 
 RECENT_DAYS = 30
 MIN_PRIOR_ROWS = 3
@@ -27,20 +27,18 @@ MIN_PRIOR_ROWS = 3
 class HistorySummary:
     target: str
     since: str | None
-    attempts: tuple[Attempt, ...]  # every row, newest first
+    rows: int  # every row selected, superseded ones too
+    latest: tuple[Attempt, ...]  # the newest rows, newest first (as many as will be listed)
     tally: Tally  # authoritative rows only
     superseded: int
     admissions: dict[str, int] = field(default_factory=dict)
+    # rows per runner: more than one means different subjects that share a target text are
+    # pooled (a shell command and a prompt both spelled `make test`)
+    runners: dict[str, int] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> Rate:
         return self.tally.pass_rate
-
-    @property
-    def runners(self) -> dict[str, int]:
-        """Rows per runner: more than one means different subjects that share a target text
-        are pooled (a shell command and a prompt both spelled `make test`)."""
-        return dict(sorted(Counter(a.runner for a in self.attempts).items()))
 
     @property
     def abstention_rate(self) -> Rate:
@@ -50,7 +48,7 @@ class HistorySummary:
         return {
             "target": self.target,
             "since": self.since,
-            "rows": len(self.attempts),
+            "rows": self.rows,
             "authoritative": self.tally.total,
             "superseded": self.superseded,
             "runners": self.runners,
@@ -58,20 +56,41 @@ class HistorySummary:
             "pass_rate": self.pass_rate.to_json(),
             "abstention_rate": self.abstention_rate.to_json(),
             "admissions": self.admissions,
-            "last": [attempt_json(a) for a in self.attempts[:last]],
+            "last": [attempt_json(a) for a in self.latest[:last]],
         }
 
 
 def summarize(target: str, attempts: Sequence[Attempt], since: str | None) -> HistorySummary:
-    counted = [a for a in attempts if a.authoritative]
-    admissions = Counter("timeout" for a in counted if a.retry_of is not None)
+    """The summary of `attempts` (every row selected, newest first)."""
+    groups = Counter(
+        (a.runner, a.outcome, a.authoritative, a.retry_of is not None) for a in attempts
+    )
+    counts = [AttemptGroup(*key, count) for key, count in groups.items()]
+    return summarize_counts(target, counts, tuple(attempts), since)
+
+
+def summarize_counts(
+    target: str, groups: Sequence[AttemptGroup], latest: Sequence[Attempt], since: str | None
+) -> HistorySummary:
+    """The summary of the rows `groups` counts (`History.attempt_counts`), listing `latest`."""
+    counted = [g for g in groups if g.authoritative]
+    outcomes: Counter[str] = Counter()
+    runners: Counter[str] = Counter()
+    for g in groups:
+        runners[g.runner] += g.count
+    for g in counted:
+        outcomes[g.outcome] += g.count
+    retries = sum(g.count for g in counted if g.retry)
+    rows = sum(runners.values())
     return HistorySummary(
         target=target,
         since=since,
-        attempts=tuple(attempts),
-        tally=Tally.of(a.outcome for a in counted),
-        superseded=len(attempts) - len(counted),
-        admissions=dict(admissions),
+        rows=rows,
+        latest=tuple(latest),
+        tally=Tally(outcomes["pass"], outcomes["fail"], outcomes["abstain"], outcomes["error"]),
+        superseded=rows - sum(g.count for g in counted),
+        admissions={"timeout": retries} if retries else {},
+        runners=dict(sorted(runners.items())),
     )
 
 

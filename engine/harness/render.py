@@ -211,12 +211,12 @@ def history_text(summary: HistorySummary, last: int = 10, guess: str = "") -> st
     """The text of `ll-harness history`; `guess`: ` (did you mean 'x'?)` for an unknown target."""
     since = f" since {summary.since}" if summary.since else ""
     lines = [f"History of {summary.target!r}{since}"]
-    if not summary.attempts:
+    if not summary.rows:
         lines.append(f"  no attempts recorded{guess}")
         return "\n".join(lines)
     t = summary.tally
     lines += [
-        f"  attempts      {len(summary.attempts)} rows, {t.total} authoritative, "
+        f"  attempts      {summary.rows} rows, {t.total} authoritative, "
         f"{summary.superseded} superseded by a retry",
         f"  outcomes      {t.passed} pass, {t.failed} fail, {t.abstained} abstain, "
         f"{t.errored} error",
@@ -229,8 +229,8 @@ def history_text(summary: HistorySummary, last: int = 10, guess: str = "") -> st
     if summary.admissions:
         admitted = ", ".join(f"{k}×{v}" for k, v in sorted(summary.admissions.items()))
         lines.append(f"  admissions    {sum(summary.admissions.values())} ({admitted})")
-    lines.append(f"  last {min(last, len(summary.attempts))}:")
-    for a in summary.attempts[:last]:
+    lines.append(f"  last {min(last, summary.rows)}:")
+    for a in summary.latest[:last]:
         verdict = f" semantic={a.semantic_verdict}" if a.semantic_verdict else ""
         exit_ = f" exit={a.exit_code}" if a.exit_code is not None else ""
         flags = " timed-out" if a.timed_out else ""

@@ -35,7 +35,7 @@ from engine.harness.history_report import (
     MIN_PRIOR_ROWS,
     HistorySummary,
     recent_since,
-    summarize,
+    summarize_counts,
 )
 from engine.harness.keys import Conditions
 from engine.harness.refusal import Refusal
@@ -269,8 +269,8 @@ def _follow(history: History, start: Attempt, link: Callable[[Attempt], int | No
 def _prior_history(history: History, subject: Subject) -> HistorySummary | None:
     """The target's recent rates from earlier invocations, once there are enough rows."""
     since = recent_since()
-    rows = history.attempts(subject.target, since=since, runner=subject.runner)
-    prior = summarize(subject.target, rows, since)
+    counts = history.attempt_counts(subject.target, since=since, runner=subject.runner)
+    prior = summarize_counts(subject.target, counts, (), since)
     return prior if prior.tally.total >= MIN_PRIOR_ROWS else None
 
 

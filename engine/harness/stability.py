@@ -14,21 +14,24 @@ whose flips therefore include the subject's own variation), and the sample's ver
   same (always yes, or always no) — a judge that cannot say anything else tells nothing.
 
 `observations_from_runs` reads the run directories, `observations_from_attempts` the harness
-rows of `history.db`; `stability` is pure.
+rows of `history.db` (`observations_from_counts` them counted in SQL, per judge, input and
+verdict, as the report reads them); `stability` is pure, and folds them as they come.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from engine.harness.stats import Rate
 from engine.harness.verdicts import judge_notes
 from engine.model import jsontext
-from engine.runtime.history import Attempt, History
+from engine.runtime.history import Attempt, JudgedGroup
+from engine.runtime.runstore import read_state
 
 MIN_INPUTS = 20
 ABSTAIN = frozenset({"cannot_judge", "abstain"})
@@ -44,6 +47,7 @@ class Observation:
     verdict: str
     group: str
     at: str = ""
+    count: int = 1  # verdicts alike it stands for (harness rows counted in SQL, not read)
 
 
 @dataclass(frozen=True)
@@ -84,37 +88,59 @@ class JudgeStability:
 
 
 def stability(observations: Iterable[Observation]) -> list[JudgeStability]:
-    """Per judge, in name order."""
-    by_judge: dict[str, list[Observation]] = defaultdict(list)
+    """Per judge, in name order. Folded as they come, in memory per judge and input (not per
+    verdict): a project's history holds hundreds of thousands of them."""
+    by_judge: dict[str, _Fold] = {}
     for obs in observations:
         if obs.verdict.lower() not in IGNORED:
-            by_judge[obs.judge].append(obs)
-    return [_one(judge, rows) for judge, rows in sorted(by_judge.items())]
+            fold = by_judge.get(obs.judge)
+            if fold is None:
+                fold = by_judge[obs.judge] = _Fold()
+            fold.add(obs)
+    return [fold.result(judge) for judge, fold in sorted(by_judge.items())]
 
 
-def _one(judge: str, rows: Sequence[Observation]) -> JudgeStability:
-    decided: dict[str, list[str]] = defaultdict(list)
-    abstained = errors = 0
-    for obs in rows:
+class _Fold:
+    """One judge's verdicts so far: per input, its first decision, how many decisions and
+    whether they differed."""
+
+    def __init__(self) -> None:
+        self.samples = self.abstained = self.errors = 0
+        self.inputs: set[str] = set()
+        self.decided: dict[str, list[Any]] = {}  # input -> [first decision, count, flipped]
+        self.verdicts: Counter[str] = Counter()
+
+    def add(self, obs: Observation) -> None:
+        count = obs.count
+        self.samples += count
+        self.inputs.add(obs.input_key)
+        self.verdicts[obs.verdict] += count
         if obs.verdict in ABSTAIN:
-            abstained += 1
+            self.abstained += count
         elif obs.verdict == "error":
-            errors += 1
+            self.errors += count
         else:
-            decided[obs.input_key].append(obs.verdict)
-    repeated = [verdicts for verdicts in decided.values() if len(verdicts) >= 2]
-    flipped = sum(1 for verdicts in repeated if len(set(verdicts)) > 1)
-    total_decided = sum(len(v) for v in decided.values())
-    return JudgeStability(
-        judge=judge,
-        samples=len(rows),
-        inputs=len({obs.input_key for obs in rows}),
-        decided_inputs=len(decided),
-        flip_rate=Rate(flipped, len(repeated)),
-        abstention_rate=Rate(abstained, total_decided + abstained),
-        errors=errors,
-        verdicts=dict(Counter(obs.verdict for obs in rows).most_common()),
-    )
+            seen = self.decided.get(obs.input_key)
+            if seen is None:
+                self.decided[obs.input_key] = [obs.verdict, count, False]
+            else:
+                seen[1] += count
+                seen[2] = seen[2] or seen[0] != obs.verdict
+
+    def result(self, judge: str) -> JudgeStability:
+        repeated = [seen for seen in self.decided.values() if seen[1] >= 2]
+        flipped = sum(1 for seen in repeated if seen[2])
+        total_decided = sum(seen[1] for seen in self.decided.values())
+        return JudgeStability(
+            judge=judge,
+            samples=self.samples,
+            inputs=len(self.inputs),
+            decided_inputs=len(self.decided),
+            flip_rate=Rate(flipped, len(repeated)),
+            abstention_rate=Rate(self.abstained, total_decided + self.abstained),
+            errors=self.errors,
+            verdicts=dict(self.verdicts.most_common()),
+        )
 
 
 # --- where observations come from -----------------------------------------------------------
@@ -136,13 +162,40 @@ def observations_from_attempts(attempts: Iterable[Attempt]) -> Iterator[Observat
         )
 
 
+def observations_from_counts(groups: Iterable[JudgedGroup]) -> Iterator[Observation]:
+    """`observations_from_attempts` of the rows `History.judged_counts` counted."""
+    for g in groups:
+        model = f" ({g.judge_model})" if g.judge_model else ""
+        yield Observation(
+            judge=f"--semantic {g.criterion!r}{model}",
+            input_key=f"{g.target}|{g.input_hash}|{g.content_hash}",
+            verdict=g.verdict or ("error" if g.errored else ""),
+            group="",
+            count=g.count,
+        )
+
+
 def observations_from_runs(runs_dir: Path, loop: str | None = None) -> Iterator[Observation]:
     """The judges' verdicts in every run under `runs_dir` (`.loops/runs`), optionally only the
     judges of loop `loop` (sub-loops' judges count under their own loop's name)."""
     if not runs_dir.is_dir():
         return
     for run_dir in sorted(runs_dir.iterdir()):
-        yield from observations_from_events(_evaluate_events(run_dir / "events.jsonl"), loop)
+        if loop is None or _may_judge_in(run_dir, loop):
+            yield from observations_from_events(_evaluate_events(run_dir / "events.jsonl"), loop)
+
+
+def _may_judge_in(run_dir: Path, loop: str) -> bool:
+    """Whether the log in `run_dir` can hold verdicts of `loop`'s judges: it is a run of that
+    loop, or it ran sub-loops (their events are in its log), or its state.json cannot say. The
+    report of one run of a loop read every other loop's log to the end (a 300 MB one: 6 s)."""
+    if (run_dir / "children").exists():
+        return True
+    try:
+        ran = read_state(run_dir / "state.json").get("loop")
+    except (OSError, ValueError):
+        return True
+    return not isinstance(ran, str) or ran == loop
 
 
 def observations_from_events(
@@ -235,17 +288,14 @@ def stability_report(root: Path, target: str | None, since: str | None) -> list[
     """Every judge of the project in `root` (only TARGET's when given), since a date."""
     from engine.runtime.history import history_path, open_history
 
-    observations = list(observations_from_runs(root / ".loops" / "runs", target))
+    groups: list[JudgedGroup] = []
     if history_path(root).exists():
         with open_history(root) as history:
-            attempts = _all_attempts(history, target, since)
-        observations += observations_from_attempts(attempts)
+            groups = history.judged_counts(target=target, since=since)
+    observations: Iterable[Observation] = chain(
+        observations_from_runs(root / ".loops" / "runs", target),
+        observations_from_counts(groups),
+    )
     if since is not None:
-        observations = [o for o in observations if not o.at or o.at >= since]
+        observations = (o for o in observations if not o.at or o.at >= since)
     return stability(observations)
-
-
-def _all_attempts(history: History, target: str | None, since: str | None) -> list[Attempt]:
-    if target is not None:
-        return history.attempts(target, since=since, authoritative_only=True)
-    return history.judged_attempts(since=since)

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.harness.stats import Rate
-from engine.runtime.history import Attempt
+from engine.runtime.history import Attempt, History
+
+CHART_POINTS = 200  # invocations a chart shows at most: the last ones
 
 
 @dataclass(frozen=True)
@@ -44,3 +46,16 @@ def pass_rate_series(attempts: Iterable[Attempt]) -> list[RatePoint]:
             )
         )
     return sorted(points, key=lambda p: p.at)
+
+
+def recent_rate_series(
+    history: History, target: str, last: int = CHART_POINTS
+) -> tuple[list[RatePoint], int]:
+    """`pass_rate_series` of the last `last` invocations on `target`, counted in SQL; and how
+    many invocations there are in all (the chart says when it shows only the last ones)."""
+    rows, total = history.invocation_rates(target, limit=last)
+    points = [
+        RatePoint(invocation, at, runner, Rate(passed, graded), abstained, errored)
+        for invocation, at, runner, passed, graded, abstained, errored in rows
+    ]
+    return points, total

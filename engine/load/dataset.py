@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +45,18 @@ def dataset_dir(suite: Suite) -> Path | None:
     return Path(suite.source).resolve().parent / given
 
 
-def load_cases(suite: Suite, skip: frozenset[str] = frozenset()) -> list[Case]:
-    """Every case of `suite` in order, read but for the ids in `skip` (left as listed: a
-    resumed run's finished cases); `UsageError` when its dataset cannot be listed."""
-    return [c if c.loaded or c.id in skip else read_case(str(c.folder)) for c in list_cases(suite)]
+def load_cases(
+    suite: Suite, skip: frozenset[str] = frozenset(), only: str | None = None
+) -> list[Case]:
+    """Every case of `suite` in order, read but for the ids in `skip` and, with `only` (a
+    `--cases` glob), those it does not match (left as listed: a resumed run's finished cases,
+    the cases not chosen); `UsageError` when its dataset cannot be listed."""
+    return [
+        c
+        if c.loaded or c.id in skip or (only is not None and not fnmatchcase(c.id, only))
+        else read_case(str(c.folder))
+        for c in list_cases(suite)
+    ]
 
 
 def list_cases(suite: Suite) -> list[Case]:

@@ -57,15 +57,16 @@ def run_report_html(view: RunView, root: Path) -> str:
 def history_sections(root: Path, loop: str) -> list[Section]:
     """Judge stability over the loop's runs, and its ll-harness pass rate over time."""
     from engine.harness.stability import stability_report
-    from engine.harness.trends import pass_rate_series
+    from engine.harness.trends import RatePoint, recent_rate_series
     from engine.runtime.history import history_path, open_history
 
     judges = [r for r in stability_report(root, loop, None) if r.judge.startswith(f"{loop}/")]
-    points = []
+    points: list[RatePoint] = []
+    total = 0
     if history_path(root).exists():
         with open_history(root) as history:
-            points = pass_rate_series(history.attempts(loop))
-    return [stability_section(judges), harness_section(points, loop)]
+            points, total = recent_rate_series(history, loop)
+    return [stability_section(judges), harness_section(points, loop, total)]
 
 
 def graph_from_trace(trace: Trace | None) -> LoopGraph:

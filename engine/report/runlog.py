@@ -8,6 +8,14 @@ ignored, and a step that never got its `route` event is kept as interrupted.
 Sub-loop events carry `depth`; a child's steps are nested under the parent step that ran it
 (`Step.child`), in the order the children started, which is the order of their directories
 (`children/<state>-<n>/`).
+
+A run of a million events is read in memory that grows by little per step: a step is a slotted
+object whose repeated names (state, verdict, evaluator, target) and evaluator details (the
+same exit code, pattern and match on step after step) are shared, and once the next
+step starts it keeps only what is ever shown of a step that is not the last — the start of its
+output, flattened (the HTML step table shows `OUTPUT_KEPT` characters at most), not its stderr
+(only the last step's failing action is quoted) nor its action text. A run of 100,000 shell steps
+printing 2 KB each held every output, stderr and action: ~1 GB to print one screen.
 """
 
 from __future__ import annotations
@@ -15,13 +23,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 from engine.harness.verdicts import JudgeNote, judge_notes
 from engine.load.gcpause import collector_paused
 
+OUTPUT_KEPT = 200  # characters of an earlier step's output kept (flattened), for the step table
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
-@dataclass(eq=False)  # identity: a step is one event-log position
+
+@dataclass(eq=False, slots=True)  # identity: a step is one event-log position
 class Step:
     """One execution of a state (its step number at its depth), filled in as events arrive."""
 
@@ -31,7 +43,6 @@ class Step:
     started_at: str = ""
     ended_at: str = ""  # when it was routed: after its action and its judges
     action_type: str | None = None
-    action: str | None = None
     exit_code: int | None = None
     duration_ms: int | None = None
     timeout: float | None = None  # the action's time limit, as it started
@@ -60,6 +71,13 @@ class Step:
     @property
     def finished(self) -> bool:
         return self.routed
+
+    def settle(self) -> None:
+        """A later step has started: keep of this one only what is shown of an earlier step
+        (the start of its output, whitespace runs as one space), not its stderr."""
+        if self.output:
+            self.output = " ".join(self.output.split())[:OUTPUT_KEPT]
+        self.stderr = ""
 
     @property
     def ended(self) -> bool:
@@ -216,6 +234,7 @@ class _Builder:
     def __init__(self) -> None:
         self.top: Trace | None = None
         self.open: dict[int, Trace] = {}
+        self.details: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
 
     def add(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
@@ -265,11 +284,13 @@ class _Builder:
             return  # no state of ours: a damaged line must not stand in for the real step
         step = Step(
             step=_int(event.get("step")) or len(trace.steps) + 1,
-            state=state,
+            state=intern(state),
             depth=depth,
             started_at=str(event.get("ts") or ""),
         )
         previous = trace.current
+        if previous is not None:
+            previous.settle()
         trace.steps.append(step)
         # The state of an interrupted step runs again after a resume; a sub-loop child it was
         # running is continued (a `loop_resume` at the child's depth), not started anew.
@@ -280,8 +301,7 @@ class _Builder:
     def action_start(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
         if step is not None:
-            step.action_type = _str(event.get("action_type"))
-            step.action = _str(event.get("action"))
+            step.action_type = _name(event.get("action_type"))
             step.timeout = _float(event.get("timeout"))
 
     def action_complete(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
@@ -302,10 +322,21 @@ class _Builder:
         step = _step_for(trace, event)
         if step is None:
             return
-        step.evaluator = _str(event.get("evaluator"))
-        step.verdict = _str(event.get("verdict"))
+        step.evaluator = _name(event.get("evaluator"))
+        step.verdict = _name(event.get("verdict"))
         details = event.get("details")
-        step.details = dict(details) if isinstance(details, Mapping) else {}
+        step.details = self._details(details) if isinstance(details, Mapping) else {}
+
+    def _details(self, details: Mapping[str, Any]) -> dict[str, Any]:
+        """An evaluator's details, read only: the same few scalars on step after step (an exit
+        code, a pattern and whether it matched) are one dict, not one per step."""
+        if len(details) > 8 or not all(type(v) in _SCALARS for v in details.values()):
+            return dict(details)
+        key = tuple(details.items())
+        shared = self.details.get(key)
+        if shared is None:
+            shared = self.details[key] = dict(details)
+        return shared
 
     def route(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = _step_for(trace, event)
@@ -313,11 +344,11 @@ class _Builder:
             return
         step.routed = True
         step.ended_at = str(event.get("ts") or "")
-        step.target = _str(event.get("target"))
+        step.target = _name(event.get("target"))
         step.route_error = _str(event.get("error"))
         step.out_of_time = event.get("timeout") is True
         if step.verdict is None:
-            step.verdict = _str(event.get("verdict"))
+            step.verdict = _name(event.get("verdict"))
 
     def retry(self, trace: Trace, event: Mapping[str, Any], depth: int) -> None:
         step = trace.current
@@ -425,3 +456,8 @@ def _float(value: Any) -> float | None:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _name(value: Any) -> str | None:
+    """A state, verdict or evaluator name: one shared string for the run's many steps."""
+    return intern(value) if type(value) is str else None

@@ -393,7 +393,8 @@ def stability_section(rows: Sequence[JudgeStability]) -> Section:
     return Section("stability", "Judge stability", note + body)
 
 
-def harness_section(points: Sequence[RatePoint], target: str) -> Section:
+def harness_section(points: Sequence[RatePoint], target: str, total: int = 0) -> Section:
+    """The pass rate per invocation (`points`, the last ones of `total` when more)."""
     if not points:
         return Section(
             "harness",
@@ -411,7 +412,10 @@ def harness_section(points: Sequence[RatePoint], target: str) -> Section:
         )
         for p in points[-20:]
     ]
-    body = chart + table(["when", "runner", "pass rate", "abstained", "errors"], rows)
+    note = ""
+    if total > len(points):
+        note = f'<p class="legend">The last {len(points)} of {total} invocations.</p>'
+    body = note + chart + table(["when", "runner", "pass rate", "abstained", "errors"], rows)
     return Section("harness", "Harness pass rate", body)
 
 

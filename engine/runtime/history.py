@@ -21,7 +21,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
@@ -289,6 +289,33 @@ class Attempt(NewAttempt):
 
 
 @dataclass(frozen=True)
+class AttemptGroup:
+    """How many attempts share a runner, an outcome, whether they count (not superseded by a
+    retry) and whether they are a retry (`History.attempt_counts`)."""
+
+    runner: str
+    outcome: str
+    authoritative: bool
+    retry: bool
+    count: int
+
+
+@dataclass(frozen=True)
+class JudgedGroup:
+    """How many authoritative attempts one `--semantic` judge graded alike on one input
+    (`History.judged_counts`)."""
+
+    criterion: str
+    judge_model: str | None
+    target: str
+    input_hash: str
+    content_hash: str
+    verdict: str | None
+    errored: bool
+    count: int
+
+
+@dataclass(frozen=True)
 class SuiteRunRow:
     """One `ll-harness suite` run: what ran, under which conditions, and how it ended."""
 
@@ -309,7 +336,7 @@ class SuiteRunRow:
     git_branch: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SuiteCaseRow:
     """How one case's subject ran in one arm (subject, baseline or pairwise)."""
 
@@ -328,7 +355,7 @@ class SuiteCaseRow:
     record: bytes | None = None  # zlib-compressed JSON of the outputs record
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SuiteJudgementRow:
     """One judge on one case, one sample of it: the judgement's value and the sample's own."""
 
@@ -365,6 +392,17 @@ _SUITE_CASE_COLUMNS = tuple(f.name for f in fields(SuiteCaseRow))
 _SUITE_JUDGEMENT_COLUMNS = tuple(f.name for f in fields(SuiteJudgementRow))
 _SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed"})
 _SuiteRow = TypeVar("_SuiteRow", SuiteCaseRow, SuiteJudgementRow)
+_SUITE_ROW_COLUMNS: dict[type, tuple[str, ...]] = {
+    SuiteCaseRow: _SUITE_CASE_COLUMNS,
+    SuiteJudgementRow: _SUITE_JUDGEMENT_COLUMNS,
+}
+# Columns whose texts many rows of a run share (free text, as a judge's rationale, is not).
+_SUITE_REPEATED = frozenset(
+    {
+        "run_id", "suite", "arm", "case_id", "case_key", "subject_hash", "status", "judge",
+        "judge_kind", "sample_status", "conditions_fp", "error",
+    }
+)  # fmt: skip
 
 
 class History:
@@ -519,6 +557,14 @@ class History:
         with self._lock, self._usable():
             return list(self._db.execute(sql, params).fetchall())
 
+    def _read_typed(
+        self, kind: type[_SuiteRow], sql: str, params: Sequence[Any]
+    ) -> list[_SuiteRow]:
+        """Suite rows (selected in `kind`'s field order) made as they are fetched, never all
+        held as tuples too, with each repeated text kept once (`_typed_rows`)."""
+        with self._lock, self._usable():
+            return _typed_rows(kind, self._db.execute(sql, params))
+
     @contextmanager
     def _usable(self) -> Iterator[None]:
         """A database that opened fine can still fail under a query: damaged pages SQLite only
@@ -617,23 +663,61 @@ class History:
         *,
         since: str | None = None,
         runner: str | None = None,
+        semantic: str | None = None,
         authoritative_only: bool = False,
         limit: int | None = None,
     ) -> list[Attempt]:
-        """Attempts on `target`, newest first; `since` is an ISO date or timestamp (UTC)."""
-        clauses, params = ["target = ?"], [target]
-        if since is not None:
-            clauses.append("created_at >= ?")
-            params.append(since)
-        if runner is not None:
-            clauses.append("runner = ?")
-            params.append(runner)
+        """Attempts on `target`, newest first; `since` is an ISO date or timestamp (UTC);
+        `semantic`: only those judged by that criterion."""
+        where, params = _attempt_filter(target, since, runner, semantic)
         if authoritative_only:
-            clauses.append("superseded_by IS NULL")
+            where += " AND superseded_by IS NULL"
         tail = "" if limit is None else f" LIMIT {_sql_limit(limit)}"
         return self._select_attempts(
-            f"WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC{tail}", params
+            f"WHERE {where} ORDER BY created_at DESC, id DESC{tail}", params
         )
+
+    def attempt_counts(
+        self,
+        target: str,
+        *,
+        since: str | None = None,
+        runner: str | None = None,
+        semantic: str | None = None,
+    ) -> list[AttemptGroup]:
+        """How many of the attempts `attempts` selects there are of each runner, outcome,
+        authority and retry: what a summary of them counts, without reading every row (a
+        target measured in CI for months has hundreds of thousands)."""
+        where, params = _attempt_filter(target, since, runner, semantic)
+        rows = self._read_tuples(
+            "SELECT runner, outcome, superseded_by IS NULL, retry_of IS NOT NULL, COUNT(*) "
+            f"FROM harness_attempts WHERE {where} GROUP BY 1, 2, 3, 4",
+            params,
+        )
+        return [AttemptGroup(str(r), str(o), bool(a), bool(t), int(n)) for r, o, a, t, n in rows]
+
+    def invocation_rates(
+        self, target: str, *, limit: int
+    ) -> tuple[list[tuple[str, str, str, int, int, int, int]], int]:
+        """The last `limit` invocations on `target` (by their first row), oldest first, each
+        (id, first row's time, runner, passes, graded, abstentions, errors) over its
+        authoritative rows; and how many invocations there are in all. Counted here: a target
+        measured in CI for months has tens of thousands of invocations."""
+        where = "target = ? AND superseded_by IS NULL"
+        rows = self._read_tuples(
+            "SELECT * FROM (SELECT invocation_id, MIN(created_at) AS at, MAX(runner), "
+            "SUM(outcome = 'pass'), SUM(outcome IN ('pass', 'fail')), SUM(outcome = 'abstain'), "
+            f"SUM(outcome = 'error') FROM harness_attempts WHERE {where} GROUP BY invocation_id "
+            f"ORDER BY at DESC, invocation_id DESC LIMIT {_sql_limit(limit)}) "
+            "ORDER BY at, invocation_id",
+            (target,),
+        )
+        total = self._read_tuples(
+            f"SELECT COUNT(DISTINCT invocation_id) FROM harness_attempts WHERE {where}", (target,)
+        )
+        return [
+            (str(i), str(a), str(r), int(p), int(g), int(b), int(e)) for i, a, r, p, g, b, e in rows
+        ], int(total[0][0])
 
     def targets(self) -> list[str]:
         """Every target with a recorded attempt (for a "did you mean" on a mistyped one)."""
@@ -651,14 +735,62 @@ class History:
             f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params
         )
 
+    def judged_counts(
+        self, *, target: str | None = None, since: str | None = None
+    ) -> list[JudgedGroup]:
+        """The authoritative attempts an LLM judge graded (`--semantic`), of `target` or all,
+        counted per judge (criterion and model), input and verdict: what judge stability
+        needs, without reading every row (a busy project has hundreds of thousands)."""
+        clauses = ["semantic_criterion != ''", "superseded_by IS NULL"]  # NULL is not != ''
+        params: list[Any] = []
+        if target is not None:
+            clauses.append("target = ?")
+            params.append(target)
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
+        columns = (
+            "semantic_criterion, judge_model, target, input_hash, target_content_hash, "
+            "semantic_verdict, errored"
+        )
+        rows = self._read_tuples(
+            f"SELECT {columns}, COUNT(*) FROM harness_attempts "
+            f"WHERE {' AND '.join(clauses)} GROUP BY {columns}",
+            params,
+        )
+        return [
+            JudgedGroup(str(c), m, str(t), str(i), str(h), v, bool(e), int(n))
+            for c, m, t, i, h, v, e, n in rows
+        ]
+
     def cell_attempts(
-        self, runner: str, target: str, input_hash: str, target_content_hash: str
+        self,
+        runner: str,
+        target: str,
+        input_hash: str,
+        target_content_hash: str,
+        *,
+        conditions_fp: str | None = None,
+        code: tuple[str | None, bool, str | None] | None = None,
+        limit: int | None = None,
     ) -> list[Attempt]:
-        """Authoritative attempts of one (runner, target, input, content), any conditions."""
+        """Authoritative attempts of one (runner, target, input, content), newest first, any
+        conditions or only `conditions_fp`'s; with `code` (git HEAD, dirty, the uncommitted
+        changes' fingerprint), only those measured on that code. Filtered here, not by the
+        caller: a command measured in CI at every commit has a row per sample per commit."""
+        where = "runner = ? AND target = ? AND input_hash = ? AND target_content_hash = ?"
+        params: list[Any] = [runner, target, input_hash, target_content_hash]
+        if conditions_fp is not None:
+            where += " AND conditions_fp = ?"
+            params.append(conditions_fp)
+        if code is not None:
+            head, dirty, worktree = code
+            where += " AND git_head IS ? AND COALESCE(git_dirty, 0) = ? AND git_worktree IS ?"
+            params += [head, int(bool(dirty)), worktree]
+        tail = "" if limit is None else f" LIMIT {_sql_limit(limit)}"
         return self._select_attempts(
-            "WHERE runner = ? AND target = ? AND input_hash = ? AND target_content_hash = ? "
-            "AND superseded_by IS NULL ORDER BY created_at DESC, id DESC",
-            [runner, target, input_hash, target_content_hash],
+            f"WHERE {where} AND superseded_by IS NULL ORDER BY created_at DESC, id DESC{tail}",
+            params,
         )
 
     def _select_attempts(self, tail: str, params: Sequence[Any]) -> list[Attempt]:
@@ -693,19 +825,37 @@ class History:
         return SuiteRunRow(**_suite_values(rows[0])) if rows else None
 
     def suite_runs(
-        self, suite: str, *, kind: str | None = None, conditions_fp: str | None = None
+        self,
+        suite: str,
+        *,
+        kind: str | None = None,
+        conditions_fp: str | None = None,
+        finished: bool = False,
+        upto: str | None = None,
+        limit: int | None = None,
     ) -> list[SuiteRunRow]:
-        """Runs of `suite`, newest first."""
-        clauses, params = ["suite = ?"], [suite]
+        """Runs of `suite`, newest first; `finished`: only those that ended; `upto`: the run
+        with that id and those before it; at most `limit` (a suite run in CI for years has
+        tens of thousands of runs, and a report wants the last few)."""
+        clauses: list[str] = ["suite = ?"]
+        params: list[Any] = [suite]
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
         if conditions_fp is not None:
             clauses.append("conditions_fp = ?")
             params.append(conditions_fp)
+        if finished:
+            clauses.append("ended_at IS NOT NULL")
+        if upto is not None:
+            clauses.append(
+                "(started_at, rowid) <= (SELECT started_at, rowid FROM suite_runs WHERE run_id = ?)"
+            )
+            params.append(upto)
+        tail = "" if limit is None else f" LIMIT {_sql_limit(limit)}"
         rows = self._read(
             f"SELECT {', '.join(_SUITE_RUN_COLUMNS)} FROM suite_runs "
-            f"WHERE {' AND '.join(clauses)} ORDER BY started_at DESC, rowid DESC",
+            f"WHERE {' AND '.join(clauses)} ORDER BY started_at DESC, rowid DESC{tail}",
             params,
         )
         return [SuiteRunRow(**_suite_values(r)) for r in rows]
@@ -739,11 +889,11 @@ class History:
         columns = [
             c if c != "record" or with_records else "NULL AS record" for c in _SUITE_CASE_COLUMNS
         ]
-        rows = self._read_tuples(
+        return self._read_typed(
+            SuiteCaseRow,
             f"SELECT {', '.join(columns)} FROM suite_cases WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return _typed_rows(SuiteCaseRow, _SUITE_CASE_COLUMNS, rows)
 
     def suite_case_ids(self, run_id: str) -> frozenset[str]:
         """The cases a run has recorded: what `--resume` need not run (nor read) again."""
@@ -760,12 +910,28 @@ class History:
         return bytes(rows[0]["record"]) if rows and rows[0]["record"] is not None else None
 
     def suite_judgements(self, run_id: str) -> list[SuiteJudgementRow]:
-        rows = self._read_tuples(
+        return self._read_typed(
+            SuiteJudgementRow,
             f"SELECT {', '.join(_SUITE_JUDGEMENT_COLUMNS)} FROM suite_judgements "
             "WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return _typed_rows(SuiteJudgementRow, _SUITE_JUDGEMENT_COLUMNS, rows)
+
+
+def _attempt_filter(
+    target: str, since: str | None, runner: str | None, semantic: str | None
+) -> tuple[str, list[Any]]:
+    """The WHERE clause (and its parameters) of a target's attempts, optionally filtered."""
+    clauses, params = ["target = ?"], [target]
+    for clause, value in (
+        ("created_at >= ?", since),
+        ("runner = ?", runner),
+        ("semantic_criterion = ?", semantic),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    return " AND ".join(clauses), params
 
 
 def _insert(db: sqlite3.Connection, table: str, values: dict[str, Any]) -> None:
@@ -798,16 +964,22 @@ _SUITE_CASE_INSERT = _insert_sql("suite_cases", _SUITE_CASE_COLUMNS)
 _SUITE_JUDGEMENT_INSERT = _insert_sql("suite_judgements", _SUITE_JUDGEMENT_COLUMNS)
 
 
-def _typed_rows(
-    kind: type[_SuiteRow], columns: tuple[str, ...], rows: list[tuple[Any, ...]]
-) -> list[_SuiteRow]:
-    """Rows selected in `columns` order as `kind`, with the stored 0/1 of bool columns as bools."""
+def _typed_rows(kind: type[_SuiteRow], rows: Iterable[tuple[Any, ...]]) -> list[_SuiteRow]:
+    """Rows selected in `kind`'s field order as `kind`, with the stored 0/1 of bool columns as
+    bools, and one string for each text the rows repeat (a run's id, its suite, the judges'
+    names, a case's id and key on each of its judgements): SQLite makes a new one per value, and
+    the 140,000 judgement rows of 20,000 cases held 111 MB of copies of a few thousand texts."""
+    columns = _SUITE_ROW_COLUMNS[kind]
     bools = [i for i, name in enumerate(columns) if name in _SUITE_BOOLS]
-    if not bools:
-        return [kind(*row) for row in rows]
+    repeated = [i for i, name in enumerate(columns) if name in _SUITE_REPEATED]
+    shared: dict[str, str] = {}
     typed: list[_SuiteRow] = []
     for row in rows:
         values = list(row)
+        for i in repeated:
+            value = values[i]
+            if type(value) is str:
+                values[i] = shared.setdefault(value, value)
         for i in bools:
             if values[i] is not None:
                 values[i] = bool(values[i])

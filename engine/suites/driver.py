@@ -577,9 +577,7 @@ def _baseline_run(
                 "finished run",
             )
     else:
-        measured = [
-            r for r in history.suite_runs(suite.name, kind="baseline") if r.ended_at is not None
-        ]
+        measured = history.suite_runs(suite.name, kind="baseline", finished=True, limit=1)
         if not measured:
             raise SuiteRefusal(
                 f"no baseline is measured for suite {suite.name!r}",

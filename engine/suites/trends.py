@@ -28,12 +28,11 @@ def judge_trends(
 ) -> dict[str, list[RunRate]]:
     """judge -> its rate in each of the `last` runs of `suite` up to `upto_run_id` (included;
     baselines measured with --measure-baseline are not runs of the subject)."""
-    runs = history.suite_runs(suite, kind="run")  # newest first
-    ids = [r.run_id for r in runs]
-    if upto_run_id in ids:
-        runs = runs[ids.index(upto_run_id) :]
+    mine = history.suite_run(upto_run_id)
+    upto = upto_run_id if mine is not None and (mine.suite, mine.kind) == (suite, "run") else None
+    runs = history.suite_runs(suite, kind="run", upto=upto, limit=last)  # newest first
     trends: dict[str, list[RunRate]] = {}
-    for run in reversed(runs[:last]):
+    for run in reversed(runs):
         rows = history.suite_judgements(run.run_id)
         judges = list(dict.fromkeys((r.judge, r.judge_kind) for r in rows if r.arm == "subject"))
         for summary in summarise(judges, judgement_scores(rows, "subject"), ()):
