@@ -4,6 +4,7 @@ then in the built-in loops."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -46,6 +47,11 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
                 "links lead in a circle)",
                 hint="point it at the loop file, or pass the file itself",
             )
+        if candidate.exists():  # never read: a pipe or a device could block forever
+            raise UsageError(
+                f"{ref} is {_special_kind(candidate)}, not a regular file",
+                hint="save the loop to a file and pass its path",
+            )
         raise UsageError(
             f"no loop file at {ref}",
             hint="pass an existing .yaml path, or a loop name from `ll-loop list`",
@@ -64,6 +70,16 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
         if here
         else "run `ll-loop list` to see the loops available here",
     )
+
+
+def _special_kind(path: Path) -> str:
+    """What a path that is neither a file nor a directory is, in a user's words."""
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def _file_named(ref: str, cwd: Path | None) -> str | None:
