@@ -1177,7 +1177,17 @@ def _json_data(where: str, value: Any) -> None:
     JSON data was saved as its str() (a date came back as text, a set as a list), silently."""
     import math
 
-    if value is None or isinstance(value, str | bool | int):
+    if value is None or isinstance(value, str | bool):
+        return
+    if isinstance(value, int):
+        try:
+            str(value)  # state.json writes it in digits, which Python bounds
+        except ValueError:
+            raise UsageError(
+                f"{where} is an integer of more than {sys.get_int_max_str_digits()} digits, "
+                "which JSON text cannot hold here",
+                hint="pass it as text: a string of its digits",
+            ) from None
         return
     if isinstance(value, float):
         if not math.isfinite(value):
