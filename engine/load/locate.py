@@ -72,6 +72,18 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
     )
 
 
+def not_a_file(path: Path) -> str | None:
+    """What stands at `path` when it is there but is no regular file, in a user's words (`a
+    directory`, `a pipe (FIFO)`, ...); None for a file, or when nothing is there."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return "a directory"
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link that leads nowhere"
+    return _special_kind(path) if path.exists() else None
+
+
 def _special_kind(path: Path) -> str:
     """What a path that is neither a file nor a directory is, in a user's words."""
     mode = path.stat().st_mode
