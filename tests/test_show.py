@@ -246,3 +246,19 @@ def test_a_pipe_or_a_device_named_as_a_loop_is_said_to_be_one(tmp_path: Path) ->
         said = device.stdout + device.stderr
         assert device.returncode == 2
         assert "/dev/null is a device, not a regular file" in said, said
+
+
+def test_an_empty_loop_argument_is_refused_not_read_as_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """`ll-loop run "$LOOP"` with LOOP unset said " is a directory, not a loop file" (the empty
+    path is `.`), and `ll-loop validate ""` validated every loop file of the working directory
+    and passed, as an empty `ll-harness cmd ""` once measured nothing and passed."""
+    (tmp_path / "fine.yaml").write_text(
+        "name: fine\ninitial: a\nstates:\n  a:\n    terminal: true\n"
+    )
+    for command in ("run", "show", "simulate", "validate"):
+        done = ll_loop(command, "", cwd=tmp_path)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2, said
+        assert "the loop argument is empty" in said, said

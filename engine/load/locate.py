@@ -30,6 +30,11 @@ def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
 
 
 def _resolve(ref: str, cwd: Path | None) -> Path:
+    if not ref.strip():  # Path("") is the working directory: `run "$LOOP"` with LOOP unset
+        raise UsageError(
+            "the loop argument is empty",
+            hint="pass a loop file's path, or a loop name from `ll-loop list`",
+        )
     candidate = Path(ref)
     if cwd is not None and not candidate.is_absolute():
         candidate = cwd / candidate
