@@ -301,3 +301,12 @@ def test_agent_cli_crash_is_an_infra_error(workdir: Path) -> None:
 def dsl_with(workdir: Path, runner: str, target: str, *extra: str) -> tuple[int, str, str]:
     done = harness(workdir, "dsl", target, "--runner", runner, *extra)
     return done.returncode, done.stdout, done.stderr
+
+
+def test_an_empty_task_path_is_refused_not_read_as_the_working_directory(tmp_path: Path) -> None:
+    """`ll-harness dsl "$TASKS"` with TASKS unset graded every *.yaml of the working directory
+    as a task file (the empty path is `.`), loops and suites included."""
+    (tmp_path / "loop.yaml").write_text("name: l\ninitial: a\nstates: {a: {terminal: true}}\n")
+    ran = harness(tmp_path, "dsl", "")
+    assert ran.code == 2, ran.stderr
+    assert ran.stderr.startswith("error: the task path is empty\n"), ran.stderr
