@@ -1173,12 +1173,31 @@ def _names(name: str, mapping: Mapping[Any, Any]) -> None:
             )
 
 
-def _json_data(where: str, value: Any) -> None:
+_JSON_DEPTH = 100
+"""How deep a context value may nest (a loop file's YAML nests at most 64 levels)."""
+
+
+def _json_data(where: str, value: Any, depth: int = 0, top: str = "") -> None:
     """A run keeps its context in state.json and a resume reads it back: a value that is not
     JSON data was saved as its str() (a date came back as text, a set as a list), silently."""
     import math
 
-    if value is None or isinstance(value, str | bool | int):
+    if depth > _JSON_DEPTH:
+        raise UsageError(
+            f"{top} nests more than {_JSON_DEPTH} levels deep, which a run cannot keep",
+            hint="flatten it, or pass it as JSON text (json.dumps)",
+        )
+    if value is None or isinstance(value, str | bool):
+        return
+    if isinstance(value, int):
+        try:
+            str(value)  # state.json writes it in digits, which Python bounds
+        except ValueError:
+            raise UsageError(
+                f"{where} is an integer of more than {sys.get_int_max_str_digits()} digits, "
+                "which JSON text cannot hold here",
+                hint="pass it as text: a string of its digits",
+            ) from None
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -1189,7 +1208,7 @@ def _json_data(where: str, value: Any) -> None:
         return
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            _json_data(f"{where}[{index}]", item)
+            _json_data(f"{where}[{index}]", item, depth + 1, top or where)
         return
     if isinstance(value, Mapping):
         for key, item in value.items():
@@ -1198,7 +1217,7 @@ def _json_data(where: str, value: Any) -> None:
                     f"{where} has a key that is not a string ({key!r}), which JSON cannot hold",
                     hint="str() each key",
                 )
-            _json_data(f"{where}[{key!r}]", item)
+            _json_data(f"{where}[{key!r}]", item, depth + 1, top or where)
         return
     raise UsageError(
         f"{where} is a {type(value).__name__}, which a run cannot keep: its context is saved "

@@ -667,19 +667,32 @@ def value_evaluated_through_variable(ctx: LintContext) -> Iterator[Finding]:
                     "values into functions, whose body could run or evaluate it"
                 )
             else:
+                after_all = _RUNS if flow.role is Role.CODE else _EVALUATES
                 message = (
                     f"${{{expression.text}}} is assigned to `{flow.variable}`, which the "
-                    f"{field.what} then uses in {flow.why} {where}: bash evaluates the value "
-                    "there after all"
+                    f"{field.what} then uses in {flow.why} {where}: {after_all}"
                 )
             yield Finding(
                 message,
                 field.path,
-                "assign only integers to variables used in arithmetic (`type: integer`, "
+                _CODE_HINT
+                if flow.role is Role.CODE
+                else "assign only integers to variables used in arithmetic (`type: integer`, "
                 "`| integer`), and never hand a variable holding a value to eval or as a name",
                 needle=needle,
                 occurrence=nth,
             )
+
+
+_CODE_HINT = (
+    "a value that may run as code (eval, a program variable such as PATH or GIT_SSH_COMMAND) "
+    'must be a parameter declared `type: command`; any other value stays data (`"$VAR"` as '
+    "an argument)"
+)
+
+
+_RUNS = "the value runs as code there after all"
+_EVALUATES = "bash evaluates the value there after all"
 
 
 def _named_value_flows(field: _ShellField, types: ValueTypes) -> Iterator[Finding]:
@@ -699,13 +712,15 @@ def _named_value_flows(field: _ShellField, types: ValueTypes) -> Iterator[Findin
         use = (
             f"passes it as {flow.why} {where}: ll-loop does not follow values into functions"
             if flow.role is Role.UNKNOWN
-            else f"uses it in {flow.why} {where}: bash evaluates the value there after all"
+            else f"uses it in {flow.why} {where}: {_RUNS if flow.role is Role.CODE else _EVALUATES}"
         )
         yield Finding(
             f"`${variable}` holds the value of ${{{path}}}, and the {field.what} {use}",
             field.path,
-            "read the variable only as data (`\"$VAR\"` in a word, or inside `bash -c '...'`); "
-            "never hand it to eval, arithmetic or as a name, unless it is `type: integer`",
+            _CODE_HINT
+            if flow.role is Role.CODE
+            else 'read the variable only as data (`"$VAR"` in a word, or inside `bash -c '
+            "'...'`); never hand it to eval, arithmetic or as a name, unless it is `type: integer`",
             needle=variable,
             occurrence=field.template.count(variable, 0, max(at, 0)),
         )

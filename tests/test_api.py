@@ -127,6 +127,13 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
     assert (resumed.outcome, resumed.steps) == ("success", 7)
 
 
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -172,6 +179,17 @@ def test_a_callback_that_raises_leaves_an_interrupted_run_not_a_live_one(tmp_pat
             r"context\['a'\]\[0\]\['b'\] is a set",
         ),
         (lambda d: engine.run("count.yaml", context={"x": float("nan")}, cwd=d), "not finite"),
+        # a list nested 5000 deep was a RecursionError of the check itself
+        (
+            lambda d: engine.run("count.yaml", context={"a": _nested(5000)}, cwd=d),
+            r"context\['a'\] nests more than 100 levels deep",
+        ),
+        # an integer past Python's 4300 digits passed, and json.dumps of state.json raised a
+        # bare ValueError after the run directory was made
+        (
+            lambda d: engine.run("count.yaml", context={"n": [10**5000]}, cwd=d),
+            r"context\['n'\]\[0\] is an integer of more than 4300 digits",
+        ),
         (lambda d: engine.run("count.yaml", inputs={"p": Path("x")}, cwd=d), r"inputs\['p'\]"),
     ],
 )

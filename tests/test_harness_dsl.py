@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine.harness.dsl import TaskOutcome, dsl_exit_code
-from engine.harness.tasks import extract_answer, grade_answer, load_task
+from engine.harness.tasks import extract_answer, grade_answer, load_task, task_files
 from engine.model.errors import UsageError
 from engine.runtime.history import open_history
 from tests.harness_helpers import DATA, harness
@@ -91,6 +91,21 @@ def test_an_empty_task_file_is_said_to_be_a_task_file(tmp_path: Path, text: str)
     with pytest.raises(UsageError) as caught:
         load_task(path, tmp_path)
     assert "loop" not in caught.value.hint
+
+
+def test_a_task_path_that_is_a_pipe_or_a_device_is_said_to_be_one(tmp_path: Path) -> None:
+    """`ll-harness dsl t.yaml` of a FIFO (or `<(cat t.yaml)`, or /dev/null) said "no task file
+    or directory at t.yaml", of a path that exists."""
+    import os
+
+    os.mkfifo(tmp_path / "t.yaml")
+    with pytest.raises(UsageError) as caught:
+        task_files(tmp_path / "t.yaml")
+    assert caught.value.message == f"{tmp_path / 't.yaml'} is a pipe (FIFO), not a task file"
+    with pytest.raises(UsageError, match="/dev/null is a device, not a task file"):
+        task_files(Path("/dev/null"))
+    with pytest.raises(UsageError, match="no task file or directory at"):
+        task_files(tmp_path / "gone.yaml")
 
 
 def test_source_dsl_gets_a_use_source_hint(tmp_path: Path) -> None:
@@ -286,3 +301,12 @@ def test_agent_cli_crash_is_an_infra_error(workdir: Path) -> None:
 def dsl_with(workdir: Path, runner: str, target: str, *extra: str) -> tuple[int, str, str]:
     done = harness(workdir, "dsl", target, "--runner", runner, *extra)
     return done.returncode, done.stdout, done.stderr
+
+
+def test_an_empty_task_path_is_refused_not_read_as_the_working_directory(tmp_path: Path) -> None:
+    """`ll-harness dsl "$TASKS"` with TASKS unset graded every *.yaml of the working directory
+    as a task file (the empty path is `.`), loops and suites included."""
+    (tmp_path / "loop.yaml").write_text("name: l\ninitial: a\nstates: {a: {terminal: true}}\n")
+    ran = harness(tmp_path, "dsl", "")
+    assert ran.code == 2, ran.stderr
+    assert ran.stderr.startswith("error: the task path is empty\n"), ran.stderr

@@ -384,3 +384,21 @@ def test_a_server_that_dies_mid_call_says_what_it_wrote_last(tmp_path: Path) -> 
     assert error == (
         "MCP call failed: Connection closed; the server's stderr ends: fatal: out of widgets"
     )
+
+
+def test_an_mcp_configuration_that_is_a_pipe_or_a_device_is_refused_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    """An `.mcp.json` that is a FIFO (or `--config /dev/zero`) made `ll-harness mcp` wait for a
+    writer forever (or read /dev/zero until memory ran out): the JSON reader read any file to
+    its end. It is refused in one sentence, as the YAML reader refuses such a file."""
+    import os
+
+    os.mkfifo(tmp_path / ".mcp.json")
+    for extra in ([], ["--config", "/dev/zero"]):
+        done = subprocess.run(
+            [str(BIN / "ll-harness"), "mcp", "s:t", "--exit-code", "0", *extra],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "cannot read the file: it is not a regular file" in done.stderr, done.stderr

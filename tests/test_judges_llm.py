@@ -360,6 +360,27 @@ def test_generated_dimensions_and_their_fallback(loopback: LoopbackServer, tmp_p
     assert fallback.details["dimensions_source"] == "defaults"
 
 
+def test_a_generated_dimension_without_a_description_falls_back_to_the_defaults(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A file's dimension needs a description that is not empty (F010/F015: it is all the
+    reviewers are told of what they score), but a generated one with `description: ""` (or
+    blanks) was taken, so the reviewers scored a bare name."""
+    made = {"dimensions": [{"name": "safety", "description": "  ", "weight": 1}]}
+    defaults = {"correctness": 4, "completeness": 4, "code_quality": 4, "edge_cases": 4}
+    loopback.default = by_tool(
+        {"submit_dimensions": made, "submit_scores": {**defaults, "reason": "ok"}}
+    )
+    [judge] = judges_of(
+        "type: assessment\nexpectations:\n"
+        "  - {type: llm_review, criteria: c, reviewers: 1, generate_dimensions: true}\n"
+    )
+    result = run_judge(judge, RECORD, llm_env(tmp_path))
+    assert result.status == "ok", result.error
+    assert result.details["dimensions_source"] == "defaults"
+    assert "has no description" in result.details["dimensions_note"]
+
+
 API_FIELD = re.compile(r"[a-zA-Z0-9_.-]{1,64}")  # what the Messages API takes as a field name
 
 

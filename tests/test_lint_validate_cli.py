@@ -493,7 +493,7 @@ def test_a_named_pipe_is_a_usage_error_not_a_hang(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.yaml")
     result = ll_loop("validate", "pipe.yaml", cwd=tmp_path, process=True)  # can time out
     assert result.returncode == 2
-    assert "no loop file at pipe.yaml" in result.stdout
+    assert "pipe.yaml is a pipe (FIFO), not a regular file" in result.stdout
 
 
 def test_a_directory_scan_skips_what_is_not_a_file(tmp_path: Path) -> None:

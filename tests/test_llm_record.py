@@ -535,3 +535,27 @@ def test_a_replay_of_a_run_that_ended_max_cost_ends_there_too(
     run_dir = tmp_path / ".loops" / "runs" / replayed.json["run_id"]
     costs = [entry["cost_usd"] for entry in log_entries(run_dir)]
     assert costs and all(cost == pytest.approx(0.002) for cost in costs)
+
+
+def test_a_cache_entry_that_is_a_fifo_is_a_miss_not_a_wait(tmp_path: Path) -> None:
+    """A FIFO standing as an entry of `.loops/cache/` made a `--cache` run wait for a writer
+    forever at that call: the cache read its files with a plain open. An entry that is not a
+    regular file is a miss, as one that does not parse is."""
+    import os
+    import threading
+
+    from engine.llm.calllog import ResponseCache
+
+    os.mkfifo(tmp_path / "k.json")
+    found: list[object] = []
+    reader = threading.Thread(
+        target=lambda: found.append(ResponseCache(tmp_path).get("k", {"a": 1})), daemon=True
+    )
+    reader.start()
+    reader.join(10)
+    waited = reader.is_alive()
+    if waited:  # let the blocked reader go before failing
+        os.close(os.open(tmp_path / "k.json", os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert not waited, "the cache waited for a writer of its FIFO entry"
+    assert found == [None]

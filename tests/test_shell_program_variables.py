@@ -17,6 +17,7 @@ import pytest
 from engine.cli.validate_cmd import check_file
 from engine.model.errors import InterpolationError
 from engine.shell.interpolate import ValueTypes, render_shell
+from tests.cli import ll_loop
 from tests.shellquote_helpers import run_bash
 
 SSH = "touch CANARY;"
@@ -223,3 +224,47 @@ def test_a_value_refused_where_it_is_written_is_not_reported_again_through_its_v
     found = [(d.code, d.line) for d in check_file(path)]
     assert ("LL034", 9) in found
     assert [code for code, _ in found if code == "LL035"] == []
+
+
+def test_a_declaration_of_a_value_s_variable_is_checked_not_a_crash(tmp_path: Path) -> None:
+    """`export PATH="$LL_CONTEXT_dir/bin:$PATH"` (any `export`/`declare`/`local` of a value's
+    variable, as the docs advise) made validate and run an internal error (ValueError: the
+    declaration check looked for the `}` of a `${...}` after a `$NAME`)."""
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "name: v\ninitial: go\nscope: ['.']\nparameters:\n  dir: {type: string, default: /o}\n"
+        "states:\n  go:\n    action: |\n"
+        '      export X="$LL_CONTEXT_dir/bin"\n'
+        "      declare Y=$LL_CONTEXT_dir\n"
+        '      export PATH="$LL_CONTEXT_dir/bin:$PATH"\n'
+        '      echo "$X $Y"\n'
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    found = {(d.code, d.line) for d in check_file(path) if d.code in ("LL034", "LL035")}
+    assert found == {("LL035", 11)}
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 0, ran.stderr
+    assert "internal error" not in ran.stderr
+
+
+def test_a_value_flowing_into_code_is_told_to_be_a_command_not_an_integer(tmp_path: Path) -> None:
+    """LL035 of a value's variable flowing into a program variable (PATH, NODE_OPTIONS) said
+    "bash evaluates the value there" with the hint "unless it is `type: integer`": an integer is
+    no PATH; the way out there is a `type: command` parameter. Arithmetic keeps its hint."""
+    path = tmp_path / "loop.yaml"
+    path.write_text(
+        "name: v\ninitial: go\nscope: ['.']\nparameters:\n  v: {type: string, default: x}\n"
+        "states:\n  go:\n    action: |\n"
+        '      export PATH="$LL_CONTEXT_v/bin:$PATH"\n'
+        "      x=${context.v}; NODE_OPTIONS=$x node app.js\n"
+        "      n=${context.v}; echo $((n + 1))\n"
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    found = {d.line: d for d in check_file(path) if d.code == "LL035"}
+    assert sorted(found) == [9, 10, 11]
+    for line in (9, 10):
+        assert "runs as code there" in found[line].message, found[line].message
+        assert "type: command" in (found[line].hint or "")
+        assert "integer" not in (found[line].hint or "")
+    assert "bash evaluates the value there" in found[11].message
+    assert "type: integer" in (found[11].hint or "")

@@ -4,6 +4,7 @@ retry edges and terminal outcomes marked."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import networkx as nx
@@ -229,3 +230,35 @@ def test_a_directory_or_a_dangling_link_named_as_a_loop_is_said_to_be_one(tmp_pa
                 f"error: {link} is a symbolic link that leads nowhere (its target does not "
                 "exist, or links lead in a circle)\n"
             ), dangling.stderr
+
+
+def test_a_pipe_or_a_device_named_as_a_loop_is_said_to_be_one(tmp_path: Path) -> None:
+    """`run <(cat loop.yaml)` (a pipe: /dev/fd/63), a FIFO or /dev/null named as a loop said
+    "no loop file at PATH", hint "pass an existing .yaml path", of a path that exists."""
+    os.mkfifo(tmp_path / "fifo.yaml")
+    for command in ("run", "show", "simulate", "validate"):
+        fifo = ll_loop(command, "fifo.yaml", cwd=tmp_path)
+        said = fifo.stdout + fifo.stderr  # validate reports on stdout
+        assert fifo.returncode == 2
+        assert "fifo.yaml is a pipe (FIFO), not a regular file" in said, said
+        assert "save the loop to a file and pass its path" in said
+        device = ll_loop(command, "/dev/null", cwd=tmp_path)
+        said = device.stdout + device.stderr
+        assert device.returncode == 2
+        assert "/dev/null is a device, not a regular file" in said, said
+
+
+def test_an_empty_loop_argument_is_refused_not_read_as_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """`ll-loop run "$LOOP"` with LOOP unset said " is a directory, not a loop file" (the empty
+    path is `.`), and `ll-loop validate ""` validated every loop file of the working directory
+    and passed, as an empty `ll-harness cmd ""` once measured nothing and passed."""
+    (tmp_path / "fine.yaml").write_text(
+        "name: fine\ninitial: a\nstates:\n  a:\n    terminal: true\n"
+    )
+    for command in ("run", "show", "simulate", "validate"):
+        done = ll_loop(command, "", cwd=tmp_path)
+        said = done.stdout + done.stderr
+        assert done.returncode == 2, said
+        assert "the loop argument is empty" in said, said

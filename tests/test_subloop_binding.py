@@ -180,3 +180,20 @@ def test_child_lookup_order_parent_dir_then_dot_loops(tmp_path: Path) -> None:
         resolve_child("nope", str(parent), project)
     with pytest.raises(SubloopError, match="no loop file at"):
         resolve_child("sub/missing.yaml", str(parent), project)
+
+
+def test_a_loop_path_that_is_not_a_file_is_said_to_be_what_it_is(tmp_path: Path) -> None:
+    """`loop: child.yaml` where child.yaml is a directory or a FIFO said "no loop file at
+    …/child.yaml", so the author looked for a missing file, as `ll-loop run DIR` once did."""
+    import os
+
+    parent = tmp_path / "parent.yaml"
+    parent.write_text("name: parent\n")
+    (tmp_path / "folder.yaml").mkdir()
+    os.mkfifo(tmp_path / "pipe.yaml")
+    with pytest.raises(SubloopError, match=r"folder\.yaml is a directory, not a loop file"):
+        resolve_child("folder.yaml", str(parent), tmp_path)
+    with pytest.raises(SubloopError, match=r"pipe\.yaml is a pipe \(FIFO\), not a loop file"):
+        resolve_child("pipe.yaml", str(parent), tmp_path)
+    with pytest.raises(SubloopError, match="no loop file at"):
+        resolve_child("gone.yaml", str(parent), tmp_path)

@@ -340,3 +340,33 @@ def test_a_suite_whose_model_calls_cannot_be_made_is_refused_before_any_case(
     assert (
         "error: agent.suite.yaml:3: agent 'no-such-agent-cli -p': 'no-such-agent-cli' is not" in err
     )
+
+
+PAIRWISE = """\
+name: pair
+cases: [{id: a, input: {}}]
+subject: {command: "echo subject-answer"}
+baseline_subject: {command: "echo baseline-answer"}
+samples: 3
+pairwise: {name: preference, prompt: Which answers better?PAIR_SAMPLES}
+"""
+
+
+def test_the_suites_samples_are_the_pairwise_judges_default_too(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The pairwise judge took one sample under a suite's `samples: 3` (its unset `samples`
+    read as 1), though the suite's samples are those of every LLM judge that sets none; its own
+    `samples` wins, and `--samples` sets it too. Each sample is one call per order."""
+    loopback.default = answers
+
+    def preference_calls(own: str, *args: str) -> int:
+        loopback.requests.clear()
+        write(tmp_path / "s.suite.yaml", PAIRWISE.replace("PAIR_SAMPLES", own))
+        code, _, err = suite_json(tmp_path, "s.suite.yaml", *args)
+        assert code == 0, err
+        return sum(forced_tool_name(r.body) == "submit_preference" for r in loopback.requests)
+
+    assert preference_calls("") == 6
+    assert preference_calls(", samples: 2") == 4
+    assert preference_calls(", samples: 2", "--samples", "1") == 2

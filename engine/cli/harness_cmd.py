@@ -448,7 +448,7 @@ def mcp_command(
 
 @app.command("dsl", epilog=examples("ll-harness dsl tasks/ --jobs 4 --output json"))
 def dsl_command(
-    path: Annotated[Path, typer.Argument(help="A task file, or a directory of *.yaml tasks.")],
+    path: Annotated[str, typer.Argument(help="A task file, or a directory of *.yaml tasks.")],
     model: ModelOpt = None,
     runner: RunnerOpt = None,
     semantic: SemanticOpt = None,
@@ -466,6 +466,8 @@ def dsl_command(
     from engine.runtime.history import open_history
 
     def build() -> tuple[str, dict[str, Any], int]:
+        if not path.strip():  # Path("") would be the working directory: every *.yaml in it
+            raise UsageError("the task path is empty", hint="pass a task .yaml file or a directory")
         if samples is not None and samples < 1:
             raise UsageError("--samples must be at least 1", hint="drop --samples (dsl runs 1)")
         if samples is not None and samples > 1:
@@ -494,7 +496,7 @@ def dsl_command(
             retry_of=retry_of,
         )
         with open_history(project_root(cwd)) as history:
-            report = run_dsl(path, options, history, cwd)
+            report = run_dsl(Path(path), options, history, cwd)
         return dsl_text(report), dsl_json(report), report.exit_code
 
     return _emit(output, build, issue_id)

@@ -133,7 +133,7 @@ def _expand(refs: list[str]) -> list[str]:
     expanded: list[str] = []
     for ref in refs:
         folder = Path(ref)
-        if os.path.isdir(folder):
+        if ref.strip() and os.path.isdir(folder):  # Path("") is `.`: refused, not scanned
             files = sorted(
                 p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()
             )

@@ -19,6 +19,7 @@ from engine.harness.keys import sha256_bytes
 from engine.judges.match import extract_answer as extract_answer  # graded by the judges now
 from engine.judges.match import grade_answer as grade_answer
 from engine.judges.match import same_value as same_value
+from engine.load.locate import not_a_file
 from engine.load.resources import schema_path
 from engine.load.yaml_positions import Positions, YamlProblems, read_yaml_file
 from engine.model.errors import UsageError
@@ -70,8 +71,10 @@ def task_files(path: Path) -> list[Path]:
         return [path]
     if path.is_dir():
         return sorted(p for p in path.iterdir() if p.suffix in TASK_SUFFIXES and p.is_file())
+    there = not_a_file(path)  # never read: a pipe or a device could block forever
     raise UsageError(
-        f"no task file or directory at {path}", hint="pass a task .yaml file or a directory"
+        f"{path} is {there}, not a task file" if there else f"no task file or directory at {path}",
+        hint="pass a task .yaml file or a directory",
     )
 
 

@@ -331,7 +331,10 @@ def metric(ctx: JudgeContext, *, command: str, threshold: float) -> Judgement:
 @builtin(
     "cost_budget",
     category="agent",
-    description="The agent's cost (cost_usd of the record) is at most max_cost_usd.",
+    description=(
+        "The agent's cost (cost_usd of the record) is at most max_cost_usd; an error when the "
+        "agent reported none."
+    ),
     arguments=(Argument("max_cost_usd", "number", required=True, description="the budget"),),
 )
 def cost_budget(ctx: JudgeContext, *, max_cost_usd: float) -> Judgement:

@@ -309,7 +309,9 @@ def _dimensions_problem(body: Mapping[str, Any]) -> str | None:
                 "or is the reserved name reason"
             )
         names.add(name)
-        if not isinstance(item.get("description"), str):
+        description = item.get("description")
+        if not isinstance(description, str) or not description.strip():
+            # all the reviewers are told of what they score, as a file's must say (F010/F015)
             return f"dimension {name!r} has no description"
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= 1:
             return f"dimension {name!r} has weight {weight!r}, not a number from 0 to 1"

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from engine.load.bounded import read_capped
 from engine.load.project import UnsafePath, ensure_dir, loops_dir, open_file
 from engine.model.errors import PreflightError
 
@@ -190,6 +191,10 @@ class ReplayLog:
             return queue.popleft() if queue else None
 
 
+MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024
+"""A cached answer is far smaller; a larger entry is a miss, not read into memory."""
+
+
 class ResponseCache:
     """Successful answers on disk, one file per request hash; errors are never stored."""
 
@@ -198,8 +203,8 @@ class ResponseCache:
 
     def get(self, key: str, request: Mapping[str, Any]) -> dict[str, Any] | None:
         path = self.directory / f"{key}.json"
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+        try:  # not a regular file (a FIFO would block the run) or not JSON: a miss
+            stored = json.loads(read_capped(path, MAX_CACHE_ENTRY_BYTES).decode("utf-8"))
         except (OSError, ValueError):
             return None
         if not isinstance(stored, dict) or stored.get("request") != json.loads(

@@ -4,7 +4,8 @@ that is not usable JSON is one sentence with its `file:line:column`.
 A UTF-8 byte order mark (what some Windows editors save) is read past, as RFC 8259 allows;
 `json.loads` refused it with "Unexpected UTF-8 BOM (decode using utf-8-sig)". UTF-16 text and
 bytes that are not UTF-8 are named as such, and JSON nested past Python's recursion limit is a
-`ValueError` like any other bad JSON (`engine.model.jsontext`), not an internal error.
+`ValueError` like any other bad JSON (`engine.model.jsontext`), not an internal error. Only a
+regular file of at most 10 MiB is read: a FIFO or `/dev/zero` is refused, never waited on.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.load.bounded import FileRefused, read_capped
 from engine.model import jsontext
+
+MAX_JSON_BYTES = 10 * 1024 * 1024
+"""A configuration written by hand is far smaller; past this it is not read into memory."""
 
 
 class JsonFileError(ValueError):
@@ -28,7 +33,10 @@ class JsonFileError(ValueError):
 def read_json_file(path: Path) -> Any:
     """The JSON value in the file at `path`; `OSError` when it cannot be read, `JsonFileError`
     when what it holds is not JSON."""
-    raw = path.read_bytes()
+    try:
+        raw = read_capped(path, MAX_JSON_BYTES)
+    except FileRefused as refused:  # a FIFO, a device, a huge file: never waited on or read
+        raise JsonFileError(path, 1, 1, f"cannot read the file: {refused}") from None
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise JsonFileError(path, 1, 1, "the file is UTF-16 text; save it as UTF-8")
     try:

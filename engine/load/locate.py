@@ -4,6 +4,7 @@ then in the built-in loops."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +30,11 @@ def resolve_loop(ref: str, cwd: Path | None = None) -> Path:
 
 
 def _resolve(ref: str, cwd: Path | None) -> Path:
+    if not ref.strip():  # Path("") is the working directory: `run "$LOOP"` with LOOP unset
+        raise UsageError(
+            "the loop argument is empty",
+            hint="pass a loop file's path, or a loop name from `ll-loop list`",
+        )
     candidate = Path(ref)
     if cwd is not None and not candidate.is_absolute():
         candidate = cwd / candidate
@@ -45,6 +51,11 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
                 f"{ref} is a symbolic link that leads nowhere (its target does not exist, or "
                 "links lead in a circle)",
                 hint="point it at the loop file, or pass the file itself",
+            )
+        if candidate.exists():  # never read: a pipe or a device could block forever
+            raise UsageError(
+                f"{ref} is {_special_kind(candidate)}, not a regular file",
+                hint="save the loop to a file and pass its path",
             )
         raise UsageError(
             f"no loop file at {ref}",
@@ -64,6 +75,28 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
         if here
         else "run `ll-loop list` to see the loops available here",
     )
+
+
+def not_a_file(path: Path) -> str | None:
+    """What stands at `path` when it is there but is no regular file, in a user's words (`a
+    directory`, `a pipe (FIFO)`, ...); None for a file, or when nothing is there."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return "a directory"
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link that leads nowhere"
+    return _special_kind(path) if path.exists() else None
+
+
+def _special_kind(path: Path) -> str:
+    """What a path that is neither a file nor a directory is, in a user's words."""
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def _file_named(ref: str, cwd: Path | None) -> str | None:

@@ -438,7 +438,7 @@ def _pairwise(body: dict[str, Any], positions: Positions) -> Pairwise:
     return Pairwise(
         name=body.get("name", PAIRWISE_NAME),
         prompt=body["prompt"],
-        samples=int(body.get("samples", 1)),
+        samples=int(body["samples"]) if "samples" in body else None,
         model=body.get("model"),
         max_tokens=body.get("max_tokens"),
         temperature=float(body["temperature"]) if "temperature" in body else None,

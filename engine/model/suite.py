@@ -96,7 +96,7 @@ class Pairwise:
 
     name: str
     prompt: str
-    samples: int = 1
+    samples: int | None = None  # None: the suite's samples
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.graph.routing import route_for
-from engine.load.locate import near_loop_name
+from engine.load.locate import near_loop_name, not_a_file
 from engine.load.project import ensure_dir
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import InterpolationError, LoopError
@@ -105,8 +105,9 @@ def resolve_child(ref: str, parent_source: str, project_root: Path) -> Path:
         path = candidate if candidate.is_absolute() else parent_dir / candidate
         if path.is_file():
             return path
+        there = not_a_file(path)
         raise SubloopError(
-            f"no loop file at {path}",
+            f"{path} is {there}, not a loop file" if there else f"no loop file at {path}",
             hint="a `loop:` path is relative to the file of the loop that calls it",
         )
     folders = (parent_dir, project_root / ".loops", builtin_loops_dir())

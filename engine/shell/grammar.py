@@ -1267,7 +1267,8 @@ def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, sou
     if value is None or value.type == "array" or hole < value.start_byte:
         return
     before = _unquoted(source[value.start_byte : hole])
-    after = _unquoted(source[source.index(b"}", hole) + 1 : value.end_byte])
+    expansion = _HOLE.match(source, hole)
+    after = _unquoted(source[expansion.end() if expansion else hole : value.end_byte])
     if before.startswith("("):
         state.mark(
             Role.CODE,
@@ -1277,6 +1278,11 @@ def _compound_text(state: _State, keyword: str, assignment: Node, hole: int, sou
     elif before == "" and (after == "" or after.endswith(")") or "$" in after):
         state.compound_of = keyword
         state.compound_tail = after == ""
+
+
+_HOLE = re.compile(rb"[ \t]*\$(?:\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*|.)?", re.DOTALL)
+"""The expansion starting at a hole: a placeholder `${...}`, or the `$NAME` of a variable whose
+flow is followed (tree-sitter may start it at a blank before the `$`)."""
 
 
 def _unquoted(text: bytes) -> str:

@@ -239,7 +239,8 @@ def _pairwise(
         inputs=spec.case.inputs,
         messages=prepared.messages,
         model=suite.judge_model,
-        samples=spec.settings.samples,
+        samples=spec.settings.samples,  # --samples; else its own, else the suite's
+        default_samples=suite.samples,
     )
 
 

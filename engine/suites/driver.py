@@ -677,6 +677,7 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     pairwise = None
     if suite.pairwise is not None:
         pairwise = {k: v for k, v in _plain(suite.pairwise).items() if k != "line"}
+        pairwise["samples"] = suite.pairwise.samples or 1  # unset was 1 when first recorded
     conditions = {
         "judges": judges,
         "pairwise": pairwise,

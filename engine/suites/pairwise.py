@@ -79,6 +79,7 @@ def judge_pair(
     messages: MessagesPort | None,
     model: str | None,
     samples: int | None = None,
+    default_samples: int | None = None,
 ) -> JudgeOutcome:
     """Compare `subject` with `baseline` (two outputs records); never raises."""
     from engine.llm import settings
@@ -131,7 +132,7 @@ def judge_pair(
             outcome = "tie"
         return {"outcome": outcome, "reason": reasons[0], "picks": picks, "cost_usd": cost}
 
-    records = run_concurrently(max(1, samples or spec.samples), one)
+    records = run_concurrently(max(1, samples or spec.samples or default_samples or 1), one)
     cost = sum(r["cost_usd"] for r in records)
     answered = [r for r in records if r["outcome"] != "error"]
     answers = tuple(
