@@ -536,3 +536,47 @@ def test_two_projects_with_a_package_of_the_same_name_each_get_their_own(tmp_pat
         ]
     ]
     assert said == ["first", "j", "second", "first"]
+
+
+WHERE_AM_I = """\
+name: here
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo hi"
+    evaluate:
+      type: assessment
+      judges:
+        - name: snippet
+          check: |
+            return open("marker.txt").read().strip() == "{name}", "read marker.txt"
+        - {{name: function, module: judge_here, function: reads}}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+"""
+
+
+def test_a_check_and_a_function_run_in_their_own_runs_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pooled check process serves every run of the process that started it (a program
+    running several projects, the CLI's tests): it stayed in the directory it was started in,
+    so the second project's `open("marker.txt")` read the first project's file. Each call now
+    runs in its judge's workspace."""
+    import engine
+
+    reads = "def reads(outputs):\n    return open('marker.txt').read().strip() == '{name}'\n"
+    for name in ("first", "second"):
+        project = tmp_path / name
+        write(project / ".loops" / ".keep", "")
+        write(project / "marker.txt", name + "\n")
+        write(project / "judge_here.py", reads.format(name=name))
+        write(project / "loop.yaml", WHERE_AM_I.format(name=name))
+    for name in ("first", "second"):
+        monkeypatch.chdir(tmp_path / name)
+        result = engine.run("loop.yaml")
+        assert (name, result.final_state) == (name, "done")
