@@ -171,22 +171,26 @@ def _orphan_ends_on_its_own(tmp_path: Path, script: str, settle: float = 0.0) ->
         time.sleep(0.2)
 
 
-def test_a_memory_limit_that_is_no_size_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_memory_limit_set_between_checks_holds_and_one_that_is_no_size_is_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check's process is pooled: one started before a program set LL_CHECK_MEMORY_BYTES
+    answered the next check under its old limit (and a setting that is no size went unsaid):
+    this test had to empty the pool first to pass, and a program's new limit did not hold."""
     from engine.judges import run_judge
-    from engine.judges.check_process import kill_all
     from engine.model.judges import Judge
 
-    kill_all()  # no idle process left: the next check starts one
+    monkeypatch.delenv("LL_CHECK_MEMORY_BYTES", raising=False)
+    greedy = Judge(name="c", kind="check", check="return len('x' * (128 << 20)) > 0")
+    assert run_judge(greedy, {"stdout": ""}).passed is True  # its process now idles
     monkeypatch.setenv("LL_CHECK_MEMORY_BYTES", "lots")
     result = run_judge(Judge(name="c", kind="check", check="return True"), {"stdout": ""})
     assert result.status == "error"
     assert "LL_CHECK_MEMORY_BYTES='lots' is not a size in bytes" in str(result.error)
+    assert run_judge(greedy, {"stdout": ""}).status == "error"  # not answered by the idle one
     monkeypatch.setenv("LL_CHECK_MEMORY_BYTES", "64M")
-    small = run_judge(
-        Judge(name="c", kind="check", check="return len('x' * (128 << 20)) > 0"), {"stdout": ""}
-    )
+    small = run_judge(greedy, {"stdout": ""})
     assert small.status == "error" and "raised MemoryError" in str(small.error)
-    kill_all()  # the next test's checks get the default limit
 
 
 MODULE_STUCK_IN_C = """\

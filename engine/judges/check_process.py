@@ -194,6 +194,9 @@ def _answer(
     while True:
         with _LOCK:
             idle = _IDLE.pop() if _IDLE else None
+        if idle is not None and idle.memory_setting != os.environ.get(MEMORY_ENV):
+            idle.kill()  # started under another LL_CHECK_MEMORY_BYTES (a program changed it)
+            idle = None
         try:
             child = idle or _Child()
         except OSError as exc:
@@ -219,6 +222,8 @@ class _Child:
     """One child process and the snippets it has been sent (by key)."""
 
     def __init__(self) -> None:
+        # the setting it was started under: an idle child started under another is not reused
+        self.memory_setting = os.environ.get(MEMORY_ENV)
         memory = size_setting(MEMORY_ENV, DEFAULT_MEMORY)  # a UsageError, said by the judge
         self.proc = subprocess.Popen(
             [sys.executable, "-P", str(CHILD)],
