@@ -315,3 +315,31 @@ def test_a_resumed_runs_start_reopens_its_row_but_a_late_start_erases_no_later_e
         history.apply(run_start_write("r1", "l", "2026-12-06T09:00:00.000Z", resumed=True))
         row = history.run("r1")
         assert row is not None and row.ended_at == "2026-12-06T09:05:00.000Z"
+
+
+def test_a_database_that_cannot_be_opened_is_not_left_open(tmp_path: Path) -> None:
+    """Opening a damaged or too new database raised with its connection still open, freed only
+    when the garbage collector found the cycle through the traceback: a program (or a worker)
+    that kept trying held a file descriptor per try."""
+    import gc
+
+    damaged, newer = tmp_path / "damaged", tmp_path / "newer"
+    history_path(damaged).parent.mkdir(parents=True)
+    history_path(damaged).write_bytes(b"this is not a database" * 100)
+    history_path(newer).parent.mkdir(parents=True)
+    db = sqlite3.connect(history_path(newer))
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+
+    def open_files() -> list[str]:
+        fds = Path("/proc/self/fd")
+        return [str(p.readlink()) for p in fds.iterdir() if p.is_symlink() and p.exists()]
+
+    gc.disable()
+    try:
+        for root in (damaged, newer):
+            with pytest.raises(HistoryError):
+                open_history(root)
+        assert [f for f in open_files() if f.startswith(str(tmp_path))] == []
+    finally:
+        gc.enable()
