@@ -5,6 +5,7 @@ highlighted path equal to the events)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -47,6 +48,13 @@ def open_browser() -> Iterator[Any]:
             headless=True,
             args=BROWSER_ARGS,
             viewport={"width": 1200, "height": 900},
+            # its crash reports and dconf cache go to the profile, not the tester's HOME
+            env={
+                **os.environ,
+                "HOME": profile,
+                "XDG_CONFIG_HOME": profile,
+                "XDG_CACHE_HOME": profile,
+            },
         )
         try:
             yield context.new_page()

@@ -171,22 +171,26 @@ def _orphan_ends_on_its_own(tmp_path: Path, script: str, settle: float = 0.0) ->
         time.sleep(0.2)
 
 
-def test_a_memory_limit_that_is_no_size_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_memory_limit_set_between_checks_holds_and_one_that_is_no_size_is_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check's process is pooled: one started before a program set LL_CHECK_MEMORY_BYTES
+    answered the next check under its old limit (and a setting that is no size went unsaid):
+    this test had to empty the pool first to pass, and a program's new limit did not hold."""
     from engine.judges import run_judge
-    from engine.judges.check_process import kill_all
     from engine.model.judges import Judge
 
-    kill_all()  # no idle process left: the next check starts one
+    monkeypatch.delenv("LL_CHECK_MEMORY_BYTES", raising=False)
+    greedy = Judge(name="c", kind="check", check="return len('x' * (128 << 20)) > 0")
+    assert run_judge(greedy, {"stdout": ""}).passed is True  # its process now idles
     monkeypatch.setenv("LL_CHECK_MEMORY_BYTES", "lots")
     result = run_judge(Judge(name="c", kind="check", check="return True"), {"stdout": ""})
     assert result.status == "error"
     assert "LL_CHECK_MEMORY_BYTES='lots' is not a size in bytes" in str(result.error)
+    assert run_judge(greedy, {"stdout": ""}).status == "error"  # not answered by the idle one
     monkeypatch.setenv("LL_CHECK_MEMORY_BYTES", "64M")
-    small = run_judge(
-        Judge(name="c", kind="check", check="return len('x' * (128 << 20)) > 0"), {"stdout": ""}
-    )
+    small = run_judge(greedy, {"stdout": ""})
     assert small.status == "error" and "raised MemoryError" in str(small.error)
-    kill_all()  # the next test's checks get the default limit
 
 
 MODULE_STUCK_IN_C = """\
@@ -559,3 +563,47 @@ def test_a_condition_and_a_check_do_not_import_jinja() -> None:
         "assert 'jinja2' not in sys.modules, 'jinja2 was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)
+
+
+WHERE_AM_I = """\
+name: here
+initial: work
+scope: ["."]
+states:
+  work:
+    action: "echo hi"
+    evaluate:
+      type: assessment
+      judges:
+        - name: snippet
+          check: |
+            return open("marker.txt").read().strip() == "{name}", "read marker.txt"
+        - {{name: function, module: judge_here, function: reads}}
+    on_yes: done
+    on_no: failed
+    on_error: failed
+  done: {{terminal: true}}
+  failed: {{terminal: true, failure: true}}
+"""
+
+
+def test_a_check_and_a_function_run_in_their_own_runs_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pooled check process serves every run of the process that started it (a program
+    running several projects, the CLI's tests): it stayed in the directory it was started in,
+    so the second project's `open("marker.txt")` read the first project's file. Each call now
+    runs in its judge's workspace."""
+    import engine
+
+    reads = "def reads(outputs):\n    return open('marker.txt').read().strip() == '{name}'\n"
+    for name in ("first", "second"):
+        project = tmp_path / name
+        write(project / ".loops" / ".keep", "")
+        write(project / "marker.txt", name + "\n")
+        write(project / "judge_here.py", reads.format(name=name))
+        write(project / "loop.yaml", WHERE_AM_I.format(name=name))
+    for name in ("first", "second"):
+        monkeypatch.chdir(tmp_path / name)
+        result = engine.run("loop.yaml")
+        assert (name, result.final_state) == (name, "done")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -40,8 +41,16 @@ def test_completion_completes_commands_and_options(tmp_path: Path) -> None:
 
     assert complete("ll-loop va", 1) == ["validate"]
     assert complete("ll-loop run --max", 2) == ["--max-steps"]
-    script = ll_loop(tmp_path, "--show-completion", "bash")
-    assert "_LL_LOOP_COMPLETE=complete_bash" in script.stdout
+    # `--show-completion` prints the script of the shell it runs under (a word after it is
+    # ignored): from bash itself, not whatever shell started pytest (under `sh` it printed
+    # nothing and said "Shell sh not supported").
+    script = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(str(BIN / 'll-loop'))} --show-completion; exit $?"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert "_LL_LOOP_COMPLETE=complete_bash" in script.stdout, script.stderr
 
 
 def test_help_shows_an_example(tmp_path: Path) -> None:

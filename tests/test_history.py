@@ -367,3 +367,31 @@ def test_a_large_suite_runs_rows_are_read_in_little_memory(tmp_path: Path) -> No
     assert rows[0].judge is rows[5].judge and rows[0].case_key is rows[4].case_key
     # ~1 KB a row with a dict per row and a string per value; ~0.33 KB now
     assert held / len(rows) < 600, f"{held / len(rows):.0f} bytes per row"
+
+
+def test_a_database_that_cannot_be_opened_is_not_left_open(tmp_path: Path) -> None:
+    """Opening a damaged or too new database raised with its connection still open, freed only
+    when the garbage collector found the cycle through the traceback: a program (or a worker)
+    that kept trying held a file descriptor per try."""
+    import gc
+
+    damaged, newer = tmp_path / "damaged", tmp_path / "newer"
+    history_path(damaged).parent.mkdir(parents=True)
+    history_path(damaged).write_bytes(b"this is not a database" * 100)
+    history_path(newer).parent.mkdir(parents=True)
+    db = sqlite3.connect(history_path(newer))
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+
+    def open_files() -> list[str]:
+        fds = Path("/proc/self/fd")
+        return [str(p.readlink()) for p in fds.iterdir() if p.is_symlink() and p.exists()]
+
+    gc.disable()
+    try:
+        for root in (damaged, newer):
+            with pytest.raises(HistoryError):
+                open_history(root)
+        assert [f for f in open_files() if f.startswith(str(tmp_path))] == []
+    finally:
+        gc.enable()

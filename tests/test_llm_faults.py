@@ -3,7 +3,10 @@ crash, never `yes`. The real SDK talks HTTP to the loopback server; nothing is p
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +188,40 @@ def test_one_failing_sample_does_not_sink_the_others(
     )
     assert verdict.name == "yes"
     assert verdict.details["votes"] == {"yes": 2, "error": 1}
+
+
+def test_a_stopped_runs_abandoned_call_is_not_tried_again(loopback: LoopbackServer) -> None:
+    """A stop abandons the call in flight (its thread is left to finish); that thread went on
+    retrying the failure that came after the stop: new requests, maybe billed, for a run that
+    had ended (and, in one process, landing in the next run's or test's server script)."""
+    from engine.llm.client import AnthropicClient
+    from engine.llm.gateway import LlmGateway
+    from engine.llm.prices import PriceTable
+
+    released = threading.Event()
+
+    def overloaded_once_released(body: dict[str, Any]) -> Reply:
+        released.wait(30)
+        return error_reply(529)
+
+    loopback.push(overloaded_once_released, text_reply("a request made after the stop"))
+    gateway = LlmGateway(transport=AnthropicClient(timeout=60), prices=PriceTable(), stoppable=True)
+    request = {
+        "model": "claude-test",
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    results: list[Any] = []
+    caller = threading.Thread(target=lambda: results.append(gateway.call(request)))
+    caller.start()
+    waited_until = time.monotonic() + 30
+    while not loopback.requests and time.monotonic() < waited_until:
+        time.sleep(0.01)
+    gateway.stop()
+    caller.join(30)
+    assert results[0].status == "error" and "stopped" in results[0].error
+    released.set()  # the API answers the abandoned attempt: overloaded, worth a retry
+    for thread in threading.enumerate():
+        if thread.name == "llm-call":
+            thread.join(30)
+    assert len(loopback.requests) == 1

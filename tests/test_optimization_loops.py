@@ -138,6 +138,12 @@ def put_harness_on_path(bin_dir: Path) -> str:
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PATH", put_harness_on_path(tmp_path / "bin"))
+    # the loop's own `git commit` (a kept edit) needs an identity: the tester's ~/.gitconfig
+    # gave it one, and without one (a fresh HOME, a CI user) the round ended `broken`
+    for variable in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(variable, "t")
+    for variable in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(variable, "t@t")
     project = tmp_path / "project"
     write(project / ".loops" / "gate.yaml", GATE.format(action="exit 1"))
     git(project, "init", "-q")

@@ -6,6 +6,7 @@ Ray installed the flag says how to install it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -409,6 +410,49 @@ def test_one_429_with_retry_after_pauses_every_worker(
     quiet = [t for t in after if 1.0 < t < RETRY_AFTER - 0.1]
     assert quiet == [], sorted(round(t, 2) for t in after)
     assert sum(t >= RETRY_AFTER - 0.1 for t in after) >= 3
+
+
+PROGRAM_RUNNING_A_SUITE = """\
+import json, os, signal, sys
+from pathlib import Path
+import ray  # what importing it does (a sys.path entry, RAY_CLIENT_MODE) is not the executor's
+from engine.runtime.history import open_history
+from engine.suites.driver import SuiteOptions, run_suite
+
+root = Path.cwd()
+def state():
+    ray_env = {n: v for n, v in os.environ.items() if n.startswith("RAY_")}
+    return signal.getsignal(signal.SIGTERM), os.environ.get("PYTHONBREAKPOINT"), ray_env
+
+before = state()
+options = SuiteOptions(executor="ray", address=sys.argv[1], jobs=1)
+with open_history(root) as history:
+    result = run_suite(root / "s.suite.yaml", options, history=history, cwd=root)
+after = state()
+print(json.dumps({"verdict": result.verdict, "same": [b == a for b, a in zip(before, after)]}))
+"""
+
+
+def test_a_program_that_ran_a_suite_on_ray_keeps_its_signal_handler_and_environment(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The executor that started Ray (joined the cluster) for a program's suite shut it down,
+    but Ray's SIGTERM handler (a `sys.exit` in the main thread) stayed in the program for good,
+    and, for a Ray it started, `PYTHONBREAKPOINT` (Ray's debugger) and `RAY_*` variables."""
+    words_project(tmp_path, TEXTS[:2])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM_RUNNING_A_SUITE, cluster.address],
+        cwd=tmp_path,
+        env={**env, **{k: v for k, v in cluster.env.items() if k != "RAY_ADDRESS"}},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["same"] == [True, True, True], said
 
 
 def test_without_ray_the_flag_says_how_to_install_it(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -97,8 +98,12 @@ def check_conventions(bin_dir: Path, work: Path) -> None:
     driver = json.loads(sarif.stdout)["runs"][0]["tool"]["driver"]
     assert driver["version"] == engine.__version__
 
-    completion = _run([ll_loop, "--show-completion", "bash"], cwd=work)
-    assert "_LL_LOOP_COMPLETE=complete_bash" in completion.stdout
+    # the script of the shell it runs under (a word after the flag is ignored): from bash,
+    # whatever shell started pytest (under `sh`: "Shell sh not supported")
+    completion = _run(
+        ["bash", "-c", f"{shlex.quote(ll_loop)} --show-completion; exit $?"], cwd=work
+    )
+    assert "_LL_LOOP_COMPLETE=complete_bash" in completion.stdout, completion.stderr
     assert "Example" in _run([ll_loop, "run", "--help"], cwd=work, NO_COLOR="1").stdout
 
     code = "import engine; r = engine.run('fix-until-green-demo'); print(r.outcome, r.steps)"

@@ -5,11 +5,11 @@ Run as a script (`python -P check_child.py`), it imports nothing of ll-loop: it 
 from stdin and answers on stdout, each a pickled tuple after its 4-byte big-endian length. The
 first request is `("path", sys_path)`, the parent's `sys.path`; then, one at a time:
 
-- `("call", key, code, args, seconds)`: run snippet `key` (its compiled module `code`,
+- `("call", key, code, args, seconds, cwd)`: run snippet `key` (its compiled module `code`,
   marshalled, the first time the key is sent) as `__check__(*args[:4], **args[4])` within
-  `seconds`.
-- `("module", root, module, function, outputs, arguments, seconds)`: call
-  `module.function(outputs=outputs, **arguments)` within `seconds`, with `root` first on
+  `seconds`, in directory `cwd` (None: this process's).
+- `("module", root, module, function, outputs, arguments, seconds, cwd)`: call
+  `module.function(outputs=outputs, **arguments)` within `seconds` in `cwd`, with `root` first on
   `sys.path` while it is imported (once per root, module and function) and while it runs;
   the modules a call from one root imported are dropped from `sys.modules` before a call from
   another, so two projects' same-named packages never answer for each other.
@@ -67,10 +67,10 @@ def serve() -> None:
     me = os.getpid()
     while (request := requests.next()) is not None:
         if request[0] == "module":
-            _, root, module, function, outputs, arguments, seconds = request
+            _, root, module, function, outputs, arguments, seconds, cwd = request
             call = _function_call(root, module, function, outputs, arguments)
         else:
-            _, key, code, args, seconds = request
+            _, key, code, args, seconds, cwd = request
             if code is not None:
                 namespace: dict[str, Any] = {"__name__": "ll_loop_check"}
                 compiled = marshal.loads(code)
@@ -78,6 +78,7 @@ def serve() -> None:
                 exec(compiled, namespace)
                 snippets[key] = namespace["__check__"]
             call = _snippet_call(snippets[key], args)
+        call = _in_directory(cwd, call)
         # The parent kills this process at the time limit; should the parent be gone, the
         # kernel's SIGALRM (no handler: its default ends the process) does soon after, even
         # with the call stuck in C. A handler, SIG_IGN or a mask an earlier call left here is
@@ -90,6 +91,23 @@ def serve() -> None:
             os._exit(0)
         signal.setitimer(signal.ITIMER_REAL, 0)
         _write(answers, answer)
+
+
+def _in_directory(cwd: str | None, call: Callable[[], Any]) -> Callable[[], Any]:
+    """`call` made in `cwd`, the judge's workspace (None: where this process is). This process
+    serves every run of its parent: it kept the directory it was started in, so a second run's
+    `open("out.txt")` read the first run's file."""
+    if cwd is None:
+        return call
+
+    def moved() -> Any:
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            raise _Unloadable(f"cannot enter the workspace {cwd}: {_describe(exc)}") from None
+        return call()
+
+    return moved
 
 
 def _snippet_call(snippet: Any, args: tuple[Any, ...]) -> Callable[[], Any]:

@@ -120,13 +120,16 @@ def prepare() -> None:
         _IDLE.append(child)
 
 
-def run_snippet(key: int, code: bytes, args: tuple[Any, ...], timeout: float) -> Any:
-    """The snippet's return value; `SnippetRaised` or `SnippetFailed` otherwise."""
+def run_snippet(
+    key: int, code: bytes, args: tuple[Any, ...], timeout: float, cwd: str | None = None
+) -> Any:
+    """The snippet's return value, run in directory `cwd` (None: the child's own);
+    `SnippetRaised` or `SnippetFailed` otherwise."""
 
     def request(child: _Child) -> tuple[Any, ...]:
         sent = key in child.sent
         child.sent.add(key)
-        return ("call", key, None if sent else code, args, timeout)
+        return ("call", key, None if sent else code, args, timeout, cwd)
 
     return _result(request, timeout, "check")
 
@@ -138,11 +141,13 @@ def run_function(
     outputs: Any,
     arguments: Mapping[str, Any],
     timeout: float,
+    cwd: str | None = None,
 ) -> Any:
     """`module.function(outputs=outputs, **arguments)`, imported from `root` (first on the
-    child's `sys.path` while it imports and runs); `SnippetRaised` or `SnippetFailed`
-    otherwise, a module that does not import or lacks the function included."""
-    message = ("module", root, module, function, outputs, dict(arguments), timeout)
+    child's `sys.path` while it imports and runs) and run in directory `cwd` (None: the
+    child's own); `SnippetRaised` or `SnippetFailed` otherwise, a module that does not import
+    or lacks the function included."""
+    message = ("module", root, module, function, outputs, dict(arguments), timeout, cwd)
     return _result(lambda _: message, timeout, "function")
 
 
@@ -189,6 +194,9 @@ def _answer(
     while True:
         with _LOCK:
             idle = _IDLE.pop() if _IDLE else None
+        if idle is not None and idle.memory_setting != os.environ.get(MEMORY_ENV):
+            idle.kill()  # started under another LL_CHECK_MEMORY_BYTES (a program changed it)
+            idle = None
         try:
             child = idle or _Child()
         except OSError as exc:
@@ -214,6 +222,8 @@ class _Child:
     """One child process and the snippets it has been sent (by key)."""
 
     def __init__(self) -> None:
+        # the setting it was started under: an idle child started under another is not reused
+        self.memory_setting = os.environ.get(MEMORY_ENV)
         memory = size_setting(MEMORY_ENV, DEFAULT_MEMORY)  # a UsageError, said by the judge
         self.proc = subprocess.Popen(
             [sys.executable, "-P", str(CHILD)],

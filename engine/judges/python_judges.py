@@ -69,7 +69,7 @@ def check_runner(judge: Judge) -> Callable[[Any], Any]:
     def run(ctx: Any) -> Any:
         args = (ctx.outputs, arguments, ctx.env.annotations, ctx.env.inputs, keywords)
         try:
-            return run_snippet(key, code, args, limit)
+            return run_snippet(key, code, args, limit, str(Path(ctx.env.workspace).absolute()))
         except SnippetRaised as exc:
             where = f"{place}:{exc.line}" if exc.line else judge.where
             said = exc.description if exc.said else f"raised {exc.description}"
@@ -120,7 +120,15 @@ def callable_runner(judge: Judge) -> Callable[[Any], Any]:
     def run(ctx: Any) -> Any:
         root = str(Path(ctx.env.import_root).resolve())
         try:
-            return run_function(root, module, function, ctx.outputs, arguments, limit)
+            return run_function(
+                root,
+                module,
+                function,
+                ctx.outputs,
+                arguments,
+                limit,
+                str(Path(ctx.env.workspace).absolute()),
+            )
         except SnippetRaised as exc:
             said = f"the function {exc.description}" if exc.said else f"raised {exc.description}"
             raise JudgeError(said) from None

@@ -244,8 +244,16 @@ class AnthropicClient:
         if sdk is not None:
             sdk.close()
 
-    def create(self, request: Mapping[str, Any], *, deadline: float | None = None) -> LlmResponse:
-        """POST /v1/messages with retries; `deadline` (monotonic) bounds the whole call."""
+    def create(
+        self,
+        request: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        stopped: Callable[[], bool] | None = None,
+    ) -> LlmResponse:
+        """POST /v1/messages with retries; `deadline` (monotonic) bounds the whole call, and
+        once `stopped()` is true no attempt is made after the one in flight (a stopped run's
+        abandoned call went on retrying in its thread: requests, maybe billed, after the stop)."""
         started = time.monotonic()
         attempts: list[Attempt] = []
         waited = 0.0
@@ -266,6 +274,8 @@ class AnthropicClient:
             if self.gate is not None and failure.retry_after is not None:
                 self.gate.hold(failure.retry_after)
             wait, give_up = self._next_wait(failure, number, waited, deadline)
+            if give_up is None and stopped is not None and stopped():
+                wait, give_up = 0.0, "the run stopped"
             attempts.append(Attempt(number, failure.status, failure.error, round(wait, 3)))
             if give_up is not None:
                 raise LlmCallError(
@@ -275,6 +285,10 @@ class AnthropicClient:
                 )
             self._sleep(wait)
             waited += wait
+            if stopped is not None and stopped():  # while it waited
+                raise LlmCallError(
+                    f"{failure.error} (the run stopped)", attempts=tuple(attempts), timed_out=False
+                )
 
     def _once(self, request: Mapping[str, Any], deadline: float | None) -> dict[str, Any]:
         client = self._client()

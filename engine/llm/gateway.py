@@ -36,7 +36,11 @@ class Transport(Protocol):
     """Sends one Messages API request (with retries); `AnthropicClient` is the real one."""
 
     def create(
-        self, request: Mapping[str, Any], *, deadline: float | None = None
+        self,
+        request: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        stopped: Callable[[], bool] | None = None,
     ) -> LlmResponse: ...
 
 
@@ -144,6 +148,9 @@ class LlmGateway:
         it; the call is logged as an error saying so), and no call is made after it. Safe in a
         signal handler: it only sets a flag."""
         self._stopping = True
+
+    def _is_stopping(self) -> bool:
+        return self._stopping
 
     def close(self) -> None:
         """The run is over: the transport's connections are closed (when it has any)."""
@@ -279,7 +286,9 @@ class LlmGateway:
 
         def call() -> None:
             try:
-                box.append(self.transport.create(request, deadline=deadline))
+                box.append(
+                    self.transport.create(request, deadline=deadline, stopped=self._is_stopping)
+                )
             except BaseException as exc:  # handed to the waiting caller
                 box.append(exc)
             finally:

@@ -424,6 +424,19 @@ class History:
             self._db = sqlite3.connect(
                 path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.DatabaseError as exc:
+            raise self._unopenable(exc) from exc
+        try:
+            self._prepare()
+            self.drain()
+        except BaseException:
+            # closed now: the traceback keeps this object (and the file) alive until the
+            # garbage collector finds it, a descriptor per failed open for a program that retries
+            self._db.close()
+            raise
+
+    def _prepare(self) -> None:
+        try:
             self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._db.execute("PRAGMA journal_mode = WAL")
             # In WAL mode NORMAL never corrupts the database; a power cut may roll back the last
@@ -432,18 +445,18 @@ class History:
             self._db.execute("PRAGMA foreign_keys = ON")
             migrate(self._db)
         except sqlite3.DatabaseError as exc:
-            # A database another process holds is not damaged: moving it aside would hide
-            # every row it keeps from the next command.
-            hint = (
-                "another process holds it (an open `sqlite3` shell, a long transaction): let it "
-                f"finish, or raise {BUSY_TIMEOUT_ENV} (seconds)"
-                if _busy_error(exc)
-                else "move the file aside; ll-loop creates a new one on the next run"
-            )
-            raise HistoryError(
-                f"cannot open the history database {path}: {exc}", hint=hint
-            ) from exc
-        self.drain()
+            raise self._unopenable(exc) from exc
+
+    def _unopenable(self, exc: sqlite3.DatabaseError) -> HistoryError:
+        # A database another process holds is not damaged: moving it aside would hide
+        # every row it keeps from the next command.
+        hint = (
+            "another process holds it (an open `sqlite3` shell, a long transaction): let it "
+            f"finish, or raise {BUSY_TIMEOUT_ENV} (seconds)"
+            if _busy_error(exc)
+            else "move the file aside; ll-loop creates a new one on the next run"
+        )
+        return HistoryError(f"cannot open the history database {self.path}: {exc}", hint=hint)
 
     def close(self) -> None:
         self._db.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -145,6 +146,41 @@ def adopt_env(env: dict[str, str]) -> None:
     for name in [k for k in os.environ if k.startswith(FORWARDED) and k not in env]:
         del os.environ[name]
     os.environ.update(env)
+
+
+class _RayFootprint:
+    """What `ray.init` changes in its process and `ray.shutdown` leaves: a SIGTERM handler
+    (`sys.exit` in the main thread), `PYTHONBREAKPOINT` (Ray's debugger) and `RAY_*`
+    variables. A program that ran a suite on a Ray of ours kept them: a
+    SIGTERM then raised SystemExit in it, and `breakpoint()` called Ray's debugger. Taken
+    before the executor starts Ray; the handler is put back as soon as Ray is started (the
+    suite's own handler replaces it while cases run, and put Ray's back after them), the rest
+    once Ray is shut down (only what Ray changed)."""
+
+    def __init__(self) -> None:
+        self.environ = dict(os.environ)
+        self.sigterm = signal.getsignal(signal.SIGTERM)
+
+    def restore_handler(self) -> None:
+        handler = signal.getsignal(signal.SIGTERM)
+        if (
+            self.sigterm is not None
+            and handler is not self.sigterm
+            and getattr(handler, "__module__", "").startswith("ray")
+            and threading.current_thread() is threading.main_thread()
+        ):
+            signal.signal(signal.SIGTERM, self.sigterm)
+
+    def restore(self) -> None:
+        self.restore_handler()
+        for name in set(os.environ) | set(self.environ):
+            if not (name.startswith("RAY_") or name == "PYTHONBREAKPOINT"):
+                continue
+            before = self.environ.get(name)
+            if before is None:
+                os.environ.pop(name, None)
+            elif os.environ.get(name) != before:
+                os.environ[name] = before
 
 
 class CaseRunner:
@@ -301,6 +337,7 @@ class RayExecutor:
         self._settings: tuple[RunSettings, Any] | None = None
         self.slots: list[_Slot] = []
         where = address or os.environ.get("RAY_ADDRESS") or None
+        self._footprint = _RayFootprint() if self.owns_ray else None
         if self.owns_ray:
             self._connect(where)
         # A caller who started Ray itself passes `runtime_env=runtime_env()` to `ray.init`
@@ -338,7 +375,11 @@ class RayExecutor:
                 log_to_driver=False,
                 logging_level="ERROR",
             )
+            if self._footprint is not None:
+                self._footprint.restore_handler()
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+            if self._footprint is not None:
+                self._footprint.restore()
             reason = " ".join(str(exc).split())[:300] or type(exc).__name__
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
             raise RayUnavailable(
@@ -558,3 +599,5 @@ class RayExecutor:
             self.limiter = None
         if self.owns_ray:
             self.ray.shutdown()
+            if self._footprint is not None:
+                self._footprint.restore()
