@@ -34,6 +34,8 @@ class RunStatus:
     orphaned_actions: tuple[int, ...] = ()  # action process groups a dead run left running
     waiting_for: tuple[str, ...] = ()  # a queued run: the scope paths it waits for
     cost_usd: float = 0.0  # LLM spend so far
+    # States whose agent CLI reported no cost: their spend is not in `cost_usd` (a lower bound).
+    cost_unknown_in: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -53,6 +55,8 @@ class RunStatus:
         }
         if self.status == "queued":
             data["waiting_for"] = list(self.waiting_for)
+        if self.cost_unknown_in:
+            data["cost_unknown_in"] = list(self.cost_unknown_in)
         return data
 
 

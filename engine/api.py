@@ -703,6 +703,7 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
         "started_at": snapshot.started_at,
         "run_dir": snapshot.dir,
         "cost_usd": snapshot.cost_usd,
+        "cost_unknown_in": snapshot.cost_unknown_in,
     }
     waiting = snapshot.resume_queued
     if waiting is not None and snapshot.status in {"interrupted", "stopped"}:

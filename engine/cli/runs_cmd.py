@@ -77,7 +77,7 @@ def status_command(
                 s.state or "-",
                 str(s.steps),
                 _elapsed(s),
-                f"${s.cost_usd:.4f}",
+                f"${s.cost_usd:.4f}" + (" + unknown" if s.cost_unknown_in else ""),
                 pid,
             ]
         )
@@ -110,7 +110,12 @@ def _status_detail(s: RunStatus) -> str:
         f"steps     {s.steps}",
         f"elapsed   {_elapsed(s)}"
         + (" (to its last event; it was killed after that)" if s.status == "interrupted" else ""),
-        f"cost      ${s.cost_usd:.4f}",
+        f"cost      ${s.cost_usd:.4f}"
+        + (
+            f" + unknown (the agent of state {', '.join(s.cost_unknown_in)} reported no cost)"
+            if s.cost_unknown_in
+            else ""
+        ),
         f"started   {s.started_at}",
         f"process   {'-' if s.pid is None else s.pid} ({'alive' if s.alive else 'gone'})",
         f"directory {s.run_dir}",

@@ -63,6 +63,7 @@ class RunSnapshot:
     saved_at: float = 0.0  # when state.json (and its `elapsed_ms`) was written
     last_write: float = 0.0  # mtime of events.jsonl: the last sign of life of a killed run
     resume_queued: Record | None = None  # an `ll-loop resume --queue` of it, waiting for the lock
+    cost_unknown_in: tuple[str, ...] = ()  # states whose agent reported no cost (state.json)
 
     @property
     def status(self) -> Status:
@@ -158,7 +159,15 @@ def read_run(directory: Path, *, lock_pids: dict[str, Record] | None = None) -> 
         saved_at=_seconds(data.get("saved_at")),
         resume_queued=resume_queued,
         last_write=_mtime(directory / "events.jsonl"),
+        cost_unknown_in=_names(data.get("cost_unknown_in")),
     )
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A recorded list of names, () for anything else (an older or damaged state.json)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value if isinstance(v, str))
 
 
 def _seconds(value: Any) -> float:
