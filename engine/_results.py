@@ -17,7 +17,9 @@ class RunStatus:
     """Where one run stands, from its directory (or the lock queue, for a run still waiting)."""
 
     run_id: str
-    status: Literal["running", "interrupted", "stopped", "finished", "queued"]
+    # "damaged": a run directory whose state.json is missing or does not parse (`error` says
+    # which); only its id and directory are known (`status --all` lists it).
+    status: Literal["running", "interrupted", "stopped", "finished", "queued", "damaged"]
     loop: str | None = None
     loop_file: str = ""
     state: str | None = None
@@ -57,6 +59,8 @@ class RunStatus:
             data["waiting_for"] = list(self.waiting_for)
         if self.cost_unknown_in:
             data["cost_unknown_in"] = list(self.cost_unknown_in)
+        if self.status == "damaged":
+            data["error"] = self.error
         return data
 
 

@@ -63,6 +63,9 @@ def status_command(
         return
     rows = [["RUN", "LOOP", "STATUS", "STATE", "STEPS", "ELAPSED", "COST", "PID"]]
     for s in found:
+        if s.status == "damaged":
+            rows.append([s.run_id, "-", "damaged", "-", "-", "-", "-", "-"])
+            continue
         pid = "-" if s.pid is None or s.status == "finished" else f"{s.pid}"
         if s.pid is not None and s.status in {"interrupted", "stopped"}:
             pid += " (gone)"
@@ -82,6 +85,9 @@ def status_command(
             ]
         )
     out(_table(rows))
+    for s in found:
+        if s.status == "damaged":
+            out(f"run {s.run_id}: {s.error}")
 
 
 def _elapsed(s: RunStatus) -> str:

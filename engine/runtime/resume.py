@@ -232,6 +232,31 @@ def list_runs(root: Path | None = None) -> list[RunSnapshot]:
     return [s for s in found if s is not None]
 
 
+def unreadable_runs(root: Path | None = None) -> list[tuple[Path, str]]:
+    """The run directories `list_runs` leaves out, newest first, each with what is wrong: no
+    state.json at all, or one that does not parse (nor its temp copy)."""
+    folder = runs_root(root)
+    if not folder.is_dir():
+        return []
+    return [
+        (d, _state_problem(d))
+        for d in sorted(folder.iterdir(), reverse=True)
+        if d.is_dir() and not d.is_symlink() and _readable_state(d) is None
+    ]
+
+
+def _state_problem(directory: Path) -> str:
+    if (directory / "state.json").exists():
+        return (
+            "its state.json is damaged (it does not parse); "
+            f"`ll-loop history {directory.name}` shows its events"
+        )
+    return (
+        "it has no state.json (the run died before its first state boundary): nothing to "
+        "resume; start the loop again"
+    )
+
+
 def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
     """A run by id (a unique prefix will do) or by the path of its directory in this project's
     `.loops/runs/`; UsageError otherwise. Any other directory is refused, whatever it holds:
