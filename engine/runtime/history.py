@@ -185,6 +185,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # repository, or a row recorded before v7), so that a baseline measured on a dirty HEAD is
     # reused only for the same uncommitted code.
     ("ALTER TABLE harness_attempts ADD COLUMN git_worktree TEXT",),
+    # v8: a case whose subject's agent reported no cost (0: its cost_usd leaves that spend out).
+    ("ALTER TABLE suite_cases ADD COLUMN cost_known INTEGER NOT NULL DEFAULT 1",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -326,6 +328,7 @@ class SuiteCaseRow:
     cost_usd: float = 0.0
     workspace: str | None = None
     record: bytes | None = None  # zlib-compressed JSON of the outputs record
+    cost_known: bool = True  # False: the subject's agent reported no cost (not in cost_usd)
 
 
 @dataclass(frozen=True)
@@ -363,7 +366,7 @@ _BOOL_COLUMNS = frozenset({"exit_passed", "timed_out", "errored", "git_dirty"})
 _SUITE_RUN_COLUMNS = tuple(f.name for f in fields(SuiteRunRow))
 _SUITE_CASE_COLUMNS = tuple(f.name for f in fields(SuiteCaseRow))
 _SUITE_JUDGEMENT_COLUMNS = tuple(f.name for f in fields(SuiteJudgementRow))
-_SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed"})
+_SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed", "cost_known"})
 _SuiteRow = TypeVar("_SuiteRow", SuiteCaseRow, SuiteJudgementRow)
 
 
@@ -1003,7 +1006,13 @@ def _apply_attempt(db: sqlite3.Connection, w: Mapping[str, Any]) -> int:
 
 def _apply_suite_cases(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
     record = _SUITE_CASE_COLUMNS.index("record")
-    cases = [(*row[:record], _unpack(row[record]), *row[record + 1 :]) for row in w["cases"]]
+    cases = [
+        (*row[:record], _unpack(row[record]), *row[record + 1 :])
+        # a row spooled before v8 has no cost_known (before its created_at): it was known
+        if len(row) > len(_SUITE_CASE_COLUMNS)
+        else (*row[:record], _unpack(row[record]), True, *row[record + 1 :])
+        for row in w["cases"]
+    ]
     db.executemany(_SUITE_CASE_INSERT, cases)
     db.executemany(_SUITE_JUDGEMENT_INSERT, [tuple(row) for row in w["judgements"]])
 

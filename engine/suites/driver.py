@@ -905,6 +905,7 @@ def to_rows(
                 cost_usd=arm.cost_usd,
                 workspace=arm.workspace,
                 record=arm.record,
+                cost_known=arm.cost_known,
             )
         )
         for judge in arm.judges:
