@@ -472,6 +472,8 @@ def test_run_and_status_do_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path
     assert "$0.0000 + unknown (the agent of state work reported no cost)" in detail, detail
     table = ll_loop(tmp_path, "status", "--all").stdout
     assert "$0.0000 + unknown" in table, table
+    text = ll_loop(tmp_path, "run", "loop.yaml", "--no-lock")  # the summary line, too
+    assert "after 1 step (" in text.stdout and "s, $0.0000 + unknown)" in text.stdout, text
     (tmp_path / "child.yaml").write_text((tmp_path / "loop.yaml").read_text())
     parent = """\
 name: parent
