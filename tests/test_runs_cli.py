@@ -427,6 +427,20 @@ def test_status_all_lists_the_runs_whose_state_json_is_damaged_or_missing(tmp_pa
     assert json.loads(live.stdout)["runs"] == []
 
 
+def test_a_live_run_holding_its_lock_is_not_called_damaged(project: Path) -> None:
+    """A run between its directory and its first state.json is alive, not damaged: its lock
+    record says so (here its state.json is taken away while it runs)."""
+    proc, run_id = started_run(project)
+    try:
+        for name in ("state.json", "state.json.tmp"):
+            (run_dir(project, run_id) / name).unlink(missing_ok=True)
+        listing = json.loads(ll_loop(project, "status", "--all", "--json").stdout)["runs"]
+        assert [r for r in listing if r["status"] == "damaged"] == [], listing
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 FINAL_REPORT = """
 name: reported
 initial: tick

@@ -238,10 +238,14 @@ def unreadable_runs(root: Path | None = None) -> list[tuple[Path, str]]:
     folder = runs_root(root)
     if not folder.is_dir():
         return []
+    starting = _lock_pids(root)  # a run holding its lock before its first state.json
     return [
         (d, _state_problem(d))
         for d in sorted(folder.iterdir(), reverse=True)
-        if d.is_dir() and not d.is_symlink() and _readable_state(d) is None
+        if d.is_dir()
+        and not d.is_symlink()
+        and d.name not in starting
+        and _readable_state(d) is None
     ]
 
 
