@@ -93,10 +93,16 @@ class HistoryEntry:
     parent_run_id: str | None
     depth: int
     status: str = "finished"
+    # States whose agent CLI reported no cost: their spend is not in `cost_usd` (a lower bound).
+    cost_unknown_in: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["cost_usd"] = round(self.cost_usd, 6)  # a sum of float costs: 0.018, not ...002
         if self.ended_at is not None:
             del data["status"]
+        if self.cost_unknown_in:
+            data["cost_unknown_in"] = list(self.cost_unknown_in)
+        else:
+            del data["cost_unknown_in"]
         return data

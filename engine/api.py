@@ -913,6 +913,7 @@ def history(
     entries = []
     for row in rows:
         fields, live = asdict(row), "finished"
+        fields["cost_unknown_in"] = _names_of(fields.get("cost_unknown_in"))
         if row.ended_at is None:  # its row has no end yet: the run directory says how far
             snapshot = read_run(runs_root(where.root) / row.run_id)
             live = snapshot.status if snapshot else "interrupted"
@@ -920,6 +921,17 @@ def history(
                 fields["steps"] = snapshot.steps
         entries.append(HistoryEntry(**fields, status=live))
     return entries
+
+
+def _names_of(stored: str | None) -> tuple[str, ...]:
+    """A JSON list of names as history.db stores it; () for NULL or anything else."""
+    import json
+
+    try:
+        value = json.loads(stored) if stored else []
+    except ValueError:
+        return ()
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:

@@ -167,7 +167,7 @@ def test_v4_attempt_rows_survive_the_git_branch_migration(tmp_path: Path) -> Non
         assert again is not None and again.git_branch == "feature-x"
         assert [a.id for a in history.attempts("make test")] == [legacy.id]
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     columns = {r[1] for r in db.execute("PRAGMA table_info(harness_attempts)")}
     assert "git_branch" in columns
     assert db.execute(

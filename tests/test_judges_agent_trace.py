@@ -474,6 +474,9 @@ def test_run_and_status_do_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path
     assert "$0.0000 + unknown" in table, table
     text = ll_loop(tmp_path, "run", "loop.yaml", "--no-lock")  # the summary line, too
     assert "after 1 step (" in text.stdout and "s, $0.0000 + unknown)" in text.stdout, text
+    past = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"]
+    assert [r.get("cost_unknown_in") for r in past] == [["work"], ["work"]], past
+    assert "$0.0000 + unknown" in ll_loop(tmp_path, "history").stdout
     (tmp_path / "child.yaml").write_text((tmp_path / "loop.yaml").read_text())
     parent = """\
 name: parent
@@ -492,6 +495,8 @@ states:
     assert "cost_unknown_in" not in known.json and known.json["cost_usd"] > 0, known.json
     status = json.loads(ll_loop(tmp_path, "status", known.json["run_id"], "--json").stdout)
     assert "cost_unknown_in" not in status
+    past = json.loads(ll_loop(tmp_path, "history", "agent", "--json").stdout)["runs"]
+    assert "cost_unknown_in" not in past[0] and past[0]["cost_usd"] > 0, past[0]
 
 
 @pytest.mark.parametrize(

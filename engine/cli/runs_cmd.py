@@ -289,7 +289,9 @@ def history_command(
     for entry in entries:
         table.append(
             [entry.run_id, entry.loop, entry.started_at[:19].replace("T", " "),
-             str(entry.steps), f"${entry.cost_usd:.4f}", _result(entry)]
+             str(entry.steps),
+             f"${entry.cost_usd:.4f}" + (" + unknown" if entry.cost_unknown_in else ""),
+             _result(entry)]
         )  # fmt: skip
     out(_table(table))
 

@@ -15,6 +15,7 @@ keeps its rows — it is never dropped and recreated. A database newer than this
 from __future__ import annotations
 
 import base64
+import json
 import math
 import operator
 import os
@@ -187,6 +188,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE harness_attempts ADD COLUMN git_worktree TEXT",),
     # v8: a case whose subject's agent reported no cost (0: its cost_usd leaves that spend out).
     ("ALTER TABLE suite_cases ADD COLUMN cost_known INTEGER NOT NULL DEFAULT 1",),
+    # v9: the states of a run whose agent reported no cost (JSON list; NULL: none known).
+    ("ALTER TABLE runs ADD COLUMN cost_unknown_in TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -239,6 +242,8 @@ class RunRow:
     error: str | None
     parent_run_id: str | None
     depth: int
+    # JSON list of the states whose agent reported no cost (NULL: none, or recorded before v9)
+    cost_unknown_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -924,6 +929,7 @@ def run_end_write(
         "error": result.error,
         "parent_run_id": parent_run_id,
         "depth": depth,
+        "cost_unknown_in": list(result.cost_unknown_in),
     }
 
 
@@ -958,7 +964,7 @@ def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
     )
     db.execute(
         "UPDATE runs SET ended_at = ?, terminated_by = ?, final_state = ?, outcome = ?, "
-        "steps = ?, cost_usd = ?, error = ? WHERE run_id = ?",
+        "steps = ?, cost_usd = ?, error = ?, cost_unknown_in = ? WHERE run_id = ?",
         (
             w["ended_at"],
             w["terminated_by"],
@@ -967,6 +973,8 @@ def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
             w["steps"],
             w["cost_usd"],
             w["error"],
+            # a write spooled before v9 has no such key: nothing known to be unknown
+            json.dumps(w["cost_unknown_in"]) if w.get("cost_unknown_in") else None,
             w["run_id"],
         ),
     )
