@@ -17,7 +17,9 @@ class RunStatus:
     """Where one run stands, from its directory (or the lock queue, for a run still waiting)."""
 
     run_id: str
-    status: Literal["running", "interrupted", "stopped", "finished", "queued"]
+    # "damaged": a run directory whose state.json is missing or does not parse (`error` says
+    # which); only its id and directory are known (`status --all` lists it).
+    status: Literal["running", "interrupted", "stopped", "finished", "queued", "damaged"]
     loop: str | None = None
     loop_file: str = ""
     state: str | None = None
@@ -34,6 +36,8 @@ class RunStatus:
     orphaned_actions: tuple[int, ...] = ()  # action process groups a dead run left running
     waiting_for: tuple[str, ...] = ()  # a queued run: the scope paths it waits for
     cost_usd: float = 0.0  # LLM spend so far
+    # States whose agent CLI reported no cost: their spend is not in `cost_usd` (a lower bound).
+    cost_unknown_in: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -53,6 +57,10 @@ class RunStatus:
         }
         if self.status == "queued":
             data["waiting_for"] = list(self.waiting_for)
+        if self.cost_unknown_in:
+            data["cost_unknown_in"] = list(self.cost_unknown_in)
+        if self.status == "damaged":
+            data["error"] = self.error
         return data
 
 
@@ -85,10 +93,16 @@ class HistoryEntry:
     parent_run_id: str | None
     depth: int
     status: str = "finished"
+    # States whose agent CLI reported no cost: their spend is not in `cost_usd` (a lower bound).
+    cost_unknown_in: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["cost_usd"] = round(self.cost_usd, 6)  # a sum of float costs: 0.018, not ...002
         if self.ended_at is not None:
             del data["status"]
+        if self.cost_unknown_in:
+            data["cost_unknown_in"] = list(self.cost_unknown_in)
+        else:
+            del data["cost_unknown_in"]
         return data

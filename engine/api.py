@@ -671,7 +671,7 @@ def status(
     included), or every live run — queued ones first — plus finished ones with
     `include_finished`."""
     from engine.runtime.orphans import orphaned_actions
-    from engine.runtime.resume import find_run, list_runs
+    from engine.runtime.resume import find_run, list_runs, unreadable_runs
     from engine.runtime.runstore import runs_root
 
     _arguments(include_finished=include_finished)
@@ -686,8 +686,25 @@ def status(
         left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
         return _status_of(snapshot, tuple(left))
     snapshots = [s for s in list_runs(where.root) if include_finished or s.status != "finished"]
-    queued = _queued(where.root, {s.run_id for s in snapshots})
-    return [*queued, *(_status_of(s) for s in snapshots)]
+    # A run directory without a readable state.json: its hints send the user here.
+    damaged = (
+        [_damaged(d, why) for d, why in unreadable_runs(where.root)] if include_finished else []
+    )
+    queued = _queued(where.root, {*(s.run_id for s in snapshots), *(s.run_id for s in damaged)})
+    listed: list[RunStatus] = [*(_status_of(s) for s in snapshots), *damaged]
+    found = sorted(listed, key=lambda s: s.run_id)
+    return [*queued, *reversed(found)]  # newest first: run ids sort by their start
+
+
+def _damaged(directory: Path, problem: str) -> RunStatus:
+    from engine._results import RunStatus
+
+    return RunStatus(
+        run_id=directory.name,
+        status="damaged",
+        run_dir=directory,
+        error=problem,
+    )
 
 
 def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStatus:
@@ -703,6 +720,7 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
         "started_at": snapshot.started_at,
         "run_dir": snapshot.dir,
         "cost_usd": snapshot.cost_usd,
+        "cost_unknown_in": snapshot.cost_unknown_in,
     }
     waiting = snapshot.resume_queued
     if waiting is not None and snapshot.status in {"interrupted", "stopped"}:
@@ -895,6 +913,7 @@ def history(
     entries = []
     for row in rows:
         fields, live = asdict(row), "finished"
+        fields["cost_unknown_in"] = _names_of(fields.get("cost_unknown_in"))
         if row.ended_at is None:  # its row has no end yet: the run directory says how far
             snapshot = read_run(runs_root(where.root) / row.run_id)
             live = snapshot.status if snapshot else "interrupted"
@@ -902,6 +921,17 @@ def history(
                 fields["steps"] = snapshot.steps
         entries.append(HistoryEntry(**fields, status=live))
     return entries
+
+
+def _names_of(stored: str | None) -> tuple[str, ...]:
+    """A JSON list of names as history.db stores it; () for NULL or anything else."""
+    import json
+
+    try:
+        value = json.loads(stored) if stored else []
+    except ValueError:
+        return ()
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 def events(run_id: str, *, cwd: PathLike | None = None) -> list[Event]:

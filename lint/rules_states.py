@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from engine.graph.routing import possible_verdicts
+from engine.graph.routing import possible_verdicts, route_for
 from engine.model.loop import State
 from lint._context import LintContext
 from lint._paths import did_you_mean, names, route_path, state_path
@@ -192,3 +192,37 @@ def retry_exhausted_into_itself(ctx: LintContext) -> Iterator[Finding]:
                 "route `on_retry_exhausted` to a state that gives up or tries another way "
                 "(a failure terminal, an escalation)",
             )
+
+
+def _error_route_key(state: State) -> str:
+    """The key under the state that routes its `error` verdict (see `route_for`)."""
+    if state.route is not None:
+        return next(k for k in ("error", "_error", "_") if k in state.route)
+    return "on_error"
+
+
+@rule("LL018", "warning", "error-to-success")
+def error_to_success(ctx: LintContext) -> Iterator[Finding]:
+    """A state's `error` verdict (a crashed or timed-out action) ends at a success terminal.
+
+    The failure then ends the run as a success (exit 0). Grading a crash as a pass is the
+    pitfall DESIGN §9 fixes by design; the author usually meant a failure terminal, or a `_`
+    default that was not meant to catch errors."""
+    for state in ctx.reachable_states():
+        if "error" not in possible_verdicts(state):
+            continue
+        target = route_for(state, "error")
+        end = ctx.loop.states.get(target) if target is not None else None
+        if end is None or not end.terminal or end.failure:
+            continue
+        key = _error_route_key(state)
+        via = f"`on_error: {target}`" if key == "on_error" else f"`route: {{{key}: {target}}}`"
+        yield Finding(
+            f"if state {state.name!r} fails (a crashed, timed-out or failed action: the error "
+            f"verdict), {via} ends the run at {target!r}, a success terminal: the run reports "
+            "success and exits 0",
+            state_path(state, "route", key) if key != "on_error" else state_path(state, key),
+            "route errors to a terminal with `failure: true` or to a state that recovers"
+            + (" (add `_error:` to the route table)" if key == "_" else "")
+            + "; if a failure here really is fine, suppress LL018 with the reason",
+        )

@@ -656,3 +656,27 @@ def test_the_history_page_charts_the_last_invocations_from_counts(tmp_path: Path
     assert "pass rate 4096/4096" in html  # the rates still count every row
     # every row read and a point per invocation took ~15 MB here
     assert peak < 5_000_000, peak
+
+
+def test_a_sample_whose_agent_reported_no_cost_says_so(tmp_path: Path) -> None:
+    """A prompt through an agent CLI that reports no cost (plain text), or a loop whose agent
+    did, gave a sample `cost_usd: 0.0` and nothing more: a spend of nothing, to a script. The
+    sample now says `cost_known: false`; a sample whose cost is known has no such key."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    agent = "cmd:python3 agent.py"
+    code, data = harness_json(tmp_path, "prompt", "hi", "--runner", agent, "--exit-code", "0",
+                              "--samples", "1")  # fmt: skip
+    assert code == 0, data
+    [sample] = data["samples"]
+    assert (sample["cost_usd"], sample["cost_known"]) == (0.0, False), sample
+    (tmp_path / "l.yaml").write_text(
+        "name: l\ninitial: work\nscope: [out]\nstates:\n"
+        f"  work: {{action: hi, action_type: prompt, runner: '{agent}', timeout: 30,"
+        " next: done, on_error: failed}\n"
+        "  done: {terminal: true}\n  failed: {terminal: true, failure: true}\n"
+    )
+    code, data = harness_json(tmp_path, "loop", "l.yaml", "--exit-code", "0", "--samples", "1")
+    assert code == 0, data
+    assert [s.get("cost_known") for s in data["samples"]] == [False], data["samples"]
+    code, data = harness_json(tmp_path, "cmd", "true", "--exit-code", "0")
+    assert code == 0 and all("cost_known" not in s for s in data["samples"]), data

@@ -167,12 +167,30 @@ def test_v4_attempt_rows_survive_the_git_branch_migration(tmp_path: Path) -> Non
         assert again is not None and again.git_branch == "feature-x"
         assert [a.id for a in history.attempts("make test")] == [legacy.id]
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     columns = {r[1] for r in db.execute("PRAGMA table_info(harness_attempts)")}
     assert "git_branch" in columns
     assert db.execute(
         "SELECT git_branch FROM harness_attempts WHERE invocation_id = 'old-inv'"
     ).fetchone() == (None,)
+
+
+def test_v7_suite_cases_are_of_known_cost_after_the_cost_known_migration(tmp_path: Path) -> None:
+    """v8 adds suite_cases.cost_known (an agent that reported no cost): a case recorded before
+    it had its cost counted as known, and reads back so."""
+    path = history_path(tmp_path)
+    path.parent.mkdir()
+    old = sqlite3.connect(path, isolation_level=None)
+    migrate(old, target=7)
+    old.execute(
+        "INSERT INTO suite_cases (run_id, arm, case_id, case_key, subject_hash, status, "
+        "cost_usd, created_at) VALUES ('r1', 'subject', 'c1', 'k1', 'h', 'ok', 0.5, "
+        "'2026-06-01T00:00:00.000000+00:00')"
+    )
+    old.close()
+    with open_history(tmp_path) as history:
+        [case] = history.suite_cases("r1")
+    assert (case.cost_usd, case.cost_known) == (0.5, True)
 
 
 def test_failed_migration_rolls_back_whole_transaction(tmp_path: Path) -> None:

@@ -457,6 +457,48 @@ def test_explain_does_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path) -> 
     assert data["cost_unknown_in"] == [], data
 
 
+def test_run_and_status_do_not_show_an_unknown_agent_cost_as_zero(tmp_path: Path) -> None:
+    """`run --json` and `status` said `cost_usd: 0.0` / `$0.0000` for a run whose agent reported
+    no cost, where `explain` says "+ unknown": a script reading the JSON took the spend for
+    nothing. They now name the states whose spend is unknown (a child's as "state > inner")."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    ran = run_yaml(tmp_path, loop("- {name: said, check: return True}\n"), "--no-lock")
+    assert ran.json["final_state"] == "done", ran.stderr
+    assert ran.json["cost_unknown_in"] == ["work"] and ran.json["cost_usd"] == 0.0
+    run_id = ran.json["run_id"]
+    status = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+    assert status["cost_unknown_in"] == ["work"], status
+    detail = ll_loop(tmp_path, "status", run_id).stdout
+    assert "$0.0000 + unknown (the agent of state work reported no cost)" in detail, detail
+    table = ll_loop(tmp_path, "status", "--all").stdout
+    assert "$0.0000 + unknown" in table, table
+    text = ll_loop(tmp_path, "run", "loop.yaml", "--no-lock")  # the summary line, too
+    assert "after 1 step (" in text.stdout and "s, $0.0000 + unknown)" in text.stdout, text
+    past = json.loads(ll_loop(tmp_path, "history", "--json").stdout)["runs"]
+    assert [r.get("cost_unknown_in") for r in past] == [["work"], ["work"]], past
+    assert "$0.0000 + unknown" in ll_loop(tmp_path, "history").stdout
+    (tmp_path / "child.yaml").write_text((tmp_path / "loop.yaml").read_text())
+    parent = """\
+name: parent
+initial: call
+scope: ["src"]
+states:
+  call: {loop: child.yaml, on_yes: done, on_no: failed, on_error: failed}
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+    nested = run_yaml(tmp_path, parent, "--no-lock")
+    assert nested.json["final_state"] == "done", nested.stderr
+    assert nested.json["cost_unknown_in"] == ["call > work"]
+    write_agent(tmp_path)  # a stream with its cost: nothing unknown, the JSON as before
+    known = run_yaml(tmp_path, loop(TRACE_JUDGES))
+    assert "cost_unknown_in" not in known.json and known.json["cost_usd"] > 0, known.json
+    status = json.loads(ll_loop(tmp_path, "status", known.json["run_id"], "--json").stdout)
+    assert "cost_unknown_in" not in status
+    past = json.loads(ll_loop(tmp_path, "history", "agent", "--json").stdout)["runs"]
+    assert "cost_unknown_in" not in past[0] and past[0]["cost_usd"] > 0, past[0]
+
+
 @pytest.mark.parametrize(
     "events",
     [

@@ -212,11 +212,12 @@ def test_retries_never_counted() -> None:
             "start": {
                 "action": "x",
                 "next": "done",
-                "on_error": "done",
+                "on_error": "failed",
                 "max_retries": 2,
                 "on_retry_exhausted": "done",
             },
             "done": {"terminal": True},
+            "failed": {"terminal": True, "failure": True},
         }
     )
     assert codes(loop) == ["LL009"]
@@ -253,7 +254,8 @@ def test_a_terminal_with_a_capture_or_retries_is_dead_configuration() -> None:
     edges, so LL001 never saw it, and only LL009 spoke, about the retry count."""
     loop = loop_of(
         {
-            "a": {"action": "x", "next": "done", "on_error": "done"},
+            "a": {"action": "x", "next": "done", "on_error": "failed"},
+            "failed": {"terminal": True, "failure": True},
             "done": {
                 "terminal": True,
                 "capture": "result",
@@ -335,8 +337,9 @@ def test_a_judge_with_a_route_table_is_told_to_add_a_table_entry() -> None:
 def test_default_timeout_satisfies_prompt_timeout() -> None:
     loop = loop_of(
         {
-            "ask": {"action": "x", "action_type": "prompt", "next": "done", "on_error": "done"},
+            "ask": {"action": "x", "action_type": "prompt", "next": "done", "on_error": "failed"},
             "done": {"terminal": True},
+            "failed": {"terminal": True, "failure": True},
         },
         default_timeout=60,
     )
@@ -391,8 +394,9 @@ def test_expressions_must_parse_and_use_known_roots() -> None:
     assert "root 'contxt' is not a namespace (did you mean 'context'?)" in messages
     unclosed = loop_of(
         {
-            "s": {"action": "echo ${context.x", "next": "done", "on_error": "done"},
+            "s": {"action": "echo ${context.x", "next": "done", "on_error": "failed"},
             "done": {"terminal": True},
+            "failed": {"terminal": True, "failure": True},
         }
     )
     assert [d.code for d in lint_loop(unclosed)] == ["LL033"]  # not also a parse error

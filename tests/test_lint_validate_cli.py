@@ -584,3 +584,65 @@ def test_json_format_prints_its_report_when_a_bug_ends_the_command(
     assert report["valid"] is False and crash["code"] == "INTERNAL"
     assert crash["message"] == "internal error: KeyError: 'boom'"
     assert "internal error: KeyError" in err
+
+
+ERROR_TO_DONE = """\
+name: triage
+initial: check
+scope: ["src/"]
+states:
+  check:
+    action: make test
+    evaluate: {type: exit_code}
+    route: {no: fix, _: done}
+  fix:
+    action: make fix
+    next: notify
+    on_error: done
+  notify:
+    action: ./post-to-chat.sh
+    next: done
+    on_error: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+    failure: true
+"""
+
+
+def test_an_error_routed_to_a_success_terminal_is_a_warning(tmp_path: Path) -> None:
+    """`on_error: done`, or a route table's `_` catching `error`, ended a crashed or timed-out
+    action's run as a success (exit 0), and validate said nothing (DESIGN §9's pitfall)."""
+
+    def ll018(text: str, *strict: str) -> tuple[int, list[dict[str, Any]]]:
+        (tmp_path / "triage.yaml").write_text(text)
+        done = ll_loop("validate", "--format", "json", *strict, "triage.yaml", cwd=tmp_path)
+        found = json.loads(done.stdout)["loops"][0]["diagnostics"]
+        return done.returncode, [d for d in found if d["code"] == "LL018"]
+
+    code, found = ll018(ERROR_TO_DONE, "--strict")
+    assert code == 1
+    assert [(d["path"], d["severity"], d["line"]) for d in found] == [
+        ("states.check.route._", "warning", 8),
+        ("states.fix.on_error", "warning", 12),
+    ]
+    assert "success terminal" in found[0]["message"] and "exits 0" in found[0]["message"]
+    assert "_error:" in found[0]["hint"] and "failure: true" in found[1]["hint"]
+    explicit = ERROR_TO_DONE.replace("{no: fix, _: done}", "{no: fix, error: done, _: done}")
+    assert [d["path"] for d in ll018(explicit)[1]] == [
+        "states.check.route.error",
+        "states.fix.on_error",
+    ]
+    fixed = ERROR_TO_DONE.replace("_: done}", "_error: failed, _: done}")
+    assert ll018(fixed.replace("on_error: done", "on_error: failed"), "--strict") == (0, [])
+    # a deliberate best-effort step says so, with a reason
+    meant = fixed.replace(
+        "    on_error: done\n",
+        "    on_error: done\n    lint:\n      suppress:\n"
+        "        - {code: LL018, reason: a failed fix is judged by the next check}\n",
+    )
+    assert ll018(meant, "--strict") == (0, [])
+    # a recovery state, or a failure terminal, is no warning
+    recovering = ERROR_TO_DONE.replace("_: done}", "_error: notify, _: done}")
+    assert [d["path"] for d in ll018(recovering)[1]] == ["states.fix.on_error"]

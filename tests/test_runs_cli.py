@@ -397,6 +397,50 @@ def test_a_damaged_state_json_is_named_as_such_and_the_events_still_show(tmp_pat
     assert (nothing.returncode, nothing.stderr.splitlines()[0]) == (2, "error: no run id given")
 
 
+def test_status_all_lists_the_runs_whose_state_json_is_damaged_or_missing(tmp_path: Path) -> None:
+    """The hints of `resume` and `explain` send a user to a run whose state.json is damaged,
+    and `status --all` listed every other run but not that one (nor one that died before its
+    first boundary, with no state.json): they are now listed, as damaged, saying why."""
+    write(tmp_path / "sleeper.yaml", SINGLE_COMMAND.replace("sleep 60", "echo hi"))
+    ids = [
+        result_of(ll_loop(tmp_path, "run", "sleeper.yaml", "--json", "-q"))["run_id"]
+        for _ in range(3)
+    ]
+    torn, fine, empty = ids
+    (run_dir(tmp_path, torn) / "state.json").write_text('{"run_id": "x", ')
+    (run_dir(tmp_path, empty) / "state.json").unlink()
+    listing = ll_loop(tmp_path, "status", "--all", "--json")
+    assert listing.returncode == 0, listing.stderr
+    runs = {r["run_id"]: r for r in json.loads(listing.stdout)["runs"]}
+    assert list(runs) == sorted(ids, reverse=True)  # newest first, as before
+    assert runs[fine]["status"] == "finished" and "error" not in runs[fine]
+    assert runs[torn]["status"] == runs[empty]["status"] == "damaged"
+    assert runs[torn]["run_dir"] == str(run_dir(tmp_path, torn))
+    assert "state.json is damaged (it does not parse)" in runs[torn]["error"]
+    assert f"`ll-loop history {torn}` shows its events" in runs[torn]["error"]
+    assert "it has no state.json" in runs[empty]["error"]
+    table = ll_loop(tmp_path, "status", "--all").stdout
+    assert [line.split()[2] for line in table.splitlines()[1:4]].count("damaged") == 2, table
+    assert f"run {torn}: its state.json is damaged" in table
+    assert f"run {empty}: it has no state.json" in table
+    live = ll_loop(tmp_path, "status", "--json")  # not live: only --all lists them
+    assert json.loads(live.stdout)["runs"] == []
+
+
+def test_a_live_run_holding_its_lock_is_not_called_damaged(project: Path) -> None:
+    """A run between its directory and its first state.json is alive, not damaged: its lock
+    record says so (here its state.json is taken away while it runs)."""
+    proc, run_id = started_run(project)
+    try:
+        for name in ("state.json", "state.json.tmp"):
+            (run_dir(project, run_id) / name).unlink(missing_ok=True)
+        listing = json.loads(ll_loop(project, "status", "--all", "--json").stdout)["runs"]
+        assert [r for r in listing if r["status"] == "damaged"] == [], listing
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 FINAL_REPORT = """
 name: reported
 initial: tick

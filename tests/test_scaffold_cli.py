@@ -213,6 +213,20 @@ def test_a_binary_file_is_not_an_issue(project: Path) -> None:
     assert not (project / ".loops").exists()
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_a_utf16_issue_file_is_named_as_such(project: Path, encoding: str) -> None:
+    """An issue saved as UTF-16 (PowerShell's `>`, Notepad's "Unicode") was "not a text file
+    (it contains NUL bytes)", where a loop file in UTF-16 is told what it is and what to do."""
+    text = "# BUG-7: the parser crashes\n\n## Expected Behavior\nNo crash.\n"
+    (project / "bug.md").write_bytes(text.encode(encoding))
+    for command in (("scaffold-eval", "--issues", "bug.md"), ("scaffold-verify", "bug.md")):
+        done = ll_loop(*command, cwd=project)
+        assert done.returncode == 2, done
+        assert "error: bug.md:1:1: the file is UTF-16 text, not UTF-8" in done.stderr, done
+        assert "hint: save it as UTF-8" in done.stderr and "not a text file" not in done.stderr
+    assert not (project / ".loops").exists()
+
+
 def test_out_onto_a_fifo_is_refused_not_waited_on(project: Path) -> None:
     """`--out FIFO --force` opened the FIFO to write and waited for a reader for ever."""
     os.mkfifo(project / "pipe.yaml")

@@ -209,6 +209,25 @@ def test_show_and_simulate_asked_for_json_print_an_error_object_for_a_loop_that_
         assert "bad.yaml:3:12: error F015 max_steps must be at least 1" in done.stderr
 
 
+def test_a_fifo_where_a_loop_file_belongs_is_said_to_be_one(tmp_path: Path) -> None:
+    """`run NAME` where .loops/NAME.yaml is a named pipe said "no loop named 'NAME' ... (did
+    you mean 'NAME'?)", and its path "no loop file at" it: both now say what it is."""
+    (tmp_path / ".git").mkdir()  # the project root: its .loops/ is the one looked in
+    (tmp_path / ".loops").mkdir()
+    os.mkfifo(tmp_path / ".loops" / "pipe.yaml")
+    said = "error: .loops/pipe.yaml is a pipe (FIFO), not a regular file"
+    hints = {  # looked up by name: it stands in .loops/; given as a path: pass a file instead
+        "pipe": "  hint: a loop is a regular .yaml file: replace it with one, or remove it",
+        ".loops/pipe.yaml": "  hint: save the loop to a file and pass its path",
+    }
+    for command in ("run", "show", "simulate"):
+        for ref, hint in hints.items():
+            done = ll_loop(command, ref, cwd=tmp_path)
+            assert (done.returncode, done.stderr.splitlines()) == (2, [said, hint]), (command, ref)
+    typo = ll_loop("run", "pip", cwd=tmp_path)  # a pipe is no loop name to suggest
+    assert "did you mean" not in typo.stderr, typo.stderr
+
+
 def test_a_directory_or_a_dangling_link_named_as_a_loop_is_said_to_be_one(tmp_path: Path) -> None:
     """`run evals.yaml` where evals.yaml is a directory, or a link that leads nowhere (or in a
     circle), said "no loop file at evals.yaml": the user looked for a missing file."""

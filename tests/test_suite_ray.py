@@ -482,7 +482,8 @@ def test_without_ray_the_flag_says_how_to_install_it(tmp_path: Path) -> None:
 def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path: Path, form: str) -> None:
     """`--address` naming no cluster (a typo, a stopped head) left `ray.init` retrying for
     minutes, Ray's connection warnings scrolling on stderr; nothing listening there is now one
-    sentence, before any case runs."""
+    sentence, before any case runs. The refusal also left an unfinished suite run in history
+    (its row was written before the executor was made): it now comes first."""
     words_project(tmp_path)
     address = form.format(port=free_port())
     harness = str(Path(sys.executable).with_name("ll-harness"))
@@ -499,3 +500,10 @@ def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path: Path, for
     said, hint = done.stderr.strip().splitlines()[-2:]  # after the run's first line
     assert said == f"error: could not connect to the Ray cluster at {address}: Connection refused"
     assert hint == "  hint: start one with `ray start --head`, or check --address / RAY_ADDRESS"
+    # Refused before the run: no unfinished suite run left in history (nor its directory), and
+    # no "suite s: run ID, N cases" announcing a run that never was.
+    assert done.stderr.strip().splitlines() == [said, hint]
+    history = tmp_path / ".loops" / "history.db"
+    assert not history.exists() or db_rows(tmp_path, "SELECT count(*) FROM suite_runs") == [(0,)]
+    runs = tmp_path / ".loops" / "suites"
+    assert not runs.exists() or list(runs.iterdir()) == []

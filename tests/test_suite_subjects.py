@@ -10,6 +10,7 @@ from pathlib import Path
 from engine.load.dataset import load_cases
 from engine.load.suite import load_suite_file
 from engine.model.ports import refused_before_first_step, run_json
+from engine.runtime.history import open_history
 from engine.suites.casework import run_case
 from engine.suites.driver import SuiteOptions, run_suite
 from engine.suites.executor import LocalExecutor
@@ -311,6 +312,42 @@ def test_an_agent_that_reports_no_cost_errs_the_cost_budget_instead_of_passing(
     assert found["seen"]["value"] is True, err
     assert found["budget"]["status"] == "error", found
     assert "the work's cost is not known" in found["budget"]["error"]
+
+
+def test_a_case_whose_agent_reported_no_cost_says_so(tmp_path: Path) -> None:
+    """The case JSON of an agent subject that reported no cost said `cost_usd: 0.0` and nothing
+    more (and so did the suite's total): a spend of nothing, to a script. The case run, the
+    suite and its history row now say the cost is not known."""
+    (tmp_path / "agent.py").write_text("import sys\nsys.stdin.read()\nprint('Done.')\n")
+    write(
+        tmp_path / "t.suite.yaml",
+        f"""\
+        name: t
+        cases: [{{input: {{q: x}}}}, {{input: {{q: y}}}}]
+        subject: {{agent: python3 {tmp_path / "agent.py"}, prompt: hi}}
+        judges:
+          - {{name: said, check: "return True, 'ok'"}}
+        """,
+    )
+    _, data, err = suite_json(tmp_path, "t.suite.yaml")
+    runs = data["case_runs"]
+    assert [(c["cost_usd"], c["cost_known"]) for c in runs] == [(0.0, False)] * 2, err
+    assert (data["cost_usd"], data["cost_known"]) == (0.0, False)
+    with open_history(tmp_path) as history:
+        stored = history.suite_cases(data["run_id"])
+    assert [c.cost_known for c in stored] == [False, False]
+    write(
+        tmp_path / "k.suite.yaml",
+        """\
+        name: k
+        cases: [{input: {q: x}}]
+        subject: {command: echo hi}
+        judges:
+          - {name: said, check: "return True, 'ok'"}
+        """,
+    )
+    _, known, _ = suite_json(tmp_path, "k.suite.yaml")
+    assert "cost_known" not in known and "cost_known" not in known["case_runs"][0], known
 
 
 def test_an_agent_that_reports_no_turns_errs_max_turns_instead_of_passing(

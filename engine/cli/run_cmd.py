@@ -261,7 +261,8 @@ def report_result(result: RunResult, output: RunOutput) -> None:
     from engine.runtime.runstore import runs_root
 
     steps = counted(result.steps, "step")
-    cost = f", ${result.cost_usd:.4f}" if result.cost_usd else ""
+    cost = f", ${result.cost_usd:.4f}" if result.cost_usd or result.cost_unknown_in else ""
+    cost += " + unknown" if result.cost_unknown_in else ""  # an agent reported no cost
     # Names and the error may quote the loop file or an action: shown, never obeyed, and on
     # the one line of the summary (an error quoting a multi-line expression broke it in two).
     loop, error = one_line(result.loop), one_line(str(result.error))

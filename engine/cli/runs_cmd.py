@@ -63,6 +63,9 @@ def status_command(
         return
     rows = [["RUN", "LOOP", "STATUS", "STATE", "STEPS", "ELAPSED", "COST", "PID"]]
     for s in found:
+        if s.status == "damaged":
+            rows.append([s.run_id, "-", "damaged", "-", "-", "-", "-", "-"])
+            continue
         pid = "-" if s.pid is None or s.status == "finished" else f"{s.pid}"
         if s.pid is not None and s.status in {"interrupted", "stopped"}:
             pid += " (gone)"
@@ -77,11 +80,14 @@ def status_command(
                 s.state or "-",
                 str(s.steps),
                 _elapsed(s),
-                f"${s.cost_usd:.4f}",
+                f"${s.cost_usd:.4f}" + (" + unknown" if s.cost_unknown_in else ""),
                 pid,
             ]
         )
     out(_table(rows))
+    for s in found:
+        if s.status == "damaged":
+            out(f"run {s.run_id}: {s.error}")
 
 
 def _elapsed(s: RunStatus) -> str:
@@ -110,7 +116,12 @@ def _status_detail(s: RunStatus) -> str:
         f"steps     {s.steps}",
         f"elapsed   {_elapsed(s)}"
         + (" (to its last event; it was killed after that)" if s.status == "interrupted" else ""),
-        f"cost      ${s.cost_usd:.4f}",
+        f"cost      ${s.cost_usd:.4f}"
+        + (
+            f" + unknown (the agent of state {', '.join(s.cost_unknown_in)} reported no cost)"
+            if s.cost_unknown_in
+            else ""
+        ),
         f"started   {s.started_at}",
         f"process   {'-' if s.pid is None else s.pid} ({'alive' if s.alive else 'gone'})",
         f"directory {s.run_dir}",
@@ -278,7 +289,9 @@ def history_command(
     for entry in entries:
         table.append(
             [entry.run_id, entry.loop, entry.started_at[:19].replace("T", " "),
-             str(entry.steps), f"${entry.cost_usd:.4f}", _result(entry)]
+             str(entry.steps),
+             f"${entry.cost_usd:.4f}" + (" + unknown" if entry.cost_unknown_in else ""),
+             _result(entry)]
         )  # fmt: skip
     out(_table(table))
 

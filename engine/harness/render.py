@@ -162,6 +162,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "infra_error": s.run.infra_error,
             "duration_ms": s.run.duration_ms,
             "cost_usd": round(s.cost_usd, 6),
+            **({} if s.run.cost_known else {"cost_known": False}),  # not in cost_usd
             "stdout": _start(s.run.stdout),
             "stderr": _end(s.run.stderr),
         }

@@ -34,6 +34,8 @@ class SubjectRun:
     infra_error: str | None = None
     cost_usd: float = 0.0
     judged: str | None = None  # what `--semantic` judges when it is not the stdout
+    # False: an agent CLI (or a loop's agent) reported no cost, so `cost_usd` leaves it out.
+    cost_known: bool = True
 
     @property
     def judged_text(self) -> str:
@@ -58,6 +60,7 @@ class SubjectRun:
             timed_out=result.timed_out,
             infra_error=infra,
             cost_usd=result.cost_usd,
+            cost_known=result.cost_known,
         )
 
 
@@ -143,6 +146,7 @@ def run_prompt(prompt: str, model: str | None, runner: str, timeout: float | Non
             duration_ms=result.duration_ms,
             spawn_error=result.stderr.strip() or "the prompt runner returned no exit status",
             cost_usd=result.cost_usd,
+            cost_known=result.cost_known,
         )
     return result
 
@@ -184,7 +188,12 @@ def loop_subject(
 
     def run(timeout: float | None) -> SubjectRun:
         sample = SubjectRun.from_action(run_process(argv, timeout=timeout, cwd=cwd), timeout)
-        sample = replace(sample, cost_usd=_run_cost(sample.stdout))
+        sample = replace(
+            sample,
+            cost_usd=_run_cost(sample.stdout),
+            # the run's agent reported no cost (`run --json`'s `cost_unknown_in`)
+            cost_known=not (run_json(sample.stdout) or {}).get("cost_unknown_in"),
+        )
         if sample.infra_error is not None:
             return sample
         problem = _run_refusal(sample.stdout)

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from engine.load.spelling import close_matches
-from engine.load.yaml_positions import YamlProblems, parse_yaml
+from engine.load.yaml_positions import UTF16_HINT, YamlProblems, is_utf16, parse_yaml
 from engine.model.errors import UsageError
 
 # ID like FEAT-919, BUG-12, ENH-3415 (letters, a dash, digits).
@@ -158,6 +158,8 @@ def load_issue(path: Path) -> Issue:
             f"cannot read issue file {path}: {exc.strerror or exc}",
             hint="pass an existing markdown file or an issue ID found under .issues/",
         ) from exc
+    if is_utf16(raw):  # its every other byte is NUL: not "not a text file"
+        raise UsageError(f"{path}:1:1: the file is UTF-16 text, not UTF-8", hint=UTF16_HINT)
     if b"\x00" in raw[:8192]:  # an image or archive: its bytes would become the prompts
         raise UsageError(
             f"{path} is not a text file (it contains NUL bytes), so it is not an issue",

@@ -46,15 +46,16 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
                 f"{ref} is a directory, not a loop file",
                 hint=f"name a loop file in it, e.g. {os.path.join(ref, 'NAME.yaml')}",
             )
-        if candidate.is_symlink():  # exists() followed it and found nothing
+        if candidate.is_symlink() and not candidate.exists():  # a link to nothing
             raise UsageError(
                 f"{ref} is a symbolic link that leads nowhere (its target does not exist, or "
                 "links lead in a circle)",
                 hint="point it at the loop file, or pass the file itself",
             )
-        if candidate.exists():  # never read: a pipe or a device could block forever
+        kind = _special_kind(candidate)
+        if kind is not None:  # never read: a pipe or a device could block forever
             raise UsageError(
-                f"{ref} is {_special_kind(candidate)}, not a regular file",
+                f"{ref} is {kind}, not a regular file",
                 hint="save the loop to a file and pass its path",
             )
         raise UsageError(
@@ -66,6 +67,7 @@ def _resolve(ref: str, cwd: Path | None) -> Path:
             path = folder / f"{ref}{suffix}"
             if path.is_file():
                 return path
+            _refuse_special(path, _shown(path, cwd))
     here = _file_named(ref, cwd)
     raise UsageError(
         f"no loop named {ref!r} in .loops/ or the built-ins"
@@ -89,14 +91,38 @@ def not_a_file(path: Path) -> str | None:
     return _special_kind(path) if path.exists() else None
 
 
-def _special_kind(path: Path) -> str:
-    """What a path that is neither a file nor a directory is, in a user's words."""
-    mode = path.stat().st_mode
+def _special_kind(path: Path) -> str | None:
+    """What a path that exists but is neither a regular file nor a directory is, else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
     if stat.S_ISFIFO(mode):
         return "a pipe (FIFO)"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "a device"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return None
+
+
+def _shown(path: Path, cwd: Path | None) -> str:
+    """`path` relative to the working directory when it lies under it (`.loops/x.yaml`)."""
+    try:
+        return str(path.relative_to((cwd or Path.cwd()).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _refuse_special(path: Path, shown: str) -> None:
+    """A pipe, socket or device where a loop file belongs is said as such (reading a pipe
+    would wait for a writer for ever), never "no loop named" with itself as the guess."""
+    kind = _special_kind(path)
+    if kind is not None:
+        raise UsageError(
+            f"{shown} is {kind}, not a regular file",
+            hint="a loop is a regular .yaml file: replace it with one, or remove it",
+        )
 
 
 def _file_named(ref: str, cwd: Path | None) -> str | None:
@@ -118,7 +144,7 @@ def near_loop_name(ref: str, folders: tuple[Path, ...]) -> str:
         if folder.is_dir()
         for suffix in SUFFIXES
         for path in folder.glob(f"*{suffix}")
-        if not is_suite_path(path)
+        if not is_suite_path(path) and path.is_file()
     }
     return did_you_mean_hint(ref, names)
 

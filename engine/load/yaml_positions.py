@@ -219,9 +219,13 @@ def _core_float(text: str) -> float | None:
         return None
 
 
+# What to do about a UTF-16 file (loop files here; issue files say the same).
+UTF16_HINT = "save it as UTF-8 (Windows PowerShell's `>` and Notepad's \"Unicode\" write UTF-16)"
+
+
 def decode(raw: bytes, file: str) -> str:
     """Bytes of a loop file → text; a binary or non-UTF-8 file becomes a diagnostic."""
-    if _utf16(raw):
+    if is_utf16(raw):
         raise YamlProblems(
             [
                 _diag(
@@ -230,8 +234,7 @@ def decode(raw: bytes, file: str) -> str:
                     file,
                     1,
                     1,
-                    "save it as UTF-8 (Windows PowerShell's `>` and Notepad's \"Unicode\" "
-                    "write UTF-16)",
+                    UTF16_HINT,
                 )
             ]
         )
@@ -267,7 +270,7 @@ def decode(raw: bytes, file: str) -> str:
         ) from None
 
 
-def _utf16(raw: bytes) -> bool:
+def is_utf16(raw: bytes) -> bool:
     """UTF-16 text: its byte order mark, or (without one) mostly-ASCII text whose every other
     byte is NUL."""
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):

@@ -98,13 +98,16 @@ class RunResult:
     error: str | None = None
     outputs: Mapping[str, Any] = field(default_factory=dict)
     terminal: str | None = None
+    # States whose agent CLI reported no cost (a child's as "state > inner"): `cost_usd` leaves
+    # their spend out, so it is a lower bound. In the JSON only when there are any.
+    cost_unknown_in: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "run_id": self.run_id,
             "loop": self.loop,
             "final_state": self.final_state,
@@ -116,6 +119,9 @@ class RunResult:
             "error": self.error,
             "outputs": dict(self.outputs),
         }
+        if self.cost_unknown_in:
+            data["cost_unknown_in"] = list(self.cost_unknown_in)
+        return data
 
 
 def run_json(stdout: str) -> dict[str, Any] | None:

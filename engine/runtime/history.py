@@ -15,6 +15,7 @@ keeps its rows — it is never dropped and recreated. A database newer than this
 from __future__ import annotations
 
 import base64
+import json
 import math
 import operator
 import os
@@ -185,6 +186,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # repository, or a row recorded before v7), so that a baseline measured on a dirty HEAD is
     # reused only for the same uncommitted code.
     ("ALTER TABLE harness_attempts ADD COLUMN git_worktree TEXT",),
+    # v8: a case whose subject's agent reported no cost (0: its cost_usd leaves that spend out).
+    ("ALTER TABLE suite_cases ADD COLUMN cost_known INTEGER NOT NULL DEFAULT 1",),
+    # v9: the states of a run whose agent reported no cost (JSON list; NULL: none known).
+    ("ALTER TABLE runs ADD COLUMN cost_unknown_in TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -237,6 +242,8 @@ class RunRow:
     error: str | None
     parent_run_id: str | None
     depth: int
+    # JSON list of the states whose agent reported no cost (NULL: none, or recorded before v9)
+    cost_unknown_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +360,7 @@ class SuiteCaseRow:
     cost_usd: float = 0.0
     workspace: str | None = None
     record: bytes | None = None  # zlib-compressed JSON of the outputs record
+    cost_known: bool = True  # False: the subject's agent reported no cost (not in cost_usd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,7 +398,7 @@ _BOOL_COLUMNS = frozenset({"exit_passed", "timed_out", "errored", "git_dirty"})
 _SUITE_RUN_COLUMNS = tuple(f.name for f in fields(SuiteRunRow))
 _SUITE_CASE_COLUMNS = tuple(f.name for f in fields(SuiteCaseRow))
 _SUITE_JUDGEMENT_COLUMNS = tuple(f.name for f in fields(SuiteJudgementRow))
-_SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed"})
+_SUITE_BOOLS = frozenset({"timed_out", "git_dirty", "is_bool", "passed", "cost_known"})
 _SuiteRow = TypeVar("_SuiteRow", SuiteCaseRow, SuiteJudgementRow)
 _SUITE_ROW_COLUMNS: dict[type, tuple[str, ...]] = {
     SuiteCaseRow: _SUITE_CASE_COLUMNS,
@@ -1106,6 +1114,7 @@ def run_end_write(
         "error": result.error,
         "parent_run_id": parent_run_id,
         "depth": depth,
+        "cost_unknown_in": list(result.cost_unknown_in),
     }
 
 
@@ -1140,7 +1149,7 @@ def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
     )
     db.execute(
         "UPDATE runs SET ended_at = ?, terminated_by = ?, final_state = ?, outcome = ?, "
-        "steps = ?, cost_usd = ?, error = ? WHERE run_id = ?",
+        "steps = ?, cost_usd = ?, error = ?, cost_unknown_in = ? WHERE run_id = ?",
         (
             w["ended_at"],
             w["terminated_by"],
@@ -1149,6 +1158,8 @@ def _apply_run_end(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
             w["steps"],
             w["cost_usd"],
             w["error"],
+            # a write spooled before v9 has no such key: nothing known to be unknown
+            json.dumps(w["cost_unknown_in"]) if w.get("cost_unknown_in") else None,
             w["run_id"],
         ),
     )
@@ -1188,7 +1199,13 @@ def _apply_attempt(db: sqlite3.Connection, w: Mapping[str, Any]) -> int:
 
 def _apply_suite_cases(db: sqlite3.Connection, w: Mapping[str, Any]) -> None:
     record = _SUITE_CASE_COLUMNS.index("record")
-    cases = [(*row[:record], _unpack(row[record]), *row[record + 1 :]) for row in w["cases"]]
+    cases = [
+        (*row[:record], _unpack(row[record]), *row[record + 1 :])
+        # a row spooled before v8 has no cost_known (before its created_at): it was known
+        if len(row) > len(_SUITE_CASE_COLUMNS)
+        else (*row[:record], _unpack(row[record]), True, *row[record + 1 :])
+        for row in w["cases"]
+    ]
     db.executemany(_SUITE_CASE_INSERT, cases)
     db.executemany(_SUITE_JUDGEMENT_INSERT, [tuple(row) for row in w["judgements"]])
 

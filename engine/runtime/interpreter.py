@@ -67,6 +67,9 @@ class RunState:
     stalls: dict[str, int] = field(default_factory=dict)  # checks without progress, per state
     diffs: dict[str, str] = field(default_factory=dict)  # diff_stall: last `git diff` digest
     cost_usd: float = 0.0
+    # States whose agent CLI reported no cost (a child's as "state > inner"): `cost_usd` is then
+    # a lower bound, not the spend (`explain` and the report say "+ unknown").
+    cost_unknown_in: list[str] = field(default_factory=list)
     started_at: str = ""
     elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
     # time.time() when this state was saved: the model calls logged after it are not in
@@ -379,7 +382,15 @@ def execute(
         # an agent CLI that reported no cost: its spend is in no total and no max_cost_usd
         **({} if result.cost_known else {"agent_cost_known": False}),
     )
+    if not result.cost_known:
+        note_cost_unknown(rs, state.name)
     return result, None
+
+
+def note_cost_unknown(rs: RunState, where: str) -> None:
+    """Record that the spend of `where` (a state, or "state > inner" in a child) is unknown."""
+    if where not in rs.cost_unknown_in:
+        rs.cost_unknown_in.append(where)
 
 
 def evaluate(
@@ -670,6 +681,7 @@ def _finish(
         error=error,
         outputs=outputs,
         terminal=terminal,
+        cost_unknown_in=tuple(rs.cost_unknown_in),
     )
     rt.recorder.emit(
         "loop_complete",

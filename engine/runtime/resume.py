@@ -63,6 +63,7 @@ class RunSnapshot:
     saved_at: float = 0.0  # when state.json (and its `elapsed_ms`) was written
     last_write: float = 0.0  # mtime of events.jsonl: the last sign of life of a killed run
     resume_queued: Record | None = None  # an `ll-loop resume --queue` of it, waiting for the lock
+    cost_unknown_in: tuple[str, ...] = ()  # states whose agent reported no cost (state.json)
 
     @property
     def status(self) -> Status:
@@ -158,7 +159,15 @@ def read_run(directory: Path, *, lock_pids: dict[str, Record] | None = None) -> 
         saved_at=_seconds(data.get("saved_at")),
         resume_queued=resume_queued,
         last_write=_mtime(directory / "events.jsonl"),
+        cost_unknown_in=_names(data.get("cost_unknown_in")),
     )
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A recorded list of names, () for anything else (an older or damaged state.json)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(v) for v in value if isinstance(v, str))
 
 
 def _seconds(value: Any) -> float:
@@ -221,6 +230,35 @@ def list_runs(root: Path | None = None) -> list[RunSnapshot]:
     pids = _lock_pids(root)
     found = (read_run(d, lock_pids=pids) for d in sorted(folder.iterdir(), reverse=True))
     return [s for s in found if s is not None]
+
+
+def unreadable_runs(root: Path | None = None) -> list[tuple[Path, str]]:
+    """The run directories `list_runs` leaves out, newest first, each with what is wrong: no
+    state.json at all, or one that does not parse (nor its temp copy)."""
+    folder = runs_root(root)
+    if not folder.is_dir():
+        return []
+    starting = _lock_pids(root)  # a run holding its lock before its first state.json
+    return [
+        (d, _state_problem(d))
+        for d in sorted(folder.iterdir(), reverse=True)
+        if d.is_dir()
+        and not d.is_symlink()
+        and d.name not in starting
+        and _readable_state(d) is None
+    ]
+
+
+def _state_problem(directory: Path) -> str:
+    if (directory / "state.json").exists():
+        return (
+            "its state.json is damaged (it does not parse); "
+            f"`ll-loop history {directory.name}` shows its events"
+        )
+    return (
+        "it has no state.json (the run died before its first state boundary): nothing to "
+        "resume; start the loop again"
+    )
 
 
 def find_run(ref: str, root: Path | None = None) -> RunSnapshot:

@@ -461,6 +461,9 @@ def make_hook(project_root: Path, load: ChildLoader) -> SubloopHook:
             rs.cost_usd += outcome.cost_usd  # a child with its own LLM services (see _run_child)
         else:
             rt.sync_cost(rs)  # shared services: the parent's max_cost_usd sees the child's spend
+        for inner in () if outcome.result is None else outcome.result.cost_unknown_in:
+            if f"{state.name} > {inner}" not in rs.cost_unknown_in:
+                rs.cost_unknown_in.append(f"{state.name} > {inner}")  # its spend: unknown
         if not rt.stop.requested:  # a stopped child is no result: the state runs again
             rs.captured[state.capture or state.name] = dict(outcome.capture)
         return Verdict(

@@ -342,6 +342,7 @@ def _run_arm(
                 exit_code=result.exit_code,
                 duration_ms=result.duration_ms,
                 cost_usd=_subject_cost(run),
+                cost_known=_subject_cost_known(run),
                 stdout=result.output,
                 stderr=result.stderr,
                 workspace=kept,
@@ -392,6 +393,7 @@ def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> Ar
         timed_out=result.timed_out,
         duration_ms=result.duration_ms,
         cost_usd=_subject_cost(run),
+        cost_known=_subject_cost_known(run),
         stdout=result.output,
         stderr=result.stderr,
         workspace=kept,
@@ -400,6 +402,13 @@ def _failed_arm(arm: str, suite: Suite, run: SubjectRun, kept: str | None) -> Ar
 
 def _subject_cost(run: SubjectRun) -> float:
     return float(run.extra.get("cost_usd") or run.result.cost_usd or 0.0)
+
+
+def _subject_cost_known(run: SubjectRun) -> bool:
+    """False when the subject's agent (or a loop subject's, `cost_unknown_in`) reported no cost."""
+    nested = run.extra.get("run")
+    unknown = isinstance(nested, Mapping) and bool(nested.get("cost_unknown_in"))
+    return run.result.cost_known and not unknown
 
 
 def _errored(suite: Suite, reason: str) -> tuple[JudgeOutcome, ...]:

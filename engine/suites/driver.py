@@ -8,6 +8,7 @@ The report is built from the run's rows, so a resumed run reports what an uninte
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import fnmatch
 import hashlib
@@ -194,6 +195,17 @@ def _run(
     recording = history if options.record else None
     plan = _admit(loaded, options, recording, cwd, read)
     settings, options = plan.settings, plan.options
+    try:
+        # A refusal here (no Ray, an --address nothing answers at) is one before the run:
+        # made before its history row, it leaves no unfinished run (nor an empty directory).
+        pool = executor or _executor(options, loaded)
+    except BaseException:
+        if plan.new_row is not None:
+            with contextlib.suppress(OSError):
+                Path(settings.run_dir).rmdir()
+        raise
+    if recording is not None and plan.new_row is not None:
+        recording.record_suite_run(plan.new_row)
     lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
     try:
         done_rows = _previous(recording, settings.run_id)
@@ -217,7 +229,6 @@ def _run(
         )
         display.start(resumed=len(plan.cases) - len(todo))
         rows = _Rows(done_rows.cases, done_rows.judgements)
-        pool = executor or _executor(options, loaded)
         recorded = set(done_rows.finished)
         batch = _Batch(recording)
         _quick_switching(True)
@@ -320,6 +331,9 @@ class _Plan:
     options: SuiteOptions
     cases: list[Case]
     baseline_run: SuiteRunRow | None
+    # The history row of a new run, written once the run can start (its executor made): a
+    # refusal before that leaves no unfinished run behind.
+    new_row: SuiteRunRow | None = None
 
 
 def _admit(
@@ -363,9 +377,10 @@ def _admit(
         subject_hashes=subject_hashes(suite),
         keep_records=options.measure_baseline or suite.pairwise is not None,
     )
+    new_row = None
     if history is not None and run_row is None:
-        history.record_suite_run(_run_row(suite, settings, options, len(cases), cwd))
-    return _Plan(settings, options, cases, baseline_run)
+        new_row = _run_row(suite, settings, options, len(cases), cwd)
+    return _Plan(settings, options, cases, baseline_run, new_row)
 
 
 def _small_copies(suite: Suite, root: Path) -> bool:
@@ -889,6 +904,7 @@ def to_rows(
                 cost_usd=arm.cost_usd,
                 workspace=arm.workspace,
                 record=arm.record,
+                cost_known=arm.cost_known,
             )
         )
         for judge in arm.judges:

@@ -57,8 +57,9 @@ def _headline(result: SuiteResult) -> str:
     if result.resumed:
         parts.append(f"{result.resumed} from before the resume")
     parts.append(f"{result.duration_ms / 1000:.1f}s")
-    if result.cost_usd:
-        parts.append(f"${result.cost_usd:.4f}")
+    unknown = any(not c.cost_known for c in result.cases)  # an agent reported no cost
+    if result.cost_usd or unknown:
+        parts.append(f"${result.cost_usd:.4f}" + (" + unknown" if unknown else ""))
     return f"Suite {result.suite}: {result.verdict.value}  ({', '.join(parts)})"
 
 
@@ -153,6 +154,8 @@ def suite_json(result: SuiteResult) -> dict[str, Any]:
         "resumed": result.resumed,
         "duration_ms": result.duration_ms,
         "cost_usd": round(result.cost_usd, 6),
+        # some case's agent reported no cost: `cost_usd` leaves its spend out
+        **({} if all(c.cost_known for c in result.cases) else {"cost_known": False}),
         "judges": [s.to_json() for s in result.summaries],
         "baseline_subject": [s.to_json() for s in result.baseline_summaries] or None,
         "baseline_run": result.baseline_run,
@@ -167,6 +170,7 @@ def suite_json(result: SuiteResult) -> dict[str, Any]:
                 "timed_out": c.timed_out,
                 "duration_ms": c.duration_ms,
                 "cost_usd": round(c.cost_usd, 6),
+                **({} if c.cost_known else {"cost_known": False}),  # not in cost_usd
                 "workspace": c.workspace,
             }
             for c in result.cases

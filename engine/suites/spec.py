@@ -119,6 +119,7 @@ class ArmOutcome:
     stderr: str = ""
     workspace: str | None = None  # kept with --keep-workspaces
     record: bytes | None = None  # the outputs record, compressed JSON
+    cost_known: bool = True  # False: its agent reported no cost (not in cost_usd)
 
 
 @dataclass(frozen=True)
