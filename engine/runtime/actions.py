@@ -506,3 +506,16 @@ def read_back(result: ActionResult, who: str) -> tuple[ActionResult, str | None]
             )
         whole[key] = text
     return replace(result, output=whole["output"], stderr=whole["stderr"]), None
+
+
+def judge_output(result: ActionResult) -> ActionResult:
+    """A judge command's result with its whole output (see `read_back`); a crashed command's as
+    it is (its judge says it crashed), and `JudgeError` when the output cannot be had."""
+    from engine.judges.result import JudgeError
+
+    if result.crashed:
+        return result
+    whole, problem = read_back(result, "the judge's command")
+    if problem is not None:
+        raise JudgeError(problem)
+    return whole

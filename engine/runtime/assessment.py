@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.judges import Assessment, JudgeEnv, JudgeResult, assess, build_record
-from engine.judges.result import JudgeError
 from engine.llm import settings as llm_settings
 from engine.model.loop import Evaluate, Loop, State
 from engine.model.ports import ActionResult, Verdict
-from engine.runtime.actions import ActionRunner, read_back
+from engine.runtime.actions import ActionRunner, judge_output, read_back
 from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 
 if TYPE_CHECKING:
@@ -54,17 +53,7 @@ class ShellCommands:
         finally:
             listeners.remove(runner.terminate)
             runner.close()
-        return _whole(result)
-
-
-def _whole(result: ActionResult) -> ActionResult:
-    """A judge command's result with its whole output (see `read_back`)."""
-    if result.crashed:
-        return result
-    whole, problem = read_back(result, "the judge's command")
-    if problem is not None:
-        raise JudgeError(problem)
-    return whole
+        return judge_output(result)
 
 
 def before_action(loop: Loop, state: State, rt: Runtime) -> Baseline | None:

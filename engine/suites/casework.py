@@ -34,7 +34,7 @@ from engine.model.errors import InterpolationError, LoopError
 from engine.model.expressions import lone_expression
 from engine.model.ports import ActionResult
 from engine.model.suite import Case, Hook, Subject, Suite
-from engine.runtime.actions import ActionRunner, read_back
+from engine.runtime.actions import ActionRunner, judge_output
 from engine.runtime.workspace import Baseline, baseline, modified_files, read_files
 from engine.shell.interpolate import evaluate, render_shell, render_text
 from engine.suites import workspace as workspaces
@@ -521,12 +521,7 @@ class _Commands:
             result = runner.run_shell(command, state=f"judge-{label}", timeout=timeout or 300.0)
         finally:
             runner.close()
-        if result.crashed:
-            return result
-        whole, problem = read_back(result, "the judge's command")
-        if problem is not None:
-            raise JudgeError(problem)
-        return whole
+        return judge_output(result)
 
 
 def _typed(ns: Mapping[str, Any]) -> Callable[[str], Any]:
