@@ -177,6 +177,31 @@ def test_a_value_xargs_would_pass_on_as_an_option_is_refused(template: str, valu
 @pytest.mark.parametrize(
     ("template", "value"),
     [
+        ("xargs -rd, tar -cf x.tar --checkpoint=1 f", "a,--checkpoint-action=exec=touch PX"),
+        ("xargs --delim=, tar -cf x.tar --checkpoint=1 f", "a,--checkpoint-action=exec=touch PX"),
+        ("xargs -r0d, tar -cf x.tar --checkpoint=1 f", "a,--checkpoint-action=exec=touch PX"),
+        (
+            "xargs -rI echo tar -cf x.tar --checkpoint=1 f echo",
+            "x\n--checkpoint-action=exec=touch PX",
+        ),
+    ],
+)
+def test_xargs_options_are_read_as_its_getopt_reads_them(template: str, value: str) -> None:
+    """`xargs -rd,` is `-r -d ,` and `--delim=,` is `--delimiter=,`: read as unknown words they
+    left xargs splitting at blanks, so `a,--checkpoint-action=exec=...` passed and tar ran it;
+    `-rI echo` took `echo` (the -I string) for xargs's command, which reads no options."""
+    script = f"touch f; echo ${{context.v}} | {template}"
+    assert "a piece starting with `-` would be an option" in refused(script, v=value)
+
+
+def test_xargs_bundled_options_keep_their_delimiter_for_plain_values() -> None:
+    ran = run_bash(render("echo ${context.v} | xargs -rd, touch", v="x-1,y-2"))
+    assert (ran.returncode, ran.created) == (0, ["x-1", "y-2\n"]), ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
         ("echo ${context.v} | xargs -n1 basename", "a/b c-d"),
         ("printf '%s\\n' ${context.v} | xargs rm -f --", "-rf"),
         ("echo ${context.v} | xargs -d , echo", "a,-n"),

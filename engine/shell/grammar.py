@@ -984,18 +984,84 @@ def _xargs_line(words: list[str | None]) -> str:
     first = (words[0] or "").rsplit("/", 1)[-1] if words else ""
     if at is None or (at > 0 and first not in WRAPPER_OPERANDS):
         return ""
-    i = at + 1
-    while i < len(words) and words[i] is not None and str(words[i]).startswith("-"):
-        i += 2 if words[i] in _XARGS_WITH_ARGUMENT else 1
-    command = words[i:]
+    start = xargs_options(words[at:])[0]
+    command = words[at + start :] if start is not None else [None]
     if not command or command[0] == "echo" or "--" in command[1:]:
         return ""
     return " ".join("…" if w is None else w for w in words[at:])
 
 
-_XARGS_WITH_ARGUMENT = frozenset(
-    {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"}
-)
+# GNU xargs's options as its getopt reads them: short ones bundle (`-rd,` is `-r -d ,`), an
+# argument is the rest of the word or the next word (`-d`), or only the rest of the word (`-i`);
+# a long one may be shortened to any unambiguous start (`--delim=,`).
+_XARGS_SHORT_FLAGS = frozenset("0prtxo")
+_XARGS_SHORT_WITH_ARGUMENT = frozenset("adEILnPs")
+_XARGS_SHORT_OPTIONAL = frozenset("eil")
+_XARGS_LONG = {
+    "--arg-file": True, "--delimiter": True, "--max-args": True, "--max-procs": True,
+    "--max-chars": True, "--process-slot-var": True, "--eof": False, "--replace": False,
+    "--max-lines": False, "--null": False, "--no-run-if-empty": False, "--interactive": False,
+    "--open-tty": False, "--verbose": False, "--exit": False, "--show-limits": False,
+    "--help": False, "--version": False,
+}  # fmt: skip
+"""Long options of xargs, and whether each takes its argument from the next word."""
+_XARGS_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0", "a": "\a", "b": "\b"}
+
+
+def xargs_options(words: Sequence[str | None]) -> tuple[int | None, str | None]:
+    """Where the command of `xargs ...` (`words`, `xargs` first) starts (None when an option
+    not read here may take the next word), and the delimiter it splits its input at: None when
+    it splits at blanks (honouring quotes), the character of `-0` or `-d X` (the last one given
+    wins), or "" when it is not known (after an option or a delimiter not read here, or one
+    named at run time)."""
+    delimiter: str | None = None
+    i = 1
+    while i < len(words) and words[i] is not None and str(words[i]).startswith("-"):
+        word = str(words[i])
+        if word == "--":
+            return i + 1, delimiter
+        if word.startswith("--"):
+            name, equals, given = word.partition("=")
+            starts = [o for o in _XARGS_LONG if o.startswith(name)]
+            option = name if name in _XARGS_LONG else starts[0] if len(starts) == 1 else None
+            if option is None:
+                return None, ""
+            if _XARGS_LONG[option] and not equals:
+                i += 1
+                given = (words[i] or "…") if i < len(words) else ""
+            if option == "--null":
+                delimiter = "\0"
+            elif option == "--delimiter":
+                delimiter = _delimiter_char(given)
+        else:
+            for at, letter in enumerate(word[1:], 2):
+                if letter == "0":
+                    delimiter = "\0"
+                elif letter in _XARGS_SHORT_WITH_ARGUMENT or letter in _XARGS_SHORT_OPTIONAL:
+                    given = word[at:]
+                    if not given and letter in _XARGS_SHORT_WITH_ARGUMENT:
+                        i += 1
+                        given = (words[i] or "…") if i < len(words) else ""
+                    if letter == "d":
+                        delimiter = _delimiter_char(given)
+                    break
+                elif letter not in _XARGS_SHORT_FLAGS:
+                    return None, ""
+        i += 1
+    return i, delimiter
+
+
+def _delimiter_char(given: str) -> str:
+    """The one character `xargs -d` reads from `given` (`,`, `\\n`, `\\x2c`, `\\054`), or ""."""
+    if len(given) == 1 and given != "…":
+        return given
+    if given[:1] == "\\" and given[1:] in _XARGS_ESCAPES:
+        return _XARGS_ESCAPES[given[1:]]
+    if re.fullmatch(r"\\x[0-9a-fA-F]{1,2}", given):
+        return chr(int(given[2:], 16))
+    if re.fullmatch(r"\\[0-7]{1,3}", given):
+        return chr(int(given[1:], 8))
+    return ""
 
 
 def _feeds_stdin(redirect: Node) -> bool:
