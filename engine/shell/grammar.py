@@ -1876,7 +1876,8 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
 
 
 def _history_expansion(root: Node, source: bytes, text: str) -> str:
-    """Where the script may turn on history expansion (`set -H`, `set -o histexpand`), or "".
+    """Where the script may turn on history expansion (`set -H`, `set -o histexpand`, `shopt
+    -so histexpand`, which sets the options of `set -o`), or "".
 
     Bash then replaces `!!`, `!-2`, `!?text?` in each line it reads — inside a value's double
     quotes too — with earlier lines of the script, values and quotes included, before it parses
@@ -1888,13 +1889,20 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
         words = _command_words(node)
         while words and words[0] in ("builtin", "command"):
             words = words[1:]
-        if words[:1] != ["set"]:
+        if words[:1] == ["shopt"]:
+            flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-")
+            on = "s" in flags and "o" in flags and "histexpand" in words[1:]
+        elif words[:1] == ["set"]:
+            on = any(
+                (word == "histexpand" and before is not None and before[:1] == "-")
+                or (word is not None and re.fullmatch(r"-[a-zA-Z]*H[a-zA-Z]*", word))
+                for before, word in itertools.pairwise(words)
+            )
+        else:
             continue
-        for before, word in itertools.pairwise(words):
-            on = word == "histexpand" and before is not None and before[:1] == "-"
-            if on or (word is not None and re.fullmatch(r"-[a-zA-Z]*H[a-zA-Z]*", word)):
-                line, _ = _point(source, node.start_byte)
-                return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
+        if on:
+            line, _ = _point(source, node.start_byte)
+            return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
     return ""
 
 
