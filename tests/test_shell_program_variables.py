@@ -147,6 +147,16 @@ GIT_SETTINGS = {
         "touch ../CANARY;",
     ),
     "a setting named by the value": ("git -c ${context.v} x", "alias.x=!touch CANARY"),
+    # a value-pattern after the value (`list`, `get`) is no read: the alias is written
+    "an alias written with a value-pattern": (
+        "git init -q r && cd r\ngit config alias.x ${context.v} list\ngit x",
+        "!touch ../CANARY",
+    ),
+    "an ssh command written with a value-pattern": (
+        "git init -q r && cd r\ngit config core.sshCommand ${context.v} get\n"
+        "git ls-remote ssh://h/x",
+        "touch ../CANARY;",
+    ),
 }
 
 

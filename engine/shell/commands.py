@@ -372,7 +372,7 @@ _GIT_DATA_SETTING = re.compile(
 )
 _GIT_WITH_ARGUMENT = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
 _GIT_CONFIG_WITH_ARGUMENT = frozenset(
-    {"-f", "--file", "--blob", "--type", "--comment", "--default"}
+    {"-f", "--file", "--blob", "-t", "--type", "--comment", "--default"}
 )
 _GIT_CONFIG_READS = frozenset(
     {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--unset",
@@ -411,17 +411,16 @@ def _git_role(words: list[Word], index: int) -> Verdict | None:
         i += 2 if word in _GIT_WITH_ARGUMENT else 1
     if i >= len(words) or words[i] != "config" or index <= i:
         return None
-    rest = words[i + 1 :]
-    if any(w in _GIT_CONFIG_READS for w in rest):
-        return None
     at, key = i + 1, None
-    while at < len(words):
+    while at < len(words):  # a read is said before the key: `get`/`list`/`unset` first of all
         word = words[at]
-        if word in ("set", "--add", "--replace-all") or (word or "").startswith("--"):
-            at += 2 if word in _GIT_CONFIG_WITH_ARGUMENT else 1
-            continue
+        if word in _GIT_CONFIG_READS and ((word or "")[:1] == "-" or at == i + 1):
+            return None
         if word in _GIT_CONFIG_WITH_ARGUMENT:
             at += 2
+            continue
+        if (word == "set" and at == i + 1) or (word or "").startswith("--"):
+            at += 1
             continue
         key = word
         break
