@@ -194,6 +194,12 @@ COMMAND_OPTIONS = {
         "exec=touch CANARY",
     ),
     "scp -o": ("echo a > a\nscp -o ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+    # as getopt reads them: a bundle ending in the option, a shortened long option, old style
+    "tar -cvI": ("echo a > a\ntar -cvI ${context.v} -f b.tar a", "touch CANARY;"),
+    "tar --to-com": (TAR + "tar -xf a.tar --to-com ${context.v}", "touch CANARY"),
+    "tar cIf": ("echo a > a\ntar cIf ${context.v} b.tar a", "touch CANARY;"),
+    "scp -qo": ("echo a > a\nscp -qo ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+    "scp -qoX=": ("echo a > a\nscp -qoProxyCommand=${context.v} a h:y", "touch CANARY"),
 }
 
 
@@ -213,6 +219,11 @@ def test_the_other_words_of_those_programs_are_data() -> None:
         "tar -xf a.tar -- ${context.v}",
         "scp -o BatchMode=yes a ${context.v}",
         "vim ${context.v}",
+        "tar -xvzf ${context.v} -C out",
+        "tar --checkpoint=1 -cf ${context.v} a",
+        "tar xf ${context.v}",
+        "rsync -avz ${context.v} h:y",
+        "scp -qP 22 ${context.v} h:y",
     ):
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
 

@@ -344,21 +344,51 @@ _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
 
 def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | None:
     """The argument of one of `_COMMAND_OPTIONS` (`--to-command X`, `--to-command=X`, `-IX`,
-    given as its option word by the grammar) is code; None for any other word."""
+    given as its option word by the grammar) is code; None for any other word.
+
+    Read as getopt reads them: a short option may end a bundle (`tar -cvI X`, `scp -qo X`,
+    `rsync -ave X`), a long one may be shortened (`--to-com X`), and tar's first word may be
+    old-style letters whose arguments follow in order (`tar cIf X b.tar`)."""
     options = _COMMAND_OPTIONS[base]
     if "--" in words[1:index]:
         return None
     word, before = words[index], words[index - 1] if index > 1 else None
-    attached = word is not None and (
-        word in options or word.split("=", 1)[0] in options
-        or any(len(o) == 2 and word.startswith(o) for o in options)
-    )  # fmt: skip
-    if attached or before in options:
-        option = before if not attached else (word or "").split("=", 1)[0]
-        return Verdict(
-            Role.CODE, f"the argument of `{base} {option}`, a command or program it runs"
-        )
+    option = _runs_option(word, options) if word is not None else None
+    if option is None and before is not None and not _has_argument(before, options):
+        option = _runs_option(before, options)
+    first = words[1] if len(words) > 1 else None
+    if option is None and base == "tar" and first is not None and first[:1] not in ("-", ""):
+        letters = [c for c in first if f"-{c}" in options]
+        if letters and 1 < index <= 1 + len(first):
+            option = f"{first} (-{letters[0]})"
+    if option is None:
+        return None
+    return Verdict(Role.CODE, f"the argument of `{base} {option}`, a command or program it runs")
+
+
+_DATA_LONG_OPTIONS = frozenset({"--checkpoint"})
+"""Long options that are the start of one of `_COMMAND_OPTIONS` but data themselves."""
+
+
+def _runs_option(word: str, options: frozenset[str]) -> str | None:
+    """The option of `options` that `word` is or may start (`--to-command=`, `--to-com`, `-I`,
+    `-cvI`, `-qoProxyCommand=`), whose argument follows it or is its own rest; or None."""
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        if len(name) < 3 or name in _DATA_LONG_OPTIONS:
+            return None
+        return next((o for o in sorted(options) if o.startswith("--") and o.startswith(name)), None)
+    if word.startswith("-") and len(word) > 1:
+        return next((f"-{c}" for c in word[1:] if f"-{c}" in options), None)
     return None
+
+
+def _has_argument(word: str, options: frozenset[str]) -> bool:
+    """Whether `word` (`--to-command=x`, `-Ix`) carries its option's argument itself."""
+    if word.startswith("--"):
+        return "=" in word
+    option = _runs_option(word, options)
+    return option is not None and not word.endswith(option[1])
 
 
 # git settings whose value is data; any other may be a command (`core.pager`, `core.sshCommand`,
