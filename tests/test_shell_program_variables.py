@@ -116,6 +116,11 @@ LOADERS = {
     ),
     "node -r": (EVIL_JS + "echo '' > a.js\nnode -r ${context.v} a.js", "./evil.js"),
     "perl -I": (EVIL_PM + "perl -I ${context.v} x.pl", "evil"),
+    # `-x` takes its directory only attached (`-xdir`): the next word is the script
+    "perl -x, then the script": (
+        "printf '#!perl\\nopen(F, \">CANARY\");\\n' > evil.pl\nperl -x ${context.v}",
+        "evil.pl",
+    ),
 }
 
 

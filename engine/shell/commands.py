@@ -81,7 +81,7 @@ _SHELLS = SHELLS
 # an argument (which is then a value); the first non-option word is a script file (code).
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
-    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-x"})),
+    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset()),
     "ruby": (frozenset({"-e"}), frozenset({"-C"})),
     "node": (frozenset({"-e", "--eval", "-p", "--print"}), frozenset()),
     "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
