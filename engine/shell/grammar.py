@@ -266,7 +266,7 @@ _RESERVED_CLOSERS = {
 }
 
 
-_WIDE_BEFORE_ESCAPE = re.compile(rb"[\x80-\xff][\\`|]")
+_WIDE_BEFORE_ESCAPE = re.compile(rb"[\x80-\xff][\\`|}\]]")
 
 
 _QUOTED_TEXT = ("raw_string", "comment", "string", "string_content", "heredoc_body",
@@ -276,15 +276,24 @@ _QUOTED_TEXT = ("raw_string", "comment", "string", "string_content", "heredoc_bo
 
 def _wide_before_escape(root: Node, source: bytes, facts: _Facts) -> int | None:
     """Where the script writes a backslash, backtick or `|` right after a byte over 0x7F
-    (outside '...', comments and quoted here-document bodies), which a locale such as GBK reads
-    as the second byte of one character (`中` is E4 B8 AD in UTF-8, and AD 5C is a character):
-    there bash's quoting or pipeline is not the grammar's (`eval 中| cat ${...}` hands the
-    value to eval). None if nowhere."""
+    (outside '...', comments and quoted here-document bodies), or a `}` or `]` that closes
+    something (not one in text or ending a plain word), which a locale such as GBK reads as the
+    second byte of one character (`中` is E4 B8 AD in UTF-8, and AD 5C is a character): there
+    bash's quoting, pipeline or expansion is not the grammar's (`eval 中| cat ${...}` hands the
+    value to eval; `"${X:-中}" ${...} "}"` puts the value inside the `${X:-...}`, in double
+    quotes, where `$(...)` runs). None if nowhere."""
     for match in _WIDE_BEFORE_ESCAPE.finditer(source):
         at = match.start() + 1
         node = root.descendant_for_byte_range(at, at + 1)
         literal = any(doc.start <= at < doc.end and not doc.expands for _, doc in facts.heredocs)
-        quiet = _QUOTED_TEXT if source[at : at + 1] == b"|" else ("raw_string", "comment")
+        char = source[at : at + 1]
+        quiet: tuple[str, ...]
+        if char == b"|":
+            quiet = _QUOTED_TEXT
+        elif char in (b"}", b"]"):  # a closer only of `${...}`, `$[...]`, a subscript
+            quiet = (*_QUOTED_TEXT, "word")
+        else:
+            quiet = ("raw_string", "comment")
         if not literal and (node is None or node.type not in quiet):
             return at
     return None
@@ -304,7 +313,8 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
       `echo == a ' ] x` its pattern is `a ' `, while bash's `'` opens a string that runs on
       past it.
     - In a GBK, Big5 or Shift_JIS locale a byte over 0x7F takes the next byte with it, a
-      backslash, a backtick or a `|` too, so `"中\\"` does not end where the grammar ends it.
+      backslash, a backtick, a `|`, `}` or `]` too, so `"中\\"` does not end where the grammar
+      ends it, nor `${X:-中}`.
     - After a plain command's `==` the grammar reads on past the newline (`echo ==` + newline +
       `eval x` is one command to it, two to bash); between a command's words bash allows only
       blanks and escaped newlines.
@@ -355,9 +365,9 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
     if wide is not None:
         line, column = _point(source, wide)
         return (
-            f"a backslash, backtick or `|` right after a non-ASCII character at line {line}, "
-            f"column {column}, which bash in a GBK, Big5 or Shift_JIS locale reads as part of "
-            "that character (put a space or a quote between them, or write $'\\uXXXX')"
+            "a backslash, backtick, `}`, `]` or `|` right after a non-ASCII character at line "
+            f"{line}, column {column}, which bash in a GBK, Big5 or Shift_JIS locale reads as "
+            "part of that character (put a space or a quote between them, or write $'\\uXXXX')"
         )
     for node in _captures(root, "command"):
         joined = _joined_line(node, source)
