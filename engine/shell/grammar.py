@@ -973,14 +973,18 @@ def _echoes(stage: Node, chain: list[Node], source: bytes) -> bool:
            inner[1:]) or not inner or inner[0].type == "command_name":  # fmt: skip
         return False
     words = _command_words(stage)
-    if words[:1] == ["echo"]:
+    if words[:1] == ["echo"]:  # every word before the hole's written out: none is `-e` unseen
+        before = [c for c in stage.children[1:] if c.end_byte <= inner[0].start_byte]
+        if any(_literal(c) is None for c in before):
+            return False
         flags = [w for w in itertools.takewhile(lambda w: w is not None, words[1:]) if w]
         options = itertools.takewhile(lambda w: w.startswith("-"), flags)
         return b"xpg_echo" not in source and all(set(w[1:]) <= set("nE") for w in options)
-    return (
+    return (  # the format first (`printf -- '%b'` is no `%s` format)
         words[:1] == ["printf"]
         and len(words) > 1
         and words[1] is not None
+        and not words[1].startswith("-")
         and re.fullmatch(r"(?:[^%\\]|%s|%%|\\[ntr0])*", words[1]) is not None
     )
 
