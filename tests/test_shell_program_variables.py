@@ -105,6 +105,9 @@ EVIL_JS = 'echo \'require("fs").writeFileSync("CANARY", "")\' > evil.js\n'
 EVIL_PM = (
     "mkdir -p evil; echo 'open(F, \">CANARY\"); 1;' > evil/strict.pm; echo 'use strict;' > x.pl\n"
 )
+GIT_SRC = (
+    "git init -q src && git -C src -c user.name=a -c user.email=a@b commit -q --allow-empty -m x\n"
+)
 LOADERS = {
     "node -r, then the script": (
         EVIL_JS + "echo '' > p.js\nnode -r ./p.js ${context.v}",
@@ -117,6 +120,11 @@ LOADERS = {
     "node -r": (EVIL_JS + "echo '' > a.js\nnode -r ${context.v} a.js", "./evil.js"),
     "perl -I": (EVIL_PM + "perl -I ${context.v} x.pl", "evil"),
     # `-x` takes its directory only attached (`-xdir`): the next word is the script
+    "git clone --template": (
+        "mkdir -p t/hooks && printf '#!/bin/sh\\ntouch ../CANARY\\n' > t/hooks/post-checkout\n"
+        "chmod +x t/hooks/post-checkout\n" + GIT_SRC + "git clone -q --template=${context.v} src d",
+        "t",
+    ),
     "perl -x, then the script": (
         "printf '#!perl\\nopen(F, \">CANARY\");\\n' > evil.pl\nperl -x ${context.v}",
         "evil.pl",
@@ -152,6 +160,12 @@ GIT_SETTINGS = {
         "touch ../CANARY;",
     ),
     "a setting named by the value": ("git -c ${context.v} x", "alias.x=!touch CANARY"),
+    # `git clone -c` sets the new repository's settings before it fetches
+    "a clone's ssh command": ("git clone -q -c core.sshCommand=${context.v} ssh://h/x d", SSH),
+    "a clone's setting named by the value": (
+        "git clone -q --config ${context.v} ssh://h/x d",
+        "core.sshCommand=touch CANARY;",
+    ),
     # a value-pattern after the value (`list`, `get`) is no read: the alias is written
     "an alias written with a value-pattern": (
         "git init -q r && cd r\ngit config alias.x ${context.v} list\ngit x",
@@ -204,6 +218,19 @@ COMMAND_OPTIONS = {
     "tar --to-com": (TAR + "tar -xf a.tar --to-com ${context.v}", "touch CANARY"),
     "tar cIf": ("echo a > a\ntar cIf ${context.v} b.tar a", "touch CANARY;"),
     "scp -qo": ("echo a > a\nscp -qo ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+    # git runs these through a shell for a local or ssh remote
+    "git ls-remote --upload-pack=": (
+        GIT_SRC + "git ls-remote --upload-pack=${context.v} src",
+        "touch CANARY; git-upload-pack",
+    ),
+    "git clone -u": (
+        GIT_SRC + "git clone -q -u ${context.v} src d",
+        "touch CANARY; git-upload-pack",
+    ),
+    "git fetch --upload-pack": (
+        GIT_SRC + "cd src && git fetch -q --upload-pack ${context.v} ../src",
+        "touch ../CANARY; git-upload-pack",
+    ),
     "scp -qoX=": ("echo a > a\nscp -qoProxyCommand=${context.v} a h:y", "touch CANARY"),
 }
 
@@ -229,6 +256,9 @@ def test_the_other_words_of_those_programs_are_data() -> None:
         "tar xf ${context.v}",
         "rsync -avz ${context.v} h:y",
         "scp -qP 22 ${context.v} h:y",
+        "git clone -c user.name=${context.v} src d",
+        "git clone --depth 1 src ${context.v}",
+        "git fetch origin ${context.v}",
     ):
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
 

@@ -324,6 +324,11 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     return _hidden_code(base, words, index, depth, functions)
 
 
+RUNS_COMMAND = "a command or program it runs"
+LOADS_CODE = "which names code it loads"
+"""What the argument of an option that runs or loads code is (`tar --to-command`, `node -r`)."""
+
+
 # Options of common programs whose argument is a command they run, a program, or a file of
 # settings that can name one: `tar --to-command=CMD`, `tar -I PROG`, `scp -o ProxyCommand=CMD`,
 # `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`.
@@ -439,6 +444,8 @@ def _git_role(words: list[Word], index: int) -> Verdict | None:
         if i == index and word.startswith(("--exec-path", "--config-env")):
             return Verdict(Role.CODE, f"the git option `{word.split('=')[0]}`, which names code")
         i += 2 if word in _GIT_WITH_ARGUMENT else 1
+    if i < len(words) and index > i and words[i] in _GIT_SUBCOMMAND_CODE:
+        return _git_subcommand_role(str(words[i]), words, i, index)
     if i >= len(words) or words[i] != "config" or index <= i:
         return None
     at, key = i + 1, None
@@ -457,6 +464,48 @@ def _git_role(words: list[Word], index: int) -> Verdict | None:
     if index <= at:
         return None  # an option or the key itself
     return _git_setting(None if key is None else key + "=")
+
+
+# Options of git's commands whose argument is a command git runs (`--upload-pack`, `-u`,
+# `--receive-pack`, `--exec`: through a shell, for a local or ssh remote) or a template folder
+# whose hooks it runs (`--template`), and `clone -c KEY=VALUE`, a setting of the new repository
+# in force for the clone itself (`core.sshCommand`).
+_GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
+    "clone": frozenset({"--upload-pack", "-u", "--template"}),
+    "fetch": frozenset({"--upload-pack"}),
+    "pull": frozenset({"--upload-pack"}),
+    "ls-remote": frozenset({"--upload-pack", "--exec"}),
+    "push": frozenset({"--receive-pack", "--exec"}),
+    "archive": frozenset({"--exec"}),
+    "init": frozenset({"--template"}),
+}
+_GIT_SUBCOMMAND_SETTING = frozenset({"-c", "--config"})
+
+
+def _git_subcommand_role(command: str, words: list[Word], at: int, index: int) -> Verdict | None:
+    """The word at `index` after `git COMMAND` (at `at`): code when it is the argument of one of
+    `_GIT_SUBCOMMAND_CODE`, a setting when it is `clone -c`'s; else None."""
+    if "--" in words[at + 1 : index]:
+        return None
+    word, before = words[index], words[index - 1]
+    if command == "clone":
+        if word is not None and word.startswith("--config="):
+            return _git_setting(word.split("=", 1)[1])
+        if (
+            before is not None
+            and not _has_argument(before, _GIT_SUBCOMMAND_SETTING)
+            and _runs_option(before, _GIT_SUBCOMMAND_SETTING) is not None
+        ):
+            return _git_setting(word)
+    options = _GIT_SUBCOMMAND_CODE[command]
+    option = _runs_option(word, options) if word is not None else None
+    if option is None and before is not None and not _has_argument(before, options):
+        option = _runs_option(before, options)
+    if option is None:
+        return None
+    if option == "--template":
+        return Verdict(Role.CODE, f"the argument of `git {command} --template`, {LOADS_CODE}")
+    return Verdict(Role.CODE, f"the argument of `git {command} {option}`, {RUNS_COMMAND}")
 
 
 _WRITES_ITS_WORDS = frozenset({"echo", "printf"})
