@@ -243,6 +243,9 @@ def test_text_is_refused_as_a_command_an_option_runs(name: str) -> None:
     with pytest.raises(InterpolationError) as caught:
         render_shell(template, {"context": {"v": value}})
     assert "a command or program it runs" in caught.value.reason
+    # not the hint for code that takes data: "$LL_CONTEXT_v" there would run the same way
+    assert "would be run the same way" in caught.value.reason
+    assert "to hand this value to the code" not in caught.value.reason
 
 
 def test_the_other_words_of_those_programs_are_data() -> None:

@@ -368,7 +368,7 @@ def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | 
             option = f"{first} (-{letters[0]})"
     if option is None:
         return None
-    return Verdict(Role.CODE, f"the argument of `{base} {option}`, a command or program it runs")
+    return Verdict(Role.CODE, f"the argument of `{base} {option}`, {RUNS_COMMAND}")
 
 
 _DATA_LONG_OPTIONS = frozenset({"--checkpoint"})
@@ -785,9 +785,7 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                 return Verdict(Role.CODE, f"an option of `{base}`")
             if word in _LOADS.get(interpreter, ()):
                 if i + 1 == index:
-                    return Verdict(
-                        Role.CODE, f"the argument of `{base} {word}`, which names code it loads"
-                    )
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, {LOADS_CODE}")
                 i += 2
                 continue
             if word in code_options:

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
     COMMAND_STRING,
+    LOADS_CODE,
+    RUNS_COMMAND,
     SHELLS,
     WRAPPER_ARGUMENTS,
     WRAPPER_OPERANDS,
@@ -1703,7 +1705,7 @@ _WRITTEN_WORD = re.compile(
 # `_EVALUATING_VARIABLES` does.
 _RUNS_IT = "whose text a program runs as a command"
 _LOADS_IT = "which names code a program loads and runs"
-RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command")
+RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command", RUNS_COMMAND, LOADS_CODE)
 """Said of positions whose text is run or loaded itself, with no slot for data beside it."""
 PROGRAM_VARIABLES: dict[str, str] = {
     **dict.fromkeys(
