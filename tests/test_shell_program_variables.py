@@ -33,6 +33,14 @@ ATTACKS = {
         SSH,
     ),
     "perl options": ("PERL5OPT=${context.v} perl -e 1", PERL),
+    "tar options": (
+        "echo a > a && tar -cf a.tar a\nTAR_OPTIONS=${context.v} tar -xf a.tar",
+        "--to-command=touch\\ CANARY",
+    ),
+    "make options": (
+        "export SHELL=/bin/sh\nMAKEFLAGS=${context.v} make -f /dev/null",
+        "--eval=$(shell touch CANARY)",
+    ),
     "home of a .gitconfig": (
         "mkdir -p h && printf '[alias]\\n\\tx = !touch CANARY\\n' > h/.gitconfig\n"
         "HOME=${context.v} git x",
