@@ -226,6 +226,16 @@ COMMAND_OPTIONS = {
     "tar --to-com": (TAR + "tar -xf a.tar --to-com ${context.v}", "touch CANARY"),
     "tar cIf": ("echo a > a\ntar cIf ${context.v} b.tar a", "touch CANARY;"),
     "scp -qo": ("echo a > a\nscp -qo ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+    "zip -TT": ("echo a > a\nzip -q -T -TT ${context.v} z.zip a", "touch CANARY; true"),
+    "zip --unzip-command=": (
+        "echo a > a\nzip -q -T --unzip-command=${context.v} z.zip a",
+        "touch CANARY; true",
+    ),
+    "sort --compress-program": (
+        "printf '#!/bin/sh\\ntouch CANARY\\nexec cat\\n' > p.sh && chmod +x p.sh\n"
+        "seq 1 200000 | sort -S 64K --compress-program ${context.v} > /dev/null",
+        "./p.sh",
+    ),
     # git runs these through a shell for a local or ssh remote
     "git ls-remote --upload-pack=": (
         GIT_SRC + "git ls-remote --upload-pack=${context.v} src",
@@ -270,6 +280,8 @@ def test_the_other_words_of_those_programs_are_data() -> None:
         "git clone -c user.name=${context.v} src d",
         "git clone --depth 1 src ${context.v}",
         "git fetch origin ${context.v}",
+        "zip -qT -r ${context.v} d",
+        "sort -o ${context.v} -k 2 a",
     ):
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
 

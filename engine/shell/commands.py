@@ -331,7 +331,8 @@ LOADS_CODE = "which names code it loads"
 
 # Options of common programs whose argument is a command they run, a program, or a file of
 # settings that can name one: `tar --to-command=CMD`, `tar -I PROG`, `scp -o ProxyCommand=CMD`,
-# `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`.
+# `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`, `zip -TT CMD`,
+# `sort --compress-program PROG`.
 _VIM = frozenset({"-c", "--cmd", "-S", "-u"})
 _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
     "tar": frozenset(
@@ -344,6 +345,8 @@ _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
     "man": frozenset({"-P", "--pager", "-H", "--html"}),
     "vim": _VIM, "vi": _VIM, "nvim": _VIM, "view": _VIM, "ex": _VIM,
     "emacs": frozenset({"--eval", "-l", "--load", "-f", "--funcall"}),
+    "zip": frozenset({"-TT", "--unzip-command"}),
+    "sort": frozenset({"--compress-program"}),
 }  # fmt: skip
 
 
@@ -378,6 +381,8 @@ _DATA_LONG_OPTIONS = frozenset({"--checkpoint"})
 def _runs_option(word: str, options: frozenset[str]) -> str | None:
     """The option of `options` that `word` is or may start (`--to-command=`, `--to-com`, `-I`,
     `-cvI`, `-qoProxyCommand=`), whose argument follows it or is its own rest; or None."""
+    if word.split("=", 1)[0] in options:  # also a long option with one dash (`zip -TT`)
+        return word.split("=", 1)[0]
     if word.startswith("--"):
         name = word.split("=", 1)[0]
         if len(name) < 3 or name in _DATA_LONG_OPTIONS:
