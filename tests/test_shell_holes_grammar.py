@@ -171,6 +171,11 @@ HOLES = {
         {"a": 'a"; touch CANARY; "', "x": "!!"},
         "turns on history expansion (`set -H` at line 1)",
     ),
+    "history-expansion-by-shopt": (  # `shopt -o` sets the options of `set -o`
+        'set -o history; shopt -so histexpand\necho ${context.a}\necho "${context.x}"',
+        {"a": 'a"; touch CANARY; "', "x": "!!"},
+        "turns on history expansion (`shopt -so histexpand` at line 1)",
+    ),
     "alias-for-eval": (  # aliases are expanded once the script turns them on
         "shopt -s expand_aliases\nalias e=eval\ne ${context.x}",
         {"x": "touch CANARY"},

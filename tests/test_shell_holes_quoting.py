@@ -166,12 +166,40 @@ def test_an_option_after_a_value_or_variable_that_may_be_empty_is_refused(templa
         ("echo ${context.v} | tr , '\\n' | xargs -d '\\n' ls", "a,b-la"),
         ("echo -e ${context.v} | xargs -d '\\n' ls", "x-y"),
         ("printf '%b\\n' ${context.v} | xargs -d '\\n' ls", "x-y"),
+        # a word written at run time (`$o`, which may be -e) or `--` before printf's format
+        ("o=-e; echo $o ${context.v} | xargs -d '\\n' ls", "x-y"),
+        ("printf -- '%b\\n' ${context.v} | xargs -d '\\n' ls", "x-y"),
     ],
 )
 def test_a_value_xargs_would_pass_on_as_an_option_is_refused(template: str, value: str) -> None:
     """xargs splits its input into the command's arguments, quotes and all: a value
     `"--checkpoint-action=exec=touch CANARY"` piped into `xargs tar ...` ran it (hunt6)."""
     assert "a piece starting with `-` would be an option" in refused(template, v=value)
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("xargs -rd, tar -cf x.tar --checkpoint=1 f", "a,--checkpoint-action=exec=touch PX"),
+        ("xargs --delim=, tar -cf x.tar --checkpoint=1 f", "a,--checkpoint-action=exec=touch PX"),
+        ("xargs -r0d, tar -cf x.tar --checkpoint=1 f", "a,--checkpoint-action=exec=touch PX"),
+        (
+            "xargs -rI echo tar -cf x.tar --checkpoint=1 f echo",
+            "x\n--checkpoint-action=exec=touch PX",
+        ),
+    ],
+)
+def test_xargs_options_are_read_as_its_getopt_reads_them(template: str, value: str) -> None:
+    """`xargs -rd,` is `-r -d ,` and `--delim=,` is `--delimiter=,`: read as unknown words they
+    left xargs splitting at blanks, so `a,--checkpoint-action=exec=...` passed and tar ran it;
+    `-rI echo` took `echo` (the -I string) for xargs's command, which reads no options."""
+    script = f"touch f; echo ${{context.v}} | {template}"
+    assert "a piece starting with `-` would be an option" in refused(script, v=value)
+
+
+def test_xargs_bundled_options_keep_their_delimiter_for_plain_values() -> None:
+    ran = run_bash(render("echo ${context.v} | xargs -rd, touch", v="x-1,y-2"))
+    assert (ran.returncode, ran.created) == (0, ["x-1", "y-2\n"]), ran.stderr
 
 
 @pytest.mark.parametrize(
@@ -441,3 +469,22 @@ def test_single_quote_in_an_array_inside_a_substitution_stays_data() -> None:
     template = 'printf \'%s\' "<$( a=(${context.v} z); printf "%s" "${a[0]}"\nprintf .)>"'
     ran = run_bash(render(template, v="'; touch PX; '"))
     assert (ran.stdout, ran.created) == ("<'; touch PX; '.>", [])
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "o=-e; echo $o ${context.v} | xargs -d '\\n' tar -cf x.tar --checkpoint=1 f",
+        "printf -- '%b\\n' ${context.v} | xargs -d '\\n' tar -cf x.tar --checkpoint=1 f",
+    ],
+)
+def test_text_another_word_may_change_on_its_way_to_xargs_is_refused(template: str) -> None:
+    """`echo $o` with o=-e, and `printf -- '%b'`, turn the value's `\\x0a` into a newline, so a
+    piece starting with `-` reached tar after all: the value ran `touch PX` (checked)."""
+    value = "a\\x0a--checkpoint-action=exec=touch PX"
+    assert run_bash("touch f; " + template.replace("${context.v}", f"'{value}'")).created == [
+        "PX",
+        "f",
+        "x.tar",
+    ]
+    assert "a piece starting with `-` would be an option" in refused(template, v=value)

@@ -176,3 +176,29 @@ def test_every_context_keeps_wide_characters_apart_from_escapes(
     utf8, created = run_in("C.UTF-8", locpath, script, tmp_path / "utf8")
     assert created == []
     assert wide == utf8
+
+
+def test_a_closing_brace_right_after_a_wide_character_takes_no_text(
+    locpath: Path, tmp_path: Path
+) -> None:
+    """`"${X:-中}" ${...} "}"`: in GBK the `}` is part of the character, so the script's own
+    `${X:-` runs on to the last `}` and the value, single-quoted for the grammar, lies inside
+    its nested double quotes for bash, where `$(...)` runs (checked: it ran). Refused like the
+    backslash above; a `}` ending a plain word or in text, and a blank before it, are alike."""
+    with pytest.raises(InterpolationError) as caught:
+        render_shell('printf "%s|" "${X:-中}" ${context.v} "}"', {"context": {"v": TOUCH}})
+    assert "right after a non-ASCII character at line 1, column 21" in caught.value.reason
+    _, created = run_in(
+        "zh_CN.GBK", locpath, 'printf "%s|" "${X:-中}" \'$(touch CANARY)\' "}"', tmp_path / "a"
+    )
+    assert created == ["CANARY"]
+    for n, safe in enumerate(
+        (
+            'printf "%s|" "${X:-中 }" ${context.v} "}"',
+            'printf "%s|" "中}" ${context.v} "}"',
+            'printf "%s|" 中} ${context.v} "}"',
+        )
+    ):
+        script = render_shell(safe, {"context": {"v": TOUCH}})
+        _, created = run_in("zh_CN.GBK", locpath, script, tmp_path / f"s{n}")
+        assert created == []

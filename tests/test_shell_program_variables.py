@@ -33,6 +33,14 @@ ATTACKS = {
         SSH,
     ),
     "perl options": ("PERL5OPT=${context.v} perl -e 1", PERL),
+    "tar options": (
+        "echo a > a && tar -cf a.tar a\nTAR_OPTIONS=${context.v} tar -xf a.tar",
+        "--to-command=touch\\ CANARY",
+    ),
+    "make options": (
+        "export SHELL=/bin/sh\nMAKEFLAGS=${context.v} make -f /dev/null",
+        "--eval=$(shell touch CANARY)",
+    ),
     "home of a .gitconfig": (
         "mkdir -p h && printf '[alias]\\n\\tx = !touch CANARY\\n' > h/.gitconfig\n"
         "HOME=${context.v} git x",
@@ -105,6 +113,9 @@ EVIL_JS = 'echo \'require("fs").writeFileSync("CANARY", "")\' > evil.js\n'
 EVIL_PM = (
     "mkdir -p evil; echo 'open(F, \">CANARY\"); 1;' > evil/strict.pm; echo 'use strict;' > x.pl\n"
 )
+GIT_SRC = (
+    "git init -q src && git -C src -c user.name=a -c user.email=a@b commit -q --allow-empty -m x\n"
+)
 LOADERS = {
     "node -r, then the script": (
         EVIL_JS + "echo '' > p.js\nnode -r ./p.js ${context.v}",
@@ -116,6 +127,16 @@ LOADERS = {
     ),
     "node -r": (EVIL_JS + "echo '' > a.js\nnode -r ${context.v} a.js", "./evil.js"),
     "perl -I": (EVIL_PM + "perl -I ${context.v} x.pl", "evil"),
+    # `-x` takes its directory only attached (`-xdir`): the next word is the script
+    "git clone --template": (
+        "mkdir -p t/hooks && printf '#!/bin/sh\\ntouch ../CANARY\\n' > t/hooks/post-checkout\n"
+        "chmod +x t/hooks/post-checkout\n" + GIT_SRC + "git clone -q --template=${context.v} src d",
+        "t",
+    ),
+    "perl -x, then the script": (
+        "printf '#!perl\\nopen(F, \">CANARY\");\\n' > evil.pl\nperl -x ${context.v}",
+        "evil.pl",
+    ),
 }
 
 
@@ -147,6 +168,22 @@ GIT_SETTINGS = {
         "touch ../CANARY;",
     ),
     "a setting named by the value": ("git -c ${context.v} x", "alias.x=!touch CANARY"),
+    # `git clone -c` sets the new repository's settings before it fetches
+    "a clone's ssh command": ("git clone -q -c core.sshCommand=${context.v} ssh://h/x d", SSH),
+    "a clone's setting named by the value": (
+        "git clone -q --config ${context.v} ssh://h/x d",
+        "core.sshCommand=touch CANARY;",
+    ),
+    # a value-pattern after the value (`list`, `get`) is no read: the alias is written
+    "an alias written with a value-pattern": (
+        "git init -q r && cd r\ngit config alias.x ${context.v} list\ngit x",
+        "!touch ../CANARY",
+    ),
+    "an ssh command written with a value-pattern": (
+        "git init -q r && cd r\ngit config core.sshCommand ${context.v} get\n"
+        "git ls-remote ssh://h/x",
+        "touch ../CANARY;",
+    ),
 }
 
 
@@ -184,6 +221,35 @@ COMMAND_OPTIONS = {
         "exec=touch CANARY",
     ),
     "scp -o": ("echo a > a\nscp -o ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+    # as getopt reads them: a bundle ending in the option, a shortened long option, old style
+    "tar -cvI": ("echo a > a\ntar -cvI ${context.v} -f b.tar a", "touch CANARY;"),
+    "tar --to-com": (TAR + "tar -xf a.tar --to-com ${context.v}", "touch CANARY"),
+    "tar cIf": ("echo a > a\ntar cIf ${context.v} b.tar a", "touch CANARY;"),
+    "scp -qo": ("echo a > a\nscp -qo ${context.v} a h:y", "ProxyCommand=touch CANARY"),
+    "zip -TT": ("echo a > a\nzip -q -T -TT ${context.v} z.zip a", "touch CANARY; true"),
+    "zip --unzip-command=": (
+        "echo a > a\nzip -q -T --unzip-command=${context.v} z.zip a",
+        "touch CANARY; true",
+    ),
+    "sort --compress-program": (
+        "printf '#!/bin/sh\\ntouch CANARY\\nexec cat\\n' > p.sh && chmod +x p.sh\n"
+        "seq 1 200000 | sort -S 64K --compress-program ${context.v} > /dev/null",
+        "./p.sh",
+    ),
+    # git runs these through a shell for a local or ssh remote
+    "git ls-remote --upload-pack=": (
+        GIT_SRC + "git ls-remote --upload-pack=${context.v} src",
+        "touch CANARY; git-upload-pack",
+    ),
+    "git clone -u": (
+        GIT_SRC + "git clone -q -u ${context.v} src d",
+        "touch CANARY; git-upload-pack",
+    ),
+    "git fetch --upload-pack": (
+        GIT_SRC + "cd src && git fetch -q --upload-pack ${context.v} ../src",
+        "touch ../CANARY; git-upload-pack",
+    ),
+    "scp -qoX=": ("echo a > a\nscp -qoProxyCommand=${context.v} a h:y", "touch CANARY"),
 }
 
 
@@ -195,6 +261,9 @@ def test_text_is_refused_as_a_command_an_option_runs(name: str) -> None:
     with pytest.raises(InterpolationError) as caught:
         render_shell(template, {"context": {"v": value}})
     assert "a command or program it runs" in caught.value.reason
+    # not the hint for code that takes data: "$LL_CONTEXT_v" there would run the same way
+    assert "would be run the same way" in caught.value.reason
+    assert "to hand this value to the code" not in caught.value.reason
 
 
 def test_the_other_words_of_those_programs_are_data() -> None:
@@ -203,6 +272,16 @@ def test_the_other_words_of_those_programs_are_data() -> None:
         "tar -xf a.tar -- ${context.v}",
         "scp -o BatchMode=yes a ${context.v}",
         "vim ${context.v}",
+        "tar -xvzf ${context.v} -C out",
+        "tar --checkpoint=1 -cf ${context.v} a",
+        "tar xf ${context.v}",
+        "rsync -avz ${context.v} h:y",
+        "scp -qP 22 ${context.v} h:y",
+        "git clone -c user.name=${context.v} src d",
+        "git clone --depth 1 src ${context.v}",
+        "git fetch origin ${context.v}",
+        "zip -qT -r ${context.v} d",
+        "sort -o ${context.v} -k 2 a",
     ):
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
 

@@ -81,7 +81,7 @@ _SHELLS = SHELLS
 # an argument (which is then a value); the first non-option word is a script file (code).
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
-    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset({"-x"})),
+    "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset()),
     "ruby": (frozenset({"-e"}), frozenset({"-C"})),
     "node": (frozenset({"-e", "--eval", "-p", "--print"}), frozenset()),
     "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
@@ -324,9 +324,15 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     return _hidden_code(base, words, index, depth, functions)
 
 
+RUNS_COMMAND = "a command or program it runs"
+LOADS_CODE = "which names code it loads"
+"""What the argument of an option that runs or loads code is (`tar --to-command`, `node -r`)."""
+
+
 # Options of common programs whose argument is a command they run, a program, or a file of
 # settings that can name one: `tar --to-command=CMD`, `tar -I PROG`, `scp -o ProxyCommand=CMD`,
-# `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`.
+# `rsync -e CMD`, `man -P PAGER`, `vim -c CMD`, `emacs --eval EXPR`, `zip -TT CMD`,
+# `sort --compress-program PROG`.
 _VIM = frozenset({"-c", "--cmd", "-S", "-u"})
 _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
     "tar": frozenset(
@@ -339,26 +345,60 @@ _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
     "man": frozenset({"-P", "--pager", "-H", "--html"}),
     "vim": _VIM, "vi": _VIM, "nvim": _VIM, "view": _VIM, "ex": _VIM,
     "emacs": frozenset({"--eval", "-l", "--load", "-f", "--funcall"}),
+    "zip": frozenset({"-TT", "--unzip-command"}),
+    "sort": frozenset({"--compress-program"}),
 }  # fmt: skip
 
 
 def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | None:
     """The argument of one of `_COMMAND_OPTIONS` (`--to-command X`, `--to-command=X`, `-IX`,
-    given as its option word by the grammar) is code; None for any other word."""
+    given as its option word by the grammar) is code; None for any other word.
+
+    Read as getopt reads them: a short option may end a bundle (`tar -cvI X`, `scp -qo X`,
+    `rsync -ave X`), a long one may be shortened (`--to-com X`), and tar's first word may be
+    old-style letters whose arguments follow in order (`tar cIf X b.tar`)."""
     options = _COMMAND_OPTIONS[base]
     if "--" in words[1:index]:
         return None
     word, before = words[index], words[index - 1] if index > 1 else None
-    attached = word is not None and (
-        word in options or word.split("=", 1)[0] in options
-        or any(len(o) == 2 and word.startswith(o) for o in options)
-    )  # fmt: skip
-    if attached or before in options:
-        option = before if not attached else (word or "").split("=", 1)[0]
-        return Verdict(
-            Role.CODE, f"the argument of `{base} {option}`, a command or program it runs"
-        )
+    option = _runs_option(word, options) if word is not None else None
+    if option is None and before is not None and not _has_argument(before, options):
+        option = _runs_option(before, options)
+    first = words[1] if len(words) > 1 else None
+    if option is None and base == "tar" and first is not None and first[:1] not in ("-", ""):
+        letters = [c for c in first if f"-{c}" in options]
+        if letters and 1 < index <= 1 + len(first):
+            option = f"{first} (-{letters[0]})"
+    if option is None:
+        return None
+    return Verdict(Role.CODE, f"the argument of `{base} {option}`, {RUNS_COMMAND}")
+
+
+_DATA_LONG_OPTIONS = frozenset({"--checkpoint"})
+"""Long options that are the start of one of `_COMMAND_OPTIONS` but data themselves."""
+
+
+def _runs_option(word: str, options: frozenset[str]) -> str | None:
+    """The option of `options` that `word` is or may start (`--to-command=`, `--to-com`, `-I`,
+    `-cvI`, `-qoProxyCommand=`), whose argument follows it or is its own rest; or None."""
+    if word.split("=", 1)[0] in options:  # also a long option with one dash (`zip -TT`)
+        return word.split("=", 1)[0]
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        if len(name) < 3 or name in _DATA_LONG_OPTIONS:
+            return None
+        return next((o for o in sorted(options) if o.startswith("--") and o.startswith(name)), None)
+    if word.startswith("-") and len(word) > 1:
+        return next((f"-{c}" for c in word[1:] if f"-{c}" in options), None)
     return None
+
+
+def _has_argument(word: str, options: frozenset[str]) -> bool:
+    """Whether `word` (`--to-command=x`, `-Ix`) carries its option's argument itself."""
+    if word.startswith("--"):
+        return "=" in word
+    option = _runs_option(word, options)
+    return option is not None and not word.endswith(option[1])
 
 
 # git settings whose value is data; any other may be a command (`core.pager`, `core.sshCommand`,
@@ -372,7 +412,7 @@ _GIT_DATA_SETTING = re.compile(
 )
 _GIT_WITH_ARGUMENT = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
 _GIT_CONFIG_WITH_ARGUMENT = frozenset(
-    {"-f", "--file", "--blob", "--type", "--comment", "--default"}
+    {"-f", "--file", "--blob", "-t", "--type", "--comment", "--default"}
 )
 _GIT_CONFIG_READS = frozenset(
     {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list", "--unset",
@@ -409,25 +449,68 @@ def _git_role(words: list[Word], index: int) -> Verdict | None:
         if i == index and word.startswith(("--exec-path", "--config-env")):
             return Verdict(Role.CODE, f"the git option `{word.split('=')[0]}`, which names code")
         i += 2 if word in _GIT_WITH_ARGUMENT else 1
+    if i < len(words) and index > i and words[i] in _GIT_SUBCOMMAND_CODE:
+        return _git_subcommand_role(str(words[i]), words, i, index)
     if i >= len(words) or words[i] != "config" or index <= i:
         return None
-    rest = words[i + 1 :]
-    if any(w in _GIT_CONFIG_READS for w in rest):
-        return None
     at, key = i + 1, None
-    while at < len(words):
+    while at < len(words):  # a read is said before the key: `get`/`list`/`unset` first of all
         word = words[at]
-        if word in ("set", "--add", "--replace-all") or (word or "").startswith("--"):
-            at += 2 if word in _GIT_CONFIG_WITH_ARGUMENT else 1
-            continue
+        if word in _GIT_CONFIG_READS and ((word or "")[:1] == "-" or at == i + 1):
+            return None
         if word in _GIT_CONFIG_WITH_ARGUMENT:
             at += 2
+            continue
+        if (word == "set" and at == i + 1) or (word or "").startswith("--"):
+            at += 1
             continue
         key = word
         break
     if index <= at:
         return None  # an option or the key itself
     return _git_setting(None if key is None else key + "=")
+
+
+# Options of git's commands whose argument is a command git runs (`--upload-pack`, `-u`,
+# `--receive-pack`, `--exec`: through a shell, for a local or ssh remote) or a template folder
+# whose hooks it runs (`--template`), and `clone -c KEY=VALUE`, a setting of the new repository
+# in force for the clone itself (`core.sshCommand`).
+_GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
+    "clone": frozenset({"--upload-pack", "-u", "--template"}),
+    "fetch": frozenset({"--upload-pack"}),
+    "pull": frozenset({"--upload-pack"}),
+    "ls-remote": frozenset({"--upload-pack", "--exec"}),
+    "push": frozenset({"--receive-pack", "--exec"}),
+    "archive": frozenset({"--exec"}),
+    "init": frozenset({"--template"}),
+}
+_GIT_SUBCOMMAND_SETTING = frozenset({"-c", "--config"})
+
+
+def _git_subcommand_role(command: str, words: list[Word], at: int, index: int) -> Verdict | None:
+    """The word at `index` after `git COMMAND` (at `at`): code when it is the argument of one of
+    `_GIT_SUBCOMMAND_CODE`, a setting when it is `clone -c`'s; else None."""
+    if "--" in words[at + 1 : index]:
+        return None
+    word, before = words[index], words[index - 1]
+    if command == "clone":
+        if word is not None and word.startswith("--config="):
+            return _git_setting(word.split("=", 1)[1])
+        if (
+            before is not None
+            and not _has_argument(before, _GIT_SUBCOMMAND_SETTING)
+            and _runs_option(before, _GIT_SUBCOMMAND_SETTING) is not None
+        ):
+            return _git_setting(word)
+    options = _GIT_SUBCOMMAND_CODE[command]
+    option = _runs_option(word, options) if word is not None else None
+    if option is None and before is not None and not _has_argument(before, options):
+        option = _runs_option(before, options)
+    if option is None:
+        return None
+    if option == "--template":
+        return Verdict(Role.CODE, f"the argument of `git {command} --template`, {LOADS_CODE}")
+    return Verdict(Role.CODE, f"the argument of `git {command} {option}`, {RUNS_COMMAND}")
 
 
 _WRITES_ITS_WORDS = frozenset({"echo", "printf"})
@@ -707,9 +790,7 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                 return Verdict(Role.CODE, f"an option of `{base}`")
             if word in _LOADS.get(interpreter, ()):
                 if i + 1 == index:
-                    return Verdict(
-                        Role.CODE, f"the argument of `{base} {word}`, which names code it loads"
-                    )
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, {LOADS_CODE}")
                 i += 2
                 continue
             if word in code_options:

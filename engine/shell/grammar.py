@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 from engine.shell.commands import (
     COMMAND_STRING,
+    LOADS_CODE,
+    RUNS_COMMAND,
     SHELLS,
     WRAPPER_ARGUMENTS,
     WRAPPER_OPERANDS,
@@ -266,7 +268,7 @@ _RESERVED_CLOSERS = {
 }
 
 
-_WIDE_BEFORE_ESCAPE = re.compile(rb"[\x80-\xff][\\`|]")
+_WIDE_BEFORE_ESCAPE = re.compile(rb"[\x80-\xff][\\`|}\]]")
 
 
 _QUOTED_TEXT = ("raw_string", "comment", "string", "string_content", "heredoc_body",
@@ -276,15 +278,24 @@ _QUOTED_TEXT = ("raw_string", "comment", "string", "string_content", "heredoc_bo
 
 def _wide_before_escape(root: Node, source: bytes, facts: _Facts) -> int | None:
     """Where the script writes a backslash, backtick or `|` right after a byte over 0x7F
-    (outside '...', comments and quoted here-document bodies), which a locale such as GBK reads
-    as the second byte of one character (`中` is E4 B8 AD in UTF-8, and AD 5C is a character):
-    there bash's quoting or pipeline is not the grammar's (`eval 中| cat ${...}` hands the
-    value to eval). None if nowhere."""
+    (outside '...', comments and quoted here-document bodies), or a `}` or `]` that closes
+    something (not one in text or ending a plain word), which a locale such as GBK reads as the
+    second byte of one character (`中` is E4 B8 AD in UTF-8, and AD 5C is a character): there
+    bash's quoting, pipeline or expansion is not the grammar's (`eval 中| cat ${...}` hands the
+    value to eval; `"${X:-中}" ${...} "}"` puts the value inside the `${X:-...}`, in double
+    quotes, where `$(...)` runs). None if nowhere."""
     for match in _WIDE_BEFORE_ESCAPE.finditer(source):
         at = match.start() + 1
         node = root.descendant_for_byte_range(at, at + 1)
         literal = any(doc.start <= at < doc.end and not doc.expands for _, doc in facts.heredocs)
-        quiet = _QUOTED_TEXT if source[at : at + 1] == b"|" else ("raw_string", "comment")
+        char = source[at : at + 1]
+        quiet: tuple[str, ...]
+        if char == b"|":
+            quiet = _QUOTED_TEXT
+        elif char in (b"}", b"]"):  # a closer only of `${...}`, `$[...]`, a subscript
+            quiet = (*_QUOTED_TEXT, "word")
+        else:
+            quiet = ("raw_string", "comment")
         if not literal and (node is None or node.type not in quiet):
             return at
     return None
@@ -304,7 +315,8 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
       `echo == a ' ] x` its pattern is `a ' `, while bash's `'` opens a string that runs on
       past it.
     - In a GBK, Big5 or Shift_JIS locale a byte over 0x7F takes the next byte with it, a
-      backslash, a backtick or a `|` too, so `"中\\"` does not end where the grammar ends it.
+      backslash, a backtick, a `|`, `}` or `]` too, so `"中\\"` does not end where the grammar
+      ends it, nor `${X:-中}`.
     - After a plain command's `==` the grammar reads on past the newline (`echo ==` + newline +
       `eval x` is one command to it, two to bash); between a command's words bash allows only
       blanks and escaped newlines.
@@ -355,9 +367,9 @@ def _misread(root: Node, source: bytes, text: str, facts: _Facts) -> str | None:
     if wide is not None:
         line, column = _point(source, wide)
         return (
-            f"a backslash, backtick or `|` right after a non-ASCII character at line {line}, "
-            f"column {column}, which bash in a GBK, Big5 or Shift_JIS locale reads as part of "
-            "that character (put a space or a quote between them, or write $'\\uXXXX')"
+            "a backslash, backtick, `}`, `]` or `|` right after a non-ASCII character at line "
+            f"{line}, column {column}, which bash in a GBK, Big5 or Shift_JIS locale reads as "
+            "part of that character (put a space or a quote between them, or write $'\\uXXXX')"
         )
     for node in _captures(root, "command"):
         joined = _joined_line(node, source)
@@ -963,14 +975,18 @@ def _echoes(stage: Node, chain: list[Node], source: bytes) -> bool:
            inner[1:]) or not inner or inner[0].type == "command_name":  # fmt: skip
         return False
     words = _command_words(stage)
-    if words[:1] == ["echo"]:
+    if words[:1] == ["echo"]:  # every word before the hole's written out: none is `-e` unseen
+        before = [c for c in stage.children[1:] if c.end_byte <= inner[0].start_byte]
+        if any(_literal(c) is None for c in before):
+            return False
         flags = [w for w in itertools.takewhile(lambda w: w is not None, words[1:]) if w]
         options = itertools.takewhile(lambda w: w.startswith("-"), flags)
         return b"xpg_echo" not in source and all(set(w[1:]) <= set("nE") for w in options)
-    return (
+    return (  # the format first (`printf -- '%b'` is no `%s` format)
         words[:1] == ["printf"]
         and len(words) > 1
         and words[1] is not None
+        and not words[1].startswith("-")
         and re.fullmatch(r"(?:[^%\\]|%s|%%|\\[ntr0])*", words[1]) is not None
     )
 
@@ -984,18 +1000,84 @@ def _xargs_line(words: list[str | None]) -> str:
     first = (words[0] or "").rsplit("/", 1)[-1] if words else ""
     if at is None or (at > 0 and first not in WRAPPER_OPERANDS):
         return ""
-    i = at + 1
-    while i < len(words) and words[i] is not None and str(words[i]).startswith("-"):
-        i += 2 if words[i] in _XARGS_WITH_ARGUMENT else 1
-    command = words[i:]
+    start = xargs_options(words[at:])[0]
+    command = words[at + start :] if start is not None else [None]
     if not command or command[0] == "echo" or "--" in command[1:]:
         return ""
     return " ".join("…" if w is None else w for w in words[at:])
 
 
-_XARGS_WITH_ARGUMENT = frozenset(
-    {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"}
-)
+# GNU xargs's options as its getopt reads them: short ones bundle (`-rd,` is `-r -d ,`), an
+# argument is the rest of the word or the next word (`-d`), or only the rest of the word (`-i`);
+# a long one may be shortened to any unambiguous start (`--delim=,`).
+_XARGS_SHORT_FLAGS = frozenset("0prtxo")
+_XARGS_SHORT_WITH_ARGUMENT = frozenset("adEILnPs")
+_XARGS_SHORT_OPTIONAL = frozenset("eil")
+_XARGS_LONG = {
+    "--arg-file": True, "--delimiter": True, "--max-args": True, "--max-procs": True,
+    "--max-chars": True, "--process-slot-var": True, "--eof": False, "--replace": False,
+    "--max-lines": False, "--null": False, "--no-run-if-empty": False, "--interactive": False,
+    "--open-tty": False, "--verbose": False, "--exit": False, "--show-limits": False,
+    "--help": False, "--version": False,
+}  # fmt: skip
+"""Long options of xargs, and whether each takes its argument from the next word."""
+_XARGS_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0", "a": "\a", "b": "\b"}
+
+
+def xargs_options(words: Sequence[str | None]) -> tuple[int | None, str | None]:
+    """Where the command of `xargs ...` (`words`, `xargs` first) starts (None when an option
+    not read here may take the next word), and the delimiter it splits its input at: None when
+    it splits at blanks (honouring quotes), the character of `-0` or `-d X` (the last one given
+    wins), or "" when it is not known (after an option or a delimiter not read here, or one
+    named at run time)."""
+    delimiter: str | None = None
+    i = 1
+    while i < len(words) and words[i] is not None and str(words[i]).startswith("-"):
+        word = str(words[i])
+        if word == "--":
+            return i + 1, delimiter
+        if word.startswith("--"):
+            name, equals, given = word.partition("=")
+            starts = [o for o in _XARGS_LONG if o.startswith(name)]
+            option = name if name in _XARGS_LONG else starts[0] if len(starts) == 1 else None
+            if option is None:
+                return None, ""
+            if _XARGS_LONG[option] and not equals:
+                i += 1
+                given = (words[i] or "…") if i < len(words) else ""
+            if option == "--null":
+                delimiter = "\0"
+            elif option == "--delimiter":
+                delimiter = _delimiter_char(given)
+        else:
+            for at, letter in enumerate(word[1:], 2):
+                if letter == "0":
+                    delimiter = "\0"
+                elif letter in _XARGS_SHORT_WITH_ARGUMENT or letter in _XARGS_SHORT_OPTIONAL:
+                    given = word[at:]
+                    if not given and letter in _XARGS_SHORT_WITH_ARGUMENT:
+                        i += 1
+                        given = (words[i] or "…") if i < len(words) else ""
+                    if letter == "d":
+                        delimiter = _delimiter_char(given)
+                    break
+                elif letter not in _XARGS_SHORT_FLAGS:
+                    return None, ""
+        i += 1
+    return i, delimiter
+
+
+def _delimiter_char(given: str) -> str:
+    """The one character `xargs -d` reads from `given` (`,`, `\\n`, `\\x2c`, `\\054`), or ""."""
+    if len(given) == 1 and given != "…":
+        return given
+    if given[:1] == "\\" and given[1:] in _XARGS_ESCAPES:
+        return _XARGS_ESCAPES[given[1:]]
+    if re.fullmatch(r"\\x[0-9a-fA-F]{1,2}", given):
+        return chr(int(given[2:], 16))
+    if re.fullmatch(r"\\[0-7]{1,3}", given):
+        return chr(int(given[1:], 8))
+    return ""
 
 
 def _feeds_stdin(redirect: Node) -> bool:
@@ -1623,7 +1705,7 @@ _WRITTEN_WORD = re.compile(
 # `_EVALUATING_VARIABLES` does.
 _RUNS_IT = "whose text a program runs as a command"
 _LOADS_IT = "which names code a program loads and runs"
-RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command")
+RUN_AS_IS = (_RUNS_IT, _LOADS_IT, "that git may run as a command", RUNS_COMMAND, LOADS_CODE)
 """Said of positions whose text is run or loaded itself, with no slot for data beside it."""
 PROGRAM_VARIABLES: dict[str, str] = {
     **dict.fromkeys(
@@ -1632,7 +1714,7 @@ PROGRAM_VARIABLES: dict[str, str] = {
             "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_CONFIG_PARAMETERS",
             "SSH_ASKPASS", "SUDO_ASKPASS", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR",
             "VISUAL", "SYSTEMD_EDITOR", "BROWSER", "LESSOPEN", "LESSCLOSE", "LESS", "SHELL",
-            "FCEDIT",
+            "FCEDIT", "SUDO_EDITOR", "RSYNC_RSH", "RSYNC_CONNECT_PROG",
         ),
         _RUNS_IT,
     ),
@@ -1644,7 +1726,7 @@ PROGRAM_VARIABLES: dict[str, str] = {
             "RUBYLIB", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
             "JDK_JAVA_OPTIONS", "CLASSPATH", "PHPRC", "PHP_INI_SCAN_DIR", "R_PROFILE",
             "R_PROFILE_USER", "TCLLIBPATH", "ZDOTDIR", "BASH_LOADABLES_PATH", "CDPATH", "HOME",
-            "XDG_CONFIG_HOME", "PYTHONUSERBASE",
+            "XDG_CONFIG_HOME", "PYTHONUSERBASE", "TAR_OPTIONS", "MAKEFLAGS", "MFLAGS", "MAKEFILES",
         ),
         _LOADS_IT,
     ),
@@ -1810,7 +1892,8 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
 
 
 def _history_expansion(root: Node, source: bytes, text: str) -> str:
-    """Where the script may turn on history expansion (`set -H`, `set -o histexpand`), or "".
+    """Where the script may turn on history expansion (`set -H`, `set -o histexpand`, `shopt
+    -so histexpand`, which sets the options of `set -o`), or "".
 
     Bash then replaces `!!`, `!-2`, `!?text?` in each line it reads — inside a value's double
     quotes too — with earlier lines of the script, values and quotes included, before it parses
@@ -1822,13 +1905,20 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
         words = _command_words(node)
         while words and words[0] in ("builtin", "command"):
             words = words[1:]
-        if words[:1] != ["set"]:
+        if words[:1] == ["shopt"]:
+            flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-")
+            on = "s" in flags and "o" in flags and "histexpand" in words[1:]
+        elif words[:1] == ["set"]:
+            on = any(
+                (word == "histexpand" and before is not None and before[:1] == "-")
+                or (word is not None and re.fullmatch(r"-[a-zA-Z]*H[a-zA-Z]*", word))
+                for before, word in itertools.pairwise(words)
+            )
+        else:
             continue
-        for before, word in itertools.pairwise(words):
-            on = word == "histexpand" and before is not None and before[:1] == "-"
-            if on or (word is not None and re.fullmatch(r"-[a-zA-Z]*H[a-zA-Z]*", word)):
-                line, _ = _point(source, node.start_byte)
-                return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
+        if on:
+            line, _ = _point(source, node.start_byte)
+            return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
     return ""
 
 

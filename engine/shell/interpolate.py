@@ -33,7 +33,15 @@ from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
 from engine.model.loop import Parameter
 from engine.shell.commands import Role
-from engine.shell.grammar import RUN_AS_IS, SECOND_EXPANSION, Flow, Layout, Position, layout
+from engine.shell.grammar import (
+    RUN_AS_IS,
+    SECOND_EXPANSION,
+    Flow,
+    Layout,
+    Position,
+    layout,
+    xargs_options,
+)
 from engine.shell.quoting import (
     Context,
     Raw,
@@ -549,7 +557,7 @@ def _refuse_split_option(hole: ShellHole, text: str) -> None:
     line = hole.position.split_by
     if not line or "-" not in text:
         return
-    delimiter = _xargs_delimiter(line.split(" "))
+    delimiter = xargs_options(line.split(" "))[1]
     if delimiter is not None and not hole.position.split_exact:
         delimiter = ""
     if delimiter is None:
@@ -567,47 +575,6 @@ def _refuse_split_option(hole: ShellHole, text: str) -> None:
         f"{hole.line}, column {hole.column} of the action); write `--` after the command's own "
         "arguments (`xargs rm -f --`)",
     )
-
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "0": "\0", "a": "\a", "b": "\b"}
-
-
-def _xargs_delimiter(words: list[str]) -> str | None:
-    """The delimiter `xargs ...` (`words`) splits its input at: None when it splits at blanks
-    (honouring quotes), the character of `-0` or `-d X`, or "" when it is not known (written
-    as an unknown word or an escape not read here)."""
-    delimiter: str | None = None
-    i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] != "--":
-        word = words[i]
-        if word in ("-0", "--null"):
-            delimiter = "\0"
-        elif word in ("-d", "--delimiter") or word.startswith(("-d", "--delimiter=")):
-            given = word.split("=", 1)[1] if word.startswith("--delimiter=") else word[2:]
-            if word in ("-d", "--delimiter"):
-                i += 1
-                given = words[i] if i < len(words) else ""
-            delimiter = _delimiter_char(given)
-        elif word in _XARGS_ARGUMENT_OPTIONS:
-            i += 1
-        i += 1
-    return delimiter
-
-
-_XARGS_ARGUMENT_OPTIONS = frozenset({"-I", "-L", "-n", "-P", "-s", "-E", "-a", "--arg-file"})
-
-
-def _delimiter_char(given: str) -> str:
-    """The one character `xargs -d` reads from `given` (`,`, `\\n`, `\\x2c`, `\\054`), or ""."""
-    if len(given) == 1 and given != "…":
-        return given
-    if given[:1] == "\\" and given[1:] in _ESCAPES:
-        return _ESCAPES[given[1:]]
-    if re.fullmatch(r"\\x[0-9a-fA-F]{1,2}", given):
-        return chr(int(given[2:], 16))
-    if re.fullmatch(r"\\[0-7]{1,3}", given):
-        return chr(int(given[1:], 8))
-    return ""
 
 
 def _is_integer(value: Any, text: str, kind: str) -> bool:

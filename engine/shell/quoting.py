@@ -123,8 +123,9 @@ def quote(value: str, context: Context, in_heredoc: bool = False) -> str:
 # 0x80-0xFE starts a two-byte character whose second byte may be `\` (0x5C) or a backtick
 # (0x60), and bash's lexer and expansion skip a character as a whole: after `中` (E4 B8 AD in
 # UTF-8), AD + `\` is one character, so the backslash escaping a `"` or `$` is gone and the
-# `"` ends the string (`$(cmd)` runs). No such encoding has `'`, `"`, `$` or `}` as a second
-# byte, so an escape is kept apart from a byte over 0x7F by a piece that expands to nothing:
+# `"` ends the string (`$(cmd)` runs). No such encoding has `'`, `"` or `$` as a second byte
+# (`}` can be one, but the separator's `}` follows `+`), so an escape is kept apart from a byte
+# over 0x7F by a piece that starts with `$` and expands to nothing:
 # `${-:+}` (empty whether `$-` is set or not) inside "..." or a here-document body, and closing
 # then reopening the string (`'$'`) inside $'...'. Single quotes need nothing: no backslash
 # means anything there, and the closing `'` can never be a second byte.
