@@ -679,12 +679,21 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     """What decides a case's judgements besides the subject: the judges, the pairwise judge,
     samples and the judge model, wherever it was chosen (not where in the file a judge is
     written)."""
+    # A judge's own samples win over the suite's (`--samples` sets every judge): unset was 1
+    # when fingerprints were first recorded, and the suite's samples then set every judge, so
+    # "samples" below decides the judges that set none; one whose own differs from the suite's
+    # is marked, else `samples: 1` under the suite's `samples: 2` (one answer, not two) would
+    # be the same conditions as an unset one.
+    default = suite.samples if samples is None else None
     judges = [
         {
             **{f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS},
-            # unset was 1 when fingerprints were first recorded: keep them equal ("samples"
-            # below decides the judges that set none)
             "samples": j.samples or 1,
+            **(
+                {"own_samples": j.samples}
+                if default is not None and j.samples is not None and j.samples != default
+                else {}
+            ),
             **({"prompt_file_sha256": _prompt_file_digest(j)} if j.prompt_file else {}),
         }
         for j in suite.judges
@@ -693,6 +702,9 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     if suite.pairwise is not None:
         pairwise = {k: v for k, v in _plain(suite.pairwise).items() if k != "line"}
         pairwise["samples"] = suite.pairwise.samples or 1  # unset was 1 when first recorded
+        if suite.pairwise.samples is None and default not in (None, 1):
+            # an unset one took 1 sample when first recorded, the suite's samples now
+            pairwise["default_samples"] = default
     conditions = {
         "judges": judges,
         "pairwise": pairwise,
