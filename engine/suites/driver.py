@@ -195,18 +195,23 @@ def _run(
     recording = history if options.record else None
     plan = _admit(loaded, options, recording, cwd, read)
     settings, options = plan.settings, plan.options
+    # The run is held first: a `--resume` of a run another process is running is refused
+    # before its executor is made (a Ray instance started, or a cluster joined, for nothing).
+    lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
     try:
         # A refusal here (no Ray, an --address nothing answers at) is one before the run:
         # made before its history row, it leaves no unfinished run (nor an empty directory).
         pool = executor or _executor(options, loaded)
     except BaseException:
+        if lock is not None:
+            os.close(lock)
         if plan.new_row is not None:
             with contextlib.suppress(OSError):
+                (Path(settings.run_dir) / "lock").unlink()
                 Path(settings.run_dir).rmdir()
         raise
     if recording is not None and plan.new_row is not None:
         recording.record_suite_run(plan.new_row)
-    lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
     try:
         done_rows = _previous(recording, settings.run_id)
         todo = [c for c in plan.cases if c.id not in done_rows.finished]
