@@ -370,3 +370,35 @@ def test_the_suites_samples_are_the_pairwise_judges_default_too(
     assert preference_calls("") == 6
     assert preference_calls(", samples: 2") == 4
     assert preference_calls(", samples: 2", "--samples", "1") == 2
+
+
+def test_an_own_samples_that_differs_from_the_suites_is_other_conditions(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Since a judge's own samples win over the suite's, `samples: 1` under the suite's
+    `samples: 2` asks once where an unset one asks twice; the conditions fingerprint kept both
+    as 1, so --compare-baseline compared a baseline judged with two answers per case with a run
+    judged with one, as if they were measured alike. The pairwise judge likewise: an unset one
+    now takes the suite's samples, where it took 1 (as `samples: 1` still does)."""
+    loopback.default = answers
+    base = STRUCTURED.replace("judges:", "samples: 2\njudges:") + (
+        "  - {name: plain, prompt: 'Rate it. Quote the line.'}\n"
+    )
+    write(tmp_path / "s.suite.yaml", base)
+    code, _, err = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    assert code == 0, err
+    fewer = base.replace("Quote the line.'}", "Quote the line.', samples: 1}")
+    write(tmp_path / "s.suite.yaml", fewer)
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--compare-baseline")
+    assert code == 2 and "judged under other conditions" in err, err
+
+    def fingerprint(own: str) -> str:
+        write(tmp_path / "p.suite.yaml", PAIRWISE.replace("PAIR_SAMPLES", own))
+        code, data, err = suite_json(tmp_path, "p.suite.yaml")
+        assert code == 0, err
+        rows = db_rows(
+            tmp_path, "SELECT conditions_fp FROM suite_runs WHERE run_id = ?", data["run_id"]
+        )
+        return str(rows[0][0])
+
+    assert fingerprint("") != fingerprint(", samples: 1")  # 3 samples, and 1

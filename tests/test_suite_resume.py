@@ -195,3 +195,36 @@ def test_a_suite_on_a_full_disk_says_so_and_resumes_when_there_is_room(tmp_path:
     assert code == 0 and data["resumed"], err
     assert recorded(root) == 300
     assert db_rows(root, "SELECT count(DISTINCT case_id) FROM suite_cases") == [(300,)]
+
+
+def test_a_resume_of_a_running_run_is_refused_before_its_executor_is_made(
+    tmp_path: Path,
+) -> None:
+    """`--resume` of a run another process is running is refused; the executor was made first,
+    so `--executor ray` started a Ray instance (or joined a cluster) only to be refused, and
+    with an `--address` nothing answers at, the refusal named the address instead of the run
+    that is running."""
+    from tests.ray_helpers import free_port
+
+    dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(CASES)})
+    write(tmp_path / "s.suite.yaml", SUITE.replace("sleep 0.3", "sleep 2"))
+    process = start(tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / ".loops" / "history.db").exists() or not db_rows(
+            tmp_path, "SELECT run_id FROM suite_runs"
+        ):
+            assert process.poll() is None, "the suite ended before it was resumed"
+            assert time.monotonic() < deadline, "the run was not recorded in time"
+            time.sleep(0.05)
+        [(run_id,)] = db_rows(tmp_path, "SELECT run_id FROM suite_runs")
+        address = f"127.0.0.1:{free_port()}"
+        code, _, err = suite(
+            tmp_path, "s.suite.yaml", "--resume", run_id, "--executor", "ray", "--address", address
+        )
+        assert code == 2, err
+        assert f"run {run_id} is running in another process" in err, err
+        assert "Ray" not in err
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import codecs
 import contextlib
 import errno
 import inspect
@@ -50,11 +51,6 @@ def run_console(app: typer.Typer, prog_name: str) -> NoReturn:
     keep_descriptors_private()
     escape_what_cannot_be_encoded()
     outlive_the_reader()
-    for stream in (sys.stdout, sys.stderr):
-        # a character the terminal's encoding lacks (a ✔ in a GBK or Latin-1 locale) is shown
-        # as `\u2714`, as `printable` shows them, instead of ending the command
-        with contextlib.suppress(AttributeError, ValueError):
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     code = run_guarded(app, prog_name)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -195,14 +191,40 @@ def _working_directory_gone(exc: Exception) -> UsageError | None:
 
 
 def escape_what_cannot_be_encoded() -> None:
-    """In a UTF-8 locale stdout's errors are strict, so printing a file name that is not UTF-8
-    (its byte is a lone surrogate in Python) was an internal error, or a traceback when the
-    error object itself could not be printed. stdout now shows such a character as an escape
-    (`\\udce9`), as Python's stderr already does; a C locale's surrogateescape is left alone."""
+    """A character stdout's encoding lacks is shown as an escape (`\\u2714`), as `printable`
+    and Python's stderr show them, instead of ending the command: a ✔ in a GBK or Latin-1
+    locale made a run that succeeded an internal error at its summary line, and in a UTF-8
+    locale (whose errors are strict) a file name that is not UTF-8 (its byte is a lone
+    surrogate in Python) an internal error, or a traceback when the error object itself could
+    not be printed. A stream with surrogateescape (the C locale) keeps writing such a name as
+    its own bytes, the name `ls` shows; only what it cannot encode otherwise is escaped."""
     stream = sys.stdout
-    if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+    errors = getattr(stream, "errors", None)
+    if errors in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
+        if errors == "surrogateescape":
+            codecs.register_error(_OWN_BYTES_ELSE_ESCAPED, _own_bytes_else_escaped)
         with contextlib.suppress(OSError, ValueError):
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(
+                errors="backslashreplace" if errors == "strict" else _OWN_BYTES_ELSE_ESCAPED
+            )
+
+
+_OWN_BYTES_ELSE_ESCAPED = "ll_loop_surrogateescape_else_backslashreplace"
+
+
+def _own_bytes_else_escaped(exc: UnicodeError) -> tuple[str | bytes, int]:
+    """surrogateescape where it applies (a byte decoded as U+DC80-U+DCFF is written back as
+    itself), backslashreplace for every other character the encoding lacks."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    end = exc.start
+    own = 0xDC80 <= ord(exc.object[exc.start]) <= 0xDCFF
+    while end < exc.end and (0xDC80 <= ord(exc.object[end]) <= 0xDCFF) == own:
+        end += 1  # the leading run of one kind; the encoder calls again for the rest
+    if own:
+        return bytes(ord(c) - 0xDC00 for c in exc.object[exc.start : end]), end
+    run = UnicodeEncodeError(exc.encoding, exc.object, exc.start, end, exc.reason)
+    return codecs.backslashreplace_errors(run)
 
 
 def keep_descriptors_private() -> None:

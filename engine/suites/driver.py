@@ -195,18 +195,23 @@ def _run(
     recording = history if options.record else None
     plan = _admit(loaded, options, recording, cwd, read)
     settings, options = plan.settings, plan.options
+    # The run is held first: a `--resume` of a run another process is running is refused
+    # before its executor is made (a Ray instance started, or a cluster joined, for nothing).
+    lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
     try:
         # A refusal here (no Ray, an --address nothing answers at) is one before the run:
         # made before its history row, it leaves no unfinished run (nor an empty directory).
         pool = executor or _executor(options, loaded)
     except BaseException:
+        if lock is not None:
+            os.close(lock)
         if plan.new_row is not None:
             with contextlib.suppress(OSError):
+                (Path(settings.run_dir) / "lock").unlink()
                 Path(settings.run_dir).rmdir()
         raise
     if recording is not None and plan.new_row is not None:
         recording.record_suite_run(plan.new_row)
-    lock = _lock_run(Path(settings.run_dir), settings.run_id) if recording else None
     try:
         done_rows = _previous(recording, settings.run_id)
         todo = [c for c in plan.cases if c.id not in done_rows.finished]
@@ -679,12 +684,21 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     """What decides a case's judgements besides the subject: the judges, the pairwise judge,
     samples and the judge model, wherever it was chosen (not where in the file a judge is
     written)."""
+    # A judge's own samples win over the suite's (`--samples` sets every judge): unset was 1
+    # when fingerprints were first recorded, and the suite's samples then set every judge, so
+    # "samples" below decides the judges that set none; one whose own differs from the suite's
+    # is marked, else `samples: 1` under the suite's `samples: 2` (one answer, not two) would
+    # be the same conditions as an unset one.
+    default = suite.samples if samples is None else None
     judges = [
         {
             **{f.name: getattr(j, f.name) for f in fields(j) if f.name not in _PLACE_FIELDS},
-            # unset was 1 when fingerprints were first recorded: keep them equal ("samples"
-            # below decides the judges that set none)
             "samples": j.samples or 1,
+            **(
+                {"own_samples": j.samples}
+                if default is not None and j.samples is not None and j.samples != default
+                else {}
+            ),
             **({"prompt_file_sha256": _prompt_file_digest(j)} if j.prompt_file else {}),
         }
         for j in suite.judges
@@ -693,6 +707,9 @@ def conditions_fingerprint(suite: Suite, samples: int | None) -> str:
     if suite.pairwise is not None:
         pairwise = {k: v for k, v in _plain(suite.pairwise).items() if k != "line"}
         pairwise["samples"] = suite.pairwise.samples or 1  # unset was 1 when first recorded
+        if suite.pairwise.samples is None and default not in (None, 1):
+            # an unset one took 1 sample when first recorded, the suite's samples now
+            pairwise["default_samples"] = default
     conditions = {
         "judges": judges,
         "pairwise": pairwise,
