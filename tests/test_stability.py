@@ -5,6 +5,7 @@ on hand-made observations, on real harness rows in SQLite, and end to end on a l
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from engine.harness.stability import (
     stability,
 )
 from engine.runtime.history import NewAttempt, open_history
+from tests.harness_helpers import REPO
 from tests.loopback_server import LoopbackServer, Reply, verdict_reply
 from tests.run_helpers import ll_loop, write_loop
 
@@ -200,12 +202,24 @@ def test_stability_counts_a_large_history_without_reading_every_row(tmp_path: Pa
     assert peak < 5_000_000, peak
 
 
+COUNT_LOGS_OPENED = """
+import sys
+from pathlib import Path
+from engine.harness.stability import stability_report
+opened = []
+def audit(event, args):
+    if event == "open" and str(args[0]).endswith("events.jsonl"):
+        opened.append(Path(str(args[0])).parent.name)
+sys.addaudithook(audit)
+stability_report(Path.cwd(), "mine", None)
+print(" ".join(opened))
+"""
+
+
 def test_a_loops_judges_are_read_only_from_logs_that_can_hold_them(tmp_path: Path) -> None:
     """A loop's report (its judges' stability) read every run's log to the end, other loops'
     too: a tiny run's report took 6.5 s beside a 300 MB log of another loop. A run of another
     loop is skipped unless it ran sub-loops (whose events are in its log)."""
-    from engine.harness.stability import stability_report
-
     (tmp_path / ".loops").mkdir()
     for name in ("mine", "other"):
         write_loop(
@@ -236,16 +250,16 @@ def test_a_loops_judges_are_read_only_from_logs_that_can_hold_them(tmp_path: Pat
     for name in ("mine", "other", "outer"):
         ran = ll_loop(tmp_path, "run", f"{name}.yaml", "--json", "--quiet")
         runs[name] = json.loads(ran.stdout)["run_id"]
-    opened: list[str] = []
-    counting = [True]
-
-    def audit(event: str, args: tuple[Any, ...]) -> None:
-        if counting and event == "open" and str(args[0]).endswith("events.jsonl"):
-            opened.append(Path(str(args[0])).parent.name)
-
-    sys.addaudithook(audit)  # hooks cannot be removed: this one stops counting below
-    try:
-        stability_report(tmp_path, "mine", None)
-    finally:
-        counting.clear()
+    # in a process of its own: an audit hook cannot be removed, and one left in the test
+    # process runs for every later event there (thread starts included, under coverage)
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_LOGS_OPENED],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    opened = done.stdout.split()
     assert sorted(opened) == sorted([runs["mine"], runs["outer"]])  # not the other loop's
