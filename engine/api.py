@@ -685,10 +685,14 @@ def status(
         # A dead run's actions may still be running (SIGKILL cannot take them along).
         left = orphaned_actions(snapshot.run_id) if snapshot.status == "interrupted" else []
         return _status_of(snapshot, tuple(left))
-    snapshots = [s for s in list_runs(where.root) if include_finished or s.status != "finished"]
+    every = list_runs(where.root)
+    snapshots = [s for s in every if include_finished or s.status != "finished"]
     # A run directory without a readable state.json: its hints send the user here.
+    read = {s.run_id for s in every}
     damaged = (
-        [_damaged(d, why) for d, why in unreadable_runs(where.root)] if include_finished else []
+        [_damaged(d, why) for d, why in unreadable_runs(where.root, read)]
+        if include_finished
+        else []
     )
     queued = _queued(where.root, {*(s.run_id for s in snapshots), *(s.run_id for s in damaged)})
     listed: list[RunStatus] = [*(_status_of(s) for s in snapshots), *damaged]

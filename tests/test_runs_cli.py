@@ -745,3 +745,41 @@ def test_stop_never_signals_a_queued_process_it_cannot_tell_is_the_run(tmp_path:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+COUNT_STATE_READS = """
+import sys
+import engine
+opened = []
+def audit(event, args):
+    if event == "open" and str(args[0]).endswith("state.json"):
+        opened.append(str(args[0]))
+sys.addaudithook(audit)
+statuses = engine.status(include_finished=True)
+print(len(statuses), len(opened), len(set(opened)))
+"""
+
+
+def test_status_all_reads_each_runs_state_once(tmp_path: Path) -> None:
+    """`status --all` read every state.json twice: once to list the runs, then again to find
+    those it could not read (a damaged one is still looked at again). Counted in a process of
+    its own: an audit hook cannot be removed."""
+    import sys
+
+    from tests.harness_helpers import REPO
+
+    write(tmp_path / "sleeper.yaml", SINGLE_COMMAND.replace("sleep 60", "echo hi"))
+    for _ in range(4):
+        ll_loop(tmp_path, "run", "sleeper.yaml", "--json", "-q")
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_STATE_READS],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    listed, opened, distinct = map(int, done.stdout.split())
+    assert (listed, distinct) == (4, 4), done.stdout
+    assert opened == 4, f"{opened} opens of 4 state.json files"

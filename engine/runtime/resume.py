@@ -20,7 +20,7 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,9 +232,12 @@ def list_runs(root: Path | None = None) -> list[RunSnapshot]:
     return [s for s in found if s is not None]
 
 
-def unreadable_runs(root: Path | None = None) -> list[tuple[Path, str]]:
+def unreadable_runs(
+    root: Path | None = None, read: Collection[str] = frozenset()
+) -> list[tuple[Path, str]]:
     """The run directories `list_runs` leaves out, newest first, each with what is wrong: no
-    state.json at all, or one that does not parse (nor its temp copy)."""
+    state.json at all, or one that does not parse (nor its temp copy). `read`: the ids of runs
+    `list_runs` has just read, whose state.json is not read a second time."""
     folder = runs_root(root)
     if not folder.is_dir():
         return []
@@ -242,7 +245,8 @@ def unreadable_runs(root: Path | None = None) -> list[tuple[Path, str]]:
     return [
         (d, _state_problem(d))
         for d in sorted(folder.iterdir(), reverse=True)
-        if d.is_dir()
+        if d.name not in read
+        and d.is_dir()
         and not d.is_symlink()
         and d.name not in starting
         and _readable_state(d) is None
