@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from tests.harness_helpers import REPO
 from tests.suite_helpers import (
@@ -209,15 +210,22 @@ def test_a_resume_of_a_running_run_is_refused_before_its_executor_is_made(
     dataset(tmp_path, {f"c{i:02d}": {"input": {"n": i}} for i in range(CASES)})
     write(tmp_path / "s.suite.yaml", SUITE.replace("sleep 0.3", "sleep 2"))
     process = start(tmp_path)
+
+    def runs() -> list[tuple[Any, ...]]:
+        if not (tmp_path / ".loops" / "history.db").exists():
+            return []
+        try:
+            return db_rows(tmp_path, "SELECT run_id FROM suite_runs")
+        except sqlite3.OperationalError:  # the file is made before its tables
+            return []
+
     try:
         deadline = time.monotonic() + 120
-        while not (tmp_path / ".loops" / "history.db").exists() or not db_rows(
-            tmp_path, "SELECT run_id FROM suite_runs"
-        ):
+        while not runs():
             assert process.poll() is None, "the suite ended before it was resumed"
             assert time.monotonic() < deadline, "the run was not recorded in time"
             time.sleep(0.05)
-        [(run_id,)] = db_rows(tmp_path, "SELECT run_id FROM suite_runs")
+        [(run_id,)] = runs()
         address = f"127.0.0.1:{free_port()}"
         code, _, err = suite(
             tmp_path, "s.suite.yaml", "--resume", run_id, "--executor", "ray", "--address", address
