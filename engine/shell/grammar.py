@@ -1746,6 +1746,15 @@ _NAME_WRITERS = frozenset({"read", "printf", "mapfile", "readarray", "getopts"})
 _WRITTEN_NAME = re.compile(r"(?:-[A-Za-z]*?)?([A-Za-z_][A-Za-z0-9_]*)(?:\[.*)?", re.DOTALL)
 
 
+def _invoked_words(node: Node) -> list[str | None]:
+    """A command's words without a leading `builtin` or `command`, which run the rest as
+    written (`command set -o posix` is `set -o posix`)."""
+    words = _command_words(node)
+    while words and words[0] in ("builtin", "command"):
+        words = words[1:]
+    return words
+
+
 def _program_variable_read(root: Node, source: bytes) -> tuple[Role, str] | None:
     """The first `read`, `printf -v`, `mapfile`, `getopts` or `for` that writes one of
     `PROGRAM_VARIABLES`, as (role, why): the text it takes may hold a value."""
@@ -1755,9 +1764,7 @@ def _program_variable_read(root: Node, source: bytes) -> tuple[Role, str] | None
             variable = node.child_by_field_name("variable")
             names = [None if variable is None else _text(variable)]
         elif node.type == "command":
-            words = _command_words(node)
-            while words and words[0] in ("builtin", "command"):
-                words = words[1:]
+            words = _invoked_words(node)
             if words and words[0] in _NAME_WRITERS:
                 names = words[1:]
         for word in names:
@@ -1824,9 +1831,7 @@ def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0)
     if not any(word in text for word in ("eval", "trap", "source", ".")):
         return
     for node in _captures(root, "command"):
-        words = _command_words(node)
-        while words and words[0] in ("builtin", "command"):
-            words = words[1:]
+        words = _invoked_words(node)
         line, _ = _point(source, node.start_byte)
         if words[:1] in (["source"], ["."]) and (
             len(words) < 2 or words[1] is None or _READS_INPUT.search(words[1])
@@ -1872,9 +1877,7 @@ def _alias_expansion(root: Node, source: bytes, text: str) -> str:
     if "shopt" not in text and "posix" not in text and "set" not in text:
         return ""
     for node in _captures(root, "command"):
-        words = _command_words(node)
-        while words and words[0] in ("builtin", "command"):
-            words = words[1:]
+        words = _invoked_words(node)
         if words[:1] == ["shopt"]:
             sets = any(w is None or (w[:1] == "-" and "s" in w) for w in words[1:])
             on = sets and any(w in (None, "expand_aliases", "posix") for w in words[1:])
@@ -1902,9 +1905,7 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
     if "H" not in text and "histexpand" not in text:
         return ""
     for node in _captures(root, "command"):
-        words = _command_words(node)
-        while words and words[0] in ("builtin", "command"):
-            words = words[1:]
+        words = _invoked_words(node)
         if words[:1] == ["shopt"]:
             flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-")
             on = "s" in flags and "o" in flags and "histexpand" in words[1:]
