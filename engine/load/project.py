@@ -181,6 +181,21 @@ def open_file(
     return fd
 
 
+def regular_file_bytes(path: Path) -> bytes:
+    """The bytes of `path`; an `OSError` for anything but a regular file (opened without
+    waiting for a FIFO's writer): a loop file, or a run's state.json, that a FIFO or
+    `/dev/zero` stands in for was read forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "it is not a regular file (a FIFO or a device)")
+        os.set_blocking(fd, True)
+        return handle.read()
+
+
 def write_new_file(path: Path, data: bytes, *, replace: bool = False) -> None:
     """Write a file the user asked for (`install`, `scaffold-eval --out`): never through a link.
 

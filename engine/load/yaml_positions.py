@@ -16,11 +16,8 @@ Every problem becomes a `Diagnostic`; nothing here raises anything but `YamlProb
 
 from __future__ import annotations
 
-import errno
 import math
-import os
 import re
-import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +27,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from engine.load.project import regular_file_bytes
 from engine.model.errors import Diagnostic
 
 PathKey = tuple[str | int, ...]
@@ -163,27 +161,13 @@ def read_text(path: Path, file: str) -> str:
     is what is not a regular file: a FIFO (or `/dev/zero`) named by a state.json or a
     sub-loop's `loop:` was read forever."""
     try:
-        raw = _regular_file_bytes(Path(path))
+        raw = regular_file_bytes(Path(path))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise YamlProblems(
             [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, "check the path")]
         ) from None
     return decode(raw, file)
-
-
-def _regular_file_bytes(path: Path) -> bytes:
-    """The bytes of `path`; an `OSError` for anything but a regular file (opened without
-    waiting for a FIFO's writer)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "it is not a regular file (a FIFO or a device)")
-        os.set_blocking(fd, True)
-        return handle.read()
 
 
 def _yaml11_number(node: yaml.ScalarNode) -> int | float | None:

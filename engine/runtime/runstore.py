@@ -21,10 +21,8 @@ disk.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
-import stat
 import sys
 import threading
 import time
@@ -33,7 +31,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from engine.load.project import ensure_dir, loops_dir, open_file, refuse_links
+from engine.load.project import (
+    ensure_dir,
+    loops_dir,
+    open_file,
+    refuse_links,
+    regular_file_bytes,
+)
 
 SYNC_INTERVAL = 1.0  # seconds: at most one fsync of events + state.json per this, at a boundary
 
@@ -249,7 +253,7 @@ def read_state(path: Path) -> dict[str, Any]:
     """
     for attempt in range(3):
         try:
-            data = json.loads(_regular_file_text(path))
+            data = json.loads(regular_file_bytes(path).decode("utf-8"))  # never waits on a FIFO
         except ValueError:
             if attempt == 2:
                 raise
@@ -258,17 +262,6 @@ def read_state(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path} is not a JSON object")
         return data
     raise AssertionError("unreachable")
-
-
-def _regular_file_text(path: Path) -> str:
-    """The UTF-8 text of the regular file `path`; `OSError` for anything else: a FIFO planted
-    as one run's state.json made `status` (every run's listing) wait for a writer forever."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, f"{path} is not a regular file")
-        os.set_blocking(fd, True)
-        return handle.read().decode("utf-8")
 
 
 def saved_at(state: Mapping[str, Any], path: Path) -> float:
