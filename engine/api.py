@@ -999,6 +999,10 @@ def suite(
 
     if not isinstance(path, str | os.PathLike | Suite):
         raise UsageError(f"path must be a suite file's path or a Suite, not {type(path).__name__}")
+    if isinstance(path, str) and not path.strip():  # `suite "$SUITE"` with SUITE unset
+        raise UsageError(
+            "the suite argument is empty", hint="pass a suite file's path (*.suite.yaml)"
+        )
     _arguments(samples=samples, jobs=jobs, cases=cases, baseline_of=baseline_of, resume=resume)
     _arguments(executor=executor, address=address, on_case=on_case, progress=progress)
     _arguments(measure_baseline=measure_baseline, compare_baseline=compare_baseline)

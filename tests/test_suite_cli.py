@@ -219,6 +219,21 @@ def test_refusals_exit_2_before_anything_runs(tmp_path: Path, setup: str, messag
         assert db_rows(tmp_path, "SELECT count(*) FROM suite_judgements") == [(0,)]
 
 
+def test_an_empty_suite_argument_is_refused_not_read_as_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """`ll-harness suite "$SUITE"` with SUITE unset said `.:1:1: F000 cannot read the file: it
+    is not a regular file`: the empty path had become the working directory."""
+    numbered(tmp_path, 2)
+    write(tmp_path / "g.suite.yaml", PASSING)
+    for empty in ("", " "):
+        code, out, err = suite(tmp_path, empty)
+        assert code == 2, out + err
+        assert "the suite argument is empty" in err, err
+        assert "*.suite.yaml" in err and "F000" not in err, err
+    assert not (tmp_path / ".loops" / "history.db").exists()
+
+
 def test_per_case_errors_are_recorded_excluded_and_the_suite_goes_on(tmp_path: Path) -> None:
     dataset(
         tmp_path,

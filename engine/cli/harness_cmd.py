@@ -524,7 +524,7 @@ class SuiteExecutor(StrEnum):
     ),
 )
 def suite_command(
-    path: Annotated[Path, typer.Argument(help="A suite file (*.suite.yaml).")],
+    path: Annotated[str, typer.Argument(help="A suite file (*.suite.yaml).")],
     samples: Annotated[
         int | None, typer.Option("--samples", help="Samples of every LLM judge per case.")
     ] = None,
