@@ -335,3 +335,14 @@ def test_a_front_matter_field_that_is_not_text_is_refused(
     text = f"---\n{field}: {value}\n---\n# FEAT-1: t\n\n## Acceptance Criteria\n- ok\n"
     with pytest.raises(UsageError, match=rf"front matter `{field}` must be text, got {kind}"):
         parse_issue(text, path=Path("FEAT-1.md"))
+
+
+def test_an_issue_file_that_is_huge_or_endless_is_refused_not_read_whole(tmp_path: Path) -> None:
+    """An issue file was read whole, whatever it was: `/dev/zero` (or a file the size of a
+    disk) grew memory until the process died. Over 10 MB it is now one sentence."""
+    huge = tmp_path / "FEAT-1-huge.md"
+    huge.write_text("# Huge\n" + "x" * (11 * 1024 * 1024))
+    for path in (huge, Path("/dev/zero")):
+        with pytest.raises(UsageError) as refused:
+            load_issue(path)
+        assert "cannot read issue file" in str(refused.value), refused.value

@@ -646,3 +646,23 @@ def test_an_error_routed_to_a_success_terminal_is_a_warning(tmp_path: Path) -> N
     # a recovery state, or a failure terminal, is no warning
     recovering = ERROR_TO_DONE.replace("_: done}", "_error: notify, _: done}")
     assert [d["path"] for d in ll018(recovering)[1]] == ["states.fix.on_error"]
+
+
+def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Path) -> None:
+    """A loop file and a fragment library were read whole, whatever their size (a suite's and
+    a dataset's files had a 10 MB limit): an 11 MB one is now refused in one sentence, before
+    it is parsed."""
+    padding = "#" * (11 * 1024 * 1024) + "\n"
+    (tmp_path / "big.yaml").write_text(
+        "name: big\ninitial: a\nstates:\n  a:\n    terminal: true\n" + padding
+    )
+    (tmp_path / "lib.yaml").write_text("fragments:\n  f:\n    action: echo hi\n" + padding)
+    (tmp_path / "uses.yaml").write_text(
+        "name: uses\nimport: [lib.yaml]\ninitial: a\n"
+        "states:\n  a:\n    fragment: f\n    next: b\n  b:\n    terminal: true\n"
+    )
+    for name, code in (("big.yaml", "F000"), ("uses.yaml", "F030"), ("lib.yaml", "F030")):
+        result = ll_loop("validate", name, cwd=tmp_path)
+        said = result.stdout + result.stderr
+        assert result.returncode == 1, said
+        assert code in said and "too large to read (11.0 MB; the limit is 10.0 MB)" in said, said

@@ -14,10 +14,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from engine.load.yaml_positions import Positions, YamlProblems, decode, parse_yaml
+from engine.load.project import size_text
+from engine.load.yaml_positions import MAX_YAML_BYTES, Positions, YamlProblems, decode, parse_yaml
 from engine.model.errors import Diagnostic
 
-MAX_YAML_BYTES = 10 * 1024 * 1024
+__all__ = ["MAX_YAML_BYTES", "FileRefused", "read_capped", "read_limited", "read_yaml_limited"]
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -72,20 +73,18 @@ def read_limited(path: str | Path, file: str, limit: int = MAX_YAML_BYTES) -> st
 
 
 def _too_large(size: int, limit: int) -> FileRefused:
-    return FileRefused(f"it is too large to read ({_mb(size)}; the limit is {_mb(limit)})", size)
+    return FileRefused(
+        f"it is too large to read ({size_text(size)}; the limit is {size_text(limit)})", size
+    )
 
 
 def _too_big(size: int, limit: int, file: str) -> YamlProblems:
     return _problem(
         "F000",
-        f"the file is too large to read ({_mb(size)}; the limit is {_mb(limit)})",
+        f"the file is too large to read ({size_text(size)}; the limit is {size_text(limit)})",
         file,
         "keep inputs small; put large data in a file the subject reads, and name its path",
     )
-
-
-def _mb(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB" if size >= 1024 * 1024 else f"{size:,} bytes"
 
 
 def read_yaml_limited(

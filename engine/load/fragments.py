@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.load.project import regular_file_bytes
 from engine.load.resources import builtin_loops_dir
 from engine.load.yaml_positions import (
+    MAX_YAML_BYTES,
     PathKey,
     Position,
     Positions,
@@ -202,7 +204,7 @@ def check_library_file(path: Path) -> list[Diagnostic]:
     shown = str(path)
     job = _Expansion(shown, Positions({}, {}, ""))
     try:
-        data, positions = parse_yaml(decode(path.read_bytes(), shown), shown)
+        data, positions = parse_yaml(decode(regular_file_bytes(path, MAX_YAML_BYTES), shown), shown)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         job.problem("F030", f"cannot read fragment library {shown!r}: {reason}", (), "", value=True)
@@ -227,7 +229,7 @@ def _library(entry: str, at: PathKey, job: _Expansion) -> dict[str, Fragment]:
         return {}
     shown = _display(path)
     try:
-        text = decode(path.read_bytes(), shown)
+        text = decode(regular_file_bytes(path, MAX_YAML_BYTES), shown)
         data, positions = parse_yaml(text, shown)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__

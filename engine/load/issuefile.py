@@ -17,8 +17,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from engine.load.project import regular_file_bytes
 from engine.load.spelling import close_matches
-from engine.load.yaml_positions import UTF16_HINT, YamlProblems, is_utf16, parse_yaml
+from engine.load.yaml_positions import (
+    MAX_YAML_BYTES,
+    UTF16_HINT,
+    YamlProblems,
+    is_utf16,
+    parse_yaml,
+)
 from engine.model.errors import UsageError
 
 # ID like FEAT-919, BUG-12, ENH-3415 (letters, a dash, digits).
@@ -152,7 +159,7 @@ class Issue:
 def load_issue(path: Path) -> Issue:
     """Read and parse one issue file; unreadable or malformed files are a `UsageError`."""
     try:
-        raw = path.read_bytes()
+        raw = regular_file_bytes(path, MAX_YAML_BYTES)  # not a FIFO, not /dev/zero
     except OSError as exc:
         raise UsageError(
             f"cannot read issue file {path}: {exc.strerror or exc}",

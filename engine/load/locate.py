@@ -187,7 +187,8 @@ def file_kind(path: str | Path) -> FileKind:
     if not Path(path).is_file():  # a pipe or a device: reading it could block forever
         return "loop"
     try:
-        head = Path(path).read_text(encoding="utf-8", errors="replace")[:200_000]
+        with open(path, "rb") as handle:  # the head only: a 1 GB file is not read whole
+            head = handle.read(200_000).decode("utf-8", errors="replace")
     except OSError:
         return "loop"
     if looks_like_suite(head):

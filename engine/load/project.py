@@ -181,19 +181,32 @@ def open_file(
     return fd
 
 
-def regular_file_bytes(path: Path) -> bytes:
+def regular_file_bytes(path: Path, limit: int | None = None) -> bytes:
     """The bytes of `path`; an `OSError` for anything but a regular file (opened without
     waiting for a FIFO's writer): a loop file, or a run's state.json, that a FIFO or
-    `/dev/zero` stands in for was read forever."""
+    `/dev/zero` stands in for was read forever. With `limit`, a file larger than that many
+    bytes (before or while reading: it may grow) is an `OSError` too, not all in memory."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "it is not a regular file (a FIFO or a device)")
         os.set_blocking(fd, True)
-        return handle.read()
+        if limit is None:
+            return handle.read()
+        data = handle.read(limit + 1) if info.st_size <= limit else b""
+        if info.st_size > limit or len(data) > limit:
+            size = max(info.st_size, len(data))
+            limits = f"{size_text(size)}; the limit is {size_text(limit)}"
+            raise OSError(errno.EFBIG, f"it is too large to read ({limits})")
+        return data
+
+
+def size_text(count: int) -> str:
+    """A file size as people read it: `12.3 MB`, or `4,096 bytes` under a megabyte."""
+    return f"{count / (1024 * 1024):.1f} MB" if count >= 1024 * 1024 else f"{count:,} bytes"
 
 
 def write_new_file(path: Path, data: bytes, *, replace: bool = False) -> None:

@@ -16,6 +16,7 @@ Every problem becomes a `Diagnostic`; nothing here raises anything but `YamlProb
 
 from __future__ import annotations
 
+import errno
 import math
 import re
 import sys
@@ -29,6 +30,10 @@ from yaml.constructor import SafeConstructor
 
 from engine.load.project import regular_file_bytes
 from engine.model.errors import Diagnostic
+
+MAX_YAML_BYTES = 10 * 1024 * 1024
+"""The largest YAML file read: a loop, suite, fragment library or case file is a few KB; one
+of 10 MB is a mistake (or an attack) that would cost its size many times over in memory."""
 
 PathKey = tuple[str | int, ...]
 Position = tuple[int, int]
@@ -158,14 +163,17 @@ def read_yaml_file(path: Path, file: str | None = None) -> tuple[Any, Positions]
 
 def read_text(path: Path, file: str) -> str:
     """The text of a YAML file; unreadable, binary or non-UTF-8 files are `YamlProblems`, and so
-    is what is not a regular file: a FIFO (or `/dev/zero`) named by a state.json or a
-    sub-loop's `loop:` was read forever."""
+    is what is not a regular file (a FIFO or `/dev/zero` named by a state.json or a sub-loop's
+    `loop:` was read forever) or is over `MAX_YAML_BYTES` (held whole in memory, then parsed)."""
     try:
-        raw = regular_file_bytes(Path(path))
+        raw = regular_file_bytes(Path(path), MAX_YAML_BYTES)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+        hint = "check the path"
+        if exc.errno == errno.EFBIG:
+            hint = "loop, suite and case files are a few KB: check that this is the file meant"
         raise YamlProblems(
-            [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, "check the path")]
+            [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, hint)]
         ) from None
     return decode(raw, file)
 
