@@ -3,10 +3,14 @@
 (a) 200 cases x 3 judges (a check, a builtin, and an LLM judge answered by the loopback
     Messages server after 200 ms), `--jobs 16`: wall of `run_suite` (in-process, the SDK already
     imported) vs the ideal 200 x 0.2 s / 16 = 2.5 s. Target: <= 1.5x.
-(b) 2,000 cases, a shell subject (`echo`) and two deterministic judges, `--jobs 2`, through the
-    real `ll-harness suite` (a fresh process: start-up, load, workspaces, spawns, judges,
-    history.db) vs 2,000 bare `bash -c` spawns of the same commands split over 2 threads.
-    Target: <= 1.3x; peak RSS of the ll-harness process (`wait4`) < 200 MB.
+(b) 2,000 cases, a shell subject (`echo`) and two deterministic judges (the builtins
+    `output_numeric` against `${inputs.n}` and `exit_code`), `--jobs 2`, through the real
+    `ll-harness suite` (a fresh process: start-up, load, workspaces, spawns, judges, history.db)
+    vs 2,000 bare `bash -c` spawns of the same commands split over 2 threads. Target: <= 1.3x;
+    peak RSS of the ll-harness process (`wait4`) < 200 MB. Also measured, against the same bare
+    runs: the same suite with an inline Python `check:` for the first judge, which runs in the
+    check process (one request per case). bench_suite_floor.py measures what the per-case work
+    alone costs, with no engine.
 (c) The suite of (b) killed with SIGKILL once half its cases are recorded, then `--resume`d:
     the two walls together vs one uninterrupted run. Target: <= 1.1x.
 
@@ -65,12 +69,21 @@ subject:
   command: echo ${inputs.n}
 judges:
   - name: echoed
-    check: return outputs["stdout"].strip() == str(inputs["n"]), "echo"
+    builtin: output_numeric
+    arguments: {operator: eq, target: "${inputs.n}"}
   - name: exit
     builtin: exit_code
 thresholds:
   echoed: {min_pass_rate: 0.99}
 """
+
+CHECK_SUITE = SHELL_SUITE.replace(
+    """    builtin: output_numeric
+    arguments: {operator: eq, target: "${inputs.n}"}
+""",
+    """    check: return outputs["stdout"].strip() == str(inputs["n"]), "echo"
+""",
+)
 
 
 def make_project(folder: Path, suite: str, cases: int) -> Path:
@@ -200,11 +213,13 @@ def _cpu(who: int) -> float:
 
 
 def bench_shell() -> bool:
-    """Interleaved pairs (the machine's load moves between runs); the median pair is shown.
-    Also the CPU each side used (this process and all it waited for): with the baseline keeping
-    every core busy, the wall ratio cannot fall much below the CPU ratio."""
+    """Interleaved runs (the machine's load moves between them): bare, the suite with builtin
+    judges, the suite with a check; the median of each pair is shown. Also the CPU each side
+    used (this process and all it waited for): with the baseline keeping every core busy, the
+    wall ratio cannot fall much below the CPU ratio."""
     precompile()
     pairs: list[tuple[float, float]] = []
+    checked: list[tuple[float, float]] = []
     cpus: list[tuple[float, float]] = []
     peak = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -216,24 +231,38 @@ def bench_shell() -> bool:
             wall, rss, code = run_cli(folder, "--jobs", str(SHELL_JOBS))
             after = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
             assert code == 0, f"the suite exited {code}"
+            (folder / "s.suite.yaml").write_text(CHECK_SUITE)
+            check_wall, check_rss, code = run_cli(folder, "--jobs", str(SHELL_JOBS))
+            assert code == 0, f"the suite with a check exited {code}"
             pairs.append((wall, bare))
+            checked.append((check_wall, bare))
             cpus.append((after - between, between - before))
-            peak = max(peak, rss)
-    wall, bare = sorted(pairs, key=lambda p: p[0] / p[1])[len(pairs) // 2]
+            peak = max(peak, rss, check_rss)
+    wall, bare = _median(pairs)
     ratio = wall / bare
+    check_wall, check_bare = _median(checked)
     suite_cpu, bare_cpu = sorted(cpus, key=lambda c: c[0] / c[1])[len(cpus) // 2]
     ok = ratio <= 1.3 and peak < 200
     print(
-        f"(b) {SHELL_CASES} cases, shell subject, --jobs {SHELL_JOBS}: ll-harness {wall:.2f} s "
-        f"vs {SHELL_CASES} bare spawns over {SHELL_JOBS} threads {bare:.2f} s: {ratio:.2f}x "
-        f"(budget 1.3x; median of {PAIRS} pairs: "
-        f"{', '.join(f'{w / b:.2f}' for w, b in pairs)}); peak RSS {peak} MB (budget 200 MB) "
-        f"{'OK' if ok else 'OVER BUDGET'}\n"
+        f"(b) {SHELL_CASES} cases, shell subject, builtin judges, --jobs {SHELL_JOBS}: ll-harness "
+        f"{wall:.2f} s vs {SHELL_CASES} bare spawns over {SHELL_JOBS} threads {bare:.2f} s: "
+        f"{ratio:.2f}x (budget 1.3x; median of {PAIRS} pairs: {_listed(pairs)}); peak RSS "
+        f"{peak} MB (budget 200 MB) {'OK' if ok else 'OVER BUDGET'}\n"
         f"    CPU (user + system, with every process waited for): ll-harness {suite_cpu:.2f} s vs "
         f"bare {bare_cpu:.2f} s: {suite_cpu / bare_cpu:.2f}x (median pair); the bare run keeps "
-        f"{bare_cpu / bare:.1f} of {os.cpu_count()} cores busy"
+        f"{bare_cpu / bare:.1f} of {os.cpu_count()} cores busy\n"
+        f"    with an inline Python check for the first judge: {check_wall:.2f} s vs "
+        f"{check_bare:.2f} s: {check_wall / check_bare:.2f}x ({_listed(checked)})"
     )
     return ok
+
+
+def _median(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return sorted(pairs, key=lambda p: p[0] / p[1])[len(pairs) // 2]
+
+
+def _listed(pairs: list[tuple[float, float]]) -> str:
+    return ", ".join(f"{w / b:.2f}" for w, b in pairs)
 
 
 # ---- (c) ------------------------------------------------------------------------------------
