@@ -792,6 +792,8 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
     if len(waiting) == 1 and waiting[0].pid is not None:
         if not ask_to_stop_waiting(where.root, waiting[0].run_id, wait):
             record = next((r for r in holders(where.root) if r.run_id == waiting[0].run_id), None)
+            if waiting[0].pid <= 1:
+                raise _not_signalled(waiting[0].run_id, "lock record", waiting[0].pid)
             if record is not None and _unverified(record.pid, record.start_time):
                 raise _not_signalled(record.run_id, "lock record", record.pid)
             with contextlib.suppress(ProcessLookupError):
@@ -861,13 +863,20 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
 def _unverified(pid: int, start_time: int | None) -> bool:
     """Start times can be read here, but `pid`'s was not recorded: nothing tells the run's
     process from one that took its pid since (a hand-edited or copied state.json or lock
-    record), so `stop` must not signal it."""
+    record), so `stop` must not signal it. Nor pid 1 (or 0, or a negative one, which
+    `kill` takes for process groups): no run is the system's init, whose start time anyone
+    can predict and write into a state.json a repository ships."""
     from engine.runtime.locks import process_start_time
 
-    return start_time is None and process_start_time(pid) is not None
+    return pid <= 1 or (start_time is None and process_start_time(pid) is not None)
 
 
 def _not_signalled(run_id: str, where: str, pid: int) -> UsageError:
+    if pid <= 1:
+        return UsageError(
+            f"run {run_id}'s {where} names process {pid}, which is no run's; it is not signalled",
+            hint="the file was not written by ll-loop: remove the run's directory",
+        )
     return UsageError(
         f"run {run_id}'s {where} names process {pid} without its start time, so it cannot be "
         "told from another process that has that pid; it is not signalled",

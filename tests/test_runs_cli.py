@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.runtime.locks import process_start_time
 from tests.runs_helpers import (
     end_action_group,
     events_of,
@@ -723,6 +724,23 @@ def test_stop_never_signals_a_process_it_cannot_tell_is_the_run(project: Path) -
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_stop_never_signals_process_1_whatever_start_time_a_state_json_gives(
+    project: Path,
+) -> None:
+    """pid 1's start time is the same on every boot of a container image, so a state.json
+    shipped in a repository could name it with its true start time, and `stop` of that run
+    sent SIGTERM to the system's init (as root: the container's end). No run is pid 1."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    state = project / ".loops" / "runs" / run_id / "state.json"
+    data = json.loads(state.read_text())
+    data.update(status="running", result=None, pid=1, pid_start=process_start_time(1))
+    state.write_text(json.dumps(data))
+    done = ll_loop(project, "stop", run_id)
+    assert done.returncode == 2, done.stdout
+    assert "names process 1, which is no run's; it is not signalled" in done.stderr
 
 
 def test_stop_never_signals_a_queued_process_it_cannot_tell_is_the_run(tmp_path: Path) -> None:
