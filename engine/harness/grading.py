@@ -15,6 +15,7 @@ from typing import Any
 from engine.harness.banding import SampleOutcome, combine_gates
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
+from engine.llm.evidence import reason_after_check
 from engine.model.ports import Verdict
 from engine.runtime.history import AttemptOutcome, NewAttempt
 from engine.runtime.provenance import Provenance
@@ -70,7 +71,11 @@ class SemanticResult:
             criterion=criterion,
             verdict=verdict.name,
             confidence=_float(details.get("confidence")),
-            reason=_text(details.get("reason") or details.get("error")),
+            # a `yes` whose quote the output does not hold was turned into `no`: say so first
+            reason=_text(
+                reason_after_check(str(details.get("reason") or ""), details.get("evidence_check"))
+                or details.get("error")
+            ),
             evidence=_text(details.get("evidence")),
             model=_text(details.get("model")) or model,
             cost_usd=_float(details.get("cost_usd")) or 0.0,

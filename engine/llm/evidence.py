@@ -76,3 +76,12 @@ def evidence_problem(quote: str, text: str | Sequence[str]) -> str | None:
             if wrapped and _fragments_in_order(stripped[1:-1], haystacks) is None:
                 return None
     return problem
+
+
+def reason_after_check(reason: str, evidence_check: object) -> str:
+    """The model's reason, led by the evidence check when that turned its pass (a `yes`) into a
+    fail: the reason argues for a pass, and a report, a fix prompt or a harness result would read
+    it as the cause of the failure."""
+    if isinstance(evidence_check, str) and " rejected: " in evidence_check:
+        return f"{evidence_check}; the model's reason: {reason}"
+    return reason
