@@ -15,7 +15,6 @@ from typing import Any
 from engine.harness.banding import SampleOutcome, combine_gates
 from engine.harness.refusal import Refusal
 from engine.harness.subjects import Subject, SubjectRun
-from engine.llm.evidence import reason_after_check
 from engine.model.ports import Verdict
 from engine.runtime.history import AttemptOutcome, NewAttempt
 from engine.runtime.provenance import Provenance
@@ -71,11 +70,7 @@ class SemanticResult:
             criterion=criterion,
             verdict=verdict.name,
             confidence=_float(details.get("confidence")),
-            # a `yes` whose quote the output does not hold was turned into `no`: say so first
-            reason=_text(
-                reason_after_check(str(details.get("reason") or ""), details.get("evidence_check"))
-                or details.get("error")
-            ),
+            reason=_text(details.get("reason") or details.get("error")),
             evidence=_text(details.get("evidence")),
             model=_text(details.get("model")) or model,
             cost_usd=_float(details.get("cost_usd")) or 0.0,

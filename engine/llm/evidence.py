@@ -82,6 +82,10 @@ def reason_after_check(reason: str, evidence_check: object) -> str:
     """The model's reason, led by the evidence check when that turned its pass (a `yes`) into a
     fail: the reason argues for a pass, and a report, a fix prompt or a harness result would read
     it as the cause of the failure."""
-    if isinstance(evidence_check, str) and " rejected: " in evidence_check:
+    if (
+        isinstance(evidence_check, str)
+        and " rejected: " in evidence_check
+        and not reason.startswith(evidence_check)  # said so already (an `llm_structured` reason)
+    ):
         return f"{evidence_check}; the model's reason: {reason}"
     return reason

@@ -698,8 +698,9 @@ def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]
         lines.append(line)
         if note.evidence:
             lines.append(f'      evidence: "{_clip(note.evidence, 90)}"')
-        if note.evidence_check and "rejected" in note.evidence_check:
-            lines.append(f"      {_clip(note.evidence_check, 100)}")
+        rejection = note.evidence_check
+        if rejection and "rejected" in rejection and not note.reason.startswith(rejection):
+            lines.append(f"      {_clip(rejection, 100)}")
     return lines
 
 
