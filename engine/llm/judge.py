@@ -349,7 +349,7 @@ def _one_sample(
         answered=verdict, confidence=confidence, reason=str(answer["reason"]), evidence=evidence
     )
     if verdict in ("yes", "partial"):
-        problem = evidence_problem(evidence, judged.parts)
+        problem = evidence_problem(evidence, judged.parts, shortened=judged.truncated)
         if problem is not None:
             check = f"{verdict} rejected: {problem}"
             verdict = "no"
