@@ -770,6 +770,32 @@ def test_invalid_yaml_and_missing_loop_are_refusals(tmp_path: Path) -> None:
     assert ran.code == 2 and "no-such-loop" in ran.json["error"]
 
 
+def test_the_progress_line_quotes_the_last_line_of_a_long_output_not_of_its_preview(
+    tmp_path: Path,
+) -> None:
+    """The event keeps the first 2,000 characters of an action's output; the progress line
+    quoted the last line of that preview, a fragment cut mid-word (harness-optimize's `measure`
+    showed `· A le`). It quotes the output's real last line."""
+    write_loop(
+        tmp_path,
+        """
+name: long
+initial: s
+states:
+  s:
+    action: |
+      for i in $(seq 100); do echo "line $i of a long listing: abcdefghijklmnopqrstuvwxyz"; done
+      echo "measured: 3 of 3 samples passed"
+    next: done
+  done: {terminal: true}
+""",
+    )
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 0, ran.stderr
+    [line] = [x for x in ran.stderr.splitlines() if "step 1/" in x]
+    assert line.endswith("· measured: 3 of 3 samples passed"), line
+
+
 def test_human_summary_without_json(tmp_path: Path) -> None:
     write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
     ran = ll_loop(tmp_path, "run", "loop.yaml")
