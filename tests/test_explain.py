@@ -239,6 +239,21 @@ def test_a_failure_reached_through_an_on_error_route_shows_the_failed_actions_st
     assert recovered["outcome"] == "success"
     _, data = explain(tmp_path, recovered["run_id"])
     assert data["stderr_tail"] == []  # an error the loop recovered from ended in no failure
+    judged = (
+        (tmp_path / "opt.yaml")
+        .read_text()
+        .replace(
+            "    action: echo reverted\n    next: broken",
+            "    action: echo reverted\n    evaluate: {type: output_contains, pattern: nope}\n"
+            "    on_yes: done\n    on_no: broken",
+        )
+        .replace("broken: {terminal: true}", "broken: {terminal: true, failure: true}")
+    )
+    write(tmp_path / "opt.yaml", judged)
+    failed = result_of(ll_loop(tmp_path, "run", "opt.yaml", "--json", "--quiet"))
+    assert failed["final_state"] == "broken"
+    _, data = explain(tmp_path, failed["run_id"])
+    assert data["stderr_tail"] == []  # the run failed on a later no, not on that error
 
 
 def test_unknown_run_is_one_sentence(tmp_path: Path) -> None:

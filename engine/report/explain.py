@@ -178,7 +178,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     last = steps[-1] if steps else None
     gap = "" if child else log_gap(facts, trace)
     stderr = _failing_stderr(last, children)
-    if not stderr[0] and trace is not None and (facts.result or {}).get("outcome") == "failure":
+    ended_on_a_failure = (facts.result or {}).get("outcome") == "failure"
+    cleaned_up = last is not None and last.verdict in (None, "yes")  # no verdict of its own
+    if not stderr[0] and trace is not None and ended_on_a_failure and cleaned_up:
         stderr = _failure_on_the_way(trace)
     failing = _child_of(children, last) if last is not None and _failed(last) else None
     own_error = str((facts.result or {}).get("error") or "")

@@ -195,9 +195,10 @@ class Trace:
     end: dict[str, Any] | None = None  # the `loop_complete` fields
     resumes: list[dict[str, Any]] = field(default_factory=list)
     output_errors: list[str] = field(default_factory=list)
-    # (step, state, stderr) of the last earlier step whose action failed, kept when it settles:
-    # a run that recovered through `on_error` and then ended in a failure terminal is explained
-    # by it. One step's stderr (at most the 2,000 characters an event holds), not every step's.
+    # (step, state, stderr) of the last earlier step whose action failed, kept when it settles
+    # and only while the steps after it say nothing of their own (each `yes`, as clean-up steps
+    # do): a run that took `on_error` to such steps and then a failure terminal is explained by
+    # it. One step's stderr (at most the 2,000 characters an event holds), not every step's.
     failed_before: tuple[int, str, str] | None = None
 
     @property
@@ -302,6 +303,9 @@ class _Builder:
         if previous is not None:
             if previous.stderr.strip() and previous.action_failed:
                 trace.failed_before = (previous.step, previous.state, previous.stderr)
+            elif previous.verdict not in (None, "yes"):
+                # a later verdict of its own (a judge's no) is what the run went on from
+                trace.failed_before = None
             previous.settle()
         trace.steps.append(step)
         # The state of an interrupted step runs again after a resume; a sub-loop child it was
