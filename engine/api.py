@@ -306,9 +306,10 @@ def _load(path_or_loop: PathLike | Loop, where: _Where) -> tuple[Loop, Positions
     if isinstance(path_or_loop, Loop):
         return path_or_loop, None
     from engine.load.loader import load_loop_with_positions
-    from engine.load.locate import resolve_loop
+    from engine.load.locate import refuse_other_kind, resolve_loop
 
-    return load_loop_with_positions(resolve_loop(str(path_or_loop), where.base))
+    found = resolve_loop(str(path_or_loop), where.base)
+    return load_loop_with_positions(refuse_other_kind(found, str(path_or_loop)))
 
 
 def _checked(
@@ -1018,6 +1019,10 @@ def suite(
     _arguments(keep_workspaces=keep_workspaces)
     where = _Where.of(cwd)
     target = path if isinstance(path, Suite) else where.path(path)
+    if not isinstance(target, Suite):
+        from engine.load.locate import refuse_a_loop_as_suite
+
+        refuse_a_loop_as_suite(target, str(path))
     loaded, read = _refuse_lint_errors(target, where, resume, cases)
     options = SuiteOptions(
         samples=samples,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -205,3 +207,84 @@ def judge_threshold(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 (*path, "threshold"),
                 f"choose a threshold between {low:g} and {high:g}, or set the judge's score_range",
             )
+
+
+_DIR_FIELD = re.compile(r"(?P<dir>\w+?)_(?:content|file)")
+
+
+@rule("LL076", "warning", "judge-output-field", targets=_BOTH)
+def judge_output_field(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A check or `if:` reads the `<dir>_content` field of a directory `outputs:` does not list.
+
+    agent_eval's `outputs["main_content"]` (or `_file`) is in the record only for a directory
+    the assessment's `outputs:` (a suite's `outputs.paths`) lists: without it the judge errors
+    on every run."""
+    from engine.judges.record import dir_field_key  # only loops with judges pay
+
+    for judge, path, dirs in _judges_and_dirs(ctx):
+        keys = {dir_field_key(d) for d in dirs}
+        for key, text in (("check", judge.check), ("if", judge.condition)):
+            for field in _missing_dir_fields(text, keys):
+                directory = str(_DIR_FIELD.fullmatch(field).group("dir"))  # type: ignore[union-attr]
+                where = (
+                    "`outputs: {paths: [...]}`"
+                    if isinstance(ctx, SuiteContext)
+                    else ("the assessment's `outputs:`")
+                )
+                yield Finding(
+                    f"the {key} of judge {judge.name!r} reads outputs[{field!r}], which the "
+                    f"record has only for a directory `{directory}` listed in {where}; none is",
+                    (*path, key),
+                    f"list `{directory}` in {where} ({field} is then its first file's "
+                    f"{'text' if field.endswith('_content') else 'path'}), or read "
+                    "outputs['files']",
+                )
+
+
+def _judges_and_dirs(
+    ctx: LintContext | SuiteContext,
+) -> Iterator[tuple[Judge, tuple[str | int, ...], tuple[str, ...]]]:
+    """Each judge with its YAML path and the output directories its record is read from."""
+    if isinstance(ctx, SuiteContext):
+        for judge, path in ctx.judges():
+            yield judge, path, ctx.suite.output_paths
+        return
+    for state in ctx.loop.states.values():
+        dirs = state.evaluate.outputs if state.evaluate is not None else ()
+        for judge, path in judges_with_paths(state):
+            yield judge, path, dirs
+
+
+def _missing_dir_fields(text: str | None, keys: set[str]) -> list[str]:
+    """The `<dir>_content` / `<dir>_file` fields `text` reads as `outputs["..."]` for a
+    directory not among `keys`; none when it asks whether the field is there (`in outputs`)."""
+    if not text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # LL070, or a load error, says so
+    asked: set[str] = set()
+    read: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, ast.In | ast.NotIn) for op in node.ops
+        ):
+            asked |= {t for n in ast.walk(node) if (t := _text(n)) is not None}
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            key = _text(node.slice)
+            if node.value.id == "outputs" and key is not None:
+                read.append(key)
+    missing: list[str] = []
+    for field in read:
+        found = _DIR_FIELD.fullmatch(field)
+        if found and found.group("dir") not in keys and field not in asked | set(missing):
+            missing.append(field)
+    return missing
+
+
+def _text(node: ast.AST) -> str | None:
+    """The string a node is, when it is a string constant."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None

@@ -159,10 +159,15 @@ def test_agent_eval_improve_non_numeric_score_is_broken(
     tmp_path: Path,
     loopback: LoopbackServer,  # noqa: F811
 ) -> None:
-    (args,) = agent_eval(tmp_path, ["all good!"])
+    (args,) = agent_eval(tmp_path, ["all good, no number"])
     run = run_loop("agent-eval-improve", cwd=tmp_path, args=args)
     assert run.path == ("measure", "score_command", "score", "broken")
     assert run.exit_code == 1
+    # the line as the scorer printed it: its spaces were taken out ("allgood,nonumber")
+    assert (
+        "output is not a number: 'all good, no number'"
+        in (run.run_dir / "events.jsonl").read_text()
+    )
 
 
 def test_agent_eval_improve_llm_graded_path_is_the_default(
@@ -235,8 +240,10 @@ def test_benchmark_returns_the_mean_of_its_repeats(tmp_path: Path) -> None:
     )
     assert (run.path, run.exit_code) == (("run", "scored"), 0)
     assert run.result["outputs"]["score"] == "0.5"
-    broken = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=echo n/a"])
+    broken = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=echo no score here"])
     assert (broken.path, broken.exit_code) == (("run", "not_a_number"), 1)
+    said = (broken.run_dir / "events.jsonl").read_text()
+    assert "the scorer's last line is not a number: no score here" in said
     failing = run_loop("benchmark", cwd=tmp_path, args=["--context", "scorer=exit 4"])
     assert (failing.path, failing.exit_code) == (("run", "scorer_failed"), 1)
 

@@ -770,6 +770,63 @@ def test_invalid_yaml_and_missing_loop_are_refusals(tmp_path: Path) -> None:
     assert ran.code == 2 and "no-such-loop" in ran.json["error"]
 
 
+def test_the_progress_line_quotes_the_last_line_of_a_long_output_not_of_its_preview(
+    tmp_path: Path,
+) -> None:
+    """The event keeps the first 2,000 characters of an action's output; the progress line
+    quoted the last line of that preview, a fragment cut mid-word (harness-optimize's `measure`
+    showed `· A le`). It quotes the output's real last line."""
+    write_loop(
+        tmp_path,
+        """
+name: long
+initial: s
+states:
+  s:
+    action: |
+      for i in $(seq 100); do echo "line $i of a long listing: abcdefghijklmnopqrstuvwxyz"; done
+      echo "measured: 3 of 3 samples passed"
+    next: done
+  done: {terminal: true}
+""",
+    )
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 0, ran.stderr
+    [line] = [x for x in ran.stderr.splitlines() if "step 1/" in x]
+    assert line.endswith("· measured: 3 of 3 samples passed"), line
+
+
+def test_a_suite_or_a_library_given_as_a_loop_says_what_it_is(tmp_path: Path) -> None:
+    """`ll-loop run s.suite.yaml` listed seven schema errors of a loop (`missing the required
+    key 'initial'`, `unknown key 'dataset'`...) and never said the file is a suite, nor how to
+    run one; `ll-harness suite loop.yaml` did the same the other way round."""
+    (tmp_path / "s.suite.yaml").write_text(
+        "name: s\ndataset: cases\nsubject: {command: echo hi}\n"
+        "judges:\n  - {name: ok, builtin: exit_code}\n"
+    )
+    (tmp_path / "frag.yaml").write_text("fragments:\n  f:\n    action: echo hi\n")
+    write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
+    for args, said, hint in (
+        (("run", "s.suite.yaml"), "s.suite.yaml is a suite", "ll-harness suite s.suite.yaml"),
+        (("show", "s.suite.yaml"), "s.suite.yaml is a suite", "ll-harness suite s.suite.yaml"),
+        (("run", "frag.yaml"), "frag.yaml is a fragment library", "import:"),
+    ):
+        ran = ll_loop(tmp_path, *args)
+        assert ran.code == 2, ran.stderr
+        assert f"error: {said}" in ran.stderr and hint in ran.stderr, ran.stderr
+        assert "F010" not in ran.stderr and "F012" not in ran.stderr, ran.stderr
+    done = subprocess.run(
+        [str(Path(LL_LOOP).with_name("ll-harness")), "suite", "loop.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "error: loop.yaml is a loop, not a suite" in done.stderr, done.stderr
+    assert "ll-loop run loop.yaml" in done.stderr and "F010" not in done.stderr
+
+
 def test_human_summary_without_json(tmp_path: Path) -> None:
     write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
     ran = ll_loop(tmp_path, "run", "loop.yaml")

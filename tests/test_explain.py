@@ -192,6 +192,70 @@ def test_failed_action_shows_its_stderr_tail(tmp_path: Path) -> None:
     assert run_dir(tmp_path, ran["run_id"]).is_dir()
 
 
+def test_a_failure_reached_through_an_on_error_route_shows_the_failed_actions_stderr(
+    tmp_path: Path,
+) -> None:
+    """harness-optimize's `compare` errors, `abandon` reverts the file and the run ends in the
+    failure terminal `broken`: explain said only `reached the failure terminal 'broken' from
+    state 'abandon' (verdict yes)`, and why `compare` failed was in events.jsonl alone. The
+    stderr of the last action that failed on the way to a failure is shown, naming its step."""
+    write(
+        tmp_path / "opt.yaml",
+        """
+        name: opt
+        initial: compare
+        scope: ["."]
+        states:
+          compare:
+            action: |
+              echo "comparing"
+              echo "target.yaml:1:1: error F004 the top level must be a mapping" >&2
+              exit 2
+            evaluate: {type: exit_code}
+            on_yes: done
+            on_no: done
+            on_error: abandon
+          abandon:
+            action: echo reverted
+            next: broken
+          done: {terminal: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    ran = result_of(ll_loop(tmp_path, "run", "opt.yaml", "--json", "--quiet"))
+    assert ran["final_state"] == "broken"
+    text, data = explain(tmp_path, ran["run_id"])
+    assert data["stderr_tail"] == ["target.yaml:1:1: error F004 the top level must be a mapping"]
+    assert data["stderr_from"] == "state 'compare' (step 1)"
+    assert "stderr of the failing action (state 'compare' (step 1)) ends:" in text
+    assert "  | target.yaml:1:1: error F004 the top level must be a mapping" in text
+    write(
+        tmp_path / "opt.yaml",
+        (tmp_path / "opt.yaml")
+        .read_text()
+        .replace("broken: {terminal: true, failure: true}", "broken: {terminal: true}"),
+    )
+    recovered = result_of(ll_loop(tmp_path, "run", "opt.yaml", "--json", "--quiet"))
+    assert recovered["outcome"] == "success"
+    _, data = explain(tmp_path, recovered["run_id"])
+    assert data["stderr_tail"] == []  # an error the loop recovered from ended in no failure
+    judged = (
+        (tmp_path / "opt.yaml")
+        .read_text()
+        .replace(
+            "    action: echo reverted\n    next: broken",
+            "    action: echo reverted\n    evaluate: {type: output_contains, pattern: nope}\n"
+            "    on_yes: done\n    on_no: broken",
+        )
+        .replace("broken: {terminal: true}", "broken: {terminal: true, failure: true}")
+    )
+    write(tmp_path / "opt.yaml", judged)
+    failed = result_of(ll_loop(tmp_path, "run", "opt.yaml", "--json", "--quiet"))
+    assert failed["final_state"] == "broken"
+    _, data = explain(tmp_path, failed["run_id"])
+    assert data["stderr_tail"] == []  # the run failed on a later no, not on that error
+
+
 def test_unknown_run_is_one_sentence(tmp_path: Path) -> None:
     done = ll_loop(tmp_path, "explain", "nope")
     assert done.returncode == 2

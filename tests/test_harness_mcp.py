@@ -207,7 +207,9 @@ def test_a_server_that_dies_at_start_is_refused_with_what_it_said(tmp_path: Path
     done = harness(tmp_path, "mcp", "calc:add", "--exit-code", "0")
     assert done.returncode == 2, done
     assert "could not list the tools of MCP server 'calc'" in done.stderr
-    assert "its stderr ends with: config error: CALC_TOKEN is not set" in done.stderr
+    assert "stderr ends: config error: CALC_TOKEN is not set" in done.stderr
+    # said once: the refusal repeated what the failed call had quoted already
+    assert done.stderr.splitlines()[0].count("CALC_TOKEN is not set") == 1, done.stderr
 
 
 def test_a_server_logging_without_end_does_not_fill_the_disk(tmp_path: Path) -> None:

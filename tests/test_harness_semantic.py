@@ -237,3 +237,26 @@ def test_cli_text_shows_the_semantic_row(loopback: LoopbackServer, tmp_path: Pat
     assert "Exit      0 (expected 0: ok)" in done.stdout
     assert "Semantic  no (confidence 0.90) — one failed" in done.stdout
     assert "Result    FAIL" in done.stdout
+
+
+def test_cli_says_a_yes_was_rejected_for_its_invented_quote(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The judge said yes with a quote the output does not hold: the sample fails, and the text,
+    the JSON and the history say why. They used to show `no — all passed` (the model's reason
+    for a yes), as if the judge had said no and argued for a pass."""
+    loopback.push(verdict_reply("yes", reason="all passed", evidence="all 13 passed"))
+    done = harness(tmp_path, "cmd", f"echo '{OUTPUT}'", "--semantic", CRITERION)
+    assert done.returncode == 1
+    rejected = "yes rejected: the evidence 'all 13 passed' does not occur in the judged text"
+    assert f"Semantic  no (confidence 0.90) — {rejected}; the model's reason: all passed" in (
+        done.stdout
+    )
+    loopback.push(verdict_reply("yes", reason="all passed", evidence="all 13 passed"))
+    done = harness(tmp_path, "cmd", f"echo '{OUTPUT}'", "--semantic", CRITERION, "--output", "json")
+    [sample] = json.loads(done.stdout)["samples"]
+    assert sample["semantic"]["reason"].startswith(rejected)
+    assert sample["reason"].startswith(f"judge said no: {rejected}")
+    with open_history(tmp_path) as history:
+        rows = history.attempts(f"echo '{OUTPUT}'")
+    assert rows and all(row.reason and rejected in row.reason for row in rows)

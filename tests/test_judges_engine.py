@@ -275,6 +275,27 @@ def test_bad_input_is_that_judges_error_naming_it_and_its_line(entry: str, messa
     assert str(result.error).startswith(message), result.error
 
 
+def test_a_dir_content_field_nobody_asked_for_says_where_it_comes_from(tmp_path: Path) -> None:
+    """agent_eval's judges read `outputs["main_content"]`; here that field exists only for a
+    directory the assessment's `outputs:` (a suite's `outputs.paths`) lists. Without it the
+    check said `raised KeyError: 'main_content'` and nothing of where the field comes from."""
+    (tmp_path / "evals_pkg_c").mkdir()
+    (tmp_path / "evals_pkg_c" / "__init__.py").write_text("")
+    (tmp_path / "evals_pkg_c" / "checks.py").write_text(
+        "def schema(outputs):\n    return outputs['main_file'].endswith('.md'), 'markdown'\n"
+    )
+    check = run('name: c\ncheck: return len(outputs["main_content"]) > 9, "long"')
+    called = run("name: m\nmodule: evals_pkg_c.checks\nfunction: schema", project_root=tmp_path)
+    for result, field in ((check, "main_content"), (called, "main_file")):
+        assert result.status == "error", result
+        assert f"KeyError: '{field}' (the outputs record has no field '{field}': " in str(
+            result.error
+        )
+        assert "list the directory `main` in the assessment's `outputs:`" in str(result.error)
+    plain = run('name: c\ncheck: return annotations["words"] > 1, "words"')
+    assert str(plain.error).endswith("raised KeyError: 'words'"), plain.error  # not a record field
+
+
 def test_module_judges_import_from_the_project_root(tmp_path: Path) -> None:
     package = tmp_path / "evals_pkg_a"
     package.mkdir()

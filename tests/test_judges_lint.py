@@ -3,6 +3,9 @@ capture counts as set, and rubric judges need no route for verdicts they never g
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import engine
 from engine.load.loader import load_loop_text
 from lint import lint_loop
 from tests.judges_helpers import loop_text
@@ -142,3 +145,41 @@ def test_a_threshold_above_what_the_judge_gives_is_an_error() -> None:
         "states.work.evaluate.judges.0.threshold",
         "states.work.evaluate.judges.1.threshold",
     ]
+
+
+def test_a_dir_field_read_without_its_directory_in_outputs_is_a_warning(tmp_path: Path) -> None:
+    """agent_eval's `outputs["main_content"]` exists here only for a directory the assessment's
+    `outputs:` (a suite's `outputs.paths`) lists; without it the judge errors on every run, which
+    was found only by running it."""
+    found = codes(
+        """
+        type: assessment
+        outputs: [out/reports, my-dir]
+        judges:
+          - name: main
+            check: |
+              content = outputs["main_content"]
+              return len(content) > 9, "long"
+          - {name: listed, check: "return outputs['reports_file'].endswith('.md'), 'md'"}
+          - {name: dashed, check: "return bool(outputs['my_dir_content']), 'x'"}
+          - {name: guarded, check: "return 'main_file' in outputs and outputs['main_file'], 'x'"}
+          - {name: got, check: "return bool(outputs.get('main_content')), 'x'"}
+          - {name: cond, if: "outputs['docs_content'] != ''", check: "return True, 'x'"}
+        """
+    )
+    assert [p for c, p in found if c == "LL076"] == [
+        "states.work.evaluate.judges.0.check",
+        "states.work.evaluate.judges.5.if",
+    ]
+    (tmp_path / "cases" / "a").mkdir(parents=True)
+    (tmp_path / "cases" / "a" / "input.yaml").write_text("q: 1\n")
+    suite = tmp_path / "s.suite.yaml"
+    suite.write_text(
+        "name: s\ndataset: cases\nsubject: {command: echo hi}\noutputs: {paths: [answers]}\n"
+        "judges:\n"
+        "  - {name: a, check: \"return bool(outputs['answers_content']), 'x'\"}\n"
+        "  - {name: b, check: \"return bool(outputs['artifacts_content']), 'x'\"}\n"
+    )
+    [diagnostic] = [d for d in engine.validate(suite, cwd=tmp_path) if d.code == "LL076"]
+    assert diagnostic.path == "judges.1.check" and diagnostic.line == 7
+    assert "'artifacts_content'" in diagnostic.message and "artifacts" in diagnostic.hint

@@ -184,6 +184,24 @@ def test_a_pass_rejected_for_its_quote_says_so_in_its_rationale(
         assert result.rationale.endswith("the model's reason: they pass"), result.rationale
 
 
+def test_a_quote_missing_from_several_pieces_of_material_is_not_said_to_be_shortened(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """The material of an LLM judge is several pieces (stdout, each file, the conversation),
+    none of them shortened; a quote found in none of them was said to be missing from "the
+    judged text as shortened for the judge", which sent a reader looking for a limit that was
+    never reached (a suite case whose whole answer was `4`)."""
+    loopback.push(
+        tool_reply({"passed": True, "confidence": 0.9, "reason": "ok", "evidence": "Paris"})
+    )
+    judge = judge_of("name: right\nprompt: Is the answer right?\nfeedback_type: bool")
+    record = {**RECORD, "files": {"main/answer.md": "4\n"}}
+    result = run_judge(judge, record, llm_env(tmp_path))
+    assert result.passed is False
+    check = result.details["evidence_check"]
+    assert check == "pass rejected: the evidence 'Paris' does not occur in the judged text", check
+
+
 @pytest.mark.parametrize(
     ("stdout", "prompt", "quote"),
     [

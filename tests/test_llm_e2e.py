@@ -143,6 +143,32 @@ def test_invented_evidence_routes_to_no(loopback: LoopbackServer, tmp_path: Path
     assert evaluate["verdict"] == "no"
 
 
+def test_a_rejected_yes_says_why_in_the_captured_reason_and_the_outputs(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A yes whose quote the output does not hold routes `no`; its `details.reason` (what
+    `captured.<x>.details.reason`, a scaffolded harness's `outputs.reason`, the bug
+    `eval-driven-development` files and its `refine` prompt read) used to be the model's reason
+    for the yes alone: `verdict: no, reason: every check passed`. It leads with the rejection."""
+    judged = JUDGED.replace("    on_yes: done\n", "    capture: judgement\n    on_yes: done\n", 1)
+    judged += """outputs:
+  verdict: "${captured.judgement.verdict}"
+  reason: "${captured.judgement.details.reason}"
+"""
+    loopback.push(verdict_reply("yes", reason="every check passed", evidence="All 6 checks passed"))
+    ran = run_yaml(tmp_path, judged)
+    assert ran.code == 1, ran.stderr
+    rejected = "yes rejected: the evidence 'All 6 checks passed' does not occur in the judged text"
+    assert ran.json["outputs"] == {
+        "verdict": "no",
+        "reason": f"{rejected}; the model's reason: every check passed",
+    }
+    [evaluate] = [e for e in ran.events() if e["event"] == "evaluate"]
+    assert evaluate["details"]["samples"][0]["reason"] == "every check passed"  # as answered
+    explained = ll_loop(tmp_path, "explain", ran.json["run_id"])
+    assert explained.stdout.count("yes rejected:") == 1, explained.stdout
+
+
 def test_api_failure_is_an_error_verdict_routed_by_the_loop(
     loopback: LoopbackServer, tmp_path: Path
 ) -> None:

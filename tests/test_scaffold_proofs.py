@@ -123,6 +123,36 @@ def test_a_configured_command_template_proves_plain_targets(
     assert proof.read_text() == "PASS cache-ttl\n"
 
 
+def test_a_proof_command_that_changes_directory_or_exits_still_shows_its_output(
+    project: Path,
+    loopback: LoopbackServer,  # noqa: F811
+) -> None:
+    """The command ran in `{ ...; }` in the gate's own shell: a `cd tests && ...` made the
+    gate's `tail` of the proof file (a relative path) fail, and an `exit` ended the gate before
+    it, so the step showed nothing of what the learning test said. It runs in a subshell."""
+    write(
+        project / ".issues" / "features" / "FEAT-920-conditional.md",
+        ISSUE.replace(
+            """command: 'echo "PASS etag seen"; echo "ETag: W/1"'""",
+            """command: 'cd tests && echo "PASS etag seen in $(basename "$PWD")" && exit 0'""",
+        ).replace("  - cache-ttl\n", ""),
+    )
+    (project / "tests").mkdir()
+    write(project / ".loops" / "config.yaml", ENABLED)
+    made = scaffold(project)
+    ScriptedLlm(loopback).say(SAW).judge("yes")
+    run = run_loop(str(made["path"]), cwd=project)
+    assert run.path[:2] == ("execute", "check_proof_api_returns_etag"), run.path
+    events = [json.loads(line) for line in (run.run_dir / "events.jsonl").read_text().splitlines()]
+    [gate] = [
+        e
+        for e in events
+        if e["event"] == "action_complete" and e["state"] == "check_proof_api_returns_etag"
+    ]
+    assert gate["exit_code"] == 0 and gate["output"] == "PASS etag seen in tests\n", gate
+    assert gate["stderr"] == "", gate
+
+
 def test_variant_b_gates_each_issue_and_records_unproven(project: Path) -> None:
     write(project / ".loops" / "config.yaml", ENABLED)
     write(project / ".issues" / "FEAT-921-other.md", "# FEAT-921: Other\n\n## Use Case\n\nx\n")

@@ -127,6 +127,32 @@ def test_resume_refuses_a_changed_suite_and_other_options(tmp_path: Path) -> Non
     assert code == 2 and "--resume nope: there is no such suite run" in err
 
 
+def test_resume_and_baseline_of_take_a_unique_prefix_of_a_run_id(tmp_path: Path) -> None:
+    """Every RUN argument of `ll-loop` takes a unique prefix of a run id; `--resume` and
+    `--baseline-of` said `there is no such suite run` of one. A prefix two runs share is
+    refused, naming both."""
+    dataset(tmp_path, {f"c{i}": {"input": {"n": i}} for i in range(2)})
+    write(tmp_path / "s.suite.yaml", SUITE)
+    _, first, _ = suite_json(tmp_path, "s.suite.yaml", "--measure-baseline")
+    _, second, _ = suite_json(tmp_path, "s.suite.yaml")
+    old, new = first["run_id"], second["run_id"]
+    with sqlite3.connect(tmp_path / ".loops" / "history.db") as db:  # as if it had been killed
+        db.execute("UPDATE suite_runs SET ended_at = NULL WHERE run_id = ?", (new,))
+        db.execute("DELETE FROM suite_cases WHERE run_id = ? AND case_id = 'c1'", (new,))
+        db.execute("DELETE FROM suite_judgements WHERE run_id = ? AND case_id = 'c1'", (new,))
+    shared = next((old[:i] for i in range(len(old)) if old[i] != new[i]), old)
+    code, _, err = suite(tmp_path, "s.suite.yaml", "--resume", shared)
+    assert code == 2 and f"--resume {shared}: names 2 suite runs" in err, err
+    assert old in err and new in err
+    code, data, err = suite_json(tmp_path, "s.suite.yaml", "--resume", new[: len(shared) + 1])
+    assert code == 3 and data["run_id"] == new, err  # 2 of 2 cases: INCONCLUSIVE under 0.8
+    assert data["resumed"] == 1, data
+    code, data, err = suite_json(
+        tmp_path, "s.suite.yaml", "--compare-baseline", "--baseline-of", old[: len(shared) + 1]
+    )
+    assert code == 3 and data["baseline_run"] == old, err
+
+
 def test_resume_reads_only_the_cases_it_runs(tmp_path: Path) -> None:
     """A finished case is neither run nor read again (a resumed run of thousands of cases
     started by reading them all, for lint); the cases still to run are read and linted."""

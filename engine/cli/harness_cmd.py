@@ -30,6 +30,7 @@ from engine.cli.common import (
     run_console,
     version_option,
 )
+from engine.load.locate import refuse_other_kind
 from engine.load.project import project_root
 from engine.model.errors import LoopError, UsageError
 
@@ -381,7 +382,10 @@ def loop_command(
     pairs = _context_pairs(context or [])
     return _evaluate(
         lambda cwd: loop_subject(
-            resolve_loop(loop, cwd), input_text=input_text, context=pairs, cwd=cwd
+            refuse_other_kind(resolve_loop(loop, cwd), loop),
+            input_text=input_text,
+            context=pairs,
+            cwd=cwd,
         ),
         options,
         output,

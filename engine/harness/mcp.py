@@ -223,6 +223,8 @@ def _tool_definition(spec: ServerSpec, tool: str, timeout: float) -> dict[str, A
     listed = _session_call(spec, timeout, lambda session: _list_tools(session))
     if isinstance(listed, SubjectRun):
         said = _last_line(listed.stderr)
+        if said and said in str(listed.infra_error):
+            said = ""  # the failed call quoted it already ("the server's stderr ends: ...")
         raise Refusal(
             f"could not list the tools of MCP server {spec.name!r}: {listed.infra_error}"
             + (f"; its stderr ends with: {said}" if said else ""),

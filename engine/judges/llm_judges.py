@@ -36,7 +36,7 @@ from engine.judges.record import (
 )
 from engine.judges.result import JudgeError, Judgement
 from engine.llm import settings as llm_settings
-from engine.llm.evidence import evidence_problem, has_evidence_contract
+from engine.llm.evidence import evidence_problem, has_evidence_contract, reason_after_check
 from engine.llm.judge import (
     EVIDENCE_CONTRACT,
     answer_fields_problem,
@@ -525,20 +525,12 @@ def _bool_judge(ctx: JudgeContext, prompt: Prompt) -> Judgement:
     }
     return Judgement(
         winner == "pass",
-        _rationale(str(first.get("reason", "")), first.get("evidence_check")),
+        reason_after_check(str(first.get("reason", "")), first.get("evidence_check")),
         str(first.get("evidence", "")),
         cost_usd=cost,
         samples=samples,
         details=details,
     )
-
-
-def _rationale(reason: str, evidence_check: Any) -> str:
-    """The model's reason, led by the evidence check when that turned its pass into a fail:
-    the reason argues for a pass, and a report or a fix prompt would read it as the cause."""
-    if isinstance(evidence_check, str) and " rejected: " in evidence_check:
-        return f"{evidence_check}; the model's reason: {reason}"
-    return reason
 
 
 def _evaluation_problem(body: Mapping[str, Any]) -> str | None:
@@ -663,7 +655,7 @@ def structured_verdict(
         raise JudgeError(f"the model gave no usable answer ({details.get('error')})", cost_usd=cost)
     if verdict.name == "cannot_judge":
         raise JudgeError("it abstained (cannot_judge)", cost_usd=cost, abstained=True)
-    reason = _rationale(str(details.get("reason", "")), details.get("evidence_check"))
+    reason = reason_after_check(str(details.get("reason", "")), details.get("evidence_check"))
     return Judgement(
         verdict.name == "yes",
         f"{verdict.name}: {reason}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import marshal
 import operator
+import re
 import traceback
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -73,6 +74,7 @@ def check_runner(judge: Judge) -> Callable[[Any], Any]:
         except SnippetRaised as exc:
             where = f"{place}:{exc.line}" if exc.line else judge.where
             said = exc.description if exc.said else f"raised {exc.description}"
+            said += _dir_field_note(exc.description, ctx.outputs)
             raise JudgeError(("the check " if exc.said else "") + said, where=where) from None
         except SnippetFailed as exc:
             raise JudgeError(
@@ -80,6 +82,23 @@ def check_runner(judge: Judge) -> Callable[[Any], Any]:
             ) from None
 
     return run
+
+
+_DIR_FIELD = re.compile(r"KeyError: '(?P<field>(?P<dir>\w+?)_(?:content|file))'")
+
+
+def _dir_field_note(description: str, outputs: Any) -> str:
+    """Where a missing `<dir>_content` / `<dir>_file` field comes from (agent_eval's judges read
+    `outputs["main_content"]`; here it exists only for a directory the work lists), when the
+    snippet or function raised a KeyError for one; else nothing."""
+    found = _DIR_FIELD.fullmatch(description)
+    if found is None or not isinstance(outputs, Mapping) or found.group("field") in outputs:
+        return ""
+    field, directory = found.group("field"), found.group("dir")
+    return (
+        f" (the outputs record has no field {field!r}: list the directory `{directory}` in the "
+        "assessment's `outputs:` (a suite's `outputs.paths`) to read its first file)"
+    )
 
 
 def _overran(who: str, limit: float) -> str:
@@ -131,7 +150,7 @@ def callable_runner(judge: Judge) -> Callable[[Any], Any]:
             )
         except SnippetRaised as exc:
             said = f"the function {exc.description}" if exc.said else f"raised {exc.description}"
-            raise JudgeError(said) from None
+            raise JudgeError(said + _dir_field_note(exc.description, ctx.outputs)) from None
         except SnippetFailed as exc:
             if exc.timed_out:
                 raise JudgeError(_overran(f"{module}.{function}", limit)) from None

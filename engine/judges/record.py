@@ -61,11 +61,17 @@ def build_record(
         "num_turns": None if turns is None else int(turns),
     }
     for directory, paths in (output_dirs or {}).items():
-        key = PurePosixPath(directory.rstrip("/")).name.replace("-", "_").replace(".", "_")
+        key = dir_field_key(directory)
         first = next((p for p in paths if isinstance(record["files"].get(p), str)), None)
         record[f"{key}_content"] = record["files"][first] if first else ""
         record[f"{key}_file"] = first or ""
     return record
+
+
+def dir_field_key(directory: str) -> str:
+    """The `<key>` of the `<key>_content` / `<key>_file` fields an output directory gives
+    (`out/main-docs/` → `main_docs`)."""
+    return PurePosixPath(directory.rstrip("/")).name.replace("-", "_").replace(".", "_")
 
 
 def _clip(text: str, limit: int) -> str:

@@ -27,11 +27,11 @@ def has_evidence_contract(prompt: str) -> bool:
     return _CONTRACT.search(prompt) is not None
 
 
-def _missing(fragment: str, haystacks: Sequence[str]) -> str:
+def _missing(fragment: str, haystacks: Sequence[str], shortened: bool) -> str:
     """Why a fragment was not found after the previous one."""
     if any(fragment in haystack for haystack in haystacks):
         return f"the evidence fragment {fragment!r} occurs in the text, but out of order"
-    if len(haystacks) == 1:
+    if not shortened:
         return f"the evidence {fragment!r} does not occur in the judged text"
     if fragment in normalise(" ".join(haystacks)):
         return (
@@ -41,7 +41,7 @@ def _missing(fragment: str, haystacks: Sequence[str]) -> str:
     return f"the evidence {fragment!r} does not occur in the judged text as shortened for the judge"
 
 
-def _fragments_in_order(quote: str, haystacks: Sequence[str]) -> str | None:
+def _fragments_in_order(quote: str, haystacks: Sequence[str], shortened: bool) -> str | None:
     fragments = [normalise(f) for f in _ELLIPSIS.split(quote)]
     fragments = [f for f in fragments if f]
     if not fragments:
@@ -55,24 +55,41 @@ def _fragments_in_order(quote: str, haystacks: Sequence[str]) -> str | None:
                 break
             part, position = part + 1, 0
         else:
-            return _missing(fragment, haystacks)
+            return _missing(fragment, haystacks, shortened)
     return None
 
 
-def evidence_problem(quote: str, text: str | Sequence[str]) -> str | None:
+def evidence_problem(
+    quote: str, text: str | Sequence[str], *, shortened: bool = False
+) -> str | None:
     """Why `quote` is not verbatim evidence from `text`, or None when it is.
 
-    `text` is the judged text, or the parts of it a judge was shown when it was shortened (head,
-    tail): each fragment must then lie within one part, since nothing across the omission was
-    seen, while `...` may skip from one part to a later one as it skips any text.
+    `text` is the judged text, or its parts: the pieces of an LLM judge's material (stdout, each
+    file, the conversation), or, `shortened`, the parts of a text a judge was shown when it was
+    shortened (head, tail). Each fragment must lie within one part, since nothing across two
+    parts (or the omission) was one text, while `...` may skip from one part to a later one as
+    it skips any text. Only a shortened text's problem speaks of shortening.
     """
     parts = [text] if isinstance(text, str) else list(text)
     haystacks = [normalise(part) for part in parts] or [""]
-    problem = _fragments_in_order(quote, haystacks)
+    problem = _fragments_in_order(quote, haystacks, shortened)
     stripped = quote.strip()
     if problem is not None:
         for left, right in _WRAPPERS:
             wrapped = len(stripped) > 2 and stripped[0] == left and stripped[-1] == right
-            if wrapped and _fragments_in_order(stripped[1:-1], haystacks) is None:
+            if wrapped and _fragments_in_order(stripped[1:-1], haystacks, shortened) is None:
                 return None
     return problem
+
+
+def reason_after_check(reason: str, evidence_check: object) -> str:
+    """The model's reason, led by the evidence check when that turned its pass (a `yes`) into a
+    fail: the reason argues for a pass, and a report, a fix prompt or a harness result would read
+    it as the cause of the failure."""
+    if (
+        isinstance(evidence_check, str)
+        and " rejected: " in evidence_check
+        and not reason.startswith(evidence_check)  # said so already (an `llm_structured` reason)
+    ):
+        return f"{evidence_check}; the model's reason: {reason}"
+    return reason

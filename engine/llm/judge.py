@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.llm import settings as llm_settings
 from engine.llm.calllog import request_hash
-from engine.llm.evidence import evidence_problem, has_evidence_contract
+from engine.llm.evidence import evidence_problem, has_evidence_contract, reason_after_check
 from engine.llm.gateway import CallResult, CallTag, LlmGateway
 from engine.model.ports import Verdict
 
@@ -349,7 +349,7 @@ def _one_sample(
         answered=verdict, confidence=confidence, reason=str(answer["reason"]), evidence=evidence
     )
     if verdict in ("yes", "partial"):
-        problem = evidence_problem(evidence, judged.parts)
+        problem = evidence_problem(evidence, judged.parts, shortened=judged.truncated)
         if problem is not None:
             check = f"{verdict} rejected: {problem}"
             verdict = "no"
@@ -407,7 +407,8 @@ def judge_structured(
     details: dict[str, Any] = {
         "verdict": winner,
         "confidence": sum(confidences) / len(confidences) if confidences else None,
-        "reason": first.get("reason", ""),
+        # a yes turned into no for its quote: the reason says so before the model's (for a yes)
+        "reason": reason_after_check(str(first.get("reason", "")), first.get("evidence_check")),
         "evidence": first.get("evidence", ""),
         "evidence_check": first.get("evidence_check"),
         "votes": dict(Counter(r["verdict"] for r in records)),

@@ -194,3 +194,42 @@ def file_kind(path: str | Path) -> FileKind:
     if looks_like_suite(head):
         return "suite"
     return "library" if looks_like_library(head) else "loop"
+
+
+def refuse_other_kind(path: Path, shown: str) -> Path:
+    """`path` when it may be a loop; a suite or a fragment library given where a loop is
+    expected (`ll-loop run s.suite.yaml`) is refused in one sentence that says what the file is
+    and how to use it, not with the schema errors of a loop it never meant to be."""
+    kind = file_kind(path)
+    if kind == "suite":
+        raise UsageError(
+            f"{shown} is a suite (a dataset, a subject and judges), not a loop",
+            hint=f"run it with `ll-harness suite {shown}`, or check it with `ll-loop validate`",
+        )
+    if kind == "library":
+        raise UsageError(
+            f"{shown} is a fragment library (fragments: and no states:), not a loop",
+            hint="a loop uses its fragments with `import:` and `fragment:` in its states",
+        )
+    return path
+
+
+def refuse_a_loop_as_suite(path: Path, shown: str) -> None:
+    """A loop file given to `ll-harness suite`: one sentence instead of the schema errors of a
+    suite (a file with top-level `states:` and no `subject:`, not named `*.suite.yaml`)."""
+    if is_suite_path(path) or not path.is_file():
+        return
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return
+    lines = head.splitlines()
+    if any(line.startswith("states:") for line in lines) and not any(
+        line.startswith("subject:") for line in lines
+    ):
+        raise UsageError(
+            f"{shown} is a loop, not a suite",
+            hint=f"run it with `ll-loop run {shown}` (or `ll-harness loop {shown}` to measure "
+            "it); to run it over a dataset, write a suite whose subject is `loop: "
+            f"{shown}`",
+        )

@@ -178,6 +178,10 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     last = steps[-1] if steps else None
     gap = "" if child else log_gap(facts, trace)
     stderr = _failing_stderr(last, children)
+    ended_on_a_failure = (facts.result or {}).get("outcome") == "failure"
+    cleaned_up = last is not None and last.verdict in (None, "yes")  # no verdict of its own
+    if not stderr[0] and trace is not None and ended_on_a_failure and cleaned_up:
+        stderr = _failure_on_the_way(trace)
     failing = _child_of(children, last) if last is not None and _failed(last) else None
     own_error = str((facts.result or {}).get("error") or "")
     with collector_paused():
@@ -499,6 +503,22 @@ def _failing_stderr(
     return (), ""
 
 
+def _failure_on_the_way(trace: Trace) -> tuple[tuple[str, ...], str]:
+    """For a run that reached a failure terminal through an `on_error` route (harness-optimize's
+    `compare` errors, `abandon` reverts, `broken`): the end of the stderr of the last action that
+    failed on the way, and its state and step. Its last step failed in nothing of its own."""
+    if trace.failed_before is None:
+        return (), ""
+    step, state, stderr = trace.failed_before
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return tuple(lines[-STDERR_LINES:]), f"state {state!r} (step {step})"
+
+
+def shown_source(source: str) -> bool:
+    """Whether the failing action's place is said: not when it is the last step's own."""
+    return source.startswith("sub-loop") or source.endswith(")")
+
+
 def _failed(step: Step) -> bool:
     return bool(
         step.spawn_error
@@ -576,7 +596,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
         lines.append(f"output not computed (null): {_clip(problem, 150)}")
     if explanation.stderr_tail:
         source = explanation.stderr_from
-        inside = f" ({source})" if source.startswith("sub-loop") else ""
+        inside = f" ({source})" if shown_source(source) else ""
         lines.append(f"stderr of the failing action{inside} ends:")
         lines += [f"  | {_clip(line, 100)}" for line in explanation.stderr_tail]
     return lines
@@ -698,8 +718,9 @@ def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]
         lines.append(line)
         if note.evidence:
             lines.append(f'      evidence: "{_clip(note.evidence, 90)}"')
-        if note.evidence_check and "rejected" in note.evidence_check:
-            lines.append(f"      {_clip(note.evidence_check, 100)}")
+        rejection = note.evidence_check
+        if rejection and "rejected" in rejection and not note.reason.startswith(rejection):
+            lines.append(f"      {_clip(rejection, 100)}")
     return lines
 
 

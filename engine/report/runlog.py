@@ -14,7 +14,8 @@ object whose repeated names (state, verdict, evaluator, target) and evaluator de
 same exit code, pattern and match on step after step) are shared, and once the next
 step starts it keeps only what is ever shown of a step that is not the last — the start of its
 output, flattened (the HTML step table shows `OUTPUT_KEPT` characters at most), not its stderr
-(only the last step's failing action is quoted) nor its action text. A run of 100,000 shell steps
+(only the last step's failing action is quoted, or the last earlier one that failed: the trace
+keeps that one) nor its action text. A run of 100,000 shell steps
 printing 2 KB each held every output, stderr and action: ~1 GB to print one screen.
 """
 
@@ -78,6 +79,11 @@ class Step:
         if self.output:
             self.output = " ".join(self.output.split())[:OUTPUT_KEPT]
         self.stderr = ""
+
+    @property
+    def action_failed(self) -> bool:
+        """Its action crashed, timed out or exited non-zero."""
+        return bool(self.spawn_error or self.timed_out or self.exit_code not in (None, 0))
 
     @property
     def ended(self) -> bool:
@@ -189,6 +195,11 @@ class Trace:
     end: dict[str, Any] | None = None  # the `loop_complete` fields
     resumes: list[dict[str, Any]] = field(default_factory=list)
     output_errors: list[str] = field(default_factory=list)
+    # (step, state, stderr) of the last earlier step whose action failed, kept when it settles
+    # and only while the steps after it say nothing of their own (each `yes`, as clean-up steps
+    # do): a run that took `on_error` to such steps and then a failure terminal is explained by
+    # it. One step's stderr (at most the 2,000 characters an event holds), not every step's.
+    failed_before: tuple[int, str, str] | None = None
 
     @property
     def current(self) -> Step | None:
@@ -290,6 +301,11 @@ class _Builder:
         )
         previous = trace.current
         if previous is not None:
+            if previous.stderr.strip() and previous.action_failed:
+                trace.failed_before = (previous.step, previous.state, previous.stderr)
+            elif previous.verdict not in (None, "yes"):
+                # a later verdict of its own (a judge's no) is what the run went on from
+                trace.failed_before = None
             previous.settle()
         trace.steps.append(step)
         # The state of an interrupted step runs again after a resume; a sub-loop child it was

@@ -26,6 +26,7 @@ from engine.report.explain import (
     from_cache,
     next_text,
     replayed,
+    shown_source,
     sub_loops,
 )
 from engine.report.layout import layout
@@ -129,7 +130,7 @@ def summary_section(explanation: Explanation) -> Section:
         body.append(f"<p>Output not computed (null): {escape(problem)}</p>")
     if explanation.stderr_tail:
         source = explanation.stderr_from
-        inside = f" ({escape(source)})" if source.startswith("sub-loop") else ""
+        inside = f" ({escape(source)})" if shown_source(source) else ""
         body.append(f"<p>stderr of the failing action{inside} ends:</p>")
         body.append(f"<pre>{escape(chr(10).join(explanation.stderr_tail))}</pre>")
     for depth, step, state, child in sub_loops(explanation, 5):

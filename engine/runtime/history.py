@@ -845,6 +845,21 @@ class History:
         )
         return SuiteRunRow(**_suite_values(rows[0])) if rows else None
 
+    def suite_runs_named(self, given: str, *, limit: int = 3) -> list[SuiteRunRow]:
+        """The suite run whose id is `given`, else those whose id starts with it (at most
+        `limit`, oldest first): a unique prefix names a run, as every RUN argument of ll-loop."""
+        exact = self.suite_run(given)
+        if exact is not None or not given:
+            return [exact] if exact is not None else []
+        # a range, not LIKE: a prefix holding `_` or `%` is text, not a pattern
+        upper = given[:-1] + chr(ord(given[-1]) + 1)
+        rows = self._read(
+            f"SELECT {', '.join(_SUITE_RUN_COLUMNS)} FROM suite_runs "
+            "WHERE run_id >= ? AND run_id < ? ORDER BY run_id LIMIT ?",
+            (given, upper, limit),
+        )
+        return [SuiteRunRow(**_suite_values(row)) for row in rows]
+
     def suite_runs(
         self,
         suite: str,

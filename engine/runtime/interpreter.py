@@ -44,6 +44,7 @@ from engine.runtime.subloop import route_verdict
 
 CAPTURE_LIMIT = 64 * 1024  # characters of an output kept in captures / prev / state.json
 PREVIEW_LIMIT = 2000  # characters of an output shown in an event
+TAIL_LIMIT = 200  # and of its end, when the preview does not reach it (the progress line's)
 # A spend this close below `max_cost_usd` has reached it: a run's cost is a float sum of call
 # costs (ten calls of $0.10 add up to 0.9999999999999999), and a nano-dollar is far below the
 # price of one token.
@@ -374,6 +375,8 @@ def execute(
         signal=result.signal,
         spawn_error=result.spawn_error,
         output=result.output[:PREVIEW_LIMIT],
+        # the preview is the start: a progress line quoting its last line quoted a fragment
+        **output_tail(result.output),
         output_path=result.output_path,
         stderr=result.stderr[-PREVIEW_LIMIT:],  # the end: where a failure says why
         # An agent CLI's own spend is in no `llm_call` event: without it `explain`, the report
@@ -385,6 +388,12 @@ def execute(
     if not result.cost_known:
         note_cost_unknown(rs, state.name)
     return result, None
+
+
+def output_tail(output: str) -> dict[str, str]:
+    """`output_tail` of an `action_complete` event: the end of an output its preview does not
+    reach (the last line a progress line quotes), else nothing."""
+    return {"output_tail": output[-TAIL_LIMIT:]} if len(output) > PREVIEW_LIMIT else {}
 
 
 def note_cost_unknown(rs: RunState, where: str) -> None:

@@ -80,7 +80,8 @@ class Progress:
             if self.mode == "live":
                 self._redraw()
         elif name == "action_complete":
-            self.output = str(fields.get("output") or "")
+            # the output's own end when the preview (its start) does not reach it
+            self.output = str(fields.get("output_tail") or fields.get("output") or "")
         elif name == "route" and self.mode == "lines":
             target = fields.get("target") or (
                 "(loop timeout)" if fields.get("timeout") else "(no route)"

@@ -244,7 +244,8 @@ def _gate_script(issue: Issue, target: ProofTarget, config: LearningTests, varia
         [
             f"proof={shlex.quote(proof)}",
             'mkdir -p "$(dirname "$proof")"',
-            f'{{\n{command}\n}} > "$proof" 2>&1',
+            # a subshell: a `cd` or an `exit` in the command leaves the tail below to run
+            f'(\n{command}\n) > "$proof" 2>&1',
             "status=$?",
             'tail -n 20 "$proof"',
             'exit "$status"',

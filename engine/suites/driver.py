@@ -539,12 +539,26 @@ def _check_workspace(suite: Suite, root: Path) -> None:
             )
 
 
+def _named_run(history: History, option: str, given: str) -> SuiteRunRow | None:
+    """The suite run `given` names (its id, or a unique prefix of it); None when none does,
+    and a refusal naming them when a prefix names several."""
+    found = history.suite_runs_named(given)
+    if len(found) > 1:
+        names = ", ".join(row.run_id for row in found[:2]) + (", ..." if len(found) > 2 else "")
+        raise SuiteRefusal(
+            f"{_given(option, given)}: names {'2 or more' if len(found) > 2 else 2} suite runs "
+            f"({names})",
+            hint="give more of the run id",
+        )
+    return found[0] if found else None
+
+
 def _resumed(
     suite: Suite, options: SuiteOptions, history: History | None, fingerprint: str
 ) -> tuple[SuiteRunRow, SuiteOptions]:
     if history is None:
         raise SuiteRefusal(f"{_option('resume')} needs the history database")
-    row = history.suite_run(str(options.resume))
+    row = _named_run(history, "resume", str(options.resume))
     if row is None:
         raise SuiteRefusal(
             f"{_given('resume', options.resume)}: there is no such suite run in the history",
@@ -582,7 +596,7 @@ def _baseline_run(
     if not options.compare_baseline or history is None:
         return None
     if options.baseline_of is not None:
-        found = history.suite_run(options.baseline_of)
+        found = _named_run(history, "baseline_of", options.baseline_of)
         if found is None or found.suite != suite.name:
             raise SuiteRefusal(
                 f"{_given('baseline_of', options.baseline_of)}: no run of suite {suite.name!r} "
