@@ -113,6 +113,33 @@ def test_to_text_never_uses_python_repr() -> None:
 
 
 @pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("context.names | map('upper')", '["A", "B", "A", "C"]'),
+        ("context.names | select", '["a", "b", "a", "c"]'),
+        ("context.names | unique", '["a", "b", "c"]'),
+        ("context.names | reverse", '["c", "a", "b", "a"]'),
+        ("context.names | batch(3)", '[["a", "b", "a"], ["c"]]'),
+    ],
+)
+def test_a_filter_that_yields_items_renders_as_a_json_list(expression: str, value: str) -> None:
+    """`| map`, `| select`, `| unique`, `| reverse`, `| batch` give Python iterators: they were
+    pasted into commands and prompts as "<generator object sync_do_map at 0x...>"."""
+    ns = {"context": {"names": ["a", "b", "a", "c"]}}
+    assert render_text("${" + expression + "}", ns) == value
+    assert evaluate(expression, ns) == json.loads(value)
+
+
+def test_a_method_named_without_calling_it_is_an_error_not_its_repr() -> None:
+    """`${context.name.upper}` rendered "<built-in method upper of str object at 0x...>"."""
+    with pytest.raises(InterpolationError, match=r"'upper' is a function, not a value.*\(\)"):
+        render_text("${context.name.upper}", NS)
+    with pytest.raises(InterpolationError, match="is a function"):
+        render_shell("echo ${context.name.upper}", NS)
+    assert render_text("${context.name.upper()}", NS) == "WORLD"
+
+
+@pytest.mark.parametrize(
     ("expression", "why"),
     [
         ("context.flags.b.x", "'x' is not set: null is not an object"),

@@ -24,7 +24,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -893,6 +893,8 @@ def _run(expr: str, function: Callable[..., Any], ns: Mapping[str, Any]) -> Any:
 
     try:
         value = function(dict(ns))
+        if isinstance(value, Iterator):  # `| map`, `| select`, `| unique`, `| reverse`...
+            value = list(value)  # are their items (JSON has no generators; str() was a repr)
     except UndefinedError as problem:
         return _Missing(problem.message or "undefined value")
     except SecurityError as problem:
@@ -903,6 +905,11 @@ def _run(expr: str, function: Callable[..., Any], ns: Mapping[str, Any]) -> Any:
         raise InterpolationError(expr, f"{type(problem).__name__}: {problem}") from None
     if isinstance(value, Undefined):
         return _Missing(value._undefined_message)
+    if callable(value):  # `context.name.upper` without (): its repr is no value to paste
+        name = getattr(value, "__name__", type(value).__name__)
+        raise InterpolationError(
+            expr, f"{name!r} is a function, not a value: call it with () or leave it out"
+        )
     return value
 
 
