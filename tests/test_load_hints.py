@@ -51,3 +51,25 @@ def test_input_key_at_the_top_level_is_a_loop_key() -> None:
 
 def test_every_refused_key_still_loads_nothing() -> None:
     assert problems(MINIMAL + "circuit: {}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (MINIMAL.replace("name: minimal", "name: 2024"), "name"),
+        (
+            MINIMAL.replace(
+                "    next: done",
+                "    evaluate: {type: output_json, path: .0, operator: eq, target: 1}\n"
+                "    on_yes: done\n    on_no: done",
+            ),
+            "states.start.evaluate.path",
+        ),
+    ],
+)
+def test_a_number_where_text_belongs_says_to_quote_it(text: str, where: str) -> None:
+    """`path: .0` (the first item of a JSON list) is the number 0.0 to YAML: the diagnostic
+    said "must be a string, got number 0.0" and nothing else, about text the user never wrote."""
+    d = one(text, "F011")
+    assert d.path == where and "got number" in d.message
+    assert "quote" in d.hint and "as a number" in d.hint

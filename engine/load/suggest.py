@@ -517,6 +517,8 @@ def _type_hint(
         return "write the commands as one text block: action: |, then one command per line"
     if "string" in expected and isinstance(value, bool):
         return 'quote the word if you meant text, e.g. "yes"'
+    if "string" in expected and isinstance(value, int | float):
+        return "quote it if you meant text: unquoted, YAML reads 2024, 1.10 or .0 as a number"
     return ""
 
 
