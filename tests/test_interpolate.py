@@ -130,6 +130,25 @@ def test_a_filter_that_yields_items_renders_as_a_json_list(expression: str, valu
     assert evaluate(expression, ns) == json.loads(value)
 
 
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("context.name ~ '=' ~ context.flags.a", "world=true"),
+        ("context.name ~ context.flags.b", "worldnull"),
+        ("context.name ~ ' ' ~ context.flags", 'world {"a": true, "b": null}'),
+        ("context.flags | string", '{"a": true, "b": null}'),
+        ("context.flags.a | string", "true"),
+        ("context.list | join(',')", 'a,true,null,{"k": 1},1.5'),
+        ("context.name ~ '-' ~ context.n", "world-3"),
+    ],
+)
+def test_text_made_of_values_writes_them_as_json(expression: str, value: str) -> None:
+    """`~`, `| string` and `| join` turned values into text with Python's str(): a flag read
+    `world=True`, a missing one `None`, a mapping `{'a': True, 'b': None}` (Python reprs)."""
+    ns = {"context": {**NS["context"], "list": ["a", True, None, {"k": 1}, 1.5]}}
+    assert render_text("${" + expression + "}", ns) == value
+
+
 def test_a_method_named_without_calling_it_is_an_error_not_its_repr() -> None:
     """`${context.name.upper}` rendered "<built-in method upper of str object at 0x...>"."""
     with pytest.raises(InterpolationError, match=r"'upper' is a function, not a value.*\(\)"):

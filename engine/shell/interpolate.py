@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import itertools
 import json
 import os
@@ -1033,7 +1034,23 @@ def _environment() -> Any:
                 return self.undefined(_no_key(obj, name), obj=obj, name=name)
             return found
 
+        def checked_join(self, parts: tuple[Any, ...]) -> str:
+            """`a ~ b`: each value as it renders alone (JSON unless a str), not Python's str()."""
+            return super().checked_join(tuple(to_text(part) for part in parts))
+
     env = _Environment(undefined=_Undefined)
+    join = env.filters["join"]
+
+    @functools.wraps(join)  # keeps Jinja's pass-the-eval-context mark
+    def join_as_json(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
+        if attribute is not None:
+            return str(join(eval_ctx, value, d, attribute=attribute))
+        if not isinstance(value, str | Mapping):
+            value = [to_text(item) for item in value]
+        return str(join(eval_ctx, value, d))
+
+    env.filters["join"] = join_as_json
+    env.filters["string"] = to_text
     env.filters["tojson"] = _tojson
     env.filters["raw"] = lambda value: Raw(to_text(value))
     env.filters["shell"] = lambda value: ShellQuoted(shell_quote(to_text(value)))
