@@ -106,6 +106,17 @@ def _parse_text(kind: str, text: str) -> Any:
         return text
 
 
+def _context_hint(param: Parameter, key: str) -> str:
+    """How to write a value of `param`'s type on the command line (a list is JSON there)."""
+    if param.enum is None and param.type == "array":
+        return f"""write it as JSON: --context {key}='["a", "b"]'"""
+    if param.enum is None and param.type == "object":
+        return f"""write it as JSON: --context {key}='{{"name": "value"}}'"""
+    if param.enum is None and param.type == "boolean":
+        return f"write --context {key}=true or --context {key}=false"
+    return f"pass a value of the declared type (--context {key}=...)"
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a finite number")
 
@@ -170,9 +181,7 @@ def bind_context(
         try:
             values[key] = coerce(declared, value, loop.name)
         except ParameterError as exc:
-            raise UsageError(
-                exc.message, hint=f"pass a value of the declared type (--context {key}=...)"
-            ) from None
+            raise UsageError(exc.message, hint=_context_hint(declared, key)) from None
     missing = [n for n, p in loop.parameters.items() if p.required and n not in values]
     if missing:
         raise UsageError(
