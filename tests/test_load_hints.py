@@ -73,3 +73,21 @@ def test_a_number_where_text_belongs_says_to_quote_it(text: str, where: str) -> 
     d = one(text, "F011")
     assert d.path == where and "got number" in d.message
     assert "quote" in d.hint and "as a number" in d.hint
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        ("llm: claude-sonnet-4-6", "write llm: {model: claude-sonnet-4-6}"),
+        ("lint: LL015", "write lint: {suppress: [{code: LL015, reason: "),
+        ("lint: {suppress: LL015}", "write suppress: [{code: LL015, reason: "),
+        ("lint: {suppress: [LL015]}", "write {code: LL015, reason: "),
+        ("context: foo", "write NAME: value entries here"),
+        ("labels: fast", "write a list: [fast]"),
+    ],
+)
+def test_a_word_where_a_mapping_or_list_belongs_says_what_to_write(line: str, hint: str) -> None:
+    """`llm: claude-sonnet-4-6`, `lint: LL015`, `labels: fast` said "must be a mapping (a list),
+    got string ..." with no hint: one sentence without the way out."""
+    d = one(MINIMAL + line + "\n", "F011")
+    assert hint in d.hint, d.hint
