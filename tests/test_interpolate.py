@@ -149,6 +149,15 @@ def test_text_made_of_values_writes_them_as_json(expression: str, value: str) ->
     assert render_text("${" + expression + "}", ns) == value
 
 
+def test_a_dashed_name_read_with_dots_names_the_bracket_form() -> None:
+    """`captured.run-child` is `captured.run` minus `child`: the error said only "'run' is not
+    set (set: run-child)"."""
+    ns = {"captured": {"run-child": {"terminal": "ok"}}}
+    with pytest.raises(InterpolationError, match=r"write \['run-child'\]"):
+        render_text("${captured.run-child.terminal}", ns)
+    assert render_text("${captured['run-child'].terminal}", ns) == "ok"
+
+
 def test_a_method_named_without_calling_it_is_an_error_not_its_repr() -> None:
     """`${context.name.upper}` rendered "<built-in method upper of str object at 0x...>"."""
     with pytest.raises(InterpolationError, match=r"'upper' is a function, not a value.*\(\)"):

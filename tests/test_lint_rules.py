@@ -470,6 +470,27 @@ def test_a_misspelt_capture_gets_the_capture_meant() -> None:
     )
 
 
+def test_a_dashed_state_name_read_with_dots_is_told_to_use_brackets() -> None:
+    """A sub-loop state `run-child` without `capture:` fills `captured['run-child']`, but
+    `${captured.run-child.terminal}` is `captured.run` minus `child.terminal`: LL031 said "no
+    state has `capture: run`", and hinted to capture 'run'."""
+    flow = {
+        "run-child": {"loop": "child", "on_yes": "report", "on_no": "report", "on_error": "done"},
+        "report": {
+            "action": 'echo "${captured.run-child.terminal}"',
+            "next": "done",
+            "on_error": "done",
+        },
+        "done": {"terminal": True},
+    }
+    [found] = [d for d in lint_loop(loop_of(flow)) if d.code == "LL031"]
+    assert "captured['run-child']" in found.message, found.message
+    assert "capture: run`" not in found.message and "capture 'run'" not in found.hint
+    bracketed = "echo ${captured['run-child'].terminal}"
+    fixed = {**flow, "report": {**flow["report"], "action": bracketed}}
+    assert "LL031" not in codes(loop_of(fixed))
+
+
 def test_capture_read_is_safe_when_dominated_or_defaulted() -> None:
     dominated = {**CAPTURE_FLOW, "start": {**CAPTURE_FLOW["start"], "on_no": "test"}}
     assert "LL031" not in codes(loop_of(dominated))

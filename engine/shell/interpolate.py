@@ -1076,7 +1076,11 @@ def _no_key(obj: Any, key: Any) -> str:
 def _unknown_key(obj: Mapping[Any, Any], key: Any) -> str:
     known = sorted(str(k) for k in obj)
     listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-    return f"{str(key)!r} is not set" + (f" (set: {listed})" if known else " (nothing is set)")
+    found = f"{str(key)!r} is not set" + (f" (set: {listed})" if known else " (nothing is set)")
+    dashed = [k for k in known if k.startswith(f"{key}-")]
+    if dashed:  # `captured.run-child`: Jinja reads `captured.run - child`
+        found += f"; a name with `-` needs brackets: write ['{dashed[0]}'] (a `-` subtracts)"
+    return found
 
 
 def _tojson(value: Any, indent: int | None = None) -> str:
