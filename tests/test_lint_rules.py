@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import engine
 from engine.graph.simulate import SCENARIOS, simulate
+from engine.load.loader import check_loop_text
 from engine.model.loop import Loop
 from engine.shell.interpolate import FIXED_KEYS
 from lint import RULES, lint_loop
@@ -318,6 +319,36 @@ def test_llm_rules() -> None:
     assert found["MR-4"].path == "states.judge.on_yes"
     assert found["LL021"].path == "states.ask.action_type"
     assert found["LL020"].path == "states.guess"
+
+
+def test_a_rubric_judge_is_not_asked_for_a_verbatim_quote() -> None:
+    """MR-8 told a rubric judge (`dimensions`: reviewers score 1-5, no evidence field, nothing
+    appended to its prompt) to "end the prompt with: Provide a VERBATIM quote", which it never
+    gives and nothing checks; a verdict judge without the keywords is still reported."""
+    text = """\
+name: review
+initial: review
+scope: ["."]
+states:
+  review:
+    action: cat report.md
+    evaluate:
+      type: llm_structured
+      prompt: Review the report for a staff engineer audience.
+      dimensions:
+        - {name: accuracy, description: claims match, weight: 1}
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+    rubric = "      dimensions:\n        - {name: accuracy, description: claims match, weight: 1}\n"
+    verdict_judge = text.replace(rubric, "")
+    assert verdict_judge != text
+    for judge, expected in [(text, False), (verdict_judge, True)]:
+        loop, _, found = check_loop_text(judge, "loop.yaml")
+        assert loop is not None, found
+        assert ("MR-8" in [d.code for d in lint_loop(loop)]) is expected
 
 
 def test_a_judge_with_a_route_table_is_told_to_add_a_table_entry() -> None:
