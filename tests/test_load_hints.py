@@ -91,3 +91,24 @@ def test_a_word_where_a_mapping_or_list_belongs_says_what_to_write(line: str, hi
     got string ..." with no hint: one sentence without the way out."""
     d = one(MINIMAL + line + "\n", "F011")
     assert hint in d.hint, d.hint
+
+
+def test_a_rubric_dimension_named_twice_is_refused() -> None:
+    """Two dimensions named `accuracy` loaded: the reviewers' scoring tool has one field per
+    name, so the second (its description, its weight) silently scored as the first, and the
+    tool's `required` list repeated the name (a schema the API may refuse)."""
+    text = MINIMAL.replace(
+        "    next: done",
+        "    evaluate:\n"
+        "      type: llm_structured\n"
+        "      prompt: Review the report.\n"
+        "      dimensions:\n"
+        "        - {name: accuracy, description: claims match the data, weight: 0.7}\n"
+        "        - {name: accuracy, description: a reader can act on it, weight: 0.3}\n"
+        "    on_yes: done\n    on_no: done",
+    )
+    d = one(text, "F018")
+    assert d.message == (
+        "states.start.evaluate.dimensions lists the dimension 'accuracy' more than once"
+    )
+    assert (d.line, d.path) == (11, "states.start.evaluate.dimensions.1.name") and d.hint

@@ -119,6 +119,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems += _pattern_problems(data, positions, file)
         problems += _judge_problems(data, positions, file)
         problems += _default_problems(data, positions, file)
+        problems += _dimension_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
@@ -211,6 +212,35 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                     file,
                 )
             )
+    return out
+
+
+def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
+    """A rubric's dimension names must differ: each is one field of the reviewers' scoring tool,
+    so a second `accuracy` would silently be scored as the first."""
+    out = []
+    states = data.get("states")
+    for name, state in states.items() if isinstance(states, dict) else ():
+        evaluate = state.get("evaluate") if isinstance(state, dict) else None
+        dimensions = evaluate.get("dimensions") if isinstance(evaluate, dict) else None
+        seen: set[str] = set()
+        for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
+            label = dimension.get("name") if isinstance(dimension, dict) else None
+            if not isinstance(label, str):
+                continue
+            if label in seen:
+                out.append(
+                    _at_value(
+                        ("states", name, "evaluate", "dimensions", index, "name"),
+                        "F018",
+                        f"states.{name}.evaluate.dimensions lists the dimension {label!r} more "
+                        "than once",
+                        "each dimension is scored on its own: rename it, or remove the repeat",
+                        positions,
+                        file,
+                    )
+                )
+            seen.add(label)
     return out
 
 
