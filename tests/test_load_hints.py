@@ -112,3 +112,30 @@ def test_a_rubric_dimension_named_twice_is_refused() -> None:
         "states.start.evaluate.dimensions lists the dimension 'accuracy' more than once"
     )
     assert (d.line, d.path) == (11, "states.start.evaluate.dimensions.1.name") and d.hint
+
+
+@pytest.mark.parametrize(
+    ("rubric", "key"),
+    [
+        ("      dimensions: [{name: accuracy, description: claims match, weight: 1}]\n", "samples"),
+        ("      threshold: 3.5\n", "samples"),
+        ("      reviewers: 2\n", "min_confidence"),
+    ],
+)
+def test_a_verdict_judge_setting_on_a_rubric_judge_is_refused(rubric: str, key: str) -> None:
+    """`samples: 3` or `min_confidence: 0.8` beside `dimensions` (or `threshold`/`reviewers`,
+    which review with the default dimensions) loaded and did nothing: a rubric judge runs
+    `reviewers` reviewers and compares a weighted score with `threshold`."""
+    value = "3" if key == "samples" else "0.8"
+    text = MINIMAL.replace(
+        "    next: done",
+        "    evaluate:\n"
+        "      type: llm_structured\n"
+        "      prompt: Review the report.\n"
+        f"{rubric}"
+        f"      {key}: {value}\n"
+        "    on_yes: done\n    on_no: done",
+    )
+    d = one(text, "F017")
+    assert d.path == f"states.start.evaluate.{key}"
+    assert "rubric" in d.message and ("reviewers" in d.hint or "threshold" in d.hint)

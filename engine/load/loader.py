@@ -215,14 +215,40 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     return out
 
 
+# What a verdict judge takes that a rubric judge would ignore, and what to write instead.
+_NOT_FOR_RUBRICS = {
+    "samples": "its reviewers are the independent samples: set reviewers: N",
+    "min_confidence": "it answers yes when the weighted score reaches threshold: set threshold",
+}
+
+
 def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
     """A rubric's dimension names must differ: each is one field of the reviewers' scoring tool,
-    so a second `accuracy` would silently be scored as the first."""
+    so a second `accuracy` would silently be scored as the first. A rubric judge (dimensions,
+    or threshold/reviewers, which review with the default ones) takes no `samples` or
+    `min_confidence`, which it would ignore."""
     out = []
     states = data.get("states")
     for name, state in states.items() if isinstance(states, dict) else ():
         evaluate = state.get("evaluate") if isinstance(state, dict) else None
         dimensions = evaluate.get("dimensions") if isinstance(evaluate, dict) else None
+        given = evaluate if isinstance(evaluate, dict) else {}
+        rubric = given.get("type") == "llm_structured" and any(
+            k in given for k in ("dimensions", "threshold", "reviewers")
+        )
+        for key, hint in _NOT_FOR_RUBRICS.items() if rubric else ():
+            if key in given:
+                out.append(
+                    _at_key(
+                        ("states", name, "evaluate", key),
+                        "F017",
+                        f"states.{name}.evaluate.{key} does not apply to a rubric judge "
+                        "(dimensions, threshold or reviewers), which would ignore it",
+                        f"{hint}; or drop the rubric keys for a verdict judge",
+                        positions,
+                        file,
+                    )
+                )
         seen: set[str] = set()
         for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
             label = dimension.get("name") if isinstance(dimension, dict) else None
@@ -242,6 +268,14 @@ def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -
                 )
             seen.add(label)
     return out
+
+
+def _at_key(
+    path: PathKey, code: str, message: str, hint: str, positions: Positions, file: str
+) -> Diagnostic:
+    """An error about the key at `path`, placed where that key is written."""
+    line, column = positions.of(path)
+    return Diagnostic(code, "error", message, file, ".".join(map(str, path)), line, column, hint)
 
 
 def _at_value(
