@@ -139,13 +139,15 @@ def test_a_filter_that_yields_items_renders_as_a_json_list(expression: str, valu
         ("context.flags | string", '{"a": true, "b": null}'),
         ("context.flags.a | string", "true"),
         ("context.list | join(',')", 'a,true,null,{"k": 1},1.5'),
+        ("context.rows | join(',', attribute='ok')", "true,null"),
         ("context.name ~ '-' ~ context.n", "world-3"),
     ],
 )
 def test_text_made_of_values_writes_them_as_json(expression: str, value: str) -> None:
     """`~`, `| string` and `| join` turned values into text with Python's str(): a flag read
     `world=True`, a missing one `None`, a mapping `{'a': True, 'b': None}` (Python reprs)."""
-    ns = {"context": {**NS["context"], "list": ["a", True, None, {"k": 1}, 1.5]}}
+    rows = [{"ok": True}, {"ok": None}]
+    ns = {"context": {**NS["context"], "list": ["a", True, None, {"k": 1}, 1.5], "rows": rows}}
     assert render_text("${" + expression + "}", ns) == value
 
 

@@ -1043,8 +1043,10 @@ def _environment() -> Any:
 
     @functools.wraps(join)  # keeps Jinja's pass-the-eval-context mark
     def join_as_json(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
-        if attribute is not None:
-            return str(join(eval_ctx, value, d, attribute=attribute))
+        if attribute is not None:  # `join(',', attribute='ok')`: each item's value, as JSON
+            from jinja2.filters import make_attrgetter
+
+            value = map(make_attrgetter(eval_ctx.environment, attribute), value)
         if not isinstance(value, str | Mapping):
             value = [to_text(item) for item in value]
         return str(join(eval_ctx, value, d))
