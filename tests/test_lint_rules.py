@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import engine
 from engine.graph.simulate import SCENARIOS, simulate
 from engine.load.loader import check_loop_text
-from engine.model.loop import Loop
+from engine.model.loop import LlmConfig, Loop
 from engine.shell.interpolate import FIXED_KEYS
 from lint import RULES, lint_loop
 from tests.lint_helpers import make_loop, random_loops
@@ -119,7 +119,39 @@ def test_a_model_or_runner_nothing_reads_is_reported() -> None:
         initial="kid",
     )
     found = [d.path for d in lint_loop(loop) if d.code == "LL016"]
-    assert found == ["states.kid.runner", "states.kid.model", "states.shell.model"]
+    # the prompt state's model is inert too: its cmd: runner is given no model (next test)
+    assert found == [
+        "states.kid.runner",
+        "states.kid.model",
+        "states.shell.model",
+        "states.prompt.model",
+    ]
+
+
+def test_a_model_for_a_prompt_an_agent_cli_runs_is_reported() -> None:
+    """`model:` on a prompt state whose runner is an agent CLI (`cmd:...`, the state's own or
+    the loop's `llm.runner`) was accepted and did nothing: the command line gets the prompt on
+    stdin and no model. With the API runner, or with an LLM judge in the state, it is read."""
+    prompt = {"action": "hi", "action_type": "prompt", "model": "m", "timeout": 5, "next": "done"}
+    states = {"draft": prompt, "done": {"terminal": True}}
+    own = [d for d in lint_loop(loop_of({**states, "draft": {**prompt, "runner": "cmd:x"}}))]
+    [found] = [d for d in own if d.code == "LL016"]
+    assert found.path == "states.draft.model"
+    assert "cmd:x" in found.message and "--model" in found.hint
+    loop_wide = loop_of(states, llm=LlmConfig(runner="cmd:claude -p"))
+    assert [d.path for d in lint_loop(loop_wide) if d.code == "LL016"] == ["states.draft.model"]
+    api = {**prompt, "runner": "anthropic"}
+    assert "LL016" not in codes(loop_of({**states, "draft": api}, llm=LlmConfig(runner="cmd:x")))
+    judged = {
+        **prompt,
+        "runner": "cmd:x",
+        "evaluate": {"type": "llm_structured", "prompt": "ok? quote the evidence"},
+        "on_yes": "done",
+        "on_no": "done",
+        "on_error": "done",
+    }
+    del judged["next"]
+    assert "LL016" not in codes(loop_of({**states, "draft": judged}))
 
 
 def test_unreachable_state() -> None:
