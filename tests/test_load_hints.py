@@ -139,3 +139,19 @@ def test_a_verdict_judge_setting_on_a_rubric_judge_is_refused(rubric: str, key: 
     d = one(text, "F017")
     assert d.path == f"states.start.evaluate.{key}"
     assert "rubric" in d.message and ("reviewers" in d.hint or "threshold" in d.hint)
+
+
+@pytest.mark.parametrize(
+    ("parameter", "entry"),
+    [
+        ('{type: integer, enum: ["1", "2"]}', "parameters.x.enum.0"),
+        ("{type: integer, enum: [1, two]}", "parameters.x.enum.1"),
+        ("{type: boolean, enum: [yes, no]}", "parameters.x.enum.0"),
+    ],
+)
+def test_an_enum_value_the_type_refuses_is_a_load_error(parameter: str, entry: str) -> None:
+    """`type: integer, enum: ["1", "2"]` loaded clean, and then no caller could pass anything:
+    `--context x=1` is the integer 1, never in the list ("must be one of "1", "2", got 1")."""
+    d = next(d for d in problems(MINIMAL + f"parameters:\n  x: {parameter}\n") if d.code == "F014")
+    assert d.path == entry
+    assert "no caller can pass it" in d.message and d.hint

@@ -189,16 +189,38 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     """A parameter's `default` must be a value a caller could pass for it (its type, its enum):
     `default: "two"` for an integer would otherwise reach `${param.m}` as it is, while a caller's
     `--context m=two` is refused."""
-    from engine.model.params import PARAMETER_TYPES, ParameterError, coerce
+    from engine.model.params import (
+        PARAMETER_TYPES,
+        ParameterError,
+        coerce,
+        is_of_type,
+        type_words,
+    )
 
     out = []
     parameters = data.get("parameters")
     for name, body in parameters.items() if isinstance(parameters, dict) else ():
-        if not isinstance(body, dict) or body.get("default") is None:
+        if not isinstance(body, dict):
             continue
         kind, enum = body.get("type", "any"), body.get("enum", [])
         if not (isinstance(kind, str) and kind in PARAMETER_TYPES and isinstance(enum, list)):
             continue  # the schema reports a type or enum it does not know: nothing to check
+        for index, entry in enumerate(enum):  # a caller's value is converted, then looked up
+            if not is_of_type(kind, entry):
+                out.append(
+                    _at_value(
+                        ("parameters", name, "enum", index),
+                        "F014",
+                        f"parameters.{name}.enum lists {describe(entry)}, which is not "
+                        f"{type_words(kind)}, so no caller can pass it",
+                        f'write the allowed values as {kind} values (e.g. 1, not "1"), or '
+                        "change the parameter's type",
+                        positions,
+                        file,
+                    )
+                )
+        if body.get("default") is None:
+            continue
         try:
             coerce(_build_parameter(name, body), body["default"], str(data.get("name", "")))
         except ParameterError as exc:

@@ -48,6 +48,18 @@ def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
 
 
 _MISMATCH = object()
+
+
+def is_of_type(kind: str, value: Any) -> bool:
+    """`value` is already a value of parameter type `kind`, as written (text that would only
+    parse as one, `"1"` for an integer, is not): what an `enum` entry must be, since a caller's
+    value is compared with the entries after it is converted."""
+    converted = _convert(kind, value)
+    if converted is _MISMATCH:
+        return False
+    return not isinstance(value, str) or kind in ("string", "command", "any")
+
+
 SHOWN_CHARS = 200  # of a refused value in the sentence: a with: from an action's output can be MBs
 
 
@@ -67,6 +79,11 @@ _ARTICLE = {
     "command": "a command line (a string)",
 }
 PARAMETER_TYPES = frozenset(_ARTICLE)
+
+
+def type_words(kind: str) -> str:
+    """`an integer`, `a string`: a parameter type as the sentences of refusals name it."""
+    return _ARTICLE.get(kind, kind)
 
 
 def _convert(kind: str, value: Any) -> Any:
