@@ -394,6 +394,17 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             continue  # unreachable: reported by LL002
         if safe:
             continue
+        dashed = _dashed_capture(use.text, name, capturers)
+        if dashed is not None:
+            yield Finding(
+                f"state {reader!r} reads ${{{use.text}}}, which is `captured.{name}` minus "
+                f"what follows the `-`: the value of state {dashed!r} is "
+                f"${{captured['{dashed}']...}}",
+                use.path,
+                f"write ${{captured['{dashed}']...}} (a name with `-` needs brackets), or give "
+                f"the state `capture: {dashed.replace('-', '_')}`",
+            )
+            continue
         where = (
             f"on some path from {ctx.loop.initial!r} no state with `capture: {name}` runs before it"
             if name in capturers
@@ -405,6 +416,21 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             f"capture {name!r} on every path before this state, or guard the read: "
             f"${{captured.{name}.output | default('')}}",
         )
+
+
+def _dashed_capture(text: str, name: str, capturers: Mapping[str, list[str]]) -> str | None:
+    """The capture `captured.run-child...` meant (`run-child`), when `name` (`run`) is no
+    capture but a dashed one starts with it: Jinja reads the `-` as a minus."""
+    if name in capturers:
+        return None
+    match = re.match(rf"\s*captured\s*\.\s*({re.escape(name)}(?:-[A-Za-z0-9_]+)+)", text)
+    if match is None:
+        return None
+    words = match.group(1).split("-")
+    for end in range(len(words), 1, -1):  # the longest dashed name that is a capture
+        if "-".join(words[:end]) in capturers:
+            return "-".join(words[:end])
+    return None
 
 
 def _reach_avoiding(ctx: LintContext, blockers: set[str]) -> set[str]:

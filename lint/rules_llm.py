@@ -67,6 +67,8 @@ def evidence_contract(ctx: LintContext) -> Iterator[Finding]:
     for state in ctx.loop.states.values():
         if not _judged_by_llm(state) or state.evaluate is None:
             continue
+        if state.evaluate.dimensions:  # rubric mode: scores 1-5, no evidence asked or checked
+            continue
         prompt = state.evaluate.prompt
         if prompt is not None and not _EVIDENCE.search(prompt):
             yield Finding(

@@ -166,6 +166,16 @@ def inert_llm_setting(ctx: LintContext) -> Iterator[Finding]:
                 "remove `runner`, or set it in the state that has `action_type: prompt`"
                 + (" (a child loop's states choose their own runner)" if state.is_subloop else ""),
             )
+        runner = state.runner or ctx.loop.llm.runner or ""
+        if state.model is not None and prompt and runner.startswith("cmd:") and not judged:
+            yield Finding(
+                f"state {state.name!r} sets `model`, but its prompt runs through the agent CLI "
+                f"{runner!r}, which is given the prompt and no model, and it has no LLM judge, "
+                "so no model call uses it",
+                state_path(state, "model"),
+                "choose the model in the runner's command line (e.g. runner: \"cmd:claude -p "
+                '--model NAME"), or remove `model`',
+            )
         if state.model is not None and not prompt and not judged:
             yield Finding(
                 f"state {state.name!r} sets `model`, but it has neither a prompt action nor an "

@@ -113,6 +113,63 @@ def test_to_text_never_uses_python_repr() -> None:
 
 
 @pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("context.names | map('upper')", '["A", "B", "A", "C"]'),
+        ("context.names | select", '["a", "b", "a", "c"]'),
+        ("context.names | unique", '["a", "b", "c"]'),
+        ("context.names | reverse", '["c", "a", "b", "a"]'),
+        ("context.names | batch(3)", '[["a", "b", "a"], ["c"]]'),
+    ],
+)
+def test_a_filter_that_yields_items_renders_as_a_json_list(expression: str, value: str) -> None:
+    """`| map`, `| select`, `| unique`, `| reverse`, `| batch` give Python iterators: they were
+    pasted into commands and prompts as "<generator object sync_do_map at 0x...>"."""
+    ns = {"context": {"names": ["a", "b", "a", "c"]}}
+    assert render_text("${" + expression + "}", ns) == value
+    assert evaluate(expression, ns) == json.loads(value)
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("context.name ~ '=' ~ context.flags.a", "world=true"),
+        ("context.name ~ context.flags.b", "worldnull"),
+        ("context.name ~ ' ' ~ context.flags", 'world {"a": true, "b": null}'),
+        ("context.flags | string", '{"a": true, "b": null}'),
+        ("context.flags.a | string", "true"),
+        ("context.list | join(',')", 'a,true,null,{"k": 1},1.5'),
+        ("context.rows | join(',', attribute='ok')", "true,null"),
+        ("context.name ~ '-' ~ context.n", "world-3"),
+    ],
+)
+def test_text_made_of_values_writes_them_as_json(expression: str, value: str) -> None:
+    """`~`, `| string` and `| join` turned values into text with Python's str(): a flag read
+    `world=True`, a missing one `None`, a mapping `{'a': True, 'b': None}` (Python reprs)."""
+    rows = [{"ok": True}, {"ok": None}]
+    ns = {"context": {**NS["context"], "list": ["a", True, None, {"k": 1}, 1.5], "rows": rows}}
+    assert render_text("${" + expression + "}", ns) == value
+
+
+def test_a_dashed_name_read_with_dots_names_the_bracket_form() -> None:
+    """`captured.run-child` is `captured.run` minus `child`: the error said only "'run' is not
+    set (set: run-child)"."""
+    ns = {"captured": {"run-child": {"terminal": "ok"}}}
+    with pytest.raises(InterpolationError, match=r"write \['run-child'\]"):
+        render_text("${captured.run-child.terminal}", ns)
+    assert render_text("${captured['run-child'].terminal}", ns) == "ok"
+
+
+def test_a_method_named_without_calling_it_is_an_error_not_its_repr() -> None:
+    """`${context.name.upper}` rendered "<built-in method upper of str object at 0x...>"."""
+    with pytest.raises(InterpolationError, match=r"'upper' is a function, not a value.*\(\)"):
+        render_text("${context.name.upper}", NS)
+    with pytest.raises(InterpolationError, match="is a function"):
+        render_shell("echo ${context.name.upper}", NS)
+    assert render_text("${context.name.upper()}", NS) == "WORLD"
+
+
+@pytest.mark.parametrize(
     ("expression", "why"),
     [
         ("context.flags.b.x", "'x' is not set: null is not an object"),

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import engine
 from engine.graph.simulate import SCENARIOS, simulate
-from engine.model.loop import Loop
+from engine.load.loader import check_loop_text
+from engine.model.loop import LlmConfig, Loop
 from engine.shell.interpolate import FIXED_KEYS
 from lint import RULES, lint_loop
 from tests.lint_helpers import make_loop, random_loops
@@ -118,7 +119,39 @@ def test_a_model_or_runner_nothing_reads_is_reported() -> None:
         initial="kid",
     )
     found = [d.path for d in lint_loop(loop) if d.code == "LL016"]
-    assert found == ["states.kid.runner", "states.kid.model", "states.shell.model"]
+    # the prompt state's model is inert too: its cmd: runner is given no model (next test)
+    assert found == [
+        "states.kid.runner",
+        "states.kid.model",
+        "states.shell.model",
+        "states.prompt.model",
+    ]
+
+
+def test_a_model_for_a_prompt_an_agent_cli_runs_is_reported() -> None:
+    """`model:` on a prompt state whose runner is an agent CLI (`cmd:...`, the state's own or
+    the loop's `llm.runner`) was accepted and did nothing: the command line gets the prompt on
+    stdin and no model. With the API runner, or with an LLM judge in the state, it is read."""
+    prompt = {"action": "hi", "action_type": "prompt", "model": "m", "timeout": 5, "next": "done"}
+    states = {"draft": prompt, "done": {"terminal": True}}
+    own = [d for d in lint_loop(loop_of({**states, "draft": {**prompt, "runner": "cmd:x"}}))]
+    [found] = [d for d in own if d.code == "LL016"]
+    assert found.path == "states.draft.model"
+    assert "cmd:x" in found.message and "--model" in found.hint
+    loop_wide = loop_of(states, llm=LlmConfig(runner="cmd:claude -p"))
+    assert [d.path for d in lint_loop(loop_wide) if d.code == "LL016"] == ["states.draft.model"]
+    api = {**prompt, "runner": "anthropic"}
+    assert "LL016" not in codes(loop_of({**states, "draft": api}, llm=LlmConfig(runner="cmd:x")))
+    judged = {
+        **prompt,
+        "runner": "cmd:x",
+        "evaluate": {"type": "llm_structured", "prompt": "ok? quote the evidence"},
+        "on_yes": "done",
+        "on_no": "done",
+        "on_error": "done",
+    }
+    del judged["next"]
+    assert "LL016" not in codes(loop_of({**states, "draft": judged}))
 
 
 def test_unreachable_state() -> None:
@@ -320,6 +353,36 @@ def test_llm_rules() -> None:
     assert found["LL020"].path == "states.guess"
 
 
+def test_a_rubric_judge_is_not_asked_for_a_verbatim_quote() -> None:
+    """MR-8 told a rubric judge (`dimensions`: reviewers score 1-5, no evidence field, nothing
+    appended to its prompt) to "end the prompt with: Provide a VERBATIM quote", which it never
+    gives and nothing checks; a verdict judge without the keywords is still reported."""
+    text = """\
+name: review
+initial: review
+scope: ["."]
+states:
+  review:
+    action: cat report.md
+    evaluate:
+      type: llm_structured
+      prompt: Review the report for a staff engineer audience.
+      dimensions:
+        - {name: accuracy, description: claims match, weight: 1}
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+    rubric = "      dimensions:\n        - {name: accuracy, description: claims match, weight: 1}\n"
+    verdict_judge = text.replace(rubric, "")
+    assert verdict_judge != text
+    for judge, expected in [(text, False), (verdict_judge, True)]:
+        loop, _, found = check_loop_text(judge, "loop.yaml")
+        assert loop is not None, found
+        assert ("MR-8" in [d.code for d in lint_loop(loop)]) is expected
+
+
 def test_a_judge_with_a_route_table_is_told_to_add_a_table_entry() -> None:
     """With a route table, MR-4 said "add `on_no:`", which the loader refuses there (F017)."""
     judge = {
@@ -468,6 +531,27 @@ def test_a_misspelt_capture_gets_the_capture_meant() -> None:
         "state 'report' reads ${captured.test.output}, but no state has `capture: test` "
         "(did you mean 'tests'?)"
     )
+
+
+def test_a_dashed_state_name_read_with_dots_is_told_to_use_brackets() -> None:
+    """A sub-loop state `run-child` without `capture:` fills `captured['run-child']`, but
+    `${captured.run-child.terminal}` is `captured.run` minus `child.terminal`: LL031 said "no
+    state has `capture: run`", and hinted to capture 'run'."""
+    flow = {
+        "run-child": {"loop": "child", "on_yes": "report", "on_no": "report", "on_error": "done"},
+        "report": {
+            "action": 'echo "${captured.run-child.terminal}"',
+            "next": "done",
+            "on_error": "done",
+        },
+        "done": {"terminal": True},
+    }
+    [found] = [d for d in lint_loop(loop_of(flow)) if d.code == "LL031"]
+    assert "captured['run-child']" in found.message, found.message
+    assert "capture: run`" not in found.message and "capture 'run'" not in found.hint
+    bracketed = "echo ${captured['run-child'].terminal}"
+    fixed = {**flow, "report": {**flow["report"], "action": bracketed}}
+    assert "LL031" not in codes(loop_of(fixed))
 
 
 def test_capture_read_is_safe_when_dominated_or_defaulted() -> None:

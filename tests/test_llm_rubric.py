@@ -128,3 +128,41 @@ def test_aggregate_zero_weights_count_equally() -> None:
     dims = (Dimension("a", "", 0.0), Dimension("b", "", 0.0))
     _, _, total = aggregate([{"a": 2.0, "b": 4.0}], dims)
     assert total == 3.0
+
+
+def test_a_dimensions_score_anchors_reach_the_reviewers(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A dimension's `rubric:` (what 1 and 5 mean) loaded and was never sent: the reviewers saw
+    the name, weight and description only, so the anchors the author wrote changed nothing."""
+    from engine.load.loader import load_loop_text
+
+    loop = load_loop_text(
+        """\
+name: t
+initial: review
+scope: ["."]
+states:
+  review:
+    action: cat report.md
+    evaluate:
+      type: llm_structured
+      prompt: Review the report.
+      dimensions:
+        - name: accuracy
+          description: claims match the data
+          weight: 1
+          rubric: {"1": "a claim contradicts the data", "5": "every claim is sourced"}
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+"""
+    )
+    state = loop.states["review"]
+    assert state.evaluate is not None
+    loopback.default = tool_reply({"accuracy": 4, "reason": "r"})
+    services = create_llm_services(loop, run_dir=tmp_path, recorder=MemoryRecorder())
+    assert services.judge(state.evaluate, "the report", state=state, loop=loop).name == "yes"
+    prompt = loopback.requests[0].body["messages"][0]["content"]
+    assert "- accuracy (weight 1): claims match the data" in prompt
+    assert "    1: a claim contradicts the data\n    5: every claim is sourced" in prompt

@@ -246,13 +246,21 @@ def test_preflight_cmd_runner_must_be_on_path(no_credentials: None) -> None:
 
 @pytest.mark.parametrize(
     "runner",
-    ["cmd:exit 1", "cmd:cd /tmp && cat", "cmd:FOO=1 cat", "cmd:{ cat; }", "cmd:$HOME/agent -p"],
+    [
+        "cmd:exit 1",
+        "cmd:cd /tmp && cat",
+        "cmd:FOO=1 cat",
+        "cmd:{ cat; }",
+        "cmd:$HOME/agent -p",
+        "cmd:cat $'it\\'s'",  # bash's ANSI-C quoting, which Python's shlex cannot read
+    ],
 )
 def test_preflight_reads_a_cmd_runner_as_bash_runs_it(runner: str) -> None:
     """`bash -c` runs the runner's command line: a builtin, a keyword, an assignment before
     the program or an expansion is not "a program missing from PATH"."""
     assert runner_problem(runner) is None
     assert "'no-such' is not an executable on PATH" in str(runner_problem("cmd:FOO=1 no-such"))
+    assert "is not a valid command line" in str(runner_problem('cmd:cat "unclosed'))
 
 
 def test_preflight_cmd_runner_needs_no_credentials(no_credentials: None) -> None:

@@ -51,3 +51,107 @@ def test_input_key_at_the_top_level_is_a_loop_key() -> None:
 
 def test_every_refused_key_still_loads_nothing() -> None:
     assert problems(MINIMAL + "circuit: {}\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (MINIMAL.replace("name: minimal", "name: 2024"), "name"),
+        (
+            MINIMAL.replace(
+                "    next: done",
+                "    evaluate: {type: output_json, path: .0, operator: eq, target: 1}\n"
+                "    on_yes: done\n    on_no: done",
+            ),
+            "states.start.evaluate.path",
+        ),
+    ],
+)
+def test_a_number_where_text_belongs_says_to_quote_it(text: str, where: str) -> None:
+    """`path: .0` (the first item of a JSON list) is the number 0.0 to YAML: the diagnostic
+    said "must be a string, got number 0.0" and nothing else, about text the user never wrote."""
+    d = one(text, "F011")
+    assert d.path == where and "got number" in d.message
+    assert "quote" in d.hint and "as a number" in d.hint
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        ("llm: claude-sonnet-4-6", "write llm: {model: claude-sonnet-4-6}"),
+        ("lint: LL015", "write lint: {suppress: [{code: LL015, reason: "),
+        ("lint: {suppress: LL015}", "write suppress: [{code: LL015, reason: "),
+        ("lint: {suppress: [LL015]}", "write {code: LL015, reason: "),
+        ("context: foo", "write NAME: value entries here"),
+        ("labels: fast", "write a list: [fast]"),
+    ],
+)
+def test_a_word_where_a_mapping_or_list_belongs_says_what_to_write(line: str, hint: str) -> None:
+    """`llm: claude-sonnet-4-6`, `lint: LL015`, `labels: fast` said "must be a mapping (a list),
+    got string ..." with no hint: one sentence without the way out."""
+    d = one(MINIMAL + line + "\n", "F011")
+    assert hint in d.hint, d.hint
+
+
+def test_a_rubric_dimension_named_twice_is_refused() -> None:
+    """Two dimensions named `accuracy` loaded: the reviewers' scoring tool has one field per
+    name, so the second (its description, its weight) silently scored as the first, and the
+    tool's `required` list repeated the name (a schema the API may refuse)."""
+    text = MINIMAL.replace(
+        "    next: done",
+        "    evaluate:\n"
+        "      type: llm_structured\n"
+        "      prompt: Review the report.\n"
+        "      dimensions:\n"
+        "        - {name: accuracy, description: claims match the data, weight: 0.7}\n"
+        "        - {name: accuracy, description: a reader can act on it, weight: 0.3}\n"
+        "    on_yes: done\n    on_no: done",
+    )
+    d = one(text, "F018")
+    assert d.message == (
+        "states.start.evaluate.dimensions lists the dimension 'accuracy' more than once"
+    )
+    assert (d.line, d.path) == (11, "states.start.evaluate.dimensions.1.name") and d.hint
+
+
+@pytest.mark.parametrize(
+    ("rubric", "key"),
+    [
+        ("      dimensions: [{name: accuracy, description: claims match, weight: 1}]\n", "samples"),
+        ("      threshold: 3.5\n", "samples"),
+        ("      reviewers: 2\n", "min_confidence"),
+    ],
+)
+def test_a_verdict_judge_setting_on_a_rubric_judge_is_refused(rubric: str, key: str) -> None:
+    """`samples: 3` or `min_confidence: 0.8` beside `dimensions` (or `threshold`/`reviewers`,
+    which review with the default dimensions) loaded and did nothing: a rubric judge runs
+    `reviewers` reviewers and compares a weighted score with `threshold`."""
+    value = "3" if key == "samples" else "0.8"
+    text = MINIMAL.replace(
+        "    next: done",
+        "    evaluate:\n"
+        "      type: llm_structured\n"
+        "      prompt: Review the report.\n"
+        f"{rubric}"
+        f"      {key}: {value}\n"
+        "    on_yes: done\n    on_no: done",
+    )
+    d = one(text, "F017")
+    assert d.path == f"states.start.evaluate.{key}"
+    assert "rubric" in d.message and ("reviewers" in d.hint or "threshold" in d.hint)
+
+
+@pytest.mark.parametrize(
+    ("parameter", "entry"),
+    [
+        ('{type: integer, enum: ["1", "2"]}', "parameters.x.enum.0"),
+        ("{type: integer, enum: [1, two]}", "parameters.x.enum.1"),
+        ("{type: boolean, enum: [yes, no]}", "parameters.x.enum.0"),
+    ],
+)
+def test_an_enum_value_the_type_refuses_is_a_load_error(parameter: str, entry: str) -> None:
+    """`type: integer, enum: ["1", "2"]` loaded clean, and then no caller could pass anything:
+    `--context x=1` is the integer 1, never in the list ("must be one of "1", "2", got 1")."""
+    d = next(d for d in problems(MINIMAL + f"parameters:\n  x: {parameter}\n") if d.code == "F014")
+    assert d.path == entry
+    assert "no caller can pass it" in d.message and d.hint

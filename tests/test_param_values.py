@@ -34,3 +34,25 @@ def test_json_nested_past_the_recursion_limit_is_refused_in_one_short_sentence(
         '"', "'"
     )
     assert len(done.stderr) < 600
+
+
+def test_a_list_or_mapping_that_is_no_json_is_told_how_to_write_it(tmp_path: Path) -> None:
+    """`--context xs=a,b` for an array said "pass a value of the declared type (--context
+    xs=...)": nothing says a list on the command line is written as JSON."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / "par.yaml").write_text(
+        LOOP.replace(
+            "  xs: {type: array}",
+            "  xs: {type: array}\n  opts: {type: object}\n  on: {type: boolean}",
+        )
+    )
+    for given, hint in [
+        ("xs=a,b", """hint: write it as JSON: --context xs='["a", "b"]'"""),
+        ("opts=k=v", """hint: write it as JSON: --context opts='{"name": "value"}'"""),
+        ("on=yes", "hint: write --context on=true or --context on=false"),
+    ]:
+        done = ll_loop("run", "par.yaml", "--context", given, cwd=tmp_path)
+        assert done.code == 2, done
+        assert hint in done.stderr, done.stderr
+    done = ll_loop("run", "par.yaml", "--context", """xs=["a", "b"]""", cwd=tmp_path)
+    assert done.code == 0, done

@@ -159,6 +159,15 @@ def test_a_literal_child_that_cannot_load_refuses_the_run_before_step_one(projec
     assert "(did you mean 'child'?)" in done.stderr
 
 
+def test_a_child_path_without_its_suffix_names_the_file_it_meant(project: Path) -> None:
+    """`loop: .loops/child` (a path, so no suffix is tried) said "no loop file at .../child"
+    while .loops/child.yaml was right there."""
+    write(project / "nosuffix.yaml", PARENT.replace("loop: child", "loop: .loops/child"))
+    done = ll_loop(project, "run", "nosuffix.yaml", "-c", "mode=ok", "--json")
+    assert done.returncode == 2
+    assert "(did you mean .loops/child.yaml?)" in done.stderr, done.stderr
+
+
 def test_a_child_that_cannot_load_is_an_error_verdict_with_the_reason(project: Path) -> None:
     result = dynamic(project, "nosuchloop")
     assert result["final_state"] == "broken"

@@ -53,6 +53,20 @@ def _bash_knows(word: str) -> bool:
     return done.stdout.strip() in ("builtin", "keyword")
 
 
+def _bash_parses(command: str) -> bool:
+    """Does bash read `command` as a complete command line (`bash -n`: parsed, not run)?"""
+    bash = shutil.which("bash")
+    if bash is None:
+        return False
+    try:
+        done = subprocess.run(
+            [bash, "-n", "-c", command], capture_output=True, timeout=10, env={"PATH": ""}
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
     """Why a runner value cannot be used here, or None; a command is looked for on the `PATH`
     it will run with (the run's own environment's, else the process's)."""
@@ -64,6 +78,8 @@ def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
     try:
         words = shlex.split(argument)
     except ValueError as exc:
+        if _bash_parses(argument):  # bash's own quoting ($'it\'s'): bash runs what it reads
+            return None
         return f"runner {spec!r} is not a valid command line ({exc})"
     # bash runs the command line: leading assignments (`FOO=1 claude -p`) are not the program
     while words and _ASSIGNMENT.match(words[0]):

@@ -74,7 +74,9 @@ def rubric_prompt(
         "",
         "Dimensions (score each 1-5):",
     ]
-    lines += [f"- {d.name} (weight {d.weight:g}): {d.description}" for d in dimensions]
+    for d in dimensions:
+        lines.append(f"- {d.name} (weight {d.weight:g}): {d.description}")
+        lines += [f"    {score}: {d.rubric[score]}" for score in sorted(d.rubric)]  # anchors
     note = judged.note()
     if note is not None:
         lines += ["", f"{note} Score what the parts you were shown show."]

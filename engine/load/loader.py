@@ -119,6 +119,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems += _pattern_problems(data, positions, file)
         problems += _judge_problems(data, positions, file)
         problems += _default_problems(data, positions, file)
+        problems += _dimension_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
@@ -188,16 +189,38 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     """A parameter's `default` must be a value a caller could pass for it (its type, its enum):
     `default: "two"` for an integer would otherwise reach `${param.m}` as it is, while a caller's
     `--context m=two` is refused."""
-    from engine.model.params import PARAMETER_TYPES, ParameterError, coerce
+    from engine.model.params import (
+        PARAMETER_TYPES,
+        ParameterError,
+        coerce,
+        is_of_type,
+        type_words,
+    )
 
     out = []
     parameters = data.get("parameters")
     for name, body in parameters.items() if isinstance(parameters, dict) else ():
-        if not isinstance(body, dict) or body.get("default") is None:
+        if not isinstance(body, dict):
             continue
         kind, enum = body.get("type", "any"), body.get("enum", [])
         if not (isinstance(kind, str) and kind in PARAMETER_TYPES and isinstance(enum, list)):
             continue  # the schema reports a type or enum it does not know: nothing to check
+        for index, entry in enumerate(enum):  # a caller's value is converted, then looked up
+            if not is_of_type(kind, entry):
+                out.append(
+                    _at_value(
+                        ("parameters", name, "enum", index),
+                        "F014",
+                        f"parameters.{name}.enum lists {describe(entry)}, which is not "
+                        f"{type_words(kind)}, so no caller can pass it",
+                        f'write the allowed values as {kind} values (e.g. 1, not "1"), or '
+                        "change the parameter's type",
+                        positions,
+                        file,
+                    )
+                )
+        if body.get("default") is None:
+            continue
         try:
             coerce(_build_parameter(name, body), body["default"], str(data.get("name", "")))
         except ParameterError as exc:
@@ -212,6 +235,69 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                 )
             )
     return out
+
+
+# What a verdict judge takes that a rubric judge would ignore, and what to write instead.
+_NOT_FOR_RUBRICS = {
+    "samples": "its reviewers are the independent samples: set reviewers: N",
+    "min_confidence": "it answers yes when the weighted score reaches threshold: set threshold",
+}
+
+
+def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
+    """A rubric's dimension names must differ: each is one field of the reviewers' scoring tool,
+    so a second `accuracy` would silently be scored as the first. A rubric judge (dimensions,
+    or threshold/reviewers, which review with the default ones) takes no `samples` or
+    `min_confidence`, which it would ignore."""
+    out = []
+    states = data.get("states")
+    for name, state in states.items() if isinstance(states, dict) else ():
+        evaluate = state.get("evaluate") if isinstance(state, dict) else None
+        dimensions = evaluate.get("dimensions") if isinstance(evaluate, dict) else None
+        given = evaluate if isinstance(evaluate, dict) else {}
+        rubric = given.get("type") == "llm_structured" and any(
+            k in given for k in ("dimensions", "threshold", "reviewers")
+        )
+        for key, hint in _NOT_FOR_RUBRICS.items() if rubric else ():
+            if key in given:
+                out.append(
+                    _at_key(
+                        ("states", name, "evaluate", key),
+                        "F017",
+                        f"states.{name}.evaluate.{key} does not apply to a rubric judge "
+                        "(dimensions, threshold or reviewers), which would ignore it",
+                        f"{hint}; or drop the rubric keys for a verdict judge",
+                        positions,
+                        file,
+                    )
+                )
+        seen: set[str] = set()
+        for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
+            label = dimension.get("name") if isinstance(dimension, dict) else None
+            if not isinstance(label, str):
+                continue
+            if label in seen:
+                out.append(
+                    _at_value(
+                        ("states", name, "evaluate", "dimensions", index, "name"),
+                        "F018",
+                        f"states.{name}.evaluate.dimensions lists the dimension {label!r} more "
+                        "than once",
+                        "each dimension is scored on its own: rename it, or remove the repeat",
+                        positions,
+                        file,
+                    )
+                )
+            seen.add(label)
+    return out
+
+
+def _at_key(
+    path: PathKey, code: str, message: str, hint: str, positions: Positions, file: str
+) -> Diagnostic:
+    """An error about the key at `path`, placed where that key is written."""
+    line, column = positions.of(path)
+    return Diagnostic(code, "error", message, file, ".".join(map(str, path)), line, column, hint)
 
 
 def _at_value(

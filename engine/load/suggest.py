@@ -517,7 +517,33 @@ def _type_hint(
         return "write the commands as one text block: action: |, then one command per line"
     if "string" in expected and isinstance(value, bool):
         return 'quote the word if you meant text, e.g. "yes"'
+    if "string" in expected and isinstance(value, int | float):
+        return "quote it if you meant text: unquoted, YAML reads 2024, 1.10 or .0 as a number"
+    if isinstance(value, str) and ("object" in expected or "array" in expected):
+        return _word_hint(expected, value, path)
     return ""
+
+
+_WHY = "reason: why it does not apply here}"
+
+
+def _word_hint(expected: list[str], value: str, path: PathKey) -> str:
+    """A word where a mapping or a list belongs (`llm: claude-sonnet-4-6`, `labels: fast`)."""
+    last = str(path[-1]) if path else ""
+    in_suppress = "suppress" in path
+    if "object" in expected:
+        if path == ("llm",):
+            return f"write llm: {{model: {value}}}"
+        if last == "lint":
+            return f"write lint: {{suppress: [{{code: {value}, {_WHY}]}}"
+        if in_suppress and isinstance(path[-1], int):
+            return f"write {{code: {value}, {_WHY}"
+        if "${" in value:
+            return "a ${...} cannot stand for a whole mapping: write its entries, e.g. {name: ...}"
+        return "write NAME: value entries here, indented below the key or as {name: value}"
+    if last == "suppress":
+        return f"write suppress: [{{code: {value}, {_WHY}]"
+    return f"write a list: [{value}] (or one `- item` per line below the key)"
 
 
 def _properties(schema: Mapping[str, Any] | None) -> Mapping[str, Any]:

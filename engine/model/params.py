@@ -48,6 +48,18 @@ def coerce(param: Parameter, value: Any, loop_name: str) -> Any:
 
 
 _MISMATCH = object()
+
+
+def is_of_type(kind: str, value: Any) -> bool:
+    """`value` is already a value of parameter type `kind`, as written (text that would only
+    parse as one, `"1"` for an integer, is not): what an `enum` entry must be, since a caller's
+    value is compared with the entries after it is converted."""
+    converted = _convert(kind, value)
+    if converted is _MISMATCH:
+        return False
+    return not isinstance(value, str) or kind in ("string", "command", "any")
+
+
 SHOWN_CHARS = 200  # of a refused value in the sentence: a with: from an action's output can be MBs
 
 
@@ -67,6 +79,11 @@ _ARTICLE = {
     "command": "a command line (a string)",
 }
 PARAMETER_TYPES = frozenset(_ARTICLE)
+
+
+def type_words(kind: str) -> str:
+    """`an integer`, `a string`: a parameter type as the sentences of refusals name it."""
+    return _ARTICLE.get(kind, kind)
 
 
 def _convert(kind: str, value: Any) -> Any:
@@ -104,6 +121,17 @@ def _parse_text(kind: str, text: str) -> Any:
         return text
     except ValueError:
         return text
+
+
+def _context_hint(param: Parameter, key: str) -> str:
+    """How to write a value of `param`'s type on the command line (a list is JSON there)."""
+    if param.enum is None and param.type == "array":
+        return f"""write it as JSON: --context {key}='["a", "b"]'"""
+    if param.enum is None and param.type == "object":
+        return f"""write it as JSON: --context {key}='{{"name": "value"}}'"""
+    if param.enum is None and param.type == "boolean":
+        return f"write --context {key}=true or --context {key}=false"
+    return f"pass a value of the declared type (--context {key}=...)"
 
 
 def _no_constant(name: str) -> Any:
@@ -170,9 +198,7 @@ def bind_context(
         try:
             values[key] = coerce(declared, value, loop.name)
         except ParameterError as exc:
-            raise UsageError(
-                exc.message, hint=f"pass a value of the declared type (--context {key}=...)"
-            ) from None
+            raise UsageError(exc.message, hint=_context_hint(declared, key)) from None
     missing = [n for n, p in loop.parameters.items() if p.required and n not in values]
     if missing:
         raise UsageError(

@@ -106,8 +106,13 @@ def resolve_child(ref: str, parent_source: str, project_root: Path) -> Path:
         if path.is_file():
             return path
         there = not_a_file(path)
+        # `loop: sub/child`: a path gets no suffix added, but the file may be there with one
+        found = [end for end in _SUFFIXES if Path(f"{path}{end}").is_file()]
+        meant = ref + found[0] if found and not candidate.suffix else None
         raise SubloopError(
-            f"{path} is {there}, not a loop file" if there else f"no loop file at {path}",
+            f"{path} is {there}, not a loop file"
+            if there
+            else f"no loop file at {path}" + (f" (did you mean {meant}?)" if meant else ""),
             hint="a `loop:` path is relative to the file of the loop that calls it",
         )
     folders = (parent_dir, project_root / ".loops", builtin_loops_dir())

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -893,6 +894,8 @@ def _run(expr: str, function: Callable[..., Any], ns: Mapping[str, Any]) -> Any:
 
     try:
         value = function(dict(ns))
+        if isinstance(value, Iterator):  # `| map`, `| select`, `| unique`, `| reverse`...
+            value = list(value)  # are their items (JSON has no generators; str() was a repr)
     except UndefinedError as problem:
         return _Missing(problem.message or "undefined value")
     except SecurityError as problem:
@@ -903,6 +906,11 @@ def _run(expr: str, function: Callable[..., Any], ns: Mapping[str, Any]) -> Any:
         raise InterpolationError(expr, f"{type(problem).__name__}: {problem}") from None
     if isinstance(value, Undefined):
         return _Missing(value._undefined_message)
+    if callable(value):  # `context.name.upper` without (): its repr is no value to paste
+        name = getattr(value, "__name__", type(value).__name__)
+        raise InterpolationError(
+            expr, f"{name!r} is a function, not a value: call it with () or leave it out"
+        )
     return value
 
 
@@ -1026,7 +1034,25 @@ def _environment() -> Any:
                 return self.undefined(_no_key(obj, name), obj=obj, name=name)
             return found
 
+        def checked_join(self, parts: tuple[Any, ...]) -> str:
+            """`a ~ b`: each value as it renders alone (JSON unless a str), not Python's str()."""
+            return super().checked_join(tuple(to_text(part) for part in parts))
+
     env = _Environment(undefined=_Undefined)
+    join = env.filters["join"]
+
+    @functools.wraps(join)  # keeps Jinja's pass-the-eval-context mark
+    def join_as_json(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
+        if attribute is not None:  # `join(',', attribute='ok')`: each item's value, as JSON
+            from jinja2.filters import make_attrgetter
+
+            value = map(make_attrgetter(eval_ctx.environment, attribute), value)
+        if not isinstance(value, str | Mapping):
+            value = [to_text(item) for item in value]
+        return str(join(eval_ctx, value, d))
+
+    env.filters["join"] = join_as_json
+    env.filters["string"] = to_text
     env.filters["tojson"] = _tojson
     env.filters["raw"] = lambda value: Raw(to_text(value))
     env.filters["shell"] = lambda value: ShellQuoted(shell_quote(to_text(value)))
@@ -1052,7 +1078,11 @@ def _no_key(obj: Any, key: Any) -> str:
 def _unknown_key(obj: Mapping[Any, Any], key: Any) -> str:
     known = sorted(str(k) for k in obj)
     listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-    return f"{str(key)!r} is not set" + (f" (set: {listed})" if known else " (nothing is set)")
+    found = f"{str(key)!r} is not set" + (f" (set: {listed})" if known else " (nothing is set)")
+    dashed = [k for k in known if k.startswith(f"{key}-")]
+    if dashed:  # `captured.run-child`: Jinja reads `captured.run - child`
+        found += f"; a name with `-` needs brackets: write ['{dashed[0]}'] (a `-` subtracts)"
+    return found
 
 
 def _tojson(value: Any, indent: int | None = None) -> str:
