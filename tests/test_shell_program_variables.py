@@ -10,6 +10,7 @@ does wherever bash runs code, and the ordinary uses of these variables still ren
 from __future__ import annotations
 
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -264,6 +265,73 @@ def test_text_is_refused_as_a_command_an_option_runs(name: str) -> None:
     # not the hint for code that takes data: "$LL_CONTEXT_v" there would run the same way
     assert "would be run the same way" in caught.value.reason
     assert "to hand this value to the code" not in caught.value.reason
+
+
+# git's own commands that run a command they are given, and programs under the names they are
+# installed by (a version, a restricted shell, busybox's applets): each ran its value as code.
+GIT_HISTORY = (
+    "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b\n"
+    "git init -q src && cd src && echo x > f && git add f && git commit -qm one\n"
+    "echo y > f && git commit -qam two && git commit -q --allow-empty -m three\n"
+)
+RUNS_IT_UNDER_ANOTHER_NAME = {
+    "git rebase --exec": (GIT_HISTORY + "git rebase -q --root --exec ${context.v}", "touch ../C"),
+    "git rebase -x": (GIT_HISTORY + "git rebase -q --root -x ${context.v}", "touch ../C"),
+    "git difftool -x": (
+        GIT_HISTORY + "git difftool -y -x ${context.v} HEAD~2 > /dev/null",
+        "touch ../C; true",
+    ),
+    "git difftool --extcmd=": (
+        GIT_HISTORY + "git difftool -y --extcmd=${context.v} HEAD~2 > /dev/null",
+        "touch ../C; true",
+    ),
+    "git filter-branch --msg-filter": (
+        GIT_HISTORY + "FILTER_BRANCH_SQUELCH_WARNING=1 git filter-branch -f --msg-filter"
+        " ${context.v} HEAD > /dev/null 2>&1",
+        'touch "$HOME/C"; cat',
+    ),
+    "git grep -O": (GIT_HISTORY + "git grep -O${context.v} y", "touch ../C; true"),
+    "git bisect run": (
+        GIT_HISTORY + "git bisect start HEAD HEAD~2 > /dev/null\n"
+        'git bisect run ${context.v} "$HOME/C" > /dev/null',
+        "touch",
+    ),
+    "git submodule foreach": (
+        GIT_HISTORY + "git -c protocol.file.allow=always submodule -q add ../src sub\n"
+        "git submodule foreach -q ${context.v}",
+        'touch "$HOME/C"',
+    ),
+    "python3.11 -c": ("python3.11 -c ${context.v}", "open('C', 'w')"),
+    "perl5.36.0 -e": ("perl5.36.0 -e ${context.v}", "open(F, '>C')"),
+    "rbash -c": ("rbash -c ${context.v}", "touch C"),
+    "busybox sh -c": ("busybox sh -c ${context.v}", "touch C"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS_IT_UNDER_ANOTHER_NAME))
+def test_text_is_refused_where_git_or_a_renamed_program_runs_it(name: str) -> None:
+    template, value = RUNS_IT_UNDER_ANOTHER_NAME[name]
+    if shutil.which(name.split()[0]):  # busybox is not installed everywhere
+        as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+        assert "C" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "text cannot go here" in caught.value.reason
+
+
+def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data() -> None:
+    for template in (
+        "git grep -O ${context.v}",
+        "git rebase --onto ${context.v} main",
+        "git bisect start ${context.v}",
+        "git bisect run ./test.sh ${context.v}",
+        "git submodule foreach --recursive ./x.sh ${context.v}",
+        "git send-email --to ${context.v} --cc ${context.v} x.patch",
+        "python3.11 script.py ${context.v}",
+        "busybox wc -c ${context.v}",
+        "rbash -c 'printf %s \"$1\"' _ ${context.v}",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
 
 
 def test_the_other_words_of_those_programs_are_data() -> None:

@@ -74,7 +74,10 @@ _CODE_ALL = {
     "script": "an argument of `script`, which can run a command",
 }
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+SHELLS = frozenset(
+    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "mksh", "pdksh", "oksh", "loksh", "ash",
+     "yash", "posh", "fish", "csh", "tcsh"}
+)  # fmt: skip
 _SHELLS = SHELLS
 
 # Interpreters: the options after which the next word is a program text, and options that take
@@ -111,9 +114,27 @@ _LOADS: dict[str, frozenset[str]] = {
 }
 _INTERPRETER_ALIASES = {
     "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
-    "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk", "busybox": "sh",
-    "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript",
+    "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk",
+    "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript", "luajit": "lua",
 }  # fmt: skip
+_VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*(?:-[A-Za-z0-9_-]+)?")
+"""A program name with its version (`python3.11`, `perl5.36.0`, `ruby3.2`, `lua5.4`,
+`php8.2`, `pypy3.10`, `perl5.36-x86_64-linux-gnu`): the same program."""
+
+
+def program(base: str) -> str:
+    """The program a command's base name runs, as the tables name it: `python3.11` is
+    `python`, `perl5.36.0` is `perl` (the version dropped when the name without it is a listed
+    shell or interpreter); any other name is itself."""
+    if base in _SHELLS or base in _INTERPRETERS or base in _INTERPRETER_ALIASES:
+        return base
+    versioned = _VERSIONED.fullmatch(base)
+    if versioned is None:
+        return base
+    name = versioned["name"]
+    if name in _SHELLS or name in _INTERPRETERS or name in _INTERPRETER_ALIASES:
+        return name
+    return base
 
 
 @dataclass(frozen=True)
@@ -221,7 +242,7 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     ):
         return True  # `bash /dev/stdin`, `awk -f /dev/fd/0`: the program is what it reads
     name = words[0] if words else None
-    base = "" if name is None else name.rsplit("/", 1)[-1]
+    base = program("" if name is None else name.rsplit("/", 1)[-1])
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
 
@@ -289,9 +310,14 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
             "values into functions, whose body could run or evaluate them",
             function=name,
         )
-    base = name.rsplit("/", 1)[-1]
+    written = name.rsplit("/", 1)[-1]
+    base = program(written)
     if depth > 8:
         return Verdict(Role.UNKNOWN, "an argument of a deeply wrapped command")
+    if base == "busybox":  # `busybox APPLET ARGS...` runs APPLET (`sh`, `awk`, `env`, ...)
+        if index == 1:
+            return Verdict(Role.CODE, "the applet `busybox` runs: the value would choose it")
+        return _role(words[1:], index - 1, depth + 1, functions)
     if base in _CODE_ALL:
         return Verdict(Role.CODE, _CODE_ALL[base])
     if base == "let":
@@ -309,10 +335,10 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     if base == "find":
         return _find_role(words, index, depth, functions)
     if base in _SHELLS:
-        return _shell_role(base, words, index)
+        return _shell_role(written, words, index)
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
-        return _interpreter_role(base, interpreter, words, index)
+        return _interpreter_role(written, interpreter, words, index)
     if base == "git":
         verdict = _git_role(words, index)
         if verdict is not None:
@@ -374,8 +400,9 @@ def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | 
     return Verdict(Role.CODE, f"the argument of `{base} {option}`, {RUNS_COMMAND}")
 
 
-_DATA_LONG_OPTIONS = frozenset({"--checkpoint"})
-"""Long options that are the start of one of `_COMMAND_OPTIONS` but data themselves."""
+_DATA_LONG_OPTIONS = frozenset({"--checkpoint", "--to", "--cc"})
+"""Long options that are the start of one that runs a command but data themselves
+(`tar --checkpoint`, `git send-email --to`, `--cc`: not `--to-cmd`)."""
 
 
 def _runs_option(word: str, options: frozenset[str]) -> str | None:
@@ -472,9 +499,11 @@ def _git_role(words: list[Word], index: int) -> Verdict | None:
 
 
 # Options of git's commands whose argument is a command git runs (`--upload-pack`, `-u`,
-# `--receive-pack`, `--exec`: through a shell, for a local or ssh remote) or a template folder
-# whose hooks it runs (`--template`), and `clone -c KEY=VALUE`, a setting of the new repository
-# in force for the clone itself (`core.sshCommand`).
+# `--receive-pack`, `--exec`: through a shell, for a local or ssh remote; `rebase --exec`,
+# `difftool --extcmd`, `filter-branch`'s filters, `send-email`'s commands, `grep -O`'s pager,
+# `daemon --access-hook`) or a template folder whose hooks it runs (`--template`), and
+# `clone -c KEY=VALUE`, a setting of the new repository in force for the clone itself
+# (`core.sshCommand`). `bisect run` and `submodule foreach` run the words after them.
 _GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
     "clone": frozenset({"--upload-pack", "-u", "--template"}),
     "fetch": frozenset({"--upload-pack"}),
@@ -483,13 +512,31 @@ _GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
     "push": frozenset({"--receive-pack", "--exec"}),
     "archive": frozenset({"--exec"}),
     "init": frozenset({"--template"}),
-}
+    "rebase": frozenset({"-x", "--exec"}),
+    "difftool": frozenset({"-x", "--extcmd"}),
+    "filter-branch": frozenset(
+        {"--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
+         "--commit-filter", "--tag-name-filter"}
+    ),
+    "send-email": frozenset(
+        {"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"}
+    ),
+    "daemon": frozenset({"--access-hook"}),
+    "grep": frozenset({"-O", "--open-files-in-pager"}),  # an optional argument: attached only
+    "bisect": frozenset(),
+    "submodule": frozenset(),
+}  # fmt: skip
+_GIT_RUNS_ITS_WORDS = {"bisect": "run", "submodule": "foreach"}
+"""`git bisect run CMD ARGS...`, `git submodule foreach CMD ARGS...`: git runs CMD with a
+shell (`sh -c 'CMD "$@"'`), ARGS as its arguments."""
 _GIT_SUBCOMMAND_SETTING = frozenset({"-c", "--config"})
 
 
 def _git_subcommand_role(command: str, words: list[Word], at: int, index: int) -> Verdict | None:
     """The word at `index` after `git COMMAND` (at `at`): code when it is the argument of one of
     `_GIT_SUBCOMMAND_CODE`, a setting when it is `clone -c`'s; else None."""
+    if command in _GIT_RUNS_ITS_WORDS:
+        return _git_runs_its_words(command, words, at, index)
     if "--" in words[at + 1 : index]:
         return None
     word, before = words[index], words[index - 1]
@@ -504,13 +551,41 @@ def _git_subcommand_role(command: str, words: list[Word], at: int, index: int) -
             return _git_setting(word)
     options = _GIT_SUBCOMMAND_CODE[command]
     option = _runs_option(word, options) if word is not None else None
-    if option is None and before is not None and not _has_argument(before, options):
+    if (
+        option is None
+        and command != "grep"
+        and before is not None
+        and not _has_argument(before, options)
+    ):
         option = _runs_option(before, options)
     if option is None:
         return None
     if option == "--template":
         return Verdict(Role.CODE, f"the argument of `git {command} --template`, {LOADS_CODE}")
     return Verdict(Role.CODE, f"the argument of `git {command} {option}`, {RUNS_COMMAND}")
+
+
+def _git_runs_its_words(command: str, words: list[Word], at: int, index: int) -> Verdict | None:
+    """The word at `index` of `git bisect run CMD ARGS...` / `git submodule foreach [--recursive]
+    CMD ARGS...`: CMD is shell code; an argument is what it is to CMD (`bash -c ${...}`'s code
+    is code). None for the words before CMD and after another subcommand (`bisect start`)."""
+    keyword = _GIT_RUNS_ITS_WORDS[command]
+    k = at + 1
+    while k < index and words[k] in ("-q", "--quiet"):
+        k += 1
+    if k >= len(words) or words[k] != keyword:
+        return None
+    k += 1
+    while k < index and words[k] in ("--recursive", "-q", "--quiet"):
+        k += 1
+    if index < k:
+        return None
+    if index == k:
+        return Verdict(Role.CODE, f"the command of `git {command} {keyword}`, which git runs")
+    verdict = _role(words[k:], index - k, 1, frozenset())
+    if verdict.role is Role.VALUE:
+        return None
+    return Verdict(verdict.role, f"{verdict.why}, which `git {command} {keyword}` runs")
 
 
 _WRITES_ITS_WORDS = frozenset({"echo", "printf"})
@@ -527,7 +602,7 @@ def _hidden_code(
         return VALUE
     for k in range(1, index):
         word = words[k]
-        name = "" if word is None else word.rsplit("/", 1)[-1]
+        name = program("" if word is None else word.rsplit("/", 1)[-1])
         if name not in _SHELLS and _INTERPRETER_ALIASES.get(name, name) not in _INTERPRETERS:
             continue
         verdict = _role(words[k:], index - k, depth + 1, functions)

@@ -36,6 +36,7 @@ from engine.shell.commands import (
     Verdict,
     argument_role,
     declare_flags,
+    program,
     runs_its_input,
     test_role,
 )
@@ -1484,7 +1485,7 @@ def _step_command(
     state.function = state.function or verdict.function
     state.opened_by = verdict.opened_by
     if facts.exported_function and any(
-        w is not None and w.rsplit("/", 1)[-1] in SHELLS for w in words
+        w is not None and program(w.rsplit("/", 1)[-1]) in SHELLS for w in words
     ):
         state.mark(
             Role.UNKNOWN,
