@@ -612,7 +612,15 @@ def _integer(expr: str, value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python converts (4,300 by default)
+            digits = len(value.strip().lstrip("-"))
+            raise InterpolationError(
+                expr,
+                f"| integer: {_preview(value)} has {digits} digits, more than any integer "
+                "arithmetic takes (bash's is 64-bit)",
+            ) from None
     shown = _preview(value) if isinstance(value, str) else to_text(value)[:40]
     raise InterpolationError(expr, f"| integer: {shown} is not an integer")
 
