@@ -929,10 +929,35 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
             after = [s for s in stages if s.start_byte >= child.end_byte]
             found = next(filter(None, (_program_reader(s, functions) for s in after)), None)
         else:
-            continue
+            found = None
+        if found is None and parent.type == "redirected_statement":
+            found = next(
+                filter(None, (_program_reader(n, functions) for n in _output_readers(parent))),
+                None,
+            )
         if found is not None:
             return found
     return None
+
+
+_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+
+
+def _output_readers(statement: Node) -> Iterator[Node]:
+    """What reads the output of a redirected statement besides a file: a process substitution
+    it is written to (`echo X > >(sh)`, also after a here-document's start: `cat <<EOF >
+    >(sh)`), and the pipe written after a here-document's start (`cat <<EOF | sh`), which the
+    grammar puts inside the here-document's redirection."""
+    redirects = [c for c in statement.children if c.type.endswith("redirect")]
+    for redirect in redirects:
+        nested = redirect.children if redirect.type == "heredoc_redirect" else [redirect]
+        for node in nested:
+            if node.type == "pipeline":
+                yield node
+            elif node.type == "file_redirect" and any(
+                c.type in _OUTPUT_REDIRECTS for c in node.children
+            ):
+                yield from (c for c in node.children if c.type == "process_substitution")
 
 
 def _xargs_options(chain: list[Node], source: bytes) -> tuple[str, bool]:
@@ -954,8 +979,12 @@ def _xargs_options(chain: list[Node], source: bytes) -> tuple[str, bool]:
                 c for c in parent.children if c.is_named and c.start_byte >= child.end_byte
             ]
             direct = _echoes(child, chain, source)
-        else:
+        elif parent.type != "redirected_statement":
             continue
+        else:
+            candidates = []
+        if parent.type == "redirected_statement":  # `cat <<EOF | xargs rm`, `> >(xargs rm)`
+            candidates += list(_output_readers(parent))
         for at, candidate in enumerate(candidates):
             for found in _walk(candidate):
                 if found.type == "command":
