@@ -334,6 +334,45 @@ def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data
         assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
 
 
+# A wrapper's option that takes the next word, missing from its table, made that word the
+# command and the real command (the value) a mere argument: each of these ran the value.
+BEHIND_AN_OPTION_WITH_ARGUMENT = {
+    "stdbuf --output 0": "stdbuf --output 0 ${context.v} C",
+    "xargs --max-args 1": "echo C | xargs --max-args 1 ${context.v}",
+    "unshare --map-user 0": "unshare --map-user 0 ${context.v} C",
+    "strace --output FILE": "strace --output /dev/null ${context.v} C",
+    "strace -X raw": "strace -X raw ${context.v} C",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEHIND_AN_OPTION_WITH_ARGUMENT))
+def test_the_command_a_wrapper_runs_after_an_option_it_does_not_list_is_code(name: str) -> None:
+    template = BEHIND_AN_OPTION_WITH_ARGUMENT[name]
+    if shutil.which(template.split(" | ")[-1].split()[0]):
+        as_before = run_bash(template.replace("${context.v}", "touch"))
+        assert "C" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": "touch"}})
+    assert "text cannot go here" in caught.value.reason
+
+
+def test_the_arguments_of_a_wrapped_command_after_known_options_stay_data() -> None:
+    for template in (
+        "time -p make ${context.v}",
+        "nice -10 make ${context.v}",
+        "sudo -E make install PREFIX=${context.v}",
+        "timeout --preserve-status 5 cat ${context.v}",
+        "xargs -0r rm -- ${context.v}",
+        "strace -f -o log cat ${context.v}",
+        "ionice -c2 -n7 cat ${context.v}",
+        "stdbuf -oL cat ${context.v}",
+        "taskset -c 0 cat ${context.v}",
+        "unshare -r cat ${context.v}",
+        "valgrind -q --leak-check=full ./a ${context.v}",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
+
+
 def test_the_other_words_of_those_programs_are_data() -> None:
     for template in (
         "tar -cf ${context.v} a",

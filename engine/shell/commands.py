@@ -146,6 +146,11 @@ class _Wrapper:
     operands: int = 0
     code_options: frozenset[str] = frozenset()  # options whose argument is code
     skips_assignments: bool = False  # `env A=1 cmd`
+    flags: frozenset[str] = frozenset()
+    long_with_equals: bool = False  # its long options take an argument only as `--name=value`
+    """Options known to take no argument. Any other option without `=` may take the next word
+    (`stdbuf --output 0 CMD`, `strace -X raw CMD`), so the command may start at either word:
+    a word is classified both ways and the more restrictive answer wins."""
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
@@ -153,22 +158,27 @@ _WRAPPERS: dict[str, _Wrapper] = {
     # leading `!` as the reserved word that negates what follows.
     "!": _Wrapper(),
     "builtin": _Wrapper(),
-    "command": _Wrapper(),
-    "exec": _Wrapper(frozenset({"-a"})),
+    "command": _Wrapper(flags=frozenset({"-p"})),
+    "exec": _Wrapper(frozenset({"-a"}), flags=frozenset({"-c", "-l"})),
     "nohup": _Wrapper(),
-    "time": _Wrapper(),
+    "time": _Wrapper(flags=frozenset({"-p"})),
     "coproc": _Wrapper(),
     "nice": _Wrapper(frozenset({"-n", "--adjustment"})),
     "ionice": _Wrapper(frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"})),
-    "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e"})),
+    "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})),
     "setsid": _Wrapper(),
     "unbuffer": _Wrapper(),
     "env": _Wrapper(
         frozenset({"-u", "--unset", "-C", "--chdir"}),
         code_options=frozenset({"-S", "--split-string"}),
         skips_assignments=True,
+        flags=frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"}),
     ),
-    "timeout": _Wrapper(frozenset({"-s", "--signal", "-k", "--kill-after"}), operands=1),
+    "timeout": _Wrapper(
+        frozenset({"-s", "--signal", "-k", "--kill-after"}),
+        operands=1,
+        flags=frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
+    ),
     "chroot": _Wrapper(frozenset({"--userspec", "--groups"}), operands=1),
     "flock": _Wrapper(
         frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
@@ -176,27 +186,232 @@ _WRAPPERS: dict[str, _Wrapper] = {
         code_options=frozenset({"-c", "--command"}),
     ),
     "sudo": _Wrapper(
-        frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+        frozenset(
+            {
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "--user",
+                "--group",
+                "--close-from",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--command-timeout",
+            }
+        ),
         code_options=frozenset({"-s", "-i", "--shell", "--login"}),
+        flags=frozenset(
+            {
+                "-A",
+                "-B",
+                "-b",
+                "-E",
+                "-H",
+                "-K",
+                "-k",
+                "-n",
+                "-P",
+                "-S",
+                "--askpass",
+                "--bell",
+                "--background",
+                "--preserve-env",
+                "--set-home",
+                "--remove-timestamp",
+                "--reset-timestamp",
+                "--non-interactive",
+                "--preserve-groups",
+                "--stdin",
+            }
+        ),
     ),
     "doas": _Wrapper(frozenset({"-u", "-C"}), code_options=frozenset({"-s"})),
     "xargs": _Wrapper(
-        frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"})
+        frozenset(
+            {
+                "-I",
+                "-L",
+                "-n",
+                "-P",
+                "-s",
+                "-d",
+                "-E",
+                "-a",
+                "--arg-file",
+                "--delimiter",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--process-slot-var",
+            }
+        ),
+        flags=frozenset(
+            {
+                "-0",
+                "-p",
+                "-r",
+                "-t",
+                "-x",
+                "-o",
+                "-e",
+                "-i",
+                "-l",
+                "--null",
+                "--no-run-if-empty",
+                "--interactive",
+                "--open-tty",
+                "--verbose",
+                "--exit",
+                "--show-limits",
+                "--eof",
+                "--replace",
+                "--max-lines",
+            }
+        ),
     ),
     # programs that run the rest of their words as a command (options taking an argument
     # listed as far as they matter; what is missed makes a later word the command: refused)
-    "taskset": _Wrapper(operands=1),
-    "strace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-P"})),
+    "taskset": _Wrapper(operands=1, flags=frozenset({"-a", "-c", "--all-tasks", "--cpu-list"})),
+    "strace": _Wrapper(
+        frozenset(
+            {
+                "-o",
+                "-e",
+                "-p",
+                "-s",
+                "-u",
+                "-E",
+                "-a",
+                "-b",
+                "-I",
+                "-P",
+                "-X",
+                "-S",
+                "-O",
+                "-U",
+                "--output",
+                "--string-limit",
+                "--user",
+                "--env",
+                "--columns",
+                "--attach",
+            }
+        ),
+        flags=frozenset(
+            {
+                "-f",
+                "-ff",
+                "-c",
+                "-C",
+                "-q",
+                "-qq",
+                "-r",
+                "-t",
+                "-tt",
+                "-ttt",
+                "-T",
+                "-v",
+                "-w",
+                "-x",
+                "-xx",
+                "-y",
+                "-yy",
+                "-z",
+                "-Z",
+                "-k",
+                "-i",
+                "-n",
+                "-F",
+                "-d",
+                "-D",
+                "--follow-forks",
+                "--summary-only",
+                "--summary",
+                "--quiet",
+                "--no-abbrev",
+            }
+        ),
+    ),
     "ltrace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F"})),
-    "unshare": _Wrapper(frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w"})),
+    "unshare": _Wrapper(
+        frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w", "--root", "--wd"}),
+        flags=frozenset(
+            {
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "-U",
+                "-C",
+                "-T",
+                "-f",
+                "-r",
+                "-c",
+                "--fork",
+                "--map-root-user",
+                "--map-current-user",
+                "--kill-child",
+                "--mount-proc",
+                "--mount",
+                "--uts",
+                "--ipc",
+                "--net",
+                "--pid",
+                "--user",
+                "--cgroup",
+                "--time",
+            }
+        ),
+    ),
     "nsenter": _Wrapper(frozenset({"-t", "-S", "-G", "-r", "-w", "--target"})),
     "setpriv": _Wrapper(frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"})),
-    "chrt": _Wrapper(operands=1),
+    "chrt": _Wrapper(
+        frozenset({"-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"}),
+        operands=1,
+        flags=frozenset(
+            {
+                "-a",
+                "-b",
+                "-d",
+                "-e",
+                "-f",
+                "-i",
+                "-o",
+                "-r",
+                "-R",
+                "-v",
+                "--all-tasks",
+                "--batch",
+                "--deadline",
+                "--ext",
+                "--fifo",
+                "--idle",
+                "--other",
+                "--rr",
+                "--reset-on-fork",
+                "--verbose",
+            }
+        ),
+    ),
     "fakeroot": _Wrapper(frozenset({"-s", "-i", "-l", "-b"})),
-    "firejail": _Wrapper(),
+    "firejail": _Wrapper(long_with_equals=True),
     "prlimit": _Wrapper(frozenset({"-p", "--pid"})),
     "numactl": _Wrapper(frozenset({"-N", "-m", "-C", "-p", "-i", "-P"})),
-    "valgrind": _Wrapper(),
+    "valgrind": _Wrapper(
+        long_with_equals=True, flags=frozenset({"-q", "-v", "-s", "--quiet", "--verbose"})
+    ),
     "eatmydata": _Wrapper(),
     "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
     "torsocks": _Wrapper(frozenset({"-a", "-P", "-u", "-p"})),
@@ -733,10 +948,21 @@ def test_role(args: Sequence[Word], at: int) -> Verdict:
 
 
 def _wrapped_role(
-    base: str, spec: _Wrapper, words: list[Word], index: int, depth: int, functions: frozenset[str]
+    base: str,
+    spec: _Wrapper,
+    words: list[Word],
+    index: int,
+    depth: int,
+    functions: frozenset[str],
+    start: tuple[int, int] = (1, 0),
 ) -> Verdict:
-    """Skip the wrapper's options and operands, then classify within the wrapped command."""
-    i, operands = 1, 0
+    """Skip the wrapper's options and operands, then classify within the wrapped command.
+
+    An option not known to take no argument and written without `=` (`stdbuf --output 0`,
+    `strace -X raw`) may take the next word: the word is classified both ways, as if the
+    option took no argument and as if it took the next word, and the more restrictive answer
+    wins (fail closed: a value there may be the command the wrapper runs)."""
+    i, operands = start
     while i < len(words):
         word = words[i]
         if word is None:
@@ -756,6 +982,12 @@ def _wrapped_role(
                 continue
             if i == index:
                 return Verdict(Role.CODE, f"an option of `{base}`")
+            if not _known_flag(word, spec) and depth < 8:
+                as_flag = _wrapped_role(base, spec, words, index, depth + 1, functions, (i + 1, 0))
+                if i + 1 == index:
+                    return as_flag  # as its argument, a value: the flag reading decides
+                taken = _wrapped_role(base, spec, words, index, depth + 1, functions, (i + 2, 0))
+                return max(as_flag, taken, key=lambda verdict: verdict.role.value)
             i += 1
             continue
         if spec.skips_assignments and "=" in word and not word.startswith("="):
@@ -777,6 +1009,18 @@ def _wrapped_role(
     if i >= len(words):
         return VALUE
     return _role(words[i:], index - i, depth + 1, functions)
+
+
+def _known_flag(word: str, spec: _Wrapper) -> bool:
+    """Whether the option word `word` takes no argument: listed in `spec.flags`, written with
+    its argument (`--output=f`), or a bundle of short flags (`-fq`)."""
+    if word in spec.flags or "=" in word or re.fullmatch(r"-[0-9]+", word):
+        return True  # `nice -10`
+    if word.startswith("--"):
+        return spec.long_with_equals and word not in spec.with_argument
+    if word[:2] in spec.with_argument:
+        return True  # `ionice -c2`: the argument attached
+    return all(f"-{letter}" in spec.flags for letter in word[1:])
 
 
 def _find_role(words: list[Word], index: int, depth: int, functions: frozenset[str]) -> Verdict:
