@@ -342,6 +342,9 @@ BEHIND_AN_OPTION_WITH_ARGUMENT = {
     "unshare --map-user 0": "unshare --map-user 0 ${context.v} C",
     "strace --output FILE": "strace --output /dev/null ${context.v} C",
     "strace -X raw": "strace -X raw ${context.v} C",
+    # an interpreter's option that takes the next word: the value is the script it runs
+    "ruby -E UTF-8": "ruby -E UTF-8 ${context.v}",
+    "ruby --encoding UTF-8": "ruby --encoding UTF-8 ${context.v}",
 }
 
 

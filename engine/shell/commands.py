@@ -85,7 +85,10 @@ _SHELLS = SHELLS
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
     "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset()),
-    "ruby": (frozenset({"-e"}), frozenset({"-C"})),
+    "ruby": (
+        frozenset({"-e"}),
+        frozenset({"-C", "-E", "--encoding", "--external-encoding", "--internal-encoding"}),
+    ),
     "node": (frozenset({"-e", "--eval", "-p", "--print"}), frozenset()),
     "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
     "lua": (frozenset({"-e"}), frozenset()),
