@@ -985,7 +985,13 @@ def _wrapped_role(
                 continue
             if i == index:
                 return Verdict(Role.CODE, f"an option of `{base}`")
-            if not _known_flag(word, spec) and depth < 8:
+            width = _option_width(word, spec)
+            if width == 2:  # a bundle ending in an option that takes the next word (`-rd ,`)
+                if i + 1 == index:
+                    return VALUE
+                i += 2
+                continue
+            if width is None and depth < 8:
                 as_flag = _wrapped_role(base, spec, words, index, depth + 1, functions, (i + 1, 0))
                 if i + 1 == index:
                     return as_flag  # as its argument, a value: the flag reading decides
@@ -1014,16 +1020,22 @@ def _wrapped_role(
     return _role(words[i:], index - i, depth + 1, functions)
 
 
-def _known_flag(word: str, spec: _Wrapper) -> bool:
-    """Whether the option word `word` takes no argument: listed in `spec.flags`, written with
-    its argument (`--output=f`), or a bundle of short flags (`-fq`)."""
+def _option_width(word: str, spec: _Wrapper) -> int | None:
+    """How many words the option word `word` (not one of `spec.with_argument`) takes with its
+    argument, read as getopt reads it: 1 for a flag, an option written with its argument
+    (`--output=f`, `-c2`, `nice -10`) or a bundle of flags (`-fq`); 2 for a bundle ending in an
+    option that takes the next word (`-rd ,`); None when not known (it may take the next
+    word or not)."""
     if word in spec.flags or "=" in word or re.fullmatch(r"-[0-9]+", word):
-        return True  # `nice -10`
+        return 1
     if word.startswith("--"):
-        return spec.long_with_equals and word not in spec.with_argument
-    if word[:2] in spec.with_argument:
-        return True  # `ionice -c2`: the argument attached
-    return all(f"-{letter}" in spec.flags for letter in word[1:])
+        return 1 if spec.long_with_equals else None
+    for at, letter in enumerate(word[1:], start=2):
+        if f"-{letter}" in spec.with_argument:
+            return 1 if word[at:] else 2
+        if f"-{letter}" not in spec.flags:
+            return None
+    return 1
 
 
 def _find_role(words: list[Word], index: int, depth: int, functions: frozenset[str]) -> Verdict:
