@@ -457,3 +457,33 @@ def test_a_value_flowing_into_code_is_told_to_be_a_command_not_an_integer(tmp_pa
         assert "integer" not in (found[line].hint or "")
     assert "bash evaluates the value there" in found[11].message
     assert "type: integer" in (found[11].hint or "")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "set -k\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        "set -o keyword\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        "set -ek\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+    ],
+)
+def test_text_is_refused_anywhere_in_a_script_that_turns_on_set_k(template: str) -> None:
+    """With `set -k` bash takes every `NAME=value` argument for an assignment in the command's
+    environment, as `env NAME=value` would: `git ls-remote URL GIT_SSH_COMMAND=${...}` ran the
+    value, which the engine took for a plain argument of git. Such a script now takes only
+    integers, as one that turns on history or alias expansion."""
+    as_before = run_bash(template.replace("${context.v}", shlex.quote("touch CANARY; true")))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": "touch CANARY; true"}})
+    assert "turns on `set -k`" in caught.value.reason
+    assert render_shell(template, {"context": {"v": 3}}).endswith("=3")
+
+
+def test_other_set_options_leave_values_as_they_were() -> None:
+    for template in (
+        "set -e\necho ${context.v}",
+        "set -- -k\necho ${context.v}",
+        "set -xo pipefail\necho ${context.v}",
+    ):
+        assert render_shell(template, {"context": {"v": "a b"}}).endswith("'a b'"), template
