@@ -336,6 +336,7 @@ def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data
 
 # A wrapper's option that takes the next word, missing from its table, made that word the
 # command and the real command (the value) a mere argument: each of these ran the value.
+NODE_SCRIPT = 'echo \'require("fs").writeFileSync("C", "")\' > e.js\n'
 BEHIND_AN_OPTION_WITH_ARGUMENT = {
     "stdbuf --output 0": "stdbuf --output 0 ${context.v} C",
     "xargs --max-args 1": "echo C | xargs --max-args 1 ${context.v}",
@@ -345,14 +346,18 @@ BEHIND_AN_OPTION_WITH_ARGUMENT = {
     # an interpreter's option that takes the next word: the value is the script it runs
     "ruby -E UTF-8": "ruby -E UTF-8 ${context.v}",
     "ruby --encoding UTF-8": "ruby --encoding UTF-8 ${context.v}",
+    "node --title x": NODE_SCRIPT + "node --title x ${context.v}",
+    "node -C dev": NODE_SCRIPT + "node -C dev ${context.v}",
+    "node --input-type commonjs": NODE_SCRIPT + "node --input-type commonjs ${context.v}",
 }
 
 
 @pytest.mark.parametrize("name", sorted(BEHIND_AN_OPTION_WITH_ARGUMENT))
 def test_the_command_a_wrapper_runs_after_an_option_it_does_not_list_is_code(name: str) -> None:
     template = BEHIND_AN_OPTION_WITH_ARGUMENT[name]
-    if shutil.which(template.split(" | ")[-1].split()[0]):
-        as_before = run_bash(template.replace("${context.v}", "touch"))
+    if shutil.which(name.split()[0]):
+        value = "e.js" if name.startswith("node") else "touch"
+        as_before = run_bash(template.replace("${context.v}", value))
         assert "C" in as_before.created, as_before.stderr
     with pytest.raises(InterpolationError) as caught:
         render_shell(template, {"context": {"v": "touch"}})
