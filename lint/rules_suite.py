@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.model.judges import Judge
 from engine.model.loop import Loop
+from engine.shell.interpolate import case_text_as_command
 from lint._judges import strings_of_judge
 from lint._paths import did_you_mean, names
 from lint._registry import Finding, PathKey, rule
@@ -238,6 +239,19 @@ def suite_subject_loop(ctx: SuiteContext) -> Iterator[Finding]:
             continue
         if subject.with_ is not None:  # without it: the cases' inputs, per case (LL090)
             yield from _with_problems(key, child, dict(subject.with_))
+        refused = case_text_as_command(subject.with_, child, _all_inputs(ctx.cases))
+        if refused is not None:
+            yield Finding(
+                refused.replace("the subject", key, 1),
+                (key, "with") if subject.with_ is not None else (key, "loop"),
+                "a case's inputs reach the loop as text: bind them to string parameters, and "
+                "write a command line in the suite file",
+            )
+
+
+def _all_inputs(cases: list[Case]) -> dict[str, Any]:
+    """Every input name some case gives (for the loop parameters they are bound to)."""
+    return {name: None for case in cases for name in case.inputs}
 
 
 def _with_problems(key: str, child: Loop, given: dict[str, Any]) -> Iterator[Finding]:

@@ -23,6 +23,7 @@ from engine.shell.interpolate import (
     render_text,
     to_text,
 )
+from tests.cli import ll_loop
 from tests.properties import examples
 
 NS = {
@@ -592,3 +593,23 @@ def test_ordinary_operators_and_filters_keep_their_values(expression: str, value
         )
         == value
     )
+
+
+def test_an_integer_of_more_digits_than_python_converts_is_an_error_verdict(tmp_path: Path) -> None:
+    """`| integer` of a capture with 5,000 digits ended the run with an internal error (Python's
+    ValueError: "Exceeds the limit (4300 digits) for integer string conversion ... use
+    sys.set_int_max_str_digits()"); it is the state's error verdict, naming the expression."""
+    with pytest.raises(InterpolationError) as caught:
+        render_shell("echo $(( ${context.n | integer} + 1 ))", {"context": {"n": "9" * 5000}})
+    assert "| integer: '999" in caught.value.reason and "5000 digits" in caught.value.reason
+    (tmp_path / "loop.yaml").write_text(
+        "name: big\ninitial: a\nscope: ['.']\nstates:\n"
+        "  a:\n    action: python3 -c 'print(\"9\" * 5000)'\n    capture: t\n    next: b\n"
+        "  b:\n    action: echo $(( ${captured.t.output | integer} + 1 ))\n"
+        "    on_yes: done\n    on_no: done\n    on_error: bad\n"
+        "  done:\n    terminal: true\n  bad:\n    terminal: true\n    failure: true\n"
+    )
+    ran = ll_loop(tmp_path, "run", "loop.yaml", "--json")
+    assert "internal error" not in ran.stderr, ran.stderr
+    assert ran.code == 1, ran.stderr
+    assert json.loads(ran.stdout)["final_state"] == "bad"

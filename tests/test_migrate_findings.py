@@ -4,6 +4,7 @@ tmp_path, runs the command line, and checks what the report and the written file
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -1553,3 +1554,25 @@ def test_a_judges_low_confidence_does_not_change_its_verdict(
     ran = ll_loop(tmp_path, "run", "unsure.ll.yaml", "--json")
     assert ran.json["final_state"] == "done", ran.stderr
     assert len(loopback.requests) == 1
+
+
+def test_force_never_writes_through_a_link_nor_waits_on_a_fifo(tmp_path: Path) -> None:
+    """`--force` replaced an output that was a symbolic link by writing through it (a file
+    elsewhere, here `victim.txt`, was overwritten with the converted loop), and an output that
+    was a FIFO hung the command forever (opening it to write waits for a reader). Both are now
+    the file's failure, with one sentence, as every other writer of ll-loop refuses them."""
+    write(tmp_path, "echo.yaml", _ECHO)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (tmp_path / "echo.ll.yaml").symlink_to(victim)
+    code, report = migrate(tmp_path, "echo.yaml", "--force")
+    item = files(report)["echo.yaml"]
+    assert victim.read_text() == "keep me\n"
+    assert code == 1 and item["status"] == "failed", item
+    assert "is a symbolic link" in item["reason"], item
+    (tmp_path / "echo.ll.yaml").unlink()
+    os.mkfifo(tmp_path / "echo.ll.yaml")
+    ran = ll_loop(tmp_path, "migrate", "echo.yaml", "--force", "--format", "json", timeout=20)
+    item = files(json.loads(ran.stdout))["echo.yaml"]
+    assert ran.code == 1 and item["status"] == "failed", item
+    assert "not a regular file" in item["reason"], item

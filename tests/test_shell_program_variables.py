@@ -10,6 +10,7 @@ does wherever bash runs code, and the ordinary uses of these variables still ren
 from __future__ import annotations
 
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -266,6 +267,120 @@ def test_text_is_refused_as_a_command_an_option_runs(name: str) -> None:
     assert "to hand this value to the code" not in caught.value.reason
 
 
+# git's own commands that run a command they are given, and programs under the names they are
+# installed by (a version, a restricted shell, busybox's applets): each ran its value as code.
+GIT_HISTORY = (
+    "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b\n"
+    "git init -q src && cd src && echo x > f && git add f && git commit -qm one\n"
+    "echo y > f && git commit -qam two && git commit -q --allow-empty -m three\n"
+)
+RUNS_IT_UNDER_ANOTHER_NAME = {
+    "git rebase --exec": (GIT_HISTORY + "git rebase -q --root --exec ${context.v}", "touch ../C"),
+    "git rebase -x": (GIT_HISTORY + "git rebase -q --root -x ${context.v}", "touch ../C"),
+    "git difftool -x": (
+        GIT_HISTORY + "git difftool -y -x ${context.v} HEAD~2 > /dev/null",
+        "touch ../C; true",
+    ),
+    "git difftool --extcmd=": (
+        GIT_HISTORY + "git difftool -y --extcmd=${context.v} HEAD~2 > /dev/null",
+        "touch ../C; true",
+    ),
+    "git filter-branch --msg-filter": (
+        GIT_HISTORY + "FILTER_BRANCH_SQUELCH_WARNING=1 git filter-branch -f --msg-filter"
+        " ${context.v} HEAD > /dev/null 2>&1",
+        'touch "$HOME/C"; cat',
+    ),
+    "git grep -O": (GIT_HISTORY + "git grep -O${context.v} y", "touch ../C; true"),
+    "git bisect run": (
+        GIT_HISTORY + "git bisect start HEAD HEAD~2 > /dev/null\n"
+        'git bisect run ${context.v} "$HOME/C" > /dev/null',
+        "touch",
+    ),
+    "git submodule foreach": (
+        GIT_HISTORY + "git -c protocol.file.allow=always submodule -q add ../src sub\n"
+        "git submodule foreach -q ${context.v}",
+        'touch "$HOME/C"',
+    ),
+    "python3.11 -c": ("python3.11 -c ${context.v}", "open('C', 'w')"),
+    "perl5.36.0 -e": ("perl5.36.0 -e ${context.v}", "open(F, '>C')"),
+    "rbash -c": ("rbash -c ${context.v}", "touch C"),
+    "busybox sh -c": ("busybox sh -c ${context.v}", "touch C"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS_IT_UNDER_ANOTHER_NAME))
+def test_text_is_refused_where_git_or_a_renamed_program_runs_it(name: str) -> None:
+    template, value = RUNS_IT_UNDER_ANOTHER_NAME[name]
+    if shutil.which(name.split()[0]):  # busybox is not installed everywhere
+        as_before = run_bash(template.replace("${context.v}", shlex.quote(value)))
+        assert "C" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": value}})
+    assert "text cannot go here" in caught.value.reason
+
+
+def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data() -> None:
+    for template in (
+        "git grep -O ${context.v}",
+        "git rebase --onto ${context.v} main",
+        "git bisect start ${context.v}",
+        "git bisect run ./test.sh ${context.v}",
+        "git submodule foreach --recursive ./x.sh ${context.v}",
+        "git send-email --to ${context.v} --cc ${context.v} x.patch",
+        "python3.11 script.py ${context.v}",
+        "busybox wc -c ${context.v}",
+        "rbash -c 'printf %s \"$1\"' _ ${context.v}",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
+
+
+# A wrapper's option that takes the next word, missing from its table, made that word the
+# command and the real command (the value) a mere argument: each of these ran the value.
+NODE_SCRIPT = 'echo \'require("fs").writeFileSync("C", "")\' > e.js\n'
+BEHIND_AN_OPTION_WITH_ARGUMENT = {
+    "stdbuf --output 0": "stdbuf --output 0 ${context.v} C",
+    "xargs --max-args 1": "echo C | xargs --max-args 1 ${context.v}",
+    "unshare --map-user 0": "unshare --map-user 0 ${context.v} C",
+    "strace --output FILE": "strace --output /dev/null ${context.v} C",
+    "strace -X raw": "strace -X raw ${context.v} C",
+    # an interpreter's option that takes the next word: the value is the script it runs
+    "ruby -E UTF-8": "ruby -E UTF-8 ${context.v}",
+    "ruby --encoding UTF-8": "ruby --encoding UTF-8 ${context.v}",
+    "node --title x": NODE_SCRIPT + "node --title x ${context.v}",
+    "node -C dev": NODE_SCRIPT + "node -C dev ${context.v}",
+    "node --input-type commonjs": NODE_SCRIPT + "node --input-type commonjs ${context.v}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEHIND_AN_OPTION_WITH_ARGUMENT))
+def test_the_command_a_wrapper_runs_after_an_option_it_does_not_list_is_code(name: str) -> None:
+    template = BEHIND_AN_OPTION_WITH_ARGUMENT[name]
+    if shutil.which(name.split()[0]):
+        value = "e.js" if name.startswith("node") else "touch"
+        as_before = run_bash(template.replace("${context.v}", value))
+        assert "C" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": "touch"}})
+    assert "text cannot go here" in caught.value.reason
+
+
+def test_the_arguments_of_a_wrapped_command_after_known_options_stay_data() -> None:
+    for template in (
+        "time -p make ${context.v}",
+        "nice -10 make ${context.v}",
+        "sudo -E make install PREFIX=${context.v}",
+        "timeout --preserve-status 5 cat ${context.v}",
+        "xargs -0r rm -- ${context.v}",
+        "strace -f -o log cat ${context.v}",
+        "ionice -c2 -n7 cat ${context.v}",
+        "stdbuf -oL cat ${context.v}",
+        "taskset -c 0 cat ${context.v}",
+        "unshare -r cat ${context.v}",
+        "valgrind -q --leak-check=full ./a ${context.v}",
+    ):
+        assert "'a b'" in render_shell(template, {"context": {"v": "a b"}}), template
+
+
 def test_the_other_words_of_those_programs_are_data() -> None:
     for template in (
         "tar -cf ${context.v} a",
@@ -347,3 +462,33 @@ def test_a_value_flowing_into_code_is_told_to_be_a_command_not_an_integer(tmp_pa
         assert "integer" not in (found[line].hint or "")
     assert "bash evaluates the value there" in found[11].message
     assert "type: integer" in (found[11].hint or "")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "set -k\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        "set -o keyword\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        "set -ek\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+    ],
+)
+def test_text_is_refused_anywhere_in_a_script_that_turns_on_set_k(template: str) -> None:
+    """With `set -k` bash takes every `NAME=value` argument for an assignment in the command's
+    environment, as `env NAME=value` would: `git ls-remote URL GIT_SSH_COMMAND=${...}` ran the
+    value, which the engine took for a plain argument of git. Such a script now takes only
+    integers, as one that turns on history or alias expansion."""
+    as_before = run_bash(template.replace("${context.v}", shlex.quote("touch CANARY; true")))
+    assert "CANARY" in as_before.created, as_before.stderr
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": "touch CANARY; true"}})
+    assert "turns on `set -k`" in caught.value.reason
+    assert render_shell(template, {"context": {"v": 3}}).endswith("=3")
+
+
+def test_other_set_options_leave_values_as_they_were() -> None:
+    for template in (
+        "set -e\necho ${context.v}",
+        "set -- -k\necho ${context.v}",
+        "set -xo pipefail\necho ${context.v}",
+    ):
+        assert render_shell(template, {"context": {"v": "a b"}}).endswith("'a b'"), template

@@ -89,3 +89,51 @@ def test_a_command_value_may_be_fed_to_a_shell() -> None:
     types = ValueTypes.of({"t": Parameter(name="t", type="command")})
     ran = run_bash(render_shell("echo ${context.t} | bash", {"context": {"t": "echo hi"}}, types))
     assert ran.stdout == "hi\n"
+
+
+WRITTEN_INTO_A_SHELL = [
+    # the pipe written after a here-document's start, which the grammar puts inside it
+    "cat <<EOF | sh\n${context.t}\nEOF",
+    "cat <<EOF | tee copy.txt | bash\n${context.t}\nEOF",
+    # output written to a process substitution is a pipe into it
+    "echo ${context.t} > >(sh)",
+    "{ echo ${context.t}; } >> >(bash)",
+    "cat <<EOF > >(sh)\n${context.t}\nEOF",
+]
+
+
+@pytest.mark.parametrize("template", WRITTEN_INTO_A_SHELL)
+def test_text_written_into_a_shell_after_a_heredoc_or_through_a_process_substitution_is_refused(
+    template: str,
+) -> None:
+    """Each of these ran the value as the shell's program: the pipe of `cat <<EOF | sh` is a
+    child of the here-document's redirection in the grammar, and `> >(sh)` is no pipe."""
+    as_quoted = run_bash(template.replace("${context.t}", PAYLOAD) + "\nsleep 0.2")
+    assert "CANARY" in as_quoted.created, as_quoted.stderr
+    with pytest.raises(InterpolationError) as refused:
+        render_shell(template, {"context": {"t": PAYLOAD}})
+    assert "fed to the standard input of `" in refused.value.reason
+
+
+def test_text_written_after_a_heredoc_or_to_a_process_substitution_reading_data_is_data() -> None:
+    for template, output in (
+        ("cat <<EOF | wc -w\n${context.t}\nEOF", "2\n"),
+        ("cat <<EOF | tr a-z A-Z\n${context.t}\nEOF", f"{PAYLOAD.upper()}\n"),
+        ("echo ${context.t} > >(cat); sleep 0.2", f"{PAYLOAD}\n"),
+        ("cat <<EOF > >(cat)\n${context.t}\nEOF\nsleep 0.2", f"{PAYLOAD}\n"),
+    ):
+        ran = run_bash(render_shell(template, {"context": {"t": PAYLOAD}}))
+        assert (ran.stdout, ran.created) == (output, []), template
+
+
+def test_text_after_a_heredoc_s_start_reaches_xargs_as_it_would_through_a_pipe() -> None:
+    """`cat <<EOF | xargs rm` hands the body's lines to rm as arguments: a value `-rf x` there
+    was let through (the `xargs` rule looked only at pipes the grammar writes as pipes)."""
+    for template in (
+        "cat <<EOF | xargs rm\n${context.t}\nEOF",
+        "cat <<EOF > >(xargs rm)\n${context.t}\nEOF",
+    ):
+        with pytest.raises(InterpolationError) as refused:
+            render_shell(template, {"context": {"t": "-rf x"}})
+        assert "reaches `xargs rm` on its input" in refused.value.reason
+        assert "\na b\n" in render_shell(template, {"context": {"t": "a b"}})

@@ -402,3 +402,16 @@ def test_an_own_samples_that_differs_from_the_suites_is_other_conditions(
         return str(rows[0][0])
 
     assert fingerprint("") != fingerprint(", samples: 1")  # 3 samples, and 1
+
+
+def test_a_cases_progress_line_tells_the_pairwise_judgement(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A suite judged only by its pairwise judge printed `0/0 judges passed` for every case,
+    as if nothing had been judged; the line now says how the comparison went."""
+    loopback.default = answers
+    write(tmp_path / "s.suite.yaml", PAIRWISE.replace("PAIR_SAMPLES", ", samples: 1"))
+    code, _, err = suite(tmp_path, "s.suite.yaml")
+    assert code == 0, err
+    assert "case 1/1  a  preference: win" in err, (code, _, err)
+    assert "0/0 judges passed" not in err, err

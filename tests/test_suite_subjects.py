@@ -434,3 +434,59 @@ def test_a_metric_reads_the_last_line_of_its_commands_whole_output(tmp_path: Pat
     _, data, err = suite_json(tmp_path, "t.suite.yaml")
     [m] = data["results"]
     assert (m["status"], m["value"]) == ("ok", 0.1), (m, err)
+
+
+SCORER = """\
+name: scorer
+initial: score
+scope: ["."]
+parameters:
+  score_cmd: {type: command, default: "true"}
+states:
+  score:
+    action: bash -c "${context.score_cmd}"
+    on_yes: done
+    on_no: done
+  done: {terminal: true}
+"""
+
+
+def test_a_cases_text_is_never_bound_to_a_loop_subjects_command_parameter(
+    tmp_path: Path,
+) -> None:
+    """A case's input bound to a parameter the loop declares `type: command` (by name, or
+    through `with:`) ran as a command line: the case text `touch CANARY` ran, where the suite
+    guide promises that a case's text never becomes code. `ll-harness suite` now refuses such a
+    suite before any case (LL095), and a run that does not lint first (the Python API) errors
+    the case without starting the loop; a command written in the suite's own `with:` runs."""
+    write(tmp_path / "scorer.yaml", SCORER)
+    canary = tmp_path / "CANARY"
+    evil = {"score_cmd": f"touch {canary}", "cmd": f"touch {canary}"}
+    dataset(tmp_path, {"evil": {"input": evil}})
+    body = """\
+        name: s
+        dataset: cases
+        isolation: copy
+        subject:
+          loop: scorer.yaml
+        WITH
+        judges:
+          - {name: ok, builtin: exit_code}
+        """
+    for with_ in (
+        "",
+        "  with: {score_cmd: '${inputs.cmd}'}",
+        "  with: {score_cmd: 'x ${inputs.cmd}'}",
+    ):
+        write(tmp_path / "s.suite.yaml", body.replace("WITH", with_))
+        code, _, err = suite(tmp_path, "s.suite.yaml")
+        assert code == 2 and "LL095" in err, (with_, err)
+        assert "a `type: command` parameter of loop 'scorer'" in err
+        result = run_suite(tmp_path / "s.suite.yaml", SuiteOptions(record=False), cwd=tmp_path)
+        assert not canary.exists(), with_
+        (case,) = [c for c in result.cases if c.case_id == "evil"]
+        assert case.error is not None and "`type: command` parameter" in case.error, with_
+    written = f"touch {tmp_path / 'WRITTEN'}"
+    write(tmp_path / "s.suite.yaml", body.replace("WITH", f"  with: {{score_cmd: '{written}'}}"))
+    code, _, err = suite(tmp_path, "s.suite.yaml")
+    assert code == 0 and (tmp_path / "WRITTEN").exists(), err

@@ -594,7 +594,7 @@ def suite_command(
     )
 
     def progress(**kwargs: Any) -> SuiteProgress:
-        return SuiteProgress(mode=mode, **kwargs)
+        return SuiteProgress(mode=mode, stream=sys.stderr, **kwargs)  # the one the mode is for
 
     def run() -> SuiteResult:
         check_target(report_file, output.value)

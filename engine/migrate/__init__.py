@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.load.project import UnsafePath, ensure_dir, write_new_file
 from engine.migrate.expressions import CHILD_READ, SUBLOOP_KEYS
 from engine.migrate.loops import Library, LoopPlan, convert_library, convert_loop
 from engine.migrate.report import FileReport, MigrationReport, Note
@@ -524,9 +525,13 @@ def _write(item: _Item, text: str, force: bool) -> bool:
         item.report.status = "skipped"
         item.report.reason = f"{dest} exists with other content; --force replaces it"
         return False
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
+    try:  # never through a link, nor into a FIFO (the open would wait for a reader)
+        ensure_dir(dest.parent)
+        write_new_file(dest, text.encode("utf-8"), replace=True)
+    except UnsafePath as exc:
+        item.report.status = "failed"
+        item.report.reason = f"cannot write the converted file: {exc.message}"
+        return False
     except OSError as exc:
         item.report.status = "failed"
         item.report.reason = f"cannot write {dest}: {exc.strerror or exc}"

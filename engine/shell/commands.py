@@ -74,7 +74,10 @@ _CODE_ALL = {
     "script": "an argument of `script`, which can run a command",
 }
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+SHELLS = frozenset(
+    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "mksh", "pdksh", "oksh", "loksh", "ash",
+     "yash", "posh", "fish", "csh", "tcsh"}
+)  # fmt: skip
 _SHELLS = SHELLS
 
 # Interpreters: the options after which the next word is a program text, and options that take
@@ -82,8 +85,60 @@ _SHELLS = SHELLS
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
     "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset()),
-    "ruby": (frozenset({"-e"}), frozenset({"-C"})),
-    "node": (frozenset({"-e", "--eval", "-p", "--print"}), frozenset()),
+    "ruby": (
+        frozenset({"-e"}),
+        frozenset({"-C", "-E", "--encoding", "--external-encoding", "--internal-encoding"}),
+    ),
+    "node": (
+        frozenset({"-e", "--eval", "-p", "--print"}),
+        frozenset(
+            {
+                "-C",
+                "--conditions",
+                "--title",
+                "--input-type",
+                "--experimental-default-type",
+                "--redirect-warnings",
+                "--report-dir",
+                "--report-directory",
+                "--report-filename",
+                "--report-signal",
+                "--diagnostic-dir",
+                "--cpu-prof-dir",
+                "--cpu-prof-name",
+                "--heap-prof-dir",
+                "--heap-prof-name",
+                "--icu-data-dir",
+                "--openssl-config",
+                "--disable-warning",
+                "--unhandled-rejections",
+                "--watch-path",
+                "--inspect-port",
+                "--debug-port",
+                "--max-http-header-size",
+                "--secure-heap",
+                "--secure-heap-min",
+                "--heapsnapshot-signal",
+                "--heapsnapshot-near-heap-limit",
+                "--dns-result-order",
+                "--tls-cipher-list",
+                "--tls-keylog",
+                "--trace-event-categories",
+                "--trace-event-file-pattern",
+                "--snapshot-blob",
+                "--localstorage-file",
+                "--test-reporter",
+                "--test-reporter-destination",
+                "--test-name-pattern",
+                "--test-skip-pattern",
+                "--test-concurrency",
+                "--test-timeout",
+                "--test-shard",
+                "--stack-trace-limit",
+                "--run",
+            }
+        ),
+    ),
     "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
     "lua": (frozenset({"-e"}), frozenset()),
     "Rscript": (frozenset({"-e"}), frozenset()),
@@ -111,9 +166,27 @@ _LOADS: dict[str, frozenset[str]] = {
 }
 _INTERPRETER_ALIASES = {
     "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
-    "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk", "busybox": "sh",
-    "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript",
+    "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk",
+    "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript", "luajit": "lua",
 }  # fmt: skip
+_VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*(?:-[A-Za-z0-9_-]+)?")
+"""A program name with its version (`python3.11`, `perl5.36.0`, `ruby3.2`, `lua5.4`,
+`php8.2`, `pypy3.10`, `perl5.36-x86_64-linux-gnu`): the same program."""
+
+
+def program(base: str) -> str:
+    """The program a command's base name runs, as the tables name it: `python3.11` is
+    `python`, `perl5.36.0` is `perl` (the version dropped when the name without it is a listed
+    shell or interpreter); any other name is itself."""
+    if base in _SHELLS or base in _INTERPRETERS or base in _INTERPRETER_ALIASES:
+        return base
+    versioned = _VERSIONED.fullmatch(base)
+    if versioned is None:
+        return base
+    name = versioned["name"]
+    if name in _SHELLS or name in _INTERPRETERS or name in _INTERPRETER_ALIASES:
+        return name
+    return base
 
 
 @dataclass(frozen=True)
@@ -125,6 +198,11 @@ class _Wrapper:
     operands: int = 0
     code_options: frozenset[str] = frozenset()  # options whose argument is code
     skips_assignments: bool = False  # `env A=1 cmd`
+    flags: frozenset[str] = frozenset()
+    long_with_equals: bool = False  # its long options take an argument only as `--name=value`
+    """Options known to take no argument. Any other option without `=` may take the next word
+    (`stdbuf --output 0 CMD`, `strace -X raw CMD`), so the command may start at either word:
+    a word is classified both ways and the more restrictive answer wins."""
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
@@ -132,22 +210,27 @@ _WRAPPERS: dict[str, _Wrapper] = {
     # leading `!` as the reserved word that negates what follows.
     "!": _Wrapper(),
     "builtin": _Wrapper(),
-    "command": _Wrapper(),
-    "exec": _Wrapper(frozenset({"-a"})),
+    "command": _Wrapper(flags=frozenset({"-p"})),
+    "exec": _Wrapper(frozenset({"-a"}), flags=frozenset({"-c", "-l"})),
     "nohup": _Wrapper(),
-    "time": _Wrapper(),
+    "time": _Wrapper(flags=frozenset({"-p"})),
     "coproc": _Wrapper(),
     "nice": _Wrapper(frozenset({"-n", "--adjustment"})),
     "ionice": _Wrapper(frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"})),
-    "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e"})),
+    "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})),
     "setsid": _Wrapper(),
     "unbuffer": _Wrapper(),
     "env": _Wrapper(
         frozenset({"-u", "--unset", "-C", "--chdir"}),
         code_options=frozenset({"-S", "--split-string"}),
         skips_assignments=True,
+        flags=frozenset({"-i", "--ignore-environment", "-0", "--null", "-v", "--debug", "-"}),
     ),
-    "timeout": _Wrapper(frozenset({"-s", "--signal", "-k", "--kill-after"}), operands=1),
+    "timeout": _Wrapper(
+        frozenset({"-s", "--signal", "-k", "--kill-after"}),
+        operands=1,
+        flags=frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
+    ),
     "chroot": _Wrapper(frozenset({"--userspec", "--groups"}), operands=1),
     "flock": _Wrapper(
         frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
@@ -155,27 +238,232 @@ _WRAPPERS: dict[str, _Wrapper] = {
         code_options=frozenset({"-c", "--command"}),
     ),
     "sudo": _Wrapper(
-        frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+        frozenset(
+            {
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "--user",
+                "--group",
+                "--close-from",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--command-timeout",
+            }
+        ),
         code_options=frozenset({"-s", "-i", "--shell", "--login"}),
+        flags=frozenset(
+            {
+                "-A",
+                "-B",
+                "-b",
+                "-E",
+                "-H",
+                "-K",
+                "-k",
+                "-n",
+                "-P",
+                "-S",
+                "--askpass",
+                "--bell",
+                "--background",
+                "--preserve-env",
+                "--set-home",
+                "--remove-timestamp",
+                "--reset-timestamp",
+                "--non-interactive",
+                "--preserve-groups",
+                "--stdin",
+            }
+        ),
     ),
     "doas": _Wrapper(frozenset({"-u", "-C"}), code_options=frozenset({"-s"})),
     "xargs": _Wrapper(
-        frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter"})
+        frozenset(
+            {
+                "-I",
+                "-L",
+                "-n",
+                "-P",
+                "-s",
+                "-d",
+                "-E",
+                "-a",
+                "--arg-file",
+                "--delimiter",
+                "--max-args",
+                "--max-procs",
+                "--max-chars",
+                "--process-slot-var",
+            }
+        ),
+        flags=frozenset(
+            {
+                "-0",
+                "-p",
+                "-r",
+                "-t",
+                "-x",
+                "-o",
+                "-e",
+                "-i",
+                "-l",
+                "--null",
+                "--no-run-if-empty",
+                "--interactive",
+                "--open-tty",
+                "--verbose",
+                "--exit",
+                "--show-limits",
+                "--eof",
+                "--replace",
+                "--max-lines",
+            }
+        ),
     ),
     # programs that run the rest of their words as a command (options taking an argument
     # listed as far as they matter; what is missed makes a later word the command: refused)
-    "taskset": _Wrapper(operands=1),
-    "strace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-P"})),
+    "taskset": _Wrapper(operands=1, flags=frozenset({"-a", "-c", "--all-tasks", "--cpu-list"})),
+    "strace": _Wrapper(
+        frozenset(
+            {
+                "-o",
+                "-e",
+                "-p",
+                "-s",
+                "-u",
+                "-E",
+                "-a",
+                "-b",
+                "-I",
+                "-P",
+                "-X",
+                "-S",
+                "-O",
+                "-U",
+                "--output",
+                "--string-limit",
+                "--user",
+                "--env",
+                "--columns",
+                "--attach",
+            }
+        ),
+        flags=frozenset(
+            {
+                "-f",
+                "-ff",
+                "-c",
+                "-C",
+                "-q",
+                "-qq",
+                "-r",
+                "-t",
+                "-tt",
+                "-ttt",
+                "-T",
+                "-v",
+                "-w",
+                "-x",
+                "-xx",
+                "-y",
+                "-yy",
+                "-z",
+                "-Z",
+                "-k",
+                "-i",
+                "-n",
+                "-F",
+                "-d",
+                "-D",
+                "--follow-forks",
+                "--summary-only",
+                "--summary",
+                "--quiet",
+                "--no-abbrev",
+            }
+        ),
+    ),
     "ltrace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F"})),
-    "unshare": _Wrapper(frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w"})),
+    "unshare": _Wrapper(
+        frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w", "--root", "--wd"}),
+        flags=frozenset(
+            {
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "-U",
+                "-C",
+                "-T",
+                "-f",
+                "-r",
+                "-c",
+                "--fork",
+                "--map-root-user",
+                "--map-current-user",
+                "--kill-child",
+                "--mount-proc",
+                "--mount",
+                "--uts",
+                "--ipc",
+                "--net",
+                "--pid",
+                "--user",
+                "--cgroup",
+                "--time",
+            }
+        ),
+    ),
     "nsenter": _Wrapper(frozenset({"-t", "-S", "-G", "-r", "-w", "--target"})),
     "setpriv": _Wrapper(frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"})),
-    "chrt": _Wrapper(operands=1),
+    "chrt": _Wrapper(
+        frozenset({"-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"}),
+        operands=1,
+        flags=frozenset(
+            {
+                "-a",
+                "-b",
+                "-d",
+                "-e",
+                "-f",
+                "-i",
+                "-o",
+                "-r",
+                "-R",
+                "-v",
+                "--all-tasks",
+                "--batch",
+                "--deadline",
+                "--ext",
+                "--fifo",
+                "--idle",
+                "--other",
+                "--rr",
+                "--reset-on-fork",
+                "--verbose",
+            }
+        ),
+    ),
     "fakeroot": _Wrapper(frozenset({"-s", "-i", "-l", "-b"})),
-    "firejail": _Wrapper(),
+    "firejail": _Wrapper(long_with_equals=True),
     "prlimit": _Wrapper(frozenset({"-p", "--pid"})),
     "numactl": _Wrapper(frozenset({"-N", "-m", "-C", "-p", "-i", "-P"})),
-    "valgrind": _Wrapper(),
+    "valgrind": _Wrapper(
+        long_with_equals=True, flags=frozenset({"-q", "-v", "-s", "--quiet", "--verbose"})
+    ),
     "eatmydata": _Wrapper(),
     "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
     "torsocks": _Wrapper(frozenset({"-a", "-P", "-u", "-p"})),
@@ -221,7 +509,7 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     ):
         return True  # `bash /dev/stdin`, `awk -f /dev/fd/0`: the program is what it reads
     name = words[0] if words else None
-    base = "" if name is None else name.rsplit("/", 1)[-1]
+    base = program("" if name is None else name.rsplit("/", 1)[-1])
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
 
@@ -289,9 +577,14 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
             "values into functions, whose body could run or evaluate them",
             function=name,
         )
-    base = name.rsplit("/", 1)[-1]
+    written = name.rsplit("/", 1)[-1]
+    base = program(written)
     if depth > 8:
         return Verdict(Role.UNKNOWN, "an argument of a deeply wrapped command")
+    if base == "busybox":  # `busybox APPLET ARGS...` runs APPLET (`sh`, `awk`, `env`, ...)
+        if index == 1:
+            return Verdict(Role.CODE, "the applet `busybox` runs: the value would choose it")
+        return _role(words[1:], index - 1, depth + 1, functions)
     if base in _CODE_ALL:
         return Verdict(Role.CODE, _CODE_ALL[base])
     if base == "let":
@@ -309,10 +602,10 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
     if base == "find":
         return _find_role(words, index, depth, functions)
     if base in _SHELLS:
-        return _shell_role(base, words, index)
+        return _shell_role(written, words, index)
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
-        return _interpreter_role(base, interpreter, words, index)
+        return _interpreter_role(written, interpreter, words, index)
     if base == "git":
         verdict = _git_role(words, index)
         if verdict is not None:
@@ -374,8 +667,9 @@ def _command_option_role(base: str, words: list[Word], index: int) -> Verdict | 
     return Verdict(Role.CODE, f"the argument of `{base} {option}`, {RUNS_COMMAND}")
 
 
-_DATA_LONG_OPTIONS = frozenset({"--checkpoint"})
-"""Long options that are the start of one of `_COMMAND_OPTIONS` but data themselves."""
+_DATA_LONG_OPTIONS = frozenset({"--checkpoint", "--to", "--cc"})
+"""Long options that are the start of one that runs a command but data themselves
+(`tar --checkpoint`, `git send-email --to`, `--cc`: not `--to-cmd`)."""
 
 
 def _runs_option(word: str, options: frozenset[str]) -> str | None:
@@ -472,9 +766,11 @@ def _git_role(words: list[Word], index: int) -> Verdict | None:
 
 
 # Options of git's commands whose argument is a command git runs (`--upload-pack`, `-u`,
-# `--receive-pack`, `--exec`: through a shell, for a local or ssh remote) or a template folder
-# whose hooks it runs (`--template`), and `clone -c KEY=VALUE`, a setting of the new repository
-# in force for the clone itself (`core.sshCommand`).
+# `--receive-pack`, `--exec`: through a shell, for a local or ssh remote; `rebase --exec`,
+# `difftool --extcmd`, `filter-branch`'s filters, `send-email`'s commands, `grep -O`'s pager,
+# `daemon --access-hook`) or a template folder whose hooks it runs (`--template`), and
+# `clone -c KEY=VALUE`, a setting of the new repository in force for the clone itself
+# (`core.sshCommand`). `bisect run` and `submodule foreach` run the words after them.
 _GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
     "clone": frozenset({"--upload-pack", "-u", "--template"}),
     "fetch": frozenset({"--upload-pack"}),
@@ -483,13 +779,31 @@ _GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
     "push": frozenset({"--receive-pack", "--exec"}),
     "archive": frozenset({"--exec"}),
     "init": frozenset({"--template"}),
-}
+    "rebase": frozenset({"-x", "--exec"}),
+    "difftool": frozenset({"-x", "--extcmd"}),
+    "filter-branch": frozenset(
+        {"--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
+         "--commit-filter", "--tag-name-filter"}
+    ),
+    "send-email": frozenset(
+        {"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"}
+    ),
+    "daemon": frozenset({"--access-hook"}),
+    "grep": frozenset({"-O", "--open-files-in-pager"}),  # an optional argument: attached only
+    "bisect": frozenset(),
+    "submodule": frozenset(),
+}  # fmt: skip
+_GIT_RUNS_ITS_WORDS = {"bisect": "run", "submodule": "foreach"}
+"""`git bisect run CMD ARGS...`, `git submodule foreach CMD ARGS...`: git runs CMD with a
+shell (`sh -c 'CMD "$@"'`), ARGS as its arguments."""
 _GIT_SUBCOMMAND_SETTING = frozenset({"-c", "--config"})
 
 
 def _git_subcommand_role(command: str, words: list[Word], at: int, index: int) -> Verdict | None:
     """The word at `index` after `git COMMAND` (at `at`): code when it is the argument of one of
     `_GIT_SUBCOMMAND_CODE`, a setting when it is `clone -c`'s; else None."""
+    if command in _GIT_RUNS_ITS_WORDS:
+        return _git_runs_its_words(command, words, at, index)
     if "--" in words[at + 1 : index]:
         return None
     word, before = words[index], words[index - 1]
@@ -504,13 +818,41 @@ def _git_subcommand_role(command: str, words: list[Word], at: int, index: int) -
             return _git_setting(word)
     options = _GIT_SUBCOMMAND_CODE[command]
     option = _runs_option(word, options) if word is not None else None
-    if option is None and before is not None and not _has_argument(before, options):
+    if (
+        option is None
+        and command != "grep"
+        and before is not None
+        and not _has_argument(before, options)
+    ):
         option = _runs_option(before, options)
     if option is None:
         return None
     if option == "--template":
         return Verdict(Role.CODE, f"the argument of `git {command} --template`, {LOADS_CODE}")
     return Verdict(Role.CODE, f"the argument of `git {command} {option}`, {RUNS_COMMAND}")
+
+
+def _git_runs_its_words(command: str, words: list[Word], at: int, index: int) -> Verdict | None:
+    """The word at `index` of `git bisect run CMD ARGS...` / `git submodule foreach [--recursive]
+    CMD ARGS...`: CMD is shell code; an argument is what it is to CMD (`bash -c ${...}`'s code
+    is code). None for the words before CMD and after another subcommand (`bisect start`)."""
+    keyword = _GIT_RUNS_ITS_WORDS[command]
+    k = at + 1
+    while k < index and words[k] in ("-q", "--quiet"):
+        k += 1
+    if k >= len(words) or words[k] != keyword:
+        return None
+    k += 1
+    while k < index and words[k] in ("--recursive", "-q", "--quiet"):
+        k += 1
+    if index < k:
+        return None
+    if index == k:
+        return Verdict(Role.CODE, f"the command of `git {command} {keyword}`, which git runs")
+    verdict = _role(words[k:], index - k, 1, frozenset())
+    if verdict.role is Role.VALUE:
+        return None
+    return Verdict(verdict.role, f"{verdict.why}, which `git {command} {keyword}` runs")
 
 
 _WRITES_ITS_WORDS = frozenset({"echo", "printf"})
@@ -527,7 +869,7 @@ def _hidden_code(
         return VALUE
     for k in range(1, index):
         word = words[k]
-        name = "" if word is None else word.rsplit("/", 1)[-1]
+        name = program("" if word is None else word.rsplit("/", 1)[-1])
         if name not in _SHELLS and _INTERPRETER_ALIASES.get(name, name) not in _INTERPRETERS:
             continue
         verdict = _role(words[k:], index - k, depth + 1, functions)
@@ -658,10 +1000,21 @@ def test_role(args: Sequence[Word], at: int) -> Verdict:
 
 
 def _wrapped_role(
-    base: str, spec: _Wrapper, words: list[Word], index: int, depth: int, functions: frozenset[str]
+    base: str,
+    spec: _Wrapper,
+    words: list[Word],
+    index: int,
+    depth: int,
+    functions: frozenset[str],
+    start: tuple[int, int] = (1, 0),
 ) -> Verdict:
-    """Skip the wrapper's options and operands, then classify within the wrapped command."""
-    i, operands = 1, 0
+    """Skip the wrapper's options and operands, then classify within the wrapped command.
+
+    An option not known to take no argument and written without `=` (`stdbuf --output 0`,
+    `strace -X raw`) may take the next word: the word is classified both ways, as if the
+    option took no argument and as if it took the next word, and the more restrictive answer
+    wins (fail closed: a value there may be the command the wrapper runs)."""
+    i, operands = start
     while i < len(words):
         word = words[i]
         if word is None:
@@ -681,6 +1034,18 @@ def _wrapped_role(
                 continue
             if i == index:
                 return Verdict(Role.CODE, f"an option of `{base}`")
+            width = _option_width(word, spec)
+            if width == 2:  # a bundle ending in an option that takes the next word (`-rd ,`)
+                if i + 1 == index:
+                    return VALUE
+                i += 2
+                continue
+            if width is None and depth < 8:
+                as_flag = _wrapped_role(base, spec, words, index, depth + 1, functions, (i + 1, 0))
+                if i + 1 == index:
+                    return as_flag  # as its argument, a value: the flag reading decides
+                taken = _wrapped_role(base, spec, words, index, depth + 1, functions, (i + 2, 0))
+                return max(as_flag, taken, key=lambda verdict: verdict.role.value)
             i += 1
             continue
         if spec.skips_assignments and "=" in word and not word.startswith("="):
@@ -702,6 +1067,24 @@ def _wrapped_role(
     if i >= len(words):
         return VALUE
     return _role(words[i:], index - i, depth + 1, functions)
+
+
+def _option_width(word: str, spec: _Wrapper) -> int | None:
+    """How many words the option word `word` (not one of `spec.with_argument`) takes with its
+    argument, read as getopt reads it: 1 for a flag, an option written with its argument
+    (`--output=f`, `-c2`, `nice -10`) or a bundle of flags (`-fq`); 2 for a bundle ending in an
+    option that takes the next word (`-rd ,`); None when not known (it may take the next
+    word or not)."""
+    if word in spec.flags or "=" in word or re.fullmatch(r"-[0-9]+", word):
+        return 1
+    if word.startswith("--"):
+        return 1 if spec.long_with_equals else None
+    for at, letter in enumerate(word[1:], start=2):
+        if f"-{letter}" in spec.with_argument:
+            return 1 if word[at:] else 2
+        if f"-{letter}" not in spec.flags:
+            return None
+    return 1
 
 
 def _find_role(words: list[Word], index: int, depth: int, functions: frozenset[str]) -> Verdict:

@@ -36,6 +36,7 @@ from engine.shell.commands import (
     Verdict,
     argument_role,
     declare_flags,
+    program,
     runs_its_input,
     test_role,
 )
@@ -149,6 +150,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.evaluating_write = _evaluating_write(root, source, text)
     facts.alias_expansion = _alias_expansion(root, source, text)
     facts.history_expansion = _history_expansion(root, source, text)
+    facts.keyword_assignments = _keyword_assignments(root, source, text)
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
@@ -638,6 +640,9 @@ class _Facts:
     """Where the script turns on alias expansion (`shopt -s expand_aliases` at line 1)."""
     history_expansion: str = ""
     """Where the script turns on history expansion (`set -H` at line 1)."""
+    keyword_assignments: str = ""
+    """Where the script turns on `set -k` (`set -o keyword`), which makes every `NAME=value`
+    word of a command an assignment in that command's environment."""
     evaluating_write: tuple[Role, str] | None = None
     """The first write to one of bash's own variables that evaluate what they are given
     (`RANDOM=...`, `read PS4`), with what bash does with it."""
@@ -928,10 +933,35 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
             after = [s for s in stages if s.start_byte >= child.end_byte]
             found = next(filter(None, (_program_reader(s, functions) for s in after)), None)
         else:
-            continue
+            found = None
+        if found is None and parent.type == "redirected_statement":
+            found = next(
+                filter(None, (_program_reader(n, functions) for n in _output_readers(parent))),
+                None,
+            )
         if found is not None:
             return found
     return None
+
+
+_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+
+
+def _output_readers(statement: Node) -> Iterator[Node]:
+    """What reads the output of a redirected statement besides a file: a process substitution
+    it is written to (`echo X > >(sh)`, also after a here-document's start: `cat <<EOF >
+    >(sh)`), and the pipe written after a here-document's start (`cat <<EOF | sh`), which the
+    grammar puts inside the here-document's redirection."""
+    redirects = [c for c in statement.children if c.type.endswith("redirect")]
+    for redirect in redirects:
+        nested = redirect.children if redirect.type == "heredoc_redirect" else [redirect]
+        for node in nested:
+            if node.type == "pipeline":
+                yield node
+            elif node.type == "file_redirect" and any(
+                c.type in _OUTPUT_REDIRECTS for c in node.children
+            ):
+                yield from (c for c in node.children if c.type == "process_substitution")
 
 
 def _xargs_options(chain: list[Node], source: bytes) -> tuple[str, bool]:
@@ -953,8 +983,12 @@ def _xargs_options(chain: list[Node], source: bytes) -> tuple[str, bool]:
                 c for c in parent.children if c.is_named and c.start_byte >= child.end_byte
             ]
             direct = _echoes(child, chain, source)
-        else:
+        elif parent.type != "redirected_statement":
             continue
+        else:
+            candidates = []
+        if parent.type == "redirected_statement":  # `cat <<EOF | xargs rm`, `> >(xargs rm)`
+            candidates += list(_output_readers(parent))
         for at, candidate in enumerate(candidates):
             for found in _walk(candidate):
                 if found.type == "command":
@@ -1484,7 +1518,7 @@ def _step_command(
     state.function = state.function or verdict.function
     state.opened_by = verdict.opened_by
     if facts.exported_function and any(
-        w is not None and w.rsplit("/", 1)[-1] in SHELLS for w in words
+        w is not None and program(w.rsplit("/", 1)[-1]) in SHELLS for w in words
     ):
         state.mark(
             Role.UNKNOWN,
@@ -1923,6 +1957,37 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
     return ""
 
 
+def _keyword_assignments(root: Node, source: bytes, text: str) -> str:
+    """Where the script may turn on `set -k` (`set -o keyword`, `shopt -so keyword`), or "".
+
+    Bash then takes every argument of a command that looks like an assignment for one in the
+    command's environment, as `env` would: `git ls-remote URL GIT_SSH_COMMAND=X` runs X, and
+    `bash -c true BASH_ENV=F` runs the file F. An option known only at run time (`set -$f`,
+    `set -o "$o"`) counts too."""
+    if "set" not in text and "shopt" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        words = _invoked_words(node)
+        if words[:1] == ["shopt"]:
+            flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-")
+            on = "s" in flags and "o" in flags and any(w in (None, "keyword") for w in words[1:])
+        elif words[:1] == ["set"]:
+            options = list(itertools.takewhile(lambda w: w not in ("--", "-"), words))
+            on = any(
+                (word in (None, "keyword") and before is not None
+                 and re.fullmatch(r"-[a-zA-Z]*o", before) is not None)
+                or (word is not None and re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", word) is not None)
+                or (word is None and before == "set")
+                for before, word in itertools.pairwise(options)
+            )  # fmt: skip
+        else:
+            continue
+        if on:
+            line, _ = _point(source, node.start_byte)
+            return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
+    return ""
+
+
 def _written_name(word: str | None) -> str | None:
     """The evaluating variable a command's word may write (`PS4`, `-vOPTIND`, `BASH_ENV=$x`)."""
     match = None if word is None else _WRITTEN_WORD.fullmatch(word)
@@ -1999,6 +2064,16 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.alias_expansion}): any command may then stand for other text (`alias "
                 "e=eval`), which the engine does not follow, so only integers can go anywhere "
                 "in this script",
+            )
+        )
+    if facts.keyword_assignments:
+        found.append(
+            (
+                Role.UNKNOWN,
+                "a value in a script that turns on `set -k` "
+                f"({facts.keyword_assignments}): every `NAME=value` word of a command is then "
+                "an assignment in its environment (`git ls-remote URL GIT_SSH_COMMAND=...` runs "
+                "it), so only integers can go anywhere in this script",
             )
         )
     if facts.history_expansion:

@@ -32,7 +32,7 @@ from typing import Any
 
 from engine.load.spelling import did_you_mean_hint
 from engine.model.errors import InterpolationError
-from engine.model.loop import Parameter
+from engine.model.loop import Loop, Parameter
 from engine.shell.commands import Role
 from engine.shell.grammar import (
     RUN_AS_IS,
@@ -206,6 +206,31 @@ def undeclared_code(value: Any, types: ValueTypes) -> str | None:
     else:
         return None
     return next((f for f in (undeclared_code(i, types) for i in items) if f is not None), None)
+
+
+def case_text_as_command(
+    given: Mapping[str, Any] | None, child: Loop, inputs: Mapping[str, Any]
+) -> str | None:
+    """Why a case's text would be bound to a parameter the loop declares `type: command`
+    (which it runs as code), or None. A case's inputs are text whatever they hold: by name (no
+    `with:`) or through a `${...}` of `with:`, they never become a command line; a command
+    written in the suite's `with:` itself may."""
+    for name, param in child.parameters.items():
+        if param.type != "command":
+            continue
+        if given is None:
+            found = "inputs." + name if name in inputs else None
+        elif name in given:
+            found = undeclared_code(given[name], NO_TYPES)
+        else:
+            continue
+        if found is not None:
+            return (
+                f"the subject binds ${{{found}}} to {name!r}, a `type: command` parameter of loop "
+                f"{child.name!r}, which runs it as code; a case's text is never a command: write "
+                f"the command in the subject's `with: {{{name}: ...}}`"
+            )
+    return None
 
 
 def value_type(text: str, types: ValueTypes = NO_TYPES) -> str:
@@ -613,7 +638,15 @@ def _integer(expr: str, value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python converts (4,300 by default)
+            digits = len(value.strip().lstrip("-"))
+            raise InterpolationError(
+                expr,
+                f"| integer: {_preview(value)} has {digits} digits, more than any integer "
+                "arithmetic takes (bash's is 64-bit)",
+            ) from None
     shown = _preview(value) if isinstance(value, str) else to_text(value)[:40]
     raise InterpolationError(expr, f"| integer: {shown} is not an integer")
 

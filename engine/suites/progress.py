@@ -15,7 +15,7 @@ from typing import Literal, TextIO
 
 from engine.model.terminal import redraws_in_place
 from engine.model.timefmt import counted, duration
-from engine.suites.spec import CaseOutcome
+from engine.suites.spec import CaseOutcome, JudgeOutcome
 
 Mode = Literal["live", "lines", "quiet"]
 EVERY_CASE_UP_TO = 50
@@ -114,6 +114,9 @@ class SuiteProgress:
                 else f"{passed}/{scored} judges passed"
                 + "".join(f", {n} {word}" for n, word in unscored if n)
             )
+            if outcome.pairwise is not None and arm.status != "error":
+                compared = _pairwise_word(outcome.pairwise)
+                detail = compared if not arm.judges else f"{detail}, {compared}"
             self._write(f"  case {self.done}/{self.total}  {outcome.case_id}  {detail}\n")
         else:
             self._write(f"  {self._status()}\n")
@@ -162,3 +165,11 @@ class SuiteProgress:
         except (OSError, ValueError):
             self.mode = "quiet"
             self._stop.set()
+
+
+def _pairwise_word(judge: JudgeOutcome) -> str:
+    """How the pairwise comparison of one case went: `preference: win` (tie, loss, error)."""
+    if judge.status != "ok" or judge.value is None:
+        return f"{judge.name}: {judge.status}"
+    word = {1.0: "win", 0.5: "tie", 0.0: "loss"}.get(judge.value, f"{judge.value:g}")
+    return f"{judge.name}: {word}"

@@ -30,6 +30,7 @@ from engine.model.ports import ActionResult, ProcessSetting, refused_before_firs
 from engine.model.suite import Subject
 from engine.runtime.actions import ActionRunner, read_back
 from engine.shell.interpolate import (
+    case_text_as_command,
     env_name,
     evaluate,
     find_expressions,
@@ -214,6 +215,9 @@ def _loop(subject: Subject, place: Place) -> SubjectRun:
         child = load_loop_file(path)  # for its parameters; `ll-loop run` lints it before running
     except LoadError as exc:
         return SubjectRun(ActionResult(exit_code=None), f"the loop does not load: {exc.message}")
+    refusal = case_text_as_command(subject.with_, child, place.namespaces.get("inputs") or {})
+    if refusal is not None:
+        return SubjectRun(ActionResult(exit_code=None), refusal)
     values = bind_with(subject.with_, child.parameters, place.namespaces)
     argv = [sys.executable, "-c", "from engine.cli import main; main()", "run", str(path)]
     for key, value in values.items():
