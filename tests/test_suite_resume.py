@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from engine.suites.workspace import scratch_roots
 from tests.harness_helpers import REPO
 from tests.suite_helpers import (
     dataset,
@@ -245,6 +247,7 @@ def test_a_resume_of_a_running_run_is_refused_before_its_executor_is_made(
         except sqlite3.OperationalError:  # the file is made before its tables
             return []
 
+    run_id = None
     try:
         deadline = time.monotonic() + 120
         while not runs():
@@ -262,3 +265,5 @@ def test_a_resume_of_a_running_run_is_refused_before_its_executor_is_made(
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
+        for root in scratch_roots(run_id) if run_id else ():  # a resume would clean them
+            shutil.rmtree(root, ignore_errors=True)
