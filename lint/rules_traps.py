@@ -213,6 +213,52 @@ def comment_cuts_command(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         )
 
 
+# A script of plain simple commands, which bash certainly parses, so no grammar is loaded for it
+# (validate's start-up): words of ordinary characters, '...' and "..." without expansions,
+# `$NAME`, redirections to such words, joined by `&&`, `||`, `|`, `;` and newlines. Anything
+# else (a keyword, a bracket, a substitution, a here-document, ...) is parsed with the grammar.
+_PLAIN_PIECE = r"""(?:[\w./:=,+@%~^-]++|'[^']*+'|"[^"$`\\!]*+"|\$[A-Za-z_]\w*+)"""
+_PLAIN_WORD = rf"(?:{_PLAIN_PIECE}++|[0-9]?(?:>>?|<|&>)(?:&[0-9]|[ \t]*+{_PLAIN_PIECE}++))"
+_PLAIN_COMMAND = rf"[ \t]*+{_PLAIN_WORD}(?:[ \t]++{_PLAIN_WORD})*+[ \t]*+"
+_PLAIN_SCRIPT = re.compile(
+    rf"\s*+(?:{_PLAIN_COMMAND}(?:(?:&&|\|\||\||;|\n)\s*+{_PLAIN_COMMAND})*+;?)?\s*+"
+)
+_KEYWORD = re.compile(
+    r"(?<![\w./:=,+@%~^-])(?:if|then|else|elif|fi|case|esac|for|select|while|until|do|done|in|"
+    r"function|time|coproc)(?![\w./:=,+@%~^-])"
+)
+
+
+@rule("LL088", "warning", "shell-syntax", targets=("loop", "suite"))
+def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A shell command the bash grammar cannot parse: bash would refuse it (exit 2) unrun.
+
+    A command with `${...}` is LL034's (no value can be placed in it). The grammar refuses a
+    few scripts bash runs, so this is a warning."""
+    from engine.shell.interpolate import shell_text
+
+    for path, text, what in _commands(ctx):
+        script = shell_text(text)
+        if script is None or (_PLAIN_SCRIPT.fullmatch(script) and not _KEYWORD.search(script)):
+            continue
+        from engine.shell.grammar import syntax_problem  # only a script that is not plain
+
+        found = syntax_problem(script)
+        if found is None:
+            continue
+        problem, line = found
+        lines = script.splitlines()
+        needle = lines[line - 1].strip() if line <= len(lines) else ""
+        yield Finding(
+            f"bash cannot parse this {what} ({problem}): a run would fail with exit 2 before "
+            "any of it runs",
+            path,
+            "fix the shell syntax (`bash -n -c '...'` checks it); if bash runs it as it is, the "
+            "grammar ll-loop reads it with disagrees: suppress LL088 here with that reason",
+            needle=needle,
+        )
+
+
 def _comment_after(
     positions: PositionLookup, lines: list[str], path: PathKey, text: str
 ) -> str | None:

@@ -270,6 +270,17 @@ def shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
     return _shell_holes(template)
 
 
+def shell_text(template: str) -> str | None:
+    """The script bash gets from a template with no expressions (`$${` is `${`); None when the
+    template has any (its text is laid out, and judged, with the holes: `shell_holes`)."""
+    if "${" not in template:
+        return template
+    pieces = _parse(template).pieces
+    if any(isinstance(piece, Expression) for piece in pieces):
+        return None
+    return "".join(piece for piece in pieces if isinstance(piece, str))
+
+
 def shell_flows(template: str) -> tuple[Flow, ...]:
     """Values of the template that reach a shell variable the script then evaluates (lint)."""
     if "${" not in template:
