@@ -120,6 +120,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems += _judge_problems(data, positions, file)
         problems += _default_problems(data, positions, file)
         problems += _dimension_problems(data, positions, file)
+        problems += nul_problems(data, positions, file)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
@@ -183,6 +184,35 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                 )
             )
     return out
+
+
+def nul_problems(data: Any, positions: Positions, file: str) -> list[Diagnostic]:
+    """Strings holding a NUL character (YAML's `"\\x00"` or `"\\0"`): no command line, argument
+    or environment variable can carry one, so the action would fail to start at run time."""
+    out: list[Diagnostic] = []
+    stack: list[tuple[PathKey, Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and "\x00" in key:
+                    message = f"the key {key!r} holds a NUL character"
+                    out.append(_at_key((*path, key), "F016", message, _NUL_HINT, positions, file))
+                else:
+                    stack.append(((*path, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+        elif isinstance(value, str) and "\x00" in value:
+            where = ".".join(map(str, path)) or "the value"
+            message = (
+                f"{where} holds a NUL character (written \\x00 or \\0 in a double-quoted YAML "
+                "string): no command, argument or environment variable can carry one"
+            )
+            out.append(_at_value(path, "F016", message, _NUL_HINT, positions, file))
+    return out
+
+
+_NUL_HINT = "remove it; a command that needs a NUL byte can write one itself (printf '\\0')"
 
 
 def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
