@@ -572,6 +572,8 @@ class Namespaces:
 
     def mapping(self) -> dict[str, Any]:
         if self._ns is None:
+            from engine.shell.interpolate import EnvVars
+
             loop, rs = self.loop, self.rs
             self._ns = {
                 "context": rs.context,
@@ -594,7 +596,7 @@ class Namespaces:
                     "dir": str(self.rt.artifacts_dir),
                     "started_at": rs.started_at,
                 },
-                "env": dict(self.rt.actions.env),  # the actions' environment, not ours
+                "env": EnvVars(self.rt.actions.env),  # the actions' environment, not ours
             }
         return self._ns
 
