@@ -668,6 +668,23 @@ def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Pat
         assert code in said and "too large to read (11.0 MB; the limit is 10.0 MB)" in said, said
 
 
+INERT = """\
+name: inert
+initial: a
+scope: ["."]
+states:
+  a:
+    action: echo hi
+    timeout: 5
+    route: {"yes": done, "no": done, error: failed, _error: done}
+  done:
+    terminal: true
+    timeout: 10
+  failed:
+    terminal: true
+    failure: true
+"""
+
 RESERVED = """\
 name: reserved
 initial: a
@@ -685,6 +702,19 @@ states:
   done:
     terminal: true
 """
+
+
+def test_dead_error_routes_and_terminal_timeouts_are_warned(tmp_path: Path) -> None:
+    (tmp_path / "inert.yaml").write_text(INERT)
+    found = json.loads(ll_loop("validate", "inert.yaml", "-f", "json", cwd=tmp_path).stdout)
+    inert = [
+        (d["line"], d["severity"], d["message"])
+        for d in found["loops"][0]["diagnostics"]
+        if d["code"] == "LL019"
+    ]
+    assert [(line, severity) for line, severity, _ in inert] == [(8, "warning"), (11, "warning")]
+    assert "so `_error:` never applies" in inert[0][2]
+    assert "terminal state 'done' sets `timeout`, which never applies" in inert[1][2]
 
 
 def test_a_classify_verdict_named_like_a_setting_says_to_use_a_route_table(
