@@ -13,7 +13,13 @@ from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
 from lint._registry import Finding, PathKey, PositionLookup, rule
 from lint._suite import SuiteContext
-from lint.rules_interpolation import _scope_uses, _shell_fields, _uses, captured_name
+from lint.rules_interpolation import (
+    _OURS,
+    _scope_uses,
+    _shell_fields,
+    _uses,
+    captured_name,
+)
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 # Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
@@ -241,6 +247,8 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         script = shell_text(text)
         if script is None or (_PLAIN_SCRIPT.fullmatch(script) and not _KEYWORD.search(script)):
             continue
+        if _OURS.search(text):
+            continue  # `${input.text}`: a root that is not ours (LL030), bash's bad substitution
         from engine.shell.grammar import syntax_problem  # only a script that is not plain
 
         found = syntax_problem(script)
