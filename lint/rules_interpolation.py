@@ -150,6 +150,12 @@ def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 use.path,
                 "use Jinja2 expression syntax, e.g. ${captured.tests.output | default('')}",
             )
+    from engine.shell.interpolate import WHOLE_ENVIRONMENT, reads_whole_env
+
+    for use in uses:
+        if use.closed and reads_whole_env(use.text):
+            why, _, instead = WHOLE_ENVIRONMENT.partition("; ")
+            yield Finding(f"${{{use.text}}}: {why}", use.path, instead)
     for path, template in templates:
         for match in _OURS.finditer(template):
             root = match.group(1)

@@ -211,6 +211,31 @@ def _error_route_key(state: State) -> str:
     return "on_error"
 
 
+@rule("LL019", "warning", "inert-setting")
+def inert_setting(ctx: LintContext) -> Iterator[Finding]:
+    """A setting that can never apply: `_error` beside `error`, or `timeout` on a terminal.
+
+    The error verdict takes a route table's `error:` first; a terminal runs nothing."""
+    for state in ctx.loop.states.values():
+        table = state.route or {}
+        if "error" in table and "_error" in table and not state.terminal:
+            yield Finding(
+                f"state {state.name!r} routes both `error: {table['error']}` and "
+                f"`_error: {table['_error']}`: the error verdict takes `error:`, so `_error:` "
+                "never applies",
+                state_path(state, "route", "_error"),
+                "keep one of them (`_error:` is the table's fallback for the error verdict)",
+            )
+        if state.terminal and state.timeout is not None:
+            yield Finding(
+                f"terminal state {state.name!r} sets `timeout`, which never applies: a terminal "
+                "runs nothing, it ends the run",
+                state_path(state, "timeout"),
+                "remove it; the loop's wall clock is the top-level `timeout:`, and a state's "
+                "`timeout` belongs on a state that runs an action",
+            )
+
+
 @rule("LL018", "warning", "error-to-success")
 def error_to_success(ctx: LintContext) -> Iterator[Finding]:
     """A state's `error` verdict (a crashed or timed-out action) ends at a success terminal.

@@ -13,7 +13,13 @@ from lint._context import LintContext
 from lint._paths import did_you_mean, state_path
 from lint._registry import Finding, PathKey, PositionLookup, rule
 from lint._suite import SuiteContext
-from lint.rules_interpolation import _scope_uses, _shell_fields, _uses, captured_name
+from lint.rules_interpolation import (
+    _OURS,
+    _scope_uses,
+    _shell_fields,
+    _uses,
+    captured_name,
+)
 
 _CONTEXT_KEY = re.compile(r"^\s*context\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*[\"']([^\"']+)[\"']\s*\])")
 # Of `run`, only these exist when the scope is locked (`run.started_at` is set later).
@@ -210,6 +216,54 @@ def comment_cuts_command(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             "quote the whole value in YAML ('...' doubling inner ', or a block: `|` and the "
             "command on the next line): an unquoted value ends where ` #` starts",
             needle=cut,
+        )
+
+
+# A script of plain simple commands, which bash certainly parses, so no grammar is loaded for it
+# (validate's start-up): words of ordinary characters, '...' and "..." without expansions,
+# `$NAME`, redirections to such words, joined by `&&`, `||`, `|`, `;` and newlines. Anything
+# else (a keyword, a bracket, a substitution, a here-document, ...) is parsed with the grammar.
+_PLAIN_PIECE = r"""(?:[\w./:=,+@%~^-]++|'[^']*+'|"[^"$`\\!]*+"|\$[A-Za-z_]\w*+)"""
+_PLAIN_WORD = rf"(?:{_PLAIN_PIECE}++|[0-9]?(?:>>?|<|&>)(?:&[0-9]|[ \t]*+{_PLAIN_PIECE}++))"
+_PLAIN_COMMAND = rf"[ \t]*+{_PLAIN_WORD}(?:[ \t]++{_PLAIN_WORD})*+[ \t]*+"
+_PLAIN_SCRIPT = re.compile(
+    rf"\s*+(?:{_PLAIN_COMMAND}(?:(?:&&|\|\||\||;|\n)\s*+{_PLAIN_COMMAND})*+;?)?\s*+"
+)
+_KEYWORD = re.compile(
+    r"(?<![\w./:=,+@%~^-])(?:if|then|else|elif|fi|case|esac|for|select|while|until|do|done|in|"
+    r"function|time|coproc)(?![\w./:=,+@%~^-])"
+)
+
+
+@rule("LL088", "warning", "shell-syntax", targets=("loop", "suite"))
+def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
+    """A shell command the bash grammar cannot parse: bash would refuse it (exit 2) unrun.
+
+    A command with `${...}` is LL034's (no value can be placed in it). The grammar refuses a
+    few scripts bash runs, so this is a warning."""
+    from engine.shell.interpolate import shell_text
+
+    for path, text, what in _commands(ctx):
+        script = shell_text(text)
+        if script is None or (_PLAIN_SCRIPT.fullmatch(script) and not _KEYWORD.search(script)):
+            continue
+        if _OURS.search(text):
+            continue  # `${input.text}`: a root that is not ours (LL030), bash's bad substitution
+        from engine.shell.grammar import syntax_problem  # only a script that is not plain
+
+        found = syntax_problem(script)
+        if found is None:
+            continue
+        problem, line = found
+        lines = script.splitlines()
+        needle = lines[line - 1].strip() if line <= len(lines) else ""
+        yield Finding(
+            f"bash cannot parse this {what} ({problem}): a run would fail with exit 2 before "
+            "any of it runs",
+            path,
+            "fix the shell syntax (`bash -n -c '...'` checks it); if bash runs it as it is, the "
+            "grammar ll-loop reads it with disagrees: suppress LL088 here with that reason",
+            needle=needle,
         )
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from engine.model.errors import InterpolationError
 from engine.shell.interpolate import (
     ROOTS,
+    EnvVars,
     Expression,
     check_expression,
     evaluate,
@@ -613,3 +614,47 @@ def test_an_integer_of_more_digits_than_python_converts_is_an_error_verdict(tmp_
     assert "internal error" not in ran.stderr, ran.stderr
     assert ran.code == 1, ran.stderr
     assert json.loads(ran.stdout)["final_state"] == "bad"
+
+
+ENV_LOOP = """\
+name: envs
+initial: one
+scope: ["."]
+states:
+  one:
+    action: printf '%s|%s' "${env.SECRET_KEY}" ${env['SECRET_KEY']} > named
+    next: all
+  all:
+    action: echo "${env}" > all
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_the_whole_environment_is_never_interpolated(tmp_path: Path) -> None:
+    """`${env.NAME}` reads one variable; `${env}` (every API key the actions get) is refused:
+    by lint before the run, and by the run itself for any expression that reaches it."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "envs.yaml").write_text(ENV_LOOP)
+    secret = {"SECRET_KEY": "sk-do-not-leak"}
+    checked = ll_loop(tmp_path, "validate", "envs", env=secret)
+    assert "envs.yaml:9:5: error LL030 ${env}: the whole environment cannot be" in checked.stdout
+    assert "name the one you need, ${env.NAME}" in checked.stdout
+    ran = ll_loop(tmp_path, "run", "envs", env=secret)
+    assert ran.code != 0 and not (tmp_path / "all").exists()
+    named = tmp_path / ".loops" / "named.yaml"
+    named.write_text(ENV_LOOP.replace('"${env}" > all', "ok").replace("name: envs", "name: named"))
+    assert ll_loop(tmp_path, "run", "named", env=secret).code == 0
+    assert (tmp_path / "named").read_text() == "sk-do-not-leak|sk-do-not-leak"
+
+    ns = {"env": EnvVars(secret), "context": {}}
+    for expression in ("env", "env | tojson", "env | dictsort", "env | list", "env | string",
+                       "context.x | default(env)", "env | length", "env | raw"):  # fmt: skip
+        with pytest.raises(InterpolationError) as refused:
+            render_text(f"${{{expression}}}", ns)
+        assert "the whole environment cannot be interpolated" in str(refused.value)
+        assert "sk-do-not-leak" not in str(refused.value)
+    with pytest.raises(InterpolationError, match="'NOPE' is not set in the actions' environment"):
+        render_text("${env.NOPE}", ns)
+    assert render_text("${env.NOPE | default('d')} ${env['SECRET_KEY']}", ns) == "d sk-do-not-leak"

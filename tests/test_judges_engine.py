@@ -223,6 +223,11 @@ def test_a_number_passes_at_threshold_or_the_range_midpoint() -> None:
             "judge 'bad' at judges.yaml:10: returned nan, not a finite number",
         ),
         (
+            "name: bad\ncheck: return 10**400, 'big'\n",
+            "judge 'bad' at judges.yaml:10: returned an integer of about 401 digits, too large "
+            "for a score (a score is a float, at most about 1.8e+308)",
+        ),
+        (
             "name: bad\ncheck: return 11\nscore_range: [0, 10]\n",
             "judge 'bad' at judges.yaml:10: returned 11, outside its score_range [0, 10]",
         ),

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import textwrap
+from pathlib import Path
 
 from engine.load.loader import load_loop_with_positions
 from lint import lint_loop
+from tests import cli
 
 
 def codes(text: str) -> list[tuple[str, str]]:
@@ -165,3 +169,53 @@ def test_a_yaml_comment_inside_a_bash_quote_cuts_the_command() -> None:
     # Without positions (a loop built in Python) the rule cannot know how the value was written.
     loop_, _ = load_loop_with_positions(text=textwrap.dedent(loop("action: a")), file="l.yaml")
     assert "LL087" not in [d.code for d in lint_loop(loop_)]
+
+
+SYNTAX_LOOP = """\
+name: syntax
+initial: quote
+scope: ["."]
+states:
+  quote:
+    action: echo "unterminated
+    next: branch
+  branch:
+    action: |
+      echo start
+      if true; then echo x
+    next: fine
+  fine:
+    action: |
+      # it's a comment with a quote
+      for x in a b; do echo "$x"; done
+      cat <<EOF
+      it's in a here-document
+      EOF
+      echo "$${HOME}" && test -f x || true
+    next: agent
+  agent:
+    action: do it
+    action_type: prompt
+    timeout: 5
+    runner: 'cmd:my-agent --prompt "oops'
+    next: done
+  done:
+    terminal: true
+"""
+
+
+def test_a_shell_command_bash_cannot_parse_is_reported_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "syntax.yaml").write_text(SYNTAX_LOOP)
+    for script in ('echo "unterminated', "echo start\nif true; then echo x\n"):
+        assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 2
+    ran = cli.ll_loop(tmp_path, "validate", "syntax", "--format", "json")
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["line"], d["path"], d["severity"]) for d in found] == [
+        (6, "states.quote.action", "warning"),
+        (11, "states.branch.action", "warning"),
+        (26, "states.agent.runner", "warning"),
+    ]
+    assert "the quote opened at line 1, column 6 is never closed" in found[0]["message"]
+    assert "the `if` at line 2, column 1 has no `fi`" in found[1]["message"]
+    assert "runner command" in found[2]["message"]

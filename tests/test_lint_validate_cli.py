@@ -666,3 +666,74 @@ def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Pat
         said = result.stdout + result.stderr
         assert result.returncode == 1, said
         assert code in said and "too large to read (11.0 MB; the limit is 10.0 MB)" in said, said
+
+
+INERT = """\
+name: inert
+initial: a
+scope: ["."]
+states:
+  a:
+    action: echo hi
+    timeout: 5
+    route: {"yes": done, "no": done, error: failed, _error: done}
+  done:
+    terminal: true
+    timeout: 10
+  failed:
+    terminal: true
+    failure: true
+"""
+
+RESERVED = """\
+name: reserved
+initial: a
+scope: ["."]
+states:
+  a:
+    action: echo terminal
+    timeout: 5
+    evaluate: {type: classify, verdicts: [terminal, retry_exhausted, max_steps, ok]}
+    on_terminal: done
+    on_retry_exhausted: done
+    on_max_steps: done
+    on_ok: done
+    on_error: done
+  done:
+    terminal: true
+"""
+
+
+def test_dead_error_routes_and_terminal_timeouts_are_warned(tmp_path: Path) -> None:
+    (tmp_path / "inert.yaml").write_text(INERT)
+    found = json.loads(ll_loop("validate", "inert.yaml", "-f", "json", cwd=tmp_path).stdout)
+    inert = [
+        (d["line"], d["severity"], d["message"])
+        for d in found["loops"][0]["diagnostics"]
+        if d["code"] == "LL019"
+    ]
+    assert [(line, severity) for line, severity, _ in inert] == [(8, "warning"), (11, "warning")]
+    assert "so `_error:` never applies" in inert[0][2]
+    assert "terminal state 'done' sets `timeout`, which never applies" in inert[1][2]
+
+
+def test_a_classify_verdict_named_like_a_setting_says_to_use_a_route_table(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "reserved.yaml").write_text(RESERVED)
+    ran = ll_loop("validate", "reserved.yaml", "-f", "json", cwd=tmp_path)
+    found = json.loads(ran.stdout)["loops"][0]["diagnostics"]
+    assert [(d["line"], d["code"]) for d in found] == [(9, "F017"), (10, "F017"), (11, "F017")]
+    for d, verdict in zip(found, ["terminal", "retry_exhausted", "max_steps"], strict=True):
+        assert f"{verdict!r} is a verdict of this state's classify evaluator" in d["message"]
+        assert f"route: {{{verdict}: done}}" in d["hint"]
+    fixed = RESERVED.replace("    on_terminal: done\n", "").replace("    on_ok: done\n", "")
+    fixed = fixed.replace("    on_retry_exhausted: done\n    on_max_steps: done\n", "")
+    fixed = fixed.replace(
+        "    on_error: done\n",
+        "    route: {terminal: done, retry_exhausted: done, max_steps: done, ok: done, "
+        "_error: done}\n",
+    )
+    (tmp_path / "reserved.yaml").write_text(fixed)
+    ran = ll_loop("run", "reserved.yaml", cwd=tmp_path)
+    assert ran.code == 0, ran.stderr

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine.load.loader import check_loop_text
+from tests import cli
 from tests.load_helpers import MINIMAL, one, problems
 
 TOP_LEVEL = ["on_handoff: spawn", "from: base-loop", "visibility: internal"]
@@ -155,3 +158,42 @@ def test_an_enum_value_the_type_refuses_is_a_load_error(parameter: str, entry: s
     d = next(d for d in problems(MINIMAL + f"parameters:\n  x: {parameter}\n") if d.code == "F014")
     assert d.path == entry
     assert "no caller can pass it" in d.message and d.hint
+
+
+NUL_LOOP = """\
+name: nul
+initial: a
+scope: ["."]
+states:
+  a:
+    action: "printf 'a\\x00b'"
+    next: done
+  done:
+    terminal: true
+"""
+
+NUL_SUITE = """\
+name: nul
+cases:
+  - id: one
+    inputs: {text: "a"}
+subject:
+  command: "printf 'a\\0b'"
+judges:
+  - name: ok
+    builtin: exit_code
+"""
+
+
+def test_a_nul_character_in_a_loop_or_suite_is_refused_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "nul.yaml").write_text(NUL_LOOP)
+    (tmp_path / "nul.suite.yaml").write_text(NUL_SUITE)
+    checked = cli.ll_loop(tmp_path, "validate", "nul")
+    assert checked.code != 0
+    assert "nul.yaml:6:13: error F016 states.a.action holds a NUL character" in checked.stdout
+    ran = cli.ll_loop(tmp_path, "run", "nul")
+    assert "embedded null byte" not in ran.stdout + ran.stderr
+    assert "holds a NUL character" in ran.stdout + ran.stderr
+    suite = cli.ll_loop(tmp_path, "validate", "nul.suite.yaml")
+    assert "nul.suite.yaml:6:12: error F016 subject.command holds a NUL" in suite.stdout

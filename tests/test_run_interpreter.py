@@ -203,3 +203,39 @@ def test_run_state_round_trips_through_json(tmp_path: Path) -> None:
         prev={"state": "a", "verdict": "no"},
     )
     assert RunState.from_json(json.loads(json.dumps(state.to_json()))) == state
+
+
+def test_a_crlf_line_end_is_the_trailing_newline_a_capture_drops(tmp_path: Path) -> None:
+    """`printf 'yes\\r\\n'` is captured `yes`, as `echo yes` is: a `\\r` left behind made every
+    comparison of the capture fail (`[ "$x" = yes ]`, `== 'yes'`). Inner line ends stay; an
+    output long enough to be read back whole from its file, and stderr, lose theirs too."""
+    loop = loop_of(
+        """
+        name: crlf
+        initial: say
+        scope: ["."]
+        states:
+          say:
+            action: printf 'a\\r\\nyes\\r\\n'; printf 'oops\\r\\n' >&2
+            capture: said
+            next: compare
+          compare:
+            action: |
+              [ "${captured.said.output}" = "$(printf 'a\\r\\nyes')" ] &&
+              [ "${captured.said.stderr}" = oops ]
+            next: big
+          big:
+            action: head -c 70000 /dev/zero | tr '\\0' b; printf '\\r\\n'
+            capture: big
+            next: check
+          check:
+            action: '[ "${captured.big.output}" = "$(head -c 70000 /dev/zero | tr "\\0" b)" ]'
+            next: done
+          done: {terminal: true}
+        """
+    )
+    result, store = start(tmp_path, loop)
+    saved = store.load_state()
+    assert saved["captured"]["said"]["output"] == "a\r\nyes"
+    assert saved["captured"]["said"]["stderr"] == "oops"
+    assert result.outcome == "success", result

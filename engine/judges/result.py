@@ -9,6 +9,7 @@ engine turns it into a `JudgeResult` with `passed` decided. A judge that could n
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -144,7 +145,14 @@ def _value(raw: Any) -> Value:
     if isinstance(raw, bool):
         return raw
     if isinstance(raw, int | float):
-        number = float(raw)
+        try:
+            number = float(raw)
+        except OverflowError:  # an int past float's range: the judge's answer, not its crash
+            digits = int(abs(int(raw)).bit_length() * math.log10(2)) + 1
+            raise JudgeError(
+                f"returned an integer of about {digits} digits, too large for a score "
+                f"(a score is a float, at most about {sys.float_info.max:.1e})"
+            ) from None
         if not math.isfinite(number):
             raise JudgeError(f"returned {raw!r}, not a finite number")
         return number

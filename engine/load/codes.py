@@ -32,7 +32,7 @@ LOAD_CODES: tuple[LoadCode, ...] = (
     LoadCode("F013", "unsupported-key", "A key of the reference system that ll-loop refuses."),
     LoadCode("F014", "value-not-allowed", "A value outside its allowed set."),
     LoadCode("F015", "out-of-range", "A number out of range, or an empty value."),
-    LoadCode("F016", "bad-format", "A value in the wrong format (name, path, regex, ...)."),
+    LoadCode("F016", "bad-format", "A value in the wrong format (name, path, regex, NUL, ...)."),
     LoadCode("F017", "conflicting-keys", "Keys that conflict with, or need, each other."),
     LoadCode("F018", "repeated-entry", "A list entry appears more than once."),
     LoadCode("F019", "schema-violation", "Another violation of the loop schema."),

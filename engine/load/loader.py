@@ -120,6 +120,8 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems += _judge_problems(data, positions, file)
         problems += _default_problems(data, positions, file)
         problems += _dimension_problems(data, positions, file)
+        problems += nul_problems(data, positions, file)
+        problems = _reserved_verdict_routes(data, positions, file, problems)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
     return _build_loop(data, positions, "" if file == "<string>" else file), positions, []
@@ -183,6 +185,80 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                 )
             )
     return out
+
+
+# `on_<name>` keys that mean something else than "route the verdict <name>".
+_RESERVED_ROUTES = {
+    "terminal": "routes on a sub-loop's terminal",
+    "retry_exhausted": "is where a state goes when its max_retries run out",
+    "max_steps": "belongs to the loop (where a run goes when max_steps is reached)",
+}
+
+
+def _reserved_verdict_routes(
+    data: dict[str, Any], positions: Positions, file: str, problems: list[Diagnostic]
+) -> list[Diagnostic]:
+    """A classify verdict named `terminal`, `retry_exhausted` or `max_steps`, routed with
+    `on_<verdict>`: that key is another setting, so the schema's complaints about it ("needs
+    loop", "belongs to the loop") miss what was meant. One sentence saying what to write
+    instead replaces them."""
+    states = data.get("states")
+    for name, state in states.items() if isinstance(states, dict) else ():
+        evaluate = state.get("evaluate") if isinstance(state, dict) else None
+        if not isinstance(evaluate, dict) or evaluate.get("type") != "classify":
+            continue
+        verdicts = evaluate.get("verdicts")
+        for verdict in verdicts if isinstance(verdicts, list) else ():
+            key = f"on_{verdict}"
+            if verdict not in _RESERVED_ROUTES or key not in state:
+                continue
+            at = f"states.{name}.{key}"
+            if not any(d.path == at for d in problems):
+                continue  # a legitimate on_retry_exhausted (with max_retries): not refused
+            problems = [d for d in problems if d.path != at]
+            target = state[key] if isinstance(state[key], str) else "STATE"
+            problems.append(
+                _at_key(
+                    ("states", name, key),
+                    "F017",
+                    f"{at}: {verdict!r} is a verdict of this state's classify evaluator, but "
+                    f"{key} {_RESERVED_ROUTES[verdict]}, so it cannot route that verdict",
+                    f"route it in a route table: route: {{{verdict}: {target}}} (with the "
+                    "state's other verdicts in the same table, in place of on_* keys)",
+                    positions,
+                    file,
+                )
+            )
+    return problems
+
+
+def nul_problems(data: Any, positions: Positions, file: str) -> list[Diagnostic]:
+    """Strings holding a NUL character (YAML's `"\\x00"` or `"\\0"`): no command line, argument
+    or environment variable can carry one, so the action would fail to start at run time."""
+    out: list[Diagnostic] = []
+    stack: list[tuple[PathKey, Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and "\x00" in key:
+                    message = f"the key {key!r} holds a NUL character"
+                    out.append(_at_key((*path, key), "F016", message, _NUL_HINT, positions, file))
+                else:
+                    stack.append(((*path, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*path, index), item) for index, item in enumerate(value))
+        elif isinstance(value, str) and "\x00" in value:
+            where = ".".join(map(str, path)) or "the value"
+            message = (
+                f"{where} holds a NUL character (written \\x00 or \\0 in a double-quoted YAML "
+                "string): no command, argument or environment variable can carry one"
+            )
+            out.append(_at_value(path, "F016", message, _NUL_HINT, positions, file))
+    return out
+
+
+_NUL_HINT = "remove it; a command that needs a NUL byte can write one itself (printf '\\0')"
 
 
 def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:

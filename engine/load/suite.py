@@ -20,6 +20,7 @@ from typing import Any
 from engine.load.bounded import read_limited
 from engine.load.gcpause import collector_paused
 from engine.load.judges import build_judge_list, judge_list_problems, judge_names
+from engine.load.loader import nul_problems
 from engine.load.schema_check import load_schema, violations
 from engine.load.spelling import did_you_mean
 from engine.load.suggest import describe, explain
@@ -86,6 +87,7 @@ def check_suite_text(
             for d in explain(violations(data, load_schema(SUITE_SCHEMA)), positions, file)
         ]
         problems += judge_list_problems(data, (), positions, file)
+        problems += nul_problems(data, positions, file)
         problems = _without_echoes(problems + _suite_problems(data, positions, file))
         if problems:
             return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))

@@ -572,6 +572,8 @@ class Namespaces:
 
     def mapping(self) -> dict[str, Any]:
         if self._ns is None:
+            from engine.shell.interpolate import EnvVars
+
             loop, rs = self.loop, self.rs
             self._ns = {
                 "context": rs.context,
@@ -594,7 +596,7 @@ class Namespaces:
                     "dir": str(self.rt.artifacts_dir),
                     "started_at": rs.started_at,
                 },
-                "env": dict(self.rt.actions.env),  # the actions' environment, not ours
+                "env": EnvVars(self.rt.actions.env),  # the actions' environment, not ours
             }
         return self._ns
 
@@ -778,11 +780,19 @@ def _bounded(
 ) -> tuple[str, str | None]:
     """An output for captures/prev (trailing newline stripped, at most CAPTURE_LIMIT chars)
     and the file holding it whole when it was cut."""
-    text = output[:-1] if output.endswith("\n") else output
+    text = _without_line_end(output)
     if len(text) > CAPTURE_LIMIT:
         output_path = output_path or _keep_whole(output, "out", state, rs, rt)
         text = text[:CAPTURE_LIMIT]
     return text, output_path
+
+
+def _without_line_end(text: str) -> str:
+    """`text` without its trailing newline: `\n`, or `\r\n` from a program that ends its lines
+    so (`printf 'yes\r\n'` is captured `yes`, not `yes\r`, which no `==` would match)."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text.removesuffix("\n")
 
 
 def _bounded_end(
@@ -790,7 +800,7 @@ def _bounded_end(
 ) -> tuple[str, str | None]:
     """Stderr for a capture: its last CAPTURE_LIMIT chars (where a failure says why) and the
     file holding it whole when it was cut."""
-    text = stderr.rstrip("\n")
+    text = stderr.rstrip("\r\n")
     if len(text) > CAPTURE_LIMIT or stderr_path is not None:
         stderr_path = stderr_path or _keep_whole(stderr, "err", state, rs, rt)
         text = text[-CAPTURE_LIMIT:]
@@ -823,7 +833,7 @@ class _WholeOutput(Mapping[str, Any]):
         try:
             text = _read_whole(path)
             if isinstance(text, str):
-                return text.removesuffix("\n") if key == "output" else text.rstrip("\n")
+                return _without_line_end(text) if key == "output" else text.rstrip("\r\n")
             reason = f"the {key} is {text:,} bytes, more than the {WHOLE_OUTPUT_LIMIT:,} read back"
         except OSError as exc:
             reason = f"its whole {key} cannot be read from {path}: {exc.strerror or exc}"

@@ -31,13 +31,13 @@ def run_scope(
     (the process's when None)."""
     if not loop.scope or not any("${" in entry for entry in loop.scope):
         return loop.scope
-    from engine.shell.interpolate import render_text
+    from engine.shell.interpolate import EnvVars, render_text
 
     ns = {
         "run": {"id": run_id, "dir": str(runs_root(root) / run_id / "artifacts")},
         "context": dict(context),
         "param": {k: context[k] for k in loop.parameters if k in context},
-        "env": dict(os.environ if env is None else env),
+        "env": EnvVars(os.environ if env is None else env),
     }
     rendered = []
     for entry in loop.scope:

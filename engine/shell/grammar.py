@@ -249,6 +249,32 @@ def script_problem(script: str) -> str | None:
     return _parse_problem(root, source) if root.has_error else None
 
 
+def syntax_problem(script: str) -> tuple[str, int] | None:
+    """Why the bash grammar cannot parse `script` (a whole action with no `${...}`), in words,
+    and the line of the script where; None when it parses.
+
+    The grammar decides; the quote scan (which does not know comments or here-documents) only
+    names the cause when the grammar has already failed. tree-sitter-bash refuses a few scripts
+    bash runs (`for x in; do ...`), so a caller reports this as likely, not certain.
+    """
+    source = script.encode("utf-8", "surrogatepass")
+    root, _ = _parse(source)
+    if not root.has_error:
+        return None
+    opened = _open_quote(source)
+    if opened is not None and source[opened : opened + 1] != b"\\":
+        line, column = _point(source, opened)
+        return f"the quote opened at line {line}, column {column} is never closed", line
+    for node in _walk(root):
+        if node.is_missing and node.parent is not None:  # at the end: name where it starts
+            line, column = _point(source, node.parent.start_byte)
+            opener = source[node.parent.start_byte :].split(None, 1)[0].decode("utf-8", "replace")
+            return f"the `{opener}` at line {line}, column {column} has no `{node.type}`", line
+        if node.is_error or node.is_missing:
+            return _parse_problem(root, source), _point(source, node.start_byte)[0]
+    return "a syntax error", 1
+
+
 def _parse_problem(root: Node, source: bytes) -> str:
     """Where the first ERROR or MISSING node is, in words."""
     for node in _walk(root):
@@ -532,23 +558,31 @@ def _pattern_place(node: Node) -> str | None:
 def _quote_left_open(text: bytes) -> bool:
     """Whether bash, reading `text` from outside any quotes, is still inside a quoted string
     (or right after a backslash) at its end."""
-    i, mode = 0, b""
+    return _open_quote(text) is not None
+
+
+def _open_quote(text: bytes) -> int | None:
+    """Where the quoted string (or the escaping backslash) that is still open at the end of
+    `text` starts, for bash reading it from outside any quotes; None when none is."""
+    i, mode, start = 0, b"", 0
     while i < len(text):
         byte = text[i : i + 1]
         if mode == b"'":
             mode = b"" if byte == b"'" else mode
         elif byte == b"\\":
+            if i + 1 >= len(text):
+                return i
             i += 1  # escapes the next byte (inside "..." and $'...' too)
         elif mode == b"$'":
             mode = b"" if byte == b"'" else mode
         elif mode == b'"':
             mode = b"" if byte == b'"' else mode
         elif byte == b"'" or byte == b'"':
-            mode = byte
+            mode, start = byte, i
         elif text[i : i + 2] == b"$'":
-            mode, i = b"$'", i + 1
+            mode, start, i = b"$'", i, i + 1
         i += 1
-    return bool(mode) or i > len(text)
+    return start if mode else None
 
 
 def _ansi_c_end(source: bytes, start: int) -> int:

@@ -84,6 +84,41 @@ ENV_VALUE_LIMIT = 100_000
 environment string (128 KiB), so a longer value is only in the script, not in the environment."""
 
 
+WHOLE_ENVIRONMENT = (
+    "the whole environment cannot be interpolated: it holds every variable the actions get, "
+    "API keys and tokens included; name the one you need, ${env.NAME}"
+)
+
+
+class EnvVars(Mapping[str, str]):
+    """The actions' environment as `${env...}` reads it: one named variable at a time.
+
+    `${env.HOME}` and `${env['HOME']}` give that variable; anything that would take the whole
+    mapping — `${env}`, `| tojson`, `| list`, `| dictsort`, `| length` — is refused (fail
+    closed), so no expression can paste every API key into a command, a prompt or a log.
+    """
+
+    __slots__ = ("_variables",)
+
+    def __init__(self, variables: Mapping[str, str]) -> None:
+        self._variables = dict(variables)
+
+    def __getitem__(self, name: str) -> str:
+        return self._variables[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._variables
+
+    def __iter__(self) -> Iterator[str]:
+        raise InterpolationError("env", WHOLE_ENVIRONMENT)
+
+    def __len__(self) -> int:
+        raise InterpolationError("env", WHOLE_ENVIRONMENT)
+
+    def __repr__(self) -> str:  # never the values, should one reach a traceback
+        return "EnvVars(...)"
+
+
 @dataclass(frozen=True)
 class Expression:
     """One `${...}` of ours: `text` is what is inside, `start`/`end` span the whole `${...}`."""
@@ -126,6 +161,31 @@ def check_expression(text: str) -> str | None:
     return _syntax_problem(spec.base)
 
 
+_ENV_WORD = re.compile(r"\benv\b")
+
+
+def reads_whole_env(text: str) -> bool:
+    """Whether the expression takes `env` as a whole (`${env}`, `${env | tojson}`) rather than
+    one variable of it (`${env.HOME}`, `${env['HOME']}`): a run refuses it (`EnvVars`)."""
+    spec = _spec(text)
+    if isinstance(spec, str) or not _ENV_WORD.search(spec.base):
+        return False
+    if _PATH.fullmatch(spec.base):
+        return spec.base.strip() == "env"
+    from jinja2 import TemplateSyntaxError, nodes
+    from jinja2.parser import Parser
+
+    try:
+        tree = Parser(_environment(), spec.base, state="variable").parse_expression()
+    except (TemplateSyntaxError, RecursionError):
+        return False  # LL030 reports it
+    every = [tree, *tree.find_all(nodes.Node)]  # find_all skips the root
+    looked_into = {id(n.node) for n in every if isinstance(n, nodes.Getattr | nodes.Getitem)}
+    return any(
+        isinstance(n, nodes.Name) and n.name == "env" and id(n) not in looked_into for n in every
+    )
+
+
 def evaluate(expr: str, ns: Mapping[str, Any]) -> Any:
     """The value of one expression in the namespaces `ns` (root name -> value)."""
     spec = _spec(expr)
@@ -151,6 +211,8 @@ def evaluate(expr: str, ns: Mapping[str, Any]) -> Any:
             raise InterpolationError(expr, f"missing value: {missing.reason}")
     else:
         value = missing
+    if isinstance(value, EnvVars):
+        raise InterpolationError(expr, WHOLE_ENVIRONMENT)
     if spec.shell:
         value = ShellQuoted(shell_quote(_text(expr, value)))
     return value
@@ -268,6 +330,17 @@ def shell_holes(template: str) -> tuple[tuple[ShellHole, ...], Layout]:
     if "${" not in template:
         return (), Layout(())
     return _shell_holes(template)
+
+
+def shell_text(template: str) -> str | None:
+    """The script bash gets from a template with no expressions (`$${` is `${`); None when the
+    template has any (its text is laid out, and judged, with the holes: `shell_holes`)."""
+    if "${" not in template:
+        return template
+    pieces = _parse(template).pieces
+    if any(isinstance(piece, Expression) for piece in pieces):
+        return None
+    return "".join(piece for piece in pieces if isinstance(piece, str))
 
 
 def shell_flows(template: str) -> tuple[Flow, ...]:
@@ -1109,6 +1182,8 @@ def _no_key(obj: Any, key: Any) -> str:
 
 
 def _unknown_key(obj: Mapping[Any, Any], key: Any) -> str:
+    if isinstance(obj, EnvVars):  # its names are not listed: `env` is read one name at a time
+        return f"{str(key)!r} is not set in the actions' environment"
     known = sorted(str(k) for k in obj)
     listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
     found = f"{str(key)!r} is not set" + (f" (set: {listed})" if known else " (nothing is set)")
