@@ -346,3 +346,12 @@ def test_an_issue_file_that_is_huge_or_endless_is_refused_not_read_whole(tmp_pat
         with pytest.raises(UsageError) as refused:
             load_issue(path)
         assert "cannot read issue file" in str(refused.value), refused.value
+
+
+def test_issue_text_holding_a_nul_character_is_refused() -> None:
+    """A NUL in an issue's text (load_issue refuses such a file; parse_issue took the text)
+    reached the scaffolded loop's actions, which the loader refuses (F016): scaffold-eval
+    wrote an eval that could not load. The text is refused instead."""
+    with pytest.raises(UsageError) as refused:
+        parse_issue("# Nul\n\n## Acceptance Criteria\n- [ ] it works\x00 well\n")
+    assert "contains a NUL character, so it is not an issue" in str(refused.value)

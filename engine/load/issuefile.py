@@ -179,6 +179,11 @@ def load_issue(path: Path) -> Issue:
 def parse_issue(text: str, *, path: Path | None = None, issue_id: str | None = None) -> Issue:
     """Parse issue markdown. `issue_id` overrides what the front matter and file name say."""
     text = text.lstrip("\ufeff").replace("\r\n", "\n").translate(_ODD_BREAKS)
+    if "\x00" in text:  # as load_issue refuses a file with NUL bytes: no loop may hold one
+        raise UsageError(
+            f"{path or 'the issue text'} contains a NUL character, so it is not an issue",
+            hint="remove the NUL character",
+        )
     front, body = _split_front_matter(text, path)
     title, sections = _split_sections(body)
     fm_title = _fm_str(front, "title", path)
