@@ -127,7 +127,7 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
     return _check_file(resolve_loop(str(path), where.base), where)
 
 
-def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
+def _check_file(path: Path, where: _Where, max_steps: int | None = None) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
     (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite, a
     fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library."""
@@ -143,7 +143,7 @@ def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
-    return _lint(loop, positions, where)
+    return _lint_budgeted(loop, positions, where, max_steps)[1]
 
 
 def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:
@@ -180,6 +180,33 @@ def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagno
             return load_child(resolve_child(ref, loop.source, where.root))
 
     return lint_loop(loop, positions, resolve_loop=resolver)
+
+
+def _lint_budgeted(
+    loop: Loop, positions: Positions | None, where: _Where, max_steps: int | None
+) -> tuple[Loop, list[Diagnostic]]:
+    """The loop with the budget a run gives it (`--max-steps`, or the one a resumed run started
+    with) and its lint findings: lint checks that budget, not the file's. A finding about
+    `max_steps` then says where its value came from, since it points at the file's line."""
+    if max_steps is None or max_steps == loop.max_steps:
+        return loop, _lint(loop, positions, where)
+    budgeted = replace(loop, max_steps=max_steps)
+    note = f" (max_steps {max_steps} given for this run; the file says {loop.max_steps})"
+    found = _lint(budgeted, positions, where)
+    return budgeted, [
+        replace(d, message=d.message + note) if d.path == "max_steps" else d for d in found
+    ]
+
+
+def validate_budgeted(
+    path: PathLike, max_steps: int | None, *, cwd: PathLike | None = None
+) -> list[Diagnostic]:
+    """`validate`, with lint checking the budget `max_steps` gives a run (`simulate --max-steps`
+    refuses what `run --max-steps` would)."""
+    from engine.load.locate import resolve_loop
+
+    where = _Where.of(cwd)
+    return _check_file(resolve_loop(str(path), where.base), where, max_steps)
 
 
 _children: dict[str, tuple[int, int, Loop]] = {}
@@ -276,11 +303,9 @@ def run(
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
     try:  # a refusal from here on names the loop as a result would (`loop_name`)
-        loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic)
-        if max_steps is not None:
-            if max_steps < 1:
-                raise UsageError(f"max_steps must be at least 1, got {max_steps}")
-            loop = replace(loop, max_steps=max_steps)
+        if max_steps is not None and max_steps < 1:
+            raise UsageError(f"max_steps must be at least 1, got {max_steps}")
+        loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic, max_steps)
         values = bind_context(loop, context or {}, inputs or {}, input, strict=strict_context)
         replay_dir = _replay_dir(replay, where)
         launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
@@ -317,9 +342,11 @@ def _checked(
     where: _Where,
     ref: str,
     on_diagnostic: DiagnosticCallback | None,
+    max_steps: int | None = None,
 ) -> Loop:
-    """Lint (children included) and the LLM preflight; raise when the run must not start."""
-    diagnostics = _lint(loop, positions, where)
+    """Lint (children included) and the LLM preflight; raise when the run must not start. The
+    loop comes back with the budget the run was given (`max_steps`), which is what lint checks."""
+    loop, diagnostics = _lint_budgeted(loop, positions, where, max_steps)
     if on_diagnostic is not None:
         for diagnostic in diagnostics:
             on_diagnostic(diagnostic)
@@ -566,8 +593,8 @@ def resume(
                 hint="put the loop file back at that path to resume the run, or start a new run",
             )
         loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
-        loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
-        loop = _with_original_budget(loop, saved)
+        ref = snapshot.loop_file or snapshot.loop
+        loop = _checked(loop, positions, where, ref, on_diagnostic, _original_budget(saved))
         bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
         if snapshot.current not in loop.states:
             raise UsageError(
@@ -641,12 +668,12 @@ def _check_resumable(snapshot: RunSnapshot) -> None:
         )
 
 
-def _with_original_budget(loop: Loop, saved: Mapping[str, Any]) -> Loop:
-    """The loop with the `max_steps` the run started with (`run --max-steps` is not in the file)."""
+def _original_budget(saved: Mapping[str, Any]) -> int | None:
+    """The `max_steps` the run started with (`run --max-steps` is not in the file)."""
     budget = saved.get("max_steps")
-    if isinstance(budget, int) and budget >= 1 and budget != loop.max_steps:
-        return replace(loop, max_steps=budget)
-    return loop
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1:
+        return budget
+    return None
 
 
 # --- status, stop, history, events -------------------------------------------------------------

@@ -438,6 +438,28 @@ def test_stop_then_resume_in_process(tmp_path: Path) -> None:
         engine.resume(first.run_id, cwd=tmp_path)
 
 
+def test_a_run_given_a_budget_resumes_with_it_past_lint(tmp_path: Path) -> None:
+    """A run started with `max_steps=` (`--max-steps`) above a file budget too short for the loop
+    could not be resumed: resume linted the file's `max_steps` (LL006) before it restored the
+    budget the run started with, and refused the run. It lints the budget the run has."""
+    chain = (
+        "name: chain\ninitial: first\nmax_steps: 1\nscope: [out]\nstates:\n"
+        "  first: {action: echo one, next: second}\n"
+        "  second: {action: echo two, next: done}\n"
+        "  done: {terminal: true}\n"
+    )
+    write_loop(tmp_path, chain, "chain.yaml")
+
+    def stop_at_step_two(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    first = engine.run("chain.yaml", cwd=tmp_path, max_steps=4, on_event=stop_at_step_two)
+    assert (first.outcome, first.terminated_by, first.steps) == ("inconclusive", "stopped", 1)
+    second = engine.resume(first.run_id, cwd=tmp_path)
+    assert (second.outcome, second.steps) == ("success", 2)
+
+
 def test_on_event_raising_at_loop_resume_leaves_the_run_resumable(tmp_path: Path) -> None:
     """The loop_resume event was emitted after state.json named this process and before the
     part that releases the run on an exception: the run read as running, by this living

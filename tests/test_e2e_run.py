@@ -242,6 +242,41 @@ def test_max_steps_flag_overrides_the_loop(tmp_path: Path) -> None:
     assert (ran.code, ran.json["steps"], ran.json["terminated_by"]) == (3, 1, "max_steps")
 
 
+CHAIN = """
+name: chain
+initial: first
+scope: ["."]
+max_steps: {max_steps}
+states:
+  first:
+    action: echo one
+    next: second
+  second:
+    action: echo two
+    next: done
+  done: {{terminal: true}}
+"""
+
+
+def test_lint_checks_the_budget_the_run_will_have(tmp_path: Path) -> None:
+    """`run --max-steps 5` of a file whose `max_steps: 1` is too short for its two-step path was
+    refused by LL006 ("raise max_steps to at least 2"): lint checked the file's budget, not the
+    one given for the run. Lint now checks the budget the run will have, both ways: a budget the
+    flag makes too short is refused, and the message says where it came from."""
+    short = run_yaml(tmp_path, CHAIN.format(max_steps=1), "--max-steps", "5")
+    assert (short.code, short.json["outcome"], short.json["steps"]) == (0, "success", 2)
+    assert "LL006" not in short.stderr
+    refused = run_yaml(tmp_path, CHAIN.format(max_steps=5), "--max-steps", "1")
+    assert (refused.code, refused.json["steps"]) == (2, 0), refused.stderr
+    assert "the run did not start" in refused.json["error"]
+    assert "max_steps 1 given for this run; the file says 5" in refused.stderr
+    simulated = ll_loop(tmp_path, "simulate", "loop.yaml", "--max-steps", "1")
+    assert simulated.code == 2 and "given for this run; the file says 5" in simulated.stderr
+    write_loop(tmp_path, CHAIN.format(max_steps=1))
+    walked = ll_loop(tmp_path, "simulate", "loop.yaml", "--max-steps", "2")
+    assert walked.code == 0, walked.stderr
+
+
 def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,
