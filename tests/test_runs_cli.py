@@ -285,6 +285,29 @@ def test_history_lists_runs_per_loop_and_shows_one_runs_events(project: Path) ->
     assert data["events"][-1]["event"] == "loop_complete"
 
 
+def test_history_of_a_run_shows_events_whose_depth_is_not_a_count(project: Path) -> None:
+    """`ll-loop history RUN` of an events.jsonl with a line whose `depth` was not a whole number
+    (a hand-edited or foreign log) was `internal error: ValueError` on that line. The line is
+    shown without indentation, as one whose `step` is not a number is shown without a step; a
+    depth too large to indent by (a billion) is not indented either."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    log = run_dir(project, run_id) / "events.jsonl"
+    odd = [
+        {"ts": "2026-12-06T13:04:49.789Z", "event": "note", "run_id": run_id, "depth": "a"},
+        {"ts": "2026-12-06T13:04:49.790Z", "event": "deep", "run_id": run_id, "depth": 10**9},
+        {"ts": "2026-12-06T13:04:49.791Z", "event": "half", "run_id": run_id, "depth": 1.5},
+    ]
+    with log.open("a") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in odd)
+    shown = ll_loop(project, "history", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "internal error" not in shown.stderr
+    tail = shown.stdout.splitlines()[-3:]
+    assert [line.split()[-1] for line in tail] == ["note", "deep", "half"]
+    assert all(len(line) < 80 for line in tail)
+
+
 def test_history_limit_beyond_what_sqlite_counts_lists_every_run(project: Path) -> None:
     """`--limit` has no upper bound on the command line; one past SQLite's 64-bit integers was an
     internal error (OverflowError binding the LIMIT)."""
