@@ -567,6 +567,7 @@ def resume(
         repair_log,
         restore_state,
         resuming,
+        saved_state_problem,
     )
     from engine.runtime.runstore import RunStore, read_state, saved_at
     from engine.runtime.session import Resumed, start_run
@@ -586,6 +587,13 @@ def resume(
         if restore_state(snapshot.dir):
             notice("state.json did not parse; resuming from the boundary before it")
         saved = read_state(snapshot.dir / "state.json")
+        problem = saved_state_problem(saved)
+        if problem is not None:
+            raise UsageError(
+                f"run {snapshot.run_id}'s state.json is damaged ({problem}); it cannot be resumed",
+                hint=f"its events are still in {snapshot.dir / 'events.jsonl'}: "
+                f"`ll-loop history {snapshot.run_id}` shows them; start the loop again",
+            )
         if snapshot.loop_file and not os.path.isfile(snapshot.loop_file):
             raise UsageError(
                 f"run {snapshot.run_id} cannot be resumed: its loop file {snapshot.loop_file} "
