@@ -331,9 +331,9 @@ def _load(path_or_loop: PathLike | Loop, where: _Where) -> tuple[Loop, Positions
     if isinstance(path_or_loop, Loop):
         return path_or_loop, None
     from engine.load.loader import load_loop_with_positions
-    from engine.load.locate import resolve_loop
+    from engine.load.locate import refuse_non_loop, resolve_loop
 
-    return load_loop_with_positions(resolve_loop(str(path_or_loop), where.base))
+    return load_loop_with_positions(refuse_non_loop(resolve_loop(str(path_or_loop), where.base)))
 
 
 def _checked(

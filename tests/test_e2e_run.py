@@ -277,6 +277,34 @@ def test_lint_checks_the_budget_the_run_will_have(tmp_path: Path) -> None:
     assert walked.code == 0, walked.stderr
 
 
+def test_a_suite_or_a_fragment_library_given_as_the_loop_is_named_for_what_it_is(
+    tmp_path: Path,
+) -> None:
+    """`ll-loop run nightly.suite.yaml` (or `show`, `simulate`; or a fragment library) loaded the
+    file as a loop: three F010 "missing the required key" errors and an F012 for every suite key,
+    none saying that the file is a suite. One sentence now says what the file is and what runs
+    it, exit 2 before anything starts."""
+    write_loop(tmp_path, "subject:\n  cmd: echo hi\ncases: [{id: a}]\n", "nightly.suite.yaml")
+    write_loop(tmp_path, "fragments:\n  ok:\n    action: 'true'\n", "lib.yaml")
+    for name, what in (("nightly.suite.yaml", "a suite file"), ("lib.yaml", "a fragment library")):
+        ran = ll_loop(tmp_path, "run", name, "--json")
+        assert (ran.code, ran.json["steps"]) == (2, 0)
+        assert ran.json["error"].startswith(f"{name} is {what}")
+        assert ran.json["error"].endswith(", not a loop")
+        assert "F010" not in ran.stderr and "F012" not in ran.stderr
+        for command in ("show", "simulate"):
+            looked = ll_loop(tmp_path, command, name)
+            assert looked.code == 2 and f"error: {name} is {what}" in looked.stderr
+            assert "F010" not in looked.stderr
+    assert (
+        "ll-harness suite nightly.suite.yaml"
+        in ll_loop(tmp_path, "run", "nightly.suite.yaml").stderr
+    )
+    assert not (tmp_path / ".loops" / "runs").exists() or not any(
+        (tmp_path / ".loops" / "runs").iterdir()
+    )
+
+
 def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,

@@ -122,5 +122,6 @@ def _load(ref: str) -> Loop:
     on stderr and, for `--format json` / `--json`, the error object on stdout (a script got
     nothing there)."""
     from engine.load.loader import load_loop_file
+    from engine.load.locate import refuse_non_loop
 
-    return load_loop_file(resolve_loop(ref))
+    return load_loop_file(refuse_non_loop(resolve_loop(ref)))

@@ -4,6 +4,7 @@ then in the built-in loops."""
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from pathlib import Path
 from typing import Literal
@@ -193,3 +194,23 @@ def file_kind(path: str | Path) -> FileKind:
     if looks_like_suite(head):
         return "suite"
     return "library" if looks_like_library(head) else "loop"
+
+
+def refuse_non_loop(path: Path) -> Path:
+    """`path`, when it holds a loop: a suite file or a fragment library given where a loop is
+    run or shown is refused in one sentence saying what it is and what takes it (loading it as
+    a loop listed three missing keys and every suite key as unknown)."""
+    kind = file_kind(path)
+    typed = shlex.quote(str(path))
+    if kind == "suite":
+        raise UsageError(
+            f"{path} is a suite file, not a loop",
+            hint=f"run it with `ll-harness suite {typed}`; `ll-loop validate {typed}` checks it",
+        )
+    if kind == "library":
+        raise UsageError(
+            f"{path} is a fragment library (fragments: and no states:), not a loop",
+            hint=f"a loop uses its fragments with `import: [{path.name}]`; "
+            f"`ll-loop validate {typed}` checks it",
+        )
+    return path
