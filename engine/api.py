@@ -577,6 +577,7 @@ def resume(
     _arguments(handle_signals=handle_signals)
     where = _Where.of(cwd)
     notice = on_notice or (lambda _text: None)
+    _refuse_queued(run_id, where.root)
     snapshot = find_run(run_id, where.root)
     _check_resumable(snapshot)
     # One process continues a run: a second resume is refused. A child run's directory names
@@ -657,6 +658,22 @@ def resume(
                 }
                 resumed = Resumed(store, state, note)
             return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
+
+
+def _refuse_queued(run_id: str, root: Path) -> None:
+    """A new run waiting in the lock queue has no directory yet: `status` lists it as queued,
+    and resuming it is refused as such rather than as "no run"."""
+    from engine.runtime.runstore import runs_root
+
+    waiting = _queued_named(run_id, root)
+    if len(waiting) == 1 and not (runs_root(root) / waiting[0].run_id).is_dir():
+        queued = waiting[0].run_id
+        raise UsageError(
+            f"run {queued} is queued (waiting for the scope lock) and has not started; "
+            "there is nothing to resume",
+            hint=f"it starts by itself when the lock is free; `ll-loop stop {queued}` takes "
+            "it out of the queue",
+        )
 
 
 def _check_resumable(snapshot: RunSnapshot) -> None:
