@@ -859,7 +859,10 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
         return StopResult(waiting[0].run_id, stopped=True, was="queued", status=shown)
     snapshot = find_run(run_id, where.root)
     if snapshot.status == "finished":
-        raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
+        raise UsageError(
+            f"run {snapshot.run_id} has already finished; there is nothing to stop",
+            hint=f"`ll-loop explain {snapshot.run_id}` says how it ended",
+        )
     if not snapshot.alive or snapshot.pid is None:
         ended = end_orphaned_actions(snapshot.run_id)  # a killed run's action may still run
         if ended:

@@ -252,6 +252,9 @@ def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     assert refusal["run_id"] == run_id and refusal["outcome"] == "error"
     stop = ll_loop(project, "stop", run_id)
     assert stop.returncode == 2 and "already finished" in stop.stderr
+    # the refusal had no hint (`"hint": ""` in --json): it says where the ending is told
+    assert f"hint: `ll-loop explain {run_id}` says how it ended" in stop.stderr
+    assert ll_loop(project, "stop", run_id, "--json").json["hint"]
     assert ll_loop(project, "status").stdout.startswith("no live runs")
     assert run_id in ll_loop(project, "status", "--all").stdout
 
