@@ -242,6 +242,25 @@ def test_a_torn_state_json_resumes_from_the_boundary_before(project: Path) -> No
     assert state_of(project, run_id)["steps"] == 2
 
 
+def test_a_damaged_run_without_events_is_not_sent_to_its_events(project: Path) -> None:
+    """A run whose state.json does not parse and whose events.jsonl is gone: every refusal's
+    hint said "its events are still in .../events.jsonl: `ll-loop history RUN` shows them",
+    and that command then failed the same way. They say that nothing of it can be read."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    (run_dir(project, run_id) / "state.json").write_text('{"torn')
+    (run_dir(project, run_id) / "events.jsonl").unlink()
+    for command in ("status", "resume", "explain", "history"):
+        refused = ll_loop(project, command, run_id)
+        assert refused.returncode == 2, (command, refused.stderr)
+        assert "state.json is damaged" in refused.stderr
+        assert "events are still in" not in refused.stderr
+        assert "nothing of the run can be read" in refused.stderr
+    listed = ll_loop(project, "status", "--all", "--json").json["runs"]
+    [damaged] = [r for r in listed if r["run_id"] == run_id]
+    assert "history" not in damaged["error"] and "no events.jsonl" in damaged["error"]
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]

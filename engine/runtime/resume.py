@@ -307,6 +307,8 @@ def unreadable_runs(
 
 def _state_problem(directory: Path) -> str:
     if (directory / "state.json").exists():
+        if not (directory / "events.jsonl").is_file():
+            return "its state.json is damaged (it does not parse), and it has no events.jsonl"
         return (
             "its state.json is damaged (it does not parse); "
             f"`ll-loop history {directory.name}` shows its events"
@@ -325,10 +327,14 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
     snapshot = read_run(directory, lock_pids=_lock_pids(root))
     if snapshot is None:
         if (directory / "state.json").exists():
+            events = directory / "events.jsonl"
             raise UsageError(
                 f"run {directory.name}'s state.json is damaged (it does not parse)",
-                hint=f"its events are still in {directory / 'events.jsonl'}: "
-                f"`ll-loop history {directory.name}` shows them",
+                hint=f"its events are still in {events}: "
+                f"`ll-loop history {directory.name}` shows them"
+                if events.is_file()
+                else f"it has no events.jsonl either: nothing of the run can be read; "
+                f"remove {directory} and start the loop again",
             )
         raise UsageError(
             f"run {directory.name} has no state.json",
