@@ -959,12 +959,14 @@ def history(
     from dataclasses import asdict
 
     from engine._results import HistoryEntry
+    from engine.load.project import refuse_non_directory
     from engine.runtime.history import history_path, open_history
     from engine.runtime.resume import read_run
     from engine.runtime.runstore import runs_root
 
     _arguments(loop=loop, limit=limit)
     where = _Where.of(cwd)
+    refuse_non_directory(history_path(where.root).parent)  # `.loops` a file: not "no runs"
     if not history_path(where.root).exists():
         return []
     with open_history(where.root) as db:

@@ -261,6 +261,23 @@ def test_a_damaged_run_without_events_is_not_sent_to_its_events(project: Path) -
     assert "history" not in damaged["error"] and "no events.jsonl" in damaged["error"]
 
 
+def test_a_file_where_loops_or_runs_goes_is_said_by_status_and_history(tmp_path: Path) -> None:
+    """`run` refused a plain file at `.loops` or `.loops/runs` ("... is not a directory"), but
+    `status` answered "no live runs" and `history` "no runs recorded", exit 0: nothing said
+    why the runs were not there. They say it too, exit 2."""
+    (tmp_path / ".loops").write_text("")
+    for args in (("status",), ("status", "--all", "--json"), ("history",)):
+        shown = ll_loop(tmp_path, *args)
+        assert shown.returncode == 2, (args, shown.stdout)
+        assert f"{tmp_path / '.loops'} is not a directory" in shown.stderr
+    (tmp_path / ".loops").unlink()
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "runs").write_text("")
+    shown = ll_loop(tmp_path, "status")
+    assert shown.returncode == 2
+    assert f"error: {tmp_path / '.loops' / 'runs'} is not a directory" in shown.stderr
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from engine.load.project import loops_dir, open_file, project_root, refuse_links
+from engine.load.project import (
+    loops_dir,
+    open_file,
+    project_root,
+    refuse_links,
+    refuse_non_directory,
+)
 from engine.model.errors import UsageError
 from engine.model.timefmt import epoch_seconds
 from engine.processes.group import signal_group
@@ -277,6 +283,7 @@ def saved_state_problem(saved: dict[str, Any]) -> str | None:
 def list_runs(root: Path | None = None) -> list[RunSnapshot]:
     """Every readable run of the project, newest first (run ids sort by start time)."""
     folder = runs_root(root)
+    refuse_non_directory(folder.parent, folder)
     if not folder.is_dir():
         return []
     pids = _lock_pids(root)
