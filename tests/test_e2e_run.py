@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli
 from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
 
 RESULT_KEYS = {
@@ -280,10 +281,10 @@ def test_lint_checks_the_budget_the_run_will_have(tmp_path: Path) -> None:
 def test_a_suite_or_a_fragment_library_given_as_the_loop_is_named_for_what_it_is(
     tmp_path: Path,
 ) -> None:
-    """`ll-loop run nightly.suite.yaml` (or `show`, `simulate`; or a fragment library) loaded the
-    file as a loop: three F010 "missing the required key" errors and an F012 for every suite key,
-    none saying that the file is a suite. One sentence now says what the file is and what runs
-    it, exit 2 before anything starts."""
+    """`ll-loop run nightly.suite.yaml` (or `show`, `simulate`, `ll-harness loop`; or a fragment
+    library) loaded the file as a loop: three F010 "missing the required key" errors and an F012
+    for every suite key, none saying that the file is a suite. One sentence now says what the
+    file is and what runs it, exit 2 before anything starts."""
     write_loop(tmp_path, "subject:\n  cmd: echo hi\ncases: [{id: a}]\n", "nightly.suite.yaml")
     write_loop(tmp_path, "fragments:\n  ok:\n    action: 'true'\n", "lib.yaml")
     for name, what in (("nightly.suite.yaml", "a suite file"), ("lib.yaml", "a fragment library")):
@@ -303,6 +304,9 @@ def test_a_suite_or_a_fragment_library_given_as_the_loop_is_named_for_what_it_is
     assert not (tmp_path / ".loops" / "runs").exists() or not any(
         (tmp_path / ".loops" / "runs").iterdir()
     )
+    measured = cli.ll_harness(tmp_path, "loop", "nightly.suite.yaml", "--exit-code", "0")
+    assert measured.code == 2, measured.stderr
+    assert "nightly.suite.yaml is a suite file, not a loop" in measured.stderr
 
 
 def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:
