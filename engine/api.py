@@ -127,7 +127,7 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
     return _check_file(resolve_loop(str(path), where.base), where)
 
 
-def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
+def _check_file(path: Path, where: _Where, max_steps: int | None = None) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
     (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite, a
     fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library."""
@@ -143,7 +143,7 @@ def _check_file(path: Path, where: _Where) -> list[Diagnostic]:
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
-    return _lint(loop, positions, where)
+    return _lint_budgeted(loop, positions, where, max_steps)[1]
 
 
 def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:
@@ -180,6 +180,33 @@ def _lint(loop: Loop, positions: Positions | None, where: _Where) -> list[Diagno
             return load_child(resolve_child(ref, loop.source, where.root))
 
     return lint_loop(loop, positions, resolve_loop=resolver)
+
+
+def _lint_budgeted(
+    loop: Loop, positions: Positions | None, where: _Where, max_steps: int | None
+) -> tuple[Loop, list[Diagnostic]]:
+    """The loop with the budget a run gives it (`--max-steps`, or the one a resumed run started
+    with) and its lint findings: lint checks that budget, not the file's. A finding about
+    `max_steps` then says where its value came from, since it points at the file's line."""
+    if max_steps is None or max_steps == loop.max_steps:
+        return loop, _lint(loop, positions, where)
+    budgeted = replace(loop, max_steps=max_steps)
+    note = f" (max_steps {max_steps} given for this run; the file says {loop.max_steps})"
+    found = _lint(budgeted, positions, where)
+    return budgeted, [
+        replace(d, message=d.message + note) if d.path == "max_steps" else d for d in found
+    ]
+
+
+def validate_budgeted(
+    path: PathLike, max_steps: int | None, *, cwd: PathLike | None = None
+) -> list[Diagnostic]:
+    """`validate`, with lint checking the budget `max_steps` gives a run (`simulate --max-steps`
+    refuses what `run --max-steps` would)."""
+    from engine.load.locate import resolve_loop
+
+    where = _Where.of(cwd)
+    return _check_file(resolve_loop(str(path), where.base), where, max_steps)
 
 
 _children: dict[str, tuple[int, int, Loop]] = {}
@@ -276,11 +303,9 @@ def run(
     where = _Where.of(cwd)
     loop, positions = _load(path_or_loop, where)
     try:  # a refusal from here on names the loop as a result would (`loop_name`)
-        loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic)
-        if max_steps is not None:
-            if max_steps < 1:
-                raise UsageError(f"max_steps must be at least 1, got {max_steps}")
-            loop = replace(loop, max_steps=max_steps)
+        if max_steps is not None and max_steps < 1:
+            raise UsageError(f"max_steps must be at least 1, got {max_steps}")
+        loop = _checked(loop, positions, where, str(path_or_loop), on_diagnostic, max_steps)
         values = bind_context(loop, context or {}, inputs or {}, input, strict=strict_context)
         replay_dir = _replay_dir(replay, where)
         launch = _launch(loop, values, where, env, replay_dir, cache, on_event, handle_signals)
@@ -318,9 +343,11 @@ def _checked(
     where: _Where,
     ref: str,
     on_diagnostic: DiagnosticCallback | None,
+    max_steps: int | None = None,
 ) -> Loop:
-    """Lint (children included) and the LLM preflight; raise when the run must not start."""
-    diagnostics = _lint(loop, positions, where)
+    """Lint (children included) and the LLM preflight; raise when the run must not start. The
+    loop comes back with the budget the run was given (`max_steps`), which is what lint checks."""
+    loop, diagnostics = _lint_budgeted(loop, positions, where, max_steps)
     if on_diagnostic is not None:
         for diagnostic in diagnostics:
             on_diagnostic(diagnostic)
@@ -541,6 +568,7 @@ def resume(
         repair_log,
         restore_state,
         resuming,
+        saved_state_problem,
     )
     from engine.runtime.runstore import RunStore, read_state, saved_at
     from engine.runtime.session import Resumed, start_run
@@ -550,6 +578,7 @@ def resume(
     _arguments(handle_signals=handle_signals)
     where = _Where.of(cwd)
     notice = on_notice or (lambda _text: None)
+    _refuse_queued(run_id, where.root)
     snapshot = find_run(run_id, where.root)
     _check_resumable(snapshot)
     # One process continues a run: a second resume is refused. A child run's directory names
@@ -560,6 +589,13 @@ def resume(
         if restore_state(snapshot.dir):
             notice("state.json did not parse; resuming from the boundary before it")
         saved = read_state(snapshot.dir / "state.json")
+        problem = saved_state_problem(saved)
+        if problem is not None:
+            raise UsageError(
+                f"run {snapshot.run_id}'s state.json is damaged ({problem}); it cannot be resumed",
+                hint=f"its events are still in {snapshot.dir / 'events.jsonl'}: "
+                f"`ll-loop history {snapshot.run_id}` shows them; start the loop again",
+            )
         if snapshot.loop_file and not os.path.isfile(snapshot.loop_file):
             raise UsageError(
                 f"run {snapshot.run_id} cannot be resumed: its loop file {snapshot.loop_file} "
@@ -567,8 +603,8 @@ def resume(
                 hint="put the loop file back at that path to resume the run, or start a new run",
             )
         loop, positions = _load(snapshot.loop_file or snapshot.loop, where)
-        loop = _checked(loop, positions, where, snapshot.loop_file or snapshot.loop, on_diagnostic)
-        loop = _with_original_budget(loop, saved)
+        ref = snapshot.loop_file or snapshot.loop
+        loop = _checked(loop, positions, where, ref, on_diagnostic, _original_budget(saved))
         bind_context(loop, saved.get("context", {}), {})  # the saved values still fit the loop
         if snapshot.current not in loop.states:
             raise UsageError(
@@ -625,6 +661,22 @@ def resume(
             return start_run(launch, run_id=snapshot.run_id, lease_env=lease.env(), resume=resumed)
 
 
+def _refuse_queued(run_id: str, root: Path) -> None:
+    """A new run waiting in the lock queue has no directory yet: `status` lists it as queued,
+    and resuming it is refused as such rather than as "no run"."""
+    from engine.runtime.runstore import runs_root
+
+    waiting = _queued_named(run_id, root)
+    if len(waiting) == 1 and not (runs_root(root) / waiting[0].run_id).is_dir():
+        queued = waiting[0].run_id
+        raise UsageError(
+            f"run {queued} is queued (waiting for the scope lock) and has not started; "
+            "there is nothing to resume",
+            hint=f"it starts by itself when the lock is free; `ll-loop stop {queued}` takes "
+            "it out of the queue",
+        )
+
+
 def _check_resumable(snapshot: RunSnapshot) -> None:
     if snapshot.status == "finished":
         result = snapshot.result or {}
@@ -642,12 +694,12 @@ def _check_resumable(snapshot: RunSnapshot) -> None:
         )
 
 
-def _with_original_budget(loop: Loop, saved: Mapping[str, Any]) -> Loop:
-    """The loop with the `max_steps` the run started with (`run --max-steps` is not in the file)."""
+def _original_budget(saved: Mapping[str, Any]) -> int | None:
+    """The `max_steps` the run started with (`run --max-steps` is not in the file)."""
     budget = saved.get("max_steps")
-    if isinstance(budget, int) and budget >= 1 and budget != loop.max_steps:
-        return replace(loop, max_steps=budget)
-    return loop
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1:
+        return budget
+    return None
 
 
 # --- status, stop, history, events -------------------------------------------------------------
@@ -810,7 +862,10 @@ def stop(run_id: str, *, wait: float = 10.0, cwd: PathLike | None = None) -> Sto
         return StopResult(waiting[0].run_id, stopped=True, was="queued", status=shown)
     snapshot = find_run(run_id, where.root)
     if snapshot.status == "finished":
-        raise UsageError(f"run {snapshot.run_id} has already finished; there is nothing to stop")
+        raise UsageError(
+            f"run {snapshot.run_id} has already finished; there is nothing to stop",
+            hint=f"`ll-loop explain {snapshot.run_id}` says how it ended",
+        )
     if not snapshot.alive or snapshot.pid is None:
         ended = end_orphaned_actions(snapshot.run_id)  # a killed run's action may still run
         if ended:
@@ -914,12 +969,14 @@ def history(
     from dataclasses import asdict
 
     from engine._results import HistoryEntry
+    from engine.load.project import refuse_non_directory
     from engine.runtime.history import history_path, open_history
     from engine.runtime.resume import read_run
     from engine.runtime.runstore import runs_root
 
     _arguments(loop=loop, limit=limit)
     where = _Where.of(cwd)
+    refuse_non_directory(history_path(where.root).parent)  # `.loops` a file: not "no runs"
     if not history_path(where.root).exists():
         return []
     with open_history(where.root) as db:

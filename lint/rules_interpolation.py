@@ -40,6 +40,8 @@ class Use:
     raw: bool
     guarded: bool
     closed: bool = True
+    needle: str = ""  # the whole `${...}` as written in the field, and which occurrence of it
+    nth: int = 0  # there this one is: a finding about it points at its own line and column
 
     @property
     def capture(self) -> str | None:
@@ -120,7 +122,8 @@ def _in_template(state: State | None, path: PathKey, template: str) -> Iterator[
         whole = template[expr.start : expr.end]
         guarded = "default" in whole or whole.rstrip("}").rstrip().endswith("?")
         closed = expr.end < len(template) or template.endswith("}")
-        yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded, closed)
+        needle, nth = _needle(template, expr.start, expr.end)
+        yield Use(state, path, expr.text, expr.root or "", expr.raw, guarded, closed, needle, nth)
 
 
 @rule("LL030", "error", "bad-expression", targets=("loop", "suite"))
@@ -149,6 +152,8 @@ def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
                 f"expression ${{{use.text}}} does not parse: {problem}",
                 use.path,
                 "use Jinja2 expression syntax, e.g. ${captured.tests.output | default('')}",
+                needle=use.needle,
+                occurrence=use.nth,
             )
     from engine.shell.interpolate import WHOLE_ENVIRONMENT, reads_whole_env
 
@@ -160,11 +165,14 @@ def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         for match in _OURS.finditer(template):
             root = match.group(1)
             if root not in ROOTS:
+                needle, nth = _needle(template, match.start(), match.end())
                 yield Finding(
                     f"expression root {root!r} is not a namespace{did_you_mean(root, roots)}",
                     path,
                     f"start the expression with one of {', '.join(roots)}; write $${{ for "
                     "a literal ${",
+                    needle=needle,
+                    occurrence=nth,
                 )
         yield from _unknown_keys(path, template)
     yield from _undeclared_params(ctx.loop, uses)
@@ -181,7 +189,8 @@ def _suite_roots_in_loop(uses: list[Use]) -> Iterator[Finding]:
                 "it has no value, and the state errors",
                 use.path,
                 "a loop reads its inputs as ${context.NAME} (declare NAME under parameters:)",
-                needle=f"${{{use.text}}}",
+                needle=use.needle,
+                occurrence=use.nth,
             )
 
 
@@ -375,6 +384,8 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
                 "step no state has run yet, so there is no previous output",
                 use.path,
                 "guard the read: ${prev.output | default('')}, or read it in a later state",
+                needle=use.needle,
+                occurrence=use.nth,
             )
             continue
         name = use.capture
@@ -421,6 +432,8 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             use.path,
             f"capture {name!r} on every path before this state, or guard the read: "
             f"${{captured.{name}.output | default('')}}",
+            needle=use.needle,
+            occurrence=use.nth,
         )
 
 
@@ -507,6 +520,8 @@ def raw_capture_in_shell(ctx: LintContext) -> Iterator[Finding]:
                 "a value containing quotes, `;` or `$(...)` runs as code",
                 use.path,
                 "drop `| raw`: the engine quotes values for their position in the command",
+                needle=use.needle,
+                occurrence=use.nth,
             )
 
 

@@ -59,6 +59,8 @@ def undefined_context(ctx: LintContext) -> Iterator[Finding]:
             f"declare it (parameters: {{{key}: {{type: string, required: true}}}}) or give it "
             f"a default (context: {{{key}: ...}}), or guard the read: "
             f"${{context.{key} | default('')}}",
+            needle=use.needle,  # reported once per field: at its first read
+            occurrence=use.nth,
         )
 
 

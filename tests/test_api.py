@@ -438,6 +438,67 @@ def test_stop_then_resume_in_process(tmp_path: Path) -> None:
         engine.resume(first.run_id, cwd=tmp_path)
 
 
+def test_a_run_given_a_budget_resumes_with_it_past_lint(tmp_path: Path) -> None:
+    """A run started with `max_steps=` (`--max-steps`) above a file budget too short for the loop
+    could not be resumed: resume linted the file's `max_steps` (LL006) before it restored the
+    budget the run started with, and refused the run. It lints the budget the run has."""
+    chain = (
+        "name: chain\ninitial: first\nmax_steps: 1\nscope: [out]\nstates:\n"
+        "  first: {action: echo one, next: second}\n"
+        "  second: {action: echo two, next: done}\n"
+        "  done: {terminal: true}\n"
+    )
+    write_loop(tmp_path, chain, "chain.yaml")
+
+    def stop_at_step_two(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    first = engine.run("chain.yaml", cwd=tmp_path, max_steps=4, on_event=stop_at_step_two)
+    assert (first.outcome, first.terminated_by, first.steps) == ("inconclusive", "stopped", 1)
+    second = engine.resume(first.run_id, cwd=tmp_path)
+    assert (second.outcome, second.steps) == ("success", 2)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("steps", "x"),
+        ("context", []),
+        ("retries", {"check": None}),
+        ("cost_usd", None),
+        ("elapsed_ms", "x"),
+        ("cost_unknown_in", 5),
+    ],
+)
+def test_a_state_json_of_the_wrong_shape_is_refused_in_one_sentence(
+    tmp_path: Path, key: str, value: Any
+) -> None:
+    """A state.json that parses but holds a key of the wrong kind (a hand edit, a file from
+    elsewhere) made `ll-loop resume` an internal error (TypeError, AttributeError: "this is a
+    bug") wherever the value was first used. It is refused before anything runs, naming the key;
+    put right, the run resumes."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    first = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    state_file = tmp_path / ".loops" / "runs" / first.run_id / "state.json"
+    saved = state_file.read_text()
+    state_file.write_text(json.dumps({**json.loads(saved), key: value}))
+    with pytest.raises(UsageError) as refused:
+        engine.resume(first.run_id, cwd=tmp_path)
+    assert refused.value.message.startswith(f"run {first.run_id}'s state.json is damaged (")
+    assert f"its {key!r} is " in refused.value.message
+    command = cli.ll_loop(tmp_path, "resume", first.run_id, "--json")
+    assert command.code == 2 and "internal error" not in command.stderr
+    assert "state.json is damaged" in json.loads(command.stdout)["error"]
+    state_file.write_text(saved)
+    assert engine.resume(first.run_id, cwd=tmp_path).outcome == "success"
+
+
 def test_on_event_raising_at_loop_resume_leaves_the_run_resumable(tmp_path: Path) -> None:
     """The loop_resume event was emitted after state.json named this process and before the
     part that releases the run on an exception: the run read as running, by this living

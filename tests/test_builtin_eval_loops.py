@@ -378,7 +378,8 @@ states:
 
 @pytest.fixture
 def subloops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project where `ll-loop` is this checkout; skips while `run` cannot run sub-loops."""
+    """A project where `ll-loop` is this checkout; fails (never skips) when `run` cannot run
+    sub-loops."""
     monkeypatch.setenv("PATH", put_cli_on_path(tmp_path / "bin"))
     project = make_project(tmp_path / "project")
     write(project / ".loops" / "tiny.yaml", TINY)

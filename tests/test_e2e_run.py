@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli
 from tests.run_helpers import LL_LOOP, ll_loop, run_yaml, write_loop
 
 RESULT_KEYS = {
@@ -240,6 +241,72 @@ def test_on_max_steps_runs_once_then_the_run_ends_max_steps(tmp_path: Path) -> N
 def test_max_steps_flag_overrides_the_loop(tmp_path: Path) -> None:
     ran = run_yaml(tmp_path, COUNTDOWN.format(max_steps=10, extra=""), "--max-steps", "1")
     assert (ran.code, ran.json["steps"], ran.json["terminated_by"]) == (3, 1, "max_steps")
+
+
+CHAIN = """
+name: chain
+initial: first
+scope: ["."]
+max_steps: {max_steps}
+states:
+  first:
+    action: echo one
+    next: second
+  second:
+    action: echo two
+    next: done
+  done: {{terminal: true}}
+"""
+
+
+def test_lint_checks_the_budget_the_run_will_have(tmp_path: Path) -> None:
+    """`run --max-steps 5` of a file whose `max_steps: 1` is too short for its two-step path was
+    refused by LL006 ("raise max_steps to at least 2"): lint checked the file's budget, not the
+    one given for the run. Lint now checks the budget the run will have, both ways: a budget the
+    flag makes too short is refused, and the message says where it came from."""
+    short = run_yaml(tmp_path, CHAIN.format(max_steps=1), "--max-steps", "5")
+    assert (short.code, short.json["outcome"], short.json["steps"]) == (0, "success", 2)
+    assert "LL006" not in short.stderr
+    refused = run_yaml(tmp_path, CHAIN.format(max_steps=5), "--max-steps", "1")
+    assert (refused.code, refused.json["steps"]) == (2, 0), refused.stderr
+    assert "the run did not start" in refused.json["error"]
+    assert "max_steps 1 given for this run; the file says 5" in refused.stderr
+    simulated = ll_loop(tmp_path, "simulate", "loop.yaml", "--max-steps", "1")
+    assert simulated.code == 2 and "given for this run; the file says 5" in simulated.stderr
+    write_loop(tmp_path, CHAIN.format(max_steps=1))
+    walked = ll_loop(tmp_path, "simulate", "loop.yaml", "--max-steps", "2")
+    assert walked.code == 0, walked.stderr
+
+
+def test_a_suite_or_a_fragment_library_given_as_the_loop_is_named_for_what_it_is(
+    tmp_path: Path,
+) -> None:
+    """`ll-loop run nightly.suite.yaml` (or `show`, `simulate`, `ll-harness loop`; or a fragment
+    library) loaded the file as a loop: three F010 "missing the required key" errors and an F012
+    for every suite key, none saying that the file is a suite. One sentence now says what the
+    file is and what runs it, exit 2 before anything starts."""
+    write_loop(tmp_path, "subject:\n  cmd: echo hi\ncases: [{id: a}]\n", "nightly.suite.yaml")
+    write_loop(tmp_path, "fragments:\n  ok:\n    action: 'true'\n", "lib.yaml")
+    for name, what in (("nightly.suite.yaml", "a suite file"), ("lib.yaml", "a fragment library")):
+        ran = ll_loop(tmp_path, "run", name, "--json")
+        assert (ran.code, ran.json["steps"]) == (2, 0)
+        assert ran.json["error"].startswith(f"{name} is {what}")
+        assert ran.json["error"].endswith(", not a loop")
+        assert "F010" not in ran.stderr and "F012" not in ran.stderr
+        for command in ("show", "simulate"):
+            looked = ll_loop(tmp_path, command, name)
+            assert looked.code == 2 and f"error: {name} is {what}" in looked.stderr
+            assert "F010" not in looked.stderr
+    assert (
+        "ll-harness suite nightly.suite.yaml"
+        in ll_loop(tmp_path, "run", "nightly.suite.yaml").stderr
+    )
+    assert not (tmp_path / ".loops" / "runs").exists() or not any(
+        (tmp_path / ".loops" / "runs").iterdir()
+    )
+    measured = cli.ll_harness(tmp_path, "loop", "nightly.suite.yaml", "--exit-code", "0")
+    assert measured.code == 2, measured.stderr
+    assert "nightly.suite.yaml is a suite file, not a loop" in measured.stderr
 
 
 def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:

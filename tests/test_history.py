@@ -413,3 +413,24 @@ def test_a_database_that_cannot_be_opened_is_not_left_open(tmp_path: Path) -> No
         assert [f for f in open_files() if f.startswith(str(tmp_path))] == []
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_history_db_that_is_not_a_file_is_named_for_what_it_is(tmp_path: Path, kind: str) -> None:
+    """A FIFO at .loops/history.db was opened by SQLite: `ll-loop history` said "cannot open the
+    history database ...: disk I/O error" (a directory: "unable to open database file"). It is
+    refused before SQLite opens it, saying what stands there; a run keeps its row in the spool."""
+    import os
+
+    from tests import cli
+
+    (tmp_path / ".loops").mkdir()
+    place = tmp_path / ".loops" / "history.db"
+    os.mkfifo(place) if kind == "fifo" else place.mkdir()
+    what = "a pipe (FIFO)" if kind == "fifo" else "a directory"
+    with pytest.raises(HistoryError) as refused:
+        open_history(tmp_path)
+    assert refused.value.message == f"{place} is {what}, not a database file"
+    shown = cli.ll_loop(tmp_path, "history")
+    assert shown.code == 2 and f"error: {place} is {what}, not a database file" in shown.stderr
+    assert "disk I/O" not in shown.stderr and "unable to open" not in shown.stderr

@@ -439,6 +439,37 @@ def test_positions_come_from_the_loader_positions() -> None:
     assert (diag.line, diag.column) == (20, 3)
 
 
+def test_an_expression_finding_points_at_the_expression_inside_a_block(tmp_path: Path) -> None:
+    """LL030, LL031, LL032 and LL080 pointed at the `action:` key (`7:5`), not at the `${...}`
+    they are about, which in a block scalar can be many lines further down. They now point at
+    the expression itself, each at its own occurrence, and two rules about one expression both
+    at it (LL060 already did this for placeholders)."""
+    path = tmp_path / "block.yaml"
+    path.write_text(
+        "name: block\ninitial: a\nmax_steps: 5\nscope: [out]\nstates:\n  a:\n"
+        "    action: |\n"  # line 7
+        "      echo one\n"
+        "      echo ${captured.zz.output:raw} and ${captured.zz.output:raw}\n"  # line 9
+        "      echo ${nope.x}\n"  # line 10
+        "      echo ${context.who | raw}\n"  # line 11
+        "    next: done\n  done: {terminal: true}\n"
+    )
+    found = sorted(
+        (d.code, d.line, d.column)
+        for d in engine.validate(path)
+        if d.code in ("LL030", "LL031", "LL032", "LL080")
+    )
+    assert found == [
+        ("LL030", 9, 12),
+        ("LL030", 9, 42),
+        ("LL030", 10, 12),
+        ("LL031", 9, 12),
+        ("LL031", 9, 42),
+        ("LL032", 11, 12),
+        ("LL080", 11, 12),
+    ]
+
+
 def test_expressions_must_parse_and_use_known_roots() -> None:
     loop = loop_of(
         {

@@ -688,8 +688,8 @@ def test_stop_refuses_a_prefix_that_names_a_queued_run_and_others(tmp_path: Path
 
 
 def test_status_of_a_queued_run_shows_it_rather_than_no_such_run(tmp_path: Path) -> None:
-    """`status` listed a queued run, and `status RUN` of it said "no run RUN" (it has no
-    directory until it starts)."""
+    """`status` listed a queued run, and `status RUN` (and `resume RUN`) of it said "no run
+    RUN" (it has no directory until it starts)."""
     write(tmp_path / "holder.yaml", HOLDER)
     write(tmp_path / "second.yaml", marker_loop("second", ["src"]))
     holder = spawn(tmp_path, "run", "holder.yaml", "--json", "-q")
@@ -704,6 +704,11 @@ def test_status_of_a_queued_run_shows_it_rather_than_no_such_run(tmp_path: Path)
         assert one["waiting_for"] == [str(tmp_path.resolve() / "src")]
         text = ll_loop(tmp_path, "status", queued)
         assert text.returncode == 0 and "it has not started" in text.stdout
+        # `resume` of it said "no run RUN" too: it is refused as queued, and still waits
+        resumed = ll_loop(tmp_path, "resume", queued)
+        assert resumed.returncode == 2 and "no run" not in resumed.stderr
+        assert f"error: run {queued} is queued (waiting for the scope lock)" in resumed.stderr
+        assert waiter.poll() is None
         assert ll_loop(tmp_path, "stop", queued).returncode == 0
         waiter.communicate(timeout=15)
     finally:

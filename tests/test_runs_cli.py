@@ -243,6 +243,42 @@ def test_a_torn_state_json_resumes_from_the_boundary_before(project: Path) -> No
     assert state_of(project, run_id)["steps"] == 2
 
 
+def test_a_damaged_run_without_events_is_not_sent_to_its_events(project: Path) -> None:
+    """A run whose state.json does not parse and whose events.jsonl is gone: every refusal's
+    hint said "its events are still in .../events.jsonl: `ll-loop history RUN` shows them",
+    and that command then failed the same way. They say that nothing of it can be read."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    (run_dir(project, run_id) / "state.json").write_text('{"torn')
+    (run_dir(project, run_id) / "events.jsonl").unlink()
+    for command in ("status", "resume", "explain", "history"):
+        refused = ll_loop(project, command, run_id)
+        assert refused.returncode == 2, (command, refused.stderr)
+        assert "state.json is damaged" in refused.stderr
+        assert "events are still in" not in refused.stderr
+        assert "nothing of the run can be read" in refused.stderr
+    listed = ll_loop(project, "status", "--all", "--json").json["runs"]
+    [damaged] = [r for r in listed if r["run_id"] == run_id]
+    assert "history" not in damaged["error"] and "no events.jsonl" in damaged["error"]
+
+
+def test_a_file_where_loops_or_runs_goes_is_said_by_status_and_history(tmp_path: Path) -> None:
+    """`run` refused a plain file at `.loops` or `.loops/runs` ("... is not a directory"), but
+    `status` answered "no live runs" and `history` "no runs recorded", exit 0: nothing said
+    why the runs were not there. They say it too, exit 2."""
+    (tmp_path / ".loops").write_text("")
+    for args in (("status",), ("status", "--all", "--json"), ("history",)):
+        shown = ll_loop(tmp_path, *args)
+        assert shown.returncode == 2, (args, shown.stdout)
+        assert f"{tmp_path / '.loops'} is not a directory" in shown.stderr
+    (tmp_path / ".loops").unlink()
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "runs").write_text("")
+    shown = ll_loop(tmp_path, "status")
+    assert shown.returncode == 2
+    assert f"error: {tmp_path / '.loops' / 'runs'} is not a directory" in shown.stderr
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
@@ -253,6 +289,9 @@ def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     assert refusal["run_id"] == run_id and refusal["outcome"] == "error"
     stop = ll_loop(project, "stop", run_id)
     assert stop.returncode == 2 and "already finished" in stop.stderr
+    # the refusal had no hint (`"hint": ""` in --json): it says where the ending is told
+    assert f"hint: `ll-loop explain {run_id}` says how it ended" in stop.stderr
+    assert ll_loop(project, "stop", run_id, "--json").json["hint"]
     assert ll_loop(project, "status").stdout.startswith("no live runs")
     assert run_id in ll_loop(project, "status", "--all").stdout
 
@@ -284,6 +323,29 @@ def test_history_lists_runs_per_loop_and_shows_one_runs_events(project: Path) ->
     data = json.loads(ll_loop(project, "history", first, "--json").stdout)
     assert data["events"][0]["event"] == "loop_start"
     assert data["events"][-1]["event"] == "loop_complete"
+
+
+def test_history_of_a_run_shows_events_whose_depth_is_not_a_count(project: Path) -> None:
+    """`ll-loop history RUN` of an events.jsonl with a line whose `depth` was not a whole number
+    (a hand-edited or foreign log) was `internal error: ValueError` on that line. The line is
+    shown without indentation, as one whose `step` is not a number is shown without a step; a
+    depth too large to indent by (a billion) is not indented either."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    log = run_dir(project, run_id) / "events.jsonl"
+    odd = [
+        {"ts": "2026-12-06T13:04:49.789Z", "event": "note", "run_id": run_id, "depth": "a"},
+        {"ts": "2026-12-06T13:04:49.790Z", "event": "deep", "run_id": run_id, "depth": 10**9},
+        {"ts": "2026-12-06T13:04:49.791Z", "event": "half", "run_id": run_id, "depth": 1.5},
+    ]
+    with log.open("a") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in odd)
+    shown = ll_loop(project, "history", run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "internal error" not in shown.stderr
+    tail = shown.stdout.splitlines()[-3:]
+    assert [line.split()[-1] for line in tail] == ["note", "deep", "half"]
+    assert all(len(line) < 80 for line in tail)
 
 
 def test_history_limit_beyond_what_sqlite_counts_lists_every_run(project: Path) -> None:

@@ -407,10 +407,15 @@ _EVENT_FIELDS = (
 )
 
 
+_MAX_INDENT = 32  # deeper than sub-loops nest (8): a number no run wrote is not indented by
+
+
 def _event_line(event: dict[str, Any]) -> str:
     """`12:23:01.123  step 3  state_enter state=check` with child events indented by depth."""
     stamp = str(event.get("ts", ""))[11:23]
-    indent = "  " * int(event.get("depth") or 0)
+    depth = event.get("depth")  # a child's events are indented; a line of another shape is not
+    nested = isinstance(depth, int) and not isinstance(depth, bool) and 0 < depth <= _MAX_INDENT
+    indent = "  " * depth if nested and isinstance(depth, int) else ""
     parts = [f"{k}={_short(event[k])}" for k in _EVENT_FIELDS if event.get(k) is not None]
     step = event.get("step")
     where = f"step {step:>3}" if isinstance(step, int) else " " * 8

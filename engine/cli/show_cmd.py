@@ -90,7 +90,7 @@ def simulate(
         ),
     ] = None,
     max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=0, help="Override the loop's max_steps.")
+        int | None, typer.Option("--max-steps", min=1, help="Override the loop's max_steps.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> int:
@@ -101,11 +101,12 @@ def simulate(
     """
     import json
 
-    from engine.api import validate
+    from engine.api import validate_budgeted
     from engine.graph import simulate as sim
 
     loaded = _load(loop)
-    errors = [d for d in validate(resolve_loop(loop)) if d.severity == "error"]
+    checked = validate_budgeted(resolve_loop(loop), max_steps)  # lint checks the budget walked
+    errors = [d for d in checked if d.severity == "error"]
     if errors:  # `run` refuses such a loop before its first step: no walk says otherwise
         for diagnostic in errors:
             err(diagnostic.render())

@@ -4,6 +4,7 @@ then in the built-in loops."""
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from pathlib import Path
 from typing import Literal
@@ -199,17 +200,19 @@ def file_kind(path: str | Path) -> FileKind:
 def refuse_other_kind(path: Path, shown: str) -> Path:
     """`path` when it may be a loop; a suite or a fragment library given where a loop is
     expected (`ll-loop run s.suite.yaml`) is refused in one sentence that says what the file is
-    and how to use it, not with the schema errors of a loop it never meant to be."""
+    and what takes it, not with the schema errors of a loop it never meant to be."""
     kind = file_kind(path)
+    typed = shlex.quote(shown)
     if kind == "suite":
         raise UsageError(
-            f"{shown} is a suite (a dataset, a subject and judges), not a loop",
-            hint=f"run it with `ll-harness suite {shown}`, or check it with `ll-loop validate`",
+            f"{shown} is a suite file, not a loop",
+            hint=f"run it with `ll-harness suite {typed}`; `ll-loop validate {typed}` checks it",
         )
     if kind == "library":
         raise UsageError(
             f"{shown} is a fragment library (fragments: and no states:), not a loop",
-            hint="a loop uses its fragments with `import:` and `fragment:` in its states",
+            hint=f"a loop uses its fragments with `import: [{path.name}]` and `fragment:` in its "
+            f"states; `ll-loop validate {typed}` checks it",
         )
     return path
 

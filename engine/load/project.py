@@ -145,6 +145,15 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
+def refuse_non_directory(*paths: Path) -> None:
+    """Raise `UnsafePath` when one of `paths` exists but is not a directory (a file where
+    `.loops` or `.loops/runs` goes): a command reading them says so, as one writing them does,
+    instead of reading "no runs" there."""
+    for path in paths:
+        if path.exists() and not path.is_dir():
+            raise _not_a_directory(path)
+
+
 def _not_a_directory(path: Path) -> UnsafePath:
     return UnsafePath(
         f"{path} is not a directory", hint="move the file aside; ll-loop needs a directory"

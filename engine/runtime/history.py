@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from engine.load.locate import not_a_file
 from engine.load.project import ensure_dir, loops_dir, refuse_links
 from engine.model.errors import LoopError, UsageError
 from engine.model.ports import RunResult
@@ -1312,6 +1313,12 @@ def open_history(
     ensure_dir(path.parent)
     for suffix in ("", "-wal", "-shm", "-journal"):
         refuse_links(path.with_name(path.name + suffix))
+        what = not_a_file(path.with_name(path.name + suffix))
+        if what is not None:  # SQLite would open a FIFO or a directory: "disk I/O error"
+            raise HistoryError(
+                f"{path.with_name(path.name + suffix)} is {what}, not a database file",
+                hint="move it aside; ll-loop creates a new database on the next run",
+            )
     return History(path, notify=notify, wait=wait)
 
 

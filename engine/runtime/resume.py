@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import fcntl
 import json
+import math
 import os
 import signal
 import stat
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from engine.load.project import loops_dir, open_file, project_root, refuse_links
+from engine.load.project import (
+    loops_dir,
+    open_file,
+    project_root,
+    refuse_links,
+    refuse_non_directory,
+)
 from engine.model.errors import UsageError
 from engine.model.timefmt import epoch_seconds
 from engine.processes.group import signal_group
@@ -222,9 +229,61 @@ def restore_state(directory: Path) -> bool:
     return True
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _list_of_text(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _mapping_of(check: Any) -> Any:
+    return lambda value: isinstance(value, dict) and all(check(v) for v in value.values())
+
+
+# What resume reads back from state.json, by key: what each must be (a key left out is its
+# default). Our writer never breaks these; a hand edit or a file from elsewhere can.
+_SAVED_SHAPE: tuple[tuple[str, str, Any], ...] = (
+    ("current", "a state name", lambda v: isinstance(v, str)),
+    ("steps", "a whole number", _whole),
+    ("context", "a mapping", lambda v: isinstance(v, dict)),
+    ("captured", "a mapping of captures", _mapping_of(lambda v: isinstance(v, dict))),
+    ("retries", "a mapping of whole numbers", _mapping_of(_whole)),
+    ("prev", "a mapping or null", lambda v: v is None or isinstance(v, dict)),
+    ("last_values", "a mapping of numbers", _mapping_of(_finite)),
+    ("stalls", "a mapping of whole numbers", _mapping_of(_whole)),
+    ("diffs", "a mapping of texts", _mapping_of(lambda v: isinstance(v, str))),
+    ("cost_usd", "a number of dollars", _number),
+    ("cost_unknown_in", "a list of state names", lambda v: _list_of_text(v)),
+    ("started_at", "a time", lambda v: isinstance(v, str)),
+    ("elapsed_ms", "a number of milliseconds", _number),
+    ("ran_on_max_steps", "true or false", lambda v: isinstance(v, bool)),
+    ("max_steps", "a whole number or null", lambda v: v is None or _whole(v)),
+    ("replay_from", "a run directory or null", lambda v: v is None or isinstance(v, str)),
+    ("cache", "true or false", lambda v: isinstance(v, bool)),
+)
+
+
+def saved_state_problem(saved: dict[str, Any]) -> str | None:
+    """What makes a parsed state.json unfit to resume from (a key of the wrong kind), or None."""
+    for key, kind, fits in _SAVED_SHAPE:
+        if key in saved and not fits(saved[key]):
+            return f"its {key!r} is {json.dumps(saved[key])[:40]}, not {kind}"
+    return None
+
+
 def list_runs(root: Path | None = None) -> list[RunSnapshot]:
     """Every readable run of the project, newest first (run ids sort by start time)."""
     folder = runs_root(root)
+    refuse_non_directory(folder.parent, folder)
     if not folder.is_dir():
         return []
     pids = _lock_pids(root)
@@ -255,6 +314,8 @@ def unreadable_runs(
 
 def _state_problem(directory: Path) -> str:
     if (directory / "state.json").exists():
+        if not (directory / "events.jsonl").is_file():
+            return "its state.json is damaged (it does not parse), and it has no events.jsonl"
         return (
             "its state.json is damaged (it does not parse); "
             f"`ll-loop history {directory.name}` shows its events"
@@ -273,10 +334,14 @@ def find_run(ref: str, root: Path | None = None) -> RunSnapshot:
     snapshot = read_run(directory, lock_pids=_lock_pids(root))
     if snapshot is None:
         if (directory / "state.json").exists():
+            events = directory / "events.jsonl"
             raise UsageError(
                 f"run {directory.name}'s state.json is damaged (it does not parse)",
-                hint=f"its events are still in {directory / 'events.jsonl'}: "
-                f"`ll-loop history {directory.name}` shows them",
+                hint=f"its events are still in {events}: "
+                f"`ll-loop history {directory.name}` shows them"
+                if events.is_file()
+                else f"it has no events.jsonl either: nothing of the run can be read; "
+                f"remove {directory} and start the loop again",
             )
         raise UsageError(
             f"run {directory.name} has no state.json",
