@@ -177,6 +177,19 @@ def looks_like_suite(text: str) -> bool:
     )
 
 
+def _head(path: str | Path) -> str | None:
+    """The first 200 KB of a regular file as text, enough to tell a loop, a suite and a library
+    apart (a 1 GB file is not read whole); None for what cannot be read or is not a regular
+    file (a pipe or a device: reading it could block forever)."""
+    if not Path(path).is_file():
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(200_000).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def file_kind(path: str | Path) -> FileKind:
     """What `ll-loop validate` checks a YAML file as: a suite (`*.suite.yaml`, or `subject:` and
     no `states:`), a fragment library (`fragments:` and no `name:`, `initial:` or `states:`), or
@@ -185,12 +198,8 @@ def file_kind(path: str | Path) -> FileKind:
 
     if is_suite_path(path):
         return "suite"
-    if not Path(path).is_file():  # a pipe or a device: reading it could block forever
-        return "loop"
-    try:
-        with open(path, "rb") as handle:  # the head only: a 1 GB file is not read whole
-            head = handle.read(200_000).decode("utf-8", errors="replace")
-    except OSError:
+    head = _head(path)
+    if head is None:
         return "loop"
     if looks_like_suite(head):
         return "suite"
@@ -220,11 +229,8 @@ def refuse_other_kind(path: Path, shown: str) -> Path:
 def refuse_a_loop_as_suite(path: Path, shown: str) -> None:
     """A loop file given to `ll-harness suite`: one sentence instead of the schema errors of a
     suite (a file with top-level `states:` and no `subject:`, not named `*.suite.yaml`)."""
-    if is_suite_path(path) or not path.is_file():
-        return
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
+    head = None if is_suite_path(path) else _head(path)
+    if head is None:
         return
     lines = head.splitlines()
     if any(line.startswith("states:") for line in lines) and not any(
