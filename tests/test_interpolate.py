@@ -134,6 +134,27 @@ def test_a_filter_that_yields_items_renders_as_a_json_list(expression: str, valu
 @pytest.mark.parametrize(
     ("expression", "value"),
     [
+        ("context.names | map('upper') | tojson", '["A", "B", "A", "C"]'),
+        ("context.names | select | tojson(2)", '[\n  "a",\n  "b",\n  "a",\n  "c"\n]'),
+        ("context.names | reverse | string", '["c", "a", "b", "a"]'),
+        ("context.names | unique | raw", '["a", "b", "c"]'),
+        ("context.names[0] ~ (context.names | reverse)", 'a["c", "a", "b", "a"]'),
+        ("context.names | map('upper') | shell", '\'["A", "B", "A", "C"]\''),
+    ],
+)
+def test_items_a_filter_yields_render_as_json_inside_a_longer_expression(
+    expression: str, value: str
+) -> None:
+    """The items of `| map`, `| select`, `| reverse`... passed on to `| tojson`, `| string`,
+    `| raw`, `| shell` or `~` (not the expression's last value) were written as the iterator's
+    repr, "<generator object sync_do_map at 0x...>", in JSON quotes."""
+    ns = {"context": {"names": ["a", "b", "a", "c"]}}
+    assert render_text("${" + expression + "}", ns) == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
         ("context.name ~ '=' ~ context.flags.a", "world=true"),
         ("context.name ~ context.flags.b", "worldnull"),
         ("context.name ~ ' ' ~ context.flags", 'world {"a": true, "b": null}'),

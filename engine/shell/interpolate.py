@@ -1129,7 +1129,8 @@ def _json_default(value: Any) -> Any:
         return dataclasses.asdict(value)
     if isinstance(value, Mapping):
         return dict(value)
-    if isinstance(value, set | frozenset | tuple):
+    if isinstance(value, set | frozenset | tuple | Iterator):
+        # an iterator: the items of `| map`, `| reverse`... passed on (`| tojson`, `~`)
         return list(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
