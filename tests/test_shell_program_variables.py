@@ -337,6 +337,7 @@ def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data
 # A wrapper's option that takes the next word, missing from its table, made that word the
 # command and the real command (the value) a mere argument: each of these ran the value.
 NODE_SCRIPT = 'echo \'require("fs").writeFileSync("C", "")\' > e.js\n'
+PYTHON_SCRIPT = 'echo \'open("C", "w")\' > e.py\n'
 BEHIND_AN_OPTION_WITH_ARGUMENT = {
     "stdbuf --output 0": "stdbuf --output 0 ${context.v} C",
     "xargs --max-args 1": "echo C | xargs --max-args 1 ${context.v}",
@@ -349,6 +350,13 @@ BEHIND_AN_OPTION_WITH_ARGUMENT = {
     "node --title x": NODE_SCRIPT + "node --title x ${context.v}",
     "node -C dev": NODE_SCRIPT + "node -C dev ${context.v}",
     "node --input-type commonjs": NODE_SCRIPT + "node --input-type commonjs ${context.v}",
+    "node --disable-proto delete": NODE_SCRIPT + "node --disable-proto delete ${context.v}",
+    "node --use-largepages off": NODE_SCRIPT + "node --use-largepages off ${context.v}",
+    "node --inspect-publish-uid http": NODE_SCRIPT + "node --inspect-publish-uid http ${context.v}",
+    "node --v8-pool-size 2": NODE_SCRIPT + "node --v8-pool-size 2 ${context.v}",
+    "node --env-file-if-exists F": NODE_SCRIPT + "node --env-file-if-exists F ${context.v}",
+    "python3 --check-hash-based-pycs always": PYTHON_SCRIPT
+    + "python3 --check-hash-based-pycs always ${context.v}",
 }
 
 
@@ -356,7 +364,7 @@ BEHIND_AN_OPTION_WITH_ARGUMENT = {
 def test_the_command_a_wrapper_runs_after_an_option_it_does_not_list_is_code(name: str) -> None:
     template = BEHIND_AN_OPTION_WITH_ARGUMENT[name]
     if shutil.which(name.split()[0]):
-        value = "e.js" if name.startswith("node") else "touch"
+        value = {"node": "e.js", "python3": "e.py"}.get(name.split()[0], "touch")
         as_before = run_bash(template.replace("${context.v}", value))
         assert "C" in as_before.created, as_before.stderr
     with pytest.raises(InterpolationError) as caught:

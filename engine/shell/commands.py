@@ -83,7 +83,7 @@ _SHELLS = SHELLS
 # Interpreters: the options after which the next word is a program text, and options that take
 # an argument (which is then a value); the first non-option word is a script file (code).
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
+    "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q", "--check-hash-based-pycs"})),
     "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset()),
     "ruby": (
         frozenset({"-e"}),
@@ -136,6 +136,25 @@ _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 "--test-shard",
                 "--stack-trace-limit",
                 "--run",
+                "--disable-proto",
+                "--use-largepages",
+                "--inspect-publish-uid",
+                "--v8-pool-size",
+                "--network-family-autoselection-attempt-timeout",
+                "--allow-fs-read",
+                "--allow-fs-write",
+                "--experimental-policy",
+                "--policy-integrity",
+                "--experimental-sea-config",
+                "--build-snapshot-config",
+                "--watch-kill-signal",
+                "--experimental-config-file",
+                "--test-isolation",
+                "--test-coverage-include",
+                "--test-coverage-exclude",
+                "--test-coverage-branches",
+                "--test-coverage-functions",
+                "--test-coverage-lines",
             }
         ),
     ),
@@ -158,7 +177,16 @@ _LOADS: dict[str, frozenset[str]] = {
     "perl": frozenset({"-I"}),
     "ruby": frozenset({"-r", "-I"}),
     "node": frozenset(
-        {"-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"}
+        {
+            "-r",
+            "--require",
+            "--import",
+            "--loader",
+            "--experimental-loader",
+            "--env-file",
+            "--env-file-if-exists",
+            "--test-global-setup",
+        }
     ),
     "php": frozenset({"-c", "-d", "-z"}),
     "lua": frozenset({"-l"}),
