@@ -478,6 +478,10 @@ def test_a_value_flowing_into_code_is_told_to_be_a_command_not_an_integer(tmp_pa
         "set -k\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
         "set -o keyword\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
         "set -ek\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        # turned on through eval's literal code, or `command -p` / `builtin --`
+        "eval 'set -k'\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        "command -p set -k\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
+        "builtin -- set -k\ngit ls-remote ssh://h/x GIT_SSH_COMMAND=${context.v}",
     ],
 )
 def test_text_is_refused_anywhere_in_a_script_that_turns_on_set_k(template: str) -> None:

@@ -1781,11 +1781,13 @@ _WRITTEN_NAME = re.compile(r"(?:-[A-Za-z]*?)?([A-Za-z_][A-Za-z0-9_]*)(?:\[.*)?",
 
 
 def _invoked_words(node: Node) -> list[str | None]:
-    """A command's words without a leading `builtin` or `command`, which run the rest as
-    written (`command set -o posix` is `set -o posix`)."""
+    """A command's words without a leading `builtin` or `command` (and its `-p`, `--`), which
+    run the rest as written (`command set -o posix`, `command -p set -k` is `set -k`)."""
     words = _command_words(node)
     while words and words[0] in ("builtin", "command"):
         words = words[1:]
+        while words and words[0] in ("-p", "--"):
+            words = words[1:]
     return words
 
 
@@ -1888,6 +1890,12 @@ def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0)
         if not facts.alias_expansion:
             aliases = _alias_expansion(inner, code, inner_text)
             facts.alias_expansion = aliases + where if aliases else ""
+        if not facts.history_expansion:  # `eval 'set -H'` turns it on as surely
+            history = _history_expansion(inner, code, inner_text)
+            facts.history_expansion = history + where if history else ""
+        if not facts.keyword_assignments:
+            keyword = _keyword_assignments(inner, code, inner_text)
+            facts.keyword_assignments = keyword + where if keyword else ""
         if facts.evaluating_write is None:
             written = _evaluating_write(inner, code, inner_text)
             facts.evaluating_write = (written[0], written[1] + where) if written else None
