@@ -185,6 +185,19 @@ def _pattern_problems(data: dict[str, Any], positions: Positions, file: str) -> 
     return out
 
 
+# An entry of each type beside the text that only looks like one (F014's hint).
+_ENUM_EXAMPLE = {
+    "integer": '1, not "1"',
+    "number": '1.5, not "1.5"',
+    "boolean": 'true, not "true"',
+    "array": '[a, b], not "[a, b]"',
+    "object": '{k: v}, not "{k: v}"',
+    "string": '"1", not 1',
+    "command": '"make test", not 1',
+    "any": "",  # takes any value: never reported
+}
+
+
 def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
     """A parameter's `default` must be a value a caller could pass for it (its type, its enum):
     `default: "two"` for an integer would otherwise reach `${param.m}` as it is, while a caller's
@@ -213,8 +226,9 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                         "F014",
                         f"parameters.{name}.enum lists {describe(entry)}, which is not "
                         f"{type_words(kind)}, so no caller can pass it",
-                        f'write the allowed values as {kind} values (e.g. 1, not "1"), or '
-                        "change the parameter's type",
+                        f"write the allowed values as {kind} values (e.g. "
+                        f"{_ENUM_EXAMPLE[kind]}), or change the "
+                        "parameter's type",
                         positions,
                         file,
                     )
