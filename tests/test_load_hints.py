@@ -108,10 +108,13 @@ def test_a_rubric_dimension_named_twice_is_refused() -> None:
         "    on_yes: done\n    on_no: done",
     )
     d = one(text, "F018")
+    # the sentence an assessment's repeated dimension gets (one rule, one wording)
     assert d.message == (
-        "states.start.evaluate.dimensions lists the dimension 'accuracy' more than once"
+        "states.start.evaluate.dimensions[1]: a dimension named 'accuracy' is already defined "
+        "at line 10"
     )
-    assert (d.line, d.path) == (11, "states.start.evaluate.dimensions.1.name") and d.hint
+    assert (d.line, d.path) == (11, "states.start.evaluate.dimensions[1].name")
+    assert d.hint == "give every dimension of a review its own name"
 
 
 @pytest.mark.parametrize(

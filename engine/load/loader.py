@@ -21,7 +21,12 @@ from typing import Any
 
 from engine.load.fragments import expand_fragments
 from engine.load.gcpause import collector_paused
-from engine.load.judges import build_dimensions, build_judge_list, judge_list_problems
+from engine.load.judges import (
+    build_dimensions,
+    build_judge_list,
+    judge_list_problems,
+    repeated_dimensions,
+)
 from engine.load.schema_check import violations
 from engine.load.suggest import describe, explain
 from engine.load.yaml_positions import PathKey, Positions, YamlProblems, parse_yaml, read_text
@@ -267,7 +272,6 @@ def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -
     states = data.get("states")
     for name, state in states.items() if isinstance(states, dict) else ():
         evaluate = state.get("evaluate") if isinstance(state, dict) else None
-        dimensions = evaluate.get("dimensions") if isinstance(evaluate, dict) else None
         given = evaluate if isinstance(evaluate, dict) else {}
         rubric = given.get("type") == "llm_structured" and any(
             k in given for k in ("dimensions", "threshold", "reviewers")
@@ -285,24 +289,8 @@ def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -
                         file,
                     )
                 )
-        seen: set[str] = set()
-        for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
-            label = dimension.get("name") if isinstance(dimension, dict) else None
-            if not isinstance(label, str):
-                continue
-            if label in seen:
-                out.append(
-                    _at_value(
-                        ("states", name, "evaluate", "dimensions", index, "name"),
-                        "F018",
-                        f"states.{name}.evaluate.dimensions lists the dimension {label!r} more "
-                        "than once",
-                        "each dimension is scored on its own: rename it, or remove the repeat",
-                        positions,
-                        file,
-                    )
-                )
-            seen.add(label)
+        if isinstance(evaluate, dict):  # as an assessment's review dimensions are checked
+            out += repeated_dimensions(evaluate, ("states", name, "evaluate"), positions, file)
     return out
 
 
