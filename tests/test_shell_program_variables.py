@@ -303,6 +303,9 @@ RUNS_IT_UNDER_ANOTHER_NAME = {
     ),
     "python3.11 -c": ("python3.11 -c ${context.v}", "open('C', 'w')"),
     "perl5.36.0 -e": ("perl5.36.0 -e ${context.v}", "open(F, '>C')"),
+    # a version with its ABI letters: free-threaded, pymalloc (Debian's 3.7 and before), debug
+    "python3.13t -c": ("python3.13t -c ${context.v}", "open('C', 'w')"),
+    "python3.12d -c": ("python3.12d -c ${context.v}", "open('C', 'w')"),
     "rbash -c": ("rbash -c ${context.v}", "touch C"),
     "busybox sh -c": ("busybox sh -c ${context.v}", "touch C"),
 }
@@ -319,6 +322,15 @@ def test_text_is_refused_where_git_or_a_renamed_program_runs_it(name: str) -> No
     assert "text cannot go here" in caught.value.reason
 
 
+@pytest.mark.parametrize("name", ["python3.7m", "python3.6m", "python3.8dm"])
+def test_a_python_named_with_its_abi_letters_is_python(name: str) -> None:
+    """Debian's `python3.7m` (pymalloc) and the like, not run here (pyenv may hold shims of
+    them that run nothing): `-c`'s argument is code as it is for `python3.7`."""
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(f"{name} -c ${{context.v}}", {"context": {"v": "open('C', 'w')"}})
+    assert "text cannot go here" in caught.value.reason
+
+
 def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data() -> None:
     for template in (
         "git grep -O ${context.v}",
@@ -328,6 +340,8 @@ def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data
         "git submodule foreach --recursive ./x.sh ${context.v}",
         "git send-email --to ${context.v} --cc ${context.v} x.patch",
         "python3.11 script.py ${context.v}",
+        "python3.13t script.py ${context.v}",
+        "sha256sum ${context.v}",
         "busybox wc -c ${context.v}",
         "rbash -c 'printf %s \"$1\"' _ ${context.v}",
     ):

@@ -197,9 +197,10 @@ _INTERPRETER_ALIASES = {
     "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk",
     "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript", "luajit": "lua",
 }  # fmt: skip
-_VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*(?:-[A-Za-z0-9_-]+)?")
+_VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*[a-z]{0,3}(?:-[A-Za-z0-9_-]+)?")
 """A program name with its version (`python3.11`, `perl5.36.0`, `ruby3.2`, `lua5.4`,
-`php8.2`, `pypy3.10`, `perl5.36-x86_64-linux-gnu`): the same program."""
+`php8.2`, `pypy3.10`, `perl5.36-x86_64-linux-gnu`), and ABI letters after it (`python3.13t`
+free-threaded, `python3.7m`, `python3.12d`): the same program."""
 
 
 def program(base: str) -> str:
