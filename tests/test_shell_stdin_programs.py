@@ -99,6 +99,9 @@ WRITTEN_INTO_A_SHELL = [
     "echo ${context.t} > >(sh)",
     "{ echo ${context.t}; } >> >(bash)",
     "cat <<EOF > >(sh)\n${context.t}\nEOF",
+    # `>& WORD` (a word, not a number) sends stdout and stderr there, as `&>` does
+    "echo ${context.t} >& >(sh)",
+    "cat <<EOF >& >(bash)\n${context.t}\nEOF",
 ]
 
 
@@ -120,6 +123,8 @@ def test_text_written_after_a_heredoc_or_to_a_process_substitution_reading_data_
         ("cat <<EOF | wc -w\n${context.t}\nEOF", "2\n"),
         ("cat <<EOF | tr a-z A-Z\n${context.t}\nEOF", f"{PAYLOAD.upper()}\n"),
         ("echo ${context.t} > >(cat); sleep 0.2", f"{PAYLOAD}\n"),
+        ("echo ${context.t} >& >(cat); sleep 0.2", f"{PAYLOAD}\n"),
+        ("echo ${context.t} >&2", ""),
         ("cat <<EOF > >(cat)\n${context.t}\nEOF\nsleep 0.2", f"{PAYLOAD}\n"),
     ):
         ran = run_bash(render_shell(template, {"context": {"t": PAYLOAD}}))
@@ -132,6 +137,7 @@ def test_text_after_a_heredoc_s_start_reaches_xargs_as_it_would_through_a_pipe()
     for template in (
         "cat <<EOF | xargs rm\n${context.t}\nEOF",
         "cat <<EOF > >(xargs rm)\n${context.t}\nEOF",
+        "cat <<EOF >& >(xargs rm)\n${context.t}\nEOF",
     ):
         with pytest.raises(InterpolationError) as refused:
             render_shell(template, {"context": {"t": "-rf x"}})

@@ -944,7 +944,7 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
     return None
 
 
-_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})  # `>& WORD`: as `&>`
 
 
 def _output_readers(statement: Node) -> Iterator[Node]:
