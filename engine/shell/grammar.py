@@ -151,6 +151,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.alias_expansion = _alias_expansion(root, source, text)
     facts.history_expansion = _history_expansion(root, source, text)
     facts.keyword_assignments = _keyword_assignments(root, source, text)
+    facts.exec_into_program = _exec_into_program(root, source, text, frozenset(facts.functions))
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
@@ -643,6 +644,9 @@ class _Facts:
     keyword_assignments: str = ""
     """Where the script turns on `set -k` (`set -o keyword`), which makes every `NAME=value`
     word of a command an assignment in that command's environment."""
+    exec_into_program: str = ""
+    """Where `exec` makes a program that runs what it reads the reader of the script's own
+    output (`exec > >(sh)`): what the script writes after it is that program's input."""
     evaluating_write: tuple[Role, str] | None = None
     """The first write to one of bash's own variables that evaluate what they are given
     (`RANDOM=...`, `read PS4`), with what bash does with it."""
@@ -1965,6 +1969,29 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
     return ""
 
 
+def _exec_into_program(root: Node, source: bytes, text: str, functions: frozenset[str]) -> str:
+    """Where `exec` without a command sends one of the script's output descriptors to a
+    program that may run what it reads (`exec > >(sh)`, `exec 3> >(bash)`), or "": every
+    later `echo ${...}` (`>&3`) is then written into it."""
+    if "exec" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        statement = node.parent
+        if (
+            statement is None
+            or statement.type != "redirected_statement"
+            or statement.child_by_field_name("body") != node
+            or _invoked_words(node) != ["exec"]
+        ):
+            continue
+        readers = (_program_reader(n, functions) for n in _output_readers(statement))
+        found = next(filter(None, readers), None)
+        if found is not None:
+            line, _ = _point(source, node.start_byte)
+            return f"`exec` at line {line} writes its output to `{found}`"
+    return ""
+
+
 def _keyword_assignments(root: Node, source: bytes, text: str) -> str:
     """Where the script may turn on `set -k` (`set -o keyword`, `shopt -so keyword`), or "".
 
@@ -2082,6 +2109,15 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.keyword_assignments}): every `NAME=value` word of a command is then "
                 "an assignment in its environment (`git ls-remote URL GIT_SSH_COMMAND=...` runs "
                 "it), so only integers can go anywhere in this script",
+            )
+        )
+    if facts.exec_into_program:
+        found.append(
+            (
+                Role.UNKNOWN,
+                f"a value in a script where {facts.exec_into_program}, a program that may run "
+                "what it reads: what the script writes after it is that program's input, so "
+                "only integers can go anywhere in this script",
             )
         )
     if facts.history_expansion:
