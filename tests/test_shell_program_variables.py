@@ -331,6 +331,25 @@ def test_a_python_named_with_its_abi_letters_is_python(name: str) -> None:
     assert "text cannot go here" in caught.value.reason
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "git filter-repo --force --commit-callback ${context.v}",
+        "git filter-repo --blob-callback=${context.v}",
+        "git filter-repo --filename-callback ${context.v}",
+    ],
+)
+def test_text_is_refused_as_a_callback_git_filter_repo_runs(template: str) -> None:
+    """git filter-repo (filter-branch's successor) runs each `--*-callback` as the body of a
+    Python function: 71f8a53 listed filter-branch's filters but not these, so the value ran as
+    Python (not run here: filter-repo is a separate install)."""
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": "import os; os.system('touch C')"}})
+    assert "text cannot go here" in caught.value.reason
+    data = "git filter-repo --path ${context.v} --replace-text x.txt"
+    assert "'a b'" in render_shell(data, {"context": {"v": "a b"}})
+
+
 def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data() -> None:
     for template in (
         "git grep -O ${context.v}",

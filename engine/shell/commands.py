@@ -818,6 +818,11 @@ _GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
         {"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"}
     ),
     "daemon": frozenset({"--access-hook"}),
+    # git-filter-repo runs each callback as the body of a Python function
+    "filter-repo": frozenset(
+        {f"--{kind}-callback" for kind in ("filename", "message", "name", "email", "refname",
+         "blob", "commit", "tag", "reset", "file-info")}
+    ),
     "grep": frozenset({"-O", "--open-files-in-pager"}),  # an optional argument: attached only
     "bisect": frozenset(),
     "submodule": frozenset(),
