@@ -247,8 +247,8 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "nice": _Wrapper(frozenset({"-n", "--adjustment"})),
     "ionice": _Wrapper(frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"})),
     "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})),
-    "setsid": _Wrapper(),
-    "unbuffer": _Wrapper(),
+    "setsid": _Wrapper(flags=frozenset({"-c", "--ctty", "-f", "--fork", "-w", "--wait"})),
+    "unbuffer": _Wrapper(flags=frozenset({"-p"})),
     "env": _Wrapper(
         frozenset({"-u", "--unset", "-C", "--chdir"}),
         code_options=frozenset({"-S", "--split-string"}),
@@ -260,11 +260,32 @@ _WRAPPERS: dict[str, _Wrapper] = {
         operands=1,
         flags=frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
     ),
-    "chroot": _Wrapper(frozenset({"--userspec", "--groups"}), operands=1),
+    "chroot": _Wrapper(
+        frozenset({"--userspec", "--groups"}), operands=1, flags=frozenset({"--skip-chdir"})
+    ),
     "flock": _Wrapper(
         frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
         operands=1,
         code_options=frozenset({"-c", "--command"}),
+        flags=frozenset(
+            {
+                "-s",
+                "--shared",
+                "-x",
+                "-e",
+                "--exclusive",
+                "-u",
+                "--unlock",
+                "-n",
+                "--nb",
+                "--nonblock",
+                "-o",
+                "--close",
+                "-F",
+                "--no-fork",
+                "--verbose",
+            }
+        ),
     ),
     "sudo": _Wrapper(
         frozenset(
@@ -317,7 +338,9 @@ _WRAPPERS: dict[str, _Wrapper] = {
             }
         ),
     ),
-    "doas": _Wrapper(frozenset({"-u", "-C"}), code_options=frozenset({"-s"})),
+    "doas": _Wrapper(
+        frozenset({"-u", "-C"}), code_options=frozenset({"-s"}), flags=frozenset({"-n", "-L"})
+    ),
     "xargs": _Wrapper(
         frozenset(
             {
@@ -424,7 +447,27 @@ _WRAPPERS: dict[str, _Wrapper] = {
             }
         ),
     ),
-    "ltrace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F"})),
+    "ltrace": _Wrapper(
+        frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F", "-l", "-w", "-x"}),
+        flags=frozenset(
+            {
+                "-b",
+                "-c",
+                "-C",
+                "-f",
+                "-i",
+                "-L",
+                "-r",
+                "-S",
+                "-t",
+                "-tt",
+                "-ttt",
+                "-T",
+                "--demangle",
+                "--no-signals",
+            }
+        ),
+    ),
     "unshare": _Wrapper(
         frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w", "--root", "--wd"}),
         flags=frozenset(
@@ -456,8 +499,50 @@ _WRAPPERS: dict[str, _Wrapper] = {
             }
         ),
     ),
-    "nsenter": _Wrapper(frozenset({"-t", "-S", "-G", "-r", "-w", "--target"})),
-    "setpriv": _Wrapper(frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"})),
+    "nsenter": _Wrapper(
+        frozenset({"-t", "-S", "-G", "-r", "-w", "--target", "-W", "--wdns"}),
+        # the namespace options take a file only attached (`--mount=F`, `-mF`)
+        flags=frozenset(
+            {
+                "-a",
+                "--all",
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "-C",
+                "-U",
+                "-T",
+                "--mount",
+                "--uts",
+                "--ipc",
+                "--net",
+                "--pid",
+                "--cgroup",
+                "--user",
+                "--time",
+                "-F",
+                "--no-fork",
+                "-Z",
+                "--follow-context",
+                "--preserve-credentials",
+            }
+        ),
+    ),
+    "setpriv": _Wrapper(
+        frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"}),
+        flags=frozenset(
+            {
+                "--nnp",
+                "--no-new-privs",
+                "--clear-groups",
+                "--keep-groups",
+                "--init-groups",
+                "--reset-env",
+            }
+        ),
+    ),
     "chrt": _Wrapper(
         frozenset({"-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"}),
         operands=1,
@@ -489,13 +574,19 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "fakeroot": _Wrapper(frozenset({"-s", "-i", "-l", "-b"})),
     "firejail": _Wrapper(long_with_equals=True),
     "prlimit": _Wrapper(frozenset({"-p", "--pid"})),
-    "numactl": _Wrapper(frozenset({"-N", "-m", "-C", "-p", "-i", "-P"})),
+    "numactl": _Wrapper(
+        frozenset({"-N", "-m", "-C", "-p", "-i", "-P"}),
+        flags=frozenset({"-l", "--localalloc", "-a", "--all", "-b", "--balancing"}),
+    ),
     "valgrind": _Wrapper(
         long_with_equals=True, flags=frozenset({"-q", "-v", "-s", "--quiet", "--verbose"})
     ),
     "eatmydata": _Wrapper(),
     "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
-    "torsocks": _Wrapper(frozenset({"-a", "-P", "-u", "-p"})),
+    "torsocks": _Wrapper(
+        frozenset({"-a", "-P", "-u", "-p"}),
+        flags=frozenset({"-i", "--isolate", "-q", "--quiet", "-d", "--debug"}),
+    ),
     "proxychains": _Wrapper(frozenset({"-f"})),
     "proxychains4": _Wrapper(frozenset({"-f"})),
     "dbus-run-session": _Wrapper(frozenset({"--config-file", "--dbus-daemon"})),
