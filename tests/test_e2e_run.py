@@ -827,6 +827,31 @@ def test_a_suite_or_a_library_given_as_a_loop_says_what_it_is(tmp_path: Path) ->
     assert "ll-loop run loop.yaml" in done.stderr and "F010" not in done.stderr
 
 
+def test_a_huge_loop_given_to_ll_harness_suite_is_not_read_whole(tmp_path: Path) -> None:
+    """The loop-or-suite sniff of `ll-harness suite` read the whole file to look at its head
+    (the one of `ll-loop run` reads 200 KB): a 3 GB file ran out of memory, an internal
+    error, instead of being told it is a loop."""
+    import resource
+
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("name: x\ninitial: a\nstates:\n  a: {terminal: true}\n")
+    os.truncate(huge, 3 * 1024**3)  # sparse: no disk, but a read of it takes 3 GB
+
+    def small_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1024**3, 1024**3))
+
+    done = subprocess.run(
+        [str(Path(LL_LOOP).with_name("ll-harness")), "suite", "huge.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_memory,
+    )
+    assert "error: huge.yaml is a loop, not a suite" in done.stderr, done.stderr
+    assert done.returncode == 2 and "internal error" not in done.stderr
+
+
 def test_human_summary_without_json(tmp_path: Path) -> None:
     write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
     ran = ll_loop(tmp_path, "run", "loop.yaml")

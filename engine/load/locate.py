@@ -187,13 +187,19 @@ def file_kind(path: str | Path) -> FileKind:
     if not Path(path).is_file():  # a pipe or a device: reading it could block forever
         return "loop"
     try:
-        with open(path, "rb") as handle:  # the head only: a 1 GB file is not read whole
-            head = handle.read(200_000).decode("utf-8", errors="replace")
+        head = _head(path)
     except OSError:
         return "loop"
     if looks_like_suite(head):
         return "suite"
     return "library" if looks_like_library(head) else "loop"
+
+
+def _head(path: str | Path) -> str:
+    """The first 200 KB of a regular file, as text: what tells a loop from a suite or a
+    library (a 1 GB file is not read whole)."""
+    with open(path, "rb") as handle:
+        return handle.read(200_000).decode("utf-8", errors="replace")
 
 
 def refuse_other_kind(path: Path, shown: str) -> Path:
@@ -220,7 +226,7 @@ def refuse_a_loop_as_suite(path: Path, shown: str) -> None:
     if is_suite_path(path) or not path.is_file():
         return
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+        head = _head(path)
     except OSError:
         return
     lines = head.splitlines()
