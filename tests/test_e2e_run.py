@@ -796,6 +796,31 @@ states:
     assert line.endswith("· measured: 3 of 3 samples passed"), line
 
 
+def test_a_last_line_longer_than_the_output_s_tail_is_quoted_by_its_end(tmp_path: Path) -> None:
+    """The event's `output_tail` is the output's last 200 characters: a last line longer than
+    that starts in the middle of a word there, and the progress line quoted its first 69
+    characters (`· ab cd ef gh...`, the fragment 0be31c0 meant to stop quoting). A line whose
+    start is not known is quoted by its end, after `...`."""
+    write_loop(
+        tmp_path,
+        """
+name: long
+initial: s
+states:
+  s:
+    action: |
+      for i in $(seq 100); do echo "line $i of a long listing: abcdefghijklmnopqrstuvwxyz"; done
+      printf 'RESULT'; for i in $(seq 80); do printf ' w%02d' "$i"; done; echo ' END'
+    next: done
+  done: {terminal: true}
+""",
+    )
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 0, ran.stderr
+    [line] = [x for x in ran.stderr.splitlines() if "step 1/" in x]
+    assert line.endswith(" w79 w80 END") and "· ..." in line, line
+
+
 def test_a_suite_or_a_library_given_as_a_loop_says_what_it_is(tmp_path: Path) -> None:
     """`ll-loop run s.suite.yaml` listed seven schema errors of a loop (`missing the required
     key 'initial'`, `unknown key 'dataset'`...) and never said the file is a suite, nor how to
