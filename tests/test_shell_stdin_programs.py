@@ -151,6 +151,8 @@ def test_text_after_a_heredoc_s_start_reaches_xargs_as_it_would_through_a_pipe()
         "exec > >(sh)\necho ${context.t}",
         "exec 3> >(bash)\necho ${context.t} >&3",
         "exec >& >(sh)\necho ${context.t}",
+        # bash's own descriptor: the grammar reads `{fd}` as an argument of exec
+        "exec {fd}> >(sh)\necho ${context.t} >&$fd",
     ],
 )
 def test_text_written_after_exec_sends_the_script_s_output_to_a_shell_is_refused(
@@ -164,7 +166,7 @@ def test_text_written_after_exec_sends_the_script_s_output_to_a_shell_is_refused
     with pytest.raises(InterpolationError) as refused:
         render_shell(template, {"context": {"t": PAYLOAD}})
     assert "`exec` at line 1" in refused.value.reason
-    assert render_shell(template, {"context": {"t": 3}}).endswith("3")
+    assert "echo 3" in render_shell(template, {"context": {"t": 3}})
 
 
 def test_exec_writing_to_a_file_or_a_data_reader_leaves_values_as_they_were() -> None:

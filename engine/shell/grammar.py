@@ -1981,7 +1981,7 @@ def _exec_into_program(root: Node, source: bytes, text: str, functions: frozense
             statement is None
             or statement.type != "redirected_statement"
             or statement.child_by_field_name("body") != node
-            or _invoked_words(node) != ["exec"]
+            or not _exec_alone(_invoked_words(node))
         ):
             continue
         readers = (_program_reader(n, functions) for n in _output_readers(statement))
@@ -1990,6 +1990,14 @@ def _exec_into_program(root: Node, source: bytes, text: str, functions: frozense
             line, _ = _point(source, node.start_byte)
             return f"`exec` at line {line} writes its output to `{found}`"
     return ""
+
+
+def _exec_alone(words: list[str | None]) -> bool:
+    """`exec` with no command, only redirections: `exec > F`, `exec {fd}> F` (the grammar
+    reads bash's `{fd}`, the descriptor it allocates, as a word of the command)."""
+    return words[:1] == ["exec"] and all(
+        w is not None and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", w) for w in words[1:]
+    )
 
 
 def _keyword_assignments(root: Node, source: bytes, text: str) -> str:
