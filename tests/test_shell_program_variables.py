@@ -307,6 +307,12 @@ RUNS_IT_UNDER_ANOTHER_NAME = {
     "python3.13t -c": ("python3.13t -c ${context.v}", "open('C', 'w')"),
     "python3.12d -c": ("python3.12d -c ${context.v}", "open('C', 'w')"),
     "rbash -c": ("rbash -c ${context.v}", "touch C"),
+    # Debian's statically linked shells and mksh's legacy build; sash
+    "bash-static -c": ("bash-static -c ${context.v}", "touch C"),
+    "zsh-static -c": ("zsh-static -c ${context.v}", "touch C"),
+    "mksh-static -c": ("mksh-static -c ${context.v}", "touch C"),
+    "lksh -c": ("lksh -c ${context.v}", "touch C"),
+    "sash -c": ("sash -c ${context.v}", "touch C"),
     "busybox sh -c": ("busybox sh -c ${context.v}", "touch C"),
 }
 
@@ -360,6 +366,7 @@ def test_the_data_words_of_git_s_running_commands_and_renamed_programs_stay_data
         "git send-email --to ${context.v} --cc ${context.v} x.patch",
         "python3.11 script.py ${context.v}",
         "python3.13t script.py ${context.v}",
+        "bash-static -c 'printf %s \"$1\"' _ ${context.v}",
         "sha256sum ${context.v}",
         "busybox wc -c ${context.v}",
         "rbash -c 'printf %s \"$1\"' _ ${context.v}",

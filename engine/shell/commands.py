@@ -75,8 +75,8 @@ _CODE_ALL = {
 }
 
 SHELLS = frozenset(
-    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "mksh", "pdksh", "oksh", "loksh", "ash",
-     "yash", "posh", "fish", "csh", "tcsh"}
+    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "mksh", "lksh", "pdksh", "oksh", "loksh",
+     "ash", "yash", "posh", "fish", "csh", "tcsh", "sash"}
 )  # fmt: skip
 _SHELLS = SHELLS
 
@@ -205,10 +205,16 @@ free-threaded, `python3.7m`, `python3.12d`): the same program."""
 
 def program(base: str) -> str:
     """The program a command's base name runs, as the tables name it: `python3.11` is
-    `python`, `perl5.36.0` is `perl` (the version dropped when the name without it is a listed
-    shell or interpreter); any other name is itself."""
+    `python`, `perl5.36.0` is `perl`, `bash-static` is `bash` (the version or the static
+    build's suffix dropped when the name without it is a listed shell or interpreter); any
+    other name is itself."""
     if base in _SHELLS or base in _INTERPRETERS or base in _INTERPRETER_ALIASES:
         return base
+    for suffix in ("-static", ".static"):  # Debian's bash-static, zsh-static, mksh-static
+        if base.endswith(suffix) and base != suffix:
+            found = program(base.removesuffix(suffix))
+            if found in _SHELLS or found in _INTERPRETERS or found in _INTERPRETER_ALIASES:
+                return found
     versioned = _VERSIONED.fullmatch(base)
     if versioned is None:
         return base
