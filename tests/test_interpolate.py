@@ -616,6 +616,26 @@ def test_ordinary_operators_and_filters_keep_their_values(expression: str, value
     )
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "${context.n ** 5000}",
+        "${context.name ~ context.n ** 5000}",
+        "${context.name ~ ([context.n ** 5000] | tojson)}",
+    ],
+)
+def test_an_integer_too_long_to_write_says_so_not_how_python_lifts_its_limit(
+    template: str,
+) -> None:
+    """An integer the expression itself makes (`10 ** 5000`) has more digits than Python writes:
+    the error verdict quoted Python's own advice, "use sys.set_int_max_str_digits() to
+    increase the limit", as 99bc4e1 stopped `| integer` doing."""
+    with pytest.raises(InterpolationError) as caught:
+        render_text(template, {"context": {"n": 10, "name": "x"}})
+    assert "sys.set_int_max_str_digits" not in caught.value.reason
+    assert "more than 4,300 digits" in caught.value.reason
+
+
 def test_an_integer_of_more_digits_than_python_converts_is_an_error_verdict(tmp_path: Path) -> None:
     """`| integer` of a capture with 5,000 digits ended the run with an internal error (Python's
     ValueError: "Exceeds the limit (4300 digits) for integer string conversion ... use

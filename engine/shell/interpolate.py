@@ -655,7 +655,22 @@ def to_text(value: Any) -> str:
     """A value as text: a str as is, anything else as JSON (never a Python repr)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=_json_default)
+    return _dumps(value)
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    """JSON of `value`; an integer too long for Python to write is a ValueError in our words
+    (Python's own advises `sys.set_int_max_str_digits()`, which is no advice to a loop's
+    author)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
+    except ValueError as problem:
+        if "integer string conversion" not in str(problem):
+            raise
+        raise ValueError(
+            "it holds an integer of more than 4,300 digits, more than any integer arithmetic "
+            "takes (bash's is 64-bit)"
+        ) from None
 
 
 def _declared_code(text: str, types: ValueTypes) -> bool:
@@ -1120,7 +1135,7 @@ def _unknown_key(obj: Mapping[Any, Any], key: Any) -> str:
 
 def _tojson(value: Any, indent: int | None = None) -> str:
     """Plain `json.dumps` (Jinja's own tojson HTML-escapes, which is wrong for shells)."""
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
+    return _dumps(value, indent)
 
 
 def _json_default(value: Any) -> Any:
