@@ -617,6 +617,37 @@ def test_ordinary_operators_and_filters_keep_their_values(expression: str, value
 
 
 @pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("context.pair % (context.name, context.flags.a)", "world=true"),
+        ("context.one % context.flags.b", "null"),
+        ("context.one % context.flags", '{"a": true, "b": null}'),
+        ("context.named % context.flags", "a=true b=null"),
+        ("context.one | format(context.flags.a)", "true"),
+        ("context.braces.format(context.name, context.flags.a)", "world=true"),
+        ("context.braces.format(context.name, context.list)", 'world=["a", true]'),
+        ("context.num % context.n", "003.0"),  # numbers and text are formatted as before
+    ],
+)
+def test_formatted_text_writes_values_as_json_too(expression: str, value: str) -> None:
+    """`%`, `| format` and `.format()` still wrote values with Python's str() (`world=True`,
+    `None`, `{'a': True, 'b': None}`), where `~`, `| string` and `| join` write them as JSON
+    since 30d9c09: two renderings of one value in one expression language."""
+    ns = {
+        "context": {
+            **NS["context"],
+            "pair": "%s=%s",
+            "one": "%s",
+            "named": "a=%(a)s b=%(b)s",
+            "braces": "{}={}",
+            "num": "%05.1f",
+            "list": ["a", True],
+        }
+    }
+    assert render_text("${" + expression + "}", ns) == value
+
+
+@pytest.mark.parametrize(
     "template",
     [
         "${context.n ** 5000}",

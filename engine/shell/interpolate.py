@@ -1086,6 +1086,24 @@ def _environment() -> Any:
             """`a ~ b`: each value as it renders alone (JSON unless a str), not Python's str()."""
             return super().checked_join(tuple(to_text(part) for part in parts))
 
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            """`text % values`: the values as they render alone, as for `~`."""
+            if operator == "%" and isinstance(left, str):
+                right = _format_args(left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            """`text.format(values)`: the values as they render alone, as for `~`."""
+            method = getattr(__obj, "__wrapped__", __obj)
+            if isinstance(getattr(method, "__self__", None), str) and getattr(
+                method, "__name__", ""
+            ) in ("format", "format_map"):
+                args = tuple(_as_format_arg(a) for a in args)
+                kwargs = {k: _as_format_arg(v) for k, v in kwargs.items()}
+                if getattr(method, "__name__", "") == "format_map" and args:
+                    args = (_format_args("%(", args[0]),)
+            return super().call(__context, __obj, *args, **kwargs)
+
     env = _Environment(undefined=_Undefined)
     join = env.filters["join"]
 
@@ -1100,6 +1118,15 @@ def _environment() -> Any:
         return str(join(eval_ctx, value, d))
 
     env.filters["join"] = join_as_json
+    format_filter = env.filters["format"]
+
+    @functools.wraps(format_filter)
+    def format_as_json(value: Any, *args: Any, **kwargs: Any) -> str:
+        """`| format(values)`: the values as they render alone, as for `~`."""
+        args = tuple(_as_format_arg(a) for a in args)
+        return str(format_filter(value, *args, **{k: _as_format_arg(v) for k, v in kwargs.items()}))
+
+    env.filters["format"] = format_as_json
     env.filters["string"] = to_text
     env.filters["tojson"] = _tojson
     env.filters["raw"] = lambda value: Raw(to_text(value))
@@ -1107,6 +1134,24 @@ def _environment() -> Any:
     env.filters["integer"] = lambda value: _integer("| integer", value)
     env.limit_filters()
     return env
+
+
+def _as_format_arg(value: Any) -> Any:
+    """A value for `%`, `| format` or `.format()`: numbers and text as they are (a `%d` or a
+    `{:.2f}` formats them), anything else as it renders alone (JSON), not its Python str()."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return value
+    return to_text(value)
+
+
+def _format_args(template: str, values: Any) -> Any:
+    """The right side of `template % values`: a tuple's items, a mapping's values (for
+    `%(name)s`) or the one value, each as `_as_format_arg` gives it."""
+    if isinstance(values, tuple):
+        return tuple(_as_format_arg(v) for v in values)
+    if isinstance(values, Mapping) and "%(" in template:
+        return {k: _as_format_arg(v) for k, v in values.items()}
+    return _as_format_arg(values)
 
 
 def _is_plain(value: Any) -> bool:
