@@ -1157,8 +1157,9 @@ def _refuse_lint_errors(
 
 
 def _finished_cases(root: Path, resume: str | None) -> frozenset[str]:
-    """The cases run `resume` recorded; none when there is no such run to ask (`run_suite`
-    then refuses the resume in its own words)."""
+    """The cases run `resume` (its id, or a unique prefix of it, as `run_suite` reads it)
+    recorded; none when there is no such run to ask (`run_suite` then refuses the resume in its
+    own words)."""
     import sqlite3
 
     from engine.runtime.history import history_path, open_history
@@ -1167,7 +1168,8 @@ def _finished_cases(root: Path, resume: str | None) -> frozenset[str]:
         return frozenset()
     try:
         with open_history(root) as history:
-            return history.suite_case_ids(resume)
+            named = history.suite_runs_named(resume)
+            return history.suite_case_ids(named[0].run_id) if len(named) == 1 else frozenset()
     except (LoopError, sqlite3.Error):
         return frozenset()
 

@@ -219,9 +219,9 @@ def judge_output_field(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     agent_eval's `outputs["main_content"]` (or `_file`) is in the record only for a directory
     the assessment's `outputs:` (a suite's `outputs.paths`) lists: without it the judge errors
     on every run."""
-    from engine.judges.record import dir_field_key  # only loops with judges pay
-
     for judge, path, dirs in _judges_and_dirs(ctx):
+        from engine.judges.record import dir_field_key  # only loops with judges pay
+
         keys = {dir_field_key(d) for d in dirs}
         for key, text in (("check", judge.check), ("if", judge.condition)):
             for field in _missing_dir_fields(text, keys):

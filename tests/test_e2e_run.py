@@ -863,6 +863,31 @@ states:
     assert line.endswith("· measured: 3 of 3 samples passed"), line
 
 
+def test_a_last_line_longer_than_the_output_s_tail_is_quoted_by_its_end(tmp_path: Path) -> None:
+    """The event's `output_tail` is the output's last 200 characters: a last line longer than
+    that starts in the middle of a word there, and the progress line quoted its first 69
+    characters (`· ab cd ef gh...`, the fragment 0be31c0 meant to stop quoting). A line whose
+    start is not known is quoted by its end, after `...`."""
+    write_loop(
+        tmp_path,
+        """
+name: long
+initial: s
+states:
+  s:
+    action: |
+      for i in $(seq 100); do echo "line $i of a long listing: abcdefghijklmnopqrstuvwxyz"; done
+      printf 'RESULT'; for i in $(seq 80); do printf ' w%02d' "$i"; done; echo ' END'
+    next: done
+  done: {terminal: true}
+""",
+    )
+    ran = ll_loop(tmp_path, "run", "loop.yaml")
+    assert ran.code == 0, ran.stderr
+    [line] = [x for x in ran.stderr.splitlines() if "step 1/" in x]
+    assert line.endswith(" w79 w80 END") and "· ..." in line, line
+
+
 def test_a_suite_or_a_library_given_as_a_loop_says_what_it_is(tmp_path: Path) -> None:
     """`ll-loop run s.suite.yaml` listed seven schema errors of a loop (`missing the required
     key 'initial'`, `unknown key 'dataset'`...) and never said the file is a suite, nor how to
@@ -892,6 +917,31 @@ def test_a_suite_or_a_library_given_as_a_loop_says_what_it_is(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     assert "error: loop.yaml is a loop, not a suite" in done.stderr, done.stderr
     assert "ll-loop run loop.yaml" in done.stderr and "F010" not in done.stderr
+
+
+def test_a_huge_loop_given_to_ll_harness_suite_is_not_read_whole(tmp_path: Path) -> None:
+    """The loop-or-suite sniff of `ll-harness suite` read the whole file to look at its head
+    (the one of `ll-loop run` reads 200 KB): a 3 GB file ran out of memory, an internal
+    error, instead of being told it is a loop."""
+    import resource
+
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("name: x\ninitial: a\nstates:\n  a: {terminal: true}\n")
+    os.truncate(huge, 3 * 1024**3)  # sparse: no disk, but a read of it takes 3 GB
+
+    def small_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1024**3, 1024**3))
+
+    done = subprocess.run(
+        [str(Path(LL_LOOP).with_name("ll-harness")), "suite", "huge.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=small_memory,
+    )
+    assert "error: huge.yaml is a loop, not a suite" in done.stderr, done.stderr
+    assert done.returncode == 2 and "internal error" not in done.stderr
 
 
 def test_human_summary_without_json(tmp_path: Path) -> None:

@@ -135,6 +135,27 @@ def test_a_filter_that_yields_items_renders_as_a_json_list(expression: str, valu
 @pytest.mark.parametrize(
     ("expression", "value"),
     [
+        ("context.names | map('upper') | tojson", '["A", "B", "A", "C"]'),
+        ("context.names | select | tojson(2)", '[\n  "a",\n  "b",\n  "a",\n  "c"\n]'),
+        ("context.names | reverse | string", '["c", "a", "b", "a"]'),
+        ("context.names | unique | raw", '["a", "b", "c"]'),
+        ("context.names[0] ~ (context.names | reverse)", 'a["c", "a", "b", "a"]'),
+        ("context.names | map('upper') | shell", '\'["A", "B", "A", "C"]\''),
+    ],
+)
+def test_items_a_filter_yields_render_as_json_inside_a_longer_expression(
+    expression: str, value: str
+) -> None:
+    """The items of `| map`, `| select`, `| reverse`... passed on to `| tojson`, `| string`,
+    `| raw`, `| shell` or `~` (not the expression's last value) were written as the iterator's
+    repr, "<generator object sync_do_map at 0x...>", in JSON quotes."""
+    ns = {"context": {"names": ["a", "b", "a", "c"]}}
+    assert render_text("${" + expression + "}", ns) == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
         ("context.name ~ '=' ~ context.flags.a", "world=true"),
         ("context.name ~ context.flags.b", "worldnull"),
         ("context.name ~ ' ' ~ context.flags", 'world {"a": true, "b": null}'),
@@ -594,6 +615,57 @@ def test_ordinary_operators_and_filters_keep_their_values(expression: str, value
         )
         == value
     )
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("context.pair % (context.name, context.flags.a)", "world=true"),
+        ("context.one % context.flags.b", "null"),
+        ("context.one % context.flags", '{"a": true, "b": null}'),
+        ("context.named % context.flags", "a=true b=null"),
+        ("context.one | format(context.flags.a)", "true"),
+        ("context.braces.format(context.name, context.flags.a)", "world=true"),
+        ("context.braces.format(context.name, context.list)", 'world=["a", true]'),
+        ("context.num % context.n", "003.0"),  # numbers and text are formatted as before
+    ],
+)
+def test_formatted_text_writes_values_as_json_too(expression: str, value: str) -> None:
+    """`%`, `| format` and `.format()` still wrote values with Python's str() (`world=True`,
+    `None`, `{'a': True, 'b': None}`), where `~`, `| string` and `| join` write them as JSON
+    since 30d9c09: two renderings of one value in one expression language."""
+    ns = {
+        "context": {
+            **NS["context"],
+            "pair": "%s=%s",
+            "one": "%s",
+            "named": "a=%(a)s b=%(b)s",
+            "braces": "{}={}",
+            "num": "%05.1f",
+            "list": ["a", True],
+        }
+    }
+    assert render_text("${" + expression + "}", ns) == value
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "${context.n ** 5000}",
+        "${context.name ~ context.n ** 5000}",
+        "${context.name ~ ([context.n ** 5000] | tojson)}",
+    ],
+)
+def test_an_integer_too_long_to_write_says_so_not_how_python_lifts_its_limit(
+    template: str,
+) -> None:
+    """An integer the expression itself makes (`10 ** 5000`) has more digits than Python writes:
+    the error verdict quoted Python's own advice, "use sys.set_int_max_str_digits() to
+    increase the limit", as 99bc4e1 stopped `| integer` doing."""
+    with pytest.raises(InterpolationError) as caught:
+        render_text(template, {"context": {"n": 10, "name": "x"}})
+    assert "sys.set_int_max_str_digits" not in caught.value.reason
+    assert "more than 4,300 digits" in caught.value.reason
 
 
 def test_an_integer_of_more_digits_than_python_converts_is_an_error_verdict(tmp_path: Path) -> None:

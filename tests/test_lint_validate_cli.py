@@ -454,7 +454,8 @@ def test_suppressions_in_yaml_and_infos_never_fail_strict(tmp_path: Path) -> Non
 
 def test_validate_imports_no_heavy_library(tmp_path: Path) -> None:
     """networkx, jsonschema and anthropic cost more than the whole validate budget to import;
-    jinja2 is paid only when a loop has ${...} expressions to check."""
+    jinja2 is paid only when a loop has ${...} expressions to check, and the judges' package
+    only when it has judges (LL076 imported it for every loop)."""
     import os
     import subprocess
     import sys
@@ -465,7 +466,8 @@ def test_validate_imports_no_heavy_library(tmp_path: Path) -> None:
     probe = (
         "import sys; from pathlib import Path; from engine.cli import app; "
         "from engine.cli.validate_cmd import check_file; check_file(Path('fix.yaml')); "
-        "print(sorted(m for m in ('networkx', 'jsonschema', 'anthropic', 'jinja2') "
+        "print(sorted(m for m in ('networkx', 'jsonschema', 'anthropic', 'jinja2', "
+        "'engine.judges') "
         "if m in sys.modules))"
     )
     result = subprocess.run(

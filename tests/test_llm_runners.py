@@ -263,6 +263,15 @@ def test_preflight_reads_a_cmd_runner_as_bash_runs_it(runner: str) -> None:
     assert "is not a valid command line" in str(runner_problem('cmd:cat "unclosed'))
 
 
+def test_a_runner_in_bash_s_own_quoting_is_still_looked_for_on_path() -> None:
+    """A line shlex cannot split but bash reads (7ceca49) was passed whole, so a program
+    missing from PATH was found only when the prompt ran (exit 127), as it is for no other
+    line."""
+    problem = runner_problem("cmd:no-such-agent-cli --append $'it\\'s'")
+    assert "'no-such-agent-cli' is not an executable on PATH" in str(problem)
+    assert runner_problem("cmd:FOO=$'a\\'b' cat $'it\\'s'") is None
+
+
 def test_preflight_cmd_runner_needs_no_credentials(no_credentials: None) -> None:
     loop, _ = prompt_loop(runner="cmd:cat")
     assert llm_preflight(loop) == []

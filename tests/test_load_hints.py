@@ -111,10 +111,13 @@ def test_a_rubric_dimension_named_twice_is_refused() -> None:
         "    on_yes: done\n    on_no: done",
     )
     d = one(text, "F018")
+    # the sentence an assessment's repeated dimension gets (one rule, one wording)
     assert d.message == (
-        "states.start.evaluate.dimensions lists the dimension 'accuracy' more than once"
+        "states.start.evaluate.dimensions[1]: a dimension named 'accuracy' is already defined "
+        "at line 10"
     )
-    assert (d.line, d.path) == (11, "states.start.evaluate.dimensions.1.name") and d.hint
+    assert (d.line, d.path) == (11, "states.start.evaluate.dimensions[1].name")
+    assert d.hint == "give every dimension of a review its own name"
 
 
 @pytest.mark.parametrize(
@@ -145,19 +148,24 @@ def test_a_verdict_judge_setting_on_a_rubric_judge_is_refused(rubric: str, key: 
 
 
 @pytest.mark.parametrize(
-    ("parameter", "entry"),
+    ("parameter", "entry", "example"),
     [
-        ('{type: integer, enum: ["1", "2"]}', "parameters.x.enum.0"),
-        ("{type: integer, enum: [1, two]}", "parameters.x.enum.1"),
-        ("{type: boolean, enum: [yes, no]}", "parameters.x.enum.0"),
+        ('{type: integer, enum: ["1", "2"]}', "parameters.x.enum.0", '1, not "1"'),
+        ("{type: integer, enum: [1, two]}", "parameters.x.enum.1", '1, not "1"'),
+        ("{type: boolean, enum: [yes, no]}", "parameters.x.enum.0", 'true, not "true"'),
+        ('{type: number, enum: [0.5, "1.5"]}', "parameters.x.enum.1", '1.5, not "1.5"'),
     ],
 )
-def test_an_enum_value_the_type_refuses_is_a_load_error(parameter: str, entry: str) -> None:
+def test_an_enum_value_the_type_refuses_is_a_load_error(
+    parameter: str, entry: str, example: str
+) -> None:
     """`type: integer, enum: ["1", "2"]` loaded clean, and then no caller could pass anything:
-    `--context x=1` is the integer 1, never in the list ("must be one of "1", "2", got 1")."""
+    `--context x=1` is the integer 1, never in the list ("must be one of "1", "2", got 1").
+    The hint's example is one of the parameter's type (a boolean's was `1, not "1"`)."""
     d = next(d for d in problems(MINIMAL + f"parameters:\n  x: {parameter}\n") if d.code == "F014")
     assert d.path == entry
     assert "no caller can pass it" in d.message and d.hint
+    assert f"(e.g. {example})" in d.hint
 
 
 NUL_LOOP = """\

@@ -176,6 +176,16 @@ HOLES = {
         {"a": 'a"; touch CANARY; "', "x": "!!"},
         "turns on history expansion (`shopt -so histexpand` at line 1)",
     ),
+    "history-expansion-in-eval": (  # eval's literal code turns it on as surely
+        "set -o history; eval 'set -H'\necho ${context.a}\necho \"${context.x}\"",
+        {"a": 'a"; touch CANARY; "', "x": "!!"},
+        "turns on history expansion (`set -H` at line 1 (in the `eval` at line 1)",
+    ),
+    "history-expansion-by-command-p": (  # `command -p set` is `set`
+        'set -o history; command -p set -H\necho ${context.a}\necho "${context.x}"',
+        {"a": 'a"; touch CANARY; "', "x": "!!"},
+        "turns on history expansion (`set -H` at line 1)",
+    ),
     "alias-for-eval": (  # aliases are expanded once the script turns them on
         "shopt -s expand_aliases\nalias e=eval\ne ${context.x}",
         {"x": "touch CANARY"},

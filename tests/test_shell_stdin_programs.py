@@ -99,6 +99,9 @@ WRITTEN_INTO_A_SHELL = [
     "echo ${context.t} > >(sh)",
     "{ echo ${context.t}; } >> >(bash)",
     "cat <<EOF > >(sh)\n${context.t}\nEOF",
+    # `>& WORD` (a word, not a number) sends stdout and stderr there, as `&>` does
+    "echo ${context.t} >& >(sh)",
+    "cat <<EOF >& >(bash)\n${context.t}\nEOF",
 ]
 
 
@@ -120,6 +123,8 @@ def test_text_written_after_a_heredoc_or_to_a_process_substitution_reading_data_
         ("cat <<EOF | wc -w\n${context.t}\nEOF", "2\n"),
         ("cat <<EOF | tr a-z A-Z\n${context.t}\nEOF", f"{PAYLOAD.upper()}\n"),
         ("echo ${context.t} > >(cat); sleep 0.2", f"{PAYLOAD}\n"),
+        ("echo ${context.t} >& >(cat); sleep 0.2", f"{PAYLOAD}\n"),
+        ("echo ${context.t} >&2", ""),
         ("cat <<EOF > >(cat)\n${context.t}\nEOF\nsleep 0.2", f"{PAYLOAD}\n"),
     ):
         ran = run_bash(render_shell(template, {"context": {"t": PAYLOAD}}))
@@ -132,8 +137,42 @@ def test_text_after_a_heredoc_s_start_reaches_xargs_as_it_would_through_a_pipe()
     for template in (
         "cat <<EOF | xargs rm\n${context.t}\nEOF",
         "cat <<EOF > >(xargs rm)\n${context.t}\nEOF",
+        "cat <<EOF >& >(xargs rm)\n${context.t}\nEOF",
     ):
         with pytest.raises(InterpolationError) as refused:
             render_shell(template, {"context": {"t": "-rf x"}})
         assert "reaches `xargs rm` on its input" in refused.value.reason
         assert "\na b\n" in render_shell(template, {"context": {"t": "a b"}})
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "exec > >(sh)\necho ${context.t}",
+        "exec 3> >(bash)\necho ${context.t} >&3",
+        "exec >& >(sh)\necho ${context.t}",
+        # bash's own descriptor: the grammar reads `{fd}` as an argument of exec
+        "exec {fd}> >(sh)\necho ${context.t} >&$fd",
+    ],
+)
+def test_text_written_after_exec_sends_the_script_s_output_to_a_shell_is_refused(
+    template: str,
+) -> None:
+    """`exec > >(sh)` makes a shell the reader of everything the script writes after it, so
+    `echo ${...}` on a later line fed the value to sh, which ran it: the process-substitution
+    rule saw only the statement the redirection is written on."""
+    as_quoted = run_bash(template.replace("${context.t}", PAYLOAD) + "\nexec >&-; sleep 0.3")
+    assert "CANARY" in as_quoted.created, as_quoted.stderr
+    with pytest.raises(InterpolationError) as refused:
+        render_shell(template, {"context": {"t": PAYLOAD}})
+    assert "`exec` at line 1" in refused.value.reason
+    assert "echo 3" in render_shell(template, {"context": {"t": 3}})
+
+
+def test_exec_writing_to_a_file_or_a_data_reader_leaves_values_as_they_were() -> None:
+    for template in (
+        "exec > out.log\necho ${context.t}",
+        "exec > >(tee out.log)\necho ${context.t}",
+        "exec 2>&1\necho ${context.t}",
+    ):
+        assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}}), template

@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.suites.workspace import scratch_roots
 from tests.harness_helpers import REPO
 from tests.suite_helpers import (
@@ -155,6 +157,22 @@ def test_resume_and_baseline_of_take_a_unique_prefix_of_a_run_id(tmp_path: Path)
     assert code == 3 and data["baseline_run"] == old, err
 
 
+@pytest.mark.parametrize("given", ["\udcff", "\ud7ff"], ids=["not-utf8", "ends-in-U+D7FF"])
+def test_a_run_id_that_no_run_can_have_is_no_such_run_not_an_internal_error(
+    tmp_path: Path, given: str
+) -> None:
+    """A prefix's upper bound (its last character plus one) of a run id ending in U+D7FF was a
+    lone surrogate, and a byte that is not UTF-8 one already: SQLite could not take either, and
+    `--resume` / `--baseline-of` ended in 'internal error: UnicodeEncodeError'."""
+    dataset(tmp_path, {"c0": {"input": {"n": 0}}})
+    write(tmp_path / "s.suite.yaml", SUITE)
+    suite_json(tmp_path, "s.suite.yaml")
+    for option in (["--resume", given], ["--compare-baseline", "--baseline-of", given]):
+        code, _, err = suite(tmp_path, "s.suite.yaml", *option)
+        assert code == 2 and "internal error" not in err, err
+        assert "no such suite run" in err or "no run of suite" in err, err
+
+
 def test_resume_reads_only_the_cases_it_runs(tmp_path: Path) -> None:
     """A finished case is neither run nor read again (a resumed run of thousands of cases
     started by reading them all, for lint); the cases still to run are read and linted."""
@@ -174,6 +192,9 @@ def test_resume_reads_only_the_cases_it_runs(tmp_path: Path) -> None:
     _, resumed = _refuse_lint_errors(tmp_path / "s.suite.yaml", where, run_id)
     assert fresh is not None and [c.loaded for c in fresh] == [True] * 4
     assert resumed is not None and [c.loaded for c in resumed] == [False, False, False, True]
+    # a unique prefix of the id names the run here too (every case was read and linted again)
+    _, by_prefix = _refuse_lint_errors(tmp_path / "s.suite.yaml", where, run_id[:-3])
+    assert by_prefix is not None and [c.loaded for c in by_prefix] == [False, False, False, True]
     _, unknown = _refuse_lint_errors(tmp_path / "s.suite.yaml", where, "nope")
     assert unknown is not None and all(c.loaded for c in unknown)
 

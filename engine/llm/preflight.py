@@ -67,6 +67,20 @@ def _bash_parses(command: str) -> bool:
     return done.returncode == 0
 
 
+def _split(line: str) -> tuple[list[str], str | None]:
+    """The words of `line` as Python's shlex reads them, and why it stopped early (bash's own
+    quoting, `$'it\\'s'`, or an unclosed quote); the words before that point are whole."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    try:
+        words.extend(lexer)
+    except ValueError as exc:
+        return words, str(exc)
+    return words, None
+
+
 def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
     """Why a runner value cannot be used here, or None; a command is looked for on the `PATH`
     it will run with (the run's own environment's, else the process's)."""
@@ -75,15 +89,14 @@ def runner_problem(spec: str, environ: settings.Environ = None) -> str | None:
         return f"unknown prompt runner {spec!r}: use 'anthropic' or 'cmd:<command>'"
     if name != "cmd":
         return None
-    try:
-        words = shlex.split(argument)
-    except ValueError as exc:
-        if _bash_parses(argument):  # bash's own quoting ($'it\'s'): bash runs what it reads
-            return None
-        return f"runner {spec!r} is not a valid command line ({exc})"
+    words, problem = _split(argument)
+    if problem is not None and not _bash_parses(argument):
+        return f"runner {spec!r} is not a valid command line ({problem})"
     # bash runs the command line: leading assignments (`FOO=1 claude -p`) are not the program
     while words and _ASSIGNMENT.match(words[0]):
         words = words[1:]
+    if not words and problem is not None:
+        return None  # the program is in bash's own quoting: bash's to say, at run time
     if not words:
         return f"runner {spec!r} names no command: write 'cmd:<command>', e.g. 'cmd:claude -p'"
     executable = words[0]

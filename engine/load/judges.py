@@ -129,11 +129,11 @@ def judge_list_problems(
             found += _range_problems(entry, name, at, positions, file)
             found += _shadowing_arguments(entry, name, at, positions, file)
         elif spelling == "expectations":
-            found += _repeated_dimensions(entry, at, positions, file)
+            found += repeated_dimensions(entry, at, positions, file)
     return found
 
 
-def _repeated_dimensions(
+def repeated_dimensions(
     entry: Mapping[str, Any], at: PathKey, positions: Positions, file: str
 ) -> list[Diagnostic]:
     """Two review dimensions with one name: they would be one field of the scoring tool, the

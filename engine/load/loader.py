@@ -21,7 +21,12 @@ from typing import Any
 
 from engine.load.fragments import expand_fragments
 from engine.load.gcpause import collector_paused
-from engine.load.judges import build_dimensions, build_judge_list, judge_list_problems
+from engine.load.judges import (
+    build_dimensions,
+    build_judge_list,
+    judge_list_problems,
+    repeated_dimensions,
+)
 from engine.load.schema_check import violations
 from engine.load.suggest import describe, explain
 from engine.load.yaml_positions import PathKey, Positions, YamlProblems, parse_yaml, read_text
@@ -261,6 +266,19 @@ def nul_problems(data: Any, positions: Positions, file: str) -> list[Diagnostic]
 _NUL_HINT = "remove it; a command that needs a NUL byte can write one itself (printf '\\0')"
 
 
+# An entry of each type beside the text that only looks like one (F014's hint).
+_ENUM_EXAMPLE = {
+    "integer": '1, not "1"',
+    "number": '1.5, not "1.5"',
+    "boolean": 'true, not "true"',
+    "array": '[a, b], not "[a, b]"',
+    "object": '{k: v}, not "{k: v}"',
+    "string": '"1", not 1',
+    "command": '"make test", not 1',
+    "any": "",  # takes any value: never reported
+}
+
+
 def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> list[Diagnostic]:
     """A parameter's `default` must be a value a caller could pass for it (its type, its enum):
     `default: "two"` for an integer would otherwise reach `${param.m}` as it is, while a caller's
@@ -289,8 +307,9 @@ def _default_problems(data: dict[str, Any], positions: Positions, file: str) -> 
                         "F014",
                         f"parameters.{name}.enum lists {describe(entry)}, which is not "
                         f"{type_words(kind)}, so no caller can pass it",
-                        f'write the allowed values as {kind} values (e.g. 1, not "1"), or '
-                        "change the parameter's type",
+                        f"write the allowed values as {kind} values (e.g. "
+                        f"{_ENUM_EXAMPLE[kind]}), or change the "
+                        "parameter's type",
                         positions,
                         file,
                     )
@@ -329,7 +348,6 @@ def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -
     states = data.get("states")
     for name, state in states.items() if isinstance(states, dict) else ():
         evaluate = state.get("evaluate") if isinstance(state, dict) else None
-        dimensions = evaluate.get("dimensions") if isinstance(evaluate, dict) else None
         given = evaluate if isinstance(evaluate, dict) else {}
         rubric = given.get("type") == "llm_structured" and any(
             k in given for k in ("dimensions", "threshold", "reviewers")
@@ -347,24 +365,8 @@ def _dimension_problems(data: dict[str, Any], positions: Positions, file: str) -
                         file,
                     )
                 )
-        seen: set[str] = set()
-        for index, dimension in enumerate(dimensions if isinstance(dimensions, list) else ()):
-            label = dimension.get("name") if isinstance(dimension, dict) else None
-            if not isinstance(label, str):
-                continue
-            if label in seen:
-                out.append(
-                    _at_value(
-                        ("states", name, "evaluate", "dimensions", index, "name"),
-                        "F018",
-                        f"states.{name}.evaluate.dimensions lists the dimension {label!r} more "
-                        "than once",
-                        "each dimension is scored on its own: rename it, or remove the repeat",
-                        positions,
-                        file,
-                    )
-                )
-            seen.add(label)
+        if isinstance(evaluate, dict):  # as an assessment's review dimensions are checked
+            out += repeated_dimensions(evaluate, ("states", name, "evaluate"), positions, file)
     return out
 
 

@@ -848,12 +848,18 @@ class History:
 
     def suite_runs_named(self, given: str, *, limit: int = 3) -> list[SuiteRunRow]:
         """The suite run whose id is `given`, else those whose id starts with it (at most
-        `limit`, oldest first): a unique prefix names a run, as every RUN argument of ll-loop."""
+        `limit`, oldest first): a unique prefix names a run, as every RUN argument of ll-loop.
+        Text that is not UTF-8 (an argument's undecodable bytes) names none."""
+        try:
+            given.encode("utf-8")
+        except UnicodeEncodeError:
+            return []  # no run id holds a byte that is not text, and SQLite takes none
         exact = self.suite_run(given)
         if exact is not None or not given:
             return [exact] if exact is not None else []
-        # a range, not LIKE: a prefix holding `_` or `%` is text, not a pattern
-        upper = given[:-1] + chr(ord(given[-1]) + 1)
+        # a range, not LIKE: a prefix holding `_` or `%` is text, not a pattern; its end is
+        # `given` and the last code point (its last character plus one may be a surrogate)
+        upper = given + "\U0010ffff"
         rows = self._read(
             f"SELECT {', '.join(_SUITE_RUN_COLUMNS)} FROM suite_runs "
             "WHERE run_id >= ? AND run_id < ? ORDER BY run_id LIMIT ?",

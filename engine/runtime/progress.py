@@ -45,6 +45,7 @@ class Progress:
         self.session_cost = 0.0  # the LLM services' total in this session
         self.agent_cost = 0.0  # what agent CLIs reported spending in this session
         self.output = ""  # the last action's output (preview), shown with its route
+        self.output_cut = False  # `output` is a tail whose first line was cut at its start
         self.uncosted: set[str] = set()  # states whose agent CLI reported no cost (told once)
         self.started = time.monotonic()
         self._lock = threading.Lock()
@@ -80,15 +81,18 @@ class Progress:
             if self.mode == "live":
                 self._redraw()
         elif name == "action_complete":
-            # the output's own end when the preview (its start) does not reach it
-            self.output = str(fields.get("output_tail") or fields.get("output") or "")
+            # the output's own end when the preview (its start) does not reach it; that tail
+            # starts anywhere in a line, so its first line is only the end of one
+            tail = fields.get("output_tail")
+            self.output = str(tail or fields.get("output") or "")
+            self.output_cut = bool(tail)
         elif name == "route" and self.mode == "lines":
             target = fields.get("target") or (
                 "(loop timeout)" if fields.get("timeout") else "(no route)"
             )
             verdict = str(fields.get("verdict"))
-            note = _last_line(self.output, skip=verdict)
-            self.output = ""
+            note = _last_line(self.output, skip=verdict, cut=self.output_cut)
+            self.output, self.output_cut = "", False
             self._line(
                 f"  step {fields.get('step')}/{self.max_steps}  {fields.get('state')} "
                 f"→ {verdict} → {target}" + (f"   · {note}" if note else "")
@@ -153,12 +157,16 @@ class Progress:
         self.stream.flush()
 
 
-def _last_line(output: str, *, skip: str) -> str:
-    """The last meaningful output line (not the bare verdict a classify state printed)."""
+def _last_line(output: str, *, skip: str, cut: bool = False) -> str:
+    """The last meaningful output line (not the bare verdict a classify state printed). With
+    `cut`, the output's first line lacks its start: it is quoted by its end, after `...`."""
+    first = output.splitlines()[0].strip() if output.strip() else ""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     if lines and lines[-1] == skip:
         lines.pop()
     if not lines:
         return ""
     line = lines[-1]
+    if cut and len(lines) == 1 and line == first:
+        return "..." + line[-69:]
     return line if len(line) <= 72 else line[:69] + "..."

@@ -75,15 +75,15 @@ _CODE_ALL = {
 }
 
 SHELLS = frozenset(
-    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "mksh", "pdksh", "oksh", "loksh", "ash",
-     "yash", "posh", "fish", "csh", "tcsh"}
+    {"bash", "rbash", "sh", "zsh", "dash", "ksh", "mksh", "lksh", "pdksh", "oksh", "loksh",
+     "ash", "yash", "posh", "fish", "csh", "tcsh", "sash"}
 )  # fmt: skip
 _SHELLS = SHELLS
 
 # Interpreters: the options after which the next word is a program text, and options that take
 # an argument (which is then a value); the first non-option word is a script file (code).
 _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q"})),
+    "python": (frozenset({"-c", "-m"}), frozenset({"-W", "-X", "-Q", "--check-hash-based-pycs"})),
     "perl": (frozenset({"-e", "-E", "-M", "-m"}), frozenset()),
     "ruby": (
         frozenset({"-e"}),
@@ -136,6 +136,25 @@ _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
                 "--test-shard",
                 "--stack-trace-limit",
                 "--run",
+                "--disable-proto",
+                "--use-largepages",
+                "--inspect-publish-uid",
+                "--v8-pool-size",
+                "--network-family-autoselection-attempt-timeout",
+                "--allow-fs-read",
+                "--allow-fs-write",
+                "--experimental-policy",
+                "--policy-integrity",
+                "--experimental-sea-config",
+                "--build-snapshot-config",
+                "--watch-kill-signal",
+                "--experimental-config-file",
+                "--test-isolation",
+                "--test-coverage-include",
+                "--test-coverage-exclude",
+                "--test-coverage-branches",
+                "--test-coverage-functions",
+                "--test-coverage-lines",
             }
         ),
     ),
@@ -158,7 +177,16 @@ _LOADS: dict[str, frozenset[str]] = {
     "perl": frozenset({"-I"}),
     "ruby": frozenset({"-r", "-I"}),
     "node": frozenset(
-        {"-r", "--require", "--import", "--loader", "--experimental-loader", "--env-file"}
+        {
+            "-r",
+            "--require",
+            "--import",
+            "--loader",
+            "--experimental-loader",
+            "--env-file",
+            "--env-file-if-exists",
+            "--test-global-setup",
+        }
     ),
     "php": frozenset({"-c", "-d", "-z"}),
     "lua": frozenset({"-l"}),
@@ -169,17 +197,24 @@ _INTERPRETER_ALIASES = {
     "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk",
     "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript", "luajit": "lua",
 }  # fmt: skip
-_VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*(?:-[A-Za-z0-9_-]+)?")
+_VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*[a-z]{0,3}(?:-[A-Za-z0-9_-]+)?")
 """A program name with its version (`python3.11`, `perl5.36.0`, `ruby3.2`, `lua5.4`,
-`php8.2`, `pypy3.10`, `perl5.36-x86_64-linux-gnu`): the same program."""
+`php8.2`, `pypy3.10`, `perl5.36-x86_64-linux-gnu`), and ABI letters after it (`python3.13t`
+free-threaded, `python3.7m`, `python3.12d`): the same program."""
 
 
 def program(base: str) -> str:
     """The program a command's base name runs, as the tables name it: `python3.11` is
-    `python`, `perl5.36.0` is `perl` (the version dropped when the name without it is a listed
-    shell or interpreter); any other name is itself."""
+    `python`, `perl5.36.0` is `perl`, `bash-static` is `bash` (the version or the static
+    build's suffix dropped when the name without it is a listed shell or interpreter); any
+    other name is itself."""
     if base in _SHELLS or base in _INTERPRETERS or base in _INTERPRETER_ALIASES:
         return base
+    for suffix in ("-static", ".static"):  # Debian's bash-static, zsh-static, mksh-static
+        if base.endswith(suffix) and base != suffix:
+            found = program(base.removesuffix(suffix))
+            if found in _SHELLS or found in _INTERPRETERS or found in _INTERPRETER_ALIASES:
+                return found
     versioned = _VERSIONED.fullmatch(base)
     if versioned is None:
         return base
@@ -218,8 +253,8 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "nice": _Wrapper(frozenset({"-n", "--adjustment"})),
     "ionice": _Wrapper(frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"})),
     "stdbuf": _Wrapper(frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})),
-    "setsid": _Wrapper(),
-    "unbuffer": _Wrapper(),
+    "setsid": _Wrapper(flags=frozenset({"-c", "--ctty", "-f", "--fork", "-w", "--wait"})),
+    "unbuffer": _Wrapper(flags=frozenset({"-p"})),
     "env": _Wrapper(
         frozenset({"-u", "--unset", "-C", "--chdir"}),
         code_options=frozenset({"-S", "--split-string"}),
@@ -231,11 +266,32 @@ _WRAPPERS: dict[str, _Wrapper] = {
         operands=1,
         flags=frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
     ),
-    "chroot": _Wrapper(frozenset({"--userspec", "--groups"}), operands=1),
+    "chroot": _Wrapper(
+        frozenset({"--userspec", "--groups"}), operands=1, flags=frozenset({"--skip-chdir"})
+    ),
     "flock": _Wrapper(
         frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
         operands=1,
         code_options=frozenset({"-c", "--command"}),
+        flags=frozenset(
+            {
+                "-s",
+                "--shared",
+                "-x",
+                "-e",
+                "--exclusive",
+                "-u",
+                "--unlock",
+                "-n",
+                "--nb",
+                "--nonblock",
+                "-o",
+                "--close",
+                "-F",
+                "--no-fork",
+                "--verbose",
+            }
+        ),
     ),
     "sudo": _Wrapper(
         frozenset(
@@ -288,7 +344,9 @@ _WRAPPERS: dict[str, _Wrapper] = {
             }
         ),
     ),
-    "doas": _Wrapper(frozenset({"-u", "-C"}), code_options=frozenset({"-s"})),
+    "doas": _Wrapper(
+        frozenset({"-u", "-C"}), code_options=frozenset({"-s"}), flags=frozenset({"-n", "-L"})
+    ),
     "xargs": _Wrapper(
         frozenset(
             {
@@ -395,7 +453,27 @@ _WRAPPERS: dict[str, _Wrapper] = {
             }
         ),
     ),
-    "ltrace": _Wrapper(frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F"})),
+    "ltrace": _Wrapper(
+        frozenset({"-o", "-e", "-p", "-s", "-u", "-n", "-a", "-A", "-D", "-F", "-l", "-w", "-x"}),
+        flags=frozenset(
+            {
+                "-b",
+                "-c",
+                "-C",
+                "-f",
+                "-i",
+                "-L",
+                "-r",
+                "-S",
+                "-t",
+                "-tt",
+                "-ttt",
+                "-T",
+                "--demangle",
+                "--no-signals",
+            }
+        ),
+    ),
     "unshare": _Wrapper(
         frozenset({"-S", "-G", "--setuid", "--setgid", "-R", "-w", "--root", "--wd"}),
         flags=frozenset(
@@ -427,8 +505,50 @@ _WRAPPERS: dict[str, _Wrapper] = {
             }
         ),
     ),
-    "nsenter": _Wrapper(frozenset({"-t", "-S", "-G", "-r", "-w", "--target"})),
-    "setpriv": _Wrapper(frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"})),
+    "nsenter": _Wrapper(
+        frozenset({"-t", "-S", "-G", "-r", "-w", "--target", "-W", "--wdns"}),
+        # the namespace options take a file only attached (`--mount=F`, `-mF`)
+        flags=frozenset(
+            {
+                "-a",
+                "--all",
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "-C",
+                "-U",
+                "-T",
+                "--mount",
+                "--uts",
+                "--ipc",
+                "--net",
+                "--pid",
+                "--cgroup",
+                "--user",
+                "--time",
+                "-F",
+                "--no-fork",
+                "-Z",
+                "--follow-context",
+                "--preserve-credentials",
+            }
+        ),
+    ),
+    "setpriv": _Wrapper(
+        frozenset({"--reuid", "--regid", "--ruid", "--rgid", "--groups"}),
+        flags=frozenset(
+            {
+                "--nnp",
+                "--no-new-privs",
+                "--clear-groups",
+                "--keep-groups",
+                "--init-groups",
+                "--reset-env",
+            }
+        ),
+    ),
     "chrt": _Wrapper(
         frozenset({"-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"}),
         operands=1,
@@ -460,13 +580,19 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "fakeroot": _Wrapper(frozenset({"-s", "-i", "-l", "-b"})),
     "firejail": _Wrapper(long_with_equals=True),
     "prlimit": _Wrapper(frozenset({"-p", "--pid"})),
-    "numactl": _Wrapper(frozenset({"-N", "-m", "-C", "-p", "-i", "-P"})),
+    "numactl": _Wrapper(
+        frozenset({"-N", "-m", "-C", "-p", "-i", "-P"}),
+        flags=frozenset({"-l", "--localalloc", "-a", "--all", "-b", "--balancing"}),
+    ),
     "valgrind": _Wrapper(
         long_with_equals=True, flags=frozenset({"-q", "-v", "-s", "--quiet", "--verbose"})
     ),
     "eatmydata": _Wrapper(),
     "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
-    "torsocks": _Wrapper(frozenset({"-a", "-P", "-u", "-p"})),
+    "torsocks": _Wrapper(
+        frozenset({"-a", "-P", "-u", "-p"}),
+        flags=frozenset({"-i", "--isolate", "-q", "--quiet", "-d", "--debug"}),
+    ),
     "proxychains": _Wrapper(frozenset({"-f"})),
     "proxychains4": _Wrapper(frozenset({"-f"})),
     "dbus-run-session": _Wrapper(frozenset({"--config-file", "--dbus-daemon"})),
@@ -789,6 +915,11 @@ _GIT_SUBCOMMAND_CODE: dict[str, frozenset[str]] = {
         {"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"}
     ),
     "daemon": frozenset({"--access-hook"}),
+    # git-filter-repo runs each callback as the body of a Python function
+    "filter-repo": frozenset(
+        {f"--{kind}-callback" for kind in ("filename", "message", "name", "email", "refname",
+         "blob", "commit", "tag", "reset", "file-info")}
+    ),
     "grep": frozenset({"-O", "--open-files-in-pager"}),  # an optional argument: attached only
     "bisect": frozenset(),
     "submodule": frozenset(),

@@ -151,6 +151,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.alias_expansion = _alias_expansion(root, source, text)
     facts.history_expansion = _history_expansion(root, source, text)
     facts.keyword_assignments = _keyword_assignments(root, source, text)
+    facts.exec_into_program = _exec_into_program(root, source, text, frozenset(facts.functions))
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
@@ -677,6 +678,9 @@ class _Facts:
     keyword_assignments: str = ""
     """Where the script turns on `set -k` (`set -o keyword`), which makes every `NAME=value`
     word of a command an assignment in that command's environment."""
+    exec_into_program: str = ""
+    """Where `exec` makes a program that runs what it reads the reader of the script's own
+    output (`exec > >(sh)`): what the script writes after it is that program's input."""
     evaluating_write: tuple[Role, str] | None = None
     """The first write to one of bash's own variables that evaluate what they are given
     (`RANDOM=...`, `read PS4`), with what bash does with it."""
@@ -978,7 +982,7 @@ def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
     return None
 
 
-_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_OUTPUT_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})  # `>& WORD`: as `&>`
 
 
 def _output_readers(statement: Node) -> Iterator[Node]:
@@ -1815,11 +1819,13 @@ _WRITTEN_NAME = re.compile(r"(?:-[A-Za-z]*?)?([A-Za-z_][A-Za-z0-9_]*)(?:\[.*)?",
 
 
 def _invoked_words(node: Node) -> list[str | None]:
-    """A command's words without a leading `builtin` or `command`, which run the rest as
-    written (`command set -o posix` is `set -o posix`)."""
+    """A command's words without a leading `builtin` or `command` (and its `-p`, `--`), which
+    run the rest as written (`command set -o posix`, `command -p set -k` is `set -k`)."""
     words = _command_words(node)
     while words and words[0] in ("builtin", "command"):
         words = words[1:]
+        while words and words[0] in ("-p", "--"):
+            words = words[1:]
     return words
 
 
@@ -1922,6 +1928,12 @@ def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0)
         if not facts.alias_expansion:
             aliases = _alias_expansion(inner, code, inner_text)
             facts.alias_expansion = aliases + where if aliases else ""
+        if not facts.history_expansion:  # `eval 'set -H'` turns it on as surely
+            history = _history_expansion(inner, code, inner_text)
+            facts.history_expansion = history + where if history else ""
+        if not facts.keyword_assignments:
+            keyword = _keyword_assignments(inner, code, inner_text)
+            facts.keyword_assignments = keyword + where if keyword else ""
         if facts.evaluating_write is None:
             written = _evaluating_write(inner, code, inner_text)
             facts.evaluating_write = (written[0], written[1] + where) if written else None
@@ -1989,6 +2001,37 @@ def _history_expansion(root: Node, source: bytes, text: str) -> str:
             line, _ = _point(source, node.start_byte)
             return f"`{' '.join(w or '…' for w in words[:3])}` at line {line}"
     return ""
+
+
+def _exec_into_program(root: Node, source: bytes, text: str, functions: frozenset[str]) -> str:
+    """Where `exec` without a command sends one of the script's output descriptors to a
+    program that may run what it reads (`exec > >(sh)`, `exec 3> >(bash)`), or "": every
+    later `echo ${...}` (`>&3`) is then written into it."""
+    if "exec" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        statement = node.parent
+        if (
+            statement is None
+            or statement.type != "redirected_statement"
+            or statement.child_by_field_name("body") != node
+            or not _exec_alone(_invoked_words(node))
+        ):
+            continue
+        readers = (_program_reader(n, functions) for n in _output_readers(statement))
+        found = next(filter(None, readers), None)
+        if found is not None:
+            line, _ = _point(source, node.start_byte)
+            return f"`exec` at line {line} writes its output to `{found}`"
+    return ""
+
+
+def _exec_alone(words: list[str | None]) -> bool:
+    """`exec` with no command, only redirections: `exec > F`, `exec {fd}> F` (the grammar
+    reads bash's `{fd}`, the descriptor it allocates, as a word of the command)."""
+    return words[:1] == ["exec"] and all(
+        w is not None and re.fullmatch(r"\{[A-Za-z_][A-Za-z0-9_]*\}", w) for w in words[1:]
+    )
 
 
 def _keyword_assignments(root: Node, source: bytes, text: str) -> str:
@@ -2108,6 +2151,15 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.keyword_assignments}): every `NAME=value` word of a command is then "
                 "an assignment in its environment (`git ls-remote URL GIT_SSH_COMMAND=...` runs "
                 "it), so only integers can go anywhere in this script",
+            )
+        )
+    if facts.exec_into_program:
+        found.append(
+            (
+                Role.UNKNOWN,
+                f"a value in a script where {facts.exec_into_program}, a program that may run "
+                "what it reads: what the script writes after it is that program's input, so "
+                "only integers can go anywhere in this script",
             )
         )
     if facts.history_expansion:

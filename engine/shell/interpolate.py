@@ -728,7 +728,22 @@ def to_text(value: Any) -> str:
     """A value as text: a str as is, anything else as JSON (never a Python repr)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=_json_default)
+    return _dumps(value)
+
+
+def _dumps(value: Any, indent: int | None = None) -> str:
+    """JSON of `value`; an integer too long for Python to write is a ValueError in our words
+    (Python's own advises `sys.set_int_max_str_digits()`, which is no advice to a loop's
+    author)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
+    except ValueError as problem:
+        if "integer string conversion" not in str(problem):
+            raise
+        raise ValueError(
+            "it holds an integer of more than 4,300 digits, more than any integer arithmetic "
+            "takes (bash's is 64-bit)"
+        ) from None
 
 
 def _declared_code(text: str, types: ValueTypes) -> bool:
@@ -1144,6 +1159,24 @@ def _environment() -> Any:
             """`a ~ b`: each value as it renders alone (JSON unless a str), not Python's str()."""
             return super().checked_join(tuple(to_text(part) for part in parts))
 
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            """`text % values`: the values as they render alone, as for `~`."""
+            if operator == "%" and isinstance(left, str):
+                right = _format_args(left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            """`text.format(values)`: the values as they render alone, as for `~`."""
+            method = getattr(__obj, "__wrapped__", __obj)
+            if isinstance(getattr(method, "__self__", None), str) and getattr(
+                method, "__name__", ""
+            ) in ("format", "format_map"):
+                args = tuple(_as_format_arg(a) for a in args)
+                kwargs = {k: _as_format_arg(v) for k, v in kwargs.items()}
+                if getattr(method, "__name__", "") == "format_map" and args:
+                    args = (_format_args("%(", args[0]),)
+            return super().call(__context, __obj, *args, **kwargs)
+
     env = _Environment(undefined=_Undefined)
     join = env.filters["join"]
 
@@ -1158,6 +1191,15 @@ def _environment() -> Any:
         return str(join(eval_ctx, value, d))
 
     env.filters["join"] = join_as_json
+    format_filter = env.filters["format"]
+
+    @functools.wraps(format_filter)
+    def format_as_json(value: Any, *args: Any, **kwargs: Any) -> str:
+        """`| format(values)`: the values as they render alone, as for `~`."""
+        args = tuple(_as_format_arg(a) for a in args)
+        return str(format_filter(value, *args, **{k: _as_format_arg(v) for k, v in kwargs.items()}))
+
+    env.filters["format"] = format_as_json
     env.filters["string"] = to_text
     env.filters["tojson"] = _tojson
     env.filters["raw"] = lambda value: Raw(to_text(value))
@@ -1165,6 +1207,24 @@ def _environment() -> Any:
     env.filters["integer"] = lambda value: _integer("| integer", value)
     env.limit_filters()
     return env
+
+
+def _as_format_arg(value: Any) -> Any:
+    """A value for `%`, `| format` or `.format()`: numbers and text as they are (a `%d` or a
+    `{:.2f}` formats them), anything else as it renders alone (JSON), not its Python str()."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return value
+    return to_text(value)
+
+
+def _format_args(template: str, values: Any) -> Any:
+    """The right side of `template % values`: a tuple's items, a mapping's values (for
+    `%(name)s`) or the one value, each as `_as_format_arg` gives it."""
+    if isinstance(values, tuple):
+        return tuple(_as_format_arg(v) for v in values)
+    if isinstance(values, Mapping) and "%(" in template:
+        return {k: _as_format_arg(v) for k, v in values.items()}
+    return _as_format_arg(values)
 
 
 def _is_plain(value: Any) -> bool:
@@ -1195,7 +1255,7 @@ def _unknown_key(obj: Mapping[Any, Any], key: Any) -> str:
 
 def _tojson(value: Any, indent: int | None = None) -> str:
     """Plain `json.dumps` (Jinja's own tojson HTML-escapes, which is wrong for shells)."""
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=_json_default)
+    return _dumps(value, indent)
 
 
 def _json_default(value: Any) -> Any:
@@ -1204,7 +1264,8 @@ def _json_default(value: Any) -> Any:
         return dataclasses.asdict(value)
     if isinstance(value, Mapping):
         return dict(value)
-    if isinstance(value, set | frozenset | tuple):
+    if isinstance(value, set | frozenset | tuple | Iterator):
+        # an iterator: the items of `| map`, `| reverse`... passed on (`| tojson`, `~`)
         return list(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
