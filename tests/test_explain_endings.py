@@ -955,3 +955,51 @@ def test_a_long_state_name_is_cut_visibly_in_the_timeline(tmp_path: Path) -> Non
     lane = re.search(r'<svg class="timeline".*?<text x="4" y="18">(.*?)</text>', page)
     assert lane is not None
     assert lane.group(1) == "<title>remediate_issue_quality</title>remediate_issue_quali…"
+
+
+JUDGED_CHILD = """
+name: kid
+initial: check
+scope: ["."]
+states:
+  check:
+    action: echo "lint 2 problems"
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line."
+    on_yes: clean
+    on_no: dirty
+    on_error: dirty
+  clean: {terminal: true}
+  dirty: {terminal: true, failure: true}
+"""
+
+
+def test_a_sub_loops_judges_are_the_runs_judges(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A parent whose only judge ran in its sub-loop: the report said `No LLM judge or
+    assessment ran in this run.` beside the $ it spent on that judge, and explain listed no
+    judge; both now list the child's verdict under the parent's step."""
+    loopback.default = verdict_reply("no", reason="two problems remain", evidence="2 problems")
+    write(tmp_path / "kid.yaml", JUDGED_CHILD)
+    run_id = run(
+        tmp_path,
+        "parent",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: kid.yaml
+            on_yes: done
+            on_no: bad
+            on_error: bad
+          done: {terminal: true}
+          bad: {terminal: true, failure: true}
+        """,
+    )
+    text, _ = explained(tmp_path, run_id)
+    assert "  step 1 call > check: no — two problems remain" in text
+    page = report(tmp_path, run_id)
+    assert "No LLM judge" not in page
+    assert "call &gt; check" in page and "two problems remain" in page

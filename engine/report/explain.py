@@ -546,10 +546,11 @@ def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
     unfinished = unfinished_label(explanation.facts.status)
     path = [f"  {_path_line(item, unfinished)}" for item in explanation.path]
     shown = SHOWN_JUDGEMENTS
-    judges = _judgement_lines(explanation.judgements, shown)
+    judgements = all_judgements(explanation)
+    judges = _judgement_lines(judgements, shown)
     while shown > 1 and len(head) + len(path) + len(judges) + len(tail) + 1 > screen:
         shown -= 1
-        judges = _judgement_lines(explanation.judgements, shown)
+        judges = _judgement_lines(judgements, shown)
     room = screen - len(head) - len(judges) - len(tail) - 1
     if len(path) > max(room, 4):
         keep = max(room, 4) - 1
@@ -696,6 +697,17 @@ def next_text(ended: bool, target: str | None, note: str, unfinished: str) -> st
     if target is not None:
         return f"{target} ({note})" if note else target
     return f"({note or 'no route'})"
+
+
+def all_judgements(explanation: Explanation) -> tuple[Judgement, ...]:
+    """The run's verdicts and its sub-loops' (under the parent's step, their state as
+    `call > check`), in step order: a parent whose judges all ran in a child judged too."""
+    if not explanation.children:
+        return explanation.judgements
+    found = list(explanation.judgements)
+    for step, state, child in explanation.children:
+        found += [Judgement(step, f"{state} > {j.state}", j.note) for j in all_judgements(child)]
+    return tuple(sorted(found, key=lambda j: j.step))
 
 
 def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:

@@ -22,6 +22,7 @@ from engine.report.charts import rate_chart
 from engine.report.explain import (
     Explanation,
     PathItem,
+    all_judgements,
     at_least,
     from_cache,
     next_text,
@@ -292,9 +293,9 @@ def _span(first: int, last: int) -> str:
 
 
 def judges_section(explanation: Explanation) -> Section:
-    if not explanation.judgements:
+    judgements = all_judgements(explanation)
+    if not judgements:
         return Section("judges", "Judges", "<p>No LLM judge or assessment ran in this run.</p>")
-    judgements = explanation.judgements
     shown = judgements
     if len(judgements) > JUDGE_ROWS:  # like the step table: the first and the last ones
         shown = judgements[: JUDGE_ROWS // 2] + judgements[-JUDGE_ROWS // 2 :]
