@@ -6,6 +6,7 @@ never obeyed."""
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import re
@@ -1003,3 +1004,46 @@ def test_a_sub_loops_judges_are_the_runs_judges(loopback: LoopbackServer, tmp_pa
     page = report(tmp_path, run_id)
     assert "No LLM judge" not in page
     assert "call &gt; check" in page and "two problems remain" in page
+
+
+def test_a_stopped_run_says_what_stopped_it(tmp_path: Path) -> None:
+    """The run's result records `stopped by SIGINT` or `stopped by SIGTERM`, but explain and
+    the report said `stopped (ll-loop stop or Ctrl-C)` of both; they now name the one it was."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    runs = tmp_path / ".loops" / "runs"
+    said = {}
+    for how in ("ctrl-c", "stop"):
+        proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+        try:
+            wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+            run_id = next(runs.glob("*/wait.pid")).parent.name
+            if how == "ctrl-c":
+                proc.send_signal(signal.SIGINT)
+            else:
+                assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+            assert proc.wait(timeout=20) == 3
+            text, data = explained(tmp_path, run_id)
+            said[how] = str(data["reason"])
+            assert said[how] in " ".join(text.split())
+            assert said[how] in " ".join(html.unescape(report(tmp_path, run_id)).split())
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)
+            pid = next(runs.glob("*/wait.pid"), Path("/none"))
+            end_action_group(pid)
+            pid.unlink(missing_ok=True)
+    assert said["ctrl-c"].startswith("stopped by Ctrl-C (SIGINT) in state 'wait' after 0 of 50")
+    assert said["stop"].startswith("stopped by SIGTERM (ll-loop stop or a kill) in state 'wait'")

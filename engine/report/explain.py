@@ -358,7 +358,7 @@ def end_reason(
     how = result.get("terminated_by")
     if facts.status == "stopped" or how == "stopped":
         return (
-            f"stopped (ll-loop stop or Ctrl-C) in state {facts.current!r} after "
+            f"{_stopped_by(result.get('error'))} in state {facts.current!r} after "
             f"{_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
         )
     final = str(result.get("final_state") or facts.current)
@@ -439,6 +439,23 @@ def _via(last: Step | None) -> str:
         used = f"its {limit} retries" if isinstance(limit, int) else "its retries"
         verdict += f", routed to {exhausted[0]!r}, which had used {used}: on_retry_exhausted"
     return f" from state {last.state!r} ({verdict})"
+
+
+STOPPED_BY = {
+    "SIGINT": "Ctrl-C (SIGINT)",
+    "SIGTERM": "SIGTERM (ll-loop stop or a kill)",
+    "SIGHUP": "SIGHUP (its terminal closed)",
+}
+
+
+def _stopped_by(error: object) -> str:
+    """`stopped by Ctrl-C (SIGINT)`: what the run's result says stopped it (`stopped by
+    SIGTERM`, `stopped by ll-loop stop`), or `stopped` when it does not say."""
+    text = str(error or "")
+    if not text.startswith("stopped by "):
+        return "stopped"
+    by = text.removeprefix("stopped by ").split(";")[0].strip()
+    return f"stopped by {STOPPED_BY.get(by, by)}"
 
 
 def _cycling(tail: tuple[PathItem, ...]) -> str:
