@@ -367,6 +367,37 @@ def test_a_cut_event_log_is_said_and_the_reason_comes_from_state_json(tmp_path: 
     assert complete["log_incomplete"] is None
 
 
+def test_a_finished_runs_log_cut_inside_a_step_is_not_an_interrupted_step(
+    tmp_path: Path,
+) -> None:
+    """A finished run whose event log was cut after a step's verdict: its path read
+    `1  a yes → (interrupted)`, the word for a killed process, and its steps by state
+    vanished; the run was not interrupted, its log ends there."""
+    write(
+        tmp_path / "two.yaml",
+        """
+        name: two
+        initial: a
+        scope: ["."]
+        states:
+          a: {action: echo one, next: b}
+          b: {action: echo two, next: done}
+          done: {terminal: true}
+        """,
+    )
+    run_id = result_of(ll_loop(tmp_path, "run", "two.yaml", "--json", "-q"))["run_id"]
+    log = run_dir(tmp_path, run_id) / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    first_verdict = next(i for i, line in enumerate(lines) if '"event":"evaluate"' in line)
+    log.write_text("".join(lines[: first_verdict + 1]))
+    text = ll_loop(tmp_path, "explain", run_id).stdout
+    assert "        1  a yes → (the event log ends here)" in text
+    assert "steps by state: a 1" in text
+    ll_loop(tmp_path, "report", run_id, "--html", "--out", "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "(interrupted)" not in text + page and "(the event log ends here)" in page
+
+
 def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> None:
     write(tmp_path / "cycle.yaml", CYCLE)
     run_id = result_of(ll_loop(tmp_path, "run", "cycle.yaml", "--json", "-q"))["run_id"]

@@ -159,6 +159,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     # the on_max_steps state runs once the budget is spent and is no step of it; nor is the
     # attempt a stop or kill cut short (state.json does not count it, a resume runs it again)
     cut = steps[-1] if steps and not steps[-1].finished and facts.status != "running" else None
+    if cut is not None and facts.status == "finished" and trace is not None and not trace.end:
+        cut.log_cut = True  # no attempt cut short: the run finished, and its log ends in it
+        cut = None
     per_state = Counter(s.state for s in counted_steps if not s.budget_end and s is not cut)
     steps_by_state = dict(per_state.most_common())
     cost: dict[str, float] = {}

@@ -61,6 +61,7 @@ class Step:
     out_of_time: bool = False  # the loop's own timeout cut this step: the run ended in it
     budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
     stopped: bool = False  # cut short by `ll-loop stop` (its session ended `stopped`), not a kill
+    log_cut: bool = False  # the last step of a finished run whose event log ends inside it
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
@@ -130,6 +131,8 @@ class Step:
             return "on_max_steps; the run ended"
         if self.stopped and not self.routed:
             return "stopped"  # read after a resume too, where the run's status is another
+        if self.log_cut and not self.routed:
+            return "the event log ends here"  # the run went on: it finished, its log did not
         return ""
 
     def spent(self) -> tuple[int, float]:
