@@ -1047,3 +1047,27 @@ def test_a_stopped_run_says_what_stopped_it(tmp_path: Path) -> None:
             pid.unlink(missing_ok=True)
     assert said["ctrl-c"].startswith("stopped by Ctrl-C (SIGINT) in state 'wait' after 0 of 50")
     assert said["stop"].startswith("stopped by SIGTERM (ll-loop stop or a kill) in state 'wait'")
+
+
+def test_a_signal_killed_action_is_named_in_the_step_table(tmp_path: Path) -> None:
+    """The report's step table showed `exit 3`, `timed out` or a spawn error in its action
+    column, and nothing for an action killed by a signal; it now shows the signal."""
+    run_id = run(
+        tmp_path,
+        "segv",
+        """
+        name: segv
+        initial: crash
+        scope: ["."]
+        states:
+          crash:
+            action: echo about to crash; kill -SEGV $$
+            next: done
+            on_error: broken
+          done: {terminal: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    page = report(tmp_path, run_id)
+    row = re.search(r'<tr data-state="crash">(.*?)</tr>', page, re.S)
+    assert row is not None and "<td>killed by signal 11</td>" in row.group(1)

@@ -255,7 +255,7 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
         outcome = (
             f"exit {step.exit_code}"
             if step.exit_code is not None
-            else (step.spawn_error or ("timed out" if step.timed_out else ""))
+            else (step.spawn_error or ("timed out" if step.timed_out else _killed_by(step)))
         )
         rows.append(
             (
@@ -285,6 +285,10 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
     )
     repeats = f'<p class="legend">Repeated stretches: {escape(folded)}</p>' if folded else ""
     return repeats + html + note
+
+
+def _killed_by(step: Step) -> str:
+    return f"killed by signal {step.signal}" if step.signal else ""
 
 
 def _span(first: int, last: int) -> str:
