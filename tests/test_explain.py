@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.report.explain import Hop, PathItem, fold_path, folded_paths
+from engine.report.explain import MAX_FOLD, Hop, PathItem, fold_path, folded_paths
 from engine.report.runlog import Step, read_trace
 from engine.runtime.resume import read_events
 from tests.runs_helpers import (
@@ -412,13 +412,13 @@ def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> Non
 
 
 def _reference_fold(steps: list[Step]) -> list[tuple[int, int, tuple[Hop, ...], int]]:
-    """The fold as its docs say it, slowly: at each place the repeat (period up to 8) that
-    covers the most steps, the shorter period among equals."""
+    """The fold as its docs say it, slowly: at each place the repeat (period up to MAX_FOLD)
+    that covers the most steps, the shorter period among equals."""
     hops = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
     out, i = [], 0
     while i < len(hops):
         best = (1, 1)
-        for period in range(1, min(8, (len(hops) - i) // 2) + 1):
+        for period in range(1, min(MAX_FOLD, (len(hops) - i) // 2) + 1):
             times = 1
             while hops[i + times * period : i + (times + 1) * period] == hops[i : i + period]:
                 times += 1

@@ -1071,3 +1071,39 @@ def test_a_signal_killed_action_is_named_in_the_step_table(tmp_path: Path) -> No
     page = report(tmp_path, run_id)
     row = re.search(r'<tr data-state="crash">(.*?)</tr>', page, re.S)
     assert row is not None and "<td>killed by signal 11</td>" in row.group(1)
+
+
+NESTED = """
+name: nested
+initial: a
+scope: ["."]
+max_steps: 304
+states:
+  a:
+    action: 'n=$(cat n 2>/dev/null || echo 0); echo $((n + 1)) > n; [ $(((n + 1) % 5)) -ne 0 ]'
+    on_yes: b
+    on_no: c
+  b: {action: "true", next: a}
+  c:
+    action: "[ -e give-up ]"
+    on_yes: done
+    on_no: a
+  done: {terminal: true}
+"""
+
+
+def test_a_cycle_with_a_cycle_inside_is_named_whole(tmp_path: Path) -> None:
+    """304 steps round a 10-step cycle (a → b four times, then a → c), ending 4 steps into
+    round 31: explain said `the last 4 steps went round a → b` (it looked for repeats of up to
+    8 steps) and listed 61 stretches of the path; it now names the whole cycle, and the path
+    is two lines."""
+    run_id = run(tmp_path, "nested", NESTED)
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 304 steps without reaching a terminal; "
+        "the last 304 steps went round (a → b) ×4 → a → c"
+    )
+    assert "    1-300  ((a yes → b · b yes → a) ×4 · a no → c · c no → a) ×30" in text
+    assert "  301-304  (a yes → b · b yes → a) ×2" in text
+    assert "1-300: ((a → b) ×4 → a → c) ×30" in html.unescape(report(tmp_path, run_id))
+    assert "more stretches" not in text

@@ -18,7 +18,9 @@ from engine.model.terminal import printable
 from engine.model.timefmt import counted
 from engine.report.runlog import Step, Trace, run_again
 
-MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
+MAX_FOLD = 32  # longest repeated stretch of steps looked for when folding the path
+# (a cycle with a cycle inside, `(a → b) ×4 → a → c`, is one stretch: its inside is folded
+# again when it is shown)
 SHOWN_JUDGEMENTS = 6  # judged steps listed in text at most (JSON has all)
 SCREEN_LINES = 24
 STDERR_LINES = 5
@@ -320,6 +322,22 @@ def _fold(keys: list[int]) -> list[tuple[int, int, int]]:
     return stretches
 
 
+def _inner_fold(hops: tuple[Hop, ...]) -> list[tuple[tuple[Hop, ...], int]]:
+    """The hops of one stretch with their own repeats folded, as (hops, times) pieces: a
+    stretch of 10 steps reads `(a → b) ×4 → a → c`, not ten states."""
+    if len(hops) < 4:
+        return [((hop,), 1) for hop in hops]
+    ids: dict[Hop, int] = {}
+    keys = [ids.setdefault(hop, len(ids)) for hop in hops]
+    pieces: list[tuple[tuple[Hop, ...], int]] = []
+    for start, period, times in _fold(keys):
+        if times > 1:
+            pieces.append((hops[start : start + period], times))
+        else:
+            pieces += [((hop,), 1) for hop in hops[start : start + period]]
+    return pieces
+
+
 def _items(
     hops: list[Hop], numbers: list[int], stretches: list[tuple[int, int, int]]
 ) -> tuple[PathItem, ...]:
@@ -463,17 +481,46 @@ def _stopped_by(error: object) -> str:
 
 def _cycling(tail: tuple[PathItem, ...]) -> str:
     """`; the last 9 steps went round poll → nap` when the folded path ends in a repeated
-    stretch (and perhaps the start of one more round)."""
+    stretch (and perhaps the start of one more round: the run went round the 14 steps
+    `(a → b) ×6 → a → c`, not round the `a → b` it had begun again when it ended)."""
     if not tail:
         return ""
+    found: int | None = None  # the earliest stretch whose rounds the path's end continues
+    fallback: int | None = None  # else the last one followed by less than a round
+    after_steps = after_periods = 0
     for index in range(len(tail) - 1, -1, -1):
         item = tail[index]
-        after = tail[index + 1 :]
-        if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
-            cycle = " → ".join(hop.state for hop in item.steps)
-            count = tail[-1].last_step - item.first_step + 1
-            return f"; the last {count} steps went round {cycle}"
-    return f"; it was in state {tail[-1].steps[-1].state!r}"
+        period = len(item.steps)
+        if item.times > 1:
+            if after_steps < period and _begins_round(tail[index + 1 :], item.steps):
+                found = index
+            elif found is None and fallback is None and after_periods < period:
+                fallback = index
+        after_steps += period * item.times
+        after_periods += period
+        if after_periods >= MAX_FOLD:  # no stretch before is longer than what follows it
+            break
+    chosen = found if found is not None else fallback
+    if chosen is None:
+        return f"; it was in state {tail[-1].steps[-1].state!r}"
+    item = tail[chosen]
+    count = tail[-1].last_step - item.first_step + 1
+    return f"; the last {count} steps went round {round_text(item.steps)}"
+
+
+def round_text(hops: tuple[Hop, ...]) -> str:
+    """The states of one round of a repeated stretch, its own repeats folded:
+    `(a → b) ×6 → a → c`."""
+    return " → ".join(
+        f"({' → '.join(h.state for h in inner)}) ×{times}" if times > 1 else inner[0].state
+        for inner, times in _inner_fold(hops)
+    )
+
+
+def _begins_round(after: tuple[PathItem, ...], round_: tuple[Hop, ...]) -> bool:
+    """Whether the steps of `after` are the start of one more `round_`."""
+    hops = [hop for item in after for _ in range(item.times) for hop in item.steps]
+    return tuple(hops) == round_[: len(hops)]
 
 
 def _inside(
@@ -667,7 +714,12 @@ def _path_line(item: PathItem, unfinished: str) -> str:
         if item.last_step == item.first_step
         else (f"{item.first_step}-{item.last_step}")
     )
-    hops = " · ".join(_hop_text(hop, unfinished) for hop in item.steps)
+    hops = " · ".join(
+        f"({' · '.join(_hop_text(h, unfinished) for h in inner)}) ×{times}"
+        if times > 1
+        else _hop_text(inner[0], unfinished)
+        for inner, times in _inner_fold(item.steps)
+    )
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"

@@ -27,6 +27,7 @@ from engine.report.explain import (
     from_cache,
     next_text,
     replayed,
+    round_text,
     shown_source,
     sub_loops,
 )
@@ -279,7 +280,7 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
     if len(steps) > len(shown):
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
-        f"{_span(p.first_step, p.last_step)}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
+        f"{_span(p.first_step, p.last_step)}: ({round_text(p.steps)}) ×{p.times}"
         for p in path
         if p.times > 1
     )
