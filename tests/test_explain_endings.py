@@ -503,6 +503,27 @@ def test_a_replayed_run_says_its_answers_were_replayed(
     assert original["replay_from"] is None
 
 
+def test_a_replay_that_missed_does_not_say_its_judges_said_what_they_said(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A replay whose judged text changed, so the log had no answer for it (a miss, an error
+    verdict, here routed to a success terminal): explain and the report said the run's judges
+    `said what they said then`; they now say how many requests had no recorded answer."""
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", input_tokens=10_000)
+    live = run(tmp_path, "judged", JUDGED)
+    write(tmp_path / "judged.yaml", JUDGED.replace("lint 0 problems", "lint 1 problem"))
+    again = ll_loop(tmp_path, "run", "judged.yaml", "--replay", live, "--json", "--quiet")
+    replay_id = str(result_of(again)["run_id"])
+    text, data = explained(tmp_path, replay_id)
+    said = (
+        f"the model's answers came from run {live}'s llm.jsonl (--replay): no call was made; "
+        "1 of 1 requests had no answer recorded there (a replay miss is an error)"
+    )
+    assert f"replay: {said}" in text.splitlines()
+    assert data["replay_misses"] == 1
+    assert f"Replayed: {said}." in html.unescape(report(tmp_path, replay_id))
+
+
 def test_a_run_answered_from_the_cache_says_so(loopback: LoopbackServer, tmp_path: Path) -> None:
     """A `--cache` run's judges looked live, their answers as if the model had just given
     them, at $0; a replayed run already said where its answers came from."""

@@ -110,6 +110,7 @@ class Explanation:
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
     cached_calls: int = 0  # model calls the `--cache` answered (no call was made)
+    replay_misses: int = 0  # replayed calls the replayed log had no answer for (an error)
     # states (a sub-loop's as `state > child state`) whose agent CLI reported no cost: the
     # dollars shown leave that spend out, so they are a lower bound, not the run's cost
     cost_unknown_in: tuple[str, ...] = ()
@@ -129,6 +130,7 @@ class Explanation:
             "cost_usd": round(self.facts.cost_usd, 6),
             "replay_from": self.facts.replay_from or None,
             "cached_calls": self.cached_calls,
+            "replay_misses": self.replay_misses,
             "state_unreadable": self.facts.state_problem or None,
             "reason": self.reason,
             "path": [p.to_json() for p in self.path],
@@ -213,6 +215,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         children=children,
         log_gap=gap,
         cached_calls=trace.cached() if trace else 0,
+        replay_misses=trace.missed() if trace else 0,
         cost_unknown_in=_cost_unknown_in(steps, children),
     )
 
@@ -655,7 +658,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     if facts.state_problem:
         lines.append(f"note: {facts.state_problem}")
     if facts.replay_from:
-        lines.append(f"replay: {replayed(facts.replay_from)}")
+        lines.append(f"replay: {replayed(facts.replay_from, explanation)}")
     elif explanation.cached_calls:
         lines.append(f"cache: {from_cache(explanation)}")
     if explanation.log_gap:
@@ -746,13 +749,19 @@ def from_cache(explanation: Explanation) -> str:
     )
 
 
-def replayed(source: str) -> str:
-    """What a replayed run's verdicts and costs are: answers of another run, not the model's."""
+def replayed(source: str, explanation: Explanation | None = None) -> str:
+    """What a replayed run's verdicts and costs are: answers of another run, not the model's
+    (and how many requests it had none for: each of those was an error, not a replayed answer)."""
     name = source.rstrip("/").rsplit("/", 1)[-1]
-    return (
-        f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made "
-        "(its costs are those recorded then), and its judges said what they said then"
-    )
+    said = f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made"
+    missed = explanation.replay_misses if explanation is not None else 0
+    if missed and explanation is not None:
+        total = sum(explanation.calls_by_state.values())
+        return (
+            f"{said}; {missed} of {total} requests had no answer recorded there "
+            "(a replay miss is an error)"
+        )
+    return f"{said} (its costs are those recorded then), and its judges said what they said then"
 
 
 def _hop_text(hop: Hop, unfinished: str) -> str:

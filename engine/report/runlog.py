@@ -65,6 +65,7 @@ class Step:
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
+    replay_misses: int = 0  # of those, replayed ones the replayed log had no answer for
     cost_usd: float = 0.0
     cost_unknown: bool = False  # an agent CLI's action that reported no cost (not $0)
     child: Trace | None = None
@@ -151,6 +152,13 @@ class Step:
             cached += self.child.cached()
         return cached
 
+    def missed(self) -> int:
+        """Of `spent()`'s calls, replayed ones with no answer in the replayed log."""
+        missed = self.replay_misses
+        if self.child is not None and not self.child_continued:
+            missed += self.child.missed()
+        return missed
+
     def judges(self) -> list[JudgeNote]:
         return judge_notes(self.evaluator, self.details)
 
@@ -216,6 +224,10 @@ class Trace:
     def cached(self) -> int:
         """LLM calls of the whole run the `--cache` answered, its children included."""
         return sum(step.cached() for step in self.steps)
+
+    def missed(self) -> int:
+        """Replayed LLM calls of the whole run its replayed log had no answer for."""
+        return sum(step.missed() for step in self.steps)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -382,6 +394,8 @@ class _Builder:
         step.llm_calls += 1
         if event.get("source") == "cache":
             step.cached_calls += 1
+        elif event.get("source") == "replay" and event.get("status") == "error":
+            step.replay_misses += 1
         cost = event.get("cost_usd")
         if isinstance(cost, int | float):
             step.cost_usd += float(cost)

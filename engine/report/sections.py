@@ -125,7 +125,7 @@ def summary_section(explanation: Explanation) -> Section:
             "incomplete.</p>"
         )
     if facts.replay_from:
-        body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
+        body.append(f"<p>Replayed: {escape(replayed(facts.replay_from, explanation))}.</p>")
     elif explanation.cached_calls:
         body.append(f"<p>Cache: {escape(from_cache(explanation))}.</p>")
     for problem in explanation.output_errors:
