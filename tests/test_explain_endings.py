@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -1128,3 +1129,57 @@ def test_a_cycle_with_a_cycle_inside_is_named_whole(tmp_path: Path) -> None:
     assert "  301-304  (a yes → b · b yes → a) ×2" in text
     assert "1-300: ((a → b) ×4 → a → c) ×30" in html.unescape(report(tmp_path, run_id))
     assert "more stretches" not in text
+
+
+STOPPED_KID = """
+name: kid
+initial: first
+scope: ["."]
+states:
+  first: {action: echo kid, next: slow}
+  slow:
+    action: echo $$ > "${run.dir}/../../../wait.pid"; sleep 30
+    next: ok
+  ok: {terminal: true}
+"""
+
+
+def stopped_in_a_sub_loop(tmp_path: Path) -> str:
+    """A parent run stopped (Ctrl-C) while its sub-loop's second state ran for a second."""
+    write(tmp_path / "kid.yaml", STOPPED_KID)
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: kid.yaml
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+        time.sleep(1.0)  # the step under way has run a while when the stop comes
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 3
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+    return next(runs.glob("*/wait.pid")).parent.name
+
+
+def test_a_sub_loop_stopped_with_its_parent_is_told_once(tmp_path: Path) -> None:
+    """The child's line repeated the parent's whole ending, resume command included:
+    `sub-loop at step 1 (call): kid, stopped by … ; `ll-loop resume RUN` continues it`."""
+    run_id = stopped_in_a_sub_loop(tmp_path)
+    text, data = explained(tmp_path, run_id)
+    child = data["children"][0]["reason"]
+    assert child == "stopped by Ctrl-C (SIGINT) in state 'slow' after 1 of 50 steps"
+    assert text.count("ll-loop resume") == 1

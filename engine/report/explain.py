@@ -196,7 +196,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     told = trace if not gap else None  # a log that does not tell the whole run has no say
     return Explanation(
         facts=facts,
-        reason=end_reason(facts, told, children, counted_path if told else ()),
+        reason=end_reason(facts, told, children, counted_path if told else (), child=child),
         path=path,
         judgements=judgements,
         steps_by_state=steps_by_state,
@@ -357,10 +357,14 @@ def end_reason(
     trace: Trace | None,
     children: tuple[tuple[int, str, Explanation], ...],
     counted_path: tuple[PathItem, ...],
+    *,
+    child: bool = False,
 ) -> str:
     """One sentence: why the run ended, or where it stands (`counted_path`: the folded path
-    of the steps the budget counts, `folded_paths`'s second)."""
+    of the steps the budget counts, `folded_paths`'s second). A `child` run is resumed with
+    its parent, whose sentence gives the command."""
     steps = trace.steps if trace else []
+    again = "" if child else f"; `ll-loop resume {_id(facts)}` continues it"
     last = steps[-1] if steps else None
     budget = f" of {trace.max_steps}" if trace and trace.max_steps else ""
     if facts.status == "running":
@@ -376,14 +380,14 @@ def end_reason(
     if facts.status == "interrupted":
         return (
             f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
-            f"after {_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
+            f"after {_steps(facts.steps, budget)}{again}"
         )
     result = facts.result or {}
     how = result.get("terminated_by")
     if facts.status == "stopped" or how == "stopped":
         return (
             f"{_stopped_by(result.get('error'))} in state {facts.current!r} after "
-            f"{_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
+            f"{_steps(facts.steps, budget)}{again}"
         )
     final = str(result.get("final_state") or facts.current)
     if how == "terminal":
