@@ -1183,3 +1183,14 @@ def test_a_sub_loop_stopped_with_its_parent_is_told_once(tmp_path: Path) -> None
     child = data["children"][0]["reason"]
     assert child == "stopped by Ctrl-C (SIGINT) in state 'slow' after 1 of 50 steps"
     assert text.count("ll-loop resume") == 1
+
+
+def test_a_stopped_sub_loop_steps_time_is_its_childs(tmp_path: Path) -> None:
+    """The step a stop cut inside its sub-loop read `0.00 s` in the report's step table, after
+    its child had run for a second: a step that never ended had only its action's time."""
+    run_id = stopped_in_a_sub_loop(tmp_path)
+    page = report(tmp_path, run_id)
+    row = re.search(r'<tr data-state="call">(.*?)</tr>', page, re.S)
+    assert row is not None, page
+    seconds = float(re.findall(r"<td>([0-9.]+) s</td>", row.group(1))[0])
+    assert seconds >= 1.0

@@ -235,6 +235,11 @@ def _step_seconds(step: Step) -> float:
     """The whole step, until it was routed: its action, its judges, a sub-loop's child run
     (the action's own time alone read 0.00 s for a child that ran for minutes)."""
     action = (step.duration_ms or 0) / 1000
+    if step.child is not None and not step.ended_at:  # cut by a stop: the child ran till then
+        child = step.child.end or {}
+        ran = child.get("duration_ms")
+        if isinstance(ran, int | float) and not isinstance(ran, bool):
+            action = max(action, ran / 1000)
     start, end = epoch_seconds(step.started_at), epoch_seconds(step.ended_at)
     if start is None or end is None:
         return action
