@@ -1194,3 +1194,34 @@ def test_a_stopped_sub_loop_steps_time_is_its_childs(tmp_path: Path) -> None:
     assert row is not None, page
     seconds = float(re.findall(r"<td>([0-9.]+) s</td>", row.group(1))[0])
     assert seconds >= 1.0
+
+
+def test_a_prompt_whose_model_call_failed_did_start(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A prompt action whose every call got HTTP 500 ended `state 'write' failed (action could
+    not start: LLM call failed: …)`: the words of an action bash could not spawn, for calls
+    made five times; run --json, explain and the report now say the call failed."""
+    loopback.default = error_reply(500)
+    write(
+        tmp_path / "poem.yaml",
+        """
+        name: poem
+        initial: write
+        scope: ["."]
+        states:
+          write:
+            action: write a poem
+            action_type: prompt
+            timeout: 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    ended = result_of(ll_loop(tmp_path, "run", "poem.yaml", "--json", "--quiet"))
+    assert ended["error"] == (
+        "state 'write' failed (LLM call failed: HTTP 500: scripted 500 (gave up after 5 "
+        "attempts)) and has no on_error route"
+    )
+    text, data = explained(tmp_path, str(ended["run_id"]))
+    assert "could not start" not in text + str(data) + report(tmp_path, str(ended["run_id"]))
