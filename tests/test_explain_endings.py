@@ -1225,3 +1225,30 @@ def test_a_prompt_whose_model_call_failed_did_start(
     )
     text, data = explained(tmp_path, str(ended["run_id"]))
     assert "could not start" not in text + str(data) + report(tmp_path, str(ended["run_id"]))
+
+
+def test_a_live_runs_report_does_not_say_why_it_ended(tmp_path: Path) -> None:
+    """The report of a run still under way headed its first section `Why it ended`."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+        page = report(tmp_path, next(runs.glob("*/wait.pid")).parent.name)
+        assert "<h2>Where it stands</h2>" in page and "Why it ended" not in page
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))

@@ -141,7 +141,8 @@ def summary_section(explanation: Explanation) -> Section:
             f"<p{inset}>sub-loop at step {step} ({escape(state)}): "
             f"<b>{escape(child.facts.loop)}</b> — {escape(child.reason)}</p>"
         )
-    return Section("summary", "Why it ended", "\n".join(body))
+    title = "Where it stands" if facts.status == "running" else "Why it ended"
+    return Section("summary", title, "\n".join(body))
 
 
 def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Section:
