@@ -1252,3 +1252,42 @@ def test_a_live_runs_report_does_not_say_why_it_ended(tmp_path: Path) -> None:
         proc.kill()
         proc.wait(timeout=10)
         end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+def test_a_run_killed_and_resumed_gives_its_time_as_a_lower_bound(tmp_path: Path) -> None:
+    """Killed a second into a step, then resumed to its end: the time the killed attempt ran
+    is in no record (state.json keeps the time at its last boundary), yet explain and the
+    report gave the run's time as if it were all of it (`0.0s`); it is `≥` as for the killed
+    run before the resume."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: |
+              [ -e "${run.dir}/../go" ] && exit 0
+              echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.glob("*/wait.pid")).parent.name
+        (runs / run_id / "go").touch()
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, _ = explained(tmp_path, run_id)
+        assert re.search(r"· success \(terminal\) · 1/50 steps · ≥\d+\.\ds ·", text), text
+        assert re.search(r"time <b>≥\d+\.\d s</b>", report(tmp_path, run_id))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))

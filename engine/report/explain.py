@@ -111,6 +111,7 @@ class Explanation:
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
     cached_calls: int = 0  # model calls the `--cache` answered (no call was made)
     replay_misses: int = 0  # replayed calls the replayed log had no answer for (an error)
+    killed_attempts: int = 0  # steps a kill cut short and a resume ran again: time not kept
     # states (a sub-loop's as `state > child state`) whose agent CLI reported no cost: the
     # dollars shown leave that spend out, so they are a lower bound, not the run's cost
     cost_unknown_in: tuple[str, ...] = ()
@@ -216,6 +217,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         log_gap=gap,
         cached_calls=trace.cached() if trace else 0,
         replay_misses=trace.missed() if trace else 0,
+        killed_attempts=sum(1 for i in again if not steps[i].stopped),
         cost_unknown_in=_cost_unknown_in(steps, children),
     )
 
@@ -649,7 +651,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
         f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
-        f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}"
+        f"{at_least(explanation)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}"
         + (" + unknown" if explanation.cost_unknown_in else ""),
         f"why: {_one_line(explanation.reason)}",
     ]
@@ -732,9 +734,12 @@ def _path_line(item: PathItem, unfinished: str) -> str:
     return f"{span:>7}  {hops}"
 
 
-def at_least(status: str) -> str:
-    """`≥` before a killed run's time: it is known up to its last event only, as in `status`."""
-    return "≥" if status == "interrupted" else ""
+def at_least(explanation: Explanation) -> str:
+    """`≥` before a killed run's time: it is known up to its last event only, as in `status`;
+    and before the time of a run that was killed and resumed (what the killed attempt ran
+    after its last boundary is in no record)."""
+    killed = explanation.facts.status == "interrupted" or explanation.killed_attempts
+    return "≥" if killed else ""
 
 
 def unfinished_label(status: str) -> str:

@@ -103,7 +103,7 @@ def summary_section(explanation: Explanation) -> Section:
         ("status", facts.status),
         ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),
         ("steps", f"{facts.steps}{budget}"),
-        ("time", f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f} s"),
+        ("time", f"{at_least(explanation)}{facts.elapsed_ms / 1000:.1f} s"),
         ("cost", f"${facts.cost_usd:.4f}" + (" + unknown" if explanation.cost_unknown_in else "")),
     ]
     facts_html = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in items)
