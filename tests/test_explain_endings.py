@@ -1291,3 +1291,28 @@ def test_a_run_killed_and_resumed_gives_its_time_as_a_lower_bound(tmp_path: Path
         proc.kill()
         proc.wait(timeout=10)
         end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+def test_a_step_stopped_while_judging_is_timed_until_the_stop(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Stopped a second into its judge's call, the step read `0.00 s` in the report (its
+    action's time alone): a step that never got its route is timed until the stop ended it."""
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", delay=8)
+    write(tmp_path / "judged.yaml", JUDGED)
+    env = {"LL_LLM_TIMEOUT": "30"}
+    proc = spawn(tmp_path, "run", "judged.yaml", "--quiet", env=env)
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: len(loopback.requests) == 1)
+        time.sleep(1.0)
+        run_id = next(runs.iterdir()).name
+        assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+        assert proc.wait(timeout=20) == 3
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    page = report(tmp_path, run_id)
+    row = re.search(r'<tr data-state="check">(.*?)</tr>', page, re.S)
+    assert row is not None and "(stopped)" in row.group(1)
+    assert float(re.findall(r"<td>([0-9.]+) s</td>", row.group(1))[0]) >= 1.0

@@ -43,6 +43,7 @@ class Step:
     depth: int
     started_at: str = ""
     ended_at: str = ""  # when it was routed: after its action and its judges
+    stopped_at: str = ""  # when a stop ended the run in this step, which was never routed
     action_type: str | None = None
     exit_code: int | None = None
     duration_ms: int | None = None
@@ -412,6 +413,7 @@ class _Builder:
         step = trace.current
         if event.get("terminated_by") == "stopped" and step is not None and not step.routed:
             step.stopped = True
+            step.stopped_at = str(event.get("ts") or "")
         if event.get("terminated_by") == "max_steps" and step is not None:
             # a judged step the budget's end left unrouted ran as the `on_max_steps` state
             step.budget_end = not step.routed and step.verdict is not None

@@ -227,7 +227,8 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     own = start + (step.duration_ms or 0) / 1000
     if not following:
         # the last step: until it was routed (its judges took time too), else its action's end
-        routed = epoch_seconds(step.ended_at) if step.ended_at else None
+        ended = step.ended_at or step.stopped_at  # routed, or ended by a stop (its judges too)
+        routed = epoch_seconds(ended) if ended else None
         return max(own, routed) if routed is not None else own
     return following[0] if step.finished else min(own, following[0])
 
@@ -241,7 +242,8 @@ def _step_seconds(step: Step) -> float:
         ran = child.get("duration_ms")
         if isinstance(ran, int | float) and not isinstance(ran, bool):
             action = max(action, ran / 1000)
-    start, end = epoch_seconds(step.started_at), epoch_seconds(step.ended_at)
+    start = epoch_seconds(step.started_at)
+    end = epoch_seconds(step.ended_at or step.stopped_at)  # a stop ends a step never routed
     if start is None or end is None:
         return action
     return max(action, end - start)
