@@ -1316,3 +1316,27 @@ def test_a_step_stopped_while_judging_is_timed_until_the_stop(
     row = re.search(r'<tr data-state="check">(.*?)</tr>', page, re.S)
     assert row is not None and "(stopped)" in row.group(1)
     assert float(re.findall(r"<td>([0-9.]+) s</td>", row.group(1))[0]) >= 1.0
+
+
+def test_a_failure_the_sentence_already_quotes_is_not_quoted_again(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A prompt action whose model call failed: its error is its stderr too, so explain and
+    the report said `HTTP 500: scripted 500 (gave up after 5 attempts)` in the sentence and
+    again under `stderr of the failing action ends:`; they say it once."""
+    loopback.default = error_reply(500)
+    write(
+        tmp_path / "poem.yaml",
+        """
+        name: poem
+        initial: write
+        scope: ["."]
+        states:
+          write: {action: write a poem, action_type: prompt, timeout: 30, next: done}
+          done: {terminal: true}
+        """,
+    )
+    ended = result_of(ll_loop(tmp_path, "run", "poem.yaml", "--json", "--quiet"))
+    text, data = explained(tmp_path, str(ended["run_id"]))
+    assert text.count("scripted 500") == 1 and data["stderr_tail"] == []
+    assert "stderr of the failing action" not in report(tmp_path, str(ended["run_id"]))

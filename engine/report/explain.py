@@ -195,9 +195,12 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     with collector_paused():
         path, counted_path = folded_paths(steps)
     told = trace if not gap else None  # a log that does not tell the whole run has no say
+    reason = end_reason(facts, told, children, counted_path if told else (), child=child)
+    if stderr[0] and all(_one_line(line) in _one_line(reason) for line in stderr[0]):
+        stderr = ((), "")  # the sentence quotes it already (a model call's error, say)
     return Explanation(
         facts=facts,
-        reason=end_reason(facts, told, children, counted_path if told else (), child=child),
+        reason=reason,
         path=path,
         judgements=judgements,
         steps_by_state=steps_by_state,
