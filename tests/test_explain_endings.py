@@ -525,6 +525,16 @@ def test_a_replay_that_missed_does_not_say_its_judges_said_what_they_said(
     assert f"Replayed: {said}." in html.unescape(report(tmp_path, replay_id))
 
 
+def test_a_replayed_failure_is_no_replay_miss(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A replay of a run whose judge's calls failed (HTTP 500, recorded so) replays those
+    failures: the log had answers for them, so no request is called a miss."""
+    loopback.default = error_reply(500)
+    live = run(tmp_path, "judged", JUDGED)
+    again = ll_loop(tmp_path, "run", "judged.yaml", "--replay", live, "--json", "--quiet")
+    _, data = explained(tmp_path, str(result_of(again)["run_id"]))
+    assert data["replay_misses"] == 0
+
+
 def test_a_run_answered_from_the_cache_says_so(loopback: LoopbackServer, tmp_path: Path) -> None:
     """A `--cache` run's judges looked live, their answers as if the model had just given
     them, at $0; a replayed run already said where its answers came from."""

@@ -395,8 +395,8 @@ class _Builder:
         step.llm_calls += 1
         if event.get("source") == "cache":
             step.cached_calls += 1
-        elif event.get("source") == "replay" and event.get("status") == "error":
-            step.replay_misses += 1
+        elif event.get("source") == "replay" and str(event.get("error")).startswith("replay miss"):
+            step.replay_misses += 1  # not a recorded failure, which replays as that failure
         cost = event.get("cost_usd")
         if isinstance(cost, int | float):
             step.cost_usd += float(cost)
