@@ -1350,3 +1350,21 @@ def test_a_failure_the_sentence_already_quotes_is_not_quoted_again(
     text, data = explained(tmp_path, str(ended["run_id"]))
     assert text.count("scripted 500") == 1 and data["stderr_tail"] == []
     assert "stderr of the failing action" not in report(tmp_path, str(ended["run_id"]))
+
+
+def test_a_short_stderr_the_sentence_happens_to_hold_is_still_shown(tmp_path: Path) -> None:
+    """`error` on stderr is in `ended with an error: …` by chance, not quoted there."""
+    run_id = run(
+        tmp_path,
+        "terse",
+        """
+        name: terse
+        initial: a
+        scope: ["."]
+        states:
+          a: {action: echo error >&2; exit 1, next: done}
+          done: {terminal: true}
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    assert data["stderr_tail"] == ["error"] and "  | error" in text

@@ -196,7 +196,8 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         path, counted_path = folded_paths(steps)
     told = trace if not gap else None  # a log that does not tell the whole run has no say
     reason = end_reason(facts, told, children, counted_path if told else (), child=child)
-    if stderr[0] and all(_one_line(line) in _one_line(reason) for line in stderr[0]):
+    said = _one_line(" ".join(stderr[0]))
+    if len(said) >= 16 and said in _one_line(reason):  # not a short `error` the words hold
         stderr = ((), "")  # the sentence quotes it already (a model call's error, say)
     return Explanation(
         facts=facts,
