@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.report.explain import Hop, PathItem, fold_path, folded_paths
+from engine.report.explain import MAX_FOLD, Hop, PathItem, fold_path, folded_paths
 from engine.report.runlog import Step, read_trace
 from engine.runtime.resume import read_events
 from tests.runs_helpers import (
@@ -367,6 +367,37 @@ def test_a_cut_event_log_is_said_and_the_reason_comes_from_state_json(tmp_path: 
     assert complete["log_incomplete"] is None
 
 
+def test_a_finished_runs_log_cut_inside_a_step_is_not_an_interrupted_step(
+    tmp_path: Path,
+) -> None:
+    """A finished run whose event log was cut after a step's verdict: its path read
+    `1  a yes → (interrupted)`, the word for a killed process, and its steps by state
+    vanished; the run was not interrupted, its log ends there."""
+    write(
+        tmp_path / "two.yaml",
+        """
+        name: two
+        initial: a
+        scope: ["."]
+        states:
+          a: {action: echo one, next: b}
+          b: {action: echo two, next: done}
+          done: {terminal: true}
+        """,
+    )
+    run_id = result_of(ll_loop(tmp_path, "run", "two.yaml", "--json", "-q"))["run_id"]
+    log = run_dir(tmp_path, run_id) / "events.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    first_verdict = next(i for i, line in enumerate(lines) if '"event":"evaluate"' in line)
+    log.write_text("".join(lines[: first_verdict + 1]))
+    text = ll_loop(tmp_path, "explain", run_id).stdout
+    assert "        1  a yes → (the event log ends here)" in text
+    assert "steps by state: a 1" in text
+    ll_loop(tmp_path, "report", run_id, "--html", "--out", "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "(interrupted)" not in text + page and "(the event log ends here)" in page
+
+
 def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> None:
     write(tmp_path / "cycle.yaml", CYCLE)
     run_id = result_of(ll_loop(tmp_path, "run", "cycle.yaml", "--json", "-q"))["run_id"]
@@ -381,13 +412,13 @@ def test_report_out_is_a_file_or_stdout_never_a_directory(tmp_path: Path) -> Non
 
 
 def _reference_fold(steps: list[Step]) -> list[tuple[int, int, tuple[Hop, ...], int]]:
-    """The fold as its docs say it, slowly: at each place the repeat (period up to 8) that
-    covers the most steps, the shorter period among equals."""
+    """The fold as its docs say it, slowly: at each place the repeat (period up to MAX_FOLD)
+    that covers the most steps, the shorter period among equals."""
     hops = [Hop(s.state, s.verdict, s.went_to, s.hop_note(), s.ended) for s in steps]
     out, i = [], 0
     while i < len(hops):
         best = (1, 1)
-        for period in range(1, min(8, (len(hops) - i) // 2) + 1):
+        for period in range(1, min(MAX_FOLD, (len(hops) - i) // 2) + 1):
             times = 1
             while hops[i + times * period : i + (times + 1) * period] == hops[i : i + period]:
                 times += 1

@@ -6,10 +6,12 @@ never obeyed."""
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import re
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -502,6 +504,37 @@ def test_a_replayed_run_says_its_answers_were_replayed(
     assert original["replay_from"] is None
 
 
+def test_a_replay_that_missed_does_not_say_its_judges_said_what_they_said(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A replay whose judged text changed, so the log had no answer for it (a miss, an error
+    verdict, here routed to a success terminal): explain and the report said the run's judges
+    `said what they said then`; they now say how many requests had no recorded answer."""
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", input_tokens=10_000)
+    live = run(tmp_path, "judged", JUDGED)
+    write(tmp_path / "judged.yaml", JUDGED.replace("lint 0 problems", "lint 1 problem"))
+    again = ll_loop(tmp_path, "run", "judged.yaml", "--replay", live, "--json", "--quiet")
+    replay_id = str(result_of(again)["run_id"])
+    text, data = explained(tmp_path, replay_id)
+    said = (
+        f"the model's answers came from run {live}'s llm.jsonl (--replay): no call was made; "
+        "1 of 1 requests had no answer recorded there (a replay miss is an error)"
+    )
+    assert f"replay: {said}" in text.splitlines()
+    assert data["replay_misses"] == 1
+    assert f"Replayed: {said}." in html.unescape(report(tmp_path, replay_id))
+
+
+def test_a_replayed_failure_is_no_replay_miss(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A replay of a run whose judge's calls failed (HTTP 500, recorded so) replays those
+    failures: the log had answers for them, so no request is called a miss."""
+    loopback.default = error_reply(500)
+    live = run(tmp_path, "judged", JUDGED)
+    again = ll_loop(tmp_path, "run", "judged.yaml", "--replay", live, "--json", "--quiet")
+    _, data = explained(tmp_path, str(result_of(again)["run_id"]))
+    assert data["replay_misses"] == 0
+
+
 def test_a_run_answered_from_the_cache_says_so(loopback: LoopbackServer, tmp_path: Path) -> None:
     """A `--cache` run's judges looked live, their answers as if the model had just given
     them, at $0; a replayed run already said where its answers came from."""
@@ -955,3 +988,383 @@ def test_a_long_state_name_is_cut_visibly_in_the_timeline(tmp_path: Path) -> Non
     lane = re.search(r'<svg class="timeline".*?<text x="4" y="18">(.*?)</text>', page)
     assert lane is not None
     assert lane.group(1) == "<title>remediate_issue_quality</title>remediate_issue_quali…"
+
+
+JUDGED_CHILD = """
+name: kid
+initial: check
+scope: ["."]
+states:
+  check:
+    action: echo "lint 2 problems"
+    evaluate:
+      type: llm_structured
+      prompt: "Is the lint output clean? Quote the summary line."
+    on_yes: clean
+    on_no: dirty
+    on_error: dirty
+  clean: {terminal: true}
+  dirty: {terminal: true, failure: true}
+"""
+
+
+def test_a_sub_loops_judges_are_the_runs_judges(loopback: LoopbackServer, tmp_path: Path) -> None:
+    """A parent whose only judge ran in its sub-loop: the report said `No LLM judge or
+    assessment ran in this run.` beside the $ it spent on that judge, and explain listed no
+    judge; both now list the child's verdict under the parent's step."""
+    loopback.default = verdict_reply("no", reason="two problems remain", evidence="2 problems")
+    write(tmp_path / "kid.yaml", JUDGED_CHILD)
+    run_id = run(
+        tmp_path,
+        "parent",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: kid.yaml
+            on_yes: done
+            on_no: bad
+            on_error: bad
+          done: {terminal: true}
+          bad: {terminal: true, failure: true}
+        """,
+    )
+    text, _ = explained(tmp_path, run_id)
+    assert "  step 1 call > check: no — two problems remain" in text
+    page = report(tmp_path, run_id)
+    assert "No LLM judge" not in page
+    assert "call &gt; check" in page and "two problems remain" in page
+
+
+def test_a_stopped_run_says_what_stopped_it(tmp_path: Path) -> None:
+    """The run's result records `stopped by SIGINT` or `stopped by SIGTERM`, but explain and
+    the report said `stopped (ll-loop stop or Ctrl-C)` of both; they now name the one it was."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    runs = tmp_path / ".loops" / "runs"
+    said = {}
+    for how in ("ctrl-c", "stop"):
+        proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+        try:
+            wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+            run_id = next(runs.glob("*/wait.pid")).parent.name
+            if how == "ctrl-c":
+                proc.send_signal(signal.SIGINT)
+            else:
+                assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+            assert proc.wait(timeout=20) == 3
+            text, data = explained(tmp_path, run_id)
+            said[how] = str(data["reason"])
+            assert said[how] in " ".join(text.split())
+            assert said[how] in " ".join(html.unescape(report(tmp_path, run_id)).split())
+        finally:
+            proc.kill()
+            proc.wait(timeout=10)
+            pid = next(runs.glob("*/wait.pid"), Path("/none"))
+            end_action_group(pid)
+            pid.unlink(missing_ok=True)
+    assert said["ctrl-c"].startswith("stopped by Ctrl-C (SIGINT) in state 'wait' after 0 of 50")
+    assert said["stop"].startswith("stopped by SIGTERM (ll-loop stop or a kill) in state 'wait'")
+
+
+def test_a_signal_killed_action_is_named_in_the_step_table(tmp_path: Path) -> None:
+    """The report's step table showed `exit 3`, `timed out` or a spawn error in its action
+    column, and nothing for an action killed by a signal; it now shows the signal."""
+    run_id = run(
+        tmp_path,
+        "segv",
+        """
+        name: segv
+        initial: crash
+        scope: ["."]
+        states:
+          crash:
+            action: echo about to crash; kill -SEGV $$
+            next: done
+            on_error: broken
+          done: {terminal: true}
+          broken: {terminal: true, failure: true}
+        """,
+    )
+    page = report(tmp_path, run_id)
+    row = re.search(r'<tr data-state="crash">(.*?)</tr>', page, re.S)
+    assert row is not None and "<td>killed by signal 11</td>" in row.group(1)
+
+
+NESTED = """
+name: nested
+initial: a
+scope: ["."]
+max_steps: 304
+states:
+  a:
+    action: 'n=$(cat n 2>/dev/null || echo 0); echo $((n + 1)) > n; [ $(((n + 1) % 5)) -ne 0 ]'
+    on_yes: b
+    on_no: c
+  b: {action: "true", next: a}
+  c:
+    action: "[ -e give-up ]"
+    on_yes: done
+    on_no: a
+  done: {terminal: true}
+"""
+
+
+def test_a_cycle_with_a_cycle_inside_is_named_whole(tmp_path: Path) -> None:
+    """304 steps round a 10-step cycle (a → b four times, then a → c), ending 4 steps into
+    round 31: explain said `the last 4 steps went round a → b` (it looked for repeats of up to
+    8 steps) and listed 61 stretches of the path; it now names the whole cycle, and the path
+    is two lines."""
+    run_id = run(tmp_path, "nested", NESTED)
+    text, data = explained(tmp_path, run_id)
+    assert data["reason"] == (
+        "used all 304 steps without reaching a terminal; "
+        "the last 304 steps went round (a → b) ×4 → a → c"
+    )
+    assert "    1-300  ((a yes → b · b yes → a) ×4 · a no → c · c no → a) ×30" in text
+    assert "  301-304  (a yes → b · b yes → a) ×2" in text
+    assert "1-300: ((a → b) ×4 → a → c) ×30" in html.unescape(report(tmp_path, run_id))
+    assert "more stretches" not in text
+
+
+STOPPED_KID = """
+name: kid
+initial: first
+scope: ["."]
+states:
+  first: {action: echo kid, next: slow}
+  slow:
+    action: echo $$ > "${run.dir}/../../../wait.pid"; sleep 30
+    next: ok
+  ok: {terminal: true}
+"""
+
+
+def stopped_in_a_sub_loop(tmp_path: Path) -> str:
+    """A parent run stopped (Ctrl-C) while its sub-loop's second state ran for a second."""
+    write(tmp_path / "kid.yaml", STOPPED_KID)
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: call
+        scope: ["."]
+        states:
+          call:
+            loop: kid.yaml
+            on_yes: done
+            on_no: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "parent.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+        time.sleep(1.0)  # the step under way has run a while when the stop comes
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 3
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+    return next(runs.glob("*/wait.pid")).parent.name
+
+
+def test_a_sub_loop_stopped_with_its_parent_is_told_once(tmp_path: Path) -> None:
+    """The child's line repeated the parent's whole ending, resume command included:
+    `sub-loop at step 1 (call): kid, stopped by … ; `ll-loop resume RUN` continues it`."""
+    run_id = stopped_in_a_sub_loop(tmp_path)
+    text, data = explained(tmp_path, run_id)
+    child = data["children"][0]["reason"]
+    assert child == "stopped by Ctrl-C (SIGINT) in state 'slow' after 1 of 50 steps"
+    assert text.count("ll-loop resume") == 1
+
+
+def test_a_stopped_sub_loop_steps_time_is_its_childs(tmp_path: Path) -> None:
+    """The step a stop cut inside its sub-loop read `0.00 s` in the report's step table, after
+    its child had run for a second: a step that never ended had only its action's time."""
+    run_id = stopped_in_a_sub_loop(tmp_path)
+    page = report(tmp_path, run_id)
+    row = re.search(r'<tr data-state="call">(.*?)</tr>', page, re.S)
+    assert row is not None, page
+    seconds = float(re.findall(r"<td>([0-9.]+) s</td>", row.group(1))[0])
+    assert seconds >= 1.0
+
+
+def test_a_prompt_whose_model_call_failed_did_start(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A prompt action whose every call got HTTP 500 ended `state 'write' failed (action could
+    not start: LLM call failed: …)`: the words of an action bash could not spawn, for calls
+    made five times; run --json, explain and the report now say the call failed."""
+    loopback.default = error_reply(500)
+    write(
+        tmp_path / "poem.yaml",
+        """
+        name: poem
+        initial: write
+        scope: ["."]
+        states:
+          write:
+            action: write a poem
+            action_type: prompt
+            timeout: 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    ended = result_of(ll_loop(tmp_path, "run", "poem.yaml", "--json", "--quiet"))
+    assert ended["error"] == (
+        "state 'write' failed (LLM call failed: HTTP 500: scripted 500 (gave up after 5 "
+        "attempts)) and has no on_error route"
+    )
+    text, data = explained(tmp_path, str(ended["run_id"]))
+    assert "could not start" not in text + str(data) + report(tmp_path, str(ended["run_id"]))
+
+
+def test_a_live_runs_report_does_not_say_why_it_ended(tmp_path: Path) -> None:
+    """The report of a run still under way headed its first section `Why it ended`."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+        page = report(tmp_path, next(runs.glob("*/wait.pid")).parent.name)
+        assert "<h2>Where it stands</h2>" in page and "Why it ended" not in page
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+def test_a_run_killed_and_resumed_gives_its_time_as_a_lower_bound(tmp_path: Path) -> None:
+    """Killed a second into a step, then resumed to its end: the time the killed attempt ran
+    is in no record (state.json keeps the time at its last boundary), yet explain and the
+    report gave the run's time as if it were all of it (`0.0s`); it is `≥` as for the killed
+    run before the resume."""
+    write(
+        tmp_path / "slow.yaml",
+        """
+        name: slow
+        initial: wait
+        scope: ["."]
+        states:
+          wait:
+            action: |
+              [ -e "${run.dir}/../go" ] && exit 0
+              echo $$ > "${run.dir}/../wait.pid"; sleep 30
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    proc = spawn(tmp_path, "run", "slow.yaml", "--quiet")
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: any(written(p) for p in runs.glob("*/wait.pid")))
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_id = next(runs.glob("*/wait.pid")).parent.name
+        (runs / run_id / "go").touch()
+        assert ll_loop(tmp_path, "resume", run_id, "--quiet").returncode == 0
+        text, _ = explained(tmp_path, run_id)
+        assert re.search(r"· success \(terminal\) · 1/50 steps · ≥\d+\.\ds ·", text), text
+        assert re.search(r"time <b>≥\d+\.\d s</b>", report(tmp_path, run_id))
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        end_action_group(next(runs.glob("*/wait.pid"), Path("/none")))
+
+
+def test_a_step_stopped_while_judging_is_timed_until_the_stop(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """Stopped a second into its judge's call, the step read `0.00 s` in the report (its
+    action's time alone): a step that never got its route is timed until the stop ended it."""
+    loopback.default = verdict_reply("yes", evidence="lint 0 problems", delay=8)
+    write(tmp_path / "judged.yaml", JUDGED)
+    env = {"LL_LLM_TIMEOUT": "30"}
+    proc = spawn(tmp_path, "run", "judged.yaml", "--quiet", env=env)
+    runs = tmp_path / ".loops" / "runs"
+    try:
+        wait_until(lambda: len(loopback.requests) == 1)
+        time.sleep(1.0)
+        run_id = next(runs.iterdir()).name
+        assert ll_loop(tmp_path, "stop", run_id).returncode == 0
+        assert proc.wait(timeout=20) == 3
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    page = report(tmp_path, run_id)
+    row = re.search(r'<tr data-state="check">(.*?)</tr>', page, re.S)
+    assert row is not None and "(stopped)" in row.group(1)
+    assert float(re.findall(r"<td>([0-9.]+) s</td>", row.group(1))[0]) >= 1.0
+
+
+def test_a_failure_the_sentence_already_quotes_is_not_quoted_again(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    """A prompt action whose model call failed: its error is its stderr too, so explain and
+    the report said `HTTP 500: scripted 500 (gave up after 5 attempts)` in the sentence and
+    again under `stderr of the failing action ends:`; they say it once."""
+    loopback.default = error_reply(500)
+    write(
+        tmp_path / "poem.yaml",
+        """
+        name: poem
+        initial: write
+        scope: ["."]
+        states:
+          write: {action: write a poem, action_type: prompt, timeout: 30, next: done}
+          done: {terminal: true}
+        """,
+    )
+    ended = result_of(ll_loop(tmp_path, "run", "poem.yaml", "--json", "--quiet"))
+    text, data = explained(tmp_path, str(ended["run_id"]))
+    assert text.count("scripted 500") == 1 and data["stderr_tail"] == []
+    assert "stderr of the failing action" not in report(tmp_path, str(ended["run_id"]))
+
+
+def test_a_short_stderr_the_sentence_happens_to_hold_is_still_shown(tmp_path: Path) -> None:
+    """`error` on stderr is in `ended with an error: …` by chance, not quoted there."""
+    run_id = run(
+        tmp_path,
+        "terse",
+        """
+        name: terse
+        initial: a
+        scope: ["."]
+        states:
+          a: {action: echo error >&2; exit 1, next: done}
+          done: {terminal: true}
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    assert data["stderr_tail"] == ["error"] and "  | error" in text

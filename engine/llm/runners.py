@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from engine.llm.agent_trace import read_agent_result
 from engine.llm.gateway import CallTag, LlmGateway
-from engine.model.ports import ActionResult, ProcessSetting
+from engine.model.ports import LLM_CALL_FAILED, ActionResult, ProcessSetting
 from engine.processes.group import run_process
 
 # Answers that are not a normal end: said on stderr; a refusal is a failed action (exit 1).
@@ -110,7 +110,7 @@ class AnthropicRunner:
                 exit_code=None,
                 duration_ms=duration,
                 timed_out=result.timed_out,
-                spawn_error=None if result.timed_out else f"LLM call failed: {result.error}",
+                spawn_error=None if result.timed_out else f"{LLM_CALL_FAILED}: {result.error}",
                 cost_usd=result.cost_usd,
             )
         stop = result.body.get("stop_reason")

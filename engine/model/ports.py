@@ -19,6 +19,11 @@ TerminatedBy = Literal["terminal", "max_steps", "timeout", "error", "max_cost", 
 EXIT_CODES: Mapping[str, int] = {"success": 0, "failure": 1, "error": 2, "inconclusive": 3}
 
 
+LLM_CALL_FAILED = "LLM call failed"
+"""How a prompt action's `spawn_error` begins when its model call was made and failed (an API
+error after the retries): no action bash could not start."""
+
+
 @dataclass(frozen=True)
 class ActionResult:
     """What one action produced. `output` may be bounded; `output_path` then holds it whole."""
@@ -66,6 +71,8 @@ class ActionResult:
         if self.timed_out:
             return "action timed out"
         if self.spawn_error is not None:
+            if self.spawn_error.startswith(LLM_CALL_FAILED):  # the call was made, and failed
+                return self.spawn_error
             return f"action could not start: {self.spawn_error}"
         if self.signal is not None:
             return f"action was killed by signal {self.signal}"

@@ -18,7 +18,9 @@ from engine.model.terminal import printable
 from engine.model.timefmt import counted
 from engine.report.runlog import Step, Trace, run_again
 
-MAX_FOLD = 8  # longest repeated stretch of steps looked for when folding the path
+MAX_FOLD = 32  # longest repeated stretch of steps looked for when folding the path
+# (a cycle with a cycle inside, `(a → b) ×4 → a → c`, is one stretch: its inside is folded
+# again when it is shown)
 SHOWN_JUDGEMENTS = 6  # judged steps listed in text at most (JSON has all)
 SCREEN_LINES = 24
 STDERR_LINES = 5
@@ -108,6 +110,8 @@ class Explanation:
     children: tuple[tuple[int, str, Explanation], ...] = field(default_factory=tuple)
     log_gap: str = ""  # why the event log cannot tell the whole run (empty: it can)
     cached_calls: int = 0  # model calls the `--cache` answered (no call was made)
+    replay_misses: int = 0  # replayed calls the replayed log had no answer for (an error)
+    killed_attempts: int = 0  # steps a kill cut short and a resume ran again: time not kept
     # states (a sub-loop's as `state > child state`) whose agent CLI reported no cost: the
     # dollars shown leave that spend out, so they are a lower bound, not the run's cost
     cost_unknown_in: tuple[str, ...] = ()
@@ -127,6 +131,7 @@ class Explanation:
             "cost_usd": round(self.facts.cost_usd, 6),
             "replay_from": self.facts.replay_from or None,
             "cached_calls": self.cached_calls,
+            "replay_misses": self.replay_misses,
             "state_unreadable": self.facts.state_problem or None,
             "reason": self.reason,
             "path": [p.to_json() for p in self.path],
@@ -159,6 +164,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     # the on_max_steps state runs once the budget is spent and is no step of it; nor is the
     # attempt a stop or kill cut short (state.json does not count it, a resume runs it again)
     cut = steps[-1] if steps and not steps[-1].finished and facts.status != "running" else None
+    if cut is not None and facts.status == "finished" and trace is not None and not trace.end:
+        cut.log_cut = True  # no attempt cut short: the run finished, and its log ends in it
+        cut = None
     per_state = Counter(s.state for s in counted_steps if not s.budget_end and s is not cut)
     steps_by_state = dict(per_state.most_common())
     cost: dict[str, float] = {}
@@ -187,9 +195,13 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     with collector_paused():
         path, counted_path = folded_paths(steps)
     told = trace if not gap else None  # a log that does not tell the whole run has no say
+    reason = end_reason(facts, told, children, counted_path if told else (), child=child)
+    said = _one_line(" ".join(stderr[0]))
+    if len(said) >= 16 and said in _one_line(reason):  # not a short `error` the words hold
+        stderr = ((), "")  # the sentence quotes it already (a model call's error, say)
     return Explanation(
         facts=facts,
-        reason=end_reason(facts, told, children, counted_path if told else ()),
+        reason=reason,
         path=path,
         judgements=judgements,
         steps_by_state=steps_by_state,
@@ -208,6 +220,8 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         children=children,
         log_gap=gap,
         cached_calls=trace.cached() if trace else 0,
+        replay_misses=trace.missed() if trace else 0,
+        killed_attempts=sum(1 for i in again if not steps[i].stopped),
         cost_unknown_in=_cost_unknown_in(steps, children),
     )
 
@@ -317,6 +331,22 @@ def _fold(keys: list[int]) -> list[tuple[int, int, int]]:
     return stretches
 
 
+def _inner_fold(hops: tuple[Hop, ...]) -> list[tuple[tuple[Hop, ...], int]]:
+    """The hops of one stretch with their own repeats folded, as (hops, times) pieces: a
+    stretch of 10 steps reads `(a → b) ×4 → a → c`, not ten states."""
+    if len(hops) < 4:
+        return [((hop,), 1) for hop in hops]
+    ids: dict[Hop, int] = {}
+    keys = [ids.setdefault(hop, len(ids)) for hop in hops]
+    pieces: list[tuple[tuple[Hop, ...], int]] = []
+    for start, period, times in _fold(keys):
+        if times > 1:
+            pieces.append((hops[start : start + period], times))
+        else:
+            pieces += [((hop,), 1) for hop in hops[start : start + period]]
+    return pieces
+
+
 def _items(
     hops: list[Hop], numbers: list[int], stretches: list[tuple[int, int, int]]
 ) -> tuple[PathItem, ...]:
@@ -333,10 +363,14 @@ def end_reason(
     trace: Trace | None,
     children: tuple[tuple[int, str, Explanation], ...],
     counted_path: tuple[PathItem, ...],
+    *,
+    child: bool = False,
 ) -> str:
     """One sentence: why the run ended, or where it stands (`counted_path`: the folded path
-    of the steps the budget counts, `folded_paths`'s second)."""
+    of the steps the budget counts, `folded_paths`'s second). A `child` run is resumed with
+    its parent, whose sentence gives the command."""
     steps = trace.steps if trace else []
+    again = "" if child else f"; `ll-loop resume {_id(facts)}` continues it"
     last = steps[-1] if steps else None
     budget = f" of {trace.max_steps}" if trace and trace.max_steps else ""
     if facts.status == "running":
@@ -352,14 +386,14 @@ def end_reason(
     if facts.status == "interrupted":
         return (
             f"interrupted: its process is gone (killed or crashed) in state {facts.current!r} "
-            f"after {_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
+            f"after {_steps(facts.steps, budget)}{again}"
         )
     result = facts.result or {}
     how = result.get("terminated_by")
     if facts.status == "stopped" or how == "stopped":
         return (
-            f"stopped (ll-loop stop or Ctrl-C) in state {facts.current!r} after "
-            f"{_steps(facts.steps, budget)}; `ll-loop resume {_id(facts)}` continues it"
+            f"{_stopped_by(result.get('error'))} in state {facts.current!r} after "
+            f"{_steps(facts.steps, budget)}{again}"
         )
     final = str(result.get("final_state") or facts.current)
     if how == "terminal":
@@ -441,19 +475,65 @@ def _via(last: Step | None) -> str:
     return f" from state {last.state!r} ({verdict})"
 
 
+STOPPED_BY = {
+    "SIGINT": "Ctrl-C (SIGINT)",
+    "SIGTERM": "SIGTERM (ll-loop stop or a kill)",
+    "SIGHUP": "SIGHUP (its terminal closed)",
+}
+
+
+def _stopped_by(error: object) -> str:
+    """`stopped by Ctrl-C (SIGINT)`: what the run's result says stopped it (`stopped by
+    SIGTERM`, `stopped by ll-loop stop`), or `stopped` when it does not say."""
+    text = str(error or "")
+    if not text.startswith("stopped by "):
+        return "stopped"
+    by = text.removeprefix("stopped by ").split(";")[0].strip()
+    return f"stopped by {STOPPED_BY.get(by, by)}"
+
+
 def _cycling(tail: tuple[PathItem, ...]) -> str:
     """`; the last 9 steps went round poll → nap` when the folded path ends in a repeated
-    stretch (and perhaps the start of one more round)."""
+    stretch (and perhaps the start of one more round: the run went round the 14 steps
+    `(a → b) ×6 → a → c`, not round the `a → b` it had begun again when it ended)."""
     if not tail:
         return ""
+    found: int | None = None  # the earliest stretch whose rounds the path's end continues
+    fallback: int | None = None  # else the last one followed by less than a round
+    after_steps = after_periods = 0
     for index in range(len(tail) - 1, -1, -1):
         item = tail[index]
-        after = tail[index + 1 :]
-        if item.times > 1 and sum(len(a.steps) for a in after) < len(item.steps):
-            cycle = " → ".join(hop.state for hop in item.steps)
-            count = tail[-1].last_step - item.first_step + 1
-            return f"; the last {count} steps went round {cycle}"
-    return f"; it was in state {tail[-1].steps[-1].state!r}"
+        period = len(item.steps)
+        if item.times > 1:
+            if after_steps < period and _begins_round(tail[index + 1 :], item.steps):
+                found = index
+            elif found is None and fallback is None and after_periods < period:
+                fallback = index
+        after_steps += period * item.times
+        after_periods += period
+        if after_periods >= MAX_FOLD:  # no stretch before is longer than what follows it
+            break
+    chosen = found if found is not None else fallback
+    if chosen is None:
+        return f"; it was in state {tail[-1].steps[-1].state!r}"
+    item = tail[chosen]
+    count = tail[-1].last_step - item.first_step + 1
+    return f"; the last {count} steps went round {round_text(item.steps)}"
+
+
+def round_text(hops: tuple[Hop, ...]) -> str:
+    """The states of one round of a repeated stretch, its own repeats folded:
+    `(a → b) ×6 → a → c`."""
+    return " → ".join(
+        f"({' → '.join(h.state for h in inner)}) ×{times}" if times > 1 else inner[0].state
+        for inner, times in _inner_fold(hops)
+    )
+
+
+def _begins_round(after: tuple[PathItem, ...], round_: tuple[Hop, ...]) -> bool:
+    """Whether the steps of `after` are the start of one more `round_`."""
+    hops = [hop for item in after for _ in range(item.times) for hop in item.steps]
+    return tuple(hops) == round_[: len(hops)]
 
 
 def _inside(
@@ -546,10 +626,11 @@ def render_text(explanation: Explanation, screen: int = SCREEN_LINES) -> str:
     unfinished = unfinished_label(explanation.facts.status)
     path = [f"  {_path_line(item, unfinished)}" for item in explanation.path]
     shown = SHOWN_JUDGEMENTS
-    judges = _judgement_lines(explanation.judgements, shown)
+    judgements = all_judgements(explanation)
+    judges = _judgement_lines(judgements, shown)
     while shown > 1 and len(head) + len(path) + len(judges) + len(tail) + 1 > screen:
         shown -= 1
-        judges = _judgement_lines(explanation.judgements, shown)
+        judges = _judgement_lines(judgements, shown)
     room = screen - len(head) - len(judges) - len(tail) - 1
     if len(path) > max(room, 4):
         keep = max(room, 4) - 1
@@ -574,7 +655,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
         f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
-        f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}"
+        f"{at_least(explanation)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}"
         + (" + unknown" if explanation.cost_unknown_in else ""),
         f"why: {_one_line(explanation.reason)}",
     ]
@@ -587,7 +668,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     if facts.state_problem:
         lines.append(f"note: {facts.state_problem}")
     if facts.replay_from:
-        lines.append(f"replay: {replayed(facts.replay_from)}")
+        lines.append(f"replay: {replayed(facts.replay_from, explanation)}")
     elif explanation.cached_calls:
         lines.append(f"cache: {from_cache(explanation)}")
     if explanation.log_gap:
@@ -646,15 +727,23 @@ def _path_line(item: PathItem, unfinished: str) -> str:
         if item.last_step == item.first_step
         else (f"{item.first_step}-{item.last_step}")
     )
-    hops = " · ".join(_hop_text(hop, unfinished) for hop in item.steps)
+    hops = " · ".join(
+        f"({' · '.join(_hop_text(h, unfinished) for h in inner)}) ×{times}"
+        if times > 1
+        else _hop_text(inner[0], unfinished)
+        for inner, times in _inner_fold(item.steps)
+    )
     if item.times > 1:
         return f"{span:>7}  ({hops}) ×{item.times}"
     return f"{span:>7}  {hops}"
 
 
-def at_least(status: str) -> str:
-    """`≥` before a killed run's time: it is known up to its last event only, as in `status`."""
-    return "≥" if status == "interrupted" else ""
+def at_least(explanation: Explanation) -> str:
+    """`≥` before a killed run's time: it is known up to its last event only, as in `status`;
+    and before the time of a run that was killed and resumed (what the killed attempt ran
+    after its last boundary is in no record)."""
+    killed = explanation.facts.status == "interrupted" or explanation.killed_attempts
+    return "≥" if killed else ""
 
 
 def unfinished_label(status: str) -> str:
@@ -673,13 +762,19 @@ def from_cache(explanation: Explanation) -> str:
     )
 
 
-def replayed(source: str) -> str:
-    """What a replayed run's verdicts and costs are: answers of another run, not the model's."""
+def replayed(source: str, explanation: Explanation | None = None) -> str:
+    """What a replayed run's verdicts and costs are: answers of another run, not the model's
+    (and how many requests it had none for: each of those was an error, not a replayed answer)."""
     name = source.rstrip("/").rsplit("/", 1)[-1]
-    return (
-        f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made "
-        "(its costs are those recorded then), and its judges said what they said then"
-    )
+    said = f"the model's answers came from run {name}'s llm.jsonl (--replay): no call was made"
+    missed = explanation.replay_misses if explanation is not None else 0
+    if missed and explanation is not None:
+        total = sum(explanation.calls_by_state.values())
+        return (
+            f"{said}; {missed} of {total} requests had no answer recorded there "
+            "(a replay miss is an error)"
+        )
+    return f"{said} (its costs are those recorded then), and its judges said what they said then"
 
 
 def _hop_text(hop: Hop, unfinished: str) -> str:
@@ -696,6 +791,17 @@ def next_text(ended: bool, target: str | None, note: str, unfinished: str) -> st
     if target is not None:
         return f"{target} ({note})" if note else target
     return f"({note or 'no route'})"
+
+
+def all_judgements(explanation: Explanation) -> tuple[Judgement, ...]:
+    """The run's verdicts and its sub-loops' (under the parent's step, their state as
+    `call > check`), in step order: a parent whose judges all ran in a child judged too."""
+    if not explanation.children:
+        return explanation.judgements
+    found = list(explanation.judgements)
+    for step, state, child in explanation.children:
+        found += [Judgement(step, f"{state} > {j.state}", j.note) for j in all_judgements(child)]
+    return tuple(sorted(found, key=lambda j: j.step))
 
 
 def _judgement_lines(judgements: tuple[Judgement, ...], count: int) -> list[str]:

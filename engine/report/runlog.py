@@ -43,6 +43,7 @@ class Step:
     depth: int
     started_at: str = ""
     ended_at: str = ""  # when it was routed: after its action and its judges
+    stopped_at: str = ""  # when a stop ended the run in this step, which was never routed
     action_type: str | None = None
     exit_code: int | None = None
     duration_ms: int | None = None
@@ -61,9 +62,11 @@ class Step:
     out_of_time: bool = False  # the loop's own timeout cut this step: the run ended in it
     budget_end: bool = False  # the `on_max_steps` state, run once when the budget was spent
     stopped: bool = False  # cut short by `ll-loop stop` (its session ended `stopped`), not a kill
+    log_cut: bool = False  # the last step of a finished run whose event log ends inside it
     retry: dict[str, Any] | None = None
     llm_calls: int = 0
     cached_calls: int = 0  # of those, answered from the `--cache` (no call was made)
+    replay_misses: int = 0  # of those, replayed ones the replayed log had no answer for
     cost_usd: float = 0.0
     cost_unknown: bool = False  # an agent CLI's action that reported no cost (not $0)
     child: Trace | None = None
@@ -130,6 +133,8 @@ class Step:
             return "on_max_steps; the run ended"
         if self.stopped and not self.routed:
             return "stopped"  # read after a resume too, where the run's status is another
+        if self.log_cut and not self.routed:
+            return "the event log ends here"  # the run went on: it finished, its log did not
         return ""
 
     def spent(self) -> tuple[int, float]:
@@ -147,6 +152,13 @@ class Step:
         if self.child is not None and not self.child_continued:
             cached += self.child.cached()
         return cached
+
+    def missed(self) -> int:
+        """Of `spent()`'s calls, replayed ones with no answer in the replayed log."""
+        missed = self.replay_misses
+        if self.child is not None and not self.child_continued:
+            missed += self.child.missed()
+        return missed
 
     def judges(self) -> list[JudgeNote]:
         return judge_notes(self.evaluator, self.details)
@@ -213,6 +225,10 @@ class Trace:
     def cached(self) -> int:
         """LLM calls of the whole run the `--cache` answered, its children included."""
         return sum(step.cached() for step in self.steps)
+
+    def missed(self) -> int:
+        """Replayed LLM calls of the whole run its replayed log had no answer for."""
+        return sum(step.missed() for step in self.steps)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -379,6 +395,8 @@ class _Builder:
         step.llm_calls += 1
         if event.get("source") == "cache":
             step.cached_calls += 1
+        elif event.get("source") == "replay" and str(event.get("error")).startswith("replay miss"):
+            step.replay_misses += 1  # not a recorded failure, which replays as that failure
         cost = event.get("cost_usd")
         if isinstance(cost, int | float):
             step.cost_usd += float(cost)
@@ -395,6 +413,7 @@ class _Builder:
         step = trace.current
         if event.get("terminated_by") == "stopped" and step is not None and not step.routed:
             step.stopped = True
+            step.stopped_at = str(event.get("ts") or "")
         if event.get("terminated_by") == "max_steps" and step is not None:
             # a judged step the budget's end left unrouted ran as the `on_max_steps` state
             step.budget_end = not step.routed and step.verdict is not None

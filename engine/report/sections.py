@@ -22,10 +22,12 @@ from engine.report.charts import rate_chart
 from engine.report.explain import (
     Explanation,
     PathItem,
+    all_judgements,
     at_least,
     from_cache,
     next_text,
     replayed,
+    round_text,
     shown_source,
     sub_loops,
 )
@@ -101,7 +103,7 @@ def summary_section(explanation: Explanation) -> Section:
         ("status", facts.status),
         ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),
         ("steps", f"{facts.steps}{budget}"),
-        ("time", f"{at_least(facts.status)}{facts.elapsed_ms / 1000:.1f} s"),
+        ("time", f"{at_least(explanation)}{facts.elapsed_ms / 1000:.1f} s"),
         ("cost", f"${facts.cost_usd:.4f}" + (" + unknown" if explanation.cost_unknown_in else "")),
     ]
     facts_html = "".join(f"<span>{escape(k)} <b>{escape(v)}</b></span>" for k, v in items)
@@ -123,7 +125,7 @@ def summary_section(explanation: Explanation) -> Section:
             "incomplete.</p>"
         )
     if facts.replay_from:
-        body.append(f"<p>Replayed: {escape(replayed(facts.replay_from))}.</p>")
+        body.append(f"<p>Replayed: {escape(replayed(facts.replay_from, explanation))}.</p>")
     elif explanation.cached_calls:
         body.append(f"<p>Cache: {escape(from_cache(explanation))}.</p>")
     for problem in explanation.output_errors:
@@ -139,7 +141,8 @@ def summary_section(explanation: Explanation) -> Section:
             f"<p{inset}>sub-loop at step {step} ({escape(state)}): "
             f"<b>{escape(child.facts.loop)}</b> — {escape(child.reason)}</p>"
         )
-    return Section("summary", "Why it ended", "\n".join(body))
+    title = "Where it stands" if facts.status == "running" else "Why it ended"
+    return Section("summary", title, "\n".join(body))
 
 
 def graph_section(graph: LoopGraph, counts: PathCounts, *, note: str = "") -> Section:
@@ -224,7 +227,8 @@ def _bar_end(step: Step, start: float, following: list[float]) -> float:
     own = start + (step.duration_ms or 0) / 1000
     if not following:
         # the last step: until it was routed (its judges took time too), else its action's end
-        routed = epoch_seconds(step.ended_at) if step.ended_at else None
+        ended = step.ended_at or step.stopped_at  # routed, or ended by a stop (its judges too)
+        routed = epoch_seconds(ended) if ended else None
         return max(own, routed) if routed is not None else own
     return following[0] if step.finished else min(own, following[0])
 
@@ -233,7 +237,13 @@ def _step_seconds(step: Step) -> float:
     """The whole step, until it was routed: its action, its judges, a sub-loop's child run
     (the action's own time alone read 0.00 s for a child that ran for minutes)."""
     action = (step.duration_ms or 0) / 1000
-    start, end = epoch_seconds(step.started_at), epoch_seconds(step.ended_at)
+    if step.child is not None and not step.ended_at:  # cut by a stop: the child ran till then
+        child = step.child.end or {}
+        ran = child.get("duration_ms")
+        if isinstance(ran, int | float) and not isinstance(ran, bool):
+            action = max(action, ran / 1000)
+    start = epoch_seconds(step.started_at)
+    end = epoch_seconds(step.ended_at or step.stopped_at)  # a stop ends a step never routed
     if start is None or end is None:
         return action
     return max(action, end - start)
@@ -254,7 +264,7 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
         outcome = (
             f"exit {step.exit_code}"
             if step.exit_code is not None
-            else (step.spawn_error or ("timed out" if step.timed_out else ""))
+            else (step.spawn_error or ("timed out" if step.timed_out else _killed_by(step)))
         )
         rows.append(
             (
@@ -278,12 +288,16 @@ def _step_table(steps: list[Step], path: Sequence[PathItem], unfinished: str) ->
     if len(steps) > len(shown):
         note = f"<p>{len(steps) - len(shown)} steps in the middle are not listed.</p>"
     folded = " ".join(
-        f"{_span(p.first_step, p.last_step)}: ({' → '.join(h.state for h in p.steps)}) ×{p.times}"
+        f"{_span(p.first_step, p.last_step)}: ({round_text(p.steps)}) ×{p.times}"
         for p in path
         if p.times > 1
     )
     repeats = f'<p class="legend">Repeated stretches: {escape(folded)}</p>' if folded else ""
     return repeats + html + note
+
+
+def _killed_by(step: Step) -> str:
+    return f"killed by signal {step.signal}" if step.signal else ""
 
 
 def _span(first: int, last: int) -> str:
@@ -292,9 +306,9 @@ def _span(first: int, last: int) -> str:
 
 
 def judges_section(explanation: Explanation) -> Section:
-    if not explanation.judgements:
+    judgements = all_judgements(explanation)
+    if not judgements:
         return Section("judges", "Judges", "<p>No LLM judge or assessment ran in this run.</p>")
-    judgements = explanation.judgements
     shown = judgements
     if len(judgements) > JUDGE_ROWS:  # like the step table: the first and the last ones
         shown = judgements[: JUDGE_ROWS // 2] + judgements[-JUDGE_ROWS // 2 :]
