@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from engine.model.loop import SUBLOOP_CAPTURE_FIELDS
 from tests.harness_helpers import REPO
 from tests.runs_helpers import events_of, ll_loop, result_of, run_dir, state_of, write
 
@@ -433,6 +434,7 @@ def test_a_sub_loop_capture_holds_the_childs_event_stream(tmp_path: Path) -> Non
     capture = state_of(project, result["run_id"])["captured"]["child"]
     assert capture["events_path"] == str(child_dir / "events.jsonl")
     assert capture["events"] == (child_dir / "events.jsonl").read_text().rstrip("\n")
+    assert set(capture) == SUBLOOP_CAPTURE_FIELDS  # what lint takes a sub-loop capture to hold
 
 
 def test_a_long_child_event_log_keeps_its_end_in_the_capture_and_whole_when_read(
