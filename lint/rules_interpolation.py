@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.model.loop import Loop, State
+from engine.model.loop import SUBLOOP_CAPTURE_FIELDS, Loop, State
 from lint._context import LintContext
 from lint._judges import judge_strings, judges_with_paths
 from lint._paths import did_you_mean, state_path, strings_in
@@ -365,6 +365,7 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
         name = state.capture or (state.name if auto else None)
         if name:
             capturers.setdefault(name, []).append(state.name)
+    of_subloops = _subloop_captures(ctx)
     tree = _DominatorTree(ctx.idom)
 
     def set_before(name: str, reader: str) -> bool:
@@ -399,7 +400,7 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
                     f"output reads ${{{use.text}}}, but terminal {unsafe[0]!r} can be reached "
                     f"before any state with `capture: {name}` ran",
                     use.path,
-                    f"guard the read: ${{captured.{name}.output | default('')}}",
+                    f"guard the read: {_guarded(name, use.text, name in of_subloops)}",
                 )
             continue
         reader = use.state.name
@@ -431,7 +432,77 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
             f"state {reader!r} reads ${{{use.text}}}, but {where}",
             use.path,
             f"capture {name!r} on every path before this state, or guard the read: "
-            f"${{captured.{name}.output | default('')}}",
+            f"{_guarded(name, use.text, name in of_subloops)}",
+            needle=use.needle,
+            occurrence=use.nth,
+        )
+
+
+def _subloop_captures(ctx: LintContext) -> set[str]:
+    """The captures only sub-loop states store: `terminal`, `events`, ... and no `output`."""
+    kinds: dict[str, set[bool]] = {}
+    for state in ctx.loop.states.values():
+        auto = state.is_subloop or (
+            state.evaluate is not None and state.evaluate.type == "assessment"
+        )
+        name = state.capture or (state.name if auto else None)
+        if name:
+            kinds.setdefault(name, set()).add(state.is_subloop)
+    return {name for name, subloop in kinds.items() if subloop == {True}}
+
+
+_FIELD_READ = re.compile(
+    r"\s*captured\s*(?:\.\s*[A-Za-z_]\w*|\[\s*[\"'][^\"']+[\"']\s*\])\s*\.\s*([A-Za-z_]\w*)\s*(\(?)"
+)
+
+
+def _field_read(text: str) -> str | None:
+    """The field of a capture an expression reads (`output` of `captured.x.output | ...`); None
+    for the whole capture or a method called on it."""
+    match = _FIELD_READ.match(text)
+    if match is None or match.group(2):
+        return None
+    return match.group(1)
+
+
+def _guarded(name: str, text: str, subloop: bool) -> str:
+    """A guarded read of capture `name` for a hint: of the field `text` reads, when a capture of
+    its kind has it (a sub-loop state's has no `output`)."""
+    field = _field_read(text)
+    if subloop and field not in SUBLOOP_CAPTURE_FIELDS:
+        field = "terminal"
+    return f"${{captured.{name}.{field if subloop else 'output'} | default('')}}"
+
+
+@rule("LL089", "error", "subloop-capture-field")
+def subloop_capture_field(ctx: LintContext) -> Iterator[Finding]:
+    """A read of a field a sub-loop state's capture does not have (`output`, `exit_code`).
+
+    Only when every state storing `C` is a sub-loop state: the read fails wherever it runs."""
+    of_subloops = _subloop_captures(ctx)
+    if not of_subloops:
+        return
+    kept = ", ".join(sorted(SUBLOOP_CAPTURE_FIELDS))
+    for use in _uses(ctx):
+        name = use.capture
+        if name is None or name not in of_subloops or use.guarded:
+            continue
+        field = _field_read(use.text)
+        if field is None or field in SUBLOOP_CAPTURE_FIELDS:
+            continue
+        reader = f"state {use.state.name!r}" if use.state is not None else "output"
+        instead = (
+            f"read the child's event log, ${{captured.{name}.events}}, or a value the child "
+            f"declares under `outputs:`, ${{captured.{name}.outputs.NAME}}"
+            if field == "output"
+            else f"read one of its fields, or a value the child declares under `outputs:`, "
+            f"${{captured.{name}.outputs.NAME}}"
+        )
+        yield Finding(
+            f"{reader} reads ${{{use.text}}}, but {name!r} is a sub-loop state's capture, which "
+            f"has no {field!r} (it has {kept}): the read is an error wherever it runs",
+            use.path,
+            instead,
             needle=use.needle,
             occurrence=use.nth,
         )

@@ -585,6 +585,48 @@ def test_a_dashed_state_name_read_with_dots_is_told_to_use_brackets() -> None:
     assert "LL031" not in codes(loop_of(fixed))
 
 
+SUBLOOP_FLOW: dict[str, dict[str, Any]] = {
+    "start": {"action": "x", "on_yes": "kid", "on_no": "report", "on_error": "done"},
+    "kid": {"loop": "child", "capture": "c", "on_yes": "report", "on_no": "report"},
+    "report": {"action": 'echo "${captured.c.output}"', "next": "done", "on_error": "done"},
+    "done": {"terminal": True},
+}
+
+
+def test_a_sub_loop_captures_missing_field_is_an_error_naming_events() -> None:
+    """A sub-loop state's capture has no `output` (little-loops kept the child's event stream
+    there): the read fails every run; the child's events are `events`."""
+    dominated = {**SUBLOOP_FLOW, "start": {**SUBLOOP_FLOW["start"], "on_no": "kid"}}
+    [found] = [d for d in lint_loop(loop_of(dominated)) if d.code == "LL089"]
+    assert found.severity == "error" and found.path == "states.report.action"
+    assert "'c' is a sub-loop state's capture, which has no 'output'" in found.message
+    assert "${captured.c.events}" in found.hint
+    for fine in (
+        "${captured.c.events}",
+        "${captured.c.events_path}",
+        "${captured.c.outputs.summary}",
+        "${captured.c.terminal}",
+        "${captured.c.output | default('')}",
+    ):
+        report = {**dominated["report"], "action": f'echo "{fine}"'}
+        assert "LL089" not in codes(loop_of({**dominated, "report": report})), fine
+    # a capture an action stores too may have an `output`
+    both = {**dominated, "start": {**dominated["start"], "capture": "c"}}
+    assert "LL089" not in codes(loop_of(both))
+
+
+def test_the_guard_hinted_for_a_sub_loop_capture_reads_a_field_it_has() -> None:
+    """LL031 hinted `${captured.c.output | default('')}` for every capture: for a sub-loop
+    state's, that guard is always its default."""
+    events = {**SUBLOOP_FLOW["report"], "action": 'echo "${captured.c.events}"'}
+    [found] = [
+        d for d in lint_loop(loop_of({**SUBLOOP_FLOW, "report": events})) if d.code == "LL031"
+    ]
+    assert found.hint.endswith("${captured.c.events | default('')}"), found.hint
+    [found] = [d for d in lint_loop(loop_of(SUBLOOP_FLOW)) if d.code == "LL031"]
+    assert found.hint.endswith("${captured.c.terminal | default('')}"), found.hint
+
+
 def test_capture_read_is_safe_when_dominated_or_defaulted() -> None:
     dominated = {**CAPTURE_FLOW, "start": {**CAPTURE_FLOW["start"], "on_no": "test"}}
     assert "LL031" not in codes(loop_of(dominated))

@@ -754,7 +754,7 @@ def test_convergence_without_previous_goes_where_progress_went(tmp_path: Path) -
 
 # --- 22. a sub-loop state's capture held the child's events in little-loops ---------------------
 
-_EVENTS_READER = """
+_EVENTS_READER = '''
 name: events-reader
 initial: run
 states:
@@ -764,28 +764,69 @@ states:
     on_yes: check
     on_no: check
   check:
-    action: "printf '%s' \\"${captured.events.output}\\" | grep -q SUMMARY"
-    on_yes: done
+    action: "printf '%s' \\"${captured.events.output}\\" | grep -q 'said nothing'"
+    on_yes: parse
     on_no: done
+  parse:
+    action_type: shell
+    action: |
+      python3 << 'PYEOF'
+      import json
+      subloop_out = """${captured.events.output}"""
+      output_summary = ''
+      terminal_state = 'none'
+      for line in subloop_out.strip().split('\\n'):
+          try:
+              event = json.loads(line)
+              if event.get('type') == 'output' and event.get('text'):
+                  output_summary = event['text'][:500]
+              if event.get('type') == 'terminal':
+                  terminal_state = event.get('state', 'done')
+          except Exception:
+              pass
+      print(f'{terminal_state}|{output_summary.strip()}')
+      PYEOF
+    capture: parsed
+    next: report
   report:
-    action: "echo '${captured.events.output?}'"
+    action: "echo '${captured.events.output?}' > events.txt"
     next: done
   done: {terminal: true}
-"""
+'''
 
 
-def test_reading_a_sub_loop_states_capture_output_is_a_blocker(tmp_path: Path) -> None:
+def test_a_sub_loop_states_capture_output_becomes_its_events(tmp_path: Path) -> None:
+    """little-loops stored the child's event stream (JSONL) in a sub-loop state's capture; the
+    converted loop reads ll-loop's, `${captured.C.events}`, and the Python reading it reads
+    ll-loop's event fields: run, it finds the child's output and terminal."""
     write(tmp_path, "child.yaml", _CHILD)
     write(tmp_path, "events-reader.yaml", _EVENTS_READER)
-    code, report = migrate(tmp_path, "events-reader.yaml")
+    code, report = migrate(tmp_path, "events-reader.yaml", "--out", "out")
     item = files(report)["events-reader.yaml"]
-    assert code == 1 and item["status"] == "blocked", item
-    blocker = notes(item, "blocker")["states.check"]
-    assert blocker.startswith(
-        f"${{captured.events.output}} at {tmp_path / 'events-reader.yaml'}:10: little-loops "
-        "stored the child's event stream in a sub-loop state's capture"
-    )
-    assert "always its default" in notes(item, "changed")["states.report"]
+    assert code == 0 and item["status"] == "converted" and item["valid"], item
+    assert not notes(item, "blocker")
+    changed = [n["message"] for n in item["notes"] if n["kind"] == "changed"]
+    at_check = [m for m in changed if m.startswith("${captured.events.output} at ")]
+    assert at_check and f"{tmp_path / 'events-reader.yaml'}:10: " in at_check[0]
+    assert "as `events` (JSONL" in at_check[0] and "`event` (little-loops: `type`)" in at_check[0]
+    assert any("`type == 'terminal'` and its `state`" in m for m in changed)
+    written = (tmp_path / "out" / "events-reader.yaml").read_text()
+    assert "${captured.events.events}" in written and ".output" not in written
+    assert "${captured.events.events?}" in written
+    assert "event.get('event') == 'action_complete' and event.get('output')" in written
+    done = ll_loop(tmp_path / "out", "run", "events-reader.yaml", "--json", "-q")
+    assert json.loads(done.stdout)["final_state"] == "done", done.stderr
+    state = load_state(tmp_path / "out")
+    assert state["captured"]["parsed"]["output"] == "done|said nothing"
+    events = (tmp_path / "out" / "events.txt").read_text().splitlines()
+    assert json.loads(events[-1])["event"] == "loop_complete"
+
+
+def load_state(project: Path) -> dict[str, Any]:
+    """The state.json of the one run in `project`."""
+    (run,) = (project / ".loops" / "runs").iterdir()
+    state: dict[str, Any] = json.loads((run / "state.json").read_text())
+    return state
 
 
 # --- 23. a symbolic link that leads nowhere is named as such ------------------------------------

@@ -177,3 +177,21 @@ def test_a_kill_two_sub_loops_deep_continues_both(project: Path) -> None:
     children = run_dir(project, run_id) / "children"
     assert sorted(p.name for p in children.iterdir()) == ["call-1"]
     assert sorted(p.name for p in (children / "call-1" / "children").iterdir()) == ["call-1"]
+
+
+def test_a_resumed_childs_events_in_its_capture_are_its_whole_log(project: Path) -> None:
+    """`${captured.sub.events}` of a child continued on resume: what it did before the kill,
+    then after, in one log (its own `events.jsonl`, appended to)."""
+    proc, run_id = held_in_child(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    assert finish(project, run_id)["final_state"] == "ok"
+    sub = state_of(project, run_id)["captured"]["sub"]
+    events = [json.loads(line) for line in sub["events"].splitlines()]
+    names = [(e["event"], e.get("state")) for e in events if e["event"] != "route"]
+    assert names[0] == ("loop_start", None)
+    assert ("action_complete", "one") in names  # before the kill
+    assert names.index(("action_complete", "one")) < names.index(("loop_resume", "two"))
+    assert names.index(("loop_resume", "two")) < names.index(("action_complete", "three"))
+    assert events[-1]["event"] == "loop_complete" and events[-1]["final_state"] == "done"
+    assert {e["depth"] for e in events} == {1}

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from engine.model.loop import SUBLOOP_CAPTURE_FIELDS
 from tests.harness_helpers import REPO
 from tests.runs_helpers import events_of, ll_loop, result_of, run_dir, state_of, write
 
@@ -368,3 +369,117 @@ def test_a_sub_loop_state_run_many_times_lists_its_children_once(tmp_path: Path)
     children = run_dir(tmp_path, run_id) / "children"
     assert sorted(p.name for p in children.iterdir()) == sorted(f"work-{n}" for n in range(1, 61))
     assert int(listed) <= 1, f"the children listed {listed} times"
+
+
+EVENTS_CHILD = """
+name: talker
+initial: say
+max_steps: 500
+parameters:
+  times: {type: integer, default: 1}
+states:
+  say:
+    action: |
+      n=$(cat n 2>/dev/null || echo 0); n=$((n + 1)); echo $n > n
+      echo "said-$n"; [ $n -lt ${context.times} ] && echo again || echo enough
+    evaluate: {type: output_contains, pattern: enough}
+    on_yes: done
+    on_no: say
+  done: {terminal: true}
+"""
+
+EVENTS_PARENT = """
+name: reader
+initial: kid
+scope: ["."]
+parameters:
+  times: {type: integer, default: 1}
+states:
+  kid:
+    loop: talker
+    with: {times: "${context.times}"}
+    capture: child
+    on_yes: read
+    on_no: read
+    on_error: read
+  read:
+    action: |
+      printf '%s' "${captured.child.events}" > events.txt
+    next: done
+  done: {terminal: true}
+"""
+
+
+def events_project(tmp_path: Path) -> Path:
+    write(tmp_path / ".loops" / "talker.yaml", EVENTS_CHILD)
+    write(tmp_path / "reader.yaml", EVENTS_PARENT)
+    return tmp_path
+
+
+def test_a_sub_loop_capture_holds_the_childs_event_stream(tmp_path: Path) -> None:
+    """`${captured.C.events}` is the child's event log, JSONL: a little-loops parent fed it to a
+    prompt or parsed it line by line (`ll-loop migrate` turns its `.output` into `.events`)."""
+    project = events_project(tmp_path)
+    result = result_of(ll_loop(project, "run", "reader.yaml", "--json", "-q"))
+    assert result["final_state"] == "done"
+    read = [json.loads(line) for line in (project / "events.txt").read_text().splitlines()]
+    logged = [e for e in events_of(project, result["run_id"]) if e.get("depth") == 1]
+    # every event of the child, as the run's log has them (the time may be a millisecond on)
+    assert [{**e, "ts": None} for e in read] == [{**e, "ts": None} for e in logged]
+    assert read[0]["event"] == "loop_start" and read[0]["loop"] == "talker"
+    assert read[-1]["event"] == "loop_complete" and read[-1]["final_state"] == "done"
+    said = [e["output"] for e in read if e["event"] == "action_complete"]
+    assert said == ["said-1\nenough\n"]
+    child_dir = run_dir(project, result["run_id"]) / "children" / "kid-1"
+    capture = state_of(project, result["run_id"])["captured"]["child"]
+    assert capture["events_path"] == str(child_dir / "events.jsonl")
+    assert capture["events"] == (child_dir / "events.jsonl").read_text().rstrip("\n")
+    assert set(capture) == SUBLOOP_CAPTURE_FIELDS  # what lint takes a sub-loop capture to hold
+
+
+def test_a_long_child_event_log_keeps_its_end_in_the_capture_and_whole_when_read(
+    tmp_path: Path,
+) -> None:
+    """A child's log longer than a capture keeps (as an action's stderr does) its last 64 Ki
+    characters in state.json, where its end is; `${captured.C.events}` reads it whole."""
+    project = events_project(tmp_path)
+    done = ll_loop(project, "run", "reader.yaml", "-c", "times=80", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == "done", done.stderr
+    whole = (run_dir(project, result["run_id"]) / "children" / "kid-1" / "events.jsonl").read_text()
+    assert len(whole) > 64 * 1024
+    capture = state_of(project, result["run_id"])["captured"]["child"]
+    assert len(capture["events"]) == 64 * 1024
+    assert whole.rstrip("\n").endswith(capture["events"])
+    assert json.loads(capture["events"].splitlines()[-1])["event"] == "loop_complete"
+    assert (project / "events.txt").read_text() == whole.rstrip("\n")
+    read = [json.loads(line) for line in whole.splitlines()]
+    assert sum(e["event"] == "action_complete" for e in read) == 80
+
+
+def test_a_childs_events_include_those_of_its_own_sub_loops(tmp_path: Path) -> None:
+    """The child's log holds what ran inside it, its own children's events (deeper `depth`)
+    included, as the run's log holds all of them (docs/decisions.md)."""
+    project = events_project(tmp_path)
+    write(
+        project / ".loops" / "middle.yaml",
+        """
+        name: middle
+        initial: inner
+        parameters:
+          times: {type: integer, default: 1}
+        states:
+          inner: {loop: talker, on_yes: done, on_no: done, on_error: done}
+          done: {terminal: true}
+        """,
+    )
+    write(project / "reader.yaml", EVENTS_PARENT.replace("loop: talker", "loop: middle"))
+    done = ll_loop(project, "run", "reader.yaml", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == "done", done.stderr
+    read = [json.loads(line) for line in (project / "events.txt").read_text().splitlines()]
+    starts = [(e["loop"], e["depth"]) for e in read if e["event"] == "loop_start"]
+    assert starts == [("middle", 1), ("talker", 2)]
+    assert read[-1]["event"] == "loop_complete" and read[-1]["depth"] == 1
+    logged = [e for e in events_of(project, result["run_id"]) if e.get("depth", 0) >= 1]
+    assert [e["event"] for e in read] == [e["event"] for e in logged]

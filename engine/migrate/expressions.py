@@ -40,6 +40,15 @@ _MISSING_FIX = (
 # caller under the sub-loop state's name (ll-loop's keys there are the child's own result).
 CHILD_READ = re.compile(r"\s*\.\s*([\w-]+)\s*\.\s*([\w-]+)\s*\.\s*(\w+)")
 SUBLOOP_KEYS = frozenset({"outcome", "outputs", "steps", "terminal", "terminated_by"})
+EVENTS_NOTE = (
+    "little-loops stored the child's event stream in a sub-loop state's capture as `output`; "
+    "ll-loop has it as `events` (JSONL, one event per line, the child's sub-loops' events "
+    "included), whose events are ll-loop's: each is named by `event` (little-loops: `type`), an "
+    "action's output is an `action_complete` event's `output` (its first 2,000 characters; "
+    "little-loops: an `output` event's `text`), and the end is a `loop_complete` event with "
+    "`final_state`, `outcome` and `terminated_by` (little-loops: a `terminal` event's `state`); "
+    "see docs/runs.md for the fields"
+)
 _SLICE = re.compile(r":(\d+)(?::(\d+))?\s*$")
 _UNKEPT_FIELDS = {
     "failure_type": "a capture's failure_type (little-loops' transient / non_recoverable / "
@@ -75,6 +84,7 @@ class Rewriter:
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the loop's context defaults
     problems: list[Problem] = field(default_factory=list)
     uses_run_dir: bool = False
+    reads_child_events: bool = False  # a sub-loop capture's `.output` became `.events`
     where: str = "the loop"  # the part being rewritten, for the report
 
     def text(self, value: str) -> str:
@@ -84,11 +94,22 @@ class Rewriter:
         return _EXPR.sub(self._expression, value)
 
     def shell(self, script: str) -> str:
-        """Rewrite a shell action, adding `| raw` where little-loops' raw paste was code."""
+        """Rewrite a shell action, adding `| raw` where little-loops' raw paste was code; one
+        that reads a child's event stream gets little-loops' event fields renamed (`_events`)."""
+        before, self.reads_child_events = self.reads_child_events, False
         script = self.text(script)
-        if "${" not in script:
-            return script
-        return _fit_positions(script, self.defaults)
+        if "${" in script:
+            script = _fit_positions(script, self.defaults)
+        if self.reads_child_events:
+            script, renamed = _events(script)
+            if renamed:
+                message = (
+                    "the code reading the child's events reads ll-loop's event fields: "
+                    + "; ".join(renamed)
+                )
+                self.problems.append(Problem("changed", self.where, message))
+        self.reads_child_events = before or self.reads_child_events
+        return script
 
     def value(self, value: Any) -> Any:
         """Rewrite every string inside a YAML value (with:, outputs, ...)."""
@@ -120,8 +141,11 @@ class Rewriter:
             moved = self.child_values.get(read_at) if read_at is not None else None
             if read is not None and moved is not None:
                 return f"${{captured.{moved}{rest[read.end() :]}}}"
+        events = None
         if root == "captured" and self.subloop_captures:
-            self._subloop_capture_read(rest, match.group(0))
+            events = self._subloop_capture_read(rest, match.group(0))
+        if events is not None:  # `${captured.C.output}` of a sub-loop: its `events`
+            rest = events
         if root == "captured":
             self._unkept_capture_field(rest, match.group(0))
         if root == "captured" and self.captures:
@@ -129,6 +153,8 @@ class Rewriter:
             if name is not None and name.group(1) in self.captures:
                 rest = rest.replace(name.group(1), self.captures[name.group(1)], 1)
                 return "${captured" + rest + "}"
+        if events is not None:
+            return "${captured" + rest + "}"
         key = re.match(r"\s*\.\s*(\w+)", rest)
         attribute = key.group(1) if key else ""
         renamed = _RENAMES.get((root, attribute))
@@ -156,16 +182,22 @@ class Rewriter:
         message = f"{what} has no equivalent in ll-loop" + _MISSING_FIX
         self.problems.append(Problem("blocker", self.where, message, expression))
 
-    def _subloop_capture_read(self, rest: str, expression: str) -> None:
+    def _subloop_capture_read(self, rest: str, expression: str) -> str | None:
         """`${captured.C.output}` where C is a sub-loop state's capture: little-loops stored the
-        child's event stream there; ll-loop keeps the child's result (SUBLOOP_KEYS)."""
+        child's event stream there, which ll-loop has as `events` (the expression's `rest` read
+        so is returned, with a `changed:` note saying how the events differ). Another field
+        that is no key of ours (SUBLOOP_KEYS) is reported; None unless it was rewritten."""
         read = re.match(r"\s*\.\s*([\w-]+)\s*\.\s*(\w+)(.*)$", rest, re.S)
         if read is None or read.group(1) not in self.subloop_captures:
-            return
-        if read.group(2) in SUBLOOP_KEYS:
-            return
-        what = "the child's event stream" if read.group(2) == "output" else f"{read.group(2)!r}"
-        kept = "terminal, outcome, terminated_by, steps and outputs"
+            return None
+        if read.group(2) in SUBLOOP_KEYS | {"events", "events_path"}:
+            return None
+        if read.group(2) == "output":
+            self.reads_child_events = True
+            self.problems.append(Problem("changed", self.where, EVENTS_NOTE, expression))
+            return rest[: read.start(2)] + "events" + rest[read.end(2) :]
+        what = repr(read.group(2))
+        kept = "terminal, outcome, terminated_by, steps, outputs and events"
         tail = read.group(3).strip()
         if tail.startswith((":default=", "?")):
             message = (
@@ -173,13 +205,67 @@ class Rewriter:
                 f"child's {kept}, so this is always its default"
             )
             self.problems.append(Problem("changed", self.where, message, expression))
-            return
+            return None
         message = (
             f"little-loops stored {what} in a sub-loop state's capture; ll-loop keeps the "
             f"child's {kept}: left as it is, it is an error verdict wherever it is read: read "
             "one of those (a value the child declares under outputs:) instead"
         )
         self.problems.append(Problem("blocker", self.where, message, expression))
+        return None
+
+
+# little-loops' event fields as its loops read them in Python (`event.get('type') == 'output'`)
+_Q = r"""(['"])"""
+# the log pasted into a Python string (in a quoted heredoc, so `| raw`): JSONL never holds `"""`
+_PYTHON_STRING = re.compile(r'(?<![\w"\'])"""(\$\{\s*captured\.[\w-]+\.events\s*\|\s*raw\s*\})"""')
+_OUTPUT_EVENT = re.compile(rf"\b(\w+)\.get\({_Q}type\2\)\s*==\s*{_Q}output\3")
+_TERMINAL_EVENT = re.compile(rf"\b(\w+)\.get\({_Q}type\2\)\s*==\s*{_Q}terminal\3")
+
+
+def _events(script: str) -> tuple[str, list[str]]:
+    """`script` with the little-loops event fields its Python reads renamed to ll-loop's, and
+    what was renamed: an `output` event's `text` is an `action_complete` event's `output`, a
+    `terminal` event's `state` the `final_state` of a `loop_complete` that ended at a terminal
+    (a child's own `loop_complete` is its last event: its sub-loops' come before it)."""
+    renamed: list[str] = []
+    script, pasted = _PYTHON_STRING.subn(r'r"""\1"""', script)
+    if pasted:  # `\n` in an output's JSON was a newline in the Python string: no line parsed
+        renamed.append(
+            'the log is pasted into a raw string, r"""...""", so its JSON escapes stay JSON\'s'
+        )
+    outputs = {m.group(1) for m in _OUTPUT_EVENT.finditer(script)}
+    if outputs:
+        script = _OUTPUT_EVENT.sub(r"\1.get('event') == 'action_complete'", script)
+        for name in outputs:
+            script = re.sub(rf"\b{name}\.get\({_Q}text\1", f"{name}.get('output'", script)
+            script = re.sub(rf"\b{name}\[{_Q}text\1\]", f"{name}['output']", script)
+        renamed.append(
+            "`type == 'output'` and `text` are `event == 'action_complete'` and `output`"
+        )
+    lines = script.split("\n")
+    terminals = False
+    for index, line in enumerate(lines):
+        found = _TERMINAL_EVENT.search(line)
+        if found is None:
+            continue
+        terminals = True
+        name = found.group(1)
+        lines[index] = _TERMINAL_EVENT.sub(
+            r"(\1.get('event') == 'loop_complete' and \1.get('terminated_by') == 'terminal')",
+            line,
+        )
+        for near in range(index, min(index + 3, len(lines))):  # the branch it guards
+            lines[near] = re.sub(
+                rf"\b{name}\.get\({_Q}state\1", f"{name}.get('final_state'", lines[near]
+            )
+    if terminals:
+        script = "\n".join(lines)
+        renamed.append(
+            "`type == 'terminal'` and its `state` are a `loop_complete` event that "
+            "`terminated_by == 'terminal'` and its `final_state`"
+        )
+    return script, renamed
 
 
 def _with_tail(expression: str, tail: str) -> str:

@@ -45,6 +45,10 @@ FALLBACKS: Mapping[str, str] = MappingProxyType(
 
 # A sub-loop state yields these verdicts (plus any `on_terminal` names routed first).
 SUBLOOP_VERDICTS = frozenset({"yes", "no", "error"})
+# `captured.<name>` of a sub-loop state (engine.runtime.subloop.capture_of): no `output` there
+SUBLOOP_CAPTURE_FIELDS = frozenset(
+    {"terminal", "outcome", "terminated_by", "steps", "outputs", "events", "events_path"}
+)
 
 CURRENT = "$current"
 

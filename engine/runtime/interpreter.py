@@ -849,7 +849,9 @@ class _WholeOutput(Mapping[str, Any]):
         return len(self._entry)
 
 
-_WHOLE_STREAMS = {"output": "output_path", "stderr": "stderr_path"}
+# the text kept in a capture when it is short, and the file holding it whole (a sub-loop
+# capture's `events` keeps the end of the child's event log: `engine.runtime.subloop.events_of`)
+_WHOLE_STREAMS = {"output": "output_path", "stderr": "stderr_path", "events": "events_path"}
 
 
 def _was_cut(entry: Mapping[str, Any], key: str) -> bool:

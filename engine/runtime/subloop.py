@@ -22,6 +22,7 @@ terminal name before the verdict is looked at (`route_subloop`).
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import ExitStack, contextmanager
@@ -31,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from engine.graph.routing import route_for
 from engine.load.locate import near_loop_name, not_a_file
-from engine.load.project import ensure_dir
+from engine.load.project import ensure_dir, open_file
 from engine.load.resources import builtin_loops_dir
 from engine.model.errors import InterpolationError, LoopError
 from engine.model.expressions import lone_expression
 from engine.model.loop import CURRENT, Loop, State
 from engine.model.params import ParameterError, coerce
-from engine.model.ports import RunResult, Verdict
+from engine.model.ports import Recorder, RunResult, Verdict
 from engine.runtime.runstore import RunStore, now_iso, read_state, saved_at
 
 if TYPE_CHECKING:
@@ -223,15 +224,36 @@ def check_command_bindings(state: State, parent: Loop, child: Loop) -> None:
 # --- results ---------------------------------------------------------------------------------
 
 
-def capture_of(result: RunResult) -> dict[str, Any]:
-    """The parent's `captured.<name>` for a child that ran (docs/format.md, "Sub-loops")."""
+def capture_of(result: RunResult, child_dir: Path | None = None) -> dict[str, Any]:
+    """The parent's `captured.<name>` for a child that ran (docs/format.md, "Sub-loops"); with
+    `child_dir`, its `events` too (`events_of`)."""
     return {
         "terminal": result.terminal,
         "outcome": result.outcome,
         "terminated_by": result.terminated_by,
         "steps": result.steps,
         "outputs": dict(result.outputs),
+        **({} if child_dir is None else events_of(child_dir)),
     }
+
+
+def events_of(child_dir: Path) -> dict[str, Any]:
+    """`events` of a sub-loop capture: the child's event log (`<child dir>/events.jsonl`, JSONL,
+    every event of the child's run and of its own children, a resumed child's whole log) and
+    `events_path`, that file. Bounded as an action's stderr is: the capture (and state.json)
+    keeps its last `CAPTURE_LIMIT` characters, where the child's end is, and interpolating
+    `${captured.C.events}` reads the whole file back (`_WholeOutput`)."""
+    from engine.runtime.interpreter import CAPTURE_LIMIT
+
+    path = child_dir / "events.jsonl"
+    try:  # never through a link planted in the run directory
+        with os.fdopen(open_file(path, os.O_RDONLY), "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - 4 * CAPTURE_LIMIT))  # at most 4 bytes a character
+            tail = handle.read().decode("utf-8", errors="replace")
+    except (OSError, LoopError):  # no log: a child that ended before its first event
+        return {"events": "", "events_path": str(path)}
+    return {"events": tail.rstrip("\r\n")[-CAPTURE_LIMIT:], "events_path": str(path)}
 
 
 def verdict_of(result: RunResult) -> Verdict:
@@ -259,6 +281,7 @@ def failed_start(reason: str, *, loop_ref: str) -> SubloopOutcome:
         "terminated_by": "error",
         "steps": 0,
         "outputs": {},
+        "events": "",  # it never ran: no events
     }
     details = {"loop": loop_ref, "error": reason}
     return SubloopOutcome(Verdict("error", details), capture, details=details)
@@ -357,7 +380,7 @@ def run_subloop(
     verdict = Verdict(verdict.name, {**verdict.details, "child_dir": str(request.run_dir)})
     return SubloopOutcome(
         verdict,
-        capture_of(result),
+        capture_of(result, request.run_dir),
         terminal=result.terminal,
         result=result,
         cost_usd=result.cost_usd,
@@ -478,6 +501,26 @@ def make_hook(project_root: Path, load: ChildLoader) -> SubloopHook:
     return hook
 
 
+class ChildLog:
+    """A child run's recorder: each event goes to the run's one event log (`outer`, where the
+    child's events have `depth`) and to the child's own `events.jsonl` in its directory, which
+    a resumed child appends to: the parent's `${captured.C.events}` (`events_of`). A grandchild's
+    events pass through here too. `llm_call` events go to the run's log only (the run's LLM
+    services are shared, and emit there)."""
+
+    def __init__(self, outer: Recorder, store: RunStore) -> None:
+        self.outer = outer
+        self.store = store
+
+    def emit(self, event: str, **fields: Any) -> None:
+        self.outer.emit(event, **fields)
+        self.store.emit(event, **fields)
+
+    def flush(self) -> None:
+        self.outer.flush()
+        self.store.flush()
+
+
 def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
     """Run a child in this process, sharing the parent's event log, actions, LLM and stop."""
     from engine.runtime.interpreter import RunState, Runtime, run
@@ -497,8 +540,13 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         rt.stop.listeners.append(own_llm.stop)
     # The child's own state.json, at every boundary of the child: a resume continues it there.
     store = RunStore(request.run_dir, request.run_id)
+    if request.resume is not None:  # a torn last event would be glued to the next one
+        from engine.runtime.resume import repair_log
+
+        repair_log(store.events_path)
+    recorder = ChildLog(rt.recorder, store)
     child_rt = Runtime(
-        recorder=rt.recorder,
+        recorder=recorder,
         actions=rt.actions,
         artifacts_dir=artifacts,
         outputs_dir=outputs,
@@ -516,7 +564,7 @@ def _run_child(request: ChildRequest, rt: Runtime) -> RunResult:
         if llm is not None:  # the calls after its boundary were billed, though they run again
             boundary = saved_at(request.resume, request.run_dir / "state.json")
             child_rs.cost_usd += llm.spent_since(boundary)
-        rt.recorder.emit(
+        recorder.emit(
             "loop_resume",
             depth=request.depth,
             step=child_rs.steps,
