@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from engine.load.issuefile import Issue, load_issue, parse_issue
 from engine.load.loader import check_loop_text
+from engine.model.errors import UsageError
 from engine.scaffold import (
     NO_SIGNALS,
     criteria_prompt,
@@ -327,6 +328,11 @@ def test_yaml_scalar_reads_back_exactly(text: str) -> None:
 @given(st.lists(weird.filter(lambda s: s.strip() != ""), min_size=1, max_size=4), weird)
 def test_any_issue_text_scaffolds_to_a_loadable_loop(criteria: list[str], use_case: str) -> None:
     body = "# FEAT-7: odd {title} ${x} #1\n\n## Use Case\n\n" + use_case + "\n\n"
+    if "\x00" in "".join(criteria) + use_case:  # no loop can hold one: the issue is refused
+        with pytest.raises(UsageError, match="contains a NUL character"):
+            parse_issue(body, issue_id="FEAT-7")
+            Issue("FEAT-7", "t", "feature", None, acceptance_criteria=tuple(criteria))
+        return
     issue = parse_issue(body, issue_id="FEAT-7")
     issue = Issue(
         id=issue.id,
