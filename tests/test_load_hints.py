@@ -197,3 +197,21 @@ def test_a_nul_character_in_a_loop_or_suite_is_refused_at_its_line(tmp_path: Pat
     assert "holds a NUL character" in ran.stdout + ran.stderr
     suite = cli.ll_loop(tmp_path, "validate", "nul.suite.yaml")
     assert "nul.suite.yaml:6:12: error F016 subject.command holds a NUL" in suite.stdout
+
+
+@pytest.mark.parametrize("verdict", ["[a]", "{a: 1}"])
+def test_a_classify_verdict_that_is_not_text_is_a_schema_error_not_a_crash(
+    tmp_path: Path, verdict: str
+) -> None:
+    # The on_<verdict> hint for `terminal`/`retry_exhausted`/`max_steps` looked each verdict
+    # up in a dict: a list or mapping verdict was "internal error: TypeError: unhashable".
+    (tmp_path / "v.yaml").write_text(
+        "name: v\ninitial: t\nstates:\n  t:\n    action: echo hi\n    evaluate:\n"
+        f"      type: classify\n      verdicts: [{verdict}, terminal]\n    on_terminal: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    checked = cli.ll_loop(tmp_path, "validate", "v.yaml")
+    assert checked.code == 1, checked.stdout + checked.stderr
+    assert "internal error" not in checked.stdout + checked.stderr
+    assert "v.yaml:8:" in checked.stdout
+    assert "'terminal' is a verdict of this state's classify evaluator" in checked.stdout

@@ -209,8 +209,10 @@ def _reserved_verdict_routes(
             continue
         verdicts = evaluate.get("verdicts")
         for verdict in verdicts if isinstance(verdicts, list) else ():
+            if not isinstance(verdict, str) or verdict not in _RESERVED_ROUTES:
+                continue  # a verdict that is not text is the schema's (a list: unhashable)
             key = f"on_{verdict}"
-            if verdict not in _RESERVED_ROUTES or key not in state:
+            if key not in state:
                 continue
             at = f"states.{name}.{key}"
             if not any(d.path == at for d in problems):
