@@ -245,6 +245,8 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     few scripts bash runs, so this is a warning."""
     from engine.shell.interpolate import shell_text
 
+    positions = ctx.positions
+    lines = positions.text.splitlines() if positions is not None and positions.text else []
     for path, text, what in _commands(ctx):
         script = shell_text(text)
         if script is None or (_PLAIN_SCRIPT.fullmatch(script) and not _KEYWORD.search(script)):
@@ -256,6 +258,8 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         found = syntax_problem(script)
         if found is None:
             continue
+        if lines and positions is not None and _comment_after(positions, lines, path, text):
+            continue  # YAML cut the command at ` #`: LL087's, whose fix is quoting the value
         problem, line = found
         lines = script.splitlines()
         needle = lines[line - 1].strip() if line <= len(lines) else ""

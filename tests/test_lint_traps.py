@@ -219,3 +219,21 @@ def test_a_shell_command_bash_cannot_parse_is_reported_at_its_line(tmp_path: Pat
     assert "the quote opened at line 1, column 6 is never closed" in found[0]["message"]
     assert "the `if` at line 2, column 1 has no `fi`" in found[1]["message"]
     assert "runner command" in found[2]["message"]
+
+
+def test_a_command_yaml_cut_at_a_comment_is_ll087s_alone(tmp_path: Path) -> None:
+    """`action: grep "TODO #42" notes.txt` got both LL087 (YAML cut it at ` #`: quote the value)
+    and LL088 (added beside it) saying bash cannot parse it, hint "fix the shell syntax", which
+    is not the fix: the shell syntax is right, the YAML is not. One finding now: LL087's."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "cut.yaml").write_text(
+        SYNTAX_LOOP.replace('echo "unterminated', 'grep "TODO #42" notes.txt')
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "cut", "--format", "json")
+    found = json.loads(ran.stdout)["loops"][0]["diagnostics"]
+    at_cut = [d["code"] for d in found if d["path"] == "states.quote.action"]
+    assert at_cut == ["LL087"]
+    assert [d["path"] for d in found if d["code"] == "LL088"] == [
+        "states.branch.action",
+        "states.agent.runner",
+    ]
