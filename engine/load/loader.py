@@ -120,7 +120,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems += _judge_problems(data, positions, file)
         problems += _default_problems(data, positions, file)
         problems += _dimension_problems(data, positions, file)
-        problems += nul_problems(data, positions, file)
+        problems += _with_origins(nul_problems(data, positions, file), positions)
         problems = _reserved_verdict_routes(data, positions, file, problems)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
@@ -219,18 +219,17 @@ def _reserved_verdict_routes(
                 continue  # a legitimate on_retry_exhausted (with max_retries): not refused
             problems = [d for d in problems if d.path != at]
             target = state[key] if isinstance(state[key], str) else "STATE"
-            problems.append(
-                _at_key(
-                    ("states", name, key),
-                    "F017",
-                    f"{at}: {verdict!r} is a verdict of this state's classify evaluator, but "
-                    f"{key} {_RESERVED_ROUTES[verdict]}, so it cannot route that verdict",
-                    f"route it in a route table: route: {{{verdict}: {target}}} (with the "
-                    "state's other verdicts in the same table, in place of on_* keys)",
-                    positions,
-                    file,
-                )
+            refused = _at_key(
+                ("states", name, key),
+                "F017",
+                f"{at}: {verdict!r} is a verdict of this state's classify evaluator, but "
+                f"{key} {_RESERVED_ROUTES[verdict]}, so it cannot route that verdict",
+                f"route it in a route table: route: {{{verdict}: {target}}} (with the "
+                "state's other verdicts in the same table, in place of on_* keys)",
+                positions,
+                file,
             )
+            problems += _with_origins([refused], positions)
     return problems
 
 
