@@ -253,6 +253,7 @@ def _mapping_of(check: Any) -> Any:
 # default). Our writer never breaks these; a hand edit or a file from elsewhere can.
 _SAVED_SHAPE: tuple[tuple[str, str, Any], ...] = (
     ("current", "a state name", lambda v: isinstance(v, str)),
+    ("loop_file", "the loop file's path", lambda v: isinstance(v, str)),
     ("steps", "a whole number", _whole),
     ("context", "a mapping", lambda v: isinstance(v, dict)),
     ("captured", "a mapping of captures", _mapping_of(lambda v: isinstance(v, dict))),
