@@ -237,3 +237,31 @@ def test_a_command_yaml_cut_at_a_comment_is_ll087s_alone(tmp_path: Path) -> None
         "states.branch.action",
         "states.agent.runner",
     ]
+
+
+def test_an_apostrophe_in_a_comment_or_here_document_is_not_the_syntax_error(
+    tmp_path: Path,
+) -> None:
+    """LL088 named "the quote opened at line 1 ... is never closed" for the `'` of `# don't` or
+    of a here-document's `it's`, which bash does not read as a quote, instead of the `if` that
+    has no `fi`: its quote scan knows neither comments nor here-documents."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "apos.yaml").write_text(
+        "name: apos\ninitial: a\nscope: ['.']\nstates:\n"
+        "  a:\n    action: |\n      # don't build twice\n      if true; then make\n"
+        "    next: b\n"
+        "  b:\n    action: |\n      cat <<EOF\n      it's here\n      EOF\n"
+        "      if true; then make\n    next: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    for script in ("# don't build twice\nif true; then make\n",):
+        assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 2
+    ran = cli.ll_loop(tmp_path, "validate", "apos", "--format", "json")
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["path"], d["line"]) for d in found] == [
+        ("states.a.action", 8),
+        ("states.b.action", 15),
+    ]
+    assert "the `if` at line 2, column 1 has no `fi`" in found[0]["message"]
+    assert "the `if` at line 4, column 1 has no `fi`" in found[1]["message"]
+    assert not any("quote" in d["message"] for d in found)
