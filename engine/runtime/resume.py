@@ -363,6 +363,7 @@ def find_run_dir(ref: str, root: Path | None = None) -> Path:
     """The directory of a run by id, unique prefix or path (as `find_run`), whatever its
     state.json says: its event log can be read without it."""
     folder = runs_root(root)
+    refuse_non_directory(folder.parent, folder)  # a file there: not "no run RUN in .loops/runs"
     candidates: list[Path] = []
     if not ref.strip():
         raise UsageError("no run id given", hint="`ll-loop status --all` lists the runs here")
