@@ -261,8 +261,9 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         if lines and positions is not None and _comment_after(positions, lines, path, text):
             continue  # YAML cut the command at ` #`: LL087's, whose fix is quoting the value
         problem, line = found
-        lines = script.splitlines()
-        needle = lines[line - 1].strip() if line <= len(lines) else ""
+        script_lines = script.split("\n")  # lines as the grammar counts them
+        needle = script_lines[line - 1].strip() if line <= len(script_lines) else ""
+        earlier = "\n".join(script_lines[: line - 1]).count(needle) if needle else 0
         yield Finding(
             f"bash cannot parse this {what} ({problem}): a run would fail with exit 2 before "
             "any of it runs",
@@ -270,6 +271,7 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             "fix the shell syntax (`bash -n -c '...'` checks it); if bash runs it as it is, the "
             "grammar ll-loop reads it with disagrees: suppress LL088 here with that reason",
             needle=needle,
+            occurrence=earlier,  # the same text on an earlier line is not this one
         )
 
 

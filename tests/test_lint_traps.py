@@ -265,3 +265,38 @@ def test_an_apostrophe_in_a_comment_or_here_document_is_not_the_syntax_error(
     assert "the `if` at line 2, column 1 has no `fi`" in found[0]["message"]
     assert "the `if` at line 4, column 1 has no `fi`" in found[1]["message"]
     assert not any("quote" in d["message"] for d in found)
+
+
+def test_a_syntax_error_on_a_repeated_line_is_reported_at_that_line(tmp_path: Path) -> None:
+    """LL088 looked for the failing line's text from the top of the value, so a `for` without
+    `done` on line 4 of a block that also starts with the same `for` line was reported at the
+    first one (line 7 of the file, not 10)."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "twice.yaml").write_text(
+        "name: twice\ninitial: a\nscope: ['.']\nstates:\n  a:\n    action: |\n"
+        '      for x in a b; do\n        echo "$x"\n      done\n'
+        '      for x in a b; do\n        echo "$x"\n'
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "twice", "--format", "json")
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["line"], d["column"]) for d in found] == [(10, 7)]
+    assert "at line 4" in found[0]["message"]
+
+
+def test_a_cut_command_after_a_syntax_error_is_still_ll087s_alone(tmp_path: Path) -> None:
+    """The YAML lines LL088 reads to leave a cut command to LL087 must not be replaced by a
+    script's lines once one command has been reported."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "order.yaml").write_text(
+        "name: order\ninitial: a\nscope: ['.']\nstates:\n"
+        "  a:\n    action: |\n      if true; then echo x\n    next: b\n"
+        '  b:\n    action: grep "TODO #42" notes.txt\n    next: done\n'
+        "  done:\n    terminal: true\n"
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "order", "--format", "json")
+    found = json.loads(ran.stdout)["loops"][0]["diagnostics"]
+    assert [(d["code"], d["path"]) for d in found if d["code"] in ("LL087", "LL088")] == [
+        ("LL088", "states.a.action"),
+        ("LL087", "states.b.action"),
+    ]
