@@ -300,3 +300,27 @@ def test_a_cut_command_after_a_syntax_error_is_still_ll087s_alone(tmp_path: Path
         ("LL088", "states.a.action"),
         ("LL087", "states.b.action"),
     ]
+
+
+def test_a_command_ending_in_an_operator_is_a_warning_not_a_crash(tmp_path: Path) -> None:
+    """`action: make test ||` (or `echo a &&`, `a |`) made validate and run end in "internal
+    error: IndexError": LL088 named the opener of the node missing its end, and the command
+    the grammar misses after `||` has no text at all."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "dangling.yaml").write_text(
+        "name: dangling\ninitial: a\nscope: ['.']\nstates:\n"
+        '  a:\n    action: "true ||"\n    next: b\n'
+        "  b:\n    action: |\n      echo a &&\n    next: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "dangling", "--format", "json")
+    assert ran.code == 0 and "internal error" not in ran.stderr, ran.stderr
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["path"], d["line"]) for d in found] == [
+        ("states.a.action", 6),
+        ("states.b.action", 10),
+    ]
+    assert "missing `word` at line 1, column 8" in found[0]["message"]
+    run = cli.ll_loop(tmp_path, "run", "dangling")
+    assert "internal error" not in run.stderr, run.stderr
+    assert run.code == 2, run.stdout + run.stderr  # the action's exit 2: no route from error
