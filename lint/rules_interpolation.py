@@ -160,7 +160,9 @@ def bad_expression(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     for use in uses:
         if use.closed and reads_whole_env(use.text):
             why, _, instead = WHOLE_ENVIRONMENT.partition("; ")
-            yield Finding(f"${{{use.text}}}: {why}", use.path, instead)
+            yield Finding(
+                f"${{{use.text}}}: {why}", use.path, instead, needle=use.needle, occurrence=use.nth
+            )
     for path, template in templates:
         for match in _OURS.finditer(template):
             root = match.group(1)
@@ -312,6 +314,8 @@ def _undeclared_params(loop: Loop, uses: list[Use]) -> Iterator[Finding]:
             use.path,
             f"declare {key!r} under `parameters:`, or read ${{context.{key}}}"
             + (f" (declared: {', '.join(declared)})" if declared else ""),
+            needle=use.needle,
+            occurrence=use.nth,
         )
 
 
@@ -324,10 +328,13 @@ def _unknown_keys(path: PathKey, template: str) -> Iterator[Finding]:
         root, key = match.group(1), match.group(2)
         known = FIXED_KEYS[root]
         if key not in known:
+            needle, nth = _needle(template, match.start(), match.end())
             yield Finding(
                 f"{root!r} has no key {key!r}{did_you_mean(key, list(known))}",
                 path,
                 f"{root} has {', '.join(known)}; pass anything else through context",
+                needle=needle,
+                occurrence=nth,
             )
 
 

@@ -245,6 +245,8 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     few scripts bash runs, so this is a warning."""
     from engine.shell.interpolate import shell_text
 
+    positions = ctx.positions
+    lines = positions.text.splitlines() if positions is not None and positions.text else []
     for path, text, what in _commands(ctx):
         script = shell_text(text)
         if script is None or (_PLAIN_SCRIPT.fullmatch(script) and not _KEYWORD.search(script)):
@@ -256,9 +258,12 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
         found = syntax_problem(script)
         if found is None:
             continue
+        if lines and positions is not None and _comment_after(positions, lines, path, text):
+            continue  # YAML cut the command at ` #`: LL087's, whose fix is quoting the value
         problem, line = found
-        lines = script.splitlines()
-        needle = lines[line - 1].strip() if line <= len(lines) else ""
+        script_lines = script.split("\n")  # lines as the grammar counts them
+        needle = script_lines[line - 1].strip() if line <= len(script_lines) else ""
+        earlier = "\n".join(script_lines[: line - 1]).count(needle) if needle else 0
         yield Finding(
             f"bash cannot parse this {what} ({problem}): a run would fail with exit 2 before "
             "any of it runs",
@@ -266,6 +271,7 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
             "fix the shell syntax (`bash -n -c '...'` checks it); if bash runs it as it is, the "
             "grammar ll-loop reads it with disagrees: suppress LL088 here with that reason",
             needle=needle,
+            occurrence=earlier,  # the same text on an earlier line is not this one
         )
 
 

@@ -469,6 +469,8 @@ def test_a_run_given_a_budget_resumes_with_it_past_lint(tmp_path: Path) -> None:
         ("cost_usd", None),
         ("elapsed_ms", "x"),
         ("cost_unknown_in", 5),
+        ("loop_file", None),  # was "its loop file None is gone"
+        ("loop_file", 5),  # was "its loop file 5 is gone"
     ],
 )
 def test_a_state_json_of_the_wrong_shape_is_refused_in_one_sentence(

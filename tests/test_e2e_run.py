@@ -944,6 +944,29 @@ def test_a_huge_loop_given_to_ll_harness_suite_is_not_read_whole(tmp_path: Path)
     assert done.returncode == 2 and "internal error" not in done.stderr
 
 
+def test_the_refusal_hints_quote_a_path_with_a_space_in_both_directions(tmp_path: Path) -> None:
+    """`ll-loop run` of a suite quoted its path in the hint (`ll-harness suite 'my s.suite.yaml'`)
+    while `ll-harness suite` of a loop did not (`ll-loop run my loop.yaml`: two words to the
+    shell): the two refusals, merged from two helpers, now quote alike."""
+    (tmp_path / "my s.suite.yaml").write_text(
+        "name: s\ndataset: cases\nsubject: {command: echo hi}\n"
+        "judges:\n  - {name: ok, builtin: exit_code}\n"
+    )
+    (tmp_path / "my loop.yaml").write_text(COUNTDOWN.format(max_steps=5, extra=""))
+    ran = ll_loop(tmp_path, "run", "my s.suite.yaml")
+    assert "`ll-harness suite 'my s.suite.yaml'`" in ran.stderr, ran.stderr
+    done = subprocess.run(
+        [str(Path(LL_LOOP).with_name("ll-harness")), "suite", "my loop.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "`ll-loop run 'my loop.yaml'`" in done.stderr, done.stderr
+    assert "`ll-harness loop 'my loop.yaml'`" in done.stderr, done.stderr
+
+
 def test_human_summary_without_json(tmp_path: Path) -> None:
     write_loop(tmp_path, COUNTDOWN.format(max_steps=5, extra=""))
     ran = ll_loop(tmp_path, "run", "loop.yaml")

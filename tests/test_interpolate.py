@@ -711,7 +711,7 @@ def test_the_whole_environment_is_never_interpolated(tmp_path: Path) -> None:
     (tmp_path / ".loops" / "envs.yaml").write_text(ENV_LOOP)
     secret = {"SECRET_KEY": "sk-do-not-leak"}
     checked = ll_loop(tmp_path, "validate", "envs", env=secret)
-    assert "envs.yaml:9:5: error LL030 ${env}: the whole environment cannot be" in checked.stdout
+    assert "envs.yaml:9:19: error LL030 ${env}: the whole environment cannot be" in checked.stdout
     assert "name the one you need, ${env.NAME}" in checked.stdout
     ran = ll_loop(tmp_path, "run", "envs", env=secret)
     assert ran.code != 0 and not (tmp_path / "all").exists()

@@ -1027,3 +1027,21 @@ def test_a_loop_that_always_calls_itself_is_warned_of(tmp_path: Path, ref: str) 
     assert [d.code for d in check_file(path) if d.code == "LL044"] == ["LL044"]
     path.write_text(SELF.replace("INITIAL", "check").replace("REF", ref))  # may end first
     assert "LL044" not in [d.code for d in check_file(path)]
+
+
+def test_every_ll030_finding_points_at_its_expression_inside_a_block(tmp_path: Path) -> None:
+    """docs/lint-rules.md says an LL030 finding points at its `${...}`; the whole-environment
+    refusal (e0eaadd), an unknown fixed key and an undeclared `param` key still pointed at the
+    `action:` key (7:5) while the other LL030 findings of the same block pointed inside it."""
+    path = tmp_path / "block.yaml"
+    path.write_text(
+        "name: block\ninitial: a\nmax_steps: 5\nscope: [out]\nstates:\n  a:\n"
+        "    action: |\n"  # line 7
+        "      echo one\n"
+        "      echo ${env | tojson}\n"  # line 9
+        "      echo ${loop.elapsed} ${loop.elapsed}\n"  # line 10
+        "      echo ${param.nope}\n"  # line 11
+        "    next: done\n  done: {terminal: true}\n"
+    )
+    found = sorted((d.line, d.column) for d in engine.validate(path) if d.code == "LL030")
+    assert found == [(9, 12), (10, 12), (10, 28), (11, 12)]

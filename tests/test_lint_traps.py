@@ -219,3 +219,108 @@ def test_a_shell_command_bash_cannot_parse_is_reported_at_its_line(tmp_path: Pat
     assert "the quote opened at line 1, column 6 is never closed" in found[0]["message"]
     assert "the `if` at line 2, column 1 has no `fi`" in found[1]["message"]
     assert "runner command" in found[2]["message"]
+
+
+def test_a_command_yaml_cut_at_a_comment_is_ll087s_alone(tmp_path: Path) -> None:
+    """`action: grep "TODO #42" notes.txt` got both LL087 (YAML cut it at ` #`: quote the value)
+    and LL088 (added beside it) saying bash cannot parse it, hint "fix the shell syntax", which
+    is not the fix: the shell syntax is right, the YAML is not. One finding now: LL087's."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "cut.yaml").write_text(
+        SYNTAX_LOOP.replace('echo "unterminated', 'grep "TODO #42" notes.txt')
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "cut", "--format", "json")
+    found = json.loads(ran.stdout)["loops"][0]["diagnostics"]
+    at_cut = [d["code"] for d in found if d["path"] == "states.quote.action"]
+    assert at_cut == ["LL087"]
+    assert [d["path"] for d in found if d["code"] == "LL088"] == [
+        "states.branch.action",
+        "states.agent.runner",
+    ]
+
+
+def test_an_apostrophe_in_a_comment_or_here_document_is_not_the_syntax_error(
+    tmp_path: Path,
+) -> None:
+    """LL088 named "the quote opened at line 1 ... is never closed" for the `'` of `# don't` or
+    of a here-document's `it's`, which bash does not read as a quote, instead of the `if` that
+    has no `fi`: its quote scan knows neither comments nor here-documents."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "apos.yaml").write_text(
+        "name: apos\ninitial: a\nscope: ['.']\nstates:\n"
+        "  a:\n    action: |\n      # don't build twice\n      if true; then make\n"
+        "    next: b\n"
+        "  b:\n    action: |\n      cat <<EOF\n      it's here\n      EOF\n"
+        "      if true; then make\n    next: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    for script in ("# don't build twice\nif true; then make\n",):
+        assert subprocess.run(["bash", "-n", "-c", script], capture_output=True).returncode == 2
+    ran = cli.ll_loop(tmp_path, "validate", "apos", "--format", "json")
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["path"], d["line"]) for d in found] == [
+        ("states.a.action", 8),
+        ("states.b.action", 15),
+    ]
+    assert "the `if` at line 2, column 1 has no `fi`" in found[0]["message"]
+    assert "the `if` at line 4, column 1 has no `fi`" in found[1]["message"]
+    assert not any("quote" in d["message"] for d in found)
+
+
+def test_a_syntax_error_on_a_repeated_line_is_reported_at_that_line(tmp_path: Path) -> None:
+    """LL088 looked for the failing line's text from the top of the value, so a `for` without
+    `done` on line 4 of a block that also starts with the same `for` line was reported at the
+    first one (line 7 of the file, not 10)."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "twice.yaml").write_text(
+        "name: twice\ninitial: a\nscope: ['.']\nstates:\n  a:\n    action: |\n"
+        '      for x in a b; do\n        echo "$x"\n      done\n'
+        '      for x in a b; do\n        echo "$x"\n'
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "twice", "--format", "json")
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["line"], d["column"]) for d in found] == [(10, 7)]
+    assert "at line 4" in found[0]["message"]
+
+
+def test_a_cut_command_after_a_syntax_error_is_still_ll087s_alone(tmp_path: Path) -> None:
+    """The YAML lines LL088 reads to leave a cut command to LL087 must not be replaced by a
+    script's lines once one command has been reported."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "order.yaml").write_text(
+        "name: order\ninitial: a\nscope: ['.']\nstates:\n"
+        "  a:\n    action: |\n      if true; then echo x\n    next: b\n"
+        '  b:\n    action: grep "TODO #42" notes.txt\n    next: done\n'
+        "  done:\n    terminal: true\n"
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "order", "--format", "json")
+    found = json.loads(ran.stdout)["loops"][0]["diagnostics"]
+    assert [(d["code"], d["path"]) for d in found if d["code"] in ("LL087", "LL088")] == [
+        ("LL088", "states.a.action"),
+        ("LL087", "states.b.action"),
+    ]
+
+
+def test_a_command_ending_in_an_operator_is_a_warning_not_a_crash(tmp_path: Path) -> None:
+    """`action: make test ||` (or `echo a &&`, `a |`) made validate and run end in "internal
+    error: IndexError": LL088 named the opener of the node missing its end, and the command
+    the grammar misses after `||` has no text at all."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "dangling.yaml").write_text(
+        "name: dangling\ninitial: a\nscope: ['.']\nstates:\n"
+        '  a:\n    action: "true ||"\n    next: b\n'
+        "  b:\n    action: |\n      echo a &&\n    next: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    ran = cli.ll_loop(tmp_path, "validate", "dangling", "--format", "json")
+    assert ran.code == 0 and "internal error" not in ran.stderr, ran.stderr
+    found = [d for d in json.loads(ran.stdout)["loops"][0]["diagnostics"] if d["code"] == "LL088"]
+    assert [(d["path"], d["line"]) for d in found] == [
+        ("states.a.action", 6),
+        ("states.b.action", 10),
+    ]
+    assert "missing `word` at line 1, column 8" in found[0]["message"]
+    run = cli.ll_loop(tmp_path, "run", "dangling")
+    assert "internal error" not in run.stderr, run.stderr
+    assert run.code == 2, run.stdout + run.stderr  # the action's exit 2: no route from error

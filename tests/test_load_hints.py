@@ -205,3 +205,56 @@ def test_a_nul_character_in_a_loop_or_suite_is_refused_at_its_line(tmp_path: Pat
     assert "holds a NUL character" in ran.stdout + ran.stderr
     suite = cli.ll_loop(tmp_path, "validate", "nul.suite.yaml")
     assert "nul.suite.yaml:6:12: error F016 subject.command holds a NUL" in suite.stdout
+
+
+@pytest.mark.parametrize("verdict", ["[a]", "{a: 1}"])
+def test_a_classify_verdict_that_is_not_text_is_a_schema_error_not_a_crash(
+    tmp_path: Path, verdict: str
+) -> None:
+    # The on_<verdict> hint for `terminal`/`retry_exhausted`/`max_steps` looked each verdict
+    # up in a dict: a list or mapping verdict was "internal error: TypeError: unhashable".
+    (tmp_path / "v.yaml").write_text(
+        "name: v\ninitial: t\nstates:\n  t:\n    action: echo hi\n    evaluate:\n"
+        f"      type: classify\n      verdicts: [{verdict}, terminal]\n    on_terminal: done\n"
+        "  done:\n    terminal: true\n"
+    )
+    checked = cli.ll_loop(tmp_path, "validate", "v.yaml")
+    assert checked.code == 1, checked.stdout + checked.stderr
+    assert "internal error" not in checked.stdout + checked.stderr
+    assert "v.yaml:8:" in checked.stdout
+    assert "'terminal' is a verdict of this state's classify evaluator" in checked.stdout
+
+
+def test_a_nul_character_from_a_fragment_names_the_fragments_line(tmp_path: Path) -> None:
+    # Every other load error about a value a fragment gave names the library's line; the NUL
+    # refusal (0fda75e) pointed only at the state's `fragment:` key, with no word of the library.
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "frags.yaml").write_text(
+        'fragments:\n  say:\n    description: "ok"\n    action: "echo a\\x00b"\n    next: done\n'
+    )
+    (tmp_path / ".loops" / "f.yaml").write_text(
+        "name: f\ninitial: t\nimport: [frags.yaml]\nstates:\n  t:\n    fragment: say\n"
+        "  done:\n    terminal: true\n"
+    )
+    checked = cli.ll_loop(tmp_path, "validate", "f")
+    assert "error F016 states.t.action holds a NUL character" in checked.stdout
+    assert "(from fragment 'say' at .loops/frags.yaml:4)" in checked.stdout, checked.stdout
+
+
+def test_a_reserved_verdict_route_from_a_fragment_names_the_fragments_line(
+    tmp_path: Path,
+) -> None:
+    # The F017 that replaces the schema's errors for on_terminal (7d458fe) dropped the
+    # "(from fragment ...)" the schema's own errors had, so the library's line was not named.
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "frags.yaml").write_text(
+        "fragments:\n  sort:\n    action: echo terminal\n    evaluate:\n      type: classify\n"
+        "      verdicts: [terminal, other]\n    on_terminal: done\n    on_other: done\n"
+    )
+    (tmp_path / ".loops" / "f.yaml").write_text(
+        "name: f\ninitial: t\nimport: [frags.yaml]\nstates:\n  t:\n    fragment: sort\n"
+        "  done:\n    terminal: true\n"
+    )
+    checked = cli.ll_loop(tmp_path, "validate", "f")
+    assert "F017 states.t.on_terminal: 'terminal' is a verdict" in checked.stdout, checked.stdout
+    assert "(from fragment 'sort' at .loops/frags.yaml:7)" in checked.stdout, checked.stdout

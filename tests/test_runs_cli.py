@@ -279,6 +279,28 @@ def test_a_file_where_loops_or_runs_goes_is_said_by_status_and_history(tmp_path:
     assert f"error: {tmp_path / '.loops' / 'runs'} is not a directory" in shown.stderr
 
 
+def test_a_file_where_loops_or_runs_goes_is_said_by_the_commands_naming_a_run(
+    tmp_path: Path,
+) -> None:
+    """`status` and `history` (0fcb76f) said a plain file at `.loops` or `.loops/runs` is not a
+    directory, as docs/runs.md now says every command reading runs does; `resume RUN`, `stop RUN`,
+    `status RUN` and `history RUN` still said "no run 'RUN' in .loops/runs", a folder that is
+    not there."""
+    (tmp_path / ".loops").write_text("")
+    for places in (".loops", ".loops/runs"):
+        if places == ".loops/runs":
+            (tmp_path / ".loops").unlink()
+            (tmp_path / ".loops").mkdir()
+            (tmp_path / ".loops" / "runs").write_text("")
+        for command in ("resume", "stop", "status", "history"):
+            shown = ll_loop(tmp_path, command, "20261206-000000-abcdef")
+            assert shown.returncode == 2, (command, shown.stdout, shown.stderr)
+            assert f"error: {tmp_path / places} is not a directory" in shown.stderr, (
+                command,
+                shown.stderr,
+            )
+
+
 def test_finished_runs_are_not_resumed_or_stopped(project: Path) -> None:
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]

@@ -317,6 +317,9 @@ def _refuse_missing_run(ref: str) -> None:
             f"{counted(row.steps or 0, 'step')})",
             hint="`ll-loop history` lists it with the runs recorded here",
         )
+    from engine.load.project import refuse_non_directory
+
+    refuse_non_directory(runs_root().parent, runs_root())  # a file there, not "no run RUN"
     raise UsageError(
         f"no run {ref!r} in {runs_root()}", hint="`ll-loop history` lists the runs recorded here"
     )

@@ -125,7 +125,7 @@ def _check(text: str, file: str) -> tuple[Loop | None, Positions | None, list[Di
         problems += _judge_problems(data, positions, file)
         problems += _default_problems(data, positions, file)
         problems += _dimension_problems(data, positions, file)
-        problems += nul_problems(data, positions, file)
+        problems += _with_origins(nul_problems(data, positions, file), positions)
         problems = _reserved_verdict_routes(data, positions, file, problems)
     if problems:
         return None, positions, sorted(problems, key=lambda d: (d.line, d.column, d.code))
@@ -214,26 +214,27 @@ def _reserved_verdict_routes(
             continue
         verdicts = evaluate.get("verdicts")
         for verdict in verdicts if isinstance(verdicts, list) else ():
+            if not isinstance(verdict, str) or verdict not in _RESERVED_ROUTES:
+                continue  # a verdict that is not text is the schema's (a list: unhashable)
             key = f"on_{verdict}"
-            if verdict not in _RESERVED_ROUTES or key not in state:
+            if key not in state:
                 continue
             at = f"states.{name}.{key}"
             if not any(d.path == at for d in problems):
                 continue  # a legitimate on_retry_exhausted (with max_retries): not refused
             problems = [d for d in problems if d.path != at]
             target = state[key] if isinstance(state[key], str) else "STATE"
-            problems.append(
-                _at_key(
-                    ("states", name, key),
-                    "F017",
-                    f"{at}: {verdict!r} is a verdict of this state's classify evaluator, but "
-                    f"{key} {_RESERVED_ROUTES[verdict]}, so it cannot route that verdict",
-                    f"route it in a route table: route: {{{verdict}: {target}}} (with the "
-                    "state's other verdicts in the same table, in place of on_* keys)",
-                    positions,
-                    file,
-                )
+            refused = _at_key(
+                ("states", name, key),
+                "F017",
+                f"{at}: {verdict!r} is a verdict of this state's classify evaluator, but "
+                f"{key} {_RESERVED_ROUTES[verdict]}, so it cannot route that verdict",
+                f"route it in a route table: route: {{{verdict}: {target}}} (with the "
+                "state's other verdicts in the same table, in place of on_* keys)",
+                positions,
+                file,
             )
+            problems += _with_origins([refused], positions)
     return problems
 
 

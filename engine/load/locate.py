@@ -236,9 +236,10 @@ def refuse_a_loop_as_suite(path: Path, shown: str) -> None:
     if any(line.startswith("states:") for line in lines) and not any(
         line.startswith("subject:") for line in lines
     ):
+        typed = shlex.quote(shown)  # a command to copy, as refuse_other_kind's hints are
         raise UsageError(
             f"{shown} is a loop, not a suite",
-            hint=f"run it with `ll-loop run {shown}` (or `ll-harness loop {shown}` to measure "
+            hint=f"run it with `ll-loop run {typed}` (or `ll-harness loop {typed}` to measure "
             "it); to run it over a dataset, write a suite whose subject is `loop: "
             f"{shown}`",
         )

@@ -253,6 +253,7 @@ def _mapping_of(check: Any) -> Any:
 # default). Our writer never breaks these; a hand edit or a file from elsewhere can.
 _SAVED_SHAPE: tuple[tuple[str, str, Any], ...] = (
     ("current", "a state name", lambda v: isinstance(v, str)),
+    ("loop_file", "the loop file's path", lambda v: isinstance(v, str)),
     ("steps", "a whole number", _whole),
     ("context", "a mapping", lambda v: isinstance(v, dict)),
     ("captured", "a mapping of captures", _mapping_of(lambda v: isinstance(v, dict))),
@@ -362,6 +363,7 @@ def find_run_dir(ref: str, root: Path | None = None) -> Path:
     """The directory of a run by id, unique prefix or path (as `find_run`), whatever its
     state.json says: its event log can be read without it."""
     folder = runs_root(root)
+    refuse_non_directory(folder.parent, folder)  # a file there: not "no run RUN in .loops/runs"
     candidates: list[Path] = []
     if not ref.strip():
         raise UsageError("no run id given", hint="`ll-loop status --all` lists the runs here")

@@ -255,25 +255,53 @@ def syntax_problem(script: str) -> tuple[str, int] | None:
     and the line of the script where; None when it parses.
 
     The grammar decides; the quote scan (which does not know comments or here-documents) only
-    names the cause when the grammar has already failed. tree-sitter-bash refuses a few scripts
-    bash runs (`for x in; do ...`), so a caller reports this as likely, not certain.
+    names the cause when the grammar has already failed, and not for a quote character the
+    grammar read inside a comment or a here-document (`# don't`). tree-sitter-bash refuses a
+    few scripts bash runs (`for x in; do ...`), so a caller reports this as likely, not certain.
     """
     source = script.encode("utf-8", "surrogatepass")
     root, _ = _parse(source)
     if not root.has_error:
         return None
     opened = _open_quote(source)
-    if opened is not None and source[opened : opened + 1] != b"\\":
+    if (
+        opened is not None
+        and source[opened : opened + 1] != b"\\"
+        and not _in_comment_or_here_document(root, opened)
+    ):
         line, column = _point(source, opened)
         return f"the quote opened at line {line}, column {column} is never closed", line
     for node in _walk(root):
-        if node.is_missing and node.parent is not None:  # at the end: name where it starts
-            line, column = _point(source, node.parent.start_byte)
-            opener = source[node.parent.start_byte :].split(None, 1)[0].decode("utf-8", "replace")
-            return f"the `{opener}` at line {line}, column {column} has no `{node.type}`", line
+        opener = _opener(node, source)
+        if opener is not None:  # a construct missing its end: name where it starts
+            word, start = opener
+            line, column = _point(source, start)
+            return f"the `{word}` at line {line}, column {column} has no `{node.type}`", line
         if node.is_error or node.is_missing:
             return _parse_problem(root, source), _point(source, node.start_byte)[0]
     return "a syntax error", 1
+
+
+def _opener(node: Node, source: bytes) -> tuple[str, int] | None:
+    """The first word of the construct a MISSING `node` ends (`if`, `do`, `$(date`) and where
+    it starts; None when the node is not missing, or its parent has no text: the command
+    missing after `||` in `make test ||` is a MISSING word inside an empty command."""
+    parent = node.parent
+    if not node.is_missing or parent is None or parent.end_byte <= parent.start_byte:
+        return None
+    words = source[parent.start_byte : parent.end_byte].split(None, 1)
+    return (words[0].decode("utf-8", "replace"), parent.start_byte) if words else None
+
+
+def _in_comment_or_here_document(root: Node, byte: int) -> bool:
+    """Whether the grammar read `byte` as part of a comment or a here-document's body, where a
+    quote character is text (`# don't`), not the unclosed quote the scan took it for."""
+    node: Node | None = root.descendant_for_byte_range(byte, byte + 1)
+    while node is not None:
+        if node.type in ("comment", "heredoc_body", "heredoc_content"):
+            return True
+        node = node.parent
+    return False
 
 
 def _parse_problem(root: Node, source: bytes) -> str:
