@@ -1283,11 +1283,123 @@ def _perl_code(word: str) -> str | None:
     return None
 
 
-def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int) -> Verdict:
-    """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file."""
+# What each interpreter's other options are: letters of short options that take no argument,
+# letters that take only the rest of their own word (`perl -l0`, `sed -i.bak`), and long
+# options that take no argument (`--no-X` is one for node). An option none of the tables knows
+# may take the next word or not: the word after it is read both ways (fail closed).
+_NODE_FLAGS = frozenset(
+    {"--abort-on-uncaught-exception", "--allow-addons", "--allow-child-process", "--allow-wasi",
+     "--allow-worker", "--build-snapshot", "--check", "--completion-bash", "--cpu-prof",
+     "--disable-wasm-trap-handler", "--disallow-code-generation-from-strings",
+     "--enable-etw-stack-walking", "--enable-fips", "--enable-source-maps",
+     "--experimental-eventsource", "--experimental-import-meta-resolve",
+     "--experimental-network-imports", "--experimental-network-inspection",
+     "--experimental-permission", "--experimental-print-required-tla",
+     "--experimental-require-module", "--experimental-test-coverage",
+     "--experimental-test-module-mocks", "--experimental-vm-modules",
+     "--experimental-wasm-modules", "--experimental-websocket", "--experimental-strip-types",
+     "--experimental-transform-types", "--experimental-detect-module", "--permission",
+     "--expose-gc", "--force-context-aware", "--force-fips",
+     "--force-node-api-uncaught-exceptions-policy", "--frozen-intrinsics", "--heap-prof",
+     "--help", "--huge-max-old-generation-size", "--insecure-http-parser", "--inspect",
+     "--inspect-brk", "--inspect-wait", "--interactive", "--interpreted-frames-native-stack",
+     "--jitless", "--enable-network-family-autoselection", "--node-memory-debug",
+     "--openssl-legacy-provider", "--openssl-shared-config", "--pending-deprecation",
+     "--preserve-symlinks", "--preserve-symlinks-main", "--prof", "--prof-process",
+     "--report-compact", "--report-exclude-network", "--report-on-fatalerror",
+     "--report-on-signal", "--report-uncaught-exception", "--test", "--test-force-exit",
+     "--test-only", "--test-update-snapshots", "--throw-deprecation", "--tls-max-v1.2",
+     "--tls-max-v1.3", "--tls-min-v1.0", "--tls-min-v1.1", "--tls-min-v1.2", "--tls-min-v1.3",
+     "--trace-atomics-wait", "--trace-deprecation", "--trace-exit", "--trace-promises",
+     "--trace-sigint", "--trace-sync-io", "--trace-tls", "--trace-uncaught", "--trace-warnings",
+     "--track-heap-objects", "--use-bundled-ca", "--use-openssl-ca", "--v8-options",
+     "--version", "--watch", "--watch-preserve-output", "--zero-fill-buffers", "--expose-internals"}
+)  # fmt: skip
+_GAWK_FLAGS = frozenset(
+    {"--characters-as-bytes", "--traditional", "--copyright", "--debug", "--dump-variables",
+     "--gen-pot", "--help", "--lint", "--bignum", "--use-lc-numeric", "--non-decimal-data",
+     "--optimize", "--no-optimize", "--profile", "--pretty-print", "--posix",
+     "--re-interval", "--sandbox", "--lint-old", "--version", "--csv"}
+)  # fmt: skip
+_SED_FLAGS = frozenset(
+    {"--quiet", "--silent", "--debug", "--posix", "--sandbox", "--separate", "--unbuffered",
+     "--null-data", "--zero-terminated", "--regexp-extended", "--binary", "--follow-symlinks",
+     "--in-place", "--help", "--version"}
+)  # fmt: skip
+_RUBY_FLAGS = frozenset(
+    {"--copyright", "--version", "--verbose", "--help", "--yjit", "--jit", "--rjit",
+     "--disable-gems", "--debug"}
+)  # fmt: skip
+_PWSH_FLAGS = frozenset(
+    {"-noprofile", "-nop", "-noninteractive", "-noni", "-nologo", "-nol", "-noexit", "-noe",
+     "-interactive", "-i", "-login", "-l", "-mta", "-sta", "-help", "-h", "-version", "-v"}
+)  # fmt: skip
+_INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
+    # interpreter: (flag letters, letters taking only the rest of their word, long flags)
+    "python": ("bBdEhiIOPqsSuvVxR?", "", frozenset({"--help", "--version", "--help-env",
+               "--help-xoptions", "--help-all"})),
+    "perl": ("acnpsStTuUwWXhv", "0CdDFilmMxV", frozenset({"--help", "--version"})),
+    "ruby": ("acdlnpsSvwyh", "0FiKTWx", _RUBY_FLAGS),
+    "node": ("chiv", "", _NODE_FLAGS),
+    "php": ("aChHilmnqsvwe", "", frozenset({"--help", "--version", "--info", "--modules"})),
+    "lua": ("ivEW", "", frozenset()),
+    "Rscript": ("", "", frozenset()),  # its long options take an argument only as `--x=v`
+    "pwsh": ("", "", _PWSH_FLAGS),
+    "osascript": ("i", "", frozenset()),
+    "awk": ("bcCghMNOPrsStV", "dDLop", _GAWK_FLAGS),
+    "sed": ("nErsuzb", "i", _SED_FLAGS),
+}  # fmt: skip
+
+
+def _interpreter_option(interpreter: str, word: str) -> tuple[int, str] | None:
+    """How the interpreter reads the option word `word` (not one its tables name whole): its
+    width in words (1, or 2 when it takes the next word) and what its argument is ("value",
+    "code", "load", or "" for none); None when not known (it may take the next word or not).
+    A short option word may bundle letters, as getopt reads them (`python3 -uX opt`)."""
     code_options, value_options = _INTERPRETERS[interpreter]
-    program_given = False
-    i = 1
+    letters, attached, long_flags = _INTERPRETER_OPTIONS.get(interpreter, ("", "", frozenset()))
+    if "=" in word and (word.startswith("--") or interpreter == "pwsh"):
+        return 1, "value"
+    if word.startswith("--") or interpreter == "pwsh":
+        known = word.lower() if interpreter == "pwsh" else word
+        if known in long_flags or (interpreter == "node" and word.startswith("--no-")):
+            return 1, ""
+        if interpreter == "Rscript":
+            return 1, ""
+        return None
+    for at, letter in enumerate(word[1:], start=2):
+        option, rest = f"-{letter}", word[at:]
+        if letter in attached:
+            return 1, "value"
+        kind = (
+            "code" if option in code_options
+            else "load" if option in _LOADS.get(interpreter, ())
+            else "value" if option in value_options
+            else ""
+        )  # fmt: skip
+        if kind:
+            return (1 if rest else 2), kind
+        if letter not in letters:
+            return None
+    return 1, ""
+
+
+def _interpreter_role(
+    base: str,
+    interpreter: str,
+    words: list[Word],
+    index: int,
+    start: tuple[int, bool] = (1, False),
+    depth: int = 0,
+) -> Verdict:
+    """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file.
+
+    An option the tables do not know (`node --cpu-prof-interval 100`, a newer version's) may
+    take the next word: the word is classified both ways, as if the option took no argument
+    and as if it took the next word, and the more restrictive answer wins (a value there may
+    be the script)."""
+    code_options, value_options = _INTERPRETERS[interpreter]
+    i, program_given = start
     while i < len(words):
         word = words[i]
         if word is None and program_given:
@@ -1335,8 +1447,37 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                     return VALUE
                 i += 2
                 continue
-            i += 1
-            continue
+            if bundled == "attached" or word.split("=", 1)[0] in value_options:
+                i += 1
+                continue
+            read = _interpreter_option(interpreter, word)
+            if read is not None and read[1] == "code":  # `python3 -uc CODE`, `-ucCODE`
+                if read[0] == 2 and i + 1 == index:
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
+                program_given = True
+                i += read[0]
+                if interpreter == "python":
+                    break
+                continue
+            if read is not None and read[0] == 2 and i + 1 == index:
+                if read[1] == "load":
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, {LOADS_CODE}")
+                return VALUE
+            if read is not None:
+                i += read[0]
+                continue
+            if depth < 8:
+                as_flag = _interpreter_role(
+                    base, interpreter, words, index, (i + 1, program_given), depth + 1
+                )
+                if i + 1 == index:
+                    return as_flag  # as its argument, a value: the flag reading decides
+                taken = _interpreter_role(
+                    base, interpreter, words, index, (i + 2, program_given), depth + 1
+                )
+                verdicts = (as_flag, taken)
+                return max(verdicts, key=lambda verdict: verdict.role.value)
+            return Verdict(Role.UNKNOWN, f"after options of `{base}` nested too deeply")
         break
     if index < i:
         return VALUE

@@ -1,0 +1,104 @@
+"""Options, programs and writers the engine's tables did not know, each once reproduced with a
+value that created a file: an option an interpreter's table does not list may take the next
+word, which is then the script. Every one is now refused, the value creates nothing, and the
+common spellings next to them still render and run as data."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from engine.model.errors import InterpolationError
+from engine.shell.interpolate import NO_TYPES, render_shell
+from tests.shellquote_helpers import run_bash
+
+# A program file that creates the canary, written where the action runs (a file the value's
+# author could write: an agent's output, a checked-out branch); the value names it.
+EVIL = "cat > evil <<'EOF'\nrequire('fs').writeFileSync('CANARY', '')\nEOF\n"
+PY_EVIL = "cat > evil <<'EOF'\nopen('CANARY', 'w')\nEOF\n"
+
+
+def attempt(template: str, values: dict[str, Any], setup: str = "") -> str:
+    """The refusal's reason; a template that renders is run (after `setup`), and must not
+    create the canary (the test then fails on the missing refusal, showing what it did)."""
+    try:
+        script = render_shell(template, {"context": values}, NO_TYPES)
+    except InterpolationError as refused:
+        return refused.reason
+    created = [f for f in run_bash(setup + script).created if f != "evil"]
+    return f"rendered and ran (created {created}): {script!r}"
+
+
+def needs(program: str) -> Any:
+    return pytest.mark.skipif(shutil.which(program) is None, reason=f"no {program} here")
+
+
+# (program needed, template, setup, what the refusal says)
+UNKNOWN_OPTIONS = {
+    "node-unlisted-option-with-argument": (
+        "node",
+        "node --cpu-prof --cpu-prof-interval 1000 ${context.x}",
+        EVIL,
+        "`node` reads options or its program",
+    ),
+    "node-newer-option-with-argument": (
+        "node",
+        "node --trace-require-module all ${context.x}",
+        EVIL,
+        "`node` reads options or its program",
+    ),
+    "python-bundled-option-with-argument": (
+        "python3",
+        "python3 -uX importtime ${context.x}",
+        PY_EVIL,
+        "`python3` reads options or its program",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNKNOWN_OPTIONS))
+def test_an_unknown_interpreter_option_is_read_both_ways(name: str) -> None:
+    program, template, setup, why = UNKNOWN_OPTIONS[name]
+    if shutil.which(program) is None:
+        pytest.skip(f"no {program} here")
+    assert why in attempt(template, {"x": "evil"}, setup)
+
+
+SAFE_INTERPRETER_SPELLINGS = {
+    "python3": ("print(__import__('sys').argv[1])", "python3 -u s.py ${context.x}"),
+    "node": ("console.log(process.argv[2])", "node --no-warnings s.js ${context.x}"),
+    "perl": ("print $ARGV[0], qq(\\n)", "perl -w s.pl ${context.x}"),
+}
+
+
+@pytest.mark.parametrize("program", sorted(SAFE_INTERPRETER_SPELLINGS))
+def test_the_common_interpreter_spellings_stay_data(program: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"no {program} here")
+    code, template = SAFE_INTERPRETER_SPELLINGS[program]
+    name = template.split()[2]
+    value = '$(touch CANARY) -e "x"'
+    script = render_shell(template, {"context": {"x": value}}, NO_TYPES)
+    ran = run_bash(f"cat > {name} <<'EOF'\n{code}\nEOF\n{script}")
+    assert (ran.returncode, ran.created, ran.stdout) == (0, [name], value + "\n"), ran.stderr
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "python3 -X importtime -W ignore s.py ${context.x}",
+        "python3 -Xdev -B s.py ${context.x}",
+        "python3 -c 'pass' ${context.x}",
+        "node --max-old-space-size=100 s.js ${context.x}",
+        "node --enable-source-maps --inspect s.js ${context.x}",
+        "perl -lne 'print' ${context.x}",
+        "sed -n 's/a/b/p' ${context.x}",
+        "sed -i.bak -E 's/a/b/' ${context.x}",
+        "awk -F , '{print $1}' ${context.x}",
+        "gawk --posix '{print}' ${context.x}",
+    ],
+)
+def test_known_options_leave_the_operands_data(template: str) -> None:
+    render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES)
