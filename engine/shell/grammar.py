@@ -151,6 +151,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.alias_expansion = _alias_expansion(root, source, text)
     facts.history_expansion = _history_expansion(root, source, text)
     facts.keyword_assignments = _keyword_assignments(root, source, text)
+    facts.unknown_option = _keyword_assignments(root, source, text, unknown=True)
     facts.exec_into_program = _exec_into_program(root, source, text, frozenset(facts.functions))
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
@@ -678,6 +679,8 @@ class _Facts:
     keyword_assignments: str = ""
     """Where the script turns on `set -k` (`set -o keyword`), which makes every `NAME=value`
     word of a command an assignment in that command's environment."""
+    unknown_option: str = ""
+    """Where the script sets a shell option known only at run time (`set -$f` at line 1)."""
     exec_into_program: str = ""
     """Where `exec` makes a program that runs what it reads the reader of the script's own
     output (`exec > >(sh)`): what the script writes after it is that program's input."""
@@ -1934,6 +1937,9 @@ def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0)
         if not facts.keyword_assignments:
             keyword = _keyword_assignments(inner, code, inner_text)
             facts.keyword_assignments = keyword + where if keyword else ""
+        if not facts.unknown_option:
+            option = _keyword_assignments(inner, code, inner_text, unknown=True)
+            facts.unknown_option = option + where if option else ""
         if facts.evaluating_write is None:
             written = _evaluating_write(inner, code, inner_text)
             facts.evaluating_write = (written[0], written[1] + where) if written else None
@@ -2034,27 +2040,29 @@ def _exec_alone(words: list[str | None]) -> bool:
     )
 
 
-def _keyword_assignments(root: Node, source: bytes, text: str) -> str:
-    """Where the script may turn on `set -k` (`set -o keyword`, `shopt -so keyword`), or "".
+def _keyword_assignments(root: Node, source: bytes, text: str, unknown: bool = False) -> str:
+    """Where the script turns on `set -k` (`set -o keyword`, `shopt -so keyword`), or "".
 
     Bash then takes every argument of a command that looks like an assignment for one in the
     command's environment, as `env` would: `git ls-remote URL GIT_SSH_COMMAND=X` runs X, and
-    `bash -c true BASH_ENV=F` runs the file F. An option known only at run time (`set -$f`,
-    `set -o "$o"`) counts too."""
+    `bash -c true BASH_ENV=F` runs the file F. `unknown`: where instead it sets an option
+    known only at run time (`set -$f`, `set -o "$o"`), which may be that one or any other."""
     if "set" not in text and "shopt" not in text:
         return ""
+    names = (None,) if unknown else ("keyword",)
     for node in _captures(root, "command"):
         words = _invoked_words(node)
         if words[:1] == ["shopt"]:
             flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-")
-            on = "s" in flags and "o" in flags and any(w in (None, "keyword") for w in words[1:])
+            on = "s" in flags and "o" in flags and any(w in names for w in words[1:])
         elif words[:1] == ["set"]:
             options = list(itertools.takewhile(lambda w: w not in ("--", "-"), words))
             on = any(
-                (word in (None, "keyword") and before is not None
+                (word in names and before is not None
                  and re.fullmatch(r"-[a-zA-Z]*o", before) is not None)
-                or (word is not None and re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", word) is not None)
-                or (word is None and before == "set")
+                or (not unknown and word is not None
+                    and re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", word) is not None)
+                or (unknown and word is None and before == "set")
                 for before, word in itertools.pairwise(options)
             )  # fmt: skip
         else:
@@ -2151,6 +2159,17 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.keyword_assignments}): every `NAME=value` word of a command is then "
                 "an assignment in its environment (`git ls-remote URL GIT_SSH_COMMAND=...` runs "
                 "it), so only integers can go anywhere in this script",
+            )
+        )
+    if facts.unknown_option:
+        found.append(
+            (
+                Role.UNKNOWN,
+                "a value in a script that sets a shell option known only when it runs "
+                f"({facts.unknown_option}): it may turn on any of them — `set -k`, which makes "
+                "every `NAME=value` word of a command an assignment in its environment, `set "
+                "-H`, which rewrites lines that hold `!!`, or another — so only integers can go "
+                "anywhere in this script",
             )
         )
     if facts.exec_into_program:
