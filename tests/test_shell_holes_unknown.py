@@ -102,3 +102,38 @@ def test_the_common_interpreter_spellings_stay_data(program: str) -> None:
 )
 def test_known_options_leave_the_operands_data(template: str) -> None:
     render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES)
+
+
+def test_faketime_date_prog_names_a_program_it_runs() -> None:
+    """`faketime --date-prog PROG` runs PROG (faketime 0.9.10 `--help`)."""
+    reason = attempt("faketime --date-prog ${context.x} now date", {"x": "./evil"})
+    assert "after `faketime --date-prog`, which runs code" in reason
+
+
+@needs("faketime")
+def test_faketime_runs_the_words_after_its_timestamp_as_given() -> None:
+    """Against the real faketime: `-f` takes no argument, the timestamp follows, then the
+    command, whose argument the value is."""
+    script = render_shell("faketime -f +2d echo ${context.x}", {"context": {"x": "$(touch X)"}})
+    ran = run_bash(script)
+    assert (ran.created, ran.stdout) == ([], "$(touch X)\n"), ran.stderr
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "faketime -f '+2d' date ${context.x}",
+        "faketime -m -f '@2020-01-01 00:00:00' date ${context.x}",
+        "faketime -p 1 '2020-01-01' date ${context.x}",
+        "nsenter -t 1 -m -r ls ${context.x}",
+        "nsenter -t 1 -w -m ls ${context.x}",
+        "nsenter --target 1 --root --wd ls ${context.x}",
+    ],
+)
+def test_faketime_and_nsenter_spellings_stay_data(template: str) -> None:
+    """Refused before: `-f`/`-m` took the timestamp, `-r`/`-w` the command, as their argument
+    (faketime 0.9.10 `--help`: `-f`, `-m` are switches; util-linux 2.38 `nsenter --help`:
+    `-r`/`-w` take a directory only attached, `-rDIR`, `--root=DIR`)."""
+    assert render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES).endswith(
+        "'$(touch CANARY)'"
+    )

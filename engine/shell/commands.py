@@ -506,10 +506,15 @@ _WRAPPERS: dict[str, _Wrapper] = {
         ),
     ),
     "nsenter": _Wrapper(
-        frozenset({"-t", "-S", "-G", "-r", "-w", "--target", "-W", "--wdns"}),
-        # the namespace options take a file only attached (`--mount=F`, `-mF`)
+        frozenset({"-t", "-S", "-G", "--target", "-W", "--wdns", "--setuid", "--setgid"}),
+        # the namespace options, `-r`/`--root` and `-w`/`--wd` take a file or directory only
+        # attached (`--mount=F`, `-mF`, `--root=D`; util-linux 2.38 `nsenter --help`)
         flags=frozenset(
             {
+                "-r",
+                "--root",
+                "-w",
+                "--wd",
                 "-a",
                 "--all",
                 "-m",
@@ -588,7 +593,13 @@ _WRAPPERS: dict[str, _Wrapper] = {
         long_with_equals=True, flags=frozenset({"-q", "-v", "-s", "--quiet", "--verbose"})
     ),
     "eatmydata": _Wrapper(),
-    "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
+    # `faketime [-m] [-f] [-p PID] [--date-prog PROG] TIMESTAMP CMD` (faketime 0.9.10 --help)
+    "faketime": _Wrapper(
+        frozenset({"-p"}),
+        operands=1,
+        code_options=frozenset({"--date-prog"}),
+        flags=frozenset({"-f", "-m", "--exclude-monotonic", "--disable-shm"}),
+    ),
     "torsocks": _Wrapper(
         frozenset({"-a", "-P", "-u", "-p"}),
         flags=frozenset({"-i", "--isolate", "-q", "--quiet", "-d", "--debug"}),
