@@ -137,3 +137,79 @@ def test_faketime_and_nsenter_spellings_stay_data(template: str) -> None:
     assert render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES).endswith(
         "'$(touch CANARY)'"
     )
+
+
+@needs("gdb")
+def test_gdb_ex_runs_its_argument() -> None:
+    """`gdb -batch -ex CMD` runs CMD (`shell touch X` runs a shell command): gdb was missing
+    from the tables, so the value was data."""
+    reason = attempt("gdb -nx -batch -ex ${context.x}", {"x": "shell touch CANARY"})
+    assert "the argument of `gdb -ex`" in reason
+    script = render_shell(
+        "gdb -nx -batch -ex 'print 1' --args true ${context.x}", {"context": {"x": "$(touch X)"}}
+    )
+    ran = run_bash(script)
+    assert (ran.returncode, ran.created) == (0, []), ran.stderr
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "deno eval ${context.x}",
+        "deno run -A ${context.x}",
+        "deno task ${context.x}",
+        "deno eval --ext=ts ${context.x}",
+        "bun -e ${context.x}",
+        "bun --eval ${context.x}",
+        "bun run ${context.x}",
+        "bun ${context.x}",
+        "ts-node -e ${context.x}",
+        "ts-node --transpile-only --print ${context.x}",
+        "tsx -e ${context.x}",
+        "jython -c ${context.x}",
+        "pypy3 -c ${context.x}",
+        "julia -e ${context.x}",
+        "julia --startup-file=no -E ${context.x}",
+        "julia -L ${context.x} s.jl",
+        "expect -c ${context.x}",
+        "expect -f ${context.x}",
+        "gdb -batch -x ${context.x}",
+        "gdb --batch --eval-command ${context.x} prog",
+        "gdb -batch -ex run ${context.x}",
+        "git-filter-repo --commit-callback ${context.x}",
+        "git-filter-repo --force --message-callback=${context.x}",
+        "osascript -e ${context.x}",
+        "Rscript -e ${context.x}",
+        "pwsh -NoProfile -File ${context.x}",
+    ],
+)
+def test_the_missing_interpreters_run_their_code_argument(template: str) -> None:
+    with pytest.raises(InterpolationError):
+        render_shell(template, {"context": {"x": "touch CANARY"}}, NO_TYPES)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "deno run -A main.ts ${context.x}",
+        "deno run --allow-read --no-check main.ts ${context.x}",
+        "deno fmt ${context.x}",
+        "bun run main.ts ${context.x}",
+        "bun main.ts ${context.x}",
+        "bun add ${context.x}",
+        "ts-node -T main.ts ${context.x}",
+        "tsx main.ts ${context.x}",
+        "jython s.py ${context.x}",
+        "julia --project=. s.jl ${context.x}",
+        "julia -e 'println(ARGS)' ${context.x}",
+        "expect s.exp ${context.x}",
+        "expect -c 'set timeout 5' s.exp ${context.x}",
+        "gdb -q --args prog ${context.x}",
+        "git-filter-repo --path ${context.x}",
+        "pwsh -NoProfile -File s.ps1 ${context.x}",
+    ],
+)
+def test_the_operands_of_the_new_interpreters_stay_data(template: str) -> None:
+    assert render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES).endswith(
+        "'$(touch CANARY)'"
+    )

@@ -161,7 +161,157 @@ _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
     "lua": (frozenset({"-e"}), frozenset()),
     "Rscript": (frozenset({"-e"}), frozenset()),
-    "pwsh": (frozenset({"-c", "-Command", "-command", "-EncodedCommand"}), frozenset()),
+    "pwsh": (
+        frozenset(
+            {
+                "-c",
+                "-Command",
+                "-command",
+                "-EncodedCommand",
+                "-encodedcommand",
+                "-e",
+                "-ec",
+                "-File",
+                "-file",
+                "-f",
+            }
+        ),
+        frozenset(
+            {
+                "-ExecutionPolicy",
+                "-executionpolicy",
+                "-ep",
+                "-WorkingDirectory",
+                "-wd",
+                "-workingdirectory",
+                "-InputFormat",
+                "-inputformat",
+                "-OutputFormat",
+                "-of",
+                "-outputformat",
+                "-WindowStyle",
+                "-windowstyle",
+                "-ConfigurationName",
+                "-config",
+            }
+        ),
+    ),
+    "julia": (
+        frozenset({"-e", "--eval", "-E", "--print"}),
+        frozenset(
+            {
+                "-J",
+                "--sysimage",
+                "-t",
+                "--threads",
+                "-p",
+                "--procs",
+                "-C",
+                "--cpu-target",
+                "--machine-file",
+                "-H",
+                "--home",
+            }
+        ),
+    ),
+    "expect": (frozenset({"-f", "-b"}), frozenset({"-D"})),
+    # gdb runs the commands of `-ex`/`-x` (`_LOADS`) and debugs (and may run) its program
+    "gdb": (
+        frozenset(),
+        frozenset(
+            {
+                "-p",
+                "--pid",
+                "-c",
+                "--core",
+                "-s",
+                "--symbols",
+                "-d",
+                "--directory",
+                "-cd",
+                "--cd",
+                "-b",
+                "-l",
+                "-i",
+                "--interpreter",
+                "-tty",
+                "--tty",
+                "-D",
+                "--data-directory",
+            }
+        ),
+    ),
+    # `deno eval CODE`, `deno run SCRIPT`, `bun -e CODE`, `bun run SCRIPT` (the subcommand is
+    # read first: `_runtime_role`), `ts-node -e CODE`
+    "deno": (
+        frozenset({"--eval", "--eval-file"}),
+        frozenset(
+            {
+                "-c",
+                "--config",
+                "--import-map",
+                "--location",
+                "--seed",
+                "--cert",
+                "--ext",
+                "--lock",
+                "-L",
+                "--log-level",
+                "--inspect",
+                "--inspect-brk",
+                "--inspect-wait",
+                "--env-file",
+                "--v8-flags",
+                "--frozen",
+                "--reload",
+                "-r",
+            }
+        ),
+    ),
+    "bun": (
+        frozenset({"-e", "--eval", "-p", "--print"}),
+        frozenset(
+            {
+                "-c",
+                "--config",
+                "--cwd",
+                "--env-file",
+                "--conditions",
+                "--port",
+                "--smol",
+                "--tsconfig-override",
+                "--define",
+                "-d",
+                "--loader",
+                "-l",
+                "--main-fields",
+                "--extension-order",
+                "--jsx-factory",
+                "--jsx-fragment",
+                "--jsx-import-source",
+                "--jsx-runtime",
+                "--elide-lines",
+                "--filter",
+                "-F",
+            }
+        ),
+    ),
+    "ts-node": (
+        frozenset({"-e", "--eval", "-p", "--print"}),
+        frozenset(
+            {
+                "-O",
+                "--compiler-options",
+                "-P",
+                "--project",
+                "-D",
+                "--ignore-diagnostics",
+                "--cwd",
+                "--scope-dir",
+                "--ignore",
+            }
+        ),
+    ),
     "osascript": (frozenset({"-e"}), frozenset()),
     "awk": (
         frozenset({"-f", "--file", "-e", "--source", "-E", "--exec"}),
@@ -191,11 +341,40 @@ _LOADS: dict[str, frozenset[str]] = {
     "php": frozenset({"-c", "-d", "-z"}),
     "lua": frozenset({"-l"}),
     "awk": frozenset({"-i", "--include", "-l", "--load"}),
+    "julia": frozenset({"-L", "--load"}),
+    "gdb": frozenset(
+        {
+            "-e",
+            "--exec",
+            "-se",  # the program gdb runs on `run`
+            "-ex",
+            "--ex",
+            "-eval-command",
+            "--eval-command",
+            "-iex",
+            "--iex",
+            "-init-eval-command",
+            "--init-eval-command",
+            "-x",
+            "--x",
+            "-command",
+            "--command",
+            "-ix",
+            "--ix",
+            "-init-command",
+            "--init-command",
+        }
+    ),
+    "expect": frozenset({"-c"}),  # commands run before the script, which still follows
+    "deno": frozenset({"--preload", "--require", "--import"}),
+    "bun": frozenset({"-r", "--require", "--preload", "--import"}),
+    "ts-node": frozenset({"-r", "--require", "-C", "--compiler", "--transpiler"}),
 }
 _INTERPRETER_ALIASES = {
     "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
     "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk",
     "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript", "luajit": "lua",
+    "jython": "python", "tsx": "node", "gdb-multiarch": "gdb",
 }  # fmt: skip
 _VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*[a-z]{0,3}(?:-[A-Za-z0-9_-]+)?")
 """A program name with its version (`python3.11`, `perl5.36.0`, `ruby3.2`, `lua5.4`,
@@ -740,6 +919,8 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
         return _find_role(words, index, depth, functions)
     if base in _SHELLS:
         return _shell_role(written, words, index)
+    if base in _RUNTIME_SUBCOMMANDS:
+        return _runtime_role(written, base, words, index)
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
         return _interpreter_role(written, interpreter, words, index)
@@ -777,6 +958,11 @@ _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
     "emacs": frozenset({"--eval", "-l", "--load", "-f", "--funcall"}),
     "zip": frozenset({"-TT", "--unzip-command"}),
     "sort": frozenset({"--compress-program"}),
+    # git-filter-repo runs each callback as the body of a Python function
+    "git-filter-repo": frozenset(
+        {f"--{kind}-callback" for kind in ("filename", "message", "name", "email", "refname",
+         "blob", "commit", "tag", "reset", "file-info")}
+    ),
 }  # fmt: skip
 
 
@@ -1324,7 +1510,8 @@ _NODE_FLAGS = frozenset(
      "--trace-atomics-wait", "--trace-deprecation", "--trace-exit", "--trace-promises",
      "--trace-sigint", "--trace-sync-io", "--trace-tls", "--trace-uncaught", "--trace-warnings",
      "--track-heap-objects", "--use-bundled-ca", "--use-openssl-ca", "--v8-options",
-     "--version", "--watch", "--watch-preserve-output", "--zero-fill-buffers", "--expose-internals"}
+     "--version", "--watch", "--watch-preserve-output", "--zero-fill-buffers", "--expose-internals",
+     "--tsconfig"}
 )  # fmt: skip
 _GAWK_FLAGS = frozenset(
     {"--characters-as-bytes", "--traditional", "--copyright", "--debug", "--dump-variables",
@@ -1357,6 +1544,28 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
     "Rscript": ("", "", frozenset()),  # its long options take an argument only as `--x=v`
     "pwsh": ("", "", _PWSH_FLAGS),
     "osascript": ("i", "", frozenset()),
+    "julia": ("hviq", "gO", frozenset({"--help", "--version", "--quiet", "--interactive",
+              "--lisp", "--help-hidden"})),
+    "expect": ("dinNv", "", frozenset()),
+    "gdb": ("nq", "", frozenset({"-batch", "--batch", "-batch-silent", "--batch-silent", "-nx",
+            "--nx", "-nh", "--nh", "-q", "-quiet", "--quiet", "-silent", "--silent",
+            "-return-child-result", "--return-child-result", "-nw", "--nw", "-tui", "--tui",
+            "-write", "--write", "-readnow", "--readnow", "-readnever", "--readnever",
+            "-version", "--version", "-help", "--help", "-configuration", "--configuration",
+            "-statistics", "--statistics", "--args", "-args"})),
+    "deno": ("AqhV", "", frozenset({"--allow-all", "--quiet", "--no-check", "--watch",
+             "--unstable", "--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock",
+             "--cached-only", "--help", "--version", "--check", "--allow-read", "--allow-write",
+             "--allow-net", "--allow-env", "--allow-run", "--allow-sys", "--allow-ffi",
+             "--allow-import", "--node-modules-dir", "--no-code-cache", "--ts"})),
+    "bun": ("hvib", "", frozenset({"--help", "--version", "--watch", "--hot", "--bun",
+            "--silent", "--smol", "--no-install", "--prefer-offline", "--prefer-latest",
+            "--if-present", "--no-clear-screen", "--inspect", "--inspect-brk", "--inspect-wait",
+            "--revision", "--no-macros", "--no-env-file"})),
+    "ts-node": ("hviTH", "", frozenset({"--transpile-only", "--swc", "--esm", "--files",
+                "--pretty", "--skip-project", "--skip-ignore", "--prefer-ts-exts",
+                "--log-error", "--help", "--version", "--interactive", "--type-check",
+                "--script-mode", "--cwd-mode", "--show-config", "--compiler-host"})),
     "awk": ("bcCghMNOPrsStV", "dDLop", _GAWK_FLAGS),
     "sed": ("nErsuzb", "i", _SED_FLAGS),
 }  # fmt: skip
@@ -1369,9 +1578,10 @@ def _interpreter_option(interpreter: str, word: str) -> tuple[int, str] | None:
     A short option word may bundle letters, as getopt reads them (`python3 -uX opt`)."""
     code_options, value_options = _INTERPRETERS[interpreter]
     letters, attached, long_flags = _INTERPRETER_OPTIONS.get(interpreter, ("", "", frozenset()))
-    if "=" in word and (word.startswith("--") or interpreter == "pwsh"):
+    one_dash_long = interpreter in ("pwsh", "gdb")  # `-NoProfile`, `-batch`
+    if "=" in word and (word.startswith("--") or one_dash_long):
         return 1, "value"
-    if word.startswith("--") or interpreter == "pwsh":
+    if word.startswith("--") or one_dash_long:
         known = word.lower() if interpreter == "pwsh" else word
         if known in long_flags or (interpreter == "node" and word.startswith("--no-")):
             return 1, ""
@@ -1393,6 +1603,38 @@ def _interpreter_option(interpreter: str, word: str) -> tuple[int, str] | None:
         if letter not in letters:
             return None
     return 1, ""
+
+
+# `deno`/`bun SUBCOMMAND ...`: the subcommands that run no code of their operands; any other
+# (`eval`, `run`, `x`, `task`, `test`, `exec`, a script file, one not listed) is read as the
+# interpreter: its first operand is code (`deno eval CODE`, `bun run SCRIPT`).
+_RUNTIME_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "deno": frozenset(
+        {"fmt", "lint", "check", "info", "doc", "cache", "types", "upgrade", "coverage",
+         "completions", "clean", "help", "outdated", "remove", "uninstall", "init"}
+    ),
+    "bun": frozenset(
+        {"install", "i", "add", "a", "remove", "rm", "update", "outdated", "pm", "link",
+         "unlink", "build", "upgrade", "completions", "help", "audit", "info", "publish", "patch",
+         "why"}
+    ),
+}  # fmt: skip
+_RUNTIME_CODE_SUBCOMMANDS = frozenset(
+    {"eval", "run", "serve", "test", "bench", "repl", "x", "task", "exec", "compile", "jupyter"}
+)
+
+
+def _runtime_role(base: str, program_name: str, words: list[Word], index: int) -> Verdict:
+    """`deno eval CODE`, `deno run [options] SCRIPT ARGS...`, `bun -e CODE`, `bun run SCRIPT`,
+    `bun SCRIPT`: the subcommand, then options and a first operand that is code."""
+    sub = words[1] if len(words) > 1 else None
+    if index == 1:
+        return Verdict(Role.CODE, f"the subcommand or script `{base}` runs")
+    if sub in _RUNTIME_SUBCOMMANDS[program_name]:
+        return VALUE
+    if sub in _RUNTIME_CODE_SUBCOMMANDS:
+        return _interpreter_role(f"{base} {sub}", program_name, [words[0], *words[2:]], index - 1)
+    return _interpreter_role(base, program_name, words, index)
 
 
 def _interpreter_role(
