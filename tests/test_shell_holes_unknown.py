@@ -213,3 +213,45 @@ def test_the_operands_of_the_new_interpreters_stay_data(template: str) -> None:
     assert render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES).endswith(
         "'$(touch CANARY)'"
     )
+
+
+FUNCTION_OUTPUT_INTO_CODE = [
+    "f() { echo ${context.x}; }; f | sh",
+    "function f { echo ${context.x}; }\nf | bash",
+    "f() ( echo ${context.x} ); f | sh",
+    "f() { echo ${context.x}; }; f | tee log | sh",
+    "f() { echo ${context.x}; }; { f; } | sh",
+    "f() { echo ${context.x}; }; ( f ) | sh",
+    "f() { echo ${context.x}; }\nif true; then f; fi | sh",
+    "f() { echo ${context.x} >&2; }; f 2>&1 | sh",
+    "f() { echo ${context.x}; }; sh < <(f)",
+    "f() { echo ${context.x}; }; bash <(f)",
+    "f() { echo ${context.x}; }; f > >(sh); wait",
+    'f() { echo ${context.x}; }; eval "$(f)"',
+    "f() { echo ${context.x}; }; f | xargs -0 sh -c",
+    "f() { echo ${context.x}; }; g() { f; }; g | sh",
+]
+
+
+@pytest.mark.parametrize("template", FUNCTION_OUTPUT_INTO_CODE)
+def test_a_function_writing_the_value_into_a_shell_is_refused(template: str) -> None:
+    """The engine traced text written into a shell through pipes, here-documents and process
+    substitutions, not through a function of the script: `f() { echo ${...}; }; f | sh` ran
+    the value. The calls of a function whose body holds a value now count as the hole there."""
+    assert "written by the function `" in attempt(template, {"x": "touch CANARY"})
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "f() { echo ${context.x}; }; f",
+        "f() { echo ${context.x}; }; f | cat",
+        'f() { echo ${context.x}; }; echo "$(f)"',
+        "f() { echo ${context.x}; }; f > out.txt; cat out.txt",
+        "f() { echo ${context.x}; }; f && f | tr a-z A-Z",
+    ],
+)
+def test_a_function_writing_the_value_elsewhere_stays_data(template: str) -> None:
+    ran = run_bash(render_shell(template, {"context": {"x": "$(touch CANARY)"}}, NO_TYPES))
+    assert (ran.returncode, ran.created) == (0, [] if "out.txt" not in template else ["out.txt"])
+    assert "$(touch CANARY)" in ran.stdout.upper().replace("$(TOUCH CANARY)", "$(touch CANARY)")

@@ -940,6 +940,8 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             Role.CODE,
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
+    for role, why in _function_calls(root, chain, source, facts, 0, set()):
+        state.mark(role, why)
     state.split_by, state.split_exact = _xargs_options(chain, source)
     return Position(
         state.role,
@@ -957,6 +959,58 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
 
 
 _INPUT_REDIRECTS = frozenset({"<", "<&", "<>"})
+
+
+def _function_calls(
+    root: Node, chain: list[Node], source: bytes, facts: _Facts, depth: int, seen: set[str]
+) -> Iterator[tuple[Role, str]]:
+    """What the calls of the functions whose bodies hold the hole do with what they write: a
+    call piped into a shell (`f() { echo X; }; f | sh`), fed to one (`sh < <(f)`, `f >
+    >(sh)`, `bash <(f)`) or whose output is code (`eval "$(f)"`) runs the value's text as the
+    hole there would. Calls inside other functions are followed to their calls in turn."""
+    names = [
+        _text(named)
+        for node in chain
+        if node.type == "function_definition"
+        and (named := node.child_by_field_name("name")) is not None
+    ]
+    functions = frozenset(facts.functions)
+    for name in names:
+        if name in seen:
+            continue
+        seen.add(name)
+        for call in _walk(root):
+            if call.type != "command" or _command_words(call)[:1] != [name]:
+                continue
+            call_chain: list[Node] = []
+            current: Node | None = call
+            while current is not None:
+                call_chain.append(current)
+                current = current.parent
+            call_chain.reverse()
+            if any(n.type == "function_definition" and _defines(n, name) for n in call_chain):
+                continue  # a call of the function within itself
+            line, _ = _point(source, call.start_byte)
+            where = f"written by the function `{name}`, called at line {line}"
+            state = _State()
+            for parent, child in itertools.pairwise(call_chain):
+                _step(state, parent, child, call.start_byte, source, facts)
+            if state.role is not Role.VALUE:
+                yield state.role, f"{where} where its output is {state.why}"
+            reader = _stdin_reader(call_chain, functions)
+            if reader is not None:
+                yield (
+                    Role.CODE,
+                    f"text {where} with its output fed to the standard input of `{reader}`, "
+                    "which could run it as a program",
+                )
+            if depth < 4:
+                yield from _function_calls(root, call_chain, source, facts, depth + 1, seen)
+
+
+def _defines(definition: Node, name: str) -> bool:
+    found = definition.child_by_field_name("name")
+    return found is not None and _text(found) == name
 
 
 def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
