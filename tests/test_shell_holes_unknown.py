@@ -98,6 +98,9 @@ def test_the_common_interpreter_spellings_stay_data(program: str) -> None:
         "sed -i.bak -E 's/a/b/' ${context.x}",
         "awk -F , '{print $1}' ${context.x}",
         "gawk --posix '{print}' ${context.x}",
+        "perl -g s.pl ${context.x}",
+        "perl -f -w s.pl ${context.x}",
+        "gawk -n '{print}' ${context.x}",
     ],
 )
 def test_known_options_leave_the_operands_data(template: str) -> None:

@@ -1536,7 +1536,7 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
     # interpreter: (flag letters, letters taking only the rest of their word, long flags)
     "python": ("bBdEhiIOPqsSuvVxR?", "", frozenset({"--help", "--version", "--help-env",
                "--help-xoptions", "--help-all"})),
-    "perl": ("acnpsStTuUwWXhv", "0CdDFilmMxV", frozenset({"--help", "--version"})),
+    "perl": ("acfgnpsStTuUwWXhv", "0CdDFilmMxV", frozenset({"--help", "--version"})),
     "ruby": ("acdlnpsSvwyh", "0FiKTWx", _RUBY_FLAGS),
     "node": ("chiv", "", _NODE_FLAGS),
     "php": ("aChHilmnqsvwe", "", frozenset({"--help", "--version", "--info", "--modules"})),
@@ -1566,7 +1566,7 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
                 "--pretty", "--skip-project", "--skip-ignore", "--prefer-ts-exts",
                 "--log-error", "--help", "--version", "--interactive", "--type-check",
                 "--script-mode", "--cwd-mode", "--show-config", "--compiler-host"})),
-    "awk": ("bcCghMNOPrsStV", "dDLop", _GAWK_FLAGS),
+    "awk": ("bcCghMnNOPrsStV", "dDLop", _GAWK_FLAGS),
     "sed": ("nErsuzb", "i", _SED_FLAGS),
 }  # fmt: skip
 
