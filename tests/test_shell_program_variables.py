@@ -568,6 +568,19 @@ def test_text_is_refused_anywhere_in_a_script_that_turns_on_set_k(template: str)
     assert render_shell(template, {"context": {"v": 3}}).endswith("=3")
 
 
+@pytest.mark.parametrize("template", ["f=H\nset -$f\necho ${context.v}", "set -${context.v}"])
+def test_an_option_known_only_at_run_time_is_not_called_set_k(template: str) -> None:
+    """`set -$f` with f=H turns on history expansion, not `set -k`: the refusal said the script
+    turns on `set -k`; it now says the option is known only when the script runs and may be
+    any (`-k`, `-H`, ...)."""
+    with pytest.raises(InterpolationError) as caught:
+        render_shell(template, {"context": {"v": "H"}})
+    reason = caught.value.reason
+    assert "turns on `set -k`" not in reason
+    assert "sets a shell option known only when it runs" in reason
+    assert "`set -H`" in reason
+
+
 def test_other_set_options_leave_values_as_they_were() -> None:
     for template in (
         "set -e\necho ${context.v}",

@@ -161,7 +161,157 @@ _INTERPRETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "php": (frozenset({"-r", "-B", "-E", "-R", "-F"}), frozenset()),
     "lua": (frozenset({"-e"}), frozenset()),
     "Rscript": (frozenset({"-e"}), frozenset()),
-    "pwsh": (frozenset({"-c", "-Command", "-command", "-EncodedCommand"}), frozenset()),
+    "pwsh": (
+        frozenset(
+            {
+                "-c",
+                "-Command",
+                "-command",
+                "-EncodedCommand",
+                "-encodedcommand",
+                "-e",
+                "-ec",
+                "-File",
+                "-file",
+                "-f",
+            }
+        ),
+        frozenset(
+            {
+                "-ExecutionPolicy",
+                "-executionpolicy",
+                "-ep",
+                "-WorkingDirectory",
+                "-wd",
+                "-workingdirectory",
+                "-InputFormat",
+                "-inputformat",
+                "-OutputFormat",
+                "-of",
+                "-outputformat",
+                "-WindowStyle",
+                "-windowstyle",
+                "-ConfigurationName",
+                "-config",
+            }
+        ),
+    ),
+    "julia": (
+        frozenset({"-e", "--eval", "-E", "--print"}),
+        frozenset(
+            {
+                "-J",
+                "--sysimage",
+                "-t",
+                "--threads",
+                "-p",
+                "--procs",
+                "-C",
+                "--cpu-target",
+                "--machine-file",
+                "-H",
+                "--home",
+            }
+        ),
+    ),
+    "expect": (frozenset({"-f", "-b"}), frozenset({"-D"})),
+    # gdb runs the commands of `-ex`/`-x` (`_LOADS`) and debugs (and may run) its program
+    "gdb": (
+        frozenset(),
+        frozenset(
+            {
+                "-p",
+                "--pid",
+                "-c",
+                "--core",
+                "-s",
+                "--symbols",
+                "-d",
+                "--directory",
+                "-cd",
+                "--cd",
+                "-b",
+                "-l",
+                "-i",
+                "--interpreter",
+                "-tty",
+                "--tty",
+                "-D",
+                "--data-directory",
+            }
+        ),
+    ),
+    # `deno eval CODE`, `deno run SCRIPT`, `bun -e CODE`, `bun run SCRIPT` (the subcommand is
+    # read first: `_runtime_role`), `ts-node -e CODE`
+    "deno": (
+        frozenset({"--eval", "--eval-file"}),
+        frozenset(
+            {
+                "-c",
+                "--config",
+                "--import-map",
+                "--location",
+                "--seed",
+                "--cert",
+                "--ext",
+                "--lock",
+                "-L",
+                "--log-level",
+                "--inspect",
+                "--inspect-brk",
+                "--inspect-wait",
+                "--env-file",
+                "--v8-flags",
+                "--frozen",
+                "--reload",
+                "-r",
+            }
+        ),
+    ),
+    "bun": (
+        frozenset({"-e", "--eval", "-p", "--print"}),
+        frozenset(
+            {
+                "-c",
+                "--config",
+                "--cwd",
+                "--env-file",
+                "--conditions",
+                "--port",
+                "--smol",
+                "--tsconfig-override",
+                "--define",
+                "-d",
+                "--loader",
+                "-l",
+                "--main-fields",
+                "--extension-order",
+                "--jsx-factory",
+                "--jsx-fragment",
+                "--jsx-import-source",
+                "--jsx-runtime",
+                "--elide-lines",
+                "--filter",
+                "-F",
+            }
+        ),
+    ),
+    "ts-node": (
+        frozenset({"-e", "--eval", "-p", "--print"}),
+        frozenset(
+            {
+                "-O",
+                "--compiler-options",
+                "-P",
+                "--project",
+                "-D",
+                "--ignore-diagnostics",
+                "--cwd",
+                "--scope-dir",
+                "--ignore",
+            }
+        ),
+    ),
     "osascript": (frozenset({"-e"}), frozenset()),
     "awk": (
         frozenset({"-f", "--file", "-e", "--source", "-E", "--exec"}),
@@ -191,11 +341,40 @@ _LOADS: dict[str, frozenset[str]] = {
     "php": frozenset({"-c", "-d", "-z"}),
     "lua": frozenset({"-l"}),
     "awk": frozenset({"-i", "--include", "-l", "--load"}),
+    "julia": frozenset({"-L", "--load"}),
+    "gdb": frozenset(
+        {
+            "-e",
+            "--exec",
+            "-se",  # the program gdb runs on `run`
+            "-ex",
+            "--ex",
+            "-eval-command",
+            "--eval-command",
+            "-iex",
+            "--iex",
+            "-init-eval-command",
+            "--init-eval-command",
+            "-x",
+            "--x",
+            "-command",
+            "--command",
+            "-ix",
+            "--ix",
+            "-init-command",
+            "--init-command",
+        }
+    ),
+    "expect": frozenset({"-c"}),  # commands run before the script, which still follows
+    "deno": frozenset({"--preload", "--require", "--import"}),
+    "bun": frozenset({"-r", "--require", "--preload", "--import"}),
+    "ts-node": frozenset({"-r", "--require", "-C", "--compiler", "--transpiler"}),
 }
 _INTERPRETER_ALIASES = {
     "python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
     "nodejs": "node", "gawk": "awk", "mawk": "awk", "nawk": "awk",
     "gsed": "sed", "perl5": "perl", "tclsh": "lua", "R": "Rscript", "luajit": "lua",
+    "jython": "python", "tsx": "node", "gdb-multiarch": "gdb",
 }  # fmt: skip
 _VERSIONED = re.compile(r"(?P<name>[A-Za-z]+?)-?[0-9]+(?:\.[0-9]+)*[a-z]{0,3}(?:-[A-Za-z0-9_-]+)?")
 """A program name with its version (`python3.11`, `perl5.36.0`, `ruby3.2`, `lua5.4`,
@@ -506,10 +685,15 @@ _WRAPPERS: dict[str, _Wrapper] = {
         ),
     ),
     "nsenter": _Wrapper(
-        frozenset({"-t", "-S", "-G", "-r", "-w", "--target", "-W", "--wdns"}),
-        # the namespace options take a file only attached (`--mount=F`, `-mF`)
+        frozenset({"-t", "-S", "-G", "--target", "-W", "--wdns", "--setuid", "--setgid"}),
+        # the namespace options, `-r`/`--root` and `-w`/`--wd` take a file or directory only
+        # attached (`--mount=F`, `-mF`, `--root=D`; util-linux 2.38 `nsenter --help`)
         flags=frozenset(
             {
+                "-r",
+                "--root",
+                "-w",
+                "--wd",
                 "-a",
                 "--all",
                 "-m",
@@ -588,7 +772,13 @@ _WRAPPERS: dict[str, _Wrapper] = {
         long_with_equals=True, flags=frozenset({"-q", "-v", "-s", "--quiet", "--verbose"})
     ),
     "eatmydata": _Wrapper(),
-    "faketime": _Wrapper(frozenset({"-f", "-m"}), operands=1),
+    # `faketime [-m] [-f] [-p PID] [--date-prog PROG] TIMESTAMP CMD` (faketime 0.9.10 --help)
+    "faketime": _Wrapper(
+        frozenset({"-p"}),
+        operands=1,
+        code_options=frozenset({"--date-prog"}),
+        flags=frozenset({"-f", "-m", "--exclude-monotonic", "--disable-shm"}),
+    ),
     "torsocks": _Wrapper(
         frozenset({"-a", "-P", "-u", "-p"}),
         flags=frozenset({"-i", "--isolate", "-q", "--quiet", "-d", "--debug"}),
@@ -729,6 +919,8 @@ def _role(words: list[Word], index: int, depth: int, functions: frozenset[str]) 
         return _find_role(words, index, depth, functions)
     if base in _SHELLS:
         return _shell_role(written, words, index)
+    if base in _RUNTIME_SUBCOMMANDS:
+        return _runtime_role(written, base, words, index)
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     if interpreter in _INTERPRETERS:
         return _interpreter_role(written, interpreter, words, index)
@@ -766,6 +958,11 @@ _COMMAND_OPTIONS: dict[str, frozenset[str]] = {
     "emacs": frozenset({"--eval", "-l", "--load", "-f", "--funcall"}),
     "zip": frozenset({"-TT", "--unzip-command"}),
     "sort": frozenset({"--compress-program"}),
+    # git-filter-repo runs each callback as the body of a Python function
+    "git-filter-repo": frozenset(
+        {f"--{kind}-callback" for kind in ("filename", "message", "name", "email", "refname",
+         "blob", "commit", "tag", "reset", "file-info")}
+    ),
 }  # fmt: skip
 
 
@@ -1283,11 +1480,179 @@ def _perl_code(word: str) -> str | None:
     return None
 
 
-def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int) -> Verdict:
-    """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file."""
+# What each interpreter's other options are: letters of short options that take no argument,
+# letters that take only the rest of their own word (`perl -l0`, `sed -i.bak`), and long
+# options that take no argument (`--no-X` is one for node). An option none of the tables knows
+# may take the next word or not: the word after it is read both ways (fail closed).
+_NODE_FLAGS = frozenset(
+    {"--abort-on-uncaught-exception", "--allow-addons", "--allow-child-process", "--allow-wasi",
+     "--allow-worker", "--build-snapshot", "--check", "--completion-bash", "--cpu-prof",
+     "--disable-wasm-trap-handler", "--disallow-code-generation-from-strings",
+     "--enable-etw-stack-walking", "--enable-fips", "--enable-source-maps",
+     "--experimental-eventsource", "--experimental-import-meta-resolve",
+     "--experimental-network-imports", "--experimental-network-inspection",
+     "--experimental-permission", "--experimental-print-required-tla",
+     "--experimental-require-module", "--experimental-test-coverage",
+     "--experimental-test-module-mocks", "--experimental-vm-modules",
+     "--experimental-wasm-modules", "--experimental-websocket", "--experimental-strip-types",
+     "--experimental-transform-types", "--experimental-detect-module", "--permission",
+     "--expose-gc", "--force-context-aware", "--force-fips",
+     "--force-node-api-uncaught-exceptions-policy", "--frozen-intrinsics", "--heap-prof",
+     "--help", "--huge-max-old-generation-size", "--insecure-http-parser", "--inspect",
+     "--inspect-brk", "--inspect-wait", "--interactive", "--interpreted-frames-native-stack",
+     "--jitless", "--enable-network-family-autoselection", "--node-memory-debug",
+     "--openssl-legacy-provider", "--openssl-shared-config", "--pending-deprecation",
+     "--preserve-symlinks", "--preserve-symlinks-main", "--prof", "--prof-process",
+     "--report-compact", "--report-exclude-network", "--report-on-fatalerror",
+     "--report-on-signal", "--report-uncaught-exception", "--test", "--test-force-exit",
+     "--test-only", "--test-update-snapshots", "--throw-deprecation", "--tls-max-v1.2",
+     "--tls-max-v1.3", "--tls-min-v1.0", "--tls-min-v1.1", "--tls-min-v1.2", "--tls-min-v1.3",
+     "--trace-atomics-wait", "--trace-deprecation", "--trace-exit", "--trace-promises",
+     "--trace-sigint", "--trace-sync-io", "--trace-tls", "--trace-uncaught", "--trace-warnings",
+     "--track-heap-objects", "--use-bundled-ca", "--use-openssl-ca", "--v8-options",
+     "--version", "--watch", "--watch-preserve-output", "--zero-fill-buffers", "--expose-internals",
+     "--tsconfig"}
+)  # fmt: skip
+_GAWK_FLAGS = frozenset(
+    {"--characters-as-bytes", "--traditional", "--copyright", "--debug", "--dump-variables",
+     "--gen-pot", "--help", "--lint", "--bignum", "--use-lc-numeric", "--non-decimal-data",
+     "--optimize", "--no-optimize", "--profile", "--pretty-print", "--posix",
+     "--re-interval", "--sandbox", "--lint-old", "--version", "--csv"}
+)  # fmt: skip
+_SED_FLAGS = frozenset(
+    {"--quiet", "--silent", "--debug", "--posix", "--sandbox", "--separate", "--unbuffered",
+     "--null-data", "--zero-terminated", "--regexp-extended", "--binary", "--follow-symlinks",
+     "--in-place", "--help", "--version"}
+)  # fmt: skip
+_RUBY_FLAGS = frozenset(
+    {"--copyright", "--version", "--verbose", "--help", "--yjit", "--jit", "--rjit",
+     "--disable-gems", "--debug"}
+)  # fmt: skip
+_PWSH_FLAGS = frozenset(
+    {"-noprofile", "-nop", "-noninteractive", "-noni", "-nologo", "-nol", "-noexit", "-noe",
+     "-interactive", "-i", "-login", "-l", "-mta", "-sta", "-help", "-h", "-version", "-v"}
+)  # fmt: skip
+_INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
+    # interpreter: (flag letters, letters taking only the rest of their word, long flags)
+    "python": ("bBdEhiIOPqsSuvVxR?", "", frozenset({"--help", "--version", "--help-env",
+               "--help-xoptions", "--help-all"})),
+    "perl": ("acfgnpsStTuUwWXhv", "0CdDFilmMxV", frozenset({"--help", "--version"})),
+    "ruby": ("acdlnpsSvwyh", "0FiKTWx", _RUBY_FLAGS),
+    "node": ("chiv", "", _NODE_FLAGS),
+    "php": ("aChHilmnqsvwe", "", frozenset({"--help", "--version", "--info", "--modules"})),
+    "lua": ("ivEW", "", frozenset()),
+    "Rscript": ("", "", frozenset()),  # its long options take an argument only as `--x=v`
+    "pwsh": ("", "", _PWSH_FLAGS),
+    "osascript": ("i", "", frozenset()),
+    "julia": ("hviq", "gO", frozenset({"--help", "--version", "--quiet", "--interactive",
+              "--lisp", "--help-hidden"})),
+    "expect": ("dinNv", "", frozenset()),
+    "gdb": ("nq", "", frozenset({"-batch", "--batch", "-batch-silent", "--batch-silent", "-nx",
+            "--nx", "-nh", "--nh", "-q", "-quiet", "--quiet", "-silent", "--silent",
+            "-return-child-result", "--return-child-result", "-nw", "--nw", "-tui", "--tui",
+            "-write", "--write", "-readnow", "--readnow", "-readnever", "--readnever",
+            "-version", "--version", "-help", "--help", "-configuration", "--configuration",
+            "-statistics", "--statistics", "--args", "-args"})),
+    "deno": ("AqhV", "", frozenset({"--allow-all", "--quiet", "--no-check", "--watch",
+             "--unstable", "--no-prompt", "--no-remote", "--no-npm", "--no-config", "--no-lock",
+             "--cached-only", "--help", "--version", "--check", "--allow-read", "--allow-write",
+             "--allow-net", "--allow-env", "--allow-run", "--allow-sys", "--allow-ffi",
+             "--allow-import", "--node-modules-dir", "--no-code-cache", "--ts"})),
+    "bun": ("hvib", "", frozenset({"--help", "--version", "--watch", "--hot", "--bun",
+            "--silent", "--smol", "--no-install", "--prefer-offline", "--prefer-latest",
+            "--if-present", "--no-clear-screen", "--inspect", "--inspect-brk", "--inspect-wait",
+            "--revision", "--no-macros", "--no-env-file"})),
+    "ts-node": ("hviTH", "", frozenset({"--transpile-only", "--swc", "--esm", "--files",
+                "--pretty", "--skip-project", "--skip-ignore", "--prefer-ts-exts",
+                "--log-error", "--help", "--version", "--interactive", "--type-check",
+                "--script-mode", "--cwd-mode", "--show-config", "--compiler-host"})),
+    "awk": ("bcCghMnNOPrsStV", "dDLop", _GAWK_FLAGS),
+    "sed": ("nErsuzb", "i", _SED_FLAGS),
+}  # fmt: skip
+
+
+def _interpreter_option(interpreter: str, word: str) -> tuple[int, str] | None:
+    """How the interpreter reads the option word `word` (not one its tables name whole): its
+    width in words (1, or 2 when it takes the next word) and what its argument is ("value",
+    "code", "load", or "" for none); None when not known (it may take the next word or not).
+    A short option word may bundle letters, as getopt reads them (`python3 -uX opt`)."""
     code_options, value_options = _INTERPRETERS[interpreter]
-    program_given = False
-    i = 1
+    letters, attached, long_flags = _INTERPRETER_OPTIONS.get(interpreter, ("", "", frozenset()))
+    one_dash_long = interpreter in ("pwsh", "gdb")  # `-NoProfile`, `-batch`
+    if "=" in word and (word.startswith("--") or one_dash_long):
+        return 1, "value"
+    if word.startswith("--") or one_dash_long:
+        known = word.lower() if interpreter == "pwsh" else word
+        if known in long_flags or (interpreter == "node" and word.startswith("--no-")):
+            return 1, ""
+        if interpreter == "Rscript":
+            return 1, ""
+        return None
+    for at, letter in enumerate(word[1:], start=2):
+        option, rest = f"-{letter}", word[at:]
+        if letter in attached:
+            return 1, "value"
+        kind = (
+            "code" if option in code_options
+            else "load" if option in _LOADS.get(interpreter, ())
+            else "value" if option in value_options
+            else ""
+        )  # fmt: skip
+        if kind:
+            return (1 if rest else 2), kind
+        if letter not in letters:
+            return None
+    return 1, ""
+
+
+# `deno`/`bun SUBCOMMAND ...`: the subcommands that run no code of their operands; any other
+# (`eval`, `run`, `x`, `task`, `test`, `exec`, a script file, one not listed) is read as the
+# interpreter: its first operand is code (`deno eval CODE`, `bun run SCRIPT`).
+_RUNTIME_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "deno": frozenset(
+        {"fmt", "lint", "check", "info", "doc", "cache", "types", "upgrade", "coverage",
+         "completions", "clean", "help", "outdated", "remove", "uninstall", "init"}
+    ),
+    "bun": frozenset(
+        {"install", "i", "add", "a", "remove", "rm", "update", "outdated", "pm", "link",
+         "unlink", "build", "upgrade", "completions", "help", "audit", "info", "publish", "patch",
+         "why"}
+    ),
+}  # fmt: skip
+_RUNTIME_CODE_SUBCOMMANDS = frozenset(
+    {"eval", "run", "serve", "test", "bench", "repl", "x", "task", "exec", "compile", "jupyter"}
+)
+
+
+def _runtime_role(base: str, program_name: str, words: list[Word], index: int) -> Verdict:
+    """`deno eval CODE`, `deno run [options] SCRIPT ARGS...`, `bun -e CODE`, `bun run SCRIPT`,
+    `bun SCRIPT`: the subcommand, then options and a first operand that is code."""
+    sub = words[1] if len(words) > 1 else None
+    if index == 1:
+        return Verdict(Role.CODE, f"the subcommand or script `{base}` runs")
+    if sub in _RUNTIME_SUBCOMMANDS[program_name]:
+        return VALUE
+    if sub in _RUNTIME_CODE_SUBCOMMANDS:
+        return _interpreter_role(f"{base} {sub}", program_name, [words[0], *words[2:]], index - 1)
+    return _interpreter_role(base, program_name, words, index)
+
+
+def _interpreter_role(
+    base: str,
+    interpreter: str,
+    words: list[Word],
+    index: int,
+    start: tuple[int, bool] = (1, False),
+    depth: int = 0,
+) -> Verdict:
+    """`python -c CODE`, `perl -e CODE`, `awk PROGRAM`, `sed SCRIPT`, or a script file.
+
+    An option the tables do not know (`node --cpu-prof-interval 100`, a newer version's) may
+    take the next word: the word is classified both ways, as if the option took no argument
+    and as if it took the next word, and the more restrictive answer wins (a value there may
+    be the script)."""
+    code_options, value_options = _INTERPRETERS[interpreter]
+    i, program_given = start
     while i < len(words):
         word = words[i]
         if word is None and program_given:
@@ -1335,8 +1700,37 @@ def _interpreter_role(base: str, interpreter: str, words: list[Word], index: int
                     return VALUE
                 i += 2
                 continue
-            i += 1
-            continue
+            if bundled == "attached" or word.split("=", 1)[0] in value_options:
+                i += 1
+                continue
+            read = _interpreter_option(interpreter, word)
+            if read is not None and read[1] == "code":  # `python3 -uc CODE`, `-ucCODE`
+                if read[0] == 2 and i + 1 == index:
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, which is code")
+                program_given = True
+                i += read[0]
+                if interpreter == "python":
+                    break
+                continue
+            if read is not None and read[0] == 2 and i + 1 == index:
+                if read[1] == "load":
+                    return Verdict(Role.CODE, f"the argument of `{base} {word}`, {LOADS_CODE}")
+                return VALUE
+            if read is not None:
+                i += read[0]
+                continue
+            if depth < 8:
+                as_flag = _interpreter_role(
+                    base, interpreter, words, index, (i + 1, program_given), depth + 1
+                )
+                if i + 1 == index:
+                    return as_flag  # as its argument, a value: the flag reading decides
+                taken = _interpreter_role(
+                    base, interpreter, words, index, (i + 2, program_given), depth + 1
+                )
+                verdicts = (as_flag, taken)
+                return max(verdicts, key=lambda verdict: verdict.role.value)
+            return Verdict(Role.UNKNOWN, f"after options of `{base}` nested too deeply")
         break
     if index < i:
         return VALUE

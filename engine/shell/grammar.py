@@ -151,6 +151,7 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.alias_expansion = _alias_expansion(root, source, text)
     facts.history_expansion = _history_expansion(root, source, text)
     facts.keyword_assignments = _keyword_assignments(root, source, text)
+    facts.unknown_option = _keyword_assignments(root, source, text, unknown=True)
     facts.exec_into_program = _exec_into_program(root, source, text, frozenset(facts.functions))
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
@@ -706,6 +707,8 @@ class _Facts:
     keyword_assignments: str = ""
     """Where the script turns on `set -k` (`set -o keyword`), which makes every `NAME=value`
     word of a command an assignment in that command's environment."""
+    unknown_option: str = ""
+    """Where the script sets a shell option known only at run time (`set -$f` at line 1)."""
     exec_into_program: str = ""
     """Where `exec` makes a program that runs what it reads the reader of the script's own
     output (`exec > >(sh)`): what the script writes after it is that program's input."""
@@ -965,6 +968,8 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
             Role.CODE,
             f"text fed to the standard input of `{reader}`, which could run it as a program",
         )
+    for role, why in _function_calls(root, chain, source, facts, 0, set()):
+        state.mark(role, why)
     state.split_by, state.split_exact = _xargs_options(chain, source)
     return Position(
         state.role,
@@ -982,6 +987,58 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
 
 
 _INPUT_REDIRECTS = frozenset({"<", "<&", "<>"})
+
+
+def _function_calls(
+    root: Node, chain: list[Node], source: bytes, facts: _Facts, depth: int, seen: set[str]
+) -> Iterator[tuple[Role, str]]:
+    """What the calls of the functions whose bodies hold the hole do with what they write: a
+    call piped into a shell (`f() { echo X; }; f | sh`), fed to one (`sh < <(f)`, `f >
+    >(sh)`, `bash <(f)`) or whose output is code (`eval "$(f)"`) runs the value's text as the
+    hole there would. Calls inside other functions are followed to their calls in turn."""
+    names = [
+        _text(named)
+        for node in chain
+        if node.type == "function_definition"
+        and (named := node.child_by_field_name("name")) is not None
+    ]
+    functions = frozenset(facts.functions)
+    for name in names:
+        if name in seen:
+            continue
+        seen.add(name)
+        for call in _walk(root):
+            if call.type != "command" or _command_words(call)[:1] != [name]:
+                continue
+            call_chain: list[Node] = []
+            current: Node | None = call
+            while current is not None:
+                call_chain.append(current)
+                current = current.parent
+            call_chain.reverse()
+            if any(n.type == "function_definition" and _defines(n, name) for n in call_chain):
+                continue  # a call of the function within itself
+            line, _ = _point(source, call.start_byte)
+            where = f"written by the function `{name}`, called at line {line}"
+            state = _State()
+            for parent, child in itertools.pairwise(call_chain):
+                _step(state, parent, child, call.start_byte, source, facts)
+            if state.role is not Role.VALUE:
+                yield state.role, f"{where} where its output is {state.why}"
+            reader = _stdin_reader(call_chain, functions)
+            if reader is not None:
+                yield (
+                    Role.CODE,
+                    f"text {where} with its output fed to the standard input of `{reader}`, "
+                    "which could run it as a program",
+                )
+            if depth < 4:
+                yield from _function_calls(root, call_chain, source, facts, depth + 1, seen)
+
+
+def _defines(definition: Node, name: str) -> bool:
+    found = definition.child_by_field_name("name")
+    return found is not None and _text(found) == name
 
 
 def _stdin_reader(chain: list[Node], functions: frozenset[str]) -> str | None:
@@ -1962,6 +2019,9 @@ def _inline_code_facts(root: Node, source: bytes, facts: _Facts, depth: int = 0)
         if not facts.keyword_assignments:
             keyword = _keyword_assignments(inner, code, inner_text)
             facts.keyword_assignments = keyword + where if keyword else ""
+        if not facts.unknown_option:
+            option = _keyword_assignments(inner, code, inner_text, unknown=True)
+            facts.unknown_option = option + where if option else ""
         if facts.evaluating_write is None:
             written = _evaluating_write(inner, code, inner_text)
             facts.evaluating_write = (written[0], written[1] + where) if written else None
@@ -2062,27 +2122,29 @@ def _exec_alone(words: list[str | None]) -> bool:
     )
 
 
-def _keyword_assignments(root: Node, source: bytes, text: str) -> str:
-    """Where the script may turn on `set -k` (`set -o keyword`, `shopt -so keyword`), or "".
+def _keyword_assignments(root: Node, source: bytes, text: str, unknown: bool = False) -> str:
+    """Where the script turns on `set -k` (`set -o keyword`, `shopt -so keyword`), or "".
 
     Bash then takes every argument of a command that looks like an assignment for one in the
     command's environment, as `env` would: `git ls-remote URL GIT_SSH_COMMAND=X` runs X, and
-    `bash -c true BASH_ENV=F` runs the file F. An option known only at run time (`set -$f`,
-    `set -o "$o"`) counts too."""
+    `bash -c true BASH_ENV=F` runs the file F. `unknown`: where instead it sets an option
+    known only at run time (`set -$f`, `set -o "$o"`), which may be that one or any other."""
     if "set" not in text and "shopt" not in text:
         return ""
+    names = (None,) if unknown else ("keyword",)
     for node in _captures(root, "command"):
         words = _invoked_words(node)
         if words[:1] == ["shopt"]:
             flags = "".join(w[1:] for w in words[1:] if w is not None and w[:1] == "-")
-            on = "s" in flags and "o" in flags and any(w in (None, "keyword") for w in words[1:])
+            on = "s" in flags and "o" in flags and any(w in names for w in words[1:])
         elif words[:1] == ["set"]:
             options = list(itertools.takewhile(lambda w: w not in ("--", "-"), words))
             on = any(
-                (word in (None, "keyword") and before is not None
+                (word in names and before is not None
                  and re.fullmatch(r"-[a-zA-Z]*o", before) is not None)
-                or (word is not None and re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", word) is not None)
-                or (word is None and before == "set")
+                or (not unknown and word is not None
+                    and re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", word) is not None)
+                or (unknown and word is None and before == "set")
                 for before, word in itertools.pairwise(options)
             )  # fmt: skip
         else:
@@ -2179,6 +2241,17 @@ def _script_wide(facts: _Facts) -> list[tuple[Role, str]]:
                 f"({facts.keyword_assignments}): every `NAME=value` word of a command is then "
                 "an assignment in its environment (`git ls-remote URL GIT_SSH_COMMAND=...` runs "
                 "it), so only integers can go anywhere in this script",
+            )
+        )
+    if facts.unknown_option:
+        found.append(
+            (
+                Role.UNKNOWN,
+                "a value in a script that sets a shell option known only when it runs "
+                f"({facts.unknown_option}): it may turn on any of them — `set -k`, which makes "
+                "every `NAME=value` word of a command an assignment in its environment, `set "
+                "-H`, which rewrites lines that hold `!!`, or another — so only integers can go "
+                "anywhere in this script",
             )
         )
     if facts.exec_into_program:
