@@ -690,7 +690,11 @@ def _check_resumable(snapshot: RunSnapshot) -> None:
     if snapshot.status == "running":
         raise UsageError(
             f"run {snapshot.run_id} is still running (pid {snapshot.pid})",
-            hint=f"stop it first with `ll-loop stop {snapshot.run_id}`",
+            hint=(  # `stop` never signals pid 1 (_unverified)
+                _PID_1_HINT
+                if snapshot.pid == 1 and snapshot.signals
+                else f"stop it first with `ll-loop stop {snapshot.run_id}`"
+            ),
         )
 
 
@@ -920,15 +924,30 @@ def _unverified(pid: int, start_time: int | None) -> bool:
     """Start times can be read here, but `pid`'s was not recorded: nothing tells the run's
     process from one that took its pid since (a hand-edited or copied state.json or lock
     record), so `stop` must not signal it. Nor pid 1 (or 0, or a negative one, which
-    `kill` takes for process groups): no run is the system's init, whose start time anyone
-    can predict and write into a state.json a repository ships."""
+    `kill` takes for process groups): init's start time is the same on every boot of a
+    container image, so a state.json a repository ships could name it truly. A run can be
+    pid 1 (a container's main process), and `_not_signalled` says how that one is stopped."""
     from engine.runtime.locks import process_start_time
 
     return pid <= 1 or (start_time is None and process_start_time(pid) is not None)
 
 
+# A run is pid 1 when it is its container's main process (`docker run IMAGE ll-loop run ...`).
+_PID_1_HINT = (
+    "if the run is its container's main process, stop the container (`docker stop` sends it "
+    "SIGTERM: the run stops at its boundary and can be resumed); a record naming pid 1 that no "
+    "run of yours wrote can be removed with the run's directory"
+)
+
+
 def _not_signalled(run_id: str, where: str, pid: int) -> UsageError:
-    if pid <= 1:
+    if pid == 1:
+        return UsageError(
+            f"run {run_id}'s {where} names process 1, the first process of its system or "
+            "container, which ll-loop never signals",
+            hint=_PID_1_HINT,
+        )
+    if pid <= 0:
         return UsageError(
             f"run {run_id}'s {where} names process {pid}, which is no run's; it is not signalled",
             hint="the file was not written by ll-loop: remove the run's directory",
