@@ -140,10 +140,34 @@ def _check_file(path: Path, where: _Where, max_steps: int | None = None) -> list
         return _check_suite(path, where)
     if kind == "library":
         return check_library_file(path)
+    if kind == "config":
+        return _check_config(path)
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
     return _lint_budgeted(loop, positions, where, max_steps)[1]
+
+
+def _check_config(path: Path) -> list[Diagnostic]:
+    """`.loops/config.yaml` read as scaffold-eval reads it: its refusal, else nothing to say."""
+    from engine.scaffold.proofs import load_learning_tests
+
+    try:
+        load_learning_tests(path.parent.parent)
+    except UsageError as exc:  # ".loops/config.yaml[:LINE]: what is wrong"
+        place, _, said = exc.message.partition(": ")
+        line = place.rpartition(":")[2]
+        return [
+            Diagnostic(
+                "USAGE",
+                "error",
+                said or exc.message,
+                file=str(path),
+                line=int(line) if line.isdigit() else 0,
+                hint=exc.hint,
+            )
+        ]
+    return []
 
 
 def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:
