@@ -793,7 +793,7 @@ def test_stop_never_signals_process_1_whatever_start_time_a_state_json_gives(
 ) -> None:
     """pid 1's start time is the same on every boot of a container image, so a state.json
     shipped in a repository could name it with its true start time, and `stop` of that run
-    sent SIGTERM to the system's init (as root: the container's end). No run is pid 1."""
+    sent SIGTERM to the system's init (as root: the container's end). It is never signalled."""
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
     state = project / ".loops" / "runs" / run_id / "state.json"
