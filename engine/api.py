@@ -130,7 +130,8 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
 def _check_file(path: Path, where: _Where, max_steps: int | None = None) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
     (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite, a
-    fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library."""
+    fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library, and
+    the project's `.loops/config.yaml` as scaffold-eval reads it."""
     from engine.load.fragments import check_library_file
     from engine.load.loader import check_loop_file
     from engine.load.locate import file_kind

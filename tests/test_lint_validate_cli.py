@@ -320,6 +320,8 @@ def test_the_projects_config_file_in_a_validated_directory_is_checked_as_config(
     ran = ll_loop("run", "config", cwd=tmp_path)
     assert ran.returncode == 2
     assert "is the project's config file (.loops/config.yaml), not a loop" in ran.stderr
+    ran = ll_loop("run", ".loops/config.yaml", cwd=tmp_path)  # a path says where it is
+    assert ".loops/config.yaml is the project's config file, not a loop" in ran.stderr
     # it is checked as scaffold-eval reads it
     write(folder, "config.yaml", "learning_tests:\n  enabled: 'yes'\n")
     result = ll_loop("validate", ".loops/config.yaml", cwd=tmp_path)

@@ -231,7 +231,8 @@ def refuse_other_kind(path: Path, shown: str) -> Path:
         )
     if kind == "config":
         raise UsageError(
-            f"{shown} is the project's config file (.loops/config.yaml), not a loop",
+            f"{shown} is the project's config file"
+            f"{'' if shown.endswith('config.yaml') else ' (.loops/config.yaml)'}, not a loop",
             hint=f"it holds settings such as learning_tests:, which scaffold-eval reads; "
             f"`ll-loop validate {typed}` checks it",
         )
