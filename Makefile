@@ -1,7 +1,7 @@
 # Two entry points: `make demo` and `make test`. Both create .venv when missing.
 # `make test` is the whole gate: ruff, mypy --strict, then pytest on every core with coverage
-# (about 6.5 minutes of CPU in all, see README.md; the figure it prints is the line coverage of
-# engine/ and lint/). pytest's "no tests collected" fails it, like any other non-zero exit.
+# (README.md's Development section says what it costs; the figure it prints is the line coverage
+# of engine/ and lint/). pytest's "no tests collected" fails it, like any other non-zero exit.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

@@ -130,7 +130,8 @@ def validate(path: PathLike, *, cwd: PathLike | None = None) -> list[Diagnostic]
 def _check_file(path: Path, where: _Where, max_steps: int | None = None) -> list[Diagnostic]:
     """Load-time diagnostics, or (when the loop loads) every lint diagnostic; a suite file
     (`*.suite.yaml`, or a file with `subject:` and no `states:`) is checked as a suite, a
-    fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library."""
+    fragment library (`fragments:` and no `name:`, `initial:` or `states:`) as a library, and
+    the project's `.loops/config.yaml` as scaffold-eval reads it."""
     from engine.load.fragments import check_library_file
     from engine.load.loader import check_loop_file
     from engine.load.locate import file_kind
@@ -140,10 +141,34 @@ def _check_file(path: Path, where: _Where, max_steps: int | None = None) -> list
         return _check_suite(path, where)
     if kind == "library":
         return check_library_file(path)
+    if kind == "config":
+        return _check_config(path)
     loop, positions, problems = check_loop_file(path)
     if loop is None:
         return problems
     return _lint_budgeted(loop, positions, where, max_steps)[1]
+
+
+def _check_config(path: Path) -> list[Diagnostic]:
+    """`.loops/config.yaml` read as scaffold-eval reads it: its refusal, else nothing to say."""
+    from engine.scaffold.proofs import load_learning_tests
+
+    try:
+        load_learning_tests(path.parent.parent)
+    except UsageError as exc:  # ".loops/config.yaml[:LINE]: what is wrong"
+        place, _, said = exc.message.partition(": ")
+        line = place.rpartition(":")[2]
+        return [
+            Diagnostic(
+                "USAGE",
+                "error",
+                said or exc.message,
+                file=str(path),
+                line=int(line) if line.isdigit() else 0,
+                hint=exc.hint,
+            )
+        ]
+    return []
 
 
 def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:
@@ -690,7 +715,11 @@ def _check_resumable(snapshot: RunSnapshot) -> None:
     if snapshot.status == "running":
         raise UsageError(
             f"run {snapshot.run_id} is still running (pid {snapshot.pid})",
-            hint=f"stop it first with `ll-loop stop {snapshot.run_id}`",
+            hint=(  # `stop` never signals pid 1 (_unverified)
+                _PID_1_HINT
+                if snapshot.pid == 1 and snapshot.signals
+                else f"stop it first with `ll-loop stop {snapshot.run_id}`"
+            ),
         )
 
 
@@ -920,15 +949,30 @@ def _unverified(pid: int, start_time: int | None) -> bool:
     """Start times can be read here, but `pid`'s was not recorded: nothing tells the run's
     process from one that took its pid since (a hand-edited or copied state.json or lock
     record), so `stop` must not signal it. Nor pid 1 (or 0, or a negative one, which
-    `kill` takes for process groups): no run is the system's init, whose start time anyone
-    can predict and write into a state.json a repository ships."""
+    `kill` takes for process groups): init's start time is the same on every boot of a
+    container image, so a state.json a repository ships could name it truly. A run can be
+    pid 1 (a container's main process), and `_not_signalled` says how that one is stopped."""
     from engine.runtime.locks import process_start_time
 
     return pid <= 1 or (start_time is None and process_start_time(pid) is not None)
 
 
+# A run is pid 1 when it is its container's main process (`docker run IMAGE ll-loop run ...`).
+_PID_1_HINT = (
+    "if the run is its container's main process, stop the container (`docker stop` sends it "
+    "SIGTERM: the run stops at its boundary and can be resumed); a record naming pid 1 that no "
+    "run of yours wrote can be removed with the run's directory"
+)
+
+
 def _not_signalled(run_id: str, where: str, pid: int) -> UsageError:
-    if pid <= 1:
+    if pid == 1:
+        return UsageError(
+            f"run {run_id}'s {where} names process 1, the first process of its system or "
+            "container, which ll-loop never signals",
+            hint=_PID_1_HINT,
+        )
+    if pid <= 0:
         return UsageError(
             f"run {run_id}'s {where} names process {pid}, which is no run's; it is not signalled",
             hint="the file was not written by ll-loop: remove the run's directory",

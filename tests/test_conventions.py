@@ -174,6 +174,10 @@ def test_pre_commit_hook_runs_validate() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "ll-loop-validate" and hook["entry"] == "ll-loop validate"
     assert re.search(hook["files"], ".loops/fix.yaml") and not re.search(hook["files"], "a.yaml")
+    # not what ll-loop writes, nor the dsl task files scaffold-eval writes there (not loops)
+    assert not re.search(hook["exclude"], ".loops/fix.yaml")
+    for kept_out in ("suites/R/report.yaml", "dsl/feat-1/example-01.yaml", "evidence/F/b.yaml"):
+        assert re.search(hook["exclude"], f".loops/{kept_out}"), kept_out
 
 
 def test_sarif_names_its_version_and_every_rule_in_one_order(tmp_path: Path) -> None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.cli import ll_harness, ll_loop
 from tests.test_docs_guide import matches
@@ -118,3 +120,51 @@ def test_the_text_report_and_the_history_of_harness(project: Path) -> None:
     mode.write_text("exit 0\n")
     assert ll_harness(project, "cmd", "make test", *gates).code == 0
     check("harness.md", 'll-harness history "make test"', project)
+
+
+def _yaml_blocks(page: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of each ```yaml block of a page (not lint-rules.md's, which
+    tests/test_lint_docs.py runs), dedented as a reader copies it."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    at = 0
+    while at < len(lines):
+        fence = lines[at]
+        if fence.strip() == "```yaml":
+            indent = len(fence) - len(fence.lstrip())
+            end = next(i for i in range(at + 1, len(lines)) if lines[i].strip() == "```")
+            yield at + 2, "\n".join(line[indent:] for line in lines[at + 1 : end]) + "\n"
+            at = end
+        at += 1
+
+
+_PAGES = [REPO / "README.md", *sorted(p for p in DOCS.glob("*.md") if p.name != "lint-rules.md")]
+_NAMED = re.compile(r"\A# (\S+\.ya?ml)\n")  # a block that says which file it is
+
+
+def _loop_blocks() -> Iterator[tuple[str, int, str]]:
+    for page in _PAGES:
+        for line, text in _yaml_blocks(page):
+            data = yaml.safe_load(text) if "\n---" not in text else None
+            if isinstance(data, dict) and "states" in data:
+                yield page.name, line, text
+
+
+@pytest.mark.parametrize(("page", "line", "text"), list(_loop_blocks()), ids=lambda v: str(v)[:20])
+def test_every_whole_loop_a_page_shows_validates(
+    page: str, line: int, text: str, project: Path
+) -> None:
+    """A loop a page shows whole (it has states:) loads and lints without an error, beside the
+    files the same page shows by name (`# lib/checks.yaml`), as a reader would copy them."""
+    source = REPO / page if page == "README.md" else DOCS / page
+    for _, other in _yaml_blocks(source):
+        named = _NAMED.match(other)
+        if named and other != text:
+            (project / named.group(1)).parent.mkdir(parents=True, exist_ok=True)
+            (project / named.group(1)).write_text(other)
+    named = _NAMED.match(text)
+    path = project / (named.group(1) if named else "shown.yaml")
+    path.write_text(text)
+    ran = ll_loop(project, "validate", str(path.relative_to(project)))
+    assert ran.code == 0, f"docs/{page}:{line}: the loop shown there does not validate:\n" + (
+        ran.stdout + ran.stderr
+    )

@@ -301,6 +301,40 @@ def test_a_fragment_library_in_a_validated_directory_is_checked_as_a_library(
     )
 
 
+def test_the_projects_config_file_in_a_validated_directory_is_checked_as_config(
+    tmp_path: Path,
+) -> None:
+    """docs/ci.md's recipe `validate .loops/` failed in every project that enables learning
+    tests: `.loops/config.yaml` (scaffold-eval's settings, which docs/runs.md says to commit)
+    was validated as a loop missing name, initial and states; `ll-loop list` listed it as a
+    broken loop `config`, and `ll-loop run config` printed those schema errors."""
+    folder = tmp_path / ".loops"
+    folder.mkdir()
+    write(folder, "fix.yaml", CLEAN)
+    write(folder, "config.yaml", "learning_tests:\n  enabled: true\n")
+    result = ll_loop("validate", "--strict", ".loops/", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "1 loop, 1 config file: no problems" in result.stderr
+    listed = ll_loop("list", "--json", cwd=tmp_path)
+    assert "config" not in [entry["name"] for entry in json.loads(listed.stdout)]
+    ran = ll_loop("run", "config", cwd=tmp_path)
+    assert ran.returncode == 2
+    assert "is the project's config file (.loops/config.yaml), not a loop" in ran.stderr
+    ran = ll_loop("run", ".loops/config.yaml", cwd=tmp_path)  # a path says where it is
+    assert ".loops/config.yaml is the project's config file, not a loop" in ran.stderr
+    # it is checked as scaffold-eval reads it
+    write(folder, "config.yaml", "learning_tests:\n  enabled: 'yes'\n")
+    result = ll_loop("validate", ".loops/config.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith(
+        ".loops/config.yaml: error USAGE `learning_tests.enabled` must be true or false"
+    )
+    # a loop someone named config stays a loop
+    write(folder, "config.yaml", CLEAN)
+    result = ll_loop("validate", ".loops/config.yaml", cwd=tmp_path)
+    assert result.returncode == 0 and "1 loop: no problems" in result.stderr, result.stdout
+
+
 def test_json_diagnostics_name_the_file_their_line_is_in(tmp_path: Path) -> None:
     # The YAML error of an imported library is at the library's line 3, not the loop's.
     (tmp_path / "lib").mkdir()

@@ -815,7 +815,7 @@ def test_stop_never_signals_process_1_whatever_start_time_a_state_json_gives(
 ) -> None:
     """pid 1's start time is the same on every boot of a container image, so a state.json
     shipped in a repository could name it with its true start time, and `stop` of that run
-    sent SIGTERM to the system's init (as root: the container's end). No run is pid 1."""
+    sent SIGTERM to the system's init (as root: the container's end). It is never signalled."""
     (project / "go").touch()
     run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
     state = project / ".loops" / "runs" / run_id / "state.json"
@@ -824,7 +824,31 @@ def test_stop_never_signals_process_1_whatever_start_time_a_state_json_gives(
     state.write_text(json.dumps(data))
     done = ll_loop(project, "stop", run_id)
     assert done.returncode == 2, done.stdout
-    assert "names process 1, which is no run's; it is not signalled" in done.stderr
+    assert "names process 1, the first process of its system or container" in done.stderr
+
+
+def test_a_run_that_is_pid_1_is_told_how_to_stop_not_that_ll_loop_never_wrote_it(
+    project: Path,
+) -> None:
+    """A run is pid 1 when it is its container's main process (`docker run IMAGE ll-loop run
+    ...`); its state.json then names pid 1 with that process's true start time, as this one
+    does. `stop` (which never signals pid 1) said the file 'was not written by ll-loop: remove
+    the run's directory', a live run's, and `resume` sent the user back to `ll-loop stop`."""
+    (project / "go").touch()
+    run_id = result_of(ll_loop(project, "run", "waiter.yaml", "--json", "-q"))["run_id"]
+    state = project / ".loops" / "runs" / run_id / "state.json"
+    data = json.loads(state.read_text())
+    data.update(status="running", result=None, pid=1, pid_start=process_start_time(1))
+    state.write_text(json.dumps(data))
+    stopped = ll_loop(project, "stop", run_id)
+    assert stopped.returncode == 2, stopped.stdout
+    assert "not written by ll-loop" not in stopped.stderr
+    assert "stop the container (`docker stop`" in stopped.stderr
+    resumed = ll_loop(project, "resume", run_id)
+    assert resumed.returncode == 2, resumed.stdout
+    assert f"run {run_id} is still running (pid 1)" in resumed.stderr
+    assert "ll-loop stop" not in resumed.stderr
+    assert "stop the container (`docker stop`" in resumed.stderr
 
 
 def test_stop_never_signals_a_queued_process_it_cannot_tell_is_the_run(tmp_path: Path) -> None:

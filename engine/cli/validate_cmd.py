@@ -164,8 +164,13 @@ def summary(reports: list[LoopReport], *, infos_hidden: bool = False) -> str:
     from engine.load.locate import FileKind, file_kind
 
     kinds = [file_kind(report.path) for report in reports]
-    nouns: dict[FileKind, str] = {"loop": "loops", "suite": "suites", "library": "libraries"}
-    named = [(kinds.count(kind), kind, plural) for kind, plural in nouns.items()]
+    nouns: dict[FileKind, tuple[str, str]] = {
+        "loop": ("loop", "loops"),
+        "suite": ("suite", "suites"),
+        "library": ("library", "libraries"),
+        "config": ("config file", "config files"),
+    }
+    named = [(kinds.count(kind), one, many) for kind, (one, many) in nouns.items()]
     loops = ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in named if n) or "0 loops"
     if not parts:
         return f"{loops}: no problems"

@@ -159,7 +159,7 @@ def loops_dir(cwd: Path | None = None) -> Path:
     return project_loops(project_root(cwd))
 
 
-FileKind = Literal["loop", "suite", "library"]
+FileKind = Literal["loop", "suite", "library", "config"]
 SUITE_SUFFIXES = (".suite.yaml", ".suite.yml")
 
 
@@ -192,8 +192,9 @@ def _head(path: str | Path) -> str | None:
 
 def file_kind(path: str | Path) -> FileKind:
     """What `ll-loop validate` checks a YAML file as: a suite (`*.suite.yaml`, or `subject:` and
-    no `states:`), a fragment library (`fragments:` and no `name:`, `initial:` or `states:`), or
-    a loop (anything else, so a broken loop is reported as one)."""
+    no `states:`), a fragment library (`fragments:` and no `name:`, `initial:` or `states:`),
+    the project's config file (`.loops/config.yaml` without `states:`, which scaffold-eval
+    reads), or a loop (anything else, so a broken loop is reported as one)."""
     from engine.load.fragments import looks_like_library
 
     if is_suite_path(path):
@@ -203,7 +204,18 @@ def file_kind(path: str | Path) -> FileKind:
         return "loop"
     if looks_like_suite(head):
         return "suite"
+    if is_project_config(path) and not any(
+        line.startswith("states:") for line in head.splitlines()
+    ):
+        return "config"
     return "library" if looks_like_library(head) else "loop"
+
+
+def is_project_config(path: str | Path) -> bool:
+    """`.loops/config.yaml`: ll-loop's own settings for the project (learning tests), kept
+    beside its loops but not one of them."""
+    where = Path(path)
+    return where.name == "config.yaml" and where.parent.name == ".loops"
 
 
 def refuse_other_kind(path: Path, shown: str) -> Path:
@@ -216,6 +228,13 @@ def refuse_other_kind(path: Path, shown: str) -> Path:
         raise UsageError(
             f"{shown} is a suite file, not a loop",
             hint=f"run it with `ll-harness suite {typed}`; `ll-loop validate {typed}` checks it",
+        )
+    if kind == "config":
+        raise UsageError(
+            f"{shown} is the project's config file"
+            f"{'' if shown.endswith('config.yaml') else ' (.loops/config.yaml)'}, not a loop",
+            hint=f"it holds settings such as learning_tests:, which scaffold-eval reads; "
+            f"`ll-loop validate {typed}` checks it",
         )
     if kind == "library":
         raise UsageError(
