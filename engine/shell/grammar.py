@@ -1024,7 +1024,7 @@ def _function_calls(
             for parent, child in itertools.pairwise(call_chain):
                 _step(state, parent, child, call.start_byte, source, facts)
             if state.role is not Role.VALUE:
-                yield state.role, f"{where} where its output is {state.why}"
+                yield state.role, f"text {where}, where its output is {state.why}"
             reader = _stdin_reader(call_chain, functions)
             if reader is not None:
                 yield (
