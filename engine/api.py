@@ -374,7 +374,7 @@ def _launch(
 ) -> Launch:
     """The run's `Launch`, after the LLM preflight of every loop it will run."""
     from engine.load.project import refuse_links
-    from engine.processes.group import output_cap
+    from engine.runtime.environment import check_numbers
     from engine.runtime.runstore import runs_root
     from engine.runtime.session import Launch
 
@@ -394,7 +394,7 @@ def _launch(
         on_event=on_event,
         handle_signals=handle_signals,
     )
-    output_cap(launch.env)  # a bad LL_MAX_OUTPUT_BYTES refuses the run before it starts
+    check_numbers(launch.env)  # a bad LL_MAX_OUTPUT_BYTES (...) refuses the run before it starts
     refuse_links(runs_root(where.root))  # as does a planted .loops/ or .loops/runs link
     _llm_preflight(launch)
     return launch
@@ -1080,6 +1080,9 @@ def suite(
         from engine.load.locate import refuse_a_loop_as_suite
 
         refuse_a_loop_as_suite(target, str(path))
+    from engine.runtime.environment import check_numbers
+
+    check_numbers()  # a bad LL_CHECK_MEMORY_BYTES (...) refuses the suite before its first case
     loaded, read = _refuse_lint_errors(target, where, resume, cases)
     options = SuiteOptions(
         samples=samples,
