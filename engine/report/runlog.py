@@ -461,12 +461,12 @@ def child_trace(top: Trace, top_dir: Path, child_dir: Path) -> Trace | None:
         state, _, index = name.rpartition("-")
         if not index.isdigit():
             return None
-        started = _distinct_children(trace, state)
+        started = distinct_children(trace, state)
         trace = started[int(index) - 1] if 0 < int(index) <= len(started) else None
     return trace if trace is not top else None
 
 
-def _distinct_children(trace: Trace, state: str) -> list[Trace]:
+def distinct_children(trace: Trace, state: str) -> list[Trace]:
     """The children `state` started in `trace`, in order (a continued child counted once)."""
     seen: list[Trace] = []
     for step in trace.steps:
