@@ -156,10 +156,10 @@ def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> N
         "its time limit (1s) ran out during step 1 of 50, in state 'a'; its action was ended"
     )
     assert "a error → (the loop's time limit ran out)" in text
-    loop = tmp_path / "slow.yaml"  # edited since: its timeout is not the run's
-    loop.write_text(loop.read_text().replace("timeout: 1", "timeout: 9"))
+    loop = tmp_path / "slow.yaml"  # edited since: its timeout is not the run's, whose
+    loop.write_text(loop.read_text().replace("timeout: 1", "timeout: 9"))  # events keep it
     _, data = explained(tmp_path, run_id)
-    assert str(data["reason"]).startswith("its time limit ran out during step 1 of 50")
+    assert str(data["reason"]).startswith("its time limit (1s) ran out during step 1 of 50")
 
 
 def test_a_time_limit_passed_while_judging_names_the_step_not_the_next_state(

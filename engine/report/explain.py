@@ -167,6 +167,12 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     its facts come from the same log, which cannot be checked against itself)."""
     if facts.status == "finished" and not facts.result and trace is not None and trace.end:
         facts = replace(facts, result=dict(trace.end))  # a state.json without its result
+    if trace is not None and not child:  # the limits the run recorded, over its loop file's
+        facts = replace(
+            facts,
+            max_cost_usd=_first(trace.max_cost_usd, facts.max_cost_usd),
+            timeout_s=_first(trace.timeout, facts.timeout_s),
+        )
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
@@ -266,6 +272,10 @@ def log_gap(facts: RunFacts, trace: Trace | None) -> str:
     return ""
 
 
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
 def _child_facts(parent: RunFacts, step: Step, trace: Trace) -> RunFacts:
     """The facts of the sub-loop run `step` started in `trace` (the parent's)."""
     child = step.child
@@ -291,6 +301,8 @@ def _child_facts(parent: RunFacts, step: Step, trace: Trace) -> RunFacts:
         elapsed_ms=int(end.get("duration_ms") or 0),
         cost_usd=float(end.get("cost_usd") or child.spent()[1]),
         result=end or None,
+        max_cost_usd=child.max_cost_usd,
+        timeout_s=child.timeout,
     )
 
 

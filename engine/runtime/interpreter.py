@@ -184,6 +184,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
             initial=loop.initial,
             max_steps=loop.max_steps,
             context=rs.context,
+            # the limits as this run had them: explain names them, whatever the file says later
+            **({"max_cost_usd": loop.max_cost_usd} if loop.max_cost_usd is not None else {}),
+            **({"timeout": loop.timeout} if loop.timeout is not None else {}),
         )
     while True:
         state = loop.states[rs.current]
