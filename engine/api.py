@@ -647,6 +647,8 @@ def resume(
                     mark_abandoned(store.dir, abandoned.start)
                 state = RunState.from_json(store.load_state())
                 state.status, state.result = "running", None
+                if snapshot.status == "interrupted":  # killed: its time after the boundary is lost
+                    state.killed_attempts += 1
                 # The calls made after the boundary were billed though the state runs again.
                 state.cost_usd += spent_since(
                     store.dir, saved_at(state.to_json(), store.state_path)
@@ -778,6 +780,7 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
         "run_dir": snapshot.dir,
         "cost_usd": snapshot.cost_usd,
         "cost_unknown_in": snapshot.cost_unknown_in,
+        "killed_attempts": snapshot.killed_attempts,
     }
     waiting = snapshot.resume_queued
     if waiting is not None and snapshot.status in {"interrupted", "stopped"}:

@@ -1297,6 +1297,13 @@ def test_a_run_killed_and_resumed_gives_its_time_as_a_lower_bound(tmp_path: Path
         text, _ = explained(tmp_path, run_id)
         assert re.search(r"· success \(terminal\) · 1/50 steps · ≥\d+\.\ds ·", text), text
         assert re.search(r"time <b>≥\d+\.\d s</b>", report(tmp_path, run_id))
+        # status said the plain time: it agrees now (state.json records the killed attempt)
+        detail = ll_loop(tmp_path, "status", run_id).stdout
+        assert re.search(r"elapsed   ≥\d", detail), detail
+        listed = ll_loop(tmp_path, "status", "--all").stdout
+        assert re.search(rf"{run_id} .* ≥\d", listed), listed
+        shown = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert shown["killed_attempts"] == 1
     finally:
         proc.kill()
         proc.wait(timeout=10)

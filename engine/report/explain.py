@@ -93,6 +93,7 @@ class RunFacts:
     # a sub-loop's run: its directory under its top run's (`children/fix-1`); `run_id` is then
     # the top run's id, the one `resume` takes (one run, one event log)
     place: str = ""
+    killed_attempts: int = 0  # sessions killed and then resumed, as state.json counts them
 
     @property
     def named(self) -> str:
@@ -770,7 +771,8 @@ def at_least(explanation: Explanation) -> str:
     """`≥` before a killed run's time: it is known up to its last event only, as in `status`;
     and before the time of a run that was killed and resumed (what the killed attempt ran
     after its last boundary is in no record)."""
-    killed = explanation.facts.status == "interrupted" or explanation.killed_attempts
+    facts = explanation.facts
+    killed = facts.status == "interrupted" or explanation.killed_attempts or facts.killed_attempts
     return "≥" if killed else ""
 
 

@@ -125,6 +125,7 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
         max_cost_usd=max_cost,
         timeout_s=timeout,
         replay_from=str(saved.get("replay_from") or ""),
+        killed_attempts=snapshot.killed_attempts,
     )
 
 
