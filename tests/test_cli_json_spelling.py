@@ -79,3 +79,22 @@ def test_ll_harness_commands_take_json_too(tmp_path: Path, spelling: list[str]) 
         tmp_path, "suite", str(REPO / "examples/suites/wordcount/wordcount.suite.yaml"), *spelling
     )
     assert "cases" in json.dumps(_result(suite.stdout)), suite.stderr
+
+
+@pytest.mark.parametrize("command", [["explain"], ["report", "--html"]])
+def test_explain_and_report_without_a_run_name_the_newest(
+    project: Path, command: list[str]
+) -> None:
+    """`status` without RUN lists the live runs; `explain` and `report` need one run and said
+    only "Missing argument 'run'": they now say so in a sentence whose hint names this
+    project's newest run (and `ll-loop history` for the others)."""
+    empty = ll_loop(project, *command)
+    assert empty.code == 2
+    assert "this project has no runs yet" in empty.stderr, empty.stderr
+    ll_loop(project, "run", "once", "--json")
+    newest = ll_loop(project, "run", "once", "--json").json["run_id"]
+    asked = ll_loop(project, *command)
+    assert asked.code == 2 and "Traceback" not in asked.stderr
+    assert f"say which run to {command[0]}" in asked.stderr, asked.stderr
+    assert f"ll-loop {command[0]} {newest}" in asked.stderr
+    assert "ll-loop history" in asked.stderr

@@ -509,3 +509,31 @@ def out(text: str) -> None:
 def project_loops_dir(cwd: Path | None = None) -> Path:
     """`.loops/` at the root of the project `cwd` (default: the working directory) is in."""
     return loops_dir(cwd)
+
+
+def which_run(command: str) -> UsageError:
+    """`explain` or `report` without RUN: one sentence whose hint names this project's newest
+    run (by its id's time; its directory's mtime among runs of one second)."""
+    runs = loops_dir() / "runs"
+    try:
+        found = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        found = []
+    usage = f"ll-loop {command} RUN" + (" --html" if command == "report" else "")
+    if not found:
+        return UsageError(
+            f"say which run to {command}: this project has no runs yet",
+            hint=f"start one with `ll-loop run LOOP`, then `{usage}`",
+        )
+
+    def newest(path: Path) -> tuple[str, float]:
+        with contextlib.suppress(OSError):
+            return path.name[:15], path.stat().st_mtime
+        return path.name[:15], 0.0
+
+    latest = max(found, key=newest).name
+    spelled = usage.replace("RUN", latest)
+    return UsageError(
+        f"say which run to {command}",
+        hint=f"the newest run of this project: `{spelled}`; `ll-loop history` lists the others",
+    )

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import examples
+from engine.cli.common import examples, which_run
 
 
 class Format(StrEnum):
@@ -24,7 +24,13 @@ def register(app: typer.Typer) -> None:
 
 
 def explain_command(
-    run: Annotated[str, typer.Argument(help="A run id (or unique prefix), or a run's directory.")],
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            help="A run id (or unique prefix), or a run's directory (needed: without it, the "
+            "error names this project's newest run)."
+        ),
+    ] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
@@ -33,6 +39,8 @@ def explain_command(
 
     from engine.report import explain, open_run, render_text
 
+    if run is None:
+        raise which_run("explain")
     view = open_run(run)
     explanation = explain(view.facts, view.trace, child=view.child)
     if format is Format.json or as_json:
