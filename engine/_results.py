@@ -39,6 +39,14 @@ class RunStatus:
     # States whose agent CLI reported no cost: their spend is not in `cost_usd` (a lower bound).
     cost_unknown_in: tuple[str, ...] = ()
 
+    # sessions killed and then resumed: `elapsed_s` is then a lower bound, as when `interrupted`
+    killed_attempts: int = 0
+
+    @property
+    def elapsed_is_lower_bound(self) -> bool:
+        """The run ran on after its last record (killed now, or before a resume)."""
+        return self.status == "interrupted" or self.killed_attempts > 0
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "run_id": self.run_id,
@@ -54,6 +62,8 @@ class RunStatus:
             "terminated_by": self.terminated_by,
             "cost_usd": self.cost_usd,
             "run_dir": None if self.run_dir is None else str(self.run_dir),
+            "killed_attempts": self.killed_attempts,
+            "elapsed_is_lower_bound": self.elapsed_is_lower_bound,
         }
         if self.status == "queued":
             data["waiting_for"] = list(self.waiting_for)

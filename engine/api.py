@@ -399,7 +399,7 @@ def _launch(
 ) -> Launch:
     """The run's `Launch`, after the LLM preflight of every loop it will run."""
     from engine.load.project import refuse_links
-    from engine.processes.group import output_cap
+    from engine.runtime.environment import check_numbers
     from engine.runtime.runstore import runs_root
     from engine.runtime.session import Launch
 
@@ -419,7 +419,7 @@ def _launch(
         on_event=on_event,
         handle_signals=handle_signals,
     )
-    output_cap(launch.env)  # a bad LL_MAX_OUTPUT_BYTES refuses the run before it starts
+    check_numbers(launch.env)  # a bad LL_MAX_OUTPUT_BYTES (...) refuses the run before it starts
     refuse_links(runs_root(where.root))  # as does a planted .loops/ or .loops/runs link
     _llm_preflight(launch)
     return launch
@@ -672,6 +672,8 @@ def resume(
                     mark_abandoned(store.dir, abandoned.start)
                 state = RunState.from_json(store.load_state())
                 state.status, state.result = "running", None
+                if snapshot.status == "interrupted":  # killed: its time after the boundary is lost
+                    state.killed_attempts += 1
                 # The calls made after the boundary were billed though the state runs again.
                 state.cost_usd += spent_since(
                     store.dir, saved_at(state.to_json(), store.state_path)
@@ -807,6 +809,7 @@ def _status_of(snapshot: RunSnapshot, orphaned: tuple[int, ...] = ()) -> RunStat
         "run_dir": snapshot.dir,
         "cost_usd": snapshot.cost_usd,
         "cost_unknown_in": snapshot.cost_unknown_in,
+        "killed_attempts": snapshot.killed_attempts,
     }
     waiting = snapshot.resume_queued
     if waiting is not None and snapshot.status in {"interrupted", "stopped"}:
@@ -1124,6 +1127,9 @@ def suite(
         from engine.load.locate import refuse_a_loop_as_suite
 
         refuse_a_loop_as_suite(target, str(path))
+    from engine.runtime.environment import check_numbers
+
+    check_numbers()  # a bad LL_CHECK_MEMORY_BYTES (...) refuses the suite before its first case
     loaded, read = _refuse_lint_errors(target, where, resume, cases)
     options = SuiteOptions(
         samples=samples,

@@ -28,6 +28,9 @@ stopped, cost limit, abstained). `validate`: 0 clean or warnings only, 1 errors 
 the command runs to its end with its own exit code, and what nobody reads is dropped; so is
 what a stderr that cannot take more (a full disk) refuses. A result stdout cannot take is said
 on stderr, with exit 2.
+One spelling for JSON: every command that can print JSON takes `--json`; a command with several
+formats (`validate`, `show`, `explain`, `migrate`) also takes `--format`/`-f`, and `ll-harness`
+its seed's `--output` (`--format` there too), `--json` being the same as `--format json`.
 A command asked for JSON (`--json`, `--format json`, `--output json`) prints JSON on stdout for
 an error too: `run`/`resume` their result object, `validate` its report, `ll-harness` its
 refusal object, and every other `ll-loop` command `{"error", "hint", "code", "exit_code"}`.

@@ -156,10 +156,10 @@ def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> N
         "its time limit (1s) ran out during step 1 of 50, in state 'a'; its action was ended"
     )
     assert "a error → (the loop's time limit ran out)" in text
-    loop = tmp_path / "slow.yaml"  # edited since: its timeout is not the run's
-    loop.write_text(loop.read_text().replace("timeout: 1", "timeout: 9"))
+    loop = tmp_path / "slow.yaml"  # edited since: its timeout is not the run's, whose
+    loop.write_text(loop.read_text().replace("timeout: 1", "timeout: 9"))  # events keep it
     _, data = explained(tmp_path, run_id)
-    assert str(data["reason"]).startswith("its time limit ran out during step 1 of 50")
+    assert str(data["reason"]).startswith("its time limit (1s) ran out during step 1 of 50")
 
 
 def test_a_time_limit_passed_while_judging_names_the_step_not_the_next_state(
@@ -370,7 +370,7 @@ def test_a_run_killed_inside_a_sub_loop_counts_the_childs_steps_once(tmp_path: P
         # one step (pre) ended; the second (wait) was cut: it is not counted in either view
         assert child["steps"] == own["steps"] == 1
         # the child's own explanation says whose child it is (its state.json has the top id)
-        assert own["run_id"] == f"{run_id} (children/call-1)"
+        assert own["run_id"] == run_id and own["child_dir"] == child["child_dir"]
         assert "in state 'wait' after 1 of 50 steps" in str(child["reason"])
     finally:
         proc.kill()
@@ -1297,6 +1297,13 @@ def test_a_run_killed_and_resumed_gives_its_time_as_a_lower_bound(tmp_path: Path
         text, _ = explained(tmp_path, run_id)
         assert re.search(r"· success \(terminal\) · 1/50 steps · ≥\d+\.\ds ·", text), text
         assert re.search(r"time <b>≥\d+\.\d s</b>", report(tmp_path, run_id))
+        # status said the plain time: it agrees now (state.json records the killed attempt)
+        detail = ll_loop(tmp_path, "status", run_id).stdout
+        assert re.search(r"elapsed   ≥\d", detail), detail
+        listed = ll_loop(tmp_path, "status", "--all").stdout
+        assert re.search(rf"{run_id} .* ≥\d", listed), listed
+        shown = json.loads(ll_loop(tmp_path, "status", run_id, "--json").stdout)
+        assert shown["killed_attempts"] == 1
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -1368,3 +1375,41 @@ def test_a_short_stderr_the_sentence_happens_to_hold_is_still_shown(tmp_path: Pa
     )
     text, data = explained(tmp_path, run_id)
     assert data["stderr_tail"] == ["error"] and "  | error" in text
+
+
+def test_a_sub_loop_is_named_by_its_top_run_id_and_its_directory(tmp_path: Path) -> None:
+    """A child's `run_id` in explain JSON was `RUN (step 1, state top)`, which no command takes:
+    it is now the top run's id (one run, one event log; `resume` takes it) and `child_dir` its
+    directory under the run's, which `ll-loop explain` takes."""
+    write(
+        tmp_path / "inner.yaml",
+        "name: inner\ninitial: go\nscope: ['.']\nstates:\n"
+        "  go: {action: 'true', next: done}\n  done: {terminal: true}\n",
+    )
+    write(
+        tmp_path / "middle.yaml",
+        "name: middle\ninitial: call\nscope: ['.']\nstates:\n"
+        "  call: {loop: inner.yaml, on_yes: done, on_no: done}\n  done: {terminal: true}\n",
+    )
+    run_id = run(
+        tmp_path,
+        "outer",
+        "name: outer\ninitial: top\nscope: ['.']\nstates:\n"
+        "  top: {loop: middle.yaml, on_yes: done, on_no: done}\n"
+        "  done: {terminal: true}\n",
+    )
+    _, data = explained(tmp_path, run_id)
+    assert data["child_dir"] is None
+    middle = data["children"][0]
+    inner = middle["children"][0]
+    assert (middle["run_id"], middle["child_dir"]) == (run_id, "children/top-1")
+    assert (inner["run_id"], inner["child_dir"]) == (run_id, "children/top-1/children/call-1")
+    for child in (middle, inner):
+        directory = tmp_path / ".loops" / "runs" / child["run_id"] / child["child_dir"]
+        text, own = explained(tmp_path, str(directory))
+        assert (own["run_id"], own["child_dir"], own["loop"]) == (
+            run_id,
+            child["child_dir"],
+            child["loop"],
+        )
+        assert f"run {run_id} ({child['child_dir']})" in text

@@ -268,7 +268,8 @@ def test_a_run_s_end_written_before_its_kept_start_still_starts_at_its_start(
 
 
 def test_a_busy_timeout_that_is_no_number_is_said_not_replaced(tmp_path: Path) -> None:
-    """A command refuses it in one sentence; a run still ends, its row kept for later."""
+    """A command refuses it in one sentence, a run before its first step (it used to run and
+    keep its row in the spool, the value found only when the history was written)."""
     db = _project(tmp_path)
     bad = {"LL_HISTORY_BUSY_TIMEOUT": "soon"}
     listed = ll_loop(tmp_path, "history", env=bad)
@@ -276,10 +277,10 @@ def test_a_busy_timeout_that_is_no_number_is_said_not_replaced(tmp_path: Path) -
     assert "LL_HISTORY_BUSY_TIMEOUT='soon' is not a number of seconds" in listed.stderr
     assert "Traceback" not in listed.stderr
     ran = ll_loop(tmp_path, "run", "quick.yaml", "--json", env=bad)
-    assert ran.code == 0 and ran.stderr.count("LL_HISTORY_BUSY_TIMEOUT='soon'") == 1
-    assert _run_ids(db) == []
+    assert ran.code == 2 and ran.stderr.count("LL_HISTORY_BUSY_TIMEOUT='soon'") == 1
+    assert ran.json["steps"] == 0 and ran.json["run_id"] is None
     ll_loop(tmp_path, "history")
-    assert _run_ids(db) == [ran.json["run_id"]]
+    assert _run_ids(db) == []
 
 
 def test_a_fifo_or_a_link_in_the_spool_is_passed_over_not_waited_on(tmp_path: Path) -> None:

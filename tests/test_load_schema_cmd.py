@@ -42,3 +42,17 @@ def test_schema_out_below_a_plain_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "internal error" not in result.stderr
     assert "cannot write afile/x.json: Not a directory" in result.stderr
     assert (tmp_path / "afile").read_text() == "kept\n"
+
+
+def test_every_shipped_schema_is_printed_by_name() -> None:
+    shipped = sorted(p.name for p in (Path(__file__).parent.parent / "schemas").glob("*.json"))
+    for file in shipped:
+        name = file.removesuffix(".schema.json")
+        result = run("schema", "--name", name)
+        assert result.returncode == 0, (name, result.stderr)
+        assert json.loads(result.stdout) == json.loads(
+            (Path(__file__).parent.parent / "schemas" / file).read_text(encoding="utf-8")
+        )
+    assert "suite.schema.json" in shipped
+    help_text = run("schema", "--help").stdout
+    assert "suite" in help_text

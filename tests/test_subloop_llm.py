@@ -209,3 +209,31 @@ def test_a_child_chosen_at_run_time_replays_too(loopback: LoopbackServer, projec
     assert refused.code == 2
     assert refused.json["error"].startswith("cannot replay:")
     assert len(loopback.requests) == served
+
+
+def test_a_child_stopped_by_its_own_budget_is_explained_with_the_amount(
+    loopback: LoopbackServer, project: Path
+) -> None:
+    """explain said "reaching its max_cost_usd" for a child without the amount (it read limits
+    from the top loop's file only); the amount now comes from the run's own events, so a loop
+    file edited afterwards changes nothing."""
+    parent = PARENT.replace("loop: judged-child", "loop: stubborn-child")
+    child = (
+        CHILD.replace("name: judged-child", "name: stubborn-child\nmax_steps: 10")
+        .replace('scope: ["."]\n', 'scope: ["."]\nmax_cost_usd: 1.5\n', 1)
+        .replace("on_no: bad", "on_no: check")
+        .replace("on_error: bad", "on_error: check")
+    )
+    write_loop(project, parent, "budget.yaml")
+    write_loop(project, child, "stubborn-child.yaml")
+    loopback.default = verdict_reply("no", input_tokens=1_000_000)  # $3 a call
+    ran = ll_loop(project, "run", "budget.yaml", "--json")
+    [child_end] = [e for e in ran.events() if e["event"] == "loop_complete" and e["depth"] == 1]
+    assert child_end["terminated_by"] == "max_cost", child_end
+    write_loop(
+        project, child.replace("max_cost_usd: 1.5", "max_cost_usd: 9"), "stubborn-child.yaml"
+    )
+    text = ll_loop(project, "explain", ran.json["run_id"]).stdout
+    assert "reaching its max_cost_usd of $1.5," in text, text
+    data = ll_loop(project, "explain", ran.json["run_id"], "--json").json
+    assert "reaching its max_cost_usd of $1.5," in data["children"][0]["reason"]

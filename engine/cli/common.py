@@ -335,7 +335,7 @@ def _refusal_as_json(exc: BaseException) -> None:
         from engine.cli.run_cmd import refusal_object
 
         print(json.dumps(refusal_object(message, loop=None)))
-    elif command == "validate" and _asks_for_json(args):
+    elif command == "validate" and ("--json" in args or _asks_for_json(args)):
         _validate_report(
             Diagnostic("USAGE", "error", message, hint="see `ll-loop validate --help`")
         )
@@ -361,7 +361,7 @@ def _crash_as_json(message: str, hint: str, *, code: str = "INTERNAL") -> None:
         from engine.cli.run_cmd import refusal_object
 
         print(json.dumps(refusal_object(message, loop=None), ensure_ascii=False))
-    elif command_of(args) == "validate" and _asks_for_json(args):
+    elif command_of(args) == "validate" and ("--json" in args or _asks_for_json(args)):
         _validate_report(Diagnostic(code, "error", message, hint=hint))
     else:
         _error_as_json(message, hint, 2, code=code)
@@ -379,7 +379,7 @@ def _harness_refusal_as_json(exc: BaseException) -> None:
     """`ll-harness ... --output json` (or `--json`) prints its refusal object for a command line
     that does not parse too, as it does for every other refusal."""
     args = sys.argv[1:]
-    if "--json" not in args and not _asks_for_json(args, "--output"):
+    if not ("--json" in args or _asks_for_json(args, "--output") or _asks_for_json(args)):
         return
     format_message = getattr(exc, "format_message", None)
     message = format_message() if callable(format_message) else str(exc)
@@ -509,3 +509,31 @@ def out(text: str) -> None:
 def project_loops_dir(cwd: Path | None = None) -> Path:
     """`.loops/` at the root of the project `cwd` (default: the working directory) is in."""
     return loops_dir(cwd)
+
+
+def which_run(command: str) -> UsageError:
+    """`explain` or `report` without RUN: one sentence whose hint names this project's newest
+    run (by its id's time; its directory's mtime among runs of one second)."""
+    runs = loops_dir() / "runs"
+    try:
+        found = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        found = []
+    usage = f"ll-loop {command} RUN" + (" --html" if command == "report" else "")
+    if not found:
+        return UsageError(
+            f"say which run to {command}: this project has no runs yet",
+            hint=f"start one with `ll-loop run LOOP`, then `{usage}`",
+        )
+
+    def newest(path: Path) -> tuple[str, float]:
+        with contextlib.suppress(OSError):
+            return path.name[:15], path.stat().st_mtime
+        return path.name[:15], 0.0
+
+    latest = max(found, key=newest).name
+    spelled = usage.replace("RUN", latest)
+    return UsageError(
+        f"say which run to {command}",
+        hint=f"the newest run of this project: `{spelled}`; `ll-loop history` lists the others",
+    )

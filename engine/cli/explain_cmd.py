@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import examples
+from engine.cli.common import examples, which_run
 
 
 class Format(StrEnum):
@@ -19,22 +19,31 @@ def register(app: typer.Typer) -> None:
     """Add `explain` to `app`."""
     app.command(
         "explain",
-        epilog=examples("ll-loop explain 20261130-131423-63f3c0", "ll-loop explain RUN -f json"),
+        epilog=examples("ll-loop explain 20261130-131423-63f3c0", "ll-loop explain RUN --json"),
     )(explain_command)
 
 
 def explain_command(
-    run: Annotated[str, typer.Argument(help="A run id (or unique prefix), or a run's directory.")],
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            help="A run id (or unique prefix), or a run's directory (needed: without it, the "
+            "error names this project's newest run)."
+        ),
+    ] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
     """Why a run ended (or where it stands): path, verdicts with evidence, steps and cost."""
     import json
 
     from engine.report import explain, open_run, render_text
 
+    if run is None:
+        raise which_run("explain")
     view = open_run(run)
     explanation = explain(view.facts, view.trace, child=view.child)
-    if format is Format.json:
+    if format is Format.json or as_json:
         print(json.dumps(explanation.to_json(), indent=2))
     else:
         print(render_text(explanation))

@@ -85,7 +85,8 @@ TimeoutOpt = Annotated[
         help="Seconds one sample may take (an overrun is an error; 0: no limit).",
     ),
 ]
-OutputOpt = Annotated[OutputFormat, typer.Option("--output", help="text or json.")]
+OutputOpt = Annotated[OutputFormat, typer.Option("--output", "--format", help="text or json.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="The same as --output json.")]
 MeasureOpt = Annotated[
     bool, typer.Option("--measure-baseline", help="Record this run as the incumbent's baseline.")
 ]
@@ -137,6 +138,7 @@ _SHARED: tuple[tuple[str, Any, Any], ...] = (
     ("samples", SamplesOpt, None),
     ("timeout", TimeoutOpt, 300.0),
     ("output", OutputOpt, OutputFormat.text),
+    ("as_json", JsonOpt, False),
     ("measure_baseline", MeasureOpt, False),
     ("compare_baseline", CompareOpt, False),
     ("baseline_of", BaselineOfOpt, None),
@@ -174,6 +176,7 @@ def measured(*, timeout: float) -> Callable[[Callable[..., int]], Callable[..., 
         def wrapper(**values: Any) -> int:
             given = {name: values.pop(name) for name, _, _ in _SHARED}
             output, issue_id = given.pop("output"), given.pop("issue_id")
+            output = OutputFormat.json if given.pop("as_json") else output
             problem = _not_text({**values, **given, "issue_id": issue_id}, params)
             if problem is not None:
                 return _emit(output, problem.throw)
@@ -461,6 +464,7 @@ def dsl_command(
     jobs: Annotated[int, typer.Option("--jobs", help="Tasks run concurrently.")] = 1,
     timeout: TimeoutOpt = 300.0,
     output: OutputOpt = OutputFormat.text,
+    as_json: JsonOpt = False,
     retry_of: RetryOfOpt = None,
     issue_id: IssueIdOpt = None,
 ) -> int:
@@ -503,7 +507,7 @@ def dsl_command(
             report = run_dsl(Path(path), options, history, cwd)
         return dsl_text(report), dsl_json(report), report.exit_code
 
-    return _emit(output, build, issue_id)
+    return _emit(OutputFormat.json if as_json else output, build, issue_id)
 
 
 class SuiteOutput(StrEnum):
@@ -541,8 +545,9 @@ def suite_command(
     ] = None,
     output: Annotated[
         SuiteOutput,
-        typer.Option("--output", help="text, json or html (one self-contained page)."),
+        typer.Option("--output", "--format", help="text, json or html (one self-contained page)."),
     ] = SuiteOutput.text,
+    as_json: JsonOpt = False,
     report_file: Annotated[
         Path | None,
         typer.Option(
@@ -589,6 +594,7 @@ def suite_command(
     from engine.suites.driver import command_line_spelling
     from engine.suites.progress import SuiteProgress, choose_mode
 
+    output = SuiteOutput.json if as_json else output
     mode = choose_mode(
         quiet=quiet or (output is SuiteOutput.json and not sys.stderr.isatty()), stream=sys.stderr
     )

@@ -57,8 +57,9 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--force", help="Replace files that already exist.")
         ] = False,
         output: Annotated[
-            Format, typer.Option("--format", help="text or json (one object for scripts).")
+            Format, typer.Option("--format", "-f", help="text or json (one object for scripts).")
         ] = Format.text,
+        as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
         verbose: Annotated[
             bool, typer.Option("--verbose", help="Also list what was changed on purpose.")
         ] = False,
@@ -73,7 +74,7 @@ def register(app: typer.Typer) -> None:
 
         _check_usage(paths, out, search or [])
         report = migrate(paths, out=out, force=force, validate=check_file, search=search or ())
-        if output == Format.json:
+        if output == Format.json or as_json:
             sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
         else:
             sys.stdout.write(report.render(verbose=verbose) + "\n")

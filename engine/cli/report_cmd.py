@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import examples, write_report
+from engine.cli.common import examples, which_run, write_report
 from engine.model.errors import UsageError
 
 
@@ -20,7 +20,13 @@ def register(app: typer.Typer) -> None:
 
 
 def report_command(
-    run: Annotated[str, typer.Argument(help="A run id (or unique prefix), or a run's directory.")],
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            help="A run id (or unique prefix), or a run's directory (needed: without it, the "
+            "error names this project's newest run)."
+        ),
+    ] = None,
     html: Annotated[
         bool, typer.Option("--html", help="Write the HTML report (the only format so far).")
     ] = False,
@@ -35,6 +41,8 @@ def report_command(
 
     if not html:
         raise UsageError("say which report to write", hint="ll-loop report RUN --html")
+    if run is None:
+        raise which_run("report")
     view = open_run(run)
     from engine.load.project import project_root
 

@@ -92,7 +92,18 @@ def status_command(
 
 def _elapsed(s: RunStatus) -> str:
     """A killed run's time is known up to its last event only: `≥` says it ran on after."""
-    return ("≥" if s.status == "interrupted" else "") + duration(s.elapsed_s)
+    return ("≥" if s.elapsed_is_lower_bound else "") + duration(s.elapsed_s)
+
+
+def _lower_bound_note(s: RunStatus) -> str:
+    if s.status == "interrupted":
+        return " (to its last event; it was killed after that)"
+    if s.killed_attempts:
+        return (
+            f" (killed and resumed {counted(s.killed_attempts, 'time')}: what it ran after "
+            "its last boundary is in no record)"
+        )
+    return ""
 
 
 def _status_detail(s: RunStatus) -> str:
@@ -114,8 +125,7 @@ def _status_detail(s: RunStatus) -> str:
         f"status    {s.status}",
         f"state     {s.state}",
         f"steps     {s.steps}",
-        f"elapsed   {_elapsed(s)}"
-        + (" (to its last event; it was killed after that)" if s.status == "interrupted" else ""),
+        f"elapsed   {_elapsed(s)}" + _lower_bound_note(s),
         f"cost      ${s.cost_usd:.4f}"
         + (
             f" + unknown (the agent of state {', '.join(s.cost_unknown_in)} reported no cost)"

@@ -17,6 +17,7 @@ SCHEMAS = {
     "loop": "loop.schema.json",
     "events": "events.schema.json",
     "harness-task": "harness-task.schema.json",
+    "suite": "suite.schema.json",
 }
 
 
@@ -41,11 +42,18 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "schema",
         epilog=examples(
-            "ll-loop schema --out .loops/loop.schema.json", "ll-loop schema --name events"
+            "ll-loop schema --out .loops/loop.schema.json",
+            "ll-loop schema --name events",
+            "ll-loop schema --name suite --out evals/suite.schema.json",
         ),
     )
     def schema(
-        name: str = typer.Option("loop", "--name", help="loop, events or harness-task"),
+        name: str = typer.Option(
+            "loop",
+            "--name",
+            help="loop, events, harness-task or suite (which refers to loop.schema.json for "
+            "judges: write both side by side)",
+        ),
         out: Path | None = typer.Option(  # noqa: B008  (typer's way of declaring an option)
             None, "--out", "-o", help="Write the schema to this file instead of stdout."
         ),

@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
 def show(
     loop: Annotated[str, typer.Argument(metavar="LOOP", help="Loop file or name.")],
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     cost: Annotated[
         bool,
         typer.Option("--cost", help="Print the worst-case LLM calls and dollars of one run."),
@@ -50,6 +51,7 @@ def show(
     `max_steps N spent` pseudo-state in Mermaid, a dotted edge from a label in dot."""
     from engine.graph.show import render
 
+    format = Format.json if as_json else format
     loaded = _load(loop)
     if cost:
         return _show_cost(loaded, format)

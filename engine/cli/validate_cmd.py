@@ -46,6 +46,7 @@ def validate(
         list[str], typer.Argument(metavar="LOOP...", help="Loop files, names or directories.")
     ],
     format: Annotated[Format, typer.Option("--format", "-f", help="Report format.")] = Format.text,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Fail (exit 1) on warnings too.")
     ] = False,
@@ -59,6 +60,7 @@ def validate(
 
     from lint.report import RENDERERS
 
+    format = Format.json if as_json else format
     reports, usage_error = check_all(loops)
     shown = reports
     if format is Format.text and not verbose:  # infos restate semantics; machines get them all

@@ -189,6 +189,7 @@ NUMERIC_ENV = {
     "LL_LLM_MAX_WAIT": "a number of seconds >= 0",
     "LL_LLM_MAX_ATTEMPTS": "a whole number >= 1",
     "LL_JUDGE_MAX_CHARS": "a whole number >= 1",
+    "LL_LLM_RPM": "a number of requests per minute > 0",
 }
 _WHOLE_NUMBERS = ("LL_LLM_MAX_ATTEMPTS", "LL_JUDGE_MAX_CHARS")
 
@@ -207,7 +208,8 @@ def env_problems(environ: Environ = None) -> list[str]:
             number = -1
         if not math.isfinite(number):
             number = -1  # nan and inf are no setting
-        low_ok = number > 0 if name == "LL_LLM_TIMEOUT" or name in _WHOLE_NUMBERS else number >= 0
+        positive = name in {"LL_LLM_TIMEOUT", "LL_LLM_RPM"} or name in _WHOLE_NUMBERS
+        low_ok = number > 0 if positive else number >= 0
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
     try:

@@ -16,7 +16,7 @@ from engine.harness.verdicts import JudgeNote
 from engine.load.gcpause import collector_paused
 from engine.model.terminal import printable
 from engine.model.timefmt import counted
-from engine.report.runlog import Step, Trace, run_again
+from engine.report.runlog import Step, Trace, distinct_children, run_again
 
 MAX_FOLD = 32  # longest repeated stretch of steps looked for when folding the path
 # (a cycle with a cycle inside, `(a → b) ×4 → a → c`, is one stretch: its inside is folded
@@ -90,6 +90,15 @@ class RunFacts:
     timeout_s: float | None = None  # the loop's `timeout` (the run directory does not keep it)
     replay_from: str = ""  # the run directory whose logged model answers this run replayed
     state_problem: str = ""  # why state.json could not be read (the facts are the log's)
+    # a sub-loop's run: its directory under its top run's (`children/fix-1`); `run_id` is then
+    # the top run's id, the one `resume` takes (one run, one event log)
+    place: str = ""
+    killed_attempts: int = 0  # sessions killed and then resumed, as state.json counts them
+
+    @property
+    def named(self) -> str:
+        """`RUN`, or `RUN (children/fix-1)` for a sub-loop's run."""
+        return f"{self.run_id} ({self.place})" if self.place else self.run_id
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,7 @@ class Explanation:
         result = self.facts.result or {}
         return {
             "run_id": self.facts.run_id,
+            "child_dir": self.facts.place or None,
             "loop": self.facts.loop,
             "status": self.facts.status,
             "outcome": result.get("outcome"),
@@ -158,6 +168,12 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     its facts come from the same log, which cannot be checked against itself)."""
     if facts.status == "finished" and not facts.result and trace is not None and trace.end:
         facts = replace(facts, result=dict(trace.end))  # a state.json without its result
+    if trace is not None and not child:  # the limits the run recorded, over its loop file's
+        facts = replace(
+            facts,
+            max_cost_usd=_first(trace.max_cost_usd, facts.max_cost_usd),
+            timeout_s=_first(trace.timeout, facts.timeout_s),
+        )
     steps = trace.steps if trace else []
     again = run_again(steps)
     counted_steps = [s for i, s in enumerate(steps) if i not in again]
@@ -179,9 +195,9 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
     )
     children = tuple(
-        (s.step, s.state, explain(_child_facts(facts, s, s.child), s.child, child=True))
+        (s.step, s.state, explain(_child_facts(facts, s, trace), s.child, child=True))
         for s in counted_steps
-        if s.child is not None
+        if s.child is not None and trace is not None
     )
     last = steps[-1] if steps else None
     gap = "" if child else log_gap(facts, trace)
@@ -257,7 +273,17 @@ def log_gap(facts: RunFacts, trace: Trace | None) -> str:
     return ""
 
 
-def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def _child_facts(parent: RunFacts, step: Step, trace: Trace) -> RunFacts:
+    """The facts of the sub-loop run `step` started in `trace` (the parent's)."""
+    child = step.child
+    assert child is not None
+    started = distinct_children(trace, step.state)
+    index = next(i for i, c in enumerate(started, 1) if c is child)
+    place = f"children/{step.state}-{index}"  # as the runtime names its directory
     end = child.end or {}
     if end:
         status = "finished"
@@ -267,7 +293,8 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
         status = parent.status
     last = child.steps[-1].state if child.steps else child.initial
     return RunFacts(
-        run_id=f"{parent.run_id} (step {step.step}, state {step.state})",
+        run_id=parent.run_id,
+        place=f"{parent.place}/{place}" if parent.place else place,
         loop=child.loop,
         status=status,
         current=str(end.get("final_state") or last),
@@ -275,6 +302,8 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
         elapsed_ms=int(end.get("duration_ms") or 0),
         cost_usd=float(end.get("cost_usd") or child.spent()[1]),
         result=end or None,
+        max_cost_usd=child.max_cost_usd,
+        timeout_s=child.timeout,
     )
 
 
@@ -455,7 +484,7 @@ def _steps(n: int, budget: str) -> str:
 
 
 def _id(facts: RunFacts) -> str:
-    return facts.run_id.split(" ", 1)[0]
+    return facts.run_id
 
 
 def _via(last: Step | None) -> str:
@@ -654,7 +683,7 @@ def _head_lines(explanation: Explanation) -> list[str]:
     budget = f"/{explanation.max_steps}" if explanation.max_steps else ""
     steps = f"{facts.steps}{budget} steps" if budget else counted(facts.steps, "step")
     lines = [
-        f"run {facts.run_id} · {facts.loop} · {state} · {steps} · "
+        f"run {facts.named} · {facts.loop} · {state} · {steps} · "
         f"{at_least(explanation)}{facts.elapsed_ms / 1000:.1f}s · ${facts.cost_usd:.4f}"
         + (" + unknown" if explanation.cost_unknown_in else ""),
         f"why: {_one_line(explanation.reason)}",
@@ -742,7 +771,8 @@ def at_least(explanation: Explanation) -> str:
     """`≥` before a killed run's time: it is known up to its last event only, as in `status`;
     and before the time of a run that was killed and resumed (what the killed attempt ran
     after its last boundary is in no record)."""
-    killed = explanation.facts.status == "interrupted" or explanation.killed_attempts
+    facts = explanation.facts
+    killed = facts.status == "interrupted" or explanation.killed_attempts or facts.killed_attempts
     return "≥" if killed else ""
 
 

@@ -48,7 +48,7 @@ def run_report_html(view: RunView, root: Path) -> str:
         *history_sections(root, view.facts.loop),
     ]
     return render_page(
-        f"{view.facts.loop} · run {view.facts.run_id}",
+        f"{view.facts.loop} · run {view.facts.named}",
         explanation.reason,
         sections,
     )

@@ -47,7 +47,7 @@ def open_run(ref: str, root: Path | None = None) -> RunView:
     facts = _facts(snapshot)
     if top_dir != snapshot.dir:  # a child's state.json holds its top run's id: say which child
         where = snapshot.dir.resolve().relative_to(top_dir.resolve())
-        facts = replace(facts, run_id=f"{facts.run_id} ({where})")
+        facts = replace(facts, place=str(where))
     return RunView(
         facts,
         trace,
@@ -125,6 +125,7 @@ def _facts(snapshot: RunSnapshot) -> RunFacts:
         max_cost_usd=max_cost,
         timeout_s=timeout,
         replay_from=str(saved.get("replay_from") or ""),
+        killed_attempts=snapshot.killed_attempts,
     )
 
 

@@ -21,6 +21,7 @@ printing 2 KB each held every output, stderr and action: ~1 GB to print one scre
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,6 +203,8 @@ class Trace:
     file: str = ""
     initial: str = ""
     max_steps: int | None = None
+    max_cost_usd: float | None = None  # the limits its `loop_start` recorded (older logs: None)
+    timeout: float | None = None
     started_at: str = ""
     steps: list[Step] = field(default_factory=list)
     end: dict[str, Any] | None = None  # the `loop_complete` fields
@@ -255,6 +258,13 @@ def read_trace(events: Iterable[Mapping[str, Any]]) -> Trace | None:
     return builder.top
 
 
+def _limit(value: Any) -> float | None:
+    """A recorded `max_cost_usd` or `timeout`: a finite number >= 0, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
 class _Builder:
     """Folds events into traces; `open[d]` is the trace events of depth `d` go to."""
 
@@ -285,6 +295,8 @@ class _Builder:
             file=str(event.get("file") or ""),
             initial=str(event.get("initial") or ""),
             max_steps=_int(event.get("max_steps")),
+            max_cost_usd=_limit(event.get("max_cost_usd")),
+            timeout=_limit(event.get("timeout")),
             started_at=str(event.get("ts") or ""),
         )
         if depth == 0:
@@ -461,12 +473,12 @@ def child_trace(top: Trace, top_dir: Path, child_dir: Path) -> Trace | None:
         state, _, index = name.rpartition("-")
         if not index.isdigit():
             return None
-        started = _distinct_children(trace, state)
+        started = distinct_children(trace, state)
         trace = started[int(index) - 1] if 0 < int(index) <= len(started) else None
     return trace if trace is not top else None
 
 
-def _distinct_children(trace: Trace, state: str) -> list[Trace]:
+def distinct_children(trace: Trace, state: str) -> list[Trace]:
     """The children `state` started in `trace`, in order (a continued child counted once)."""
     seen: list[Trace] = []
     for step in trace.steps:

@@ -98,7 +98,7 @@ def summary_section(explanation: Explanation) -> Section:
     kind = str(result.get("outcome") or facts.status)
     budget = f" of {explanation.max_steps}" if explanation.max_steps else ""
     items = [
-        ("run", facts.run_id),
+        ("run", facts.named),
         ("loop", facts.loop),
         ("status", facts.status),
         ("outcome", f"{result.get('outcome')} ({result.get('terminated_by')})" if result else "—"),

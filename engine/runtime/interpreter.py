@@ -73,6 +73,9 @@ class RunState:
     cost_unknown_in: list[str] = field(default_factory=list)
     started_at: str = ""
     elapsed_ms: int = 0  # wall time spent in earlier sessions (resume adds to it)
+    # sessions killed and then resumed: what each ran after its last boundary is in no record,
+    # so `elapsed_ms` is a lower bound (`status`, `explain` and the report show `≥`)
+    killed_attempts: int = 0
     # time.time() when this state was saved: the model calls logged after it are not in
     # `cost_usd` (resume adds them; the file's mtime can lag the clock by a tick)
     saved_at: float = 0.0
@@ -184,6 +187,9 @@ def run(loop: Loop, rs: RunState, rt: Runtime, *, resumed: bool = False) -> RunR
             initial=loop.initial,
             max_steps=loop.max_steps,
             context=rs.context,
+            # the limits as this run had them: explain names them, whatever the file says later
+            **({"max_cost_usd": loop.max_cost_usd} if loop.max_cost_usd is not None else {}),
+            **({"timeout": loop.timeout} if loop.timeout is not None else {}),
         )
     while True:
         state = loop.states[rs.current]

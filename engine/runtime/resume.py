@@ -71,6 +71,7 @@ class RunSnapshot:
     last_write: float = 0.0  # mtime of events.jsonl: the last sign of life of a killed run
     resume_queued: Record | None = None  # an `ll-loop resume --queue` of it, waiting for the lock
     cost_unknown_in: tuple[str, ...] = ()  # states whose agent reported no cost (state.json)
+    killed_attempts: int = 0  # sessions killed and then resumed (state.json; older runs: 0)
 
     @property
     def status(self) -> Status:
@@ -82,6 +83,11 @@ class RunSnapshot:
         if self.alive:
             return "running"
         return "interrupted"
+
+    @property
+    def elapsed_is_lower_bound(self) -> bool:
+        """Killed (now, or in an attempt a resume continued): it ran on after its record."""
+        return self.status == "interrupted" or self.killed_attempts > 0
 
     @property
     def resumable(self) -> bool:
@@ -167,6 +173,7 @@ def read_run(directory: Path, *, lock_pids: dict[str, Record] | None = None) -> 
         resume_queued=resume_queued,
         last_write=_mtime(directory / "events.jsonl"),
         cost_unknown_in=_names(data.get("cost_unknown_in")),
+        killed_attempts=max(0, _int_or_none(data.get("killed_attempts")) or 0),
     )
 
 

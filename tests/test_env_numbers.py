@@ -1,0 +1,78 @@
+"""Every number read from an `LL_*` environment variable is checked before a run or a suite
+starts, as a file's or a flag's is: one sentence naming the variable, its value and what it takes,
+exit 2, nothing run (DESIGN §13 "every number is checked")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli import ll_harness, ll_loop
+
+REPO = Path(__file__).parent.parent
+PLAIN = """name: plain
+initial: a
+max_steps: 3
+scope: ["."]
+states:
+  a:
+    action: "echo ran > ran.txt"
+    next: done
+  done:
+    terminal: true
+"""
+JUDGED = """name: judged
+initial: build
+max_steps: 3
+scope: ["."]
+states:
+  build:
+    action: "echo ran > ran.txt"
+    evaluate:
+      type: llm_structured
+      prompt: "Did it run? Quote the line that shows it."
+    on_yes: done
+    on_no: done
+    on_error: done
+  done: {terminal: true}
+"""
+BAD = ["nan", "-1", "inf", "abc"]
+
+
+def _project(tmp_path: Path, text: str) -> Path:
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / ".loops" / "loop.yaml").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("value", BAD)
+@pytest.mark.parametrize("name", ["LL_CHECK_MEMORY_BYTES", "LL_HISTORY_BUSY_TIMEOUT"])
+def test_a_bad_number_refuses_a_run_before_its_first_step(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    project = _project(tmp_path, PLAIN)
+    done = ll_loop(project, "run", "loop", "--json", env={name: value})
+    assert done.code == 2, done
+    assert f"{name}={value!r} is not" in done.json["error"], done.json
+    assert f"{name}={value!r} is not" in done.stderr
+    assert done.json["steps"] == 0
+    assert not (project / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("value", BAD)
+def test_a_bad_rate_limit_refuses_a_run_that_calls_a_model(tmp_path: Path, value: str) -> None:
+    project = _project(tmp_path, JUDGED)
+    env = {"LL_LLM_RPM": value, "ANTHROPIC_API_KEY": "sk-test-unused"}
+    done = ll_loop(project, "run", "loop", "--json", env=env)
+    assert done.code == 2, done
+    assert f"LL_LLM_RPM={value!r} is not a number of requests per minute" in done.json["error"]
+    assert not (project / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("value", BAD)
+def test_a_bad_check_memory_limit_refuses_a_suite(tmp_path: Path, value: str) -> None:
+    suite = REPO / "examples" / "suites" / "wordcount" / "wordcount.suite.yaml"
+    done = ll_harness(tmp_path, "suite", str(suite), "--json", env={"LL_CHECK_MEMORY_BYTES": value})
+    assert done.code == 2, done
+    assert f"LL_CHECK_MEMORY_BYTES={value!r} is not a size in bytes" in done.stderr
