@@ -940,6 +940,17 @@ class _State:
             self.context = context
 
 
+def _from_root(node: Node) -> list[Node]:
+    """`node` and its ancestors, the root first: the path `_step` walks down."""
+    chain: list[Node] = []
+    current: Node | None = node
+    while current is not None:
+        chain.append(current)
+        current = current.parent
+    chain.reverse()
+    return chain
+
+
 def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -> Position:
     start, end = span
     node = root.descendant_for_byte_range(start, end)
@@ -951,12 +962,7 @@ def _classify(root: Node, span: tuple[int, int], source: bytes, facts: _Facts) -
         # tree-sitter puts a blank before `${` into the expansion's first token at times
         and source[node.start_byte : start].strip(b" \t") == b""
     )
-    chain: list[Node] = []
-    current: Node | None = node
-    while current is not None:
-        chain.append(current)
-        current = current.parent
-    chain.reverse()
+    chain = _from_root(node)
     state = _State()
     for parent, child in itertools.pairwise(chain):
         _step(state, parent, child, start, source, facts)
@@ -1010,12 +1016,7 @@ def _function_calls(
         for call in _walk(root):
             if call.type != "command" or _command_words(call)[:1] != [name]:
                 continue
-            call_chain: list[Node] = []
-            current: Node | None = call
-            while current is not None:
-                call_chain.append(current)
-                current = current.parent
-            call_chain.reverse()
+            call_chain = _from_root(call)
             if any(n.type == "function_definition" and _defines(n, name) for n in call_chain):
                 continue  # a call of the function within itself
             line, _ = _point(source, call.start_byte)
