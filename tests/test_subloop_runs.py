@@ -178,6 +178,41 @@ def test_a_child_that_cannot_load_is_an_error_verdict_with_the_reason(project: P
     assert "no loop named 'nosuchloop'" in evaluate["details"]["error"]
 
 
+def test_a_child_that_could_not_start_has_every_capture_field(tmp_path: Path) -> None:
+    """A sub-loop capture has the fields lint takes it to have (SUBLOOP_CAPTURE_FIELDS) even
+    when its child never ran: the `on_error` state naming `${captured.c.events_path}` (where
+    the child's log is) failed the run with 'events_path is not set' instead."""
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: kid
+        scope: ["."]
+        parameters:
+          which: {type: string, default: nosuchloop}
+        states:
+          kid:
+            loop: "${context.which}"
+            capture: c
+            on_yes: done
+            on_no: done
+            on_error: tell
+          tell:
+            action: |
+              printf '%s|%s|%s' "${captured.c.terminated_by}" "${captured.c.events}" \\
+                "${captured.c.events_path}" > told.txt
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    done = ll_loop(tmp_path, "run", "parent.yaml", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == "done", result["error"]
+    assert (tmp_path / "told.txt").read_text() == "error||"
+    capture = state_of(tmp_path, result["run_id"])["captured"]["c"]
+    assert set(capture) == SUBLOOP_CAPTURE_FIELDS
+
+
 def test_bad_parameter_values_are_caught_at_run_time(project: Path) -> None:
     result = result_of(ll_loop(project, "run", "parent.yaml", "-c", "mode=bogus", "--json", "-q"))
     assert result["final_state"] == "broken"

@@ -281,7 +281,8 @@ def failed_start(reason: str, *, loop_ref: str) -> SubloopOutcome:
         "terminated_by": "error",
         "steps": 0,
         "outputs": {},
-        "events": "",  # it never ran: no events
+        "events": "",  # it never ran: no events, and no file of them
+        "events_path": "",
     }
     details = {"loop": loop_ref, "error": reason}
     return SubloopOutcome(Verdict("error", details), capture, details=details)
