@@ -1368,3 +1368,46 @@ def test_a_short_stderr_the_sentence_happens_to_hold_is_still_shown(tmp_path: Pa
     )
     text, data = explained(tmp_path, run_id)
     assert data["stderr_tail"] == ["error"] and "  | error" in text
+
+
+def test_a_childs_end_with_fields_of_the_wrong_kind_is_no_internal_error(tmp_path: Path) -> None:
+    """A sub-loop's `loop_complete` whose steps, duration_ms or cost_usd is no number (a hand
+    edit, a log written by something else) made explain and the report end in `internal error:
+    ValueError` (`int('x')`); the child is told from its steps, as when the field is missing."""
+    write(
+        tmp_path / "kid.yaml",
+        """
+        name: kid
+        initial: go
+        scope: ["."]
+        states:
+          go: {action: "true", next: done}
+          done: {terminal: true}
+        """,
+    )
+    run_id = run(
+        tmp_path,
+        "mom",
+        """
+        name: mom
+        initial: call
+        scope: ["."]
+        states:
+          call: {loop: kid.yaml, on_yes: done, on_no: done, on_error: done}
+          done: {terminal: true}
+        """,
+    )
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    kept = log.read_text()
+    for field, bad in (("steps", "x"), ("duration_ms", {"a": 1}), ("cost_usd", "$1")):
+        lines = []
+        for line in kept.splitlines():
+            event = json.loads(line)
+            if event["event"] == "loop_complete" and event.get("depth") == 1:
+                event[field] = bad
+            lines.append(json.dumps(event))
+        log.write_text("\n".join(lines) + "\n")
+        text, data = explained(tmp_path, run_id)
+        assert "sub-loop at step 1 (call): kid, reached the success terminal 'done'" in text
+        assert data["children"][0]["steps"] == 1, field
+        assert "kid" in report(tmp_path, run_id)

@@ -8,6 +8,7 @@ stopped or interrupted run stands).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -271,11 +272,19 @@ def _child_facts(parent: RunFacts, step: Step, child: Trace) -> RunFacts:
         loop=child.loop,
         status=status,
         current=str(end.get("final_state") or last),
-        steps=int(end.get("steps") or sum(1 for s in child.steps if s.routed)),
-        elapsed_ms=int(end.get("duration_ms") or 0),
-        cost_usd=float(end.get("cost_usd") or child.spent()[1]),
+        steps=int(_amount(end.get("steps")) or sum(1 for s in child.steps if s.routed)),
+        elapsed_ms=int(_amount(end.get("duration_ms")) or 0),
+        cost_usd=float(_amount(end.get("cost_usd")) or child.spent()[1]),
         result=end or None,
     )
+
+
+def _amount(value: Any) -> float | None:
+    """A count, time or cost of the child's `loop_complete` event, or None when it is no finite
+    number (a log written by hand or by something else: `int('x')` was an internal error)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
 
 
 def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:
