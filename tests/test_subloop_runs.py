@@ -492,6 +492,30 @@ def test_a_long_child_event_log_keeps_its_end_in_the_capture_and_whole_when_read
     assert sum(e["event"] == "action_complete" for e in read) == 80
 
 
+def test_a_child_log_too_long_for_a_command_line_is_read_from_its_file(tmp_path: Path) -> None:
+    """`${captured.C.events}` is read back whole, and a child log of 300 KB inlined in a shell
+    action makes a script bash cannot be given (128 KiB): the error's hint named only
+    `${captured.name.output_path}`, a field no sub-loop capture has (LL089). It names the
+    capture's own file, `events_path`, which does the job."""
+    project = events_project(tmp_path)
+    done = ll_loop(project, "run", "reader.yaml", "-c", "times=300", "--json", "-q")
+    error = result_of(done)["error"]
+    assert "Argument list too long" in error, error
+    assert "${captured.name.events_path}" in error, error
+    write(
+        project / "file.yaml",
+        EVENTS_PARENT.replace(
+            "printf '%s' \"${captured.child.events}\" > events.txt",
+            'cat "${captured.child.events_path}" > events.txt',
+        ),
+    )
+    assert (project / "n").read_text().strip() == "300"
+    (project / "n").unlink()
+    done = ll_loop(project, "run", "file.yaml", "-c", "times=300", "--json", "-q")
+    assert result_of(done)["final_state"] == "done", done.stderr
+    assert len((project / "events.txt").read_text()) > 128 * 1024
+
+
 def test_a_childs_events_include_those_of_its_own_sub_loops(tmp_path: Path) -> None:
     """The child's log holds what ran inside it, its own children's events (deeper `depth`)
     included, as the run's log holds all of them (docs/decisions.md)."""

@@ -426,7 +426,8 @@ def _spawn_problem(exc: Exception) -> str:
             f"{exc.strerror}: the script or an interpolated value is larger than the system lets "
             "a command line or one environment variable be (128 KiB on Linux); pass a large "
             "value through a file, e.g. $LL_CAPTURED_name__output_path or "
-            "${captured.name.output_path}"
+            "${captured.name.output_path} (a sub-loop's event log: "
+            "${captured.name.events_path})"
         )
     return str(exc)
 
