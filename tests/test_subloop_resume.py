@@ -17,6 +17,7 @@ import pytest
 
 from tests.runs_helpers import (
     end_action_group,
+    events_of,
     ll_loop,
     result_of,
     run_dir,
@@ -195,3 +196,29 @@ def test_a_resumed_childs_events_in_its_capture_are_its_whole_log(project: Path)
     assert names.index(("loop_resume", "two")) < names.index(("action_complete", "three"))
     assert events[-1]["event"] == "loop_complete" and events[-1]["final_state"] == "done"
     assert {e["depth"] for e in events} == {1}
+
+
+@pytest.mark.parametrize(("key", "bad"), [("steps", "x"), ("elapsed_ms", "soon")])
+def test_a_damaged_childs_state_is_an_error_verdict_not_an_internal_error(
+    project: Path, key: str, bad: str
+) -> None:
+    """The run's own state.json is checked before a resume (saved_state_problem), its child's
+    was not: a child state.json whose `steps` or `elapsed_ms` was no number (a hand edit, a
+    disk error) ended the resume in 'internal error: TypeError'. The sub-loop state now fails
+    with the reason (the parent routes its error), and the run ends as the loop says."""
+    proc, run_id = held_in_child(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    saved_at = run_dir(project, run_id) / "children" / "call-1" / "state.json"
+    saved = json.loads(saved_at.read_text())
+    saved[key] = bad
+    saved_at.write_text(json.dumps(saved))
+    end_action_group(project / "action.pid")
+    (project / "action.pid").unlink()
+    done = ll_loop(project, "resume", run_id, "--json", "-q")
+    assert "internal error" not in done.stderr, done.stderr
+    result = result_of(done)
+    assert result["final_state"] == "bad", result
+    events = [e for e in events_of(project, run_id) if e["event"] == "evaluate"]
+    error = events[-1]["details"]["error"]
+    assert f"its state.json is damaged (its {key!r} is" in error and "call-1" in error, error

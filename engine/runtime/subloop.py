@@ -348,6 +348,15 @@ def run_subloop(
     unfinished = unfinished_child(run_dir / "children", state.name, index - 1, child)
     if unfinished is not None:  # the run died (or was stopped) inside this child: continue it
         child_dir, saved = unfinished
+        from engine.runtime.resume import saved_state_problem
+
+        problem = saved_state_problem(saved)  # as the run's own state.json is checked
+        if problem is not None:
+            return failed_start(
+                f"the child run in {child_dir} cannot be continued: its state.json is damaged "
+                f"({problem})",
+                loop_ref=loop_ref,
+            )
         spent = int(saved.get("elapsed_ms") or 0) / 1000
         own = None if limit is None else max(0.0, limit - spent)
         request = ChildRequest(
