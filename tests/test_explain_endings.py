@@ -1195,6 +1195,21 @@ def test_a_sub_loop_stopped_with_its_parent_is_told_once(tmp_path: Path) -> None
     assert text.count("ll-loop resume") == 1
 
 
+def test_a_stopped_sub_loop_explained_alone_still_says_how_to_continue_it(tmp_path: Path) -> None:
+    """Leaving the resume command to the parent's sentence (a72b251) left it out of
+    `ll-loop explain RUN/children/call-1` and that child's report too, where no parent says it:
+    a child explained on its own says how its run is continued."""
+    run_id = stopped_in_a_sub_loop(tmp_path)
+    child = str(tmp_path / ".loops" / "runs" / run_id / "children" / "call-1")
+    text, data = explained(tmp_path, child)
+    assert data["reason"] == (
+        "stopped by Ctrl-C (SIGINT) in state 'slow' after 1 of 50 steps; "
+        f"`ll-loop resume {run_id}` continues it"
+    )
+    assert text.count(f"ll-loop resume {run_id}") == 1
+    assert html.escape(f"ll-loop resume {run_id}") in report(tmp_path, child)
+
+
 def test_a_stopped_sub_loop_steps_time_is_its_childs(tmp_path: Path) -> None:
     """The step a stop cut inside its sub-loop read `0.00 s` in the report's step table, after
     its child had run for a second: a step that never ended had only its action's time."""

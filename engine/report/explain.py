@@ -154,9 +154,13 @@ class Explanation:
         }
 
 
-def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Explanation:
+def explain(
+    facts: RunFacts, trace: Trace | None, *, child: bool = False, nested: bool = False
+) -> Explanation:
     """The explanation of one run (or one child run: pass its facts and trace, and `child`:
-    its facts come from the same log, which cannot be checked against itself)."""
+    its facts come from the same log, which cannot be checked against itself). `nested`: a
+    child told under its parent's explanation, whose sentence says how the run is continued
+    (a child explained on its own says it itself)."""
     if facts.status == "finished" and not facts.result and trace is not None and trace.end:
         facts = replace(facts, result=dict(trace.end))  # a state.json without its result
     steps = trace.steps if trace else []
@@ -180,7 +184,11 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
     )
     children = tuple(
-        (s.step, s.state, explain(_child_facts(facts, s, s.child), s.child, child=True))
+        (
+            s.step,
+            s.state,
+            explain(_child_facts(facts, s, s.child), s.child, child=True, nested=True),
+        )
         for s in counted_steps
         if s.child is not None
     )
@@ -196,7 +204,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     with collector_paused():
         path, counted_path = folded_paths(steps)
     told = trace if not gap else None  # a log that does not tell the whole run has no say
-    reason = end_reason(facts, told, children, counted_path if told else (), child=child)
+    reason = end_reason(facts, told, children, counted_path if told else (), child=nested)
     said = _one_line(" ".join(stderr[0]))
     if len(said) >= 16 and said in _one_line(reason):  # not a short `error` the words hold
         stderr = ((), "")  # the sentence quotes it already (a model call's error, say)
