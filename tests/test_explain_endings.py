@@ -1195,6 +1195,21 @@ def test_a_sub_loop_stopped_with_its_parent_is_told_once(tmp_path: Path) -> None
     assert text.count("ll-loop resume") == 1
 
 
+def test_a_stopped_sub_loop_explained_alone_still_says_how_to_continue_it(tmp_path: Path) -> None:
+    """Leaving the resume command to the parent's sentence (a72b251) left it out of
+    `ll-loop explain RUN/children/call-1` and that child's report too, where no parent says it:
+    a child explained on its own says how its run is continued."""
+    run_id = stopped_in_a_sub_loop(tmp_path)
+    child = str(tmp_path / ".loops" / "runs" / run_id / "children" / "call-1")
+    text, data = explained(tmp_path, child)
+    assert data["reason"] == (
+        "stopped by Ctrl-C (SIGINT) in state 'slow' after 1 of 50 steps; "
+        f"`ll-loop resume {run_id}` continues it"
+    )
+    assert text.count(f"ll-loop resume {run_id}") == 1
+    assert html.escape(f"ll-loop resume {run_id}") in report(tmp_path, child)
+
+
 def test_a_stopped_sub_loop_steps_time_is_its_childs(tmp_path: Path) -> None:
     """The step a stop cut inside its sub-loop read `0.00 s` in the report's step table, after
     its child had run for a second: a step that never ended had only its action's time."""
@@ -1413,3 +1428,46 @@ def test_a_sub_loop_is_named_by_its_top_run_id_and_its_directory(tmp_path: Path)
             child["loop"],
         )
         assert f"run {run_id} ({child['child_dir']})" in text
+
+
+def test_a_childs_end_with_fields_of_the_wrong_kind_is_no_internal_error(tmp_path: Path) -> None:
+    """A sub-loop's `loop_complete` whose steps, duration_ms or cost_usd is no number (a hand
+    edit, a log written by something else) made explain and the report end in `internal error:
+    ValueError` (`int('x')`); the child is told from its steps, as when the field is missing."""
+    write(
+        tmp_path / "kid.yaml",
+        """
+        name: kid
+        initial: go
+        scope: ["."]
+        states:
+          go: {action: "true", next: done}
+          done: {terminal: true}
+        """,
+    )
+    run_id = run(
+        tmp_path,
+        "mom",
+        """
+        name: mom
+        initial: call
+        scope: ["."]
+        states:
+          call: {loop: kid.yaml, on_yes: done, on_no: done, on_error: done}
+          done: {terminal: true}
+        """,
+    )
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    kept = log.read_text()
+    for field, bad in (("steps", "x"), ("duration_ms", {"a": 1}), ("cost_usd", "$1")):
+        lines = []
+        for line in kept.splitlines():
+            event = json.loads(line)
+            if event["event"] == "loop_complete" and event.get("depth") == 1:
+                event[field] = bad
+            lines.append(json.dumps(event))
+        log.write_text("\n".join(lines) + "\n")
+        text, data = explained(tmp_path, run_id)
+        assert "sub-loop at step 1 (call): kid, reached the success terminal 'done'" in text
+        assert data["children"][0]["steps"] == 1, field
+        assert "kid" in report(tmp_path, run_id)

@@ -822,6 +822,28 @@ def test_a_sub_loop_states_capture_output_becomes_its_events(tmp_path: Path) -> 
     assert json.loads(events[-1])["event"] == "loop_complete"
 
 
+def test_a_child_log_pasted_where_bash_expands_it_is_read_from_its_file(tmp_path: Path) -> None:
+    """The child's log pasted raw into a heredoc bash expands (`python3 << PYEOF`, unquoted)
+    ran the `$(...)` of any output of the child as a command of the parent, and lost its
+    backslashes; where bash expands it, the converted action reads the log from its file
+    (`$(cat "$LL_CAPTURED_C__events_path")`, whose text bash does not expand again)."""
+    said = "echo said ${context.msg} '$(touch PWNED) a\\\\b'"  # a\\b in YAML's "...": a\b
+    child = _CHILD.replace("echo said ${context.msg}", said)
+    write(tmp_path, "child.yaml", child)
+    write(tmp_path, "events-reader.yaml", _EVENTS_READER.replace("<< 'PYEOF'", "<< PYEOF"))
+    code, report = migrate(tmp_path, "events-reader.yaml", "--out", "out")
+    item = files(report)["events-reader.yaml"]
+    assert code == 0 and item["status"] == "converted" and item["valid"], item
+    written = (tmp_path / "out" / "events-reader.yaml").read_text()
+    assert 'r"""$(cat "$LL_CAPTURED_events__events_path")"""' in written, written
+    assert "| raw" not in written
+    done = ll_loop(tmp_path / "out", "run", "events-reader.yaml", "--json", "-q")
+    assert json.loads(done.stdout)["final_state"] == "done", done.stderr
+    assert not (tmp_path / "out" / "PWNED").exists()
+    parsed = load_state(tmp_path / "out")["captured"]["parsed"]["output"]
+    assert parsed == "done|said nothing $(touch PWNED) a\\b"
+
+
 def load_state(project: Path) -> dict[str, Any]:
     """The state.json of the one run in `project`."""
     (run,) = (project / ".loops" / "runs").iterdir()

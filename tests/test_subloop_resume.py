@@ -8,6 +8,7 @@ finished steps do not run again.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 
 from tests.runs_helpers import (
     end_action_group,
+    events_of,
     ll_loop,
     result_of,
     run_dir,
@@ -195,3 +197,114 @@ def test_a_resumed_childs_events_in_its_capture_are_its_whole_log(project: Path)
     assert names.index(("loop_resume", "two")) < names.index(("action_complete", "three"))
     assert events[-1]["event"] == "loop_complete" and events[-1]["final_state"] == "done"
     assert {e["depth"] for e in events} == {1}
+
+
+@pytest.mark.parametrize(("key", "bad"), [("steps", "x"), ("elapsed_ms", "soon")])
+def test_a_damaged_childs_state_is_an_error_verdict_not_an_internal_error(
+    project: Path, key: str, bad: str
+) -> None:
+    """The run's own state.json is checked before a resume (saved_state_problem), its child's
+    was not: a child state.json whose `steps` or `elapsed_ms` was no number (a hand edit, a
+    disk error) ended the resume in 'internal error: TypeError'. The sub-loop state now fails
+    with the reason (the parent routes its error), and the run ends as the loop says."""
+    proc, run_id = held_in_child(project)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=15)
+    saved_at = run_dir(project, run_id) / "children" / "call-1" / "state.json"
+    saved = json.loads(saved_at.read_text())
+    saved[key] = bad
+    saved_at.write_text(json.dumps(saved))
+    end_action_group(project / "action.pid")
+    (project / "action.pid").unlink()
+    done = ll_loop(project, "resume", run_id, "--json", "-q")
+    assert "internal error" not in done.stderr, done.stderr
+    result = result_of(done)
+    assert result["final_state"] == "bad", result
+    events = [e for e in events_of(project, run_id) if e["event"] == "evaluate"]
+    error = events[-1]["details"]["error"]
+    assert f"its state.json is damaged (its {key!r} is" in error and "call-1" in error, error
+
+
+LONG_LOG_CHILD = """
+name: talker
+initial: say
+max_steps: 500
+states:
+  say:
+    action: |
+      n=$(cat n 2>/dev/null || echo 0); n=$((n + 1)); echo $n > n
+      echo "said-$n"; [ $n -lt 80 ] && echo again || echo enough
+    evaluate: {type: output_contains, pattern: enough}
+    on_yes: done
+    on_no: say
+  done: {terminal: true}
+"""
+
+LONG_LOG_PARENT = """
+name: reader
+initial: kid
+scope: ["."]
+states:
+  kid: {loop: talker, capture: child, on_yes: hold, on_no: hold, on_error: hold}
+  hold:
+    action: |
+      echo $$ > action.pid
+      while [ ! -f go ]; do sleep 0.05; done
+    next: read
+  read:
+    action: printf '%s' "${captured.child.events}" > events.txt
+    next: done
+    on_error: failed
+  done: {terminal: true}
+  failed: {terminal: true, failure: true}
+"""
+
+
+@pytest.mark.parametrize("planted", ["a number", "a fifo", "a link"])
+def test_a_saved_events_path_that_is_no_log_file_is_an_error_verdict(
+    tmp_path: Path, planted: str
+) -> None:
+    """A capture's whole `events` (or output, stderr) is read back from the path state.json
+    gives: a number there ended the resume in 'internal error: TypeError', a FIFO made it wait
+    for a writer forever (SIGTERM too), and a link was followed wherever it led. Each is now an
+    error verdict naming the value, as an unreadable file was."""
+    write(tmp_path / ".loops" / "talker.yaml", LONG_LOG_CHILD)
+    write(tmp_path / "reader.yaml", LONG_LOG_PARENT)
+    proc = spawn(tmp_path, "run", "reader.yaml", "--json", "-q")
+    try:
+        wait_until(lambda: written(tmp_path / "action.pid"))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=15)
+    finally:
+        end_action_group(tmp_path / "action.pid")
+    (tmp_path / "action.pid").unlink()
+    run_id = next((tmp_path / ".loops" / "runs").iterdir()).name
+    saved_at = run_dir(tmp_path, run_id) / "state.json"
+    saved = json.loads(saved_at.read_text())
+    assert len(saved["captured"]["child"]["events"]) == 64 * 1024  # cut: read back whole
+    if planted == "a number":
+        saved["captured"]["child"]["events_path"] = 5
+    elif planted == "a fifo":
+        os.mkfifo(tmp_path / "fifo")
+        saved["captured"]["child"]["events_path"] = str(tmp_path / "fifo")
+    else:
+        (tmp_path / "secret").write_text("not the log\n" * 10_000)
+        (tmp_path / "link").symlink_to(tmp_path / "secret")
+        saved["captured"]["child"]["events_path"] = str(tmp_path / "link")
+    saved_at.write_text(json.dumps(saved))
+    (tmp_path / "go").touch()
+    done = ll_loop(tmp_path, "resume", run_id, "--json", "-q", timeout=30, process=True)
+    assert "internal error" not in done.stderr, done.stderr
+    result = result_of(done)
+    assert result["final_state"] == "failed", result
+    (evaluate,) = [
+        e for e in events_of(tmp_path, run_id) if e["event"] == "evaluate" and e["state"] == "read"
+    ]
+    reason = evaluate["details"]["reason"]
+    assert reason.startswith("cannot interpolate ${captured.child.events}: its whole "), reason
+    assert {"a number": "events_path is 5, not a path", "a fifo": "is not a regular file",
+            "a link": "is a symbolic link"}[planted] in reason  # fmt: skip
+    assert (
+        not (tmp_path / "events.txt").exists()
+        or "not the log" not in (tmp_path / "events.txt").read_text()
+    )

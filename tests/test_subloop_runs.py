@@ -178,6 +178,41 @@ def test_a_child_that_cannot_load_is_an_error_verdict_with_the_reason(project: P
     assert "no loop named 'nosuchloop'" in evaluate["details"]["error"]
 
 
+def test_a_child_that_could_not_start_has_every_capture_field(tmp_path: Path) -> None:
+    """A sub-loop capture has the fields lint takes it to have (SUBLOOP_CAPTURE_FIELDS) even
+    when its child never ran: the `on_error` state naming `${captured.c.events_path}` (where
+    the child's log is) failed the run with 'events_path is not set' instead."""
+    write(
+        tmp_path / "parent.yaml",
+        """
+        name: parent
+        initial: kid
+        scope: ["."]
+        parameters:
+          which: {type: string, default: nosuchloop}
+        states:
+          kid:
+            loop: "${context.which}"
+            capture: c
+            on_yes: done
+            on_no: done
+            on_error: tell
+          tell:
+            action: |
+              printf '%s|%s|%s' "${captured.c.terminated_by}" "${captured.c.events}" \\
+                "${captured.c.events_path}" > told.txt
+            next: done
+          done: {terminal: true}
+        """,
+    )
+    done = ll_loop(tmp_path, "run", "parent.yaml", "--json", "-q")
+    result = result_of(done)
+    assert result["final_state"] == "done", result["error"]
+    assert (tmp_path / "told.txt").read_text() == "error||"
+    capture = state_of(tmp_path, result["run_id"])["captured"]["c"]
+    assert set(capture) == SUBLOOP_CAPTURE_FIELDS
+
+
 def test_bad_parameter_values_are_caught_at_run_time(project: Path) -> None:
     result = result_of(ll_loop(project, "run", "parent.yaml", "-c", "mode=bogus", "--json", "-q"))
     assert result["final_state"] == "broken"
@@ -455,6 +490,30 @@ def test_a_long_child_event_log_keeps_its_end_in_the_capture_and_whole_when_read
     assert (project / "events.txt").read_text() == whole.rstrip("\n")
     read = [json.loads(line) for line in whole.splitlines()]
     assert sum(e["event"] == "action_complete" for e in read) == 80
+
+
+def test_a_child_log_too_long_for_a_command_line_is_read_from_its_file(tmp_path: Path) -> None:
+    """`${captured.C.events}` is read back whole, and a child log of 300 KB inlined in a shell
+    action makes a script bash cannot be given (128 KiB): the error's hint named only
+    `${captured.name.output_path}`, a field no sub-loop capture has (LL089). It names the
+    capture's own file, `events_path`, which does the job."""
+    project = events_project(tmp_path)
+    done = ll_loop(project, "run", "reader.yaml", "-c", "times=300", "--json", "-q")
+    error = result_of(done)["error"]
+    assert "Argument list too long" in error, error
+    assert "${captured.name.events_path}" in error, error
+    write(
+        project / "file.yaml",
+        EVENTS_PARENT.replace(
+            "printf '%s' \"${captured.child.events}\" > events.txt",
+            'cat "${captured.child.events_path}" > events.txt',
+        ),
+    )
+    assert (project / "n").read_text().strip() == "300"
+    (project / "n").unlink()
+    done = ll_loop(project, "run", "file.yaml", "-c", "times=300", "--json", "-q")
+    assert result_of(done)["final_state"] == "done", done.stderr
+    assert len((project / "events.txt").read_text()) > 128 * 1024
 
 
 def test_a_childs_events_include_those_of_its_own_sub_loops(tmp_path: Path) -> None:

@@ -102,6 +102,8 @@ class Rewriter:
             script = _fit_positions(script, self.defaults)
         if self.reads_child_events:
             script, renamed = _events(script)
+            script, unexpanded = _events_unexpanded(script)
+            renamed += unexpanded
             if renamed:
                 message = (
                     "the code reading the child's events reads ll-loop's event fields: "
@@ -266,6 +268,41 @@ def _events(script: str) -> tuple[str, list[str]]:
             "`terminated_by == 'terminal'` and its `final_state`"
         )
     return script, renamed
+
+
+_RAW_EVENTS = re.compile(r"captured\.([A-Za-z0-9]+(?:_[A-Za-z0-9]+)*)\.events\s*\|\s*raw")
+
+
+def _events_unexpanded(script: str) -> tuple[str, list[str]]:
+    """`script` with each raw paste of a child's log that bash would expand (an unquoted
+    heredoc, `python3 -c "..."`) read from the log's file instead: pasted, the `$(...)` in any
+    output of the child ran as the parent's command, and its backslashes were lost. The text
+    of `$(cat "$LL_CAPTURED_C__events_path")` is not expanded again. A quoted heredoc keeps
+    the paste (bash leaves its body alone)."""
+    from engine.shell.interpolate import shell_holes
+    from engine.shell.quoting import Context
+
+    holes, plan = shell_holes(script)
+    if plan.problem is not None:
+        return script, []
+    out: list[str] = []
+    last = 0
+    for hole in holes:
+        expression = hole.expression
+        read = _RAW_EVENTS.fullmatch(expression.text.strip())
+        if read is None or hole.position.context not in (Context.HEREDOC, Context.DOUBLE):
+            continue
+        variable = f"LL_CAPTURED_{read.group(1)}__events_path"
+        out.append(script[last : expression.start] + f'$(cat "${variable}")')
+        last = expression.end
+    if not out:
+        return script, []
+    out.append(script[last:])
+    return "".join(out), [
+        "where bash expands it (an unquoted heredoc, double quotes), the log is read from its "
+        'file, $(cat "$LL_CAPTURED_C__events_path"): pasted raw, a `$(...)` in the child\'s '
+        "output ran as a command"
+    ]
 
 
 def _with_tail(expression: str, tail: str) -> str:

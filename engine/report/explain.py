@@ -8,6 +8,7 @@ stopped or interrupted run stands).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -163,9 +164,13 @@ class Explanation:
         }
 
 
-def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Explanation:
+def explain(
+    facts: RunFacts, trace: Trace | None, *, child: bool = False, nested: bool = False
+) -> Explanation:
     """The explanation of one run (or one child run: pass its facts and trace, and `child`:
-    its facts come from the same log, which cannot be checked against itself)."""
+    its facts come from the same log, which cannot be checked against itself). `nested`: a
+    child told under its parent's explanation, whose sentence says how the run is continued
+    (a child explained on its own says it itself)."""
     if facts.status == "finished" and not facts.result and trace is not None and trace.end:
         facts = replace(facts, result=dict(trace.end))  # a state.json without its result
     if trace is not None and not child:  # the limits the run recorded, over its loop file's
@@ -195,7 +200,11 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
         Judgement(s.step, s.state, note) for s in steps for note in s.judges() if note.verdict
     )
     children = tuple(
-        (s.step, s.state, explain(_child_facts(facts, s, trace), s.child, child=True))
+        (
+            s.step,
+            s.state,
+            explain(_child_facts(facts, s, trace), s.child, child=True, nested=True),
+        )
         for s in counted_steps
         if s.child is not None and trace is not None
     )
@@ -211,7 +220,7 @@ def explain(facts: RunFacts, trace: Trace | None, *, child: bool = False) -> Exp
     with collector_paused():
         path, counted_path = folded_paths(steps)
     told = trace if not gap else None  # a log that does not tell the whole run has no say
-    reason = end_reason(facts, told, children, counted_path if told else (), child=child)
+    reason = end_reason(facts, told, children, counted_path if told else (), child=nested)
     said = _one_line(" ".join(stderr[0]))
     if len(said) >= 16 and said in _one_line(reason):  # not a short `error` the words hold
         stderr = ((), "")  # the sentence quotes it already (a model call's error, say)
@@ -298,13 +307,21 @@ def _child_facts(parent: RunFacts, step: Step, trace: Trace) -> RunFacts:
         loop=child.loop,
         status=status,
         current=str(end.get("final_state") or last),
-        steps=int(end.get("steps") or sum(1 for s in child.steps if s.routed)),
-        elapsed_ms=int(end.get("duration_ms") or 0),
-        cost_usd=float(end.get("cost_usd") or child.spent()[1]),
+        steps=int(_amount(end.get("steps")) or sum(1 for s in child.steps if s.routed)),
+        elapsed_ms=int(_amount(end.get("duration_ms")) or 0),
+        cost_usd=float(_amount(end.get("cost_usd")) or child.spent()[1]),
         result=end or None,
         max_cost_usd=child.max_cost_usd,
         timeout_s=child.timeout,
     )
+
+
+def _amount(value: Any) -> float | None:
+    """A count, time or cost of the child's `loop_complete` event, or None when it is no finite
+    number (a log written by hand or by something else: `int('x')` was an internal error)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
 
 
 def fold_path(steps: list[Step]) -> tuple[PathItem, ...]:

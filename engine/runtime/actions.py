@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from engine.load.project import ensure_dir, open_file
+from engine.model.errors import LoopError
 from engine.model.ports import ActionResult
 from engine.processes.group import GRACE_SECONDS, output_cap, signal_group
 
@@ -426,7 +427,8 @@ def _spawn_problem(exc: Exception) -> str:
             f"{exc.strerror}: the script or an interpolated value is larger than the system lets "
             "a command line or one environment variable be (128 KiB on Linux); pass a large "
             "value through a file, e.g. $LL_CAPTURED_name__output_path or "
-            "${captured.name.output_path}"
+            "${captured.name.output_path} (a sub-loop's event log: "
+            "${captured.name.events_path})"
         )
     return str(exc)
 
@@ -475,10 +477,15 @@ def _open_pidfd(pid: int) -> int | None:
 def read_whole(path: Path) -> str | int:
     """A spilled stream's whole text, or its size in bytes when that passes
     `WHOLE_OUTPUT_LIMIT` (read back for an evaluator, interpolation and a suite's judges)."""
-    size = path.stat().st_size
-    if size > WHOLE_OUTPUT_LIMIT:
-        return size
-    return path.read_text(encoding="utf-8", errors="replace")
+    try:  # never through a link, nor from a FIFO (waiting for a writer forever) or a directory
+        fd = open_file(path, os.O_RDONLY)
+    except LoopError as exc:  # the path is a run's record: state.json can be edited
+        raise OSError(errno.EINVAL, exc.message) from None
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        if size > WHOLE_OUTPUT_LIMIT:
+            return size
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def read_back(result: ActionResult, who: str) -> tuple[ActionResult, str | None]:

@@ -835,7 +835,13 @@ class _WholeOutput(Mapping[str, Any]):
         path_key = _WHOLE_STREAMS.get(key)
         if path_key is None or not _was_cut(self._entry, key):
             return self._entry[key]
-        path = Path(self._entry[path_key])
+        saved = self._entry[path_key]
+        if not isinstance(saved, str):  # a state.json edited by hand, or from elsewhere
+            raise InterpolationError(
+                f"{self._name}.{key}",
+                f"its whole {key} is in no file: {path_key} is {saved!r}, not a path",
+            )
+        path = Path(saved)
         try:
             text = _read_whole(path)
             if isinstance(text, str):

@@ -281,7 +281,8 @@ def failed_start(reason: str, *, loop_ref: str) -> SubloopOutcome:
         "terminated_by": "error",
         "steps": 0,
         "outputs": {},
-        "events": "",  # it never ran: no events
+        "events": "",  # it never ran: no events, and no file of them
+        "events_path": "",
     }
     details = {"loop": loop_ref, "error": reason}
     return SubloopOutcome(Verdict("error", details), capture, details=details)
@@ -347,6 +348,15 @@ def run_subloop(
     unfinished = unfinished_child(run_dir / "children", state.name, index - 1, child)
     if unfinished is not None:  # the run died (or was stopped) inside this child: continue it
         child_dir, saved = unfinished
+        from engine.runtime.resume import saved_state_problem
+
+        problem = saved_state_problem(saved)  # as the run's own state.json is checked
+        if problem is not None:
+            return failed_start(
+                f"the child run in {child_dir} cannot be continued: its state.json is damaged "
+                f"({problem})",
+                loop_ref=loop_ref,
+            )
         spent = int(saved.get("elapsed_ms") or 0) / 1000
         own = None if limit is None else max(0.0, limit - spent)
         request = ChildRequest(
