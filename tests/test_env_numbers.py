@@ -60,6 +60,27 @@ def test_a_bad_number_refuses_a_run_before_its_first_step(
     assert not (project / "ran.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LL_MAX_OUTPUT_BYTES", "9" * 5000),  # was ValueError: Exceeds the limit (4300 digits)
+        ("LL_CHECK_MEMORY_BYTES", "9" * 5000),
+        ("LL_HISTORY_BUSY_TIMEOUT", "1e308"),  # was OverflowError (seconds to milliseconds)
+        ("LL_HISTORY_BUSY_TIMEOUT", "3000000"),  # over SQLite's int ms: it waited not at all
+    ],
+)
+def test_a_number_too_large_is_refused_not_a_crash(tmp_path: Path, name: str, value: str) -> None:
+    """A size of 5000 digits made every run an internal error (int() refuses more than 4300
+    digits), a busy timeout of 1e308 s too (its milliseconds overflow); one above 2147483 s
+    (SQLite's busy timeout is an int of milliseconds) was taken and made the history wait
+    0 s, the opposite of what was asked. Each is refused in its one sentence."""
+    project = _project(tmp_path, PLAIN)
+    done = ll_loop(project, "run", "loop", "--json", env={name: value})
+    assert done.code == 2 and "internal error" not in done.stderr, done
+    assert f"{name}={value!r} is not" in done.json["error"], done.json
+    assert not (project / "ran.txt").exists()
+
+
 @pytest.mark.parametrize("value", BAD)
 def test_a_bad_rate_limit_refuses_a_run_that_calls_a_model(tmp_path: Path, value: str) -> None:
     project = _project(tmp_path, JUDGED)
