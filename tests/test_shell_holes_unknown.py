@@ -101,6 +101,12 @@ def test_the_common_interpreter_spellings_stay_data(program: str) -> None:
         "perl -g s.pl ${context.x}",
         "perl -f -w s.pl ${context.x}",
         "gawk -n '{print}' ${context.x}",
+        # flags the tables missed, refused as read both ways: ruby's `--enable-FEATURE` /
+        # `--disable-FEATURE` (`--enable FEATURE` alone takes the next word), `-U`; gawk's `-k`
+        "ruby --enable-frozen-string-literal s.rb ${context.x}",
+        "ruby --disable-did_you_mean s.rb ${context.x}",
+        "ruby -U s.rb ${context.x}",
+        "gawk -k '{print $1}' ${context.x}",
     ],
 )
 def test_known_options_leave_the_operands_data(template: str) -> None:

@@ -1537,7 +1537,7 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
     "python": ("bBdEhiIOPqsSuvVxR?", "", frozenset({"--help", "--version", "--help-env",
                "--help-xoptions", "--help-all"})),
     "perl": ("acfgnpsStTuUwWXhv", "0CdDFilmMxV", frozenset({"--help", "--version"})),
-    "ruby": ("acdlnpsSvwyh", "0FiKTWx", _RUBY_FLAGS),
+    "ruby": ("acdlnpsSUvwyh", "0FiKTWx", _RUBY_FLAGS),
     "node": ("chiv", "", _NODE_FLAGS),
     "php": ("aChHilmnqsvwe", "", frozenset({"--help", "--version", "--info", "--modules"})),
     "lua": ("ivEW", "", frozenset()),
@@ -1566,7 +1566,7 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
                 "--pretty", "--skip-project", "--skip-ignore", "--prefer-ts-exts",
                 "--log-error", "--help", "--version", "--interactive", "--type-check",
                 "--script-mode", "--cwd-mode", "--show-config", "--compiler-host"})),
-    "awk": ("bcCghMnNOPrsStV", "dDLop", _GAWK_FLAGS),
+    "awk": ("bcCghkMnNOPrsStV", "dDLop", _GAWK_FLAGS),
     "sed": ("nErsuzb", "i", _SED_FLAGS),
 }  # fmt: skip
 
@@ -1585,6 +1585,8 @@ def _interpreter_option(interpreter: str, word: str) -> tuple[int, str] | None:
         known = word.lower() if interpreter == "pwsh" else word
         if known in long_flags or (interpreter == "node" and word.startswith("--no-")):
             return 1, ""
+        if interpreter == "ruby" and word.startswith(("--enable-", "--disable-")):
+            return 1, ""  # `--enable-FEATURE`; only `--enable FEATURE` takes the next word
         if interpreter == "Rscript":
             return 1, ""
         return None
