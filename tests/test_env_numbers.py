@@ -91,6 +91,23 @@ def test_a_bad_rate_limit_refuses_a_run_that_calls_a_model(tmp_path: Path, value
     assert not (project / "ran.txt").exists()
 
 
+@pytest.mark.parametrize("name", ["LL_LLM_TIMEOUT", "LL_LLM_MAX_WAIT"])
+def test_a_model_time_setting_past_a_year_is_refused_as_a_loop_files_is(
+    tmp_path: Path, name: str
+) -> None:
+    """`llm.timeout: 1e10` in a loop file is a load error (at most 31536000 s, 365 days), but
+    LL_LLM_TIMEOUT=1e10 passed the preflight and every call of the run then failed
+    ('OverflowError: timestamp out of range for platform time_t'), each judge an error verdict.
+    The environment's seconds take the file's bound: refused before the first step."""
+    project = _project(tmp_path, JUDGED)
+    env = {name: "1e10", "ANTHROPIC_API_KEY": "sk-test-unused"}
+    done = ll_loop(project, "run", "loop", "--json", env=env)
+    assert done.code == 2, done
+    assert f"{name}='1e10' is not a number of seconds" in done.json["error"], done.json
+    assert "31536000" in done.json["error"], done.json
+    assert not (project / "ran.txt").exists()
+
+
 @pytest.mark.parametrize("value", BAD)
 def test_a_bad_check_memory_limit_refuses_a_suite(tmp_path: Path, value: str) -> None:
     suite = REPO / "examples" / "suites" / "wordcount" / "wordcount.suite.yaml"
