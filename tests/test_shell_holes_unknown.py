@@ -239,6 +239,13 @@ FUNCTION_OUTPUT_INTO_CODE = [
     'f() { echo ${context.x}; }; eval "$(f)"',
     "f() { echo ${context.x}; }; f | xargs -0 sh -c",
     "f() { echo ${context.x}; }; g() { f; }; g | sh",
+    # `time` and `eval` call the function too: the call's words were matched from their first
+    "f() { echo ${context.x}; }; time f | sh",
+    "f() { echo ${context.x}; }; time -p f 2>/dev/null | sh",
+    "f() { echo ${context.x}; }; { time f; } 2>/dev/null | sh",
+    'f() { echo ${context.x}; }; sh -c "$(time f)"',
+    "f() { echo ${context.x}; }; eval f | sh",
+    "f() { echo ${context.x}; }; eval 'f 1' | sh",
 ]
 
 
@@ -258,6 +265,8 @@ def test_a_function_writing_the_value_into_a_shell_is_refused(template: str) -> 
         'f() { echo ${context.x}; }; echo "$(f)"',
         "f() { echo ${context.x}; }; f > out.txt; cat out.txt",
         "f() { echo ${context.x}; }; f && f | tr a-z A-Z",
+        "f() { echo ${context.x}; }; time f 2>/dev/null | cat",
+        "f() { echo ${context.x}; }; eval f | cat",
     ],
 )
 def test_a_function_writing_the_value_elsewhere_stays_data(template: str) -> None:
