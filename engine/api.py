@@ -168,7 +168,60 @@ def _check_config(path: Path) -> list[Diagnostic]:
                 hint=exc.hint,
             )
         ]
-    return []
+    return _config_keys(path)
+
+
+_CONFIG_KEYS: dict[tuple[str, ...], frozenset[str]] = {
+    (): frozenset({"learning_tests"}),
+    ("learning_tests",): frozenset({"enabled", "command"}),
+}
+
+
+def _config_keys(path: Path) -> list[Diagnostic]:
+    """The keys of `.loops/config.yaml` scaffold-eval does not read (`learning_test:`,
+    `comand:`), and a top level that is no mapping: it ignores them, so a typo would leave its
+    setting off unsaid. Warnings: a newer ll-loop's key must not fail an older one's CI."""
+    from engine.load.spelling import did_you_mean_hint
+    from engine.load.yaml_positions import read_yaml_file
+
+    data, positions = read_yaml_file(path, str(path))  # it parsed just now: no YamlProblems
+    if data is None:  # empty: the defaults
+        return []
+    if not isinstance(data, dict):
+        return [
+            Diagnostic(
+                "F004",
+                "warning",
+                "the project config is not a mapping of keys: scaffold-eval reads no settings",
+                file=str(path),
+                line=1,
+                hint="write `learning_tests: {enabled: true}`, or remove the file",
+            )
+        ]
+    found = []
+    for where, known in _CONFIG_KEYS.items():
+        section = data.get(where[0]) if where else data
+        if not isinstance(section, dict):
+            continue
+        for key in section:
+            if key in known:
+                continue
+            line, column = positions.of((*where, key))
+            inside = f" under {where[0]}" if where else ""
+            found.append(
+                Diagnostic(
+                    "F012",
+                    "warning",
+                    f"{key!r}{inside} is no setting scaffold-eval reads: it is ignored"
+                    + did_you_mean_hint(str(key), known),
+                    file=str(path),
+                    path=".".join(map(str, (*where, key))),
+                    line=line,
+                    column=column,
+                    hint=f"keys allowed here: {', '.join(sorted(known))}",
+                )
+            )
+    return found
 
 
 def _check_suite(path: Path, where: _Where) -> list[Diagnostic]:

@@ -471,6 +471,9 @@ def test_a_run_given_a_budget_resumes_with_it_past_lint(tmp_path: Path) -> None:
         ("cost_unknown_in", 5),
         ("loop_file", None),  # was "its loop file None is gone"
         ("loop_file", 5),  # was "its loop file 5 is gone"
+        ("killed_attempts", "x"),  # was TypeError: can only concatenate str
+        ("killed_attempts", None),
+        ("killed_attempts", float("inf")),  # was OverflowError
     ],
 )
 def test_a_state_json_of_the_wrong_shape_is_refused_in_one_sentence(
@@ -499,6 +502,31 @@ def test_a_state_json_of_the_wrong_shape_is_refused_in_one_sentence(
     assert "state.json is damaged" in json.loads(command.stdout)["error"]
     state_file.write_text(saved)
     assert engine.resume(first.run_id, cwd=tmp_path).outcome == "success"
+
+
+@pytest.mark.parametrize("value", [float("inf"), "x", True, -3, [1]])
+def test_a_hostile_killed_attempts_is_read_as_none_by_status_and_explain(
+    tmp_path: Path, value: Any
+) -> None:
+    """state.json's `killed_attempts` (absent in older files: 0) was read with int(): `1e999`
+    made `ll-loop status` and `ll-loop explain` an internal error (OverflowError), and `true`
+    counted as one killed attempt. A value that is not a whole number >= 0 counts as none."""
+    write_loop(tmp_path, COUNT, "count.yaml")
+
+    def stop_at_step_three(event: Event) -> None:
+        if event.event == "state_enter" and event.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    first = engine.run("count.yaml", cwd=tmp_path, on_event=stop_at_step_three)
+    state_file = tmp_path / ".loops" / "runs" / first.run_id / "state.json"
+    saved = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps({**saved, "killed_attempts": value}))
+    for args in (("status",), ("status", first.run_id), ("explain", first.run_id)):
+        shown = cli.ll_loop(tmp_path, *args)
+        assert shown.code == 0 and "internal error" not in shown.stderr, (args, shown.stderr)
+        assert "≥" not in shown.stdout, (args, shown.stdout)
+    listed = cli.ll_loop(tmp_path, "status", first.run_id, "--json")
+    assert json.loads(listed.stdout)["killed_attempts"] == 0
 
 
 def test_on_event_raising_at_loop_resume_leaves_the_run_resumable(tmp_path: Path) -> None:

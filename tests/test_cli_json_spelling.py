@@ -81,6 +81,27 @@ def test_ll_harness_commands_take_json_too(tmp_path: Path, spelling: list[str]) 
     assert "cases" in json.dumps(_result(suite.stdout)), suite.stderr
 
 
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["history"],  # no TARGET
+        ["history", "x", "--since", "soon"],
+        ["history", "x"],  # no history database here
+        ["history", "--stability", "--since", "soon"],
+    ],
+)
+def test_ll_harness_history_refusing_still_prints_its_json_object(
+    tmp_path: Path, arguments: list[str]
+) -> None:
+    """Every other ll-harness command asked for JSON prints its refusal object on stdout; a
+    refusal of `history --json` printed the sentence on stderr and nothing on stdout."""
+    done = ll_harness(tmp_path, *arguments, "--json")
+    assert done.code == 2, done
+    refusal = json.loads(done.stdout)
+    assert refusal["result"] == "ERROR" and refusal["refused"] is True, refusal
+    assert refusal["error"] in done.stderr
+
+
 @pytest.mark.parametrize("command", [["explain"], ["report", "--html"]])
 def test_explain_and_report_without_a_run_name_the_newest(
     project: Path, command: list[str]

@@ -60,6 +60,27 @@ def test_a_bad_number_refuses_a_run_before_its_first_step(
     assert not (project / "ran.txt").exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LL_MAX_OUTPUT_BYTES", "9" * 5000),  # was ValueError: Exceeds the limit (4300 digits)
+        ("LL_CHECK_MEMORY_BYTES", "9" * 5000),
+        ("LL_HISTORY_BUSY_TIMEOUT", "1e308"),  # was OverflowError (seconds to milliseconds)
+        ("LL_HISTORY_BUSY_TIMEOUT", "3000000"),  # over SQLite's int ms: it waited not at all
+    ],
+)
+def test_a_number_too_large_is_refused_not_a_crash(tmp_path: Path, name: str, value: str) -> None:
+    """A size of 5000 digits made every run an internal error (int() refuses more than 4300
+    digits), a busy timeout of 1e308 s too (its milliseconds overflow); one above 2147483 s
+    (SQLite's busy timeout is an int of milliseconds) was taken and made the history wait
+    0 s, the opposite of what was asked. Each is refused in its one sentence."""
+    project = _project(tmp_path, PLAIN)
+    done = ll_loop(project, "run", "loop", "--json", env={name: value})
+    assert done.code == 2 and "internal error" not in done.stderr, done
+    assert f"{name}={value!r} is not" in done.json["error"], done.json
+    assert not (project / "ran.txt").exists()
+
+
 @pytest.mark.parametrize("value", BAD)
 def test_a_bad_rate_limit_refuses_a_run_that_calls_a_model(tmp_path: Path, value: str) -> None:
     project = _project(tmp_path, JUDGED)
@@ -67,6 +88,23 @@ def test_a_bad_rate_limit_refuses_a_run_that_calls_a_model(tmp_path: Path, value
     done = ll_loop(project, "run", "loop", "--json", env=env)
     assert done.code == 2, done
     assert f"LL_LLM_RPM={value!r} is not a number of requests per minute" in done.json["error"]
+    assert not (project / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("name", ["LL_LLM_TIMEOUT", "LL_LLM_MAX_WAIT"])
+def test_a_model_time_setting_past_a_year_is_refused_as_a_loop_files_is(
+    tmp_path: Path, name: str
+) -> None:
+    """`llm.timeout: 1e10` in a loop file is a load error (at most 31536000 s, 365 days), but
+    LL_LLM_TIMEOUT=1e10 passed the preflight and every call of the run then failed
+    ('OverflowError: timestamp out of range for platform time_t'), each judge an error verdict.
+    The environment's seconds take the file's bound: refused before the first step."""
+    project = _project(tmp_path, JUDGED)
+    env = {name: "1e10", "ANTHROPIC_API_KEY": "sk-test-unused"}
+    done = ll_loop(project, "run", "loop", "--json", env=env)
+    assert done.code == 2, done
+    assert f"{name}='1e10' is not a number of seconds" in done.json["error"], done.json
+    assert "31536000" in done.json["error"], done.json
     assert not (project / "ran.txt").exists()
 
 

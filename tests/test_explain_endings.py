@@ -162,6 +162,41 @@ def test_the_loops_time_limit_is_named_with_the_step_it_cut(tmp_path: Path) -> N
     assert str(data["reason"]).startswith("its time limit (1s) ran out during step 1 of 50")
 
 
+def test_a_limit_too_large_for_a_float_in_the_log_is_no_crash(tmp_path: Path) -> None:
+    """loop_start records max_cost_usd and timeout (6aa2439), action_start its timeout; a log
+    whose number is a whole number too large for a float (a hand edit, a log from elsewhere:
+    JSON has no limit) made explain and the report an internal error (OverflowError: int too
+    large to convert to float). Such a number is no limit the run could have had: ignored."""
+    run_id = run(
+        tmp_path,
+        "quick",
+        """
+        name: quick
+        initial: a
+        scope: ["."]
+        timeout: 60
+        max_cost_usd: 1
+        states:
+          a:
+            action: "true"
+            timeout: 5
+            next: done
+          done:
+            terminal: true
+        """,
+    )
+    log = tmp_path / ".loops" / "runs" / run_id / "events.jsonl"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    for event in events:
+        for key in ("max_cost_usd", "timeout"):
+            if key in event and event["event"] in ("loop_start", "action_start"):
+                event[key] = 10**400
+    log.write_text("".join(json.dumps(event) + "\n" for event in events))
+    _, data = explained(tmp_path, run_id)
+    assert data["outcome"] == "success", data
+    assert "success" in report(tmp_path, run_id)
+
+
 def test_a_time_limit_passed_while_judging_names_the_step_not_the_next_state(
     tmp_path: Path,
 ) -> None:

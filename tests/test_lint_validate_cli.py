@@ -335,6 +335,31 @@ def test_the_projects_config_file_in_a_validated_directory_is_checked_as_config(
     assert result.returncode == 0 and "1 loop: no problems" in result.stderr, result.stdout
 
 
+def test_a_misspelt_key_in_the_projects_config_file_is_reported(tmp_path: Path) -> None:
+    """`validate` checks `.loops/config.yaml` as scaffold-eval reads it (019abfb), and
+    scaffold-eval ignores a key it does not know: `learning_test: {enabled: true}` or
+    `comand:` left learning tests off (or without their command) while validate said 'no
+    problems'. Such a key is a warning (F012) with the key meant, at its line."""
+    folder = tmp_path / ".loops"
+    folder.mkdir()
+    write(folder, "config.yaml", "# settings\nlearning_test:\n  enabled: true\n")
+    result = ll_loop("validate", ".loops/", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.startswith(".loops/config.yaml:2:1: warning F012 "), result.stdout
+    assert "'learning_test'" in result.stdout and "learning_tests" in result.stdout
+    write(folder, "config.yaml", "learning_tests:\n  enabled: true\n  comand: pytest -q\n")
+    result = ll_loop("validate", "--strict", ".loops/config.yaml", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.startswith(".loops/config.yaml:3:3: warning F012 "), result.stdout
+    assert "'command'" in result.stdout
+    write(folder, "config.yaml", "- learning_tests\n")
+    result = ll_loop("validate", ".loops/config.yaml", cwd=tmp_path)
+    assert "warning F004 " in result.stdout, result.stdout
+    write(folder, "config.yaml", "learning_tests:\n  enabled: true\n  command: pytest -q\n")
+    result = ll_loop("validate", "--strict", ".loops/config.yaml", cwd=tmp_path)
+    assert result.returncode == 0 and "1 config file: no problems" in result.stderr, result
+
+
 def test_json_diagnostics_name_the_file_their_line_is_in(tmp_path: Path) -> None:
     # The YAML error of an imported library is at the library's line 3, not the loop's.
     (tmp_path / "lib").mkdir()

@@ -101,6 +101,12 @@ def test_the_common_interpreter_spellings_stay_data(program: str) -> None:
         "perl -g s.pl ${context.x}",
         "perl -f -w s.pl ${context.x}",
         "gawk -n '{print}' ${context.x}",
+        # flags the tables missed, refused as read both ways: ruby's `--enable-FEATURE` /
+        # `--disable-FEATURE` (`--enable FEATURE` alone takes the next word), `-U`; gawk's `-k`
+        "ruby --enable-frozen-string-literal s.rb ${context.x}",
+        "ruby --disable-did_you_mean s.rb ${context.x}",
+        "ruby -U s.rb ${context.x}",
+        "gawk -k '{print $1}' ${context.x}",
     ],
 )
 def test_known_options_leave_the_operands_data(template: str) -> None:
@@ -233,6 +239,13 @@ FUNCTION_OUTPUT_INTO_CODE = [
     'f() { echo ${context.x}; }; eval "$(f)"',
     "f() { echo ${context.x}; }; f | xargs -0 sh -c",
     "f() { echo ${context.x}; }; g() { f; }; g | sh",
+    # `time` and `eval` call the function too: the call's words were matched from their first
+    "f() { echo ${context.x}; }; time f | sh",
+    "f() { echo ${context.x}; }; time -p f 2>/dev/null | sh",
+    "f() { echo ${context.x}; }; { time f; } 2>/dev/null | sh",
+    'f() { echo ${context.x}; }; sh -c "$(time f)"',
+    "f() { echo ${context.x}; }; eval f | sh",
+    "f() { echo ${context.x}; }; eval 'f 1' | sh",
 ]
 
 
@@ -252,6 +265,8 @@ def test_a_function_writing_the_value_into_a_shell_is_refused(template: str) -> 
         'f() { echo ${context.x}; }; echo "$(f)"',
         "f() { echo ${context.x}; }; f > out.txt; cat out.txt",
         "f() { echo ${context.x}; }; f && f | tr a-z A-Z",
+        "f() { echo ${context.x}; }; time f 2>/dev/null | cat",
+        "f() { echo ${context.x}; }; eval f | cat",
     ],
 )
 def test_a_function_writing_the_value_elsewhere_stays_data(template: str) -> None:

@@ -50,6 +50,12 @@ PAYLOAD = "touch CANARY"
         ("crontab - <<< ${context.t}", "crontab"),
         ("echo ${context.t} | { readarray -tC eval -c1 lines; }", "readarray"),
         ('run() { eval "$2"; }; mapfile -C run -c 1 lines <<< ${context.t}', "mapfile"),
+        # a shell in a container reads the input docker/kubectl pass on (`ssh host` does too)
+        ("echo ${context.t} | docker exec -i app sh", "docker"),
+        ("echo ${context.t} | docker run --rm -i alpine:3 sh -s", "docker"),
+        ("echo ${context.t} | docker compose exec -T app bash", "docker"),
+        ("echo ${context.t} | podman exec -i app python3 -", "podman"),
+        ("echo ${context.t} | kubectl exec -i pod-1 -- sh", "kubectl"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -79,6 +85,20 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
 def test_programs_that_read_their_input_as_data_take_any_value(template: str, output: str) -> None:
     ran = run_bash(render_shell(template, {"context": {"t": PAYLOAD}}))
     assert (ran.stdout, ran.created) == (output, [])
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "echo ${context.t} | docker exec -i app grep -c sh",
+        "echo ${context.t} | docker exec -i -u root app sh script.sh",
+        "echo ${context.t} | docker run --rm -i -e K=sh alpine cat",
+        "echo ${context.t} | kubectl exec -i pod -- python3 script.py",
+        "echo ${context.t} | docker login --password-stdin -u me",
+    ],
+)
+def test_a_container_program_that_reads_its_input_as_data_takes_any_value(template: str) -> None:
+    assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}})
 
 
 def test_a_command_value_may_be_fed_to_a_shell() -> None:

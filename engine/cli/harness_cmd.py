@@ -270,23 +270,28 @@ def _emit(
             text, data = _with_evidence(text, data, issue_id)
     except LoopError as exc:
         if output is OutputFormat.json:
-            print(
-                json.dumps(
-                    {
-                        "result": "ERROR" if exc.exit_code == 2 else "INCONCLUSIVE",
-                        "exit_code": exc.exit_code,
-                        "error": exc.message,
-                        "hint": exc.hint or None,
-                        "refused": exc.exit_code == 2,  # else stopped: samples may have run
-                    }
-                )
-            )
+            _print_refusal(exc)
         raise
     if output is OutputFormat.json:
         print(json.dumps(data, indent=2))
     else:
         out(text)  # quotes what the subject printed: control characters shown, not sent
     return code
+
+
+def _print_refusal(exc: LoopError) -> None:
+    """A refusal (or a stop) as the JSON object `--json` / `--output json` prints on stdout."""
+    print(
+        json.dumps(
+            {
+                "result": "ERROR" if exc.exit_code == 2 else "INCONCLUSIVE",
+                "exit_code": exc.exit_code,
+                "error": exc.message,
+                "hint": exc.hint or None,
+                "refused": exc.exit_code == 2,  # else stopped: samples may have run
+            }
+        )
+    )
 
 
 def _with_evidence(text: str, data: dict[str, Any], issue_id: str) -> tuple[str, dict[str, Any]]:
@@ -670,6 +675,24 @@ def history_command(
     ] = None,
 ) -> int:
     """Pass and abstention rates of a target over its authoritative attempts, with intervals."""
+    try:
+        return _history(target, since, semantic, runner, last, as_json, stability, html)
+    except LoopError as exc:
+        if as_json:  # as every other command asked for JSON: its refusal object on stdout
+            _print_refusal(exc)
+        raise
+
+
+def _history(
+    target: str | None,
+    since: str | None,
+    semantic: str | None,
+    runner: HistoryRunner | None,
+    last: int,
+    as_json: bool,
+    stability: bool,
+    html: Path | None,
+) -> int:
     for label, text in (("TARGET", target), ("--semantic", semantic)):
         if text is not None and not is_text(text):
             raise UsageError(

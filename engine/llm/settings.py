@@ -192,6 +192,9 @@ NUMERIC_ENV = {
     "LL_LLM_RPM": "a number of requests per minute > 0",
 }
 _WHOLE_NUMBERS = ("LL_LLM_MAX_ATTEMPTS", "LL_JUDGE_MAX_CHARS")
+# The seconds settings take a loop file's bound on its timeouts (loop.schema.json: 365 days);
+# a longer one overflows the HTTP client's deadline and fails every call.
+MAX_SECONDS = 31_536_000
 
 
 def env_problems(environ: Environ = None) -> list[str]:
@@ -212,6 +215,11 @@ def env_problems(environ: Environ = None) -> list[str]:
         low_ok = number > 0 if positive else number >= 0
         if not low_ok:
             problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
+        elif "seconds" in wanted and number > MAX_SECONDS:
+            problems.append(
+                f"{name}={value!r} is not {wanted} and at most {MAX_SECONDS} (365 days, the "
+                "bound of a loop file's timeouts): fix or unset it"
+            )
     try:
         judge_reasoning(environ=environ)
     except ValueError as exc:

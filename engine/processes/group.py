@@ -190,12 +190,18 @@ def size_setting(name: str, default: int, env: Mapping[str, str] | None = None) 
     text = raw.lower().removesuffix("ib").removesuffix("b")
     unit = text[-1:] if text[-1:] in _UNITS else ""
     digits = text[: len(text) - len(unit)].strip()
-    if not digits.isascii() or not digits.isdigit() or int(digits) < 1:
+    # at most 19 digits: int() refuses over 4300, and a size must fit the kernel's 64 bits
+    if (
+        not digits.isascii()
+        or not digits.isdigit()
+        or len(digits) > 19
+        or not 1 <= int(digits) * _UNITS[unit] < 1 << 63
+    ):
         shown = f"{default >> 30}G" if default % (1 << 30) == 0 else str(default)
         raise UsageError(
             f"{name}={raw!r} is not a size in bytes",
-            hint=f"write a whole number of bytes such as 1073741824, or 512M or 2G; unset it "
-            f"for the default of {shown}",
+            hint=f"write a whole number of bytes (below 2^63) such as 1073741824, or 512M or 2G; "
+            f"unset it for the default of {shown}",
         )
     return int(digits) * _UNITS[unit]
 

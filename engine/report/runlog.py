@@ -260,9 +260,8 @@ def read_trace(events: Iterable[Mapping[str, Any]]) -> Trace | None:
 
 def _limit(value: Any) -> float | None:
     """A recorded `max_cost_usd` or `timeout`: a finite number >= 0, else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    number = _float(value)
+    return number if number is not None and math.isfinite(number) and number >= 0 else None
 
 
 class _Builder:
@@ -496,9 +495,14 @@ def _int(value: Any) -> int | None:
 
 
 def _float(value: Any) -> float | None:
+    """A number from the log as a float; not a number, or a whole number too large for a
+    float (JSON has no limit): None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def _str(value: Any) -> str | None:

@@ -40,6 +40,7 @@ from engine.runtime import history_spool
 DB_NAME = "history.db"
 SQLITE_MAX_INT = (1 << 63) - 1  # the largest INTEGER SQLite stores
 BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_MAX_S = 2_147_483  # SQLite's busy timeout: an int of milliseconds
 BUSY_TIMEOUT_ENV = "LL_HISTORY_BUSY_TIMEOUT"  # seconds a write waits for the database
 START_WAIT_S = 2.0  # at most, for a run's start row (`RunRecorder.start`)
 Notify = Callable[[str], None]
@@ -1286,10 +1287,12 @@ def busy_timeout() -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not math.isfinite(value) or value < 0:
+    # SQLite keeps the busy timeout as an int of milliseconds: a larger one it reads as 0
+    if not math.isfinite(value) or not 0 <= value <= BUSY_TIMEOUT_MAX_S:
         raise UsageError(
             f"{BUSY_TIMEOUT_ENV}={text!r} is not a number of seconds",
-            hint=f"write a number of seconds >= 0 such as 5, or unset it for {BUSY_TIMEOUT_S:g}",
+            hint=f"write a number of seconds from 0 to {BUSY_TIMEOUT_MAX_S} (SQLite's limit, about "
+            f"24 days) such as 5, or unset it for {BUSY_TIMEOUT_S:g}",
         )
     return value
 

@@ -173,7 +173,7 @@ def read_run(directory: Path, *, lock_pids: dict[str, Record] | None = None) -> 
         resume_queued=resume_queued,
         last_write=_mtime(directory / "events.jsonl"),
         cost_unknown_in=_names(data.get("cost_unknown_in")),
-        killed_attempts=max(0, _int_or_none(data.get("killed_attempts")) or 0),
+        killed_attempts=_count(data.get("killed_attempts")),
     )
 
 
@@ -240,6 +240,12 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def _count(value: Any) -> int:
+    """A count state.json keeps (`killed_attempts`): a whole number >= 0, else (absent, a hand
+    edit: `true`, `1e999`) 0."""
+    return value if _whole(value) else 0
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
 
@@ -277,6 +283,7 @@ _SAVED_SHAPE: tuple[tuple[str, str, Any], ...] = (
     ("max_steps", "a whole number or null", lambda v: v is None or _whole(v)),
     ("replay_from", "a run directory or null", lambda v: v is None or isinstance(v, str)),
     ("cache", "true or false", lambda v: isinstance(v, bool)),
+    ("killed_attempts", "a whole number", _whole),
 )
 
 

@@ -817,6 +817,8 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
         return True
     if _base(words) in _SCHEDULERS:
         return True  # `echo X | at now`: the commands it reads run later
+    if _container_runs_its_input(words, functions):
+        return True
     if any(
         word is not None
         and _INPUT_FILE.search(posixpath.normpath(word))
@@ -828,6 +830,55 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     base = program("" if name is None else name.rsplit("/", 1)[-1])
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
+
+
+_CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc"})
+"""Programs that run a command in a container (`docker exec -i app sh`, `kubectl exec -i pod --
+sh`) and pass their standard input on to it, as `ssh host` does."""
+
+
+_CONTAINER_VALUE_OPTIONS = frozenset(
+    {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--name", "-v", "--volume",
+     "-p", "--publish", "--network", "--net", "--entrypoint", "-l", "--label", "--platform",
+     "--mount", "--cpus", "-m", "--memory", "--add-host", "-h", "--hostname", "--detach-keys",
+     "--pull", "--gpus", "--device", "--ulimit", "--tmpfs", "--group-add", "--shm-size",
+     "--security-opt", "--cap-add", "--cap-drop", "--dns", "--ipc", "--pid", "--restart",
+     "--log-driver", "--cidfile", "--index", "-f", "--file", "-c", "--container", "-n",
+     "--namespace", "--context", "--project-name", "--profile"}
+)  # fmt: skip
+_CONTAINER_FLAGS = frozenset(
+    {"-i", "--interactive", "-t", "--tty", "-it", "-ti", "-d", "--detach", "--rm",
+     "--privileged", "-T", "--no-TTY", "--init", "-P", "--publish-all", "--read-only",
+     "--no-deps", "--service-ports", "-q", "--quiet", "--stdin"}
+)  # fmt: skip
+
+
+def _container_runs_its_input(words: Sequence[Word], functions: frozenset[str]) -> bool:
+    """`docker exec|run [OPTIONS] NAME PROGRAM ...` (`docker compose exec`, `podman`,
+    `kubectl exec ... -- PROGRAM`): whether PROGRAM, a shell or interpreter, would run what it
+    reads (`sh`, `python3 -`; not `sh script.sh`, not `cat`). After an option the table does
+    not know (it may have taken NAME), the word after PROGRAM is a candidate too."""
+    if _base(words) not in _CONTAINER_RUNNERS:
+        return False
+    sub = next((k for k, w in enumerate(words[1:], start=1) if w in ("exec", "run")), None)
+    if sub is None:
+        return False
+    if "--" in words[sub:]:
+        candidates = [words.index("--", sub) + 1]  # `kubectl exec -i pod -- sh`
+    else:
+        at, unknown = sub + 1, False
+        while at < len(words) and (words[at] or "").startswith("-"):
+            option = words[at] or ""
+            unknown = unknown or not (option in _CONTAINER_FLAGS or "=" in option)
+            at += 2 if option in _CONTAINER_VALUE_OPTIONS else 1
+        candidates = [at + 1, at + 2] if unknown else [at + 1]
+    for k in candidates:
+        word = words[k] if k < len(words) else ""
+        name = program("" if word is None else word.rsplit("/", 1)[-1])
+        known = name in _SHELLS or _INTERPRETER_ALIASES.get(name, name) in _INTERPRETERS
+        if word is None or (known and runs_its_input(words[k:], functions)):
+            return True
+    return False
 
 
 _SCHEDULERS = frozenset({"at", "batch", "crontab"})
@@ -1537,7 +1588,7 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
     "python": ("bBdEhiIOPqsSuvVxR?", "", frozenset({"--help", "--version", "--help-env",
                "--help-xoptions", "--help-all"})),
     "perl": ("acfgnpsStTuUwWXhv", "0CdDFilmMxV", frozenset({"--help", "--version"})),
-    "ruby": ("acdlnpsSvwyh", "0FiKTWx", _RUBY_FLAGS),
+    "ruby": ("acdlnpsSUvwyh", "0FiKTWx", _RUBY_FLAGS),
     "node": ("chiv", "", _NODE_FLAGS),
     "php": ("aChHilmnqsvwe", "", frozenset({"--help", "--version", "--info", "--modules"})),
     "lua": ("ivEW", "", frozenset()),
@@ -1566,7 +1617,7 @@ _INTERPRETER_OPTIONS: dict[str, tuple[str, str, frozenset[str]]] = {
                 "--pretty", "--skip-project", "--skip-ignore", "--prefer-ts-exts",
                 "--log-error", "--help", "--version", "--interactive", "--type-check",
                 "--script-mode", "--cwd-mode", "--show-config", "--compiler-host"})),
-    "awk": ("bcCghMnNOPrsStV", "dDLop", _GAWK_FLAGS),
+    "awk": ("bcCghkMnNOPrsStV", "dDLop", _GAWK_FLAGS),
     "sed": ("nErsuzb", "i", _SED_FLAGS),
 }  # fmt: skip
 
@@ -1585,6 +1636,8 @@ def _interpreter_option(interpreter: str, word: str) -> tuple[int, str] | None:
         known = word.lower() if interpreter == "pwsh" else word
         if known in long_flags or (interpreter == "node" and word.startswith("--no-")):
             return 1, ""
+        if interpreter == "ruby" and word.startswith(("--enable-", "--disable-")):
+            return 1, ""  # `--enable-FEATURE`; only `--enable FEATURE` takes the next word
         if interpreter == "Rscript":
             return 1, ""
         return None

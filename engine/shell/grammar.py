@@ -1014,7 +1014,7 @@ def _function_calls(
             continue
         seen.add(name)
         for call in _walk(root):
-            if call.type != "command" or _command_words(call)[:1] != [name]:
+            if call.type != "command" or not _calls(_command_words(call), name):
                 continue
             call_chain = _from_root(call)
             if any(n.type == "function_definition" and _defines(n, name) for n in call_chain):
@@ -1035,6 +1035,20 @@ def _function_calls(
                 )
             if depth < 4:
                 yield from _function_calls(root, call_chain, source, facts, depth + 1, seen)
+
+
+def _calls(words: list[str | None], name: str) -> bool:
+    """A command that calls the function `name`: `f ...`, `time [-p] f ...` (bash's keyword,
+    which tree-sitter reads as a command named `time`), `eval f ...` / `eval 'f ...'`."""
+    at = 0
+    while at < len(words) and words[at] == "time":
+        at += 1
+        while at < len(words) and words[at] in ("-p", "--"):
+            at += 1
+    if at < len(words) and words[at] == "eval":
+        following = words[at + 1] if at + 1 < len(words) else None
+        return following is not None and following.split()[:1] == [name]
+    return words[at : at + 1] == [name]
 
 
 def _defines(definition: Node, name: str) -> bool:
