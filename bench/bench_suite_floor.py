@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -106,13 +105,18 @@ def _read_all(out_fd: int, err_fd: int) -> tuple[bytes, bytes]:
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
 
-def _subject(dataset: Path, workspaces: Path, name: str) -> dict[str, object]:
-    """One case up to its judges: its inputs, workspace, spawn and outputs."""
-    text = (dataset / name / "input.yaml").read_text()
-    inputs = yaml.load(text, Loader=Loader)
-    workspace = workspaces / name
-    workspace.mkdir()
-    (workspace / "input.yaml").write_text(text)
+def _subject(dataset: str, workspaces: str, name: str) -> dict[str, object]:
+    """One case up to its judges: its inputs, workspace, spawn and outputs, in the cheapest
+    calls there are (plain `os` calls on str paths, no pathlib; stdin from /dev/null)."""
+    fd = os.open(os.path.join(dataset, name, "input.yaml"), os.O_RDONLY)
+    raw = os.read(fd, 1 << 16)
+    os.close(fd)
+    inputs = yaml.load(raw, Loader=Loader)
+    workspace = os.path.join(workspaces, name)
+    os.mkdir(workspace)
+    fd = os.open(os.path.join(workspace, "input.yaml"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, raw)
+    os.close(fd)
     out_read, out_write = os.pipe2(os.O_CLOEXEC)
     err_read, err_write = os.pipe2(os.O_CLOEXEC)
     process = subprocess.Popen(
@@ -129,7 +133,10 @@ def _subject(dataset: Path, workspaces: Path, name: str) -> dict[str, object]:
     os.close(out_read)
     os.close(err_read)
     code = process.wait()
-    shutil.rmtree(workspace)
+    with os.scandir(workspace) as entries:  # a flat workspace, as the engine removes one
+        for entry in entries:
+            os.unlink(entry.path)
+    os.rmdir(workspace)
     return {"case": name, "inputs": inputs, "stdout": out.decode(), "stderr": err, "exit": code}
 
 
@@ -139,7 +146,7 @@ def _numeric_eq(stdout: object, inputs: object) -> bool:
     return float(str(stdout)) == float(inputs["n"])
 
 
-def _worker(names: list[str], dataset: Path, workspaces: Path, batch: int, out_fd: int) -> None:
+def _worker(names: list[str], dataset: str, workspaces: str, batch: int, out_fd: int) -> None:
     """Batch 0: the first judge inline (a builtin's floor); else in the check process."""
     checker = _Checker() if batch else None
     pending: list[dict[str, object]] = []
@@ -180,7 +187,7 @@ def floor_run(dataset: Path, jobs: int, batch: int) -> float:
             if pid == 0:  # a worker: its share of the cases, then gone
                 os.close(read_fd)
                 try:
-                    _worker(names[worker::jobs], dataset, workspaces, batch, write_fd)
+                    _worker(names[worker::jobs], str(dataset), str(workspaces), batch, write_fd)
                 finally:
                     os._exit(0)
             os.close(write_fd)
