@@ -56,6 +56,15 @@ PAYLOAD = "touch CANARY"
         ("echo ${context.t} | docker compose exec -T app bash", "docker"),
         ("echo ${context.t} | podman exec -i app python3 -", "podman"),
         ("echo ${context.t} | kubectl exec -i pod-1 -- sh", "kubectl"),
+        # a command language that can run the shell's: sqlite3's `.shell`, ed's and ex's `!`,
+        # a makefile's recipes (each of these ran `touch CANARY` in bash before)
+        ("echo ${context.t} | sqlite3 notes.db", "sqlite3"),
+        ("echo ${context.t} | psql -d app", "psql"),
+        ("ed -s notes.txt <<< ${context.t}", "ed"),
+        ("echo ${context.t} | ex -s notes.txt", "ex"),
+        ("echo ${context.t} | vim -es notes.txt", "vim"),
+        ("echo ${context.t} | make -f -", "make"),
+        ("make --file=- all <<< ${context.t}", "make"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -196,3 +205,36 @@ def test_exec_writing_to_a_file_or_a_data_reader_leaves_values_as_they_were() ->
         "exec 2>&1\necho ${context.t}",
     ):
         assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}}), template
+
+
+@pytest.mark.parametrize(
+    ("template", "value"),
+    [
+        ("echo ${context.t} | sqlite3 notes.db", ".shell touch CANARY"),
+        ("ed -s notes.txt <<< ${context.t}", "!touch CANARY"),
+        ("echo ${context.t} | make -f -", "all:\n\ttouch CANARY"),
+    ],
+)
+def test_a_command_language_on_stdin_would_have_run_the_shell(template: str, value: str) -> None:
+    """What the refusal above prevents, seen in real bash: the same line with the value quoted
+    as data (what ll-loop would have written) runs the payload through the program."""
+    import shlex
+    import shutil
+
+    program = template.split("|")[-1].split()[0] if "|" in template else template.split()[0]
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed")
+    ran = run_bash(template.replace("${context.t}", shlex.quote(value)))
+    assert ran.created == ["CANARY"], ran
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "echo ${context.t} | vim - 2>/dev/null",
+        "echo ${context.t} | make -C sub",
+        "sqlite3 notes.db 'select 1' > out.txt; echo ${context.t}",
+    ],
+)
+def test_a_command_language_program_not_reading_the_value_takes_any_value(template: str) -> None:
+    assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}})

@@ -819,6 +819,8 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
         return True  # `echo X | at now`: the commands it reads run later
     if _container_runs_its_input(words, functions):
         return True
+    if _reads_commands(words):
+        return True
     if any(
         word is not None
         and _INPUT_FILE.search(posixpath.normpath(word))
@@ -830,6 +832,34 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
     base = program("" if name is None else name.rsplit("/", 1)[-1])
     interpreter = _INTERPRETER_ALIASES.get(base, base)
     return interpreter in _INTERPRETERS and interpreter not in ("awk", "sed") and "-" in words[1:]
+
+
+_COMMAND_LANGUAGES = frozenset(
+    {"sqlite3", "sqlite", "psql", "mysql", "mariadb", "ed", "ex", "gex", "ftp", "sftp", "lftp",
+     "dc", "gnuplot", "R", "octave", "gdb", "cgdb", "lldb", "redis-cli", "mongo", "mongosh"}
+)  # fmt: skip
+"""Programs whose standard input is a command language that can run a shell command (sqlite3's
+`.shell`, psql's and mysql's `\\!`, ed's and ex's `!`, sftp's `!`, dc's `!`, gnuplot's and R's
+`system`, gdb's `shell`): what they read is code, whatever else it is."""
+
+
+def _reads_commands(words: Sequence[Word]) -> bool:
+    """`echo X | sqlite3 db`, `ed -s f <<< X`, `vim -es <<< X`, `make -f -`: the program runs
+    what it reads as its own commands, which can run the shell's."""
+    base = _base(words)
+    if base in _COMMAND_LANGUAGES:
+        return True
+    rest = [w or "" for w in words[1:]]
+    if base in ("vi", "vim", "nvim", "gvim"):  # Ex mode reads commands from stdin
+        return any(w.startswith("-") and not w.startswith("--") and "e" in w.lower() for w in rest)
+    if base in ("make", "gmake", "bmake"):  # a makefile read from stdin: its recipes run
+        pairs = zip(rest, [*rest[1:], ""], strict=True)
+        return any(
+            (w in ("-f", "--file", "--makefile") and n == "-")
+            or w in ("-f-", "--file=-", "--makefile=-")
+            for w, n in pairs
+        )
+    return False
 
 
 _CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc"})
