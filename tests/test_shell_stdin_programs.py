@@ -65,6 +65,12 @@ PAYLOAD = "touch CANARY"
         ("echo ${context.t} | vim -es notes.txt", "vim"),
         ("echo ${context.t} | make -f -", "make"),
         ("make --file=- all <<< ${context.t}", "make"),
+        # GNU sed's `e` command and `s///e` flag run the pattern space as a shell command
+        ("echo ${context.t} | sed e", "sed"),
+        ("sed 's/x/y/e' <<< ${context.t}", "sed"),
+        ("echo ${context.t} | sed -n -e p -e '1e'", "sed"),
+        ("echo ${context.t} | sed --expression='s/^//ge'", "sed"),
+        ('echo ${context.t} | sed "$SCRIPT"', "sed"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -89,6 +95,9 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
         ("wc -l /dev/stdin <<< ${context.t}", "1 /dev/stdin\n"),
         ("grep -c touch <<< ${context.t}; echo ${context.t} | grep -e bash -e sh || true", "1\n"),
         ("mapfile -t -C 'printf \"[%s]\"' -c 1 l <<< ${context.t}", f"[0][{PAYLOAD}]"),
+        ("echo ${context.t} | sed 's/touch/echo/'", "echo CANARY\n"),
+        ("echo ${context.t} | sed -n '/t/p; y/abc/xyz/'", f"{PAYLOAD}\n"),
+        ("echo ${context.t} | sed --sandbox 's/^/# /'", f"# {PAYLOAD}\n"),
     ],
 )
 def test_programs_that_read_their_input_as_data_take_any_value(template: str, output: str) -> None:
@@ -213,6 +222,8 @@ def test_exec_writing_to_a_file_or_a_data_reader_leaves_values_as_they_were() ->
         ("echo ${context.t} | sqlite3 notes.db", ".shell touch CANARY"),
         ("ed -s notes.txt <<< ${context.t}", "!touch CANARY"),
         ("echo ${context.t} | make -f -", "all:\n\ttouch CANARY"),
+        ("echo ${context.t} | sed e", "touch CANARY"),
+        ("sed 's/^//e' <<< ${context.t}", "touch CANARY"),
     ],
 )
 def test_a_command_language_on_stdin_would_have_run_the_shell(template: str, value: str) -> None:
