@@ -71,6 +71,11 @@ PAYLOAD = "touch CANARY"
         ("echo ${context.t} | sed -n -e p -e '1e'", "sed"),
         ("echo ${context.t} | sed --expression='s/^//ge'", "sed"),
         ('echo ${context.t} | sed "$SCRIPT"', "sed"),
+        # a Dockerfile read from stdin: its RUN lines run (in a container, on the build host)
+        ("echo ${context.t} | docker build -", "docker"),
+        ("echo ${context.t} | podman build -t app -f - .", "podman"),
+        ("docker buildx build --file=- . <<< ${context.t}", "docker"),
+        ("buildah bud -f- . <<< ${context.t}", "buildah"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -244,6 +249,7 @@ def test_a_command_language_on_stdin_would_have_run_the_shell(template: str, val
     [
         "echo ${context.t} | vim - 2>/dev/null",
         "echo ${context.t} | make -C sub",
+        "echo ${context.t} | docker build -t app -f Dockerfile .",
         "sqlite3 notes.db 'select 1' > out.txt; echo ${context.t}",
     ],
 )

@@ -844,8 +844,8 @@ _COMMAND_LANGUAGES = frozenset(
 
 
 def _reads_commands(words: Sequence[Word]) -> bool:
-    """`echo X | sqlite3 db`, `ed -s f <<< X`, `vim -es <<< X`, `make -f -`: the program runs
-    what it reads as its own commands, which can run the shell's."""
+    """`echo X | sqlite3 db`, `ed -s f <<< X`, `vim -es <<< X`, `make -f -`, `docker build -`:
+    the program runs what it reads as its own commands, which can run the shell's."""
     base = _base(words)
     if base in _COMMAND_LANGUAGES:
         return True
@@ -853,13 +853,22 @@ def _reads_commands(words: Sequence[Word]) -> bool:
     if base in ("vi", "vim", "nvim", "gvim"):  # Ex mode reads commands from stdin
         return any(w.startswith("-") and not w.startswith("--") and "e" in w.lower() for w in rest)
     if base in ("make", "gmake", "bmake"):  # a makefile read from stdin: its recipes run
-        pairs = zip(rest, [*rest[1:], ""], strict=True)
-        return any(
-            (w in ("-f", "--file", "--makefile") and n == "-")
-            or w in ("-f-", "--file=-", "--makefile=-")
-            for w, n in pairs
+        return _names_stdin(rest, ("-f", "--file", "--makefile"))
+    if base in ("docker", "podman", "nerdctl", "buildah"):  # a Dockerfile: its RUN lines run
+        build = next((k for k, w in enumerate(rest) if w in ("build", "bud")), None)
+        return build is not None and (
+            "-" in rest[build:] or _names_stdin(rest[build:], ("-f", "--file"))
         )
     return False
+
+
+def _names_stdin(words: list[str], options: tuple[str, ...]) -> bool:
+    """Whether one of `options` (`-f`, `--file`) is given `-`: `-f -`, `-f-`, `--file=-`."""
+    pairs = zip(words, [*words[1:], ""], strict=True)
+    return any(
+        (w in options and n == "-") or any(w in (f"{o}-", f"{o}=-") for o in options)
+        for w, n in pairs
+    )
 
 
 def _sed_runs_its_input(words: Sequence[Word]) -> bool:
