@@ -255,3 +255,27 @@ def test_a_command_language_on_stdin_would_have_run_the_shell(template: str, val
 )
 def test_a_command_language_program_not_reading_the_value_takes_any_value(template: str) -> None:
     assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}})
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'coproc sh\necho ${context.t} >&"${COPROC[1]}"',
+        'coproc bash -s\nprintf "%s\\n" ${context.t} >&${COPROC[1]}',
+        'coproc W { bash; }\necho ${context.t} >&"${W[1]}"',
+    ],
+)
+def test_text_written_to_a_shell_started_as_a_coprocess_is_refused(template: str) -> None:
+    """`coproc sh` reads what the script writes to `${COPROC[1]}`: a value written there ran
+    as sh's program (the descriptor is known only at run time, so the script is refused)."""
+    as_quoted = run_bash(template.replace("${context.t}", f"'{PAYLOAD}'") + "\nsleep 0.3")
+    assert "CANARY" in as_quoted.created, as_quoted.stderr
+    with pytest.raises(InterpolationError) as refused:
+        render_shell(template, {"context": {"t": PAYLOAD}})
+    assert "`coproc` at line 1 runs" in refused.value.reason
+    assert " 3 >&" in render_shell(template, {"context": {"t": 3}})
+
+
+def test_a_coprocess_that_reads_its_input_as_data_leaves_values_as_they_were() -> None:
+    template = 'coproc cat\necho ${context.t} >&"${COPROC[1]}"'
+    assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}})
