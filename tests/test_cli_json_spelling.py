@@ -64,7 +64,9 @@ def test_migrate_takes_json_too(tmp_path: Path, spelling: list[str]) -> None:
     assert "files" in _result(done.stdout), done.stderr  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("spelling", [["--json"], ["--format", "json"], ["--output", "json"]])
+@pytest.mark.parametrize(
+    "spelling", [["--json"], ["--format", "json"], ["--output", "json"], ["-f", "json"]]
+)
 def test_ll_harness_commands_take_json_too(tmp_path: Path, spelling: list[str]) -> None:
     measured = ll_harness(tmp_path, "cmd", "true", "--exit-code", "0", *spelling)
     assert measured.code == 0, measured.stderr

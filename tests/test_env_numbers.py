@@ -60,6 +60,20 @@ def test_a_bad_number_refuses_a_run_before_its_first_step(
     assert not (project / "ran.txt").exists()
 
 
+@pytest.mark.parametrize("value", ["1_000", "\u0665", "1e3"])
+@pytest.mark.parametrize("name", ["LL_CHECK_MEMORY_BYTES", "LL_HISTORY_BUSY_TIMEOUT"])
+def test_a_number_python_reads_but_a_person_would_not_write_is_refused_by_every_setting(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    """The busy timeout read its value with float(), which takes `1_000`, the Arabic-Indic
+    digit five and `1e3`, while the size settings refuse them: one rule, plain ASCII digits."""
+    project = _project(tmp_path, PLAIN)
+    done = ll_loop(project, "run", "loop", "--json", env={name: value})
+    assert done.code == 2, done
+    assert f"{name}={value!r} is not" in done.json["error"], done.json
+    assert not (project / "ran.txt").exists()
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from engine.llm.client import AnthropicClient, LlmCallError
+from engine.llm.settings import env_problems
 from engine.model.errors import UsageError
 from engine.suites.ray_limiter import LlmLimiter, rpm_from_env
 from tests.loopback_server import LoopbackServer, error_reply, text_reply
@@ -102,9 +103,13 @@ def test_a_hold_refuses_turns_until_it_ends_and_never_shortens() -> None:
 def test_a_bad_requests_per_minute_is_one_sentence(
     text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The cluster's limiter refuses it in the preflight's words (it said 'is not a positive
+    number of requests per minute' while the preflight said 'is not a number of requests per
+    minute > 0')."""
     monkeypatch.setenv("LL_LLM_RPM", text)
-    with pytest.raises(UsageError, match="LL_LLM_RPM"):
+    with pytest.raises(UsageError) as refused:
         rpm_from_env()
+    assert str(refused.value) == env_problems({"LL_LLM_RPM": text})[0]
 
 
 def test_an_unset_rate_means_no_spacing(monkeypatch: pytest.MonkeyPatch) -> None:

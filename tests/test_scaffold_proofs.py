@@ -79,6 +79,19 @@ def test_gates_are_off_unless_the_project_enables_them(project: Path) -> None:
     assert "learning_tests.enabled` must be true or false" in bad.stderr
 
 
+@pytest.mark.parametrize("text", ["", "# settings to come\n"])
+def test_an_empty_config_says_what_the_config_needs(project: Path, text: str) -> None:
+    """An empty `.loops/config.yaml` was refused as '... not readable YAML (the file is empty:
+    a loop needs at least name, initial and states)', a loop file's words: it now says what
+    the project config holds."""
+    write(project / ".loops" / "config.yaml", text)
+    bad = ll_loop("scaffold-eval", "--issues", "FEAT-920", "--force", cwd=project)
+    assert bad.returncode == 2, bad.stderr
+    assert ".loops/config.yaml:1: the project config" in bad.stderr
+    assert "is empty: it holds a mapping of project settings such as `learning_tests:" in bad.stderr
+    assert "name, initial and states" not in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_the_judge_is_reached_only_when_every_assumption_is_proven(
     project: Path,
     loopback: LoopbackServer,  # noqa: F811

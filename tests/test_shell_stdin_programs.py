@@ -65,6 +65,17 @@ PAYLOAD = "touch CANARY"
         ("echo ${context.t} | vim -es notes.txt", "vim"),
         ("echo ${context.t} | make -f -", "make"),
         ("make --file=- all <<< ${context.t}", "make"),
+        # GNU sed's `e` command and `s///e` flag run the pattern space as a shell command
+        ("echo ${context.t} | sed e", "sed"),
+        ("sed 's/x/y/e' <<< ${context.t}", "sed"),
+        ("echo ${context.t} | sed -n -e p -e '1e'", "sed"),
+        ("echo ${context.t} | sed --expression='s/^//ge'", "sed"),
+        ('echo ${context.t} | sed "$SCRIPT"', "sed"),
+        # a Dockerfile read from stdin: its RUN lines run (in a container, on the build host)
+        ("echo ${context.t} | docker build -", "docker"),
+        ("echo ${context.t} | podman build -t app -f - .", "podman"),
+        ("docker buildx build --file=- . <<< ${context.t}", "docker"),
+        ("buildah bud -f- . <<< ${context.t}", "buildah"),
     ],
 )
 def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reader: str) -> None:
@@ -89,6 +100,9 @@ def test_text_a_program_would_run_from_its_stdin_is_refused(template: str, reade
         ("wc -l /dev/stdin <<< ${context.t}", "1 /dev/stdin\n"),
         ("grep -c touch <<< ${context.t}; echo ${context.t} | grep -e bash -e sh || true", "1\n"),
         ("mapfile -t -C 'printf \"[%s]\"' -c 1 l <<< ${context.t}", f"[0][{PAYLOAD}]"),
+        ("echo ${context.t} | sed 's/touch/echo/'", "echo CANARY\n"),
+        ("echo ${context.t} | sed -n '/t/p; y/abc/xyz/'", f"{PAYLOAD}\n"),
+        ("echo ${context.t} | sed --sandbox 's/^/# /'", f"# {PAYLOAD}\n"),
     ],
 )
 def test_programs_that_read_their_input_as_data_take_any_value(template: str, output: str) -> None:
@@ -213,6 +227,8 @@ def test_exec_writing_to_a_file_or_a_data_reader_leaves_values_as_they_were() ->
         ("echo ${context.t} | sqlite3 notes.db", ".shell touch CANARY"),
         ("ed -s notes.txt <<< ${context.t}", "!touch CANARY"),
         ("echo ${context.t} | make -f -", "all:\n\ttouch CANARY"),
+        ("echo ${context.t} | sed e", "touch CANARY"),
+        ("sed 's/^//e' <<< ${context.t}", "touch CANARY"),
     ],
 )
 def test_a_command_language_on_stdin_would_have_run_the_shell(template: str, value: str) -> None:
@@ -233,8 +249,33 @@ def test_a_command_language_on_stdin_would_have_run_the_shell(template: str, val
     [
         "echo ${context.t} | vim - 2>/dev/null",
         "echo ${context.t} | make -C sub",
+        "echo ${context.t} | docker build -t app -f Dockerfile .",
         "sqlite3 notes.db 'select 1' > out.txt; echo ${context.t}",
     ],
 )
 def test_a_command_language_program_not_reading_the_value_takes_any_value(template: str) -> None:
+    assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}})
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'coproc sh\necho ${context.t} >&"${COPROC[1]}"',
+        'coproc bash -s\nprintf "%s\\n" ${context.t} >&${COPROC[1]}',
+        'coproc W { bash; }\necho ${context.t} >&"${W[1]}"',
+    ],
+)
+def test_text_written_to_a_shell_started_as_a_coprocess_is_refused(template: str) -> None:
+    """`coproc sh` reads what the script writes to `${COPROC[1]}`: a value written there ran
+    as sh's program (the descriptor is known only at run time, so the script is refused)."""
+    as_quoted = run_bash(template.replace("${context.t}", f"'{PAYLOAD}'") + "\nsleep 0.3")
+    assert "CANARY" in as_quoted.created, as_quoted.stderr
+    with pytest.raises(InterpolationError) as refused:
+        render_shell(template, {"context": {"t": PAYLOAD}})
+    assert "`coproc` at line 1 runs" in refused.value.reason
+    assert " 3 >&" in render_shell(template, {"context": {"t": 3}})
+
+
+def test_a_coprocess_that_reads_its_input_as_data_leaves_values_as_they_were() -> None:
+    template = 'coproc cat\necho ${context.t} >&"${COPROC[1]}"'
     assert PAYLOAD in render_shell(template, {"context": {"t": PAYLOAD}})

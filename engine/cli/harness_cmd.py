@@ -85,7 +85,9 @@ TimeoutOpt = Annotated[
         help="Seconds one sample may take (an overrun is an error; 0: no limit).",
     ),
 ]
-OutputOpt = Annotated[OutputFormat, typer.Option("--output", "--format", help="text or json.")]
+OutputOpt = Annotated[
+    OutputFormat, typer.Option("--output", "--format", "-f", help="text or json.")
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="The same as --output json.")]
 MeasureOpt = Annotated[
     bool, typer.Option("--measure-baseline", help="Record this run as the incumbent's baseline.")
@@ -550,7 +552,9 @@ def suite_command(
     ] = None,
     output: Annotated[
         SuiteOutput,
-        typer.Option("--output", "--format", help="text, json or html (one self-contained page)."),
+        typer.Option(
+            "--output", "--format", "-f", help="text, json or html (one self-contained page)."
+        ),
     ] = SuiteOutput.text,
     as_json: JsonOpt = False,
     report_file: Annotated[

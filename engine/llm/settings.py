@@ -197,29 +197,35 @@ _WHOLE_NUMBERS = ("LL_LLM_MAX_ATTEMPTS", "LL_JUDGE_MAX_CHARS")
 MAX_SECONDS = 31_536_000
 
 
+def env_problem(name: str, environ: Environ = None) -> str | None:
+    """The sentence refusing the setting `name` of `NUMERIC_ENV`, or None when it is unset or
+    fits (the preflight and the cluster's rate limiter both say it this way)."""
+    value = _env(name, environ)
+    if value is None:
+        return None
+    wanted = NUMERIC_ENV[name]
+    try:
+        number = int(value) if name in _WHOLE_NUMBERS else float(value)
+    except ValueError:
+        number = -1
+    if not math.isfinite(number):
+        number = -1  # nan and inf are no setting
+    positive = name in {"LL_LLM_TIMEOUT", "LL_LLM_RPM"} or name in _WHOLE_NUMBERS
+    low_ok = number > 0 if positive else number >= 0
+    if not low_ok:
+        return f"{name}={value!r} is not {wanted}: fix or unset it"
+    if "seconds" in wanted and number > MAX_SECONDS:
+        return (
+            f"{name}={value!r} is not {wanted} and at most {MAX_SECONDS} (365 days, the "
+            "bound of a loop file's timeouts): fix or unset it"
+        )
+    return None
+
+
 def env_problems(environ: Environ = None) -> list[str]:
     """`LL_LLM_*` / `LL_JUDGE_MAX_CHARS` values that would silently fall back to defaults; one
     sentence each (the run's preflight stops on them)."""
-    problems = []
-    for name, wanted in NUMERIC_ENV.items():
-        value = _env(name, environ)
-        if value is None:
-            continue
-        try:
-            number = int(value) if name in _WHOLE_NUMBERS else float(value)
-        except ValueError:
-            number = -1
-        if not math.isfinite(number):
-            number = -1  # nan and inf are no setting
-        positive = name in {"LL_LLM_TIMEOUT", "LL_LLM_RPM"} or name in _WHOLE_NUMBERS
-        low_ok = number > 0 if positive else number >= 0
-        if not low_ok:
-            problems.append(f"{name}={value!r} is not {wanted}: fix or unset it")
-        elif "seconds" in wanted and number > MAX_SECONDS:
-            problems.append(
-                f"{name}={value!r} is not {wanted} and at most {MAX_SECONDS} (365 days, the "
-                "bound of a loop file's timeouts): fix or unset it"
-            )
+    problems = [p for p in (env_problem(name, environ) for name in NUMERIC_ENV) if p]
     try:
         judge_reasoning(environ=environ)
     except ValueError as exc:

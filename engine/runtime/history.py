@@ -19,6 +19,7 @@ import json
 import math
 import operator
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -1283,10 +1284,9 @@ def busy_timeout() -> float:
     text = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
     if not text:
         return BUSY_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
+    # plain ASCII decimals, as the size settings take: float() also reads `1_000`, `1e3`, `٥`
+    plain = re.fullmatch(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", text) is not None
+    value = float(text) if plain else -1.0
     # SQLite keeps the busy timeout as an int of milliseconds: a larger one it reads as 0
     if not math.isfinite(value) or not 0 <= value <= BUSY_TIMEOUT_MAX_S:
         raise UsageError(

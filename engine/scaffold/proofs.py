@@ -60,9 +60,15 @@ def load_learning_tests(root: Path) -> LearningTests:
     if not path.is_file():
         return LearningTests()
     try:
-        data = read_yaml_file(path, str(CONFIG_FILE))[0] or {}
+        data = read_yaml_file(path, str(CONFIG_FILE))[0]
     except YamlProblems as exc:
         first = exc.diagnostics[0]
+        if first.code == "F003":  # an empty document: its sentence is a loop file's
+            raise UsageError(
+                f"{CONFIG_FILE}:{first.line}: the project config is empty: it holds a mapping "
+                "of project settings such as `learning_tests: {enabled: true}`",
+                hint="write a setting, or remove the file to use the defaults",
+            ) from None
         raise UsageError(
             f"{CONFIG_FILE}:{first.line}: the project config is not readable YAML "
             f"({first.message})",

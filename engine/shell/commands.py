@@ -819,7 +819,7 @@ def runs_its_input(words: Sequence[Word], functions: frozenset[str] = frozenset(
         return True  # `echo X | at now`: the commands it reads run later
     if _container_runs_its_input(words, functions):
         return True
-    if _reads_commands(words):
+    if _reads_commands(words) or _sed_runs_its_input(words):
         return True
     if any(
         word is not None
@@ -844,8 +844,8 @@ _COMMAND_LANGUAGES = frozenset(
 
 
 def _reads_commands(words: Sequence[Word]) -> bool:
-    """`echo X | sqlite3 db`, `ed -s f <<< X`, `vim -es <<< X`, `make -f -`: the program runs
-    what it reads as its own commands, which can run the shell's."""
+    """`echo X | sqlite3 db`, `ed -s f <<< X`, `vim -es <<< X`, `make -f -`, `docker build -`:
+    the program runs what it reads as its own commands, which can run the shell's."""
     base = _base(words)
     if base in _COMMAND_LANGUAGES:
         return True
@@ -853,12 +853,141 @@ def _reads_commands(words: Sequence[Word]) -> bool:
     if base in ("vi", "vim", "nvim", "gvim"):  # Ex mode reads commands from stdin
         return any(w.startswith("-") and not w.startswith("--") and "e" in w.lower() for w in rest)
     if base in ("make", "gmake", "bmake"):  # a makefile read from stdin: its recipes run
-        pairs = zip(rest, [*rest[1:], ""], strict=True)
-        return any(
-            (w in ("-f", "--file", "--makefile") and n == "-")
-            or w in ("-f-", "--file=-", "--makefile=-")
-            for w, n in pairs
+        return _names_stdin(rest, ("-f", "--file", "--makefile"))
+    if base in ("docker", "podman", "nerdctl", "buildah"):  # a Dockerfile: its RUN lines run
+        build = next((k for k, w in enumerate(rest) if w in ("build", "bud")), None)
+        return build is not None and (
+            "-" in rest[build:] or _names_stdin(rest[build:], ("-f", "--file"))
         )
+    return False
+
+
+def _names_stdin(words: list[str], options: tuple[str, ...]) -> bool:
+    """Whether one of `options` (`-f`, `--file`) is given `-`: `-f -`, `-f-`, `--file=-`."""
+    pairs = zip(words, [*words[1:], ""], strict=True)
+    return any(
+        (w in options and n == "-") or any(w in (f"{o}-", f"{o}=-") for o in options)
+        for w, n in pairs
+    )
+
+
+def _sed_runs_its_input(words: Sequence[Word]) -> bool:
+    """`echo X | sed e`, `sed 's/x/y/e'`: GNU sed's `e` command and the `e` flag of `s` run
+    the pattern space (the line read) as a shell command. A script not written out counts
+    (fail closed); a script file (`-f`) is not read; `--sandbox` refuses `e`."""
+    if program(_base(words)) != "sed" and _INTERPRETER_ALIASES.get(_base(words)) != "sed":
+        return False
+    scripts: list[Word] = []
+    given = False  # a script given with -e / -f: the operands are files
+    k = 1
+    while k < len(words):
+        word = words[k]
+        if word is None:
+            return True  # an option or the script, known only at run time
+        if word == "--":
+            k += 1
+            break
+        if word == "--sandbox":
+            return False
+        if word.startswith("--"):
+            option, _, attached = word.partition("=")
+            if option in ("--expression", "--file", "--line-length") and not attached:
+                if option == "--expression":
+                    scripts.append(words[k + 1] if k + 1 < len(words) else "")
+                given = given or option != "--line-length"
+                k += 2
+                continue
+            if option == "--expression":
+                scripts.append(attached)
+            given = given or option in ("--expression", "--file")
+            k += 1
+            continue
+        if not word.startswith("-") or word == "-":
+            break
+        k += 1
+        for at, letter in enumerate(word[1:], start=2):
+            if letter in "efl":
+                argument = word[at:] or (words[k] if k < len(words) else "")
+                k += 0 if word[at:] else 1
+                if letter == "e":
+                    scripts.append(argument)
+                given = given or letter != "l"
+                break
+            if letter == "i":
+                break  # `-i.bak`: the rest is a suffix
+    if not given:
+        scripts.append(words[k] if k < len(words) else "")
+    return any(script is None or _sed_script_runs(script) for script in scripts)
+
+
+_SED_ADDRESS = re.compile(r"[0-9$,~+!\s]")
+
+
+def _sed_script_runs(script: str) -> bool:
+    """Whether the sed script has an `e` command or an `s` command with the `e` flag; a
+    script this reading does not follow counts as one that runs (fail closed)."""
+    text, at, end = script, 0, len(script)
+
+    def delimited(at: int, parts: int) -> int:  # past `/re/rep/` from its delimiter
+        delimiter = text[at]
+        at += 1
+        while parts and at < end:
+            if text[at] == "\\":
+                at += 2
+                continue
+            if text[at] == delimiter:
+                parts -= 1
+            at += 1
+        return at if not parts else -1
+
+    def to_end(at: int, stops: str = "\n") -> int:
+        while at < end and text[at] not in stops:
+            at += 1
+        return at
+
+    while at < end:
+        char = text[at]
+        if char in " \t\n;{}!":
+            at += 1
+            continue
+        if char in "/\\":  # an address `/re/` or `\cREc`
+            at = delimited(at + (char == "\\"), 1)
+            if at < 0:
+                return True
+            at += at < end and text[at] in "IM"
+            continue
+        if _SED_ADDRESS.match(char):
+            at += 1
+            continue
+        at += 1
+        if char == "e":
+            return True
+        if char in "sy":
+            if at >= end:
+                return True
+            at = delimited(at, 2)
+            if at < 0:
+                return True
+            if char == "y":
+                continue
+            while at < end and text[at] not in ";\n}":
+                if text[at] == "e":
+                    return True
+                if text[at] in "wW":
+                    at = to_end(at)
+                    break
+                at += 1
+            continue
+        if char in "#aicrRwWv:":
+            at = to_end(at)  # text, a file name, a label or a comment: to the line's end
+            while char in "aic" and at < end and text[at - 1] == "\\":
+                at = to_end(at + 1)
+            continue
+        if char in "btT":
+            at = to_end(at, ";\n}")
+            continue
+        if char not in "=dDFgGhHlLnNpPqQxz0123456789":
+            return True
     return False
 
 

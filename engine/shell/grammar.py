@@ -152,7 +152,9 @@ def layout(literals: Sequence[str], *, with_flows: bool = False) -> Layout:
     facts.history_expansion = _history_expansion(root, source, text)
     facts.keyword_assignments = _keyword_assignments(root, source, text)
     facts.unknown_option = _keyword_assignments(root, source, text, unknown=True)
-    facts.exec_into_program = _exec_into_program(root, source, text, frozenset(facts.functions))
+    facts.exec_into_program = _exec_into_program(
+        root, source, text, frozenset(facts.functions)
+    ) or _coproc_reader(root, source, text, frozenset(facts.functions))
     _inline_code_facts(root, source, facts)
     misread = _misread(root, source, text, facts)
     if misread is not None:
@@ -2126,6 +2128,25 @@ def _exec_into_program(root: Node, source: bytes, text: str, functions: frozense
         if found is not None:
             line, _ = _point(source, node.start_byte)
             return f"`exec` at line {line} writes its output to `{found}`"
+    return ""
+
+
+def _coproc_reader(root: Node, source: bytes, text: str, functions: frozenset[str]) -> str:
+    """Where `coproc` starts a program that may run what it reads (`coproc sh`, `coproc W {
+    bash; }`: a compound command is not followed, fail closed), or "": what the script
+    writes to its descriptor (`echo ${...} >&"${COPROC[1]}"`) is then that program's input."""
+    if "coproc" not in text:
+        return ""
+    for node in _captures(root, "command"):
+        words = _invoked_words(node)
+        if words[:1] != ["coproc"]:
+            continue
+        rest = words[1:]
+        compound = any(w is None or w[:1] in ("{", "(") for w in rest)
+        if compound or not rest or runs_its_input(rest, functions):
+            line, _ = _point(source, node.start_byte)
+            started = "a compound command" if compound or not rest else f"`{rest[0]}`"
+            return f"`coproc` at line {line} runs {started} as a coprocess"
     return ""
 
 

@@ -49,21 +49,15 @@ class LlmLimiter:
 
 def rpm_from_env() -> float | None:
     """`LL_LLM_RPM`: the account's requests per minute shared by the cluster (unset: no cap)."""
-    text = os.environ.get(RPM_ENV, "").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
+    from engine.llm.settings import env_problem
+
+    problem = env_problem(RPM_ENV)
+    if problem is not None:
         from engine.model.errors import UsageError
 
-        raise UsageError(
-            f"{RPM_ENV}={text!r} is not a positive number of requests per minute",
-            hint=f"unset {RPM_ENV}, or set it to the API's requests-per-minute limit",
-        )
-    return value
+        raise UsageError(problem)
+    text = os.environ.get(RPM_ENV, "").strip()
+    return float(text) if text else None
 
 
 def start_limiter(ray: Any, per_minute: float | None) -> Any:
