@@ -798,3 +798,46 @@ def test_a_classify_verdict_named_like_a_setting_says_to_use_a_route_table(
     (tmp_path / "reserved.yaml").write_text(fixed)
     ran = ll_loop("run", "reserved.yaml", cwd=tmp_path)
     assert ran.code == 0, ran.stderr
+
+
+def test_a_guarded_read_of_a_field_a_sub_loop_capture_never_has_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    """`${captured.c.output | default('')}` of a sub-loop state's capture (which has no
+    `output`) is always its default: LL089 skips guarded reads, so it said nothing; LL097
+    warns, at the read, and names the fields the capture has."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / "child.yaml").write_text(
+        "name: child\ninitial: w\nscope: ['.']\nstates:\n  w:\n    action: echo hi\n"
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    parent = textwrap.dedent(
+        """\
+        name: p
+        initial: kid
+        scope: ["."]
+        states:
+          kid:
+            loop: child
+            capture: c
+            on_yes: report
+            on_no: report
+            on_error: report
+          report:
+            action: echo "${captured.c.output | default('')}"
+            next: done
+          done:
+            terminal: true
+        """
+    )
+    (tmp_path / "p.yaml").write_text(parent)
+    done = ll_loop("validate", "p.yaml", cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    [line] = [x for x in done.stdout.splitlines() if " LL097 " in x]
+    assert line.startswith("p.yaml:12:19: warning LL097 "), line
+    assert "'c' is a sub-loop state's capture, which has no 'output'" in line
+    assert "always its default" in line
+    assert " LL089 " not in done.stdout
+    # a guarded read of a field the capture has is fine
+    (tmp_path / "p.yaml").write_text(parent.replace("c.output", "c.outputs.summary"))
+    assert " LL097 " not in ll_loop("validate", "p.yaml", cwd=tmp_path).stdout
