@@ -309,6 +309,26 @@ def test_a_suite_or_a_fragment_library_given_as_the_loop_is_named_for_what_it_is
     assert "nightly.suite.yaml is a suite file, not a loop" in measured.stderr
 
 
+def test_a_suite_whose_subject_comes_after_200_kb_of_cases_is_still_a_suite(
+    tmp_path: Path,
+) -> None:
+    """A suite not named `*.suite.yaml` was told from a loop by its first 200 KB only: with
+    300 KB of inline cases before `subject:`, `ll-loop validate` and `run` loaded it as a loop
+    (F010 missing `initial`, `states`; F012 for `cases`). A head with neither `states:` nor
+    `subject:` is now read on, up to the size any YAML file may have."""
+    cases = "".join(
+        f"  - input: {{text: 'case {i} padded to be long enough'}}\n" for i in range(6000)
+    )
+    body = f"name: big\ncases:\n{cases}subject:\n  command: echo hi\n"
+    judges = "judges:\n  - name: ok\n    builtin: exit_code\n"
+    write_loop(tmp_path, body + judges, "big.yaml")
+    assert (tmp_path / "big.yaml").stat().st_size > 250_000
+    ran = ll_loop(tmp_path, "run", "big.yaml")
+    assert ran.code == 2 and "error: big.yaml is a suite file, not a loop" in ran.stderr, ran.stderr
+    checked = ll_loop(tmp_path, "validate", "big.yaml")
+    assert "F010" not in checked.stdout + checked.stderr, checked.stdout
+
+
 def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,
