@@ -712,7 +712,7 @@ def test_an_error_routed_to_a_success_terminal_is_a_warning(tmp_path: Path) -> N
 def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Path) -> None:
     """A loop file and a fragment library were read whole, whatever their size (a suite's and
     a dataset's files had a 10 MB limit): an 11 MB one is now refused in one sentence, before
-    it is parsed."""
+    it is parsed, with the same hint for a library (F030) as for a loop (F000)."""
     padding = "#" * (11 * 1024 * 1024) + "\n"
     (tmp_path / "big.yaml").write_text(
         "name: big\ninitial: a\nstates:\n  a:\n    terminal: true\n" + padding
@@ -727,6 +727,12 @@ def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Pat
         said = result.stdout + result.stderr
         assert result.returncode == 1, said
         assert code in said and "too large to read (11.0 MB; the limit is 10.0 MB)" in said, said
+        # F030 gave no hint where F000 said what to check
+        too_large = [line for line in said.splitlines() if "too large to read" in line]
+        after = said.splitlines()[said.splitlines().index(too_large[0]) + 1]
+        assert after.strip() == (
+            "hint: loop, suite and case files are a few KB: check that this is the file meant"
+        ), said
 
 
 INERT = """\
