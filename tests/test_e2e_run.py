@@ -1330,3 +1330,53 @@ def test_every_event_is_on_disk_before_the_run_waits(tmp_path: Path) -> None:
         """,
     )
     assert ran.json["outcome"] == "success", ran.stdout + ran.stderr
+
+
+AGENT_DELETED = """\
+name: ag
+initial: rm
+scope: ["."]
+llm:
+  runner: "cmd:{runner}"
+states:
+  rm:
+    action: rm -f agent.sh
+    next: ask
+  ask:
+    action: say hi
+    action_type: prompt
+    timeout: 10
+    next: done
+    on_error: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+    failure: true
+"""
+
+
+@pytest.mark.parametrize("runner", ["./agent.sh", "agent.sh-gone-from-path"])
+def test_an_agent_cli_gone_mid_run_spent_nothing(tmp_path: Path, runner: str) -> None:
+    """An agent CLI deleted mid-run: bash exits 127 (`No such file or directory`, or `command
+    not found` for a name on PATH) and the agent never ran, yet the run said "$0.0000 +
+    unknown" and "the agent of state ask reported no cost". Its cost is known: nothing."""
+    (tmp_path / ".loops").mkdir()
+    agent = tmp_path / "agent.sh"
+    agent.write_text("#!/bin/sh\ncat >/dev/null\necho hello\n")
+    agent.chmod(0o755)
+    if runner != "./agent.sh":  # a name the preflight finds on PATH, gone when the state runs
+        os.symlink(agent, tmp_path / runner)
+    write_loop(tmp_path, AGENT_DELETED.format(runner=runner), "ag.yaml")
+    if runner != "./agent.sh":
+        text = (tmp_path / "ag.yaml").read_text().replace("rm -f agent.sh", f"rm -f {runner}")
+        (tmp_path / "ag.yaml").write_text(text)
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    ran = cli.ll_loop(tmp_path, "run", "ag.yaml", env=env)
+    assert ran.code == 1, ran.stderr
+    said = ran.stdout + ran.stderr
+    assert "unknown" not in said and "reported no cost" not in said, said
+    run_id = said.split("  run ", 1)[1].split(":", 1)[0]
+    explained = ll_loop(tmp_path, "explain", run_id).stdout
+    assert "action exited with code 127" in explained, explained
+    assert "+ unknown" not in explained and "reported no cost" not in explained, explained
