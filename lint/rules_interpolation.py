@@ -486,16 +486,9 @@ def subloop_capture_field(ctx: LintContext) -> Iterator[Finding]:
     """A read of a field a sub-loop state's capture does not have (`output`, `exit_code`).
 
     Only when every state storing `C` is a sub-loop state: the read fails wherever it runs."""
-    of_subloops = _subloop_captures(ctx)
-    if not of_subloops:
-        return
     kept = ", ".join(sorted(SUBLOOP_CAPTURE_FIELDS))
-    for use in _uses(ctx):
-        name = use.capture
-        if name is None or name not in of_subloops or use.guarded:
-            continue
-        field = _field_read(use.text)
-        if field is None or field in SUBLOOP_CAPTURE_FIELDS:
+    for use, name, field in _subloop_missing_fields(ctx):
+        if use.guarded:
             continue
         reader = f"state {use.state.name!r}" if use.state is not None else "output"
         instead = (
@@ -513,6 +506,43 @@ def subloop_capture_field(ctx: LintContext) -> Iterator[Finding]:
             needle=use.needle,
             occurrence=use.nth,
         )
+
+
+@rule("LL097", "warning", "subloop-capture-field-guarded")
+def subloop_capture_field_guarded(ctx: LintContext) -> Iterator[Finding]:
+    """A guarded read of a field a sub-loop state's capture never has: always its default.
+
+    LL089's case, read through `| default(...)` or `?`: it renders, but never the value."""
+    kept = ", ".join(sorted(SUBLOOP_CAPTURE_FIELDS))
+    for use, name, field in _subloop_missing_fields(ctx):
+        if not use.guarded:
+            continue
+        reader = f"state {use.state.name!r}" if use.state is not None else "output"
+        yield Finding(
+            f"{reader} reads ${{{use.text}}}, but {name!r} is a sub-loop state's capture, which "
+            f"has no {field!r} (it has {kept}): the guarded read is always its default",
+            use.path,
+            f"read a field it has, e.g. ${{captured.{name}.events}}, or a value the child "
+            f"declares under `outputs:`, ${{captured.{name}.outputs.NAME}}",
+            needle=use.needle,
+            occurrence=use.nth,
+        )
+
+
+def _subloop_missing_fields(ctx: LintContext) -> Iterator[tuple[Use, str, str]]:
+    """Each read `(use, capture, field)` of a field no sub-loop capture has, of a capture
+    every state storing it is a sub-loop state (LL089 unguarded, LL097 guarded)."""
+    of_subloops = _subloop_captures(ctx)
+    if not of_subloops:
+        return
+    for use in _uses(ctx):
+        name = use.capture
+        if name is None or name not in of_subloops:
+            continue
+        field = _field_read(use.text)
+        if field is None or field in SUBLOOP_CAPTURE_FIELDS:
+            continue
+        yield use, name, field
 
 
 def _dashed_capture(text: str, name: str, capturers: Mapping[str, list[str]]) -> str | None:

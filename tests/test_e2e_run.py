@@ -309,6 +309,26 @@ def test_a_suite_or_a_fragment_library_given_as_the_loop_is_named_for_what_it_is
     assert "nightly.suite.yaml is a suite file, not a loop" in measured.stderr
 
 
+def test_a_suite_whose_subject_comes_after_200_kb_of_cases_is_still_a_suite(
+    tmp_path: Path,
+) -> None:
+    """A suite not named `*.suite.yaml` was told from a loop by its first 200 KB only: with
+    300 KB of inline cases before `subject:`, `ll-loop validate` and `run` loaded it as a loop
+    (F010 missing `initial`, `states`; F012 for `cases`). A head with neither `states:` nor
+    `subject:` is now read on, up to the size any YAML file may have."""
+    cases = "".join(
+        f"  - input: {{text: 'case {i} padded to be long enough'}}\n" for i in range(6000)
+    )
+    body = f"name: big\ncases:\n{cases}subject:\n  command: echo hi\n"
+    judges = "judges:\n  - name: ok\n    builtin: exit_code\n"
+    write_loop(tmp_path, body + judges, "big.yaml")
+    assert (tmp_path / "big.yaml").stat().st_size > 250_000
+    ran = ll_loop(tmp_path, "run", "big.yaml")
+    assert ran.code == 2 and "error: big.yaml is a suite file, not a loop" in ran.stderr, ran.stderr
+    checked = ll_loop(tmp_path, "validate", "big.yaml")
+    assert "F010" not in checked.stdout + checked.stderr, checked.stdout
+
+
 def test_loop_timeout_ends_inconclusive(tmp_path: Path) -> None:
     ran = run_yaml(
         tmp_path,
@@ -1310,3 +1330,53 @@ def test_every_event_is_on_disk_before_the_run_waits(tmp_path: Path) -> None:
         """,
     )
     assert ran.json["outcome"] == "success", ran.stdout + ran.stderr
+
+
+AGENT_DELETED = """\
+name: ag
+initial: rm
+scope: ["."]
+llm:
+  runner: "cmd:{runner}"
+states:
+  rm:
+    action: rm -f agent.sh
+    next: ask
+  ask:
+    action: say hi
+    action_type: prompt
+    timeout: 10
+    next: done
+    on_error: failed
+  done:
+    terminal: true
+  failed:
+    terminal: true
+    failure: true
+"""
+
+
+@pytest.mark.parametrize("runner", ["./agent.sh", "agent.sh-gone-from-path"])
+def test_an_agent_cli_gone_mid_run_spent_nothing(tmp_path: Path, runner: str) -> None:
+    """An agent CLI deleted mid-run: bash exits 127 (`No such file or directory`, or `command
+    not found` for a name on PATH) and the agent never ran, yet the run said "$0.0000 +
+    unknown" and "the agent of state ask reported no cost". Its cost is known: nothing."""
+    (tmp_path / ".loops").mkdir()
+    agent = tmp_path / "agent.sh"
+    agent.write_text("#!/bin/sh\ncat >/dev/null\necho hello\n")
+    agent.chmod(0o755)
+    if runner != "./agent.sh":  # a name the preflight finds on PATH, gone when the state runs
+        os.symlink(agent, tmp_path / runner)
+    write_loop(tmp_path, AGENT_DELETED.format(runner=runner), "ag.yaml")
+    if runner != "./agent.sh":
+        text = (tmp_path / "ag.yaml").read_text().replace("rm -f agent.sh", f"rm -f {runner}")
+        (tmp_path / "ag.yaml").write_text(text)
+    env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    ran = cli.ll_loop(tmp_path, "run", "ag.yaml", env=env)
+    assert ran.code == 1, ran.stderr
+    said = ran.stdout + ran.stderr
+    assert "unknown" not in said and "reported no cost" not in said, said
+    run_id = said.split("  run ", 1)[1].split(":", 1)[0]
+    explained = ll_loop(tmp_path, "explain", run_id).stdout
+    assert "action exited with code 127" in explained, explained
+    assert "+ unknown" not in explained and "reported no cost" not in explained, explained

@@ -1506,3 +1506,35 @@ def test_a_childs_end_with_fields_of_the_wrong_kind_is_no_internal_error(tmp_pat
         assert "sub-loop at step 1 (call): kid, reached the success terminal 'done'" in text
         assert data["children"][0]["steps"] == 1, field
         assert "kid" in report(tmp_path, run_id)
+
+
+def test_a_run_out_of_steps_names_the_state_its_final_state_names(tmp_path: Path) -> None:
+    """Three steps of a → b → a → b: the run stopped in 'b' (`final_state`, `status`, `run`'s
+    line), but explain said "it was in state 'a'", the last step's state, not where it was."""
+    run_id = run(
+        tmp_path,
+        "cyc",
+        """
+        name: cyc
+        initial: a
+        scope: ["."]
+        max_steps: 3
+        states:
+          a:
+            action: "true"
+            on_yes: b
+            on_no: done
+          b:
+            action: "true"
+            on_yes: a
+            on_no: done
+          done:
+            terminal: true
+        """,
+    )
+    text, data = explained(tmp_path, run_id)
+    assert data["final_state"] == "b"
+    assert data["reason"] == "used all 3 steps without reaching a terminal; it ended in state 'b'"
+    assert "it ended in state 'b'" in text and "'a'" not in text.split("why:")[1].splitlines()[0]
+    status = ll_loop(tmp_path, "status", run_id)
+    assert re.search(r"^state\s+b$", status.stdout, re.MULTILINE), status.stdout

@@ -712,7 +712,7 @@ def test_an_error_routed_to_a_success_terminal_is_a_warning(tmp_path: Path) -> N
 def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Path) -> None:
     """A loop file and a fragment library were read whole, whatever their size (a suite's and
     a dataset's files had a 10 MB limit): an 11 MB one is now refused in one sentence, before
-    it is parsed."""
+    it is parsed, with the same hint for a library (F030) as for a loop (F000)."""
     padding = "#" * (11 * 1024 * 1024) + "\n"
     (tmp_path / "big.yaml").write_text(
         "name: big\ninitial: a\nstates:\n  a:\n    terminal: true\n" + padding
@@ -727,6 +727,12 @@ def test_a_huge_loop_or_fragment_library_is_refused_not_read_whole(tmp_path: Pat
         said = result.stdout + result.stderr
         assert result.returncode == 1, said
         assert code in said and "too large to read (11.0 MB; the limit is 10.0 MB)" in said, said
+        # F030 gave no hint where F000 said what to check
+        too_large = [line for line in said.splitlines() if "too large to read" in line]
+        after = said.splitlines()[said.splitlines().index(too_large[0]) + 1]
+        assert after.strip() == (
+            "hint: loop, suite and case files are a few KB: check that this is the file meant"
+        ), said
 
 
 INERT = """\
@@ -798,3 +804,46 @@ def test_a_classify_verdict_named_like_a_setting_says_to_use_a_route_table(
     (tmp_path / "reserved.yaml").write_text(fixed)
     ran = ll_loop("run", "reserved.yaml", cwd=tmp_path)
     assert ran.code == 0, ran.stderr
+
+
+def test_a_guarded_read_of_a_field_a_sub_loop_capture_never_has_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    """`${captured.c.output | default('')}` of a sub-loop state's capture (which has no
+    `output`) is always its default: LL089 skips guarded reads, so it said nothing; LL097
+    warns, at the read, and names the fields the capture has."""
+    (tmp_path / ".loops").mkdir()
+    (tmp_path / "child.yaml").write_text(
+        "name: child\ninitial: w\nscope: ['.']\nstates:\n  w:\n    action: echo hi\n"
+        "    next: done\n  done:\n    terminal: true\n"
+    )
+    parent = textwrap.dedent(
+        """\
+        name: p
+        initial: kid
+        scope: ["."]
+        states:
+          kid:
+            loop: child
+            capture: c
+            on_yes: report
+            on_no: report
+            on_error: report
+          report:
+            action: echo "${captured.c.output | default('')}"
+            next: done
+          done:
+            terminal: true
+        """
+    )
+    (tmp_path / "p.yaml").write_text(parent)
+    done = ll_loop("validate", "p.yaml", cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    [line] = [x for x in done.stdout.splitlines() if " LL097 " in x]
+    assert line.startswith("p.yaml:12:19: warning LL097 "), line
+    assert "'c' is a sub-loop state's capture, which has no 'output'" in line
+    assert "always its default" in line
+    assert " LL089 " not in done.stdout
+    # a guarded read of a field the capture has is fine
+    (tmp_path / "p.yaml").write_text(parent.replace("c.output", "c.outputs.summary"))
+    assert " LL097 " not in ll_loop("validate", "p.yaml", cwd=tmp_path).stdout

@@ -12,6 +12,7 @@ assistant text), `tool_calls` ({name, input}), `events`, `token_usage`, `cost_us
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -53,6 +54,8 @@ def read_agent_result(result: ActionResult) -> ActionResult:
     A run the `result` event calls failed (`is_error`) is exit 1 even if the CLI exited 0:
     `claude -p` exits 1 after such a result, and a wrapper that lost the status made a failed
     agent run (out of turns, an API error) a success."""
+    if _never_ran(result):  # the agent CLI never started: it spent nothing, and that is known
+        return result
     agent = parse_agent_stream(result.output)
     if agent is None:  # plain output: what the agent spent is not known (not $0)
         return replace(result, cost_known=False)
@@ -73,6 +76,25 @@ def read_agent_result(result: ActionResult) -> ActionResult:
         note = f"the agent reported a failed run: {agent.error}"
         return replace(result, exit_code=1, stderr=_noted(result.stderr, note))
     return result
+
+
+# bash's own words for a command it could not find (exit 127): `bash: line 1: claude: command
+# not found`, `bash: line 1: ./agent.sh: No such file or directory`
+_NOT_FOUND = re.compile(r"bash: (?:line \d+: )?.+: (?:command not found|No such file or directory)")
+
+
+def _never_ran(result: ActionResult) -> bool:
+    """The agent CLI never started: its process could not be spawned, or bash exited 127 with
+    nothing on stdout and only its own "not found" lines on stderr (the CLI deleted mid-run)."""
+    if result.spawn_error is not None and result.exit_code is None and not result.timed_out:
+        return True
+    said = result.stderr.strip().splitlines()
+    return (
+        result.exit_code == 127
+        and not result.output.strip()
+        and bool(said)
+        and all(_NOT_FOUND.fullmatch(line.strip()) for line in said)
+    )
 
 
 def _noted(stderr: str, note: str) -> str:

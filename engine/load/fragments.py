@@ -36,6 +36,7 @@ from engine.load.yaml_positions import (
     YamlProblems,
     decode,
     parse_yaml,
+    unreadable_hint,
 )
 from engine.model.errors import Diagnostic
 
@@ -207,7 +208,13 @@ def check_library_file(path: Path) -> list[Diagnostic]:
         data, positions = parse_yaml(decode(regular_file_bytes(path, MAX_YAML_BYTES), shown), shown)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        job.problem("F030", f"cannot read fragment library {shown!r}: {reason}", (), "", value=True)
+        job.problem(
+            "F030",
+            f"cannot read fragment library {shown!r}: {reason}",
+            (),
+            unreadable_hint(exc),
+            value=True,
+        )
         return job.problems
     except YamlProblems as failed:
         return failed.diagnostics
@@ -233,7 +240,13 @@ def _library(entry: str, at: PathKey, job: _Expansion) -> dict[str, Fragment]:
         data, positions = parse_yaml(text, shown)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        job.problem("F030", f"cannot read fragment library {entry!r}: {reason}", at, "", value=True)
+        job.problem(
+            "F030",
+            f"cannot read fragment library {entry!r}: {reason}",
+            at,
+            unreadable_hint(exc),
+            value=True,
+        )
         return {}
     except YamlProblems as failed:
         job.problems.extend(failed.diagnostics)

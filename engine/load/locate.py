@@ -177,17 +177,36 @@ def looks_like_suite(text: str) -> bool:
     )
 
 
-def _head(path: str | Path) -> str | None:
-    """The first 200 KB of a regular file as text, enough to tell a loop, a suite and a library
-    apart (a 1 GB file is not read whole); None for what cannot be read or is not a regular
-    file (a pipe or a device: reading it could block forever)."""
+HEAD_BYTES = 200_000
+
+
+def _head(path: str | Path, size: int = HEAD_BYTES) -> str | None:
+    """The first `size` bytes (200 KB) of a regular file as text, enough to tell a loop, a suite
+    and a library apart (a 1 GB file is not read whole); None for what cannot be read or is not
+    a regular file (a pipe or a device: reading it could block forever)."""
     if not Path(path).is_file():
         return None
     try:
         with open(path, "rb") as handle:
-            return handle.read(200_000).decode("utf-8", errors="replace")
+            return handle.read(size).decode("utf-8", errors="replace")
     except OSError:
         return None
+
+
+def _kind_head(path: str | Path) -> str | None:
+    """`_head`, read on up to the size a YAML file may have (`MAX_YAML_BYTES`, which loading it
+    reads whole anyway) when the first 200 KB hold neither `states:` nor `subject:`: a suite
+    with 300 KB of inline cases before its `subject:` is still a suite."""
+    from engine.load.yaml_positions import MAX_YAML_BYTES
+
+    head = _head(path)
+    if head is None or any(line.startswith(("states:", "subject:")) for line in head.splitlines()):
+        return head
+    try:
+        whole = Path(path).stat().st_size <= HEAD_BYTES
+    except OSError:
+        return head
+    return head if whole else _head(path, MAX_YAML_BYTES)
 
 
 def file_kind(path: str | Path) -> FileKind:
@@ -199,7 +218,7 @@ def file_kind(path: str | Path) -> FileKind:
 
     if is_suite_path(path):
         return "suite"
-    head = _head(path)
+    head = _kind_head(path)
     if head is None:
         return "loop"
     if looks_like_suite(head):
@@ -248,7 +267,7 @@ def refuse_other_kind(path: Path, shown: str) -> Path:
 def refuse_a_loop_as_suite(path: Path, shown: str) -> None:
     """A loop file given to `ll-harness suite`: one sentence instead of the schema errors of a
     suite (a file with top-level `states:` and no `subject:`, not named `*.suite.yaml`)."""
-    head = None if is_suite_path(path) else _head(path)
+    head = None if is_suite_path(path) else _kind_head(path)
     if head is None:
         return
     lines = head.splitlines()

@@ -169,13 +169,17 @@ def read_text(path: Path, file: str) -> str:
         raw = regular_file_bytes(Path(path), MAX_YAML_BYTES)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        hint = "check the path"
-        if exc.errno == errno.EFBIG:
-            hint = "loop, suite and case files are a few KB: check that this is the file meant"
         raise YamlProblems(
-            [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, hint)]
+            [_diag("F000", f"cannot read the file: {reason}", file, 1, 1, unreadable_hint(exc))]
         ) from None
     return decode(raw, file)
+
+
+def unreadable_hint(exc: OSError) -> str:
+    """The hint for a YAML file `regular_file_bytes` could not read (F000, F030)."""
+    if exc.errno == errno.EFBIG:
+        return "loop, suite and case files are a few KB: check that this is the file meant"
+    return "check the path"
 
 
 def _yaml11_number(node: yaml.ScalarNode) -> int | float | None:

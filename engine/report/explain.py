@@ -447,10 +447,13 @@ def end_reason(
         via = _via(last)
         return f"reached the {kind} terminal {final!r}{via} at step {facts.steps}{budget}"
     if how == "max_steps":
-        where = _cycling(counted_path) or f"; it ended in state {final!r}"
         after = steps[-1] if steps and steps[-1].budget_end else None
         then = f"; then on_max_steps ran {after.state!r} ({after.verdict})" if after else ""
         last_counted = next((s for s in reversed(steps) if not s.budget_end), None)
+        # where the budget ran out: the state the last counted step routed to (final_state,
+        # unless on_max_steps went on from there), not the state that step ran
+        stopped = (last_counted.went_to if last_counted else None) or final
+        where = _cycling(counted_path) or f"; it ended in state {stopped!r}"
         if not after and last_counted and final not in (last_counted.went_to, last_counted.state):
             # a terminal on_max_steps runs nothing: the run ends there, still inconclusive
             then = f"; on_max_steps then sent it to the terminal {final!r} (still inconclusive)"
@@ -541,7 +544,7 @@ def _stopped_by(error: object) -> str:
 def _cycling(tail: tuple[PathItem, ...]) -> str:
     """`; the last 9 steps went round poll → nap` when the folded path ends in a repeated
     stretch (and perhaps the start of one more round: the run went round the 14 steps
-    `(a → b) ×6 → a → c`, not round the `a → b` it had begun again when it ended)."""
+    `(a → b) ×6 → a → c`, not round the `a → b` it had begun again when it ended); else ""."""
     if not tail:
         return ""
     found: int | None = None  # the earliest stretch whose rounds the path's end continues
@@ -561,7 +564,7 @@ def _cycling(tail: tuple[PathItem, ...]) -> str:
             break
     chosen = found if found is not None else fallback
     if chosen is None:
-        return f"; it was in state {tail[-1].steps[-1].state!r}"
+        return ""
     item = tail[chosen]
     count = tail[-1].last_step - item.first_step + 1
     return f"; the last {count} steps went round {round_text(item.steps)}"
