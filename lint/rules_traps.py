@@ -5,6 +5,7 @@ resolved before the run. Loops ported from little-loops carry all of them (docs/
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -228,9 +229,26 @@ def comment_cuts_command(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
 _PLAIN_PIECE = r"""(?:[\w./:=,+@%~^-]++|'[^']*+'|"[^"$`\\!]*+"|\$[A-Za-z_]\w*+)"""
 _PLAIN_WORD = rf"(?:{_PLAIN_PIECE}++|[0-9]?(?:>>?|<|&>)(?:&[0-9]|[ \t]*+{_PLAIN_PIECE}++))"
 _PLAIN_COMMAND = rf"[ \t]*+{_PLAIN_WORD}(?:[ \t]++{_PLAIN_WORD})*+[ \t]*+"
-_PLAIN_SCRIPT = re.compile(
-    rf"\s*+(?:{_PLAIN_COMMAND}(?:(?:&&|\|\||\||;|\n)\s*+{_PLAIN_COMMAND})*+;?)?\s*+"
-)
+_PLAIN_SCRIPT = rf"\s*+(?:{_PLAIN_COMMAND}(?:(?:&&|\|\||\||;|\n)\s*+{_PLAIN_COMMAND})*+;?)?\s*+"
+# The commonest plain scripts (`pytest -q`, `make build && make test`) in regular expressions
+# that compile in a tenth of the time: compiling the whole one costs ~0.7 ms of every start-up.
+_SIMPLE_WORDS = re.compile(r"[ \t]*[\w./:=,+@%~^-]+(?:[ \t]+[\w./:=,+@%~^-]+)*[ \t]*")
+_SIMPLE_JOIN = re.compile(r"&&|\|\||\||;")
+
+
+def _plain(script: str) -> bool:
+    """Whether `script` is plain (see above): the simple form first, the whole pattern after."""
+    text = script.strip()
+    if all(_SIMPLE_WORDS.fullmatch(p) for p in _SIMPLE_JOIN.split(text.removesuffix(";"))):
+        return True
+    return _plain_script().fullmatch(script) is not None
+
+
+@functools.cache
+def _plain_script() -> re.Pattern[str]:
+    return re.compile(_PLAIN_SCRIPT)
+
+
 _KEYWORD = re.compile(
     r"(?<![\w./:=,+@%~^-])(?:if|then|else|elif|fi|case|esac|for|select|while|until|do|done|in|"
     r"function|time|coproc)(?![\w./:=,+@%~^-])"
@@ -249,7 +267,7 @@ def shell_syntax(ctx: LintContext | SuiteContext) -> Iterator[Finding]:
     lines = positions.text.splitlines() if positions is not None and positions.text else []
     for path, text, what in _commands(ctx):
         script = shell_text(text)
-        if script is None or (_PLAIN_SCRIPT.fullmatch(script) and not _KEYWORD.search(script)):
+        if script is None or (_plain(script) and not _KEYWORD.search(script)):
             continue
         if _OURS.search(text):
             continue  # `${input.text}`: a root that is not ours (LL030), bash's bad substitution
