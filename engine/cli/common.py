@@ -13,7 +13,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Annotated, Any, NoReturn, TextIO
 
 import typer
 
@@ -509,6 +509,17 @@ def out(text: str) -> None:
 def project_loops_dir(cwd: Path | None = None) -> Path:
     """`.loops/` at the root of the project `cwd` (default: the working directory) is in."""
     return loops_dir(cwd)
+
+
+RunArgument = Annotated[
+    str | None,
+    typer.Argument(
+        help="A run id (or unique prefix), or a run's directory (needed: without it, the "
+        "error names this project's newest run)."
+    ),
+]
+"""The RUN of `explain` and `report`: optional to typer, so that its absence is `which_run`'s
+sentence rather than typer's "Missing argument"."""
 
 
 def which_run(command: str) -> UsageError:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import examples, which_run
+from engine.cli.common import RunArgument, examples, which_run
 
 
 class Format(StrEnum):
@@ -24,13 +24,7 @@ def register(app: typer.Typer) -> None:
 
 
 def explain_command(
-    run: Annotated[
-        str | None,
-        typer.Argument(
-            help="A run id (or unique prefix), or a run's directory (needed: without it, the "
-            "error names this project's newest run)."
-        ),
-    ] = None,
+    run: RunArgument = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="text or json.")] = Format.text,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.cli.common import examples, which_run, write_report
+from engine.cli.common import RunArgument, examples, which_run, write_report
 from engine.model.errors import UsageError
 
 
@@ -20,13 +20,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report_command(
-    run: Annotated[
-        str | None,
-        typer.Argument(
-            help="A run id (or unique prefix), or a run's directory (needed: without it, the "
-            "error names this project's newest run)."
-        ),
-    ] = None,
+    run: RunArgument = None,
     html: Annotated[
         bool, typer.Option("--html", help="Write the HTML report (the only format so far).")
     ] = False,
