@@ -366,11 +366,7 @@ def capture_maybe_unset(ctx: LintContext) -> Iterator[Finding]:
     evaluator's `previous:` is exempt: the run takes a missing value there as "none yet"."""
     capturers: dict[str, list[str]] = {}
     for state in ctx.loop.states.values():
-        auto = state.is_subloop or (
-            state.evaluate is not None and state.evaluate.type == "assessment"
-        )
-        name = state.capture or (state.name if auto else None)
-        if name:
+        if (name := state.capture_name) is not None:
             capturers.setdefault(name, []).append(state.name)
     of_subloops = _subloop_captures(ctx)
     tree = _DominatorTree(ctx.idom)
@@ -449,11 +445,7 @@ def _subloop_captures(ctx: LintContext) -> set[str]:
     """The captures only sub-loop states store: `terminal`, `events`, ... and no `output`."""
     kinds: dict[str, set[bool]] = {}
     for state in ctx.loop.states.values():
-        auto = state.is_subloop or (
-            state.evaluate is not None and state.evaluate.type == "assessment"
-        )
-        name = state.capture or (state.name if auto else None)
-        if name:
+        if (name := state.capture_name) is not None:
             kinds.setdefault(name, set()).add(state.is_subloop)
     return {name for name, subloop in kinds.items() if subloop == {True}}
 

@@ -191,6 +191,15 @@ class State:
         return self.loop is not None
 
     @property
+    def capture_name(self) -> str | None:
+        """Where the state's result is captured: `capture:`, else its own name for a sub-loop
+        or an assessment (which always capture), else nowhere."""
+        stores = self.is_subloop or (
+            self.evaluate is not None and self.evaluate.type == "assessment"
+        )
+        return self.capture or (self.name if stores else None)
+
+    @property
     def retry_exhausted_target(self) -> str | None:
         """`on_retry_exhausted` with `$current` resolved to this state (None: unset)."""
         target = self.on_retry_exhausted

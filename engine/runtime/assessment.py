@@ -24,11 +24,6 @@ def is_assessment(state: State) -> bool:
     return state.evaluate is not None and state.evaluate.type == "assessment"
 
 
-def capture_name(state: State) -> str | None:
-    """Where a state's result is captured: `capture:`, and an assessment always (its name)."""
-    return state.capture or (state.name if is_assessment(state) else None)
-
-
 class ShellCommands:
     """`CommandPort` for judges: bash in the workspace, one action runner per command (judges
     run at once), each killed with the run when it is stopped."""

@@ -490,9 +490,7 @@ def remember(
     """Store the capture (if any) and `prev`, with outputs bounded in memory."""
     output, output_path = _bounded(result.output, result.output_path, state, rs, rt)
     stderr, stderr_path = _bounded_end(result.stderr, result.stderr_path, state, rs, rt)
-    name = state.capture
-    if state.evaluate is not None and state.evaluate.type == "assessment":
-        name = name or state.name  # an assessment is always captured: its judges' results
+    name = state.capture_name  # an assessment is always captured: its judges' results
     if name and not state.is_subloop:
         rs.captured[name] = {
             "output": output,
