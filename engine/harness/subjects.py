@@ -166,10 +166,9 @@ def loop_subject(
     its `outputs` and the output of the last state it ran (`judged_loop_text`).
     """
     from engine.load.loader import load_loop_file
-    from engine.load.locate import refuse_other_kind
     from engine.model.params import bind_context
 
-    loop = load_loop_file(refuse_other_kind(path, str(path)))
+    loop = load_loop_file(path)  # the caller has refused a suite or a library given as a loop
     # What every sample's `ll-loop run` would refuse is refused once, before any sample.
     bind_context(loop, context, {}, input_text, strict=True)
     from engine.llm.preflight import preflight
